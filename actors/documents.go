@@ -1,0 +1,188 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"strconv"
+	"time"
+)
+
+// Media types of ActivityPub documents.
+const (
+	ContentTypeActivity = "application/activity+json"
+	ContentTypeLD       = `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`
+	// PublicAudience is the special collection that makes a post public.
+	PublicAudience = "https://www.w3.org/ns/activitystreams#Public"
+)
+
+// actorContext is what Mastodon and GoToSocial put in an actor's @context:
+// ActivityStreams, security v1 (publicKey), and the Mastodon extensions
+// whose terms we use.
+func actorContext() []any {
+	return []any{
+		"https://www.w3.org/ns/activitystreams",
+		"https://w3id.org/security/v1",
+		map[string]any{
+			"manuallyApprovesFollowers": "as:manuallyApprovesFollowers",
+			"toot":                      "http://joinmastodon.org/ns#",
+			"discoverable":              "toot:discoverable",
+			"indexable":                 "toot:indexable",
+		},
+	}
+}
+
+// PublicKeyDoc is the publicKey object of an actor document.
+type PublicKeyDoc struct {
+	ID           string `json:"id"`
+	Owner        string `json:"owner"`
+	PublicKeyPem string `json:"publicKeyPem"`
+}
+
+// ActorDoc is an actor document as the crowd serves it. Field order is
+// the JSON order, kept stable for golden files and caches.
+type ActorDoc struct {
+	Context                   []any             `json:"@context"`
+	ID                        string            `json:"id"`
+	Type                      string            `json:"type"`
+	PreferredUsername         string            `json:"preferredUsername"`
+	Name                      string            `json:"name"`
+	Summary                   string            `json:"summary"`
+	URL                       string            `json:"url"`
+	Inbox                     string            `json:"inbox"`
+	Outbox                    string            `json:"outbox"`
+	Followers                 string            `json:"followers"`
+	Following                 string            `json:"following"`
+	Endpoints                 map[string]string `json:"endpoints"`
+	PublicKey                 PublicKeyDoc      `json:"publicKey"`
+	ManuallyApprovesFollowers bool              `json:"manuallyApprovesFollowers"`
+	Discoverable              bool              `json:"discoverable"`
+	Indexable                 bool              `json:"indexable"`
+	Published                 string            `json:"published"`
+}
+
+// Document is the actor's ActivityPub document with every field real
+// servers check: id equal to the URL it is served at, publicKey whose
+// owner is the actor, the shared inbox, and the collections.
+func (a *Actor) Document() ActorDoc {
+	name := a.Name
+	summary := fmt.Sprintf("A member of the crowd on %s, one of the fake servers that load-test and debug federation.", a.Origin.Host)
+	if a.Kind == KindApplication {
+		name = a.Origin.Host
+		summary = "The instance actor of " + a.Origin.Host + "; it signs the crowd's fetches."
+	}
+	return ActorDoc{
+		Context:           actorContext(),
+		ID:                a.ID,
+		Type:              a.Kind,
+		PreferredUsername: a.Name,
+		Name:              name,
+		Summary:           summary,
+		URL:               a.ProfileURL(),
+		Inbox:             a.Inbox(),
+		Outbox:            a.Outbox(),
+		Followers:         a.Followers(),
+		Following:         a.Following(),
+		Endpoints:         map[string]string{"sharedInbox": a.SharedInbox()},
+		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM},
+		Discoverable:      a.Kind == KindPerson,
+		Indexable:         a.Kind == KindPerson,
+		Published:         a.Published.Format(time.RFC3339),
+	}
+}
+
+// ProfileHTML is the small page a browser gets for the actor.
+func (a *Actor) ProfileHTML() []byte {
+	esc := html.EscapeString
+	return []byte(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>` + esc(a.Acct()) + `</title>
+<link rel="alternate" type="application/activity+json" href="` + esc(a.ID) + `"></head>
+<body><h1>@` + esc(a.Acct()) + `</h1>
+<p>` + esc(a.Document().Summary) + `</p>
+<p>ActivityPub id: <a href="` + esc(a.ID) + `">` + esc(a.ID) + `</a></p>
+</body></html>
+`)
+}
+
+// CollectionPageSize is how many items one page of a collection holds.
+const CollectionPageSize = 50
+
+// Collection is an OrderedCollection or one OrderedCollectionPage of it.
+type Collection struct {
+	Context      string   `json:"@context"`
+	ID           string   `json:"id"`
+	Type         string   `json:"type"`
+	TotalItems   int      `json:"totalItems"`
+	PartOf       string   `json:"partOf,omitempty"`
+	First        string   `json:"first,omitempty"`
+	Next         string   `json:"next,omitempty"`
+	Prev         string   `json:"prev,omitempty"`
+	OrderedItems []string `json:"orderedItems,omitempty"`
+}
+
+// CollectionDoc renders a collection of item ids with true counts: page 0
+// is the OrderedCollection itself (linking its first page), page n ≥ 1 is
+// an OrderedCollectionPage of CollectionPageSize items.
+func CollectionDoc(id string, items []string, page int) Collection {
+	if page <= 0 {
+		return Collection{Context: "https://www.w3.org/ns/activitystreams", ID: id, Type: "OrderedCollection",
+			TotalItems: len(items), First: id + "?page=1"}
+	}
+	c := Collection{Context: "https://www.w3.org/ns/activitystreams", ID: id + "?page=" + strconv.Itoa(page),
+		Type: "OrderedCollectionPage", TotalItems: len(items), PartOf: id, OrderedItems: []string{}}
+	start := (page - 1) * CollectionPageSize
+	if start < len(items) {
+		end := min(start+CollectionPageSize, len(items))
+		c.OrderedItems = items[start:end]
+		if end < len(items) {
+			c.Next = id + "?page=" + strconv.Itoa(page+1)
+		}
+	}
+	if page > 1 {
+		c.Prev = id + "?page=" + strconv.Itoa(page-1)
+	}
+	return c
+}
+
+// FollowersDoc is the actor's followers collection, page as CollectionDoc.
+func (w *World) FollowersDoc(a *Actor, page int) Collection {
+	rels := w.Graph.Followers(a.ID)
+	items := make([]string, len(rels))
+	for i, r := range rels {
+		items[i] = r.Remote
+	}
+	return CollectionDoc(a.Followers(), items, page)
+}
+
+// FollowingDoc is the actor's following collection (accepted follows
+// only), page as CollectionDoc.
+func (w *World) FollowingDoc(a *Actor, page int) Collection {
+	var items []string
+	for _, r := range w.Graph.Following(a.ID) {
+		if r.State == StateAccepted {
+			items = append(items, r.Remote)
+		}
+	}
+	return CollectionDoc(a.Following(), items, page)
+}
+
+// OutboxDoc is the actor's outbox. The crowd keeps no store of what it
+// sent (every object is regenerated from its id), so the outbox is empty
+// and says so with a true count of zero.
+func (w *World) OutboxDoc(a *Actor, page int) Collection {
+	return CollectionDoc(a.Outbox(), nil, page)
+}
+
+// MarshalDoc renders any document as indented JSON, the one encoding
+// every handler uses. HTML in content stays readable (no \u003c escapes).
+func MarshalDoc(doc any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

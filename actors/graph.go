@@ -1,0 +1,269 @@
+package actors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Follow states of a relation.
+const (
+	StatePending  = "pending"
+	StateAccepted = "accepted"
+	StateRejected = "rejected"
+)
+
+// ErrGraph marks a follow-graph operation that could not be made durable.
+var ErrGraph = errors.New("follow graph")
+
+// Relation is one follow between a crowd actor and a remote actor.
+type Relation struct {
+	// Local is the crowd actor's id.
+	Local string `json:"local"`
+	// Remote is the other actor's id.
+	Remote string `json:"remote"`
+	// FollowID is the id of the Follow activity that made the relation.
+	FollowID string `json:"follow_id"`
+	// State is StatePending, StateAccepted or StateRejected.
+	State string `json:"state"`
+	// Since is when the relation reached its state.
+	Since time.Time `json:"since"`
+	// Follow is the Follow activity as received (followers only): the
+	// Accept embeds it.
+	Follow json.RawMessage `json:"follow,omitempty"`
+}
+
+// journal entry kinds
+const (
+	opFollower   = "follower"
+	opUnfollower = "unfollower"
+	opFollowing  = "following"
+	opUnfollow   = "unfollow"
+)
+
+type entry struct {
+	Op string `json:"op"`
+	Relation
+}
+
+// Graph is the persisted follow graph: who follows which crowd actor
+// (followers) and whom crowd actors follow (following). Every change is
+// appended to a journal and fsynced before the call returns, so a kill -9
+// at any moment loses no follow that was acknowledged. Safe for
+// concurrent use.
+type Graph struct {
+	mu        sync.RWMutex
+	file      *os.File
+	followers map[string]map[string]Relation // local → remote → relation
+	following map[string]map[string]Relation // local → remote → relation
+	byFollow  map[string]Relation            // following, by Follow id
+}
+
+// OpenGraph replays the journal in stateDir (creating it if absent). A
+// torn last line, as a crash mid-write leaves, is dropped.
+func OpenGraph(stateDir string) (*Graph, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	path := filepath.Join(stateDir, "graph.jsonl")
+	g := &Graph{followers: map[string]map[string]Relation{}, following: map[string]map[string]Relation{}, byFollow: map[string]Relation{}}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	good := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			break // torn tail: everything before it is intact
+		}
+		g.apply(e)
+		good += len(line) + 1
+	}
+	if good < len(data) {
+		if err := os.Truncate(path, int64(good)); err != nil {
+			return nil, fmt.Errorf("%w: drop torn journal tail: %v", ErrGraph, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	g.file = f
+	return g, nil
+}
+
+// Close closes the journal.
+func (g *Graph) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.file == nil {
+		return nil
+	}
+	err := g.file.Close()
+	g.file = nil
+	return err
+}
+
+func (g *Graph) apply(e entry) {
+	switch e.Op {
+	case opFollower:
+		put(g.followers, e.Relation)
+	case opUnfollower:
+		delete(g.followers[e.Local], e.Remote)
+	case opFollowing:
+		if old, ok := g.following[e.Local][e.Remote]; ok && old.FollowID != e.FollowID {
+			delete(g.byFollow, old.FollowID)
+		}
+		put(g.following, e.Relation)
+		g.byFollow[e.FollowID] = e.Relation
+	case opUnfollow:
+		if old, ok := g.following[e.Local][e.Remote]; ok {
+			delete(g.byFollow, old.FollowID)
+		}
+		delete(g.following[e.Local], e.Remote)
+	}
+}
+
+func put(m map[string]map[string]Relation, r Relation) {
+	inner := m[r.Local]
+	if inner == nil {
+		inner = map[string]Relation{}
+		m[r.Local] = inner
+	}
+	inner[r.Remote] = r
+}
+
+// record makes e durable, then applies it. The caller holds g.mu.
+func (g *Graph) record(e entry) error {
+	if g.file == nil {
+		return fmt.Errorf("%w: closed", ErrGraph)
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	if _, err := g.file.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	if err := g.file.Sync(); err != nil {
+		return fmt.Errorf("%w: %v", ErrGraph, err)
+	}
+	g.apply(e)
+	return nil
+}
+
+// AddFollower records that remote follows local (accepted: the crowd
+// accepts every Follow), keeping the Follow activity for the Accept.
+func (g *Graph) AddFollower(local, remote, followID string, follow json.RawMessage) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.record(entry{Op: opFollower, Relation: Relation{Local: local, Remote: remote, FollowID: followID,
+		State: StateAccepted, Since: time.Now().UTC(), Follow: follow}})
+}
+
+// RemoveFollower records that remote no longer follows local. It reports
+// whether there was such a follower.
+func (g *Graph) RemoveFollower(local, remote string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.followers[local][remote]; !ok {
+		return false, nil
+	}
+	return true, g.record(entry{Op: opUnfollower, Relation: Relation{Local: local, Remote: remote, Since: time.Now().UTC()}})
+}
+
+// AddFollowing records that local sent a Follow (followID) to remote; the
+// relation is pending until SetFollowingState.
+func (g *Graph) AddFollowing(local, remote, followID string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.record(entry{Op: opFollowing, Relation: Relation{Local: local, Remote: remote, FollowID: followID,
+		State: StatePending, Since: time.Now().UTC()}})
+}
+
+// SetFollowingState moves the crowd's own Follow followID to state (an
+// Accept or Reject arrived). It reports whether the Follow was known.
+func (g *Graph) SetFollowingState(followID, state string) (Relation, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, ok := g.byFollow[followID]
+	if !ok {
+		return Relation{}, false, nil
+	}
+	if r.State == state {
+		return r, true, nil
+	}
+	r.State, r.Since = state, time.Now().UTC()
+	return r, true, g.record(entry{Op: opFollowing, Relation: r})
+}
+
+// FollowingByRemote finds local's relation to remote, if any (an Accept
+// may quote the Follow by id or only name the actors).
+func (g *Graph) FollowingByRemote(local, remote string) (Relation, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, ok := g.following[local][remote]
+	return r, ok
+}
+
+// RemoveFollowing forgets local's follow of remote (the crowd sent Undo).
+func (g *Graph) RemoveFollowing(local, remote string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.following[local][remote]; !ok {
+		return false, nil
+	}
+	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: local, Remote: remote, Since: time.Now().UTC()}})
+}
+
+// Followers lists who follows local, oldest first.
+func (g *Graph) Followers(local string) []Relation {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return sorted(g.followers[local])
+}
+
+// Following lists whom local follows (any state), oldest first.
+func (g *Graph) Following(local string) []Relation {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return sorted(g.following[local])
+}
+
+// Counts is how many followers and followings local has; following
+// counts only accepted follows, as servers show them.
+func (g *Graph) Counts(local string) (followers, following int) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, r := range g.following[local] {
+		if r.State == StateAccepted {
+			following++
+		}
+	}
+	return len(g.followers[local]), following
+}
+
+func sorted(m map[string]Relation) []Relation {
+	out := make([]Relation, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].Remote < out[j].Remote
+	})
+	return out
+}

@@ -1,0 +1,224 @@
+package actors
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// testWorld opens a one-origin, two-actor world whose keys come from
+// testdata, so documents are byte-stable for golden files.
+func testWorld(t *testing.T) *World {
+	t.Helper()
+	state := t.TempDir()
+	src := filepath.Join("testdata", "keys", "flood1.test")
+	dst := filepath.Join(state, "keys", "flood1.test")
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"alice", "bob", "flood1.test"} {
+		b, err := os.ReadFile(filepath.Join(src, n+".pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, n+".pem"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// golden compares got with testdata/golden/name, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n got: %s\nwant: %s", name, got, want)
+	}
+}
+
+func TestDocumentsMatchGoldenFiles(t *testing.T) {
+	w := testWorld(t)
+	o, _ := w.Origin("flood1.test")
+	alice, _ := o.Actor("alice")
+	if err := w.Graph.AddFollower(alice.ID, "https://sut.test/users/load0", "https://sut.test/follows/1", nil); err != nil {
+		t.Fatal(err)
+	}
+	spec := NoteSpec{Published: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Seq: 7, Bytes: 120,
+		MentionID: "https://sut.test/users/load0", MentionHandle: "@load0@sut.test"}
+	note, err := alice.Object(strings.TrimPrefix(alice.NoteID(spec), alice.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file string
+		doc  any
+	}{
+		{"actor_alice.json", alice.Document()},             // a Person with every field servers check
+		{"actor_instance.json", o.Instance.Document()},     // the Application actor that signs fetches
+		{"followers.json", w.FollowersDoc(alice, 0)},       // collection root: true count, link to page 1
+		{"followers_page1.json", w.FollowersDoc(alice, 1)}, // first page lists the follower
+		{"following.json", w.FollowingDoc(alice, 0)},       // no accepted follows yet
+		{"outbox.json", w.OutboxDoc(alice, 0)},             // the crowd stores no posts
+		{"note.json", note},                                // a regenerated note
+		{"create.json", alice.CreateNote(spec)},            // the Create the flood sends
+		{"follow.json", alice.Follow(FollowSpec{Published: spec.Published, Seq: 1, Object: spec.MentionID})},
+	} {
+		b, err := MarshalDoc(c.doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, c.file, b)
+	}
+	golden(t, "profile_alice.html", alice.ProfileHTML())
+}
+
+func TestOpenKeepsKeysAcrossRestarts(t *testing.T) {
+	state := t.TempDir()
+	cfg := Config{Origins: 2, Actors: 3, Domain: "flood%d.test", StateDir: state}
+	first, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	second, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	for i, o := range first.Origins {
+		for j, a := range append(o.Actors, o.Instance) {
+			b := append(second.Origins[i].Actors, second.Origins[i].Instance)[j]
+			if a.PublicKeyPEM != b.PublicKeyPEM {
+				t.Errorf("%s: public key changed across restart", a.Acct())
+			}
+		}
+	}
+	if got := len(second.Actors()); got != 6 {
+		t.Errorf("Actors() = %d, want 6", got)
+	}
+}
+
+func TestOpenRejectsBadInput(t *testing.T) {
+	state := t.TempDir()
+	bad := filepath.Join(state, "keys", "flood1.test")
+	os.MkdirAll(bad, 0o700)
+	os.WriteFile(filepath.Join(bad, "alice.pem"), []byte("not a key"), 0o600)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want error
+		flag string
+	}{
+		{"no origins", Config{Origins: 0, Actors: 1, Domain: "flood%d.test", StateDir: state}, ErrConfig, "--origins"},
+		{"no actors", Config{Origins: 1, Actors: 0, Domain: "flood%d.test", StateDir: state}, ErrConfig, "--actors"},
+		{"pattern without %d", Config{Origins: 1, Actors: 1, Domain: "flood.test", StateDir: state}, ErrConfig, "--domain"},
+		{"single-label domain", Config{Origins: 1, Actors: 1, Domain: "flood%d", StateDir: state}, ErrConfig, "--domain"},
+		{"bad characters", Config{Origins: 1, Actors: 1, Domain: "fl_od%d.test", StateDir: state}, ErrConfig, "--domain"},
+		{"no state dir", Config{Origins: 1, Actors: 1, Domain: "flood%d.test"}, ErrConfig, "--state"},
+		{"corrupt key file", Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state}, ErrKeyFile, "alice.pem"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(c.cfg)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.flag) {
+				t.Fatalf("Open = %v, want %v naming %s", err, c.want, c.flag)
+			}
+		})
+	}
+}
+
+func TestShards(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		origins []int // which of origins 1..6 the shard serves
+		bad     bool
+	}{
+		{"", []int{1, 2, 3, 4, 5, 6}, false}, // no shard: everything
+		{"0/2", []int{1, 3, 5}, false},       // first of two
+		{"1/2", []int{2, 4, 6}, false},       // second of two
+		{"2/2", nil, true},                   // index out of range
+		{"1/0", nil, true},                   // no shards
+		{"a/b", nil, true},                   // not numbers
+		{"1/2/3", nil, true},                 // trailing garbage
+	} {
+		sh, err := ParseShard(c.in)
+		if (err != nil) != c.bad {
+			t.Fatalf("ParseShard(%q) err = %v", c.in, err)
+		}
+		if c.bad {
+			continue
+		}
+		var got []int
+		for i := 1; i <= 6; i++ {
+			if sh.Has(i) {
+				got = append(got, i)
+			}
+		}
+		if len(got) != len(c.origins) {
+			t.Errorf("shard %q serves %v, want %v", c.in, got, c.origins)
+		}
+	}
+}
+
+func TestZone(t *testing.T) {
+	for _, c := range []struct{ domain, zone string }{
+		{"flood%d.test", "test."},               // the default
+		{"crowd%d.example.org", "example.org."}, // deeper zone
+		{"x.flood%d.test", "test."},             // number not in the first label
+	} {
+		if got := (Config{Domain: c.domain}).Zone(); got != c.zone {
+			t.Errorf("Zone(%q) = %q, want %q", c.domain, got, c.zone)
+		}
+	}
+}
+
+func TestActorLookups(t *testing.T) {
+	w := testWorld(t)
+	for _, c := range []struct {
+		id   string
+		want string // acct, or "" for not found
+	}{
+		{"https://flood1.test/users/alice", "alice@flood1.test"},          // by id
+		{"https://flood1.test/users/alice#main-key", "alice@flood1.test"}, // by key id
+		{"https://flood1.test/actor", "flood1.test@flood1.test"},          // instance actor
+		{"https://flood1.test/users/mallory", ""},                         // not in the world
+		{"https://flood2.test/users/alice", ""},                           // origin not in the world
+	} {
+		a, ok := w.ActorByID(c.id)
+		if got := ""; ok {
+			got = a.Acct()
+			if got != c.want {
+				t.Errorf("ActorByID(%q) = %s, want %s", c.id, got, c.want)
+			}
+		} else if c.want != "" {
+			t.Errorf("ActorByID(%q) not found, want %s", c.id, c.want)
+		}
+	}
+	if _, ok := w.Origin("FLOOD1.test:443"); !ok {
+		t.Error("Origin lookup must ignore case and port")
+	}
+}

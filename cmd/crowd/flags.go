@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// envPrefix prefixes the environment variable of every flag: --dns-record
+// reads CROWD_DNS_RECORD, so a compose file can configure the crowd.
+const envPrefix = "CROWD_"
+
+// envName is the environment variable that sets flag name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// bindEnv fills every flag the command line did not set from its
+// CROWD_<FLAG> variable; a list flag takes a comma-separated value. A bad
+// value is a usage error naming both the variable and the flag.
+func bindEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if sv, isSlice := f.Value.(pflag.SliceValue); isSlice {
+			var items []string
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					items = append(items, s)
+				}
+			}
+			if e := sv.Replace(items); e != nil {
+				err = usageError{fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e)}
+			}
+			f.Changed = true
+			return
+		}
+		if e := cmd.Flags().Set(f.Name, v); e != nil {
+			err = usageError{fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e)}
+		}
+	})
+	return err
+}
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	logLevel  string
+	logFormat string
+}
+
+func (g *globalOptions) register(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: console, json, or auto (console on a terminal, JSON otherwise)")
+}
+
+// logger builds the zap logger the flags ask for, writing to stderr.
+func (g *globalOptions) logger() (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(g.logLevel)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	format := g.logFormat
+	if format == "auto" {
+		format = "json"
+		if isTerminal(os.Stderr) {
+			format = "console"
+		}
+	}
+	var cfg zap.Config
+	switch format {
+	case "json":
+		cfg = zap.NewProductionConfig()
+	case "console":
+		cfg = zap.NewDevelopmentConfig()
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.DisableStacktrace = true
+	default:
+		return nil, usageError{fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat)}
+	}
+	cfg.Level = zap.NewAtomicLevelAt(level)
+	cfg.Sampling = nil
+	return cfg.Build()
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

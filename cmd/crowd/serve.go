@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/pasture"
+)
+
+// worldFlags are the flags that say which world to build.
+type worldFlags struct {
+	cfg   actors.Config
+	shard string
+}
+
+func (f *worldFlags) register(cmd *cobra.Command) {
+	def := actors.DefaultConfig()
+	f.cfg = def
+	fl := cmd.Flags()
+	fl.IntVar(&f.cfg.Origins, "origins", def.Origins, "how many fake servers to serve")
+	fl.IntVar(&f.cfg.Actors, "actors", def.Actors, "how many actors each origin has")
+	fl.StringVar(&f.cfg.Domain, "domain", def.Domain, "host-name pattern of the origins, with one %d for the origin number")
+	fl.StringVar(&f.cfg.StateDir, "state", def.StateDir, "directory for keys, the CA, the follow graph and the activity log")
+	fl.StringVar(&f.shard, "shard", "", "serve only shard i of n of the origins (i/n, 0-based)")
+}
+
+func (f *worldFlags) config() (actors.Config, error) {
+	sh, err := actors.ParseShard(f.shard)
+	if err != nil {
+		return actors.Config{}, usageError{fmt.Errorf("--shard: %w", err)}
+	}
+	cfg := f.cfg
+	cfg.Shard = sh
+	if err := cfg.Validate(); err != nil {
+		return actors.Config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+type serveFlags struct {
+	world                    worldFlags
+	https, http, dns, admin  string
+	advertise                []string
+	dnsRecords, dnsUpstreams []string
+	shutdownGrace            time.Duration
+}
+
+func newServeCmd(g *globalOptions) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the world: origins with actors, WebFinger, NodeInfo, inboxes, over HTTPS and HTTP, with DNS and an admin API",
+		Long: `Serve the crowd's world. With no flags: 20 origins flood1.test … flood20.test with 10 actors each,
+state in ./crowd-state, HTTPS on :443, HTTP on :80, DNS on :53 and the admin API on 127.0.0.1:9180.
+Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.0.5).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), g, f)
+		},
+	}
+	f.world.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.https, "https", ":443", "HTTPS listen address (empty disables)")
+	fl.StringVar(&f.http, "http", ":80", "HTTP listen address (empty disables)")
+	fl.StringVar(&f.dns, "dns", ":53", "DNS listen address, UDP and TCP (empty disables)")
+	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback)")
+	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "IP address(es) the SUT reaches the crowd at; the DNS answers the origins with them")
+	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
+	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port] (default: the machine's resolv.conf)")
+	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "how long a graceful shutdown may take")
+	return cmd
+}
+
+func (f *serveFlags) pastureConfig() (pasture.Config, error) {
+	var cfg pasture.Config
+	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
+	cfg.ShutdownGrace = f.shutdownGrace
+	for _, s := range f.advertise {
+		ip := net.ParseIP(strings.TrimSpace(s))
+		if ip == nil {
+			return cfg, usageError{fmt.Errorf("--advertise %q is not an IP address", s)}
+		}
+		cfg.Advertise = append(cfg.Advertise, ip)
+	}
+	cfg.DNSRecords = map[string][]net.IP{}
+	for _, r := range f.dnsRecords {
+		name, addr, ok := strings.Cut(r, "=")
+		ip := net.ParseIP(strings.TrimSpace(addr))
+		if !ok || strings.TrimSpace(name) == "" || ip == nil {
+			return cfg, usageError{fmt.Errorf("--dns-record %q is not NAME=IP", r)}
+		}
+		name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+		cfg.DNSRecords[name] = append(cfg.DNSRecords[name], ip)
+	}
+	for _, u := range f.dnsUpstreams {
+		u = strings.TrimSpace(u)
+		if _, _, err := net.SplitHostPort(u); err != nil {
+			u = net.JoinHostPort(u, "53")
+		}
+		host, _, _ := net.SplitHostPort(u)
+		if net.ParseIP(host) == nil {
+			return cfg, usageError{fmt.Errorf("--dns-upstream %q is not IP[:port]", u)}
+		}
+		cfg.DNSUpstreams = append(cfg.DNSUpstreams, u)
+	}
+	return cfg, nil
+}
+
+func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	wcfg, err := f.world.config()
+	if err != nil {
+		return err
+	}
+	pcfg, err := f.pastureConfig()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	world, err := actors.Open(wcfg)
+	if err != nil {
+		return err
+	}
+	defer world.Close()
+	pcfg.World, pcfg.Version, pcfg.Logger = world, version, log
+	p, err := pasture.New(pcfg)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
+		zap.String("first", world.Origins[0].Host), zap.String("state", wcfg.StateDir),
+		zap.Duration("startup", time.Since(started)))
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-p.Errors():
+		log.Error("listener failed", zap.Error(err))
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
+	defer cancel()
+	if serr := p.Shutdown(shutdownCtx); serr != nil {
+		log.Warn("shutdown", zap.Error(serr))
+	}
+	return err
+}

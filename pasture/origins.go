@@ -1,0 +1,188 @@
+package pasture
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/webfinger"
+)
+
+// originRouter routes the requests of every origin (HTTPS and HTTP
+// listeners alike) by path; handlers find their origin by Host.
+func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics) http.Handler {
+	r := chi.NewRouter()
+	r.Use(m.middleware)
+	r.Use(knownOrigin(world))
+	wf := webfinger.Handlers{World: world, Version: version}
+	r.Get("/.well-known/webfinger", wf.WebFinger)
+	r.Get("/.well-known/host-meta", wf.HostMeta)
+	r.Get("/.well-known/host-meta.json", wf.HostMeta)
+	r.Get("/.well-known/nodeinfo", wf.NodeInfoDiscovery)
+	r.Get("/nodeinfo/2.0", wf.NodeInfo("2.0"))
+	r.Get("/nodeinfo/2.1", wf.NodeInfo("2.1"))
+
+	d := documents{world: world}
+	r.Get("/", d.home)
+	r.Get("/actor", d.instanceActor)
+	r.Get("/@{name}", d.profile)
+	r.Get("/users/{name}", d.actor)
+	r.Get("/users/{name}/{collection:outbox|followers|following}", d.collection)
+	r.Get("/users/{name}/{kind:notes|likes|follows}/*", d.object)
+	if inbox != nil {
+		r.Post("/inbox", inbox.ServeHTTP)
+		r.Post("/actor/inbox", inbox.ServeHTTP)
+		r.Post("/users/{name}/inbox", inbox.ServeHTTP)
+	}
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		http.Error(w, fmt.Sprintf("nothing at %s on %s", req.URL.Path, req.Host), http.StatusNotFound)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		http.Error(w, fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path), http.StatusMethodNotAllowed)
+	})
+	return r
+}
+
+// knownOrigin answers 404 naming the host for a Host the crowd doesn't serve.
+func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := world.Origin(r.Host); !ok {
+				http.Error(w, fmt.Sprintf("no origin %q is served here (this crowd serves %d origins such as %s)",
+					r.Host, len(world.Origins), world.Origins[0].Host), http.StatusNotFound)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+type documents struct {
+	world *actors.World
+}
+
+func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {
+	o, _ := d.world.Origin(r.Host)
+	name := chi.URLParam(r, "name")
+	a, ok := o.Actor(name)
+	if !ok || a.Kind != actors.KindPerson {
+		http.Error(w, fmt.Sprintf("no actor %q on %s", name, o.Host), http.StatusNotFound)
+		return nil, false
+	}
+	return a, true
+}
+
+// wantsHTML reports whether the client asked for a web page rather than
+// an ActivityPub document. With no preference, the document wins.
+func wantsHTML(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "text/html") && !strings.Contains(accept, "json")
+}
+
+// apContentType answers in the media type the client asked for: ld+json
+// with the ActivityStreams profile if it asked for that, else activity+json.
+func apContentType(r *http.Request) string {
+	if strings.Contains(r.Header.Get("Accept"), "application/ld+json") && !strings.Contains(r.Header.Get("Accept"), "application/activity+json") {
+		return actors.ContentTypeLD
+	}
+	return actors.ContentTypeActivity
+}
+
+func writeDoc(w http.ResponseWriter, r *http.Request, doc any) {
+	b, err := actors.MarshalDoc(doc)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", apContentType(r))
+	w.Header().Set("Vary", "Accept")
+	w.Write(b)
+}
+
+func (d documents) actor(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.actorOf(w, r)
+	if !ok {
+		return
+	}
+	if wantsHTML(r) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Vary", "Accept")
+		w.Write(a.ProfileHTML())
+		return
+	}
+	writeDoc(w, r, a.Document())
+}
+
+func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
+	o, _ := d.world.Origin(r.Host)
+	writeDoc(w, r, o.Instance.Document())
+}
+
+func (d documents) profile(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.actorOf(w, r)
+	if !ok {
+		return
+	}
+	if !wantsHTML(r) && strings.Contains(r.Header.Get("Accept"), "json") {
+		writeDoc(w, r, a.Document())
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(a.ProfileHTML())
+}
+
+func (d documents) collection(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.actorOf(w, r)
+	if !ok {
+		return
+	}
+	page := 0
+	if p := r.URL.Query().Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			http.Error(w, fmt.Sprintf("page %q is not a positive number", p), http.StatusBadRequest)
+			return
+		}
+		page = n
+	}
+	switch chi.URLParam(r, "collection") {
+	case "followers":
+		writeDoc(w, r, d.world.FollowersDoc(a, page))
+	case "following":
+		writeDoc(w, r, d.world.FollowingDoc(a, page))
+	default:
+		writeDoc(w, r, d.world.OutboxDoc(a, page))
+	}
+}
+
+func (d documents) object(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.actorOf(w, r)
+	if !ok {
+		return
+	}
+	obj, err := a.Object(strings.TrimPrefix(r.URL.Path, "/users/"+a.Name))
+	if errors.Is(err, actors.ErrNoObject) {
+		http.Error(w, fmt.Sprintf("%s never sent %s: %v", a.Acct(), r.URL.Path, err), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeDoc(w, r, obj)
+}
+
+func (d documents) home(w http.ResponseWriter, r *http.Request) {
+	o, _ := d.world.Origin(r.Host)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n<h1>%s</h1>\n<p>One of the crowd's fake fediverse servers.</p>\n<ul>\n", o.Host, o.Host)
+	for _, a := range o.Actors {
+		fmt.Fprintf(w, "<li><a href=\"%s\">@%s</a></li>\n", a.ProfileURL(), a.Acct())
+	}
+	fmt.Fprint(w, "</ul>\n</body></html>\n")
+}

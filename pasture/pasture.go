@@ -1,0 +1,223 @@
+// Package pasture is the crowd's environment: the listeners (HTTPS with
+// the crowd's own CA, HTTP, DNS, the admin API), routing by Host, and the
+// admin API that a flood or a person drives the running crowd with.
+package pasture
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// ErrListen marks a listener that could not be started; the message names
+// the flag that sets its address.
+var ErrListen = errors.New("cannot listen")
+
+// Config is what a Pasture serves and where. An empty address disables
+// that listener.
+type Config struct {
+	// World is the crowd's world.
+	World *actors.World
+	// HTTPSAddr, HTTPAddr, DNSAddr and AdminAddr are the listen addresses
+	// (--https, --http, --dns, --admin).
+	HTTPSAddr, HTTPAddr, DNSAddr, AdminAddr string
+	// Advertise are the addresses the SUT reaches the crowd at: the DNS
+	// answers the origins' names with them.
+	Advertise []net.IP
+	// DNSRecords are extra names the DNS answers (the SUT's own name).
+	DNSRecords map[string][]net.IP
+	// DNSUpstreams are where other names are forwarded ("ip:port"); nil
+	// means the machine's resolv.conf.
+	DNSUpstreams []string
+	// Version is the crowd's version, shown in NodeInfo and the admin API.
+	Version string
+	// Logger receives the pasture's logs; nil means none.
+	Logger *zap.Logger
+	// Inbox answers POSTs to the inboxes; nil answers 405.
+	Inbox http.Handler
+	// Admin adds routes to the admin API (the inbox's activity log, the
+	// follow graph's controls); it may be nil.
+	Admin func(mux *http.ServeMux)
+	// ShutdownGrace bounds a graceful shutdown (default 5 s).
+	ShutdownGrace time.Duration
+}
+
+// Pasture runs the crowd's listeners. Start it, then Shutdown it.
+type Pasture struct {
+	cfg     Config
+	log     *zap.Logger
+	ca      *CA
+	origins http.Handler
+	admin   http.Handler
+
+	mu      sync.Mutex
+	servers []*http.Server
+	dns     *DNSServer
+	addrs   map[string]string
+	ready   bool
+	errc    chan error
+}
+
+// New prepares a pasture: loads or creates the CA and its certificates.
+func New(cfg Config) (*Pasture, error) {
+	if cfg.World == nil {
+		return nil, errors.New("pasture: no world")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 5 * time.Second
+	}
+	ca, err := LoadOrCreateCA(filepath.Join(cfg.World.Config.StateDir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	reg := newRegistry()
+	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8)}
+	p.origins = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World))
+	p.adminHandler(reg)
+	return p, nil
+}
+
+// CA is the crowd's certificate authority.
+func (p *Pasture) CA() *CA { return p.ca }
+
+// Handler serves the origins' routes (as both HTTP listeners do); tests
+// and benchmarks can call it directly.
+func (p *Pasture) Handler() http.Handler { return p.origins }
+
+// Addr is the bound address of a listener ("https", "http", "dns",
+// "admin"), useful when its configured port was 0.
+func (p *Pasture) Addr(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrs[name]
+}
+
+// Start binds every configured listener and serves in the background.
+// It fails, having started nothing that keeps running, when any address
+// cannot be bound; the error names the flag.
+func (p *Pasture) Start(ctx context.Context) error {
+	type plan struct {
+		name, flag, addr string
+		handler          http.Handler
+		tls              *tls.Config
+	}
+	var plans []plan
+	if p.cfg.HTTPSAddr != "" {
+		tc, err := p.ca.TLSConfig(p.cfg.World.Hosts())
+		if err != nil {
+			return err
+		}
+		plans = append(plans, plan{"https", "--https", p.cfg.HTTPSAddr, p.origins, tc})
+	}
+	if p.cfg.HTTPAddr != "" {
+		plans = append(plans, plan{"http", "--http", p.cfg.HTTPAddr, p.origins, nil})
+	}
+	if p.cfg.AdminAddr != "" {
+		plans = append(plans, plan{"admin", "--admin", p.cfg.AdminAddr, p.admin, nil})
+	}
+	var listeners []net.Listener
+	fail := func(err error) error {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
+	for _, pl := range plans {
+		l, err := net.Listen("tcp", pl.addr)
+		if err != nil {
+			return fail(fmt.Errorf("%w on %s for %s (set %s to another address): %v", ErrListen, pl.addr, pl.name, pl.flag, err))
+		}
+		listeners = append(listeners, l)
+	}
+	if p.cfg.DNSAddr != "" {
+		h, err := NewDNSHandler(p.dnsConfig())
+		if err != nil {
+			return fail(err)
+		}
+		d := NewDNSServer(p.cfg.DNSAddr, h)
+		if err := d.Start(ctx); err != nil {
+			return fail(err)
+		}
+		p.mu.Lock()
+		p.dns = d
+		p.addrs["dns"] = d.Addr()
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, pl := range plans {
+		srv := &http.Server{Handler: pl.handler, TLSConfig: pl.tls, ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout: 120 * time.Second, ErrorLog: zap.NewStdLog(p.log.Named(pl.name))}
+		l := listeners[i]
+		p.addrs[pl.name] = l.Addr().String()
+		if pl.tls != nil {
+			l = tls.NewListener(l, pl.tls)
+		}
+		p.servers = append(p.servers, srv)
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				p.errc <- fmt.Errorf("%s listener: %w", pl.name, err)
+			}
+		}()
+		p.log.Info("listening", zap.String("listener", pl.name), zap.String("addr", l.Addr().String()))
+	}
+	p.ready = true
+	return nil
+}
+
+// Errors delivers listener failures after Start.
+func (p *Pasture) Errors() <-chan error { return p.errc }
+
+// Shutdown stops every listener, letting requests in flight finish
+// within ctx's deadline (or the configured grace).
+func (p *Pasture) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownGrace)
+	defer cancel()
+	p.mu.Lock()
+	p.ready = false
+	servers, d := p.servers, p.dns
+	p.servers, p.dns = nil, nil
+	p.mu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+			s.Close()
+		}
+	}
+	if d != nil {
+		errs = append(errs, d.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pasture) dnsConfig() DNSConfig {
+	self := []string{p.cfg.DNSAddr}
+	if host, port, err := net.SplitHostPort(p.cfg.DNSAddr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		self = append(self, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port))
+		for _, ip := range p.cfg.Advertise {
+			self = append(self, net.JoinHostPort(ip.String(), port))
+		}
+	}
+	return DNSConfig{
+		Hosts:     p.cfg.World.Hosts(),
+		Zone:      p.cfg.World.Config.Zone(),
+		Advertise: p.cfg.Advertise,
+		Records:   p.cfg.DNSRecords,
+		Upstreams: p.cfg.DNSUpstreams,
+		Self:      self,
+	}
+}

@@ -1,0 +1,180 @@
+// Package webfinger serves the discovery documents of the crowd's origins
+// (WebFinger, host-meta, NodeInfo) and looks up accounts on other servers.
+package webfinger
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// Media types of the discovery documents.
+const (
+	ContentTypeJRD = "application/jrd+json; charset=utf-8"
+	ContentTypeXRD = "application/xrd+xml; charset=utf-8"
+	// RelSelf is the link relation of an account's ActivityPub actor.
+	RelSelf = "self"
+	// RelProfile is the link relation of an account's web page.
+	RelProfile = "http://webfinger.net/rel/profile-page"
+)
+
+// Errors a lookup can end in; they map to 400 and 404 at the handler.
+var (
+	ErrBadResource = errors.New("bad resource")
+	ErrNotFound    = errors.New("not found")
+)
+
+// Link is one link of a JRD.
+type Link struct {
+	Rel      string `json:"rel"`
+	Type     string `json:"type,omitempty"`
+	Href     string `json:"href,omitempty"`
+	Template string `json:"template,omitempty"`
+}
+
+// JRD is a JSON Resource Descriptor (RFC 7033).
+type JRD struct {
+	Subject string   `json:"subject"`
+	Aliases []string `json:"aliases,omitempty"`
+	Links   []Link   `json:"links"`
+}
+
+// Self is the href of the JRD's ActivityPub self link, or "".
+func (j JRD) Self() string {
+	for _, l := range j.Links {
+		if l.Rel == RelSelf && (l.Type == actors.ContentTypeActivity || strings.HasPrefix(l.Type, "application/ld+json")) {
+			return l.Href
+		}
+	}
+	return ""
+}
+
+// Resolve finds the crowd actor a WebFinger resource names on origin o:
+// "acct:name@host" (host must be o's) or the actor's id URL. Errors wrap
+// ErrBadResource or ErrNotFound with a reason fit to show a user.
+func Resolve(o *actors.Origin, resource string) (*actors.Actor, error) {
+	switch {
+	case resource == "":
+		return nil, fmt.Errorf("%w: the resource parameter is missing", ErrBadResource)
+	case strings.HasPrefix(resource, "acct:"):
+		user, host, ok := strings.Cut(strings.TrimPrefix(resource, "acct:"), "@")
+		user = strings.TrimPrefix(user, "@")
+		if !ok || user == "" || host == "" || strings.Contains(host, "@") {
+			return nil, fmt.Errorf("%w: %q is not of the form acct:name@host", ErrBadResource, resource)
+		}
+		if !strings.EqualFold(host, o.Host) {
+			return nil, fmt.Errorf("%w: %s is not served by %s", ErrNotFound, host, o.Host)
+		}
+		a, found := o.Actor(user)
+		if !found {
+			a, found = o.Actor(strings.ToLower(user))
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: no account %q on %s", ErrNotFound, user, o.Host)
+		}
+		return a, nil
+	case strings.HasPrefix(resource, "https://") || strings.HasPrefix(resource, "http://"):
+		u, err := url.Parse(resource)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("%w: %q is not a URL", ErrBadResource, resource)
+		}
+		if !strings.EqualFold(u.Hostname(), o.Host) {
+			return nil, fmt.Errorf("%w: %s is not served by %s", ErrNotFound, u.Hostname(), o.Host)
+		}
+		path := strings.TrimSuffix(u.Path, "/")
+		for _, a := range append(append([]*actors.Actor(nil), o.Actors...), o.Instance) {
+			if "https://"+o.Host+path == a.ID || (strings.HasPrefix(path, "/@") && a.Kind == actors.KindPerson && path[2:] == a.Name) {
+				return a, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: no account at %s", ErrNotFound, resource)
+	default:
+		return nil, fmt.Errorf("%w: %q is neither acct:name@host nor an actor URL", ErrBadResource, resource)
+	}
+}
+
+// Describe is the JRD of a crowd actor: its subject is its acct: URI, its
+// self link's href is exactly the actor id (servers check the round trip).
+func Describe(a *actors.Actor) JRD {
+	return JRD{
+		Subject: "acct:" + a.Acct(),
+		Aliases: []string{a.ID, a.ProfileURL()},
+		Links: []Link{
+			{Rel: RelProfile, Type: "text/html", Href: a.ProfileURL()},
+			{Rel: RelSelf, Type: actors.ContentTypeActivity, Href: a.ID},
+		},
+	}
+}
+
+// Handlers serves the discovery documents of a world's origins; each
+// request is answered for the origin its Host names.
+type Handlers struct {
+	// World is the crowd's world.
+	World *actors.World
+	// Version is the crowd's version, shown in NodeInfo.
+	Version string
+}
+
+func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin, bool) {
+	o, ok := h.World.Origin(r.Host)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no origin %q is served here", r.Host), http.StatusNotFound)
+	}
+	return o, ok
+}
+
+// WebFinger answers /.well-known/webfinger: 400 for a missing or malformed
+// resource, 404 for an unknown account, otherwise the JRD.
+func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
+	o, ok := h.origin(w, r)
+	if !ok {
+		return
+	}
+	a, err := Resolve(o, r.URL.Query().Get("resource"))
+	switch {
+	case errors.Is(err, ErrBadResource):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, ContentTypeJRD, Describe(a))
+}
+
+// HostMeta answers /.well-known/host-meta (XRD) and, for a JSON Accept or
+// the .json path, its JRD form.
+func (h Handlers) HostMeta(w http.ResponseWriter, r *http.Request) {
+	o, ok := h.origin(w, r)
+	if !ok {
+		return
+	}
+	tmpl := "https://" + o.Host + "/.well-known/webfinger?resource={uri}"
+	if strings.HasSuffix(r.URL.Path, ".json") || strings.Contains(r.Header.Get("Accept"), "json") {
+		writeJSON(w, ContentTypeJRD, struct {
+			Links []Link `json:"links"`
+		}{[]Link{{Rel: "lrdd", Template: tmpl}}})
+		return
+	}
+	w.Header().Set("Content-Type", ContentTypeXRD)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0">
+  <Link rel="lrdd" template="%s"/>
+</XRD>
+`, tmpl)
+}
+
+func writeJSON(w http.ResponseWriter, contentType string, doc any) {
+	b, err := actors.MarshalDoc(doc)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Write(b)
+}
