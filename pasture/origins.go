@@ -15,11 +15,14 @@ import (
 
 // originRouter routes the requests of every origin (HTTPS and HTTP
 // listeners alike) by path; handlers find their origin by Host.
-func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics) http.Handler {
+func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(m.middleware)
 	r.Use(knownOrigin(world))
-	wf := webfinger.Handlers{World: world, Version: version}
+	wf, err := webfinger.NewHandlers(world, version)
+	if err != nil {
+		return nil, err
+	}
 	r.Get("/.well-known/webfinger", wf.WebFinger)
 	r.Get("/.well-known/host-meta", wf.HostMeta)
 	r.Get("/.well-known/host-meta.json", wf.HostMeta)
@@ -34,18 +37,21 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	r.Get("/users/{name}", d.actor)
 	r.Get("/users/{name}/{collection:outbox|followers|following}", d.collection)
 	r.Get("/users/{name}/{kind:notes|likes|follows}/*", d.object)
-	if inbox != nil {
-		r.Post("/inbox", inbox.ServeHTTP)
-		r.Post("/actor/inbox", inbox.ServeHTTP)
-		r.Post("/users/{name}/inbox", inbox.ServeHTTP)
+	if inbox == nil {
+		inbox = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this crowd serves no inboxes", http.StatusServiceUnavailable)
+		})
 	}
+	r.Post("/inbox", inbox.ServeHTTP)
+	r.Post("/actor/inbox", inbox.ServeHTTP)
+	r.Post("/users/{name}/inbox", inbox.ServeHTTP)
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("nothing at %s on %s", req.URL.Path, req.Host), http.StatusNotFound)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path), http.StatusMethodNotAllowed)
 	})
-	return r
+	return r, nil
 }
 
 // knownOrigin answers 404 naming the host for a Host the crowd doesn't serve.
@@ -115,12 +121,20 @@ func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 		w.Write(a.ProfileHTML())
 		return
 	}
-	writeDoc(w, r, a.Document())
+	writeRaw(w, r, a.DocumentJSON())
 }
 
 func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 	o, _ := d.world.Origin(r.Host)
-	writeDoc(w, r, o.Instance.Document())
+	writeRaw(w, r, o.Instance.DocumentJSON())
+}
+
+// writeRaw answers with an already rendered document.
+func writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{apContentType(r)}
+	h["Vary"] = []string{"Accept"}
+	w.Write(doc)
 }
 
 func (d documents) profile(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +143,7 @@ func (d documents) profile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsHTML(r) && strings.Contains(r.Header.Get("Accept"), "json") {
-		writeDoc(w, r, a.Document())
+		writeRaw(w, r, a.DocumentJSON())
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -85,7 +85,9 @@ func New(cfg Config) (*Pasture, error) {
 	}
 	reg := newRegistry()
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8)}
-	p.origins = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World))
+	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World)); err != nil {
+		return nil, err
+	}
 	p.adminHandler(reg)
 	return p, nil
 }
@@ -204,20 +206,15 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// dnsConfig describes the DNS to serve. Self is just the listen address:
+// the DNS handler widens a wildcard address to every local one itself.
 func (p *Pasture) dnsConfig() DNSConfig {
-	self := []string{p.cfg.DNSAddr}
-	if host, port, err := net.SplitHostPort(p.cfg.DNSAddr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
-		self = append(self, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port))
-		for _, ip := range p.cfg.Advertise {
-			self = append(self, net.JoinHostPort(ip.String(), port))
-		}
-	}
 	return DNSConfig{
 		Hosts:     p.cfg.World.Hosts(),
 		Zone:      p.cfg.World.Config.Zone(),
 		Advertise: p.cfg.Advertise,
 		Records:   p.cfg.DNSRecords,
 		Upstreams: p.cfg.DNSUpstreams,
-		Self:      self,
+		Self:      []string{p.cfg.DNSAddr},
 	}
 }

@@ -1,0 +1,61 @@
+package pasture
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// BenchmarkServe measures requests/s through a real loopback listener for
+// the documents SUTs fetch most, beside a bare net/http handler that
+// answers a fixed body: the ceiling of this machine's HTTP stack. Run the
+// three side by side (bench/documents prints their ratios):
+//
+//	go test -run '^$' -bench BenchmarkServe -count 3 ./pasture/
+func BenchmarkServe(b *testing.B) {
+	p := testPasture(b, Config{Version: "bench"})
+	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/activity+json")
+		w.Write([]byte(`{"id":"https://flood1.test/users/alice","type":"Person"}`))
+	})
+	for _, c := range []struct {
+		name    string
+		handler http.Handler
+		path    string
+	}{
+		{"bare", bare, "/users/alice"},
+		{"actor", p.Handler(), "/users/alice"},
+		{"webfinger", p.Handler(), "/.well-known/webfinger?resource=acct:alice@flood1.test"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			srv := httptest.NewServer(c.handler)
+			defer srv.Close()
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+			b.SetParallelism(8)
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest(http.MethodGet, srv.URL+c.path, nil)
+					req.Host = "flood1.test"
+					req.Header.Set("Accept", "application/activity+json")
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		})
+	}
+}

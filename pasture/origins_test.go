@@ -1,0 +1,117 @@
+package pasture
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+func testWorld(t testing.TB) *actors.World {
+	t.Helper()
+	w, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func testPasture(t testing.TB, cfg Config) *Pasture {
+	t.Helper()
+	if cfg.World == nil {
+		cfg.World = testWorld(t)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOriginRoutes(t *testing.T) {
+	p := testPasture(t, Config{Version: "test"})
+	alice, _ := p.cfg.World.ActorByID("https://flood2.test/users/alice")
+	note := alice.NoteID(actors.NoteSpec{Seq: 1, MentionID: "https://sut.test/users/a", MentionHandle: "@a@sut.test"})
+	for _, c := range []struct {
+		name, host, path, accept string
+		status                   int
+		contentType              string // prefix
+		body                     string // substring
+	}{
+		{"actor as activity+json", "flood2.test", "/users/alice", "application/activity+json", 200, "application/activity+json", `"id": "https://flood2.test/users/alice"`},
+		{"actor as ld+json keeps the profile", "flood2.test", "/users/alice", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, 200, "application/ld+json; profile=", `"publicKeyPem"`},
+		{"actor with no Accept is a document", "flood2.test", "/users/alice", "", 200, "application/activity+json", `"inbox"`},
+		{"actor for a browser is a page", "flood2.test", "/users/alice", "text/html,application/xhtml+xml", 200, "text/html", "<h1>@alice@flood2.test</h1>"},
+		{"profile page", "flood2.test", "/@alice", "text/html", 200, "text/html", "alice@flood2.test"},
+		{"instance actor", "flood1.test", "/actor", "application/activity+json", 200, "application/activity+json", `"type": "Application"`},
+		{"followers root", "flood2.test", "/users/alice/followers", "", 200, "application/activity+json", `"totalItems": 0`},
+		{"followers page", "flood2.test", "/users/alice/followers?page=1", "", 200, "application/activity+json", `"OrderedCollectionPage"`},
+		{"bad page number", "flood2.test", "/users/alice/followers?page=x", "", 400, "text/plain", "not a positive number"},
+		{"outbox", "flood2.test", "/users/alice/outbox", "", 200, "application/activity+json", `"OrderedCollection"`},
+		{"a note the crowd sent", "flood2.test", strings.TrimPrefix(note, "https://flood2.test"), "", 200, "application/activity+json", `"type": "Note"`},
+		{"its Create", "flood2.test", strings.TrimPrefix(note, "https://flood2.test") + "/activity", "", 200, "application/activity+json", `"type": "Create"`},
+		{"a note never sent", "flood2.test", "/users/alice/notes/AAAA", "", 404, "text/plain", "never sent"},
+		{"unknown actor", "flood2.test", "/users/mallory", "", 404, "text/plain", `no actor "mallory"`},
+		{"unknown host", "elsewhere.test", "/users/alice", "", 404, "text/plain", `"elsewhere.test"`},
+		{"nodeinfo", "flood1.test", "/nodeinfo/2.1", "", 200, "application/json", `"name": "crowd"`},
+		{"webfinger", "flood1.test", "/.well-known/webfinger?resource=acct:bob@flood1.test", "", 200, "application/jrd+json", `"href": "https://flood1.test/users/bob"`},
+		{"origin home page", "flood1.test", "/", "", 200, "text/html", "bob@flood1.test"},
+		{"unknown path", "flood1.test", "/nope", "", 404, "text/plain", "nothing at /nope"},
+		{"inbox without an inbox handler", "flood1.test", "/inbox", "", 405, "text/plain", "not allowed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, c.path, nil)
+			r.Host = c.host
+			if c.accept != "" {
+				r.Header.Set("Accept", c.accept)
+			}
+			rec := httptest.NewRecorder()
+			p.Handler().ServeHTTP(rec, r)
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, c.contentType) {
+				t.Errorf("Content-Type %q, want %q", ct, c.contentType)
+			}
+			if !strings.Contains(rec.Body.String(), c.body) {
+				t.Errorf("body lacks %q:\n%s", c.body, rec.Body)
+			}
+		})
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	p := testPasture(t, Config{Version: "v9"})
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/healthz", "ok", 200},               // alive
+		{"/readyz", "not ready", 503},         // nothing started yet
+		{"/ca.pem", "BEGIN CERTIFICATE", 200}, // the CA a SUT must trust
+		{"/metrics", "go_goroutines", 200},    // prometheus exposition
+		{"/api/world", `"key_sha256"`, 200},   // the world, with key fingerprints
+	} {
+		rec := httptest.NewRecorder()
+		p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.body) {
+			t.Errorf("%s: %d %q, want %d containing %q", c.path, rec.Code, rec.Body.String()[:min(rec.Body.Len(), 200)], c.status, c.body)
+		}
+		if strings.Contains(rec.Body.String(), "PRIVATE KEY") {
+			t.Errorf("%s serves a private key", c.path)
+		}
+	}
+	var info WorldInfo
+	rec := httptest.NewRecorder()
+	p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/world", nil))
+	if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Origins) != 2 || len(info.Origins[1].Actors) != 2 || info.Origins[1].Actors[0].Acct != "alice@flood2.test" {
+		t.Errorf("world info: %+v", info)
+	}
+}
