@@ -1,0 +1,572 @@
+#!/usr/bin/env node
+// fedify-peer.mjs: a real Fedify 1.5.9 server, used as the server under test (SUT) for the flood
+// and as a peer that follows and is followed by the crowd's actors. Nothing here imitates the crowd:
+// every signature, key fetch, WebFinger lookup and delivery is Fedify's own code.
+//
+// It serves HTTPS (node:https; a certificate issued by the crowd's CA) on --listen for --domain,
+// and a plain-HTTP JSON control API on --control (loopback) that tests use to drive it and read
+// what it verified. See README.md in this folder for the flags and the control API.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { parseArgs } from 'node:util';
+import { Temporal } from '@js-temporal/polyfill';
+import { configure, getConsoleSink } from '@logtape/logtape';
+import {
+  Accept, Activity, Application, Create, Endpoints, Follow, Like, Note, Person, PUBLIC_COLLECTION,
+  Reject, Undo, createExponentialBackoffPolicy, createFederation, generateCryptoKeyPair,
+  InProcessMessageQueue, isActor, MemoryKvStore,
+} from '@fedify/fedify';
+
+// ---------------------------------------------------------------------------------------------
+// Flags (each also readable from the environment as PEER_<NAME>, upper-case, '-' -> '_').
+
+const { values: opts } = parseArgs({
+  options: {
+    domain: { type: 'string' },
+    listen: { type: 'string' },
+    cert: { type: 'string' },
+    key: { type: 'string' },
+    control: { type: 'string' },
+    personas: { type: 'string' },
+    count: { type: 'string' },
+    persona: { type: 'string', multiple: true },
+    posts: { type: 'string' },
+    'follow-policy': { type: 'string' },
+    'log-level': { type: 'string' },
+    'rsa-bits': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+
+/** Returns the flag, else PEER_<NAME> from the environment, else the default. */
+function flag(name, dflt) {
+  if (opts[name] !== undefined) return opts[name];
+  const env = process.env['PEER_' + name.toUpperCase().replaceAll('-', '_')];
+  return env !== undefined && env !== '' ? env : dflt;
+}
+
+if (opts.help) {
+  process.stdout.write(`usage: node fedify-peer.mjs [flags]
+  --domain NAME        host name of this server (default sut.test; Fedify refuses localhost)
+  --listen HOST:PORT   HTTPS listen address (default 127.0.0.2:443)
+  --cert FILE --key FILE  PEM certificate and key for --domain (required)
+  --control HOST:PORT  plain-HTTP control API (default 127.0.0.1:9300)
+  --personas PATTERN   persona names, %d replaced by 0..count-1 (default load%d)
+  --count N            how many personas from the pattern (default 3)
+  --persona NAME       an extra persona (repeatable)
+  --posts N            posts (Notes) in each persona's outbox (default 2)
+  --follow-policy P    answer to incoming Follows: accept | reject | ignore (default accept)
+  --log-level L        Fedify's log level: debug | info | warning | error (default warning)
+  --rsa-bits N         RSA key size (default 2048, like Mastodon; Fedify's own default is 4096,
+                       which takes seconds per key to generate)
+Every flag can also be given as PEER_<FLAG> in the environment (PEER_FOLLOW_POLICY=...).
+Trust the crowd's CA with NODE_EXTRA_CA_CERTS=ca.pem.
+`);
+  process.exit(0);
+}
+
+/** Splits "host:port" (IPv6 in brackets allowed) into {host, port}. */
+function splitHostPort(s, what) {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(s);
+  if (!m) throw new Error(`--${what}: want HOST:PORT, got ${JSON.stringify(s)}`);
+  return { host: m[1], port: Number(m[2]) };
+}
+
+const domain = flag('domain', 'sut.test').toLowerCase();
+const listen = splitHostPort(flag('listen', '127.0.0.2:443'), 'listen');
+const control = splitHostPort(flag('control', '127.0.0.1:9300'), 'control');
+const certFile = flag('cert');
+const keyFile = flag('key');
+const postsPerPersona = Number(flag('posts', '2'));
+const followPolicy = flag('follow-policy', 'accept');
+const logLevel = flag('log-level', 'warning');
+const rsaBits = Number(flag('rsa-bits', '2048'));
+if (!certFile || !keyFile) {
+  process.stderr.write('fedify-peer: --cert and --key are required (PEM files for --domain)\n');
+  process.exit(2);
+}
+if (!['accept', 'reject', 'ignore'].includes(followPolicy)) {
+  process.stderr.write(`fedify-peer: --follow-policy must be accept, reject or ignore\n`);
+  process.exit(2);
+}
+// Standard port: URLs carry no port, as on a real server.
+const origin = `https://${domain}${listen.port === 443 ? '' : ':' + listen.port}`;
+
+const personaNames = [];
+{
+  const pattern = flag('personas', 'load%d');
+  const count = Number(flag('count', '3'));
+  for (let i = 0; i < count; i++) personaNames.push(pattern.replace('%d', String(i)));
+  for (const p of opts.persona ?? []) personaNames.push(p);
+}
+// The instance actor (Application), like Mastodon's: it signs the shared inbox's key fetches.
+const instanceId = domain;
+
+await configure({
+  contextLocalStorage: new AsyncLocalStorage(),
+  sinks: { console: getConsoleSink() },
+  loggers: [
+    { category: 'fedify', sinks: ['console'], lowestLevel: logLevel },
+    { category: ['logtape', 'meta'], sinks: ['console'], lowestLevel: 'error' },
+  ],
+});
+
+// ---------------------------------------------------------------------------------------------
+// State: personas, keys, posts, follow graph, counters. All in memory: each run starts fresh.
+
+const started = new Date();
+/** identifier -> {rsa, ed} CryptoKeyPairs */
+const keys = new Map();
+await Promise.all([...personaNames, instanceId].map(async (id) => {
+  const rsa = await crypto.subtle.generateKey(
+    { name: 'RSASSA-PKCS1-v1_5', modulusLength: rsaBits, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' },
+    true, ['sign', 'verify'],
+  );
+  // RSA first: Fedify signs draft-cavage HTTP signatures with the first RSA key; the Ed25519 key
+  // is published as a Multikey and used for Object Integrity Proofs, as a real Fedify server does.
+  keys.set(id, [rsa, await generateCryptoKeyPair('Ed25519')]);
+}));
+const personas = new Set(personaNames);
+
+/** persona -> Map(remote actor id -> {actor, inbox, sharedInbox, followId, since}) */
+const followers = new Map(personaNames.map((p) => [p, new Map()]));
+/** persona -> Map(remote actor id -> {actor, inbox, followId, state, since, error}) */
+const following = new Map(personaNames.map((p) => [p, new Map()]));
+
+const stats = {
+  verified: {}, // type -> n: Fedify verified the activity and called our listener
+  rejected: {}, // type -> n: an inbox POST answered 4xx (bad signature, unknown actor, ...)
+  duplicate: {}, // type -> n: answered 202 without calling a listener (already processed)
+  failed: {}, // type -> n: answered 5xx (a listener threw)
+  received: [], // ids of verified activities, in order of arrival
+  rejections: [], // the latest rejections with status and Fedify's reason
+  outboxErrors: [], // deliveries Fedify gave up on or that failed an attempt
+  notes: [], // Notes received in Create: {id, activity, actor, receivedAt} (for the audience probes)
+};
+const MAX_LIST = 100000;
+/** Adds one to counter[type]. */
+function bump(counter, type) { counter[type] = (counter[type] ?? 0) + 1; }
+/** Appends to a bounded list, forgetting the oldest. */
+function remember(list, item, max = MAX_LIST) { list.push(item); if (list.length > max) list.shift(); }
+
+/** Per-request store: the body's type, and whether a listener ran (so Fedify verified it). */
+const inboxRequest = new AsyncLocalStorage();
+
+/** Records that Fedify verified an activity and handed it to a listener. */
+function markVerified(activity) {
+  const store = inboxRequest.getStore();
+  if (store) store.listened = true;
+  const type = store?.type ?? activity.constructor.name;
+  bump(stats.verified, type);
+  remember(stats.received, activity.id?.href ?? null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Federation.
+
+const federation = createFederation({
+  kv: new MemoryKvStore(),
+  origin,
+  allowPrivateAddress: true, // the crowd lives on 127.0.0.0/8 inside a test namespace
+  // Outgoing deliveries (Accept, Follow, Undo) go through a retrying in-process queue, as on a
+  // real server: the Follow that triggered an Accept is answered before the Accept is sent.
+  // Incoming activities are processed inline, so the counters are final when the POST is answered.
+  queue: { outbox: new InProcessMessageQueue() },
+  manuallyStartQueue: true,
+  outboxRetryPolicy: createExponentialBackoffPolicy({ maxAttempts: 6, initialDelay: { milliseconds: 500 } }),
+  onOutboxError: (error, activity) => {
+    const id = activity?.id?.href ?? null;
+    remember(stats.outboxErrors, { activity: id, type: activity?.constructor?.name ?? null, error: String(error), at: new Date().toISOString() }, 1000);
+    for (const m of following.values()) {
+      for (const f of m.values()) if (f.followId === id) f.error = String(error);
+    }
+  },
+  userAgent: { software: 'crowd-testpeers-fedify/1.5.9' },
+});
+
+/** Builds the posts of a persona: Note ids are stable, so they can be dereferenced later. */
+function notesOf(ctx, identifier) {
+  const notes = [];
+  for (let n = 1; n <= postsPerPersona; n++) {
+    const id = ctx.getObjectUri(Note, { identifier, id: String(n) });
+    notes.push(new Note({
+      id,
+      attribution: ctx.getActorUri(identifier),
+      to: PUBLIC_COLLECTION,
+      cc: ctx.getFollowersUri(identifier),
+      content: `<p>Post ${n} by ${identifier}</p>`,
+      url: id,
+      published: Temporal.Instant.fromEpochMilliseconds(started.getTime() - (postsPerPersona - n + 1) * 60000),
+    }));
+  }
+  return notes;
+}
+
+federation
+  .setActorDispatcher('/users/{identifier}', async (ctx, identifier) => {
+    if (!personas.has(identifier) && identifier !== instanceId) return null;
+    const pairs = await ctx.getActorKeyPairs(identifier);
+    const common = {
+      id: ctx.getActorUri(identifier),
+      preferredUsername: identifier,
+      name: identifier,
+      inbox: ctx.getInboxUri(identifier),
+      endpoints: new Endpoints({ sharedInbox: ctx.getInboxUri() }),
+      outbox: ctx.getOutboxUri(identifier),
+      followers: ctx.getFollowersUri(identifier),
+      following: ctx.getFollowingUri(identifier),
+      url: ctx.getActorUri(identifier),
+      manuallyApprovesFollowers: false,
+      published: Temporal.Instant.fromEpochMilliseconds(started.getTime()),
+      publicKey: pairs[0].cryptographicKey,
+      assertionMethods: pairs.map((k) => k.multikey),
+    };
+    if (identifier === instanceId) return new Application(common);
+    return new Person({ ...common, summary: `Fedify test persona ${identifier}` });
+  })
+  // WebFinger names are the identifiers; an unknown name is a 404, not a guess.
+  .mapHandle((ctx, username) => (personas.has(username) || username === instanceId ? username : null))
+  .setKeyPairsDispatcher(async (ctx, identifier) => keys.get(identifier) ?? []);
+
+federation.setObjectDispatcher(Note, '/users/{identifier}/posts/{id}', (ctx, { identifier, id }) => {
+  if (!personas.has(identifier)) return null;
+  return notesOf(ctx, identifier).find((n) => n.id.href === ctx.getObjectUri(Note, { identifier, id }).href) ?? null;
+});
+federation.setObjectDispatcher(Create, '/users/{identifier}/posts/{id}/activity', (ctx, { identifier, id }) => {
+  if (!personas.has(identifier)) return null;
+  const note = notesOf(ctx, identifier).find((n) => n.id.href === ctx.getObjectUri(Note, { identifier, id }).href);
+  return note ? createOf(ctx, identifier, note) : null;
+});
+/** The Create activity that published a Note. */
+function createOf(ctx, identifier, note) {
+  return new Create({
+    id: new URL(note.id.href + '/activity'),
+    actor: ctx.getActorUri(identifier),
+    object: note,
+    to: PUBLIC_COLLECTION,
+    cc: ctx.getFollowersUri(identifier),
+    published: note.published,
+  });
+}
+
+// Outbox: paged like Mastodon's (the collection links to its first page), newest first.
+federation
+  .setOutboxDispatcher('/users/{identifier}/outbox', (ctx, identifier, cursor) => {
+    if (!personas.has(identifier)) return null;
+    if (cursor == null) return null;
+    return { items: notesOf(ctx, identifier).reverse().map((n) => createOf(ctx, identifier, n)), nextCursor: null };
+  })
+  .setFirstCursor(() => '0')
+  .setCounter((ctx, identifier) => (personas.has(identifier) ? postsPerPersona : null));
+
+federation
+  .setFollowersDispatcher('/users/{identifier}/followers', (ctx, identifier) => {
+    const m = followers.get(identifier);
+    if (!m) return null;
+    return {
+      items: [...m.values()].map((f) => ({ id: new URL(f.actor), inboxId: new URL(f.inbox), endpoints: f.sharedInbox ? { sharedInbox: new URL(f.sharedInbox) } : null })),
+    };
+  })
+  .setCounter((ctx, identifier) => followers.get(identifier)?.size ?? null);
+
+federation
+  .setFollowingDispatcher('/users/{identifier}/following', (ctx, identifier) => {
+    const m = following.get(identifier);
+    if (!m) return null;
+    return { items: [...m.values()].filter((f) => f.state === 'accepted').map((f) => new URL(f.actor)) };
+  })
+  .setCounter((ctx, identifier) => {
+    const m = following.get(identifier);
+    return m ? [...m.values()].filter((f) => f.state === 'accepted').length : null;
+  });
+
+federation.setNodeInfoDispatcher('/nodeinfo/2.1', () => ({
+  software: { name: 'fedify-testpeer', version: '1.5.9' },
+  protocols: ['activitypub'],
+  usage: { users: { total: personaNames.length }, localPosts: personaNames.length * postsPerPersona },
+}));
+
+federation
+  .setInboxListeners('/users/{identifier}/inbox', '/inbox')
+  // Key fetches made while handling the shared inbox are signed by the instance actor.
+  .setSharedKeyDispatcher(() => ({ identifier: instanceId }))
+  .on(Follow, async (ctx, follow) => {
+    markVerified(follow);
+    if (follow.objectId == null) return;
+    const target = ctx.parseUri(follow.objectId);
+    if (target?.type !== 'actor' || !personas.has(target.identifier)) return;
+    const follower = await follow.getActor(ctx);
+    if (!isActor(follower) || follower.id == null || follower.inboxId == null) return;
+    const persona = target.identifier;
+    if (followPolicy === 'ignore') return;
+    const answer = followPolicy === 'accept' ? Accept : Reject;
+    if (followPolicy === 'accept') {
+      followers.get(persona).set(follower.id.href, {
+        actor: follower.id.href,
+        inbox: follower.inboxId.href,
+        sharedInbox: follower.endpoints?.sharedInbox?.href ?? null,
+        followId: follow.id?.href ?? null,
+        since: new Date().toISOString(),
+      });
+    }
+    await ctx.sendActivity({ identifier: persona }, follower, new answer({
+      id: new URL(`${ctx.getActorUri(persona).href}/${followPolicy}s/${randomUUID()}`),
+      actor: ctx.getActorUri(persona),
+      object: follow,
+    }));
+  })
+  .on(Undo, async (ctx, undo) => {
+    markVerified(undo);
+    const inner = await undo.getObject(ctx).catch(() => null);
+    if (!(inner instanceof Follow) || undo.actorId == null) return;
+    const target = inner.objectId ? ctx.parseUri(inner.objectId) : null;
+    const m = target?.type === 'actor' ? followers.get(target.identifier) : null;
+    // Only the follower itself may undo its follow.
+    if (m && m.get(undo.actorId.href)) m.delete(undo.actorId.href);
+  })
+  .on(Accept, async (ctx, accept) => {
+    markVerified(accept);
+    settleFollow(accept, 'accepted');
+  })
+  .on(Reject, async (ctx, reject) => {
+    markVerified(reject);
+    settleFollow(reject, 'rejected');
+  })
+  .on(Create, async (ctx, create) => {
+    markVerified(create);
+    const store = inboxRequest.getStore();
+    remember(stats.notes, {
+      id: create.objectId?.href ?? null,
+      activity: create.id?.href ?? null,
+      actor: create.actorId?.href ?? null,
+      receivedAt: new Date().toISOString(),
+      inbox: store?.path ?? null,
+    });
+  })
+  .on(Like, async (ctx, like) => { markVerified(like); })
+  .on(Activity, async (ctx, activity) => { markVerified(activity); })
+  .onError((ctx, error) => {
+    process.stderr.write(`fedify-peer: inbox listener error: ${error?.stack ?? error}\n`);
+  });
+
+/** Marks the Follow that an Accept/Reject answers: by the Follow's id, else by the remote actor. */
+function settleFollow(answer, state) {
+  const followId = answer.objectId?.href;
+  const actor = answer.actorId?.href;
+  for (const m of following.values()) {
+    for (const f of m.values()) {
+      if (f.followId === followId || (followId == null && f.actor === actor && f.state === 'pending')) {
+        f.state = state;
+        f.settledAt = new Date().toISOString();
+        return;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTPS: node:http(s) <-> Fetch API adapter around federation.fetch.
+
+const inboxPath = /^\/(inbox|users\/[^/]+\/inbox)\/?$/;
+
+/** Reads a Node request body. */
+async function readBody(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/** Writes a Fetch Response to a Node response. */
+async function writeResponse(res, response) {
+  const headers = {};
+  response.headers.forEach((v, k) => { headers[k] = v; });
+  res.writeHead(response.status, headers);
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
+
+async function handle(req, res) {
+  const body = req.method === 'GET' || req.method === 'HEAD' ? null : await readBody(req);
+  // The URL is what the client addressed (its Host header): that is what it signed.
+  const url = new URL(req.url, `https://${req.headers.host ?? domain}`);
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+  const request = new Request(url, { method: req.method, headers, body });
+
+  // Room for the Mastodon client API subset used by the audience probes (issue 5): it would be
+  // routed here, before federation.fetch, under /api/v1/ and /oauth/.
+
+  if (req.method !== 'POST' || !inboxPath.test(url.pathname)) {
+    return writeResponse(res, await federation.fetch(request, { contextData: undefined }));
+  }
+  let type = 'invalid';
+  let id = null;
+  try {
+    const json = JSON.parse(body.toString('utf8'));
+    type = typeof json?.type === 'string' ? json.type : 'unknown';
+    id = typeof json?.id === 'string' ? json.id : null;
+  } catch { /* counted under "invalid" */ }
+  const store = { type, listened: false, path: url.pathname };
+  const response = await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
+  if (response.status >= 400 && response.status < 500) {
+    bump(stats.rejected, type);
+    const reason = await response.clone().text();
+    remember(stats.rejections, {
+      type, id, status: response.status, reason, path: url.pathname,
+      keyId: /keyId="([^"]*)"/.exec(req.headers.signature ?? '')?.[1] ?? null,
+      at: new Date().toISOString(),
+    }, 1000);
+  } else if (response.status >= 500) {
+    bump(stats.failed, type);
+  } else if (!store.listened) {
+    bump(stats.duplicate, type);
+  }
+  return writeResponse(res, response);
+}
+
+const server = https.createServer({ cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) }, (req, res) => {
+  handle(req, res).catch((e) => {
+    process.stderr.write(`fedify-peer: ${req.method} ${req.url}: ${e?.stack ?? e}\n`);
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+    res.end('internal error\n');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Control API (plain HTTP, loopback): JSON in, JSON out.
+
+/** Answers JSON. */
+function json(res, status, value) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(value, null, 1) + '\n');
+}
+
+/** A context for work outside a request (sending, looking up). */
+function ctxNow() { return federation.createContext(new URL(origin), undefined); }
+
+/** Resolves acct:, @user@host, user@host or an actor URL to a remote actor with the persona's signed GETs. */
+async function resolveActor(ctx, persona, to) {
+  const documentLoader = await ctx.getDocumentLoader({ identifier: persona });
+  const actor = await ctx.lookupObject(to, { documentLoader });
+  if (!isActor(actor) || actor.id == null || actor.inboxId == null) throw new Error(`${to} is not an actor with an inbox`);
+  return actor;
+}
+
+const controlRoutes = {
+  'GET /healthz': async () => [200, { ok: true }],
+  'GET /personas': async () => {
+    const ctx = ctxNow();
+    return [200, personaNames.map((p) => ({ name: p, acct: `${p}@${domain}`, id: ctx.getActorUri(p).href, inbox: ctx.getInboxUri(p).href, posts: notesOf(ctx, p).map((n) => n.id.href) }))];
+  },
+  'GET /stats': async () => {
+    const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
+    return [200, {
+      verified: stats.verified, rejected: stats.rejected, duplicate: stats.duplicate, failed: stats.failed,
+      verifiedTotal: total(stats.verified), rejectedTotal: total(stats.rejected),
+      duplicateTotal: total(stats.duplicate), failedTotal: total(stats.failed),
+      received: stats.received, rejections: stats.rejections, outboxErrors: stats.outboxErrors,
+    }];
+  },
+  'POST /stats/reset': async () => {
+    for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
+    for (const k of ['received', 'rejections', 'outboxErrors', 'notes']) stats[k] = [];
+    return [200, { ok: true }];
+  },
+  'GET /notes': async () => [200, stats.notes],
+  'POST /follow': async (q, body) => {
+    const { from, to } = body;
+    if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];
+    const ctx = ctxNow();
+    const actor = await resolveActor(ctx, from, to);
+    const followId = new URL(`${ctx.getActorUri(from).href}/follows/${randomUUID()}`);
+    const entry = { actor: actor.id.href, inbox: actor.inboxId.href, followId: followId.href, state: 'pending', since: new Date().toISOString(), error: null };
+    following.get(from).set(actor.id.href, entry);
+    await ctx.sendActivity({ identifier: from }, actor, new Follow({ id: followId, actor: ctx.getActorUri(from), object: actor.id }));
+    return [202, entry];
+  },
+  'POST /undo-follow': async (q, body) => {
+    const { from, to } = body;
+    if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];
+    const ctx = ctxNow();
+    const m = following.get(from);
+    let entry = m.get(to);
+    let actor;
+    if (entry) {
+      actor = await resolveActor(ctx, from, entry.actor);
+    } else {
+      actor = await resolveActor(ctx, from, to);
+      entry = m.get(actor.id.href);
+    }
+    if (!entry) return [404, { error: `${from} does not follow ${to}` }];
+    m.delete(entry.actor);
+    await ctx.sendActivity({ identifier: from }, actor, new Undo({
+      id: new URL(`${entry.followId}/undo`),
+      actor: ctx.getActorUri(from),
+      object: new Follow({ id: new URL(entry.followId), actor: ctx.getActorUri(from), object: actor.id }),
+    }));
+    return [202, { ...entry, state: 'undone' }];
+  },
+  'GET /following': async (q) => {
+    const m = following.get(q.get('persona'));
+    return m ? [200, [...m.values()]] : [404, { error: 'unknown persona' }];
+  },
+  'GET /followers': async (q) => {
+    const m = followers.get(q.get('persona'));
+    return m ? [200, [...m.values()]] : [404, { error: 'unknown persona' }];
+  },
+};
+
+const controlServer = http.createServer(async (req, res) => {
+  const url = new URL(req.url, 'http://control');
+  const route = controlRoutes[`${req.method} ${url.pathname}`];
+  if (!route) return json(res, 404, { error: `no route ${req.method} ${url.pathname}`, routes: Object.keys(controlRoutes) });
+  try {
+    let body = {};
+    if (req.method === 'POST') {
+      const raw = (await readBody(req)).toString('utf8');
+      body = raw.trim() === '' ? {} : JSON.parse(raw);
+    }
+    const [status, value] = await route(url.searchParams, body);
+    json(res, status, value);
+  } catch (e) {
+    json(res, 500, { error: String(e?.message ?? e) });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Start and stop.
+
+/** Listens, turning a bind failure into an error that names the flag. */
+function listenOn(srv, { host, port }, what) {
+  return new Promise((resolve, reject) => {
+    srv.once('error', (e) => reject(new Error(`--${what} ${host}:${port}: ${e.message}`)));
+    srv.listen(port, host, resolve);
+  });
+}
+
+const abort = new AbortController();
+try {
+  await listenOn(server, listen, 'listen');
+  await listenOn(controlServer, control, 'control');
+} catch (e) {
+  process.stderr.write(`fedify-peer: ${e.message}\n`);
+  process.exit(1);
+}
+federation.startQueue(undefined, { signal: abort.signal });
+process.stdout.write(JSON.stringify({
+  ready: true, origin, listen: `${listen.host}:${listen.port}`, control: `${control.host}:${control.port}`,
+  personas: personaNames.map((p) => `${p}@${domain}`), followPolicy,
+}) + '\n');
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    abort.abort();
+    server.close();
+    controlServer.close();
+    server.closeAllConnections?.();
+    controlServer.closeAllConnections?.();
+    setTimeout(() => process.exit(0), 200).unref();
+  });
+}
