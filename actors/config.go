@@ -29,6 +29,11 @@ type Config struct {
 	// Shard serves a slice of the origins (scale-out); the zero value
 	// serves them all.
 	Shard Shard
+	// EphemeralGraph keeps the follow graph in memory only. A process
+	// that borrows the keys of a running crowd (a flood attached to
+	// `crowd serve`) sets it, so that only the serving crowd writes the
+	// graph's journal.
+	EphemeralGraph bool
 }
 
 // DefaultConfig is the embedded default world: 20 origins of 10 actors each

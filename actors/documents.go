@@ -92,6 +92,10 @@ func (a *Actor) Document() ActorDoc {
 	}
 }
 
+// DocumentJSON is Document rendered by MarshalDoc, made once when the
+// world opens; callers must not modify it.
+func (a *Actor) DocumentJSON() []byte { return a.docJSON }
+
 // ProfileHTML is the small page a browser gets for the actor.
 func (a *Actor) ProfileHTML() []byte {
 	esc := html.EscapeString

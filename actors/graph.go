@@ -64,6 +64,13 @@ type Graph struct {
 	followers map[string]map[string]Relation // local → remote → relation
 	following map[string]map[string]Relation // local → remote → relation
 	byFollow  map[string]Relation            // following, by Follow id
+	memory    bool                           // no journal: NewMemoryGraph
+}
+
+// NewMemoryGraph is a graph that keeps nothing on disk.
+func NewMemoryGraph() *Graph {
+	return &Graph{followers: map[string]map[string]Relation{}, following: map[string]map[string]Relation{},
+		byFollow: map[string]Relation{}, memory: true}
 }
 
 // OpenGraph replays the journal in stateDir (creating it if absent). A
@@ -146,6 +153,10 @@ func put(m map[string]map[string]Relation, r Relation) {
 
 // record makes e durable, then applies it. The caller holds g.mu.
 func (g *Graph) record(e entry) error {
+	if g.memory {
+		g.apply(e)
+		return nil
+	}
 	if g.file == nil {
 		return fmt.Errorf("%w: closed", ErrGraph)
 	}

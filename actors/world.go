@@ -68,6 +68,8 @@ type Actor struct {
 	PublicKeyPEM string
 	// Published is the stable creation date shown in the actor document.
 	Published time.Time
+
+	docJSON []byte // Document() rendered once: it never changes while serving
 }
 
 // Open builds the world described by cfg, loading every key from
@@ -104,6 +106,17 @@ func Open(cfg Config) (*World, error) {
 	}
 	if err := loadOrGenerateKeys(cfg.StateDir, all); err != nil {
 		return nil, err
+	}
+	for _, a := range all {
+		doc, err := MarshalDoc(a.Document())
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)
+		}
+		a.docJSON = doc
+	}
+	if cfg.EphemeralGraph {
+		w.Graph = NewMemoryGraph()
+		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir)
 	if err != nil {

@@ -117,6 +117,24 @@ type Handlers struct {
 	World *actors.World
 	// Version is the crowd's version, shown in NodeInfo.
 	Version string
+
+	jrd map[*actors.Actor][]byte // rendered JRDs, when made by NewHandlers
+}
+
+// NewHandlers renders every actor's JRD once, so answering WebFinger costs
+// a lookup and a write; a Handlers literal works too, rendering per request.
+func NewHandlers(world *actors.World, version string) (Handlers, error) {
+	h := Handlers{World: world, Version: version, jrd: map[*actors.Actor][]byte{}}
+	for _, o := range world.Origins {
+		for _, a := range append(append([]*actors.Actor(nil), o.Actors...), o.Instance) {
+			b, err := actors.MarshalDoc(Describe(a))
+			if err != nil {
+				return Handlers{}, err
+			}
+			h.jrd[a] = b
+		}
+	}
+	return h, nil
 }
 
 func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin, bool) {
@@ -141,6 +159,13 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if b, ok := h.jrd[a]; ok {
+		hdr := w.Header()
+		hdr["Content-Type"] = []string{ContentTypeJRD}
+		hdr["Access-Control-Allow-Origin"] = []string{"*"}
+		w.Write(b)
 		return
 	}
 	writeJSON(w, ContentTypeJRD, Describe(a))

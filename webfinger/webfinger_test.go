@@ -29,7 +29,10 @@ func testWorld(t *testing.T) *actors.World {
 }
 
 func mux(w *actors.World) http.Handler {
-	h := Handlers{World: w, Version: "1.2.3"}
+	h, err := NewHandlers(w, "1.2.3")
+	if err != nil {
+		panic(err)
+	}
 	m := http.NewServeMux()
 	m.HandleFunc("/.well-known/webfinger", h.WebFinger)
 	m.HandleFunc("/.well-known/host-meta", h.HostMeta)
