@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// captureStderr runs f with os.Stderr redirected and returns what it wrote.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		io.Copy(&b, r)
+		done <- b.String()
+	}()
+	f()
+	w.Close()
+	os.Stderr = old
+	return <-done
+}
+
+func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
+	state := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		say  string // the message must name this
+	}{
+		{"unknown flag", []string{"serve", "--nope"}, nil, 2, "--nope"},
+		{"origins not a number", []string{"serve", "--origins", "many"}, nil, 2, "--origins"},
+		{"zero origins", []string{"serve", "--origins", "0", "--state", state}, nil, 2, "--origins"},
+		{"domain without %d", []string{"serve", "--domain", "flood.test", "--state", state}, nil, 2, "--domain"},
+		{"bad shard", []string{"serve", "--shard", "3/2", "--state", state}, nil, 2, "--shard"},
+		{"advertise not an IP", []string{"serve", "--advertise", "sut", "--state", state}, nil, 2, "--advertise"},
+		{"dns record without =", []string{"serve", "--dns-record", "sut.test", "--state", state}, nil, 2, "--dns-record"},
+		{"dns upstream not an IP", []string{"serve", "--dns-upstream", "resolver.example", "--state", state}, nil, 2, "--dns-upstream"},
+		{"bad log level", []string{"serve", "--log-level", "loud", "--state", state}, nil, 2, "--log-level"},
+		{"bad env value names variable and flag", []string{"serve", "--state", state}, map[string]string{"CROWD_ORIGINS": "lots"}, 2, "CROWD_ORIGINS"},
+		{"a busy port names its flag", []string{"serve", "--state", state, "--origins", "1", "--actors", "1", "--https", "", "--http", "", "--dns", "", "--admin", "256.0.0.1:1"}, nil, 1, "--admin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var code int
+			out := captureStderr(t, func() { code = execute(context.Background(), c.args) })
+			if code != c.code || !strings.Contains(out, c.say) {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %s", code, out, c.code, c.say)
+			}
+		})
+	}
+}
+
+func TestEnvironmentSetsFlags(t *testing.T) {
+	var got *serveFlags
+	root := newRoot()
+	for _, c := range root.Commands() {
+		if c.Name() == "serve" {
+			c.RunE = func(cmd *cobra.Command, _ []string) error {
+				got = &serveFlags{}
+				got.world.cfg.Origins, _ = cmd.Flags().GetInt("origins")
+				got.dnsRecords, _ = cmd.Flags().GetStringArray("dns-record")
+				got.advertise, _ = cmd.Flags().GetStringSlice("advertise")
+				got.https, _ = cmd.Flags().GetString("https")
+				return nil
+			}
+		}
+	}
+	t.Setenv("CROWD_ORIGINS", "7")
+	t.Setenv("CROWD_DNS_RECORD", "sut.test=10.0.0.5, other.test=10.0.0.6")
+	t.Setenv("CROWD_ADVERTISE", "10.0.0.2")
+	t.Setenv("CROWD_HTTPS", ":9443")
+	root.SetArgs([]string{"serve", "--https", ":8443"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"int from env", got.world.cfg.Origins, 7},
+		{"repeatable flag from a comma list", strings.Join(got.dnsRecords, " "), "sut.test=10.0.0.5 other.test=10.0.0.6"},
+		{"slice flag from env", strings.Join(got.advertise, " "), "10.0.0.2"},
+		{"the command line wins over env", got.https, ":8443"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestServeShutsDownOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- execute(ctx, []string{"serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
+			"--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--dns", "", "--admin", "127.0.0.1:0", "--log-level", "error"})
+	}()
+	time.Sleep(time.Second)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after a cancel, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of a cancel")
+	}
+}

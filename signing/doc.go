@@ -1,0 +1,20 @@
+// Package signing signs and verifies ActivityPub HTTP requests.
+//
+// Outgoing requests are signed with draft-cavage HTTP signatures, built here
+// rather than with go-fed/httpsig so that one Signer serves every goroutine:
+// POSTs cover "(request-target) host date digest content-type" and carry
+// Digest: SHA-256=…; GETs cover "(request-target) host date accept". The
+// default label is rsa-sha256, which every fediverse verifier accepts; hs2019,
+// rsa-sha512 and ed25519 are options. The private-key operation sits behind
+// Key (a crypto.Signer), so a faster implementation can replace RSA.
+//
+// Incoming requests are checked by Verifier: the cavage signature with
+// go-fed/httpsig, plus what go-fed leaves out (the Digest against the body,
+// the Date window, which headers must be covered) and, for RFC 9421 senders
+// (Signature-Input), a verifier of its own. Keys come from a KeyResolver,
+// normally a KeyCache that fetches keyIds with a signed GET, caches them with
+// a TTL in a bounded LRU, and refetches once when a signature fails (key
+// rotation).
+//
+// Errors wrap the Err* sentinels with %w and carry a reason for the 401 body.
+package signing
