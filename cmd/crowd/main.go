@@ -71,7 +71,7 @@ func newRoot() *cobra.Command {
 		return usageError{fmt.Errorf("%w (see crowd %s --help)", err, cmd.Name())}
 	})
 	opts.register(root)
-	root.AddCommand(newServeCmd(opts))
+	root.AddCommand(newServeCmd(opts), newCACmd())
 	return root
 }
 

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/pasture"
 )
 
 // captureStderr runs f with os.Stderr redirected and returns what it wrote.
@@ -121,5 +126,32 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of a cancel")
+	}
+}
+
+func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	code := execute(context.Background(), []string{"ca", "issue", "--state", state, "--out", out, "sut.test"})
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := os.ReadFile(filepath.Join(out, "sut.test.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(chain)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "sut.test", Roots: ca.Pool()}); err != nil {
+		t.Errorf("the issued certificate does not verify against the crowd's CA: %v", err)
+	}
+	if code := execute(context.Background(), []string{"ca", "issue", "--state", state, "--out", out, "../etc"}); code != 2 {
+		t.Errorf("a name that is no host name: exit %d, want 2", code)
 	}
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/pasture"
+)
+
+func newCACmd() *cobra.Command {
+	var state, out string
+	cmd := &cobra.Command{
+		Use:   "ca",
+		Short: "The crowd's certificate authority: issue a certificate for the SUT's own name",
+	}
+	issue := &cobra.Command{
+		Use:   "issue NAME...",
+		Short: "Issue a certificate (chain and key) from the crowd's CA for each NAME, e.g. the SUT's host",
+		Long: `Issue a TLS certificate signed by the crowd's CA (made in --state on first use) for each NAME,
+written as NAME.crt (leaf then CA) and NAME.key in --out. A SUT that serves it is trusted by the
+crowd and by every peer that trusts the crowd's CA.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
+			if err != nil {
+				return err
+			}
+			for _, name := range names {
+				certPath, keyPath, err := ca.IssueFiles(name, out)
+				if err != nil {
+					return usageError{fmt.Errorf("NAME %q: %w", name, err)}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", name, certPath, keyPath)
+			}
+			return nil
+		},
+	}
+	issue.Flags().StringVar(&state, "state", "crowd-state", "the crowd's state directory (its CA is in tls/)")
+	issue.Flags().StringVar(&out, "out", ".", "directory for NAME.crt and NAME.key")
+	cmd.AddCommand(issue)
+	return cmd
+}
