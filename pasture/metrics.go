@@ -37,7 +37,9 @@ func newHTTPMetrics(reg *prometheus.Registry, world *actors.World) *httpMetrics 
 	return m
 }
 
-func newRegistry() *prometheus.Registry {
+// NewRegistry is a metrics registry with the Go runtime and process
+// collectors, for Config.Registry.
+func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
@@ -50,6 +51,9 @@ type Config struct {
 	Admin func(mux *http.ServeMux)
 	// ShutdownGrace bounds a graceful shutdown (default 5 s).
 	ShutdownGrace time.Duration
+	// Registry collects the metrics /metrics serves; nil makes a new one.
+	// Share it with the inbox so its metrics are served too.
+	Registry *prometheus.Registry
 }
 
 // Pasture runs the crowd's listeners. Start it, then Shutdown it.
@@ -83,7 +87,10 @@ func New(cfg Config) (*Pasture, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := newRegistry()
+	reg := cfg.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8)}
 	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World)); err != nil {
 		return nil, err

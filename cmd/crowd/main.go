@@ -17,6 +17,12 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
+// userAgent is what the crowd's requests say they are: a real User-Agent
+// (GoToSocial answers 418 to an empty one) that names the crowd.
+func userAgent() string {
+	return "crowd/" + version + " (+https://github.com/crowdfed/crowd)"
+}
+
 // exitCode carries a command's chosen exit status (gates: 1 for a missed
 // expectation, 2 for a usage error) through cobra.
 type exitCode struct {

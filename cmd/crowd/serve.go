@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // worldFlags are the flags that say which world to build.
@@ -133,12 +136,28 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	defer world.Close()
-	pcfg.World, pcfg.Version, pcfg.Logger = world, version, log
+	ca, err := pasture.LoadOrCreateCA(filepath.Join(wcfg.StateDir, "tls"))
+	if err != nil {
+		return err
+	}
+	reg := pasture.NewRegistry()
+	in, err := inbox.New(inbox.Config{World: world, Client: outgoingClient(ca, 30*time.Second),
+		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: userAgent()}), StateDir: wcfg.StateDir,
+		Logger: log.Named("inbox"), Registerer: reg})
+	if err != nil {
+		return err
+	}
+	pcfg.World, pcfg.Version, pcfg.Logger, pcfg.Registry = world, version, log, reg
+	pcfg.Inbox, pcfg.Admin = in, in.AdminRoutes
 	p, err := pasture.New(pcfg)
 	if err != nil {
 		return err
 	}
+	if err := in.Start(ctx); err != nil {
+		return err
+	}
 	if err := p.Start(ctx); err != nil {
+		in.Shutdown(context.Background())
 		return err
 	}
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
@@ -152,6 +171,10 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
 	defer cancel()
+	// The inbox first: its live streams would hold the admin server open.
+	if serr := in.Shutdown(shutdownCtx); serr != nil {
+		log.Warn("inbox shutdown", zap.Error(serr))
+	}
 	if serr := p.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("shutdown", zap.Error(serr))
 	}

@@ -1,0 +1,153 @@
+package inbox
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseActivity(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    Activity // Embedded is not compared
+		wantErr string   // substring of the error; "" means success
+	}{
+		// The usual shape: everything a string.
+		{"like", `{"id":"https://a.test/l/1","type":"Like","actor":"https://a.test/u/x","object":"https://b.test/n/1"}`,
+			Activity{ID: "https://a.test/l/1", Type: "Like", Actor: "https://a.test/u/x", Objects: []Ref{{ID: "https://b.test/n/1"}}}, ""},
+		// Mastodon's Undo embeds the Follow: its actor and object are extracted.
+		{"undo embedded follow", `{"id":"https://a.test/u/1","type":"Undo","actor":"https://a.test/u/x","object":{"id":"https://a.test/f/1","type":"Follow","actor":"https://a.test/u/x","object":"https://c.test/users/alice"}}`,
+			Activity{ID: "https://a.test/u/1", Type: "Undo", Actor: "https://a.test/u/x",
+				Objects: []Ref{{ID: "https://a.test/f/1", Type: "Follow", Actor: "https://a.test/u/x", Object: "https://c.test/users/alice"}}}, ""},
+		// JSON-LD lets type be an array and actor an object: first wins.
+		{"type array, actor object", `{"id":"https://a.test/1","type":["Create","Extra"],"actor":{"id":"https://a.test/u/x","type":"Person"},"object":{"id":"https://a.test/n/1","type":"Note"}}`,
+			Activity{ID: "https://a.test/1", Type: "Create", Actor: "https://a.test/u/x", Objects: []Ref{{ID: "https://a.test/n/1", Type: "Note"}}}, ""},
+		// An object array keeps every element.
+		{"object array", `{"id":"https://a.test/1","type":"Delete","actor":"https://a.test/u/x","object":["https://a.test/n/1",{"id":"https://a.test/n/2","type":"Tombstone"}]}`,
+			Activity{ID: "https://a.test/1", Type: "Delete", Actor: "https://a.test/u/x", Objects: []Ref{{ID: "https://a.test/n/1"}, {ID: "https://a.test/n/2", Type: "Tombstone"}}}, ""},
+		// An actor array: the first usable id.
+		{"actor array", `{"id":"https://a.test/1","type":"Announce","actor":[null,"https://a.test/u/x"],"object":"https://b.test/n/1"}`,
+			Activity{ID: "https://a.test/1", Type: "Announce", Actor: "https://a.test/u/x", Objects: []Ref{{ID: "https://b.test/n/1"}}}, ""},
+		// No object at all is fine for the parser.
+		{"no object", `{"id":"https://a.test/1","type":"Update","actor":"https://a.test/u/x"}`,
+			Activity{ID: "https://a.test/1", Type: "Update", Actor: "https://a.test/u/x"}, ""},
+		// Garbage.
+		{"not json", `this is not json`, Activity{}, "not a JSON object"},
+		// An array at the top level.
+		{"array", `[{"id":"x"}]`, Activity{}, "not a JSON object"},
+		// Truncated JSON.
+		{"truncated", `{"id":"https://a.test/1","type":"Li`, Activity{}, "invalid JSON"},
+		// The required fields, one missing at a time.
+		{"no id", `{"type":"Like","actor":"https://a.test/u/x","object":"https://b.test/n/1"}`, Activity{}, "no id"},
+		{"no type", `{"id":"https://a.test/1","actor":"https://a.test/u/x"}`, Activity{}, "no type"},
+		{"no actor", `{"id":"https://a.test/1","type":"Like"}`, Activity{}, "no actor"},
+		// Wrong kinds of values.
+		{"id number", `{"id":5,"type":"Like","actor":"https://a.test/u/x"}`, Activity{}, "id is not a string"},
+		{"type object", `{"id":"https://a.test/1","type":{"x":1},"actor":"https://a.test/u/x"}`, Activity{}, "type is neither"},
+		{"actor number", `{"id":"https://a.test/1","type":"Like","actor":7}`, Activity{}, "actor is neither"},
+		{"object number", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u/x","object":7}`, Activity{}, "object is neither"},
+		// Relative or non-http ids are refused.
+		{"relative actor", `{"id":"https://a.test/1","type":"Like","actor":"/u/x"}`, Activity{}, "not an absolute"},
+		{"urn id", `{"id":"urn:uuid:1","type":"Like","actor":"https://a.test/u/x"}`, Activity{}, "not an absolute"},
+		// Empty body.
+		{"empty", ``, Activity{}, "empty body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseActivity([]byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrMalformed containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got.Objects {
+				got.Objects[i].Embedded = nil
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tt.want)
+			if string(gj) != string(wj) {
+				t.Errorf("got  %s\nwant %s", gj, wj)
+			}
+		})
+	}
+}
+
+// TestParseActivityObjectLimit: a huge object array is cut at maxObjects.
+func TestParseActivityObjectLimit(t *testing.T) {
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = `"https://a.test/n/x"`
+	}
+	body := `{"id":"https://a.test/1","type":"Delete","actor":"https://a.test/u/x","object":[` + strings.Join(ids, ",") + `]}`
+	a, err := ParseActivity([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Objects) != maxObjects {
+		t.Errorf("%d objects, want %d", len(a.Objects), maxObjects)
+	}
+}
+
+func FuzzParseActivity(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u/x","object":"https://b.test/n/1"}`,
+		`{"id":"https://a.test/u/1","type":"Undo","actor":"https://a.test/u/x","object":{"id":"https://a.test/f/1","type":"Follow","actor":"https://a.test/u/x","object":"https://c.test/users/alice"}}`,
+		`{"id":"https://a.test/1","type":["Create"],"actor":[{"id":"https://a.test/u/x"}],"object":[{"id":"https://a.test/n/1","type":["Note"]},"https://x.test/2",null]}`,
+		`{"id":"https://a.test/1","type":"Accept","actor":"https://a.test/u/x","object":{"type":"Follow","actor":{"id":"https://b.test/u"},"object":["https://a.test/u/x"]}}`,
+		`{"id":null,"type":null,"actor":null,"object":null}`,
+		`[]`, `{`, `"x"`, ``, `{"id":"\u0000","type":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, err := ParseActivity(body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		if a.ID == "" || a.Type == "" || a.Actor == "" {
+			t.Fatalf("accepted an activity without id, type or actor: %+v", a)
+		}
+		if len(a.Objects) > maxObjects {
+			t.Fatalf("%d objects", len(a.Objects))
+		}
+		for _, o := range a.Objects {
+			if o.Embedded != nil && !json.Valid(o.Embedded) {
+				t.Fatalf("embedded object is not valid JSON: %q", o.Embedded)
+			}
+		}
+		// Parsing is deterministic.
+		b, err := ParseActivity(body)
+		if err != nil || b.ID != a.ID || b.Type != a.Type || b.Actor != a.Actor || len(b.Objects) != len(a.Objects) {
+			t.Fatalf("second parse differs: %+v vs %+v (%v)", a, b, err)
+		}
+	})
+}
+
+// FuzzQuickString: the fast path decodes exactly as encoding/json does.
+func FuzzQuickString(f *testing.F) {
+	for _, s := range []string{`"https://a.test/x"`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", `""`, `"`, `"tab	"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := quickString(raw)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("quickString accepted %q, which encoding/json refuses: %v", raw, err)
+		}
+		if got != want {
+			t.Fatalf("quickString(%q) = %q, encoding/json says %q", raw, got, want)
+		}
+	})
+}

@@ -1,0 +1,481 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// AdminRoutes adds the inbox's admin API to mux (pasture.Config.Admin):
+//
+//	GET  /api/activities?limit=&actor=&type=&direction=   latest log entries, JSON array, oldest first
+//	GET  /api/activities/stream?actor=&type=&backlog=     live entries as Server-Sent Events
+//	GET  /api/follows?actor=                              followers and following per crowd actor
+//	POST /api/following {local, remote, follow_id}        register a pending Follow sent elsewhere
+//	POST /api/send {from, type, to, object, inbox}        build, sign and deliver an activity now
+//	GET  /api/lookup?resource=                            signed fetch of an actor, with its problems
+//	GET  /api/deliveries                                  the delivery queue
+//
+// Errors are JSON {"error": "..."} with 400 for a bad request, 404 for an
+// unknown crowd actor and 502 when a remote could not be reached.
+func (in *Inbox) AdminRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/activities", in.handleActivities)
+	mux.HandleFunc("GET /api/activities/stream", in.handleStream)
+	mux.HandleFunc("GET /api/follows", in.handleFollows)
+	mux.HandleFunc("POST /api/following", in.handleFollowing)
+	mux.HandleFunc("POST /api/send", in.handleSend)
+	mux.HandleFunc("GET /api/lookup", in.handleLookup)
+	mux.HandleFunc("GET /api/deliveries", in.handleDeliveries)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		status = http.StatusBadRequest
+	case errors.Is(err, errUnknownActor):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrTarget):
+		status = http.StatusBadGateway
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func filterOf(r *http.Request) Filter {
+	q := r.URL.Query()
+	return Filter{Actor: q.Get("actor"), Type: q.Get("type"), Direction: q.Get("direction")}
+}
+
+func intParam(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a non-negative number", ErrBadRequest, name, v)
+	}
+	return n, nil
+}
+
+func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit", 100)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, in.alog.Latest(limit, filterOf(r)))
+}
+
+// handleStream follows the log as Server-Sent Events: "activity" events
+// carry an Entry (its Seq as the event id), "lost" events say how many
+// entries this client missed by reading too slowly. A comment line every
+// 15 s keeps proxies from closing the stream.
+func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
+	backlog, err := intParam(r, "backlog", 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	f := filterOf(r)
+	sub := in.alog.Subscribe(f, 256)
+	defer sub.Close()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var last uint64
+	send := func(e Entry) bool {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return true
+		}
+		last = e.Seq
+		_, err = fmt.Fprintf(w, "id: %d\nevent: activity\ndata: %s\n\n", e.Seq, b)
+		return err == nil
+	}
+	if backlog > 0 {
+		for _, e := range in.alog.Latest(backlog, f) {
+			if !send(e) {
+				return
+			}
+		}
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if ev.Entry.Seq <= last {
+				continue // already sent as backlog
+			}
+			if ev.Lost > 0 {
+				if _, err := fmt.Fprintf(w, "event: lost\ndata: {\"lost\":%d}\n\n", ev.Lost); err != nil {
+					return
+				}
+			}
+			if !send(ev.Entry) {
+				return
+			}
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-in.done:
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// FollowsInfo is one crowd actor's follow relations (GET /api/follows).
+type FollowsInfo struct {
+	Actor     string            `json:"actor"`
+	Acct      string            `json:"acct"`
+	Followers []actors.Relation `json:"followers"`
+	Following []actors.Relation `json:"following"`
+}
+
+// Follows lists the relations of every crowd actor that has any (or of
+// the one actor named, acct or id, with or without relations).
+func (in *Inbox) Follows(actor string) ([]FollowsInfo, error) {
+	list := in.allActors()
+	if actor != "" {
+		a, err := in.LocalActor(actor)
+		if err != nil {
+			return nil, err
+		}
+		list = []*actors.Actor{a}
+	}
+	out := []FollowsInfo{}
+	for _, a := range list {
+		fi := FollowsInfo{Actor: a.ID, Acct: a.Acct(), Followers: in.world.Graph.Followers(a.ID), Following: in.world.Graph.Following(a.ID)}
+		if actor == "" && len(fi.Followers) == 0 && len(fi.Following) == 0 {
+			continue
+		}
+		for i := range fi.Followers {
+			fi.Followers[i].Follow = nil // the whole Follow is for the Accept, not for this list
+		}
+		out = append(out, fi)
+	}
+	return out, nil
+}
+
+func (in *Inbox) handleFollows(w http.ResponseWriter, r *http.Request) {
+	fi, err := in.Follows(r.URL.Query().Get("actor"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, fi)
+}
+
+// errUnknownActor marks a name that is no crowd actor (404).
+var errUnknownActor = errors.New("no such crowd actor")
+
+// LocalActor finds a crowd actor by acct ("alice@flood3.test", with or
+// without "acct:" or "@") or by id. Errors say which it is not.
+func (in *Inbox) LocalActor(name string) (*actors.Actor, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, fmt.Errorf("%w: no actor named", ErrBadRequest)
+	}
+	if strings.Contains(name, "://") {
+		if a, ok := in.crowdActor(name); ok {
+			return a, nil
+		}
+		return nil, fmt.Errorf("%w: %s", errUnknownActor, name)
+	}
+	user, host, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(name, "acct:"), "@"), "@")
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is neither name@host nor an actor URL", ErrBadRequest, name)
+	}
+	o, ok := in.world.Origin(host)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not an origin of this crowd", errUnknownActor, host)
+	}
+	a, ok := o.Actor(user)
+	if !ok {
+		return nil, fmt.Errorf("%w: no actor %q on %s", errUnknownActor, user, host)
+	}
+	return a, nil
+}
+
+// FollowingRequest registers a Follow that another process (a separate
+// `crowd flood`) sent, so the Accept that comes back here finds it.
+type FollowingRequest struct {
+	// Local is the crowd actor that sent the Follow (acct or id).
+	Local string `json:"local"`
+	// Remote is the followed actor's id.
+	Remote string `json:"remote"`
+	// FollowID is the Follow's id.
+	FollowID string `json:"follow_id"`
+}
+
+// RegisterFollowing records req as pending, unless the same Follow is
+// already known (its Accept may have arrived first: it is not reset).
+func (in *Inbox) RegisterFollowing(req FollowingRequest) (actors.Relation, error) {
+	a, err := in.LocalActor(req.Local)
+	if err != nil {
+		return actors.Relation{}, err
+	}
+	if err := absoluteURL("remote", req.Remote); err != nil {
+		return actors.Relation{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if req.FollowID == "" {
+		return actors.Relation{}, fmt.Errorf("%w: follow_id is empty", ErrBadRequest)
+	}
+	g := in.world.Graph
+	if r, ok := g.FollowingByRemote(a.ID, req.Remote); ok && r.FollowID == req.FollowID {
+		return r, nil
+	}
+	if err := g.AddFollowing(a.ID, req.Remote, req.FollowID); err != nil {
+		return actors.Relation{}, err
+	}
+	r, _ := g.FollowingByRemote(a.ID, req.Remote)
+	return r, nil
+}
+
+func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
+	var req FollowingRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
+		return
+	}
+	rel, err := in.RegisterFollowing(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rel)
+}
+
+// SendRequest asks the running crowd to send one activity by hand.
+type SendRequest struct {
+	// From is the crowd actor that sends (acct or id).
+	From string `json:"from"`
+	// Type is Follow, Undo (of From's last Follow of To), Create (a public
+	// Note mentioning To) or Like (of Object).
+	Type string `json:"type"`
+	// To is the target: acct:name@host, name@host or an actor URL.
+	To string `json:"to"`
+	// Object is, for Like, the URL of the post; for Create, optionally a
+	// whole object to wrap instead of the generated Note.
+	Object json.RawMessage `json:"object,omitempty"`
+	// Inbox overrides where to POST (default: the target's inbox; its
+	// shared inbox for Create).
+	Inbox string `json:"inbox,omitempty"`
+}
+
+// target is a resolved recipient.
+type target struct {
+	id, inbox, sharedInbox, handle string
+}
+
+// resolveTarget finds to's actor id and inboxes: WebFinger for an acct,
+// then the actor document (signed GET by from's instance actor).
+func (in *Inbox) resolveTarget(ctx context.Context, from *actors.Actor, to string) (target, error) {
+	to = strings.TrimSpace(to)
+	var t target
+	if strings.Contains(to, "://") {
+		t.id = to
+	} else {
+		user, host, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(to, "acct:"), "@"), "@")
+		if !ok || user == "" || host == "" {
+			return t, fmt.Errorf("%w: to %q is neither acct:name@host nor an actor URL", ErrBadRequest, to)
+		}
+		jrd, err := in.webfinger(ctx, to)
+		if err != nil {
+			return t, fmt.Errorf("%w: %v", ErrTarget, err)
+		}
+		t.id, t.handle = jrd.Self(), "@"+user+"@"+strings.ToLower(host)
+	}
+	doc, err := in.fetchActor(ctx, from.Origin.Instance, t.id)
+	if err != nil {
+		return t, fmt.Errorf("%w: %v", ErrTarget, err)
+	}
+	if doc.ID != "" && doc.ID != t.id {
+		return t, fmt.Errorf("%w: the document at %s has id %s", ErrTarget, t.id, doc.ID)
+	}
+	t.inbox, t.sharedInbox = doc.Inbox, doc.Endpoints.SharedInbox
+	if t.handle == "" {
+		t.handle = "@" + doc.PreferredUsername + "@" + actors.HostOf(t.id)
+	}
+	if t.inbox == "" && t.sharedInbox == "" {
+		return t, fmt.Errorf("%w: %s names no inbox", ErrTarget, t.id)
+	}
+	return t, nil
+}
+
+func randSeq() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 1
+}
+
+// marshalActivity encodes an activity compactly, HTML left readable.
+func marshalActivity(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// SendActivity carries out req: resolves the sender and the target,
+// builds the activity with the actors' builders (a Follow is registered
+// as pending first, so its Accept finds it; an Undo undoes the sender's
+// Follow of the target and, once answered 2xx, forgets it), signs it and
+// delivers it now. Errors wrap ErrBadRequest, ErrTarget or name the
+// unknown sender; a non-2xx answer is a result, not an error.
+func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult, error) {
+	from, err := in.LocalActor(req.From)
+	if err != nil {
+		return SendResult{}, err
+	}
+	typ := ""
+	for _, t := range []string{"Follow", "Undo", "Create", "Like"} {
+		if strings.EqualFold(req.Type, t) {
+			typ = t
+		}
+	}
+	if typ == "" {
+		return SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
+	}
+	var likeOf string
+	if typ == "Like" {
+		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
+			return SendResult{}, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
+		}
+	}
+	t, err := in.resolveTarget(ctx, from, req.To)
+	if err != nil {
+		return SendResult{}, err
+	}
+	now := in.now().UTC()
+	var act any
+	g := in.world.Graph
+	switch typ {
+	case "Follow":
+		f := from.Follow(actors.FollowSpec{Published: now, Seq: randSeq(), Object: t.id})
+		if err := g.AddFollowing(from.ID, t.id, f.ID); err != nil {
+			return SendResult{}, err
+		}
+		act = f
+	case "Undo":
+		rel, ok := g.FollowingByRemote(from.ID, t.id)
+		if !ok {
+			return SendResult{}, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
+		}
+		act = in.undoOf(from, rel)
+	case "Create":
+		if len(bytes.TrimSpace(req.Object)) > 0 && bytes.TrimSpace(req.Object)[0] == '{' {
+			act = actors.Activity{Context: "https://www.w3.org/ns/activitystreams",
+				ID:   from.ID + "/notes/manual-" + strconv.FormatUint(randSeq(), 36) + "/activity",
+				Type: "Create", Actor: from.ID, Published: now.Format(time.RFC3339),
+				To: []string{actors.PublicAudience}, Cc: []string{from.Followers(), t.id}, Object: req.Object}
+		} else {
+			act = from.CreateNote(actors.NoteSpec{Published: now, Seq: randSeq(), Bytes: 120, MentionID: t.id, MentionHandle: t.handle})
+		}
+	case "Like":
+		act = from.Like(actors.LikeSpec{Published: now, Seq: randSeq(), Object: likeOf})
+	}
+	body, err := marshalActivity(act)
+	if err != nil {
+		return SendResult{}, err
+	}
+	inbox := req.Inbox
+	if inbox == "" {
+		inbox = t.inbox
+		if (typ == "Create" && t.sharedInbox != "") || inbox == "" {
+			inbox = t.sharedInbox
+		}
+	}
+	res, err := in.sendTo(ctx, from, t.id, inbox, body)
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrTarget, err)
+	}
+	if typ == "Undo" && res.Status >= 200 && res.Status < 300 {
+		if _, err := g.RemoveFollowing(from.ID, t.id); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// undoOf builds the Undo of rel's Follow: regenerated exactly when the
+// Follow is one the crowd's builders made, else rebuilt from the relation.
+func (in *Inbox) undoOf(from *actors.Actor, rel actors.Relation) any {
+	if f, ok := in.crowdFollow(rel.FollowID); ok && f.Actor == from.ID {
+		if u, err := from.Object(rel.FollowID[len(from.ID):] + "/undo"); err == nil {
+			return u
+		}
+	}
+	return actors.Activity{Context: "https://www.w3.org/ns/activitystreams", ID: rel.FollowID + "/undo", Type: "Undo",
+		Actor: from.ID, Object: actors.Activity{ID: rel.FollowID, Type: "Follow", Actor: from.ID, Object: rel.Remote}}
+}
+
+func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
+	var req SendRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {from, type, to, object}: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.SendActivity(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (in *Inbox) handleLookup(w http.ResponseWriter, r *http.Request) {
+	res, err := in.Lookup(r.Context(), r.URL.Query().Get("resource"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (in *Inbox) handleDeliveries(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, in.Pending())
+}

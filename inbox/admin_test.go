@@ -1,0 +1,289 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// adminServer serves the fixture's admin routes on a real listener.
+func adminServer(t *testing.T, f *fixture) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	f.in.AdminRoutes(mux)
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		mustJSON(t, b, v)
+	}
+	return resp.StatusCode
+}
+
+func postJSON(t *testing.T, url string, body any, v any) int {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		mustJSON(t, rb, v)
+	}
+	return resp.StatusCode
+}
+
+func TestAdminActivitiesAndFollows(t *testing.T) {
+	f := newFixture(t, true)
+	admin := adminServer(t, f)
+	alice := f.actor("alice@flood1.test")
+	bob := remoteID("bob")
+	f.deliver("/users/alice/inbox", "bob", likeJSON(bob))
+	f.deliver("/users/alice/inbox", "bob", followJSON(bob+"/f/1", bob, alice.ID))
+	eventually(t, "the Accept", func() bool { return len(f.remote.postsTo("/users/bob/inbox")) == 1 })
+
+	var list []Entry
+	if s := getJSON(t, admin.URL+"/api/activities?type=Follow&actor=alice@flood1.test", &list); s != 200 || len(list) != 1 || list[0].Type != "Follow" {
+		t.Errorf("filtered activities: %d %+v", s, list)
+	}
+	if getJSON(t, admin.URL+"/api/activities?limit=1", &list); len(list) != 1 {
+		t.Errorf("limit=1 gave %d", len(list))
+	}
+	if s := getJSON(t, admin.URL+"/api/activities?limit=x", nil); s != http.StatusBadRequest {
+		t.Errorf("bad limit: %d", s)
+	}
+
+	var follows []FollowsInfo
+	getJSON(t, admin.URL+"/api/follows", &follows)
+	if len(follows) != 1 || follows[0].Acct != "alice@flood1.test" || len(follows[0].Followers) != 1 || follows[0].Followers[0].Follow != nil {
+		t.Errorf("follows: %+v", follows)
+	}
+	if s := getJSON(t, admin.URL+"/api/follows?actor=nobody@flood1.test", nil); s != http.StatusNotFound {
+		t.Errorf("unknown actor: %d", s)
+	}
+
+	// A flood process registers its pending Follow; the Accept that follows
+	// finds it; registering it again does not reset it.
+	bob2 := f.actor("bob@flood2.test")
+	fid := bob2.Follow(actors.FollowSpec{Seq: 3, Object: bob}).ID
+	var rel actors.Relation
+	req := FollowingRequest{Local: "bob@flood2.test", Remote: bob, FollowID: fid}
+	if s := postJSON(t, admin.URL+"/api/following", req, &rel); s != 200 || rel.State != actors.StatePending {
+		t.Fatalf("register: %d %+v", s, rel)
+	}
+	f.deliver("/inbox", "bob", []byte(`{"id":"`+bob+`/a/9","type":"Accept","actor":"`+bob+`","object":"`+fid+`"}`))
+	postJSON(t, admin.URL+"/api/following", req, &rel)
+	if rel.State != actors.StateAccepted {
+		t.Errorf("after Accept and re-registration: %+v", rel)
+	}
+	tests := []struct {
+		name string
+		req  FollowingRequest
+		want int
+	}{
+		{"unknown local", FollowingRequest{Local: "zed@flood1.test", Remote: bob, FollowID: "x"}, http.StatusNotFound},              // no such crowd actor
+		{"relative remote", FollowingRequest{Local: "alice@flood1.test", Remote: "/users/x", FollowID: "x"}, http.StatusBadRequest}, // not a URL
+		{"no follow id", FollowingRequest{Local: "alice@flood1.test", Remote: bob}, http.StatusBadRequest},                          // nothing to match Accepts with
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s := postJSON(t, admin.URL+"/api/following", tt.req, nil); s != tt.want {
+				t.Errorf("got %d, want %d", s, tt.want)
+			}
+		})
+	}
+}
+
+// TestAdminStream: the SSE stream delivers new entries live, filtered.
+func TestAdminStream(t *testing.T) {
+	f := newFixture(t, false)
+	admin := adminServer(t, f)
+	bob := remoteID("bob")
+	f.deliver("/users/alice/inbox", "bob", likeJSON(bob)) // backlog
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin.URL+"/api/activities/stream?type=Like,Create&backlog=5", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := make(chan Entry, 10)
+	go func() {
+		ReadStream(resp.Body, func(e Event) error { events <- e.Entry; return nil })
+		close(events)
+	}()
+	if e := <-events; e.Type != "Like" {
+		t.Fatalf("backlog event %+v", e)
+	}
+	f.deliver("/users/alice/inbox", "bob", followJSON(bob+"/f/1", bob, "https://flood1.test/users/alice")) // filtered out
+	f.deliver("/users/alice/inbox", "bob", bytes.ReplaceAll(likeJSON(bob), []byte("likes/1"), []byte("likes/2")))
+	e := <-events
+	if e.Type != "Like" || !strings.HasSuffix(e.ID, "likes/2") {
+		t.Errorf("live event %+v", e)
+	}
+	// Shutdown ends the stream.
+	f.in.Shutdown(context.Background())
+	for range events {
+	}
+}
+
+// TestAdminSendAndLookup drives /api/send and /api/lookup against the
+// remote server.
+func TestAdminSendAndLookup(t *testing.T) {
+	f := newFixture(t, true)
+	admin := adminServer(t, f)
+	bob := remoteID("bob")
+
+	tests := []struct {
+		name   string
+		req    SendRequest
+		status int    // admin API answer
+		remote string // type the remote must have received ("" = nothing)
+	}{
+		{"follow", SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:bob@" + remoteHost}, 200, "Follow"},
+		{"create", SendRequest{From: "alice@flood1.test", Type: "create", To: "bob@" + remoteHost}, 200, "Create"},
+		{"like", SendRequest{From: "https://flood1.test/users/alice", Type: "Like", To: bob, Object: json.RawMessage(`"https://example.com/users/bob/statuses/1"`)}, 200, "Like"},
+		{"undo", SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 200, "Undo"},
+		{"undo without follow", SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 400, ""},                // nothing left to undo
+		{"like without object", SendRequest{From: "alice@flood1.test", Type: "Like", To: bob}, 400, ""},                // what to like?
+		{"unknown type", SendRequest{From: "alice@flood1.test", Type: "Block", To: bob}, 400, ""},                      // not offered
+		{"unknown sender", SendRequest{From: "zed@flood1.test", Type: "Follow", To: bob}, 404, ""},                     // not a crowd actor
+		{"unknown target", SendRequest{From: "alice@flood1.test", Type: "Follow", To: "ghost@" + remoteHost}, 502, ""}, // WebFinger 404
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(f.remote.postsTo("/users/bob/inbox")) + len(f.remote.postsTo("/inbox"))
+			var res SendResult
+			status := postJSON(t, admin.URL+"/api/send", tt.req, &res)
+			if status != tt.status {
+				t.Fatalf("status %d (%+v), want %d", status, res, tt.status)
+			}
+			posts := append(f.remote.postsTo("/users/bob/inbox"), f.remote.postsTo("/inbox")...)
+			if tt.remote == "" {
+				if len(posts) != before {
+					t.Errorf("the remote got something")
+				}
+				return
+			}
+			if res.Status != http.StatusAccepted || len(posts) != before+1 {
+				t.Fatalf("result %+v, remote got %d", res, len(posts)-before)
+			}
+			var act struct{ Type string }
+			mustJSON(t, res.Activity, &act)
+			if act.Type != tt.remote {
+				t.Errorf("sent %s", act.Type)
+			}
+			for _, p := range posts {
+				if p.VerifyErr != nil {
+					t.Errorf("the remote could not verify: %v", p.VerifyErr)
+				}
+			}
+		})
+	}
+	// Create goes to the shared inbox, the rest to bob's own.
+	if n := len(f.remote.postsTo("/inbox")); n != 1 {
+		t.Errorf("%d posts to the shared inbox", n)
+	}
+
+	var lr LookupResult
+	if s := getJSON(t, admin.URL+"/api/lookup?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {
+		t.Errorf("lookup bob: %d %+v", s, lr)
+	}
+	getJSON(t, admin.URL+"/api/lookup?resource="+remoteID("badguy"), &lr)
+	for _, want := range []string{"Content-Type", "no inbox", "publicKey.owner", "publicKeyPem", "preferredUsername"} {
+		if !strings.Contains(strings.Join(lr.Problems, "\n"), want) {
+			t.Errorf("lookup badguy: no problem about %s in %q", want, lr.Problems)
+		}
+	}
+	getJSON(t, admin.URL+"/api/lookup?resource=alice@flood1.test", &lr)
+	if len(lr.Problems) != 0 {
+		t.Errorf("a crowd actor has problems: %q", lr.Problems)
+	}
+	if s := getJSON(t, admin.URL+"/api/lookup?resource=nonsense", nil); s != http.StatusBadRequest {
+		t.Errorf("bad resource: %d", s)
+	}
+}
+
+func TestActorProblems(t *testing.T) {
+	const id = "https://a.test/users/x"
+	good := `{"@context":["https://www.w3.org/ns/activitystreams","https://w3id.org/security/v1"],"id":"` + id + `","type":"Person","preferredUsername":"x","inbox":"` + id + `/inbox","outbox":"` + id + `/outbox","publicKey":{"id":"` + id + `#main-key","owner":"` + id + `","publicKeyPem":"PEM"}}`
+	pem := pubPEM(t, loadRemoteKey(t, "bob"))
+	pemJSON, _ := json.Marshal(pem)
+	good = strings.Replace(good, `"PEM"`, string(pemJSON), 1)
+	tests := []struct {
+		name        string
+		final       string
+		status      int
+		contentType string
+		body        string
+		self        string
+		want        []string // substrings, one problem each; nil = no problems
+	}{
+		{"good", id, 200, "application/activity+json", good, id, nil},                                                            // what the crowd serves
+		{"ld+json with profile", id, 200, `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, good, "", nil}, // the other accepted type
+		{"ld+json without profile", id, 200, "application/ld+json", good, "", []string{"lacks profile"}},                         // some servers refuse
+		{"json", id, 200, "application/json", good, "", []string{"not application/activity+json"}},                               // Mastodon refuses
+		{"404", id, 404, "text/plain", "gone", "", []string{"HTTP 404"}},                                                         // nothing to check
+		{"not json", id, 200, "application/activity+json", "<html>", "", []string{"not a JSON object"}},                          // an HTML page
+		{"id differs", id, 200, "application/activity+json", strings.ReplaceAll(good, `"id":"`+id+`"`, `"id":"https://b.test/u"`), "",
+			[]string{"not the URL", "another host", "publicKey.owner"}}, // a document claiming another origin
+		{"webfinger mismatch", id, 200, "application/activity+json", good, "https://a.test/@x", []string{"WebFinger self href"}}, // round trip fails
+		{"redirected", "https://a.test/other", 200, "application/activity+json", good, "", []string{"after a redirect"}},         // id is not where it was served
+		{"no key", id, 200, "application/activity+json", cut(good, `,"publicKey":{`), "", []string{"no publicKey"}},              // cannot verify
+		{"not an actor", id, 200, "application/activity+json", strings.Replace(good, `"Person"`, `"Note"`, 1), "", []string{"not an actor type"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ActorProblems(id, tt.final, tt.status, tt.contentType, []byte(tt.body), tt.self)
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems %q, want %d like %q", got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("problem %d = %q, want it to mention %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+// cut removes from s everything from the marker to the closing brace of
+// the document (the marker's object is the last field).
+func cut(s, marker string) string {
+	i := strings.Index(s, marker)
+	return s[:i] + "}"
+}
+
+func FuzzActorProblems(f *testing.F) {
+	f.Add(`{"id":"https://a.test/u","type":"Person","publicKey":{"id":"k","owner":"o","publicKeyPem":"x"}}`, "application/activity+json", "https://a.test/u")
+	f.Add(`{"id":5,"publicKey":[{"owner":1}]}`, "application/ld+json; profile=x", "")
+	f.Add(`[]`, ";;;", "::")
+	f.Fuzz(func(t *testing.T, body, contentType, self string) {
+		// Must not panic, whatever the peer serves.
+		ActorProblems("https://a.test/u", "https://a.test/u", 200, contentType, []byte(body), self)
+	})
+}

@@ -1,0 +1,529 @@
+package inbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+)
+
+// Directions of an Entry.
+const (
+	DirIn  = "in"
+	DirOut = "out"
+)
+
+// Verdicts of an Entry.
+const (
+	// VerdictAccepted: an incoming activity was verified and answered 2xx.
+	VerdictAccepted = "accepted"
+	// VerdictRejected: an incoming request was refused with a 4xx or 5xx.
+	VerdictRejected = "rejected"
+	// VerdictDelivered: an outgoing delivery was answered 2xx.
+	VerdictDelivered = "delivered"
+	// VerdictRetrying: an outgoing delivery failed and will be retried.
+	VerdictRetrying = "retrying"
+	// VerdictGaveUp: an outgoing delivery failed for good.
+	VerdictGaveUp = "gave_up"
+	// VerdictSent: a manual send (Send) got an answer, whatever its status.
+	VerdictSent = "sent"
+	// VerdictFailed: a manual send got no answer at all.
+	VerdictFailed = "failed"
+)
+
+// Entry is one activity in or out, as the activity log keeps it. Headers
+// never carry secrets: cookies and non-signature Authorization values are
+// left out, and Signature headers (public by nature) are kept.
+type Entry struct {
+	// Seq numbers entries from 1 in the order they were logged (per process).
+	Seq uint64 `json:"seq"`
+	// Time is when the request arrived or the delivery was attempted.
+	Time time.Time `json:"time"`
+	// Direction is DirIn or DirOut.
+	Direction string `json:"direction"`
+	// Remote is the peer's address (in) or the inbox's host (out).
+	Remote string `json:"remote,omitempty"`
+	// Method and URL are the request's; URL is absolute (scheme-less for
+	// incoming requests: host + request URI).
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// Headers are the request's headers, secrets removed.
+	Headers http.Header `json:"headers,omitempty"`
+	// Body is the request body, cut at the log's body limit.
+	Body string `json:"body,omitempty"`
+	// BodyBytes is the full body length; Truncated says Body was cut.
+	BodyBytes int  `json:"body_bytes"`
+	Truncated bool `json:"truncated,omitempty"`
+	// ID, Type, Actor, Object and ObjectType describe the activity, as far
+	// as its body could be parsed.
+	ID         string `json:"id,omitempty"`
+	Type       string `json:"type,omitempty"`
+	Actor      string `json:"actor,omitempty"`
+	Object     string `json:"object,omitempty"`
+	ObjectType string `json:"object_type,omitempty"`
+	// Local is the crowd actor the activity was addressed to (in) or sent
+	// by (out), when known.
+	Local string `json:"local,omitempty"`
+	// To is the recipient actor of an outgoing delivery, when known.
+	To string `json:"to,omitempty"`
+	// KeyID is the keyId of the request's signature, when there was one.
+	KeyID string `json:"key_id,omitempty"`
+	// Verdict is one of the Verdict constants; Reason says why (always set
+	// for rejections and failures); Note says what the crowd did with it.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+	Note    string `json:"note,omitempty"`
+	// Status is the HTTP status answered (in) or received (out), 0 if none.
+	Status int `json:"status"`
+	// Attempt numbers the tries of a queued delivery (1-based).
+	Attempt int `json:"attempt,omitempty"`
+	// DurationMS is how long the answer took, in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+	// Response is the start of the answer's body (out only).
+	Response string `json:"response,omitempty"`
+}
+
+// Filter selects entries, as `crowd tail --actor A --type T` does. The
+// zero Filter matches everything.
+type Filter struct {
+	// Actor matches an entry whose Actor, Local, To or Object is this
+	// actor: an id (a #fragment is ignored), an acct ("alice@flood3.test",
+	// optionally with "acct:" or "@"), or a bare host name (every actor of
+	// that host).
+	Actor string
+	// Type is a comma-separated list of activity types (any case).
+	Type string
+	// Direction is DirIn, DirOut or "" for both.
+	Direction string
+}
+
+// Match reports whether e passes the filter.
+func (f Filter) Match(e *Entry) bool {
+	if f.Direction != "" && f.Direction != e.Direction {
+		return false
+	}
+	if f.Type != "" {
+		ok := false
+		for t := range strings.SplitSeq(f.Type, ",") {
+			if t = strings.TrimSpace(t); t != "" && strings.EqualFold(t, e.Type) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if f.Actor != "" {
+		return matchActor(f.Actor, e.Actor) || matchActor(f.Actor, e.Local) ||
+			matchActor(f.Actor, e.To) || matchActor(f.Actor, e.Object)
+	}
+	return true
+}
+
+// matchActor reports whether the actor id v is what the filter value want
+// names (an id, an acct or a host).
+func matchActor(want, v string) bool {
+	if v == "" {
+		return false
+	}
+	v, _, _ = strings.Cut(v, "#")
+	if strings.Contains(want, "://") {
+		want, _, _ = strings.Cut(want, "#")
+		return want == v
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	acct := strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@")
+	user, host, ok := strings.Cut(acct, "@")
+	if !ok {
+		return strings.EqualFold(u.Hostname(), acct)
+	}
+	if !strings.EqualFold(u.Hostname(), host) {
+		return false
+	}
+	p := strings.TrimSuffix(u.Path, "/")
+	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user)
+}
+
+// Event is what a Subscription delivers: an entry, and how many entries
+// this subscriber lost (its buffer was full) just before it.
+type Event struct {
+	Entry Entry
+	// Lost is how many matching entries were dropped for this subscriber
+	// since the previous event, because it read too slowly.
+	Lost uint64
+}
+
+// Subscription follows the log live. Read C; call Close when done.
+type Subscription struct {
+	log    *ActivityLog
+	filter Filter
+	ch     chan Event
+	// guarded by log.mu
+	pending uint64 // lost since the last event that was delivered
+	lost    uint64 // lost in total
+	closed  bool
+}
+
+// C delivers matching entries as they are logged. It is closed by Close
+// and when the log closes.
+func (s *Subscription) C() <-chan Event { return s.ch }
+
+// Lost is how many matching entries this subscriber has lost in total.
+func (s *Subscription) Lost() uint64 {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return s.lost
+}
+
+// Close ends the subscription and closes C. It is idempotent.
+func (s *Subscription) Close() {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.log.unsubscribe(s)
+}
+
+// LogOptions configures an ActivityLog. Zero fields take the defaults.
+type LogOptions struct {
+	// Dir holds activity.jsonl and its rotations; "" keeps the log in
+	// memory only.
+	Dir string
+	// Ring is how many entries are kept in memory; default 1000.
+	Ring int
+	// BodyBytes is where bodies are cut; default 4 KiB.
+	BodyBytes int
+	// RotateBytes is the size at which activity.jsonl is rotated to
+	// activity.jsonl.1; default 64 MiB.
+	RotateBytes int64
+	// Keep is how many rotated files are kept; default 3.
+	Keep int
+	// Logger receives the log's own troubles (a disk write failing).
+	Logger *zap.Logger
+	// OnLost, when set, is called (with the log locked: keep it quick)
+	// each time an entry is dropped for a slow subscriber.
+	OnLost func()
+}
+
+// LogFile is the name of the activity log in its directory.
+const LogFile = "activity.jsonl"
+
+// ActivityLog records every activity in and out: a ring of the latest
+// entries in memory, every entry appended to a JSON-lines file with size
+// rotation, and live subscribers. Append never blocks on a subscriber: a
+// slow one loses entries and is told how many. Safe for concurrent use.
+type ActivityLog struct {
+	o   LogOptions
+	log *zap.Logger
+
+	mu     sync.Mutex
+	seq    uint64
+	ring   []Entry
+	next   int // ring position of the next entry
+	full   bool
+	subs   map[*Subscription]struct{}
+	closed bool
+	lines  chan Entry // to the disk writer; nil when memory-only
+
+	done chan struct{} // closed when the disk writer has finished
+
+	// werr is the first disk error. It has its own lock: Append may hold
+	// mu while waiting for the writer, so the writer must never take mu.
+	emu  sync.Mutex
+	werr error
+}
+
+// BodyLimit is where the log cuts bodies: callers need not pass more.
+func (l *ActivityLog) BodyLimit() int { return l.o.BodyBytes }
+
+// OpenLog opens (creating) the log file in o.Dir and starts its writer.
+func OpenLog(o LogOptions) (*ActivityLog, error) {
+	if o.Ring <= 0 {
+		o.Ring = 1000
+	}
+	if o.BodyBytes <= 0 {
+		o.BodyBytes = 4 << 10
+	}
+	if o.RotateBytes <= 0 {
+		o.RotateBytes = 64 << 20
+	}
+	if o.Keep <= 0 {
+		o.Keep = 3
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	l := &ActivityLog{o: o, log: o.Logger, ring: make([]Entry, o.Ring), subs: map[*Subscription]struct{}{},
+		done: make(chan struct{})}
+	if o.Dir == "" {
+		close(l.done)
+		return l, nil
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("activity log: %w", err)
+	}
+	path := filepath.Join(o.Dir, LogFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("activity log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("activity log: %w", err)
+	}
+	l.lines = make(chan Entry, 4096)
+	go l.writer(f, st.Size())
+	return l, nil
+}
+
+// writer encodes entries (here, so that inbox goroutines never serialize
+// on it) and appends them to the file, flushing whenever it catches up (so
+// a kill -9 loses at most what was still queued) and rotating by size.
+func (l *ActivityLog) writer(f *os.File, size int64) {
+	defer close(l.done)
+	path := filepath.Join(l.o.Dir, LogFile)
+	w := bufio.NewWriterSize(f, 64<<10)
+	fail := func(err error) {
+		l.emu.Lock()
+		first := l.werr == nil
+		if first {
+			l.werr = err
+		}
+		l.emu.Unlock()
+		if first {
+			l.log.Error("activity log: writing to disk failed; entries stay in memory only", zap.Error(err))
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // bodies stay readable in `tail -f`
+	for e := range l.lines {
+		buf.Reset()
+		if err := enc.Encode(e); err != nil {
+			fail(err)
+			continue
+		}
+		line := buf.Bytes()
+		if size > 0 && size+int64(len(line)) > l.o.RotateBytes {
+			if err := w.Flush(); err != nil {
+				fail(err)
+			}
+			f.Close()
+			if err := rotate(path, l.o.Keep); err != nil {
+				fail(err)
+			}
+			nf, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			if err != nil {
+				fail(err)
+				// Keep draining so Append never blocks on a dead disk.
+				for range l.lines {
+				}
+				return
+			}
+			f, size = nf, 0
+			w.Reset(f)
+		}
+		if _, err := w.Write(line); err != nil {
+			fail(err)
+		}
+		size += int64(len(line))
+		if len(l.lines) == 0 {
+			if err := w.Flush(); err != nil {
+				fail(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fail(err)
+	}
+	if err := f.Close(); err != nil {
+		fail(err)
+	}
+}
+
+// rotate shifts path.(keep-1) → path.keep, …, path → path.1.
+func rotate(path string, keep int) error {
+	os.Remove(fmt.Sprintf("%s.%d", path, keep))
+	for i := keep - 1; i >= 1; i-- {
+		if err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return os.Rename(path, path+".1")
+}
+
+// Append logs e, assigning its Seq (and Time when unset), cutting its body
+// at the body limit (BodyBytes, when larger than the Body given, is the
+// length of the whole body: callers may pass only its start), and returns
+// it as logged. It fans the entry out to
+// subscribers without ever waiting for them.
+func (l *ActivityLog) Append(e Entry) Entry {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.BodyBytes < len(e.Body) {
+		e.BodyBytes = len(e.Body)
+	}
+	if len(e.Body) > l.o.BodyBytes {
+		e.Body = strings.ToValidUTF8(e.Body[:l.o.BodyBytes], "")
+	} else if !utf8.ValidString(e.Body) {
+		e.Body = strings.ToValidUTF8(e.Body, "\uFFFD")
+	}
+	e.Truncated = e.Truncated || e.BodyBytes > len(e.Body)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	e.Seq = l.seq
+	l.ring[l.next] = e
+	l.next++
+	if l.next == len(l.ring) {
+		l.next, l.full = 0, true
+	}
+	for s := range l.subs {
+		if !s.filter.Match(&e) {
+			continue
+		}
+		select {
+		case s.ch <- Event{Entry: e, Lost: s.pending}:
+			s.pending = 0
+		default:
+			s.pending++
+			s.lost++
+			if l.o.OnLost != nil {
+				l.o.OnLost()
+			}
+		}
+	}
+	if l.lines != nil && !l.closed {
+		// Blocks only if the disk falls 4096 entries behind: the file is
+		// the durable record, so it is not silently thinned.
+		l.lines <- e
+	}
+	return e
+}
+
+// Latest returns up to n of the newest entries that match f, oldest first.
+// n ≤ 0 means the whole ring.
+func (l *ActivityLog) Latest(n int, f Filter) []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	size := l.next
+	if l.full {
+		size = len(l.ring)
+	}
+	if n <= 0 || n > size {
+		n = size
+	}
+	out := make([]Entry, 0, n)
+	for i := 1; i <= size && len(out) < n; i++ {
+		e := &l.ring[(l.next-i+len(l.ring))%len(l.ring)]
+		if f.Match(e) {
+			out = append(out, *e)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// Subscribe follows the log live from now on, delivering entries that
+// match f through a channel of buffer events (default 256).
+func (l *ActivityLog) Subscribe(f Filter, buffer int) *Subscription {
+	if buffer <= 0 {
+		buffer = 256
+	}
+	s := &Subscription{log: l, filter: f, ch: make(chan Event, buffer)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		s.closed = true
+		close(s.ch)
+		return s
+	}
+	l.subs[s] = struct{}{}
+	return s
+}
+
+// Subscribers is how many subscriptions are open.
+func (l *ActivityLog) Subscribers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.subs)
+}
+
+func (l *ActivityLog) unsubscribe(s *Subscription) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(l.subs, s)
+	close(s.ch)
+}
+
+// Close ends every subscription, flushes the file and closes it. Entries
+// appended afterwards are kept in memory only. It returns the first disk
+// error the log met, if any.
+func (l *ActivityLog) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		for s := range l.subs {
+			l.unsubscribe(s)
+		}
+		if l.lines != nil {
+			close(l.lines)
+		}
+	}
+	l.mu.Unlock()
+	<-l.done
+	l.emu.Lock()
+	defer l.emu.Unlock()
+	return l.werr
+}
+
+// maxLoggedHeaderBytes bounds the headers one entry keeps, so a peer
+// sending megabytes of headers cannot make the ring hold gigabytes.
+const maxLoggedHeaderBytes = 16 << 10
+
+// safeHeaders copies h without secrets: cookies and any Authorization that
+// is not an HTTP signature are dropped. Past maxLoggedHeaderBytes, further
+// headers are left out and X-Crowd-Headers-Cut says so.
+func safeHeaders(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	size := 0
+	for k, v := range h {
+		for _, s := range v {
+			size += len(k) + len(s)
+		}
+		if size > maxLoggedHeaderBytes {
+			out["X-Crowd-Headers-Cut"] = []string{"headers beyond 16 KiB are not logged"}
+			continue
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "Cookie", "Set-Cookie", "Proxy-Authorization":
+			continue
+		case "Authorization":
+			if len(v) == 0 || !strings.HasPrefix(strings.ToLower(v[0]), "signature ") {
+				out[k] = []string{"[redacted]"}
+				continue
+			}
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}

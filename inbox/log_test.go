@@ -1,0 +1,225 @@
+package inbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLogRotationAndRing: the file rotates by size keeping Keep old files,
+// every line is a whole JSON entry, and memory holds only the last Ring.
+func TestLogRotationAndRing(t *testing.T) {
+	dir := t.TempDir()
+	l, err := OpenLog(LogOptions{Dir: dir, Ring: 5, RotateBytes: 4 << 10, Keep: 2, BodyBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		l.Append(Entry{Direction: DirIn, Type: "Create", Body: strings.Repeat("b", 300), Status: 202 + i%2})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	latest := l.Latest(0, Filter{})
+	if len(latest) != 5 || latest[0].Seq != 196 || latest[4].Seq != 200 {
+		t.Fatalf("ring holds %d entries, seqs %v…", len(latest), seqs(latest))
+	}
+	if !latest[0].Truncated || len(latest[0].Body) != 100 || latest[0].BodyBytes != 300 {
+		t.Errorf("body not cut: %d bytes, truncated=%v, body_bytes=%d", len(latest[0].Body), latest[0].Truncated, latest[0].BodyBytes)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LogFile+".3")); err == nil {
+		t.Error("more rotated files than Keep")
+	}
+	// The newest files hold a contiguous tail of the sequence.
+	var all []uint64
+	for _, name := range []string{LogFile + ".2", LogFile + ".1", LogFile} {
+		path := filepath.Join(dir, name)
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if st.Size() > 4<<10 {
+			t.Errorf("%s is %d bytes, over the rotation size", name, st.Size())
+		}
+		file, _ := os.Open(path)
+		sc := bufio.NewScanner(file)
+		for sc.Scan() {
+			var e Entry
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Fatalf("%s: bad line %q: %v", name, sc.Text(), err)
+			}
+			all = append(all, e.Seq)
+		}
+		file.Close()
+	}
+	if len(all) == 0 || all[len(all)-1] != 200 {
+		t.Fatalf("files end at %v", all)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i] != all[i-1]+1 {
+			t.Fatalf("gap in the files between %d and %d", all[i-1], all[i])
+		}
+	}
+	// Appending after Close keeps to memory and does not panic.
+	l.Append(Entry{Direction: DirIn})
+}
+
+func seqs(es []Entry) []uint64 {
+	out := make([]uint64, len(es))
+	for i, e := range es {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+// TestSlowSubscriber: a subscriber that never reads does not slow Append;
+// it loses entries and is told how many with the next one it gets.
+func TestSlowSubscriber(t *testing.T) {
+	l, err := OpenLog(LogOptions{Ring: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lost := 0
+	l.o.OnLost = func() { lost++ }
+	slow := l.Subscribe(Filter{}, 2)
+	onlyFollows := l.Subscribe(Filter{Type: "Follow"}, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			l.Append(Entry{Direction: DirIn, Type: "Create"})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Append blocked on a subscriber that does not read")
+	}
+	<-slow.C()
+	<-slow.C()
+	l.Append(Entry{Direction: DirIn, Type: "Follow"})
+	ev := <-slow.C()
+	if ev.Lost != 998 || ev.Entry.Seq != 1001 || slow.Lost() != 998 {
+		t.Errorf("event %+v lost=%d, want 998 lost before seq 1001", ev, slow.Lost())
+	}
+	if lost != 998 {
+		t.Errorf("OnLost called %d times", lost)
+	}
+	// The filtered subscriber saw only the Follow, and lost nothing.
+	ev = <-onlyFollows.C()
+	if ev.Entry.Type != "Follow" || ev.Lost != 0 {
+		t.Errorf("filtered subscriber got %+v", ev)
+	}
+	slow.Close()
+	slow.Close() // idempotent
+	if _, ok := <-slow.C(); ok {
+		t.Error("channel open after Close")
+	}
+	if n := l.Subscribers(); n != 1 {
+		t.Errorf("%d subscribers", n)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	e := Entry{Direction: DirIn, Type: "Follow", Actor: "https://sut.test/users/pat", Local: "https://flood3.test/users/alice",
+		Object: "https://flood3.test/users/alice"}
+	tests := []struct {
+		name string
+		f    Filter
+		want bool
+	}{
+		{"zero filter", Filter{}, true},                                                        // matches everything
+		{"type", Filter{Type: "follow"}, true},                                                 // any case
+		{"type list", Filter{Type: "Create, Follow"}, true},                                    // comma-separated
+		{"other type", Filter{Type: "Create"}, false},                                          // no match
+		{"direction", Filter{Direction: DirOut}, false},                                        // wrong direction
+		{"actor id", Filter{Actor: "https://sut.test/users/pat"}, true},                        // the sender
+		{"actor id with fragment", Filter{Actor: "https://sut.test/users/pat#main-key"}, true}, // keyId form
+		{"local acct", Filter{Actor: "alice@flood3.test"}, true},                               // the crowd recipient by acct
+		{"acct: form", Filter{Actor: "acct:pat@sut.test"}, true},                               // with scheme
+		{"@ form", Filter{Actor: "@pat@sut.test"}, true},                                       // with leading @
+		{"host", Filter{Actor: "sut.test"}, true},                                              // every actor of a host
+		{"other acct", Filter{Actor: "bob@flood3.test"}, false},                                // not involved
+		{"prefix is not a match", Filter{Actor: "https://sut.test/users/pa"}, false},           // ids match whole
+		{"acct prefix is not a match", Filter{Actor: "ali@flood3.test"}, false},                // names match whole
+		{"all together", Filter{Actor: "alice@flood3.test", Type: "Follow", Direction: DirIn}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.f.Match(&e); got != tt.want {
+				t.Errorf("Match = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSafeHeaders: the log shows signatures but no secrets.
+func TestSafeHeaders(t *testing.T) {
+	h := http.Header{}
+	h.Set("Signature", `keyId="k",signature="abc"`)
+	h.Set("Cookie", "session=secret")
+	h.Set("Proxy-Authorization", "Basic secret")
+	h.Set("Authorization", "Bearer secret")
+	got := safeHeaders(h)
+	if got.Get("Signature") == "" || got.Get("Cookie") != "" || got.Get("Proxy-Authorization") != "" || got.Get("Authorization") != "[redacted]" {
+		t.Errorf("safeHeaders = %v", got)
+	}
+	h.Set("Authorization", `Signature keyId="k"`)
+	if got := safeHeaders(h); got.Get("Authorization") != `Signature keyId="k"` {
+		t.Errorf("a signature in Authorization was hidden: %v", got)
+	}
+}
+
+// TestLogOnDiskAfterInbox: what the inbox logs reaches activity.jsonl.
+func TestLogOnDiskAfterInbox(t *testing.T) {
+	f := newFixture(t, false)
+	bob := remoteID("bob")
+	f.deliver("/users/alice/inbox", "bob", likeJSON(bob))
+	if err := f.in.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(f.state, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), fmt.Sprintf(`"actor":%q`, bob)) || !strings.Contains(string(b), `"verdict":"accepted"`) {
+		t.Errorf("activity.jsonl = %s", b)
+	}
+}
+
+func TestReadStream(t *testing.T) {
+	stream := ": ping\n\n" +
+		"id: 1\nevent: activity\ndata: {\"seq\":1,\"type\":\"Like\"}\n\n" +
+		"event: lost\ndata: {\"lost\":3}\n\n" +
+		"event: lost\ndata: {\"lost\":2}\n\n" +
+		"event: other\ndata: whatever\n\n" +
+		"id: 7\nevent: activity\ndata: {\"seq\":7,\n" + "data: \"type\":\"Follow\"}\n\n" +
+		"event: activity\ndata: {\"seq\":8}" // no final blank line: still delivered
+	var got []Event
+	if err := ReadStream(strings.NewReader(stream), func(e Event) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Entry.Type != "Like" || got[0].Lost != 0 || got[1].Entry.Seq != 7 || got[1].Entry.Type != "Follow" ||
+		got[1].Lost != 5 || got[2].Entry.Seq != 8 {
+		t.Errorf("events %+v", got)
+	}
+	err := ReadStream(strings.NewReader("event: activity\ndata: {nope\n\n"), func(Event) error { return nil })
+	if err == nil {
+		t.Error("a broken event was accepted")
+	}
+}
+
+func FuzzReadStream(f *testing.F) {
+	f.Add("event: activity\ndata: {\"seq\":1}\n\nevent: lost\ndata: {\"lost\":1}\n\n: ping\n\n")
+	f.Add("data: {}\n\ndata\n\nevent\n\n::\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		ReadStream(strings.NewReader(s), func(Event) error { return nil })
+	})
+}

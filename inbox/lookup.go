@@ -1,0 +1,248 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/signing"
+	"github.com/crowdfed/crowd/webfinger"
+)
+
+// ErrBadRequest marks an admin request that cannot be carried out as
+// asked (unknown sender, unsupported type, missing object, malformed
+// resource); the admin API answers it with 400.
+var ErrBadRequest = errors.New("bad request")
+
+// ErrTarget marks a target that could not be resolved (WebFinger or the
+// actor fetch failed); the admin API answers it with 502.
+var ErrTarget = errors.New("target not resolved")
+
+// LookupResult is what `crowd lookup` shows: the documents a real server
+// would fetch, and what it would object to.
+type LookupResult struct {
+	// Resource is what was looked up (acct:name@host or a URL).
+	Resource string `json:"resource"`
+	// WebFinger is the account's JRD, for an acct resource.
+	WebFinger *webfinger.JRD `json:"webfinger,omitempty"`
+	// URL is the actor document's URL (the WebFinger self href, or the
+	// resource itself), and FinalURL where it was served after redirects.
+	URL      string `json:"url,omitempty"`
+	FinalURL string `json:"final_url,omitempty"`
+	// Status and ContentType are the signed GET's answer.
+	Status      int    `json:"status,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	// Document is the actor document as served.
+	Document json.RawMessage `json:"document,omitempty"`
+	// Problems lists what a real server (Mastodon, GoToSocial, Fedify)
+	// would refuse or stumble over; empty when there is nothing.
+	Problems []string `json:"problems"`
+}
+
+// Lookup resolves resource (acct:name@host, name@host, or an actor URL)
+// as a real server would: WebFinger, then a GET signed by the instance
+// actor of the crowd's first origin, then the WebFinger round trip from
+// the document's preferredUsername. Every failure becomes a problem in
+// the result; the error (wrapping ErrBadRequest) is only for a resource
+// that is neither an acct nor a URL.
+func (in *Inbox) Lookup(ctx context.Context, resource string) (LookupResult, error) {
+	res := LookupResult{Resource: resource, Problems: []string{}}
+	as := in.world.Origins[0].Instance
+	selfHref := ""
+	switch {
+	case strings.HasPrefix(resource, "https://") || strings.HasPrefix(resource, "http://"):
+		res.URL = resource
+	default:
+		if _, _, err := webfinger.ParseAcct(resource); err != nil {
+			return res, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+		jrd, err := in.webfinger(ctx, resource)
+		if err != nil {
+			res.Problems = append(res.Problems, "WebFinger: "+err.Error())
+			return res, nil
+		}
+		res.WebFinger = &jrd
+		selfHref = jrd.Self()
+		res.URL = selfHref
+	}
+	f, err := in.fetch(ctx, as, res.URL)
+	if err != nil {
+		res.Problems = append(res.Problems, err.Error())
+		return res, nil
+	}
+	res.FinalURL, res.Status, res.ContentType = f.URL, f.Status, f.ContentType
+	if json.Valid(f.Body) {
+		res.Document = json.RawMessage(f.Body)
+	}
+	res.Problems = append(res.Problems, ActorProblems(res.URL, f.URL, f.Status, f.ContentType, f.Body, selfHref)...)
+	// The round trip Mastodon makes: WebFinger of preferredUsername@host
+	// (of the id) must lead back to the same id.
+	var doc struct {
+		ID                string `json:"id"`
+		PreferredUsername string `json:"preferredUsername"`
+	}
+	if f.Status == http.StatusOK && json.Unmarshal(f.Body, &doc) == nil && doc.ID != "" && doc.PreferredUsername != "" {
+		acct := "acct:" + doc.PreferredUsername + "@" + actors.HostOf(doc.ID)
+		if res.WebFinger == nil || !strings.EqualFold(res.WebFinger.Subject, acct) {
+			jrd, err := in.webfinger(ctx, acct)
+			switch {
+			case err != nil:
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s fails (%v); Mastodon cannot resolve this actor", acct, err))
+			case jrd.Self() != doc.ID:
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s leads to %s, not back to %s", acct, jrd.Self(), doc.ID))
+			}
+		}
+	}
+	return res, nil
+}
+
+// webfinger looks acct up: a crowd account from the world, any other
+// over the network.
+func (in *Inbox) webfinger(ctx context.Context, acct string) (webfinger.JRD, error) {
+	user, host, err := webfinger.ParseAcct(acct)
+	if err != nil {
+		return webfinger.JRD{}, err
+	}
+	if o, ok := in.world.Origin(host); ok {
+		a, ok := o.Actor(user)
+		if !ok {
+			return webfinger.JRD{}, fmt.Errorf("%w: no account %q on %s", webfinger.ErrNotFound, user, host)
+		}
+		return webfinger.Describe(a), nil
+	}
+	return webfinger.Lookup(ctx, in.client, acct)
+}
+
+// actorTypes are the ActivityStreams actor types servers accept.
+func actorTypes() []string {
+	return []string{"Person", "Service", "Application", "Group", "Organization"}
+}
+
+// ActorProblems lists what a real server would object to in an actor
+// document: requested is the URL that was fetched, final where it was
+// served after redirects, status and contentType the answer's, body the
+// document, and selfHref the WebFinger self link ("" when the lookup did
+// not go through WebFinger). It never fails: a body that is not JSON is
+// itself a problem.
+func ActorProblems(requested, final string, status int, contentType string, body []byte, selfHref string) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if status != http.StatusOK {
+		add("GET %s answered HTTP %d, not 200", requested, status)
+		return p
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil:
+		add("Content-Type %q cannot be parsed; servers want application/activity+json", contentType)
+	case mt == "application/activity+json":
+	case mt == "application/ld+json":
+		if !strings.Contains(params["profile"], "https://www.w3.org/ns/activitystreams") {
+			add("Content-Type %q lacks profile=\"https://www.w3.org/ns/activitystreams\"; some servers refuse it", contentType)
+		}
+	default:
+		add("Content-Type %q is not application/activity+json or application/ld+json: Mastodon and GoToSocial refuse the document", contentType)
+	}
+	var doc struct {
+		Context           json.RawMessage `json:"@context"`
+		ID                string          `json:"id"`
+		Type              json.RawMessage `json:"type"`
+		PreferredUsername string          `json:"preferredUsername"`
+		Inbox             string          `json:"inbox"`
+		Outbox            string          `json:"outbox"`
+		PublicKey         json.RawMessage `json:"publicKey"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		add("the document is not a JSON object: %v", err)
+		return p
+	}
+	if !strings.Contains(string(doc.Context), "https://www.w3.org/ns/activitystreams") {
+		add("@context does not include https://www.w3.org/ns/activitystreams")
+	}
+	if !strings.Contains(string(doc.Context), "https://w3id.org/security/v1") && len(doc.PublicKey) > 0 {
+		add("@context does not include https://w3id.org/security/v1, which defines publicKey (JSON-LD processors such as Fedify drop it)")
+	}
+	switch {
+	case doc.ID == "":
+		add("no id")
+	case doc.ID != requested && doc.ID != final:
+		add("id %s is not the URL it was fetched from (%s): Mastodon refetches by id and refuses another host", doc.ID, requested)
+	case final != "" && doc.ID != final:
+		add("the document was served at %s after a redirect, but its id is %s", final, doc.ID)
+	}
+	if doc.ID != "" && actors.HostOf(doc.ID) != actors.HostOf(requested) {
+		add("id %s is on another host than %s: servers refuse documents that claim another origin", doc.ID, requested)
+	}
+	if selfHref != "" && doc.ID != "" && selfHref != doc.ID {
+		add("WebFinger self href %s differs from the actor id %s: the round trip fails", selfHref, doc.ID)
+	}
+	typ, _ := typeOf(doc.Type)
+	if typ == "" {
+		add("no type")
+	} else if !slices.Contains(actorTypes(), typ) {
+		add("type %q is not an actor type (%s)", typ, strings.Join(actorTypes(), ", "))
+	}
+	if doc.PreferredUsername == "" {
+		add("no preferredUsername: Mastodon needs it for the WebFinger round trip")
+	}
+	if doc.Inbox == "" {
+		add("no inbox: nobody can deliver to this actor")
+	} else if u, err := url.Parse(doc.Inbox); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		add("inbox %q is not an absolute URL", doc.Inbox)
+	}
+	if doc.Outbox == "" {
+		add("no outbox (required by ActivityPub; Mastodon tolerates it, Fedify's validators do not)")
+	}
+	p = append(p, keyProblems(doc.ID, doc.PublicKey)...)
+	return p
+}
+
+// keyProblems checks publicKey: present, with an id, owned by the actor,
+// with a PEM that parses as RSA or Ed25519.
+func keyProblems(actorID string, raw json.RawMessage) []string {
+	if isNull(raw) {
+		return []string{"no publicKey: signatures by this actor cannot be verified"}
+	}
+	type key struct {
+		ID           string `json:"id"`
+		Owner        string `json:"owner"`
+		PublicKeyPem string `json:"publicKeyPem"`
+	}
+	var keys []key
+	if strings.HasPrefix(strings.TrimSpace(string(raw)), "[") {
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			return []string{"publicKey is not an array of keys"}
+		}
+	} else {
+		var k key
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return []string{"publicKey is not an object"}
+		}
+		keys = []key{k}
+	}
+	if len(keys) == 0 {
+		return []string{"publicKey is an empty array"}
+	}
+	var p []string
+	for _, k := range keys {
+		if k.ID == "" {
+			p = append(p, "publicKey has no id: senders cannot name it as keyId")
+		}
+		if k.Owner != actorID {
+			p = append(p, fmt.Sprintf("publicKey.owner %q is not the actor id %q: Mastodon refuses the key", k.Owner, actorID))
+		}
+		if k.PublicKeyPem == "" {
+			p = append(p, "publicKey has no publicKeyPem")
+		} else if _, err := signing.ParsePublicKeyPEM(k.PublicKeyPem); err != nil {
+			p = append(p, "publicKeyPem does not parse: "+err.Error())
+		}
+	}
+	return p
+}
