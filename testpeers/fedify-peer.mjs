@@ -401,6 +401,13 @@ async function handle(req, res) {
   if (req.method !== 'POST' || !inboxPath.test(url.pathname)) {
     return writeResponse(res, await federation.fetch(request, { contextData: undefined }));
   }
+  // A paused inbox (POST /inbox/pause) answers every delivery with 503, as a server that is down
+  // or restarting does: tests use it to hold a sender's deliveries in its retry queue.
+  if (inboxPause.status !== 0) {
+    inboxPause.refused += 1;
+    res.writeHead(inboxPause.status, { 'content-type': 'text/plain', 'retry-after': '1' });
+    return res.end('inbox paused by the control API\n');
+  }
   let type = 'invalid';
   let id = null;
   try {
@@ -454,8 +461,21 @@ async function resolveActor(ctx, persona, to) {
   return actor;
 }
 
+/** The inbox pause set by the control API: status 0 is not paused. */
+const inboxPause = { status: 0, refused: 0 };
+
 const controlRoutes = {
   'GET /healthz': async () => [200, { ok: true }],
+  'POST /inbox/pause': async (q, body) => {
+    const status = body.status ?? 503;
+    if (!Number.isInteger(status) || status < 400 || status > 599) return [400, { error: 'want {"status": 4xx or 5xx}' }];
+    inboxPause.status = status;
+    return [200, { paused: true, status }];
+  },
+  'POST /inbox/resume': async () => {
+    inboxPause.status = 0;
+    return [200, { paused: false, refused: inboxPause.refused }];
+  },
   'GET /personas': async () => {
     const ctx = ctxNow();
     return [200, personaNames.map((p) => ({ name: p, acct: `${p}@${domain}`, id: ctx.getActorUri(p).href, inbox: ctx.getInboxUri(p).href, posts: notesOf(ctx, p).map((n) => n.id.href) }))];

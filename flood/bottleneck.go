@@ -1,0 +1,99 @@
+package flood
+
+import (
+	"fmt"
+	"time"
+)
+
+// Diagnosis says whether the generator, rather than the SUT, limited a run.
+// Reasons explain a generator verdict; Notes explain what the SUT caused
+// (drops because it held the slots, sends that waited for a connection).
+type Diagnosis struct {
+	Generator bool     `json:"generator"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// BottleneckRule holds the thresholds of the generator-bottleneck rule. The
+// generator is the bottleneck when any of these holds:
+//
+//  1. Source starved: more than StarvedShare of the offered sends were late
+//     because the Source (signing) had no request ready.
+//  2. Dispatch late: the p99 of the generator's own delay (intended time to
+//     the moment a worker called the transport: timers, CPU, scheduling) is
+//     above DispatchP99 AND above DispatchShare of the SUT's service-time
+//     p99, so the SUT's time does not dwarf it and latency percentiles are
+//     inflated by the crowd itself. (Time spent waiting for a pooled
+//     connection is lateness too, but the SUT causes it by holding
+//     connections: it is reported as a note, not blamed on the generator.)
+//  3. Drops with fast service: more than DropShare of the offered sends were
+//     dropped for lack of a slot although, by Little's law, the slots needed
+//     (offered rate × service p99) are below Headroom × MaxInflight: the SUT
+//     answered fast enough, so the crowd failed to recycle its slots. When
+//     the SUT's service time does explain the drops, that is a note.
+type BottleneckRule struct {
+	StarvedShare  float64
+	DispatchP99   time.Duration
+	DispatchShare float64
+	DropShare     float64
+	Headroom      float64
+}
+
+// DefaultBottleneckRule is the rule records are diagnosed with: 0.1 % starved,
+// dispatch p99 over 1 ms and over 10 % of service p99, 0.1 % dropped while
+// the SUT needed under half the slots.
+func DefaultBottleneckRule() BottleneckRule {
+	return BottleneckRule{
+		StarvedShare:  0.001,
+		DispatchP99:   time.Millisecond,
+		DispatchShare: 0.1,
+		DropShare:     0.001,
+		Headroom:      0.5,
+	}
+}
+
+// Diagnose applies the rule to a record (all its generators together: the
+// slots are MaxInflight × generators).
+func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
+	var d Diagnosis
+	c := r.Overall.Counts
+	if c.Offered == 0 {
+		return d
+	}
+	offered := float64(c.Offered)
+	service := time.Duration(r.Overall.Service.P99) * time.Microsecond
+	if c.Starved > 0 && float64(c.Starved)/offered > b.StarvedShare {
+		d.Generator = true
+		d.Reasons = append(d.Reasons, fmt.Sprintf(
+			"source starved: %d of %d sends (%s) were late because no signed request was ready; the crowd's signing or generation is the limit",
+			c.Starved, c.Offered, pct(c.Starved, c.Offered)))
+	}
+	disp := time.Duration(r.Dispatch.P99) * time.Microsecond
+	if disp > b.DispatchP99 && float64(disp) > b.DispatchShare*float64(service) {
+		d.Generator = true
+		d.Reasons = append(d.Reasons, fmt.Sprintf(
+			"generator late: its own dispatch delay p99 is %s (limit %s) against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
+			fmtDur(disp), fmtDur(b.DispatchP99), fmtDur(service)))
+	}
+	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
+	if late > b.DispatchP99 && late > 2*disp {
+		d.Notes = append(d.Notes, fmt.Sprintf(
+			"sends waited for a connection: lateness p99 %s against a dispatch delay p99 of %s; the SUT held the connections (latency from the intended time includes this wait)",
+			fmtDur(late), fmtDur(disp)))
+	}
+	if c.Dropped > 0 {
+		slots := float64(r.Settings.MaxInflight * r.Generators())
+		needed := r.Rates.Offered * service.Seconds()
+		if float64(c.Dropped)/offered > b.DropShare && needed < b.Headroom*slots {
+			d.Generator = true
+			d.Reasons = append(d.Reasons, fmt.Sprintf(
+				"drops with fast service: %d sends (%s) found all %.0f slots busy, yet %.0f/s × service p99 %s needs only about %.0f; the crowd could not recycle its slots",
+				c.Dropped, pct(c.Dropped, c.Offered), slots, r.Rates.Offered, fmtDur(service), needed))
+		} else {
+			d.Notes = append(d.Notes, fmt.Sprintf(
+				"dropped %d sends (%s): all %.0f slots were busy; %.0f/s × service p99 %s needs about %.0f, so the SUT's slowness filled them (raise --max-inflight to measure a deeper queue)",
+				c.Dropped, pct(c.Dropped, c.Offered), slots, r.Rates.Offered, fmtDur(service), needed))
+		}
+	}
+	return d
+}

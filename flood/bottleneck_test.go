@@ -1,0 +1,56 @@
+package flood
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDiagnose(t *testing.T) {
+	type in struct {
+		offered, dropped, starved int64
+		rate                      float64 // offered per second
+		service, dispatch, late   time.Duration
+		slots, generators         int
+	}
+	for _, tc := range []struct {
+		name      string
+		in        in
+		generator bool
+		says      string // in a reason (generator) or a note
+	}{
+		{"clean run", in{offered: 10000, rate: 300, service: 20 * time.Millisecond, dispatch: 100 * time.Microsecond, late: 150 * time.Microsecond, slots: 100}, false, ""},
+		{"source starved 0.2%", in{offered: 10000, starved: 20, rate: 300, service: 20 * time.Millisecond, slots: 100}, true, "source starved"},
+		{"starved 0.05%: noise", in{offered: 10000, starved: 5, rate: 300, service: 20 * time.Millisecond, slots: 100}, false, ""},
+		{"dispatch 5ms against service 10ms", in{offered: 10000, rate: 300, service: 10 * time.Millisecond, dispatch: 5 * time.Millisecond, late: 5 * time.Millisecond, slots: 100}, true, "generator late"},
+		{"dispatch 5ms against service 2s: the SUT dwarfs it", in{offered: 10000, rate: 30, service: 2 * time.Second, dispatch: 5 * time.Millisecond, late: 5 * time.Millisecond, slots: 100}, false, ""},
+		{"dispatch 0.8ms: under the limit", in{offered: 10000, rate: 300, service: time.Millisecond, dispatch: 800 * time.Microsecond, late: 800 * time.Microsecond, slots: 100}, false, ""},
+		{"drops with fast service", in{offered: 10000, dropped: 100, rate: 1000, service: 10 * time.Millisecond, slots: 100}, true, "drops with fast service"},
+		{"drops with slow service: the SUT's", in{offered: 10000, dropped: 100, rate: 1000, service: time.Second, slots: 100}, false, "the SUT's slowness filled them"},
+		{"drops needing 80 of 100 slots: the SUT's", in{offered: 10000, dropped: 100, rate: 1000, service: 80 * time.Millisecond, slots: 100, generators: 1}, false, "SUT's slowness"},
+		{"the same on 2 generators (200 slots): the crowd's", in{offered: 10000, dropped: 100, rate: 1000, service: 80 * time.Millisecond, slots: 100, generators: 2}, true, "could not recycle"},
+		{"waiting for connections", in{offered: 10000, rate: 300, service: 2 * time.Millisecond, dispatch: 100 * time.Microsecond, late: 500 * time.Millisecond, slots: 100}, false, "waited for a connection"},
+		{"nothing offered", in{}, false, ""},
+	} {
+		r := &Record{Settings: Settings{MaxInflight: tc.in.slots}}
+		for range max(1, tc.in.generators) {
+			r.Parts = append(r.Parts, Part{})
+		}
+		r.Overall.Counts = Counts{Offered: tc.in.offered, Sent: tc.in.offered - tc.in.dropped, Dropped: tc.in.dropped, Starved: tc.in.starved}
+		r.Rates.Offered = tc.in.rate
+		r.Overall.Service.P99 = us(tc.in.service)
+		r.Overall.Lateness.P99 = us(tc.in.late)
+		r.Dispatch.P99 = us(tc.in.dispatch)
+		d := DefaultBottleneckRule().Diagnose(r)
+		if d.Generator != tc.generator {
+			t.Errorf("%s: generator %v, want %v: %+v", tc.name, d.Generator, tc.generator, d)
+		}
+		all := strings.Join(append(d.Reasons, d.Notes...), "\n")
+		if tc.says == "" && all != "" {
+			t.Errorf("%s: unexpected verdict %q", tc.name, all)
+		}
+		if !strings.Contains(all, tc.says) {
+			t.Errorf("%s: verdict %q does not say %q", tc.name, all, tc.says)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+// Package flood is the crowd's load engine: it sends prepared (signed)
+// requests to a server under test on an absolute open-loop schedule and
+// measures it honestly.
+//
+// The seams, each in its own file:
+//
+//   - Pacer (pacer.go): the schedule. Send n is due at start + Offset(n),
+//     never "send, wait, sleep"; constant rate or Poisson arrivals.
+//   - Source: prepared requests, already signed (activity generation and
+//     signing live elsewhere). Run only sends them.
+//   - Run (engine.go): a dispatcher waits for each intended time and hands
+//     the send to a free worker slot; with MaxInflight slots busy the send
+//     is dropped and counted, never delayed. Latency is measured from the
+//     intended time (coordinated-omission corrected), service time from the
+//     actual send, lateness in between.
+//   - Stats and recorders (metrics.go): HDR histograms per worker shard and
+//     activity type, merged at each one-second tick and at the end.
+//   - Record (record.go, SCHEMA.md): the versioned JSON run record with
+//     encoded histograms, so that records of several generators Merge
+//     exactly; a Markdown row for out/load/runs.md.
+//   - Live and WriteTable (report.go): the live line and the final table.
+//   - Gates (gates.go): --expect and --stop-when expressions.
+//   - Ladder (ladder.go): rungs of rates stopping at the shoulder.
+//   - BottleneckRule (bottleneck.go): whether the generator, not the SUT,
+//     limited the run.
+//
+// A command runs a flood like this (errors handled, flags parsed):
+//
+//	gates, err := flood.ParseGates(expects)           // usage error: exit 2
+//	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+//	defer stop()
+//	pacer, err := flood.NewPacer(arrivals, rate, seed)
+//	live := flood.NewLive(os.Stderr, isTerminal)
+//	res, err := flood.Run(ctx, flood.Plan{
+//		Pacer: pacer, Duration: seconds, Warmup: warmup,
+//		MaxInflight: maxInflight, Timeout: timeout,
+//		Source: source, Transport: flood.NewTransport(maxInflight, tlsConfig),
+//		Progress: live.Update,
+//	})                                                // ErrInvalidPlan: exit 2
+//	live.Done()
+//	rec, err := res.Record(flood.Settings{Label: label, Arrivals: arrivals,
+//		Mix: mix, Signing: signing, Target: target, Shard: shard})
+//	path, err := flood.WriteRecord("out/load", rec)  // also after Ctrl-C: rec.Partial
+//	flood.WriteTable(os.Stdout, rec)
+//	results, _ := flood.CheckGates(rec, gates)
+//	os.Exit(flood.ExitCode(nil, results))             // 0 met, 1 missed
+//
+// A ladder calls Run once per rung through Ladder.Run, with
+// Ladder.RungPlan setting the rung's pacer, warm-up and duration.
+package flood

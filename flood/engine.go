@@ -1,0 +1,650 @@
+package flood
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// ErrInvalidPlan is wrapped by every error about a Plan (or pacer, ladder)
+// that cannot run; a CLI maps it to exit status 2.
+var ErrInvalidPlan = errors.New("flood: invalid plan")
+
+// Prepared is one request ready to go on the wire: already signed, so the
+// engine only sends it. The engine reads it and never modifies it; URL and
+// Header may be shared between many Prepared values (a Source typically
+// parses each inbox URL once).
+type Prepared struct {
+	Type   string      // activity type, the per-type breakdown key ("Create", "Like", "Follow")
+	Method string      // usually POST
+	URL    *url.URL    // target inbox; shared, read-only
+	Host   string      // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
+	Header http.Header // complete headers incl. Date, Digest, Signature; read-only
+	Body   []byte      // the exact signed body; read-only (the transport may read it after the answer)
+}
+
+// Source produces the prepared requests of a run. Next is called from a
+// single goroutine (the dispatcher), ahead of each send's intended time; if it
+// returns after that time, the send is late and counted as starved (the
+// generator's bottleneck, not the SUT's). Next returns io.EOF when it has no
+// more requests (the run ends, marked partial) and ctx's error when ctx is
+// done.
+type Source interface {
+	Next(ctx context.Context) (*Prepared, error)
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context) (*Prepared, error)
+
+// Next calls f.
+func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx) }
+
+// Plan describes one open-loop run. The run always ends by itself: at the
+// end of Duration, after MaxSends sends, or when its context is cancelled
+// (then the result is partial); sends in flight at the end are bounded by
+// Timeout.
+type Plan struct {
+	// Pacer is the absolute schedule (required).
+	Pacer Pacer
+	// Duration is the schedule length, warm-up included: a send whose
+	// intended offset is >= Duration is not made. 0 = bounded by MaxSends only.
+	Duration time.Duration
+	// MaxSends bounds the number of sends offered, warm-up included.
+	// 0 = bounded by Duration only. At least one of the two must be set.
+	MaxSends int64
+	// MaxInflight is the number of worker slots: a send due while all are
+	// busy is dropped and counted, never delayed. 0 = DefaultMaxInflight.
+	MaxInflight int
+	// Source produces the signed requests (required).
+	Source Source
+	// Transport sends them (required). Use one with a keep-alive pool sized to
+	// MaxInflight, such as NewTransport. It is used through RoundTrip, so no
+	// redirect is followed and no cookie is kept, as a federating server does.
+	Transport http.RoundTripper
+	// Timeout bounds each send, answer body included. 0 = DefaultTimeout.
+	Timeout time.Duration
+	// Warmup is the start of the schedule whose sends are made but not
+	// measured (they appear in the timeline only). Must be < Duration when
+	// Duration is set.
+	Warmup time.Duration
+	// Progress, when set, is called once a second (and once at the end) from
+	// the engine's ticker goroutine; it must return quickly.
+	Progress func(Progress)
+	// Sleep sleeps the last stretch (under 2 ms) before a send. nil = a
+	// precise sleep (nanosleep on Linux, which wakes ~0.1 ms late where a
+	// runtime timer wakes up to 1 ms late). Tests under testing/synctest must
+	// set time.Sleep: the fake clock does not advance in a system call.
+	Sleep func(time.Duration)
+	// Recorders is the number of histogram shards. 0 = min(MaxInflight,
+	// 2*GOMAXPROCS, 32). Workers use shard (worker index mod Recorders): with
+	// at least as many shards as workers each worker has its own; more shards
+	// cost ~0.6 MB per activity type each.
+	Recorders int
+}
+
+// Defaults for a Plan's zero fields.
+const (
+	DefaultMaxInflight = 1024
+	DefaultTimeout     = 10 * time.Second
+)
+
+// starveSlack is how long a Source may keep the dispatcher past a send's
+// intended time before that send counts as starved. A ready pipeline answers
+// in well under a microsecond; this leaves room for scheduling noise.
+const starveSlack = 100 * time.Microsecond
+
+// maxTypes bounds the per-type breakdown; further types are folded into
+// "Other" so a buggy Source cannot exhaust memory with histograms.
+const maxTypes = 32
+
+// Result is what Run measured. Histograms are merged from all workers; times
+// are wall-clock (Start, End) or durations.
+type Result struct {
+	Start    time.Time
+	End      time.Time     // all sends finished
+	Elapsed  time.Duration // End - Start
+	Measured time.Duration // the measured window: from Warmup to the end of the schedule (or the interruption)
+	Partial  bool          // the run stopped before its schedule ended
+	Reason   string        // why it is partial: "interrupted", "source exhausted", "source error: ..."
+	Err      error         // the Source's error, if that stopped the run
+
+	Overall      *Stats            // all types (measured window only)
+	Types        map[string]*Stats // per activity type
+	Dispatch     *hdr.Histogram    // picked - intended (µs): the generator's own delay, measured window
+	WarmupCounts Counts            // sends offered during the warm-up (not measured)
+	Timeline     []Tick
+
+	// The plan as run, for the record.
+	Rate        float64
+	Duration    time.Duration
+	Warmup      time.Duration
+	MaxSends    int64
+	MaxInflight int
+	Timeout     time.Duration
+}
+
+// NewTransport returns an HTTP/1.1 transport with a keep-alive pool big
+// enough for maxInflight concurrent sends, no proxy, no compression, and
+// tlsConfig for https targets (nil = system roots). Dial and TLS handshake
+// are bounded; the whole send is bounded by Plan.Timeout.
+func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
+	if maxInflight <= 0 {
+		maxInflight = DefaultMaxInflight
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:         d.DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConns:        maxInflight,
+		MaxIdleConnsPerHost: maxInflight,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// Run executes the plan: a dispatcher waits for each intended time and hands
+// the send to a free worker slot (or drops it), workers send and record, a
+// ticker reports each second. It returns an error only for an invalid plan
+// (wrapping ErrInvalidPlan); everything that happens during the run, an
+// interruption included, is in the Result.
+func Run(ctx context.Context, p Plan) (*Result, error) {
+	if err := p.normalize(); err != nil {
+		return nil, err
+	}
+	e := newEngine(ctx, p)
+	e.run()
+	return e.result(), nil
+}
+
+func (p *Plan) normalize() error {
+	switch {
+	case p.Pacer == nil:
+		return fmt.Errorf("%w: no pacer", ErrInvalidPlan)
+	case p.Source == nil:
+		return fmt.Errorf("%w: no source", ErrInvalidPlan)
+	case p.Transport == nil:
+		return fmt.Errorf("%w: no transport", ErrInvalidPlan)
+	case p.Duration < 0 || p.MaxSends < 0 || p.MaxInflight < 0 || p.Timeout < 0 || p.Warmup < 0 || p.Recorders < 0:
+		return fmt.Errorf("%w: negative duration, count or size", ErrInvalidPlan)
+	case p.Duration == 0 && p.MaxSends == 0:
+		return fmt.Errorf("%w: unbounded: set a duration or a maximum number of sends", ErrInvalidPlan)
+	case p.Duration > 0 && p.Warmup >= p.Duration:
+		return fmt.Errorf("%w: warm-up %v is not shorter than the duration %v", ErrInvalidPlan, p.Warmup, p.Duration)
+	}
+	if p.MaxInflight == 0 {
+		p.MaxInflight = DefaultMaxInflight
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.Recorders == 0 {
+		p.Recorders = min(p.MaxInflight, 2*runtime.GOMAXPROCS(0), 32)
+	}
+	p.Recorders = min(p.Recorders, p.MaxInflight)
+	return nil
+}
+
+// job is one send handed from the dispatcher to a worker.
+type job struct {
+	prep     *Prepared
+	typ      string
+	intended time.Duration
+	measured bool
+}
+
+type engine struct {
+	p     Plan
+	ctx   context.Context
+	sleep func(time.Duration)
+	start time.Time
+	total time.Duration // schedule length for progress/ETA
+
+	jobs     chan job
+	inflight atomic.Int64
+	wg       sync.WaitGroup
+	recs     []*recorder
+
+	// Dispatcher-owned; read by others only after the dispatcher returned.
+	nworkers  int
+	types     map[string]*Counts
+	warm      Counts
+	windowEnd time.Duration
+	partial   bool
+	reason    string
+	err       error
+
+	// Dispatcher totals for the ticker (warm-up included).
+	offered, sent, dropped, starved atomic.Int64
+
+	// Ticker-owned.
+	timeline               []Tick
+	spare                  []*interval
+	agg                    *interval
+	last                   Progress
+	prevOffered, prevSent  int64
+	prevDropped, prevStarv int64
+	end                    time.Time
+}
+
+func newEngine(ctx context.Context, p Plan) *engine {
+	e := &engine{
+		p:     p,
+		ctx:   ctx,
+		jobs:  make(chan job, p.MaxInflight),
+		types: make(map[string]*Counts),
+		agg:   newInterval(),
+		sleep: p.Sleep,
+	}
+	if e.sleep == nil {
+		e.sleep = preciseSleep
+	}
+	e.recs = make([]*recorder, p.Recorders)
+	e.spare = make([]*interval, p.Recorders)
+	for i := range e.recs {
+		e.recs[i] = newRecorder()
+		e.spare[i] = newInterval()
+	}
+	e.total = p.Duration
+	if p.MaxSends > 0 {
+		// Estimated for a Poisson pacer, exact for a constant one; the pacer
+		// itself is the dispatcher's alone.
+		bySends := time.Duration(float64(p.MaxSends) / p.Pacer.Rate() * 1e9)
+		if e.total == 0 || bySends < e.total {
+			e.total = bySends
+		}
+	}
+	return e
+}
+
+func (e *engine) run() {
+	e.start = time.Now()
+	stop := make(chan struct{})
+	tickDone := make(chan struct{})
+	go func() {
+		defer close(tickDone)
+		e.ticker(stop)
+	}()
+	e.dispatch()
+	close(e.jobs)
+	e.wg.Wait()
+	e.end = time.Now()
+	close(stop)
+	<-tickDone
+}
+
+// dispatch runs the schedule. It is the only goroutine that starts sends, so
+// checking inflight and then incrementing it cannot overshoot MaxInflight.
+func (e *engine) dispatch() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	done := e.ctx.Done()
+	maxIn := int64(e.p.MaxInflight)
+	for n := int64(0); ; n++ {
+		if e.p.MaxSends > 0 && n >= e.p.MaxSends {
+			e.windowEnd = e.p.Pacer.Offset(n)
+			if e.p.Duration > 0 {
+				e.windowEnd = min(e.windowEnd, e.p.Duration)
+			}
+			return
+		}
+		off := e.p.Pacer.Offset(n)
+		if e.p.Duration > 0 && off >= e.p.Duration {
+			e.windowEnd = e.p.Duration
+			return
+		}
+		select {
+		case <-done:
+			e.stop("interrupted", nil)
+			return
+		default:
+		}
+		// Fetch ahead of the intended time, so the wait below absorbs the
+		// Source's work; only what runs past the intended time is starvation.
+		t0 := time.Since(e.start)
+		prep, err := e.p.Source.Next(e.ctx)
+		if err != nil {
+			switch {
+			case e.ctx.Err() != nil:
+				e.stop("interrupted", nil)
+			case errors.Is(err, io.EOF):
+				e.stop("source exhausted", nil)
+			default:
+				e.stop("source error: "+err.Error(), err)
+			}
+			return
+		}
+		now := time.Since(e.start)
+		starved := now > off && now-max(t0, off) > starveSlack
+		if now < off && !e.waitUntil(timer, off, done) {
+			e.stop("interrupted", nil)
+			return
+		}
+		measured := off >= e.p.Warmup
+		typ, c := e.counts(prep.Type)
+		if !measured {
+			c = &e.warm
+		}
+		c.Offered++
+		e.offered.Add(1)
+		if starved {
+			c.Starved++
+			e.starved.Add(1)
+		}
+		if e.inflight.Load() >= maxIn {
+			c.Dropped++
+			e.dropped.Add(1)
+			continue
+		}
+		in := e.inflight.Add(1)
+		if in > int64(e.nworkers) {
+			// Workers grow to the peak concurrency, so the job queue never
+			// holds a send while a slot is counted free.
+			e.startWorker()
+		}
+		c.Sent++
+		e.sent.Add(1)
+		e.jobs <- job{prep: prep, typ: typ, intended: off, measured: measured}
+	}
+}
+
+// coarseMargin is how early the dispatcher's timer is set: runtime timers
+// wake up to ~1 ms late when the process is otherwise idle (the netpoller
+// sleeps in whole milliseconds), so the last stretch before a send is slept
+// with Plan.Sleep (nanosleep on Linux: ~0.1 ms late, and no CPU spent).
+const coarseMargin = 2 * time.Millisecond
+
+// waitUntil returns at offset off, or false as soon as done is closed
+// (within coarseMargin in the last stretch).
+func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan struct{}) bool {
+	for {
+		d := off - time.Since(e.start)
+		if d <= 0 {
+			return true
+		}
+		if d > coarseMargin {
+			timer.Reset(d - coarseMargin)
+			select {
+			case <-timer.C:
+			case <-done:
+				timer.Stop()
+				return false
+			}
+			continue
+		}
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		e.sleep(d)
+	}
+}
+
+// counts returns the breakdown key for activity type t and its counters,
+// creating them; beyond maxTypes distinct types, new ones are folded into
+// "Other".
+func (e *engine) counts(t string) (string, *Counts) {
+	if t == "" {
+		t = "Unknown"
+	}
+	if c, ok := e.types[t]; ok {
+		return t, c
+	}
+	if len(e.types) >= maxTypes {
+		t = "Other"
+		if c, ok := e.types[t]; ok {
+			return t, c
+		}
+	}
+	c := &Counts{}
+	e.types[t] = c
+	return t, c
+}
+
+func (e *engine) stop(reason string, err error) {
+	e.partial = true
+	e.reason = reason
+	e.err = err
+	e.windowEnd = time.Since(e.start)
+}
+
+// worker sends jobs one at a time. Each has its own recorder shard (shared
+// only when there are more workers than shards), its own reusable request
+// template and trace hooks, so the hot path takes no lock shared with other
+// workers except the job channel itself.
+type worker struct {
+	e       *engine
+	rec     *recorder
+	ctx     context.Context // the run's context with this worker's trace hooks
+	base    http.Request
+	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
+}
+
+func (e *engine) startWorker() {
+	w := &worker{e: e, rec: e.recs[e.nworkers%len(e.recs)]}
+	// The trace is attached once: a worker makes one send at a time, and
+	// WithClientTrace per send would allocate (and compose with a caller's
+	// trace again each time).
+	w.ctx = httptrace.WithClientTrace(e.ctx, &httptrace.ClientTrace{GotConn: w.onGotConn})
+	e.nworkers++
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		var o outcome
+		for j := range e.jobs {
+			w.send(&j, &o)
+			w.rec.record(&o)
+			e.inflight.Add(-1)
+		}
+	}()
+}
+
+func (w *worker) onGotConn(httptrace.GotConnInfo) {
+	w.gotConn.Store(int64(time.Since(w.e.start)))
+}
+
+// send makes one request and fills o. The actual send time is when the
+// request got its connection (httptrace GotConn): waiting for a pooled
+// connection is lateness, not service time. A RoundTripper that never reports
+// GotConn is taken to send when it is called.
+func (w *worker) send(j *job, o *outcome) {
+	e := w.e
+	p := j.prep
+	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
+	o.aborted, o.retry, o.class = false, false, ClassOther
+	o.picked = time.Since(e.start)
+	w.gotConn.Store(-1)
+
+	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
+	w.base = http.Request{
+		Method:     p.Method,
+		URL:        p.URL,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     p.Header,
+		Host:       p.Host,
+	}
+	if len(p.Body) > 0 {
+		// A *bytes.Reader (under NopCloser) is what net/http recognises as
+		// in-memory: it then writes headers and body in one syscall, where
+		// any other reader costs a separate header flush per request.
+		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
+		w.base.ContentLength = int64(len(p.Body))
+	}
+	req := w.base.WithContext(ctx)
+
+	status, retry := 0, false
+	resp, err := e.p.Transport.RoundTrip(req)
+	if err == nil {
+		status = resp.StatusCode
+		_, retry = resp.Header["Retry-After"]
+		if resp.Body != nil {
+			// Drain so the connection goes back to the keep-alive pool.
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	o.done = time.Since(e.start)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	cancel()
+	w.base = http.Request{} // drop references to the send's data
+
+	if a := w.gotConn.Load(); a >= 0 {
+		o.actual = time.Duration(a)
+	} else {
+		o.actual = o.picked
+	}
+	switch {
+	case err == nil:
+		o.class = ClassOfStatus(status)
+		o.retry = retry
+	case e.ctx.Err() != nil && !timedOut:
+		o.aborted = true
+	case timedOut || isTimeout(err):
+		o.class = ClassTimeout
+	default:
+		o.class = ClassConnError
+	}
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// ticker snapshots the interval measurements once a second, aligned to the
+// start, until stop is closed; then it records the last (partial) second.
+func (e *engine) ticker(stop <-chan struct{}) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for k := 1; ; k++ {
+		select {
+		case <-t.C:
+			e.snapshot(k, time.Second, time.Duration(k)*time.Second)
+			t.Reset(time.Until(e.start.Add(time.Duration(k+1) * time.Second)))
+		case <-stop:
+			span := e.end.Sub(e.start) - time.Duration(k-1)*time.Second
+			if span > 0 {
+				e.snapshot(k, span, e.end.Sub(e.start))
+			}
+			return
+		}
+	}
+}
+
+func (e *engine) snapshot(k int, span, elapsed time.Duration) {
+	for i, r := range e.recs {
+		r.mu.Lock()
+		r.iv, e.spare[i] = e.spare[i], r.iv
+		r.mu.Unlock()
+	}
+	agg := e.agg
+	agg.reset()
+	for _, iv := range e.spare {
+		agg.merge(iv)
+		iv.reset()
+	}
+	offered, sent, dropped, starved := e.offered.Load(), e.sent.Load(), e.dropped.Load(), e.starved.Load()
+	tk := Tick{
+		T:           k,
+		Span:        span.Seconds(),
+		Warmup:      time.Duration(k)*time.Second <= e.p.Warmup,
+		Offered:     offered - e.prevOffered,
+		Sent:        sent - e.prevSent,
+		Dropped:     dropped - e.prevDropped,
+		Starved:     starved - e.prevStarv,
+		Completed:   agg.completed,
+		OK:          agg.ok,
+		Errors:      agg.errs,
+		Status429:   agg.r4,
+		Inflight:    e.inflight.Load(),
+		LatencyP50:  agg.lat.ValueAtQuantile(50),
+		LatencyP99:  agg.lat.ValueAtQuantile(99),
+		LatencyMax:  agg.lat.Max(),
+		LatenessP99: agg.late.ValueAtQuantile(99),
+	}
+	if agg.lat.TotalCount() == 0 {
+		tk.LatencyMax = 0
+	}
+	e.prevOffered, e.prevSent, e.prevDropped, e.prevStarv = offered, sent, dropped, starved
+	e.timeline = append(e.timeline, tk)
+
+	pr := &e.last
+	pr.Elapsed, pr.Total, pr.Warmup, pr.Tick = elapsed, e.total, elapsed < e.p.Warmup, tk
+	pr.Offered, pr.Sent, pr.Dropped, pr.Starved = offered, sent, dropped, starved
+	pr.Completed += tk.Completed
+	pr.OK += tk.OK
+	pr.Errors += tk.Errors
+	pr.Status429 += tk.Status429
+	pr.Inflight = tk.Inflight
+	if e.p.Progress != nil {
+		e.p.Progress(*pr)
+	}
+}
+
+// result merges the shards; called after every goroutine has finished.
+func (e *engine) result() *Result {
+	r := &Result{
+		Start:        e.start,
+		End:          e.end,
+		Elapsed:      e.end.Sub(e.start),
+		Measured:     max(0, e.windowEnd-e.p.Warmup),
+		Partial:      e.partial,
+		Reason:       e.reason,
+		Err:          e.err,
+		Overall:      NewStats(),
+		Types:        make(map[string]*Stats, len(e.types)),
+		Dispatch:     newHist(),
+		WarmupCounts: e.warm,
+		Timeline:     e.timeline,
+		Rate:         e.p.Pacer.Rate(),
+		Duration:     e.p.Duration,
+		Warmup:       e.p.Warmup,
+		MaxSends:     e.p.MaxSends,
+		MaxInflight:  e.p.MaxInflight,
+		Timeout:      e.p.Timeout,
+	}
+	for typ, c := range e.types {
+		if c.Offered == 0 {
+			continue // only seen in the warm-up
+		}
+		st := NewStats()
+		st.Counts = *c
+		r.Types[typ] = st
+	}
+	for _, rec := range e.recs {
+		r.Dispatch.Merge(rec.dispatch)
+		for typ, s := range rec.types {
+			st := r.Types[typ]
+			if st == nil { // cannot happen: every measured send was offered
+				st = NewStats()
+				r.Types[typ] = st
+			}
+			// Offered, Sent, Dropped and Starved come from the dispatcher,
+			// Completed and Aborted from the recorders: the sum is exact.
+			st.Merge(s)
+		}
+	}
+	for _, st := range r.Types {
+		r.Overall.Merge(st)
+	}
+	return r
+}

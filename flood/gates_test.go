@@ -1,0 +1,193 @@
+package flood
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gateRecord: 1000 Creates (latency i ms, so p95 ≈ 950 ms; 1 in 20 is a
+// 429) and 500 Likes at 2 ms; 10 s measured; 25 dropped of 1525 offered.
+func gateRecord(t testing.TB) *Record {
+	t.Helper()
+	create := fakeStats(1000, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, every(20, Class429))
+	like := fakeStats(500, func(int) time.Duration { return 2 * time.Millisecond }, always(Class202))
+	create.Counts.Offered += 25
+	create.Counts.Dropped = 25
+	r, err := fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": create, "Like": like}).Record(Settings{Label: "gates"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestParseGate(t *testing.T) {
+	for _, tc := range []struct {
+		expr  string
+		canon string // "" = a usage error
+	}{
+		{"p95<100ms", "latency.p95<100ms"},                       // the README's example
+		{" p99 <= 2s ", "latency.p99<=2s"},                       // spaces are fine
+		{"p99.9<1s", "latency.p99.9<1s"},                         // a dotted quantile
+		{"max<10s", "latency.max<10s"},                           // max, min, mean
+		{"Create.p95<1s", "Create.latency.p95<1s"},               // per type
+		{"Create.service.p99<500ms", "Create.service.p99<500ms"}, // per type and family
+		{"lateness.p99<1ms", "lateness.p99<1ms"},                 // the generator's schedule
+		{"dispatch.p99<1ms", "dispatch.p99<1ms"},                 // the generator's own delay
+		{"errors<1%", "errors<1%"},                               // a share
+		{"errors==0", "errors==0"},                               // a count
+		{"dropped==0", "dropped==0"},                             // no drops
+		{"status429<5%", "status429<5%"},                         // a class
+		{"status4xx<=2.5%", "status4xx<=2.5%"},                   // a range
+		{"Like.timeouts==0", "Like.timeout==0"},                  // aliases canonicalise
+		{"rate>=0.95*offered", "rate>=0.95*offered"},             // relative rate
+		{"throughput>280", "throughput>280"},                     // absolute rate
+		{"rate>=offered", "rate>=1*offered"},                     // implicit coefficient
+		{"P95<100ms", "latency.p95<100ms"},                       // case of the metric
+		{"p95", ""},                                              // no operator
+		{"p95=100ms", ""},                                        // single '='
+		{"p95<", ""},                                             // no value
+		{"<100ms", ""},                                           // no metric
+		{"p95<5%", ""},                                           // a latency is not a share
+		{"p95<fast", ""},                                         // not a duration
+		{"p95<-1s", ""},                                          // negative
+		{"p101<1s", ""},                                          // quantile over 100
+		{"errors<1s", ""},                                        // a count is not a duration
+		{"errors<101%", ""},                                      // share over 100
+		{"errors<0x10", ""},                                      // no hex
+		{"errors<NaN", ""},                                       // not finite
+		{"status400<1%", ""},                                     // not a class of its own
+		{"latency.errors<1%", ""},                                // a count has no family
+		{"Create.rate>10", ""},                                   // rates are overall
+		{"rate>=0.9*p95", ""},                                    // not a rate
+		{"Create.dispatch.p99<1ms", ""},                          // dispatch is overall
+		{"a.b.c.p95<1s", ""},                                     // too deep
+		{"Crea-te.p95<1s", ""},                                   // bad type name
+		{"bogus<1", ""},                                          // unknown metric
+		{".p95<1s", ""},                                          // empty type
+	} {
+		g, err := ParseGate(tc.expr)
+		if tc.canon == "" {
+			var ue *UsageError
+			if !errors.As(err, &ue) {
+				t.Errorf("%q: err = %v, want a *UsageError", tc.expr, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.expr, err)
+			continue
+		}
+		if g.String() != tc.canon {
+			t.Errorf("%q: canonical %q, want %q", tc.expr, g.String(), tc.canon)
+		}
+	}
+}
+
+func TestGateEval(t *testing.T) {
+	r := gateRecord(t)
+	for _, tc := range []struct {
+		expr  string
+		holds bool
+		known bool
+	}{
+		{"p50<100ms", false, true},         // Creates dominate: p50 ≈ 668 ms
+		{"Like.p95<3ms", true, true},       // Likes are 2 ms
+		{"Create.p95<=1s", true, true},     // Creates top out at 1 s
+		{"Create.p95<900ms", false, true},  // but p95 ≈ 950 ms
+		{"p97.5>900ms", true, true},        // a quantile outside the summary
+		{"service.max<600ms", true, true},  // service is half of latency
+		{"lateness.p99<100ms", true, true}, // lateness is a tenth
+		{"dispatch.p99<1ms", true, true},   // 50 µs
+		{"errors<1%", false, true},         // 50 of 1500 = 3.3 %
+		{"errors<5%", true, true},
+		{"status429==50", true, true},      // a count
+		{"Like.status429==0", true, true},  // per type
+		{"dropped==0", false, true},        // 25 dropped
+		{"dropped<2%", true, true},         // of 1525 offered = 1.6 %
+		{"rate>=0.95*offered", true, true}, // 1500 of 1525 = 0.98
+		{"rate>=0.99*offered", false, true},
+		{"throughput>140", true, true},  // 1450 2xx in 10 s
+		{"Follow.p95<1s", false, false}, // no Follows: no data, not met
+		{"Follow.errors==0", false, false},
+	} {
+		g, err := ParseGate(tc.expr)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.expr, err)
+		}
+		res := g.Eval(r)
+		if res.Holds != tc.holds || res.Known != tc.known {
+			t.Errorf("%s: holds %v known %v, want %v %v (%s)", tc.expr, res.Holds, res.Known, tc.holds, tc.known, res)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	r := gateRecord(t)
+	check := func(exprs ...string) ([]GateResult, error) {
+		gates, err := ParseGates(exprs)
+		if err != nil {
+			return nil, err
+		}
+		res, _ := CheckGates(r, gates)
+		return res, nil
+	}
+	for _, tc := range []struct {
+		name  string
+		exprs []string
+		err   error
+		want  int
+	}{
+		{"all gates met", []string{"Like.p95<3ms", "errors<5%"}, nil, 0},
+		{"no gates", nil, nil, 0},
+		{"one gate missed", []string{"Like.p95<3ms", "errors<1%"}, nil, 1},
+		{"no data is a miss", []string{"Follow.p95<1s"}, nil, 1},
+		{"usage error", []string{"p95<5%"}, nil, 2},
+		{"invalid plan", nil, fmt.Errorf("flood: %w", ErrInvalidPlan), 2},
+		{"run failed", nil, errors.New("dial tcp: refused"), 1},
+	} {
+		res, err := check(tc.exprs...)
+		if tc.err != nil {
+			err = tc.err
+		}
+		if got := ExitCode(err, res); got != tc.want {
+			t.Errorf("%s: exit %d, want %d (%v)", tc.name, got, tc.want, err)
+		}
+	}
+	res, _ := check("errors<1%")
+	if s := res[0].String(); !strings.Contains(s, "missed") || !strings.Contains(s, "3.333%") {
+		t.Errorf("result text %q", s)
+	}
+}
+
+// FuzzParseGate: the parser never panics, fails only with *UsageError, and
+// what it accepts prints to a canonical form that parses back to the same
+// gate and evaluates without panicking.
+func FuzzParseGate(f *testing.F) {
+	for _, s := range []string{"p95<100ms", "p99.9<=2s", "errors<1%", "rate>=0.95*offered", "dropped==0",
+		"status429<5%", "Create.service.p99>1ms", "throughput!=0", "p0>=0s", "mean<1h"} {
+		f.Add(s)
+	}
+	r := gateRecord(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := ParseGate(s)
+		if err != nil {
+			var ue *UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%q: error %v is not a *UsageError", s, err)
+			}
+			return
+		}
+		g2, err := ParseGate(g.String())
+		if err != nil {
+			t.Fatalf("%q: canonical %q does not parse: %v", s, g.String(), err)
+		}
+		g.Expr, g2.Expr = "", ""
+		if g != g2 {
+			t.Fatalf("%q: canonical %q parses to %+v, want %+v", s, g.String(), g2, g)
+		}
+		_ = g.Eval(r).String()
+	})
+}

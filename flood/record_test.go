@@ -1,0 +1,240 @@
+package flood
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// roundTrip encodes and decodes a record, as merging records from files does.
+func roundTrip(t *testing.T, r *Record) *Record {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeRecord(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func mustRecord(t *testing.T, res *Result, s Settings) *Record {
+	t.Helper()
+	r, err := res.Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestMergeExact: two generators' records, merged after a trip through
+// JSON, give exactly the percentiles of one histogram holding every value.
+func TestMergeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all []time.Duration
+	gen := func(n int, scale float64) func(int) time.Duration {
+		vals := make([]time.Duration, n)
+		for i := range vals {
+			// Log-normal-ish spread over 100µs .. tens of seconds.
+			vals[i] = time.Duration(scale * rng.ExpFloat64() * rng.ExpFloat64() * float64(time.Millisecond))
+			all = append(all, vals[i])
+		}
+		return func(i int) time.Duration { return vals[i] }
+	}
+	a := fakeResult(t0, 10*time.Second, map[string]*Stats{
+		"Create": fakeStats(5000, gen(5000, 3), every(20, Class429)),
+		"Like":   fakeStats(2000, gen(2000, 40), always(Class202)),
+	})
+	b := fakeResult(t0.Add(300*time.Millisecond), 10*time.Second, map[string]*Stats{
+		"Create": fakeStats(7000, gen(7000, 900), every(10, ClassTimeout)),
+		"Follow": fakeStats(1000, gen(1000, 1), always(Class401)),
+	})
+	s := Settings{Label: "merge", Arrivals: "constant", Mix: "create=6,like=3,follow=1", Signing: "pipeline"}
+	s.Shard = "1/2"
+	ra := roundTrip(t, mustRecord(t, a, s))
+	s.Shard = "2/2"
+	rb := roundTrip(t, mustRecord(t, b, s))
+
+	m, err := Merge(ra, rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := newHist()
+	for _, v := range all {
+		recordDur(single, v)
+	}
+	if got, want := m.Overall.Latency.Quantiles, Summarize(single); got != want {
+		t.Errorf("merged summary %+v\nwant %+v", got, want)
+	}
+	h, err := m.Overall.Latency.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Equals(single) {
+		t.Error("merged histogram differs from the histogram of all values")
+	}
+	for q := 0.0; q <= 100; q += 0.25 {
+		if got, want := h.ValueAtQuantile(q), single.ValueAtQuantile(q); got != want {
+			t.Fatalf("p%g: merged %d, single %d", q, got, want)
+		}
+	}
+	if c := m.Overall.Counts; c.Sent != 15000 || c.Completed != 15000 {
+		t.Errorf("merged counts %+v, want 15000", c)
+	}
+	if got := m.Overall.Tally.Classes[ClassTimeout]; got != 700 {
+		t.Errorf("timeouts %d, want 700", got)
+	}
+	if got := m.Overall.Tally.Classes[Class429]; got != 250 || m.Overall.Tally.RetryAfter != 250 {
+		t.Errorf("429 %d Retry-After %d, want 250", got, m.Overall.Tally.RetryAfter)
+	}
+	if got := m.TypeNames(); !reflect.DeepEqual(got, []string{"Create", "Follow", "Like"}) {
+		t.Errorf("types %v", got)
+	}
+	if m.Types["Create"].Counts.Sent != 12000 || m.Types["Like"].Counts.Sent != 2000 {
+		t.Errorf("per-type counts wrong: %+v", m.Types["Create"].Counts)
+	}
+	if m.Generators() != 2 || m.Settings.Shard != "" || !m.Start.Equal(t0) {
+		t.Errorf("generators %d shard %q start %v", m.Generators(), m.Settings.Shard, m.Start)
+	}
+	// The generators ran concurrently: 15000 sends in a 10 s window.
+	if m.Rates.Sent != 1500 {
+		t.Errorf("merged rate %v/s, want 1500", m.Rates.Sent)
+	}
+	// Timelines add up second by second (b started 0.3 s later: same seconds).
+	if len(m.Timeline) != 10 || m.Timeline[0].Offered != 200 {
+		t.Errorf("merged timeline %d ticks, first %+v", len(m.Timeline), m.Timeline[0])
+	}
+	// A merged record can itself be merged (here: alone).
+	if _, err := Merge(m); err != nil {
+		t.Errorf("re-merging a merged record: %v", err)
+	}
+}
+
+// TestMergeRefuses: records that cannot be combined are refused, with the
+// reason named.
+func TestMergeRefuses(t *testing.T) {
+	res := func() *Result {
+		return fakeResult(t0, 5*time.Second, map[string]*Stats{"Create": fakeStats(10, func(int) time.Duration { return time.Millisecond }, always(Class202))})
+	}
+	base := Settings{Label: "x", Arrivals: "constant", Shard: "1/2"}
+	rec := func(edit func(*Settings)) *Record {
+		s := base
+		if edit != nil {
+			edit(&s)
+		}
+		return mustRecord(t, res(), s)
+	}
+	one := rec(nil)
+	foreign := rec(func(s *Settings) { s.Shard = "2/2" })
+	foreign.Overall.Latency.HDR = encodedForeign(t)
+	for _, tc := range []struct {
+		name string
+		recs []*Record
+		want string
+	}{
+		{"nothing to merge", nil, "no records"},
+		{"different label", []*Record{one, rec(func(s *Settings) { s.Label = "y"; s.Shard = "2/2" })}, "label"},
+		{"different rate", []*Record{one, func() *Record {
+			r := rec(func(s *Settings) { s.Shard = "2/2" })
+			r.Settings.Rate = 200
+			return r
+		}()}, "rate"},
+		{"different mix", []*Record{one, rec(func(s *Settings) { s.Mix = "like=1"; s.Shard = "2/2" })}, "mix"},
+		{"same shard twice", []*Record{one, rec(nil)}, "shard 1/2 appears twice"},
+		{"same record twice", []*Record{one, one}, "a second time"},
+		{"shards of different runs", []*Record{one, rec(func(s *Settings) { s.Shard = "2/3" })}, "shard"},
+		{"sharded with unsharded", []*Record{one, rec(func(s *Settings) { s.Shard = "" })}, "shard"},
+		{"foreign histogram geometry", []*Record{one, foreign}, "geometry"},
+	} {
+		_, err := Merge(tc.recs...)
+		if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want ErrMerge mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// encodedForeign is a histogram with a geometry other than the flood's.
+func encodedForeign(t *testing.T) string {
+	t.Helper()
+	f := hdrNew(1, 1000, 2)
+	_ = f.RecordValue(5)
+	hr, err := encodeHist(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hr.HDR
+}
+
+func TestRecordJSONRoundTrip(t *testing.T) {
+	r := mustRecord(t, fakeResult(t0, 3*time.Second, map[string]*Stats{
+		"Create": fakeStats(300, func(i int) time.Duration { return time.Duration(i) * time.Millisecond }, every(7, Class503)),
+	}), Settings{Label: "rt", Mix: "create=1", Signing: "presign", Target: "load%d@sut.test", Warmup: time.Second})
+	back := roundTrip(t, r)
+	if !reflect.DeepEqual(r, back) {
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(back)
+		t.Fatalf("round trip changed the record:\n%s\n%s", a, b)
+	}
+	b, _ := json.Marshal(r)
+	for _, tc := range []struct{ name, from, to string }{
+		{"other schema", `"schema":"crowd.flood.record"`, `"schema":"vegeta"`},
+		{"newer version", `"version":1`, `"version":2`},
+		{"unknown status class", `"retry_after"`, `"teapot":1,"retry_after"`},
+		{"bad duration", `"timeout":"10s"`, `"timeout":"ten"`},
+	} {
+		bad := strings.Replace(string(b), tc.from, tc.to, 1)
+		if bad == string(b) {
+			t.Fatalf("%s: nothing replaced", tc.name)
+		}
+		if _, err := DecodeRecord(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
+func TestWriteRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out", "load")
+	r := mustRecord(t, fakeResult(t0, 2*time.Second, map[string]*Stats{
+		"Like": fakeStats(200, func(int) time.Duration { return 3 * time.Millisecond }, always(Class202)),
+	}), Settings{Label: "smoke/run 1"})
+	p1, err := WriteRecord(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := WriteRecord(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(p1) != "20261130-120000-smoke_run_1.json" || filepath.Base(p2) != "20261130-120000-smoke_run_1-2.json" {
+		t.Errorf("files %s, %s", p1, p2)
+	}
+	if _, err := LoadRecord(p2); err != nil {
+		t.Error(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "runs.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(md)), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "| start (UTC)") {
+		t.Fatalf("runs.md:\n%s", md)
+	}
+	if !strings.Contains(lines[3], "(20261130-120000-smoke_run_1-2.json)") {
+		t.Errorf("row does not link its record: %s", lines[3])
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".record-*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

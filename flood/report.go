@@ -1,0 +1,223 @@
+package flood
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Live renders Progress once a second: on a terminal a single line redrawn in
+// place with a progress bar and ETA, otherwise one plain key=value line per
+// second (for logs and CI). Use its Update as Plan.Progress and call Done when
+// the run returns. Writes go to W unbuffered; errors are ignored (a closed
+// terminal must not stop a run).
+type Live struct {
+	W        io.Writer
+	Terminal bool
+	// BarWidth is the progress bar's width in cells (0 = 24).
+	BarWidth int
+
+	drawn bool
+	buf   []byte
+}
+
+// NewLive returns a Live writing to w; isTerminal selects the redrawn line.
+func NewLive(w io.Writer, isTerminal bool) *Live { return &Live{W: w, Terminal: isTerminal} }
+
+// Update writes the line for p.
+func (l *Live) Update(p Progress) {
+	b := l.buf[:0]
+	t := p.Tick
+	rate := float64(t.Sent)
+	if t.Span > 0 {
+		rate = float64(t.Sent) / t.Span
+	}
+	if l.Terminal {
+		b = append(b, "\r\x1b[K"...)
+		b = l.bar(b, p)
+		b = fmt.Appendf(b, " %3.0f/s sent %d drop %d | p50 %s p99 %s late99 %s | ok %d 429 %d err %d | inflight %d",
+			rate, p.Sent, p.Dropped, fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatenessP99),
+			p.OK, p.Status429, p.Errors, p.Inflight)
+		if p.Warmup {
+			b = append(b, " (warm-up)"...)
+		}
+		l.drawn = true
+	} else {
+		b = fmt.Appendf(b, "t=%s rate=%.0f/s offered=%d sent=%d dropped=%d starved=%d p50=%s p99=%s max=%s late_p99=%s ok=%d 429=%d errors=%d inflight=%d",
+			fmtSeconds(p.Elapsed), rate, p.Offered, p.Sent, p.Dropped, p.Starved,
+			fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatencyMax), fmtUS(t.LatenessP99),
+			p.OK, p.Status429, p.Errors, p.Inflight)
+		if p.Warmup {
+			b = append(b, " warmup=1"...)
+		}
+		b = append(b, '\n')
+	}
+	l.buf = b
+	_, _ = l.W.Write(b)
+}
+
+// bar appends "[#####.....]  45%  27s/60s ETA 33s".
+func (l *Live) bar(b []byte, p Progress) []byte {
+	w := l.BarWidth
+	if w <= 0 {
+		w = 24
+	}
+	frac := 0.0
+	if p.Total > 0 {
+		frac = min(1, max(0, p.Elapsed.Seconds()/p.Total.Seconds()))
+	}
+	fill := int(frac * float64(w))
+	b = append(b, '[')
+	for i := range w {
+		if i < fill {
+			b = append(b, '#')
+		} else {
+			b = append(b, '.')
+		}
+	}
+	b = append(b, ']')
+	eta := max(0, p.Total-p.Elapsed)
+	return fmt.Appendf(b, " %3.0f%% %s/%s ETA %s", frac*100, fmtSeconds(p.Elapsed), fmtSeconds(p.Total), fmtSeconds(eta))
+}
+
+// Done ends the redrawn line on a terminal with a newline.
+func (l *Live) Done() {
+	if l.Terminal && l.drawn {
+		_, _ = io.WriteString(l.W, "\n")
+		l.drawn = false
+	}
+}
+
+// WriteTable writes the final report of a record: a summary, one row per
+// activity type and the total (latency percentiles from the intended time,
+// service and lateness p99, counts), the status tally and the bottleneck
+// verdict.
+func WriteTable(w io.Writer, r *Record) error {
+	var b strings.Builder
+	s := r.Settings
+	c := r.Overall.Counts
+	label := s.Label
+	if label == "" {
+		label = "flood"
+	}
+	fmt.Fprintf(&b, "%s: %g/s %s for %s", label, s.Rate*float64(r.Generators()), s.Arrivals, fmtSeconds(s.Duration))
+	if s.Warmup > 0 {
+		fmt.Fprintf(&b, " (warm-up %s discarded)", fmtSeconds(s.Warmup))
+	}
+	if r.Generators() > 1 {
+		fmt.Fprintf(&b, ", %d generators", r.Generators())
+	}
+	if s.Signing != "" {
+		fmt.Fprintf(&b, ", signing %s", s.Signing)
+	}
+	if s.Mix != "" {
+		fmt.Fprintf(&b, ", mix %s", s.Mix)
+	}
+	b.WriteString("\n")
+	if r.Partial {
+		fmt.Fprintf(&b, "PARTIAL: %s\n", r.PartialReason)
+	}
+	fmt.Fprintf(&b, "measured %.1fs: offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n\n",
+		r.Measured, c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, pct(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "type\tsent\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tdropped\t")
+	row := func(name string, t *TypeRecord) {
+		l := t.Latency
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t\n", name, t.Counts.Sent,
+			fmtUS(l.P50), fmtUS(l.P90), fmtUS(l.P95), fmtUS(l.P99), fmtUS(l.P999), fmtUS(l.Max),
+			fmtUS(t.Service.P99), fmtUS(t.Lateness.P99), t.Tally.OK(), pct(t.Tally.Errors(), t.Counts.Completed), t.Counts.Dropped)
+	}
+	for _, name := range r.TypeNames() {
+		row(name, r.Types[name])
+	}
+	row("all", &r.Overall)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	b.WriteString("\nstatus:")
+	t := r.Overall.Tally
+	for cl := Class(0); cl < NumClasses; cl++ {
+		if n := t.Classes[cl]; n > 0 {
+			fmt.Fprintf(&b, " %s=%d", cl, n)
+		}
+	}
+	if t.Total() == 0 {
+		b.WriteString(" none")
+	}
+	fmt.Fprintf(&b, "; Retry-After seen %d", t.RetryAfter)
+	if c.Aborted > 0 {
+		fmt.Fprintf(&b, "; aborted %d", c.Aborted)
+	}
+	b.WriteString("\n")
+	if r.Bottleneck.Generator {
+		b.WriteString("BOTTLENECK: the generator, not the SUT: these figures include the crowd's own limits:\n")
+		for _, s := range r.Bottleneck.Reasons {
+			fmt.Fprintf(&b, "  - %s\n", s)
+		}
+	} else {
+		b.WriteString("generator kept up: the figures are the SUT's\n")
+	}
+	for _, s := range r.Bottleneck.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", s)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fmtUS formats a microsecond value for humans: 850µs, 3.21ms, 1.25s.
+func fmtUS(us int64) string { return fmtDur(time.Duration(us) * time.Microsecond) }
+
+// fmtDur formats d with three significant digits in µs, ms or s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Millisecond:
+		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "µs"
+	case d < time.Second:
+		return sig3(float64(d)/1e6) + "ms"
+	default:
+		return sig3(d.Seconds()) + "s"
+	}
+}
+
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// fmtSeconds formats d as whole seconds ("27s"), or minutes and seconds.
+func fmtSeconds(d time.Duration) string {
+	s := int64((d + time.Second/2) / time.Second)
+	if s < 60 {
+		return strconv.FormatInt(s, 10) + "s"
+	}
+	return strconv.FormatInt(s/60, 10) + "m" + fmt.Sprintf("%02d", s%60) + "s"
+}
+
+// pct formats n/of as a percentage ("0.2%"), "-" when of is 0.
+func pct(n, of int64) string {
+	if of == 0 {
+		return "-"
+	}
+	v := 100 * float64(n) / float64(of)
+	switch {
+	case v == 0:
+		return "0%"
+	case v < 0.1:
+		return strconv.FormatFloat(v, 'f', 3, 64) + "%"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+}
