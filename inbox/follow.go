@@ -61,6 +61,13 @@ func (in *Inbox) onFollow(act Activity, body []byte) reply {
 	if !ok {
 		return reply{status: http.StatusAccepted, note: fmt.Sprintf("Follow of %s, who is not a crowd actor here: nothing to do", target)}
 	}
+	// A full queue refuses the Follow before it is recorded: the sender
+	// retries it later, and a flood of Follows cannot grow the graph
+	// faster than the crowd can answer them.
+	if in.queue.depth() >= in.queue.max {
+		return reply{status: http.StatusServiceUnavailable, retryAfter: 60,
+			reason: fmt.Sprintf("%d Accepts are waiting to be delivered; send the Follow again later", in.queue.depth())}
+	}
 	follow := followToEmbed(act, body)
 	if err := in.world.Graph.AddFollower(local.ID, act.Actor, act.ID, follow); err != nil {
 		return reject(http.StatusInternalServerError, "could not record the follow: %v", err)
