@@ -88,6 +88,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /api/world", func(w http.ResponseWriter, r *http.Request) {
 		writeAdminJSON(w, p.World())
 	})
+	mux.Handle("GET /{$}", mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(mux)
 	}

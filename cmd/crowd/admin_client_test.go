@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/pasture"
+)
+
+// testCrowd is what `crowd serve` runs, in-process: a two-origin world
+// (flood1.test and flood2.test, alice and bob on each), its inbox and a
+// pasture with the admin API on a loopback port. No DNS: deliveries to
+// the crowd's own origins are served in-process by the inbox.
+type testCrowd struct {
+	admin string // host:port of the admin API
+	world *actors.World
+	inbox *inbox.Inbox
+	stop  func() // shuts the crowd down (idempotent; also run at cleanup)
+}
+
+func startTestCrowd(t *testing.T) *testCrowd {
+	t.Helper()
+	state := t.TempDir()
+	world, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := pasture.NewRegistry()
+	in, err := inbox.New(inbox.Config{World: world, StateDir: state, Registerer: reg,
+		Client: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pasture.New(pasture.Config{World: world, HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
+		Version: "test", Inbox: in, Admin: in.AdminRoutes, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := in.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			in.Shutdown(sctx)
+			p.Shutdown(sctx)
+			world.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freeAddr returns a loopback address where nothing listens (a port just
+// bound and released).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// redirect swaps os.Stdout and os.Stderr for pipes until restore is
+// called, which puts them back and returns what went to stderr; stdout is
+// the read end of the stdout pipe, for the caller to read (live, for a
+// tail). Commands print to cmd.OutOrStdout(), which is os.Stdout at run
+// time, and execute prints errors to os.Stderr: this is how the tests see
+// both while calling execute exactly as main does. Not for parallel tests.
+func redirect(t *testing.T) (stdout *os.File, restore func() (stderr string)) {
+	t.Helper()
+	or, ow, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = ow, ew
+	errc := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		io.Copy(&b, er)
+		errc <- b.String()
+	}()
+	return or, func() string {
+		os.Stdout, os.Stderr = oldOut, oldErr
+		ow.Close()
+		ew.Close()
+		return <-errc
+	}
+}
+
+// runCLI runs the crowd command line as main does and returns its exit
+// status and what it printed.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	out, restore := redirect(t)
+	outc := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		io.Copy(&b, out)
+		outc <- b.String()
+	}()
+	code = execute(context.Background(), args)
+	stderr = restore()
+	return code, <-outc, stderr
+}
+
+// fakeRemote is another server, not a crowd: it serves the actor
+// documents given (path → JSON, as application/activity+json unless
+// contentType says otherwise) and answers every inbox POST with
+// inboxStatus.
+type fakeRemote struct {
+	srv *httptest.Server
+}
+
+func newFakeRemote(t *testing.T, docs map[string]string, contentType string, inboxStatus int) *fakeRemote {
+	t.Helper()
+	if contentType == "" {
+		contentType = "application/activity+json"
+	}
+	fr := &fakeRemote{}
+	fr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/inbox") {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(inboxStatus)
+			json.NewEncoder(w).Encode(map[string]string{"error": "this server does not like you"})
+			return
+		}
+		doc, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		io.WriteString(w, strings.ReplaceAll(doc, "BASE", fr.srv.URL))
+	}))
+	t.Cleanup(fr.srv.Close)
+	return fr
+}
+
+// url is the absolute URL of path on the fake remote.
+func (fr *fakeRemote) url(path string) string { return fr.srv.URL + path }
+
+func TestAdminFlagIsChecked(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		addr  string
+		ok    bool
+		base  string // when ok
+		error string // else: the message names this
+	}{
+		// The usual form: what `crowd serve --admin` takes.
+		{"host:port", "127.0.0.1:9180", true, "http://127.0.0.1:9180", ""},
+		// A URL is accepted too, as people paste them.
+		{"an http URL", "http://crowd:9180/", true, "http://crowd:9180", ""},
+		// Empty: nowhere to go.
+		{"empty", "", false, "", "--admin"},
+		// No port: a port is always needed (no default port is guessed).
+		{"no port", "crowd", false, "", "no port"},
+		// A path: the admin API lives at the root.
+		{"a path", "http://127.0.0.1:9180/api", false, "", "--admin"},
+		// Another scheme.
+		{"ftp", "ftp://127.0.0.1:21", false, "", "--admin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := (&adminFlags{addr: c.addr}).client()
+			if c.ok {
+				if err != nil || cl.base != c.base {
+					t.Fatalf("client(%q) = %v, %v; want base %s", c.addr, cl, err, c.base)
+				}
+				return
+			}
+			if err == nil || !isUsageError(err) || !strings.Contains(err.Error(), c.error) {
+				t.Fatalf("client(%q) error %v; want a usage error naming %q", c.addr, err, c.error)
+			}
+		})
+	}
+}

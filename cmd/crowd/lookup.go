@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/inbox"
+)
+
+type lookupFlags struct {
+	admin adminFlags
+	json  bool
+}
+
+func newLookupCmd() *cobra.Command {
+	f := &lookupFlags{}
+	cmd := &cobra.Command{
+		Use:   "lookup acct:name@host|URL",
+		Short: "Fetch an actor as a real server would (WebFinger, signed GET) and list what a real server would object to",
+		Long: `Ask the running ` + "`crowd serve`" + ` (its admin API, --admin) to look an actor up the way Mastodon,
+GoToSocial or Fedify would: WebFinger for an account, a GET signed by a crowd instance actor,
+and the WebFinger round trip back from the document's preferredUsername. Prints the document
+pretty-printed and every problem a real server would object to. Exits 1 when there are
+problems or the fetch failed.`,
+		Example: `  crowd lookup acct:admin@sut.test
+  crowd lookup https://sut.test/users/admin --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("crowd lookup takes one actor, acct:name@host or a URL; got %d arguments", len(args))}
+			}
+			if err := checkActorRef(args[0]); err != nil {
+				return usageError{fmt.Errorf("crowd lookup %q: %v", args[0], err)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLookup(cmd.Context(), cmd.OutOrStdout(), f, args[0])
+		},
+	}
+	f.admin.register(cmd)
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
+	return cmd
+}
+
+func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource string) error {
+	c, err := f.admin.client()
+	if err != nil {
+		return err
+	}
+	var res inbox.LookupResult
+	if err := c.get(ctx, "/api/lookup", url.Values{"resource": {resource}}, &res); err != nil {
+		var ae adminError
+		if errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+			return usageError{fmt.Errorf("crowd lookup %q: %s", resource, ae.msg)}
+		}
+		return err
+	}
+	if f.json {
+		if err := printIndentedJSON(stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printLookupResult(stdout, &res)
+	}
+	if n := len(res.Problems); n > 0 {
+		return exitCode{1, fmt.Errorf("%s: %d %s a real server would object to", resource, n, plural(n, "problem", "problems"))}
+	}
+	return nil
+}
+
+// printLookupResult shows a lookup as a person reads it: the way to the
+// document, the document, then the problems.
+func printLookupResult(w io.Writer, res *inbox.LookupResult) {
+	if res.WebFinger != nil {
+		self := res.WebFinger.Self()
+		if self == "" {
+			self = "(no ActivityPub self link)"
+		}
+		fmt.Fprintf(w, "WebFinger %s → %s\n", res.WebFinger.Subject, self)
+	}
+	if res.Status != 0 {
+		fmt.Fprintf(w, "GET %s → %d %s", res.URL, res.Status, res.ContentType)
+		if res.FinalURL != "" && res.FinalURL != res.URL {
+			fmt.Fprintf(w, " (redirected to %s)", res.FinalURL)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(res.Document) > 0 {
+		fmt.Fprintln(w, indentedJSONText(res.Document))
+	}
+	if len(res.Problems) == 0 {
+		fmt.Fprintln(w, "no problems: a real server would accept this actor")
+		return
+	}
+	fmt.Fprintf(w, "%d %s a real server would object to:\n", len(res.Problems), plural(len(res.Problems), "problem", "problems"))
+	for _, p := range res.Problems {
+		fmt.Fprintf(w, "  - %s\n", p)
+	}
+}
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/webfinger"
+)
+
+type sendFlags struct {
+	admin    adminFlags
+	from     string
+	typ      string
+	to       string
+	object   string
+	inboxURL string
+	json     bool
+}
+
+func newSendCmd() *cobra.Command {
+	f := &sendFlags{}
+	cmd := &cobra.Command{
+		Use:   "send",
+		Short: "Send one signed activity from a crowd actor now, and show what came back",
+		Long: `Ask the running ` + "`crowd serve`" + ` (its admin API, --admin) to send one activity by hand, signed
+by a crowd actor, and print the activity, the inbox it went to, and the target's answer.
+
+  Follow   follows --to (registered as pending, so the target's Accept finds it)
+  Undo     undoes --from's Follow of --to
+  Create   a public Note mentioning --to (or --object, a JSON object to wrap)
+  Like     likes --object, the URL of a post
+
+The target (--to) is acct:name@host, name@host or an actor URL; it is resolved as a real server
+would (WebFinger, then a signed fetch of the actor). Exits 1 when the target answered non-2xx.`,
+		Example: `  crowd send --from alice@flood3.test --type Follow --to acct:admin@sut.test
+  crowd send --from alice@flood3.test --type Like --to acct:admin@sut.test --object https://sut.test/notes/1
+  crowd send --from alice@flood3.test --type Undo --to acct:admin@sut.test`,
+		Args: noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSend(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	f.admin.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.from, "from", "", "the crowd actor that sends: NAME@floodN.test or its actor URL (required)")
+	fl.StringVar(&f.typ, "type", "", "Follow, Undo, Create or Like (required)")
+	fl.StringVar(&f.to, "to", "", "the target actor: acct:name@host, name@host or an actor URL (required)")
+	fl.StringVar(&f.object, "object", "", "Like: the URL of the post to like; Create: a JSON object to wrap instead of the generated Note")
+	fl.StringVar(&f.inboxURL, "inbox", "", "POST here instead of the target's inbox (its shared inbox for Create)")
+	fl.BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
+	return cmd
+}
+
+// sendTypes are the activity types `crowd send` builds.
+func sendTypes() []string { return []string{"Follow", "Undo", "Create", "Like"} }
+
+// request checks the flags and builds the admin API's request; every
+// mistake is a usage error naming its flag.
+func (f *sendFlags) request() (inbox.SendRequest, error) {
+	var req inbox.SendRequest
+	if strings.TrimSpace(f.from) == "" {
+		return req, usageError{errors.New("--from is required: the crowd actor that sends, such as alice@flood1.test")}
+	}
+	if err := checkActorRef(f.from); err != nil {
+		return req, usageError{fmt.Errorf("--from %q: %v", f.from, err)}
+	}
+	for _, t := range sendTypes() {
+		if strings.EqualFold(strings.TrimSpace(f.typ), t) {
+			req.Type = t
+		}
+	}
+	if req.Type == "" {
+		if f.typ == "" {
+			return req, usageError{fmt.Errorf("--type is required: %s", strings.Join(sendTypes(), ", "))}
+		}
+		return req, usageError{fmt.Errorf("--type %q: want %s", f.typ, strings.Join(sendTypes(), ", "))}
+	}
+	if strings.TrimSpace(f.to) == "" {
+		return req, usageError{errors.New("--to is required: the target actor, acct:name@host or an actor URL")}
+	}
+	if err := checkActorRef(f.to); err != nil {
+		return req, usageError{fmt.Errorf("--to %q: %v", f.to, err)}
+	}
+	req.From, req.To = strings.TrimSpace(f.from), strings.TrimSpace(f.to)
+	obj := strings.TrimSpace(f.object)
+	switch req.Type {
+	case "Like":
+		if obj == "" {
+			return req, usageError{errors.New("--object is required for a Like: the URL of the post to like")}
+		}
+		if !isHTTPURL(obj) {
+			return req, usageError{fmt.Errorf("--object %q: a Like needs the http(s) URL of the post", f.object)}
+		}
+		req.Object, _ = json.Marshal(obj)
+	case "Create":
+		if obj != "" {
+			if !strings.HasPrefix(obj, "{") || !json.Valid([]byte(obj)) {
+				return req, usageError{fmt.Errorf("--object for a Create is a JSON object to wrap (or leave it out for a generated Note); %q is not one", f.object)}
+			}
+			req.Object = json.RawMessage(obj)
+		}
+	default:
+		if obj != "" {
+			return req, usageError{fmt.Errorf("--object is for Like and Create, not %s", req.Type)}
+		}
+	}
+	if f.inboxURL != "" {
+		if !isHTTPURL(f.inboxURL) {
+			return req, usageError{fmt.Errorf("--inbox %q is not an http(s) URL", f.inboxURL)}
+		}
+		req.Inbox = f.inboxURL
+	}
+	return req, nil
+}
+
+// checkActorRef accepts what the admin API resolves: an http(s) actor
+// URL, or an account (acct:name@host, name@host, @name@host).
+func checkActorRef(s string) error {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "://") {
+		if !isHTTPURL(s) {
+			return errors.New("not an http(s) actor URL")
+		}
+		return nil
+	}
+	if _, _, err := webfinger.ParseAcct(s); err != nil {
+		return errors.New("neither name@host nor an actor URL")
+	}
+	return nil
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
+	req, err := f.request()
+	if err != nil {
+		return err
+	}
+	c, err := f.admin.client()
+	if err != nil {
+		return err
+	}
+	var res inbox.SendResult
+	if err := c.post(ctx, "/api/send", req, &res); err != nil {
+		var ae adminError
+		if errors.As(err, &ae) {
+			switch ae.status {
+			case http.StatusNotFound: // the API's "no such crowd actor": only the sender is looked up in the world
+				return usageError{fmt.Errorf("--from %q: %s", f.from, ae.msg)}
+			case http.StatusBadGateway:
+				return fmt.Errorf("the crowd could not reach the target: %s", ae.msg)
+			}
+			return fmt.Errorf("the crowd refused to send: %s", ae.msg)
+		}
+		return err
+	}
+	if f.json {
+		if err := printIndentedJSON(stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printSendResult(stdout, req, &res)
+	}
+	if res.Status < 200 || res.Status > 299 {
+		return exitCode{1, fmt.Errorf("%s answered HTTP %d to the %s, not 2xx", res.Inbox, res.Status, req.Type)}
+	}
+	return nil
+}
+
+// printSendResult shows a manual send as a person reads it: what went
+// where, then what came back.
+func printSendResult(w io.Writer, req inbox.SendRequest, res *inbox.SendResult) {
+	fmt.Fprintf(w, "%s from %s to %s\n", req.Type, req.From, req.To)
+	fmt.Fprintf(w, "POST %s\n", res.Inbox)
+	fmt.Fprintln(w, indentedJSONText(res.Activity))
+	switch {
+	case res.Status == 0:
+		fmt.Fprintf(w, "→ no answer after %s: %s\n", formatMS(res.DurationMS), res.Error)
+	default:
+		fmt.Fprintf(w, "→ %d %s in %s\n", res.Status, http.StatusText(res.Status), formatMS(res.DurationMS))
+	}
+	if body := bytes.TrimSpace([]byte(res.Body)); len(body) > 0 {
+		fmt.Fprintln(w, indentedJSONText(body))
+	}
+}

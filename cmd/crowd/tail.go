@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/inbox"
+)
+
+type tailFlags struct {
+	admin     adminFlags
+	actor     string
+	typ       string
+	direction string
+	json      bool
+	backlog   int
+}
+
+func newTailCmd() *cobra.Command {
+	f := &tailFlags{}
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Follow the running crowd's activity log live: every activity in and out, with its verdict",
+		Long: `Follow the activity log of a running ` + "`crowd serve`" + ` (its admin API, --admin) live, one line per
+activity in or out: time, direction, type, actor → recipient, verdict, HTTP status, duration
+and the reason of a rejection. --json prints each log entry whole (headers and body included),
+one JSON object a line. Ctrl-C ends it.`,
+		Example: `  crowd tail
+  crowd tail --actor alice@flood3.test --type Follow,Accept
+  crowd tail --direction in --json | jq .reason`,
+		Args: noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTail(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	f.admin.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.actor, "actor", "", "only activities by, to or about this actor: name@host, an actor URL, or a host for all its actors")
+	fl.StringVar(&f.typ, "type", "", "only these activity types, comma-separated (Follow,Accept,…)")
+	fl.StringVar(&f.direction, "direction", "", "only in (received by the crowd) or out (sent by it)")
+	fl.BoolVar(&f.json, "json", false, "print each log entry as one line of JSON, whole")
+	fl.IntVar(&f.backlog, "backlog", 10, "first print up to this many of the latest matching entries")
+	return cmd
+}
+
+// noArgsUsage refuses positional arguments as a usage error (exit 2).
+func noArgsUsage(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("crowd %s takes no arguments, got %q (see crowd %s --help)", cmd.Name(), args, cmd.Name())}
+	}
+	return nil
+}
+
+func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error {
+	switch f.direction {
+	case "", inbox.DirIn, inbox.DirOut:
+	default:
+		return usageError{fmt.Errorf("--direction %q: want in or out", f.direction)}
+	}
+	if f.backlog < 0 {
+		return usageError{fmt.Errorf("--backlog %d: want 0 or more", f.backlog)}
+	}
+	c, err := f.admin.client()
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"actor": f.actor, "type": f.typ, "direction": f.direction} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	q.Set("backlog", strconv.Itoa(f.backlog))
+	resp, err := c.open(ctx, "/api/activities/stream", q)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ae adminError
+		if errors.As(err, &ae) && ae.status == 400 {
+			return usageError{err} // the API's filter check: a flag's value
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	err = inbox.ReadStream(resp.Body, func(ev inbox.Event) error {
+		if ev.Lost > 0 {
+			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the state dir's %s has them all)", ev.Lost, inbox.LogFile)
+			if f.json {
+				fmt.Fprintln(stderr, "crowd tail:", msg)
+			} else {
+				fmt.Fprintln(stdout, msg)
+			}
+		}
+		if f.json {
+			b, err := json.Marshal(ev.Entry)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s\n", b)
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, entryLine(&ev.Entry))
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil // Ctrl-C: the end the user asked for
+	}
+	if err != nil {
+		return fmt.Errorf("the activity stream of the crowd at %s (--admin) broke off: %w", c.addr, err)
+	}
+	return fmt.Errorf("the activity stream of the crowd at %s (--admin) ended: that crowd is shutting down", c.addr)
+}
+
+// entryLine renders an activity log entry as one readable line:
+//
+//	15:04:05.000 in  Follow        alice@sut.test → bob@flood2.test  accepted 202 3.1ms  follower recorded
+func entryLine(e *inbox.Entry) string {
+	typ := e.Type
+	if typ == "" {
+		typ = "?"
+	}
+	if e.ObjectType != "" {
+		typ += "(" + e.ObjectType + ")"
+	}
+	from, to := e.Actor, ""
+	switch e.Direction {
+	case inbox.DirOut:
+		if from == "" {
+			from = e.Local
+		}
+		to = e.To
+	default:
+		if from == "" {
+			// An unparsable body: the signature still names the sender.
+			from, _, _ = strings.Cut(e.KeyID, "#")
+		}
+		if from == "" {
+			from = e.Remote
+		}
+		to = e.Local
+	}
+	if to == "" {
+		to = e.URL // a shared inbox, or an inbox whose owner is unknown
+	}
+	status := "---"
+	if e.Status != 0 {
+		status = strconv.Itoa(e.Status)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-3s %-14s %s → %s  %s %s %s", e.Time.Local().Format("15:04:05.000"), e.Direction, typ,
+		shortActor(from), shortActor(to), e.Verdict, status, formatMS(e.DurationMS))
+	if e.Attempt > 1 {
+		fmt.Fprintf(&b, " attempt %d", e.Attempt)
+	}
+	for _, s := range []string{e.Reason, e.Note} {
+		if s = strings.TrimSpace(s); s != "" {
+			b.WriteString("  ")
+			b.WriteString(strings.Join(strings.Fields(s), " ")) // one line, always
+		}
+	}
+	return b.String()
+}
+
+// shortActor shows an actor URL the way people name actors: the common
+// /users/NAME form as NAME@host, anything else without its scheme.
+func shortActor(id string) string {
+	if id == "" {
+		return "?"
+	}
+	u, err := url.Parse(id)
+	if err != nil || u.Host == "" {
+		return id
+	}
+	if name, ok := strings.CutPrefix(u.Path, "/users/"); ok && name != "" && !strings.Contains(name, "/") && u.Fragment == "" && u.RawQuery == "" {
+		return name + "@" + u.Host
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(id, "https://"), "http://")
+}
+
+// formatMS shows a duration in milliseconds with sensible precision.
+func formatMS(ms float64) string {
+	switch {
+	case ms <= 0:
+		return "-"
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + "ms"
+	default:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + "ms"
+	}
+}

@@ -1,0 +1,417 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAdminPage opens the admin page of a real `crowd serve` in headless
+// Chromium and checks what its JavaScript made of the admin API: the
+// origins and actors, the follow that `crowd send` made, the activities
+// with their verdicts (a rejected one coloured apart), an activity that
+// arrives while the page is open (the EventSource), and the filter box.
+// It also takes a screenshot, which must be a sound PNG of the window.
+//
+// Chromium is driven over the DevTools protocol (--remote-debugging-pipe)
+// rather than with --dump-dom: the page keeps its EventSource open for
+// ever, and --virtual-time-budget never runs out while a fetch is
+// pending, while without it --dump-dom prints the DOM at the load event,
+// before the page's own requests have come back.
+func TestAdminPage(t *testing.T) {
+	RequireTools(t, "chromium")
+	bin := BuildCrowd(t)
+	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "2", "--actors", "3",
+		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
+		func(ctx context.Context, p *Process) error {
+			resp, err := http.Get("http://" + admin + "/readyz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
+			}
+			return nil
+		})
+	crowdCLI := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "--admin", admin)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("crowd %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+
+	// A follow between two crowd actors, through the binary: Follow out and
+	// in, then bob's Accept out and in.
+	if out := crowdCLI("send", "--from", "alice@flood1.test", "--type", "Follow", "--to", "acct:bob@flood2.test"); !strings.Contains(out, "→ 202 Accepted") {
+		t.Fatalf("crowd send: %s", out)
+	}
+	// A request the crowd rejects: an unsigned Like, over plain HTTP.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+plain+"/users/carol/inbox",
+		strings.NewReader(`{"@context":"https://www.w3.org/ns/activitystreams","id":"https://sut.test/likes/1","type":"Like","actor":"https://sut.test/users/mallory","object":"https://flood1.test/users/carol"}`))
+	req.Host = "flood1.test"
+	req.Header.Set("Content-Type", "application/activity+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unsigned Like was answered %d, want 401", resp.StatusCode)
+	}
+
+	// The page as served holds none of this: whatever the browser shows
+	// beyond it, the page's JavaScript fetched and rendered.
+	resp, err = http.Get("http://" + admin + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, s := range []string{"flood1.test", "flood2.test", "alice@flood1", "Accept(Follow)", "mallory"} {
+		if bytes.Contains(static, []byte(s)) {
+			t.Fatalf("the static page already contains %q: the test could not tell that the JavaScript ran", s)
+		}
+	}
+
+	browser := startChromium(t)
+	page := browser.open(t, "http://"+admin+"/")
+	page.waitUntil(t, `document.body.dataset.loaded === "yes" && document.body.dataset.state === "live" &&
+		document.querySelectorAll("tr.act").length >= 5 && document.querySelectorAll("#follows .state-accepted").length >= 2`)
+
+	// Live: an activity sent now reaches the open page through the stream.
+	crowdCLI("send", "--from", "bob@flood2.test", "--type", "Create", "--to", "acct:alice@flood1.test")
+	page.waitUntil(t, `[...document.querySelectorAll("tr.act td.type")].filter(td => td.textContent === "Create(Note)").length === 2`)
+
+	var view struct {
+		Status  string   `json:"status"`
+		Counts  string   `json:"counts"`
+		Origins []string `json:"origins"`
+		Actors  []string `json:"actors"`
+		Follows string   `json:"follows"`
+		Rows    []struct {
+			Class string `json:"class"`
+			Text  string `json:"text"`
+			Back  string `json:"back"`
+		} `json:"rows"`
+	}
+	page.eval(t, `JSON.stringify({
+		status: document.getElementById("status").textContent,
+		counts: document.getElementById("counts").textContent,
+		origins: [...document.querySelectorAll("#world h3")].map(e => e.textContent),
+		actors: [...document.querySelectorAll("#world .actor")].map(e => e.title.split("\n")[0]),
+		follows: document.getElementById("follows").innerText,
+		rows: [...document.querySelectorAll("tr.act")].map(r => ({class: r.className, text: r.innerText.replace(/\s+/g, " "),
+			back: getComputedStyle(r).backgroundColor})),
+	})`, &view)
+
+	if view.Status != "live" {
+		t.Errorf("status %q, want live", view.Status)
+	}
+	if strings.Join(view.Origins, " ") != "flood1.test flood2.test" {
+		t.Errorf("origins %q", view.Origins)
+	}
+	if len(view.Actors) != 6 || view.Actors[0] != "alice@flood1.test" || view.Actors[5] != "carol@flood2.test" {
+		t.Errorf("actors %q", view.Actors)
+	}
+	for _, want := range []string{"origins 2", "actors 6", "problems 1"} {
+		if !strings.Contains(view.Counts, want) {
+			t.Errorf("counts %q lack %q", view.Counts, want)
+		}
+	}
+	for _, want := range []string{"alice@flood1.test", "bob@flood2.test", "accepted"} {
+		if !strings.Contains(view.Follows, want) {
+			t.Errorf("follows %q lack %q", view.Follows, want)
+		}
+	}
+	var rows []string
+	backs := map[string]string{} // verdict class → background colour
+	for _, r := range view.Rows {
+		rows = append(rows, r.Class+" | "+r.Text)
+		backs[strings.Fields(r.Class)[1]] = r.Back
+	}
+	all := strings.Join(rows, "\n")
+	for _, want := range []string{
+		"act v-sent | ", "out Follow alice@flood1.test → bob@flood2.test sent 202",
+		"act v-accepted | ", "in Follow alice@flood1.test → bob@flood2.test accepted 202",
+		"act v-delivered | ", "out Accept(Follow) bob@flood2.test → alice@flood1.test delivered 202",
+		"in Accept(Follow) bob@flood2.test → alice@flood1.test accepted 202",
+		"act v-rejected problem | ", "in Like mallory@sut.test → carol@flood1.test rejected 401",
+		"in Create(Note) bob@flood2.test →",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the activity rows lack %q:\n%s", want, all)
+		}
+	}
+	if backs["v-rejected"] == "" || backs["v-rejected"] == backs["v-accepted"] {
+		t.Errorf("a rejected row is not coloured apart: %v", backs)
+	}
+
+	dom := page.evalString(t, `document.documentElement.outerHTML`)
+	shot := page.screenshot(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "adminpage.html"), []byte(dom), 0o644)
+	shotPath := filepath.Join(dir, "adminpage.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil || img.Bounds().Dx() < 800 || img.Bounds().Dy() < 600 {
+		t.Errorf("screenshot %s (%d bytes): %v", shotPath, len(shot), err)
+	}
+	if !strings.Contains(dom, `<h3>flood2.test</h3>`) || !strings.Contains(dom, `data-seq="`) {
+		t.Errorf("the DOM lacks the rendered world or rows; see %s", filepath.Join(dir, "adminpage.html"))
+	}
+
+	// The filter box: by type, then by actor.
+	for _, c := range []struct {
+		filter string
+		rows   int
+	}{
+		{"Create", 2},                      // the Create, in and out
+		{"mallory", 1},                     // the rejected Like, by its sender
+		{"accept(follow) alice@flood1", 2}, // words combine: the Accept to alice, in and out
+		{"", 7},                            // everything again
+	} {
+		n := page.evalString(t, fmt.Sprintf(`(() => { const f = document.getElementById("filter"); f.value = %q;
+			f.dispatchEvent(new Event("input")); return String(document.querySelectorAll("tr.act").length); })()`, c.filter))
+		if n != fmt.Sprint(c.rows) {
+			t.Errorf("filter %q shows %s rows, want %d", c.filter, n, c.rows)
+		}
+	}
+}
+
+// freeLoopbackAddr returns 127.0.0.1:PORT for a port that was free a
+// moment ago (bound, then released): `crowd serve` cannot report the
+// port it picked for :0.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// chromium is a headless Chromium driven over the DevTools protocol on a
+// pipe (--remote-debugging-pipe: commands in on its fd 3, answers out on
+// its fd 4, each a JSON message ended by a NUL byte).
+type chromium struct {
+	in io.Writer
+
+	mu      sync.Mutex
+	next    int
+	waiting map[int]chan cdpAnswer
+	dead    error
+}
+
+// cdpAnswer is the answer to one DevTools command.
+type cdpAnswer struct {
+	ID     int             `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// startChromium starts headless Chromium (stopped at cleanup) with a
+// profile in the test's temporary folder.
+func startChromium(t *testing.T) *chromium {
+	t.Helper()
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--window-size=1280,900", "--remote-debugging-pipe", "about:blank")
+	cmd.ExtraFiles = []*os.File{cmdR, outW} // fd 3, fd 4
+	StartProcess(t, cmd, nil)
+	cmdR.Close()
+	outW.Close()
+	t.Cleanup(func() { cmdW.Close(); outR.Close() })
+	c := &chromium{in: cmdW, waiting: map[int]chan cdpAnswer{}}
+	go c.read(outR)
+	return c
+}
+
+// read dispatches answers to their callers; events are ignored.
+func (c *chromium) read(r io.Reader) {
+	br := bufio.NewReader(r)
+	for {
+		msg, err := br.ReadBytes(0)
+		if err != nil {
+			c.mu.Lock()
+			c.dead = fmt.Errorf("chromium closed its DevTools pipe: %v", err)
+			for id, ch := range c.waiting {
+				close(ch)
+				delete(c.waiting, id)
+			}
+			c.mu.Unlock()
+			return
+		}
+		var a cdpAnswer
+		if json.Unmarshal(bytes.TrimSuffix(msg, []byte{0}), &a) != nil || a.ID == 0 {
+			continue
+		}
+		c.mu.Lock()
+		ch := c.waiting[a.ID]
+		delete(c.waiting, a.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- a
+		}
+	}
+}
+
+// call sends one command (to the browser when session is "", else to
+// that page) and decodes its result into result (when not nil).
+func (c *chromium) call(t *testing.T, session, method string, params, result any) {
+	t.Helper()
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		t.Fatalf("%s: %v", method, c.dead)
+	}
+	c.next++
+	id := c.next
+	ch := make(chan cdpAnswer, 1)
+	c.waiting[id] = ch
+	msg := map[string]any{"id": id, "method": method, "params": params}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	b, _ := json.Marshal(msg)
+	_, err := c.in.Write(append(b, 0))
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	select {
+	case a, ok := <-ch:
+		switch {
+		case !ok:
+			t.Fatalf("%s: chromium went away", method)
+		case a.Error != nil:
+			t.Fatalf("%s: %s", method, a.Error.Message)
+		case result != nil:
+			if err := json.Unmarshal(a.Result, result); err != nil {
+				t.Fatalf("%s: %v in %s", method, err, a.Result)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no answer from chromium within 30 s", method)
+	}
+}
+
+// chromiumPage is one tab.
+type chromiumPage struct {
+	c       *chromium
+	session string
+}
+
+// open makes a tab, loads url in it, and returns it.
+func (c *chromium) open(t *testing.T, url string) *chromiumPage {
+	t.Helper()
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	c.call(t, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	c.call(t, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att)
+	p := &chromiumPage{c: c, session: att.SessionID}
+	c.call(t, p.session, "Page.enable", map[string]any{}, nil)
+	c.call(t, p.session, "Page.navigate", map[string]any{"url": url}, nil)
+	return p
+}
+
+// eval evaluates a JavaScript expression that yields a JSON string and
+// decodes it into v.
+func (p *chromiumPage) eval(t *testing.T, expr string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(p.evalString(t, expr)), v); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// evalString evaluates a JavaScript expression that yields a string.
+func (p *chromiumPage) evalString(t *testing.T, expr string) string {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	p.c.call(t, p.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r)
+	if r.ExceptionDetails != nil {
+		t.Fatalf("JavaScript threw: %s %s\n%s", r.ExceptionDetails.Text, r.ExceptionDetails.Exception.Description, expr)
+	}
+	var s string
+	if err := json.Unmarshal(r.Result.Value, &s); err != nil {
+		t.Fatalf("%s is a %s, not a string: %s", expr, r.Result.Type, r.Result.Value)
+	}
+	return s
+}
+
+// waitUntil polls a JavaScript condition until it holds (a condition
+// that throws does not hold), failing after 20 s with what the page shows.
+func (p *chromiumPage) waitUntil(t *testing.T, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// While the page loads, document.body may not be there yet: that is
+		// "not yet", not a failure.
+		if p.evalString(t, "(() => { try { return String(Boolean("+cond+")); } catch { return 'false'; } })()") == "true" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page never got to %s\nit shows:\n%s", cond, p.evalString(t, "document.body.innerText"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// screenshot captures the tab as PNG.
+func (p *chromiumPage) screenshot(t *testing.T) []byte {
+	t.Helper()
+	var r struct {
+		Data string `json:"data"`
+	}
+	p.c.call(t, p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &r)
+	b, err := base64.StdEncoding.DecodeString(r.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
