@@ -1,0 +1,65 @@
+# The crowd as a container image: one static binary, CA certificates, nothing else.
+#
+# Two ways to build it, to the same layout (the binary in /usr/local/bin, CA certificates, /state):
+#
+#   docker build -t crowd .                       # or podman build: compiles in a golang stage
+#   podman build --build-arg VERSION=$(git describe --always --dirty) -t crowd .
+#
+#   # Without a registry (no golang image to pull): build the binary on the host, then
+#   # package it; the `local` target reads ./crowd and ./ca-certificates.crt from the context.
+#   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(git describe --always --dirty)" -o crowd ./cmd/crowd
+#   cp /etc/ssl/certs/ca-certificates.crt .
+#   podman build --target local -t crowd .
+#
+# Run it with host networking, so the SUT reaches the origins on the standard ports and the
+# crowd's DNS on :53 (see pasture/compose.yaml for the crowd next to a SUT):
+#
+#   podman run -d --name crowd --network host -v crowd-state:/state crowd \
+#     serve --advertise 10.0.0.2 --dns-record sut.test=10.0.0.3
+#
+# The process runs as root inside the container: it binds 443, 80 and 53. The state (keys, the
+# CA, the follow graph, the activity log) is the volume /state; keep it, or every SUT that has
+# cached the crowd's keys must be wiped (DESIGN.md §3). The admin API stays on 127.0.0.1:9180,
+# which with host networking is the host's loopback.
+
+ARG GO_VERSION=1.26
+
+# ---- build: the static binary, compiled from the context --------------------------------------
+FROM golang:${GO_VERSION} AS build
+WORKDIR /src
+# Modules first, so an edit to the code does not download them again. Behind a proxy of your
+# own, pass --build-arg GOPROXY=… (empty: the Go default).
+ARG GOPROXY
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+      -o /out/usr/local/bin/crowd ./cmd/crowd \
+ && mkdir -p /out/etc/ssl/certs /out/state \
+ && cp /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/
+
+# ---- base: what every final image declares --------------------------------------------------------
+FROM scratch AS base
+ENV PATH=/usr/local/bin \
+    CROWD_STATE=/state
+# Relative paths (crowd flood's default out/load) land in /out: mount a host folder there.
+WORKDIR /
+VOLUME ["/state"]
+# 80 HTTP, 443 HTTPS, 53 DNS, 9180 the admin API (bound to 127.0.0.1 unless --admin says otherwise).
+EXPOSE 80 443 53/udp 53/tcp 9180
+ENTRYPOINT ["crowd"]
+CMD ["serve"]
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="crowd" \
+      org.opencontainers.image.description="A crowd of fake fediverse servers that floods and debugs an ActivityPub server" \
+      org.opencontainers.image.version="${VERSION}"
+
+# ---- local: package a binary built outside (no registry needed) ----------------------------------
+FROM base AS local
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY crowd /usr/local/bin/crowd
+
+# ---- release (the default target): the binary from the build stage -------------------------------
+FROM base AS release
+COPY --from=build /out/ /
