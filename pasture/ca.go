@@ -365,7 +365,9 @@ func (c *CA) IssueFiles(host, dir string) (certPath, keyPath string, err error) 
 	if err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// 0755: a SUT that runs as another user must reach its certificate;
+	// the key file itself stays 0600 (chown it to the SUT's user).
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
 	certPath = filepath.Join(dir, name+".crt")

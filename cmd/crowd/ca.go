@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -19,13 +20,20 @@ func newCACmd() *cobra.Command {
 		Use:   "issue NAME...",
 		Short: "Issue a certificate (chain and key) from the crowd's CA for each NAME, e.g. the SUT's host",
 		Long: `Issue a TLS certificate signed by the crowd's CA (made in --state on first use) for each NAME,
-written as NAME.crt (leaf then CA) and NAME.key in --out. A SUT that serves it is trusted by the
-crowd and by every peer that trusts the crowd's CA.`,
+written as NAME.crt (leaf then CA) and NAME.key (mode 0600: chown it to the SUT's user) in --out,
+with the CA itself as ca.pem beside them for the SUT to trust the crowd. A SUT that serves the
+certificate is trusted by the crowd and by every peer that trusts the crowd's CA.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
 			if err != nil {
 				return err
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("--out %s: %w", out, err)
+			}
+			if err := os.WriteFile(filepath.Join(out, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
+				return fmt.Errorf("--out %s: %w", out, err)
 			}
 			for _, name := range names {
 				certPath, keyPath, err := ca.IssueFiles(name, out)

@@ -151,6 +151,9 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "sut.test", Roots: ca.Pool()}); err != nil {
 		t.Errorf("the issued certificate does not verify against the crowd's CA: %v", err)
 	}
+	if copied, _ := os.ReadFile(filepath.Join(out, "ca.pem")); !bytes.Equal(copied, ca.CertPEM()) {
+		t.Errorf("--out must hold the CA as ca.pem for the SUT to trust")
+	}
 	if code := execute(context.Background(), []string{"ca", "issue", "--state", state, "--out", out, "../etc"}); code != 2 {
 		t.Errorf("a name that is no host name: exit %d, want 2", code)
 	}
