@@ -6,8 +6,19 @@
 //
 //   - Pacer (pacer.go): the schedule. Send n is due at start + Offset(n),
 //     never "send, wait, sleep"; constant rate or Poisson arrivals.
-//   - Source: prepared requests, already signed (activity generation and
-//     signing live elsewhere). Run only sends them.
+//   - Source: prepared requests, already signed. Run only sends them.
+//   - Activities (activity.go): the Generator draws Creates, Likes and
+//     Follows by a weighted Mix, senders uniform or Zipf, personas
+//     uniform; a Registrar records the Follows in the crowd's graph off
+//     the send path.
+//   - Personas (personas.go): the targets, discovered by WebFinger and
+//     signed fetches of their actors and outboxes, or the crowd's own
+//     actors for a self-flood.
+//   - Signing modes (source.go): Pipeline (background signers keep a
+//     buffer full: the default), Presign (all before the run), JIT (in the
+//     dispatcher), each a Source.
+//   - Guard (safety.go): resolves every target before anything is sent,
+//     refuses public addresses, and dials only the pinned ones.
 //   - Run (engine.go): a dispatcher waits for each intended time and hands
 //     the send to a free worker slot; with MaxInflight slots busy the send
 //     is dropped and counted, never delayed. Latency is measured from the

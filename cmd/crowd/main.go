@@ -78,6 +78,7 @@ func newRoot() *cobra.Command {
 	})
 	opts.register(root)
 	root.AddCommand(newServeCmd(opts), newCACmd())
+	root.AddCommand(newFloodCmd(opts))
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -131,35 +132,11 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	started := time.Now()
-	world, err := actors.Open(wcfg)
+	cw, err := startWorld(ctx, log, wcfg, pcfg)
 	if err != nil {
 		return err
 	}
-	defer world.Close()
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(wcfg.StateDir, "tls"))
-	if err != nil {
-		return err
-	}
-	reg := pasture.NewRegistry()
-	in, err := inbox.New(inbox.Config{World: world, Client: outgoingClient(ca, 30*time.Second),
-		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: userAgent()}), StateDir: wcfg.StateDir,
-		Logger: log.Named("inbox"), Registerer: reg})
-	if err != nil {
-		return err
-	}
-	pcfg.World, pcfg.Version, pcfg.Logger, pcfg.Registry = world, version, log, reg
-	pcfg.Inbox, pcfg.Admin = in, in.AdminRoutes
-	p, err := pasture.New(pcfg)
-	if err != nil {
-		return err
-	}
-	if err := in.Start(ctx); err != nil {
-		return err
-	}
-	if err := p.Start(ctx); err != nil {
-		in.Shutdown(context.Background())
-		return err
-	}
+	world, p := cw.world, cw.pasture
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
 		zap.String("first", world.Origins[0].Host), zap.String("state", wcfg.StateDir),
 		zap.Duration("startup", time.Since(started)))
@@ -171,12 +148,79 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
 	defer cancel()
-	// The inbox first: its live streams would hold the admin server open.
-	if serr := in.Shutdown(shutdownCtx); serr != nil {
-		log.Warn("inbox shutdown", zap.Error(serr))
-	}
-	if serr := p.Shutdown(shutdownCtx); serr != nil {
+	if serr := cw.shutdown(shutdownCtx); serr != nil {
 		log.Warn("shutdown", zap.Error(serr))
 	}
 	return err
+}
+
+// crowdWorld is a started crowd: the world, its listeners (the pasture)
+// and its inboxes. `crowd serve` runs one; `crowd flood --standalone` runs
+// one in-process.
+type crowdWorld struct {
+	world   *actors.World
+	pasture *pasture.Pasture
+	inbox   *inbox.Inbox
+}
+
+// startWorld opens the world of wcfg (keys, follow graph), builds its
+// inboxes and serves them with the listeners of pcfg (whose World, Version,
+// Logger, Registry, Inbox and Admin it fills). On error nothing started
+// keeps running.
+func startWorld(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg pasture.Config) (*crowdWorld, error) {
+	world, err := actors.Open(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	cw, err := serveWorld(ctx, log, world, pcfg)
+	if err != nil {
+		world.Close()
+		return nil, err
+	}
+	return cw, nil
+}
+
+func serveWorld(ctx context.Context, log *zap.Logger, world *actors.World, pcfg pasture.Config) (*crowdWorld, error) {
+	ca, err := pasture.LoadOrCreateCA(filepath.Join(world.Config.StateDir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	reg := pasture.NewRegistry()
+	in, err := inbox.New(inbox.Config{World: world, Client: outgoingClient(ca, 30*time.Second),
+		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: userAgent()}), StateDir: world.Config.StateDir,
+		Logger: log.Named("inbox"), Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	pcfg.World, pcfg.Version, pcfg.Logger, pcfg.Registry = world, version, log, reg
+	pcfg.Inbox, pcfg.Admin = in, in.AdminRoutes
+	p, err := pasture.New(pcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		in.Shutdown(context.Background())
+		return nil, err
+	}
+	return &crowdWorld{world: world, pasture: p, inbox: in}, nil
+}
+
+// shutdown stops the crowd within ctx: the inboxes first (their live
+// streams would hold the admin server open), then the listeners, then the
+// world's follow graph.
+func (c *crowdWorld) shutdown(ctx context.Context) error {
+	var errs []error
+	if err := c.inbox.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("inbox: %w", err))
+	}
+	if err := c.pasture.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.world.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/pasture"
+)
+
+// floodCLI runs the command line as main does, with ctx, and returns its
+// exit status and what it printed on stdout and stderr. It swaps
+// os.Stdout and os.Stderr, so tests using it do not run in parallel.
+func floodCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	or, ow, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(f *os.File) <-chan string {
+		c := make(chan string, 1)
+		go func() {
+			var b bytes.Buffer
+			io.Copy(&b, f)
+			c <- b.String()
+		}()
+		return c
+	}
+	outc, errc := read(or), read(er)
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = ow, ew
+	defer func() { os.Stdout, os.Stderr = oldOut, oldErr }()
+	code = execute(ctx, args)
+	os.Stdout, os.Stderr = oldOut, oldErr
+	ow.Close()
+	ew.Close()
+	return code, <-outc, <-errc
+}
+
+// standalone is the command line of a small in-process self-flood writing
+// its record to out, keys in state, plus more flags.
+func standalone(state, out string, more ...string) []string {
+	return append([]string{"flood", "--standalone", "--origins", "2", "--actors", "2", "--state", state, "--out", out,
+		"--log-level", "error"}, more...)
+}
+
+// records reads every record in dir.
+func records(t *testing.T, dir string) []*flood.Record {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*flood.Record
+	for _, p := range paths {
+		r, err := flood.LoadRecord(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestFloodStandaloneSelfFlood(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--seconds", "3", "--rate", "50", "--label", "self")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 1 {
+		t.Fatalf("%d records in --out", len(recs))
+	}
+	r := recs[0]
+	o := r.Overall
+	// The crowd's own inboxes verify every signature: each send is a 202.
+	if o.Counts.Sent == 0 || o.Tally.Classes[flood.Class202] != o.Counts.Sent || o.Tally.Classes[flood.Class401] != 0 {
+		t.Errorf("sent %d, tally %+v: want every send answered 202", o.Counts.Sent, o.Tally)
+	}
+	if r.Partial || r.Settings.Label != "self" || r.Settings.Mix != "create=6,like=3,follow=1" || r.Settings.Signing != "pipeline" ||
+		!strings.Contains(r.Settings.Target, "self-flood: 4 crowd actors") {
+		t.Errorf("record settings %+v, partial %v", r.Settings, r.Partial)
+	}
+	for _, typ := range []string{"Create", "Like", "Follow"} {
+		if tr, ok := r.Types[typ]; !ok || tr.Counts.Sent == 0 {
+			t.Errorf("no %s sent (types %v)", typ, r.TypeNames())
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "runs.md"))
+	if err != nil || !strings.Contains(string(md), "| self |") || !strings.Contains(string(md), r.FileName()) {
+		t.Errorf("runs.md: %q, %v", md, err)
+	}
+	for _, want := range []string{"type", "Create", "all", "status: 202=", "record: " + filepath.Join(out, r.FileName())} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "t=1s") {
+		t.Errorf("no live line on stderr:\n%s", stderr)
+	}
+}
+
+func TestFloodExitCodes(t *testing.T) {
+	state := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // in stderr
+	}{
+		{"gates met", []string{"--seconds", "1", "--rate", "20", "--expect", "errors<50%", "--expect", "p99<1m"}, 0, ""},
+		{"a gate missed", []string{"--seconds", "1", "--rate", "20", "--expect", "p99<1ns"}, 1, "missed"},
+		{"a gate that is nonsense", []string{"--expect", "nonsense"}, 2, "--expect"},
+		{"an unknown activity type", []string{"--mix", "x=1"}, 2, "--mix"},
+		{"a bad rate", []string{"--rate", "fast"}, 2, "--rate"},
+		{"rate and ramp", []string{"--rate", "5", "--ramp", "1:3:1"}, 2, "--ramp"},
+		{"a bad signing mode", []string{"--signing", "later"}, 2, "--signing"},
+		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
+		{"count without personas", []string{"--count", "3"}, 2, "--personas"},
+		{"personas without count", []string{"--personas", "load%d@sut.test"}, 2, "--count"},
+		{"a bad persona", []string{"--persona", "nobody"}, 2, "--persona"},
+		{"stop-when without a ladder", []string{"--stop-when", "p95>1s"}, 2, "ladder"},
+		{"presign beyond the Date's shelf life", []string{"--signing", "presign", "--seconds", "3600"}, 2, "Date"},
+		{"presign whose max-sends outlast the Date", []string{"--signing", "presign", "--seconds", "0", "--max-sends", "400000", "--rate", "100"}, 2, "Date"},
+		{"max-sends with a ladder", []string{"--rate", "1,2", "--max-sends", "5"}, 2, "--max-sends"},
+		{"seconds with a ladder", []string{"--rate", "1,2", "--seconds", "5"}, 2, "--seconds"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.say) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)\nstdout:\n%s", code, c.code, stderr, c.say, stdout)
+			}
+			if c.code == 2 && len(records(t, out)) != 0 {
+				t.Error("a usage error wrote a record")
+			}
+			if c.code < 2 && !strings.Contains(stdout, "expect ") {
+				t.Errorf("the gates are not reported:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		time.Sleep(2500 * time.Millisecond) // the world starts, then the run is well under way
+		cancel()
+	}()
+	start := time.Now()
+	code, stdout, stderr := floodCLI(t, ctx, standalone(state, out, "--seconds", "60", "--rate", "20")...)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInterrupted, stdout, stderr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("an interrupted 60 s run took %v", d)
+	}
+	recs := records(t, out)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if !r.Partial || r.PartialReason != "interrupted" || r.Overall.Counts.Sent == 0 {
+		t.Errorf("record partial=%v (%q), sent %d: want a partial record of what was sent", r.Partial, r.PartialReason, r.Overall.Counts.Sent)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "runs.md"))
+	if !strings.Contains(string(md), "partial: interrupted") || !strings.Contains(stdout, "PARTIAL") {
+		t.Errorf("the partial run is not marked: runs.md %q\nstdout:\n%s", md, stdout)
+	}
+}
+
+func TestFloodLadderPrintsARowPerRung(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out,
+		"--rate", "20,40", "--step", "2s", "--warmup", "500ms", "--label", "steps")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && (f[0] == "20" || f[0] == "40") {
+			rows[f[0]] = true
+		}
+	}
+	if !rows["20"] || !rows["40"] || !strings.Contains(stdout, "offered/s") {
+		t.Errorf("want a row for 20 and for 40 under a header:\n%s", stdout)
+	}
+	recs := records(t, out)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want one per rung", len(recs))
+	}
+	for _, r := range recs {
+		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 2500*time.Millisecond ||
+			r.Overall.Tally.Classes[flood.Class202] != r.Overall.Counts.Sent || !strings.HasPrefix(r.Settings.Label, "steps-") {
+			t.Errorf("rung record %+v, sent %d, tally %+v", r.Settings, r.Overall.Counts.Sent, r.Overall.Tally)
+		}
+	}
+}
+
+func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	// An IP literal is checked without any lookup; the refusal comes
+	// before the persona's WebFinger, so nothing is sent anywhere.
+	for _, persona := range []string{"acct:x@8.8.8.8", "acct:x@[2001:4860::8888]"} {
+		code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--persona", persona, "--seconds", "1")...)
+		if code != 2 || !strings.Contains(stderr, "public address") || !strings.Contains(stderr, "--allow-public-target") {
+			t.Errorf("%s: exit %d, stderr %q\nstdout:\n%s", persona, code, stderr, stdout)
+		}
+	}
+	if len(records(t, out)) != 0 {
+		t.Error("a refused flood wrote a record")
+	}
+}
+
+func TestFloodWithoutACrowdSaysWhatToDo(t *testing.T) {
+	code, _, stderr := floodCLI(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1")
+	if code != 1 || !strings.Contains(stderr, "crowd serve") || !strings.Contains(stderr, "--standalone") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// freeLoopback is a loopback address where nothing listens.
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestFloodAttachedToARunningCrowd floods a `crowd serve` running in this
+// process through its admin API: the flood borrows its keys, every send is
+// accepted, and the Follows it registered are accepted in the crowd's graph
+// (the Accepts came back to the serving crowd and found them).
+func TestFloodAttachedToARunningCrowd(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	admin, https := freeLoopback(t), freeLoopback(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan int, 1)
+	go func() {
+		served <- execute(ctx, []string{"serve", "--state", state, "--origins", "2", "--actors", "2", "--https", https,
+			"--http", "", "--dns", "", "--admin", admin, "--log-level", "error"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	var info pasture.WorldInfo
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/api/world")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			if err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crowd serve did not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	code, stdout, stderr := floodCLI(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
+		"--seconds", "2", "--rate", "30", "--mix", "create=1,follow=1", "--out", out, "--log-level", "error")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	o := recs[0].Overall
+	if o.Counts.Sent == 0 || o.Tally.Classes[flood.Class202] != o.Counts.Sent {
+		t.Errorf("sent %d, tally %+v: want every send accepted", o.Counts.Sent, o.Tally)
+	}
+	// The Accepts of the registered Follows make accepted followings.
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/api/world")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w pasture.WorldInfo
+		json.NewDecoder(resp.Body).Decode(&w)
+		resp.Body.Close()
+		following := 0
+		for _, o := range w.Origins {
+			for _, a := range o.Actors {
+				following += a.Following
+			}
+		}
+		if following > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Follow the flood sent became an accepted following of the running crowd")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Another state dir holds other keys: refused, naming --state.
+	other := t.TempDir()
+	os.MkdirAll(filepath.Join(other, "keys"), 0o700)
+	code, _, stderr = floodCLI(t, context.Background(), "flood", "--admin", admin, "--state", other, "--seconds", "1", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "--state") {
+		t.Errorf("foreign keys: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestFloodNamedPersonas floods personas that must be discovered: here
+// actors of the in-process crowd itself, looked up like any SUT's
+// (WebFinger, a signed actor fetch, the outbox). Their outboxes are empty,
+// so Likes of them are disabled with a warning.
+func TestFloodNamedPersonas(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--persona", "acct:alice@flood1.test",
+		"--persona", "bob@flood2.test", "--inbox", "personal", "--seconds", "2", "--rate", "30", "--log-level", "warn")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, who := range []string{"alice@flood1.test", "bob@flood2.test"} {
+		if !strings.Contains(stderr, who+" has no posts") {
+			t.Errorf("no warning that %s has no posts:\n%s", who, stderr)
+		}
+	}
+	r := records(t, out)[0]
+	if _, liked := r.Types["Like"]; liked || r.Overall.Tally.Classes[flood.Class202] != r.Overall.Counts.Sent || r.Overall.Counts.Sent == 0 {
+		t.Errorf("types %v, sent %d, tally %+v: want Creates and Follows only, all accepted", r.TypeNames(), r.Overall.Counts.Sent, r.Overall.Tally)
+	}
+	if !strings.Contains(r.Settings.Target, "2 personas (alice@flood1.test … bob@flood2.test), inbox personal") {
+		t.Errorf("target %q", r.Settings.Target)
+	}
+}

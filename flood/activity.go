@@ -1,0 +1,487 @@
+package flood
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// Activity types the generator sends, as they appear in the per-type
+// breakdown.
+const (
+	TypeCreate = "Create"
+	TypeLike   = "Like"
+	TypeFollow = "Follow"
+)
+
+// Mix is the weighted mix of activity types (--mix): each send is a
+// Create, Like or Follow with probability weight / sum of weights.
+type Mix struct {
+	Create, Like, Follow float64
+}
+
+// DefaultMix is create=6,like=3,follow=1.
+func DefaultMix() Mix { return Mix{Create: 6, Like: 3, Follow: 1} }
+
+// maxWeight bounds one weight, so the sum stays an exact, finite float.
+const maxWeight = 1e9
+
+// ParseMix reads a --mix: comma-separated type=weight pairs, types create,
+// like and follow (any case, each at most once), weights numbers >= 0 with
+// a positive sum; a type not named has weight 0. Errors are *UsageError.
+func ParseMix(s string) (Mix, error) {
+	var m Mix
+	seen := map[string]bool{}
+	if strings.TrimSpace(s) == "" {
+		return m, usage(s, "--mix is empty: want e.g. create=6,like=3,follow=1")
+	}
+	for f := range strings.SplitSeq(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(f), "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok {
+			return m, usage(s, "%q is not type=weight", f)
+		}
+		w, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil || math.IsNaN(w) || w < 0 || w > maxWeight {
+			return m, usage(s, "weight %q of %s: want a number from 0 to %g", val, name, float64(maxWeight))
+		}
+		if seen[name] {
+			return m, usage(s, "%s appears twice", name)
+		}
+		seen[name] = true
+		switch name {
+		case "create":
+			m.Create = w
+		case "like":
+			m.Like = w
+		case "follow":
+			m.Follow = w
+		default:
+			return m, usage(s, "unknown activity type %q: want create, like or follow", name)
+		}
+	}
+	if m.Create+m.Like+m.Follow <= 0 {
+		return m, usage(s, "every weight is 0")
+	}
+	return m, nil
+}
+
+// String writes the mix as ParseMix reads it, types in a fixed order,
+// omitting zero weights.
+func (m Mix) String() string {
+	var parts []string
+	for _, t := range []struct {
+		name string
+		w    float64
+	}{{"create", m.Create}, {"like", m.Like}, {"follow", m.Follow}} {
+		if t.w > 0 {
+			parts = append(parts, t.name+"="+strconv.FormatFloat(t.w, 'g', -1, 64))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// FollowRegistration is a Follow the flood sent, to be recorded as pending
+// in the crowd's follow graph, so that the SUT's Accept finds it. Its JSON
+// is the body of the admin API's POST /api/following.
+type FollowRegistration struct {
+	Local    string `json:"local"`     // the crowd actor that follows
+	Remote   string `json:"remote"`    // the persona's actor id
+	FollowID string `json:"follow_id"` // the Follow's id
+}
+
+// GeneratorConfig configures a Generator.
+type GeneratorConfig struct {
+	// Senders are the crowd actors that send (required): the world's Person
+	// actors, with their keys.
+	Senders []*actors.Actor
+	// Personas are the targets (required), each with its Target set.
+	Personas []*Persona
+	// Mix weighs the activity types; the zero value means DefaultMix.
+	Mix Mix
+	// Zipf, when > 1, draws senders from a Zipf distribution with exponent
+	// Zipf (sender i has weight ∝ 1/(i+1)^Zipf, Senders[0] the busiest);
+	// 0 draws them uniformly.
+	Zipf float64
+	// Seed seeds every stream's random numbers (--seed): stream k of two
+	// generators with the same seed and config draws the same sequence.
+	Seed uint64
+	// NoteBytes is the approximate length of a note's text; default 200.
+	NoteBytes int
+	// Start is the run's start, the base of the ids' sequence numbers (so
+	// ids of runs started at different times differ); default time.Now().
+	Start time.Time
+	// Now stamps each activity (its id, its published date); default
+	// time.Now.
+	Now func() time.Time
+	// OnFollow, when set, is called with every Follow generated, on the
+	// generating goroutine: it must not block (see Registrar.Add).
+	OnFollow func(FollowRegistration)
+}
+
+// Generator makes the flood's activities: who sends what to which persona.
+// It is shared, immutable configuration plus a sequence counter; each
+// goroutine draws from its own Stream.
+type Generator struct {
+	cfg      GeneratorConfig
+	targets  []*url.URL // per persona, parsed once and shared read-only
+	likeable []int      // personas with posts
+	cum      [3]float64 // cumulative mix weights: create, like, follow
+	noLike   [2]float64 // cumulative weights without likes: create, follow
+	base     uint64     // sequence numbers start here: runKey(Start)
+	seq      atomic.Uint64
+	streams  atomic.Uint64
+}
+
+// NewGenerator checks cfg and returns its Generator. It fails when there
+// are no senders or personas, a persona's Target is not an absolute URL,
+// Zipf is neither 0 nor > 1, or the mix sends only Likes and no persona has
+// a post.
+func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
+	if len(cfg.Senders) == 0 {
+		return nil, errors.New("flood: no sending actors")
+	}
+	if len(cfg.Personas) == 0 {
+		return nil, errors.New("flood: no personas to target")
+	}
+	if cfg.Mix == (Mix{}) {
+		cfg.Mix = DefaultMix()
+	}
+	m := cfg.Mix
+	if m.Create < 0 || m.Like < 0 || m.Follow < 0 || m.Create+m.Like+m.Follow <= 0 {
+		return nil, usage(m.String(), "the mix needs weights >= 0 with a positive sum")
+	}
+	if cfg.Zipf != 0 && !(cfg.Zipf > 1) || math.IsInf(cfg.Zipf, 0) {
+		return nil, usage(strconv.FormatFloat(cfg.Zipf, 'g', -1, 64), "--zipf must be a number > 1 (or 0 for uniform senders)")
+	}
+	if cfg.NoteBytes <= 0 {
+		cfg.NoteBytes = 200
+	}
+	if cfg.Start.IsZero() {
+		cfg.Start = time.Now()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	g := &Generator{cfg: cfg, base: runKey(cfg.Start)}
+	for i, p := range cfg.Personas {
+		u, err := url.Parse(p.Target)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return nil, fmt.Errorf("flood: persona %s: target %q is not an http(s) URL", p.Acct, p.Target)
+		}
+		g.targets = append(g.targets, u)
+		if len(p.Posts) > 0 {
+			g.likeable = append(g.likeable, i)
+		}
+	}
+	if len(g.likeable) == 0 && m.Create == 0 && m.Follow == 0 {
+		return nil, usage(m.String(), "the mix sends only Likes and no persona has a post to like")
+	}
+	g.cum = [3]float64{m.Create, m.Create + m.Like, m.Create + m.Like + m.Follow}
+	g.noLike = [2]float64{m.Create, m.Create + m.Follow}
+	return g, nil
+}
+
+// Config returns the generator's configuration, defaults applied.
+func (g *Generator) Config() GeneratorConfig { return g.cfg }
+
+// Draft is one generated activity, not yet signed.
+type Draft struct {
+	Type    string        // TypeCreate, TypeLike or TypeFollow
+	Sender  *actors.Actor // who sends (and signs) it
+	Persona *Persona      // whom it targets
+	URL     *url.URL      // the persona's Target, parsed; shared, read-only
+	ID      string        // the activity's id
+	Object  string        // the note's id, the liked post's, the followed actor's
+	Body    []byte        // the activity's JSON
+}
+
+// Stream draws activities with its own random numbers; it is not safe for
+// concurrent use (make one per goroutine with Generator.Stream).
+type Stream struct {
+	g    *Generator
+	r    *rand.Rand
+	zipf *rand.Zipf
+	buf  bytes.Buffer
+}
+
+// Stream returns a new stream. The k-th stream of a generator (counting
+// from 0) is seeded with (Seed, k).
+func (g *Generator) Stream() *Stream {
+	k := g.streams.Add(1) - 1
+	s := &Stream{g: g, r: rand.New(rand.NewPCG(g.cfg.Seed, k))}
+	if g.cfg.Zipf > 1 && len(g.cfg.Senders) > 1 {
+		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(len(g.cfg.Senders)-1))
+	}
+	return s
+}
+
+// seqNext is the next sequence number: unique within the run (a counter),
+// and apart from those of any other run (see runKey). With the activity's
+// timestamp, which the id also encodes, it makes every id unique.
+func (g *Generator) seqNext() uint64 { return g.base + g.seq.Add(1) - 1 }
+
+// runKey scatters the run's start time (ns) over 64 bits (the splitmix64
+// finalizer): two runs' counters, each starting at its key, overlap only
+// when the keys are within the number of sends of each other, about one
+// chance in 2^31 for runs of 2^32 sends, even for runs started a nanosecond
+// apart (a plain start time + counter would overlap there).
+func runKey(start time.Time) uint64 {
+	z := uint64(start.UnixNano()) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Next draws the next activity: a persona uniformly, a type by the mix (a
+// Like of a persona without posts becomes another type; with a Likes-only
+// mix the persona is drawn among those with posts), a sender uniformly or
+// by Zipf (never the persona itself, in a self-flood). A Follow is passed
+// to OnFollow before Next returns.
+func (s *Stream) Next() (Draft, error) {
+	g := s.g
+	pi := s.r.IntN(len(g.cfg.Personas))
+	typ := s.drawType()
+	if typ == TypeLike && len(g.cfg.Personas[pi].Posts) == 0 {
+		if g.noLike[1] > 0 {
+			typ = TypeCreate
+			if s.r.Float64()*g.noLike[1] >= g.noLike[0] {
+				typ = TypeFollow
+			}
+		} else {
+			pi = g.likeable[s.r.IntN(len(g.likeable))]
+		}
+	}
+	p := g.cfg.Personas[pi]
+	sender := s.drawSender(p.ID)
+	now := g.cfg.Now()
+	seq := g.seqNext()
+	var act actors.Activity
+	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi]}
+	switch typ {
+	case TypeCreate:
+		act = sender.CreateNote(actors.NoteSpec{Published: now, Seq: seq, Bytes: g.cfg.NoteBytes,
+			MentionID: p.ID, MentionHandle: p.Handle()})
+		d.Object = act.Object.(actors.Note).ID
+	case TypeLike:
+		d.Object = p.Posts[s.r.IntN(len(p.Posts))]
+		act = sender.Like(actors.LikeSpec{Published: now, Seq: seq, Object: d.Object})
+	default:
+		d.Object = p.ID
+		act = sender.Follow(actors.FollowSpec{Published: now, Seq: seq, Object: p.ID})
+	}
+	d.ID = act.ID
+	s.buf.Reset()
+	enc := json.NewEncoder(&s.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(act); err != nil {
+		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
+	}
+	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
+	if typ == TypeFollow && g.cfg.OnFollow != nil {
+		g.cfg.OnFollow(FollowRegistration{Local: sender.ID, Remote: p.ID, FollowID: d.ID})
+	}
+	return d, nil
+}
+
+func (s *Stream) drawType() string {
+	x := s.r.Float64() * s.g.cum[2]
+	switch {
+	case x < s.g.cum[0]:
+		return TypeCreate
+	case x < s.g.cum[1]:
+		return TypeLike
+	}
+	return TypeFollow
+}
+
+// drawSender draws a sender other than the actor avoid (a persona that is
+// itself a crowd actor must not mention, like or follow itself).
+func (s *Stream) drawSender(avoid string) *actors.Actor {
+	senders := s.g.cfg.Senders
+	var i int
+	if s.zipf != nil {
+		i = int(s.zipf.Uint64())
+	} else {
+		i = s.r.IntN(len(senders))
+	}
+	if senders[i].ID == avoid && len(senders) > 1 {
+		i = (i + 1) % len(senders)
+	}
+	return senders[i]
+}
+
+// RegistrarOptions configures a Registrar.
+type RegistrarOptions struct {
+	// Queue bounds the registrations waiting; beyond it they are dropped
+	// (and counted failed) rather than slow the sends. Default 10000.
+	Queue int
+	// Workers register concurrently; default 4.
+	Workers int
+	// Timeout bounds one registration; default 10 s.
+	Timeout time.Duration
+}
+
+// RegistrarStats counts what a Registrar did.
+type RegistrarStats struct {
+	Registered int64 // recorded by the crowd
+	Failed     int64 // refused, failed, or dropped from a full queue
+	FirstError string
+}
+
+// Registrar records the flood's Follows in the crowd's follow graph off
+// the send path: Add only queues, and workers call the register function
+// (GraphRegister when the world runs in-process, AdminRegister when a
+// running crowd is driven through its admin API).
+type Registrar struct {
+	register func(context.Context, FollowRegistration) error
+	timeout  time.Duration
+	ch       chan FollowRegistration
+	wg       sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	closeMu sync.RWMutex // Add holds it shared, Close exclusively: no send on a closed channel
+	closed  bool
+
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	firstErr   string
+}
+
+// NewRegistrar starts the workers of a Registrar calling register.
+func NewRegistrar(register func(context.Context, FollowRegistration) error, o RegistrarOptions) *Registrar {
+	if o.Queue <= 0 {
+		o.Queue = 10000
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	r := &Registrar{register: register, timeout: o.Timeout, ch: make(chan FollowRegistration, o.Queue)}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	for range o.Workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for f := range r.ch {
+				r.do(f)
+			}
+		}()
+	}
+	return r
+}
+
+func (r *Registrar) do(f FollowRegistration) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	if err := r.register(ctx, f); err != nil {
+		r.fail(fmt.Errorf("register %s: %w", f.FollowID, err))
+		return
+	}
+	r.ok.Add(1)
+}
+
+func (r *Registrar) fail(err error) {
+	r.failed.Add(1)
+	r.mu.Lock()
+	if r.firstErr == "" {
+		r.firstErr = err.Error()
+	}
+	r.mu.Unlock()
+}
+
+// Add queues f without ever blocking: with the queue full, f is dropped
+// and counted failed. Add after Close is a failure too.
+func (r *Registrar) Add(f FollowRegistration) {
+	r.closeMu.RLock()
+	defer r.closeMu.RUnlock()
+	if r.closed {
+		r.fail(fmt.Errorf("register %s: registrar closed", f.FollowID))
+		return
+	}
+	select {
+	case r.ch <- f:
+	default:
+		r.fail(fmt.Errorf("register %s: queue full, dropped", f.FollowID))
+	}
+}
+
+// Close stops taking registrations and waits for the queued ones until ctx
+// is done (those left then are abandoned, and counted failed). It may be
+// called more than once.
+func (r *Registrar) Close(ctx context.Context) RegistrarStats {
+	r.closeMu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.ch)
+	}
+	r.closeMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.cancel()
+		<-done
+	}
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RegistrarStats{Registered: r.ok.Load(), Failed: r.failed.Load(), FirstError: r.firstErr}
+}
+
+// GraphRegister registers Follows directly in a follow graph (the world
+// runs in this process).
+func GraphRegister(g *actors.Graph) func(context.Context, FollowRegistration) error {
+	return func(_ context.Context, f FollowRegistration) error {
+		return g.AddFollowing(f.Local, f.Remote, f.FollowID)
+	}
+}
+
+// AdminRegister registers Follows with a running crowd: a POST of the
+// registration to base + "/api/following" (base is its admin API,
+// "http://127.0.0.1:9180"), which must answer 2xx.
+func AdminRegister(c *http.Client, base string) func(context.Context, FollowRegistration) error {
+	endpoint := strings.TrimSuffix(base, "/") + "/api/following"
+	return func(ctx context.Context, f FollowRegistration) error {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("POST %s: HTTP %d: %s", endpoint, resp.StatusCode, strings.TrimSpace(string(msg)))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,439 @@
+package flood
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// testWorld opens a small world with freshly generated keys in a temp dir.
+func testWorld(t testing.TB, origins, perOrigin int) *actors.World {
+	t.Helper()
+	w, err := actors.Open(actors.Config{Origins: origins, Actors: perOrigin, Domain: "flood%d.test",
+		StateDir: t.TempDir(), EphemeralGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// fakeSenders are n actors of one origin without keys: enough to draw
+// activities, not to sign them.
+func fakeSenders(n int) []*actors.Actor {
+	o := &actors.Origin{Index: 1, Host: "flood1.test"}
+	out := make([]*actors.Actor, n)
+	for i := range out {
+		name := actors.ActorName(i)
+		out[i] = &actors.Actor{Origin: o, Name: name, Kind: actors.KindPerson, ID: "https://flood1.test/users/" + name,
+			KeyID: "https://flood1.test/users/" + name + "#main-key"}
+	}
+	return out
+}
+
+// fakePersonas are n personas on sut.test; those with an index in
+// noPosts have no posts.
+func fakePersonas(n int, noPosts ...int) []*Persona {
+	out := make([]*Persona, n)
+	for i := range out {
+		id := fmt.Sprintf("https://sut.test/users/load%d", i)
+		p := &Persona{Acct: fmt.Sprintf("load%d@sut.test", i), ID: id, Inbox: id + "/inbox",
+			SharedInbox: "https://sut.test/inbox", Target: "https://sut.test/inbox"}
+		if !slices.Contains(noPosts, i) {
+			p.Posts = []string{id + "/statuses/1", id + "/statuses/2"}
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func mustGenerator(t testing.TB, cfg GeneratorConfig) *Generator {
+	t.Helper()
+	g, err := NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func mustDraft(t testing.TB, s *Stream) Draft {
+	t.Helper()
+	d, err := s.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestParseMix(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Mix
+		ok   bool
+	}{
+		{"create=6,like=3,follow=1", Mix{6, 3, 1}, true},             // the default, written out
+		{" Create = 1 , FOLLOW=2 ", Mix{Create: 1, Follow: 2}, true}, // spaces and case do not matter; like omitted = 0
+		{"like=0.5", Mix{Like: 0.5}, true},                           // a single type, a fractional weight
+		{"create=0,like=1", Mix{Like: 1}, true},                      // a zero weight is allowed when another is positive
+		{"", Mix{}, false},                                           // empty
+		{"x=1", Mix{}, false},                                        // unknown type
+		{"announce=1", Mix{}, false},                                 // a real type the flood does not send
+		{"create", Mix{}, false},                                     // no weight
+		{"create=-1", Mix{}, false},                                  // negative weight
+		{"create=NaN", Mix{}, false},                                 // not a number
+		{"create=Inf", Mix{}, false},                                 // infinite
+		{"create=1e10", Mix{}, false},                                // beyond the bound
+		{"create=1,create=2", Mix{}, false},                          // a type twice
+		{"create=0,like=0", Mix{}, false},                            // every weight zero
+		{"create=1,", Mix{}, false},                                  // trailing comma: an empty pair
+	} {
+		got, err := ParseMix(c.in)
+		if c.ok != (err == nil) || c.ok && got != c.want {
+			t.Errorf("ParseMix(%q) = %+v, %v; want %+v ok=%v", c.in, got, err, c.want, c.ok)
+		}
+		var ue *UsageError
+		if err != nil && !errors.As(err, &ue) {
+			t.Errorf("ParseMix(%q): error %v is not a *UsageError (exit 2)", c.in, err)
+		}
+	}
+}
+
+func FuzzParseMix(f *testing.F) {
+	for _, s := range []string{"create=6,like=3,follow=1", "like=1", "x=1", "create=1e9", "follow=0.001,create=0", "=,="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMix(s)
+		if err != nil {
+			return
+		}
+		if m.Create < 0 || m.Like < 0 || m.Follow < 0 || m.Create+m.Like+m.Follow <= 0 {
+			t.Fatalf("ParseMix(%q) accepted %+v", s, m)
+		}
+		back, err := ParseMix(m.String())
+		if err != nil || back != m {
+			t.Fatalf("ParseMix(%q).String() = %q does not round-trip: %+v, %v", s, m.String(), back, err)
+		}
+	})
+}
+
+func TestMixProportions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mix  Mix
+	}{
+		{"the default mix", DefaultMix()},
+		{"equal weights", Mix{1, 1, 1}},
+		{"follows only", Mix{Follow: 1}},
+		{"no likes", Mix{Create: 3, Follow: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(5), Personas: fakePersonas(4), Mix: c.mix, Seed: 7})
+			s := g.Stream()
+			const n = 10000
+			count := map[string]int{}
+			for range n {
+				count[mustDraft(t, s).Type]++
+			}
+			sum := c.mix.Create + c.mix.Like + c.mix.Follow
+			for typ, w := range map[string]float64{TypeCreate: c.mix.Create, TypeLike: c.mix.Like, TypeFollow: c.mix.Follow} {
+				got, want := float64(count[typ])/n, w/sum
+				// 0.02 is over 4 standard deviations of a share of 10k draws.
+				if math.Abs(got-want) > 0.02 {
+					t.Errorf("%s: share %.3f, want %.3f ± 0.02", typ, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLikesNeedPosts(t *testing.T) {
+	// Persona 0 has no posts: a Like drawn for it becomes a Create or Follow.
+	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0), Mix: DefaultMix(), Seed: 1})
+	s := g.Stream()
+	likesOf := map[string]int{}
+	for range 2000 {
+		d := mustDraft(t, s)
+		if d.Type == TypeLike {
+			likesOf[d.Persona.Acct]++
+			if !slices.Contains(d.Persona.Posts, d.Object) {
+				t.Fatalf("Like of %s, which is not one of %s's posts", d.Object, d.Persona.Acct)
+			}
+		}
+	}
+	if likesOf["load0@sut.test"] != 0 || likesOf["load1@sut.test"] == 0 {
+		t.Errorf("likes per persona %v: want none of load0 (no posts) and some of load1", likesOf)
+	}
+
+	// A likes-only mix targets only the personas with posts.
+	g = mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(3, 0, 2), Mix: Mix{Like: 1}})
+	s = g.Stream()
+	for range 200 {
+		if d := mustDraft(t, s); d.Type != TypeLike || d.Persona.Acct != "load1@sut.test" {
+			t.Fatalf("likes-only mix drew %s of %s; want Likes of load1 only", d.Type, d.Persona.Acct)
+		}
+	}
+
+	// … and refuses when nobody has one.
+	_, err := NewGenerator(GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0, 1), Mix: Mix{Like: 1}})
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Errorf("likes-only mix with no posts: %v, want a usage error", err)
+	}
+}
+
+func TestZipfSkewsSenders(t *testing.T) {
+	share := func(zipf float64) []float64 {
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(20), Personas: fakePersonas(2), Zipf: zipf, Seed: 3})
+		s := g.Stream()
+		idx := map[string]int{}
+		for i, a := range g.cfg.Senders {
+			idx[a.ID] = i
+		}
+		counts := make([]float64, 20)
+		const n = 10000
+		for range n {
+			counts[idx[mustDraft(t, s).Sender.ID]]++
+		}
+		for i := range counts {
+			counts[i] /= n
+		}
+		return counts
+	}
+	uni := share(0)
+	if m := slices.Max(uni); m > 0.08 {
+		t.Errorf("uniform senders: busiest has %.3f of the sends, want about 0.05", m)
+	}
+	z := share(1.5)
+	// Zipf(1.5) over 20: the first sender takes ~ 1/H(20,1.5) ≈ 0.44.
+	if z[0] < 0.35 || z[0] < 2*z[1] || z[1] < z[5] {
+		t.Errorf("zipf 1.5: shares %.3f, %.3f, … %.3f: want the first ≈ 0.44 and falling", z[0], z[1], z[5])
+	}
+	for _, bad := range []float64{0.5, 1, -2, math.Inf(1), math.NaN()} {
+		if _, err := NewGenerator(GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Zipf: bad}); err == nil {
+			t.Errorf("zipf %g accepted, want > 1 or 0", bad)
+		}
+	}
+}
+
+func TestIDsAreUnique(t *testing.T) {
+	start := time.Now()
+	ids := map[string]bool{}
+	// Two runs started a nanosecond apart, each with four concurrent
+	// streams: no id repeats, within a run or across them.
+	for run := range 2 {
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: Mix{1, 1, 1},
+			Start: start.Add(time.Duration(run)), Now: func() time.Time { return start }})
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 4 {
+			s := g.Stream()
+			wg.Go(func() {
+				local := make([]string, 0, 2500)
+				for range 2500 {
+					d, err := s.Next()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					local = append(local, d.ID)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range local {
+					if ids[id] {
+						t.Errorf("id %s repeats", id)
+					}
+					ids[id] = true
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if len(ids) != 20000 {
+		t.Errorf("%d distinct ids, want 20000", len(ids))
+	}
+}
+
+func TestCreateMentionsItsPersona(t *testing.T) {
+	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(5), Mix: Mix{Create: 1}, NoteBytes: 500})
+	s := g.Stream()
+	for range 200 {
+		d := mustDraft(t, s)
+		var act struct {
+			Type   string   `json:"type"`
+			Actor  string   `json:"actor"`
+			To     []string `json:"to"`
+			Cc     []string `json:"cc"`
+			Object struct {
+				ID           string   `json:"id"`
+				AttributedTo string   `json:"attributedTo"`
+				Content      string   `json:"content"`
+				To           []string `json:"to"`
+				Cc           []string `json:"cc"`
+				Tag          []actors.Tag
+			} `json:"object"`
+		}
+		if err := json.Unmarshal(d.Body, &act); err != nil {
+			t.Fatal(err)
+		}
+		p := d.Persona
+		o := act.Object
+		switch {
+		case act.Type != "Create" || act.Actor != d.Sender.ID || o.AttributedTo != d.Sender.ID:
+			t.Fatalf("not a Create by its sender: %s", d.Body)
+		case !slices.Contains(act.To, actors.PublicAudience) || !slices.Contains(o.To, actors.PublicAudience):
+			t.Fatalf("not public: %s", d.Body)
+		case !slices.Contains(act.Cc, p.ID) || !slices.Contains(o.Cc, p.ID):
+			t.Fatalf("persona %s not in cc: %s", p.ID, d.Body)
+		case !slices.Contains(o.Tag, actors.Tag{Type: "Mention", Href: p.ID, Name: p.Handle()}):
+			t.Fatalf("no Mention tag of %s: %s", p.Handle(), d.Body)
+		case d.Object != o.ID || d.ID != o.ID+"/activity":
+			t.Fatalf("draft ids %s / %s do not match the note %s", d.ID, d.Object, o.ID)
+		case len(o.Content) < 500:
+			t.Fatalf("content of %d bytes, want about 500", len(o.Content))
+		case d.URL.String() != p.Target:
+			t.Fatalf("sent to %s, want the persona's target %s", d.URL, p.Target)
+		}
+	}
+}
+
+func TestSelfFloodNeverTargetsTheSender(t *testing.T) {
+	w := testWorld(t, 1, 2)
+	personas := WorldPersonas(w, InboxAuto)
+	g := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Zipf: 2})
+	s := g.Stream()
+	for range 500 {
+		if d := mustDraft(t, s); d.Sender.ID == d.Persona.ID {
+			t.Fatalf("%s sent a %s to itself", d.Sender.ID, d.Type)
+		}
+	}
+}
+
+func TestSeedMakesStreamsReproducible(t *testing.T) {
+	draw := func(seed uint64) []string {
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(10), Personas: fakePersonas(10), Seed: seed, Zipf: 1.2})
+		s := g.Stream()
+		var out []string
+		for range 100 {
+			d := mustDraft(t, s)
+			out = append(out, d.Type+" "+d.Sender.ID+" "+d.Persona.ID+" "+d.Object[:min(len(d.Object), 40)])
+		}
+		return out
+	}
+	if a, b := draw(42), draw(42); !slices.Equal(a, b) {
+		t.Error("the same seed drew different activities")
+	}
+	if a, b := draw(42), draw(43); slices.Equal(a, b) {
+		t.Error("different seeds drew the same activities")
+	}
+}
+
+func TestFollowsAreRegistered(t *testing.T) {
+	var mu sync.Mutex
+	var got []FollowRegistration
+	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(2), Mix: Mix{Create: 1, Follow: 1},
+		OnFollow: func(f FollowRegistration) { mu.Lock(); got = append(got, f); mu.Unlock() }})
+	s := g.Stream()
+	follows := 0
+	for range 100 {
+		d := mustDraft(t, s)
+		if d.Type != TypeFollow {
+			continue
+		}
+		follows++
+		if f := got[len(got)-1]; f != (FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}) {
+			t.Fatalf("registered %+v for the Follow %s of %s by %s", f, d.ID, d.Persona.ID, d.Sender.ID)
+		}
+	}
+	if follows == 0 || len(got) != follows {
+		t.Errorf("%d follows, %d registered", follows, len(got))
+	}
+}
+
+func TestRegistrar(t *testing.T) {
+	t.Run("graph", func(t *testing.T) {
+		g := actors.NewMemoryGraph()
+		r := NewRegistrar(GraphRegister(g), RegistrarOptions{})
+		r.Add(FollowRegistration{Local: "https://flood1.test/users/alice", Remote: "https://sut.test/users/a", FollowID: "f1"})
+		st := r.Close(context.Background())
+		if st.Registered != 1 || st.Failed != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		if rel, ok := g.FollowingByRemote("https://flood1.test/users/alice", "https://sut.test/users/a"); !ok || rel.State != actors.StatePending || rel.FollowID != "f1" {
+			t.Errorf("graph has %+v, %v; want a pending follow f1", rel, ok)
+		}
+		r.Add(FollowRegistration{FollowID: "late"})
+		if st := r.Close(context.Background()); st.Failed != 1 {
+			t.Errorf("Add after Close: %+v, want it counted failed", st)
+		}
+	})
+	t.Run("admin API", func(t *testing.T) {
+		var mu sync.Mutex
+		var bodies []FollowRegistration
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var f FollowRegistration
+			if r.Method != http.MethodPost || r.URL.Path != "/api/following" || json.NewDecoder(r.Body).Decode(&f) != nil {
+				http.Error(w, `{"error":"bad"}`, http.StatusBadRequest)
+				return
+			}
+			if f.Local == "refuse" {
+				http.Error(w, `{"error":"no such crowd actor"}`, http.StatusNotFound)
+				return
+			}
+			mu.Lock()
+			bodies = append(bodies, f)
+			mu.Unlock()
+			w.Write([]byte(`{}`))
+		}))
+		defer srv.Close()
+		r := NewRegistrar(AdminRegister(srv.Client(), srv.URL+"/"), RegistrarOptions{Workers: 2})
+		for i := range 10 {
+			r.Add(FollowRegistration{Local: "https://flood1.test/users/bob", Remote: "https://sut.test/users/a", FollowID: fmt.Sprint(i)})
+		}
+		r.Add(FollowRegistration{Local: "refuse", FollowID: "x"})
+		st := r.Close(context.Background())
+		if st.Registered != 10 || st.Failed != 1 || len(bodies) != 10 {
+			t.Errorf("stats %+v with %d bodies; want 10 registered, 1 refused", st, len(bodies))
+		}
+	})
+	t.Run("a full queue drops instead of blocking", func(t *testing.T) {
+		release := make(chan struct{})
+		r := NewRegistrar(func(ctx context.Context, _ FollowRegistration) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}, RegistrarOptions{Queue: 2, Workers: 1})
+		done := make(chan struct{})
+		go func() {
+			for range 10 {
+				r.Add(FollowRegistration{FollowID: "f"})
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Add blocked on a full queue")
+		}
+		close(release)
+		st := r.Close(context.Background())
+		// One in the worker, two queued; the other seven were dropped.
+		if st.Registered+st.Failed != 10 || st.Failed < 7 {
+			t.Errorf("stats %+v, want ≥ 7 of 10 dropped", st)
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package flood
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestIsNonPublic(t *testing.T) {
+	for _, c := range []struct {
+		ip   string
+		want bool
+	}{
+		{"127.0.0.1", true},        // loopback
+		{"127.8.9.10", true},       // all of 127/8 is loopback
+		{"::1", true},              // IPv6 loopback
+		{"10.1.2.3", true},         // RFC 1918
+		{"172.16.0.1", true},       // RFC 1918, the start of 172.16/12
+		{"172.31.255.254", true},   // RFC 1918, the end of 172.16/12
+		{"172.32.0.1", false},      // just past 172.16/12: public
+		{"192.168.1.1", true},      // RFC 1918
+		{"fd00::1", true},          // IPv6 unique local (fc00::/7)
+		{"169.254.1.1", true},      // IPv4 link-local
+		{"fe80::1", true},          // IPv6 link-local
+		{"100.64.0.1", true},       // CGNAT 100.64/10, start
+		{"100.127.255.254", true},  // CGNAT, end
+		{"100.128.0.1", false},     // just past CGNAT: public
+		{"100.63.255.255", false},  // just before CGNAT: public
+		{"8.8.8.8", false},         // a public resolver
+		{"1.1.1.1", false},         // another
+		{"2001:4860::8888", false}, // public IPv6
+		{"::ffff:10.0.0.1", true},  // IPv4-mapped private
+		{"::ffff:8.8.8.8", false},  // IPv4-mapped public
+		{"0.0.0.0", false},         // unspecified: not a target
+		{"224.0.0.1", false},       // multicast: not a target
+		{"255.255.255.255", false}, // broadcast
+	} {
+		if got := IsNonPublic(net.ParseIP(c.ip)); got != c.want {
+			t.Errorf("IsNonPublic(%s) = %v, want %v", c.ip, got, c.want)
+		}
+	}
+	if IsNonPublic(nil) {
+		t.Error("IsNonPublic(nil) = true")
+	}
+}
+
+// fakeNet is a resolver and a dialer that never touch the network: names
+// resolve from a table, and every dial is counted and fails.
+type fakeNet struct {
+	names map[string][]string
+	dials atomic.Int64
+	last  atomic.Value
+}
+
+func (f *fakeNet) resolve(_ context.Context, host string) ([]net.IP, error) {
+	addrs, ok := f.names[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		ips = append(ips, net.ParseIP(a))
+	}
+	return ips, nil
+}
+
+func (f *fakeNet) dial(_ context.Context, _, addr string) (net.Conn, error) {
+	f.dials.Add(1)
+	f.last.Store(addr)
+	return nil, errors.New("fake network: no connection")
+}
+
+func TestGuardRefusesPublicTargetsWithoutSending(t *testing.T) {
+	fn := &fakeNet{names: map[string][]string{
+		"public.example": {"8.8.8.8"},
+		"mixed.example":  {"10.0.0.5", "1.1.1.1"},
+		"sut.test":       {"10.0.0.7"},
+		"v6.test":        {"fd00::7"},
+	}}
+	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial})
+	for _, c := range []struct {
+		host   string
+		public bool // refused as public
+		ok     bool
+	}{
+		{"public.example", true, false}, // resolves to a public address
+		{"mixed.example", true, false},  // one public address among private ones is enough
+		{"8.8.8.8", true, false},        // an IP literal is checked without resolving
+		{"[2001:4860::8888]", true, false},
+		{"sut.test", false, true},      // private
+		{"SUT.test.", false, true},     // case and a trailing dot do not matter
+		{"v6.test", false, true},       // ULA
+		{"127.0.0.1", false, true},     // loopback literal
+		{"missing.test", false, false}, // resolver error: not public, but no target
+	} {
+		_, err := g.Check(context.Background(), c.host)
+		if (err == nil) != c.ok || errors.Is(err, ErrPublicTarget) != c.public {
+			t.Errorf("Check(%s) = %v; want ok=%v public=%v", c.host, err, c.ok, c.public)
+		}
+		if err != nil && !strings.Contains(err.Error(), strings.Trim(strings.ToLower(strings.TrimSuffix(c.host, ".")), "[]")) {
+			t.Errorf("Check(%s): %q does not name the host", c.host, err)
+		}
+	}
+	// A client whose transport dials through the guard: the request to a
+	// public name fails before any connection is attempted.
+	client := &http.Client{Transport: &http.Transport{DialContext: g.DialContext}}
+	for _, u := range []string{"https://public.example/inbox", "http://8.8.8.8/", "https://mixed.example:8443/x"} {
+		if _, err := client.Get(u); !errors.Is(err, ErrPublicTarget) {
+			t.Errorf("GET %s: %v, want ErrPublicTarget", u, err)
+		}
+	}
+	if n := fn.dials.Load(); n != 0 {
+		t.Fatalf("%d dials happened while refusing public targets (last %v)", n, fn.last.Load())
+	}
+	// A private name is dialed at its pinned address.
+	if _, err := g.DialContext(context.Background(), "tcp", "sut.test:443"); err == nil || fn.dials.Load() != 1 || fn.last.Load() != "10.0.0.7:443" {
+		t.Errorf("dial sut.test: %v, %d dials, last %v; want one dial of 10.0.0.7:443", err, fn.dials.Load(), fn.last.Load())
+	}
+}
+
+func TestGuardAllowsPublicWhenAsked(t *testing.T) {
+	fn := &fakeNet{names: map[string][]string{"public.example": {"8.8.8.8"}}}
+	g := NewGuard(GuardOptions{AllowPublic: true, Resolve: fn.resolve, Dial: fn.dial})
+	if _, err := g.Check(context.Background(), "public.example"); err != nil {
+		t.Fatalf("AllowPublic: %v", err)
+	}
+	// The fake dialer is called (and fails): nothing reaches the network.
+	g.DialContext(context.Background(), "tcp", "public.example:443")
+	if fn.dials.Load() != 1 || fn.last.Load() != "8.8.8.8:443" {
+		t.Errorf("dials %d, last %v", fn.dials.Load(), fn.last.Load())
+	}
+}
+
+func TestGuardHostsMapping(t *testing.T) {
+	fn := &fakeNet{}
+	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial, Hosts: map[string]string{
+		"Flood1.test": "127.0.0.1:8443", // the in-process crowd
+		"far.test":    "203.0.113.9:443",
+	}})
+	g.DialContext(context.Background(), "tcp", "flood1.test:443")
+	if fn.last.Load() != "127.0.0.1:8443" {
+		t.Errorf("mapped host dialed %v, want 127.0.0.1:8443", fn.last.Load())
+	}
+	// A mapping to a public address is refused like a resolved one.
+	if _, err := g.DialContext(context.Background(), "tcp", "far.test:443"); !errors.Is(err, ErrPublicTarget) {
+		t.Errorf("mapped to a public address: %v", err)
+	}
+	if fn.dials.Load() != 1 {
+		t.Errorf("%d dials, want 1", fn.dials.Load())
+	}
+}
+
+func TestGuardPinsTheFirstAnswer(t *testing.T) {
+	fn := &fakeNet{names: map[string][]string{"sut.test": {"10.0.0.1"}}}
+	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial})
+	if _, err := g.Check(context.Background(), "sut.test"); err != nil {
+		t.Fatal(err)
+	}
+	// DNS now answers with a public address: the pinned one is used.
+	fn.names["sut.test"] = []string{"8.8.8.8"}
+	g.DialContext(context.Background(), "tcp", "sut.test:443")
+	if fn.last.Load() != "10.0.0.1:443" {
+		t.Errorf("dialed %v, want the pinned 10.0.0.1:443", fn.last.Load())
+	}
+}

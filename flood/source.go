@@ -1,0 +1,393 @@
+package flood
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crowdfed/crowd/signing"
+)
+
+// Signing modes (--signing): when the flood's requests are signed.
+const (
+	// SigningPipeline signs in background goroutines (one per core) that
+	// keep a bounded buffer of ready requests full; the dispatcher only
+	// takes one. When the buffer runs dry the send is late and counted as
+	// "source starved": the crowd's signing is then the bottleneck, and the
+	// record says so. The default.
+	SigningPipeline = "pipeline"
+	// SigningPresign signs every request before the timed window, so the
+	// window measures sending alone; its Dates age by up to the window's
+	// length, which Mastodon bounds at 1 h.
+	SigningPresign = "presign"
+	// SigningJIT signs each request in the engine's dispatcher, which asks
+	// for the next request while it waits for that request's time: signing
+	// is free while it fits in the gap between sends (1/rate), and beyond
+	// that every send is late by the excess, which shows as lateness and is
+	// counted as starvation (the generator's bottleneck). It measures what
+	// an unpipelined sender would do.
+	SigningJIT = "jit"
+)
+
+// ParseSigning reads --signing. Errors are *UsageError.
+func ParseSigning(s string) (string, error) {
+	switch m := strings.ToLower(strings.TrimSpace(s)); m {
+	case "", SigningPipeline:
+		return SigningPipeline, nil
+	case SigningPresign, SigningJIT:
+		return m, nil
+	}
+	return "", usage(s, "--signing: want pipeline, presign or jit")
+}
+
+// Prepare signs a draft: a POST of its body to its persona's inbox, signed
+// by its sender with signer (Date set now, Digest, Content-Type, Host,
+// User-Agent and Signature: see signing.Signer.SignPost).
+func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
+	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
+		Body: http.NoBody}
+	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {
+		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
+	}
+	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body}
+	if req.Host != d.URL.Host {
+		p.Host = req.Host
+	}
+	return p, nil
+}
+
+// PipelineOptions configures a Pipeline.
+type PipelineOptions struct {
+	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	Workers int
+	// Buffer is how many signed requests are kept ready; default 1024. Size
+	// it to cover a fraction of a second at the run's rate: each request's
+	// Date ages while it waits (see PipelineBuffer).
+	Buffer int
+}
+
+// PipelineBuffer is a buffer size for rate sends per second: one second's
+// worth, between 256 and 16384. A second absorbs a signer's hiccups (a GC,
+// a core taken by another process) while the Dates stay far fresher than
+// the hour servers allow.
+func PipelineBuffer(rate float64) int {
+	if math.IsNaN(rate) || rate <= 0 {
+		return 256
+	}
+	return int(min(16384, max(256, math.Ceil(rate))))
+}
+
+// Pipeline is the default Source: its workers draw activities, sign them
+// and keep a bounded buffer of ready requests full. Next takes the oldest
+// ready one, waiting when none is (the engine counts that wait, past the
+// send's intended time, as starvation). Close it when done.
+type Pipeline struct {
+	ch     chan *Prepared
+	ctx    context.Context // done when the workers stop (Close or a signing error)
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	signed atomic.Int64
+
+	mu  sync.Mutex
+	err error
+}
+
+// NewPipeline starts o.Workers signers, each with its own Stream of gen
+// and the shared (goroutine-safe) signer; they run until Close.
+func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pipeline {
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 1024
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pipeline{ch: make(chan *Prepared, o.Buffer), ctx: ctx, cancel: cancel}
+	for range o.Workers {
+		st := gen.Stream()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for ctx.Err() == nil {
+				d, err := st.Next()
+				var prep *Prepared
+				if err == nil {
+					prep, err = Prepare(signer, d)
+				}
+				if err != nil {
+					p.fail(err)
+					return
+				}
+				select {
+				case p.ch <- prep:
+					p.signed.Add(1)
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *Pipeline) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.cancel()
+}
+
+// Next returns a ready request, waiting for one if needed; ctx's error when
+// ctx ends first; once the workers stopped and the buffer is empty, the
+// signing error that stopped them, or io.EOF after Close.
+func (p *Pipeline) Next(ctx context.Context) (*Prepared, error) {
+	select {
+	case r := <-p.ch:
+		return r, nil
+	default:
+	}
+	select {
+	case r := <-p.ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.ctx.Done():
+		select {
+		case r := <-p.ch:
+			return r, nil
+		default:
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.err != nil {
+			return nil, p.err
+		}
+		return nil, io.EOF
+	}
+}
+
+// Fill waits until the buffer is full, so that a run starts with a full
+// buffer instead of racing its signers; it returns early when ctx ends or
+// the workers stopped.
+func (p *Pipeline) Fill(ctx context.Context) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for len(p.ch) < cap(p.ch) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.ctx.Done():
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.err != nil {
+				return p.err
+			}
+			return io.EOF
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Ready is how many signed requests wait in the buffer now.
+func (p *Pipeline) Ready() int { return len(p.ch) }
+
+// Cap is the buffer's size.
+func (p *Pipeline) Cap() int { return cap(p.ch) }
+
+// Signed is how many requests the workers have signed and buffered.
+func (p *Pipeline) Signed() int64 { return p.signed.Load() }
+
+// Close stops the workers and waits for them; Next then returns the
+// requests still buffered, then io.EOF.
+func (p *Pipeline) Close() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Presigned requests age: Mastodon rejects a Date more than PresignShelfLife
+// old, so a presigned window (plus a margin for the signing itself and clock
+// skew) must fit in it.
+const (
+	PresignShelfLife = time.Hour
+	presignMargin    = 5 * time.Minute
+)
+
+// DefaultPresignMaxBytes is the memory presigning may take by default.
+const DefaultPresignMaxBytes = 2 << 30
+
+// PresignOptions configures Presign.
+type PresignOptions struct {
+	// Window is the timed window the requests will be sent in (warm-up
+	// included). A window that, with a 5 min margin, exceeds
+	// PresignShelfLife is refused.
+	Window time.Duration
+	// MaxBytes bounds the estimated memory of the presigned requests;
+	// default DefaultPresignMaxBytes.
+	MaxBytes int64
+	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	Workers int
+}
+
+// PresignCount is how many requests a presigned run needs: maxSends when
+// set (and the schedule is not shorter), else every send a constant pacer
+// offers in d at rate (ceil(rate × d)), plus five standard deviations for
+// Poisson arrivals.
+func PresignCount(arrivals string, rate float64, d time.Duration, maxSends int64) int64 {
+	n := math.Ceil(rate * d.Seconds())
+	if arrivals == "poisson" {
+		n += 5*math.Sqrt(n) + 10
+	}
+	if maxSends > 0 && (d <= 0 || float64(maxSends) < n) {
+		return maxSends
+	}
+	return int64(n)
+}
+
+// EstimatePresignBytes estimates the memory of n presigned requests of gen:
+// the largest body (a Create with its note) plus the signed headers and the
+// structures that hold them.
+func EstimatePresignBytes(gen *Generator, n int64) int64 {
+	const overhead = 2048 // headers (the Signature alone is ~450 B), maps, Prepared
+	per := int64(gen.cfg.NoteBytes) + 1024 + overhead
+	if n > math.MaxInt64/per {
+		return math.MaxInt64
+	}
+	return n * per
+}
+
+// Presigned is a Source of requests all signed before the run (see
+// Presign). Its Next is for one goroutine, the engine's dispatcher; it
+// returns io.EOF when every request is used.
+type Presigned struct {
+	reqs  []*Prepared
+	next  int
+	Took  time.Duration // how long signing took
+	Bytes int64         // the estimated memory
+}
+
+// Presign draws and signs n requests with o.Workers goroutines, before the
+// run. It refuses (wrapping ErrInvalidPlan) a window the Dates would not
+// survive and an estimated memory above o.MaxBytes, before signing
+// anything; and a window that, added to the time signing took, exceeds
+// PresignShelfLife. ctx interrupts it.
+func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int64, o PresignOptions) (*Presigned, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: nothing to presign", ErrInvalidPlan)
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultPresignMaxBytes
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Window+presignMargin > PresignShelfLife {
+		return nil, fmt.Errorf("%w: presigned requests would be sent up to %v after signing, and Mastodon rejects a Date more than %v old (with a %v margin): use --signing=pipeline or a shorter run",
+			ErrInvalidPlan, o.Window, PresignShelfLife, presignMargin)
+	}
+	est := EstimatePresignBytes(gen, n)
+	if est > o.MaxBytes {
+		return nil, fmt.Errorf("%w: presigning %d requests would take about %.1f GiB (limit %.1f GiB): lower --rate × --seconds, or use --signing=pipeline",
+			ErrInvalidPlan, n, float64(est)/(1<<30), float64(o.MaxBytes)/(1<<30))
+	}
+	start := time.Now()
+	p := &Presigned{reqs: make([]*Prepared, n), Bytes: est}
+	var idx atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range min(int64(o.Workers), n) {
+		st := gen.Stream()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := idx.Add(1) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				d, err := st.Next()
+				var prep *Prepared
+				if err == nil {
+					prep, err = Prepare(signer, d)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					idx.Store(n) // stop the others
+					return
+				}
+				p.reqs[i] = prep
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	p.Took = time.Since(start)
+	if p.Took+o.Window > PresignShelfLife {
+		return nil, fmt.Errorf("%w: presigning took %v; with the %v window the last requests would carry a Date older than %v: use --signing=pipeline",
+			ErrInvalidPlan, p.Took.Round(time.Second), o.Window, PresignShelfLife)
+	}
+	return p, nil
+}
+
+// Len is the number of presigned requests.
+func (p *Presigned) Len() int { return len(p.reqs) }
+
+// Next returns the next presigned request (and drops the source's reference
+// to it), io.EOF when none is left, or ctx's error.
+func (p *Presigned) Next(ctx context.Context) (*Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.next >= len(p.reqs) {
+		return nil, io.EOF
+	}
+	r := p.reqs[p.next]
+	p.reqs[p.next] = nil
+	p.next++
+	return r, nil
+}
+
+// JIT is a Source that draws and signs each request in Next, that is in the
+// engine's single dispatcher goroutine: signing cost is hidden while it fits
+// in the gap between sends, and once it exceeds the gap it shows as lateness
+// of every send, counted as starvation (see SigningJIT).
+type JIT struct {
+	st     *Stream
+	signer *signing.Signer
+}
+
+// NewJIT returns a JIT source drawing from one Stream of gen.
+func NewJIT(gen *Generator, signer *signing.Signer) *JIT {
+	return &JIT{st: gen.Stream(), signer: signer}
+}
+
+// Next draws and signs one request, or returns ctx's error.
+func (j *JIT) Next(ctx context.Context) (*Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d, err := j.st.Next()
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(j.signer, d)
+}
