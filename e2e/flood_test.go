@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// floodRecord is the part of a flood record (flood/SCHEMA.md) this test reads.
+type floodRecord struct {
+	Schema  string `json:"schema"`
+	Partial bool   `json:"partial"`
+	Overall struct {
+		Counts struct {
+			Offered, Sent, Dropped, Completed int64
+		} `json:"counts"`
+		Tally map[string]int64 `json:"tally"`
+	} `json:"overall"`
+	Types map[string]struct {
+		Tally map[string]int64 `json:"tally"`
+	} `json:"types"`
+}
+
+// TestFloodRealFedify floods a real Fedify 1.5.9 for 10 s with the
+// crowd's Creates, Likes and Follows, attached to a running crowd: the
+// personas are found by WebFinger and signed GETs, every activity is
+// signed, and Fedify verifies each. Fedify's own counts are the judge:
+// nothing rejected, and what the crowd tallied as 202 is exactly what
+// Fedify verified, type by type.
+func TestFloodRealFedify(t *testing.T) {
+	f := startFederation(t, 3)
+	out := t.TempDir()
+	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "30", "--seconds", "10",
+		"--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180", "--state", f.state,
+		"--out", out, "--label", "fedify", "--log-format", "json")
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("crowd flood: %v\n%s", err, output)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-fedify.json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec floodRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		Verified      map[string]int64 `json:"verified"`
+		Rejected      map[string]int64 `json:"rejected"`
+		VerifiedTotal int64            `json:"verifiedTotal"`
+		RejectedTotal int64            `json:"rejectedTotal"`
+		FailedTotal   int64            `json:"failedTotal"`
+		Rejections    []struct {
+			Type, Reason string
+		} `json:"rejections"`
+	}
+	f.call(t, "GET", fedifyCtl+"/stats", nil, &stats)
+	t.Logf("crowd: %+v tally %v; Fedify: verified %v rejected %v failed %d", rec.Overall.Counts, rec.Overall.Tally,
+		stats.Verified, stats.Rejected, stats.FailedTotal)
+
+	if rec.Schema != "crowd.flood.record" || rec.Partial {
+		t.Errorf("record schema %q partial %v", rec.Schema, rec.Partial)
+	}
+	if rec.Overall.Counts.Sent < 250 || rec.Overall.Counts.Dropped != 0 {
+		t.Errorf("30/s for 10 s should send about 300 with no drops: %+v", rec.Overall.Counts)
+	}
+	if stats.RejectedTotal != 0 {
+		t.Errorf("Fedify rejected %d activities: %+v", stats.RejectedTotal, stats.Rejections)
+	}
+	if got := rec.Overall.Tally["202"]; got != stats.VerifiedTotal {
+		t.Errorf("the crowd tallied %d answers 202, Fedify verified %d", got, stats.VerifiedTotal)
+	}
+	if rec.Overall.Counts.Completed != stats.VerifiedTotal {
+		t.Errorf("the crowd completed %d sends, Fedify verified %d", rec.Overall.Counts.Completed, stats.VerifiedTotal)
+	}
+	for _, typ := range []string{"Create", "Like", "Follow"} {
+		crowd := rec.Types[typ].Tally["202"]
+		if crowd == 0 || crowd != stats.Verified[typ] {
+			t.Errorf("%s: the crowd tallied %d × 202, Fedify verified %d", typ, crowd, stats.Verified[typ])
+		}
+	}
+	// The Follows were registered with the running crowd, so Fedify's
+	// Accepts land in its graph.
+	eventually(t, 20*time.Second, "Fedify's Accepts of the flood's Follows in the crowd's graph", func() bool {
+		var follows []struct {
+			Following []struct{ Remote, State string } `json:"following"`
+		}
+		f.call(t, "GET", crowdAdmin+"/api/follows", nil, &follows)
+		accepted := 0
+		for _, a := range follows {
+			for _, r := range a.Following {
+				if strings.HasPrefix(r.Remote, "https://sut.test/") && r.State == "accepted" {
+					accepted++
+				}
+			}
+		}
+		return accepted > 0
+	})
+	if !strings.Contains(string(output), "record:") {
+		t.Errorf("crowd flood should name the record it wrote:\n%s", output)
+	}
+}
