@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -215,14 +216,10 @@ func TestFollowsWithRealFedify(t *testing.T) {
 	})
 
 	t.Run("the crowd's Follow gets Fedify's Accept", func(t *testing.T) {
-		var res struct {
-			Status int    `json:"status"`
-			Inbox  string `json:"inbox"`
-			Error  string `json:"error"`
-		}
-		f.call(t, "POST", crowdAdmin+"/api/send", map[string]string{"from": "dave@flood1.test", "type": "Follow", "to": "acct:load1@sut.test"}, &res)
-		if res.Status != 202 {
-			t.Fatalf("send Follow: %+v", res)
+		out := f.ns.Run(t, BuildCrowd(t), "send", "--admin", "127.0.0.1:9180", "--from", "dave@flood1.test",
+			"--type", "Follow", "--to", "acct:load1@sut.test")
+		if !strings.Contains(out, "202") {
+			t.Fatalf("crowd send Follow: %s", out)
 		}
 		eventually(t, 20*time.Second, "dave's following collection shows load1", func() bool {
 			_, items := f.collection(t, "https://flood1.test/users/dave/following")
