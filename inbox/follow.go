@@ -61,17 +61,7 @@ func (in *Inbox) onFollow(act Activity, body []byte) reply {
 	if !ok {
 		return reply{status: http.StatusAccepted, note: fmt.Sprintf("Follow of %s, who is not a crowd actor here: nothing to do", target)}
 	}
-	// A full queue refuses the Follow before it is recorded: the sender
-	// retries it later, and a flood of Follows cannot grow the graph
-	// faster than the crowd can answer them.
-	if in.queue.depth() >= in.queue.max {
-		return reply{status: http.StatusServiceUnavailable, retryAfter: 60,
-			reason: fmt.Sprintf("%d Accepts are waiting to be delivered; send the Follow again later", in.queue.depth())}
-	}
 	follow := followToEmbed(act, body)
-	if err := in.world.Graph.AddFollower(local.ID, act.Actor, act.ID, follow); err != nil {
-		return reject(http.StatusInternalServerError, "could not record the follow: %v", err)
-	}
 	accept, acceptID, err := acceptFor(local, act.Actor, follow)
 	if err != nil {
 		return reject(http.StatusBadRequest, "cannot embed the Follow in an Accept: %v", err)
@@ -79,6 +69,17 @@ func (in *Inbox) onFollow(act Activity, body []byte) reply {
 	now := in.now().UTC()
 	d := &Delivery{ID: deliveryID(acceptID, act.Actor), Type: "Accept", From: local.ID, To: act.Actor,
 		Activity: accept, Created: now, NextAt: now}
+	// A full queue refuses a new Follow before it is recorded: the sender
+	// retries it later, and a flood of Follows cannot grow the graph
+	// faster than the crowd can answer them. A repeat of a Follow whose
+	// Accept is already queued is still taken.
+	if depth := in.queue.depth(); depth >= in.queue.max && !in.queue.has(d.ID) {
+		return reply{status: http.StatusServiceUnavailable, retryAfter: 60,
+			reason: fmt.Sprintf("%d Accepts are waiting to be delivered; send the Follow again later", depth)}
+	}
+	if err := in.world.Graph.AddFollower(local.ID, act.Actor, act.ID, follow); err != nil {
+		return reject(http.StatusInternalServerError, "could not record the follow: %v", err)
+	}
 	added, err := in.queue.add(d)
 	switch {
 	case errors.Is(err, ErrQueueFull):

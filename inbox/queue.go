@@ -165,6 +165,14 @@ func (q *queue) add(d *Delivery) (bool, error) {
 	return true, nil
 }
 
+// has reports whether a delivery with this id is pending.
+func (q *queue) has(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.pending[id]
+	return ok
+}
+
 func (q *queue) write(id string, b []byte) error {
 	if err := writeFileAtomic(q.path(id), b); err != nil {
 		return fmt.Errorf("delivery queue: persist %s: %w", id, err)
