@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+// The record commands read run records (flood/SCHEMA.md) and never send
+// anything. Exit status: 0 done; 1 a record could not be read or merged,
+// or (compare) a metric regressed; 2 a usage error, and for compare
+// anything that prevented a verdict.
+
+// newMergeCmd is `crowd merge`.
+func newMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge RECORD.json...",
+		Short: "Combine the records of several generators (--shard=i/n) into one, exactly",
+		Long: `Combine the run records of generators that flooded together (crowd flood --shard=i/n on
+several machines or containers) into one record: counts and status tallies add up and the
+HDR histograms merge bucket by bucket, so the merged percentiles are those of one histogram
+of every send, not an average of percentiles. Records whose settings differ in anything
+but the shard are refused, naming the setting.
+
+The merged record is written to -o (JSON; the file is replaced) and its table printed; without
+-o the JSON goes to stdout and the table to stderr.`,
+		Example: `  crowd merge out/load/*-shard*.json -o out/load/merged.json
+  crowd merge a.json b.json > merged.json`,
+		Args: minArgsUsage(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the merged record to this file (default: stdout)")
+	return cmd
+}
+
+// minArgsUsage wants at least n positional arguments (else exit 2).
+func minArgsUsage(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageError{fmt.Errorf("crowd %s wants %s (see crowd %s --help)", cmd.Name(), cmd.Use[len(cmd.Name())+1:], cmd.Name())}
+		}
+		return nil
+	}
+}
+
+// exactArgsUsage wants exactly n positional arguments (else exit 2).
+func exactArgsUsage(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("crowd %s wants %s, got %d arguments (see crowd %s --help)",
+				cmd.Name(), cmd.Use[len(cmd.Name())+1:], len(args), cmd.Name())}
+		}
+		return nil
+	}
+}
+
+// loadRecords reads every record, failing (exit 1) on the first that does
+// not read.
+func loadRecords(paths []string) ([]*flood.Record, error) {
+	recs := make([]*flood.Record, 0, len(paths))
+	for _, p := range paths {
+		r, err := flood.LoadRecord(p)
+		if err != nil {
+			return nil, exitCode{1, err}
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// recordRefPattern finds "record N" in Merge's errors, to name the file.
+const recordRefPattern = `record (\d+)`
+
+func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
+	recs, err := loadRecords(paths)
+	if err != nil {
+		return err
+	}
+	m, err := flood.Merge(recs...)
+	if err != nil {
+		return exitCode{1, fmt.Errorf("%w%s", err, nameRecords(err.Error(), paths))}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return exitCode{1, err}
+	}
+	data = append(data, '\n')
+	table := stdout
+	if out == "" || out == "-" {
+		if _, err := stdout.Write(data); err != nil {
+			return exitCode{1, err}
+		}
+		table = stderr
+	} else if err := writeFileAtomic(out, data); err != nil {
+		return exitCode{1, err}
+	}
+	if err := flood.WriteTable(table, m); err != nil {
+		return exitCode{1, err}
+	}
+	if out != "" && out != "-" {
+		fmt.Fprintf(table, "merged %d records into %s\n", len(recs), out)
+	}
+	return nil
+}
+
+// nameRecords turns the "record N" that msg mentions into file names:
+// " (record 2 is b.json, record 1 is a.json)".
+func nameRecords(msg string, paths []string) string {
+	var names []string
+	seen := map[int]bool{}
+	for _, m := range regexp.MustCompile(recordRefPattern).FindAllStringSubmatch(msg, -1) {
+		i, err := strconv.Atoi(m[1])
+		if err != nil || i < 1 || i > len(paths) || seen[i] {
+			continue
+		}
+		seen[i] = true
+		names = append(names, fmt.Sprintf("record %d is %s", i, paths[i-1]))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// writeFileAtomic writes data to path through a temporary file in the
+// same folder, synced and renamed into place: a reader never sees half a
+// record.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// newReportCmd is `crowd report`.
+func newReportCmd() *cobra.Command {
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "report RECORD.json",
+		Short: "Render a run record as text, Markdown, or an HTML page with plots",
+		Long: `Render a run record (crowd flood's JSON in out/load/, or crowd merge's) for people:
+
+  text      the final table crowd flood prints (default)
+  markdown  the runs.md row and a per-type table, for a pull request or an issue
+  html      one self-contained page (no script, nothing fetched): latency over time,
+            offered and achieved rate, the percentile distribution of latency, service
+            time and lateness from the HDR histograms, status classes over time, the
+            summary, the bottleneck verdict, the per-type table and the settings
+
+Without --format, an -o file ending in .html or .md picks the format.`,
+		Example: `  crowd report out/load/20261130-120000-smoke.json
+  crowd report merged.json -o merged.html
+  crowd report run.json --format markdown >> pr-comment.md`,
+		Args: exactArgsUsage(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("format") {
+				switch strings.ToLower(filepath.Ext(out)) {
+				case ".html", ".htm":
+					format = "html"
+				case ".md", ".markdown":
+					format = "markdown"
+				}
+			}
+			return runReport(cmd.OutOrStdout(), args[0], format, out)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or html")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+func runReport(stdout io.Writer, path, format, out string) error {
+	var render func(io.Writer, *flood.Record) error
+	switch strings.ToLower(format) {
+	case "text", "txt":
+		render = flood.WriteTable
+	case "markdown", "md":
+		render = func(w io.Writer, r *flood.Record) error { return flood.WriteMarkdown(w, r, filepath.Base(path)) }
+	case "html":
+		render = flood.WriteHTML
+	default:
+		return usageError{fmt.Errorf("--format %q: want text, markdown or html", format)}
+	}
+	recs, err := loadRecords([]string{path})
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := render(&b, recs[0]); err != nil {
+		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	if out == "" || out == "-" {
+		_, err = stdout.Write(b.Bytes())
+	} else {
+		err = writeFileAtomic(out, b.Bytes())
+	}
+	if err != nil {
+		return exitCode{1, err}
+	}
+	return nil
+}
+
+type compareFlags struct {
+	maxRegression string
+	metrics       string
+	shareFloor    string
+	force         bool
+}
+
+// newCompareCmd is `crowd compare`.
+func newCompareCmd() *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare BASE.json HEAD.json",
+		Short: "Compare two run records metric by metric; exit 1 when head regressed",
+		Long: `Compare a run record (HEAD) with a baseline (BASE): for each metric, overall and for every
+activity type both have, the two values and the relative change. A metric regressed when it
+moved the wrong way by more than --max-regression: latency up, an error share up (and by at
+least --share-floor percentage points, so one error in ten thousand is not a verdict), a
+rate down.
+
+Metrics are named as in --expect: p50 p90 p95 p99 p99.9 max (latency from the intended send
+time), service.p99 lateness.p99 dispatch.p99, errors dropped status429 timeout … (shares),
+rate (sent/s) and throughput (2xx/s).
+
+Runs that are not the same unit of work are refused: another total offered rate, activity
+mix or arrival process changes the latency for reasons that are not the server's. --force
+compares them anyway, saying so.
+
+Exit status: 0 no regression, 1 a regression, 2 no verdict (usage error, a record that
+does not read, runs that are not comparable).`,
+		Example: `  crowd compare out/load/main.json out/load/pr.json
+  crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput`,
+		Args: exactArgsUsage(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompare(cmd.OutOrStdout(), args[0], args[1], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression")
+	fl.StringVar(&f.metrics, "metric", flood.DefaultCompareMetrics(), "metrics to compare, comma-separated")
+	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points, that can be a regression")
+	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix or arrival process anyway")
+	return cmd
+}
+
+func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) error {
+	noVerdict := func(err error) error { return exitCode{2, err} }
+	threshold, err := flood.ParseThreshold(f.maxRegression)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--max-regression %w", err))
+	}
+	floor, err := flood.ParseThreshold(f.shareFloor)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--share-floor %w", err))
+	}
+	metrics, err := flood.ParseCompareMetrics(f.metrics)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--metric %w", err))
+	}
+	recs, err := loadRecords([]string{basePath, headPath})
+	if err != nil {
+		return noVerdict(err)
+	}
+	c, err := flood.Compare(recs[0], recs[1], flood.CompareOptions{
+		Metrics: metrics, MaxRegression: threshold, ShareFloor: floor, Force: f.force,
+	})
+	if errors.Is(err, flood.ErrIncomparable) {
+		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
+	}
+	if err != nil {
+		return noVerdict(err)
+	}
+	c.BaseName, c.HeadName = basePath, headPath
+	if err := c.WriteTable(stdout); err != nil {
+		return exitCode{2, err}
+	}
+	if c.Regressed() {
+		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
+	}
+	return nil
+}

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+// fixtureDir holds the deterministic record flood's report tests render,
+// report.json, and its golden renderings (go test -update ./flood/
+// rewrites them).
+const fixtureDir = "../../flood/testdata"
+
+// recordsStart is when the synthetic runs started.
+func recordsStart() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+
+// newHist is a histogram of the flood's geometry (1 µs .. 1 h, 3 digits;
+// flood/SCHEMA.md).
+func newHist() *hdr.Histogram { return hdr.New(1, 3_600_000_000, 3) }
+
+// shardRecord is one generator's record of a 10 s run in which the sends of
+// each type took the given latencies (µs); service time is half of each,
+// lateness a tenth; every send got a 202 except every errEvery-th (a 503;
+// 0 = none).
+func shardRecord(t *testing.T, s flood.Settings, lat map[string][]int64, errEvery int) *flood.Record {
+	t.Helper()
+	res := &flood.Result{
+		Start: recordsStart(), End: recordsStart().Add(10 * time.Second), Elapsed: 10 * time.Second, Measured: 10 * time.Second,
+		Overall: flood.NewStats(), Types: map[string]*flood.Stats{}, Dispatch: newHist(),
+		Rate: s.Rate, Duration: 10 * time.Second, MaxInflight: 100, Timeout: 10 * time.Second,
+	}
+	if res.Rate == 0 {
+		res.Rate = 100
+	}
+	for typ, vals := range lat {
+		st := flood.NewStats()
+		for i, v := range vals {
+			for _, rec := range []struct {
+				h *hdr.Histogram
+				v int64
+			}{{st.Latency, v}, {st.Service, v / 2}, {st.Lateness, v / 10}, {res.Dispatch, 50}} {
+				if err := rec.h.RecordValue(rec.v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if errEvery > 0 && i%errEvery == errEvery-1 {
+				st.Tally.Classes[flood.Class503]++
+			} else {
+				st.Tally.Classes[flood.Class202]++
+			}
+		}
+		n := int64(len(vals))
+		st.Counts = flood.Counts{Offered: n, Sent: n, Completed: n}
+		res.Types[typ] = st
+		res.Overall.Merge(st)
+	}
+	r, err := res.Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// writeJSON writes a record to dir/name and returns the path.
+func writeJSON(t *testing.T, dir, name string, r *flood.Record) string {
+	t.Helper()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// latencies draws n latencies (µs) from a log-normal-ish spread around
+// median µs.
+func latencies(rng *rand.Rand, n int, median float64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = max(1, int64(median*rng.ExpFloat64()*rng.ExpFloat64()*2))
+	}
+	return out
+}
+
+// TestMergeCLIIsExact: two shards' records, merged by `crowd merge`, hold
+// the percentiles of one histogram of every value both recorded, overall
+// and per type, and not an average of the shards' percentiles.
+func TestMergeCLIIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	dir := t.TempDir()
+	s := flood.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=3,like=1", Signing: "pipeline"}
+	// Shard 0 meets a fast SUT, shard 1 a slow one: their percentiles differ
+	// a lot, so an average of percentiles would be far off.
+	lat := []map[string][]int64{
+		{"Create": latencies(rng, 3000, 2_000), "Like": latencies(rng, 1000, 1_000)},
+		{"Create": latencies(rng, 2000, 80_000), "Like": latencies(rng, 700, 40_000)},
+	}
+	var paths []string
+	for i, l := range lat {
+		s.Shard = []string{"0/2", "1/2"}[i] // shards are 0-based, as --shard numbers them
+		paths = append(paths, writeJSON(t, dir, "shard"+s.Shard[:1]+".json", shardRecord(t, s, l, 0)))
+	}
+	out := filepath.Join(dir, "merged.json")
+	code, stdout, stderr := runCLI(t, append([]string{"merge"}, append(paths, "-o", out)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "2 generators") || !strings.Contains(stdout, "merged 2 records into "+out) {
+		t.Errorf("merge printed:\n%s", stdout)
+	}
+	m, err := flood.LoadRecord(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	union := func(typ string) *hdr.Histogram {
+		h := newHist()
+		for _, l := range lat {
+			for name, vals := range l {
+				if typ == "" || name == typ {
+					for _, v := range vals {
+						_ = h.RecordValue(v)
+					}
+				}
+			}
+		}
+		return h
+	}
+	for _, typ := range []string{"", "Create", "Like"} {
+		tr, ok := m.Type(typ)
+		if !ok {
+			t.Fatalf("merged record lacks type %q", typ)
+		}
+		want := union(typ)
+		if got := tr.Latency.Quantiles; got != flood.Summarize(want) {
+			t.Errorf("type %q: merged %+v\nwant     %+v", typ, got, flood.Summarize(want))
+		}
+		h, err := tr.Latency.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := 1.0; q <= 100; q += 0.5 {
+			if h.ValueAtQuantile(q) != want.ValueAtQuantile(q) {
+				t.Fatalf("type %q p%g: merged %d, union %d", typ, q, h.ValueAtQuantile(q), want.ValueAtQuantile(q))
+			}
+		}
+	}
+	// The data discriminate: averaging the shards' p99 is not the answer.
+	var avg int64
+	for _, p := range paths {
+		r, _ := flood.LoadRecord(p)
+		avg += r.Overall.Latency.P99 / 2
+	}
+	if got := m.Overall.Latency.P99; avg > got*9/10 && avg < got*11/10 {
+		t.Errorf("the shards' average p99 %d is near the merged %d: the test cannot tell merging from averaging", avg, got)
+	}
+	if c := m.Overall.Counts; c.Sent != 6700 || m.Generators() != 2 || m.Settings.Shard != "" {
+		t.Errorf("merged counts %+v, generators %d, shard %q", c, m.Generators(), m.Settings.Shard)
+	}
+
+	// Without -o: the record on stdout, the table on stderr.
+	code, stdout, stderr = runCLI(t, append([]string{"merge"}, paths...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	again, err := flood.DecodeRecord(strings.NewReader(stdout))
+	if err != nil || again.Overall.Latency.Quantiles != m.Overall.Latency.Quantiles {
+		t.Errorf("stdout is not the merged record: %v", err)
+	}
+	if !strings.Contains(stderr, "2 generators") {
+		t.Errorf("the table is not on stderr: %q", stderr)
+	}
+}
+
+func TestMergeCLIRefuses(t *testing.T) {
+	dir := t.TempDir()
+	lat := map[string][]int64{"Create": {1000, 2000, 3000}}
+	s := flood.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=1", Shard: "0/2"}
+	a := writeJSON(t, dir, "a.json", shardRecord(t, s, lat, 0))
+	s.Shard = "1/2"
+	s.Rate = 200
+	b := writeJSON(t, dir, "b.json", shardRecord(t, s, lat, 0))
+	s.Rate, s.Mix = 100, "like=1"
+	c := writeJSON(t, dir, "c.json", shardRecord(t, s, lat, 0))
+	notJSON := filepath.Join(dir, "notes.json")
+	os.WriteFile(notJSON, []byte("not a record"), 0o644)
+	out := filepath.Join(dir, "merged.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		say  []string // the message names these
+	}{
+		// Another rate: named, with both values and the files.
+		{"rate differs", []string{a, b}, 1, []string{"settings differ", "rate 100 ≠ 200", "record 2 is " + b, "record 1 is " + a}},
+		// Another mix.
+		{"mix differs", []string{a, c}, 1, []string{`mix create=1 ≠ like=1`, "record 2 is " + c}},
+		// One record twice.
+		{"same record twice", []string{a, a}, 1, []string{"a second time"}},
+		// A file that is not a record.
+		{"not a record", []string{a, notJSON}, 1, []string{notJSON}},
+		// A file that is not there.
+		{"missing file", []string{a, filepath.Join(dir, "nope.json")}, 1, []string{"nope.json"}},
+		// Nothing to merge: a usage error.
+		{"no arguments", nil, 2, []string{"crowd merge wants RECORD.json..."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"merge", "-o", out}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+			for _, s := range tc.say {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr %q lacks %q", stderr, s)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a refused merge wrote %s", out)
+			}
+		})
+	}
+}
+
+// TestReportCLIGolden: `crowd report` prints the fixture as flood's golden
+// renderings, to stdout or a file, the format picked by flag or by the
+// file's extension.
+func TestReportCLIGolden(t *testing.T) {
+	in := filepath.Join(fixtureDir, "report.json")
+	dir := t.TempDir()
+	golden := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(fixtureDir, name))
+		if err != nil {
+			t.Fatalf("%v (go test -update ./flood/ writes it)", err)
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		file   string // output file, "" = stdout
+		golden string
+	}{
+		// Text is the default.
+		{"text", nil, "", "report.txt.golden"},
+		// Markdown by flag, linking the record's file name.
+		{"markdown", []string{"--format", "markdown"}, "", "report.md.golden"},
+		// HTML by flag.
+		{"html", []string{"--format", "html"}, "", "report.html.golden"},
+		// HTML picked by the output file's extension.
+		{"html by extension", []string{"-o", filepath.Join(dir, "run.html")}, "run.html", "report.html.golden"},
+		// Markdown by extension.
+		{"markdown by extension", []string{"-o", filepath.Join(dir, "run.md")}, "run.md", "report.md.golden"},
+		// The flag wins over the extension.
+		{"flag over extension", []string{"--format", "text", "-o", filepath.Join(dir, "run.txt.html")}, "run.txt.html", "report.txt.golden"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"report", in}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			got := stdout
+			if c.file != "" {
+				b, err := os.ReadFile(filepath.Join(dir, c.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+				if stdout != "" {
+					t.Errorf("with -o, stdout got %q", stdout)
+				}
+			}
+			if want := golden(c.golden); got != want {
+				t.Errorf("crowd report %s differs from flood/testdata/%s", strings.Join(c.args, " "), c.golden)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		{"unknown format", []string{"report", in, "--format", "pdf"}, 2, `--format "pdf"`},      // usage
+		{"no record", []string{"report"}, 2, "crowd report wants RECORD.json"},                  // usage
+		{"two records", []string{"report", in, in}, 2, "got 2 arguments"},                       // usage
+		{"missing record", []string{"report", filepath.Join(dir, "nope.json")}, 1, "nope.json"}, // bad input
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.say) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d naming %s", c.name, code, stderr, c.code, c.say)
+		}
+	}
+}
+
+// TestCompareCLI: exit 0 when nothing regressed, 1 when something did, 2
+// when there is no verdict to give.
+func TestCompareCLI(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := flood.Settings{Label: "cmp", Arrivals: "constant", Mix: "create=3,like=1"}
+	baseLat := map[string][]int64{"Create": latencies(rng, 3000, 5_000), "Like": latencies(rng, 1000, 3_000)}
+	scaled := func(f float64, n int) map[string][]int64 {
+		out := map[string][]int64{}
+		for typ, vals := range baseLat {
+			for _, v := range vals[:len(vals)*n/100] {
+				out[typ] = append(out[typ], int64(float64(v)*f))
+			}
+		}
+		return out
+	}
+	base := writeJSON(t, dir, "base.json", shardRecord(t, s, baseLat, 200))
+	same := writeJSON(t, dir, "same.json", shardRecord(t, s, baseLat, 200))
+	slower := writeJSON(t, dir, "slower.json", shardRecord(t, s, scaled(1.3, 100), 200))
+	faster := writeJSON(t, dir, "faster.json", shardRecord(t, s, scaled(0.7, 100), 200))
+	failing := writeJSON(t, dir, "failing.json", shardRecord(t, s, baseLat, 20))
+	fewer := writeJSON(t, dir, "fewer.json", shardRecord(t, s, scaled(1, 75), 200))
+	s2 := s
+	s2.Rate = 300
+	faster3x := writeJSON(t, dir, "rate300.json", shardRecord(t, s2, scaled(0.7, 100), 200))
+	s3 := s
+	s3.Mix = "create=1,like=1"
+	otherMix := writeJSON(t, dir, "othermix.json", shardRecord(t, s3, baseLat, 200))
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  []string // in stdout+stderr
+	}{
+		// The same measurements: 0.
+		{"no change", []string{base, same}, 0, []string{"no regression beyond 15%"}},
+		// 30 % slower: 1, naming the metrics.
+		{"slower", []string{base, slower}, 1, []string{"all     p95", "REGRESSED beyond 15%", "all p99 +30", "regressed against"}},
+		// 30 % slower is within a 40 % threshold.
+		{"slower within threshold", []string{base, slower, "--max-regression", "40%"}, 0, []string{"no regression beyond 40%"}},
+		// Faster: better, exit 0.
+		{"faster", []string{base, faster}, 0, []string{"better", "no regression"}},
+		// Errors from 0.5 % to 5 %: 1.
+		{"more errors", []string{base, failing}, 1, []string{"all     errors", "+4.50pp"}},
+		// ... unless errors are not compared.
+		{"errors not compared", []string{base, failing, "--metric", "p95,p99"}, 0, []string{"no regression"}},
+		// A quarter fewer sends in the same window: the rates fell.
+		{"rate down", []string{base, fewer, "--metric", "rate,throughput"}, 1, []string{"all rate -25.0%"}},
+		// Another offered rate: no verdict, 2, pointing at --force.
+		{"other rate refused", []string{base, faster3x}, 2, []string{"offered rate 100/s ≠ 300/s", "--force"}},
+		// Another mix: 2.
+		{"other mix refused", []string{base, otherMix}, 2, []string{`mix "create=3,like=1" ≠ "create=1,like=1"`}},
+		// --force compares anyway, and says so.
+		{"forced", []string{base, faster3x, "--force"}, 0, []string{"note: forced: offered rate"}},
+		// Usage errors: 2.
+		{"one record", []string{base}, 2, []string{"wants BASE.json HEAD.json"}},
+		{"bad threshold", []string{base, same, "--max-regression", "lots"}, 2, []string{"--max-regression"}},
+		{"bad metric", []string{base, same, "--metric", "p95,speed"}, 2, []string{"--metric", "speed"}},
+		{"bad share floor", []string{base, same, "--share-floor", "-1"}, 2, []string{"--share-floor"}},
+		// A record that does not read: no verdict.
+		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, 2, []string{"nope.json"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"compare"}, c.args...)...)
+			all := stdout + stderr
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s", code, c.code, all)
+			}
+			for _, s := range c.say {
+				if !strings.Contains(all, s) {
+					t.Errorf("output lacks %q:\n%s", s, all)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordCommandsHelp: the record commands are wired into the CLI.
+func TestRecordCommandsHelp(t *testing.T) {
+	for _, cmd := range []string{"merge", "report", "compare"} {
+		code, stdout, _ := runCLI(t, cmd, "--help")
+		if code != 0 || !bytes.Contains([]byte(stdout), []byte("crowd "+cmd)) {
+			t.Errorf("crowd %s --help: exit %d\n%s", cmd, code, stdout)
+		}
+	}
+}

@@ -1,0 +1,525 @@
+package flood
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// ErrIncomparable is wrapped by Comparable's error: two records that are not
+// the same unit of work (another offered rate, mix or arrival process), whose
+// latencies would differ for reasons that are not the SUT's.
+var ErrIncomparable = errors.New("flood: runs are not the same unit of work")
+
+// DefaultCompareMetrics is what `crowd compare` looks at when not told:
+// latency p95 and p99 (from the intended send time), the error share, the
+// send rate achieved and the 2xx rate.
+func DefaultCompareMetrics() string { return "p95,p99,errors,rate,throughput" }
+
+// CompareMetric is one figure Compare looks at, named in the vocabulary of
+// the gates (see Gate): a duration ("p95", "p99.9", "max", "service.p99",
+// "lateness.p99", "dispatch.p99"), a counter compared as a share of its
+// denominator ("errors", "dropped", "status429", "timeout", "ok"), or a rate
+// ("rate" = sent/s, "throughput" = 2xx/s).
+type CompareMetric struct {
+	g Gate
+}
+
+// Name is the metric's canonical name ("p95", "service.p99", "errors"):
+// latency, the default family, goes unnamed.
+func (m CompareMetric) Name() string {
+	if m.g.kind == kindDuration && m.g.Family == "latency" {
+		return m.g.Metric
+	}
+	return m.g.metricString()
+}
+
+// HigherIsBetter reports the metric's direction: rates and success shares
+// (ok, sent, completed, status2xx, status202) are better higher; latencies
+// and every other share are better lower.
+func (m CompareMetric) HigherIsBetter() bool {
+	switch m.g.kind {
+	case kindRate:
+		return true
+	case kindCount:
+		switch m.g.Metric {
+		case "ok", "status2xx", "status202", "sent", "completed":
+			return true
+		}
+	}
+	return false
+}
+
+// isShare: the metric is a share, whose change is shown in percentage points.
+func (m CompareMetric) isShare() bool { return m.g.kind == kindCount }
+
+// ParseCompareMetrics reads a comma-separated list of metric names (see
+// CompareMetric); a name may appear once. A type prefix ("Create.p99") is
+// refused: the comparison covers every type anyway. So is "offered", which
+// comparable runs share. Errors are *UsageError.
+func ParseCompareMetrics(s string) ([]CompareMetric, error) {
+	var out []CompareMetric
+	seen := map[string]bool{}
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		g := Gate{Expr: f}
+		if err := g.parseMetric(f); err != nil {
+			return nil, err
+		}
+		if g.Type != "" {
+			return nil, usage(f, "compare covers every activity type: drop %q", g.Type+".")
+		}
+		if g.kind == kindRate && g.Metric == "offered" {
+			return nil, usage(f, "comparable runs offer the same rate: compare rate or throughput")
+		}
+		m := CompareMetric{g: g}
+		if seen[m.Name()] {
+			return nil, usage(s, "%s appears twice", m.Name())
+		}
+		seen[m.Name()] = true
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, usage(s, "no metric: want e.g. p95,p99,errors,rate")
+	}
+	return out, nil
+}
+
+// ParseThreshold reads a --max-regression: a percentage with or without
+// its sign ("15%", "15", "2.5%"), returned as a fraction (0.15). It must be
+// 0 or more and finite. Errors are *UsageError.
+func ParseThreshold(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, usage(s, "want a percentage of 0 or more, e.g. 15%%")
+	}
+	return v / 100, nil
+}
+
+// offeredRate is the rate the run's generators were asked for together.
+func offeredRate(r *Record) float64 { return r.Settings.Rate * float64(r.Generators()) }
+
+// sameMix compares two --mix values by their proportions (create=2,like=1
+// is create=4,like=2); values that do not parse compare as strings.
+func sameMix(a, b string) bool {
+	ma, errA := ParseMix(a)
+	mb, errB := ParseMix(b)
+	if errA != nil || errB != nil {
+		return strings.TrimSpace(a) == strings.TrimSpace(b)
+	}
+	sa, sb := ma.Create+ma.Like+ma.Follow, mb.Create+mb.Like+mb.Follow
+	near := func(x, y float64) bool { return math.Abs(x/sa-y/sb) < 1e-9 }
+	return near(ma.Create, mb.Create) && near(ma.Like, mb.Like) && near(ma.Follow, mb.Follow)
+}
+
+// Comparable reports whether base and head measured the same unit of work:
+// the same total offered rate (rate × generators), the same activity mix
+// (by proportion) and the same arrival process. A latency measured at
+// another rate or on another mix differs for reasons that are not the
+// SUT's, so such a pair is refused, wrapping ErrIncomparable and naming
+// each difference. Everything else (duration, signing, target, label) may
+// differ: Compare notes it.
+func Comparable(base, head *Record) error {
+	var d []string
+	if ob, oh := offeredRate(base), offeredRate(head); ob != oh {
+		d = append(d, fmt.Sprintf("offered rate %s/s ≠ %s/s", fmtNum(ob), fmtNum(oh)))
+	}
+	if !sameMix(base.Settings.Mix, head.Settings.Mix) {
+		d = append(d, fmt.Sprintf("mix %q ≠ %q", base.Settings.Mix, head.Settings.Mix))
+	}
+	if base.Settings.Arrivals != head.Settings.Arrivals {
+		d = append(d, fmt.Sprintf("arrivals %s ≠ %s", base.Settings.Arrivals, head.Settings.Arrivals))
+	}
+	if len(d) > 0 {
+		return fmt.Errorf("%w: %s", ErrIncomparable, strings.Join(d, ", "))
+	}
+	return nil
+}
+
+// CompareOptions say what Compare looks at and what counts as a regression.
+type CompareOptions struct {
+	// Metrics to compare, overall and for every type both records have
+	// (nil = DefaultCompareMetrics).
+	Metrics []CompareMetric
+	// MaxRegression is the relative change (0.15 = 15 %) beyond which a
+	// metric moving the wrong way is a regression, and one moving the right
+	// way an improvement.
+	MaxRegression float64
+	// ShareFloor is the smallest absolute change of a share (0.001 = 0.1
+	// percentage point) that can be a regression or an improvement: an error
+	// share going from 0 to 0.01 % is infinitely larger, yet one send in ten
+	// thousand is noise, not a verdict.
+	ShareFloor float64
+	// Force compares records that Comparable refuses.
+	Force bool
+}
+
+// Verdict is how one figure moved between base and head.
+type Verdict string
+
+// The verdicts of a CompareRow.
+const (
+	VerdictSame      Verdict = ""          // within the threshold
+	VerdictBetter    Verdict = "better"    // moved the right way beyond the threshold
+	VerdictRegressed Verdict = "REGRESSED" // moved the wrong way beyond the threshold
+	VerdictNoData    Verdict = "no data"   // one side has no figure (empty histogram, missing type)
+)
+
+// CompareRow is one figure of one type in both records.
+type CompareRow struct {
+	Type    string        // activity type; "" = all types
+	Metric  CompareMetric // what was compared
+	Base    float64       // µs for a duration, a fraction for a share, per second for a rate
+	Head    float64       // as Base
+	Known   bool          // both records have the figure
+	Change  float64       // (Head - Base) / Base; +Inf when Base is 0 and Head is not
+	Verdict Verdict
+	// Few is set for a quantile that fewer than 10 sends lie beyond in
+	// either record (a p99 of 300 sends is their third-worst): the verdict
+	// stands, but it rests on a handful of sends.
+	Few bool
+}
+
+// Comparison is the result of Compare.
+type Comparison struct {
+	Base, Head *Record
+	// BaseName and HeadName name the records in WriteTable (file names);
+	// empty means the records' labels.
+	BaseName, HeadName string
+	Options            CompareOptions
+	Rows               []CompareRow
+	// Notes are facts that qualify the comparison: settings that differ
+	// without making the runs incomparable, a generator-bound or partial
+	// run, types present in one record only, a forced comparison.
+	Notes []string
+}
+
+// Compare compares head with base, metric by metric, overall and for each
+// activity type present in both. It refuses (Comparable's error) records
+// that are not the same unit of work unless o.Force.
+func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
+	if o.Metrics == nil {
+		ms, err := ParseCompareMetrics(DefaultCompareMetrics())
+		if err != nil {
+			return nil, err
+		}
+		o.Metrics = ms
+	}
+	c := &Comparison{Base: base, Head: head, Options: o}
+	if err := Comparable(base, head); err != nil {
+		if !o.Force {
+			return nil, err
+		}
+		c.Notes = append(c.Notes, "forced: "+strings.TrimPrefix(err.Error(), ErrIncomparable.Error()+": ")+
+			"; the differences below are not the SUT's alone")
+	}
+	bs, hs := base.Settings, head.Settings
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{
+		{"signing", bs.Signing, hs.Signing}, {"target", bs.Target, hs.Target},
+		{"max_inflight", bs.MaxInflight * base.Generators(), hs.MaxInflight * head.Generators()},
+		{"timeout", bs.Timeout, hs.Timeout}, {"generators", base.Generators(), head.Generators()},
+	} {
+		if f.a != f.b {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s differs: %v in base, %v in head", f.name, f.a, f.b))
+		}
+	}
+	for _, pb := range base.Parts {
+		for _, ph := range head.Parts {
+			if pb.ID == ph.ID {
+				c.Notes = append(c.Notes, "base and head contain the same run ("+pb.ID+"): is this one record twice?")
+			}
+		}
+	}
+	if base.Measured != head.Measured {
+		c.Notes = append(c.Notes, fmt.Sprintf("measured window differs: %.1fs in base, %.1fs in head (high percentiles of a shorter run rest on fewer sends)",
+			base.Measured, head.Measured))
+	}
+	for _, side := range []struct {
+		name string
+		r    *Record
+	}{{"base", base}, {"head", head}} {
+		if side.r.Bottleneck.Generator {
+			c.Notes = append(c.Notes, side.name+": the generator, not the SUT, was the bottleneck: its figures include the crowd's own limits")
+		}
+		if side.r.Partial {
+			c.Notes = append(c.Notes, side.name+": partial run ("+side.r.PartialReason+")")
+		}
+	}
+	types := []string{""}
+	for _, name := range base.TypeNames() {
+		if _, ok := head.Types[name]; ok {
+			types = append(types, name)
+		} else {
+			c.Notes = append(c.Notes, "type "+name+" is in base only")
+		}
+	}
+	for _, name := range head.TypeNames() {
+		if _, ok := base.Types[name]; !ok {
+			c.Notes = append(c.Notes, "type "+name+" is in head only")
+		}
+	}
+	for _, typ := range types {
+		for _, m := range o.Metrics {
+			if typ != "" && m.g.Family == "dispatch" {
+				continue // the generator's own delay is measured over all types
+			}
+			c.Rows = append(c.Rows, compareRow(base, head, typ, m, o))
+		}
+	}
+	return c, nil
+}
+
+// compareRow compares one metric of one type.
+func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOptions) CompareRow {
+	row := CompareRow{Type: typ, Metric: m}
+	b, okB := metricValue(base, typ, m)
+	h, okH := metricValue(head, typ, m)
+	row.Base, row.Head = b, h
+	if !okB || !okH {
+		row.Verdict = VerdictNoData
+		return row
+	}
+	row.Known = true
+	if q := m.g.quantile; m.g.kind == kindDuration && q > 0 && q < 100 {
+		need := int64(math.Ceil(10 / (1 - q/100)))
+		row.Few = histCount(base, typ, m.g) < need || histCount(head, typ, m.g) < need
+	}
+	switch {
+	case b == h:
+		row.Change = 0
+	case b == 0:
+		row.Change = math.Inf(1)
+	default:
+		row.Change = (h - b) / b
+	}
+	worse := row.Change > o.MaxRegression
+	better := row.Change < -o.MaxRegression
+	if m.HigherIsBetter() {
+		worse, better = better, worse
+	}
+	if m.isShare() && math.Abs(h-b) < o.ShareFloor {
+		worse, better = false, false
+	}
+	switch {
+	case worse:
+		row.Verdict = VerdictRegressed
+	case better:
+		row.Verdict = VerdictBetter
+	}
+	return row
+}
+
+// histCount is how many values the histogram of duration metric g holds
+// for type typ ("" = all).
+func histCount(r *Record, typ string, g Gate) int64 {
+	if g.Family == "dispatch" {
+		return r.Dispatch.Count
+	}
+	t, ok := r.Type(typ)
+	if !ok {
+		return 0
+	}
+	switch g.Family {
+	case "service":
+		return t.Service.Count
+	case "lateness":
+		return t.Lateness.Count
+	}
+	return t.Latency.Count
+}
+
+// metricValue is m of type typ ("" = all) in r.
+func metricValue(r *Record, typ string, m CompareMetric) (float64, bool) {
+	g := m.g
+	g.Type = typ
+	switch g.kind {
+	case kindDuration:
+		return g.durationActual(r)
+	case kindCount:
+		n, of, ok := g.counter(r)
+		if !ok || of == 0 {
+			return 0, false
+		}
+		return float64(n) / float64(of), true
+	case kindRate:
+		if typ == "" {
+			return rateOf(r, g.Metric)
+		}
+		t, ok := r.Type(typ)
+		if !ok || r.Measured <= 0 {
+			return 0, false
+		}
+		switch g.Metric {
+		case "rate":
+			return float64(t.Counts.Sent) / r.Measured, true
+		case "throughput":
+			return float64(t.Tally.OK()) / r.Measured, true
+		}
+	}
+	return 0, false
+}
+
+// Regressions returns the rows that regressed.
+func (c *Comparison) Regressions() []CompareRow {
+	var out []CompareRow
+	for _, r := range c.Rows {
+		if r.Verdict == VerdictRegressed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Regressed reports whether any compared figure regressed beyond the
+// threshold.
+func (c *Comparison) Regressed() bool { return len(c.Regressions()) > 0 }
+
+// formatValue renders a row's value in the metric's unit.
+func (m CompareMetric) formatValue(v float64) string {
+	switch m.g.kind {
+	case kindDuration:
+		return fmtUS(int64(math.Round(v)))
+	case kindCount:
+		return fmtShare(v)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
+}
+
+// fmtShare formats a fraction as a percentage with two decimals, or three
+// significant digits below 0.01 %.
+func fmtShare(v float64) string {
+	p := 100 * v
+	if p != 0 && p < 0.01 {
+		return strconv.FormatFloat(p, 'g', 3, 64) + "%"
+	}
+	return strconv.FormatFloat(p, 'f', 2, 64) + "%"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// fmtPercent formats a fraction as a percentage without trailing zeros
+// (0.15 → "15%").
+func fmtPercent(v float64) string { return strconv.FormatFloat(100*v, 'g', 4, 64) + "%" }
+
+// fmtNum formats a rate or count without trailing zeros.
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// formatChange renders a row's change: relative for durations and rates,
+// relative and in percentage points for shares.
+func (r CompareRow) formatChange() string {
+	if !r.Known {
+		return "-"
+	}
+	var rel string
+	switch {
+	case math.IsInf(r.Change, 1):
+		rel = "new"
+	default:
+		rel = strconv.FormatFloat(100*r.Change, 'f', 1, 64) + "%"
+		if r.Change >= 0 {
+			rel = "+" + rel
+		}
+	}
+	if r.Metric.isShare() {
+		pp := strconv.FormatFloat(100*(r.Head-r.Base), 'f', 2, 64) + "pp"
+		if r.Head >= r.Base {
+			pp = "+" + pp
+		}
+		return pp + " (" + rel + ")"
+	}
+	return rel
+}
+
+// describe names a record for the header: name, label, rate, window.
+func describe(name string, r *Record) string {
+	s := r.Settings
+	if name == "" {
+		name = s.Label
+	}
+	gens := ""
+	if r.Generators() > 1 {
+		gens = fmt.Sprintf(" (%d generators)", r.Generators())
+	}
+	return fmt.Sprintf("%s: %s/s %s%s, mix %s, %.1fs measured from %s UTC", name, fmtNum(offeredRate(r)),
+		s.Arrivals, gens, s.Mix, r.Measured, r.Start.UTC().Format("2006-01-02 15:04:05"))
+}
+
+// WriteTable writes the comparison: what was compared, one line per type
+// and metric (base, head, change, verdict), the notes, and the verdict.
+func (c *Comparison) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "base %s\nhead %s\n", describe(c.BaseName, c.Base), describe(c.HeadName, c.Head))
+	th := fmtPercent(c.Options.MaxRegression)
+	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more)\n\n",
+		th, strings.TrimSuffix(fmtPercent(c.Options.ShareFloor), "%"))
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "type\tmetric\tbase\thead\tchange\t")
+	few := 0
+	for _, r := range c.Rows {
+		typ := r.Type
+		if typ == "" {
+			typ = "all"
+		}
+		base, head := "-", "-"
+		if r.Known {
+			base, head = r.Metric.formatValue(r.Base), r.Metric.formatValue(r.Head)
+		}
+		verdict := string(r.Verdict)
+		if r.Few {
+			verdict = strings.TrimSpace(verdict + " (few sends)")
+			few++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", typ, r.Metric.Name(), base, head, r.formatChange(), verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(table.String()) {
+		b.WriteString(strings.TrimRight(line, " \n") + "\n") // an empty verdict leaves padding
+	}
+	notes := c.Notes
+	if few > 0 {
+		notes = append(notes[:len(notes):len(notes)], fmt.Sprintf(
+			"%d %s marked (few sends): fewer than 10 sends lie beyond that quantile; a longer run or a higher rate makes it a measurement",
+			few, plural(few, "figure", "figures")))
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "note: %s\n", n)
+		}
+	}
+	b.WriteString("\n")
+	if regs := c.Regressions(); len(regs) > 0 {
+		var names []string
+		for _, r := range regs {
+			typ := r.Type
+			if typ == "" {
+				typ = "all"
+			}
+			names = append(names, typ+" "+r.Metric.Name()+" "+r.formatChange())
+		}
+		fmt.Fprintf(&b, "REGRESSED beyond %s: %d of %d figures: %s\n", th, len(regs), len(c.Rows), strings.Join(names, ", "))
+	} else {
+		fmt.Fprintf(&b, "no regression beyond %s (%d figures compared)\n", th, len(c.Rows))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

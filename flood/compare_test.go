@@ -1,0 +1,350 @@
+package flood
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cmpRun describes a synthetic run for the comparison tests: n sends per
+// type over 10 s, latency i*scale for the i-th send, every errEvery-th send
+// a 503 (0: none).
+type cmpRun struct {
+	n        int
+	scale    time.Duration
+	errEvery int
+}
+
+func (c cmpRun) record(t *testing.T, s Settings) *Record {
+	t.Helper()
+	cls := always(Class202)
+	if c.errEvery > 0 {
+		cls = every(c.errEvery, Class503)
+	}
+	types := map[string]*Stats{}
+	for _, typ := range []string{"Create", "Like"} {
+		types[typ] = fakeStats(c.n, func(i int) time.Duration { return time.Duration(i+1) * c.scale }, cls)
+	}
+	if s.Arrivals == "" {
+		s.Arrivals = "constant"
+	}
+	if s.Mix == "" {
+		s.Mix = "create=1,like=1"
+	}
+	return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+}
+
+// verdicts summarises a comparison as "type metric verdict" lines for the
+// rows that moved beyond the threshold.
+func verdicts(c *Comparison) string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.Verdict == VerdictSame {
+			continue
+		}
+		typ := r.Type
+		if typ == "" {
+			typ = "all"
+		}
+		out = append(out, typ+" "+r.Metric.Name()+" "+string(r.Verdict))
+	}
+	return strings.Join(out, ", ")
+}
+
+func TestCompareVerdicts(t *testing.T) {
+	base := cmpRun{n: 1000, scale: time.Millisecond, errEvery: 100} // 1 % errors
+	for _, c := range []struct {
+		name     string
+		head     cmpRun
+		metrics  string
+		max      float64
+		want     string // the rows beyond the threshold
+		regessed bool
+	}{
+		// The same run: nothing moves.
+		{"identical", base, "", 0.15, "", false},
+		// Latency 10 % up is within 15 %.
+		{"small latency rise", cmpRun{1000, 1100 * time.Microsecond, 100}, "p95,p99", 0.15, "", false},
+		// Latency 50 % up is a regression, overall and per type.
+		{"latency up", cmpRun{1000, 1500 * time.Microsecond, 100}, "p95,p99", 0.15,
+			"all p95 REGRESSED, all p99 REGRESSED, Create p95 REGRESSED, Create p99 REGRESSED, Like p95 REGRESSED, Like p99 REGRESSED", true},
+		// Latency halved is an improvement, not a regression.
+		{"latency down", cmpRun{1000, 500 * time.Microsecond, 100}, "p99", 0.15,
+			"all p99 better, Create p99 better, Like p99 better", false},
+		// A threshold of 60 % tolerates the 50 % rise.
+		{"loose threshold", cmpRun{1000, 1500 * time.Microsecond, 100}, "p99", 0.60, "", false},
+		// Errors from 1 % to 2 %: a regression (100 % up, 1 point).
+		{"errors up", cmpRun{1000, time.Millisecond, 50}, "errors", 0.15,
+			"all errors REGRESSED, Create errors REGRESSED, Like errors REGRESSED", true},
+		// Errors from 1 % to 0: better.
+		{"errors gone", cmpRun{1000, time.Millisecond, 0}, "errors", 0.15,
+			"all errors better, Create errors better, Like errors better", false},
+		// Errors from 1 % to 1.1 %: 10 % up, under the threshold.
+		{"errors within threshold", cmpRun{1000, time.Millisecond, 88}, "errors", 0.15, "", false},
+		// Fewer 2xx per second (800 sends instead of 1000 in the same
+		// window): rate and throughput down 20 %.
+		{"rate down", cmpRun{800, time.Millisecond, 100}, "rate,throughput", 0.15,
+			"all rate REGRESSED, all throughput REGRESSED, Create rate REGRESSED, Create throughput REGRESSED, Like rate REGRESSED, Like throughput REGRESSED", true},
+		// More sends per second is not a regression.
+		{"rate up", cmpRun{1300, time.Millisecond, 100}, "throughput", 0.15,
+			"all throughput better, Create throughput better, Like throughput better", false},
+		// The generator's own delay is compared over all types only.
+		{"dispatch is overall only", base, "dispatch.p99", 0.15, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ms []CompareMetric
+			if c.metrics != "" {
+				var err error
+				if ms, err = ParseCompareMetrics(c.metrics); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmp, err := Compare(base.record(t, Settings{}), c.head.record(t, Settings{}),
+				CompareOptions{Metrics: ms, MaxRegression: c.max, ShareFloor: 0.001})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := verdicts(cmp); got != c.want {
+				t.Errorf("verdicts %q\nwant     %q", got, c.want)
+			}
+			if cmp.Regressed() != c.regessed {
+				t.Errorf("Regressed() = %v", cmp.Regressed())
+			}
+		})
+	}
+}
+
+// TestCompareShareFloor: an error share rising from nothing is infinitely
+// larger, but under the floor it is noise.
+func TestCompareShareFloor(t *testing.T) {
+	ms, _ := ParseCompareMetrics("errors")
+	clean := cmpRun{n: 5000, scale: time.Millisecond}
+	for _, c := range []struct {
+		name  string
+		head  cmpRun
+		floor float64
+		want  Verdict
+	}{
+		// 1 error in 5000 (0.02 %) under a 0.1-point floor: not a verdict.
+		{"under the floor", cmpRun{5000, time.Millisecond, 5000}, 0.001, VerdictSame},
+		// The same rise with no floor: a regression.
+		{"no floor", cmpRun{5000, time.Millisecond, 5000}, 0, VerdictRegressed},
+		// 1 % errors from nothing: a regression whatever the floor.
+		{"over the floor", cmpRun{5000, time.Millisecond, 100}, 0.001, VerdictRegressed},
+	} {
+		cmp, err := Compare(clean.record(t, Settings{}), c.head.record(t, Settings{}),
+			CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: c.floor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cmp.Rows[0]; r.Verdict != c.want || !math.IsInf(r.Change, 1) {
+			t.Errorf("%s: verdict %q change %v, want %q and +Inf", c.name, r.Verdict, r.Change, c.want)
+		}
+	}
+}
+
+// TestCompareMarksFewSends: a quantile that fewer than 10 sends lie beyond
+// is marked, overall and per type, whatever its verdict.
+func TestCompareMarksFewSends(t *testing.T) {
+	ms, err := ParseCompareMetrics("p50,p99,p99.9,max,errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := cmpRun{n: 1000, scale: time.Millisecond}
+	cmp, err := Compare(run.record(t, Settings{}), run.record(t, Settings{}), CompareOptions{Metrics: ms, MaxRegression: 0.15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var few []string
+	for _, r := range cmp.Rows {
+		if r.Few {
+			few = append(few, r.Type+"."+r.Metric.Name())
+		}
+	}
+	// 2000 sends overall: p99.9 has 2 beyond it. 1000 per type: p99 has
+	// exactly 10 (enough), p99.9 one. p50, max and shares are never marked.
+	if got := strings.Join(few, " "); got != ".p99.9 Create.p99.9 Like.p99.9" {
+		t.Errorf("marked %q", got)
+	}
+	var b bytes.Buffer
+	cmp.WriteTable(&b)
+	if !strings.Contains(b.String(), "3 figures marked (few sends)") {
+		t.Errorf("the table does not explain the mark:\n%s", b.String())
+	}
+}
+
+func TestComparableRefuses(t *testing.T) {
+	run := cmpRun{n: 100, scale: time.Millisecond}
+	base := run.record(t, Settings{Mix: "create=2,like=1"})
+	for _, c := range []struct {
+		name string
+		edit func(*Settings)
+		gens int    // generators of head (merged shards)
+		want string // named in the error; "" = comparable
+	}{
+		// Another offered rate is another unit of work.
+		{"rate", func(s *Settings) { s.Rate = 200 }, 1, "offered rate 100/s ≠ 200/s"},
+		// Two generators at 100/s offer 200/s.
+		{"more generators", nil, 2, "offered rate 100/s ≠ 200/s"},
+		// Another mix.
+		{"mix", func(s *Settings) { s.Mix = "create=1,like=1" }, 1, `mix "create=2,like=1" ≠ "create=1,like=1"`},
+		// The same proportions written otherwise are the same mix.
+		{"same mix scaled", func(s *Settings) { s.Mix = "like=2, create=4" }, 1, ""},
+		// Poisson arrivals load a server otherwise than a constant rate.
+		{"arrivals", func(s *Settings) { s.Arrivals = "poisson" }, 1, "arrivals constant ≠ poisson"},
+		// Signing, target and duration may differ: noted, not refused.
+		{"signing", func(s *Settings) { s.Signing = "jit"; s.Target = "other" }, 1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			head := run.record(t, Settings{Mix: "create=2,like=1"})
+			if c.edit != nil {
+				c.edit(&head.Settings)
+			}
+			for i := 1; i < c.gens; i++ {
+				head.Parts = append(head.Parts, Part{ID: "X"})
+			}
+			err := Comparable(base, head)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrIncomparable) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrIncomparable naming %q", err, c.want)
+			}
+			if _, err := Compare(base, head, CompareOptions{MaxRegression: 0.15}); !errors.Is(err, ErrIncomparable) {
+				t.Errorf("Compare without Force: %v", err)
+			}
+			cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, Force: true})
+			if err != nil {
+				t.Fatalf("Compare with Force: %v", err)
+			}
+			if !strings.Contains(strings.Join(cmp.Notes, "\n"), "forced: "+c.want) {
+				t.Errorf("a forced comparison does not say so: %q", cmp.Notes)
+			}
+		})
+	}
+}
+
+func TestParseCompareMetrics(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string // canonical names, or the error's text
+		ok   bool
+	}{
+		{"p95,p99,errors,rate", "p95 p99 errors rate", true},                                     // the usual
+		{" p99.9 , max,throughput ", "p99.9 max throughput", true},                               // spaces, p99.9 kept whole
+		{"service.p99,lateness.p99,dispatch.p99", "service.p99 lateness.p99 dispatch.p99", true}, // families
+		{"status429,timeouts,dropped", "status429 timeout dropped", true},                        // counters, canonical
+		{"", "no metric", false},                                  // nothing
+		{"p95,p95", "p95 appears twice", false},                   // twice
+		{"latency.p95,p95", "p95 appears twice", false},           // twice, once spelled out
+		{"Create.p99", "drop \"Create.\"", false},                 // types are all compared anyway
+		{"offered", "comparable runs offer the same rate", false}, // always equal
+		{"p101", "quantile", false},                               // out of range
+		{"speed", "unknown metric", false},                        // unknown
+	} {
+		ms, err := ParseCompareMetrics(c.in)
+		if !c.ok {
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: err = %v, want a UsageError naming %q", c.in, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name())
+		}
+		if got := strings.Join(names, " "); got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseThreshold(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"15%", 0.15, true},   // the usual form
+		{"15", 0.15, true},    // percent without its sign
+		{"2.5%", 0.025, true}, // fractions of a percent
+		{"0%", 0, true},       // any change the wrong way
+		{"-5%", 0, false},     // negative
+		{"fast", 0, false},    // not a number
+		{"NaN", 0, false},     // not a number either
+		{"Inf%", 0, false},    // no threshold at all: leave the flag out instead
+	} {
+		got, err := ParseThreshold(c.in)
+		if (err == nil) != c.ok || math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%q: %v, %v; want %v ok=%v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzParseCompareMetrics(f *testing.F) {
+	for _, s := range []string{"p95,p99,errors,rate", "service.p99.9", "Create.p99", ",,", "p", "status5xx,ok"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, err := ParseCompareMetrics(s)
+		if err != nil {
+			return
+		}
+		// A parsed list reparses from its canonical names to the same list.
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name())
+		}
+		again, err := ParseCompareMetrics(strings.Join(names, ","))
+		if err != nil || len(again) != len(ms) {
+			t.Fatalf("%q → %q does not reparse: %v", s, names, err)
+		}
+	})
+}
+
+func FuzzParseThreshold(f *testing.F) {
+	for _, s := range []string{"15%", "0", "1e3%", "-0", "%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseThreshold(s)
+		if err == nil && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
+			t.Fatalf("%q → %v", s, v)
+		}
+	})
+}
+
+// TestCompareTableGolden: the printed comparison of a run with one whose
+// Creates got slower and failed more often, its Likes unchanged.
+func TestCompareTableGolden(t *testing.T) {
+	mk := func(createScale time.Duration, createErrEvery int, signing string) *Record {
+		types := map[string]*Stats{
+			"Create": fakeStats(1000, func(i int) time.Duration { return time.Duration(i+1) * createScale }, every(createErrEvery, Class503)),
+			"Like":   fakeStats(500, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, every(100, Class429)),
+		}
+		s := Settings{Label: "golden", Arrivals: "constant", Mix: "create=2,like=1", Signing: signing}
+		return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+	}
+	base, head := mk(time.Millisecond, 200, "pipeline"), mk(1400*time.Microsecond, 40, "jit")
+	cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp.BaseName, cmp.HeadName = "base.json", "head.json"
+	var b bytes.Buffer
+	if err := cmp.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden", b.Bytes())
+}

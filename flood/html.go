@@ -1,0 +1,751 @@
+package flood
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file renders a record as documents for people: Markdown (for a pull
+// request or runs.md) and a self-contained HTML page with plots. The page
+// has no script and no external asset: the plots are SVG drawn here, so it
+// reads the same from a CI artifact, a mail attachment or a file:// URL.
+
+// WriteMarkdown writes the record as Markdown: the runs.md header and row
+// (linking file), the per-type table, the status tally and the bottleneck
+// verdict.
+func WriteMarkdown(w io.Writer, r *Record, file string) error {
+	var b strings.Builder
+	b.WriteString(MarkdownHeader())
+	b.WriteString(r.MarkdownRow(file))
+	b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | dropped |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range typeRows(r) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			t.Name, t.Sent, t.P50, t.P90, t.P95, t.P99, t.P999, t.Max, t.Service99, t.Late99, t.OK, t.Errors, t.Dropped)
+	}
+	b.WriteString("\nStatus: ")
+	var parts []string
+	for _, s := range statusRows(r) {
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", s.Class, s.Count, s.Share))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "none")
+	}
+	b.WriteString(strings.Join(parts, ", "))
+	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
+	if r.Bottleneck.Generator {
+		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
+		for _, s := range r.Bottleneck.Reasons {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(s))
+		}
+	} else {
+		b.WriteString("The generator kept up: the figures are the SUT's.\n")
+	}
+	for _, s := range r.Bottleneck.Notes {
+		fmt.Fprintf(&b, "- note: %s\n", mdEscape(s))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// typeRow is one row of the per-type table, formatted.
+type typeRow struct {
+	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, Dropped string
+}
+
+// typeRows are the per-type rows, types sorted, then "all".
+func typeRows(r *Record) []typeRow {
+	row := func(name string, t *TypeRecord) typeRow {
+		l := t.Latency
+		return typeRow{
+			Name: name, Sent: strconv.FormatInt(t.Counts.Sent, 10),
+			P50: fmtUS(l.P50), P90: fmtUS(l.P90), P95: fmtUS(l.P95), P99: fmtUS(l.P99), P999: fmtUS(l.P999), Max: fmtUS(l.Max),
+			Service99: fmtUS(t.Service.P99), Late99: fmtUS(t.Lateness.P99),
+			OK:      strconv.FormatInt(t.Tally.OK(), 10),
+			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), pct(t.Tally.Errors(), t.Counts.Completed)),
+			Dropped: fmt.Sprintf("%d (%s)", t.Counts.Dropped, pct(t.Counts.Dropped, t.Counts.Offered)),
+		}
+	}
+	var rows []typeRow
+	for _, name := range r.TypeNames() {
+		rows = append(rows, row(name, r.Types[name]))
+	}
+	return append(rows, row("all", &r.Overall))
+}
+
+// statusRow is one status class of the overall tally that occurred.
+type statusRow struct {
+	Class string
+	Count int64
+	Share string
+}
+
+func statusRows(r *Record) []statusRow {
+	t := r.Overall.Tally
+	var rows []statusRow
+	for cl := Class(0); cl < NumClasses; cl++ {
+		if n := t.Classes[cl]; n > 0 {
+			rows = append(rows, statusRow{Class: cl.String(), Count: n, Share: pct(n, t.Total())})
+		}
+	}
+	return rows
+}
+
+// keyValue is one line of a summary or settings table.
+type keyValue struct{ Key, Value string }
+
+// htmlPlot is one figure of the page.
+type htmlPlot struct {
+	ID, Title string
+	Caption   string
+	SVG       template.HTML
+}
+
+// htmlPage is what the template renders.
+type htmlPage struct {
+	Title      string
+	Subtitle   string
+	Partial    string
+	Headline   []keyValue
+	Bottleneck Diagnosis
+	Plots      []htmlPlot
+	Types      []typeRow
+	Status     []statusRow
+	RetryAfter int64
+	Settings   []keyValue
+	Parts      []keyValue
+	Schema     string
+}
+
+// WriteHTML writes the record as one self-contained HTML page (no script,
+// no external asset): a summary, the bottleneck verdict, four SVG plots
+// (latency over time, offered and achieved rates over time, the percentile
+// distribution of latency, service time and lateness from the run's HDR
+// histograms, status classes over time), the per-type table, the status
+// tally and the settings. The output depends on the record only, so it can
+// be compared byte for byte.
+func WriteHTML(w io.Writer, r *Record) error {
+	page, err := htmlPageOf(r)
+	if err != nil {
+		return err
+	}
+	tmpl, err := template.New("report").Parse(reportTemplate)
+	if err != nil {
+		return err
+	}
+	return tmpl.Execute(w, page)
+}
+
+func htmlPageOf(r *Record) (*htmlPage, error) {
+	s := r.Settings
+	c := r.Overall.Counts
+	o := r.Overall
+	label := s.Label
+	if label == "" {
+		label = "flood"
+	}
+	p := &htmlPage{
+		Title: "crowd flood: " + label,
+		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", fmtNum(offeredRate(r)), s.Arrivals,
+			fmtSeconds(time.Duration(r.Measured*float64(time.Second))),
+			r.Start.UTC().Format("2006-01-02 15:04:05"), r.End.UTC().Format("15:04:05")),
+		Bottleneck: r.Bottleneck,
+		Types:      typeRows(r),
+		Status:     statusRows(r),
+		RetryAfter: o.Tally.RetryAfter,
+		Schema:     fmt.Sprintf("%s v%d", r.Schema, r.Version),
+	}
+	if r.Generators() > 1 {
+		p.Subtitle += fmt.Sprintf(", %d generators merged", r.Generators())
+	}
+	if r.Partial {
+		p.Partial = "Partial run: " + r.PartialReason + ". The figures cover the part that ran."
+	}
+	p.Headline = []keyValue{
+		{"offered", fmt.Sprintf("%.1f/s", r.Rates.Offered)},
+		{"sent", fmt.Sprintf("%.1f/s", r.Rates.Sent)},
+		{"2xx", fmt.Sprintf("%.1f/s", r.Rates.Throughput)},
+		{"dropped", fmt.Sprintf("%d (%s)", c.Dropped, pct(c.Dropped, c.Offered))},
+		{"errors", fmt.Sprintf("%d (%s)", o.Tally.Errors(), pct(o.Tally.Errors(), c.Completed))},
+		{"p50", fmtUS(o.Latency.P50)},
+		{"p95", fmtUS(o.Latency.P95)},
+		{"p99", fmtUS(o.Latency.P99)},
+		{"p99.9", fmtUS(o.Latency.P999)},
+		{"max", fmtUS(o.Latency.Max)},
+		{"service p99", fmtUS(o.Service.P99)},
+		{"late p99", fmtUS(o.Lateness.P99)},
+	}
+	p.Settings = []keyValue{
+		{"label", s.Label}, {"rate", fmtNum(s.Rate) + "/s per generator"}, {"arrivals", s.Arrivals},
+		{"duration", s.Duration.String()}, {"warm-up", s.Warmup.String()},
+		{"max sends", strconv.FormatInt(s.MaxSends, 10)}, {"max in flight", strconv.Itoa(s.MaxInflight) + " per generator"},
+		{"timeout", s.Timeout.String()}, {"mix", s.Mix}, {"signing", s.Signing}, {"target", s.Target},
+		{"warm-up sends", fmt.Sprintf("%d offered, %d sent", r.Warmup.Offered, r.Warmup.Sent)},
+		{"counts", fmt.Sprintf("offered %d, sent %d, dropped %d, starved %d, completed %d, aborted %d",
+			c.Offered, c.Sent, c.Dropped, c.Starved, c.Completed, c.Aborted)},
+		{"dispatch p99", fmtUS(r.Dispatch.P99) + " (the generator's own delay)"},
+	}
+	for _, part := range r.Parts {
+		shard := part.Shard
+		if shard == "" {
+			shard = "unsharded"
+		}
+		p.Parts = append(p.Parts, keyValue{part.ID, shard + ", started " + part.Start.UTC().Format("2006-01-02 15:04:05.000") + " UTC"})
+	}
+
+	merged := ""
+	if r.Generators() > 1 {
+		merged = " The timeline of merged records holds, each second, the highest percentile of any generator: an upper bound."
+	}
+	p.Plots = append(p.Plots, htmlPlot{
+		ID: "plot-latency-time", Title: "Latency over time",
+		Caption: "Per second of completion: latency from the intended send time (p50, p99, max) and lateness p99 " +
+			"(how late sends left). Shaded: the warm-up, not measured." + merged,
+		SVG: latencyTimePlot(r),
+	}, htmlPlot{
+		ID: "plot-rate-time", Title: "Offered and achieved rate",
+		Caption: "Per second: sends due (offered, by intended time), sends made, and 2xx answers (by completion). " +
+			"A gap between offered and sent is drops; between sent and 2xx, errors or a queue.",
+		SVG: rateTimePlot(r),
+	})
+	dist, err := percentilePlot(r)
+	if err != nil {
+		return nil, err
+	}
+	p.Plots = append(p.Plots, htmlPlot{
+		ID: "plot-percentiles", Title: "Percentile distribution",
+		Caption: "From the run's HDR histograms (measured window, all types): latency from the intended send time, " +
+			"service time from the actual send, and lateness in between. The distance between latency and service " +
+			"is time spent waiting before the send.",
+		SVG: dist,
+	}, htmlPlot{
+		ID: "plot-status-time", Title: "Status over time",
+		Caption: "Per second, stacked: 2xx answers, 429s, other errors (4xx, 5xx, timeouts, connection errors) " +
+			"by completion, and sends dropped for lack of a free slot by intended time.",
+		SVG: statusTimePlot(r),
+	})
+	return p, nil
+}
+
+// --- plots -----------------------------------------------------------------
+
+// Plot geometry, in SVG user units.
+const (
+	plotW, plotH                      = 960, 320
+	plotLeft, plotRight               = 72, 20
+	plotTop, plotBottom               = 34, 44
+	plotInnerW                        = plotW - plotLeft - plotRight
+	plotInnerH                        = plotH - plotTop - plotBottom
+	gridColor, axisColor, warmupColor = "#e3e3e3", "#888", "#f1f1f1"
+)
+
+// axis maps data values onto one side of the plot; a log axis maps
+// log10(value).
+type axis struct {
+	lo, hi float64 // data range (for a log axis: positive)
+	log    bool
+	ticks  []axisTick
+}
+
+type axisTick struct {
+	v     float64
+	label string
+}
+
+// frac is where v lies between lo (0) and hi (1).
+func (a axis) frac(v float64) float64 {
+	lo, hi := a.lo, a.hi
+	if a.log {
+		v, lo, hi = math.Log10(v), math.Log10(lo), math.Log10(hi)
+	}
+	if hi == lo {
+		return 0
+	}
+	return (v - lo) / (hi - lo)
+}
+
+// linearAxis is 0 .. a round number above max, with ticks at 1, 2 or 5
+// × 10^k steps.
+func linearAxis(max float64, label func(float64) string) axis {
+	if max <= 0 {
+		max = 1
+	}
+	step := niceStep(max / 5)
+	hi := math.Ceil(max/step) * step
+	a := axis{lo: 0, hi: hi}
+	for i := 0; float64(i)*step <= hi*(1+1e-9); i++ {
+		v := float64(i) * step
+		a.ticks = append(a.ticks, axisTick{v, label(v)})
+	}
+	return a
+}
+
+// niceStep is the smallest of 1, 2, 5 × 10^k that is at least x.
+func niceStep(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= x*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// durationAxis is a y axis for microsecond values from min to max: a log
+// axis by decades when they span more than a factor of 20, else linear from 0.
+func durationAxis(min, max float64) axis {
+	if max <= 0 {
+		return linearAxis(1000, usLabel)
+	}
+	min = math.Max(min, 1)
+	if max/min <= 20 {
+		return linearAxis(max, usLabel)
+	}
+	lo := math.Pow(10, math.Floor(math.Log10(min)))
+	hi := math.Pow(10, math.Ceil(math.Log10(max)))
+	a := axis{lo: lo, hi: hi, log: true}
+	decades := math.Log10(hi / lo)
+	for d := lo; d <= hi*(1+1e-9); d *= 10 {
+		a.ticks = append(a.ticks, axisTick{d, usLabel(d)})
+		if decades <= 2 && d < hi {
+			a.ticks = append(a.ticks, axisTick{2 * d, usLabel(2 * d)}, axisTick{5 * d, usLabel(5 * d)})
+		}
+	}
+	return a
+}
+
+// usLabel labels a microsecond value compactly: 500µs, 20ms, 1.5s.
+func usLabel(us float64) string {
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+	switch {
+	case us == 0:
+		return "0"
+	case us < 1000:
+		return g(us) + "µs"
+	case us < 1e6:
+		return g(us/1e3) + "ms"
+	}
+	return g(us/1e6) + "s"
+}
+
+// numLabel labels a count or rate.
+func numLabel(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// secondsLabel labels a time axis value in seconds.
+func secondsLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "s" }
+
+// series is one line (or stacked area) of a plot.
+type series struct {
+	name, color string
+	dash        bool
+	wide        bool    // drawn wide and translucent, under a line that may cover it
+	pts         []point // a NaN y breaks the line
+}
+
+type point struct{ x, y float64 }
+
+// svgPlot draws one plot: frame, grid, shaded bands, lines or stacked bars,
+// legend.
+type svgPlot struct {
+	id, title    string
+	x, y         axis
+	xName, yName string
+	bands        [][2]float64 // shaded x ranges (the warm-up)
+	lines        []series
+	bars         []series  // stacked in order: pts[i] is a bar from x-barHalf[i] to x+barHalf[i]
+	barHalf      []float64 // half the width of bar i, in x units
+}
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func (p *svgPlot) px(v float64) float64 { return plotLeft + p.x.frac(v)*plotInnerW }
+func (p *svgPlot) py(v float64) float64 { return plotTop + (1-p.y.frac(v))*plotInnerH }
+
+// inY reports whether v can be drawn on the y axis.
+func (p *svgPlot) inY(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && (!p.y.log || v > 0)
+}
+
+func (p *svgPlot) render() template.HTML {
+	var b strings.Builder
+	esc := template.HTMLEscapeString
+	fmt.Fprintf(&b, `<svg id="%s" class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`+"\n",
+		p.id, plotW, plotH, plotW, plotH, esc(p.title))
+	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", plotW, plotH)
+	for _, band := range p.bands {
+		x0, x1 := p.px(math.Max(band[0], p.x.lo)), p.px(math.Min(band[1], p.x.hi))
+		if x1 > x0 {
+			fmt.Fprintf(&b, `<rect class="warmup" x="%s" y="%d" width="%s" height="%d" fill="%s"/>`+"\n",
+				f1(x0), plotTop, f1(x1-x0), plotInnerH, warmupColor)
+		}
+	}
+	b.WriteString(`<g class="grid" font-size="11" fill="#444">` + "\n")
+	for _, t := range p.y.ticks {
+		y := p.py(t.v)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="%s"/><text x="%d" y="%s" text-anchor="end">%s</text>`+"\n",
+			plotLeft, f1(y), plotW-plotRight, f1(y), gridColor, plotLeft-6, f1(y+4), esc(t.label))
+	}
+	for _, t := range p.x.ticks {
+		x := p.px(t.v)
+		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s"/><text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n",
+			f1(x), plotTop, f1(x), plotTop+plotInnerH, gridColor, f1(x), plotTop+plotInnerH+16, esc(t.label))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotInnerW/2, plotH-8, esc(p.xName))
+	fmt.Fprintf(&b, `<text x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`+"\n",
+		plotTop+plotInnerH/2, plotTop+plotInnerH/2, esc(p.yName))
+	b.WriteString("</g>\n")
+	fmt.Fprintf(&b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n",
+		plotLeft, plotTop, plotInnerW, plotInnerH, axisColor)
+
+	b.WriteString(`<g class="data">` + "\n")
+	drawn := 0
+	// Stacked bars: one path per series, a rectangle per x.
+	if len(p.bars) > 0 {
+		base := make([]float64, len(p.bars[0].pts))
+		for _, s := range p.bars {
+			var d strings.Builder
+			for i, pt := range s.pts {
+				if pt.y <= 0 || math.IsNaN(pt.y) {
+					continue
+				}
+				half := p.barHalf[i]
+				x0, x1 := p.px(pt.x-half), p.px(pt.x+half)
+				y0, y1 := p.py(base[i]), p.py(base[i]+pt.y)
+				fmt.Fprintf(&d, "M%s %sH%sV%sH%sZ", f1(x0), f1(y0), f1(x1), f1(y1), f1(x0))
+				base[i] += pt.y
+			}
+			if d.Len() == 0 {
+				continue
+			}
+			drawn++
+			fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="%s" stroke="none"/>`+"\n", esc(s.name), d.String(), s.color)
+		}
+	}
+	for _, s := range p.lines {
+		var d strings.Builder
+		pen := false
+		for _, pt := range s.pts {
+			if !p.inY(pt.y) {
+				pen = false
+				continue
+			}
+			op := "L"
+			if !pen {
+				op = "M"
+			}
+			fmt.Fprintf(&d, "%s%s %s", op, f1(p.px(pt.x)), f1(p.py(math.Min(math.Max(pt.y, p.y.lo), p.y.hi))))
+			pen = true
+		}
+		if d.Len() == 0 {
+			continue
+		}
+		drawn++
+		style := ` stroke-width="2"`
+		if s.dash {
+			style += ` stroke-dasharray="6 4"`
+		}
+		if s.wide {
+			style = ` stroke-width="6" stroke-opacity="0.45"`
+		}
+		fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="none" stroke="%s"%s stroke-linejoin="round"/>`+"\n",
+			esc(s.name), d.String(), s.color, style)
+	}
+	b.WriteString("</g>\n")
+	if drawn == 0 {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="14" fill="#888">%s</text>`+"\n",
+			plotLeft+plotInnerW/2, plotTop+plotInnerH/2, "no data")
+	}
+
+	// Legend, above the frame, left to right.
+	b.WriteString(`<g class="legend" font-size="12" fill="#222">` + "\n")
+	x := plotLeft
+	for _, s := range append(append([]series{}, p.bars...), p.lines...) {
+		style := ` stroke-width="2"`
+		switch {
+		case isBar(p, s):
+			style = ` stroke-width="8"`
+		case s.wide:
+			style = ` stroke-width="6" stroke-opacity="0.45"`
+		case s.dash:
+			style += ` stroke-dasharray="6 4"`
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="16" x2="%d" y2="16" stroke="%s"%s/><text x="%d" y="20">%s</text>`+"\n",
+			x, x+22, s.color, style, x+28, esc(s.name))
+		x += 28 + 7*len([]rune(s.name)) + 22
+	}
+	b.WriteString("</g>\n</svg>")
+	return template.HTML(b.String())
+}
+
+func isBar(p *svgPlot, s series) bool {
+	for _, b := range p.bars {
+		if b.name == s.name {
+			return true
+		}
+	}
+	return false
+}
+
+// timeAxis is the x axis of the timeline plots: 0 to the last tick.
+func timeAxis(r *Record) axis {
+	end := 1.0
+	if n := len(r.Timeline); n > 0 {
+		last := r.Timeline[n-1]
+		end = math.Max(1, float64(last.T-1)+last.Span)
+	}
+	return linearAxis(end, secondsLabel)
+}
+
+// warmupBands shades the ticks wholly inside the warm-up.
+func warmupBands(r *Record) [][2]float64 {
+	var bands [][2]float64
+	for _, t := range r.Timeline {
+		if !t.Warmup {
+			continue
+		}
+		x0, x1 := float64(t.T-1), float64(t.T-1)+t.Span
+		if n := len(bands); n > 0 && bands[n-1][1] == x0 {
+			bands[n-1][1] = x1
+		} else {
+			bands = append(bands, [2]float64{x0, x1})
+		}
+	}
+	return bands
+}
+
+// tickMid is the middle of a tick's interval, where its figures are drawn.
+func tickMid(t Tick) float64 { return float64(t.T-1) + t.Span/2 }
+
+// perSecond divides a tick's count by its span (the last tick may be short).
+func perSecond(n int64, t Tick) float64 {
+	if t.Span <= 0 {
+		return float64(n)
+	}
+	return float64(n) / t.Span
+}
+
+func latencyTimePlot(r *Record) template.HTML {
+	p := &svgPlot{id: "plot-latency-time", title: "Latency over time", x: timeAxis(r), xName: "time since start",
+		yName: "latency", bands: warmupBands(r)}
+	type line struct {
+		name, color string
+		dash        bool
+		v           func(Tick) int64
+	}
+	lines := []line{
+		{"p50", "#1f77b4", false, func(t Tick) int64 { return t.LatencyP50 }},
+		{"p99", "#d62728", false, func(t Tick) int64 { return t.LatencyP99 }},
+		{"max", "#7f7f7f", true, func(t Tick) int64 { return t.LatencyMax }},
+		{"lateness p99", "#ff7f0e", true, func(t Tick) int64 { return t.LatenessP99 }},
+	}
+	lo, hi := math.Inf(1), 0.0
+	for _, l := range lines {
+		s := series{name: l.name, color: l.color, dash: l.dash}
+		for _, t := range r.Timeline {
+			v := float64(l.v(t))
+			if t.Completed == 0 || v <= 0 {
+				v = math.NaN() // nothing completed: no figure, not zero
+			} else {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			s.pts = append(s.pts, point{tickMid(t), v})
+		}
+		p.lines = append(p.lines, s)
+	}
+	p.y = durationAxis(lo, hi)
+	return p.render()
+}
+
+func rateTimePlot(r *Record) template.HTML {
+	p := &svgPlot{id: "plot-rate-time", title: "Offered and achieved rate", x: timeAxis(r), xName: "time since start",
+		yName: "per second", bands: warmupBands(r)}
+	type line struct {
+		name, color string
+		dash        bool
+		v           func(Tick) int64
+	}
+	hi := 0.0
+	for _, l := range []line{
+		{"offered", "#7f7f7f", true, func(t Tick) int64 { return t.Offered }},
+		{"sent", "#1f77b4", false, func(t Tick) int64 { return t.Sent }},
+		{"2xx", "#2ca02c", false, func(t Tick) int64 { return t.OK }},
+	} {
+		s := series{name: l.name, color: l.color, dash: l.dash}
+		for _, t := range r.Timeline {
+			v := perSecond(l.v(t), t)
+			hi = math.Max(hi, v)
+			s.pts = append(s.pts, point{tickMid(t), v})
+		}
+		p.lines = append(p.lines, s)
+	}
+	p.y = linearAxis(hi, numLabel)
+	return p.render()
+}
+
+func statusTimePlot(r *Record) template.HTML {
+	p := &svgPlot{id: "plot-status-time", title: "Status over time", x: timeAxis(r), xName: "time since start",
+		yName: "per second", bands: warmupBands(r)}
+	type bar struct {
+		name, color string
+		v           func(Tick) int64
+	}
+	hi := 0.0
+	for _, t := range r.Timeline {
+		p.barHalf = append(p.barHalf, t.Span/2*0.9)
+		hi = math.Max(hi, perSecond(t.OK+t.Errors+t.Dropped, t))
+	}
+	for _, bb := range []bar{
+		{"2xx", "#2ca02c", func(t Tick) int64 { return t.OK }},
+		{"429", "#ff7f0e", func(t Tick) int64 { return t.Status429 }},
+		{"other errors", "#d62728", func(t Tick) int64 { return t.Errors - t.Status429 }},
+		{"dropped", "#9467bd", func(t Tick) int64 { return t.Dropped }},
+	} {
+		s := series{name: bb.name, color: bb.color}
+		seen := false
+		for _, t := range r.Timeline {
+			v := perSecond(bb.v(t), t)
+			seen = seen || v > 0
+			s.pts = append(s.pts, point{tickMid(t), v})
+		}
+		if seen { // a class that never occurred gets no legend entry
+			p.bars = append(p.bars, s)
+		}
+	}
+	p.y = linearAxis(hi, numLabel)
+	return p.render()
+}
+
+// percentilePoints is how many points a percentile curve has.
+const percentilePoints = 160
+
+// percentilePlot draws latency, service time and lateness against the
+// percentile on a log axis of 1/(1-q): p50, p90, p99, p99.9, p99.99 are
+// evenly spaced.
+func percentilePlot(r *Record) (template.HTML, error) {
+	nines := func(q float64) float64 { return -math.Log10(1 - q/100) } // p50 → 0.301, p99.99 → 4
+	p := &svgPlot{id: "plot-percentiles", title: "Percentile distribution", xName: "percentile", yName: "time",
+		x: axis{lo: nines(50), hi: nines(99.99)}}
+	for _, q := range []float64{50, 90, 99, 99.9, 99.99} {
+		p.x.ticks = append(p.x.ticks, axisTick{nines(q), "p" + strconv.FormatFloat(q, 'f', -1, 64)})
+	}
+	lo, hi := math.Inf(1), 0.0
+	// Service first, wide: latency (service plus lateness) often lies on
+	// it, and must not hide it.
+	for _, h := range []struct {
+		name, color string
+		wide        bool
+		hist        HistRecord
+	}{
+		{"service", "#1f77b4", true, r.Overall.Service},
+		{"latency", "#d62728", false, r.Overall.Latency},
+		{"lateness", "#ff7f0e", false, r.Overall.Lateness},
+	} {
+		d, err := h.hist.Decode()
+		if err != nil {
+			return "", fmt.Errorf("%s histogram: %w", h.name, err)
+		}
+		s := series{name: h.name, color: h.color, wide: h.wide}
+		if d.TotalCount() > 0 {
+			for i := range percentilePoints + 1 {
+				x := p.x.lo + (p.x.hi-p.x.lo)*float64(i)/percentilePoints
+				q := 100 * (1 - math.Pow(10, -x))
+				v := math.Max(1, float64(d.ValueAtQuantile(q))) // 0 µs drawn at the axis floor
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+				s.pts = append(s.pts, point{x, v})
+			}
+		}
+		p.lines = append(p.lines, s)
+	}
+	p.y = durationAxis(lo, hi)
+	return p.render(), nil
+}
+
+// reportTemplate is the page. Everything it shows is computed in Go; the
+// template only lays it out.
+const reportTemplate = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1000px; padding: 0 16px; color: #222; background: #fff; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.sub { color: #555; margin-top: 0; }
+.partial { background: #fff3cd; border: 1px solid #e0c36a; padding: 8px 12px; }
+.cards { display: flex; flex-wrap: wrap; gap: 8px; padding: 0; list-style: none; }
+.cards li { border: 1px solid #ddd; border-radius: 4px; padding: 6px 10px; min-width: 90px; }
+.cards .k { display: block; font-size: 0.8em; color: #666; }
+.cards .v { font-size: 1.15em; font-variant-numeric: tabular-nums; }
+.verdict { padding: 8px 12px; border-radius: 4px; }
+.verdict.sut { background: #e8f5e9; border: 1px solid #9ccc9c; }
+.verdict.generator { background: #fdecea; border: 1px solid #e3a09a; }
+figure { margin: 1.2em 0; }
+figcaption { color: #555; font-size: 0.9em; max-width: 960px; }
+svg.plot { max-width: 100%; height: auto; border: 1px solid #eee; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+tr.all td { font-weight: 600; }
+table.kv td { text-align: left; }
+footer { margin-top: 2em; color: #888; font-size: 0.85em; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="sub">{{.Subtitle}}</p>
+{{if .Partial}}<p class="partial">{{.Partial}}</p>{{end}}
+<ul class="cards" id="summary">
+{{range .Headline}}<li><span class="k">{{.Key}}</span><span class="v">{{.Value}}</span></li>
+{{end}}</ul>
+
+<h2>Bottleneck</h2>
+{{if .Bottleneck.Generator}}<div class="verdict generator" id="verdict"><strong>The generator, not the SUT, was the bottleneck</strong>: these figures include the crowd's own limits.
+<ul>{{range .Bottleneck.Reasons}}<li>{{.}}</li>{{end}}</ul></div>
+{{else}}<div class="verdict sut" id="verdict"><strong>The generator kept up</strong>: the figures are the SUT's.</div>
+{{end}}{{if .Bottleneck.Notes}}<ul class="notes">{{range .Bottleneck.Notes}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
+{{range .Plots}}
+<h2>{{.Title}}</h2>
+<figure id="fig-{{.ID}}">
+{{.SVG}}
+<figcaption>{{.Caption}}</figcaption>
+</figure>
+{{end}}
+<h2>Per activity type</h2>
+<table id="types">
+<thead><tr><th>type</th><th>sent</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>late p99</th><th>2xx</th><th>errors</th><th>dropped</th></tr></thead>
+<tbody>
+{{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.Dropped}}</td></tr>
+{{end}}</tbody>
+</table>
+<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.</p>
+
+<h2>Status</h2>
+<table id="status">
+<thead><tr><th>class</th><th>count</th><th>share</th></tr></thead>
+<tbody>
+{{range .Status}}<tr><td>{{.Class}}</td><td>{{.Count}}</td><td>{{.Share}}</td></tr>
+{{else}}<tr><td colspan="3">no completed sends</td></tr>
+{{end}}</tbody>
+</table>
+<p>Retry-After seen: {{.RetryAfter}}</p>
+
+<h2>Settings</h2>
+<table class="kv" id="settings">
+{{range .Settings}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</table>
+<h2>Generators</h2>
+<table class="kv" id="parts">
+{{range .Parts}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</table>
+<footer>{{.Schema}}, rendered by crowd report.</footer>
+</body>
+</html>
+`
