@@ -93,12 +93,29 @@ type Plan struct {
 	// at least as many shards as workers each worker has its own; more shards
 	// cost ~0.6 MB per activity type each.
 	Recorders int
+	// Checkpoint, when set, is called from the ticker goroutine every
+	// CheckpointEvery with a consistent snapshot of the run so far: what Run
+	// would return had the run been interrupted then, less the sends still
+	// in flight, marked Partial with Reason ReasonCheckpoint. The Result is
+	// the callee's to keep. It is not called for the end of the run (Run
+	// returns that). While it runs the once-a-second tick waits (never a
+	// send), so it should return within a second or so. Written with
+	// RecordFile, it leaves a readable record of a generator killed with
+	// SIGKILL.
+	Checkpoint func(*Result)
+	// CheckpointEvery is the checkpoint period: checkpoints are taken at
+	// the first tick (whole second) at or after each multiple of it.
+	// 0 = DefaultCheckpointEvery.
+	CheckpointEvery time.Duration
 }
 
 // Defaults for a Plan's zero fields.
 const (
 	DefaultMaxInflight = 1024
 	DefaultTimeout     = 10 * time.Second
+	// DefaultCheckpointEvery is how often Plan.Checkpoint is called: a
+	// SIGKILLed generator loses at most this much of its record.
+	DefaultCheckpointEvery = 5 * time.Second
 )
 
 // starveSlack is how long a Source may keep the dispatcher past a send's
@@ -178,7 +195,7 @@ func (p *Plan) normalize() error {
 		return fmt.Errorf("%w: no source", ErrInvalidPlan)
 	case p.Transport == nil:
 		return fmt.Errorf("%w: no transport", ErrInvalidPlan)
-	case p.Duration < 0 || p.MaxSends < 0 || p.MaxInflight < 0 || p.Timeout < 0 || p.Warmup < 0 || p.Recorders < 0:
+	case p.Duration < 0 || p.MaxSends < 0 || p.MaxInflight < 0 || p.Timeout < 0 || p.Warmup < 0 || p.Recorders < 0 || p.CheckpointEvery < 0:
 		return fmt.Errorf("%w: negative duration, count or size", ErrInvalidPlan)
 	case p.Duration == 0 && p.MaxSends == 0:
 		return fmt.Errorf("%w: unbounded: set a duration or a maximum number of sends", ErrInvalidPlan)
@@ -193,6 +210,9 @@ func (p *Plan) normalize() error {
 	}
 	if p.Recorders == 0 {
 		p.Recorders = min(p.MaxInflight, 2*runtime.GOMAXPROCS(0), 32)
+	}
+	if p.CheckpointEvery == 0 {
+		p.CheckpointEvery = DefaultCheckpointEvery
 	}
 	p.Recorders = min(p.Recorders, p.MaxInflight)
 	return nil
@@ -220,15 +240,18 @@ type engine struct {
 
 	// Dispatcher-owned; read by others only after the dispatcher returned.
 	nworkers  int
-	types     map[string]*Counts
-	warm      Counts
 	windowEnd time.Duration
 	partial   bool
 	reason    string
 	err       error
 
-	// Dispatcher totals for the ticker (warm-up included).
-	offered, sent, dropped, starved atomic.Int64
+	// The dispatcher's counters: it alone writes them, under mu, so the
+	// ticker reads a consistent set (Offered = Sent + Dropped in every
+	// type) by taking mu once; the dispatcher reads them without it.
+	mu    sync.Mutex
+	types map[string]*Counts
+	warm  Counts
+	tot   Counts // all types, warm-up included: the ticker's totals
 
 	// Ticker-owned.
 	timeline               []Tick
@@ -334,19 +357,30 @@ func (e *engine) dispatch() {
 			return
 		}
 		measured := off >= e.p.Warmup
+		drop := e.inflight.Load() >= maxIn
+		// One lock per send, uncontended but for the ticker's reads once a
+		// second, makes the counters one consistent set for progress and
+		// checkpoints; it costs what the atomic adds of the totals did.
+		e.mu.Lock()
 		typ, c := e.counts(prep.Type)
 		if !measured {
 			c = &e.warm
 		}
 		c.Offered++
-		e.offered.Add(1)
+		e.tot.Offered++
 		if starved {
 			c.Starved++
-			e.starved.Add(1)
+			e.tot.Starved++
 		}
-		if e.inflight.Load() >= maxIn {
+		if drop {
 			c.Dropped++
-			e.dropped.Add(1)
+			e.tot.Dropped++
+		} else {
+			c.Sent++
+			e.tot.Sent++
+		}
+		e.mu.Unlock()
+		if drop {
 			continue
 		}
 		in := e.inflight.Add(1)
@@ -355,8 +389,6 @@ func (e *engine) dispatch() {
 			// holds a send while a slot is counted free.
 			e.startWorker()
 		}
-		c.Sent++
-		e.sent.Add(1)
 		e.jobs <- job{prep: prep, typ: typ, intended: off, measured: measured}
 	}
 }
@@ -396,7 +428,7 @@ func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan str
 
 // counts returns the breakdown key for activity type t and its counters,
 // creating them; beyond maxTypes distinct types, new ones are folded into
-// "Other".
+// "Other". The dispatcher calls it holding e.mu.
 func (e *engine) counts(t string) (string, *Counts) {
 	if t == "" {
 		t = "Unknown"
@@ -535,10 +567,17 @@ func isTimeout(err error) bool {
 func (e *engine) ticker(stop <-chan struct{}) {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
+	nextCheckpoint := e.p.CheckpointEvery
 	for k := 1; ; k++ {
 		select {
 		case <-t.C:
 			e.snapshot(k, time.Second, time.Duration(k)*time.Second)
+			if e.p.Checkpoint != nil && time.Duration(k)*time.Second >= nextCheckpoint {
+				e.p.Checkpoint(e.checkpoint(time.Now()))
+				for nextCheckpoint <= time.Duration(k)*time.Second {
+					nextCheckpoint += e.p.CheckpointEvery
+				}
+			}
 			t.Reset(time.Until(e.start.Add(time.Duration(k+1) * time.Second)))
 		case <-stop:
 			span := e.end.Sub(e.start) - time.Duration(k-1)*time.Second
@@ -562,7 +601,10 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 		agg.merge(iv)
 		iv.reset()
 	}
-	offered, sent, dropped, starved := e.offered.Load(), e.sent.Load(), e.dropped.Load(), e.starved.Load()
+	e.mu.Lock()
+	tot := e.tot
+	e.mu.Unlock()
+	offered, sent, dropped, starved := tot.Offered, tot.Sent, tot.Dropped, tot.Starved
 	tk := Tick{
 		T:           k,
 		Span:        span.Seconds(),
@@ -600,51 +642,11 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 	}
 }
 
-// result merges the shards; called after every goroutine has finished.
+// result is the run's final Result; called after every goroutine has
+// finished.
 func (e *engine) result() *Result {
-	r := &Result{
-		Start:        e.start,
-		End:          e.end,
-		Elapsed:      e.end.Sub(e.start),
-		Measured:     max(0, e.windowEnd-e.p.Warmup),
-		Partial:      e.partial,
-		Reason:       e.reason,
-		Err:          e.err,
-		Overall:      NewStats(),
-		Types:        make(map[string]*Stats, len(e.types)),
-		Dispatch:     newHist(),
-		WarmupCounts: e.warm,
-		Timeline:     e.timeline,
-		Rate:         e.p.Pacer.Rate(),
-		Duration:     e.p.Duration,
-		Warmup:       e.p.Warmup,
-		MaxSends:     e.p.MaxSends,
-		MaxInflight:  e.p.MaxInflight,
-		Timeout:      e.p.Timeout,
-	}
-	for typ, c := range e.types {
-		if c.Offered == 0 {
-			continue // only seen in the warm-up
-		}
-		st := NewStats()
-		st.Counts = *c
-		r.Types[typ] = st
-	}
-	for _, rec := range e.recs {
-		r.Dispatch.Merge(rec.dispatch)
-		for typ, s := range rec.types {
-			st := r.Types[typ]
-			if st == nil { // cannot happen: every measured send was offered
-				st = NewStats()
-				r.Types[typ] = st
-			}
-			// Offered, Sent, Dropped and Starved come from the dispatcher,
-			// Completed and Aborted from the recorders: the sum is exact.
-			st.Merge(s)
-		}
-	}
-	for _, st := range r.Types {
-		r.Overall.Merge(st)
-	}
+	r := e.collect(e.end, e.windowEnd)
+	r.Partial, r.Reason, r.Err = e.partial, e.reason, e.err
+	r.Timeline = e.timeline
 	return r
 }

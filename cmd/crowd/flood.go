@@ -95,6 +95,13 @@ Every flag can also be set as CROWD_<FLAG>.`,
 			return runFlood(cmd, g, f)
 		},
 	}
+	f.register(cmd)
+	return cmd
+}
+
+// register adds the flood's flags to cmd (crowd flood, and crowd run,
+// which floods with the same flags).
+func (f *floodFlags) register(cmd *cobra.Command) {
 	f.world.register(cmd)
 	f.admin.register(cmd)
 	fl := cmd.Flags()
@@ -134,7 +141,6 @@ Every flag can also be set as CROWD_<FLAG>.`,
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", string(signing.RSASHA256), "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", flood.DefaultPresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
-	return cmd
 }
 
 // floodPlan is the checked command line of a flood.
@@ -281,12 +287,27 @@ type floodEnv struct {
 	roots    *x509.CertPool
 	hosts    map[string]string // host → ip:port for the crowd's own origins, when known
 	register func(context.Context, flood.FollowRegistration) error
-	what     string // for the log: which crowd
+	admin    *adminClient // the crowd's admin API (crowd run sends Follows and reads the activity log through it)
+	what     string       // for the log: which crowd
 	shard    string
 	close    func()
 }
 
+// floodHooks let crowd run drive a flood (nil for crowd flood).
+type floodHooks struct {
+	// beforeTargets runs once the crowd is reached and before the personas
+	// are looked up (crowd run sets up its audience there).
+	beforeTargets func(ctx context.Context, env *floodEnv, guard *flood.Guard, tlsConfig *tls.Config) error
+	// around runs the single run: it may wrap r.transport, and calls run.
+	around func(ctx context.Context, r *floodRunner, personas []*flood.Persona, run func(context.Context) error) error
+}
+
 func runFlood(cmd *cobra.Command, g *globalOptions, f *floodFlags) error {
+	return floodWith(cmd, g, f, nil)
+}
+
+// floodWith runs a flood with the flags f, and hooks h when not nil.
+func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHooks) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	p, err := f.check(cmd)
@@ -315,6 +336,11 @@ func runFlood(cmd *cobra.Command, g *globalOptions, f *floodFlags) error {
 	tlsConfig := &tls.Config{RootCAs: env.roots, MinVersion: tls.VersionTLS12}
 	signer := signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: userAgent()})
 
+	if h != nil && h.beforeTargets != nil {
+		if err := h.beforeTargets(ctx, env, guard, tlsConfig); err != nil {
+			return err
+		}
+	}
 	personas, target, err := f.targets(ctx, log, p, env, guard, tlsConfig, signer)
 	if err != nil {
 		return err
@@ -383,6 +409,9 @@ func runFlood(cmd *cobra.Command, g *globalOptions, f *floodFlags) error {
 		zap.String("mix", p.mix.String()), zap.String("signing", p.signing), zap.Int("senders", len(world.Actors())))
 	if p.ladder {
 		return r.ladder(ctx)
+	}
+	if h != nil && h.around != nil {
+		return h.around(ctx, r, personas, r.single)
 	}
 	return r.single(ctx)
 }
@@ -477,8 +506,9 @@ func (f *floodFlags) standaloneEnv(ctx context.Context, log *zap.Logger) (*flood
 	}
 	log.Info("in-process crowd", zap.Int("origins", len(cw.world.Origins)), zap.Int("actors", len(cw.world.Actors())),
 		zap.String("https", addr), zap.String("admin", cw.pasture.Addr("admin")), zap.String("state", wcfg.StateDir))
+	ac, _ := (&adminFlags{addr: dialable(cw.pasture.Addr("admin"))}).client() // nil only without an admin listener
 	return &floodEnv{
-		world: cw.world, roots: rootsWith(cw.pasture.CA().CertPEM()), hosts: hosts,
+		world: cw.world, roots: rootsWith(cw.pasture.CA().CertPEM()), hosts: hosts, admin: ac,
 		register: flood.GraphRegister(cw.world.Graph), what: "the in-process crowd", shard: wcfg.Shard.String(),
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -592,7 +622,7 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 		zap.Int("actors", len(world.Actors())), zap.String("state", state))
 	return &floodEnv{
 		world: world, roots: rootsWith(caPEM), hosts: hosts,
-		register: flood.AdminRegister(c.http, c.base), what: "the crowd at " + f.admin.addr, shard: info.Shard,
+		register: flood.AdminRegister(c.http, c.base), admin: c, what: "the crowd at " + f.admin.addr, shard: info.Shard,
 		close: func() { world.Close() },
 	}, nil
 }
@@ -609,6 +639,7 @@ type floodRunner struct {
 	settings  flood.Settings
 	stdout    io.Writer
 	stderr    io.Writer
+	file      *flood.RecordFile // the current run's record: checkpoints, then the final write
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -636,6 +667,19 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 	plan.Transport = r.transport
 	plan.MaxInflight = r.f.maxInflight
 	plan.Timeout = r.f.timeout
+	// Checkpoints (every flood.DefaultCheckpointEvery) go where the final
+	// record will, so a flood killed with SIGKILL leaves a partial record.
+	file := flood.NewRecordFile(r.f.out)
+	r.file = file
+	plan.Checkpoint = func(res *flood.Result) {
+		rec, err := res.Record(s)
+		if err == nil {
+			err = file.Checkpoint(rec)
+		}
+		if err != nil {
+			r.log.Warn("checkpoint of the record", zap.String("out", r.f.out), zap.Error(err))
+		}
+	}
 	res, err := flood.Run(ctx, plan)
 	live.Done()
 	if err != nil {
@@ -648,7 +692,7 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 }
 
 func (r *floodRunner) write(rec *flood.Record) (string, error) {
-	path, err := flood.WriteRecord(r.f.out, rec)
+	path, err := r.file.Final(rec)
 	if err != nil {
 		return path, fmt.Errorf("writing the record to %s (--out): %w", r.f.out, err)
 	}

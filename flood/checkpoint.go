@@ -1,0 +1,223 @@
+package flood
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReasonCheckpoint is the Reason of a Result that Plan.Checkpoint receives,
+// and so the partial_reason of a record written from it: the run was still
+// going. A record that says so after the run should have ended is what a
+// killed generator left behind.
+const ReasonCheckpoint = "in progress (checkpoint)"
+
+// checkpoint is a consistent snapshot of the run at now, taken by the ticker
+// while sends go on: the Result that Run would return had the run been
+// interrupted now, minus the sends still in flight (Sent counts them,
+// Completed and Aborted do not yet).
+func (e *engine) checkpoint(now time.Time) *Result {
+	window := now.Sub(e.start)
+	if e.p.Duration > 0 {
+		window = min(window, e.p.Duration)
+	}
+	r := e.collect(now, window)
+	r.Partial, r.Reason = true, ReasonCheckpoint
+	// The ticker keeps appending to its timeline; the snapshot keeps its own.
+	r.Timeline = slices.Clone(e.timeline)
+	return r
+}
+
+// collect merges the recorder shards and the dispatcher's counters into a
+// Result ending at end, whose measured window ends at windowEnd (an offset
+// from the start). It is safe while the run goes on: each shard is merged
+// under its own lock (a worker waits that long once, never a send), then the
+// counters are copied under the dispatcher's. In that order every completion
+// seen in a shard was counted as sent before, so in every type
+// Sent >= Completed + Aborted (the difference is in flight) and
+// Offered = Sent + Dropped; after the run both are equalities.
+func (e *engine) collect(end time.Time, windowEnd time.Duration) *Result {
+	r := &Result{
+		Start:       e.start,
+		End:         end,
+		Elapsed:     end.Sub(e.start),
+		Measured:    max(0, windowEnd-e.p.Warmup),
+		Overall:     NewStats(),
+		Types:       make(map[string]*Stats),
+		Dispatch:    newHist(),
+		Rate:        e.p.Pacer.Rate(),
+		Duration:    e.p.Duration,
+		Warmup:      e.p.Warmup,
+		MaxSends:    e.p.MaxSends,
+		MaxInflight: e.p.MaxInflight,
+		Timeout:     e.p.Timeout,
+	}
+	for _, rec := range e.recs {
+		rec.mu.Lock()
+		r.Dispatch.Merge(rec.dispatch)
+		for typ, s := range rec.types {
+			st := r.Types[typ]
+			if st == nil {
+				st = NewStats()
+				r.Types[typ] = st
+			}
+			// Completed and Aborted come from the recorders, Offered, Sent,
+			// Dropped and Starved from the dispatcher: the sum is exact.
+			st.Merge(s)
+		}
+		rec.mu.Unlock()
+	}
+	e.mu.Lock()
+	r.WarmupCounts = e.warm
+	for typ, c := range e.types {
+		if c.Offered == 0 {
+			continue // only seen in the warm-up
+		}
+		st := r.Types[typ]
+		if st == nil {
+			st = NewStats()
+			r.Types[typ] = st
+		}
+		st.Counts.Merge(*c)
+	}
+	e.mu.Unlock()
+	for _, st := range r.Types {
+		r.Overall.Merge(st)
+	}
+	return r
+}
+
+// RecordFile is the file of one run's record in an out directory, written
+// more than once: checkpoints while the run goes, each replacing the last,
+// then the final record, which replaces the last checkpoint and adds the
+// run's row to runs.md. The file is where WriteRecord would put the final
+// record (dir/Record.FileName(), "-2" … when another run took the name), so
+// whatever ends the run, killed with SIGKILL included, dir holds one record
+// of it, readable with LoadRecord. Every write is atomic and durable: a
+// temporary file in dir, fsync, rename over the old version, fsync of dir;
+// a reader (or a crash at any moment) sees the previous version or the new
+// one, never a torn file. A RecordFile is for one run and one goroutine at a
+// time (Plan.Checkpoint runs on the engine's ticker, and the final write
+// comes after Run returned).
+type RecordFile struct {
+	dir  string
+	path string // "" until the first write took a name
+}
+
+// NewRecordFile returns the record file of a run that writes to dir
+// (created at the first write). Nothing is written yet.
+func NewRecordFile(dir string) *RecordFile { return &RecordFile{dir: dir} }
+
+// Path is the record's file, or "" before the first write.
+func (f *RecordFile) Path() string { return f.path }
+
+// Checkpoint writes r as the run's record so far. The file says partial
+// whatever r says (a checkpoint is never the whole run), with r's reason or
+// ReasonCheckpoint; r itself is not modified. runs.md is not touched: a run
+// gets its row when it ends (Final), so a killed run has a record but no
+// row.
+func (f *RecordFile) Checkpoint(r *Record) error {
+	c := *r
+	c.Partial = true
+	if c.PartialReason == "" {
+		c.PartialReason = ReasonCheckpoint
+	}
+	_, err := f.write(&c)
+	return err
+}
+
+// Final writes r, the run's record, replacing the last checkpoint, and
+// appends its row to dir/runs.md (writing the table header first when the
+// file is new). It returns the record's path. With no checkpoint before, it
+// is WriteRecord.
+func (f *RecordFile) Final(r *Record) (string, error) {
+	if f.path == "" {
+		path, err := WriteRecord(f.dir, r)
+		f.path = path
+		return path, err
+	}
+	path, err := f.write(r)
+	if err != nil {
+		return path, err
+	}
+	return path, appendRunsMD(filepath.Join(f.dir, "runs.md"), r, filepath.Base(path))
+}
+
+// write puts r in the file: the first time under a new name, as WriteRecord
+// picks it (never replacing another file), later over the file itself.
+func (f *RecordFile) write(r *Record) (string, error) {
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	data = append(data, '\n')
+	tmp, err := os.CreateTemp(f.dir, ".record-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // after a rename or a link: a no-op or the spare name
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if f.path == "" {
+		path, err := linkUnique(tmp.Name(), f.dir, strings.TrimSuffix(r.FileName(), ".json"))
+		if err != nil {
+			return "", err
+		}
+		f.path = path
+	} else if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return f.path, err
+	}
+	return f.path, syncDir(f.dir)
+}
+
+// linkUnique links file to dir/base.json, or base-2.json, base-3.json … for
+// the first name not taken, and returns that path. A link never replaces a
+// file, so two runs that start in the same second keep both records.
+func linkUnique(file, dir, base string) (string, error) {
+	for i := 1; ; i++ {
+		name := base + ".json"
+		if i > 1 {
+			name = base + "-" + strconv.Itoa(i) + ".json"
+		}
+		path := filepath.Join(dir, name)
+		err := os.Link(file, path)
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i >= 1000 {
+			return "", fmt.Errorf("record file: %w", err)
+		}
+	}
+}
+
+// syncDir makes the directory entries of dir (a rename, a new link)
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

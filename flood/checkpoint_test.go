@@ -1,0 +1,368 @@
+package flood
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestCheckpointsMidRun: a 12 s run at 100/s (1 s warm-up) into a SUT that
+// takes 150 ms, so about 15 sends are in flight at any moment. Checkpoints
+// come at the first tick at or after each multiple of CheckpointEvery, never
+// for the end, and each is a consistent snapshot: Offered = Sent + Dropped,
+// Sent >= Completed + Aborted with the difference no more than what can be
+// in flight, histograms holding exactly the completed sends, the timeline
+// and measured window up to that second. A checkpoint is the callee's: the
+// run going on does not change it.
+func TestCheckpointsMidRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		at    []int // seconds of the checkpoints
+	}{
+		// Zero takes DefaultCheckpointEvery; the run ends before a third.
+		{"the default is every 5 s", 0, []int{5, 10}},
+		// The tick at 12 s comes while the last sends are in flight: a checkpoint too.
+		{"every 2 s, the last tick included", 2 * time.Second, []int{2, 4, 6, 8, 10, 12}},
+		// 1.5, 3, 4.5 … each taken at the first whole second at or after it.
+		{"a fraction of a second rounds to the next tick", 1500 * time.Millisecond, []int{2, 3, 5, 6, 8, 9, 11, 12}},
+		// A period longer than the run: only the final result.
+		{"longer than the run: none", 20 * time.Second, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const svc = 150 * time.Millisecond
+				rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+					time.Sleep(svc)
+					return answer(req, 202, nil), nil
+				})
+				var cps []*Result
+				var timelineAt []int // len(Timeline) when each was taken
+				res := mustRun(t, context.Background(), Plan{
+					Sleep: time.Sleep, // synctest: fake clock
+					Pacer: mustConstant(t, 100), Duration: 12 * time.Second, Warmup: time.Second, MaxInflight: 100,
+					Source: newCycleSource(t, "http://sut.test/inbox", "Create", "Like", "Follow"), Transport: rt,
+					CheckpointEvery: tc.every,
+					Checkpoint: func(r *Result) {
+						cps = append(cps, r)
+						timelineAt = append(timelineAt, len(r.Timeline))
+					},
+				})
+				var at []int
+				for _, cp := range cps {
+					at = append(at, int(cp.Elapsed.Round(time.Second)/time.Second))
+				}
+				if !slices.Equal(at, tc.at) {
+					t.Fatalf("checkpoints at %v s, want %v", at, tc.at)
+				}
+				for i, cp := range cps {
+					k := at[i]
+					if !cp.Partial || cp.Reason != ReasonCheckpoint || cp.Err != nil {
+						t.Errorf("%d s: partial %v reason %q err %v", k, cp.Partial, cp.Reason, cp.Err)
+					}
+					if cp.Measured != time.Duration(k-1)*time.Second {
+						t.Errorf("%d s: measured %v, want %v (after the 1 s warm-up)", k, cp.Measured, time.Duration(k-1)*time.Second)
+					}
+					if len(cp.Timeline) != k || timelineAt[i] != k {
+						t.Errorf("%d s: %d ticks now, %d when taken; want %d", k, len(cp.Timeline), timelineAt[i], k)
+					}
+					if cp.WarmupCounts.Offered != 100 {
+						t.Errorf("%d s: warm-up offered %d, want 100", k, cp.WarmupCounts.Offered)
+					}
+					checkConsistent(t, k, cp, 100*float64(k-1))
+				}
+				// The end of the run is the result, complete, not a checkpoint.
+				c := res.Overall.Counts
+				if res.Partial || c.Offered != 1100 || c.Completed != 1100 || c.Sent != 1100 {
+					t.Errorf("final: partial %v counts %+v, want 1100 offered, sent and completed", res.Partial, c)
+				}
+			})
+		})
+	}
+}
+
+// checkConsistent checks the invariants of a mid-run snapshot taken k
+// seconds in, when about offered measured sends were due.
+func checkConsistent(t *testing.T, k int, r *Result, offered float64) {
+	t.Helper()
+	var sum Counts
+	for typ, st := range r.Types {
+		c := st.Counts
+		sum.Merge(c)
+		if c.Offered != c.Sent+c.Dropped {
+			t.Errorf("%d s, %s: offered %d != sent %d + dropped %d", k, typ, c.Offered, c.Sent, c.Dropped)
+		}
+		if inflight := c.Sent - c.Completed - c.Aborted; inflight < 0 || inflight > 16 {
+			t.Errorf("%d s, %s: sent %d, completed %d, aborted %d: %d in flight", k, typ, c.Sent, c.Completed, c.Aborted, inflight)
+		}
+		for name, h := range map[string]int64{"latency": st.Latency.TotalCount(), "service": st.Service.TotalCount(), "lateness": st.Lateness.TotalCount()} {
+			if h != c.Completed {
+				t.Errorf("%d s, %s: %s histogram holds %d values, %d completed", k, typ, name, h, c.Completed)
+			}
+		}
+	}
+	if sum != r.Overall.Counts {
+		t.Errorf("%d s: types add up to %+v, overall %+v", k, sum, r.Overall.Counts)
+	}
+	if got := float64(r.Overall.Counts.Offered); got < offered-1 || got > offered+1 {
+		t.Errorf("%d s: offered %v, want %v ± 1", k, got, offered)
+	}
+	if r.Dispatch.TotalCount() != r.Overall.Counts.Completed {
+		t.Errorf("%d s: dispatch histogram %d, completed %d", k, r.Dispatch.TotalCount(), r.Overall.Counts.Completed)
+	}
+}
+
+// TestRecordFile: the writes a run makes to its record file, in the orders
+// a run can end, and what its out directory holds afterwards.
+func TestRecordFile(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rec := func(t *testing.T, partial bool, reason string) *Record {
+		t.Helper()
+		res := fakeResult(start, 5*time.Second, map[string]*Stats{
+			"Create": fakeStats(40, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, always(Class202)),
+		})
+		res.Partial, res.Reason = partial, reason
+		r, err := res.Record(Settings{Label: "cp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const (
+		cp    = "checkpoint"
+		whole = "final"
+		intr  = "final, interrupted"
+		cpOK  = "checkpoint of a record that says complete"
+	)
+	for _, tc := range []struct {
+		name        string
+		taken       bool     // another run's record already holds the name
+		writes      []string // in order
+		wantFile    string   // the record's file name
+		wantPartial bool
+		wantReason  string
+		wantRows    int // rows in runs.md (0: no runs.md)
+	}{
+		// A run that ends: its checkpoints are replaced, one row.
+		{"checkpoints then the end", false, []string{cp, cp, whole}, "20261130-120000-cp.json", false, "", 1},
+		// A run killed after a checkpoint: a partial record, no row.
+		{"killed after a checkpoint", false, []string{cp, cp}, "20261130-120000-cp.json", true, ReasonCheckpoint, 0},
+		// A run too short for a checkpoint: WriteRecord's result.
+		{"the end only", false, []string{whole}, "20261130-120000-cp.json", false, "", 1},
+		// Interrupted (SIGINT): the final partial record replaces the checkpoint.
+		{"interrupted after a checkpoint", false, []string{cp, intr}, "20261130-120000-cp.json", true, "interrupted", 1},
+		// Another run's record is never replaced: the checkpoint takes -2, the end stays there.
+		{"the name is taken", true, []string{cp, whole}, "20261130-120000-cp-2.json", false, "", 1},
+		// A checkpoint is partial whatever the record given says.
+		{"a checkpoint is always partial", false, []string{cpOK}, "20261130-120000-cp.json", true, ReasonCheckpoint, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out", "load")
+			var other []byte
+			if tc.taken {
+				os.MkdirAll(dir, 0o755)
+				other = []byte(`{"another":"run"}`)
+				os.WriteFile(filepath.Join(dir, "20261130-120000-cp.json"), other, 0o644)
+			}
+			f := NewRecordFile(dir)
+			if f.Path() != "" {
+				t.Fatalf("a path before any write: %q", f.Path())
+			}
+			var paths []string
+			for _, w := range tc.writes {
+				var path string
+				var err error
+				switch w {
+				case cp:
+					err = f.Checkpoint(rec(t, true, ReasonCheckpoint))
+					path = f.Path()
+				case cpOK:
+					r := rec(t, false, "")
+					err = f.Checkpoint(r)
+					path = f.Path()
+					if r.Partial {
+						t.Error("Checkpoint modified the caller's record")
+					}
+				case whole:
+					path, err = f.Final(rec(t, false, ""))
+				case intr:
+					path, err = f.Final(rec(t, true, "interrupted"))
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", w, err)
+				}
+				paths = append(paths, path)
+			}
+			for _, p := range paths {
+				if p != paths[0] || filepath.Base(p) != tc.wantFile {
+					t.Fatalf("writes went to %v, want all to %s", paths, tc.wantFile)
+				}
+			}
+			got, err := LoadRecord(paths[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Partial != tc.wantPartial || got.PartialReason != tc.wantReason {
+				t.Errorf("partial %v %q, want %v %q", got.Partial, got.PartialReason, tc.wantPartial, tc.wantReason)
+			}
+			if got.Overall.Counts.Sent != 40 {
+				t.Errorf("sent %d, want 40", got.Overall.Counts.Sent)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, "runs.md"))
+			rows := 0
+			if err == nil {
+				rows = strings.Count(string(md), "\n") - 2 // the header's two lines
+			}
+			if rows != tc.wantRows {
+				t.Errorf("runs.md has %d rows, want %d:\n%s", rows, tc.wantRows, md)
+			}
+			if tc.wantRows > 0 && !strings.Contains(string(md), "("+tc.wantFile+")") {
+				t.Errorf("the row does not link %s:\n%s", tc.wantFile, md)
+			}
+			if tc.taken {
+				if b, _ := os.ReadFile(filepath.Join(dir, "20261130-120000-cp.json")); !bytes.Equal(b, other) {
+					t.Errorf("another run's record was replaced: %s", b)
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".tmp") {
+					t.Errorf("a temporary file is left: %s", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// killHelperEnv, when set to an out directory, makes
+// TestKillHelperProcess run a flood that checkpoints there until it is
+// killed.
+const killHelperEnv = "CROWD_FLOOD_KILL_HELPER_OUT"
+
+// TestKillHelperProcess is not a test: TestKillLeavesAReadablePartialRecord
+// runs the test binary again with only this test and killHelperEnv set, and
+// kills it with SIGKILL mid-run.
+func TestKillHelperProcess(t *testing.T) {
+	out := os.Getenv(killHelperEnv)
+	if out == "" {
+		t.Skip("helper process of TestKillLeavesAReadablePartialRecord")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	file := NewRecordFile(out)
+	res, err := Run(context.Background(), Plan{
+		Pacer: mustConstant(t, 200), Duration: time.Minute, MaxInflight: 64,
+		Source: newCycleSource(t, srv.URL+"/inbox", "Create", "Follow"), Transport: NewTransport(64, nil),
+		CheckpointEvery: time.Second,
+		Checkpoint: func(res *Result) {
+			rec, err := res.Record(Settings{Label: "killed"})
+			if err == nil {
+				err = file.Checkpoint(rec)
+			}
+			if err != nil {
+				t.Errorf("checkpoint: %v", err)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("the helper ran to its end (%v): it should have been killed", res.Elapsed)
+}
+
+// TestKillLeavesAReadablePartialRecord runs a flood in another process
+// that checkpoints its record every second, reads the record over and over
+// while checkpoints replace it (never a torn file), and kills the process
+// with SIGKILL: what is left decodes, says partial and in progress, and
+// counts the sends made until its last checkpoint.
+func TestKillLeavesAReadablePartialRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a flood in a child process for a few seconds")
+	}
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killHelperEnv+"="+out)
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var killed atomic.Bool
+	defer func() {
+		if !killed.Load() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+
+	// Read the record as checkpoints replace it, until three have been seen.
+	var reads, versions int
+	var lastSent int64
+	deadline := time.Now().Add(30 * time.Second)
+	for versions < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checkpoints in 30 s (%d reads)\n%s", versions, reads, output.String())
+		}
+		paths, _ := filepath.Glob(filepath.Join(out, "*.json"))
+		if len(paths) > 1 {
+			t.Fatalf("more than one record file: %v", paths)
+		}
+		if len(paths) == 1 {
+			raw, err := os.ReadFile(paths[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatalf("read %d: a torn record: %v\n%s", reads, err, raw)
+			}
+			reads++
+			if s := r.Overall.Counts.Sent; s > lastSent {
+				lastSent = s
+				versions++
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed.Store(true)
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the helper was not killed by SIGKILL: %v\n%s", err, output.String())
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-killed.json"))
+	if len(paths) != 1 {
+		t.Fatalf("records left: %v", paths)
+	}
+	r, err := LoadRecord(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Overall.Counts
+	if !r.Partial || r.PartialReason != ReasonCheckpoint || c.Sent < lastSent || c.Offered != c.Sent+c.Dropped {
+		t.Errorf("left: partial %v (%q), counts %+v; want partial, in progress, at least %d sent", r.Partial, r.PartialReason, c, lastSent)
+	}
+	if _, err := os.Stat(filepath.Join(out, "runs.md")); !os.IsNotExist(err) {
+		t.Errorf("a killed run has no runs.md row: %v", err)
+	}
+	t.Logf("%d reads of %d+ checkpoints; left: %+v", reads, versions, c)
+}

@@ -1,0 +1,222 @@
+package flood
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+)
+
+// faultSink is a real HTTP server on one loopback port that misbehaves as
+// it is told: per request (the X-Fault header: answer 202, reset the
+// connection, stall past the sender's timeout), or as a whole (stop
+// listening, so connections are refused, and listen again on the same
+// port).
+type faultSink struct {
+	t       *testing.T
+	addr    string // 127.0.0.1:port, kept across a stop and a restart
+	done    chan struct{}
+	mu      sync.Mutex
+	ln      net.Listener   // nil while not listening
+	servers []*http.Server // every server started, closed at cleanup
+}
+
+func newFaultSink(t *testing.T) *faultSink {
+	s := &faultSink{t: t, addr: "127.0.0.1:0", done: make(chan struct{})}
+	s.listen()
+	t.Cleanup(func() {
+		close(s.done) // stalled handlers return
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, srv := range s.servers {
+			srv.Close()
+		}
+	})
+	return s
+}
+
+// listen starts serving on s.addr (the port of the first listen).
+func (s *faultSink) listen() {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Errorf("sink listen %s: %v", s.addr, err)
+		return
+	}
+	s.addr = ln.Addr().String()
+	srv := &http.Server{Handler: http.HandlerFunc(s.serve)}
+	s.mu.Lock()
+	s.ln = ln
+	s.servers = append(s.servers, srv)
+	s.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+// stopListening closes the listening socket, and only it: new connections
+// are refused at once, while requests already on a connection (stalled
+// ones) go on and time out as they would have, like a server whose accept
+// loop died. (http.Server.Close would reset those too.)
+func (s *faultSink) stopListening() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ln.Close(); err != nil {
+		s.t.Errorf("sink stop listening: %v", err)
+	}
+	s.ln = nil
+}
+
+func (s *faultSink) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.Header.Get("X-Fault") {
+	case "reset":
+		// RST instead of an answer: linger 0 discards the socket at once.
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			s.t.Errorf("hijack: %v", err)
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		conn.Close()
+	case "stall":
+		// Past the sender's timeout: it gives up and closes the connection.
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// phasePacer sends perPhase sends a phase at 50/s, each phase starting on
+// a whole second: the rest of each second is a quiet gap in which the sink
+// changes state, so no send is in the middle of a change.
+type phasePacer struct{ perPhase int64 }
+
+const faultGap = 20 * time.Millisecond // between sends in a phase: 50/s
+
+func (p phasePacer) Offset(n int64) time.Duration {
+	return time.Duration(n/p.perPhase)*time.Second + time.Duration(n%p.perPhase)*faultGap
+}
+
+func (p phasePacer) Rate() float64 { return float64(p.perPhase) }
+
+// TestFaultsAreMeasuredNotFatal floods one real loopback sink through a
+// run in which the sink answers 202, then resets every connection, then
+// stalls past the timeout, then stops listening, then comes back. The run
+// is not cut short by any of it: it ends by its schedule, every send is
+// completed and tallied, and each phase's sends land in the class that
+// phase causes. Each phase is its own activity type, so the per-type
+// breakdown is the per-phase tally.
+func TestFaultsAreMeasuredNotFatal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 s of real traffic")
+	}
+	const perPhase = 35 // 0.7 s at 50/s, then a 0.3 s gap
+	phases := []struct {
+		name   string
+		fault  string    // X-Fault of its requests
+		want   Class     // what every send of the phase must be
+		why    string    // why that class
+		before func()    // run in the gap before the phase (set below)
+		prep   *Prepared // its request (set below)
+	}{
+		// A healthy SUT: 202.
+		{name: "answering", want: Class202, why: "the SUT accepts"},
+		// The SUT resets each connection after reading the request: no HTTP answer.
+		{name: "resetting", fault: "reset", want: ClassConnError, why: "RST instead of an answer"},
+		// The SUT holds each request past the 500 ms timeout.
+		{name: "stalling", fault: "stall", want: ClassTimeout, why: "no answer within Plan.Timeout"},
+		// The SUT stops listening: every dial is refused.
+		{name: "refusing", want: ClassConnError, why: "connection refused"},
+		// It listens again on the same port: 202 again, no restart of the flood needed.
+		{name: "back", want: Class202, why: "the SUT is back"},
+	}
+	sink := newFaultSink(t)
+	phases[3].before = sink.stopListening
+	phases[4].before = sink.listen
+	u, err := url.Parse("http://" + sink.addr + "/users/alice/inbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range phases {
+		h := http.Header{"Content-Type": {"application/activity+json"}}
+		if phases[i].fault != "" {
+			h.Set("X-Fault", phases[i].fault)
+		}
+		phases[i].prep = &Prepared{Type: phases[i].name, Method: http.MethodPost, URL: u, Header: h, Body: []byte(`{"type":"Create"}`)}
+	}
+
+	// The source hands out each phase's requests; the first request of a
+	// phase waits for the middle of the gap before it, changes the sink
+	// there, and is then returned, still ahead of its intended time.
+	var start time.Time
+	var n int64
+	src := SourceFunc(func(ctx context.Context) (*Prepared, error) {
+		if n == 0 {
+			start = time.Now()
+		}
+		ph := n / perPhase
+		if ph >= int64(len(phases)) {
+			return nil, errors.New("past the last phase")
+		}
+		if n%perPhase == 0 && phases[ph].before != nil {
+			mid := time.Duration(ph)*time.Second - (time.Second-perPhase*faultGap)/2
+			time.Sleep(time.Until(start.Add(mid)))
+			phases[ph].before()
+		}
+		n++
+		return phases[ph].prep, nil
+	})
+	tr := NewTransport(200, nil)
+	defer tr.CloseIdleConnections()
+	res := mustRun(t, context.Background(), Plan{
+		Pacer: phasePacer{perPhase}, MaxSends: perPhase * int64(len(phases)), MaxInflight: 200,
+		Timeout: 500 * time.Millisecond, Source: src, Transport: tr,
+	})
+
+	o := res.Overall
+	t.Logf("overall %+v tally %v", o.Counts, o.Tally)
+	if res.Partial || res.Err != nil {
+		t.Fatalf("the run was cut short: %q %v", res.Reason, res.Err)
+	}
+	if o.Counts.Sent != o.Counts.Completed || o.Counts.Sent != perPhase*int64(len(phases)) || o.Counts.Dropped != 0 {
+		t.Errorf("counts %+v: want every one of %d sends made and completed", o.Counts, perPhase*len(phases))
+	}
+	if o.Tally.Total() != o.Counts.Completed {
+		t.Errorf("tallied %d of %d completed", o.Tally.Total(), o.Counts.Completed)
+	}
+	for _, ph := range phases {
+		st := res.Types[ph.name]
+		if st == nil {
+			t.Errorf("%s: no sends", ph.name)
+			continue
+		}
+		if got := st.Tally.Classes[ph.want]; got != perPhase || st.Counts.Completed != perPhase {
+			t.Errorf("%s: %d of %d sends (%d completed) are %s (%s); tally %v", ph.name, got, perPhase,
+				st.Counts.Completed, ph.want, ph.why, st.Tally)
+		}
+		// Every send is in the latency histograms, errors included.
+		if st.Latency.TotalCount() != perPhase {
+			t.Errorf("%s: latency holds %d values, want %d", ph.name, st.Latency.TotalCount(), perPhase)
+		}
+	}
+	if st := res.Types["stalling"]; st != nil && st.Latency.Min() < us(500*time.Millisecond) {
+		t.Errorf("a timed-out send measured %dµs, under the 500 ms timeout", st.Latency.Min())
+	}
+	rec, err := res.Record(Settings{Label: "faults"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Partial || rec.Overall.Tally.Errors() != 3*perPhase {
+		t.Errorf("record: partial %v, %d errors, want %d", rec.Partial, rec.Overall.Tally.Errors(), 3*perPhase)
+	}
+}
