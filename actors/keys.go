@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // KeyBits is the size of every actor's RSA key: what Mastodon, GoToSocial
@@ -75,7 +77,10 @@ func loadOrGenerateKey(stateDir string, a *Actor) error {
 		if err != nil {
 			return fmt.Errorf("encode key for %s: %w", a.Acct(), err)
 		}
-		if err := writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("persist key for %s: %w", a.Acct(), err)
+		}
+		if err := atomicfile.Write(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 			return fmt.Errorf("persist key for %s: %w", a.Acct(), err)
 		}
 	default:
@@ -111,46 +116,4 @@ func readKey(path string) (*rsa.PrivateKey, error) {
 	}
 	key.Precompute()
 	return key, nil
-}
-
-// writeFileAtomic writes data so that a crash at any moment leaves either
-// the old file or the whole new one: temp file, fsync, rename, fsync dir.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

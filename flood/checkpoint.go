@@ -2,14 +2,14 @@ package flood
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // ReasonCheckpoint is the Reason of a Result that Plan.Checkpoint receives,
@@ -160,64 +160,13 @@ func (f *RecordFile) write(r *Record) (string, error) {
 		return "", err
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(f.dir, ".record-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name()) // after a rename or a link: a no-op or the spare name
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
 	if f.path == "" {
-		path, err := linkUnique(tmp.Name(), f.dir, strings.TrimSuffix(r.FileName(), ".json"))
+		path, err := atomicfile.CreateNumbered(f.dir, strings.TrimSuffix(r.FileName(), ".json"), ".json", data, 0o644)
 		if err != nil {
-			return "", err
-		}
-		f.path = path
-	} else if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return f.path, err
-	}
-	return f.path, syncDir(f.dir)
-}
-
-// linkUnique links file to dir/base.json, or base-2.json, base-3.json … for
-// the first name not taken, and returns that path. A link never replaces a
-// file, so two runs that start in the same second keep both records.
-func linkUnique(file, dir, base string) (string, error) {
-	for i := 1; ; i++ {
-		name := base + ".json"
-		if i > 1 {
-			name = base + "-" + strconv.Itoa(i) + ".json"
-		}
-		path := filepath.Join(dir, name)
-		err := os.Link(file, path)
-		if err == nil {
-			return path, nil
-		}
-		if !errors.Is(err, os.ErrExist) || i >= 1000 {
 			return "", fmt.Errorf("record file: %w", err)
 		}
+		f.path = path
+		return path, nil
 	}
-}
-
-// syncDir makes the directory entries of dir (a rename, a new link)
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return f.path, atomicfile.Write(f.path, data, 0o644)
 }

@@ -11,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // The run record's schema name and version. A reader refuses another schema,
@@ -547,37 +548,9 @@ func WriteRecord(dir string, r *Record) (string, error) {
 		return "", err
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(dir, ".record-*.tmp")
+	path, err := atomicfile.CreateNumbered(dir, strings.TrimSuffix(r.FileName(), ".json"), ".json", data, 0o644)
 	if err != nil {
 		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	base := strings.TrimSuffix(r.FileName(), ".json")
-	var path string
-	for i := 1; ; i++ {
-		name := base + ".json"
-		if i > 1 {
-			name = base + "-" + strconv.Itoa(i) + ".json"
-		}
-		path = filepath.Join(dir, name)
-		err = os.Link(tmp.Name(), path)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, os.ErrExist) || i >= 1000 {
-			return "", err
-		}
 	}
 	if err := appendRunsMD(filepath.Join(dir, "runs.md"), r, filepath.Base(path)); err != nil {
 		return path, err

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // ErrQueueFull marks a delivery refused because the queue holds its
@@ -174,7 +176,7 @@ func (q *queue) has(id string) bool {
 }
 
 func (q *queue) write(id string, b []byte) error {
-	if err := writeFileAtomic(q.path(id), b); err != nil {
+	if err := atomicfile.Write(q.path(id), b, 0o600); err != nil {
 		return fmt.Errorf("delivery queue: persist %s: %w", id, err)
 	}
 	return nil
@@ -282,36 +284,4 @@ func (h *dheap) Pop() any {
 	d.index = -1
 	*h = old[:len(old)-1]
 	return d
-}
-
-// writeFileAtomic writes data so that a crash at any moment leaves either
-// nothing (or the old file) or the whole new one: temp file, fsync,
-// rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // File names inside the CA directory. The CA directory is the crowd's state dir, so a SUT
@@ -279,7 +281,7 @@ func (c *CA) loadOrIssueLeaf(name string) (*tls.Certificate, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
-	if err := caWriteFileAtomic(path, append(certPEM, keyPEM...), 0o600); err != nil {
+	if err := atomicfile.Write(path, append(certPEM, keyPEM...), 0o600); err != nil {
 		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
 	leaf, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -385,11 +387,11 @@ func (c *CA) IssueFiles(host, dir string) (certPath, keyPath string, err error) 
 	}
 	// Key first: a crash in between leaves a key without a matching certificate, which the
 	// check above rejects and re-issues, never a certificate whose key is lost.
-	if err := caWriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
 		return "", "", fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
 	chain := append(certPEM, c.certPEM...)
-	if err := caWriteFileAtomic(certPath, chain, 0o644); err != nil {
+	if err := atomicfile.Write(certPath, chain, 0o644); err != nil {
 		return "", "", fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
 	return certPath, keyPath, nil
@@ -490,64 +492,9 @@ func caPublicKeyEqual(a, b crypto.PublicKey) bool {
 // then holds: data, or the content another process wrote first. Crowd replicas sharing a state
 // volume thus agree on one CA instead of each writing its own and leaving a mismatched pair.
 func caCreateFile(path string, data []byte, perm os.FileMode) ([]byte, error) {
-	err := caWriteFile(path, data, perm, true)
+	err := atomicfile.Create(path, data, perm)
 	if errors.Is(err, fs.ErrExist) {
 		return os.ReadFile(path)
 	}
 	return data, err
-}
-
-// caWriteFileAtomic replaces path with data so that a reader (or a restart after a crash)
-// sees the old file or the new one, never a torn one: temp file in the same directory,
-// fsync, rename, fsync of the directory.
-func caWriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return caWriteFile(path, data, perm, false)
-}
-
-// caWriteFile writes a complete, synced temp file, then renames it over path, or with
-// exclusive set links it to path (failing with fs.ErrExist if path exists; where the file
-// system has no hard links, it falls back to an existence check and a rename).
-func caWriteFile(path string, data []byte, perm os.FileMode, exclusive bool) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a rename there is nothing left to remove
-	if err = f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if exclusive {
-		err = os.Link(tmp, path)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			if _, statErr := os.Lstat(path); statErr == nil {
-				return fs.ErrExist
-			}
-			err = os.Rename(tmp, path)
-		}
-	} else {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

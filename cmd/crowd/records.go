@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // The record commands read run records (flood/SCHEMA.md) and never send
@@ -105,7 +105,7 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 			return exitCode{1, err}
 		}
 		table = stderr
-	} else if err := writeFileAtomic(out, data); err != nil {
+	} else if err := atomicfile.Write(out, data, 0o644); err != nil {
 		return exitCode{1, err}
 	}
 	if err := flood.WriteTable(table, m); err != nil {
@@ -134,32 +134,6 @@ func nameRecords(msg string, paths []string) string {
 		return ""
 	}
 	return " (" + strings.Join(names, ", ") + ")"
-}
-
-// writeFileAtomic writes data to path through a temporary file in the
-// same folder, synced and renamed into place: a reader never sees half a
-// record.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // newReportCmd is `crowd report`.
@@ -222,7 +196,7 @@ func runReport(stdout io.Writer, path, format, out string) error {
 	if out == "" || out == "-" {
 		_, err = stdout.Write(b.Bytes())
 	} else {
-		err = writeFileAtomic(out, b.Bytes())
+		err = atomicfile.Write(out, b.Bytes(), 0o644)
 	}
 	if err != nil {
 		return exitCode{1, err}
