@@ -160,7 +160,14 @@ func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		time.Sleep(2500 * time.Millisecond) // the world starts, then the run is well under way
+		// Interrupt once the run is well under way: its first checkpoint
+		// (after 5 s of sending) is on disk. A fixed sleep would race the
+		// world's start-up on a loaded machine.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if m, _ := filepath.Glob(filepath.Join(out, "*.json")); len(m) > 0 {
+				break
+			}
+		}
 		cancel()
 	}()
 	start := time.Now()
