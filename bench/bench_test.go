@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary stand in for the bench binary when the
+// bench re-executes itself as a helper (the null sink, a flood).
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode, os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// tinyArgs is the whole bench in a tiny configuration: every section
+// runs, each measurement for a fraction of a second, on a 1-origin world.
+func tinyArgs(state, jsonPath string) []string {
+	return []string{
+		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",
+		"-measure", "200ms", "-rounds", "1", "-conc", "4", "-pool", "16", "-start-rate", "500",
+		"-origins", "1", "-actors", "2", "-scale", "3",
+		"-cpu-rates", "20,40", "-cpu-seconds", "300ms",
+		"-state", state, "-json", jsonPath,
+	}
+}
+
+// TestBenchEndToEnd runs the whole bench (sink and flood helpers, the
+// crowd binary, vegeta) in a tiny configuration and checks that the table
+// and the JSON have every row with figures, not what the figures are:
+// timing claims come from a real run, never from a test.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the crowd binary and runs every section: not in -short")
+	}
+	state := t.TempDir()
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), tinyArgs(state, jsonPath), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	table := stdout.String()
+	if len(rep.Rows) != len(rowKeys()) {
+		t.Errorf("%d rows in the JSON, want %d", len(rep.Rows), len(rowKeys()))
+	}
+	for i, key := range rowKeys() {
+		if i >= len(rep.Rows) {
+			break
+		}
+		row := rep.Rows[i]
+		switch {
+		case row.Key != key:
+			t.Errorf("row %d is %q, want %q", i, row.Key, key)
+		case row.Error != "":
+			t.Errorf("row %s: %s", key, row.Error)
+		case row.Name == "" || row.Unit == "" || row.Target == "":
+			t.Errorf("row %s lacks a name, unit or target: %+v", key, row)
+		case !strings.Contains(table, "| "+cell(row.Name, key)+" |"):
+			t.Errorf("the table has no row %q:\n%s", row.Name, table)
+		}
+	}
+	// Header, separator, one line per row.
+	if n := strings.Count(table, "\n|"); n != len(rowKeys())+1 {
+		t.Errorf("the table has %d lines after its header, want %d:\n%s", n, len(rowKeys())+1, table)
+	}
+	for _, want := range []string{"Machine:", "Command: `go run ./bench ", "keys: "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the output lacks %q:\n%s", want, table)
+		}
+	}
+	// The keys are made once: a second world of the same shape reuses them.
+	if n := countKeys(worldDir(state, 1, 2)); n != 3 {
+		t.Errorf("%d key files for 1 origin × 2 actors, want 3 (2 actors + the instance actor)", n)
+	}
+}
+
+// TestSearch checks the maximum-rate search against generators whose
+// sustained maximum is known.
+func TestSearch(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		start, factor, max float64
+		bracket, steps     int
+		retries, flaky     int     // tries of a failed rate; first tries of each rate that fail whatever the rate
+		wantLo, wantHi     float64 // the result must lie in [wantLo, wantHi]
+		wantTrialsAtMost   int
+		wantNone           bool
+	}{
+		// Start below the maximum: grow past it, then bisect to within 2 %.
+		{name: "grow then bisect", start: 1000, factor: 1.5, max: 2600, bracket: 4, steps: 8, wantLo: 2548, wantHi: 2600, wantTrialsAtMost: 13},
+		// Start above: shrink until a pass, then bisect.
+		{name: "shrink then bisect", start: 10000, factor: 1.5, max: 2600, bracket: 4, steps: 8, wantLo: 2548, wantHi: 2600, wantTrialsAtMost: 13},
+		// No bisection steps: the bracket's pass is the answer.
+		{name: "no bisection", start: 1000, factor: 2, max: 3000, bracket: 4, steps: 0, wantLo: 2000, wantHi: 2000, wantTrialsAtMost: 3},
+		// The maximum lies beyond what the bracket can grow to: report the last pass.
+		{name: "ceiling not reached", start: 100, factor: 2, max: 1e9, bracket: 2, steps: 4, wantLo: 400, wantHi: 400, wantTrialsAtMost: 3},
+		// Nothing is sustained, however low the bracket goes.
+		{name: "nothing sustained", start: 100, factor: 2, max: 1, bracket: 3, steps: 4, wantNone: true, wantTrialsAtMost: 4},
+		// A noisy machine fails each rate's first try: one retry finds the same maximum.
+		{name: "retry hides noise", start: 1000, factor: 1.5, max: 2600, bracket: 4, steps: 8, retries: 1, flaky: 1, wantLo: 2548, wantHi: 2600, wantTrialsAtMost: 26},
+		// Without retries, the same noise makes every trial fail.
+		{name: "noise without retry", start: 1000, factor: 1.5, max: 2600, bracket: 4, steps: 8, flaky: 1, wantNone: true, wantTrialsAtMost: 5},
+		// Retries of a rate that really fails are spent, then it counts as failed.
+		{name: "retries spent", start: 1000, factor: 2, max: 3000, bracket: 4, steps: 0, retries: 2, wantLo: 2000, wantHi: 2000, wantTrialsAtMost: 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSearch("test", c.start, c.factor, c.bracket, c.steps, c.retries)
+			tries := map[float64]int{}
+			for rate, ok := s.next(); ok; rate, ok = s.next() {
+				tries[rate]++
+				pass := rate <= c.max && tries[rate] > c.flaky
+				s.report(outcome{Rate: rate, Pass: pass})
+				if len(s.trials) > 100 {
+					t.Fatal("the search does not end")
+				}
+			}
+			best, bt := s.best()
+			if c.wantNone {
+				if bt != nil {
+					t.Errorf("found %g, want nothing", best)
+				}
+			} else if bt == nil || best < c.wantLo || best > c.wantHi {
+				t.Errorf("found %g, want [%g, %g]", best, c.wantLo, c.wantHi)
+			}
+			if len(s.trials) > c.wantTrialsAtMost {
+				t.Errorf("%d trials, want at most %d", len(s.trials), c.wantTrialsAtMost)
+			}
+		})
+	}
+}
+
+// TestJudge checks the common rule for a sustained rate.
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    outcome
+		pass bool
+	}{
+		// Everything answered 2xx, on time: sustained.
+		{"sustained", outcome{Rate: 1000, Completed: 1000, OK: 1000, Achieved: 1000, Success: 1, LatencyP99MS: 1}, true},
+		// 1.5 % errors: not sustained even at full rate.
+		{"errors", outcome{Rate: 1000, Completed: 1000, OK: 985, Achieved: 1000, Success: 0.985, LatencyP99MS: 1}, false},
+		// Fell behind: achieved under 0.99 × offered.
+		{"behind", outcome{Rate: 1000, Completed: 900, OK: 900, Achieved: 900, Success: 1, LatencyP99MS: 1}, false},
+		// On rate but queueing: p99 latency over the bound.
+		{"slow", outcome{Rate: 1000, Completed: 1000, OK: 1000, Achieved: 1000, Success: 1, LatencyP99MS: 30}, false},
+		// Nothing came back at all.
+		{"nothing", outcome{Rate: 1000}, false},
+		// The trial itself failed (its Why is kept).
+		{"trial failed", outcome{Rate: 1000, Completed: 1000, OK: 1000, Achieved: 1000, Success: 1, Why: "partial: interrupted"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.o
+			o.judge(25*time.Millisecond, nil, nil)
+			if o.Pass != c.pass {
+				t.Errorf("pass = %v (%s), want %v", o.Pass, o.Why, c.pass)
+			}
+		})
+	}
+}
+
+// TestParseFlags checks the command line's validation.
+func TestParseFlags(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		// The defaults are runnable.
+		{"defaults", nil, true},
+		// A warm-up as long as the trial leaves nothing to measure.
+		{"warmup too long", []string{"-trial", "1s", "-warmup", "1s"}, false},
+		// -cpu-rates needs two positive rates.
+		{"one cpu rate", []string{"-cpu-rates", "500"}, false},
+		{"bad cpu rate", []string{"-cpu-rates", "500,x"}, false},
+		{"good cpu rates", []string{"-cpu-rates", "100, 200"}, true},
+		// The origins ×scale world is bounded like any world.
+		{"too many origins", []string{"-origins", "2000", "-scale", "10"}, false},
+		// Positional arguments are a mistake.
+		{"stray argument", []string{"now"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseFlags(c.args, &bytes.Buffer{})
+			if (err == nil) != c.ok {
+				t.Errorf("err = %v, want ok = %v", err, c.ok)
+			}
+		})
+	}
+}
+
+// TestFormat checks how figures are printed in the table.
+func TestFormat(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{20480, "/s", "20 480/s"},        // thousands separated
+		{999, "/s", "999/s"},             // no separator under a thousand
+		{1234567.4, "/s", "1 234 567/s"}, // rounded
+		{0.4567, "ms", "0.46 ms"},        // short times keep two decimals
+		{412.3, "ms", "412 ms"},          // long ones none
+		{43.21, "MiB", "43.2 MiB"},
+		{0.7412, "ms/activity", "0.741 ms/activity"},
+	} {
+		if got := formatValue(c.v, c.unit); got != c.want {
+			t.Errorf("formatValue(%g, %q) = %q, want %q", c.v, c.unit, got, c.want)
+		}
+	}
+}
+
+// FuzzParseFlags: any -cpu-rates value either parses into two positive
+// rates or is refused; never a panic.
+func FuzzParseFlags(f *testing.F) {
+	for _, s := range []string{"500,1000", "1,2", "", ",", "x,1", "1e309,1", "-1,2", "NaN,1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseFlags([]string{"-cpu-rates", s}, &bytes.Buffer{})
+		if err == nil && !(c.CPURates[0] > 0 && c.CPURates[1] > 0) {
+			t.Errorf("-cpu-rates %q accepted as %v", s, c.CPURates)
+		}
+	})
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the bench's command line. Every measurement is bounded by it,
+// in count and in time.
+type config struct {
+	// Trial is the length of one trial of a maximum-rate search, its
+	// warm-up included; Warmup is the discarded start of each trial.
+	Trial, Warmup time.Duration
+	// Steps is how many bisection steps a search makes once it has a
+	// passing and a failing rate; Bracket bounds the trials spent finding
+	// them.
+	Steps, Bracket int
+	// Retries is how many times a failed trial is tried again before it
+	// counts as a failure.
+	Retries int
+	// Measure is the length of one closed-loop throughput measurement
+	// (inbox, documents), after a warm-up of a tenth of it.
+	Measure time.Duration
+	// Rounds is how many times each pair is measured, alternating A, B;
+	// each side reports its median.
+	Rounds int
+	// LatencyBound is the "bounded latency" of a sustained rate: the p99
+	// latency from the intended send time must not exceed it.
+	LatencyBound time.Duration
+	// LatenessBound is the pipeline's extra condition: p99 lateness (the
+	// generator's own delay) at most this.
+	LatenessBound time.Duration
+	// Conc is the closed-loop clients' concurrency.
+	Conc int
+	// Pool is how many presigned requests are replayed (round robin) by
+	// the presigned flood, vegeta and the inbox clients.
+	Pool int
+	// StartRate is the first rate the presigned-vs-vegeta search tries.
+	StartRate float64
+	// Mix is the activity mix of every generated request.
+	Mix string
+	// Origins and Actors shape the world whose actors sign; Scale is the
+	// origins factor of the "origins ×N" rows.
+	Origins, Actors, Scale int
+	// State holds the keys (generated once, reused by later runs).
+	State string
+	// Crowd is a prebuilt crowd binary for the start-up rows; "" builds
+	// one with `go build`.
+	Crowd string
+	// CPURates are the two rates of the "rate ×2" row; CPUSeconds each
+	// flood's length.
+	CPURates   [2]float64
+	CPUSeconds time.Duration
+	// Long adds the LongSeconds flood at MemRate for the memory row; without
+	// it the row reports the CPURates[1] floods' peak.
+	Long        bool
+	LongSeconds time.Duration
+	MemRate     float64
+	// JSON is where the JSON report goes ("" none, "-" stdout: then the
+	// table goes to stderr).
+	JSON string
+}
+
+// defaultConfig is what `go run ./bench` runs: about three minutes on two
+// cores (plus key generation the first time).
+func defaultConfig() config {
+	return config{
+		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
+		Measure: 2 * time.Second, Rounds: 3,
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond,
+		Conc: 32, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
+		Origins: 20, Actors: 10, Scale: 10,
+		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
+		CPURates: [2]float64{500, 1000}, CPUSeconds: 4 * time.Second,
+		LongSeconds: 60 * time.Second, MemRate: 1000,
+	}
+}
+
+// parseFlags reads the command line into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n\nMeasures the crowd beside this machine's ceilings and prints a Markdown table.\n\n")
+		fs.PrintDefaults()
+	}
+	fs.DurationVar(&c.Trial, "trial", c.Trial, "length of one trial of a maximum-rate search, warm-up included")
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "discarded start of each search trial")
+	fs.IntVar(&c.Steps, "steps", c.Steps, "bisection steps of each maximum-rate search")
+	fs.IntVar(&c.Bracket, "bracket", c.Bracket, "most trials a search spends growing or shrinking its first rate")
+	fs.IntVar(&c.Retries, "retries", c.Retries, "tries again of a failed trial before it counts (another tenant can fail a trial, none can pass one)")
+	fs.DurationVar(&c.Measure, "measure", c.Measure, "length of one closed-loop throughput measurement (inbox, documents)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "alternating rounds of each pair (medians are reported)")
+	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
+	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
+	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
+	fs.IntVar(&c.Pool, "pool", c.Pool, "presigned requests replayed round robin")
+	fs.Float64Var(&c.StartRate, "start-rate", c.StartRate, "first rate of the presigned-vs-vegeta search")
+	fs.StringVar(&c.Mix, "mix", c.Mix, "activity mix of the generated requests")
+	fs.IntVar(&c.Origins, "origins", c.Origins, "origins of the world that signs")
+	fs.IntVar(&c.Actors, "actors", c.Actors, "actors per origin")
+	fs.IntVar(&c.Scale, "scale", c.Scale, "origins factor of the 'origins ×N' rows")
+	fs.StringVar(&c.State, "state", c.State, "directory for the keys (generated once, reused by later runs)")
+	fs.StringVar(&c.Crowd, "crowd", c.Crowd, "prebuilt crowd binary for the start-up rows (default: go build it)")
+	cpuRates := fmt.Sprintf("%g,%g", c.CPURates[0], c.CPURates[1])
+	fs.StringVar(&cpuRates, "cpu-rates", cpuRates, "the two rates of the 'rate ×2' row, low,high")
+	fs.DurationVar(&c.CPUSeconds, "cpu-seconds", c.CPUSeconds, "length of each flood of the 'rate ×2' row")
+	fs.BoolVar(&c.Long, "long", c.Long, "also run the long flood for the memory row (-long-seconds at -mem-rate)")
+	fs.DurationVar(&c.LongSeconds, "long-seconds", c.LongSeconds, "length of the -long flood")
+	fs.Float64Var(&c.MemRate, "mem-rate", c.MemRate, "rate of the -long flood")
+	fs.StringVar(&c.JSON, "json", c.JSON, "also write the report as JSON to this file ('-': stdout, the table then goes to stderr)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	lo, hi, ok := strings.Cut(cpuRates, ",")
+	var err1, err2 error
+	c.CPURates[0], err1 = strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	c.CPURates[1], err2 = strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil || !positive(c.CPURates[0]) || !positive(c.CPURates[1]) {
+		return c, fmt.Errorf("-cpu-rates %q: want two rates low,high", cpuRates)
+	}
+	return c, c.check()
+}
+
+// positive reports whether x is a finite number > 0 (not NaN).
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 1) }
+
+// check rejects a configuration that could not run or would not end.
+func (c config) check() error {
+	switch {
+	case c.Trial <= 0 || c.Warmup < 0 || c.Warmup >= c.Trial:
+		return errors.New("-trial must be > 0 and longer than -warmup")
+	case c.Steps < 0 || c.Bracket < 1 || c.Retries < 0 || c.Retries > 5:
+		return errors.New("-steps must be >= 0, -bracket >= 1 and -retries 0 to 5")
+	case c.Measure <= 0 || c.Rounds < 1:
+		return errors.New("-measure must be > 0 and -rounds >= 1")
+	case c.LatencyBound <= 0 || c.LatenessBound <= 0:
+		return errors.New("-latency-bound and -lateness-bound must be > 0")
+	case c.Conc < 1 || c.Pool < 1 || c.StartRate < 1:
+		return errors.New("-conc, -pool and -start-rate must be >= 1")
+	case c.Origins < 1 || c.Actors < 1 || c.Scale < 1 || c.Origins*c.Scale > 10000:
+		return errors.New("-origins, -actors and -scale must be >= 1, and -origins × -scale <= 10000")
+	case c.State == "":
+		return errors.New("-state must name a directory")
+	case c.CPUSeconds <= 0 || c.LongSeconds <= 0 || !positive(c.MemRate) || !positive(c.StartRate):
+		return errors.New("-cpu-seconds, -long-seconds and -mem-rate must be > 0")
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+// outcome is one trial of a maximum-rate search: a generator offered Rate
+// for a trial; everything is counted over the measured window (the
+// trial's warm-up discarded), identically for every generator.
+type outcome struct {
+	Side          string  `json:"side"`
+	Rate          float64 `json:"rate"`      // offered, per second
+	Offered       int64   `json:"offered"`   // sends due in the measured window
+	Completed     int64   `json:"completed"` // of those, answered (or failed)
+	OK            int64   `json:"ok"`        // of those, answered 2xx
+	Dropped       int64   `json:"dropped,omitempty"`
+	Starved       int64   `json:"starved,omitempty"`
+	Achieved      float64 `json:"achieved"`                  // OK per second of the measured window
+	Success       float64 `json:"success"`                   // OK / Completed
+	LatencyP99MS  float64 `json:"latency_p99_ms"`            // from the intended send time
+	LatenessP99MS float64 `json:"lateness_p99_ms,omitempty"` // intended → actual send (flood only)
+	SignedRate    float64 `json:"signed_rate,omitempty"`     // pipeline: signatures per second during the run
+	Results       int64   `json:"results,omitempty"`         // vegeta: results received, warm-up included
+	FirstError    string  `json:"first_error,omitempty"`     // the first answer in the window that was not 2xx
+	KeptPace      bool    `json:"kept_pace"`                 // sustained but for the latency and lateness bounds
+	Pass          bool    `json:"pass"`
+	Why           string  `json:"why,omitempty"` // what failed
+}
+
+// judge decides whether the rate was sustained: success >= 99 %, achieved
+// >= 0.99 × offered, and p99 latency from the intended send time within
+// bound; the same rule for every generator. pace and timing are further
+// failures found by the caller: of keeping up (drops, signers) and of
+// timing (lateness). KeptPace is the verdict without any timing bound.
+func (o *outcome) judge(bound time.Duration, pace, timing []string) {
+	var why []string
+	if o.Why != "" {
+		why = append(why, o.Why) // the trial itself went wrong
+	}
+	switch {
+	case o.Completed == 0:
+		why = append(why, "nothing completed")
+	case o.Success < 0.99:
+		why = append(why, fmt.Sprintf("success %.2f%% < 99%%", 100*o.Success))
+	}
+	if o.Achieved < 0.99*o.Rate {
+		why = append(why, fmt.Sprintf("achieved %.0f/s < 0.99 × %.0f/s", o.Achieved, o.Rate))
+	}
+	why = append(why, pace...)
+	o.KeptPace = len(why) == 0
+	if o.LatencyP99MS > ms(bound) {
+		why = append(why, fmt.Sprintf("p99 latency %.1f ms > %v", o.LatencyP99MS, bound))
+	}
+	why = append(why, timing...)
+	o.Pass = len(why) == 0
+	o.Why = strings.Join(why, "; ")
+}
+
+// search finds the highest rate a generator sustains: from a first rate
+// it grows (×factor) until a trial fails or shrinks (÷factor) until one
+// passes, at most `bracket` times, then bisects between the highest pass
+// and the lowest failure `steps` times (or until they are within 2 %).
+//
+// A failed trial is tried again `retries` times before it counts: on a
+// shared machine, another tenant's burst can fail a trial, but none can
+// make one pass (a pass needs the generator to deliver), so the best of
+// the tries is the generator's figure.
+type search struct {
+	side          string
+	rate          float64 // the next rate to try
+	factor        float64
+	lo, hi        float64 // highest passing and lowest failing rate; 0 = none yet
+	bracket, step int     // trials left for bracketing and for bisection
+	retries, left int     // tries of a failed rate; tries left at the current rate
+	done          bool
+	trials        []outcome
+}
+
+func newSearch(side string, start, factor float64, bracket, steps, retries int) *search {
+	return &search{side: side, rate: math.Max(1, math.Round(start)), factor: factor, bracket: bracket, step: steps,
+		retries: retries, left: retries}
+}
+
+// next is the rate to try next; false when the search is over.
+func (s *search) next() (float64, bool) { return s.rate, !s.done }
+
+// report takes the outcome of the rate next returned.
+func (s *search) report(o outcome) {
+	s.trials = append(s.trials, o)
+	if !o.Pass && s.left > 0 {
+		s.left-- // try the same rate again
+		return
+	}
+	s.left = s.retries
+	if o.Pass {
+		s.lo = math.Max(s.lo, o.Rate)
+	} else if s.hi == 0 || o.Rate < s.hi {
+		s.hi = o.Rate
+	}
+	if s.lo > 0 && s.hi > s.lo {
+		if s.step <= 0 || (s.hi-s.lo)/s.lo < 0.02 {
+			s.done = true
+			return
+		}
+		s.step--
+		s.rate = math.Round((s.lo + s.hi) / 2)
+		return
+	}
+	if s.bracket <= 0 {
+		s.done = true
+		return
+	}
+	s.bracket--
+	if s.hi == 0 {
+		s.rate = math.Round(s.lo * s.factor)
+	} else {
+		s.rate = math.Max(1, math.Round(s.hi/s.factor))
+	}
+}
+
+// best is the highest sustained rate found (0: none) and its trial.
+func (s *search) best() (float64, *outcome) {
+	for i := range s.trials {
+		if t := &s.trials[i]; t.Pass && t.Rate == s.lo {
+			return s.lo, t
+		}
+	}
+	return 0, nil
+}
+
+// interleave runs searches a and b, one trial of each in turn (A, B, A,
+// B), so that the machine's noise falls on both; it stops when both are
+// over or ctx is done.
+func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.Context, float64) outcome) {
+	for ctx.Err() == nil {
+		ra, okA := a.next()
+		rb, okB := b.next()
+		if !okA && !okB {
+			return
+		}
+		if okA {
+			a.report(trialA(ctx, ra))
+		}
+		if okB && ctx.Err() == nil {
+			b.report(trialB(ctx, rb))
+		}
+	}
+}
+
+// floodTrial runs the flood engine for one trial of rate from src against
+// the null sink (its URLs name it), with a fresh keep-alive pool.
+func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config) (outcome, *flood.Result) {
+	o := outcome{Side: side, Rate: rate}
+	pacer, err := flood.NewConstantPacer(rate)
+	if err != nil {
+		o.Why = err.Error()
+		return o, nil
+	}
+	tr := flood.NewTransport(flood.DefaultMaxInflight, nil)
+	defer tr.CloseIdleConnections()
+	res, err := flood.Run(ctx, flood.Plan{Pacer: pacer, Duration: cfg.Trial, Warmup: cfg.Warmup, Source: src,
+		Transport: tr, Timeout: 10 * time.Second})
+	if err != nil {
+		o.Why = err.Error()
+		return o, nil
+	}
+	c := res.Overall.Counts
+	o.Offered, o.Completed, o.OK = c.Offered, c.Completed, res.Overall.Tally.OK()
+	o.Dropped, o.Starved = c.Dropped, c.Starved
+	if w := res.Measured.Seconds(); w > 0 {
+		o.Achieved = float64(o.OK) / w
+	}
+	if o.Completed > 0 {
+		o.Success = float64(o.OK) / float64(o.Completed)
+	}
+	o.LatencyP99MS = usToMS(res.Overall.Latency.ValueAtQuantile(99))
+	o.LatenessP99MS = usToMS(res.Overall.Lateness.ValueAtQuantile(99))
+	for cl, n := range res.Overall.Tally.Classes {
+		if c := flood.Class(cl); n > 0 && !c.OK() {
+			o.FirstError = fmt.Sprintf("%d × %s", n, c)
+			break
+		}
+	}
+	if res.Partial {
+		o.Why = "partial: " + res.Reason
+	}
+	return o, res
+}
+
+// vegetaTargets are the pool's requests as vegeta targets: the same
+// method, URL, headers and body bytes (vegeta sends them as opaque data and
+// adds its X-Vegeta-Seq header).
+func vegetaTargets(pool []*flood.Prepared) []vegeta.Target {
+	ts := make([]vegeta.Target, len(pool))
+	for i, p := range pool {
+		h := p.Header.Clone()
+		if p.Host != "" {
+			h.Set("Host", p.Host)
+		}
+		ts[i] = vegeta.Target{Method: p.Method, URL: p.URL.String(), Body: p.Body, Header: h}
+	}
+	return ts
+}
+
+// vegetaClient is the client vegeta.NewAttacker builds by default (its
+// dialer, proxy, TLS and connection settings), made here so that its idle
+// connections can be closed after each trial, as they are when the vegeta
+// command exits; the flood's trials close theirs too.
+func vegetaClient() (*http.Client, *http.Transport) {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: vegeta.DefaultLocalAddr.IP, Zone: vegeta.DefaultLocalAddr.Zone},
+		KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     &tls.Config{},
+		MaxIdleConnsPerHost: vegeta.DefaultConnections,
+		MaxConnsPerHost:     vegeta.DefaultMaxConnections,
+	}
+	return &http.Client{Timeout: vegeta.DefaultTimeout, Transport: tr}, tr
+}
+
+// vegetaTrial runs vegeta's Attacker (library defaults, a constant pacer,
+// the flood's 10 s timeout) for one trial of rate over targets, and counts
+// its results as floodTrial does: hit n (from 0) is due at (n+1)/rate, as
+// vegeta's pacer schedules it; hits due in the
+// warm-up are discarded; latency is from the due time to the end of the
+// answer (vegeta's own latency starts at the actual send).
+func vegetaTrial(ctx context.Context, targets []vegeta.Target, rate float64, cfg config) outcome {
+	o := outcome{Side: "vegeta", Rate: rate}
+	client, tr := vegetaClient()
+	defer tr.CloseIdleConnections()
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Timeout(10*time.Second))
+	stop := context.AfterFunc(ctx, func() { atk.Stop() })
+	defer stop()
+	pacer := vegeta.ConstantPacer{Freq: int(rate), Per: time.Second}
+	lat := hdr.New(1, int64(time.Hour/time.Microsecond), 3)
+	start := time.Now()
+	for r := range atk.Attack(vegeta.NewStaticTargeter(targets...), pacer, cfg.Trial, "") {
+		o.Results++
+		due := time.Duration(float64(r.Seq+1) * float64(time.Second) / rate)
+		if due < cfg.Warmup || due >= cfg.Trial {
+			continue
+		}
+		o.Completed++
+		if r.Code >= 200 && r.Code < 300 {
+			o.OK++
+		} else if o.FirstError == "" {
+			o.FirstError = cmp.Or(r.Error, fmt.Sprintf("HTTP %d", r.Code))
+		}
+		d := r.Timestamp.Add(r.Latency).Sub(start.Add(due))
+		_ = lat.RecordValue(min(max(0, d.Microseconds()), int64(time.Hour/time.Microsecond)))
+	}
+	o.Offered = int64(math.Ceil(rate*cfg.Trial.Seconds())) - int64(math.Ceil(rate*cfg.Warmup.Seconds()))
+	if w := (cfg.Trial - cfg.Warmup).Seconds(); w > 0 {
+		o.Achieved = float64(o.OK) / w
+	}
+	if o.Completed > 0 {
+		o.Success = float64(o.OK) / float64(o.Completed)
+	}
+	o.LatencyP99MS = usToMS(lat.ValueAtQuantile(99))
+	return o
+}

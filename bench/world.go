@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// benchDomain is the host pattern of the bench's worlds, the default
+// world's.
+const benchDomain = "flood%d.test"
+
+// worldDir is where the keys of a world of origins × actors live under
+// the bench's -state: one directory per shape, so a larger world never
+// reuses (or disturbs) a smaller one's files.
+func worldDir(state string, origins, nactors int) string {
+	return filepath.Join(state, fmt.Sprintf("o%d-a%d", origins, nactors))
+}
+
+// openWorld opens (generating missing keys, as `crowd serve` would) the
+// world of origins × actors whose state is dir. Its follow graph stays in
+// memory: nothing the bench sends changes it.
+func openWorld(dir string, origins, nactors int) (*actors.World, error) {
+	return actors.Open(actors.Config{Origins: origins, Actors: nactors, Domain: benchDomain, StateDir: dir, EphemeralGraph: true})
+}
+
+// newSigner is the signer of every request the bench sends: the
+// defaults (rsa-sha256) and a real User-Agent, as `crowd flood` uses.
+func newSigner() *signing.Signer {
+	return signing.NewSigner(signing.SignerOptions{UserAgent: "crowd-bench/dev (+https://github.com/crowdfed/crowd)"})
+}
+
+// newGenerator draws activities of mix from the world's actors to the
+// world's actors (a self-flood's shape), each posted to target(persona).
+func newGenerator(world *actors.World, mix string, target func(*flood.Persona) string) (*flood.Generator, error) {
+	m, err := flood.ParseMix(mix)
+	if err != nil {
+		return nil, err
+	}
+	personas := flood.WorldPersonas(world, flood.InboxShared)
+	for _, p := range personas {
+		p.Target = target(p)
+	}
+	return flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: m, Seed: 1})
+}
+
+// sinkTarget posts everything to the null sink at addr.
+func sinkTarget(addr string) func(*flood.Persona) string {
+	return func(*flood.Persona) string { return "http://" + addr + "/inbox" }
+}
+
+// sharedInboxTarget posts to the persona's origin's shared inbox over
+// plain HTTP (the client dials the listener under test whatever the host).
+func sharedInboxTarget(p *flood.Persona) string {
+	return "http://" + actors.HostOf(p.ID) + "/inbox"
+}
+
+// presignPool signs n requests of gen with flood.Presign (the shipped
+// presigning) and returns them in order, for replaying round robin.
+func presignPool(ctx context.Context, gen *flood.Generator, n int) ([]*flood.Prepared, time.Duration, error) {
+	ps, err := flood.Presign(ctx, gen, newSigner(), int64(n), flood.PresignOptions{Window: 30 * time.Minute})
+	if err != nil {
+		return nil, 0, err
+	}
+	pool := make([]*flood.Prepared, 0, ps.Len())
+	for {
+		p, err := ps.Next(ctx)
+		if err != nil {
+			break
+		}
+		pool = append(pool, p)
+	}
+	return pool, ps.Took, nil
+}
+
+// cycle is a Source replaying a presigned pool round robin: what
+// flood.Presigned does (hand out the next ready request) without needing
+// rate × trial signatures per trial. It never ends; the plan's Duration
+// bounds the run.
+type cycle struct {
+	reqs []*flood.Prepared
+	next int
+}
+
+// Next returns the next request of the pool, or ctx's error.
+func (c *cycle) Next(ctx context.Context) (*flood.Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := c.reqs[c.next]
+	c.next++
+	if c.next == len(c.reqs) {
+		c.next = 0
+	}
+	return p, nil
+}
