@@ -136,6 +136,27 @@ const followers = new Map(personaNames.map((p) => [p, new Map()]));
 /** persona -> Map(remote actor id -> {actor, inbox, followId, state, since, error}) */
 const following = new Map(personaNames.map((p) => [p, new Map()]));
 
+// The Mastodon client API's state (see "Mastodon client API subset" below).
+/** persona -> [{n, content, createdAt, statusId}]: posts made through POST /api/v1/statuses */
+const apiPosts = new Map(personaNames.map((p) => [p, []]));
+/** persona -> [{statusId, uri, url, content, createdAt, account, visibleAt}], oldest first: the home timeline */
+const homes = new Map(personaNames.map((p) => [p, []]));
+/** The SUT's own log of when each note became visible in each persona's home: [{persona, uri, visibleAt}] */
+const visibility = [];
+/** Bearer tokens of the client API: "token-" + persona name. */
+const tokenOf = (p) => `token-${p}`;
+const personaOfToken = new Map(personaNames.map((p) => [tokenOf(p), p]));
+/** Account ids: the personas are 1 … n; remote accounts get ids from 1000 on as they become known. */
+const accountIds = new Map(personaNames.map((p, i) => [p, String(i + 1)]));
+/** remote actor id -> {id, username, acct, url} */
+const remoteAccounts = new Map();
+/** account id -> {local: persona} | {remote: actor id} */
+const accountsById = new Map(personaNames.map((p, i) => [String(i + 1), { local: p }]));
+let nextRemoteAccount = 1000;
+let nextStatusId = 1000000;
+/** Mastodon keeps 800 statuses of a home feed; so does this. */
+const HOME_MAX = 800;
+
 const stats = {
   verified: {}, // type -> n: Fedify verified the activity and called our listener
   rejected: {}, // type -> n: an inbox POST answered 4xx (bad signature, unknown actor, ...)
@@ -202,7 +223,23 @@ function notesOf(ctx, identifier) {
       published: Temporal.Instant.fromEpochMilliseconds(started.getTime() - (postsPerPersona - n + 1) * 60000),
     }));
   }
+  // Then the posts made through the client API (POST /api/v1/statuses), numbered on.
+  for (const p of apiPosts.get(identifier) ?? []) notes.push(noteOf(ctx, identifier, p));
   return notes;
+}
+
+/** The Note of a post made through the client API. */
+function noteOf(ctx, identifier, p) {
+  const id = ctx.getObjectUri(Note, { identifier, id: String(p.n) });
+  return new Note({
+    id,
+    attribution: ctx.getActorUri(identifier),
+    to: PUBLIC_COLLECTION,
+    cc: ctx.getFollowersUri(identifier),
+    content: p.content,
+    url: id,
+    published: Temporal.Instant.fromEpochMilliseconds(p.createdAt.getTime()),
+  });
 }
 
 federation
@@ -345,6 +382,7 @@ federation
       receivedAt: new Date().toISOString(),
       inbox: store?.path ?? null,
     });
+    await toHomes(ctx, create);
   })
   .on(Like, async (ctx, like) => { markVerified(like); })
   .on(Activity, async (ctx, activity) => { markVerified(activity); })
@@ -365,6 +403,202 @@ function settleFollow(answer, state) {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mastodon client API subset (issue 5): what the crowd's audience probes use, backed by the state
+// above. Every route but /api/v1/instance and /api/v1/accounts/lookup wants a bearer token,
+// "token-" + the persona's name.
+
+/**
+ * Puts the note of a verified Create into the home of every persona that follows its sender (an
+ * accepted follow), as a server fans a followed account's post out to its followers' homes, and
+ * logs when it became visible there.
+ */
+async function toHomes(ctx, create) {
+  const actor = create.actorId?.href;
+  if (actor == null) return;
+  const readers = personaNames.filter((p) => following.get(p).get(actor)?.state === 'accepted');
+  if (readers.length === 0) return;
+  const note = await create.getObject(ctx).catch(() => null);
+  if (!(note instanceof Note) || note.id == null) return;
+  const account = remoteAccount(actor);
+  const published = note.published ? new Date(note.published.epochMilliseconds) : new Date();
+  for (const p of readers) {
+    addToHome(p, {
+      uri: note.id.href, url: note.url?.href ?? note.id.href, content: note.content?.toString() ?? '',
+      createdAt: published, account,
+    });
+  }
+}
+
+/** Adds a status to a persona's home, newest last, and logs when it became visible. */
+function addToHome(persona, status) {
+  const home = homes.get(persona);
+  if (home.some((s) => s.uri === status.uri)) return;
+  const visibleAt = new Date();
+  home.push({ ...status, statusId: String(nextStatusId++), visibleAt });
+  if (home.length > HOME_MAX) home.shift();
+  remember(visibility, { persona, uri: status.uri, visibleAt: visibleAt.toISOString() });
+}
+
+/** The account of a remote actor, made known (with an id) on first sight, without a fetch. */
+function remoteAccount(actorId, actor) {
+  let a = remoteAccounts.get(actorId);
+  if (a) return a;
+  const u = new URL(actorId);
+  const username = actor?.preferredUsername?.toString() ?? u.pathname.split('/').filter(Boolean).pop() ?? u.hostname;
+  a = { id: String(nextRemoteAccount++), username, acct: `${username}@${u.hostname}`, url: actor?.url?.href ?? actorId };
+  remoteAccounts.set(actorId, a);
+  accountsById.set(a.id, { remote: actorId });
+  return a;
+}
+
+/** A persona's account, as Mastodon's Account entity. */
+function localAccountJson(ctx, p) {
+  return {
+    id: accountIds.get(p), username: p, acct: p, display_name: p, locked: false, bot: false, group: false,
+    created_at: started.toISOString(), note: `<p>Fedify test persona ${p}</p>`, url: ctx.getActorUri(p).href,
+    followers_count: followers.get(p).size,
+    following_count: [...following.get(p).values()].filter((f) => f.state === 'accepted').length,
+    statuses_count: postsPerPersona + apiPosts.get(p).length, emojis: [], fields: [],
+  };
+}
+
+/** A remote account, as Mastodon's Account entity. */
+function remoteAccountJson(a) {
+  return { ...a, display_name: a.username, locked: false, bot: false, group: false, note: '', emojis: [], fields: [] };
+}
+
+/** A home entry, as Mastodon's Status entity. */
+function statusJson(s) {
+  return {
+    id: s.statusId, uri: s.uri, url: s.url, created_at: s.createdAt.toISOString(), content: s.content,
+    visibility: 'public', sensitive: false, spoiler_text: '', language: null, in_reply_to_id: null,
+    in_reply_to_account_id: null, reblog: null, replies_count: 0, reblogs_count: 0, favourites_count: 0,
+    account: s.account, media_attachments: [], mentions: [], tags: [], emojis: [], card: null, poll: null,
+  };
+}
+
+/** A persona's relationship to a remote account, as Mastodon's Relationship entity. */
+function relationshipJson(p, id) {
+  const ref = accountsById.get(id);
+  const actor = ref?.remote;
+  const f = actor ? following.get(p).get(actor) : undefined;
+  return {
+    id, following: f?.state === 'accepted', requested: f?.state === 'pending', followed_by: actor ? followers.get(p).has(actor) : false,
+    showing_reblogs: f?.state === 'accepted', notifying: false, blocking: false, blocked_by: false, muting: false,
+    muting_notifications: false, domain_blocking: false, endorsed: false, note: '',
+  };
+}
+
+/** Sends persona from's Follow of a resolved remote actor and records it as pending. */
+async function followActor(ctx, from, actor) {
+  const followId = new URL(`${ctx.getActorUri(from).href}/follows/${randomUUID()}`);
+  const entry = { actor: actor.id.href, inbox: actor.inboxId.href, followId: followId.href, state: 'pending', since: new Date().toISOString(), error: null };
+  following.get(from).set(actor.id.href, entry);
+  await ctx.sendActivity({ identifier: from }, actor, new Follow({ id: followId, actor: ctx.getActorUri(from), object: actor.id }));
+  return entry;
+}
+
+/** Reads a client-API request's parameters: form-encoded or JSON body, then the query string. */
+function apiParams(req, url, body) {
+  const out = new Map([...url.searchParams.entries()]);
+  if (body && body.length > 0) {
+    const type = req.headers['content-type'] ?? '';
+    if (type.includes('application/json')) {
+      const json = JSON.parse(body.toString('utf8'));
+      for (const [k, v] of Object.entries(json ?? {})) out.set(k, String(v));
+    } else {
+      for (const [k, v] of new URLSearchParams(body.toString('utf8'))) out.set(k, v);
+    }
+  }
+  return out;
+}
+
+/** Counts of the client API's answers, by route and status, for the control API's /stats. */
+const apiStats = {};
+
+/** Answers a client-API request; returns false when the path is not one of its routes. */
+async function clientApi(req, res, url, body) {
+  const send = (status, value) => {
+    const key = `${req.method} ${url.pathname.replace(/\/\d+\//, '/:id/')} ${status}`;
+    apiStats[key] = (apiStats[key] ?? 0) + 1;
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(value));
+    return true;
+  };
+  const ctx = ctxNow();
+  const path = url.pathname.replace(/\/$/, '');
+  if (req.method === 'GET' && path === '/api/v1/instance') {
+    return send(200, {
+      uri: domain, title: `Fedify test SUT ${domain}`, short_description: '', description: '', email: '',
+      version: '4.0.0 (compatible; fedify-testpeer 1.5.9)', urls: {}, languages: ['en'], registrations: false,
+      approval_required: false, invites_enabled: false,
+      stats: { user_count: personaNames.length, status_count: 0, domain_count: remoteAccounts.size },
+    });
+  }
+  if (req.method === 'GET' && path === '/api/v1/accounts/lookup') {
+    const acct = (url.searchParams.get('acct') ?? '').replace(/^acct:/, '').replace(/^@/, '');
+    const [user, host] = acct.split('@');
+    if (personas.has(user) && (host == null || host === domain)) return send(200, localAccountJson(ctx, user));
+    if (host == null || host === domain) return send(404, { error: 'Record not found' });
+    // A remote account: resolved (WebFinger, a signed fetch by the instance actor), as a lookup
+    // of an account this server has seen would find it.
+    const actor = await resolveActor(ctx, instanceId, `acct:${acct}`).catch(() => null);
+    if (actor == null) return send(404, { error: 'Record not found' });
+    return send(200, remoteAccountJson(remoteAccount(actor.id.href, actor)));
+  }
+  if (!path.startsWith('/api/v1/')) return false;
+  const auth = req.headers.authorization ?? '';
+  const persona = personaOfToken.get(auth.replace(/^Bearer\s+/i, ''));
+  if (persona == null) return send(401, { error: 'The access token is invalid' });
+
+  if (req.method === 'GET' && path === '/api/v1/accounts/verify_credentials') {
+    return send(200, { ...localAccountJson(ctx, persona), source: { privacy: 'public', sensitive: false, language: '', note: '', fields: [] } });
+  }
+  let m = /^\/api\/v1\/accounts\/([^/]+)\/follow$/.exec(path);
+  if (req.method === 'POST' && m) {
+    const ref = accountsById.get(m[1]);
+    if (ref == null) return send(404, { error: 'Record not found' });
+    if (ref.local) return send(422, { error: 'this test SUT follows remote accounts only' });
+    if (following.get(persona).get(ref.remote)?.state !== 'accepted') {
+      const actor = await resolveActor(ctx, persona, ref.remote);
+      await followActor(ctx, persona, actor);
+    }
+    return send(200, relationshipJson(persona, m[1]));
+  }
+  if (req.method === 'GET' && path === '/api/v1/accounts/relationships') {
+    const ids = [...url.searchParams.getAll('id[]'), ...url.searchParams.getAll('id')];
+    return send(200, ids.map((id) => relationshipJson(persona, id)));
+  }
+  if (req.method === 'POST' && path === '/api/v1/statuses') {
+    let params;
+    try { params = apiParams(req, url, body); } catch { return send(400, { error: 'the body is neither form data nor JSON' }); }
+    const text = params.get('status') ?? '';
+    if (text.trim() === '') return send(422, { error: "Validation failed: Text can't be blank" });
+    const posts = apiPosts.get(persona);
+    const p = { n: postsPerPersona + posts.length + 1, content: `<p>${escapeHtml(text)}</p>`, createdAt: new Date() };
+    posts.push(p);
+    const note = noteOf(ctx, persona, p);
+    const account = localAccountJson(ctx, persona);
+    addToHome(persona, { uri: note.id.href, url: note.id.href, content: p.content, createdAt: p.createdAt, account });
+    const entry = homes.get(persona).find((s) => s.uri === note.id.href);
+    // Delivered by Fedify's outbox queue to every follower's inbox, as a server fans a post out.
+    await ctx.sendActivity({ identifier: persona }, 'followers', createOf(ctx, persona, note));
+    return send(200, statusJson(entry));
+  }
+  if (req.method === 'GET' && path === '/api/v1/timelines/home') {
+    const limit = Math.max(1, Math.min(40, Number(url.searchParams.get('limit') ?? 20) || 20));
+    const home = homes.get(persona);
+    return send(200, home.slice(-limit).reverse().map(statusJson));
+  }
+  return send(404, { error: 'Record not found' });
+}
+
+/** Escapes text for HTML content. */
+function escapeHtml(s) {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -395,8 +629,8 @@ async function handle(req, res) {
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
   const request = new Request(url, { method: req.method, headers, body });
 
-  // Room for the Mastodon client API subset used by the audience probes (issue 5): it would be
-  // routed here, before federation.fetch, under /api/v1/ and /oauth/.
+  // The Mastodon client API subset used by the audience probes (issue 5), before federation.fetch.
+  if (url.pathname.startsWith('/api/v1/') && await clientApi(req, res, url, body)) return;
 
   if (req.method !== 'POST' || !inboxPath.test(url.pathname)) {
     return writeResponse(res, await federation.fetch(request, { contextData: undefined }));
@@ -478,7 +712,12 @@ const controlRoutes = {
   },
   'GET /personas': async () => {
     const ctx = ctxNow();
-    return [200, personaNames.map((p) => ({ name: p, acct: `${p}@${domain}`, id: ctx.getActorUri(p).href, inbox: ctx.getInboxUri(p).href, posts: notesOf(ctx, p).map((n) => n.id.href) }))];
+    return [200, personaNames.map((p) => ({ name: p, acct: `${p}@${domain}`, id: ctx.getActorUri(p).href, inbox: ctx.getInboxUri(p).href, posts: notesOf(ctx, p).map((n) => n.id.href), token: tokenOf(p) }))];
+  },
+  'GET /visibility': async () => [200, visibility],
+  'GET /home': async (q) => {
+    const home = homes.get(q.get('persona'));
+    return home ? [200, home.slice().reverse().map(statusJson)] : [404, { error: 'unknown persona' }];
   },
   'GET /stats': async () => {
     const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
@@ -487,6 +726,7 @@ const controlRoutes = {
       verifiedTotal: total(stats.verified), rejectedTotal: total(stats.rejected),
       duplicateTotal: total(stats.duplicate), failedTotal: total(stats.failed),
       received: stats.received, rejections: stats.rejections, outboxErrors: stats.outboxErrors,
+      clientApi: apiStats,
     }];
   },
   'POST /stats/reset': async () => {
@@ -500,11 +740,7 @@ const controlRoutes = {
     if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];
     const ctx = ctxNow();
     const actor = await resolveActor(ctx, from, to);
-    const followId = new URL(`${ctx.getActorUri(from).href}/follows/${randomUUID()}`);
-    const entry = { actor: actor.id.href, inbox: actor.inboxId.href, followId: followId.href, state: 'pending', since: new Date().toISOString(), error: null };
-    following.get(from).set(actor.id.href, entry);
-    await ctx.sendActivity({ identifier: from }, actor, new Follow({ id: followId, actor: ctx.getActorUri(from), object: actor.id }));
-    return [202, entry];
+    return [202, await followActor(ctx, from, actor)];
   },
   'POST /undo-follow': async (q, body) => {
     const { from, to } = body;
@@ -578,6 +814,7 @@ federation.startQueue(undefined, { signal: abort.signal });
 process.stdout.write(JSON.stringify({
   ready: true, origin, listen: `${listen.host}:${listen.port}`, control: `${control.host}:${control.port}`,
   personas: personaNames.map((p) => `${p}@${domain}`), followPolicy,
+  tokens: Object.fromEntries(personaNames.map((p) => [p, tokenOf(p)])),
 }) + '\n');
 
 for (const sig of ['SIGINT', 'SIGTERM']) {

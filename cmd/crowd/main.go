@@ -79,6 +79,7 @@ func newRoot() *cobra.Command {
 	opts.register(root)
 	root.AddCommand(newServeCmd(opts), newCACmd())
 	root.AddCommand(newFloodCmd(opts))
+	root.AddCommand(newRunCmd(opts))
 	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	return root

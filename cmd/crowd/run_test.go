@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCheck parses args as crowd run's flags and checks them as RunE does.
+func runCheck(t *testing.T, args ...string) (*runFlags, *runPlan, error) {
+	t.Helper()
+	f := &runFlags{}
+	cmd := f.command(&globalOptions{})
+	if err := cmd.ParseFlags(args); err != nil {
+		return nil, nil, err
+	}
+	p, err := f.check(cmd)
+	if err == nil {
+		_, err = f.flood.check(cmd)
+	}
+	return f, p, err
+}
+
+// TestRunCheck: the audience's flags, the personas the flood gets, and
+// where each token comes from.
+func TestRunCheck(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.txt")
+	os.WriteFile(tokens, []byte("load0=file0\nload1=file1\n"), 0o600)
+	t.Setenv("CROWD_TOKEN_LOAD2", "env2")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		names   string // the personas, space-separated
+		tokens  string // their tokens, space-separated
+		api     string
+		pattern string // what the flood floods
+		err     string
+	}{
+		// Three personas on the default host, tokens from the file, the flag and the environment.
+		{"defaults", []string{"--tokens-file", tokens, "--token", "load1=flag1"},
+			"load0 load1 load2", "file0 flag1 env2", "https://sut.test", "load%d@sut.test", ""},
+		// Another host: the client API follows it.
+		{"sut host", []string{"--personas", "1", "--sut-host", "gts.test", "--token", "load0=t"},
+			"load0", "t", "https://gts.test", "load%d@gts.test", ""},
+		// A pattern with its own host, and a client API elsewhere.
+		{"pattern", []string{"--personas", "2", "--persona-pattern", "bench%d@m.test", "--token", "bench0=a", "--token", "bench1=b",
+			"--client-api", "http://127.0.0.1:3000"}, "bench0 bench1", "a b", "http://127.0.0.1:3000", "bench%d@m.test", ""},
+		// A pattern without a host takes --sut-host.
+		{"pattern without host", []string{"--personas", "1", "--persona-pattern", "p%d", "--token", "p0=a"},
+			"p0", "a", "https://sut.test", "p%d@sut.test", ""},
+		// load3 has no token anywhere: say every way to give it one.
+		{"missing token", []string{"--personas", "4", "--tokens-file", tokens},
+			"", "", "", "", "no token for persona load3: pass --token load3=TOKEN"},
+		// A --token that is not NAME=TOKEN.
+		{"bad token flag", []string{"--token", "load0"}, "", "", "", "", `--token "load0": want name=TOKEN`},
+		// A tokens file that is not there.
+		{"no tokens file", []string{"--tokens-file", filepath.Join(dir, "nope")}, "", "", "", "", "--tokens-file"},
+		// No personas.
+		{"zero personas", []string{"--personas", "0"}, "", "", "", "", "--personas 0"},
+		// Probes must happen.
+		{"probe hz", []string{"--probe-hz", "0", "--tokens-file", tokens}, "", "", "", "", "--probe-hz 0"},
+		// A client API with a path.
+		{"client api path", []string{"--client-api", "https://gts.test/api", "--tokens-file", tokens}, "", "", "", "", "--client-api"},
+		// A pattern without %d.
+		{"pattern without %d", []string{"--persona-pattern", "load@sut.test"}, "", "", "", "", "--persona-pattern"},
+		// The flood's own checks still apply.
+		{"flood flag", []string{"--token", "load0=a", "--personas", "1", "--mix", "nonsense"}, "", "", "", "", "--mix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, p, err := runCheck(t, tc.args...)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				if !isUsageError(err) && !strings.Contains(tc.name, "flood") {
+					t.Errorf("%v is not a usage error (exit 2)", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var toks []string
+			for _, n := range p.names {
+				toks = append(toks, p.tokens[n])
+			}
+			if got := strings.Join(p.names, " "); got != tc.names {
+				t.Errorf("personas %q, want %q", got, tc.names)
+			}
+			if got := strings.Join(toks, " "); got != tc.tokens {
+				t.Errorf("tokens %q, want %q", got, tc.tokens)
+			}
+			if p.api != tc.api || f.flood.personas != tc.pattern || f.flood.count != len(p.names) {
+				t.Errorf("api %q, flood %q × %d; want %q, %q", p.api, f.flood.personas, f.flood.count, tc.api, tc.pattern)
+			}
+			if f.flood.label != "run" {
+				t.Errorf("label %q, want run", f.flood.label)
+			}
+		})
+	}
+}
+
+// TestRunRefusesLadder: a run floods at one rate.
+func TestRunRefusesLadder(t *testing.T) {
+	code, _, stderr := floodCLI(t, context.Background(), "run", "--token", "load0=a", "--personas", "1", "--rate", "10,20")
+	if code != 2 || !strings.Contains(stderr, "crowd run floods at one rate") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestRunNamesTheFlood: crowd run has the flood's flags but its own way of
+// naming personas.
+func TestRunNamesTheFlood(t *testing.T) {
+	cmd := (&runFlags{}).command(&globalOptions{})
+	for _, name := range []string{"rate", "seconds", "mix", "signing", "expect", "standalone", "admin", "state", "out", "label", "timeout"} {
+		if cmd.Flags().Lookup(name) == nil {
+			t.Errorf("crowd run lacks the flood's --%s", name)
+		}
+	}
+	for _, name := range []string{"persona", "count", "personas-file"} {
+		if cmd.Flags().Lookup(name) != nil {
+			t.Errorf("crowd run has the flood's --%s", name)
+		}
+	}
+	if fl := cmd.Flags().Lookup("personas"); fl == nil || fl.Value.Type() != "int" {
+		t.Errorf("--personas should be crowd run's count")
+	}
+}
+
+// fakeClientAPI answers like a Mastodon client API whose every token is
+// refused, or like a server without the API at all.
+func fakeClientAPI(t *testing.T, api bool) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case !api:
+			w.WriteHeader(404)
+			w.Write([]byte("<html>404 page not found</html>"))
+		case r.URL.Path == "/api/v1/instance":
+			json.NewEncoder(w).Encode(map[string]string{"uri": "sut.test", "version": "4.3.0"})
+		case r.URL.Path == "/api/v1/accounts/lookup" && r.URL.Query().Get("acct") == "load0":
+			json.NewEncoder(w).Encode(map[string]string{"id": "1", "username": "load0", "acct": "load0"})
+		default:
+			w.WriteHeader(401)
+			w.Write([]byte(`{"error":"The access token is invalid"}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestRunStandaloneBadSUT: with the world in this process, a SUT without
+// the client API and a refused token each stop the run before the flood,
+// with exit status 1 and a message that says which.
+func TestRunStandaloneBadSUT(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		api  bool
+		want string
+	}{
+		// Every path answers 404: no client API.
+		{"no client API", false, "the SUT has no Mastodon client API at http://127.0.0.1:"},
+		// The API is there, the token is not one it knows.
+		{"refused token", true, "the token for load0 was refused (401)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, out := t.TempDir(), t.TempDir()
+			code, _, stderr := floodCLI(t, context.Background(), "run", "--standalone", "--origins", "1", "--actors", "2",
+				"--state", state, "--out", out, "--log-level", "error", "--personas", "1", "--sut-host", "sut.test",
+				"--token", "load0=nope", "--client-api", fakeClientAPI(t, tc.api), "--seconds", "1")
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, tc.want)
+			}
+			if recs, _ := filepath.Glob(filepath.Join(out, "*.json")); len(recs) != 0 {
+				t.Errorf("records written: %v", recs)
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package audience
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestProber reads the homes on schedule, reports each status with the
+// probe's times, and tallies answers and errors.
+func TestProber(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		status   int // the home timeline's answer (0 = 200)
+		limit    int
+		statuses int // in each home
+		errClass string
+		overflow bool
+	}{
+		// A home with two statuses, read fine.
+		{"ok", 0, 40, 2, "", false},
+		// A rate-limited home: every probe an error of class 429.
+		{"429", 429, 40, 2, "429", false},
+		// A server error.
+		{"5xx", 502, 40, 2, "5xx", false},
+		// Full answers: the first is the baseline, the same ones later are
+		// not new, so no overflow.
+		{"full, no overflow", 0, 2, 2, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeSUT("load0", "load1")
+			f.homeStatus = tc.status
+			for _, p := range []string{"load0", "load1"} {
+				for i := range tc.statuses {
+					f.home[p] = append(f.home[p], Status{ID: fmt.Sprint(i), URI: fmt.Sprintf("https://flood1.test/n/%s/%d", p, i)})
+				}
+			}
+			c := f.start(t)
+			var mu sync.Mutex
+			seen := map[string]time.Duration{} // persona uri → answer − ask
+			pr := &Prober{Client: c, Hz: 20, Limit: tc.limit,
+				Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}, {Persona: "load1", Token: "tok-load1"}},
+				OnSeen: func(p, uri string, asked, at time.Time) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					k := p + " " + uri
+					if _, ok := seen[k]; ok {
+						return false
+					}
+					seen[k] = at.Sub(asked)
+					return true
+				}}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			st := pr.Run(ctx)
+			// 2 personas × 20/s × 0.5 s at most (the schedule never
+			// catches up in a burst); a slow machine makes fewer.
+			if st.Probes < 2 || st.Probes > 22 {
+				t.Errorf("%d probes in 0.5 s at 20/s for 2 personas", st.Probes)
+			}
+			if tc.errClass != "" {
+				if st.Errors != st.Probes || st.ErrorClasses[tc.errClass] != st.Probes || st.OK != 0 {
+					t.Errorf("errors %d of %d, classes %v", st.Errors, st.Probes, st.ErrorClasses)
+				}
+				return
+			}
+			if st.Errors != 0 || st.OK != st.Probes || st.Latency.Count != st.Probes {
+				t.Errorf("stats %+v", st)
+			}
+			if len(seen) != 2*tc.statuses {
+				t.Errorf("saw %d statuses, want %d", len(seen), 2*tc.statuses)
+			}
+			for k, d := range seen {
+				if d < 0 {
+					t.Errorf("%s: answered before it was asked", k)
+				}
+			}
+			if (st.Overflows > 0) != tc.overflow {
+				t.Errorf("overflows %d", st.Overflows)
+			}
+		})
+	}
+}
+
+// TestProberSlowHome: a probe slower than the period skips the ticks it
+// overran instead of piling up.
+func TestProberSlowHome(t *testing.T) {
+	f := newFakeSUT("load0")
+	f.homeDelay = 120 * time.Millisecond
+	c := f.start(t)
+	pr := &Prober{Client: c, Hz: 20, Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	st := pr.Run(ctx)
+	if st.Probes > 6 || st.Skipped < 1 {
+		t.Errorf("a 120 ms home at 20/s for 0.6 s: %d probes, %d skipped", st.Probes, st.Skipped)
+	}
+	if st.Latency.P50 < 120000 {
+		t.Errorf("p50 %d µs, want at least the home's 120 ms", st.Latency.P50)
+	}
+}

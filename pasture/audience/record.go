@@ -1,0 +1,284 @@
+package audience
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/internal/atomicfile"
+)
+
+// The run section's schema name and version (the record around it is the
+// flood's, crowd.flood.record, which every reader of flood records reads).
+const (
+	RunSchema  = "crowd.run"
+	RunVersion = 1
+)
+
+// RunsFile is the Markdown table of `crowd run` in the out directory, one
+// row a run (runs.md beside it is the flood's own table, which gets a row
+// for the flood of each run too).
+const RunsFile = "crowd-run.md"
+
+// SetupStats say how the audience was set up.
+type SetupStats struct {
+	Seconds float64 `json:"seconds"`
+	// Follows of crowd actors by the personas, through the client API.
+	FollowsRequested int `json:"follows_requested"`
+	FollowsAccepted  int `json:"follows_accepted"`
+	// Follows of the personas by crowd actors (for the deliveries).
+	CrowdFollowsRequested int `json:"crowd_follows_requested"`
+	CrowdFollowsAccepted  int `json:"crowd_follows_accepted"`
+	// Posts the personas made before the flood (for the crowd to like).
+	Posts int `json:"posts"`
+}
+
+// RunSection is what `crowd run` adds to the flood's record: the audience's
+// set-up and what the personas saw.
+type RunSection struct {
+	Schema  string `json:"schema"`
+	Version int    `json:"version"`
+	// SUT is the client API's base URL.
+	SUT string `json:"sut"`
+	// Personas are the personas' accts; Follows is each one's share of the
+	// crowd; Followers the crowd actors that follow each; ProbeHz the home
+	// timeline probes a second per persona.
+	Personas  []string `json:"personas"`
+	Follows   int      `json:"follows"`
+	Followers int      `json:"followers"`
+	ProbeHz   float64  `json:"probe_hz"`
+
+	Setup      SetupStats      `json:"setup"`
+	Home       HomeStats       `json:"home"`
+	Visibility VisibilityStats `json:"visibility"`
+	Drain      DrainStats      `json:"drain"`
+	Delivery   DeliveryStats   `json:"delivery"`
+	// NotesFile is the per-note log beside the record (JSON lines of
+	// NoteLog), by file name.
+	NotesFile string `json:"notes_file,omitempty"`
+}
+
+// Record is a `crowd run` record: the flood's record (its fields at the top
+// level, so flood.LoadRecord, crowd report, compare and merge read it as
+// one) plus the "run" section.
+type Record struct {
+	*flood.Record
+	Run *RunSection `json:"run"`
+}
+
+// LoadRecord reads a run record from path.
+func LoadRecord(path string) (*Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := flood.DecodeRecord(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var run struct {
+		Run *RunSection `json:"run"`
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if run.Run == nil || run.Run.Schema != RunSchema {
+		return nil, fmt.Errorf("%s: not a crowd run record (no run section)", path)
+	}
+	if run.Run.Version != RunVersion {
+		return nil, fmt.Errorf("%s: run section version %d, this crowd reads %d", path, run.Run.Version, RunVersion)
+	}
+	return &Record{Record: fr, Run: run.Run}, nil
+}
+
+// NotesPath is the notes file of the record at recordPath: the same name
+// with ".notes.jsonl" for ".json".
+func NotesPath(recordPath string) string {
+	return strings.TrimSuffix(recordPath, ".json") + ".notes.jsonl"
+}
+
+// WriteRecord writes r to path, replacing the flood's record there
+// atomically and durably (a temporary file in the same folder, fsync,
+// rename, fsync of the folder): a reader sees the flood's record or the
+// run's, never a torn file.
+func WriteRecord(path string, r *Record) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
+}
+
+// WriteNotes writes the per-note log (one JSON object a line) to path.
+func WriteNotes(path string, notes []NoteLog) error {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, n := range notes {
+		if err := enc.Encode(n); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
+}
+
+// AppendRow appends r's row to dir/RunsFile, with the table's header first
+// when the file is new. file is the record's file name, linked from the row.
+func AppendRow(dir string, r *Record, file string) error {
+	f, err := os.OpenFile(filepath.Join(dir, RunsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		b.WriteString(MarkdownHeader())
+	}
+	b.WriteString(r.MarkdownRow(file))
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// MarkdownHeader is the header (two lines) of the table of runs.
+func MarkdownHeader() string {
+	return "| start (UTC) | label | rate/s | seconds | posts held | latency p50 / p95 | 202 / 429 / other | visibility p50 / p95 | never seen | drain | home p95 | delivery p95, reached | record |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+}
+
+// MarkdownRow is the record's row: the columns runs are compared by. Posts
+// held are the Creates the SUT answered 2xx; latency is the flood's
+// (from the intended send time); visibility is from send to first
+// appearance in a home timeline; drain is after the flood; home p95 is the
+// home timeline probes' latency during the flood; delivery is the personas'
+// posts reaching the crowd's inboxes.
+func (r *Record) MarkdownRow(file string) string {
+	o := r.Overall
+	var held int64
+	if t, ok := r.Type("Create"); ok {
+		held = t.Tally.OK()
+	}
+	c202 := o.Tally.Classes[flood.Class202]
+	c429 := o.Tally.Classes[flood.Class429]
+	other := o.Tally.Total() - c202 - c429
+	label := r.Settings.Label
+	if label == "" {
+		label = "-"
+	}
+	if r.Partial {
+		label += " (partial: " + r.PartialReason + ")"
+	}
+	run := r.Run
+	if run == nil {
+		run = &RunSection{}
+	}
+	v := run.Visibility
+	drain := fmtSeconds(run.Drain.Seconds)
+	if !run.Drain.Complete {
+		drain = "> " + drain
+	}
+	d := run.Delivery
+	delivery := "-"
+	if d.Expected > 0 {
+		delivery = fmt.Sprintf("%s, %d/%d (%.1f%%)", fmtUS(d.Latency.P95), d.Reached, d.Expected, 100*d.Completeness)
+	}
+	return fmt.Sprintf("| %s | %s | %g | %.1f | %d | %s / %s | %d / %d / %d | %s / %s | %d of %d | %s | %s | %s | [%s](%s) |\n",
+		r.Start.UTC().Format("2006-01-02 15:04:05"), mdEscape(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
+		held, fmtUS(o.Latency.P50), fmtUS(o.Latency.P95), c202, c429, other,
+		fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), v.NeverSeen, v.Accepted, drain, fmtUS(run.Home.Latency.P95),
+		delivery, file, file)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// fmtUS formats a duration in µs for people: "850 µs", "12 ms", "3.1 s";
+// "-" for none.
+func fmtUS(us int64) string {
+	if us <= 0 {
+		return "-"
+	}
+	d := time.Duration(us) * time.Microsecond
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%d µs", us)
+	case d < time.Second:
+		return sig3(float64(d)/float64(time.Millisecond)) + " ms"
+	default:
+		return fmtSeconds(d.Seconds())
+	}
+}
+
+// fmtSeconds formats seconds: "0 s", "4.2 s", "63 s".
+func fmtSeconds(s float64) string {
+	if s == 0 {
+		return "0 s"
+	}
+	return sig3(s) + " s"
+}
+
+// sig3 prints v with about three significant digits.
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// WriteSummary prints the run section for people (after the flood's table).
+func WriteSummary(out io.Writer, run *RunSection) error {
+	w := &strings.Builder{}
+	fmt.Fprintf(w, "audience: %d personas on %s, %d follows each (%d of %d accepted), %d crowd followers each (%d of %d accepted), set up in %.1f s\n",
+		len(run.Personas), run.SUT, run.Follows, run.Setup.FollowsAccepted, run.Setup.FollowsRequested,
+		run.Followers, run.Setup.CrowdFollowsAccepted, run.Setup.CrowdFollowsRequested, run.Setup.Seconds)
+	h := run.Home
+	fmt.Fprintf(w, "home timeline: %d probes at %g/s each, p50 %s p95 %s p99 %s, %d errors", h.Probes, run.ProbeHz,
+		fmtUS(h.Latency.P50), fmtUS(h.Latency.P95), fmtUS(h.Latency.P99), h.Errors)
+	if len(h.ErrorClasses) > 0 {
+		b, _ := json.Marshal(h.ErrorClasses)
+		fmt.Fprintf(w, " %s", b)
+	}
+	if h.Overflows > 0 {
+		fmt.Fprintf(w, ", %d full answers all new (notes may have scrolled past)", h.Overflows)
+	}
+	w.WriteString("\n")
+	v := run.Visibility
+	fmt.Fprintf(w, "visibility: %d notes owed to a follower's home, %d accepted, %d seen, %d never seen; p50 %s p95 %s p99 %s\n",
+		v.Sent, v.Accepted, v.Seen, v.NeverSeen, fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), fmtUS(v.Latency.P99))
+	if run.Drain.Complete {
+		fmt.Fprintf(w, "drain: the last accepted note was visible %s after the flood\n", fmtSeconds(run.Drain.Seconds))
+	} else {
+		fmt.Fprintf(w, "drain: not complete after %s (--drain-timeout %s)\n", fmtSeconds(run.Drain.Seconds), fmtSeconds(run.Drain.Timeout))
+	}
+	d := run.Delivery
+	fmt.Fprintf(w, "delivery: %d posts, %d of %d deliveries to the crowd (%.1f%%), p50 %s p95 %s p99 %s",
+		d.Posts, d.Reached, d.Expected, 100*d.Completeness, fmtUS(d.Latency.P50), fmtUS(d.Latency.P95), fmtUS(d.Latency.P99))
+	if d.PostErrors > 0 {
+		fmt.Fprintf(w, ", %d posts refused", d.PostErrors)
+	}
+	if d.StreamLost > 0 {
+		fmt.Fprintf(w, ", %d log entries lost (arrivals may be missing)", d.StreamLost)
+	}
+	w.WriteString("\n")
+	_, err := io.WriteString(out, w.String())
+	return err
+}

@@ -1,0 +1,149 @@
+package audience
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// sampleRecord is a run record like the reference run's (300/s for 60 s,
+// 20 personas, 50 follows), made by hand so its figures are known.
+func sampleRecord() *Record {
+	var tally flood.Tally
+	tally.Classes[flood.Class202] = 14100
+	tally.Classes[flood.Class429] = 3800
+	tally.Classes[flood.ClassTimeout] = 100
+	var creates flood.Tally
+	creates.Classes[flood.Class202] = 8460
+	creates.Classes[flood.Class429] = 2280
+	fr := &flood.Record{
+		Schema: flood.RecordSchema, Version: flood.RecordVersion,
+		Settings: flood.Settings{Label: "reference", Rate: 300, Arrivals: "constant", Duration: time.Minute,
+			Mix: "create=6,like=3,follow=1", Signing: "pipeline", Target: "20 personas (load0@gts.test … load19@gts.test)"},
+		Parts: []flood.Part{{ID: "PART", Start: time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC)}},
+		Start: time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC), End: time.Date(2026, 10, 5, 9, 1, 0, 300e6, time.UTC),
+		Measured: 60, HistUnit: "us",
+		Overall: flood.TypeRecord{Counts: flood.Counts{Offered: 18000, Sent: 18000, Completed: 18000}, Tally: tally,
+			Latency: flood.HistRecord{Quantiles: flood.Quantiles{Count: 18000, P50: 12000, P95: 47000, P99: 81000}}},
+		Types: map[string]*flood.TypeRecord{"Create": {Counts: flood.Counts{Offered: 10740, Sent: 10740, Completed: 10740}, Tally: creates}},
+	}
+	return &Record{Record: fr, Run: &RunSection{
+		Schema: RunSchema, Version: RunVersion, SUT: "https://gts.test",
+		Personas: []string{"load0@gts.test", "load1@gts.test"}, Follows: 50, Followers: 2, ProbeHz: 4,
+		Setup: SetupStats{Seconds: 41.5, FollowsRequested: 1000, FollowsAccepted: 1000, CrowdFollowsRequested: 40, CrowdFollowsAccepted: 40, Posts: 40},
+		Home: HomeStats{Probes: 4800, OK: 4790, Errors: 10, ErrorClasses: map[string]int64{"429": 10},
+			Latency: flood.Quantiles{Count: 4790, P50: 9000, P95: 27000, P99: 64000}},
+		Visibility: VisibilityStats{Sent: 10740, Accepted: 8460, Refused: 2280, Seen: 8455, NeverSeen: 5,
+			Latency: flood.Quantiles{Count: 8455, P50: 310000, P95: 2900000, P99: 4100000}},
+		Drain:     DrainStats{Seconds: 60, Complete: false, Timeout: 60},
+		Delivery:  DeliveryStats{Posts: 240, Expected: 480, Reached: 478, Completeness: 478.0 / 480, Latency: flood.Quantiles{P50: 90000, P95: 350000}},
+		NotesFile: "20261005-090000-reference.notes.jsonl",
+	}}
+}
+
+// TestMarkdownRow: the columns users compare runs by, for a sample run and
+// for an interrupted one.
+func TestMarkdownRow(t *testing.T) {
+	rec := sampleRecord()
+	partial := sampleRecord()
+	partial.Partial, partial.PartialReason = true, "interrupted"
+	partial.Run.Drain = DrainStats{Seconds: 0, Complete: true, Timeout: 60}
+	partial.Run.Delivery = DeliveryStats{}
+	var b strings.Builder
+	b.WriteString(MarkdownHeader())
+	b.WriteString(rec.MarkdownRow("20261005-090000-reference.json"))
+	b.WriteString(partial.MarkdownRow("20261005-090000-reference-2.json"))
+	golden(t, "crowd-run.md.golden", []byte(b.String()))
+}
+
+// TestSummary: the lines crowd run prints after the flood's table.
+func TestSummary(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSummary(&b, sampleRecord().Run); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.txt.golden", b.Bytes())
+}
+
+// TestRecordFiles: a run record replaces the flood's record in place, is
+// still a flood record for every reader of those, and round-trips; the
+// row goes to crowd-run.md with its header once.
+func TestRecordFiles(t *testing.T) {
+	dir := t.TempDir()
+	rec := sampleRecord()
+	path, err := flood.WriteRecord(dir, rec.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRecord(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top["schema"] == nil || top["run"] == nil || top["overall"] == nil {
+		t.Fatalf("the record's top level: %v %v", err, top)
+	}
+	fr, err := flood.LoadRecord(path)
+	if err != nil || fr.Overall.Tally.Classes[flood.Class202] != 14100 {
+		t.Fatalf("flood.LoadRecord of a run record: %v", err)
+	}
+	got, err := LoadRecord(path)
+	if err != nil || got.Run.Visibility.NeverSeen != 5 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
+		t.Fatalf("LoadRecord = %+v, %v", got, err)
+	}
+	if _, err := LoadRecord(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("LoadRecord of a missing file")
+	}
+	// A flood record alone is not a run record.
+	plain, _ := flood.WriteRecord(dir, sampleRecord().Record)
+	if _, err := LoadRecord(plain); err == nil || !strings.Contains(err.Error(), "not a crowd run record") {
+		t.Errorf("LoadRecord of a flood record: %v", err)
+	}
+	for range 2 {
+		if err := AppendRow(dir, rec, filepath.Base(path)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, RunsFile))
+	if strings.Count(string(md), "| start (UTC) |") != 1 || strings.Count(string(md), "| 2026-10-05 09:00:00 | reference |") != 2 {
+		t.Errorf("%s:\n%s", RunsFile, md)
+	}
+	notes := NotesPath(path)
+	if !strings.HasSuffix(notes, ".notes.jsonl") || strings.HasSuffix(notes, ".json.notes.jsonl") {
+		t.Errorf("NotesPath = %s", notes)
+	}
+	seen := at(300)
+	ms := 300.0
+	if err := WriteNotes(notes, []NoteLog{{Persona: "load0", URI: "https://flood1.test/users/a/notes/1", Sender: alice, Sent: at(0), Status: 202, Seen: &seen, Asked: &seen, Visible: &ms}}); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := os.ReadFile(notes)
+	golden(t, "notes.jsonl.golden", line)
+}
