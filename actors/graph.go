@@ -195,10 +195,17 @@ func (g *Graph) RemoveFollower(local, remote string) (bool, error) {
 }
 
 // AddFollowing records that local sent a Follow (followID) to remote; the
-// relation is pending until SetFollowingState.
+// relation is pending until SetFollowingState. A repeated Follow of a
+// remote that already accepted one keeps the relation accepted (a flood
+// follows the same personas again and again): the new Follow is
+// remembered as an alias, so its own Accept still finds the relation.
 func (g *Graph) AddFollowing(local, remote, followID string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if old, ok := g.following[local][remote]; ok && old.State == StateAccepted {
+		g.byFollow[followID] = old
+		return nil
+	}
 	return g.record(entry{Op: opFollowing, Relation: Relation{Local: local, Remote: remote, FollowID: followID,
 		State: StatePending, Since: time.Now().UTC()}})
 }

@@ -60,3 +60,24 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestRepeatedFollowKeepsAnAcceptedRelation(t *testing.T) {
+	g := NewMemoryGraph()
+	local, remote := "https://flood1.test/users/alice", "https://sut.test/users/load0"
+	must(t, g.AddFollowing(local, remote, "f1"))
+	if _, ok, err := g.SetFollowingState("f1", StateAccepted); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	// The flood follows the same persona again.
+	must(t, g.AddFollowing(local, remote, "f2"))
+	if r, _ := g.FollowingByRemote(local, remote); r.State != StateAccepted {
+		t.Errorf("a repeated Follow turned an accepted relation %s", r.State)
+	}
+	// The second Follow's own Accept still finds the relation.
+	if r, ok, err := g.SetFollowingState("f2", StateAccepted); !ok || err != nil || r.State != StateAccepted {
+		t.Errorf("Accept of the repeated Follow: %+v %v %v", r, ok, err)
+	}
+	if _, following := g.Counts(local); following != 1 {
+		t.Errorf("following = %d, want 1", following)
+	}
+}
