@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,6 +122,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
 	pl := flood.NewPipeline(gen, newSigner(), flood.PipelineOptions{Buffer: flood.PipelineBuffer(*rate)})
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -50,6 +50,7 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 // short trial).
 func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer *signing.Signer, rate float64) outcome {
 	runtime.GC()
+	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
 	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate)})
 	defer pl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -99,11 +99,19 @@ type Pipeline struct {
 	err error
 }
 
-// NewPipeline starts o.Workers signers, each with its own Stream of gen
+// PipelineProcs is the GOMAXPROCS a pipeline-signing flood should run
+// with: a P for each core's signer plus one, so the dispatcher and the
+// senders always have a P while the signers (at low OS priority, see
+// backgroundThread) fill every core. Set it before NewPipeline:
+//
+//	runtime.GOMAXPROCS(flood.PipelineProcs())
+func PipelineProcs() int { return runtime.NumCPU() + 1 }
+
+// NewPipeline starts o.Workers signers (default: one per core), each with its own Stream of gen
 // and the shared (goroutine-safe) signer; they run until Close.
 func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pipeline {
 	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+		o.Workers = runtime.NumCPU()
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
@@ -115,6 +123,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			backgroundThread()
 			for ctx.Err() == nil {
 				d, err := st.Next()
 				var prep *Prepared
@@ -293,7 +302,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 		o.MaxBytes = DefaultPresignMaxBytes
 	}
 	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+		o.Workers = runtime.NumCPU()
 	}
 	if o.Window+presignMargin > PresignShelfLife {
 		return nil, fmt.Errorf("%w: presigned requests would be sent up to %v after signing, and Mastodon rejects a Date more than %v old (with a %v margin): use --signing=pipeline or a shorter run",

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -392,6 +393,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 			maxRate = max(maxRate, x)
 		}
 		if p.signing == flood.SigningPipeline {
+			runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
 			pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate)})
 			defer pl.Close()
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
