@@ -123,7 +123,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			backgroundThread()
+			defer backgroundThread()()
 			for ctx.Err() == nil {
 				d, err := st.Next()
 				var prep *Prepared

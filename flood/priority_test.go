@@ -1,0 +1,33 @@
+//go:build linux
+
+package flood
+
+import (
+	"os"
+	"syscall"
+	"testing"
+)
+
+// TestBackgroundThreadRestoresItsPriority: a signer's thread runs at nice
+// 19 while it signs and is handed back at its old priority (when the
+// process may raise it again), so no goroutine later scheduled on that
+// thread runs slowly, and no thread exits under a child process.
+func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("raising a priority back needs CAP_SYS_NICE")
+	}
+	done := make(chan [3]int)
+	go func() {
+		tid := syscall.Gettid()
+		before, _ := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+		restore := backgroundThread()
+		during, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+		restore()
+		after, _ := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+		done <- [3]int{20 - before, 20 - during, 20 - after}
+	}()
+	nice := <-done
+	if nice[1] != 19 || nice[2] != nice[0] {
+		t.Errorf("nice before, during, after = %v; want x, 19, x", nice)
+	}
+}
