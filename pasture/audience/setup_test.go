@@ -81,7 +81,7 @@ func TestFollow(t *testing.T) {
 		// Accepted on the third read of the relationships.
 		{"accepted", 2, "", 5 * time.Second, 6, ""},
 		// Never accepted within the bound: no error, nothing accepted.
-		{"never accepted", 1 << 30, "", 300 * time.Millisecond, 0, ""},
+		{"never accepted", 1 << 30, "", 2 * time.Second, 0, ""},
 		// The SUT cannot resolve one crowd actor (its DNS, its allow-list).
 		{"unresolvable actor", 0, "a1@flood2.test", 5 * time.Second, 0, "load1 could not find a1@flood2.test on the SUT"},
 	} {
@@ -136,7 +136,9 @@ func TestWaitFollowers(t *testing.T) {
 		f.followedBy["load0 "+acc.ID] = true
 	}
 	p := Persona{Name: "load0", Token: "tok-load0"}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The third never follows, so the wait lasts the whole timeout: long
+	// enough for a loaded machine to make the first lookups and polls.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	got, err := WaitFollowers(ctx, c, []FollowPlan{{Persona: &p, Actors: fans}}, FollowOptions{Poll: 10 * time.Millisecond})
 	if err != nil || len(got) != 1 || len(got[0]) != 2 {
