@@ -1,7 +1,6 @@
 package flood
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -559,24 +558,7 @@ func WriteRecord(dir string, r *Record) (string, error) {
 }
 
 func appendRunsMD(path string, r *Record, file string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	if st, err := f.Stat(); err == nil && st.Size() == 0 {
-		b.WriteString(MarkdownHeader())
-	}
-	b.WriteString(r.MarkdownRow(file))
-	if _, err := f.Write(b.Bytes()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Append(path, []byte(MarkdownHeader()), []byte(r.MarkdownRow(file)), 0o644)
 }
 
 // MarkdownHeader returns the header (two lines) of the runs.md table whose

@@ -123,3 +123,28 @@ func link(tmp, path string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// Append adds data to the end of path (created with perm if missing),
+// preceded by header when the file is new or empty, and fsyncs it: a
+// table of runs (runs.md) grows this way, one durable row at a time. The
+// header and the row are written in one call, so a crash never leaves a
+// header without its first row half written.
+func Append(path string, header, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return err
+	}
+	buf := data
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		buf = append(append([]byte(nil), header...), data...)
+	}
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

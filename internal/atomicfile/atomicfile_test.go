@@ -95,3 +95,15 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendWritesTheHeaderOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.md")
+	for _, row := range []string{"| a |\n", "| b |\n"} {
+		if err := Append(path, []byte("| h |\n|---|\n"), []byte(row), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := os.ReadFile(path); string(got) != "| h |\n|---|\n| a |\n| b |\n" {
+		t.Errorf("runs.md = %q", got)
+	}
+}

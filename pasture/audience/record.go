@@ -136,24 +136,7 @@ func WriteNotes(path string, notes []NoteLog) error {
 // AppendRow appends r's row to dir/RunsFile, with the table's header first
 // when the file is new. file is the record's file name, linked from the row.
 func AppendRow(dir string, r *Record, file string) error {
-	f, err := os.OpenFile(filepath.Join(dir, RunsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	if st, err := f.Stat(); err == nil && st.Size() == 0 {
-		b.WriteString(MarkdownHeader())
-	}
-	b.WriteString(r.MarkdownRow(file))
-	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Append(filepath.Join(dir, RunsFile), []byte(MarkdownHeader()), []byte(r.MarkdownRow(file)), 0o644)
 }
 
 // MarkdownHeader is the header (two lines) of the table of runs.
