@@ -34,6 +34,10 @@
 //   - Ladder (ladder.go): rungs of rates stopping at the shoulder.
 //   - BottleneckRule (bottleneck.go): whether the generator, not the SUT,
 //     limited the run.
+//   - RecordFile (checkpoint.go): a run's record on disk, checkpointed
+//     every few seconds so a killed flood leaves a partial record.
+//   - WriteHTML and WriteMarkdown (html.go): a record for people, with
+//     plots; Compare (compare.go): a head run against a base run.
 //
 // A command runs a flood like this (errors handled, flags parsed):
 //
