@@ -157,10 +157,22 @@ type Result struct {
 // enough for maxInflight concurrent sends, no proxy, no compression, and
 // tlsConfig for https targets (nil = system roots). Dial and TLS handshake
 // are bounded; the whole send is bounded by Plan.Timeout.
+//
+// It offers only http/1.1 in the TLS handshake, whatever tlsConfig's
+// NextProtos say (it uses a copy): a transport with HTTP/2 enabled that
+// shared the same tls.Config has added "h2" to it, and a server that
+// chose h2 from that offer (GoToSocial does) would then answer this
+// HTTP/1.1 transport with HTTP/2 frames, failing every send.
 func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
 	if maxInflight <= 0 {
 		maxInflight = DefaultMaxInflight
 	}
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{}
+	} else {
+		tlsConfig = tlsConfig.Clone()
+	}
+	tlsConfig.NextProtos = []string{"http/1.1"}
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		DialContext:         d.DialContext,

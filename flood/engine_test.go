@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -529,5 +530,52 @@ func TestSinkStallAnd429(t *testing.T) {
 	}
 	if len(rec.Types) != 3 {
 		t.Errorf("types %v, want Create, Like and Follow", rec.TypeNames())
+	}
+}
+
+// TestTransportAgainstHTTP2Server: the flood's transport sends HTTP/1.1 to
+// a TLS server that prefers h2 (as GoToSocial does), even when the
+// tls.Config it was given already offers h2 because an HTTP/2 client
+// shared it: every send is answered, none is a connection error, and the
+// config passed in is left as it was.
+func TestTransportAgainstHTTP2Server(t *testing.T) {
+	var protos sync.Map
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+
+	// What crowd flood's discovery client does to a shared config.
+	shared := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	h2 := &http.Transport{TLSClientConfig: shared, ForceAttemptHTTP2: true}
+	resp, err := (&http.Client{Transport: h2}).Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h2.CloseIdleConnections()
+	if resp.ProtoMajor != 2 || !slices.Contains(shared.NextProtos, "h2") {
+		t.Fatalf("the HTTP/2 client did not negotiate h2 (%s, NextProtos %q): the test would prove nothing", resp.Proto, shared.NextProtos)
+	}
+	before := slices.Clone(shared.NextProtos)
+
+	tr := NewTransport(4, shared)
+	defer tr.CloseIdleConnections()
+	res := mustRun(t, context.Background(), Plan{
+		Pacer: mustConstant(t, 50), MaxSends: 5, MaxInflight: 4, Timeout: 5 * time.Second,
+		Source: newCycleSource(t, srv.URL+"/inbox"), Transport: tr,
+	})
+	if got := res.Overall.Tally.Classes[Class202]; got != 5 {
+		t.Errorf("%d of 5 sends answered 202; tally %+v", got, res.Overall.Tally)
+	}
+	if _, ok := protos.Load("HTTP/1.1"); !ok {
+		t.Error("the server saw no HTTP/1.1 request from the flood's transport")
+	}
+	if !slices.Equal(shared.NextProtos, before) {
+		t.Errorf("NewTransport changed the caller's config: NextProtos %q, was %q", shared.NextProtos, before)
 	}
 }

@@ -451,7 +451,7 @@ func (f *floodFlags) targets(ctx context.Context, log *zap.Logger, p *floodPlan,
 		}
 	}
 	client := &http.Client{Timeout: f.timeout, Transport: &http.Transport{
-		DialContext: guard.DialContext, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true,
+		DialContext: guard.DialContext, TLSClientConfig: tlsConfig.Clone(), ForceAttemptHTTP2: true, // a copy: enabling HTTP/2 adds "h2" to it
 		MaxIdleConnsPerHost: 16, TLSHandshakeTimeout: 10 * time.Second}}
 	defer client.CloseIdleConnections()
 	inst := env.world.Origins[0].Instance

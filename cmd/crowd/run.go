@@ -259,7 +259,7 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 		return fmt.Errorf("--client-api %s: %w", st.plan.api, err)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext: guard.DialContext, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true,
+		DialContext: guard.DialContext, TLSClientConfig: tlsConfig.Clone(), ForceAttemptHTTP2: true, // a copy: enabling HTTP/2 adds "h2" to it
 		MaxIdleConnsPerHost: 64, TLSHandshakeTimeout: 10 * time.Second}}
 	c, err := audience.NewClient(st.plan.api, hc, userAgent())
 	if err != nil {

@@ -177,6 +177,83 @@ func TestClientFedifyRecorded(t *testing.T) {
 	}
 }
 
+// TestClientGoToSocialRecorded runs the client against what a real
+// GoToSocial (built from its source, run beside the crowd as gts.test)
+// answered; testdata/gotosocial/SOURCES.md says how they were recorded.
+func TestClientGoToSocialRecorded(t *testing.T) {
+	ctx := context.Background()
+	const tok = "tok"
+	c, _ := serveRecorded(t, "gotosocial", map[string]answer{
+		"GET /api/v1/instance":                                    {200, "instance_v1.json"},
+		"GET /api/v1/accounts/verify_credentials":                 {200, "verify_credentials.json"},
+		"GET /api/v1/accounts/lookup":                             {200, "lookup_remote.json"},
+		"POST /api/v1/accounts/01M8P7N1X4FRK0XG5B7BBFRNFM/follow": {200, "follow.json"},
+		"GET /api/v1/accounts/relationships":                      {200, "relationships.json"},
+		"POST /api/v1/statuses":                                   {200, "status.json"},
+		"GET /api/v1/timelines/home":                              {200, "home_timeline.json"},
+	})
+	// GoToSocial built without a version stamp answers an empty version.
+	if in, err := c.Instance(ctx); err != nil || in.URI != "gts.test" || in.Title != "gts.test" {
+		t.Errorf("Instance = %+v, %v", in, err)
+	}
+	me, err := c.VerifyCredentials(ctx, tok)
+	if err != nil || me.ID != "018GNY0HY9VR6MMMNA7D1PK8D0" || me.Username != "member19" || me.Locked {
+		t.Errorf("VerifyCredentials = %+v, %v", me, err)
+	}
+	ivan, err := c.Lookup(ctx, tok, "acct:ivan@flood9.test")
+	if err != nil || ivan.ID != "01M8P7N1X4FRK0XG5B7BBFRNFM" || ivan.Acct != "ivan@flood9.test" {
+		t.Errorf("Lookup = %+v, %v", ivan, err)
+	}
+	// Just sent: requested until the crowd's Accept arrives.
+	if rel, err := c.Follow(ctx, tok, ivan.ID); err != nil || rel.Following || !rel.Requested {
+		t.Errorf("Follow = %+v, %v", rel, err)
+	}
+	rels, err := c.Relationships(ctx, tok, []string{ivan.ID, me.ID})
+	if err != nil || len(rels) != 2 || !rels[0].Following || rels[1].Following {
+		t.Errorf("Relationships = %+v, %v", rels, err)
+	}
+	st, err := c.PostStatus(ctx, tok, "hello from member19 <b>bold</b>", "public")
+	if err != nil || st.URI != "https://gts.test/users/member19/statuses/01M8P7P3MCJ6EPCMHS2PF07SEP" ||
+		!st.CreatedAt.Equal(time.Date(2026, 11, 30, 12, 43, 11, 885e6, time.UTC)) || st.Account.Acct != "member19" {
+		t.Errorf("PostStatus = %+v, %v", st, err)
+	}
+	// Newest first: the crowd's note from ivan, then member19's own post.
+	// This GoToSocial answered every status twice in one page; the
+	// visibility matching goes by URI, so a repeat is harmless.
+	home, _, err := c.HomeTimeline(ctx, tok, 40)
+	if err != nil || len(home) != 6 || home[0].Account.Acct != "ivan@flood9.test" || home[1].URI != st.URI ||
+		!strings.HasPrefix(home[0].URI, "https://flood9.test/users/ivan/notes/") || home[0].URI != home[3].URI {
+		t.Errorf("HomeTimeline = %+v, %v", home, err)
+	}
+
+	// An account GoToSocial has not seen yet: lookup says 404, the
+	// resolving search finds it.
+	c2, _ := serveRecorded(t, "gotosocial", map[string]answer{
+		"GET /api/v1/accounts/lookup": {404, "error_404_lookup.json"},
+		"GET /api/v2/search":          {200, "search_resolve.json"},
+	})
+	if acc, err := c2.Lookup(ctx, tok, "ivan@flood9.test"); err != nil || acc.ID != ivan.ID {
+		t.Errorf("Lookup through search = %+v, %v", acc, err)
+	}
+	// GoToSocial's words for a token it does not know.
+	c3, _ := serveRecorded(t, "gotosocial", map[string]answer{
+		"GET /api/v1/accounts/verify_credentials": {401, "error_401.json"},
+	})
+	if _, err := c3.VerifyCredentials(ctx, "wrong"); !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "token not supplied") {
+		t.Errorf("VerifyCredentials with a bad token = %v", err)
+	}
+	// An account as GoToSocial creates it: locked. CheckPersona refuses it
+	// with the way out.
+	c4, _ := serveRecorded(t, "gotosocial", map[string]answer{
+		"GET /api/v1/accounts/lookup":             {200, "verify_credentials_locked.json"},
+		"GET /api/v1/accounts/verify_credentials": {200, "verify_credentials_locked.json"},
+	})
+	if _, err := CheckPersona(ctx, c4, "gts.test", "locked0", tok); err == nil ||
+		!strings.Contains(err.Error(), "persona locked0@gts.test is locked") || !strings.Contains(err.Error(), "locked=false") {
+		t.Errorf("CheckPersona of a locked account = %v", err)
+	}
+}
+
 // TestClientErrors: each refusal is an *APIError wrapping its sentinel,
 // with the server's own message.
 func TestClientErrors(t *testing.T) {

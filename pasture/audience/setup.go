@@ -50,8 +50,8 @@ func (e noAPIError) Unwrap() error { return ErrNoClientAPI }
 
 // CheckPersona checks that persona name exists on the SUT (host, for
 // messages) and that token acts as it, and returns it. Its errors say
-// which: the persona does not exist, the token was refused (401), or the
-// token belongs to another account. The lookup is tried without the token
+// which: the persona does not exist, the token was refused (401), the
+// token belongs to another account, or the account is locked. The lookup is tried without the token
 // first (Mastodon answers it for anyone), so an unknown persona is told
 // apart from a bad token; a server that wants a token there gets it.
 func CheckPersona(ctx context.Context, c *Client, host, name, token string) (Persona, error) {
@@ -76,6 +76,13 @@ func CheckPersona(ctx context.Context, c *Client, host, name, token string) (Per
 		return p, fmt.Errorf("checking the token for %s: %w", name, err)
 	case !strings.EqualFold(acc.Username, name):
 		return p, fmt.Errorf("the token for %s acts as %s, another account: give %s its own token", name, cmpString(acc.Acct, acc.Username), name)
+	case acc.Locked:
+		// A locked account holds every Follow for its owner's approval: the
+		// crowd's followers and the flood's Follows would wait forever, and
+		// its posts would reach no crowd inbox. GoToSocial creates accounts
+		// locked.
+		return p, fmt.Errorf("persona %s is locked (follow requests wait for approval), so the crowd could not follow it: unlock it in its settings, "+
+			"or with PATCH /api/v1/accounts/update_credentials locked=false", p.Acct)
 	}
 	p.Account = acc
 	return p, nil
