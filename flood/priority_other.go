@@ -4,4 +4,4 @@ package flood
 
 // backgroundThread does nothing off Linux, where the crowd sets no thread
 // priorities.
-func backgroundThread() (restore func()) { return func() {} }
+func backgroundThread(int) (restore func()) { return func() {} }

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestBackgroundThreadRestoresItsPriority: a signer's thread runs at nice
-// 19 while it signs and is handed back at its old priority (when the
+// TestBackgroundThreadRestoresItsPriority: a signer's thread runs at the
+// nice value asked for while it signs and is handed back at its old priority (when the
 // process may raise it again), so no goroutine later scheduled on that
 // thread runs slowly, and no thread exits under a child process.
 func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
@@ -20,7 +20,7 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 	go func() {
 		tid := syscall.Gettid()
 		before, _ := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
-		restore := backgroundThread()
+		restore := backgroundThread(19)
 		during, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
 		restore()
 		after, _ := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
@@ -29,5 +29,24 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 	nice := <-done
 	if nice[1] != 19 || nice[2] != nice[0] {
 		t.Errorf("nice before, during, after = %v; want x, 19, x", nice)
+	}
+}
+
+// TestBackgroundThreadDefaultLeavesPriority: with no nice value asked for
+// (the default), a signer runs at the process's own priority, so a SUT on
+// the same machine does not starve it.
+func TestBackgroundThreadDefaultLeavesPriority(t *testing.T) {
+	for _, nice := range []int{0, -5, 20} { // unset; a raise; out of range
+		done := make(chan [2]int)
+		go func() {
+			before, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+			restore := backgroundThread(nice)
+			during, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+			restore()
+			done <- [2]int{before, during}
+		}()
+		if got := <-done; got[0] != got[1] {
+			t.Errorf("backgroundThread(%d) changed the priority: %v", nice, got)
+		}
 	}
 }

@@ -71,6 +71,12 @@ type PipelineOptions struct {
 	// it to cover a fraction of a second at the run's rate: each request's
 	// Date ages while it waits (see PipelineBuffer).
 	Buffer int
+	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it).
+	// On a machine the crowd has to itself it keeps sends on time while
+	// the signers fill every core; beside a SUT it hands the SUT every
+	// cycle it wants first, so the crowd, not the SUT, becomes the
+	// bottleneck (the report then says so). Hence 0 by default.
+	Nice int
 }
 
 // PipelineBuffer is a buffer size for rate sends per second: one second's
@@ -101,8 +107,7 @@ type Pipeline struct {
 
 // PipelineProcs is the GOMAXPROCS a pipeline-signing flood should run
 // with: a P for each core's signer plus one, so the dispatcher and the
-// senders always have a P while the signers (at low OS priority, see
-// backgroundThread) fill every core. Set it before NewPipeline:
+// senders always have a P while the signers fill every core. Set it before NewPipeline:
 //
 //	runtime.GOMAXPROCS(flood.PipelineProcs())
 func PipelineProcs() int { return runtime.NumCPU() + 1 }
@@ -123,7 +128,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer backgroundThread()()
+			defer backgroundThread(o.Nice)()
 			for ctx.Err() == nil {
 				d, err := st.Next()
 				var prep *Prepared

@@ -47,6 +47,7 @@ type floodFlags struct {
 	maxInflight            int
 	timeout                time.Duration
 	signing                string
+	signerNice             int
 	mix                    string
 	zipf                   float64
 	seed                   uint64
@@ -122,6 +123,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.maxInflight, "max-inflight", flood.DefaultMaxInflight, "concurrent sends; a send due with all of them busy is dropped and counted")
 	fl.DurationVar(&f.timeout, "timeout", flood.DefaultTimeout, "bound on each send (and each discovery request)")
 	fl.StringVar(&f.signing, "signing", flood.SigningPipeline, "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
+	fl.IntVar(&f.signerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
 	fl.StringVar(&f.mix, "mix", flood.DefaultMix().String(), "weighted mix of activity types")
 	fl.Float64Var(&f.zipf, "zipf", 0, "draw senders from a Zipf distribution with this exponent (> 1); 0 = uniform")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random draws (types, senders, personas, Poisson arrivals)")
@@ -218,6 +220,8 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 		return bad(fmt.Errorf("--max-sends %d: want >= 0", f.maxSends))
 	case f.maxInflight < 1:
 		return bad(fmt.Errorf("--max-inflight %d: want >= 1", f.maxInflight))
+	case f.signerNice < 0 || f.signerNice > 19:
+		return bad(fmt.Errorf("--signer-nice %d: want 0 (unchanged) to 19", f.signerNice))
 	case f.timeout <= 0:
 		return bad(fmt.Errorf("--timeout %v: want > 0", f.timeout))
 	case f.warmup < 0:
@@ -394,7 +398,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		}
 		if p.signing == flood.SigningPipeline {
 			runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-			pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate)})
+			pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: f.signerNice})
 			defer pl.Close()
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := pl.Fill(fctx)

@@ -130,6 +130,7 @@ func TestFloodExitCodes(t *testing.T) {
 		{"rate and ramp", []string{"--rate", "5", "--ramp", "1:3:1"}, 2, "--ramp"},
 		{"a bad signing mode", []string{"--signing", "later"}, 2, "--signing"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
+		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"count without personas", []string{"--count", "3"}, 2, "--personas"},
 		{"personas without count", []string{"--personas", "load%d@sut.test"}, 2, "--count"},
 		{"a bad persona", []string{"--persona", "nobody"}, 2, "--persona"},

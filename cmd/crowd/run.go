@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture/audience"
@@ -336,7 +337,19 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 	fanPlans := make([]audience.FollowPlan, len(st.personas))
 	for i, p := range st.personas {
 		fanPlans[i].Persona = &st.personas[i]
+		already, err := st.crowdFollowing(ctx, env.admin, p.Acct, fans[i])
+		if err != nil {
+			return err
+		}
 		for _, a := range fans[i] {
+			if already[a.Acct] {
+				// Following it since an earlier run: a second Follow would
+				// be a new request for a relation the SUT already has
+				// (GoToSocial answers it 500, "already exists").
+				fanPlans[i].Actors = append(fanPlans[i].Actors, a)
+				st.stats.CrowdFollowsRequested++
+				continue
+			}
 			var out inbox.SendResult
 			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct}, &out)
 			if err == nil && (out.Status < 200 || out.Status > 299) {
@@ -365,6 +378,35 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 			zap.Int("accepted", st.stats.CrowdFollowsAccepted), zap.Int("requested", st.stats.CrowdFollowsRequested))
 	}
 	return nil
+}
+
+// crowdFollowing says which of fans already follow persona (acct),
+// accepted, by the crowd's own graph: the persona's actor id comes from a
+// lookup through the crowd (WebFinger, as a server would), the relations
+// from GET /api/follows.
+func (st *runState) crowdFollowing(ctx context.Context, admin *adminClient, persona string, fans []audience.CrowdActor) (map[string]bool, error) {
+	var lr inbox.LookupResult
+	if err := admin.get(ctx, "/api/lookup", url.Values{"resource": {"acct:" + persona}}, &lr); err != nil {
+		return nil, fmt.Errorf("looking up %s through the crowd: %w", persona, err)
+	}
+	already := map[string]bool{}
+	if lr.URL == "" {
+		return already, nil
+	}
+	for _, a := range fans {
+		var infos []inbox.FollowsInfo
+		if err := admin.get(ctx, "/api/follows", url.Values{"actor": {a.Acct}}, &infos); err != nil {
+			return nil, fmt.Errorf("the crowd's follows of %s: %w", a.Acct, err)
+		}
+		for _, fi := range infos {
+			for _, rel := range fi.Following {
+				if rel.Remote == lr.URL && rel.State == actors.StateAccepted {
+					already[a.Acct] = true
+				}
+			}
+		}
+	}
+	return already, nil
 }
 
 // around runs the flood with the probes: the Creates observed on their
