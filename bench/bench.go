@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +26,9 @@ type bench struct {
 	world    *actors.World // Origins × Actors, keys under cfg.State
 	sink     *child
 	sinkAddr string
-	crowd    string // the crowd binary for the start-up rows
-	crowdErr error  // why there is none
+	crowd    string     // the crowd binary for the start-up rows
+	crowdErr error      // why there is none
+	wrk      *wrkClient // the closed-loop rows' client; nil: the Go client
 	rep      *Report
 }
 
@@ -48,6 +50,19 @@ func newBench(ctx context.Context, cfg config, args []string, log io.Writer) (*b
 		}
 	}()
 	b.logf("load average %s; keys in %s", orDash(b.rep.Machine.LoadBefore), cfg.State)
+	switch cfg.Client {
+	case clientWrk:
+		if b.wrk, err = findWrk(ctx); err != nil {
+			return nil, fmt.Errorf("-client wrk: %w", err)
+		}
+	case clientAuto:
+		if b.wrk, err = findWrk(ctx); err != nil {
+			b.rep.note("closed-loop rows measured by the Go client in the bench's process: no wrk (%v)", err)
+		}
+	}
+	if b.wrk != nil {
+		b.logf("closed-loop client: %s (%s)", b.wrk.version, b.wrk.path)
+	}
 	if b.world, err = b.prepareWorld(cfg.Origins); err != nil {
 		return nil, err
 	}
@@ -138,22 +153,30 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// runAll runs every section in order and returns the report.
+// sectionNames are the keys of runAll's sections, for -only.
+func sectionNames() []string {
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup"}
+}
+
+// runAll runs every section in order (those of -only when set) and returns the report.
 func (b *bench) runAll(ctx context.Context) *Report {
 	sections := []struct {
-		name string
-		run  func(context.Context)
+		key, name string
+		run       func(context.Context)
 	}{
-		{"signing ceiling and pipeline-signed flood", b.pipelineSection},
-		{"presigned flood vs vegeta", b.presignedSection},
-		{"inbox vs bare verifier", b.inboxSection},
-		{"documents vs bare handler", b.documentsSection},
-		{"CPU per activity (rate ×2) and memory", b.cpuSection},
-		{"start-up (origins ×10)", b.startupSection},
+		{"pipeline", "signing ceiling and pipeline-signed flood", b.pipelineSection},
+		{"presigned", "presigned flood vs vegeta", b.presignedSection},
+		{"inbox", "inbox vs bare verifier", b.inboxSection},
+		{"documents", "documents vs bare handler", b.documentsSection},
+		{"cpu", "CPU per activity (rate ×2) and memory", b.cpuSection},
+		{"startup", "start-up (origins ×10)", b.startupSection},
 	}
 	for _, s := range sections {
 		if ctx.Err() != nil {
 			break
+		}
+		if len(b.cfg.Only) > 0 && !slices.Contains(b.cfg.Only, s.key) {
+			continue
 		}
 		b.logf("== %s", s.name)
 		runtime.GC()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,6 +109,8 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	sink := fs.String("sink", "", "null sink address")
 	rate := fs.Float64("rate", 1000, "sends per second")
 	seconds := fs.Duration("seconds", 5*time.Second, "length of the run")
+	nice := fs.Int("signer-nice", 0, "nice value of the signer threads")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (not of start-up) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +126,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 		return err
 	}
 	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(gen, newSigner(), flood.PipelineOptions{Buffer: flood.PipelineBuffer(*rate)})
+	pl := flood.NewPipeline(gen, newSigner(), flood.PipelineOptions{Buffer: flood.PipelineBuffer(*rate), Nice: *nice})
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = pl.Fill(ctx)
@@ -141,7 +144,20 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	res, err := flood.Run(context.Background(), flood.Plan{Pacer: pacer, Duration: *seconds, Source: pl, Transport: tr})
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +39,15 @@ type config struct {
 	// LatenessBound is the pipeline's extra condition: p99 lateness (the
 	// generator's own delay) at most this.
 	LatenessBound time.Duration
+	// SignerNice is the pipeline signers' nice value (flood.PipelineOptions.Nice,
+	// `crowd flood --signer-nice`): the bench measures the generator on a
+	// machine it has to itself, the case the setting is for.
+	SignerNice int
 	// Conc is the closed-loop clients' concurrency.
 	Conc int
+	// Client is the closed-loop client: clientAuto (wrk when on PATH),
+	// clientGo or clientWrk.
+	Client string
 	// Pool is how many presigned requests are replayed (round robin) by
 	// the presigned flood, vegeta and the inbox clients.
 	Pool int
@@ -64,6 +72,13 @@ type config struct {
 	Long        bool
 	LongSeconds time.Duration
 	MemRate     float64
+	// Only names the sections to run (pipeline, presigned, inbox,
+	// documents, cpu, startup); empty runs them all.
+	Only []string
+	// CPUProfile, when set, is where a CPU profile of the bench's own
+	// process (the in-process servers, the Go client, the floods run in
+	// it) is written.
+	CPUProfile string
 	// JSON is where the JSON report goes ("" none, "-" stdout: then the
 	// table goes to stderr).
 	JSON string
@@ -75,8 +90,8 @@ func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
-		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond,
-		Conc: 32, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, SignerNice: 19,
+		Conc: 32, Client: clientAuto, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
 		CPURates: [2]float64{500, 1000}, CPUSeconds: 4 * time.Second,
@@ -102,7 +117,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "alternating rounds of each pair (medians are reported)")
 	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
+	fs.IntVar(&c.SignerNice, "signer-nice", c.SignerNice, "nice value (0-19) of the pipeline's signer threads, as crowd flood --signer-nice (0: unchanged)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
+	fs.StringVar(&c.Client, "client", c.Client, "closed-loop client of the inbox and document rows: auto (wrk when on PATH, else go), go (in-process) or wrk (a separate process)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile of the bench's process (its in-process servers included) to this file")
 	fs.IntVar(&c.Pool, "pool", c.Pool, "presigned requests replayed round robin")
 	fs.Float64Var(&c.StartRate, "start-rate", c.StartRate, "first rate of the presigned-vs-vegeta search")
 	fs.StringVar(&c.Mix, "mix", c.Mix, "activity mix of the generated requests")
@@ -118,8 +136,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.LongSeconds, "long-seconds", c.LongSeconds, "length of the -long flood")
 	fs.Float64Var(&c.MemRate, "mem-rate", c.MemRate, "rate of the -long flood")
 	fs.StringVar(&c.JSON, "json", c.JSON, "also write the report as JSON to this file ('-': stdout, the table then goes to stderr)")
+	only := ""
+	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sectionNames(), ","))
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for _, name := range strings.Split(only, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if !slices.Contains(sectionNames(), name) {
+			return c, fmt.Errorf("-only %q: no section %q (want %s)", only, name, strings.Join(sectionNames(), ", "))
+		}
+		c.Only = append(c.Only, name)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -146,10 +175,14 @@ func (c config) check() error {
 		return errors.New("-steps must be >= 0, -bracket >= 1 and -retries 0 to 5")
 	case c.Measure <= 0 || c.Rounds < 1:
 		return errors.New("-measure must be > 0 and -rounds >= 1")
+	case c.SignerNice < 0 || c.SignerNice > 19:
+		return fmt.Errorf("-signer-nice %d: want 0 to 19", c.SignerNice)
 	case c.LatencyBound <= 0 || c.LatenessBound <= 0:
 		return errors.New("-latency-bound and -lateness-bound must be > 0")
 	case c.Conc < 1 || c.Pool < 1 || c.StartRate < 1:
 		return errors.New("-conc, -pool and -start-rate must be >= 1")
+	case c.Client != clientAuto && c.Client != clientGo && c.Client != clientWrk:
+		return fmt.Errorf("-client %q: want auto, go or wrk", c.Client)
 	case c.Origins < 1 || c.Actors < 1 || c.Scale < 1 || c.Origins*c.Scale > 10000:
 		return errors.New("-origins, -actors and -scale must be >= 1, and -origins × -scale <= 10000")
 	case c.State == "":

@@ -51,7 +51,7 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer *signing.Signer, rate float64) outcome {
 	runtime.GC()
 	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate)})
+	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate), Nice: b.cfg.SignerNice})
 	defer pl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := pl.Fill(fctx)
@@ -133,8 +133,8 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	row := Row{Key: rowPipeline, Name: name, Value: best, Unit: "/s", Ceiling: ceiling,
 		CeilingName: fmt.Sprintf("RSA-2048 SignPost on %d goroutines, median of %d", runtime.GOMAXPROCS(0), len(ceilings)),
 		Target:      target}
-	rule := fmt.Sprintf("sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, p99 lateness ≤ %v, p99 latency ≤ %v; %v trials",
-		b.cfg.LatenessBound, b.cfg.LatencyBound, b.cfg.Trial)
+	rule := fmt.Sprintf("signers at nice %d (crowd flood --signer-nice %d); sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, p99 lateness ≤ %v, p99 latency ≤ %v; %v trials",
+		b.cfg.SignerNice, b.cfg.SignerNice, b.cfg.LatenessBound, b.cfg.LatencyBound, b.cfg.Trial)
 	// The highest rate kept up with, the latency and lateness bounds aside:
 	// on a loaded machine the bounds fail first, and this says how close
 	// the signers came.

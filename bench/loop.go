@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,10 +16,20 @@ import (
 // loopResult is one closed-loop measurement: requests answered with the
 // wanted status per second of the measured window, and the others.
 type loopResult struct {
+	// Client is clientGo or clientWrk: which client measured.
+	Client   string  `json:"client"`
 	Rate     float64 `json:"rate"`
 	OK       int64   `json:"ok"`
 	Bad      int64   `json:"bad"`
 	FirstBad string  `json:"first_bad,omitempty"`
+	// Seconds is the measured window as the client timed it (wrk only).
+	Seconds float64 `json:"seconds,omitempty"`
+	// P50 and P99 are wrk's latency percentiles, in ms (wrk only).
+	P50 float64 `json:"p50_ms,omitempty"`
+	P99 float64 `json:"p99_ms,omitempty"`
+	// ClientCPU is the user+system CPU the client process used, in
+	// seconds (wrk only: the Go client shares the bench's process).
+	ClientCPU float64 `json:"client_cpu_seconds,omitempty"`
 }
 
 // closedLoop sends requests made by mk (i counts up from 0, shared by all
@@ -83,7 +94,7 @@ func closedLoop(ctx context.Context, addr string, conc int, d time.Duration, wan
 	t0 := time.Now()
 	wg.Wait()
 	el := time.Since(t0)
-	r := loopResult{OK: ok.Load(), Bad: bad.Load(), FirstBad: first}
+	r := loopResult{Client: clientGo, OK: ok.Load(), Bad: bad.Load(), FirstBad: first}
 	if el > 0 {
 		r.Rate = float64(r.OK) / el.Seconds()
 	}
@@ -91,6 +102,39 @@ func closedLoop(ctx context.Context, addr string, conc int, d time.Duration, wan
 		r.FirstBad = "interrupted"
 	}
 	return r
+}
+
+// checkPool sends each of the n requests mk makes (i = 0 … n-1) once, one
+// at a time, to the server at addr and returns an error naming the first
+// whose answer is not want (with the start of its body), or the first
+// that fails. It bounds itself to a minute. It is how a pool is known to
+// be answered as wanted before wrk, which only counts answers ≥ 400,
+// replays it.
+func checkPool(ctx context.Context, addr string, n int, want int, mk func(i int64) *http.Request) error {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		},
+		DisableCompression: true,
+	}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for i := range int64(n) {
+		req := mk(i).WithContext(ctx)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return fmt.Errorf("request %d (%s %s): %w", i, req.Method, req.URL.RequestURI(), err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("request %d (%s %s): %s, want %d: %q", i, req.Method, req.URL.RequestURI(), resp.Status, want, body)
+		}
+	}
+	return nil
 }
 
 // median of xs (0 for none); xs is sorted in place.

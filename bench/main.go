@@ -34,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -69,6 +70,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer b.close()
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep := b.runAll(ctx)
 	if err := rep.write(cfg, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)

@@ -76,12 +76,11 @@ func ParseActivity(body []byte) (Activity, error) {
 	if trimmed[0] != '{' {
 		return Activity{}, fmt.Errorf("%w: the body is not a JSON object", ErrMalformed)
 	}
-	var n node
-	if err := json.Unmarshal(body, &n); err != nil {
+	n, err := decodeNode(body)
+	if err != nil {
 		return Activity{}, fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)
 	}
 	var a Activity
-	var err error
 	if a.ID, err = stringField("id", n.ID); err != nil {
 		return Activity{}, err
 	}
@@ -187,8 +186,8 @@ func idOf(name string, raw json.RawMessage) (string, error) {
 	case '"':
 		return stringField(name, t)
 	case '{':
-		var n node
-		if err := json.Unmarshal(t, &n); err != nil {
+		n, err := decodeNode(t)
+		if err != nil {
 			return "", fmt.Errorf("%w: %s is not a valid object", ErrMalformed, name)
 		}
 		return stringField(name+".id", n.ID)
@@ -250,12 +249,11 @@ func refOf(raw json.RawMessage) (Ref, error) {
 		id, err := stringField("object", t)
 		return Ref{ID: id}, err
 	case '{':
-		var n node
-		if err := json.Unmarshal(t, &n); err != nil {
+		n, err := decodeNode(t)
+		if err != nil {
 			return Ref{}, fmt.Errorf("%w: object is not a valid object", ErrMalformed)
 		}
 		r := Ref{Embedded: t}
-		var err error
 		if r.ID, err = stringField("object.id", n.ID); err != nil {
 			return Ref{}, err
 		}
@@ -279,4 +277,308 @@ func absoluteURL(name, s string) error {
 		return fmt.Errorf("%w: %s %q is not an absolute http(s) URL", ErrMalformed, name, s)
 	}
 	return nil
+}
+
+// decodeNode decodes data, a JSON object, into a node: what
+// json.Unmarshal(data, &n) gives, in one pass over the bytes in the usual
+// case (scanNode), else by json.Unmarshal itself (and its error).
+func decodeNode(data []byte) (node, error) {
+	if n, ok := scanNode(data); ok {
+		return n, nil
+	}
+	var n node
+	err := json.Unmarshal(data, &n)
+	return n, err
+}
+
+// maxScanDepth bounds the nesting scanNode follows; deeper documents go
+// to json.Unmarshal (whose own limit is 10 000).
+const maxScanDepth = 512
+
+// scanNode is the inbox's hot path for json.Unmarshal(data, &n): it
+// validates data as one JSON value (whitespace around it allowed) and, if
+// it is an object, returns the raw values of its members id, type, actor
+// and object, exactly the bytes json.Unmarshal would put in the
+// json.RawMessage fields. ok is false whenever it cannot be sure of
+// giving what json.Unmarshal gives, and the caller must use that
+// instead: data not valid JSON (json.Unmarshal's error says why), not an
+// object, nested deeper than maxScanDepth, or with a member name of the
+// object that has an escape or a non-ASCII byte or equals one of the four
+// only case-insensitively (json.Unmarshal folds names). A repeated name
+// keeps its last value, as json.Unmarshal does. The values share data's
+// memory.
+func scanNode(data []byte) (n node, ok bool) {
+	s := jsonScanner{data: data}
+	i := s.space(0)
+	if i >= len(data) || data[i] != '{' {
+		return node{}, false
+	}
+	end := s.object(i, 1, &n)
+	if end < 0 || s.space(end) != len(data) {
+		return node{}, false
+	}
+	return n, true
+}
+
+// jsonScanner validates JSON text as encoding/json's scanner does (RFC
+// 8259; bytes ≥ 0x80 inside strings are not checked for UTF-8, as
+// encoding/json does not). Each method takes the index where a token
+// starts and returns the index just after it, or -1 when the text is not
+// valid there (or too deep): then the caller falls back to encoding/json.
+type jsonScanner struct {
+	data []byte
+}
+
+// space skips JSON whitespace.
+func (s *jsonScanner) space(i int) int {
+	for i < len(s.data) {
+		switch s.data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value scans one value at depth (the depth of its container).
+func (s *jsonScanner) value(i, depth int) int {
+	if i >= len(s.data) {
+		return -1
+	}
+	switch c := s.data[i]; {
+	case c == '{':
+		return s.object(i, depth+1, nil)
+	case c == '[':
+		return s.array(i, depth+1)
+	case c == '"':
+		return s.str(i)
+	case c == 't':
+		return s.literal(i, "true")
+	case c == 'f':
+		return s.literal(i, "false")
+	case c == 'n':
+		return s.literal(i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number(i)
+	}
+	return -1
+}
+
+// object scans the object at i; when n is not nil, it also takes the
+// members a node has (see scanNode for when it gives up instead).
+func (s *jsonScanner) object(i, depth int, n *node) int {
+	if depth > maxScanDepth {
+		return -1
+	}
+	i = s.space(i + 1)
+	if i < len(s.data) && s.data[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(s.data) || s.data[i] != '"' {
+			return -1
+		}
+		keyEnd := s.str(i)
+		if keyEnd < 0 {
+			return -1
+		}
+		var field *json.RawMessage
+		if n != nil {
+			var ok bool
+			if field, ok = n.field(s.data[i+1 : keyEnd-1]); !ok {
+				return -1
+			}
+		}
+		i = s.space(keyEnd)
+		if i >= len(s.data) || s.data[i] != ':' {
+			return -1
+		}
+		i = s.space(i + 1)
+		end := s.value(i, depth)
+		if end < 0 {
+			return -1
+		}
+		if field != nil {
+			*field = s.data[i:end:end]
+		}
+		var done bool
+		if i, done = s.separator(end, '}'); done || i < 0 {
+			return i
+		}
+	}
+}
+
+// field is where the member named key (raw, between its quotes) goes: one
+// of n's fields, or nil for a member n does not keep. ok is false for a
+// name json.Unmarshal might match differently: escaped, non-ASCII, or
+// equal to a field's name only case-insensitively.
+func (n *node) field(key []byte) (*json.RawMessage, bool) {
+	for _, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	switch string(key) {
+	case "id":
+		return &n.ID, true
+	case "type":
+		return &n.Type, true
+	case "actor":
+		return &n.Actor, true
+	case "object":
+		return &n.Object, true
+	}
+	for _, name := range [...]string{"id", "type", "actor", "object"} {
+		if asciiEqualFold(key, name) {
+			return nil, false
+		}
+	}
+	return nil, true
+}
+
+// asciiEqualFold is bytes.EqualFold for an ASCII key and name.
+func asciiEqualFold(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// array scans the array at i.
+func (s *jsonScanner) array(i, depth int) int {
+	if depth > maxScanDepth {
+		return -1
+	}
+	i = s.space(i + 1)
+	if i < len(s.data) && s.data[i] == ']' {
+		return i + 1
+	}
+	for {
+		end := s.value(i, depth)
+		if end < 0 {
+			return -1
+		}
+		var done bool
+		if i, done = s.separator(end, ']'); done || i < 0 {
+			return i
+		}
+	}
+}
+
+// separator reads what follows a member or element ending at end: a
+// comma (the next one's offset, not done) or the closing byte (the offset
+// after it, done); -1 for anything else.
+func (s *jsonScanner) separator(end int, closing byte) (int, bool) {
+	i := s.space(end)
+	if i >= len(s.data) {
+		return -1, true
+	}
+	switch s.data[i] {
+	case ',':
+		return s.space(i + 1), false
+	case closing:
+		return i + 1, true
+	}
+	return -1, true
+}
+
+// str scans the string at i (s.data[i] is its opening quote): control
+// characters must be escaped, and an escape must be one of JSON's.
+func (s *jsonScanner) str(i int) int {
+	d := s.data
+	for i++; i < len(d); {
+		switch c := d[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(d) {
+				return -1
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) {
+					return -1
+				}
+				for _, h := range d[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// literal scans true, false or null.
+func (s *jsonScanner) literal(i int, word string) int {
+	if !bytes.HasPrefix(s.data[i:], []byte(word)) {
+		return -1
+	}
+	return i + len(word)
+}
+
+// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?; what
+// follows it is its container's business.
+func (s *jsonScanner) number(i int) int {
+	d := s.data
+	digits := func(i int) int { // at least one digit, else -1
+		j := i
+		for j < len(d) && '0' <= d[j] && d[j] <= '9' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	default:
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	if i < len(d) && d[i] == '.' {
+		if i = digits(i + 1); i < 0 {
+			return -1
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	return i
 }

@@ -151,3 +151,114 @@ func FuzzQuickString(f *testing.F) {
 		}
 	})
 }
+
+// TestScanNode: the one-pass scanner takes the usual activities itself
+// and leaves to encoding/json whatever it cannot be sure about; whatever
+// it takes, it decodes as json.Unmarshal does (FuzzScanNode checks that
+// on any input).
+func TestScanNode(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     string
+		wantFast bool // scanNode decides (else json.Unmarshal must)
+	}{
+		// A Create as the flood sends it: nested object, arrays, escapes.
+		{"create", `{"@context":"https://www.w3.org/ns/activitystreams","id":"https://a.test/n/1/activity","type":"Create","actor":"https://a.test/u/x","to":["https://www.w3.org/ns/activitystreams#Public"],"object":{"id":"https://a.test/n/1","type":"Note","content":"<p class=\"x\">a\u00e9\n</p>","sensitive":false,"n":-1.5e+3,"z":0,"tag":[]}}`, true},
+		// Whitespace everywhere JSON allows it.
+		{"whitespace", " \t\r\n{ \"id\" : \"https://a.test/1\" ,\n\"type\":[ \"Like\" ] } \n", true},
+		// The empty object.
+		{"empty object", `{}`, true},
+		// A repeated name: the last value wins, as in json.Unmarshal.
+		{"repeated id", `{"id":"https://a.test/1","id":"https://a.test/2"}`, true},
+		// A name that only folds to "id": encoding/json's matching decides.
+		{"folded name", `{"ID":"https://a.test/1"}`, false},
+		// An escaped name: encoding/json unescapes it first.
+		{"escaped name", `{"\u0069d":"https://a.test/1"}`, false},
+		// A non-ASCII name may fold to an ASCII one ("ſ", "K"): left to encoding/json.
+		{"non-ASCII name", `{"ıd":"https://a.test/1"}`, false},
+		// Names of nested objects are not matched: they need no care.
+		{"nested folded name", `{"object":{"ID":1,"\u0069d":2}}`, true},
+		// Invalid JSON, here and below: encoding/json gives the error. Cut short.
+		{"truncated", `{"id":"https://a.test/1"`, false},
+		// More than one value.
+		{"trailing garbage", `{"id":"https://a.test/1"} x`, false},
+		// A comma before the closing brace.
+		{"trailing comma", `{"id":"https://a.test/1",}`, false},
+		// A number with a leading zero.
+		{"leading zero", `{"n":01}`, false},
+		// A minus without digits.
+		{"bare minus", `{"n":-}`, false},
+		// A dot without digits after it.
+		{"dot without digits", `{"n":1.}`, false},
+		// An exponent without digits.
+		{"exponent without digits", `{"n":1e}`, false},
+		// A raw control character inside a string.
+		{"control character in a string", "{\"id\":\"a\tb\"}", false},
+		// An escape JSON does not have.
+		{"bad escape", `{"id":"\x"}`, false},
+		// \u with fewer than four hex digits.
+		{"short unicode escape", `{"id":"\u12"}`, false},
+		// A misspelt true.
+		{"bad literal", `{"b":tru}`, false},
+		// Single-quoted names.
+		{"single quotes", `{'id':1}`, false},
+		// Valid JSON but not an object: an array.
+		{"array", `[1]`, false},
+		// Or a string.
+		{"string", `"x"`, false},
+		// Deeper than maxScanDepth: encoding/json decides.
+		{"deep", `{"a":` + strings.Repeat("[", maxScanDepth) + strings.Repeat("]", maxScanDepth) + `}`, false},
+		// Just within the depth the scanner follows.
+		{"depth limit", `{"a":` + strings.Repeat("[", maxScanDepth-1) + strings.Repeat("]", maxScanDepth-1) + `}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := scanNode([]byte(tt.data))
+			if ok != tt.wantFast {
+				t.Fatalf("scanNode decided: %v, want %v", ok, tt.wantFast)
+			}
+			if ok {
+				checkLikeUnmarshal(t, []byte(tt.data), got)
+			}
+		})
+	}
+}
+
+// checkLikeUnmarshal fails unless json.Unmarshal(data) gives got.
+func checkLikeUnmarshal(t *testing.T, data []byte, got node) {
+	t.Helper()
+	var want node
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("scanNode took %q, which encoding/json refuses: %v", data, err)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want json.RawMessage
+	}{{"id", got.ID, want.ID}, {"type", got.Type, want.Type}, {"actor", got.Actor, want.Actor}, {"object", got.Object, want.Object}} {
+		if string(f.got) != string(f.want) || (f.got == nil) != (f.want == nil) {
+			t.Fatalf("%q: %s = %q, encoding/json says %q", data, f.name, f.got, f.want)
+		}
+	}
+}
+
+// FuzzScanNode: whatever the scanner decides, encoding/json agrees with.
+func FuzzScanNode(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u/x","object":"https://b.test/n/1"}`,
+		`{"id":"https://a.test/u/1","type":"Undo","actor":{"id":"x"},"object":{"id":"https://a.test/f/1","type":"Follow","object":["a",1,-0.5E-7,true,false,null,{}]}}`,
+		`{"ID":1,"id":2,"Id":3}`, `{"\u0069d":1}`, `{"id":"\ud800"}`, "{\"id\":\"\xff\"}", `{"n":01}`, `{"n":1.}`, `{"n":-}`,
+		`{"a":[[[[]]]]}`, `{} {}`, ` {} `, `{"a":"\u00"}`, `{"a":tru}`, `{"a":nul}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := scanNode(data)
+		if !ok {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("scanNode took %q, which is not valid JSON", data)
+		}
+		checkLikeUnmarshal(t, data, got)
+	})
+}

@@ -344,10 +344,12 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.now()
 	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
 		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header)}
-	if p, err := signing.ParseSignatureHeader(signatureParams(r.Header)); err == nil {
-		e.KeyID = p.KeyID
+	rep, verified := in.receive(w, r, &e)
+	if !verified {
+		// The verifier parsed the signature already when it checked it;
+		// a request it did not check is logged with the keyId it names.
+		e.KeyID = headerKeyID(r.Header)
 	}
-	rep := in.receive(w, r, &e)
 	h := w.Header()
 	if rep.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(rep.retryAfter))
@@ -375,6 +377,15 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.log.Error("inbox could not take an activity", zap.String("type", e.Type), zap.String("id", e.ID),
 			zap.Int("status", rep.status), zap.String("reason", rep.reason))
 	}
+}
+
+// headerKeyID is the keyId of a request's cavage signature, "" when it
+// has none that parses.
+func headerKeyID(h http.Header) string {
+	if p, err := signing.ParseSignatureHeader(signatureParams(h)); err == nil {
+		return p.KeyID
+	}
+	return ""
 }
 
 // signatureParams is the cavage signature parameters of a request, from
@@ -412,26 +423,27 @@ func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, erro
 	return nil, nil, fmt.Errorf("%s is not an inbox on %s", p, o.Host)
 }
 
-// receive runs the checks in order and acts on the activity.
-func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) reply {
+// receive runs the checks in order and acts on the activity. verified
+// says the signature was checked, and e.KeyID set to its keyId.
+func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) (rep reply, verified bool) {
 	if r.Method != http.MethodPost {
-		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method)
+		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method), false
 	}
 	origin, local, err := in.recipient(r)
 	if err != nil {
-		return reject(http.StatusNotFound, "unknown recipient: %v", err)
+		return reject(http.StatusNotFound, "unknown recipient: %v", err), false
 	}
 	if local != nil {
 		e.Local = local.ID
 	}
 	if ct := r.Header.Get("Content-Type"); !activityMediaType(ct) {
 		return reject(http.StatusUnsupportedMediaType,
-			"Content-Type %q is not application/activity+json or application/ld+json", ct)
+			"Content-Type %q is not application/activity+json or application/ld+json", ct), false
 	}
 	limit := in.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		e.BodyBytes = int(min(r.ContentLength, 1<<40))
-		return reject(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+		return reject(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit), false
 	}
 	// MaxBytesReader also tells the server to close the connection rather
 	// than drain a body that is too large.
@@ -439,10 +451,10 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) reply
 	e.Body, e.BodyBytes = string(body[:min(len(body), in.alog.BodyLimit())]), len(body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return reject(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit)
+		return reject(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit), false
 	}
 	if err != nil {
-		return reject(http.StatusBadRequest, "reading the body: %v", err)
+		return reject(http.StatusBadRequest, "reading the body: %v", err), false
 	}
 	// Parse early, leniently, so even a rejected request shows its
 	// activity in the log; the parse is enforced after the signature.
@@ -450,23 +462,23 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) reply
 	if perr == nil {
 		describe(e, act)
 	}
-	if perr == nil && in.isSelfDeleteOfStranger(act, e.KeyID) {
+	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, headerKeyID(r.Header)) {
 		return reply{status: http.StatusAccepted, note: "Delete of an actor by itself: accepted without fetching its key, " +
-			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}
+			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}, false
 	}
 	ctx := context.WithValue(r.Context(), originKey{}, origin)
 	v, err := in.verifier.Verify(ctx, r, body)
 	if err != nil {
-		return reject(http.StatusUnauthorized, "signature: %v", err)
+		return reject(http.StatusUnauthorized, "signature: %v", err), false
 	}
 	e.KeyID = v.KeyID
 	if perr != nil {
-		return reject(http.StatusBadRequest, "%v", perr)
+		return reject(http.StatusBadRequest, "%v", perr), true
 	}
 	if v.Owner != act.Actor {
-		return reject(http.StatusUnauthorized, "the key %s belongs to %s, but the activity's actor is %s", v.KeyID, v.Owner, act.Actor)
+		return reject(http.StatusUnauthorized, "the key %s belongs to %s, but the activity's actor is %s", v.KeyID, v.Owner, act.Actor), true
 	}
-	return in.dispatch(act, body)
+	return in.dispatch(act, body), true
 }
 
 // activityMediaType accepts application/activity+json and

@@ -311,13 +311,22 @@ func (l *ActivityLog) writer(f *os.File, size int64) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // bodies stay readable in `tail -f`
+	var fast []byte
 	for e := range l.lines {
-		buf.Reset()
-		if err := enc.Encode(e); err != nil {
-			fail(err)
-			continue
+		var line []byte
+		var ok bool
+		if fast, ok = appendEntryJSON(fast[:0], &e); ok {
+			line = fast
+		} else {
+			// What appendEntryJSON does not encode, json.Encoder
+			// encodes or refuses.
+			buf.Reset()
+			if err := enc.Encode(e); err != nil {
+				fail(err)
+				continue
+			}
+			line = buf.Bytes()
 		}
-		line := buf.Bytes()
 		if size > 0 && size+int64(len(line)) > l.o.RotateBytes {
 			if err := w.Flush(); err != nil {
 				fail(err)

@@ -1,0 +1,175 @@
+package inbox
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendEntryJSON appends e as the activity log writes it: byte for byte
+// what a json.Encoder with SetEscapeHTML(false) writes for e, the final
+// newline included, without reflection (the log's writer encodes one entry
+// per delivery, and on two cores its CPU is the inbox's). ok is false when
+// e holds a value that it does not encode (a Time that Time.MarshalJSON
+// refuses, a DurationMS that is NaN or infinite): the caller then uses
+// json.Encoder, which reports the error. TestAppendEntryJSON fails when a
+// field is added to Entry and not here.
+func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
+	t, err := e.Time.MarshalJSON()
+	if err != nil || math.IsNaN(e.DurationMS) || math.IsInf(e.DurationMS, 0) {
+		return b, false
+	}
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"time":`...)
+	b = append(b, t...)
+	b = appendJSONField(b, "direction", e.Direction, false)
+	b = appendJSONField(b, "remote", e.Remote, true)
+	b = appendJSONField(b, "method", e.Method, false)
+	b = appendJSONField(b, "url", e.URL, false)
+	if len(e.Headers) > 0 {
+		b = append(b, `,"headers":{`...)
+		keys := make([]string, 0, len(e.Headers))
+		for k := range e.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			vs := e.Headers[k]
+			if vs == nil {
+				b = append(b, "null"...)
+				continue
+			}
+			b = append(b, '[')
+			for j, v := range vs {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, v)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	b = appendJSONField(b, "body", e.Body, true)
+	b = append(b, `,"body_bytes":`...)
+	b = strconv.AppendInt(b, int64(e.BodyBytes), 10)
+	if e.Truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	b = appendJSONField(b, "id", e.ID, true)
+	b = appendJSONField(b, "type", e.Type, true)
+	b = appendJSONField(b, "actor", e.Actor, true)
+	b = appendJSONField(b, "object", e.Object, true)
+	b = appendJSONField(b, "object_type", e.ObjectType, true)
+	b = appendJSONField(b, "local", e.Local, true)
+	b = appendJSONField(b, "to", e.To, true)
+	b = appendJSONField(b, "key_id", e.KeyID, true)
+	b = appendJSONField(b, "verdict", e.Verdict, false)
+	b = appendJSONField(b, "reason", e.Reason, true)
+	b = appendJSONField(b, "note", e.Note, true)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	if e.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(e.Attempt), 10)
+	}
+	b = append(b, `,"duration_ms":`...)
+	b = appendJSONFloat(b, e.DurationMS)
+	b = appendJSONField(b, "response", e.Response, true)
+	return append(b, "}\n"...), true
+}
+
+// appendJSONField appends ,"name":"value", or nothing for an empty value
+// of an omitempty field.
+func appendJSONField(b []byte, name, value string, omitEmpty bool) []byte {
+	if omitEmpty && value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendJSONString(b, value)
+}
+
+// appendJSONFloat formats f as encoding/json does a float64: like
+// strconv's shortest 'f', switching to 'e' below 1e-6 and from 1e21 on,
+// with a one-digit negative exponent unpadded (e-7, not e-07).
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONString quotes s as encoding/json does without HTML escaping:
+// ", \ and control characters escaped (\b \f \n \r \t by name, the others
+// as \u00XX), each invalid UTF-8 byte as \ufffd, U+2028 and U+2029 as
+// \u2028 and \u2029, everything else as it is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
