@@ -59,3 +59,37 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHandlerOnly is the handlers' own cost per request, no network:
+// what the router, the middleware and the handler add to a bare handler
+// answering the same bytes.
+//
+//	go test -run '^$' -bench BenchmarkHandlerOnly -benchmem ./pasture/
+func BenchmarkHandlerOnly(b *testing.B) {
+	p := testPasture(b, Config{Version: "bench"})
+	h := p.Handler()
+	for _, c := range []struct {
+		name, path string
+		handler    http.Handler
+	}{
+		{"bare", "/users/alice", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/activity+json")
+			w.Write([]byte(`{"id":"https://flood1.test/users/alice","type":"Person"}`))
+		})},
+		{"actor", "/users/alice", h},
+		{"webfinger", "/.well-known/webfinger?resource=acct:alice@flood1.test", h},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "http://flood1.test"+c.path, nil)
+			req.Header.Set("Accept", "application/activity+json")
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				c.handler.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}

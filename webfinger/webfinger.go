@@ -152,7 +152,7 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := Resolve(o, r.URL.Query().Get("resource"))
+	a, err := Resolve(o, queryValue(r.URL.RawQuery, "resource"))
 	switch {
 	case errors.Is(err, ErrBadResource):
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -169,6 +169,29 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, ContentTypeJRD, Describe(a))
+}
+
+// queryValue is the first value of key in a raw query, as
+// url.Values.Get(key) of url.ParseQuery(raw) would return it (a value
+// that does not unescape is skipped, as ParseQuery drops it), without
+// building the map: WebFinger is the document a SUT fetches most.
+func queryValue(raw, key string) string {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if strings.Contains(pair, ";") {
+			continue // ParseQuery refuses a pair with a semicolon
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil || k != key {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err == nil {
+			return v
+		}
+	}
+	return ""
 }
 
 // HostMeta answers /.well-known/host-meta (XRD) and, for a JSON Accept or
