@@ -219,6 +219,60 @@ func TestRunRealFedify(t *testing.T) {
 		t.Errorf("crowd-run.md: %v\n%s", err, md)
 	}
 	t.Logf("crowd-run.md:\n%s", md)
+
+	// A second run on the same personas: the crowd's actors already follow
+	// them, so its set-up sends no Follow again (GoToSocial answers a
+	// second Follow of a relation it has with a 500), yet counts them as
+	// its followers. The flood sends no Follow either (--mix), so the
+	// crowd's log of outgoing Follows must not grow.
+	rerun := time.Now()
+	out2 := t.TempDir()
+	output, err = f.crowdRun(t, out2, "--rate", "5", "--seconds", "2", "--timeout", "60s", "--mix", "create=1",
+		"--personas", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
+		"--follows", "12", "--followers", "2", "--post-every", "0", "--probe-hz", "1",
+		"--setup-timeout", "90s", "--drain-timeout", "10s", "--label", "fedify-rerun")
+	if err != nil {
+		t.Fatalf("second crowd run: %v\n%s", err, output)
+	}
+	if n := f.outgoingFollowsSince(t, rerun); n != 0 {
+		t.Errorf("the second run's set-up sent %d Follows of personas the crowd already follows", n)
+	}
+	paths, _ = filepath.Glob(filepath.Join(out2, "*-fedify-rerun.json"))
+	var rec2 runRecord
+	if len(paths) != 1 {
+		t.Fatalf("second run: want one record, got %v", paths)
+	}
+	if raw, err := os.ReadFile(paths[0]); err != nil || json.Unmarshal(raw, &rec2) != nil {
+		t.Fatalf("second run's record: %v", err)
+	}
+	if s := rec2.Run.Setup; s.CrowdFollowsRequested != 6 || s.CrowdFollowsAccepted != 6 {
+		t.Errorf("second run: crowd followers requested %d, accepted %d; want 6 and 6 (3 personas × 2, from the first run)",
+			s.CrowdFollowsRequested, s.CrowdFollowsAccepted)
+	}
+}
+
+// outgoingFollowsSince counts the Follows the crowd has sent since t0, by
+// its activity log (admin API; the log's ring keeps the newest entries).
+func (f *federation) outgoingFollowsSince(t *testing.T, t0 time.Time) int {
+	t.Helper()
+	resp, err := f.ns.HTTPClient(nil, nil).Get("http://127.0.0.1:9180/api/activities?type=Follow&direction=out&limit=100000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var entries []struct {
+		Time time.Time `json:"time"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&entries); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /api/activities: %d %v", resp.StatusCode, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.Time.Before(t0) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestRunBadInput: what a user gets wrong is said clearly, with exit
