@@ -131,7 +131,17 @@ type GeneratorConfig struct {
 	// OnFollow, when set, is called with every Follow generated, on the
 	// generating goroutine: it must not block (see Registrar.Add).
 	OnFollow func(FollowRegistration)
+	// Following, when set, says whether crowd actor local already follows
+	// (or has asked to follow) the persona remote before the run. The
+	// generator sends a Follow only for a pair that does not follow yet,
+	// and not twice in a run: servers do not repeat a Follow they have,
+	// and GoToSocial answers a second one with a 500.
+	Following func(local, remote string) bool
 }
+
+// maxFollowDraws bounds the senders drawn for one Follow before the
+// generator gives up on the persona and sends a Create instead.
+const maxFollowDraws = 16
 
 // Generator makes the flood's activities: who sends what to which persona.
 // It is shared, immutable configuration plus a sequence counter; each
@@ -145,7 +155,26 @@ type Generator struct {
 	base     uint64     // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
 	streams  atomic.Uint64
+	followed sync.Map // followPair → struct{}: the Follows drawn this run
+	diverted atomic.Int64
 }
+
+// followPair is a crowd actor and the persona it follows.
+type followPair struct{ local, remote string }
+
+// claimFollow reports whether local may follow remote now (it did not
+// before the run, nor earlier in it) and, if so, marks the pair taken.
+func (g *Generator) claimFollow(local, remote string) bool {
+	if g.cfg.Following != nil && g.cfg.Following(local, remote) {
+		return false
+	}
+	_, taken := g.followed.LoadOrStore(followPair{local, remote}, struct{}{})
+	return !taken
+}
+
+// FollowsDiverted is how many drawn Follows became Creates because every
+// sender tried already followed the persona.
+func (g *Generator) FollowsDiverted() int64 { return g.diverted.Load() }
 
 // NewGenerator checks cfg and returns its Generator. It fails when there
 // are no senders or personas, a persona's Target is not an absolute URL,
@@ -250,8 +279,11 @@ func runKey(start time.Time) uint64 {
 // Next draws the next activity: a persona uniformly, a type by the mix (a
 // Like of a persona without posts becomes another type; with a Likes-only
 // mix the persona is drawn among those with posts), a sender uniformly or
-// by Zipf (never the persona itself, in a self-flood). A Follow is passed
-// to OnFollow before Next returns.
+// by Zipf (never the persona itself, in a self-flood). A Follow goes only
+// from a sender that does not follow the persona yet (GeneratorConfig.Following,
+// and the Follows drawn earlier in the run); after maxFollowDraws senders
+// that all do, it becomes a Create (counted, FollowsDiverted). A Follow is
+// passed to OnFollow before Next returns.
 func (s *Stream) Next() (Draft, error) {
 	g := s.g
 	pi := s.r.IntN(len(g.cfg.Personas))
@@ -268,6 +300,17 @@ func (s *Stream) Next() (Draft, error) {
 	}
 	p := g.cfg.Personas[pi]
 	sender := s.drawSender(p.ID)
+	if typ == TypeFollow {
+		ok := g.claimFollow(sender.ID, p.ID)
+		for try := 1; !ok && try < maxFollowDraws; try++ {
+			sender = s.drawSender(p.ID)
+			ok = g.claimFollow(sender.ID, p.ID)
+		}
+		if !ok {
+			typ = TypeCreate
+			g.diverted.Add(1)
+		}
+	}
 	now := g.cfg.Now()
 	seq := g.seqNext()
 	var act actors.Activity

@@ -138,7 +138,9 @@ func TestMixProportions(t *testing.T) {
 		{"no likes", Mix{Create: 3, Follow: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(5), Personas: fakePersonas(4), Mix: c.mix, Seed: 7})
+			// Enough senders that no Follow runs out of senders that do not
+			// follow its persona yet (TestFollowsOnlyNewPairs covers that).
+			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(10000), Personas: fakePersonas(4), Mix: c.mix, Seed: 7})
 			s := g.Stream()
 			const n = 10000
 			count := map[string]int{}
@@ -152,6 +154,52 @@ func TestMixProportions(t *testing.T) {
 				if math.Abs(got-want) > 0.02 {
 					t.Errorf("%s: share %.3f, want %.3f ± 0.02", typ, got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestFollowsOnlyNewPairs: a Follow goes only from a sender that does not
+// follow its persona yet, by the crowd's graph before the run and by the
+// Follows drawn in it; when none is left, the Follow becomes a Create and
+// is counted.
+func TestFollowsOnlyNewPairs(t *testing.T) {
+	senders, personas := fakeSenders(6), fakePersonas(2)
+	before := map[followPair]bool{
+		{senders[0].ID, personas[0].ID}: true, // followed before the run
+		{senders[1].ID, personas[1].ID}: true,
+	}
+	for _, c := range []struct {
+		name         string
+		draws        int
+		wantFollows  int   // distinct pairs, none of them in before
+		wantDiverted int64 // Follows sent as Creates
+	}{
+		// Fewer draws than free pairs: every Follow is a new pair.
+		{"pairs left", 8, 8, 0},
+		// More draws than the 10 free pairs: the rest become Creates.
+		{"pairs run out", 30, 10, 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := mustGenerator(t, GeneratorConfig{Senders: senders, Personas: personas, Mix: Mix{Follow: 1}, Seed: 3,
+				Following: func(local, remote string) bool { return before[followPair{local, remote}] }})
+			s := g.Stream()
+			seen := map[followPair]bool{}
+			follows := 0
+			for range c.draws {
+				d := mustDraft(t, s)
+				if d.Type != TypeFollow {
+					continue
+				}
+				follows++
+				pair := followPair{d.Sender.ID, d.Persona.ID}
+				if before[pair] || seen[pair] {
+					t.Errorf("Follow of %s by %s again", pair.remote, pair.local)
+				}
+				seen[pair] = true
+			}
+			if follows != c.wantFollows || g.FollowsDiverted() != c.wantDiverted {
+				t.Errorf("%d Follows, %d diverted; want %d and %d", follows, g.FollowsDiverted(), c.wantFollows, c.wantDiverted)
 			}
 		})
 	}

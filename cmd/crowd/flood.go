@@ -24,6 +24,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -298,6 +299,26 @@ type floodEnv struct {
 	close    func()
 }
 
+// crowdFollowing reads the crowd's follow graph through its admin API
+// and answers whether a crowd actor follows (or has asked to follow) a
+// remote actor, so the flood sends no Follow a server already has.
+func crowdFollowing(ctx context.Context, admin *adminClient) (func(local, remote string) bool, error) {
+	var infos []inbox.FollowsInfo
+	if err := admin.get(ctx, "/api/follows", nil, &infos); err != nil {
+		return nil, fmt.Errorf("reading the crowd's follows: %w", err)
+	}
+	type pair struct{ local, remote string }
+	set := map[pair]bool{}
+	for _, fi := range infos {
+		for _, rel := range fi.Following {
+			if rel.State != actors.StateRejected {
+				set[pair{rel.Local, rel.Remote}] = true
+			}
+		}
+	}
+	return func(local, remote string) bool { return set[pair{local, remote}] }, nil
+}
+
 // floodHooks let crowd run drive a flood (nil for crowd flood).
 type floodHooks struct {
 	// beforeTargets runs once the crowd is reached and before the personas
@@ -374,8 +395,14 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		}
 	}()
 
+	var following func(local, remote string) bool
+	if p.mix.Follow > 0 && env.admin != nil {
+		if following, err = crowdFollowing(ctx, env.admin); err != nil {
+			return err
+		}
+	}
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: p.mix,
-		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollow: reg.Add})
+		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollow: reg.Add, Following: following})
 	if err != nil {
 		var ue *flood.UsageError
 		if errors.As(err, &ue) {
@@ -383,6 +410,12 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		}
 		return err
 	}
+	defer func() {
+		if n := gen.FollowsDiverted(); n > 0 {
+			log.Warn("some Follows were sent as Creates: every crowd actor tried already followed the persona, and a server does not take a Follow it already has",
+				zap.Int64("diverted", n))
+		}
+	}()
 
 	tr := flood.NewTransport(f.maxInflight, tlsConfig)
 	tr.DialContext = guard.DialContext

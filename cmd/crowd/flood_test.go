@@ -114,6 +114,36 @@ func TestFloodStandaloneSelfFlood(t *testing.T) {
 	}
 }
 
+// TestFloodFollowsOnlyNewPairs: the crowd's actors never send a Follow a
+// server already has. Four actors make twelve follower/followed pairs; two
+// runs of ten Follows each, on the same state, send at most twelve in all
+// (the rest go out as Creates, and the second run says so).
+func TestFloodFollowsOnlyNewPairs(t *testing.T) {
+	state := t.TempDir()
+	follows := 0
+	for run := 1; run <= 2; run++ {
+		out := t.TempDir()
+		code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out,
+			"--mix", "follow=1", "--max-sends", "10", "--seconds", "0", "--rate", "200", "--log-level", "warn")...)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
+		}
+		r := records(t, out)[0]
+		if r.Overall.Counts.Sent != 10 || r.Overall.Tally.Classes[flood.Class202] != 10 {
+			t.Errorf("run %d: sent %d, tally %+v; want 10 answered 202", run, r.Overall.Counts.Sent, r.Overall.Tally)
+		}
+		if tr, ok := r.Types["Follow"]; ok {
+			follows += int(tr.Counts.Sent)
+		}
+		if run == 2 && !strings.Contains(stderr, "sent as Creates") {
+			t.Errorf("run 2 did not say that Follows became Creates:\n%s", stderr)
+		}
+	}
+	if follows > 12 {
+		t.Errorf("%d Follows in two runs among four actors: some pair was followed twice", follows)
+	}
+}
+
 func TestFloodExitCodes(t *testing.T) {
 	state := t.TempDir()
 	for _, c := range []struct {
