@@ -67,7 +67,9 @@ func (f *runFlags) command(g *globalOptions) *cobra.Command {
     persona's home timeline is read --probe-hz times a second, and each persona posts every
     --post-every (the SUT delivers those posts to the crowd actors that follow it);
  3. the drain: after the flood, how long until the last note the SUT accepted is visible in its
-    follower's home (bounded by --drain-timeout).
+    follower's home (bounded by --drain-timeout); then a sweep pages down the homes for notes
+    still unseen, which a late SUT files below the newest page: found there, they count as
+    buried, not as never seen.
 
 Measured: the flood's own figures; the home timeline's latency (p50/p95/p99) and errors; the
 visibility latency of every Create sent to a persona that follows its sender, from its send to
@@ -497,6 +499,19 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 	}
 	stopStream()
 	streamDone.Wait()
+	// Notes no probe saw may be in the home below the newest page: a bounded
+	// read deeper tells "there, buried" from "never there".
+	var sweep *audience.SweepStats
+	if ctx.Err() == nil && vis.Outstanding() > 0 {
+		tokens := map[string]string{}
+		for _, p := range st.personas {
+			tokens[p.Name] = p.Token
+		}
+		sctx, stop := context.WithTimeout(ctx, 30*time.Second)
+		s := audience.Sweep(sctx, st.client, tokens, vis, audience.SweepOptions{})
+		stop()
+		sweep = &s
+	}
 
 	path := ""
 	if r.file != nil {
@@ -511,7 +526,7 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 	}
 	section := &audience.RunSection{Schema: audience.RunSchema, Version: audience.RunVersion, SUT: st.client.Base(),
 		Follows: st.f.follows, Followers: st.f.followers, ProbeHz: st.f.probeHz, Setup: st.stats, Home: home,
-		Delivery: dl.Summary()}
+		Delivery: dl.Summary(), Sweep: sweep}
 	for _, p := range st.personas {
 		section.Personas = append(section.Personas, p.Acct)
 	}

@@ -328,7 +328,18 @@ func (c *Client) PostStatus(ctx context.Context, token, text, visibility string)
 // partial is true for Mastodon's 206 (the home feed is being regenerated:
 // the list may lack statuses that belong there).
 func (c *Client) HomeTimeline(ctx context.Context, token string, limit int) (statuses []Status, partial bool, err error) {
-	b, code, err := c.do(ctx, http.MethodGet, "/api/v1/timelines/home", url.Values{"limit": {strconv.Itoa(limit)}}, nil, token)
+	return c.HomeTimelinePage(ctx, token, limit, "")
+}
+
+// HomeTimelinePage reads the page of token's home timeline just older than
+// the status with id maxID (Mastodon's max_id; "" for the newest page).
+// The next page's maxID is the last status's ID.
+func (c *Client) HomeTimelinePage(ctx context.Context, token string, limit int, maxID string) (statuses []Status, partial bool, err error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if maxID != "" {
+		q.Set("max_id", maxID)
+	}
+	b, code, err := c.do(ctx, http.MethodGet, "/api/v1/timelines/home", q, nil, token)
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +28,7 @@ type fakeSUT struct {
 	home        map[string][]Status
 	homeStatus  int // answer of the home timeline (0 = 200)
 	homeDelay   time.Duration
+	ignoreMaxID bool // answer the newest page whatever max_id says
 	posts       int
 }
 
@@ -121,7 +124,15 @@ func (f *fakeSUT) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			send(f.homeStatus, map[string]string{"error": "nope"})
 			return
 		}
-		send(200, f.home[persona])
+		home := f.home[persona]
+		if id := r.URL.Query().Get("max_id"); id != "" && !f.ignoreMaxID {
+			i := slices.IndexFunc(home, func(s Status) bool { return s.ID == id })
+			home = home[i+1:] // i = -1: the whole home, as an unknown id would
+		}
+		if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n < len(home) {
+			home = home[:n]
+		}
+		send(200, home)
 	default:
 		send(404, map[string]string{"error": "Record not found"})
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ type RunSection struct {
 	Visibility VisibilityStats `json:"visibility"`
 	Drain      DrainStats      `json:"drain"`
 	Delivery   DeliveryStats   `json:"delivery"`
+	// Sweep is the deep read of the homes after the drain, when notes were
+	// still unseen (see Sweep); nil when none was needed.
+	Sweep *SweepStats `json:"sweep,omitempty"`
 	// NotesFile is the per-note log beside the record (JSON lines of
 	// NoteLog), by file name.
 	NotesFile string `json:"notes_file,omitempty"`
@@ -181,11 +185,20 @@ func (r *Record) MarkdownRow(file string) string {
 	if d.Expected > 0 {
 		delivery = fmt.Sprintf("%s, %d/%d (%.1f%%)", fmtUS(d.Latency.P95), d.Reached, d.Expected, 100*d.Completeness)
 	}
-	return fmt.Sprintf("| %s | %s | %g | %.1f | %d | %s / %s | %d / %d / %d | %s / %s | %d of %d | %s | %s | %s | [%s](%s) |\n",
+	return fmt.Sprintf("| %s | %s | %g | %.1f | %d | %s / %s | %d / %d / %d | %s / %s | %s of %d | %s | %s | %s | [%s](%s) |\n",
 		r.Start.UTC().Format("2006-01-02 15:04:05"), mdEscape(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
 		held, fmtUS(o.Latency.P50), fmtUS(o.Latency.P95), c202, c429, other,
-		fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), v.NeverSeen, v.Accepted, drain, fmtUS(run.Home.Latency.P95),
+		fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), neverSeen(v), v.Accepted, drain, fmtUS(run.Home.Latency.P95),
 		delivery, file, file)
+}
+
+// neverSeen is the row's count of notes never seen, with those the sweep
+// found below the newest page: "12" or "12 (+30 buried)".
+func neverSeen(v VisibilityStats) string {
+	if v.Buried == 0 {
+		return strconv.FormatInt(v.NeverSeen, 10)
+	}
+	return fmt.Sprintf("%d (+%d buried)", v.NeverSeen, v.Buried)
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -247,6 +260,14 @@ func WriteSummary(out io.Writer, run *RunSection) error {
 	v := run.Visibility
 	fmt.Fprintf(w, "visibility: %d notes owed to a follower's home, %d accepted, %d seen, %d never seen; p50 %s p95 %s p99 %s\n",
 		v.Sent, v.Accepted, v.Seen, v.NeverSeen, fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), fmtUS(v.Latency.P99))
+	if sw := run.Sweep; sw != nil {
+		fmt.Fprintf(w, "sweep: %d never seen by the probes were in the home below the newest page (%d pages of %d personas read after the drain",
+			sw.Found, sw.Pages, sw.Personas)
+		if sw.Errors > 0 {
+			fmt.Fprintf(w, ", %d failed: %s", sw.Errors, sw.Error)
+		}
+		w.WriteString("); they are counted as buried, not never seen\n")
+	}
 	if run.Drain.Complete {
 		fmt.Fprintf(w, "drain: the last accepted note was visible %s after the flood\n", fmtSeconds(run.Drain.Seconds))
 	} else {

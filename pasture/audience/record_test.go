@@ -60,10 +60,11 @@ func sampleRecord() *Record {
 		Setup: SetupStats{Seconds: 41.5, FollowsRequested: 1000, FollowsAccepted: 1000, CrowdFollowsRequested: 40, CrowdFollowsAccepted: 40, Posts: 40},
 		Home: HomeStats{Probes: 4800, OK: 4790, Errors: 10, ErrorClasses: map[string]int64{"429": 10},
 			Latency: flood.Quantiles{Count: 4790, P50: 9000, P95: 27000, P99: 64000}},
-		Visibility: VisibilityStats{Sent: 10740, Accepted: 8460, Refused: 2280, Seen: 8455, NeverSeen: 5,
+		Visibility: VisibilityStats{Sent: 10740, Accepted: 8460, Refused: 2280, Seen: 8455, NeverSeen: 2, Buried: 3,
 			Latency: flood.Quantiles{Count: 8455, P50: 310000, P95: 2900000, P99: 4100000}},
 		Drain:     DrainStats{Seconds: 60, Complete: false, Timeout: 60},
 		Delivery:  DeliveryStats{Posts: 240, Expected: 480, Reached: 478, Completeness: 478.0 / 480, Latency: flood.Quantiles{P50: 90000, P95: 350000}},
+		Sweep:     &SweepStats{Personas: 2, Pages: 6, Found: 3},
 		NotesFile: "20261005-090000-reference.notes.jsonl",
 	}}
 }
@@ -115,7 +116,7 @@ func TestRecordFiles(t *testing.T) {
 		t.Fatalf("flood.LoadRecord of a run record: %v", err)
 	}
 	got, err := LoadRecord(path)
-	if err != nil || got.Run.Visibility.NeverSeen != 5 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
+	if err != nil || got.Run.Visibility.NeverSeen != 2 || got.Run.Visibility.Buried != 3 || got.Run.Sweep == nil || got.Run.Sweep.Found != 3 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
 		t.Fatalf("LoadRecord = %+v, %v", got, err)
 	}
 	if _, err := LoadRecord(filepath.Join(dir, "missing.json")); err == nil {

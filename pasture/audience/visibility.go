@@ -59,6 +59,7 @@ type Visibility struct {
 	order       []*sentNote
 	seen        map[noteKey]time.Time // first appearance of every status in every home: the probe's answer
 	asked       map[noteKey]time.Time // when that probe was asked
+	buried      map[noteKey]time.Time // owed notes never seen by a probe, found deeper by the sweep, and when
 	outstanding int                   // accepted notes not seen yet
 }
 
@@ -67,7 +68,8 @@ type Visibility struct {
 // SUT accepted belong here).
 func NewVisibility(follows map[string][]string) *Visibility {
 	v := &Visibility{readers: map[string][]string{}, notes: map[noteKey]*sentNote{},
-		byURI: map[string][]*sentNote{}, seen: map[noteKey]time.Time{}, asked: map[noteKey]time.Time{}}
+		byURI: map[string][]*sentNote{}, seen: map[noteKey]time.Time{}, asked: map[noteKey]time.Time{},
+		buried: map[noteKey]time.Time{}}
 	for _, p := range slices.Sorted(maps.Keys(follows)) {
 		for _, id := range follows[p] {
 			if !slices.Contains(v.readers[id], p) {
@@ -133,6 +135,48 @@ func (v *Visibility) Seen(persona, uri string, asked, at time.Time) bool {
 	return true
 }
 
+// Buried records that the sweep found uri in persona's home at at, below
+// the newest page the probes read. It counts only for a note owed to that
+// home, accepted and never seen by a probe (a probe's sighting stands),
+// and reports whether it counted. A buried note is in the home, but when
+// it got there is not known.
+func (v *Visibility) Buried(persona, uri string, at time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := noteKey{persona, uri}
+	n := v.notes[k]
+	if n == nil || !n.answered || !n.accepted() {
+		return false
+	}
+	if _, ok := v.seen[k]; ok {
+		return false
+	}
+	if _, ok := v.buried[k]; ok {
+		return false
+	}
+	v.buried[k] = at
+	return true
+}
+
+// Unseen is, per persona, the accepted notes owed to its home that no probe
+// has seen and the sweep has not found.
+func (v *Visibility) Unseen() map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range v.notes {
+		if !n.answered || !n.accepted() {
+			continue
+		}
+		_, seen := v.seen[k]
+		_, buried := v.buried[k]
+		if !seen && !buried {
+			out[k.persona]++
+		}
+	}
+	return out
+}
+
 // Outstanding is the number of notes the SUT accepted that have not
 // appeared in their persona's home yet.
 func (v *Visibility) Outstanding() int {
@@ -151,8 +195,14 @@ type VisibilityStats struct {
 	Refused  int64 `json:"refused"`
 	// Seen appeared in the persona's home timeline (whatever the answer).
 	Seen int64 `json:"seen"`
-	// NeverSeen were accepted but never appeared, by the end of the drain.
+	// NeverSeen were accepted but never appeared, by the end of the drain,
+	// nor were found by the sweep.
 	NeverSeen int64 `json:"never_seen"`
+	// Buried were accepted and never seen by a probe, but the sweep after
+	// the drain found them in the home below the newest page (a server that
+	// files a late note by its publication time puts it there): in the
+	// home, at a time not known. Not in Latency.
+	Buried int64 `json:"buried"`
 	// Latency is first appearance − send, in µs: an upper bound, late by at
 	// most one probe period and the probe's own latency.
 	Latency flood.Quantiles `json:"latency"`
@@ -196,11 +246,17 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 				last = seen
 			}
 		case n.accepted():
-			st.NeverSeen++
+			if _, ok := v.buried[noteKey{n.persona, n.uri}]; ok {
+				st.Buried++
+			} else {
+				st.NeverSeen++
+			}
 		}
 	}
 	st.Latency = flood.Summarize(h)
-	d := DrainStats{Complete: st.NeverSeen == 0, Timeout: timeout.Seconds()}
+	// A buried note's time in the home is not known: the drain is complete
+	// only when the probes saw every note.
+	d := DrainStats{Complete: st.NeverSeen == 0 && st.Buried == 0, Timeout: timeout.Seconds()}
 	switch {
 	case !d.Complete:
 		d.Seconds = max(0, drainEnd.Sub(floodEnd).Seconds())
@@ -221,6 +277,7 @@ type NoteLog struct {
 	Seen    *time.Time `json:"seen,omitempty"`       // the answer of the first probe whose timeline held the note
 	Asked   *time.Time `json:"asked,omitempty"`      // when that probe was asked: the note was visible by seen, perhaps not yet at asked
 	Visible *float64   `json:"visible_ms,omitempty"` // seen − sent, ms
+	Buried  *time.Time `json:"buried,omitempty"`     // never seen by a probe; when the sweep found it below the newest page
 }
 
 // Notes returns every tracked note in send order.
@@ -234,6 +291,9 @@ func (v *Visibility) Notes() []NoteLog {
 			s, a := seen.UTC(), v.asked[noteKey{n.persona, n.uri}].UTC()
 			ms := float64(seen.Sub(n.sent).Microseconds()) / 1000
 			l.Seen, l.Asked, l.Visible = &s, &a, &ms
+		} else if at, ok := v.buried[noteKey{n.persona, n.uri}]; ok {
+			b := at.UTC()
+			l.Buried = &b
 		}
 		out = append(out, l)
 	}
