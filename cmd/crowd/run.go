@@ -507,7 +507,9 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 		for _, p := range st.personas {
 			tokens[p.Name] = p.Token
 		}
-		sctx, stop := context.WithTimeout(ctx, 30*time.Second)
+		// As long again as the drain may take: a SUT slow enough to leave
+		// notes unseen reads its homes slowly too.
+		sctx, stop := context.WithTimeout(ctx, max(10*time.Second, st.f.drainTimeout))
 		s := audience.Sweep(sctx, st.client, tokens, vis, audience.SweepOptions{})
 		stop()
 		sweep = &s

@@ -266,6 +266,9 @@ func WriteSummary(out io.Writer, run *RunSection) error {
 		if sw.Errors > 0 {
 			fmt.Fprintf(w, ", %d failed: %s", sw.Errors, sw.Error)
 		}
+		if sw.Cut > 0 || sw.Left > 0 {
+			fmt.Fprintf(w, "; at its bound %d were cut short and %d left unread", sw.Cut, sw.Left)
+		}
 		w.WriteString("); they are counted as buried, not never seen\n")
 	}
 	if run.Drain.Complete {

@@ -2,6 +2,7 @@ package audience
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -14,6 +15,8 @@ type SweepOptions struct {
 	Limit int
 	// Now stamps the finds; nil = time.Now.
 	Now func() time.Time
+	// Concurrency is how many homes are read at once; 0 = 4.
+	Concurrency int
 }
 
 // SweepStats say what a Sweep did.
@@ -23,6 +26,8 @@ type SweepStats struct {
 	Found    int    `json:"found"`    // notes found below the newest page (Visibility.Buried)
 	Errors   int    `json:"errors"`   // pages that failed (the persona's sweep stops there)
 	Error    string `json:"first_error,omitempty"`
+	Left     int    `json:"left,omitempty"` // personas with unseen notes not read: ctx ended first
+	Cut      int    `json:"cut,omitempty"`  // personas whose reading ctx's end cut short
 }
 
 // Sweep reads deeper into the home timeline of every persona that still
@@ -43,36 +48,75 @@ func Sweep(ctx context.Context, c *Client, tokens map[string]string, v *Visibili
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	var st SweepStats
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	var (
+		mu sync.Mutex
+		st SweepStats
+		wg sync.WaitGroup
+	)
+	slots := make(chan struct{}, o.Concurrency)
 	for persona, unseen := range v.Unseen() {
 		token, ok := tokens[persona]
 		if !ok || unseen == 0 {
 			continue
 		}
-		st.Personas++
-		maxID := ""
-		for page := 0; page < o.Pages && ctx.Err() == nil && unseen > 0; page++ {
-			statuses, _, err := c.HomeTimelinePage(ctx, token, o.Limit, maxID)
-			st.Pages++
-			if err != nil {
-				st.Errors++
-				if st.Error == "" {
-					st.Error = err.Error()
-				}
-				break
-			}
-			now := o.Now()
-			for _, s := range statuses {
-				if v.Buried(persona, s.URI, now) {
-					st.Found++
-					unseen--
-				}
-			}
-			if len(statuses) == 0 || statuses[len(statuses)-1].ID == "" || statuses[len(statuses)-1].ID == maxID {
-				break
-			}
-			maxID = statuses[len(statuses)-1].ID
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 		}
+		if ctx.Err() != nil {
+			st.Left++ // only this goroutine writes Left
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			one := sweepHome(ctx, c, persona, token, unseen, v, o)
+			mu.Lock()
+			defer mu.Unlock()
+			st.Personas++
+			st.Pages += one.Pages
+			st.Found += one.Found
+			st.Errors += one.Errors
+			st.Cut += one.Cut
+			if st.Error == "" {
+				st.Error = one.Error
+			}
+		}()
+	}
+	wg.Wait()
+	return st
+}
+
+// sweepHome pages down one persona's home (see Sweep).
+func sweepHome(ctx context.Context, c *Client, persona, token string, unseen int, v *Visibility, o SweepOptions) SweepStats {
+	var st SweepStats
+	maxID := ""
+	for page := 0; page < o.Pages && ctx.Err() == nil && unseen > 0; page++ {
+		statuses, _, err := c.HomeTimelinePage(ctx, token, o.Limit, maxID)
+		st.Pages++
+		if err != nil {
+			if ctx.Err() != nil {
+				st.Cut++ // the sweep's bound, not the SUT
+				break
+			}
+			st.Errors++
+			st.Error = err.Error()
+			break
+		}
+		now := o.Now()
+		for _, s := range statuses {
+			if v.Buried(persona, s.URI, now) {
+				st.Found++
+				unseen--
+			}
+		}
+		if len(statuses) == 0 || statuses[len(statuses)-1].ID == "" || statuses[len(statuses)-1].ID == maxID {
+			break
+		}
+		maxID = statuses[len(statuses)-1].ID
 	}
 	return st
 }

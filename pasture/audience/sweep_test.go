@@ -98,4 +98,13 @@ func TestSweep(t *testing.T) {
 			}
 		})
 	}
+	// Out of time before it starts: the home is left unread, and said so.
+	v := NewVisibility(map[string][]string{"load0": {alice}})
+	v.Sent(alice, "n10", time.Now())
+	v.Answered("n10", 202)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if st := Sweep(ctx, newFakeSUT("load0").start(t), map[string]string{"load0": "tok-load0"}, v, SweepOptions{}); st.Left != 1 || st.Personas != 0 || st.Pages != 0 {
+		t.Errorf("Sweep with its time gone = %+v; want one persona left, nothing read", st)
+	}
 }
