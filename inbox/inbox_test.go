@@ -387,6 +387,11 @@ func TestCrowdToCrowd(t *testing.T) {
 		r, ok := f.world.Graph.FollowingByRemote(bob2.ID, alice.ID)
 		return ok && r.State == actors.StateAccepted
 	})
+	// The inbox logs a delivery after acting on it: the graph can show the
+	// Accept a moment before the log does.
+	eventually(t, "the in-process Accept's log entry", func() bool {
+		return len(f.entries(Filter{Direction: DirIn, Type: "Accept"})) > 0
+	})
 	in := f.entries(Filter{Direction: DirIn, Type: "Accept"})
 	if len(in) != 1 || in[0].Remote != "in-process" || in[0].Status != http.StatusAccepted {
 		t.Errorf("in-process Accept log: %+v", in)
