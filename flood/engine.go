@@ -153,6 +153,14 @@ type Result struct {
 	Timeout     time.Duration
 }
 
+// idleConnTimeout closes the flood's idle connections before the servers
+// most likely to close them do: Node's http server (Fedify, Misskey) and
+// Apache close a connection idle for 5 s, and a POST sent on a connection
+// the server is closing at that moment fails without a retry (net/http
+// replays only idempotent requests), which the run would count as a
+// connection error of the SUT's.
+const idleConnTimeout = 4 * time.Second
+
 // NewTransport returns an HTTP/1.1 transport with a keep-alive pool big
 // enough for maxInflight concurrent sends, no proxy, no compression, and
 // tlsConfig for https targets (nil = system roots). Dial and TLS handshake
@@ -180,7 +188,7 @@ func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
 		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConns:        maxInflight,
 		MaxIdleConnsPerHost: maxInflight,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     idleConnTimeout,
 		DisableCompression:  true,
 	}
 }
