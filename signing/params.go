@@ -178,6 +178,10 @@ func ParseSignatureHeader(h string) (Params, error) {
 	if err != nil {
 		return Params{}, malformed("signature is not base64: %v", err)
 	}
+	if len(raw) == 0 {
+		// base64 decoding skips CR and LF, so "\n" decodes to nothing.
+		return Params{}, malformed("empty signature")
+	}
 	p.Signature = raw
 	if !haveHeaders {
 		p.Headers = []string{"date"}

@@ -47,6 +47,7 @@ func TestParseSignatureHeader(t *testing.T) {
 		{"empty", ``, Params{}, true},
 		{"no keyId", `signature="` + sig + `"`, Params{}, true},
 		{"no signature", `keyId="k"`, Params{}, true},
+		{"a signature of only a newline", "keYId=0,signAture=\"\n\"", Params{}, true}, // decodes to nothing (found by the fuzzer)
 		{"empty keyId", `keyId="",signature="` + sig + `"`, Params{}, true},
 		{"duplicate keyId", `keyId="a",keyId="b",signature="` + sig + `"`, Params{}, true}, // ambiguous
 		{"unterminated quote", `keyId="k,signature="` + sig, Params{}, true},               // runs to the end
