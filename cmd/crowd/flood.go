@@ -299,24 +299,22 @@ type floodEnv struct {
 	close    func()
 }
 
-// crowdFollowing reads the crowd's follow graph through its admin API
-// and answers whether a crowd actor follows (or has asked to follow) a
-// remote actor, so the flood sends no Follow a server already has.
-func crowdFollowing(ctx context.Context, admin *adminClient) (func(local, remote string) bool, error) {
+// crowdRelations reads the crowd's follow graph through its admin API and
+// answers the state of crowd actor local's relation to remote (pending,
+// accepted, rejected; "" for none), as it stood when read.
+func crowdRelations(ctx context.Context, admin *adminClient) (func(local, remote string) string, error) {
 	var infos []inbox.FollowsInfo
 	if err := admin.get(ctx, "/api/follows", nil, &infos); err != nil {
 		return nil, fmt.Errorf("reading the crowd's follows: %w", err)
 	}
 	type pair struct{ local, remote string }
-	set := map[pair]bool{}
+	state := map[pair]string{}
 	for _, fi := range infos {
 		for _, rel := range fi.Following {
-			if rel.State != actors.StateRejected {
-				set[pair{rel.Local, rel.Remote}] = true
-			}
+			state[pair{rel.Local, rel.Remote}] = rel.State
 		}
 	}
-	return func(local, remote string) bool { return set[pair{local, remote}] }, nil
+	return func(local, remote string) string { return state[pair{local, remote}] }, nil
 }
 
 // floodHooks let crowd run drive a flood (nil for crowd flood).
@@ -395,10 +393,17 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		}
 	}()
 
+	// A Follow the crowd has sent already, answered or not, is not sent
+	// again: no server takes a Follow it has.
 	var following func(local, remote string) bool
 	if p.mix.Follow > 0 && env.admin != nil {
-		if following, err = crowdFollowing(ctx, env.admin); err != nil {
+		rel, err := crowdRelations(ctx, env.admin)
+		if err != nil {
 			return err
+		}
+		following = func(local, remote string) bool {
+			s := rel(local, remote)
+			return s != "" && s != actors.StateRejected
 		}
 	}
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: p.mix,

@@ -337,14 +337,18 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 		return nil
 	}
 	fanPlans := make([]audience.FollowPlan, len(st.personas))
+	rel, err := crowdRelations(ctx, env.admin)
+	if err != nil {
+		return err
+	}
 	for i, p := range st.personas {
 		fanPlans[i].Persona = &st.personas[i]
-		already, err := st.crowdFollowing(ctx, env.admin, p.Acct, fans[i])
+		personaID, err := personaActorID(ctx, env.admin, p.Acct)
 		if err != nil {
 			return err
 		}
 		for _, a := range fans[i] {
-			if already[a.Acct] {
+			if personaID != "" && rel(a.ID, personaID) == actors.StateAccepted {
 				// Following it since an earlier run: a second Follow would
 				// be a new request for a relation the SUT already has
 				// (GoToSocial answers it 500, "already exists").
@@ -382,33 +386,14 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 	return nil
 }
 
-// crowdFollowing says which of fans already follow persona (acct),
-// accepted, by the crowd's own graph: the persona's actor id comes from a
-// lookup through the crowd (WebFinger, as a server would), the relations
-// from GET /api/follows.
-func (st *runState) crowdFollowing(ctx context.Context, admin *adminClient, persona string, fans []audience.CrowdActor) (map[string]bool, error) {
+// personaActorID is the actor id of persona (acct) as the crowd finds it
+// (WebFinger, as a server would); "" when the lookup finds no actor URL.
+func personaActorID(ctx context.Context, admin *adminClient, persona string) (string, error) {
 	var lr inbox.LookupResult
 	if err := admin.get(ctx, "/api/lookup", url.Values{"resource": {"acct:" + persona}}, &lr); err != nil {
-		return nil, fmt.Errorf("looking up %s through the crowd: %w", persona, err)
+		return "", fmt.Errorf("looking up %s through the crowd: %w", persona, err)
 	}
-	already := map[string]bool{}
-	if lr.URL == "" {
-		return already, nil
-	}
-	for _, a := range fans {
-		var infos []inbox.FollowsInfo
-		if err := admin.get(ctx, "/api/follows", url.Values{"actor": {a.Acct}}, &infos); err != nil {
-			return nil, fmt.Errorf("the crowd's follows of %s: %w", a.Acct, err)
-		}
-		for _, fi := range infos {
-			for _, rel := range fi.Following {
-				if rel.Remote == lr.URL && rel.State == actors.StateAccepted {
-					already[a.Acct] = true
-				}
-			}
-		}
-	}
-	return already, nil
+	return lr.URL, nil
 }
 
 // around runs the flood with the probes: the Creates observed on their
