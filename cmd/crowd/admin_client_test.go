@@ -130,6 +130,12 @@ func redirect(t *testing.T) (stdout *os.File, restore func() (stderr string)) {
 // status and what it printed.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIContext(t, context.Background(), args...)
+}
+
+// runCLIContext is runCLI with ctx (a test cancels it to play Ctrl-C).
+func runCLIContext(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	out, restore := redirect(t)
 	outc := make(chan string)
 	go func() {
@@ -137,7 +143,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		io.Copy(&b, out)
 		outc <- b.String()
 	}()
-	code = execute(context.Background(), args)
+	code = execute(ctx, args)
 	stderr = restore()
 	return code, <-outc, stderr
 }

@@ -67,7 +67,7 @@ func TestAdminDefaultsToLoopback(t *testing.T) {
 		}
 	}
 	// What `crowd serve --help` tells the user.
-	code, stdout, stderr := floodCLI(t, context.Background(), "serve", "--help")
+	code, stdout, stderr := runCLIContext(t, context.Background(), "serve", "--help")
 	if code != 0 || !regexp.MustCompile(`--admin string[^\n]*\(default "127\.0\.0\.1:9180"\)`).MatchString(stdout) {
 		t.Errorf("crowd serve --help (exit %d) does not show --admin defaulting to 127.0.0.1:9180:\n%s%s", code, stdout, stderr)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,39 +14,6 @@ import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/pasture"
 )
-
-// floodCLI runs the command line as main does, with ctx, and returns its
-// exit status and what it printed on stdout and stderr. It swaps
-// os.Stdout and os.Stderr, so tests using it do not run in parallel.
-func floodCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	or, ow, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	er, ew, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func(f *os.File) <-chan string {
-		c := make(chan string, 1)
-		go func() {
-			var b bytes.Buffer
-			io.Copy(&b, f)
-			c <- b.String()
-		}()
-		return c
-	}
-	outc, errc := read(or), read(er)
-	oldOut, oldErr := os.Stdout, os.Stderr
-	os.Stdout, os.Stderr = ow, ew
-	defer func() { os.Stdout, os.Stderr = oldOut, oldErr }()
-	code = execute(ctx, args)
-	os.Stdout, os.Stderr = oldOut, oldErr
-	ow.Close()
-	ew.Close()
-	return code, <-outc, <-errc
-}
 
 // standalone is the command line of a small in-process self-flood writing
 // its record to out, keys in state, plus more flags.
@@ -77,7 +42,7 @@ func records(t *testing.T, dir string) []*flood.Record {
 
 func TestFloodStandaloneSelfFlood(t *testing.T) {
 	state, out := t.TempDir(), t.TempDir()
-	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--seconds", "3", "--rate", "50", "--label", "self")...)
+	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--seconds", "3", "--rate", "50", "--label", "self")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -123,7 +88,7 @@ func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 	follows := 0
 	for run := 1; run <= 2; run++ {
 		out := t.TempDir()
-		code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out,
+		code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
 			"--mix", "follow=1", "--max-sends", "10", "--seconds", "0", "--rate", "200", "--log-level", "warn")...)
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
@@ -172,7 +137,7 @@ func TestFloodExitCodes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := t.TempDir()
-			code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, c.args...)...)
+			code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, c.args...)...)
 			if code != c.code || !strings.Contains(stderr, c.say) {
 				t.Errorf("exit %d (want %d), stderr %q (want %q)\nstdout:\n%s", code, c.code, stderr, c.say, stdout)
 			}
@@ -202,7 +167,7 @@ func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	code, stdout, stderr := floodCLI(t, ctx, standalone(state, out, "--seconds", "60", "--rate", "20")...)
+	code, stdout, stderr := runCLIContext(t, ctx, standalone(state, out, "--seconds", "60", "--rate", "20")...)
 	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInterrupted, stdout, stderr)
 	}
@@ -225,7 +190,7 @@ func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
 
 func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 	state, out := t.TempDir(), t.TempDir()
-	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out,
+	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
 		"--rate", "20,40", "--step", "2s", "--warmup", "500ms", "--label", "steps")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -257,7 +222,7 @@ func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
 	// An IP literal is checked without any lookup; the refusal comes
 	// before the persona's WebFinger, so nothing is sent anywhere.
 	for _, persona := range []string{"acct:x@8.8.8.8", "acct:x@[2001:4860::8888]"} {
-		code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--persona", persona, "--seconds", "1")...)
+		code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--persona", persona, "--seconds", "1")...)
 		if code != 2 || !strings.Contains(stderr, "public address") || !strings.Contains(stderr, "--allow-public-target") {
 			t.Errorf("%s: exit %d, stderr %q\nstdout:\n%s", persona, code, stderr, stdout)
 		}
@@ -268,7 +233,7 @@ func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
 }
 
 func TestFloodWithoutACrowdSaysWhatToDo(t *testing.T) {
-	code, _, stderr := floodCLI(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1")
+	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1")
 	if code != 1 || !strings.Contains(stderr, "crowd serve") || !strings.Contains(stderr, "--standalone") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
@@ -323,7 +288,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	code, stdout, stderr := floodCLI(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
+	code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
 		"--seconds", "2", "--rate", "30", "--mix", "create=1,follow=1", "--out", out, "--log-level", "error")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -364,7 +329,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	// Another state dir holds other keys: refused, naming --state.
 	other := t.TempDir()
 	os.MkdirAll(filepath.Join(other, "keys"), 0o700)
-	code, _, stderr = floodCLI(t, context.Background(), "flood", "--admin", admin, "--state", other, "--seconds", "1", "--out", out)
+	code, _, stderr = runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", other, "--seconds", "1", "--out", out)
 	if code != 2 || !strings.Contains(stderr, "--state") {
 		t.Errorf("foreign keys: exit %d, stderr %q", code, stderr)
 	}
@@ -376,7 +341,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 // so Likes of them are disabled with a warning.
 func TestFloodNamedPersonas(t *testing.T) {
 	state, out := t.TempDir(), t.TempDir()
-	code, stdout, stderr := floodCLI(t, context.Background(), standalone(state, out, "--persona", "acct:alice@flood1.test",
+	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--persona", "acct:alice@flood1.test",
 		"--persona", "bob@flood2.test", "--inbox", "personal", "--seconds", "2", "--rate", "30", "--log-level", "warn")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

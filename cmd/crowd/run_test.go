@@ -108,7 +108,7 @@ func TestRunCheck(t *testing.T) {
 
 // TestRunRefusesLadder: a run floods at one rate.
 func TestRunRefusesLadder(t *testing.T) {
-	code, _, stderr := floodCLI(t, context.Background(), "run", "--token", "load0=a", "--personas", "1", "--rate", "10,20")
+	code, _, stderr := runCLIContext(t, context.Background(), "run", "--token", "load0=a", "--personas", "1", "--rate", "10,20")
 	if code != 2 || !strings.Contains(stderr, "crowd run floods at one rate") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
@@ -171,7 +171,7 @@ func TestRunStandaloneBadSUT(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state, out := t.TempDir(), t.TempDir()
-			code, _, stderr := floodCLI(t, context.Background(), "run", "--standalone", "--origins", "1", "--actors", "2",
+			code, _, stderr := runCLIContext(t, context.Background(), "run", "--standalone", "--origins", "1", "--actors", "2",
 				"--state", state, "--out", out, "--log-level", "error", "--personas", "1", "--sut-host", "sut.test",
 				"--token", "load0=nope", "--client-api", fakeClientAPI(t, tc.api), "--seconds", "1")
 			if code != 1 || !strings.Contains(stderr, tc.want) {
