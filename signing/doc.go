@@ -8,9 +8,11 @@
 // rsa-sha512 and ed25519 are options. The private-key operation sits behind
 // Key (a crypto.Signer), so a faster implementation can replace RSA.
 //
-// Incoming requests are checked by Verifier: the cavage signature with
-// go-fed/httpsig, plus what go-fed leaves out (the Digest against the body,
-// the Date window, which headers must be covered) and, for RFC 9421 senders
+// Incoming requests are checked by Verifier: the cavage header is parsed once,
+// by this package's parser (optional whitespace around ',' and '=' as
+// Mastodon allows), the signing string rebuilt from it and checked with
+// crypto/rsa or crypto/ed25519, the Digest against the body, Date, created
+// and expires against the Verifier's own clock and window, and, for RFC 9421 senders
 // (Signature-Input), a verifier of its own. Keys come from a KeyResolver,
 // normally a KeyCache that fetches keyIds with a signed GET, caches them with
 // a TTL in a bounded LRU, and refetches once when a signature fails (key

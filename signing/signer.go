@@ -11,8 +11,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -175,7 +177,7 @@ func (s *Signer) sign(req *http.Request, keyID string, key Key, headers string) 
 		return fmt.Errorf("%w: nil key", ErrUnsupportedAlgorithm)
 	}
 	var arr [512]byte
-	msg, err := appendSigningString(arr[:0], req, requestTarget(req), headers)
+	msg, err := appendSigningString(arr[:0], req, requestTarget(req), strings.FieldsSeq(headers), 0, 0)
 	if err != nil {
 		return err
 	}
@@ -200,13 +202,14 @@ func (s *Signer) sign(req *http.Request, keyID string, key Key, headers string) 
 	return nil
 }
 
-// appendSigningString appends the draft-cavage signing string for the
-// space-separated header list to b. Multiple values of one header are joined
+// appendSigningString appends the draft-cavage signing string over the
+// header names (lower-case) to b. Multiple values of one header are joined
 // with ", " after trimming, as the draft says. Host falls back to req.Host,
-// because servers keep it out of the header map.
-func appendSigningString(b []byte, req *http.Request, target, headers string) ([]byte, error) {
+// because servers keep it out of the header map. (created) and (expires) take
+// the created and expires parameters; 0 means the parameter is absent.
+func appendSigningString(b []byte, req *http.Request, target string, names iter.Seq[string], created, expires int64) ([]byte, error) {
 	first := true
-	for name := range strings.FieldsSeq(headers) {
+	for name := range names {
 		if !first {
 			b = append(b, '\n')
 		}
@@ -216,6 +219,16 @@ func appendSigningString(b []byte, req *http.Request, target, headers string) ([
 		switch name {
 		case "(request-target)":
 			b = append(b, target...)
+			continue
+		case "(created)", "(expires)":
+			n := created
+			if name == "(expires)" {
+				n = expires
+			}
+			if n == 0 {
+				return nil, fmt.Errorf("%w: %s is signed but its parameter is missing", ErrMalformedSignature, name)
+			}
+			b = strconv.AppendInt(b, n, 10)
 			continue
 		case "host":
 			if len(req.Header["Host"]) == 0 {

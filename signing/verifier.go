@@ -2,18 +2,18 @@ package signing
 
 import (
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/sha512"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/go-fed/httpsig"
 )
 
 // Verifier checks the signatures of incoming requests. The zero Window and Now
@@ -54,8 +54,10 @@ type Verified struct {
 // digest, host for a GET, and digest for a POST or any request with a body; a
 // Digest header (SHA-256 or SHA-512) must then be present and match body; Date
 // and created must lie within Window of Now, and expires must not have passed.
-// The key is resolved through Keys and the signature checked with go-fed/httpsig;
-// if that fails, the key is resolved once more with refresh=true (key rotation)
+// The header is parsed once, by ParseSignatureHeader, and every clock check
+// uses Now and Window. The key is resolved through Keys and the signature
+// checked against the signing string rebuilt from the parsed parameters; if
+// that fails, the key is resolved once more with refresh=true (key rotation)
 // and checked again.
 //
 // RFC 9421 (a Signature-Input header): see verifyRFC9421; failures wrap ErrRFC9421.
@@ -70,7 +72,7 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	if len(req.Header["Signature-Input"]) > 0 {
 		return v.verifyRFC9421(ctx, req, body)
 	}
-	raw, authz := signatureHeader(req.Header)
+	raw := signatureHeader(req.Header)
 	if raw == "" {
 		return Verified{}, fmt.Errorf("%w: no Signature header", ErrNoSignature)
 	}
@@ -99,7 +101,7 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	if signed("(expires)") && p.Expires == 0 {
 		return Verified{}, malformed("(expires) is signed but there is no expires parameter")
 	}
-	// Digest: go-fed never compares it with the body; we must.
+	// Digest: the signature covers the header, not the body; compare them.
 	digest := strings.Join(req.Header["Digest"], ",")
 	if len(body) > 0 || req.Method == http.MethodPost {
 		if digest == "" {
@@ -142,12 +144,12 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	if err != nil {
 		return Verified{}, keyErr(p.KeyID, err)
 	}
-	err = checkCavage(req, raw, authz, p, pk)
+	err = checkCavage(req, p, pk)
 	if errors.Is(err, ErrBadSignature) {
 		// Key rotation: refetch once and try again with the fresh key.
 		pk2, rerr := v.Keys.ResolveKey(ctx, p.KeyID, true)
 		if rerr == nil {
-			pk, err = pk2, checkCavage(req, raw, authz, p, pk2)
+			pk, err = pk2, checkCavage(req, p, pk2)
 		}
 	}
 	if err != nil {
@@ -192,86 +194,68 @@ func (v *Verifier) checkTimes(h http.Header, created, expires int64) error {
 	return nil
 }
 
-// checkCavage verifies the signature with go-fed/httpsig on a minimal copy of
-// the request: only the signed headers, the wire-form request target (go-fed
-// signs URL.Path, which is decoded on the server side), and Host from req.Host.
-func checkCavage(req *http.Request, raw string, authz bool, p Params, pk PublicKey) error {
-	algo, err := goFedAlgorithm(p.Algorithm, pk)
+// checkCavage rebuilds the signing string from the parsed parameters (the
+// one parse of the header) and checks the signature against it. The
+// request-target is the wire form (RequestURI), as senders sign it.
+func checkCavage(req *http.Request, p Params, pk PublicKey) error {
+	var arr [512]byte
+	msg, err := appendSigningString(arr[:0], req, requestTarget(req), slices.Values(p.Headers), p.Created, p.Expires)
 	if err != nil {
 		return err
 	}
-	h := make(http.Header, len(p.Headers)+1)
-	for _, name := range p.Headers {
-		if name == "host" {
-			if vals := req.Header["Host"]; len(vals) > 0 {
-				h["Host"] = vals
-			} else {
-				h["Host"] = []string{req.Host}
-			}
-			continue
-		}
-		k := textproto.CanonicalMIMEHeaderKey(name)
-		if vals, ok := req.Header[k]; ok {
-			h[k] = vals
-		}
-	}
-	if authz {
-		h["Authorization"] = []string{raw}
-	} else {
-		h["Signature"] = []string{raw}
-	}
-	path, query, _ := strings.Cut(pathAndQuery(req), "?")
-	r2 := &http.Request{Method: req.Method, URL: &url.URL{Path: path, RawQuery: query}, Header: h, Host: req.Host}
-	if r2.Method == "" {
-		r2.Method = http.MethodGet
-	}
-	gv, err := httpsig.NewVerifier(r2)
-	if err != nil {
-		return malformed("go-fed/httpsig cannot parse the signature: %v", err)
-	}
-	if gv.KeyId() != p.KeyID {
-		return malformed("parsers disagree on keyId (%q vs %q)", gv.KeyId(), p.KeyID)
-	}
-	if err := gv.Verify(pk.Key, algo); err != nil {
-		return fmt.Errorf("%w: %s with key %s: %v", ErrBadSignature, algoName(p.Algorithm), p.KeyID, err)
-	}
-	return nil
+	return verifyCavage(p, pk, msg)
 }
 
-// goFedAlgorithm maps a header algorithm label and the key type to the
-// go-fed algorithm that checks it. A key of the wrong type is reported as a bad
-// signature, so that the verifier refetches once (the key may have rotated).
-func goFedAlgorithm(label Algorithm, pk PublicKey) (httpsig.Algorithm, error) {
-	switch pk.Key.(type) {
+// verifyCavage checks p.Signature over msg under the header's algorithm label and the
+// key's type: an RSA key takes rsa-sha256, hs2019 or no label as PKCS#1 v1.5
+// SHA-256 (what every fediverse sender means by them) and rsa-sha512 as
+// PKCS#1 v1.5 SHA-512; an Ed25519 key takes ed25519, hs2019 or no label. A
+// label that does not fit the key is a bad signature, so that the verifier
+// refetches once (the key may have rotated).
+func verifyCavage(p Params, pk PublicKey, msg []byte) error {
+	label, sig := p.Algorithm, p.Signature
+	switch k := pk.Key.(type) {
 	case *rsa.PublicKey:
+		var err error
 		switch label {
 		case RSASHA256, HS2019, "":
-			return httpsig.RSA_SHA256, nil
+			sum := sha256.Sum256(msg)
+			err = rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig)
 		case RSASHA512:
-			return httpsig.RSA_SHA512, nil
+			sum := sha512.Sum512(msg)
+			err = rsa.VerifyPKCS1v15(k, crypto.SHA512, sum[:], sig)
+		default:
+			return fmt.Errorf("%w: algorithm %s does not fit key %s (%T)", ErrBadSignature, label, p.KeyID, pk.Key)
 		}
+		if err != nil {
+			return fmt.Errorf("%w: %s with key %s: %v", ErrBadSignature, algoName(label), p.KeyID, err)
+		}
+		return nil
 	case ed25519.PublicKey:
 		switch label {
 		case Ed25519, HS2019, "":
-			return httpsig.ED25519, nil
+			if !ed25519.Verify(k, msg, sig) {
+				return fmt.Errorf("%w: %s with key %s", ErrBadSignature, algoName(label), p.KeyID)
+			}
+			return nil
 		}
+		return fmt.Errorf("%w: algorithm %s does not fit key %s (%T)", ErrBadSignature, label, p.KeyID, pk.Key)
 	default:
-		return "", fmt.Errorf("%w: key %s is a %T", ErrUnsupportedAlgorithm, pk.ID, pk.Key)
+		return fmt.Errorf("%w: key %s is a %T", ErrUnsupportedAlgorithm, p.KeyID, pk.Key)
 	}
-	return "", fmt.Errorf("%w: algorithm %s does not fit key %s (%T)", ErrBadSignature, label, pk.ID, pk.Key)
 }
 
-// signatureHeader returns the cavage signature parameters and whether they came
-// from Authorization.
-func signatureHeader(h http.Header) (string, bool) {
+// signatureHeader returns the cavage signature parameters, from Signature or
+// else from an Authorization header of the Signature scheme.
+func signatureHeader(h http.Header) string {
 	if s := h.Get("Signature"); s != "" {
-		return s, false
+		return s
 	}
 	a := h.Get("Authorization")
 	if len(a) > len("signature ") && strings.EqualFold(a[:len("signature ")], "signature ") {
-		return a, true
+		return a
 	}
-	return "", false
+	return ""
 }
 
 func keyErr(keyID string, err error) error {

@@ -146,6 +146,13 @@ func TestVerifyAccepts(t *testing.T) {
 		{"no algorithm parameter", nil, func(r *http.Request) {
 			r.Header.Set("Signature", strings.Replace(r.Header.Get("Signature"), `algorithm="rsa-sha256",`, "", 1))
 		}, 0, now}, // derived from the key, as hs2019
+		{"space after each comma", nil, func(r *http.Request) {
+			r.Header.Set("Signature", strings.ReplaceAll(r.Header.Get("Signature"), `",`, `", `))
+		}, 0, now}, // RFC 9110 list style, as Mastodon's parser allows
+		{"spaces around commas and equals", nil, func(r *http.Request) {
+			sp := strings.NewReplacer(`",`, `" , `, `keyId="`, `keyId = "`, `headers="`, `headers= "`, `signature="`, `signature ="`)
+			r.Header.Set("Signature", sp.Replace(r.Header.Get("Signature")))
+		}, 0, now}, // optional whitespace everywhere Mastodon allows it
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
