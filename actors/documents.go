@@ -29,6 +29,8 @@ func actorContext() []any {
 			"toot":                      "http://joinmastodon.org/ns#",
 			"discoverable":              "toot:discoverable",
 			"indexable":                 "toot:indexable",
+			"featured":                  map[string]any{"@id": "toot:featured", "@type": "@id"},
+			"featuredTags":              map[string]any{"@id": "toot:featuredTags", "@type": "@id"},
 		},
 	}
 }
@@ -54,6 +56,8 @@ type ActorDoc struct {
 	Outbox                    string            `json:"outbox"`
 	Followers                 string            `json:"followers"`
 	Following                 string            `json:"following"`
+	Featured                  string            `json:"featured"`
+	FeaturedTags              string            `json:"featuredTags"`
 	Endpoints                 map[string]string `json:"endpoints"`
 	PublicKey                 PublicKeyDoc      `json:"publicKey"`
 	ManuallyApprovesFollowers bool              `json:"manuallyApprovesFollowers"`
@@ -64,9 +68,10 @@ type ActorDoc struct {
 
 // Document is the actor's ActivityPub document with every field real
 // servers check: id equal to the URL it is served at, publicKey whose
-// owner is the actor, the shared inbox, and the collections.
+// owner is the actor, the shared inbox, a display name no other actor of the
+// world has, and the collections (each served at its URL).
 func (a *Actor) Document() ActorDoc {
-	name := a.Name
+	name := DisplayName(a.Name, a.Origin.Host)
 	summary := fmt.Sprintf("A member of the crowd on %s, one of the fake servers that load-test and debug federation.", a.Origin.Host)
 	if a.Kind == KindApplication {
 		name = a.Origin.Host
@@ -84,6 +89,8 @@ func (a *Actor) Document() ActorDoc {
 		Outbox:            a.Outbox(),
 		Followers:         a.Followers(),
 		Following:         a.Following(),
+		Featured:          a.Featured(),
+		FeaturedTags:      a.FeaturedTags(),
 		Endpoints:         map[string]string{"sharedInbox": a.SharedInbox()},
 		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM},
 		Discoverable:      a.Kind == KindPerson,
@@ -172,10 +179,32 @@ func (w *World) FollowingDoc(a *Actor, page int) Collection {
 }
 
 // OutboxDoc is the actor's outbox. The crowd keeps no store of what it
-// sent (every object is regenerated from its id), so the outbox is empty
-// and says so with a true count of zero.
+// sent (every object is regenerated from its id, and a flood may run in
+// another process than the one serving), so the outbox is empty and says so
+// with a true count of zero.
 func (w *World) OutboxDoc(a *Actor, page int) Collection {
 	return CollectionDoc(a.Outbox(), nil, page)
+}
+
+// InlineCollection is an OrderedCollection whose items are embedded, as
+// Mastodon serves featured collections; OrderedItems is always written.
+type InlineCollection struct {
+	Context      string   `json:"@context"`
+	ID           string   `json:"id"`
+	Type         string   `json:"type"`
+	TotalItems   int      `json:"totalItems"`
+	OrderedItems []string `json:"orderedItems"`
+}
+
+// FeaturedDoc is the actor's featured collection: empty, since the crowd
+// pins no posts, and complete in one document so no server needs a page.
+func FeaturedDoc(a *Actor) InlineCollection {
+	return InlineCollection{Context: asContext, ID: a.Featured(), Type: "OrderedCollection", OrderedItems: []string{}}
+}
+
+// FeaturedTagsDoc is the actor's featured hashtags collection, empty.
+func FeaturedTagsDoc(a *Actor) InlineCollection {
+	return InlineCollection{Context: asContext, ID: a.FeaturedTags(), Type: "OrderedCollection", OrderedItems: []string{}}
 }
 
 // MarshalDoc renders any document as indented JSON, the one encoding

@@ -1,6 +1,9 @@
 package actors
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // givenNames are the actors' preferredUsernames: stable and human-readable,
 // so a user debugging federation by hand can tell alice@flood3.test from
@@ -25,4 +28,17 @@ func ActorName(i int) string {
 		return names[i]
 	}
 	return names[i%n] + strconv.Itoa(i/n+1)
+}
+
+// DisplayName is the display name ("name") of the Person username on host:
+// the username capitalised, then the host ("Alice of flood3.test"). Usernames
+// repeat on every origin, as in the fediverse, but display names must not:
+// some servers drop Likes from different actors that share one as duplicates.
+// The instance actors' display names are their hosts, which never contain
+// " of ", so no two actors of a world share a display name.
+func DisplayName(username, host string) string {
+	if username == "" {
+		return host
+	}
+	return strings.ToUpper(username[:1]) + username[1:] + " of " + host
 }

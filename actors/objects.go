@@ -40,18 +40,49 @@ type Tag struct {
 	Name string `json:"name"`
 }
 
-// Note is a post as the crowd sends and serves it.
+// Note is a post as the crowd sends and serves it. It carries every key
+// Mastodon's note serializer writes for a public post that is no reply, poll
+// or quote, in the same order and with the same empty values (null summary
+// and inReplyTo, false sensitive, empty attachment), because some servers
+// refuse a Note that lacks one of them. contentMap, which Mastodon writes
+// only for a post with a language, is left out: it would double the body
+// the flood's --note-bytes sizes.
 type Note struct {
-	Context      any      `json:"@context,omitempty"`
-	ID           string   `json:"id"`
-	Type         string   `json:"type"`
-	AttributedTo string   `json:"attributedTo"`
-	Content      string   `json:"content"`
-	Published    string   `json:"published"`
-	URL          string   `json:"url"`
-	To           []string `json:"to"`
-	Cc           []string `json:"cc"`
-	Tag          []Tag    `json:"tag"`
+	Context          any         `json:"@context,omitempty"`
+	ID               string      `json:"id"`
+	Type             string      `json:"type"`
+	Summary          *string     `json:"summary"`
+	InReplyTo        *string     `json:"inReplyTo"`
+	Published        string      `json:"published"`
+	URL              string      `json:"url"`
+	AttributedTo     string      `json:"attributedTo"`
+	To               []string    `json:"to"`
+	Cc               []string    `json:"cc"`
+	Sensitive        bool        `json:"sensitive"`
+	AtomURI          string      `json:"atomUri"`
+	InReplyToAtomURI *string     `json:"inReplyToAtomUri"`
+	Conversation     string      `json:"conversation"`
+	Content          string      `json:"content"`
+	Attachment       []any       `json:"attachment"`
+	Tag              []Tag       `json:"tag"`
+	Replies          *RepliesDoc `json:"replies"`
+}
+
+// RepliesDoc is a Note's replies collection, embedded with its (empty)
+// first page as Mastodon embeds it, so no server needs to fetch it.
+type RepliesDoc struct {
+	Context any          `json:"@context,omitempty"`
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	First   RepliesFirst `json:"first"`
+}
+
+// RepliesFirst is the first page of a RepliesDoc; crowd notes get no replies
+// the crowd would know of, so Items is always empty.
+type RepliesFirst struct {
+	Type   string   `json:"type"`
+	PartOf string   `json:"partOf"`
+	Items  []string `json:"items"`
 }
 
 // NoteSpec is everything a Note is made from; the Note's id encodes all of
@@ -88,6 +119,19 @@ type FollowSpec struct {
 
 // asContext is the @context of activities the crowd sends.
 const asContext = "https://www.w3.org/ns/activitystreams"
+
+// noteContext is the @context of a Create(Note) and a served Note: the
+// ActivityStreams context plus the terms of the Note's extension keys, as
+// Mastodon writes them, so JSON-LD processors keep sensitive and the OStatus keys.
+func noteContext() []any {
+	return []any{asContext, map[string]any{
+		"ostatus":          "http://ostatus.org#",
+		"atomUri":          "ostatus:atomUri",
+		"inReplyToAtomUri": "ostatus:inReplyToAtomUri",
+		"conversation":     "ostatus:conversation",
+		"sensitive":        "as:sensitive",
+	}}
+}
 
 // token packs an object's fields into a URL-safe id segment:
 // [unix seconds][seq][n][strings…], varints and length-prefixed strings.
@@ -154,24 +198,39 @@ func (a *Actor) Note(spec NoteSpec) Note {
 	user, _, _ = strings.Cut(user, "@")
 	mention := `<span class="h-card"><a href="` + html.EscapeString(spec.MentionID) + `" class="u-url mention">@<span>` +
 		html.EscapeString(user) + `</span></a></span>`
+	content := "<p>" + mention + " " + html.EscapeString(filler(a.Acct(), spec.Seq, spec.Bytes)) + "</p>"
+	published := spec.Published.UTC().Truncate(time.Second)
+	// OStatus tag URIs, the form Mastodon gives atomUri and conversation;
+	// both derive from the id, so a regenerated note is the same note.
+	tok := strings.TrimPrefix(id, a.ID+"/"+objNotes+"/")
+	tag := "tag:" + a.Origin.Host + "," + published.Format(time.DateOnly) + ":objectId=" + tok + ":objectType="
 	return Note{
 		ID:           id,
 		Type:         "Note",
-		AttributedTo: a.ID,
-		Content:      "<p>" + mention + " " + html.EscapeString(filler(a.Acct(), spec.Seq, spec.Bytes)) + "</p>",
-		Published:    spec.Published.UTC().Truncate(time.Second).Format(time.RFC3339),
+		Published:    published.Format(time.RFC3339),
 		URL:          id,
+		AttributedTo: a.ID,
 		To:           []string{PublicAudience},
 		Cc:           []string{a.Followers(), spec.MentionID},
+		AtomURI:      tag + "Status",
+		Conversation: tag + "Conversation",
+		Content:      content,
+		Attachment:   []any{},
 		Tag:          []Tag{{Type: "Mention", Href: spec.MentionID, Name: handle}},
+		Replies:      newReplies(id + "/replies"),
 	}
+}
+
+// newReplies is the empty replies collection at id.
+func newReplies(id string) *RepliesDoc {
+	return &RepliesDoc{ID: id, Type: "Collection", First: RepliesFirst{Type: "CollectionPage", PartOf: id, Items: []string{}}}
 }
 
 // CreateNote is the Create activity that delivers Note(spec); its id is
 // the note's id + "/activity".
 func (a *Actor) CreateNote(spec NoteSpec) Activity {
 	n := a.Note(spec)
-	return Activity{Context: asContext, ID: n.ID + "/activity", Type: "Create", Actor: a.ID, Published: n.Published,
+	return Activity{Context: noteContext(), ID: n.ID + "/activity", Type: "Create", Actor: a.ID, Published: n.Published,
 		To: n.To, Cc: n.Cc, Object: n}
 }
 
@@ -220,10 +279,15 @@ func (a *Actor) Object(path string) (any, error) {
 		switch suffix {
 		case "":
 			note := a.Note(spec)
-			note.Context = asContext
+			note.Context = noteContext()
 			return note, nil
 		case "activity":
 			return a.CreateNote(spec), nil
+		case "replies":
+			// The collection the Note embeds, served at its id.
+			r := newReplies(a.NoteID(spec) + "/replies")
+			r.Context = asContext
+			return *r, nil
 		}
 	case objLikes:
 		pub, seq, _, s, err := untoken(tok, 1)

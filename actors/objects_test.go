@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ func TestObjectsAreRegeneratedFromTheirIDs(t *testing.T) {
 	}{
 		{"note", alice.NoteID(note), "Note"},
 		{"its Create", alice.CreateNote(note).ID, "Create"},
+		{"its replies", alice.Note(note).Replies.ID, "Collection"},
 		{"a Like", like.ID, "Like"},
 		{"a Follow", alice.Follow(follow).ID, "Follow"},
 		{"the Undo of a Follow", alice.UndoFollow(follow).ID, "Undo"},
@@ -34,6 +37,8 @@ func TestObjectsAreRegeneratedFromTheirIDs(t *testing.T) {
 		case Note:
 			typ, id = o.Type, o.ID
 		case Activity:
+			typ, id = o.Type, o.ID
+		case RepliesDoc:
 			typ, id = o.Type, o.ID
 		}
 		if typ != c.want || id != c.id {
@@ -53,7 +58,7 @@ func TestObjectRejectsUnknownPaths(t *testing.T) {
 		{"unknown kind", "/posts/AAAA"},
 		{"not base64", "/notes/***"},
 		{"truncated token", "/notes/AQ"},
-		{"unknown suffix", "/notes/" + strings.TrimPrefix(alice.NoteID(NoteSpec{}), alice.ID+"/notes/") + "/replies"},
+		{"unknown suffix", "/notes/" + strings.TrimPrefix(alice.NoteID(NoteSpec{}), alice.ID+"/notes/") + "/shares"},
 		{"too deep", "/notes/a/b/c"},
 	} {
 		if _, err := alice.Object(c.path); !errors.Is(err, ErrNoObject) {
@@ -73,4 +78,61 @@ func FuzzObjectPath(f *testing.F) {
 			t.Fatal("nil object without error")
 		}
 	})
+}
+
+// TestCreateNoteHasMastodonKeys: the Note a flood Create carries has every
+// key Mastodon's note serializer writes for a public post that is no reply,
+// poll or quote and has no language (no contentMap) (app/serializers/activitypub/note_serializer.rb), with the
+// same empty values; a widely deployed PHP server answers 400 to a Note
+// without inReplyTo.
+func TestCreateNoteHasMastodonKeys(t *testing.T) {
+	w := testWorld(t)
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	spec := NoteSpec{Published: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Seq: 7, Bytes: 120,
+		MentionID: "https://sut.test/users/load0", MentionHandle: "@load0@sut.test"}
+	b, err := MarshalDoc(alice.CreateNote(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var create struct {
+		Object map[string]json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(b, &create); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key  string
+		want string // the JSON value, or "" for any value present
+	}{
+		{"id", ""},
+		{"type", `"Note"`},
+		{"summary", "null"},   // no content warning
+		{"inReplyTo", "null"}, // not a reply: null, never absent
+		{"published", `"2026-11-30T12:00:00Z"`},
+		{"url", ""},
+		{"attributedTo", `"https://flood1.test/users/alice"`},
+		{"to", `["https://www.w3.org/ns/activitystreams#Public"]`},                             // public
+		{"cc", `["https://flood1.test/users/alice/followers","https://sut.test/users/load0"]`}, // followers, then the mentioned
+		{"sensitive", "false"},
+		{"atomUri", ""},
+		{"inReplyToAtomUri", "null"},
+		{"conversation", ""},
+		{"content", ""},
+		{"attachment", "[]"}, // an array even when empty
+		{"tag", `[{"type":"Mention","href":"https://sut.test/users/load0","name":"@load0@sut.test"}]`},
+		{"replies", ""}, // local notes embed their replies collection
+	} {
+		raw, ok := create.Object[c.key]
+		if !ok {
+			t.Errorf("Note has no %q", c.key)
+			continue
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatal(err)
+		}
+		if c.want != "" && compact.String() != c.want {
+			t.Errorf("%s = %s, want %s", c.key, compact.String(), c.want)
+		}
+	}
 }

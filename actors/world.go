@@ -79,6 +79,32 @@ func Open(cfg Config) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	w, all := layout(cfg)
+	if err := loadOrGenerateKeys(cfg.StateDir, all); err != nil {
+		return nil, err
+	}
+	for _, a := range all {
+		doc, err := MarshalDoc(a.Document())
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)
+		}
+		a.docJSON = doc
+	}
+	if cfg.EphemeralGraph {
+		w.Graph = NewMemoryGraph()
+		return w, nil
+	}
+	g, err := OpenGraph(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	w.Graph = g
+	return w, nil
+}
+
+// layout builds the origins and actors of a valid cfg, without keys or
+// graph, and returns every actor (persons and instance actors).
+func layout(cfg Config) (*World, []*Actor) {
 	w := &World{Config: cfg, byHost: map[string]*Origin{}, byID: map[string]*Actor{}}
 	var all []*Actor
 	for i := 1; i <= cfg.Origins; i++ {
@@ -104,26 +130,7 @@ func Open(cfg Config) (*World, error) {
 		w.Origins = append(w.Origins, o)
 		w.byHost[o.Host] = o
 	}
-	if err := loadOrGenerateKeys(cfg.StateDir, all); err != nil {
-		return nil, err
-	}
-	for _, a := range all {
-		doc, err := MarshalDoc(a.Document())
-		if err != nil {
-			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)
-		}
-		a.docJSON = doc
-	}
-	if cfg.EphemeralGraph {
-		w.Graph = NewMemoryGraph()
-		return w, nil
-	}
-	g, err := OpenGraph(cfg.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	w.Graph = g
-	return w, nil
+	return w, all
 }
 
 // Close releases the follow graph's file.
@@ -195,6 +202,13 @@ func (a *Actor) Followers() string { return a.ID + "/followers" }
 
 // Following is the actor's following collection URL.
 func (a *Actor) Following() string { return a.ID + "/following" }
+
+// Featured is the actor's featured (pinned posts) collection URL, where
+// Mastodon serves it; GoToSocial fetches it for every account it looks up.
+func (a *Actor) Featured() string { return a.ID + "/collections/featured" }
+
+// FeaturedTags is the actor's featured hashtags collection URL.
+func (a *Actor) FeaturedTags() string { return a.ID + "/collections/tags" }
 
 // ProfileURL is the human-facing page of the actor (its "url").
 func (a *Actor) ProfileURL() string {

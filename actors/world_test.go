@@ -78,14 +78,17 @@ func TestDocumentsMatchGoldenFiles(t *testing.T) {
 		file string
 		doc  any
 	}{
-		{"actor_alice.json", alice.Document()},             // a Person with every field servers check
-		{"actor_instance.json", o.Instance.Document()},     // the Application actor that signs fetches
-		{"followers.json", w.FollowersDoc(alice, 0)},       // collection root: true count, link to page 1
-		{"followers_page1.json", w.FollowersDoc(alice, 1)}, // first page lists the follower
-		{"following.json", w.FollowingDoc(alice, 0)},       // no accepted follows yet
-		{"outbox.json", w.OutboxDoc(alice, 0)},             // the crowd stores no posts
-		{"note.json", note},                                // a regenerated note
-		{"create.json", alice.CreateNote(spec)},            // the Create the flood sends
+		{"actor_alice.json", alice.Document()},               // a Person with every field servers check
+		{"actor_instance.json", o.Instance.Document()},       // the Application actor that signs fetches
+		{"followers.json", w.FollowersDoc(alice, 0)},         // collection root: true count, link to page 1
+		{"followers_page1.json", w.FollowersDoc(alice, 1)},   // first page lists the follower
+		{"following.json", w.FollowingDoc(alice, 0)},         // no accepted follows yet
+		{"outbox.json", w.OutboxDoc(alice, 0)},               // the crowd stores no posts
+		{"featured.json", FeaturedDoc(alice)},                // no pinned posts, items inline
+		{"featured_tags.json", FeaturedTagsDoc(alice)},       // no featured hashtags
+		{"instance_outbox.json", w.OutboxDoc(o.Instance, 0)}, // the instance actor's links are served too
+		{"note.json", note},                                  // a regenerated note
+		{"create.json", alice.CreateNote(spec)},              // the Create the flood sends
 		{"follow.json", alice.Follow(FollowSpec{Published: spec.Published, Seq: 1, Object: spec.MentionID})},
 	} {
 		b, err := MarshalDoc(c.doc)
@@ -220,5 +223,40 @@ func TestActorLookups(t *testing.T) {
 	}
 	if _, ok := w.Origin("FLOOD1.test:443"); !ok {
 		t.Error("Origin lookup must ignore case and port")
+	}
+}
+
+// TestDisplayNamesAreUnique: no two actors of a world share a display name
+// (some servers drop Likes from different actors sharing one), while
+// usernames repeat across origins and stay as they were (state keys).
+func TestDisplayNamesAreUnique(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default world", DefaultConfig()},                                               // 20 origins of 10
+		{"larger world", Config{Origins: 60, Actors: 90, Domain: "crowd%d.example.org"}}, // names run out and get round numbers
+		{"one origin", Config{Origins: 1, Actors: 3, Domain: "flood%d.test"}},            // the instance actor beside persons
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, all := layout(c.cfg)
+			if len(all) != c.cfg.Origins*(c.cfg.Actors+1) {
+				t.Fatalf("%d actors, want %d", len(all), c.cfg.Origins*(c.cfg.Actors+1))
+			}
+			seen := map[string]string{}
+			for _, a := range all {
+				name := a.Document().Name
+				if name == "" {
+					t.Fatalf("%s has no display name", a.Acct())
+				}
+				if prev, dup := seen[name]; dup {
+					t.Fatalf("%s and %s share the display name %q", prev, a.Acct(), name)
+				}
+				seen[name] = a.Acct()
+			}
+			if a := w.Origins[0].Actors[0]; a.Name != "alice" || a.Document().PreferredUsername != "alice" {
+				t.Errorf("first username %q, want alice (usernames are state keys)", a.Name)
+			}
+		})
 	}
 }

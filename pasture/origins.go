@@ -33,9 +33,12 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	d := documents{world: world}
 	r.Get("/", d.home)
 	r.Get("/actor", d.instanceActor)
+	r.Get("/actor/{collection:outbox|followers|following}", d.instanceCollection)
+	r.Get("/actor/collections/{featured:featured|tags}", d.instanceFeatured)
 	r.Get("/@{name}", d.profile)
 	r.Get("/users/{name}", d.actor)
 	r.Get("/users/{name}/{collection:outbox|followers|following}", d.collection)
+	r.Get("/users/{name}/collections/{featured:featured|tags}", d.featured)
 	r.Get("/users/{name}/{kind:notes|likes|follows}/*", d.object)
 	if inbox == nil {
 		inbox = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,10 +154,19 @@ func (d documents) profile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d documents) collection(w http.ResponseWriter, r *http.Request) {
-	a, ok := d.actorOf(w, r)
-	if !ok {
-		return
+	if a, ok := d.actorOf(w, r); ok {
+		d.writeCollection(w, r, a)
 	}
+}
+
+// instanceCollection serves the collections the instance actor's document
+// links, with true counts, like any actor's.
+func (d documents) instanceCollection(w http.ResponseWriter, r *http.Request) {
+	o, _ := d.world.Origin(r.Host)
+	d.writeCollection(w, r, o.Instance)
+}
+
+func (d documents) writeCollection(w http.ResponseWriter, r *http.Request, a *actors.Actor) {
 	page := 0
 	if p := r.URL.Query().Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
@@ -172,6 +184,27 @@ func (d documents) collection(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeDoc(w, r, d.world.OutboxDoc(a, page))
 	}
+}
+
+func (d documents) featured(w http.ResponseWriter, r *http.Request) {
+	if a, ok := d.actorOf(w, r); ok {
+		writeFeatured(w, r, a)
+	}
+}
+
+func (d documents) instanceFeatured(w http.ResponseWriter, r *http.Request) {
+	o, _ := d.world.Origin(r.Host)
+	writeFeatured(w, r, o.Instance)
+}
+
+// writeFeatured serves the featured (pinned posts) or featured hashtags
+// collection the actor document links.
+func writeFeatured(w http.ResponseWriter, r *http.Request, a *actors.Actor) {
+	if chi.URLParam(r, "featured") == "tags" {
+		writeDoc(w, r, actors.FeaturedTagsDoc(a))
+		return
+	}
+	writeDoc(w, r, actors.FeaturedDoc(a))
 }
 
 func (d documents) object(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,9 @@ func TestOriginRoutes(t *testing.T) {
 		{"outbox", "flood2.test", "/users/alice/outbox", "", 200, "application/activity+json", `"OrderedCollection"`},
 		{"a note the crowd sent", "flood2.test", strings.TrimPrefix(note, "https://flood2.test"), "", 200, "application/activity+json", `"type": "Note"`},
 		{"its Create", "flood2.test", strings.TrimPrefix(note, "https://flood2.test") + "/activity", "", 200, "application/activity+json", `"type": "Create"`},
+		{"its replies", "flood2.test", strings.TrimPrefix(note, "https://flood2.test") + "/replies", "", 200, "application/activity+json", `"items": []`},
+		{"featured", "flood2.test", "/users/alice/collections/featured", "", 200, "application/activity+json", `"orderedItems": []`},
+		{"instance outbox", "flood1.test", "/actor/outbox", "", 200, "application/activity+json", `"totalItems": 0`},
 		{"a note never sent", "flood2.test", "/users/alice/notes/AAAA", "", 404, "text/plain", "never sent"},
 		{"unknown actor", "flood2.test", "/users/mallory", "", 404, "text/plain", `no actor "mallory"`},
 		{"unknown host", "elsewhere.test", "/users/alice", "", 404, "text/plain", `"elsewhere.test"`},
@@ -113,5 +116,34 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if len(info.Origins) != 2 || len(info.Origins[1].Actors) != 2 || info.Origins[1].Actors[0].Acct != "alice@flood2.test" {
 		t.Errorf("world info: %+v", info)
+	}
+}
+
+// TestLinkedCollectionsAreServed: every collection an actor document links
+// (a person's and the instance actor's) answers 200 with a document whose id
+// is that URL; a link that 404s makes servers log an error per actor.
+func TestLinkedCollectionsAreServed(t *testing.T) {
+	p := testPasture(t, Config{Version: "test"})
+	o, _ := p.cfg.World.Origin("flood1.test")
+	for _, a := range []*actors.Actor{o.Actors[0], o.Instance} {
+		doc := a.Document()
+		for _, link := range []string{doc.Outbox, doc.Followers, doc.Following, doc.Featured, doc.FeaturedTags} {
+			t.Run(link, func(t *testing.T) {
+				r := httptest.NewRequest(http.MethodGet, link, nil)
+				r.Header.Set("Accept", actors.ContentTypeActivity)
+				rec := httptest.NewRecorder()
+				p.Handler().ServeHTTP(rec, r)
+				var got struct {
+					ID         string `json:"id"`
+					TotalItems *int   `json:"totalItems"`
+				}
+				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &got) != nil {
+					t.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+				if got.ID != link || got.TotalItems == nil {
+					t.Errorf("id %q totalItems %v, want id %q and a count", got.ID, got.TotalItems, link)
+				}
+			})
+		}
 	}
 }
