@@ -219,6 +219,11 @@ func TestAdminSendAndLookup(t *testing.T) {
 			t.Errorf("lookup badguy: no problem about %s in %q", want, lr.Problems)
 		}
 	}
+	// A PHP server escapes every '/' in its JSON; decoded, the document is fine.
+	lr = LookupResult{}
+	if s := getJSON(t, admin.URL+"/api/lookup?resource=acct:php@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != remoteID("php") {
+		t.Errorf("lookup php: %d %+v", s, lr)
+	}
 	getJSON(t, admin.URL+"/api/lookup?resource=alice@flood1.test", &lr)
 	if len(lr.Problems) != 0 {
 		t.Errorf("a crowd actor has problems: %q", lr.Problems)
@@ -255,6 +260,11 @@ func TestActorProblems(t *testing.T) {
 		{"redirected", "https://a.test/other", 200, "application/activity+json", good, "", []string{"after a redirect"}},         // id is not where it was served
 		{"no key", id, 200, "application/activity+json", cut(good, `,"publicKey":{`), "", []string{"no publicKey"}},              // cannot verify
 		{"not an actor", id, 200, "application/activity+json", strings.Replace(good, `"Person"`, `"Note"`, 1), "", []string{"not an actor type"}},
+		{"slashes escaped", id, 200, "application/activity+json", strings.ReplaceAll(good, "/", `\/`), id, nil}, // PHP writes https:\/\/: the same document
+		{"context a single string", id, 200, "application/activity+json", strings.Replace(good, `["https://www.w3.org/ns/activitystreams","https://w3id.org/security/v1"]`, `"https://www.w3.org/ns/activitystreams"`, 1), "",
+			[]string{"security/v1"}}, // publicKey undefined for JSON-LD processors
+		{"context URL only inside a term", id, 200, "application/activity+json", strings.Replace(good, `"https://w3id.org/security/v1"`, `{"sec":"https://w3id.org/security/v1"}`, 1), "",
+			[]string{"security/v1"}}, // a term definition is not the security context
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/x509"
@@ -114,7 +115,8 @@ type remoteServer struct {
 
 func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	t.Helper()
-	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol")},
+	// php is an actor whose server escapes '/' in JSON, as PHP's json_encode does.
+	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol"), "php": loadRemoteKey(t, "carol")},
 		signer: signing.NewSigner(signing.SignerOptions{UserAgent: "remote-test/1"})}
 	// The remote verifies the crowd's signatures with the crowd's public
 	// keys, exactly what fetching the crowd's actor documents would give.
@@ -158,7 +160,11 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 			"publicKey":         map[string]string{"id": remoteKeyID(name), "owner": id, "publicKeyPem": pubPEM(t, key)},
 		}
 		w.Header().Set("Content-Type", "application/activity+json")
-		json.NewEncoder(w).Encode(doc)
+		b, _ := json.Marshal(doc)
+		if name == "php" {
+			b = bytes.ReplaceAll(b, []byte("/"), []byte(`\/`)) // every '/' is inside a string
+		}
+		w.Write(b)
 	})
 	mux.HandleFunc("GET /.well-known/webfinger", func(w http.ResponseWriter, r *http.Request) {
 		res := r.URL.Query().Get("resource")

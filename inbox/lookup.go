@@ -163,10 +163,11 @@ func ActorProblems(requested, final string, status int, contentType string, body
 		add("the document is not a JSON object: %v", err)
 		return p
 	}
-	if !strings.Contains(string(doc.Context), "https://www.w3.org/ns/activitystreams") {
+	contexts := contextURLs(doc.Context)
+	if !slices.Contains(contexts, "https://www.w3.org/ns/activitystreams") {
 		add("@context does not include https://www.w3.org/ns/activitystreams")
 	}
-	if !strings.Contains(string(doc.Context), "https://w3id.org/security/v1") && len(doc.PublicKey) > 0 {
+	if !slices.Contains(contexts, "https://w3id.org/security/v1") && len(doc.PublicKey) > 0 {
 		add("@context does not include https://w3id.org/security/v1, which defines publicKey (JSON-LD processors such as Fedify drop it)")
 	}
 	switch {
@@ -202,6 +203,28 @@ func ActorProblems(requested, final string, status int, contentType string, body
 	}
 	p = append(p, keyProblems(doc.ID, doc.PublicKey)...)
 	return p
+}
+
+// contextURLs are the context URLs a decoded @context names: the string
+// itself, or the strings of an array (embedded term definitions are skipped).
+// Judged on decoded JSON, never on raw bytes: servers that escape '/' (PHP
+// writes https:\/\/) name the same URLs.
+func contextURLs(raw json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []json.RawMessage
+	if json.Unmarshal(raw, &many) != nil {
+		return nil
+	}
+	var urls []string
+	for _, m := range many {
+		if json.Unmarshal(m, &one) == nil {
+			urls = append(urls, one)
+		}
+	}
+	return urls
 }
 
 // keyProblems checks publicKey: present, with an id, owned by the actor,
