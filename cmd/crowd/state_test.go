@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/inbox"
 )
 
 // serveArgs is a small `crowd serve` on loopback ports of its own, state
@@ -209,5 +212,91 @@ func TestStandaloneFloodBesideAServeKeepsItsOwnState(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(standaloneState, "graph.jsonl")); err != nil {
 		t.Errorf("the standalone flood kept no state of its own in ./%s: %v", standaloneState, err)
+	}
+}
+
+// adminJSON GETs path from the admin API at admin into v.
+func adminJSON(t *testing.T, admin, path string, v any) {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// sendOne has the serve at admin send a Create between its own actors,
+// which logs entries.
+func sendOne(t *testing.T, admin string) {
+	t.Helper()
+	resp, err := http.Post("http://"+admin+"/api/send", "application/json",
+		strings.NewReader(`{"from":"alice@flood1.test","type":"Create","to":"https://flood2.test/users/bob"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// tailBacklog runs `crowd tail --backlog n` against admin and returns the
+// n lines it prints first.
+func tailBacklog(t *testing.T, admin string, n int) []string {
+	t.Helper()
+	tail := startTail(t, "--admin", admin, "--backlog", strconv.Itoa(n))
+	var lines []string
+	for range n {
+		lines = append(lines, tail.next(t))
+	}
+	tail.wait(t, true)
+	return lines
+}
+
+// After a restart, `crowd tail --backlog 10` shows the 10 entries it
+// showed before, /api/activities and the totals hold what was logged
+// before, and seq continues (the log used to come back empty at seq 1).
+func TestServeRestartKeepsTheActivityLog(t *testing.T) {
+	state, admin := t.TempDir(), freeLoopback(t)
+	args := serveArgs(state, admin, "--log-level", "error")
+	stop := backgroundServe(t, args, admin)
+	for range 7 {
+		sendOne(t, admin)
+	}
+	var before []inbox.Entry
+	waitFor(t, "the sends to be logged", func() bool {
+		adminJSON(t, admin, "/api/activities?limit=100", &before)
+		return len(before) == 14 // each Create: out sent, in accepted
+	})
+	var totalsBefore inbox.Totals
+	adminJSON(t, admin, "/api/activities/totals", &totalsBefore)
+	tailBefore := tailBacklog(t, admin, 10)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+
+	backgroundServe(t, args, admin)
+	if tailAfter := tailBacklog(t, admin, 10); strings.Join(tailAfter, "\n") != strings.Join(tailBefore, "\n") {
+		t.Errorf("tail --backlog 10 after the restart:\n%s\nbefore it:\n%s", strings.Join(tailAfter, "\n"), strings.Join(tailBefore, "\n"))
+	}
+	var after []inbox.Entry
+	adminJSON(t, admin, "/api/activities?limit=100", &after)
+	if len(after) != len(before) || after[len(after)-1].Seq != before[len(before)-1].Seq {
+		t.Errorf("after the restart /api/activities holds %d entries up to seq %d, before it %d up to %d",
+			len(after), after[len(after)-1].Seq, len(before), before[len(before)-1].Seq)
+	}
+	var totalsAfter inbox.Totals
+	adminJSON(t, admin, "/api/activities/totals", &totalsAfter)
+	if totalsAfter != totalsBefore || totalsAfter.Entries != uint64(len(before)) {
+		t.Errorf("totals after the restart %+v, before it %+v (%d entries)", totalsAfter, totalsBefore, len(before))
+	}
+	last := before[len(before)-1].Seq
+	sendOne(t, admin)
+	waitFor(t, "the send after the restart to be logged", func() bool {
+		adminJSON(t, admin, "/api/activities?limit=100", &after)
+		return len(after) > len(before)
+	})
+	if got := after[len(before)].Seq; got != last+1 {
+		t.Errorf("first seq after the restart = %d, want %d", got, last+1)
 	}
 }
