@@ -2,8 +2,6 @@ package journal
 
 import (
 	"bytes"
-	"errors"
-	"os"
 )
 
 // Backward gives the complete lines of the journal at path to fn from the
@@ -13,11 +11,8 @@ import (
 // the file's size. An unterminated tail is skipped (DropTornTail repairs
 // it); a missing file has no lines. fn must not keep line.
 func Backward(path string, fn func(off int64, line []byte) bool) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	f, err := openJournal(path)
+	if f == nil || err != nil {
 		return err
 	}
 	defer f.Close()

@@ -44,11 +44,8 @@ func Damaged(path string, n int, why error) error {
 // unterminated tail follows them, the file is truncated to its complete
 // lines (and synced), and the tail is reported.
 func Replay(path string, apply func(n int, line []byte) error) (*Torn, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	f, err := openJournal(path)
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
@@ -80,11 +77,8 @@ func Replay(path string, apply func(n int, line []byte) error) (*Torn, error) {
 // reports what it dropped; nil when the file ends with a newline, is empty
 // or is missing.
 func DropTornTail(path string) (*Torn, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	f, err := openJournal(path)
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
@@ -142,6 +136,16 @@ func LineAt(r io.ReaderAt, off int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// openJournal opens path for reading; a missing journal is (nil, nil),
+// an empty one.
+func openJournal(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return f, err
 }
 
 // truncate cuts path to size bytes and syncs it, so the dropped tail does
