@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // ErrConfig marks a world configuration that cannot be served.
@@ -34,6 +36,14 @@ type Config struct {
 	// `crowd serve`) sets it, so that only the serving crowd writes the
 	// graph's journal.
 	EphemeralGraph bool
+	// BorrowKeys reads the keys of StateDir and never writes it: a key
+	// missing there is an error, not a key to make. A process that borrows
+	// a running crowd's keys sets it with EphemeralGraph.
+	BorrowKeys bool
+	// Logger receives what opening the world has to say: key-making
+	// progress on a first start, a torn journal line dropped. Nil is
+	// silent.
+	Logger *zap.Logger
 }
 
 // DefaultConfig is the embedded default world: 20 origins of 10 actors each

@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,10 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/internal/journal"
 )
 
 // Follow states of a relation.
@@ -73,34 +75,38 @@ func NewMemoryGraph() *Graph {
 		byFollow: map[string]Relation{}, memory: true}
 }
 
+// GraphFile is the name of the follow graph's journal in the state
+// directory.
+const GraphFile = "graph.jsonl"
+
 // OpenGraph replays the journal in stateDir (creating it if absent). A
-// torn last line, as a crash mid-write leaves, is dropped.
-func OpenGraph(stateDir string) (*Graph, error) {
+// torn last line, as a crash mid-write leaves, is dropped, cut from the
+// file and logged; any other line that does not read stops the opening
+// with an error naming the file and line, the file left as it was: a
+// damaged journal is never silently cut short. log may be nil.
+func OpenGraph(stateDir string, log *zap.Logger) (*Graph, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
 	}
-	path := filepath.Join(stateDir, "graph.jsonl")
+	path := filepath.Join(stateDir, GraphFile)
 	g := &Graph{followers: map[string]map[string]Relation{}, following: map[string]map[string]Relation{}, byFollow: map[string]Relation{}}
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
-	}
-	good := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var e entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			break // torn tail: everything before it is intact
+	torn, err := journal.Replay(path, func(_ int, line []byte) error {
+		e, err := parseEntry(line)
+		if err != nil {
+			return err
 		}
 		g.apply(e)
-		good += len(line) + 1
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGraph, err)
 	}
-	if good < len(data) {
-		if err := os.Truncate(path, int64(good)); err != nil {
-			return nil, fmt.Errorf("%w: drop torn journal tail: %v", ErrGraph, err)
-		}
+	if torn != nil {
+		log.Warn("follow graph: dropped the torn last line a crash left", zap.String("file", torn.Path),
+			zap.Int("line", torn.Line), zap.Int64("bytes", torn.Bytes))
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -108,6 +114,23 @@ func OpenGraph(stateDir string) (*Graph, error) {
 	}
 	g.file = f
 	return g, nil
+}
+
+// parseEntry reads one journal line: JSON of a known op naming both actors.
+func parseEntry(line []byte) (entry, error) {
+	var e entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return entry{}, fmt.Errorf("not a journal entry: %v", err)
+	}
+	switch e.Op {
+	case opFollower, opUnfollower, opFollowing, opUnfollow:
+	default:
+		return entry{}, fmt.Errorf("unknown op %q", e.Op)
+	}
+	if e.Local == "" || e.Remote == "" {
+		return entry{}, errors.New("entry names no local or no remote actor")
+	}
+	return e, nil
 }
 
 // Close closes the journal.

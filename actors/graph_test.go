@@ -1,14 +1,23 @@
 package actors
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/crowdfed/crowd/internal/journal"
 )
 
 func TestGraphSurvivesRestartAndTornTail(t *testing.T) {
 	dir := t.TempDir()
-	g, err := OpenGraph(dir)
+	g, err := OpenGraph(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +37,16 @@ func TestGraphSurvivesRestartAndTornTail(t *testing.T) {
 	f.WriteString(`{"op":"follower","local":"https://flood1.te`)
 	f.Close()
 
-	g, err = OpenGraph(dir)
+	core, logs := observer.New(zap.WarnLevel)
+	g, err = OpenGraph(dir, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	// The drop is logged, naming the file and the line.
+	if w := logs.FilterField(zap.Int("line", 6)).FilterField(zap.String("file", filepath.Join(dir, GraphFile))).All(); len(w) != 1 {
+		t.Errorf("torn tail not logged with file and line 6: %v", logs.All())
+	}
 	for _, c := range []struct {
 		name      string
 		got, want int
@@ -79,5 +93,74 @@ func TestRepeatedFollowKeepsAnAcceptedRelation(t *testing.T) {
 	}
 	if _, following := g.Counts(local); following != 1 {
 		t.Errorf("following = %d, want 1", following)
+	}
+}
+
+// writeJournal makes a follow-graph journal of n follower lines in a new
+// state directory and returns the directory and the journal's bytes.
+func writeJournal(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	g, err := OpenGraph(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		must(t, g.AddFollower("https://flood1.test/users/alice", fmt.Sprintf("https://sut.test/users/u%d", i), fmt.Sprint("f", i), nil))
+	}
+	g.Close()
+	data, err := os.ReadFile(filepath.Join(dir, GraphFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
+}
+
+// A damaged line anywhere but at the torn end refuses the opening with
+// file:line and how to repair, and leaves the journal byte-identical (it
+// used to be cut at the bad line, silently losing every later follow).
+func TestGraphRefusesADamagedLine(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(lines [][]byte) // changes line 5 (index 4)
+		why    string
+	}{
+		// Bytes overwritten inside the line: not JSON any more.
+		{"garbled", func(l [][]byte) { copy(l[4][3:], "###") }, "not a journal entry"},
+		// JSON, but not an entry the graph knows.
+		{"unknown op", func(l [][]byte) { l[4] = []byte(`{"op":"befriend","local":"a","remote":"b"}`) }, `unknown op "befriend"`},
+		// An entry that names no actor.
+		{"no actors", func(l [][]byte) { l[4] = []byte(`{"op":"follower"}`) }, "no local"},
+		// A blank line is damage too.
+		{"blank", func(l [][]byte) { l[4] = nil }, "not a journal entry"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, data := writeJournal(t, 9)
+			lines := bytes.SplitAfter(data, []byte("\n"))
+			for i := range lines {
+				lines[i] = bytes.TrimSuffix(lines[i], []byte("\n"))
+			}
+			lines = lines[:9]
+			c.damage(lines)
+			damaged := append(bytes.Join(lines, []byte("\n")), '\n')
+			path := filepath.Join(dir, GraphFile)
+			os.WriteFile(path, damaged, 0o600)
+			g, err := OpenGraph(dir, nil)
+			if err == nil {
+				g.Close()
+				t.Fatal("a damaged journal opened")
+			}
+			for _, want := range []string{path + ":5", c.why, "sed -i '5d'"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if !errors.Is(err, ErrGraph) || !errors.Is(err, journal.ErrDamaged) {
+				t.Errorf("error %v does not wrap ErrGraph and journal.ErrDamaged", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
+				t.Errorf("the damaged journal was changed: %d bytes → %d", len(damaged), len(after))
+			}
+		})
 	}
 }

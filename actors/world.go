@@ -8,6 +8,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/internal/statedir"
 )
 
 // Kinds of actor the crowd serves.
@@ -80,7 +84,18 @@ func Open(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w, all := layout(cfg)
-	if err := loadOrGenerateKeys(cfg.StateDir, all); err != nil {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if !cfg.BorrowKeys {
+		// One clear error for a --state that cannot hold state, before
+		// a key is attempted: not one per key.
+		if err := statedir.Prepare(cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := loadOrGenerateKeys(cfg.StateDir, all, !cfg.BorrowKeys, log); err != nil {
 		return nil, err
 	}
 	for _, a := range all {
@@ -94,7 +109,7 @@ func Open(cfg Config) (*World, error) {
 		w.Graph = NewMemoryGraph()
 		return w, nil
 	}
-	g, err := OpenGraph(cfg.StateDir)
+	g, err := OpenGraph(cfg.StateDir, log)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -258,5 +261,62 @@ func TestDisplayNamesAreUnique(t *testing.T) {
 				t.Errorf("first username %q, want alice (usernames are state keys)", a.Name)
 			}
 		})
+	}
+}
+
+// A first start says what it makes and how long it should take, then
+// that it is done; a second start, with every key on disk, makes none.
+func TestFirstStartReportsKeyMaking(t *testing.T) {
+	state := t.TempDir()
+	cfg := Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state}
+	core, logs := observer.New(zap.InfoLevel)
+	cfg.Logger = zap.New(core)
+	w, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	start := logs.FilterMessageSnippet("making the actors' keys").All()
+	if len(start) != 1 || start[0].ContextMap()["keys"] != int64(2) || start[0].ContextMap()["estimate"] == nil {
+		t.Fatalf("first start logged %v, want one line with keys=2 and an estimate", logs.All())
+	}
+	if logs.FilterMessage("keys made").Len() != 1 {
+		t.Errorf("no end line: %v", logs.All())
+	}
+	core, logs = observer.New(zap.InfoLevel)
+	cfg.Logger = zap.New(core)
+	w, err = Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if logs.FilterMessageSnippet("keys").Len() != 0 {
+		t.Errorf("second start logged key making: %v", logs.All())
+	}
+}
+
+// --state naming a file gives one error naming --state, not one per key.
+func TestStateThatIsAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "state")
+	os.WriteFile(file, []byte("x"), 0o600)
+	_, err := Open(Config{Origins: 20, Actors: 10, Domain: "flood%d.test", StateDir: file})
+	if err == nil {
+		t.Fatal("opened a world in a file")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "--state "+file+" is a file") || strings.Count(msg, "\n") > 0 {
+		t.Errorf("error %q: want one line naming --state", msg)
+	}
+}
+
+// A process borrowing keys never writes the state: a missing key is an
+// error, not a key made in someone else's directory.
+func TestBorrowedKeysAreReadOnly(t *testing.T) {
+	state := t.TempDir()
+	_, err := Open(Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state, BorrowKeys: true, EphemeralGraph: true})
+	if !errors.Is(err, ErrKeyFile) || !strings.Contains(err.Error(), "has no key for") {
+		t.Fatalf("err = %v, want a missing key refused", err)
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Errorf("borrowing wrote into the state: %v", ents)
 	}
 }

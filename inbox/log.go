@@ -46,7 +46,8 @@ const (
 // never carry secrets: cookies and non-signature Authorization values are
 // left out, and Signature headers (public by nature) are kept.
 type Entry struct {
-	// Seq numbers entries from 1 in the order they were logged (per process).
+	// Seq numbers entries from 1 in the order they were logged; it
+	// continues across restarts from the last entry on disk.
 	Seq uint64 `json:"seq"`
 	// Time is when the request arrived or the delivery was attempted.
 	Time time.Time `json:"time"`
@@ -223,7 +224,8 @@ const LogFile = "activity.jsonl"
 
 // ActivityLog records every activity in and out: a ring of the latest
 // entries in memory, every entry appended to a JSON-lines file with size
-// rotation, and live subscribers. Append never blocks on a subscriber: a
+// rotation, and live subscribers. On opening, it reloads the latest
+// entries, seq and totals from its directory. Append never blocks on a subscriber: a
 // slow one loses entries and is told how many. Safe for concurrent use.
 type ActivityLog struct {
 	o   LogOptions
@@ -231,6 +233,7 @@ type ActivityLog struct {
 
 	mu     sync.Mutex
 	seq    uint64
+	totals Totals
 	ring   []Entry
 	next   int // ring position of the next entry
 	full   bool
@@ -249,7 +252,11 @@ type ActivityLog struct {
 // BodyLimit is where the log cuts bodies: callers need not pass more.
 func (l *ActivityLog) BodyLimit() int { return l.o.BodyBytes }
 
-// OpenLog opens (creating) the log file in o.Dir and starts its writer.
+// OpenLog opens (creating) the log file in o.Dir and starts its writer,
+// having read back from the end of the files already there the latest
+// entries (into the ring), the last seq (new entries continue from it) and
+// the totals. A torn last line is dropped and logged; an entry read back
+// that is damaged stops the opening with its file and line.
 func OpenLog(o LogOptions) (*ActivityLog, error) {
 	if o.Ring <= 0 {
 		o.Ring = 1000
@@ -275,6 +282,14 @@ func OpenLog(o LogOptions) (*ActivityLog, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("activity log: %w", err)
 	}
+	r, err := restore(o.Dir, o.Keep, o.Ring, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(r.latest) - 1; i >= 0; i-- {
+		l.put(r.latest[i])
+	}
+	l.seq, l.totals = r.seq, r.totals
 	path := filepath.Join(o.Dir, LogFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -286,14 +301,20 @@ func OpenLog(o LogOptions) (*ActivityLog, error) {
 		return nil, fmt.Errorf("activity log: %w", err)
 	}
 	l.lines = make(chan Entry, 4096)
-	go l.writer(f, st.Size())
+	go l.writer(f, st.Size(), checkpoint{Seq: r.seq, Totals: r.totals})
 	return l, nil
 }
 
+// checkpointEvery is how often, at most, the writer records the totals
+// of what it wrote: a restart recounts only the entries after the last one.
+const checkpointEvery = 5 * time.Second
+
 // writer encodes entries (here, so that inbox goroutines never serialize
 // on it) and appends them to the file, flushing whenever it catches up (so
-// a kill -9 loses at most what was still queued) and rotating by size.
-func (l *ActivityLog) writer(f *os.File, size int64) {
+// a kill -9 loses at most what was still queued) and rotating by size. cp
+// is the totals of what the files hold; it checkpoints them now and then,
+// and on closing.
+func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 	defer close(l.done)
 	path := filepath.Join(l.o.Dir, LogFile)
 	w := bufio.NewWriterSize(f, 64<<10)
@@ -312,6 +333,17 @@ func (l *ActivityLog) writer(f *os.File, size int64) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // bodies stay readable in `tail -f`
 	var fast []byte
+	saved := time.Now()
+	save := func() {
+		if err := w.Flush(); err != nil {
+			fail(err)
+			return
+		}
+		if err := writeCheckpoint(l.o.Dir, cp); err != nil {
+			fail(err)
+		}
+		saved = time.Now()
+	}
 	for e := range l.lines {
 		var line []byte
 		var ok bool
@@ -350,15 +382,17 @@ func (l *ActivityLog) writer(f *os.File, size int64) {
 			fail(err)
 		}
 		size += int64(len(line))
+		cp.Seq = e.Seq
+		cp.Totals.add(&e)
 		if len(l.lines) == 0 {
-			if err := w.Flush(); err != nil {
+			if time.Since(saved) >= checkpointEvery {
+				save()
+			} else if err := w.Flush(); err != nil {
 				fail(err)
 			}
 		}
 	}
-	if err := w.Flush(); err != nil {
-		fail(err)
-	}
+	save()
 	if err := f.Close(); err != nil {
 		fail(err)
 	}
@@ -397,11 +431,8 @@ func (l *ActivityLog) Append(e Entry) Entry {
 	defer l.mu.Unlock()
 	l.seq++
 	e.Seq = l.seq
-	l.ring[l.next] = e
-	l.next++
-	if l.next == len(l.ring) {
-		l.next, l.full = 0, true
-	}
+	l.put(e)
+	l.totals.add(&e)
 	for s := range l.subs {
 		if !s.filter.Match(&e) {
 			continue
@@ -423,6 +454,23 @@ func (l *ActivityLog) Append(e Entry) Entry {
 		l.lines <- e
 	}
 	return e
+}
+
+// put adds e to the ring. The caller holds l.mu (or owns l).
+func (l *ActivityLog) put(e Entry) {
+	l.ring[l.next] = e
+	l.next++
+	if l.next == len(l.ring) {
+		l.next, l.full = 0, true
+	}
+}
+
+// Totals counts every entry logged in the log's directory (across
+// restarts), or since the start for a log in memory.
+func (l *ActivityLog) Totals() Totals {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.totals
 }
 
 // Latest returns up to n of the newest entries that match f, oldest first.

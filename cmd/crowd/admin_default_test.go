@@ -99,6 +99,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "GET /api/world"},                                     // actors and their public keys' hashes
 		{pattern: "GET /api/activities", query: "?limit=1000"},          // the whole log: signed activities with their headers
 		{pattern: "GET /api/activities/stream", query: "?backlog=1000"}, // the same, live
+		{pattern: "GET /api/activities/totals"},                         // counts only
 		{pattern: "GET /api/follows"},                                   // the graph, Follow activities left out
 		{pattern: "GET /api/deliveries"},                                // the queue: activities to sign later
 		{pattern: "GET /api/lookup", query: "?resource=acct:%s"},        // a signed fetch of an actor document

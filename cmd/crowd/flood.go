@@ -112,7 +112,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	for _, name := range []string{"origins", "actors", "domain", "shard"} {
 		fl.Lookup(name).Usage = "with --standalone: " + fl.Lookup(name).Usage
 	}
-	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state), CA, follow graph and activity log"
+	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state, read only), CA, follow graph and activity log (--standalone: default ./" + standaloneState + ")"
 	fl.StringVar(&f.rate, "rate", "100", "sends per second; a comma list (100,300,600) runs a ladder")
 	fl.StringVar(&f.ramp, "ramp", "", "a ladder from:to:step of rates, e.g. 100:1000:100 (instead of --rate)")
 	fl.DurationVar(&f.step, "step", 20*time.Second, "measured length of each ladder rung")
@@ -346,6 +346,9 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 
 	var env *floodEnv
 	if f.standalone {
+		if !cmd.Flags().Changed("state") {
+			f.world.cfg.StateDir = standaloneState // never a running serve's ./crowd-state
+		}
 		env, err = f.standaloneEnv(ctx, log)
 	} else {
 		env, err = f.attachedEnv(ctx, cmd, log)
@@ -539,6 +542,7 @@ func (f *floodFlags) standaloneEnv(ctx context.Context, log *zap.Logger) (*flood
 	// The in-process crowd logs only what needs attention: the flood's
 	// output is the report.
 	quiet := log.Named("crowd").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	wcfg.Logger = log.Named("crowd") // but a first start's key making is worth seeing
 	cw, err := startWorld(ctx, quiet, wcfg, pcfg)
 	if err != nil {
 		return nil, err
@@ -620,7 +624,8 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 	if st, err := os.Stat(filepath.Join(state, "keys")); err != nil || !st.IsDir() {
 		return nil, usageError{fmt.Errorf("--state %s holds no keys: pass the --state of the crowd serving at %s, whose keys the flood signs with", state, f.admin.addr)}
 	}
-	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard, EphemeralGraph: true}
+	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
+		EphemeralGraph: true, BorrowKeys: true}
 	want := map[string]string{}
 	for _, o := range info.Origins {
 		cfg.Origins = max(cfg.Origins, o.Index)
@@ -630,6 +635,9 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 		want[o.Instance.ID] = o.Instance.KeySHA256
 	}
 	world, err := actors.Open(cfg)
+	if errors.Is(err, actors.ErrKeyFile) {
+		return nil, usageError{err} // a key missing or unreadable: --state is not that crowd's
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the crowd's keys from --state %s: %w", state, err)
 	}

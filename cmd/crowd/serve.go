@@ -14,6 +14,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -154,6 +155,11 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	return err
 }
 
+// standaloneState is the state of `crowd flood --standalone` when no
+// --state is given: its own, so that the README's first two commands
+// (`crowd serve`, then a standalone flood) in one folder never share one.
+const standaloneState = "crowd-state-standalone"
+
 // crowdWorld is a started crowd: the world, its listeners (the pasture)
 // and its inboxes. `crowd serve` runs one; `crowd flood --standalone` runs
 // one in-process.
@@ -161,22 +167,37 @@ type crowdWorld struct {
 	world   *actors.World
 	pasture *pasture.Pasture
 	inbox   *inbox.Inbox
+	lock    *statedir.Lock
 }
 
-// startWorld opens the world of wcfg (keys, follow graph), builds its
-// inboxes and serves them with the listeners of pcfg (whose World, Version,
-// Logger, Registry, Inbox and Admin it fills). On error nothing started
-// keeps running.
+// startWorld takes the state directory of wcfg (one owner at a time),
+// opens the world (keys, follow graph), builds its inboxes and serves them
+// with the listeners of pcfg (whose World, Version, Logger, Registry, Inbox
+// and Admin it fills). On error nothing started keeps running and the
+// state is released.
 func startWorld(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg pasture.Config) (*crowdWorld, error) {
+	lock, err := statedir.Acquire(wcfg.StateDir)
+	if errors.Is(err, statedir.ErrNotDir) {
+		return nil, usageError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if wcfg.Logger == nil {
+		wcfg.Logger = log
+	}
 	world, err := actors.Open(wcfg)
 	if err != nil {
+		lock.Release()
 		return nil, err
 	}
 	cw, err := serveWorld(ctx, log, world, pcfg)
 	if err != nil {
 		world.Close()
+		lock.Release()
 		return nil, err
 	}
+	cw.lock = lock
 	return cw, nil
 }
 
@@ -220,6 +241,9 @@ func (c *crowdWorld) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if err := c.world.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.lock.Release(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
