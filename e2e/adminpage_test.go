@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"io"
@@ -204,4 +205,62 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestAdminPageCountsEveryEntry: the page's header counts every entry the
+// activity log holds (its totals, which survive restarts), not only the
+// 1 000 the page keeps: 1 200 refused deliveries show as 1 200 problems.
+func TestAdminPageCountsEveryEntry(t *testing.T) {
+	RequireTools(t, "chromium")
+	bin := BuildCrowd(t)
+	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
+		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
+		func(ctx context.Context, p *Process) error {
+			resp, err := http.Get("http://" + admin + "/readyz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
+			}
+			return nil
+		})
+
+	const refused = 1200 // more than the page keeps (MAX in page.html)
+	for i := range refused {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+plain+"/users/alice/inbox",
+			strings.NewReader(fmt.Sprintf(`{"@context":"https://www.w3.org/ns/activitystreams","id":"https://sut.test/likes/%d","type":"Like","actor":"https://sut.test/users/mallory","object":"https://flood1.test/users/alice"}`, i)))
+		req.Host = "flood1.test"
+		req.Header.Set("Content-Type", "application/activity+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("an unsigned Like was answered %d, want 401", resp.StatusCode)
+		}
+	}
+	var totals struct{ Entries, Problems uint64 }
+	resp, err := http.Get("http://" + admin + "/api/activities/totals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&totals)
+	resp.Body.Close()
+	if err != nil || totals.Problems < refused {
+		t.Fatalf("totals %+v (%v): want at least %d problems", totals, err, refused)
+	}
+
+	page := startChromium(t).open(t, "http://"+admin+"/")
+	page.waitUntil(t, `document.body.dataset.loaded === "yes" && document.body.dataset.state === "live"`)
+	counts := page.evalString(t, `document.getElementById("counts").textContent`)
+	for _, want := range []string{fmt.Sprintf("activities %d", totals.Entries), fmt.Sprintf("problems %d", totals.Problems)} {
+		if !strings.Contains(counts, want) {
+			t.Errorf("counts %q lack %q", counts, want)
+		}
+	}
 }

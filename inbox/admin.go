@@ -20,7 +20,7 @@ import (
 //
 //	GET  /api/activities?limit=&actor=&type=&direction=   latest log entries, JSON array, oldest first
 //	GET  /api/activities/stream?actor=&type=&backlog=     live entries as Server-Sent Events
-//	GET  /api/activities/totals                           Totals of every entry logged in the state
+//	GET  /api/activities/totals                           Totals of every entry logged in the state, and the last seq they count
 //	GET  /api/follows?actor=                              followers and following per crowd actor
 //	POST /api/following {local, remote, follow_id}        register a pending Follow sent elsewhere
 //	POST /api/send {from, type, to, object, inbox}        build, sign and deliver an activity now
@@ -33,13 +33,21 @@ func (in *Inbox) AdminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/activities", in.handleActivities)
 	mux.HandleFunc("GET /api/activities/stream", in.handleStream)
 	mux.HandleFunc("GET /api/activities/totals", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, in.alog.Totals())
+		t, seq := in.alog.TotalsAt()
+		writeJSON(w, http.StatusOK, TotalsReply{Totals: t, Seq: seq})
 	})
 	mux.HandleFunc("GET /api/follows", in.handleFollows)
 	mux.HandleFunc("POST /api/following", in.handleFollowing)
 	mux.HandleFunc("POST /api/send", in.handleSend)
 	mux.HandleFunc("GET /api/lookup", in.handleLookup)
 	mux.HandleFunc("GET /api/deliveries", in.handleDeliveries)
+}
+
+// TotalsReply is the answer of GET /api/activities/totals: the log's totals
+// and the seq of the last entry they count.
+type TotalsReply struct {
+	Totals
+	Seq uint64 `json:"seq"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

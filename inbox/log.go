@@ -468,9 +468,17 @@ func (l *ActivityLog) put(e Entry) {
 // Totals counts every entry logged in the log's directory (across
 // restarts), or since the start for a log in memory.
 func (l *ActivityLog) Totals() Totals {
+	t, _ := l.TotalsAt()
+	return t
+}
+
+// TotalsAt returns Totals together with the seq of the last entry they
+// count, read at one instant: a reader that also follows the stream counts
+// only entries above that seq, and so counts each entry once.
+func (l *ActivityLog) TotalsAt() (Totals, uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.totals
+	return l.totals, l.seq
 }
 
 // Latest returns up to n of the newest entries that match f, oldest first.
