@@ -21,8 +21,9 @@ import (
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// captureStderr runs f with os.Stderr redirected and returns what it wrote.
-func captureStderr(t *testing.T, f func()) string {
+// redirectStderr points os.Stderr at a pipe and returns its reading end;
+// restore closes the writing end and puts os.Stderr back.
+func redirectStderr(t *testing.T) (r *os.File, restore func()) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -30,6 +31,16 @@ func captureStderr(t *testing.T, f func()) string {
 	}
 	old := os.Stderr
 	os.Stderr = w
+	return r, func() {
+		w.Close()
+		os.Stderr = old
+	}
+}
+
+// captureStderr runs f with os.Stderr redirected and returns what it wrote.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, restore := redirectStderr(t)
 	done := make(chan string)
 	go func() {
 		var b bytes.Buffer
@@ -37,8 +48,7 @@ func captureStderr(t *testing.T, f func()) string {
 		done <- b.String()
 	}()
 	f()
-	w.Close()
-	os.Stderr = old
+	restore()
 	return <-done
 }
 
@@ -176,12 +186,7 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 // JSON lines (zap's log entries) as they are written; other lines are dropped.
 func streamStderr(t *testing.T) <-chan map[string]any {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stderr
-	os.Stderr = w
+	r, restore := redirectStderr(t)
 	entries := make(chan map[string]any, 1000)
 	read := make(chan struct{})
 	go func() {
@@ -198,8 +203,7 @@ func streamStderr(t *testing.T) <-chan map[string]any {
 		}
 	}()
 	t.Cleanup(func() {
-		os.Stderr = old
-		w.Close()
+		restore()
 		<-read
 		r.Close()
 	})
