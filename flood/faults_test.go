@@ -3,6 +3,7 @@ package flood
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,10 +25,11 @@ type faultSink struct {
 	mu      sync.Mutex
 	ln      net.Listener   // nil while not listening
 	servers []*http.Server // every server started, closed at cleanup
+	stalled chan struct{}  // one value per stalling request that reached the handler
 }
 
 func newFaultSink(t *testing.T) *faultSink {
-	s := &faultSink{t: t, addr: "127.0.0.1:0", done: make(chan struct{})}
+	s := &faultSink{t: t, addr: "127.0.0.1:0", done: make(chan struct{}), stalled: make(chan struct{}, 1000)}
 	s.listen()
 	t.Cleanup(func() {
 		close(s.done) // stalled handlers return
@@ -85,6 +87,10 @@ func (s *faultSink) serve(w http.ResponseWriter, r *http.Request) {
 	case "stall":
 		// Past the sender's timeout: it gives up and closes the connection.
 		select {
+		case s.stalled <- struct{}{}:
+		default:
+		}
+		select {
 		case <-r.Context().Done():
 		case <-s.done:
 		case <-time.After(5 * time.Second):
@@ -96,18 +102,22 @@ func (s *faultSink) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// phasePacer sends perPhase sends a phase at 50/s, each phase starting on
-// a whole second: the rest of each second is a quiet gap in which the sink
-// changes state, so no send is in the middle of a change.
+// phasePacer sends perPhase sends a phase at 200/s, a phase every
+// phasePeriod: the rest of each period is a quiet gap in which the sink
+// usually changes state. (The change waits for the events that make it safe,
+// not for the gap: a late change delays sends, it never mixes phases.)
 type phasePacer struct{ perPhase int64 }
 
-const faultGap = 20 * time.Millisecond // between sends in a phase: 50/s
+const (
+	faultGap    = 5 * time.Millisecond // between sends in a phase: 200/s
+	phasePeriod = 250 * time.Millisecond
+)
 
 func (p phasePacer) Offset(n int64) time.Duration {
-	return time.Duration(n/p.perPhase)*time.Second + time.Duration(n%p.perPhase)*faultGap
+	return time.Duration(n/p.perPhase)*phasePeriod + time.Duration(n%p.perPhase)*faultGap
 }
 
-func (p phasePacer) Rate() float64 { return float64(p.perPhase) }
+func (p phasePacer) Rate() float64 { return float64(p.perPhase) / phasePeriod.Seconds() }
 
 // TestFaultsAreMeasuredNotFatal floods one real loopback sink through a
 // run in which the sink answers 202, then resets every connection, then
@@ -117,17 +127,14 @@ func (p phasePacer) Rate() float64 { return float64(p.perPhase) }
 // phase causes. Each phase is its own activity type, so the per-type
 // breakdown is the per-phase tally.
 func TestFaultsAreMeasuredNotFatal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("5 s of real traffic")
-	}
-	const perPhase = 35 // 0.7 s at 50/s, then a 0.3 s gap
+	const perPhase = 35 // 175 ms at 200/s, then a 75 ms gap
 	phases := []struct {
 		name   string
-		fault  string    // X-Fault of its requests
-		want   Class     // what every send of the phase must be
-		why    string    // why that class
-		before func()    // run in the gap before the phase (set below)
-		prep   *Prepared // its request (set below)
+		fault  string       // X-Fault of its requests
+		want   Class        // what every send of the phase must be
+		why    string       // why that class
+		before func() error // changes the sink before the phase (set below)
+		prep   *Prepared    // its request (set below)
 	}{
 		// A healthy SUT: 202.
 		{name: "answering", want: Class202, why: "the SUT accepts"},
@@ -141,14 +148,31 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		{name: "back", want: Class202, why: "the SUT is back"},
 	}
 	sink := newFaultSink(t)
-	phases[3].before = sink.stopListening
-	phases[4].before = sink.listen
+	// What each change waits for, so that no send of the phase before is
+	// caught by it: every stalling request has reached the handler (its
+	// connection is accepted, so closing the listener leaves it stalling),
+	// and every refused send has come back (so none dials the new listener).
+	refused := make(chan struct{}, perPhase)
+	phases[3].before = func() error {
+		if err := await(sink.stalled, perPhase, "stalling requests reached the sink"); err != nil {
+			return err
+		}
+		sink.stopListening()
+		return nil
+	}
+	phases[4].before = func() error {
+		if err := await(refused, perPhase, "refused sends came back"); err != nil {
+			return err
+		}
+		sink.listen()
+		return nil
+	}
 	u, err := url.Parse("http://" + sink.addr + "/users/alice/inbox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range phases {
-		h := http.Header{"Content-Type": {"application/activity+json"}}
+		h := http.Header{"Content-Type": {"application/activity+json"}, "X-Phase": {phases[i].name}}
 		if phases[i].fault != "" {
 			h.Set("X-Fault", phases[i].fault)
 		}
@@ -156,31 +180,34 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 	}
 
 	// The source hands out each phase's requests; the first request of a
-	// phase waits for the middle of the gap before it, changes the sink
-	// there, and is then returned, still ahead of its intended time.
-	var start time.Time
+	// phase changes the sink (once what the change waits for has happened)
+	// and is then returned, usually still ahead of its intended time.
 	var n int64
 	src := SourceFunc(func(ctx context.Context) (*Prepared, error) {
-		if n == 0 {
-			start = time.Now()
-		}
 		ph := n / perPhase
 		if ph >= int64(len(phases)) {
 			return nil, errors.New("past the last phase")
 		}
 		if n%perPhase == 0 && phases[ph].before != nil {
-			mid := time.Duration(ph)*time.Second - (time.Second-perPhase*faultGap)/2
-			time.Sleep(time.Until(start.Add(mid)))
-			phases[ph].before()
+			if err := phases[ph].before(); err != nil {
+				return nil, err
+			}
 		}
 		n++
 		return phases[ph].prep, nil
 	})
 	tr := NewTransport(200, nil)
 	defer tr.CloseIdleConnections()
+	counted := rtFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := tr.RoundTrip(r)
+		if r.Header.Get("X-Phase") == "refusing" {
+			refused <- struct{}{} // room for every send of the phase: never blocks
+		}
+		return resp, err
+	})
 	res := mustRun(t, context.Background(), Plan{
 		Pacer: phasePacer{perPhase}, MaxSends: perPhase * int64(len(phases)), MaxInflight: 200,
-		Timeout: 500 * time.Millisecond, Source: src, Transport: tr,
+		Timeout: 500 * time.Millisecond, Source: src, Transport: counted,
 	})
 
 	o := res.Overall
@@ -221,4 +248,19 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 	if rec.Partial || rec.Overall.Tally.Errors() != 3*perPhase {
 		t.Errorf("record: partial %v, %d errors, want %d", rec.Partial, rec.Overall.Tally.Errors(), 3*perPhase)
 	}
+}
+
+// await takes n values from ch: n events a phase change waits for. The bound
+// is no timing assumption: waiting that long means an event never came.
+func await(ch <-chan struct{}, n int, what string) error {
+	bound := time.NewTimer(10 * time.Second)
+	defer bound.Stop()
+	for i := range n {
+		select {
+		case <-ch:
+		case <-bound.C:
+			return fmt.Errorf("only %d of %d %s within 10 s", i, n, what)
+		}
+	}
+	return nil
 }

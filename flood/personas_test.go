@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
@@ -30,21 +31,29 @@ type fakeSUT struct {
 	inflight atomic.Int64
 	peak     atomic.Int64
 	stall    string // a user whose actor fetch never answers
+	// held, when set, holds every request: the request puts a channel on
+	// it and is answered once the test closes that channel.
+	held chan chan struct{}
 }
 
 func newFakeSUT(t *testing.T, inst *actors.Actor) *fakeSUT {
 	t.Helper()
-	s := &fakeSUT{verifier: &signing.Verifier{Keys: signing.KeyResolverFunc(
+	s := unstartedFakeSUT(inst)
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.StartTLS()
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// unstartedFakeSUT is a fake SUT that trusts inst's key, not yet serving.
+func unstartedFakeSUT(inst *actors.Actor) *fakeSUT {
+	return &fakeSUT{verifier: &signing.Verifier{Keys: signing.KeyResolverFunc(
 		func(_ context.Context, keyID string, _ bool) (signing.PublicKey, error) {
 			if keyID != inst.KeyID {
 				return signing.PublicKey{}, fmt.Errorf("unknown key %s", keyID)
 			}
 			return signing.PublicKey{Key: inst.Key.Public(), Owner: inst.ID, ID: inst.KeyID}, nil
 		})}}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.srv.StartTLS()
-	t.Cleanup(s.srv.Close)
-	return s
 }
 
 // client reaches every host at the fake SUT, trusting its certificate.
@@ -70,7 +79,15 @@ func (s *fakeSUT) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	time.Sleep(5 * time.Millisecond) // long enough for concurrent lookups to overlap
+	if s.held != nil {
+		release := make(chan struct{})
+		s.held <- release
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	host := r.Host
 	base := "https://" + host
 	if r.URL.Path == "/.well-known/webfinger" {
@@ -272,25 +289,64 @@ func TestDiscoverFailuresNameThePersona(t *testing.T) {
 	}
 }
 
+// TestDiscoverIsBoundedInParallel: with Parallel 3, twelve lookups keep
+// exactly 3 requests in flight until the last ones, never more. The SUT
+// holds every request; on synctest's fake clock, once every goroutine is
+// blocked, the requests held are all the lookups could send at that moment.
 func TestDiscoverIsBoundedInParallel(t *testing.T) {
 	w := testWorld(t, 1, 1)
 	inst := w.Origins[0].Instance
-	sut := newFakeSUT(t, inst)
-	o := discoverOpts(sut, inst)
-	o.Parallel = 3
-	accts, _ := ExpandPersonas("load%d@sut.test", 12)
-	ps, _, err := Discover(context.Background(), accts, o)
-	if err != nil || len(ps) != 12 {
-		t.Fatalf("%d personas, %v", len(ps), err)
-	}
-	for i, p := range ps {
-		if p.Acct != accts[i] || len(p.Posts) != 1 {
-			t.Errorf("persona %d: %s with %d posts", i, p.Acct, len(p.Posts))
+	synctest.Test(t, func(t *testing.T) {
+		sut := unstartedFakeSUT(inst)
+		sut.held = make(chan chan struct{}, 100)
+		sink := servePipe(t, http.HandlerFunc(sut.serve))
+		// Plain HTTP inside the pipe: the lookups' https URLs dial it as if
+		// TLS were done.
+		tr := &http.Transport{DialTLSContext: sink.DialContext}
+		defer tr.CloseIdleConnections()
+		o := DiscoverOptions{Client: &http.Client{Timeout: 5 * time.Second, Transport: tr},
+			Signer: signing.NewSigner(signing.SignerOptions{UserAgent: "crowd-test"}),
+			KeyID:  inst.KeyID, Key: inst.Key, Timeout: 5 * time.Second, Parallel: 3}
+		accts, _ := ExpandPersonas("load%d@sut.test", 12)
+		type result struct {
+			ps  []*Persona
+			err error
 		}
-	}
-	if peak := sut.peak.Load(); peak > 3 || peak < 2 {
-		t.Errorf("peak of %d concurrent requests, want 2 to 3 (Parallel 3)", peak)
-	}
+		done := make(chan result, 1)
+		go func() {
+			ps, _, err := Discover(context.Background(), accts, o)
+			done <- result{ps, err}
+		}()
+
+		var rounds []int // requests in flight at each standstill
+		for {
+			synctest.Wait()
+			n := len(sut.held)
+			if n == 0 {
+				break // nothing held and everyone blocked: Discover has returned
+			}
+			rounds = append(rounds, n)
+			for range n {
+				close(<-sut.held)
+			}
+		}
+		r := <-done
+		if r.err != nil || len(r.ps) != 12 {
+			t.Fatalf("%d personas, %v", len(r.ps), r.err)
+		}
+		for i, p := range r.ps {
+			if p.Acct != accts[i] || len(p.Posts) != 1 {
+				t.Errorf("persona %d: %s with %d posts", i, p.Acct, len(p.Posts))
+			}
+		}
+		// 12 lookups of 3 requests each (WebFinger, actor, outbox), 3 at a time.
+		if want := slices.Repeat([]int{3}, 12); !slices.Equal(rounds, want) {
+			t.Errorf("requests in flight at each standstill %v, want %v (Parallel 3)", rounds, want)
+		}
+		if peak := sut.peak.Load(); peak != 3 {
+			t.Errorf("peak of %d concurrent requests, want 3 (Parallel 3)", peak)
+		}
+	})
 }
 
 func TestDiscoverRefusesAPublicPersonaWithoutSending(t *testing.T) {

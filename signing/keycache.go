@@ -9,14 +9,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/redirect"
 )
 
 // KeyCacheOptions configures a KeyCache. Zero fields take the defaults shown.
 type KeyCacheOptions struct {
-	// Client fetches keys; default a client with a 10 s timeout.
+	// Client fetches keys; default a client with a 10 s timeout. The cache
+	// uses a copy whose redirects are limited to the keyId's host
+	// (redirect.SameHost); the client given is left as it was.
 	Client *http.Client
 	// SignGet signs each key fetch (e.g. with the receiving origin's instance
 	// actor), since servers in authorized-fetch mode refuse unsigned GETs.
@@ -53,8 +56,8 @@ type KeyCacheOptions struct {
 // the key embedded (publicKey as an object or an array, or assertionMethod
 // Multikeys; the key whose id equals keyId is used, and its owner must be the
 // actor), or a standalone key document (id equal to keyId, with an owner). The
-// document's id must be on keyId's host, and so must the final URL after
-// redirects; a standalone key whose owner is on another host is accepted only
+// document's id must be on keyId's host, and a redirect to another host is
+// refused before the request leaves for it; a standalone key whose owner is on another host is accepted only
 // if the owner's actor document lists the same key.
 type KeyCache struct {
 	o KeyCacheOptions
@@ -88,6 +91,7 @@ func NewKeyCache(o KeyCacheOptions) *KeyCache {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	o.Client = redirect.Client(o.Client)
 	if o.TTL <= 0 {
 		o.TTL = time.Hour
 	}
@@ -247,7 +251,9 @@ func (c *KeyCache) fetchKey(ctx context.Context, keyID string) (PublicKey, error
 }
 
 // get fetches an ActivityPub document, signed when SignGet is set. Redirects
-// to another host are refused: the document must come from the keyId's origin.
+// to another host are refused by the client before they are followed: the
+// document must come from the keyId's origin, and the signed GET must not
+// reach a host it was not meant for.
 func (c *KeyCache) get(ctx context.Context, target string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
@@ -267,9 +273,6 @@ func (c *KeyCache) get(ctx context.Context, target string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil, fmt.Errorf("%w: GET %s: %s", ErrKeyUnavailable, target, resp.Status)
-	}
-	if resp.Request != nil && resp.Request.URL != nil && !strings.EqualFold(resp.Request.URL.Host, req.URL.Host) {
-		return nil, fmt.Errorf("%w: GET %s redirected to another host (%s)", ErrKeyUnavailable, target, resp.Request.URL.Host)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.o.MaxBodyBytes+1))
 	if err != nil {

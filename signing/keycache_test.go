@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/redirect"
 )
 
 // web is a fake fediverse on one httptest server: documents by host+path,
@@ -442,5 +445,64 @@ func TestKeyCacheRefreshFailureKeepsKey(t *testing.T) {
 	}
 	if w.hits("/users/alice") != 2 {
 		t.Errorf("%d fetches, want 2", w.hits("/users/alice"))
+	}
+}
+
+// TestKeyCacheRedirects: two real servers, the keyId's host and another one.
+// A redirect on the keyId's host is followed; a redirect to the other host is
+// refused before the signed GET leaves for it, so the other host receives
+// nothing (a check of the answer's final URL would come too late).
+func TestKeyCacheRedirects(t *testing.T) {
+	k := loadKeys(t)
+	var other atomic.Int64
+	otherSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer otherSrv.Close()
+	var home *httptest.Server
+	home = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := home.URL + "/users/alice"
+		switch r.URL.Path {
+		case "/users/alice": // moved on the same host, as a renamed route would be
+			http.Redirect(w, r, "/actors/alice", http.StatusMovedPermanently)
+		case "/actors/alice":
+			w.Header().Set("Content-Type", "application/activity+json")
+			io.WriteString(w, mustJSON(map[string]any{"id": id, "type": "Person",
+				"publicKey": map[string]any{"id": id + "#main-key", "owner": id, "publicKeyPem": pemOf(t, k.rsaA.Public(), false)}}))
+		default: // elsewhere
+			http.Redirect(w, r, otherSrv.URL+r.URL.Path, http.StatusFound)
+		}
+	}))
+	defer home.Close()
+	s := NewSigner(SignerOptions{})
+	caller := &http.Client{}
+	kc := NewKeyCache(KeyCacheOptions{Client: caller, SignGet: func(r *http.Request) error {
+		return s.SignGet(r, "http://crowd.test/actor#main-key", k.rsaB)
+	}})
+
+	for _, tc := range []struct {
+		name  string
+		keyID string
+		want  error // nil: resolved
+	}{
+		// A redirect on the keyId's own host: followed, the key resolves.
+		{"same host", home.URL + "/users/alice#main-key", nil},
+		// A redirect to another host: refused before sending.
+		{"other host", home.URL + "/users/mallory#main-key", redirect.ErrCrossHost},
+	} {
+		pk, err := kc.ResolveKey(context.Background(), tc.keyID, false)
+		switch {
+		case tc.want == nil && (err != nil || !equalKeys(pk.Key, k.rsaA.Public())):
+			t.Errorf("%s: key %T, err %v; want alice's key", tc.name, pk.Key, err)
+		case tc.want != nil && (!errors.Is(err, tc.want) || !errors.Is(err, ErrKeyUnavailable)):
+			t.Errorf("%s: err = %v, want ErrKeyUnavailable wrapping %v", tc.name, err, tc.want)
+		}
+	}
+	if n := other.Load(); n != 0 {
+		t.Errorf("the other host received %d signed GETs, want none", n)
+	}
+	if caller.CheckRedirect != nil {
+		t.Error("the key cache changed the caller's client")
 	}
 }

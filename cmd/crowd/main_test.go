@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +21,9 @@ import (
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// captureStderr runs f with os.Stderr redirected and returns what it wrote.
-func captureStderr(t *testing.T, f func()) string {
+// redirectStderr points os.Stderr at a pipe and returns its reading end;
+// restore closes the writing end and puts os.Stderr back.
+func redirectStderr(t *testing.T) (r *os.File, restore func()) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -26,6 +31,16 @@ func captureStderr(t *testing.T, f func()) string {
 	}
 	old := os.Stderr
 	os.Stderr = w
+	return r, func() {
+		w.Close()
+		os.Stderr = old
+	}
+}
+
+// captureStderr runs f with os.Stderr redirected and returns what it wrote.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, restore := redirectStderr(t)
 	done := make(chan string)
 	go func() {
 		var b bytes.Buffer
@@ -33,8 +48,7 @@ func captureStderr(t *testing.T, f func()) string {
 		done <- b.String()
 	}()
 	f()
-	w.Close()
-	os.Stderr = old
+	restore()
 	return <-done
 }
 
@@ -110,14 +124,49 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 	}
 }
 
+// TestServeShutsDownOnCancel: serve comes up (its admin API answers
+// /readyz), and a cancel stops it with exit 0 and its listeners closed. The
+// test learns the admin port, bound as 127.0.0.1:0, from serve's own JSON
+// log, as an operator would.
 func TestServeShutsDownOnCancel(t *testing.T) {
+	logs := streamStderr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
+	defer cancel()
+	done := make(chan int, 1)
 	go func() {
 		done <- execute(ctx, []string{"serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
-			"--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--dns", "", "--admin", "127.0.0.1:0", "--log-level", "error"})
+			"--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--dns", "", "--admin", "127.0.0.1:0",
+			"--log-level", "info", "--log-format", "json"})
 	}()
-	time.Sleep(time.Second)
+
+	// Serve is up once it logs "crowd serving"; the admin listener logs its address before that.
+	var admin string
+	bound := time.After(30 * time.Second)
+	for up := false; !up; {
+		select {
+		case e := <-logs:
+			if e["msg"] == "listening" && e["listener"] == "admin" {
+				admin, _ = e["addr"].(string)
+			}
+			up = e["msg"] == "crowd serving"
+		case code := <-done:
+			t.Fatalf("serve exited with %d before it was up", code)
+		case <-bound:
+			t.Fatal("serve did not log \"crowd serving\" within 30 s")
+		}
+	}
+	if admin == "" {
+		t.Fatal("serve is up but logged no admin address")
+	}
+	resp, err := http.Get("http://" + admin + "/readyz")
+	if err != nil {
+		t.Fatalf("readyz: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz answered %d once serve was up, want 200", resp.StatusCode)
+	}
+
 	cancel()
 	select {
 	case code := <-done:
@@ -127,6 +176,38 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of a cancel")
 	}
+	if c, err := net.Dial("tcp", admin); err == nil {
+		c.Close()
+		t.Errorf("the admin API still accepts connections on %s after shutdown", admin)
+	}
+}
+
+// streamStderr redirects os.Stderr for the rest of the test and returns its
+// JSON lines (zap's log entries) as they are written; other lines are dropped.
+func streamStderr(t *testing.T) <-chan map[string]any {
+	t.Helper()
+	r, restore := redirectStderr(t)
+	entries := make(chan map[string]any, 1000)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			var e map[string]any
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				select {
+				case entries <- e:
+				default: // nobody reads any more; keep draining the pipe
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		restore()
+		<-read
+		r.Close()
+	})
+	return entries
 }
 
 func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {

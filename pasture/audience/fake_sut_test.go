@@ -54,6 +54,29 @@ func (f *fakeSUT) start(t *testing.T) *Client {
 	return c
 }
 
+// inMemory returns a client of f that answers each request in the calling
+// goroutine, with no socket: under testing/synctest, the fake clock runs
+// while the SUT takes its time.
+func (f *fakeSUT) inMemory(t *testing.T) *Client {
+	t.Helper()
+	c, err := NewClient("http://sut.test", &http.Client{Transport: handlerTransport{f}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// handlerTransport answers requests with its handler, as a server would.
+type handlerTransport struct{ h http.Handler }
+
+func (ht handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
 func (f *fakeSUT) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestProber reads the homes on schedule, reports each status with the
-// probe's times, and tallies answers and errors.
+// probe's times, and tallies answers and errors. The fake SUT answers in
+// memory on synctest's fake clock, so the schedule holds whatever the load.
 func TestProber(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -37,67 +39,77 @@ func TestProber(t *testing.T) {
 					f.home[p] = append(f.home[p], Status{ID: fmt.Sprint(i), URI: fmt.Sprintf("https://flood1.test/n/%s/%d", p, i)})
 				}
 			}
-			c := f.start(t)
-			var mu sync.Mutex
-			seen := map[string]time.Duration{} // persona uri → answer − ask
-			pr := &Prober{Client: c, Hz: 20, Limit: tc.limit,
-				Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}, {Persona: "load1", Token: "tok-load1"}},
-				OnSeen: func(p, uri string, asked, at time.Time) bool {
-					mu.Lock()
-					defer mu.Unlock()
-					k := p + " " + uri
-					if _, ok := seen[k]; ok {
-						return false
+			synctest.Test(t, func(t *testing.T) {
+				c := f.inMemory(t)
+				var mu sync.Mutex
+				seen := map[string]time.Duration{} // persona uri → answer − ask
+				pr := &Prober{Client: c, Hz: 20, Limit: tc.limit,
+					Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}, {Persona: "load1", Token: "tok-load1"}},
+					OnSeen: func(p, uri string, asked, at time.Time) bool {
+						mu.Lock()
+						defer mu.Unlock()
+						k := p + " " + uri
+						if _, ok := seen[k]; ok {
+							return false
+						}
+						seen[k] = at.Sub(asked)
+						return true
+					}}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				st := pr.Run(ctx)
+				// 2 personas × 20/s × 1 s on the fake clock: 40, and one more
+				// for a persona whose tick ties with the end of the run.
+				if st.Probes < 40 || st.Probes > 42 {
+					t.Errorf("%d probes in 1 s at 20/s for 2 personas, want 40 to 42", st.Probes)
+				}
+				if st.Skipped != 0 {
+					t.Errorf("%d ticks skipped, though every answer takes no time", st.Skipped)
+				}
+				if tc.errClass != "" {
+					if st.Errors != st.Probes || st.ErrorClasses[tc.errClass] != st.Probes || st.OK != 0 {
+						t.Errorf("errors %d of %d, classes %v", st.Errors, st.Probes, st.ErrorClasses)
 					}
-					seen[k] = at.Sub(asked)
-					return true
-				}}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			st := pr.Run(ctx)
-			// 2 personas × 20/s × 1 s at most (the schedule never
-			// catches up in a burst); a slow machine makes fewer.
-			if st.Probes < 2 || st.Probes > 42 {
-				t.Errorf("%d probes in 1 s at 20/s for 2 personas", st.Probes)
-			}
-			if tc.errClass != "" {
-				if st.Errors != st.Probes || st.ErrorClasses[tc.errClass] != st.Probes || st.OK != 0 {
-					t.Errorf("errors %d of %d, classes %v", st.Errors, st.Probes, st.ErrorClasses)
+					return
 				}
-				return
-			}
-			if st.Errors != 0 || st.OK != st.Probes || st.Latency.Count != st.Probes {
-				t.Errorf("stats %+v", st)
-			}
-			if len(seen) != 2*tc.statuses {
-				t.Errorf("saw %d statuses, want %d", len(seen), 2*tc.statuses)
-			}
-			for k, d := range seen {
-				if d < 0 {
-					t.Errorf("%s: answered before it was asked", k)
+				if st.Errors != 0 || st.OK != st.Probes || st.Latency.Count != st.Probes {
+					t.Errorf("stats %+v", st)
 				}
-			}
-			if (st.Overflows > 0) != tc.overflow {
-				t.Errorf("overflows %d", st.Overflows)
-			}
+				if len(seen) != 2*tc.statuses {
+					t.Errorf("saw %d statuses, want %d", len(seen), 2*tc.statuses)
+				}
+				for k, d := range seen {
+					if d < 0 {
+						t.Errorf("%s: answered before it was asked", k)
+					}
+				}
+				if (st.Overflows > 0) != tc.overflow {
+					t.Errorf("overflows %d", st.Overflows)
+				}
+			})
 		})
 	}
 }
 
 // TestProberSlowHome: a probe slower than the period skips the ticks it
-// overran instead of piling up.
+// overran instead of piling up. On synctest's fake clock the schedule is
+// exact: at 20/s (a tick every 50 ms) a 120 ms home is probed at 0, 150,
+// 300 and 450 ms, each probe overrunning two ticks; the probe due at 600 ms
+// meets the end of the run and is not counted.
 func TestProberSlowHome(t *testing.T) {
-	f := newFakeSUT("load0")
-	f.homeDelay = 120 * time.Millisecond
-	c := f.start(t)
-	pr := &Prober{Client: c, Hz: 20, Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
-	defer cancel()
-	st := pr.Run(ctx)
-	if st.Probes > 6 || st.Skipped < 1 {
-		t.Errorf("a 120 ms home at 20/s for 0.6 s: %d probes, %d skipped", st.Probes, st.Skipped)
-	}
-	if st.Latency.P50 < 120000 {
-		t.Errorf("p50 %d µs, want at least the home's 120 ms", st.Latency.P50)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeSUT("load0")
+		f.homeDelay = 120 * time.Millisecond
+		pr := &Prober{Client: f.inMemory(t), Hz: 20, Targets: []ProbeTarget{{Persona: "load0", Token: "tok-load0"}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+		defer cancel()
+		st := pr.Run(ctx)
+		if st.Probes != 4 || st.OK != 4 || st.Skipped != 8 {
+			t.Errorf("a 120 ms home at 20/s for 0.6 s: %d probes (%d ok), %d skipped; want 4, 4, 8", st.Probes, st.OK, st.Skipped)
+		}
+		// The histogram keeps 3 significant digits: 120 ms is read back within 0.1 %.
+		if st.Latency.Count != 4 || st.Latency.P50 < 120000 || st.Latency.Max > 120120 {
+			t.Errorf("latency %+v, want 4 probes of the home's 120 ms", st.Latency)
+		}
+	})
 }
