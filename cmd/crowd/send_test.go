@@ -145,3 +145,23 @@ func TestSendRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSendRefusesAPublicTargetBeforeAnyDial: as a flood, crowd send only
+// reaches loopback and private networks unless --allow-public-target; the
+// refusal (exit 2, naming the flag) comes before any connection is tried.
+// (That the flag lets the send through is the inbox's test, on a fake
+// network: no test sends to a public address.)
+func TestSendRefusesAPublicTargetBeforeAnyDial(t *testing.T) {
+	c := startTestCrowd(t)
+	code, out, errOut := runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Follow", "--to", "acct:x@192.0.2.1")
+	if code != 2 || !strings.Contains(errOut, "--allow-public-target") || !strings.Contains(errOut, "192.0.2.1") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the address and --allow-public-target\nstdout:\n%s", code, errOut, out)
+	}
+	if d := c.dials.Dials(); len(d) != 0 {
+		t.Errorf("the crowd dialed %v for a refused target", d)
+	}
+	if n := len(c.inbox.Log().Latest(0, inbox.Filter{})); n != 0 {
+		t.Errorf("%d activities logged for a refused send", n)
+	}
+
+}
