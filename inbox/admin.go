@@ -17,7 +17,8 @@ import (
 	"github.com/crowdfed/crowd/internal/dialguard"
 )
 
-// AdminRoutes adds the inbox's admin API to mux (pasture.Config.Admin):
+// AdminRoutes adds the inbox's admin API with handle (pasture.Config.Admin,
+// or an http.ServeMux's Handle):
 //
 //	GET  /api/activities?limit=&actor=&type=&direction=   latest log entries, JSON array, oldest first
 //	GET  /api/activities/stream?actor=&type=&backlog=     live entries as Server-Sent Events
@@ -30,14 +31,14 @@ import (
 // Errors are JSON {"error": "..."} with 400 for a bad request, 403 for a
 // send to a public address without allow_public_target, 404 for an
 // unknown crowd actor and 502 when a remote could not be reached.
-func (in *Inbox) AdminRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/activities", in.handleActivities)
-	mux.HandleFunc("GET /api/activities/stream", in.handleStream)
-	mux.HandleFunc("GET /api/follows", in.handleFollows)
-	mux.HandleFunc("POST /api/following", in.handleFollowing)
-	mux.HandleFunc("POST /api/send", in.handleSend)
-	mux.HandleFunc("GET /api/lookup", in.handleLookup)
-	mux.HandleFunc("GET /api/deliveries", in.handleDeliveries)
+func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
+	handle("GET /api/activities", http.HandlerFunc(in.handleActivities))
+	handle("GET /api/activities/stream", http.HandlerFunc(in.handleStream))
+	handle("GET /api/follows", http.HandlerFunc(in.handleFollows))
+	handle("POST /api/following", http.HandlerFunc(in.handleFollowing))
+	handle("POST /api/send", http.HandlerFunc(in.handleSend))
+	handle("GET /api/lookup", http.HandlerFunc(in.handleLookup))
+	handle("GET /api/deliveries", http.HandlerFunc(in.handleDeliveries))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

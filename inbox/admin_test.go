@@ -19,7 +19,7 @@ import (
 func adminServer(t *testing.T, f *fixture) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	f.in.AdminRoutes(mux)
+	f.in.AdminRoutes(mux.Handle)
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s

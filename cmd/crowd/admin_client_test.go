@@ -29,6 +29,7 @@ type testCrowd struct {
 	inbox *inbox.Inbox
 	stop  func()        // shuts the crowd down (idempotent; also run at cleanup)
 	dials *dialRecorder // every connection the inbox's client made
+	p     *pasture.Pasture
 }
 
 // dialRecorder dials as net.Dialer does and remembers every address, so a
@@ -89,7 +90,7 @@ func startTestCrowd(t *testing.T) *testCrowd {
 		})
 	}
 	t.Cleanup(stop)
-	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop, dials: dials}
+	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop, dials: dials, p: p}
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.

@@ -357,7 +357,8 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 				continue
 			}
 			var out inbox.SendResult
-			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct}, &out)
+			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct,
+				AllowPublicTarget: st.f.flood.allowPublic}, &out)
 			if err == nil && (out.Status < 200 || out.Status > 299) {
 				err = fmt.Errorf("the SUT answered %d %s", out.Status, strings.TrimSpace(out.Body))
 			}
