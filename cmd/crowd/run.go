@@ -257,7 +257,7 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 	st.env = env
 	if err := guard.CheckURL(ctx, st.plan.api); err != nil {
 		if errors.Is(err, flood.ErrPublicTarget) {
-			return exitCode{2, fmt.Errorf("--client-api %s: %w", st.plan.api, err)}
+			return usageError{fmt.Errorf("--client-api %s: %w", st.plan.api, err)}
 		}
 		return fmt.Errorf("--client-api %s: %w", st.plan.api, err)
 	}
