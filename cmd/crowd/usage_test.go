@@ -36,7 +36,9 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{[]string{"tail", "--direction", "sideways"}, "--direction"},   // a value out of its set
 		{[]string{"--log-level", "loud", "version"}, "--log-level"},    // a global flag's value, checked where it is used
 		{[]string{"ca", "issue", "--out"}, "--out"},                    // a subcommand's flag without its value
-		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},  // a value out of its set
+		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},
+		{[]string{"run", "--count", "0"}, "--count"},                       // no personas
+		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the old count and the new one  // a value out of its set
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
