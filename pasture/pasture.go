@@ -228,5 +228,6 @@ func (p *Pasture) dnsConfig() DNSConfig {
 		Records:   p.cfg.DNSRecords,
 		Upstreams: p.cfg.DNSUpstreams,
 		Self:      []string{p.cfg.DNSAddr},
+		Logger:    p.log.Named("dns"),
 	}
 }
