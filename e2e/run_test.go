@@ -112,7 +112,7 @@ func TestRunRealFedify(t *testing.T) {
 	out := t.TempDir()
 	const probeHz = 4
 	output, err := f.crowdRun(t, out, "--rate", "10", "--seconds", "20", "--timeout", "60s",
-		"--personas", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
+		"--count", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
 		"--follows", "12", "--followers", "2", "--post-every", "4s", "--probe-hz", fmt.Sprint(probeHz),
 		"--setup-timeout", "90s", "--drain-timeout", "30s", "--label", "fedify-run")
 	if err != nil {
@@ -228,7 +228,7 @@ func TestRunRealFedify(t *testing.T) {
 	rerun := time.Now()
 	out2 := t.TempDir()
 	output, err = f.crowdRun(t, out2, "--rate", "5", "--seconds", "2", "--timeout", "60s", "--mix", "create=1",
-		"--personas", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
+		"--count", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
 		"--follows", "12", "--followers", "2", "--post-every", "0", "--probe-hz", "1",
 		"--setup-timeout", "90s", "--drain-timeout", "10s", "--label", "fedify-rerun")
 	if err != nil {
@@ -287,13 +287,13 @@ func TestRunBadInput(t *testing.T) {
 		want string
 	}{
 		// load1's token is not one Fedify issued.
-		{"bad token", []string{"--personas", "2", "--tokens-file", tokens, "--token", "load1=not-a-token"},
+		{"bad token", []string{"--count", "2", "--tokens-file", tokens, "--token", "load1=not-a-token"},
 			"the token for load1 was refused (401)"},
 		// Fedify has load0 … load2; load3 has a token (a made-up one) but no account.
-		{"persona that does not exist", []string{"--personas", "4", "--tokens-file", tokens, "--token", "load3=token-load3"},
+		{"persona that does not exist", []string{"--count", "4", "--tokens-file", tokens, "--token", "load3=token-load3"},
 			"persona load3 does not exist on sut.test"},
 		// The crowd's own origin answers, but it has no client API.
-		{"SUT without the client API", []string{"--personas", "1", "--tokens-file", tokens, "--client-api", "https://flood1.test"},
+		{"SUT without the client API", []string{"--count", "1", "--tokens-file", tokens, "--client-api", "https://flood1.test"},
 			"the SUT has no Mastodon client API at https://flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,7 @@
 //   - Signing modes (source.go): Pipeline (background signers keep a
 //     buffer full: the default), Presign (all before the run), JIT (in the
 //     dispatcher), each a Source.
-//   - Guard (safety.go): resolves every target before anything is sent,
+//   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
 //   - Run (engine.go): a dispatcher waits for each intended time and hands
 //     the send to a free worker slot; with MaxInflight slots busy the send

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -352,16 +353,16 @@ func TestDiscoverIsBoundedInParallel(t *testing.T) {
 func TestDiscoverRefusesAPublicPersonaWithoutSending(t *testing.T) {
 	w := testWorld(t, 1, 1)
 	inst := w.Origins[0].Instance
-	fn := &fakeNet{names: map[string][]string{"public.example": {"8.8.8.8"}}}
-	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial})
+	fn := &dialguardtest.FakeNet{Names: map[string][]string{"public.example": {"8.8.8.8"}}}
+	g := NewGuard(GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial})
 	o := DiscoverOptions{Client: &http.Client{Transport: &http.Transport{DialContext: g.DialContext}},
 		Signer: signing.NewSigner(signing.SignerOptions{}), KeyID: inst.KeyID, Key: inst.Key}
 	_, _, err := Discover(context.Background(), []string{"x@public.example"}, o)
 	if !errors.Is(err, ErrPublicTarget) || !strings.Contains(err.Error(), "x@public.example") {
 		t.Errorf("err %v: want ErrPublicTarget naming the persona", err)
 	}
-	if fn.dials.Load() != 0 {
-		t.Errorf("%d dials", fn.dials.Load())
+	if len(fn.Dials()) != 0 {
+		t.Errorf("%d dials", len(fn.Dials()))
 	}
 }
 

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/dialguard"
 )
 
-// AdminRoutes adds the inbox's admin API to mux (pasture.Config.Admin):
+// AdminRoutes adds the inbox's admin API with handle (pasture.Config.Admin,
+// or an http.ServeMux's Handle):
 //
 //	GET  /api/activities?limit=&actor=&type=&direction=   latest log entries, JSON array, oldest first
 //	GET  /api/activities/stream?actor=&type=&backlog=     live entries as Server-Sent Events
@@ -27,20 +29,21 @@ import (
 //	GET  /api/lookup?resource=                            signed fetch of an actor, with its problems
 //	GET  /api/deliveries                                  the delivery queue
 //
-// Errors are JSON {"error": "..."} with 400 for a bad request, 404 for an
+// Errors are JSON {"error": "..."} with 400 for a bad request, 403 for a
+// send to a public address without allow_public_target, 404 for an
 // unknown crowd actor and 502 when a remote could not be reached.
-func (in *Inbox) AdminRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/activities", in.handleActivities)
-	mux.HandleFunc("GET /api/activities/stream", in.handleStream)
-	mux.HandleFunc("GET /api/activities/totals", func(w http.ResponseWriter, _ *http.Request) {
+func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
+	handle("GET /api/activities", http.HandlerFunc(in.handleActivities))
+	handle("GET /api/activities/stream", http.HandlerFunc(in.handleStream))
+	handle("GET /api/activities/totals", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t, seq := in.alog.TotalsAt()
 		writeJSON(w, http.StatusOK, TotalsReply{Totals: t, Seq: seq})
-	})
-	mux.HandleFunc("GET /api/follows", in.handleFollows)
-	mux.HandleFunc("POST /api/following", in.handleFollowing)
-	mux.HandleFunc("POST /api/send", in.handleSend)
-	mux.HandleFunc("GET /api/lookup", in.handleLookup)
-	mux.HandleFunc("GET /api/deliveries", in.handleDeliveries)
+	}))
+	handle("GET /api/follows", http.HandlerFunc(in.handleFollows))
+	handle("POST /api/following", http.HandlerFunc(in.handleFollowing))
+	handle("POST /api/send", http.HandlerFunc(in.handleSend))
+	handle("GET /api/lookup", http.HandlerFunc(in.handleLookup))
+	handle("GET /api/deliveries", http.HandlerFunc(in.handleDeliveries))
 }
 
 // TotalsReply is the answer of GET /api/activities/totals: the log's totals
@@ -71,6 +74,8 @@ func writeError(w http.ResponseWriter, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, errUnknownActor):
 		status = http.StatusNotFound
+	case errors.Is(err, dialguard.ErrPublicTarget):
+		status = http.StatusForbidden
 	case errors.Is(err, ErrTarget):
 		status = http.StatusBadGateway
 	}
@@ -313,6 +318,11 @@ type SendRequest struct {
 	// Inbox overrides where to POST (default: the target's inbox; its
 	// shared inbox for Create).
 	Inbox string `json:"inbox,omitempty"`
+	// AllowPublicTarget lets the send reach hosts with public addresses
+	// (crowd send --allow-public-target); by default every host the send
+	// talks to (WebFinger, the actor, the inbox) must resolve to loopback
+	// or a private network, as for a flood.
+	AllowPublicTarget bool `json:"allow_public_target,omitempty"`
 }
 
 // target is a resolved recipient.
@@ -320,9 +330,25 @@ type target struct {
 	id, inbox, sharedInbox, handle string
 }
 
+// checkHost refuses, before anything is sent to it, a host outside the
+// crowd that g does not let through (a public address, or no address).
+func (in *Inbox) checkHost(ctx context.Context, g *dialguard.Guard, rawURL string) error {
+	if _, ok := in.world.Origin(actors.HostOf(rawURL)); ok {
+		return nil // the crowd's own origins are served in-process or by this crowd
+	}
+	if err := g.CheckURL(ctx, rawURL); err != nil {
+		if errors.Is(err, dialguard.ErrPublicTarget) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrTarget, err)
+	}
+	return nil
+}
+
 // resolveTarget finds to's actor id and inboxes: WebFinger for an acct,
-// then the actor document (signed GET by from's instance actor).
-func (in *Inbox) resolveTarget(ctx context.Context, from *actors.Actor, to string) (target, error) {
+// then the actor document (signed GET by from's instance actor). Every
+// host is checked with g before it is contacted.
+func (in *Inbox) resolveTarget(ctx context.Context, g *dialguard.Guard, from *actors.Actor, to string) (target, error) {
 	to = strings.TrimSpace(to)
 	var t target
 	if strings.Contains(to, "://") {
@@ -332,11 +358,17 @@ func (in *Inbox) resolveTarget(ctx context.Context, from *actors.Actor, to strin
 		if !ok || user == "" || host == "" {
 			return t, fmt.Errorf("%w: to %q is neither acct:name@host nor an actor URL", ErrBadRequest, to)
 		}
+		if err := in.checkHost(ctx, g, "https://"+host+"/"); err != nil {
+			return t, err
+		}
 		jrd, err := in.webfinger(ctx, to)
 		if err != nil {
 			return t, fmt.Errorf("%w: %v", ErrTarget, err)
 		}
 		t.id, t.handle = jrd.Self(), "@"+user+"@"+strings.ToLower(host)
+	}
+	if err := in.checkHost(ctx, g, t.id); err != nil {
+		return t, err
 	}
 	doc, err := in.fetchActor(ctx, from.Origin.Instance, t.id)
 	if err != nil {
@@ -398,22 +430,34 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 			return SendResult{}, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
 		}
 	}
-	t, err := in.resolveTarget(ctx, from, req.To)
+	// One guard per send: its answers are pinned for the send's hosts.
+	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: req.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
+	t, err := in.resolveTarget(ctx, g, from, req.To)
 	if err != nil {
 		return SendResult{}, err
 	}
 	now := in.now().UTC()
+	inbox := req.Inbox
+	if inbox == "" {
+		inbox = t.inbox
+		if (typ == "Create" && t.sharedInbox != "") || inbox == "" {
+			inbox = t.sharedInbox
+		}
+	}
+	if err := in.checkHost(ctx, g, inbox); err != nil {
+		return SendResult{}, err
+	}
 	var act any
-	g := in.world.Graph
+	graph := in.world.Graph
 	switch typ {
 	case "Follow":
 		f := from.Follow(actors.FollowSpec{Published: now, Seq: randSeq(), Object: t.id})
-		if err := g.AddFollowing(from.ID, t.id, f.ID); err != nil {
+		if err := graph.AddFollowing(from.ID, t.id, f.ID); err != nil {
 			return SendResult{}, err
 		}
 		act = f
 	case "Undo":
-		rel, ok := g.FollowingByRemote(from.ID, t.id)
+		rel, ok := graph.FollowingByRemote(from.ID, t.id)
 		if !ok {
 			return SendResult{}, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
 		}
@@ -434,19 +478,12 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 	if err != nil {
 		return SendResult{}, err
 	}
-	inbox := req.Inbox
-	if inbox == "" {
-		inbox = t.inbox
-		if (typ == "Create" && t.sharedInbox != "") || inbox == "" {
-			inbox = t.sharedInbox
-		}
-	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrTarget, err)
 	}
 	if typ == "Undo" && res.Status >= 200 && res.Status < 300 {
-		if _, err := g.RemoveFollowing(from.ID, t.id); err != nil {
+		if _, err := graph.RemoveFollowing(from.ID, t.id); err != nil {
 			return res, err
 		}
 	}

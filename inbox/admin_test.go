@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,13 +12,14 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 )
 
 // adminServer serves the fixture's admin routes on a real listener.
 func adminServer(t *testing.T, f *fixture) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	f.in.AdminRoutes(mux)
+	f.in.AdminRoutes(mux.Handle)
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
@@ -296,4 +298,57 @@ func FuzzActorProblems(f *testing.F) {
 		// Must not panic, whatever the peer serves.
 		ActorProblems("https://a.test/u", "https://a.test/u", 200, contentType, []byte(body), self)
 	})
+}
+
+// TestSendRefusesPublicTargetsBeforeContactingThem: a manual send checks
+// every host it is about to talk to (WebFinger, the actor, the inbox) as
+// a flood does, and a public one is refused (403 over the API) before a
+// byte goes to it, unless the request allows public targets.
+func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		req     SendRequest
+		public  string // the remote's address as the resolver answers it
+		status  int    // the API's answer
+		gets    int    // signed GETs the remote got (the actor document)
+		posts   int    // activities the remote got
+		lookups int    // names resolved for the check
+	}{
+		// An IP literal is judged without resolving and without any request.
+		{"public IP literal", SendRequest{To: "acct:x@192.0.2.1"}, "127.0.0.1", http.StatusForbidden, 0, 0, 0},
+		// A name that resolves to a public address: no WebFinger either.
+		{"public name", SendRequest{To: "acct:bob@" + remoteHost}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		// An actor URL is checked before its document is fetched.
+		{"public actor URL", SendRequest{To: remoteID("bob")}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		// The inbox is checked too: the target is private, the override is not.
+		{"public inbox override", SendRequest{To: remoteID("bob"), Inbox: "https://192.0.2.1/inbox"}, "127.0.0.1", http.StatusForbidden, 1, 0, 1},
+		// Allowed by the request: the send goes through.
+		{"allowed", SendRequest{To: "acct:bob@" + remoteHost, AllowPublicTarget: true}, "93.184.215.14", http.StatusOK, 1, 1, 1},
+		// A private target needs no permission.
+		{"private", SendRequest{To: "acct:bob@" + remoteHost}, "127.0.0.1", http.StatusOK, 1, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fn := &dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {c.public}}}
+			f := newFixture(t, false, func(cfg *Config) { cfg.ResolveTarget = fn.Resolve })
+			admin := adminServer(t, f)
+			c.req.From, c.req.Type = "alice@flood1.test", "Follow"
+			var answer map[string]any
+			status := postJSON(t, admin.URL+"/api/send", c.req, &answer)
+			if status != c.status {
+				t.Errorf("status %d %v, want %d", status, answer, c.status)
+			}
+			if c.status == http.StatusForbidden && !strings.Contains(fmt.Sprint(answer["error"]), "--allow-public-target") {
+				t.Errorf("the refusal %q does not say how to override it", answer["error"])
+			}
+			if g, p := len(f.remote.getsSnapshot()), len(f.remote.postsTo("/users/bob/inbox")); g != c.gets || p != c.posts {
+				t.Errorf("the remote got %d GETs and %d POSTs, want %d and %d", g, p, c.gets, c.posts)
+			}
+			if n := len(fn.Lookups()); n != c.lookups {
+				t.Errorf("%d lookups (%v), want %d", n, fn.Lookups(), c.lookups)
+			}
+			if rels := f.world.Graph.Following(f.actor("alice@flood1.test").ID); c.posts == 0 && len(rels) != 0 {
+				t.Errorf("a refused Follow was registered: %+v", rels)
+			}
+		})
+	}
 }

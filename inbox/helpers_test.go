@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -286,6 +287,8 @@ func testConfig(f *fixture) Config {
 		Registerer:   f.reg,
 		MaxBodyBytes: 64 << 10,
 		Delivery:     DeliveryConfig{Workers: 2, MaxAttempts: 3, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Timeout: 5 * time.Second},
+		// The remote's name is private here, as the client dials it to loopback.
+		ResolveTarget: (&dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {"127.0.0.1"}}}).Resolve,
 	}
 }
 

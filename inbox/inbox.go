@@ -45,6 +45,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/dialguard"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -110,6 +111,10 @@ type Config struct {
 	NetworkSelfDelivery bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ResolveTarget resolves the hosts of a manual send (SendActivity) for
+	// its public-target check; default the system resolver. Tests map
+	// their names to loopback here.
+	ResolveTarget dialguard.Resolver
 }
 
 // Inbox serves the crowd's inboxes, delivers what they owe, and logs

@@ -6,6 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -64,13 +68,16 @@ func (p *Pasture) actorInfo(acct, id, keyID string, pub any) ActorInfo {
 }
 
 // adminHandler builds the admin API: health, readiness, metrics, the CA
-// and the world, plus whatever Config.Admin adds.
+// and the world, plus whatever Config.Admin adds, every route behind the
+// adminGuard (own host names only; no cross-origin or non-JSON writes).
 func (p *Pasture) adminHandler(reg *prometheus.Registry) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	r := chi.NewRouter()
+	r.Use(newAdminGuard(p.cfg.AdminAddr, p.cfg.AdminHosts).Wrap)
+	r.Use(middleware.GetHead) // HEAD of a GET route, as net/http's mux did (curl -I, probes)
+	r.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	r.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		ready := p.ready
 		p.mu.Unlock()
@@ -79,20 +86,36 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 			return
 		}
 		w.Write([]byte("ready\n"))
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /ca.pem", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	r.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	r.Handle("GET /ca.pem", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		w.Write(p.ca.CertPEM())
-	})
-	mux.HandleFunc("GET /api/world", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	r.Handle("GET /api/world", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeAdminJSON(w, p.World())
-	})
-	mux.Handle("GET /{$}", mustAdminPage()) // the admin page (page.html): world, follows, live activities
+	}))
+	r.Handle("GET /", mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	if p.cfg.Admin != nil {
-		p.cfg.Admin(mux)
+		p.cfg.Admin(r.Handle)
 	}
-	p.admin = mux
+	p.admin = r
+}
+
+// AdminHandler serves the admin API (as the --admin listener does); tests
+// call it directly.
+func (p *Pasture) AdminHandler() http.Handler { return p.admin }
+
+// AdminRoutes lists the admin API's routes as "METHOD /path", sorted: the
+// ones the router really serves, so a test over them misses none.
+func (p *Pasture) AdminRoutes() []string {
+	var out []string
+	chi.Walk(p.admin.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, method+" "+route)
+		return nil
+	})
+	slices.Sort(out)
+	return out
 }
 
 func writeAdminJSON(w http.ResponseWriter, v any) {

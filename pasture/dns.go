@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"go.uber.org/zap"
 )
 
 // DefaultResolvConf is where default upstreams come from when DNSConfig.Upstreams is nil.
@@ -75,6 +76,9 @@ type DNSConfig struct {
 	// MaxForwards bounds queries being forwarded at once; beyond it, SERVFAIL at once rather
 	// than a goroutine pile-up. 0 means 1024.
 	MaxForwards int
+	// Logger is told, once per name, why a name could not be forwarded (naming --dns-record
+	// and --dns-upstream); nil means no log.
+	Logger *zap.Logger
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -102,6 +106,10 @@ type dnsHandler struct {
 
 	// noRecover lets the fuzz target see panics instead of a SERVFAIL.
 	noRecover bool
+
+	log    *zap.Logger
+	logMu  sync.Mutex
+	logged map[string]bool // names whose refusal was logged; bounded by dnsMaxLoggedNames
 
 	// inflight holds the (id, question) of every query this handler is forwarding, so that
 	// one arriving back here (an upstream chain that leads to the crowd, which Self could not
@@ -131,6 +139,11 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 		ttl:      cfg.TTL,
 		timeout:  cfg.Timeout,
 		inflight: make(map[dnsLoopKey]struct{}),
+		log:      cfg.Logger,
+		logged:   make(map[string]bool),
+	}
+	if h.log == nil {
+		h.log = zap.NewNop()
 	}
 	if h.ttl == 0 {
 		h.ttl = defaultDNSTTL
@@ -385,27 +398,37 @@ func (h *dnsHandler) soa(owner string) *dns.SOA {
 // forward relays req to the upstreams and returns the first usable answer with req's id.
 func (h *dnsHandler) forward(req *dns.Msg) *dns.Msg {
 	q := req.Question[0]
-	fail := func(rcode int) *dns.Msg {
+	// A failure says why, to the asker (an Extended DNS Error, RFC 8914, when it speaks EDNS)
+	// and in the log: a resolver only shows "server misbehaving".
+	fail := func(rcode int, ede uint16, why string) *dns.Msg {
 		m := new(dns.Msg)
 		m.SetRcode(req, rcode)
 		m.RecursionAvailable = len(h.upstreams) > 0
+		if req.IsEdns0() != nil {
+			m.SetEdns0(dnsEDNSSize, false)
+			opt := m.IsEdns0()
+			opt.Option = append(opt.Option, &dns.EDNS0_EDE{InfoCode: ede, ExtraText: why})
+		}
+		h.logRefusal(q.Name, dns.RcodeToString[rcode], why)
 		return m
 	}
-	if len(h.upstreams) == 0 {
-		return fail(dns.RcodeRefused) // not a recursive server without upstreams
+	if len(h.upstreams) == 0 { // not a recursive server without upstreams
+		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative,
+			"the crowd's DNS forwards no names (no --dns-upstream): answer this one with --dns-record NAME=IP, or give --dns-upstream IP")
 	}
 	key := dnsLoopKey{id: req.Id, qtype: q.Qtype, name: strings.ToLower(q.Name)}
 	h.mu.Lock()
 	_, looped := h.inflight[key]
 	h.mu.Unlock()
-	if looped {
-		return fail(dns.RcodeServerFailure) // our own forwarded query came back: stop here
+	if looped { // our own forwarded query came back: stop here
+		return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeOther,
+			"the query came back to the crowd's DNS: a --dns-upstream leads back to the crowd; answer this name with --dns-record NAME=IP")
 	}
 	select {
 	case h.forwards <- struct{}{}:
 		defer func() { <-h.forwards }()
 	default:
-		return fail(dns.RcodeServerFailure)
+		return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, "the crowd's DNS is forwarding too many queries at once")
 	}
 
 	out := req.Copy()
@@ -438,7 +461,27 @@ func (h *dnsHandler) forward(req *dns.Msg) *dns.Msg {
 		r.Response = true
 		return r
 	}
-	return fail(dns.RcodeServerFailure)
+	return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeNoReachableAuthority, fmt.Sprintf(
+		"no --dns-upstream answered (%s): answer this name with --dns-record NAME=IP, or fix --dns-upstream",
+		strings.Join(h.upstreams, ", ")))
+}
+
+// dnsMaxLoggedNames bounds the names whose refusal is remembered as logged: a resolver
+// retrying, or a scan, logs once per name, and memory stays bounded.
+const dnsMaxLoggedNames = 1024
+
+// logRefusal logs, once per name, that name could not be answered and why.
+func (h *dnsHandler) logRefusal(name, rcode, why string) {
+	name = strings.ToLower(name)
+	h.logMu.Lock()
+	seen := h.logged[name]
+	if !seen && len(h.logged) < dnsMaxLoggedNames {
+		h.logged[name] = true
+	}
+	h.logMu.Unlock()
+	if !seen {
+		h.log.Warn("a name the crowd's DNS cannot answer", zap.String("name", name), zap.String("rcode", rcode), zap.String("why", why))
+	}
 }
 
 // ask exchanges m with one upstream over UDP, and again over TCP when the answer is truncated.

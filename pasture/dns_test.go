@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // dnsTestWriter is a dns.ResponseWriter that records what the handler writes.
@@ -828,6 +830,69 @@ func TestDNSWithDig(t *testing.T) {
 				if !strings.Contains(string(out), w) {
 					t.Errorf("dig output lacks %q:\n%s", w, out)
 				}
+			}
+		})
+	}
+}
+
+// TestDNSRefusalsNameTheFlags: a name the crowd's DNS cannot answer (no upstream, or none
+// that answers) is refused over real UDP with an Extended DNS Error (RFC 8914) whose text
+// names --dns-record and --dns-upstream, and logged once per name saying the same: a
+// resolver only shows "server misbehaving".
+func TestDNSRefusalsNameTheFlags(t *testing.T) {
+	failing := startUpstream(t, "127.0.0.1:0", dns.RcodeServerFailure)
+	for _, c := range []struct {
+		name      string
+		upstreams []string
+		rcode     int
+		ede       uint16
+		say       string // also in the text
+	}{
+		// No forwarding at all: REFUSED.
+		{"no upstream", []string{}, dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative, "no --dns-upstream"},
+		// The upstream fails: SERVFAIL naming it.
+		{"upstream fails", []string{failing.addr}, dns.RcodeServerFailure, dns.ExtendedErrorCodeNoReachableAuthority, failing.addr},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			core, logs := observer.New(zap.WarnLevel)
+			cfg := crowdDNSConfig()
+			cfg.Upstreams, cfg.Logger = c.upstreams, zap.New(core)
+			addr := startDNS(t, "127.0.0.1:0", mustDNSHandler(t, cfg))
+			for range 2 { // a resolver retries: the log says it once
+				m := new(dns.Msg)
+				m.SetQuestion("elsewhere.example.", dns.TypeA)
+				m.SetEdns0(1232, false)
+				r, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Exchange(m, addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Rcode != c.rcode {
+					t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
+				}
+				var ede *dns.EDNS0_EDE
+				if opt := r.IsEdns0(); opt != nil {
+					for _, o := range opt.Option {
+						if e, ok := o.(*dns.EDNS0_EDE); ok {
+							ede = e
+						}
+					}
+				}
+				if ede == nil || ede.InfoCode != c.ede {
+					t.Fatalf("extended error %v, want code %d", ede, c.ede)
+				}
+				for _, want := range []string{"--dns-record", "--dns-upstream", c.say} {
+					if !strings.Contains(ede.ExtraText, want) {
+						t.Errorf("extended error text %q does not name %s", ede.ExtraText, want)
+					}
+				}
+			}
+			// Without EDNS the answer has no OPT record (RFC 6891), the rcode only.
+			if r := askDNS(t, "udp", addr, "other.example.", dns.TypeA); r.Rcode != c.rcode || r.IsEdns0() != nil {
+				t.Errorf("without EDNS: rcode %s, OPT %v", dns.RcodeToString[r.Rcode], r.IsEdns0())
+			}
+			entries := logs.FilterField(zap.String("name", "elsewhere.example.")).All()
+			if len(entries) != 1 || !strings.Contains(entries[0].ContextMap()["why"].(string), "--dns-record") {
+				t.Errorf("log entries for the name: %+v; want one naming --dns-record", entries)
 			}
 		})
 	}

@@ -100,7 +100,7 @@ func TestAdminAPI(t *testing.T) {
 		{"/api/world", `"key_sha256"`, 200},   // the world, with key fingerprints
 	} {
 		rec := httptest.NewRecorder()
-		p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+		p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180"+c.path, nil))
 		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.body) {
 			t.Errorf("%s: %d %q, want %d containing %q", c.path, rec.Code, rec.Body.String()[:min(rec.Body.Len(), 200)], c.status, c.body)
 		}
@@ -110,7 +110,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	var info WorldInfo
 	rec := httptest.NewRecorder()
-	p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/world", nil))
+	p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/world", nil))
 	if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 func TestAdminPageIsServedAtTheRoot(t *testing.T) {
 	p := testPasture(t, Config{Version: "test"})
 	get := func(method, path string, header http.Header) *http.Response {
-		req := httptest.NewRequest(method, path, nil)
+		req := httptest.NewRequest(method, "http://localhost:9180"+path, nil)
 		for k, v := range header {
 			req.Header[k] = v
 		}
@@ -41,7 +41,7 @@ func TestAdminPageIsServedAtTheRoot(t *testing.T) {
 		// Only the root is the page: other paths are not found.
 		{"another path", "GET", "/index.html", nil, 404, "404"},
 		// The page is read-only.
-		{"POST /", "POST", "/", nil, 405, ""},
+		{"POST /", "POST", "/", http.Header{"Content-Type": {"application/json"}}, 405, ""},
 		// The API is still there next to it.
 		{"the world", "GET", "/api/world", nil, 200, `"origins"`},
 	} {

@@ -47,8 +47,13 @@ type Config struct {
 	// Inbox answers POSTs to the inboxes; nil answers 405.
 	Inbox http.Handler
 	// Admin adds routes to the admin API (the inbox's activity log, the
-	// follow graph's controls); it may be nil.
-	Admin func(mux *http.ServeMux)
+	// follow graph's controls) by calling handle with "METHOD /path"
+	// patterns; it may be nil. They are served behind the admin's guard.
+	Admin func(handle func(pattern string, h http.Handler))
+	// AdminHosts are host names, besides localhost, the --admin host and
+	// the machine's name, that the admin API answers to in Host
+	// (--admin-host): a compose service name, a reverse proxy's name.
+	AdminHosts []string
 	// ShutdownGrace bounds a graceful shutdown (default 5 s).
 	ShutdownGrace time.Duration
 	// Registry collects the metrics /metrics serves; nil makes a new one.
@@ -223,5 +228,6 @@ func (p *Pasture) dnsConfig() DNSConfig {
 		Records:   p.cfg.DNSRecords,
 		Upstreams: p.cfg.DNSUpstreams,
 		Self:      []string{p.cfg.DNSAddr},
+		Logger:    p.log.Named("dns"),
 	}
 }

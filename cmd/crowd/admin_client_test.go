@@ -27,7 +27,30 @@ type testCrowd struct {
 	admin string // host:port of the admin API
 	world *actors.World
 	inbox *inbox.Inbox
-	stop  func() // shuts the crowd down (idempotent; also run at cleanup)
+	stop  func()        // shuts the crowd down (idempotent; also run at cleanup)
+	dials *dialRecorder // every connection the inbox's client made
+	p     *pasture.Pasture
+}
+
+// dialRecorder dials as net.Dialer does and remembers every address, so a
+// test can show that a refused send tried no connection.
+type dialRecorder struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialRecorder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	return (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+}
+
+// Dials returns the addresses dialed so far.
+func (d *dialRecorder) Dials() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.addrs...)
 }
 
 func startTestCrowd(t *testing.T) *testCrowd {
@@ -38,8 +61,9 @@ func startTestCrowd(t *testing.T) *testCrowd {
 		t.Fatal(err)
 	}
 	reg := pasture.NewRegistry()
+	dials := &dialRecorder{}
 	in, err := inbox.New(inbox.Config{World: world, StateDir: state, Registerer: reg,
-		Client: &http.Client{Timeout: 10 * time.Second}})
+		Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dials.Dial}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +90,7 @@ func startTestCrowd(t *testing.T) *testCrowd {
 		})
 	}
 	t.Cleanup(stop)
-	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop}
+	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop, dials: dials, p: p}
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.

@@ -15,6 +15,8 @@ func newCACmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ca",
 		Short: "The crowd's certificate authority: issue a certificate for the SUT's own name",
+		Args:  subcommandArgs,
+		RunE:  showHelp,
 	}
 	issue := &cobra.Command{
 		Use:   "issue NAME...",
@@ -23,7 +25,7 @@ func newCACmd() *cobra.Command {
 written as NAME.crt (leaf then CA) and NAME.key (mode 0600: chown it to the SUT's user) in --out,
 with the CA itself as ca.pem beside them for the SUT to trust the crowd. A SUT that serves the
 certificate is trusted by the crowd and by every peer that trusts the crowd's CA.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
 			if err != nil {

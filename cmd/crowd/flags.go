@@ -64,12 +64,25 @@ func (g *globalOptions) register(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: console, json, or auto (console on a terminal, JSON otherwise)")
 }
 
+// check refuses a bad --log-level or --log-format (a usage error) before
+// any command runs, also those that log nothing.
+func (g *globalOptions) check() error {
+	if _, err := zapcore.ParseLevel(g.logLevel); err != nil {
+		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	switch g.logFormat {
+	case "auto", "json", "console":
+		return nil
+	}
+	return usageError{fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat)}
+}
+
 // logger builds the zap logger the flags ask for, writing to stderr.
 func (g *globalOptions) logger() (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(g.logLevel)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	if err := g.check(); err != nil {
+		return nil, err
 	}
+	level, _ := zapcore.ParseLevel(g.logLevel)
 	format := g.logFormat
 	if format == "auto" {
 		format = "json"
@@ -81,12 +94,10 @@ func (g *globalOptions) logger() (*zap.Logger, error) {
 	switch format {
 	case "json":
 		cfg = zap.NewProductionConfig()
-	case "console":
+	default: // console
 		cfg = zap.NewDevelopmentConfig()
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		cfg.DisableStacktrace = true
-	default:
-		return nil, usageError{fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat)}
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
 	cfg.Sampling = nil

@@ -93,7 +93,7 @@ Markdown row in --out. Exit status: 0 when every --expect holds, 1 when one is m
 run failed), 2 for a usage error, 130 when interrupted (the partial record is written).
 Targets that resolve to public addresses are refused unless --allow-public-target.
 Every flag can also be set as CROWD_<FLAG>.`,
-		Args: cobra.NoArgs,
+		Args: noArgsHint("name the SUT's accounts with --personas (e.g. --personas 'load%d@sut.test' --count 3)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFlood(cmd, g, f)
 		},
@@ -165,7 +165,7 @@ type floodPlan struct {
 func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 	p := &floodPlan{}
 	var err error
-	bad := func(err error) (*floodPlan, error) { return nil, exitCode{2, err} }
+	bad := func(err error) (*floodPlan, error) { return nil, usageError{err} }
 	if f.ramp != "" {
 		if cmd.Flags().Changed("rate") {
 			return bad(errors.New("--rate and --ramp are exclusive: a ramp is its own list of rates"))
@@ -414,7 +414,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 	if err != nil {
 		var ue *flood.UsageError
 		if errors.As(err, &ue) {
-			return exitCode{2, err}
+			return usageError{err}
 		}
 		return err
 	}
@@ -469,7 +469,7 @@ func (f *floodFlags) targets(ctx context.Context, log *zap.Logger, p *floodPlan,
 	tlsConfig *tls.Config, signer *signing.Signer) ([]*flood.Persona, string, error) {
 	refuse := func(err error) error {
 		if errors.Is(err, flood.ErrPublicTarget) {
-			return exitCode{2, err}
+			return usageError{err}
 		}
 		return err
 	}
@@ -703,7 +703,7 @@ func (r *floodRunner) source(ctx context.Context, n int64, w time.Duration) (flo
 	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.f.presignMaxBytes})
 	if err != nil {
 		if errors.Is(err, flood.ErrInvalidPlan) {
-			return nil, exitCode{2, err}
+			return nil, usageError{err}
 		}
 		return nil, err
 	}
@@ -735,7 +735,7 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 	res, err := flood.Run(ctx, plan)
 	live.Done()
 	if err != nil {
-		return nil, exitCode{2, err}
+		return nil, usageError{err}
 	}
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
@@ -755,7 +755,7 @@ func (r *floodRunner) single(ctx context.Context) error {
 	f, p := r.f, r.p
 	pacer, err := flood.NewPacer(f.arrivals, p.rates[0], f.seed)
 	if err != nil {
-		return exitCode{2, err}
+		return usageError{err}
 	}
 	var window time.Duration
 	if p.duration > 0 {
@@ -795,7 +795,7 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 	run := func(ctx context.Context, rate float64, d time.Duration) (*flood.Record, error) {
 		pacer, err := flood.NewPacer(f.arrivals, rate, f.seed)
 		if err != nil {
-			return nil, exitCode{2, err}
+			return nil, usageError{err}
 		}
 		plan := lad.RungPlan(flood.Plan{}, pacer)
 		src, err := r.source(ctx, flood.PresignCount(f.arrivals, rate, plan.Duration, 0), plan.Duration)

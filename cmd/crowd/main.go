@@ -61,6 +61,19 @@ func execute(ctx context.Context, args []string) int {
 	return 1
 }
 
+// newVersionCmd is `crowd version`, the same as `crowd --version`.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the crowd's version",
+		Args:  noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "crowd version "+version)
+			return err
+		},
+	}
+}
+
 func newRoot() *cobra.Command {
 	opts := &globalOptions{}
 	root := &cobra.Command{
@@ -69,12 +82,17 @@ func newRoot() *cobra.Command {
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          subcommandArgs,
+		RunE:          showHelp,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return bindEnv(cmd)
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			return opts.check()
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see crowd %s --help)", err, cmd.Name())}
+		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
 	opts.register(root)
 	root.AddCommand(newServeCmd(opts), newCACmd())
@@ -82,16 +100,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(opts))
 	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
+	root.AddCommand(newVersionCmd())
 	return root
-}
-
-// usageError marks a mistake in how the command was called (exit 2).
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func isUsageError(err error) bool {
-	var u usageError
-	return errors.As(err, &u)
 }

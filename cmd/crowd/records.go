@@ -47,27 +47,6 @@ The merged record is written to -o (JSON; the file is replaced) and its table pr
 	return cmd
 }
 
-// minArgsUsage wants at least n positional arguments (else exit 2).
-func minArgsUsage(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < n {
-			return usageError{fmt.Errorf("crowd %s wants %s (see crowd %s --help)", cmd.Name(), cmd.Use[len(cmd.Name())+1:], cmd.Name())}
-		}
-		return nil
-	}
-}
-
-// exactArgsUsage wants exactly n positional arguments (else exit 2).
-func exactArgsUsage(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageError{fmt.Errorf("crowd %s wants %s, got %d arguments (see crowd %s --help)",
-				cmd.Name(), cmd.Use[len(cmd.Name())+1:], len(args), cmd.Name())}
-		}
-		return nil
-	}
-}
-
 // loadRecords reads every record, failing (exit 1) on the first that does
 // not read.
 func loadRecords(paths []string) ([]*flood.Record, error) {

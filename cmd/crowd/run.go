@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,9 +31,10 @@ import (
 type runFlags struct {
 	flood floodFlags
 
-	personas       int
+	personas       string // the pattern, as in crowd flood (an integer: the old count)
+	count          int
 	sutHost        string
-	personaPattern string
+	personaPattern string // deprecated: --personas
 	clientAPI      string
 	tokens         []string
 	tokensFile     string
@@ -57,7 +59,8 @@ func (f *runFlags) command(g *globalOptions) *cobra.Command {
 		Use:   "run",
 		Short: "A whole load run: set up an audience on the SUT, flood it, watch it from the personas' seats, keep the record",
 		Long: `A whole load run against a server under test (SUT) that speaks the Mastodon client API
-(Mastodon, GoToSocial, Akkoma …), driving its personas load0 … load<N-1> with bearer tokens:
+(Mastodon, GoToSocial, Akkoma …), driving its personas with bearer tokens: --personas PATTERN
+--count N, as for crowd flood (default load0 … load2 on --sut-host):
 
  1. set-up: each persona follows its own share of the crowd's actors (--follows, disjoint shares
     where the crowd is big enough, so a note reaches some homes and not others), posts --posts
@@ -83,8 +86,8 @@ Tokens: --token load0=TOKEN (repeatable), --tokens-file (lines name=TOKEN), or t
 Exit status: 0 when every --expect holds, 1 when one is missed or the run failed (a SUT
 without the client API, a refused token, a persona that does not exist), 2 for a usage error,
 130 when interrupted. Every flag can also be set as CROWD_<FLAG>.`,
-		Example: `  crowd run --personas 3 --sut-host sut.test --tokens-file tokens.txt --rate 10 --seconds 20
-  crowd run --rate=300 --seconds=60 --personas=20 --follows=50 --persona-pattern 'load%d@gts.test'`,
+		Example: `  crowd run --count 3 --sut-host sut.test --tokens-file tokens.txt --rate 10 --seconds 20
+  crowd run --rate=300 --seconds=60 --personas 'load%d@gts.test' --count=20 --follows=50`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRun(cmd, g, f)
@@ -101,9 +104,11 @@ without the client API, a refused token, a persona that does not exist), 2 for a
 		}
 	})
 	fl := cmd.Flags()
-	fl.IntVar(&f.personas, "personas", 3, "how many personas: load0 … load<N-1> on --sut-host (or --persona-pattern)")
+	fl.StringVar(&f.personas, "personas", "", "persona pattern with one %d, as in crowd flood, e.g. 'load%d@sut.test', numbered 0 … --count-1 (default load%d@<sut-host>; without @host, on --sut-host)")
+	fl.IntVar(&f.count, "count", 3, "how many personas --personas names")
 	fl.StringVar(&f.sutHost, "sut-host", "sut.test", "the SUT's host name: the personas are NAME@sut-host")
-	fl.StringVar(&f.personaPattern, "persona-pattern", "", "persona names with one %d, e.g. 'load%d@sut.test' (default load%d@<sut-host>)")
+	fl.StringVar(&f.personaPattern, "persona-pattern", "", "persona names with one %d")
+	fl.MarkDeprecated("persona-pattern", "use --personas PATTERN, as in crowd flood")
 	fl.StringVar(&f.clientAPI, "client-api", "", "base URL of the SUT's Mastodon client API (default https://<the personas' host>)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "a persona's bearer token, NAME=TOKEN (repeatable)")
 	fl.StringVar(&f.tokensFile, "tokens-file", "", "file of tokens, one NAME=TOKEN a line")
@@ -131,9 +136,13 @@ func (f *runFlags) check(cmd *cobra.Command) (*runPlan, error) {
 	bad := func(format string, args ...any) (*runPlan, error) {
 		return nil, usageError{fmt.Errorf(format, args...)}
 	}
+	pattern, count, err := f.personaSpec(cmd)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case f.personas < 1:
-		return bad("--personas %d: want 1 or more", f.personas)
+	case count < 1:
+		return bad("--count %d: want 1 or more personas", count)
 	case f.follows < 0:
 		return bad("--follows %d: want 0 or more", f.follows)
 	case f.followers < 0:
@@ -149,7 +158,6 @@ func (f *runFlags) check(cmd *cobra.Command) (*runPlan, error) {
 	case f.drainTimeout < 0:
 		return bad("--drain-timeout %v: want 0 or more", f.drainTimeout)
 	}
-	pattern := f.personaPattern
 	if pattern == "" {
 		if strings.TrimSpace(f.sutHost) == "" {
 			return bad("--sut-host is empty")
@@ -158,9 +166,9 @@ func (f *runFlags) check(cmd *cobra.Command) (*runPlan, error) {
 	} else if !strings.Contains(pattern, "@") {
 		pattern += "@" + strings.TrimSpace(f.sutHost)
 	}
-	accts, err := flood.ExpandPersonas(pattern, f.personas)
+	accts, err := flood.ExpandPersonas(pattern, count)
 	if err != nil {
-		return bad("--persona-pattern: %v", err)
+		return bad("--personas %q: %v", pattern, err)
 	}
 	p := &runPlan{tokens: map[string]string{}}
 	for _, a := range accts {
@@ -168,7 +176,7 @@ func (f *runFlags) check(cmd *cobra.Command) (*runPlan, error) {
 		if p.host == "" {
 			p.host = host
 		} else if !strings.EqualFold(host, p.host) {
-			return bad("--persona-pattern %q names personas on more than one host", pattern)
+			return bad("--personas %q names personas on more than one host", pattern)
 		}
 		p.names = append(p.names, name)
 	}
@@ -206,11 +214,32 @@ func (f *runFlags) check(cmd *cobra.Command) (*runPlan, error) {
 		p.tokens[name] = tok
 	}
 	// The flood floods these personas.
-	f.flood.personas, f.flood.count = pattern, f.personas
+	f.flood.personas, f.flood.count = pattern, count
 	if f.flood.label == "" {
 		f.flood.label = "run"
 	}
 	return p, nil
+}
+
+// personaSpec reads --personas and --count as crowd flood does, and the
+// forms of older crowds: --personas N (the count, before --personas was
+// the pattern in both commands) with a warning, and --persona-pattern.
+func (f *runFlags) personaSpec(cmd *cobra.Command) (pattern string, count int, err error) {
+	pattern, count = strings.TrimSpace(f.personas), f.count
+	if n, convErr := strconv.Atoi(pattern); convErr == nil {
+		if cmd.Flags().Changed("count") {
+			return "", 0, usageError{fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count)}
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "crowd run: --personas %d read as --count %d; --personas is the persona pattern, as in crowd flood (write --count %d)\n", n, n, n)
+		pattern, count = "", n
+	}
+	if f.personaPattern != "" {
+		if pattern != "" {
+			return "", 0, usageError{errors.New("--persona-pattern and --personas both give the pattern: keep --personas")}
+		}
+		pattern = f.personaPattern
+	}
+	return pattern, count, nil
 }
 
 func runRun(cmd *cobra.Command, g *globalOptions, f *runFlags) error {
@@ -257,7 +286,7 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 	st.env = env
 	if err := guard.CheckURL(ctx, st.plan.api); err != nil {
 		if errors.Is(err, flood.ErrPublicTarget) {
-			return exitCode{2, fmt.Errorf("--client-api %s: %w", st.plan.api, err)}
+			return usageError{fmt.Errorf("--client-api %s: %w", st.plan.api, err)}
 		}
 		return fmt.Errorf("--client-api %s: %w", st.plan.api, err)
 	}
@@ -357,7 +386,8 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 				continue
 			}
 			var out inbox.SendResult
-			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct}, &out)
+			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct,
+				AllowPublicTarget: st.f.flood.allowPublic}, &out)
 			if err == nil && (out.Status < 200 || out.Status > 299) {
 				err = fmt.Errorf("the SUT answered %d %s", out.Status, strings.TrimSpace(out.Body))
 			}

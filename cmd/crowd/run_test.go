@@ -46,31 +46,40 @@ func TestRunCheck(t *testing.T) {
 		{"defaults", []string{"--tokens-file", tokens, "--token", "load1=flag1"},
 			"load0 load1 load2", "file0 flag1 env2", "https://sut.test", "load%d@sut.test", ""},
 		// Another host: the client API follows it.
-		{"sut host", []string{"--personas", "1", "--sut-host", "gts.test", "--token", "load0=t"},
+		{"sut host", []string{"--count", "1", "--sut-host", "gts.test", "--token", "load0=t"},
 			"load0", "t", "https://gts.test", "load%d@gts.test", ""},
-		// A pattern with its own host, and a client API elsewhere.
-		{"pattern", []string{"--personas", "2", "--persona-pattern", "bench%d@m.test", "--token", "bench0=a", "--token", "bench1=b",
+		// A pattern with its own host (as crowd flood takes it), and a client API elsewhere.
+		{"pattern", []string{"--personas", "bench%d@m.test", "--count", "2", "--token", "bench0=a", "--token", "bench1=b",
 			"--client-api", "http://127.0.0.1:3000"}, "bench0 bench1", "a b", "http://127.0.0.1:3000", "bench%d@m.test", ""},
 		// A pattern without a host takes --sut-host.
-		{"pattern without host", []string{"--personas", "1", "--persona-pattern", "p%d", "--token", "p0=a"},
+		{"pattern without host", []string{"--personas", "p%d", "--count", "1", "--token", "p0=a"},
 			"p0", "a", "https://sut.test", "p%d@sut.test", ""},
 		// load3 has no token anywhere: say every way to give it one.
-		{"missing token", []string{"--personas", "4", "--tokens-file", tokens},
+		{"missing token", []string{"--count", "4", "--tokens-file", tokens},
 			"", "", "", "", "no token for persona load3: pass --token load3=TOKEN"},
 		// A --token that is not NAME=TOKEN.
 		{"bad token flag", []string{"--token", "load0"}, "", "", "", "", `--token "load0": want name=TOKEN`},
 		// A tokens file that is not there.
 		{"no tokens file", []string{"--tokens-file", filepath.Join(dir, "nope")}, "", "", "", "", "--tokens-file"},
 		// No personas.
-		{"zero personas", []string{"--personas", "0"}, "", "", "", "", "--personas 0"},
+		{"zero personas", []string{"--count", "0"}, "", "", "", "", "--count 0"},
 		// Probes must happen.
 		{"probe hz", []string{"--probe-hz", "0", "--tokens-file", tokens}, "", "", "", "", "--probe-hz 0"},
 		// A client API with a path.
 		{"client api path", []string{"--client-api", "https://gts.test/api", "--tokens-file", tokens}, "", "", "", "", "--client-api"},
 		// A pattern without %d.
-		{"pattern without %d", []string{"--persona-pattern", "load@sut.test"}, "", "", "", "", "--persona-pattern"},
+		{"pattern without %d", []string{"--personas", "load@sut.test"}, "", "", "", "", "--personas"},
+		// Older command lines still work: --personas N was the count …
+		{"old count", []string{"--personas", "2", "--tokens-file", tokens}, "load0 load1", "file0 file1", "https://sut.test", "load%d@sut.test", ""},
+		// … and --persona-pattern the pattern.
+		{"old pattern flag", []string{"--count", "1", "--persona-pattern", "bench%d@m.test", "--token", "bench0=a"},
+			"bench0", "a", "https://m.test", "bench%d@m.test", ""},
+		// But a count twice is a mistake …
+		{"old count with --count", []string{"--personas", "2", "--count", "3"}, "", "", "", "", "--personas 2 with --count 3"},
+		// … and so is a pattern twice.
+		{"two patterns", []string{"--personas", "a%d", "--persona-pattern", "b%d"}, "", "", "", "", "--persona-pattern and --personas"},
 		// The flood's own checks still apply.
-		{"flood flag", []string{"--token", "load0=a", "--personas", "1", "--mix", "nonsense"}, "", "", "", "", "--mix"},
+		{"flood flag", []string{"--token", "load0=a", "--count", "1", "--mix", "nonsense"}, "", "", "", "", "--mix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, p, err := runCheck(t, tc.args...)
@@ -106,16 +115,36 @@ func TestRunCheck(t *testing.T) {
 	}
 }
 
+// TestRunOldPersonasCountWarns: crowd run --personas N, a count before
+// --personas became the pattern in both commands, still works and says
+// what to write instead.
+func TestRunOldPersonasCountWarns(t *testing.T) {
+	f := &runFlags{}
+	cmd := f.command(&globalOptions{})
+	var stderr strings.Builder
+	cmd.SetErr(&stderr)
+	if err := cmd.ParseFlags([]string{"--personas", "2", "--token", "load0=a", "--token", "load1=b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.check(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "write --count 2") {
+		t.Errorf("no deprecation warning: %q", stderr.String())
+	}
+}
+
 // TestRunRefusesLadder: a run floods at one rate.
 func TestRunRefusesLadder(t *testing.T) {
-	code, _, stderr := runCLIContext(t, context.Background(), "run", "--token", "load0=a", "--personas", "1", "--rate", "10,20")
+	code, _, stderr := runCLIContext(t, context.Background(), "run", "--token", "load0=a", "--count", "1", "--rate", "10,20")
 	if code != 2 || !strings.Contains(stderr, "crowd run floods at one rate") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
 
-// TestRunNamesTheFlood: crowd run has the flood's flags but its own way of
-// naming personas.
+// TestRunNamesTheFlood: crowd run has the flood's flags, and names its
+// personas as the flood does (--personas PATTERN --count N), but for
+// --persona and --personas-file: every persona needs a token.
 func TestRunNamesTheFlood(t *testing.T) {
 	cmd := (&runFlags{}).command(&globalOptions{})
 	for _, name := range []string{"rate", "seconds", "mix", "signing", "expect", "standalone", "admin", "state", "out", "label", "timeout"} {
@@ -123,13 +152,16 @@ func TestRunNamesTheFlood(t *testing.T) {
 			t.Errorf("crowd run lacks the flood's --%s", name)
 		}
 	}
-	for _, name := range []string{"persona", "count", "personas-file"} {
+	for _, name := range []string{"persona", "personas-file"} {
 		if cmd.Flags().Lookup(name) != nil {
 			t.Errorf("crowd run has the flood's --%s", name)
 		}
 	}
-	if fl := cmd.Flags().Lookup("personas"); fl == nil || fl.Value.Type() != "int" {
-		t.Errorf("--personas should be crowd run's count")
+	flood := newFloodCmd(&globalOptions{})
+	for _, name := range []string{"personas", "count"} {
+		if fl, ff := cmd.Flags().Lookup(name), flood.Flags().Lookup(name); fl == nil || fl.Value.Type() != ff.Value.Type() {
+			t.Errorf("crowd run's --%s is not crowd flood's kind (%s)", name, ff.Value.Type())
+		}
 	}
 }
 
@@ -172,7 +204,7 @@ func TestRunStandaloneBadSUT(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			state, out := t.TempDir(), t.TempDir()
 			code, _, stderr := runCLIContext(t, context.Background(), "run", "--standalone", "--origins", "1", "--actors", "2",
-				"--state", state, "--out", out, "--log-level", "error", "--personas", "1", "--sut-host", "sut.test",
+				"--state", state, "--out", out, "--log-level", "error", "--count", "1", "--sut-host", "sut.test",
 				"--token", "load0=nope", "--client-api", fakeClientAPI(t, tc.api), "--seconds", "1")
 			if code != 1 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, tc.want)

@@ -25,6 +25,7 @@ type sendFlags struct {
 	object   string
 	inboxURL string
 	json     bool
+	public   bool
 }
 
 func newSendCmd() *cobra.Command {
@@ -41,7 +42,9 @@ by a crowd actor, and print the activity, the inbox it went to, and the target's
   Like     likes --object, the URL of a post
 
 The target (--to) is acct:name@host, name@host or an actor URL; it is resolved as a real server
-would (WebFinger, then a signed fetch of the actor). Exits 1 when the target answered non-2xx.`,
+would (WebFinger, then a signed fetch of the actor). As for a flood, every host the send talks to
+must resolve to loopback or a private network unless --allow-public-target: a signed activity
+speaks for the crowd's actors. Exits 1 when the target answered non-2xx, 2 when it was refused.`,
 		Example: `  crowd send --from alice@flood3.test --type Follow --to acct:admin@sut.test
   crowd send --from alice@flood3.test --type Like --to acct:admin@sut.test --object https://sut.test/notes/1
   crowd send --from alice@flood3.test --type Undo --to acct:admin@sut.test`,
@@ -58,6 +61,7 @@ would (WebFinger, then a signed fetch of the actor). Exits 1 when the target ans
 	fl.StringVar(&f.object, "object", "", "Like: the URL of the post to like; Create: a JSON object to wrap instead of the generated Note")
 	fl.StringVar(&f.inboxURL, "inbox", "", "POST here instead of the target's inbox (its shared inbox for Create)")
 	fl.BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
+	fl.BoolVar(&f.public, "allow-public-target", false, "let the send reach hosts that resolve to public addresses")
 	return cmd
 }
 
@@ -120,6 +124,7 @@ func (f *sendFlags) request() (inbox.SendRequest, error) {
 		}
 		req.Inbox = f.inboxURL
 	}
+	req.AllowPublicTarget = f.public
 	return req, nil
 }
 
@@ -161,6 +166,8 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 			switch ae.status {
 			case http.StatusNotFound: // the API's "no such crowd actor": only the sender is looked up in the world
 				return usageError{fmt.Errorf("--from %q: %s", f.from, ae.msg)}
+			case http.StatusForbidden: // a public target: the refusal names --allow-public-target
+				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.msg)}
 			case http.StatusBadGateway:
 				return fmt.Errorf("the crowd could not reach the target: %s", ae.msg)
 			}

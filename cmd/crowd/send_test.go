@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -143,5 +145,78 @@ func TestSendRejectsBadInput(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d naming %q (stdout %q)", code, errOut, tc.code, tc.say, out)
 			}
 		})
+	}
+}
+
+// TestSendRefusesAPublicTargetBeforeAnyDial: as a flood, crowd send only
+// reaches loopback and private networks unless --allow-public-target; the
+// refusal (exit 2, naming the flag) comes before any connection is tried.
+// (That the flag lets the send through is the inbox's test, on a fake
+// network: no test sends to a public address.)
+func TestSendRefusesAPublicTargetBeforeAnyDial(t *testing.T) {
+	c := startTestCrowd(t)
+	code, out, errOut := runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Follow", "--to", "acct:x@192.0.2.1")
+	if code != 2 || !strings.Contains(errOut, "--allow-public-target") || !strings.Contains(errOut, "192.0.2.1") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the address and --allow-public-target\nstdout:\n%s", code, errOut, out)
+	}
+	if d := c.dials.Dials(); len(d) != 0 {
+		t.Errorf("the crowd dialed %v for a refused target", d)
+	}
+	if n := len(c.inbox.Log().Latest(0, inbox.Filter{})); n != 0 {
+		t.Errorf("%d activities logged for a refused send", n)
+	}
+
+}
+
+// TestAdminAPIRefusesWebPages: over a real listener, a web page's
+// cross-origin "simple" POST to /api/send is refused (403) and sends
+// nothing, and a rebound name (Host: evil.example) gets 421 on every route
+// the admin serves; the CLI's own requests still go through.
+func TestAdminAPIRefusesWebPages(t *testing.T) {
+	c := startTestCrowd(t)
+	send := `{"from":"alice@flood1.test","type":"Follow","to":"https://flood2.test/users/bob"}`
+	do := func(method, path, host string, header map[string]string) (int, string) {
+		req, err := http.NewRequest(method, "http://"+c.admin+path, strings.NewReader(send))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096)) // the stream route: its first bytes are enough
+		return resp.StatusCode, string(b)
+	}
+	for _, h := range []map[string]string{
+		{"Content-Type": "text/plain", "Origin": "http://evil.example"},       // a form-less fetch from a page
+		{"Content-Type": "application/json", "Origin": "http://evil.example"}, // JSON from a page (its preflight is never answered)
+	} {
+		if code, body := do("POST", "/api/send", c.admin, h); code != http.StatusForbidden {
+			t.Errorf("POST /api/send %v: %d %s, want 403", h, code, body)
+		}
+	}
+	if code, body := do("POST", "/api/send", c.admin, map[string]string{"Content-Type": "text/plain"}); code != http.StatusUnsupportedMediaType {
+		t.Errorf("POST /api/send as text/plain: %d %s, want 415", code, body)
+	}
+	if n := len(c.inbox.Log().Latest(0, inbox.Filter{})); n != 0 {
+		t.Errorf("%d activities logged after refused sends", n)
+	}
+	for _, route := range c.p.AdminRoutes() {
+		method, path, _ := strings.Cut(route, " ")
+		if code, body := do(method, path, "evil.example:9180", map[string]string{"Content-Type": "application/json"}); code != http.StatusMisdirectedRequest {
+			t.Errorf("%s with Host evil.example: %d %s, want 421", route, code, body)
+		}
+	}
+	if n := len(c.inbox.Log().Latest(0, inbox.Filter{})); n != 0 {
+		t.Errorf("%d activities logged after requests for another host", n)
+	}
+	// The CLI's client: JSON, the admin's own host.
+	if code, out, errOut := runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Follow", "--to", "https://flood2.test/users/bob"); code != 0 {
+		t.Errorf("crowd send: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -54,6 +54,7 @@ type serveFlags struct {
 	https, http, dns, admin  string
 	advertise                []string
 	dnsRecords, dnsUpstreams []string
+	adminHosts               []string
 	shutdownGrace            time.Duration
 }
 
@@ -65,7 +66,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 		Long: `Serve the crowd's world. With no flags: 20 origins flood1.test … flood20.test with 10 actors each,
 state in ./crowd-state, HTTPS on :443, HTTP on :80, DNS on :53 and the admin API on 127.0.0.1:9180.
 Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.0.5).`,
-		Args: cobra.NoArgs,
+		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
 		},
@@ -76,6 +77,7 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringVar(&f.http, "http", ":80", "HTTP listen address (empty disables)")
 	fl.StringVar(&f.dns, "dns", ":53", "DNS listen address, UDP and TCP (empty disables)")
 	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback)")
+	fl.StringSliceVar(&f.adminHosts, "admin-host", nil, "more host names the admin API answers to (a compose service name); it refuses (421) other names than localhost, IPs, the --admin host and this machine's")
 	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "IP address(es) the SUT reaches the crowd at; the DNS answers the origins with them")
 	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
 	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port] (default: the machine's resolv.conf)")
@@ -86,7 +88,7 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
-	cfg.ShutdownGrace = f.shutdownGrace
+	cfg.ShutdownGrace, cfg.AdminHosts = f.shutdownGrace, f.adminHosts
 	for _, s := range f.advertise {
 		ip := net.ParseIP(strings.TrimSpace(s))
 		if ip == nil {

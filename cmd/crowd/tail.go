@@ -51,14 +51,6 @@ one JSON object a line. Ctrl-C ends it.`,
 	return cmd
 }
 
-// noArgsUsage refuses positional arguments as a usage error (exit 2).
-func noArgsUsage(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("crowd %s takes no arguments, got %q (see crowd %s --help)", cmd.Name(), args, cmd.Name())}
-	}
-	return nil
-}
-
 func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error {
 	switch f.direction {
 	case "", inbox.DirIn, inbox.DirOut:

@@ -1,4 +1,4 @@
-package flood
+package dialguard
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 )
 
 func TestIsNonPublic(t *testing.T) {
@@ -48,40 +49,23 @@ func TestIsNonPublic(t *testing.T) {
 	}
 }
 
-// fakeNet is a resolver and a dialer that never touch the network: names
-// resolve from a table, and every dial is counted and fails.
-type fakeNet struct {
-	names map[string][]string
-	dials atomic.Int64
-	last  atomic.Value
-}
-
-func (f *fakeNet) resolve(_ context.Context, host string) ([]net.IP, error) {
-	addrs, ok := f.names[host]
-	if !ok {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+// lastDial is the address fn dialed last ("" before any).
+func lastDial(fn *dialguardtest.FakeNet) string {
+	d := fn.Dials()
+	if len(d) == 0 {
+		return ""
 	}
-	var ips []net.IP
-	for _, a := range addrs {
-		ips = append(ips, net.ParseIP(a))
-	}
-	return ips, nil
-}
-
-func (f *fakeNet) dial(_ context.Context, _, addr string) (net.Conn, error) {
-	f.dials.Add(1)
-	f.last.Store(addr)
-	return nil, errors.New("fake network: no connection")
+	return d[len(d)-1]
 }
 
 func TestGuardRefusesPublicTargetsWithoutSending(t *testing.T) {
-	fn := &fakeNet{names: map[string][]string{
+	fn := &dialguardtest.FakeNet{Names: map[string][]string{
 		"public.example": {"8.8.8.8"},
 		"mixed.example":  {"10.0.0.5", "1.1.1.1"},
 		"sut.test":       {"10.0.0.7"},
 		"v6.test":        {"fd00::7"},
 	}}
-	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial})
+	g := NewGuard(GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial})
 	for _, c := range []struct {
 		host   string
 		public bool // refused as public
@@ -113,57 +97,57 @@ func TestGuardRefusesPublicTargetsWithoutSending(t *testing.T) {
 			t.Errorf("GET %s: %v, want ErrPublicTarget", u, err)
 		}
 	}
-	if n := fn.dials.Load(); n != 0 {
-		t.Fatalf("%d dials happened while refusing public targets (last %v)", n, fn.last.Load())
+	if n := len(fn.Dials()); n != 0 {
+		t.Fatalf("%d dials happened while refusing public targets (last %v)", n, lastDial(fn))
 	}
 	// A private name is dialed at its pinned address.
-	if _, err := g.DialContext(context.Background(), "tcp", "sut.test:443"); err == nil || fn.dials.Load() != 1 || fn.last.Load() != "10.0.0.7:443" {
-		t.Errorf("dial sut.test: %v, %d dials, last %v; want one dial of 10.0.0.7:443", err, fn.dials.Load(), fn.last.Load())
+	if _, err := g.DialContext(context.Background(), "tcp", "sut.test:443"); err == nil || len(fn.Dials()) != 1 || lastDial(fn) != "10.0.0.7:443" {
+		t.Errorf("dial sut.test: %v, %d dials, last %v; want one dial of 10.0.0.7:443", err, len(fn.Dials()), lastDial(fn))
 	}
 }
 
 func TestGuardAllowsPublicWhenAsked(t *testing.T) {
-	fn := &fakeNet{names: map[string][]string{"public.example": {"8.8.8.8"}}}
-	g := NewGuard(GuardOptions{AllowPublic: true, Resolve: fn.resolve, Dial: fn.dial})
+	fn := &dialguardtest.FakeNet{Names: map[string][]string{"public.example": {"8.8.8.8"}}}
+	g := NewGuard(GuardOptions{AllowPublic: true, Resolve: fn.Resolve, Dial: fn.Dial})
 	if _, err := g.Check(context.Background(), "public.example"); err != nil {
 		t.Fatalf("AllowPublic: %v", err)
 	}
 	// The fake dialer is called (and fails): nothing reaches the network.
 	g.DialContext(context.Background(), "tcp", "public.example:443")
-	if fn.dials.Load() != 1 || fn.last.Load() != "8.8.8.8:443" {
-		t.Errorf("dials %d, last %v", fn.dials.Load(), fn.last.Load())
+	if len(fn.Dials()) != 1 || lastDial(fn) != "8.8.8.8:443" {
+		t.Errorf("dials %d, last %v", len(fn.Dials()), lastDial(fn))
 	}
 }
 
 func TestGuardHostsMapping(t *testing.T) {
-	fn := &fakeNet{}
-	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial, Hosts: map[string]string{
+	fn := &dialguardtest.FakeNet{}
+	g := NewGuard(GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial, Hosts: map[string]string{
 		"Flood1.test": "127.0.0.1:8443", // the in-process crowd
 		"far.test":    "203.0.113.9:443",
 	}})
 	g.DialContext(context.Background(), "tcp", "flood1.test:443")
-	if fn.last.Load() != "127.0.0.1:8443" {
-		t.Errorf("mapped host dialed %v, want 127.0.0.1:8443", fn.last.Load())
+	if lastDial(fn) != "127.0.0.1:8443" {
+		t.Errorf("mapped host dialed %v, want 127.0.0.1:8443", lastDial(fn))
 	}
 	// A mapping to a public address is refused like a resolved one.
 	if _, err := g.DialContext(context.Background(), "tcp", "far.test:443"); !errors.Is(err, ErrPublicTarget) {
 		t.Errorf("mapped to a public address: %v", err)
 	}
-	if fn.dials.Load() != 1 {
-		t.Errorf("%d dials, want 1", fn.dials.Load())
+	if len(fn.Dials()) != 1 {
+		t.Errorf("%d dials, want 1", len(fn.Dials()))
 	}
 }
 
 func TestGuardPinsTheFirstAnswer(t *testing.T) {
-	fn := &fakeNet{names: map[string][]string{"sut.test": {"10.0.0.1"}}}
-	g := NewGuard(GuardOptions{Resolve: fn.resolve, Dial: fn.dial})
+	fn := &dialguardtest.FakeNet{Names: map[string][]string{"sut.test": {"10.0.0.1"}}}
+	g := NewGuard(GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial})
 	if _, err := g.Check(context.Background(), "sut.test"); err != nil {
 		t.Fatal(err)
 	}
 	// DNS now answers with a public address: the pinned one is used.
-	fn.names["sut.test"] = []string{"8.8.8.8"}
+	fn.Names["sut.test"] = []string{"8.8.8.8"}
 	g.DialContext(context.Background(), "tcp", "sut.test:443")
-	if fn.last.Load() != "10.0.0.1:443" {
-		t.Errorf("dialed %v, want the pinned 10.0.0.1:443", fn.last.Load())
+	if lastDial(fn) != "10.0.0.1:443" {
+		t.Errorf("dialed %v, want the pinned 10.0.0.1:443", lastDial(fn))
 	}
 }

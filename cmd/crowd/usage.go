@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Usage mistakes (a flag, an argument, a value) are one error type,
+// usageError, whatever finds them: cobra's flag parsing (the root's
+// FlagErrorFunc), the Args validators below, or a command's own checks.
+// execute maps it to exit status 2.
+
+// usageError marks a mistake in how the command was called (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func isUsageError(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// noArgsUsage refuses positional arguments as a usage error (exit 2).
+func noArgsUsage(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args, cmd.CommandPath())}
+	}
+	return nil
+}
+
+// noArgsHint is noArgsUsage whose message adds hint: the flag that the
+// argument probably meant.
+func noArgsHint(hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := noArgsUsage(cmd, args); err != nil {
+			return usageError{fmt.Errorf("%w; %s", err, hint)}
+		}
+		return nil
+	}
+}
+
+// argsWanted is what cmd's Use says it takes ("RECORD.json...").
+func argsWanted(cmd *cobra.Command) string {
+	_, want, _ := strings.Cut(cmd.Use, " ")
+	return want
+}
+
+// minArgsUsage wants at least n positional arguments (else exit 2).
+func minArgsUsage(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageError{fmt.Errorf("%s wants %s (see %s --help)", cmd.CommandPath(), argsWanted(cmd), cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// exactArgsUsage wants exactly n positional arguments (else exit 2).
+func exactArgsUsage(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s wants %s, got %d arguments (see %s --help)",
+				cmd.CommandPath(), argsWanted(cmd), len(args), cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// subcommandArgs is the Args of a command that only groups subcommands
+// (crowd, crowd ca): an argument is an unknown subcommand (exit 2, with
+// cobra's suggestions); with none, the command prints its help.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	cmd.SuggestionsMinimumDistance = max(cmd.SuggestionsMinimumDistance, 2) // cobra's own default
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
+}
+
+// showHelp is the RunE of a command that only groups subcommands.
+func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestUsageMistakesExit2 lists the mistakes people make on the command
+// line: each exits 2, before anything runs, with a message naming the
+// flag or argument at fault.
+func TestUsageMistakesExit2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		say  string // the message names this
+	}{
+		{[]string{"serve", "extra"}, `"extra"`},                        // serve takes no argument
+		{[]string{"flood", "acct:x@y"}, "--personas"},                  // a persona as an argument: the flag it meant
+		{[]string{"run", "extra"}, `"extra"`},                          // run takes no argument
+		{[]string{"ca", "issue"}, "NAME"},                              // ca issue needs a name
+		{[]string{"ca", "isue", "sut.test"}, "did you mean issue"},     // a subcommand typo
+		{[]string{"version", "extra"}, `"extra"`},                      // version takes no argument
+		{[]string{"verison"}, "did you mean version"},                  // a command typo
+		{[]string{"tail", "alice"}, `"alice"`},                         // tail filters with flags
+		{[]string{"send", "alice@flood1.test"}, `"alice@flood1.test"`}, // send names with flags
+		{[]string{"lookup"}, "one actor"},                              // lookup needs the actor
+		{[]string{"lookup", "a@b", "c@d"}, "got 2 arguments"},          // and only one
+		{[]string{"merge"}, "RECORD.json"},                             // merge needs records
+		{[]string{"report", "a.json", "b.json"}, "got 2 arguments"},    // report takes one
+		{[]string{"compare", "a.json"}, "BASE.json HEAD.json"},         // compare takes two
+		{[]string{"flood", "--rate", "abc"}, "--rate"},                 // a bad value
+		{[]string{"flood", "--rat", "100"}, "--rat"},                   // a flag typo
+		{[]string{"serve", "--origins", "many"}, "--origins"},          // not a number
+		{[]string{"send", "--from"}, "--from"},                         // a flag without its value
+		{[]string{"tail", "--direction", "sideways"}, "--direction"},   // a value out of its set
+		{[]string{"--log-level", "loud", "version"}, "--log-level"},    // a global flag's value, checked where it is used
+		{[]string{"ca", "issue", "--out"}, "--out"},                    // a subcommand's flag without its value
+		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},
+		{[]string{"run", "--count", "0"}, "--count"},                       // no personas
+		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the old count and the new one  // a value out of its set
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(stderr, c.say) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %s", code, stderr, c.say)
+			}
+		})
+	}
+}
+
+// TestEveryCommandRefusesUnknownFlagsAndArguments walks the command tree,
+// so that a new command is covered: an unknown flag exits 2 naming it; a
+// command that takes no arguments refuses one (exit 2, naming it); a
+// command that groups others refuses an unknown subcommand.
+func TestEveryCommandRefusesUnknownFlagsAndArguments(t *testing.T) {
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
+			return
+		}
+		t.Run(strings.Join(append([]string{"crowd"}, path...), " "), func(t *testing.T) {
+			if code, _, stderr := runCLI(t, append(path, "--no-such-flag")...); code != 2 || !strings.Contains(stderr, "--no-such-flag") {
+				t.Errorf("an unknown flag: exit %d, stderr %q; want exit 2 naming it", code, stderr)
+			}
+			_, takes, _ := strings.Cut(c.Use, " ")
+			if takes != "" {
+				return // its arguments are checked in TestUsageMistakesExit2
+			}
+			if code, _, stderr := runCLI(t, append(path, "stray")...); code != 2 || !strings.Contains(stderr, "stray") {
+				t.Errorf("a stray argument: exit %d, stderr %q; want exit 2 naming it", code, stderr)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk(newRoot(), nil)
+}

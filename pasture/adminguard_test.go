@@ -1,0 +1,121 @@
+package pasture
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// guardedPasture is a pasture whose admin API has, besides its own routes,
+// a POST /api/send that counts the requests that reach it.
+func guardedPasture(t *testing.T, extraHosts ...string) (*Pasture, *atomic.Int64) {
+	t.Helper()
+	var sends atomic.Int64
+	p := testPasture(t, Config{Version: "test", AdminAddr: "crowd.internal:9180", AdminHosts: extraHosts,
+		Admin: func(handle func(string, http.Handler)) {
+			handle("POST /api/send", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sends.Add(1)
+				w.Write([]byte("{}"))
+			}))
+		}})
+	return p, &sends
+}
+
+// TestAdminRefusesForeignHostsOnEveryRoute: a name that is not the
+// admin's own (DNS rebinding) gets 421 on every route the router serves,
+// enumerated from the router itself so that a new route cannot escape,
+// and on paths it does not serve.
+func TestAdminRefusesForeignHostsOnEveryRoute(t *testing.T) {
+	p, sends := guardedPasture(t)
+	routes := p.AdminRoutes()
+	if len(routes) < 7 {
+		t.Fatalf("only %d admin routes: %v", len(routes), routes)
+	}
+	for _, route := range append(routes, "GET /no-such-path", "DELETE /api/send") {
+		method, path, _ := strings.Cut(route, " ")
+		req := httptest.NewRequest(method, "http://evil.example:9180"+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		p.AdminHandler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), `\"evil.example:9180\" is not a name of this admin API`) {
+			t.Errorf("%s with Host evil.example: %d %q, want 421 naming the host", route, rec.Code, rec.Body)
+		}
+	}
+	if n := sends.Load(); n != 0 {
+		t.Errorf("%d requests reached /api/send", n)
+	}
+}
+
+// TestAdminGuard: which requests the admin API serves, by Host, Origin,
+// Sec-Fetch-Site and Content-Type.
+func TestAdminGuard(t *testing.T) {
+	host, _ := os.Hostname()
+	p, sends := guardedPasture(t, "crowd")
+	for _, c := range []struct {
+		name   string
+		method string
+		host   string
+		header map[string]string
+		status int
+	}{
+		// The CLI clients: own host, JSON, no Origin.
+		{"loopback IPv4", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "application/json"}, 200},
+		{"loopback IPv6", "POST", "[::1]:9180", map[string]string{"Content-Type": "application/json"}, 200},
+		{"localhost with charset", "POST", "localhost:9180", map[string]string{"Content-Type": "application/json; charset=utf-8"}, 200},
+		// A port forward changes the port, not the name.
+		{"forwarded port", "POST", "localhost:19999", map[string]string{"Content-Type": "application/json"}, 200},
+		// Any IP literal: the pod IP of a kubelet probe; rebinding needs a name.
+		{"pod IP", "GET", "10.1.2.3:9180", nil, 200},
+		// The --admin host, the machine's name and --admin-host names.
+		{"the --admin host", "GET", "crowd.internal:9180", nil, 200},
+		{"the machine's name", "GET", host + ":9180", nil, 200},
+		{"an --admin-host name", "GET", "CROWD:9180", nil, 200},
+		// DNS rebinding: the attacker's name resolving to the admin.
+		{"a foreign name", "GET", "evil.example:9180", nil, 421},
+		{"a foreign name, POST", "POST", "evil.example:9180", map[string]string{"Content-Type": "application/json"}, 421},
+		// The admin page's own origin may post.
+		{"same origin", "POST", "127.0.0.1:9180", map[string]string{"Origin": "http://127.0.0.1:9180", "Content-Type": "application/json"}, 200},
+		// A page elsewhere may not, JSON or not.
+		{"foreign Origin, simple POST", "POST", "127.0.0.1:9180", map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, 403},
+		{"foreign Origin, JSON", "POST", "127.0.0.1:9180", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json"}, 403},
+		{"another port of the same host", "POST", "127.0.0.1:9180", map[string]string{"Origin": "http://127.0.0.1:8080", "Content-Type": "application/json"}, 403},
+		{"opaque origin", "POST", "127.0.0.1:9180", map[string]string{"Origin": "null", "Content-Type": "application/json"}, 403},
+		// A browser request without Origin still says where it comes from.
+		{"cross-site without Origin", "POST", "127.0.0.1:9180", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"}, 403},
+		{"same-site without Origin", "POST", "127.0.0.1:9180", map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "application/json"}, 403},
+		{"same-origin without Origin", "POST", "127.0.0.1:9180", map[string]string{"Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}, 200},
+		// Only JSON bodies change state.
+		{"text/plain", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "text/plain"}, 415},
+		{"form", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
+		{"no Content-Type", "POST", "127.0.0.1:9180", nil, 415},
+		// Reading is not guarded by Origin: a cross-origin page cannot read the answer.
+		{"cross-origin GET", "GET", "127.0.0.1:9180", map[string]string{"Origin": "http://evil.example"}, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := "/api/send"
+			if c.method == "GET" {
+				path = "/healthz"
+			}
+			before := sends.Load()
+			req := httptest.NewRequest(c.method, path, strings.NewReader(`{"from":"alice@flood1.test"}`))
+			req.Host = c.host
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			p.AdminHandler().ServeHTTP(rec, req)
+			if rec.Code != c.status {
+				t.Fatalf("status %d %q, want %d", rec.Code, rec.Body, c.status)
+			}
+			if c.status != 200 && !strings.Contains(rec.Body.String(), `{"error":`) {
+				t.Errorf("the refusal %q is not the admin API's JSON error", rec.Body)
+			}
+			if reached := sends.Load() - before; c.method == "POST" && (reached == 1) != (c.status == 200) {
+				t.Errorf("%d requests reached /api/send, answered %d", reached, rec.Code)
+			}
+		})
+	}
+}
