@@ -24,7 +24,8 @@ import (
 //     from another origin (its Origin header, or, without one, a browser's
 //     Sec-Fetch-Site saying cross-site): 403;
 //   - and its body must be application/json, which a page cannot send
-//     cross-origin without a preflight the admin never answers: 415.
+//     cross-origin without a preflight the admin never answers: 403, since
+//     this is a refusal of who may write, not a media type to negotiate.
 //
 // The port is not compared: a port forward (kubectl port-forward, ssh -L)
 // changes it, and a rebinding attack is told apart by the name alone.
@@ -89,7 +90,7 @@ func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 		}
 		if hasBody(r) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				refuseAdmin(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: the admin API takes application/json", r.Header.Get("Content-Type")))
+				refuseAdmin(w, http.StatusForbidden, fmt.Sprintf("Content-Type %q: the admin API takes writes only as application/json", r.Header.Get("Content-Type")))
 				return
 			}
 		}

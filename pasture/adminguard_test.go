@@ -88,9 +88,9 @@ func TestAdminGuard(t *testing.T) {
 		{"same-site without Origin", "POST", "127.0.0.1:9180", map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "application/json"}, 403},
 		{"same-origin without Origin", "POST", "127.0.0.1:9180", map[string]string{"Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}, 200},
 		// Only JSON bodies change state.
-		{"text/plain", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "text/plain"}, 415},
-		{"form", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
-		{"no Content-Type", "POST", "127.0.0.1:9180", nil, 415},
+		{"text/plain", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "text/plain"}, 403},
+		{"form", "POST", "127.0.0.1:9180", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 403},
+		{"no Content-Type", "POST", "127.0.0.1:9180", nil, 403},
 		// Reading is not guarded by Origin: a cross-origin page cannot read the answer.
 		{"cross-origin GET", "GET", "127.0.0.1:9180", map[string]string{"Origin": "http://evil.example"}, 200},
 	} {
