@@ -130,9 +130,9 @@ const maxTypes = 32
 // Result is what Run measured. Histograms are merged from all workers; times
 // are wall-clock (Start, End) or durations.
 type Result struct {
-	Start    time.Time
-	End      time.Time     // all sends finished
-	Elapsed  time.Duration // End - Start
+	Start   time.Time
+	End     time.Time     // all sends finished
+	Elapsed time.Duration // End - Start
 	// Measured is the elapsed window that rates divide by: from the end of
 	// the warm-up to the later of the schedule's end (Duration, the
 	// interruption, or the due time after the last of MaxSends) and the last
@@ -141,9 +141,9 @@ type Result struct {
 	// it took, never over its schedule alone.
 	Measured time.Duration
 	Window   Window // when the measured sends were due, taken and answered
-	Partial  bool          // the run stopped before its schedule ended
-	Reason   string        // why it is partial: "interrupted", "source exhausted", "source error: ..."
-	Err      error         // the Source's error, if that stopped the run
+	Partial  bool   // the run stopped before its schedule ended
+	Reason   string // why it is partial: "interrupted", "source exhausted", "source error: ..."
+	Err      error  // the Source's error, if that stopped the run
 
 	Overall      *Stats            // all types (measured window only)
 	Types        map[string]*Stats // per activity type

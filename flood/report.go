@@ -46,12 +46,21 @@ func (l *Live) Update(p Progress) {
 		}
 		l.drawn = true
 	} else {
+		// The last report is the drain after the schedule: a fraction of a
+		// second that, in whole seconds, would repeat the line before it.
+		at := fmtSeconds(p.Elapsed)
+		if p.Final {
+			at = fmtElapsed(p.Elapsed.Seconds())
+		}
 		b = fmt.Appendf(b, "t=%s rate=%.0f/s offered=%d sent=%d dropped=%d starved=%d p50=%s p99=%s max=%s late_p99=%s ok=%d 429=%d errors=%d inflight=%d",
-			fmtSeconds(p.Elapsed), rate, p.Offered, p.Sent, p.Dropped, p.Starved,
+			at, rate, p.Offered, p.Sent, p.Dropped, p.Starved,
 			fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatencyMax), fmtUS(t.LatenessP99),
 			p.OK, p.Status429, p.Errors, p.Inflight)
 		if p.Warmup {
 			b = append(b, " warmup=1"...)
+		}
+		if p.Final {
+			b = append(b, " end=1"...)
 		}
 		b = append(b, '\n')
 	}
