@@ -181,6 +181,10 @@ type Record struct {
 	Dispatch      HistRecord             `json:"dispatch"`
 	Timeline      []Tick                 `json:"timeline"`
 	Bottleneck    Diagnosis              `json:"bottleneck"`
+	// Capacity is the verdict of the ladder this rung belongs to, over the
+	// rungs up to and including it (so the last rung's is the ladder's);
+	// nil for a single run.
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,

@@ -797,23 +797,22 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 		plan.Source = src
 		s := r.settings
 		s.Label = fmt.Sprintf("%s-%g", cmp.Or(f.label, "ladder"), rate)
-		rec, err := r.run(ctx, plan, s)
+		return r.run(ctx, plan, s)
+	}
+	// A rung's record is written once the ladder has put its capacity
+	// verdict so far in it.
+	onRow := func(row flood.RungRow) error {
+		path, err := r.write(row.Record)
 		if err != nil {
-			return nil, err
-		}
-		path, err := r.write(rec)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		paths = append(paths, path)
-		return rec, nil
-	}
-	onRow := func(row flood.RungRow) {
 		if !header {
 			fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderHeader(), "\t", "  "))
 			header = true
 		}
 		fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderRowLine(row), "\t", "  "))
+		return nil
 	}
 	res, err := lad.Run(ctx, run, onRow)
 	if len(res.Rows) > 0 {
