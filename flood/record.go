@@ -583,6 +583,26 @@ func WriteRecord(dir string, r *Record) (string, error) {
 	return path, nil
 }
 
+// CheckOutDir makes sure records can be written to dir before a run
+// starts: it creates dir if needed and writes and removes a probe file, so
+// a directory that cannot take the record is found before the first send,
+// not after the whole flood, when the record would be lost.
+func CheckOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 func appendRunsMD(path string, r *Record, file string) error {
 	return atomicfile.Append(path, []byte(MarkdownHeader()), []byte(r.MarkdownRow(file)), 0o644)
 }

@@ -238,6 +238,11 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 	case strings.TrimSpace(f.out) == "":
 		return bad(errors.New("--out is empty"))
 	}
+	// Before the first send: a record that cannot be written after the
+	// flood is a flood lost.
+	if err := flood.CheckOutDir(f.out); err != nil {
+		return bad(fmt.Errorf("--out %s cannot take the run's record: %w", f.out, err))
+	}
 	p.duration = time.Duration(f.seconds * float64(time.Second))
 	// Personas: the union of the three ways to name them, in order.
 	seen := map[string]bool{}
