@@ -52,6 +52,9 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 	if !rec.Bottleneck.Generator || !strings.Contains(strings.Join(rec.Bottleneck.Reasons, "\n"), "schedule not kept") {
 		t.Errorf("verdict %+v: want the generator's limit (schedule not kept)", rec.Bottleneck)
 	}
+	if notes := strings.Join(rec.Bottleneck.Notes, "\n"); strings.Contains(notes, "the SUT") {
+		t.Errorf("the generator's burst is blamed on the SUT: %q", notes)
+	}
 	var table strings.Builder
 	if err := WriteTable(&table, rec); err != nil {
 		t.Fatal(err)
