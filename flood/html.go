@@ -523,20 +523,8 @@ func plotTicks(r *Record) []Tick {
 	m, d := &out[n-2], tl[n-1]
 	m.Span += d.Span
 	m.Warmup = m.Warmup && d.Warmup
-	m.Offered += d.Offered
-	m.Sent += d.Sent
-	m.Dropped += d.Dropped
-	m.Starved += d.Starved
-	m.Completed += d.Completed
-	m.OK += d.OK
-	m.Errors += d.Errors
-	m.Status429 += d.Status429
 	m.Inflight = d.Inflight
-	// Percentiles do not add up: the fold keeps the worse of the two.
-	m.LatencyP50 = max(m.LatencyP50, d.LatencyP50)
-	m.LatencyP99 = max(m.LatencyP99, d.LatencyP99)
-	m.LatencyMax = max(m.LatencyMax, d.LatencyMax)
-	m.LatenessP99 = max(m.LatenessP99, d.LatenessP99)
+	m.absorb(d)
 	return out
 }
 

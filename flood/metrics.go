@@ -343,6 +343,25 @@ type Tick struct {
 	LatenessP99 int64   `json:"lateness_p99_us"`
 }
 
+// absorb adds o's counts to t and keeps the worse of each percentile
+// (percentiles do not add up). Span, Warmup and Inflight are the caller's:
+// consecutive ticks and the same tick of concurrent generators combine
+// them differently.
+func (t *Tick) absorb(o Tick) {
+	t.Offered += o.Offered
+	t.Sent += o.Sent
+	t.Dropped += o.Dropped
+	t.Starved += o.Starved
+	t.Completed += o.Completed
+	t.OK += o.OK
+	t.Errors += o.Errors
+	t.Status429 += o.Status429
+	t.LatencyP50 = max(t.LatencyP50, o.LatencyP50)
+	t.LatencyP99 = max(t.LatencyP99, o.LatencyP99)
+	t.LatencyMax = max(t.LatencyMax, o.LatencyMax)
+	t.LatenessP99 = max(t.LatenessP99, o.LatenessP99)
+}
+
 // Progress is what the engine reports once a second (Plan.Progress): the tick
 // that just ended and the running totals since the start (warm-up included).
 type Progress struct {

@@ -510,19 +510,8 @@ func mergeTimelines(start time.Time, recs []*Record) []Tick {
 			m := &out[i]
 			m.Span = max(m.Span, t.Span)
 			m.Warmup = m.Warmup && t.Warmup
-			m.Offered += t.Offered
-			m.Sent += t.Sent
-			m.Dropped += t.Dropped
-			m.Starved += t.Starved
-			m.Completed += t.Completed
-			m.OK += t.OK
-			m.Errors += t.Errors
-			m.Status429 += t.Status429
 			m.Inflight += t.Inflight
-			m.LatencyP50 = max(m.LatencyP50, t.LatencyP50)
-			m.LatencyP99 = max(m.LatencyP99, t.LatencyP99)
-			m.LatencyMax = max(m.LatencyMax, t.LatencyMax)
-			m.LatenessP99 = max(m.LatenessP99, t.LatenessP99)
+			m.absorb(t)
 		}
 	}
 	for i := range out {
