@@ -2,8 +2,12 @@ package flood
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
+
+// secs converts seconds to a Duration.
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Diagnosis says whether the generator, rather than the SUT, limited a run.
 // Reasons explain a generator verdict; Notes explain what the SUT caused
@@ -12,6 +16,7 @@ type Diagnosis struct {
 	Generator bool     `json:"generator"`
 	Reasons   []string `json:"reasons,omitempty"`
 	Notes     []string `json:"notes,omitempty"`
+	Rule      string   `json:"rule,omitempty"` // the rule and thresholds the verdict applied (BottleneckRule.String)
 }
 
 // BottleneckRule holds the thresholds of the generator-bottleneck rule. The
@@ -31,12 +36,18 @@ type Diagnosis struct {
 //     (offered rate × service p99) are below Headroom × MaxInflight: the SUT
 //     answered fast enough, so the crowd failed to recycle its slots. When
 //     the SUT's service time does explain the drops, that is a note.
+//  4. Schedule not kept: the workers took the last measured send later than
+//     the schedule allows: past the due span (first to last due time) divided
+//     by KeptShare, plus two send intervals (1/rate) of slack. An offered
+//     rate beyond what the crowd can hand out (--rate 1e9) fails here
+//     whatever the SUT does: the rate achieved is the generator's limit.
 type BottleneckRule struct {
 	StarvedShare  float64
 	DispatchP99   time.Duration
 	DispatchShare float64
 	DropShare     float64
 	Headroom      float64
+	KeptShare     float64
 }
 
 // DefaultBottleneckRule is the rule records are diagnosed with: 0.1 % starved,
@@ -49,13 +60,22 @@ func DefaultBottleneckRule() BottleneckRule {
 		DispatchShare: 0.1,
 		DropShare:     0.001,
 		Headroom:      0.5,
+		KeptShare:     0.9,
 	}
+}
+
+// String states the rule with its thresholds, as the table prints it next
+// to the verdict.
+func (b BottleneckRule) String() string {
+	return fmt.Sprintf("the generator is the bottleneck when starved > %s of offered, or dispatch p99 > %s and > %s of service p99, "+
+		"or dropped > %s of offered while offered/s × service p99 < %s of the slots, or the sends took longer than the schedule's span / %s + 2/rate",
+		fmtPercent(b.StarvedShare), fmtDur(b.DispatchP99), fmtPercent(b.DispatchShare), fmtPercent(b.DropShare), fmtPercent(b.Headroom), strconv.FormatFloat(b.KeptShare, 'g', -1, 64))
 }
 
 // Diagnose applies the rule to a record (all its generators together: the
 // slots are MaxInflight × generators).
 func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
-	var d Diagnosis
+	d := Diagnosis{Rule: b.String()}
 	c := r.Overall.Counts
 	if c.Offered == 0 {
 		return d
@@ -75,11 +95,29 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 			"generator late: its own dispatch delay p99 is %s (limit %s) against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
 			fmtDur(disp), fmtDur(b.DispatchP99), fmtDur(service)))
 	}
+	kept := true
+	if w, rate := r.Window, r.Settings.Rate; rate > 0 && w.LastSent > 0 {
+		due, took := w.LastDue-w.FirstDue, w.LastSent-w.FirstDue
+		if allowed := due/b.KeptShare + 2/rate; took > allowed {
+			kept = false
+			d.Generator = true
+			d.Reasons = append(d.Reasons, fmt.Sprintf(
+				"schedule not kept: the %d sends due within %s took %s to hand out (allowed %s): %s/s was asked, about %s/s offered; the rate is beyond what the crowd can offer, and the achieved rates are its limit, not the SUT's",
+				c.Sent, fmtDur(secs(due)), fmtDur(secs(took)), fmtDur(secs(allowed)), fmtNum(rate*float64(r.Generators())), sig3(float64(c.Sent)/max(took, 1e-9))))
+		}
+	}
 	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
-	if late > b.DispatchP99 && late > 2*disp {
+	switch {
+	case late <= b.DispatchP99 || late <= 2*disp:
+	case kept:
 		d.Notes = append(d.Notes, fmt.Sprintf(
 			"sends waited for a connection: lateness p99 %s against a dispatch delay p99 of %s; the SUT held the connections (latency from the intended time includes this wait)",
 			fmtDur(late), fmtDur(disp)))
+	default:
+		// Sends handed out faster than the schedule allows open their
+		// connections in one burst: that wait is the generator's doing.
+		d.Reasons = append(d.Reasons, fmt.Sprintf(
+			"sends were late by up to %s (lateness p99), waiting for connections opened in the burst the schedule asked for", fmtDur(late)))
 	}
 	if c.Dropped > 0 {
 		slots := float64(r.Settings.MaxInflight * r.Generators())

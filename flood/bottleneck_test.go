@@ -12,6 +12,7 @@ func TestDiagnose(t *testing.T) {
 		rate                      float64 // offered per second
 		service, dispatch, late   time.Duration
 		slots, generators         int
+		asked, due, took          float64 // rate asked; seconds from the first due time to the last due and the last taken
 	}
 	for _, tc := range []struct {
 		name      string
@@ -31,8 +32,11 @@ func TestDiagnose(t *testing.T) {
 		{"the same on 2 generators (200 slots): the crowd's", in{offered: 10000, dropped: 100, rate: 1000, service: 80 * time.Millisecond, slots: 100, generators: 2}, true, "could not recycle"},
 		{"waiting for connections", in{offered: 10000, rate: 300, service: 2 * time.Millisecond, dispatch: 100 * time.Microsecond, late: 500 * time.Millisecond, slots: 100}, false, "waited for a connection"},
 		{"nothing offered", in{}, false, ""},
+		{"--rate 1e9 --max-sends 50: 50 ns of schedule took 2 ms", in{offered: 50, rate: 25000, service: 50 * time.Millisecond, slots: 100, asked: 1e9, due: 49e-9, took: 0.002}, true, "schedule not kept"},
+		{"60 s at 300/s taken 0.2 ms late: kept", in{offered: 18000, rate: 300, service: 20 * time.Millisecond, slots: 100, asked: 300, due: 59.9967, took: 59.9969}, false, ""},
+		{"100 sends at 1000/s taken 20 ms late: not kept", in{offered: 100, rate: 1000, service: 20 * time.Millisecond, slots: 100, asked: 1000, due: 0.099, took: 0.12}, true, "schedule not kept"},
 	} {
-		r := &Record{Settings: Settings{MaxInflight: tc.in.slots}}
+		r := &Record{Settings: Settings{MaxInflight: tc.in.slots, Rate: tc.in.asked}, Window: Window{LastDue: tc.in.due, LastSent: tc.in.took}}
 		for range max(1, tc.in.generators) {
 			r.Parts = append(r.Parts, Part{})
 		}
@@ -42,6 +46,9 @@ func TestDiagnose(t *testing.T) {
 		r.Overall.Lateness.P99 = us(tc.in.late)
 		r.Dispatch.P99 = us(tc.in.dispatch)
 		d := DefaultBottleneckRule().Diagnose(r)
+		if !strings.Contains(d.Rule, "0.1% of offered") || !strings.Contains(d.Rule, "span / 0.9") {
+			t.Errorf("%s: the verdict does not state its thresholds: %q", tc.name, d.Rule)
+		}
 		if d.Generator != tc.generator {
 			t.Errorf("%s: generator %v, want %v: %+v", tc.name, d.Generator, tc.generator, d)
 		}

@@ -47,7 +47,6 @@ func (e *engine) collect(end time.Time, windowEnd time.Duration) *Result {
 		Start:       e.start,
 		End:         end,
 		Elapsed:     end.Sub(e.start),
-		Measured:    max(0, windowEnd-e.p.Warmup),
 		Overall:     NewStats(),
 		Types:       make(map[string]*Stats),
 		Dispatch:    newHist(),
@@ -58,9 +57,11 @@ func (e *engine) collect(end time.Time, windowEnd time.Duration) *Result {
 		MaxInflight: e.p.MaxInflight,
 		Timeout:     e.p.Timeout,
 	}
+	var lastPicked, lastDone time.Duration
 	for _, rec := range e.recs {
 		rec.mu.Lock()
 		r.Dispatch.Merge(rec.dispatch)
+		lastPicked, lastDone = max(lastPicked, rec.lastPicked), max(lastDone, rec.lastDone)
 		for typ, s := range rec.types {
 			st := r.Types[typ]
 			if st == nil {
@@ -75,6 +76,7 @@ func (e *engine) collect(end time.Time, windowEnd time.Duration) *Result {
 	}
 	e.mu.Lock()
 	r.WarmupCounts = e.warm
+	lastDue := e.lastDue
 	for typ, c := range e.types {
 		if c.Offered == 0 {
 			continue // only seen in the warm-up
@@ -90,6 +92,18 @@ func (e *engine) collect(end time.Time, windowEnd time.Duration) *Result {
 	for _, st := range r.Types {
 		r.Overall.Merge(st)
 	}
+	warm := e.p.Warmup
+	if r.Overall.Counts.Offered == 0 {
+		lastDue = warm
+	}
+	r.Window = Window{
+		FirstDue:    warm.Seconds(),
+		LastDue:     max(warm, lastDue).Seconds(),
+		LastSent:    max(warm, lastPicked).Seconds(),
+		LastAnswer:  max(warm, lastDone).Seconds(),
+		ScheduleEnd: max(warm, windowEnd).Seconds(),
+	}
+	r.Measured = max(0, max(windowEnd, lastDone)-warm)
 	return r
 }
 

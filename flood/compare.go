@@ -256,6 +256,10 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			c.Notes = append(c.Notes, side.name+": partial run ("+side.r.PartialReason+")")
 		}
 	}
+	if ab, ah := answeredShare(base, ""), answeredShare(head, ""); ah < ab-o.ShareFloor {
+		c.Notes = append(c.Notes, fmt.Sprintf("head answered %s of its sends, base %s: the head's latencies cover fewer answers and are never scored better",
+			fmtShare(ah), fmtShare(ab)))
+	}
 	types := []string{""}
 	for _, name := range base.TypeNames() {
 		if _, ok := head.Types[name]; ok {
@@ -311,6 +315,12 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 	if m.isShare() && math.Abs(h-b) < o.ShareFloor {
 		worse, better = false, false
 	}
+	// Latency over fewer answers is not speed: a head that answered a
+	// smaller share of its sends (it crashed, refused, timed out) is never
+	// scored better on a duration.
+	if better && m.g.kind == kindDuration && answeredShare(head, typ) < answeredShare(base, typ)-o.ShareFloor {
+		better = false
+	}
 	switch {
 	case worse:
 		row.Verdict = VerdictRegressed
@@ -318,6 +328,16 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 		row.Verdict = VerdictBetter
 	}
 	return row
+}
+
+// answeredShare is the share of type typ's ("" = all) completed sends that
+// got an HTTP answer (1 when none completed).
+func answeredShare(r *Record, typ string) float64 {
+	t, ok := r.Type(typ)
+	if !ok || t.Counts.Completed == 0 {
+		return 1
+	}
+	return float64(t.Latency.Count) / float64(t.Counts.Completed)
 }
 
 // histCount is how many values the histogram of duration metric g holds

@@ -348,3 +348,42 @@ func TestCompareTableGolden(t *testing.T) {
 	}
 	golden(t, "compare.golden", b.Bytes())
 }
+
+// TestCompareCrashingSUTIsNotFaster: the head's SUT answered its first 300
+// sends and then refused every connection in half a millisecond. Its p95
+// over the answered sends is lower than the base's (its answers came before
+// the load built up), yet it is not scored better: it answered fewer of its
+// sends, and the comparison says so; its errors regress.
+func TestCompareCrashingSUTIsNotFaster(t *testing.T) {
+	lat := func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }
+	run := func(crashAt int) *Record {
+		st := fakeStats(1000, func(i int) time.Duration {
+			if i >= crashAt {
+				return 500 * time.Microsecond
+			}
+			return lat(i)
+		}, func(i int) Class {
+			if i >= crashAt {
+				return ClassConnError
+			}
+			return Class202
+		})
+		return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": st}),
+			Settings{Arrivals: "constant", Mix: "create=1"}))
+	}
+	base, head := run(1000), run(300)
+	ms, err := ParseCompareMetrics("p95,errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := Compare(base, head, CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := verdicts(cmp), "all errors REGRESSED, Create errors REGRESSED"; got != want {
+		t.Errorf("verdicts %q, want %q", got, want)
+	}
+	if !strings.Contains(strings.Join(cmp.Notes, "\n"), "head answered 30.00% of its sends") {
+		t.Errorf("no note on the unanswered sends: %q", cmp.Notes)
+	}
+}

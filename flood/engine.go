@@ -130,13 +130,20 @@ const maxTypes = 32
 // Result is what Run measured. Histograms are merged from all workers; times
 // are wall-clock (Start, End) or durations.
 type Result struct {
-	Start    time.Time
-	End      time.Time     // all sends finished
-	Elapsed  time.Duration // End - Start
-	Measured time.Duration // the measured window: from Warmup to the end of the schedule (or the interruption)
-	Partial  bool          // the run stopped before its schedule ended
-	Reason   string        // why it is partial: "interrupted", "source exhausted", "source error: ..."
-	Err      error         // the Source's error, if that stopped the run
+	Start   time.Time
+	End     time.Time     // all sends finished
+	Elapsed time.Duration // End - Start
+	// Measured is the elapsed window that rates divide by: from the end of
+	// the warm-up to the later of the schedule's end (Duration, the
+	// interruption, or the due time after the last of MaxSends) and the last
+	// measured answer. A run whose answers come after its schedule (a
+	// MaxSends run at a rate no generator keeps) is measured over the time
+	// it took, never over its schedule alone.
+	Measured time.Duration
+	Window   Window // when the measured sends were due, taken and answered
+	Partial  bool   // the run stopped before its schedule ended
+	Reason   string // why it is partial: "interrupted", "source exhausted", "source error: ..."
+	Err      error  // the Source's error, if that stopped the run
 
 	Overall      *Stats            // all types (measured window only)
 	Types        map[string]*Stats // per activity type
@@ -273,6 +280,8 @@ type engine struct {
 	warm  Counts
 	tot   Counts // all types, warm-up included: the ticker's totals
 
+	lastDue time.Duration // intended time of the latest measured send offered; under mu
+
 	// Ticker-owned.
 	timeline               []Tick
 	spare                  []*interval
@@ -281,6 +290,7 @@ type engine struct {
 	prevOffered, prevSent  int64
 	prevDropped, prevStarv int64
 	end                    time.Time
+	final                  bool // the run has ended: the next snapshot is the last
 }
 
 func newEngine(ctx context.Context, p Plan) *engine {
@@ -388,6 +398,9 @@ func (e *engine) dispatch() {
 		}
 		c.Offered++
 		e.tot.Offered++
+		if measured {
+			e.lastDue = off
+		}
 		if starved {
 			c.Starved++
 			e.tot.Starved++
@@ -601,6 +614,7 @@ func (e *engine) ticker(stop <-chan struct{}) {
 			t.Reset(time.Until(e.start.Add(time.Duration(k+1) * time.Second)))
 		case <-stop:
 			span := e.end.Sub(e.start) - time.Duration(k-1)*time.Second
+			e.final = true
 			if span > 0 {
 				e.snapshot(k, span, e.end.Sub(e.start))
 			}
@@ -650,7 +664,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 	e.timeline = append(e.timeline, tk)
 
 	pr := &e.last
-	pr.Elapsed, pr.Total, pr.Warmup, pr.Tick = elapsed, e.total, elapsed < e.p.Warmup, tk
+	pr.Elapsed, pr.Total, pr.Warmup, pr.Tick, pr.Final = elapsed, e.total, elapsed < e.p.Warmup, tk, e.final
 	pr.Offered, pr.Sent, pr.Dropped, pr.Starved = offered, sent, dropped, starved
 	pr.Completed += tk.Completed
 	pr.OK += tk.OK

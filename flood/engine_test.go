@@ -1,6 +1,7 @@
 package flood
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -586,4 +587,41 @@ func TestTransportAgainstHTTP2Server(t *testing.T) {
 	if !slices.Equal(shared.NextProtos, before) {
 		t.Errorf("NewTransport changed the caller's config: NextProtos %q, was %q", shared.NextProtos, before)
 	}
+}
+
+// TestDrainLineNotRepeated: a 2 s run at 10/s whose answers take 150 ms
+// ends with a 50 ms drain after its schedule. The live line of that drain
+// is the last report and says so (t=2.05s, end=1); in whole seconds it
+// would have repeated t=2s. The measured window includes the drain: the
+// rates divide by the 2.05 s the run took.
+func TestDrainLineNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		live := NewLive(&out, false)
+		res := mustRun(t, context.Background(), Plan{
+			Sleep: time.Sleep, // synctest: fake clock
+			Pacer: mustConstant(t, 10), Duration: 2 * time.Second,
+			Source: newCycleSource(t, "http://sut.test/inbox"),
+			Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+				time.Sleep(150 * time.Millisecond)
+				return answer(r, 202, nil), nil
+			}),
+			Progress: live.Update,
+		})
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		seen := map[string]bool{}
+		for _, l := range lines {
+			at, _, _ := strings.Cut(l, " ")
+			if seen[at] {
+				t.Errorf("%s reported twice:\n%s", at, out.String())
+			}
+			seen[at] = true
+		}
+		if len(lines) != 3 || !strings.HasPrefix(lines[2], "t=2.05s ") || !strings.HasSuffix(lines[2], " end=1") {
+			t.Errorf("want t=1s, t=2s and the drain t=2.05s … end=1:\n%s", out.String())
+		}
+		if res.Measured != 2050*time.Millisecond {
+			t.Errorf("measured %v, want the 2.05s the run took", res.Measured)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,15 +232,20 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 			t.Errorf("%s: %d of %d sends (%d completed) are %s (%s); tally %v", ph.name, got, perPhase,
 				st.Counts.Completed, ph.want, ph.why, st.Tally)
 		}
-		// Every send is in the latency histograms, errors included.
-		if st.Latency.TotalCount() != perPhase {
-			t.Errorf("%s: latency holds %d values, want %d", ph.name, st.Latency.TotalCount(), perPhase)
+		// An answered send is in latency, one without an answer in failed:
+		// every send is timed, and no error passes for a fast answer.
+		wantLat, wantFailed := int64(perPhase), int64(0)
+		if !ph.want.Answered() {
+			wantLat, wantFailed = 0, perPhase
+		}
+		if st.Latency.TotalCount() != wantLat || st.Failed.TotalCount() != wantFailed {
+			t.Errorf("%s: latency holds %d values, failed %d; want %d and %d", ph.name, st.Latency.TotalCount(), st.Failed.TotalCount(), wantLat, wantFailed)
 		}
 	}
 	// Min is the lowest value of its HDR bucket (3 significant digits:
 	// 256 µs wide at 500 ms), so allow the histogram its 0.1 % precision.
-	if st := res.Types["stalling"]; st != nil && st.Latency.Min() < us(500*time.Millisecond)*999/1000 {
-		t.Errorf("a timed-out send measured %dµs, under the 500 ms timeout", st.Latency.Min())
+	if st := res.Types["stalling"]; st != nil && st.Failed.Min() < us(500*time.Millisecond)*999/1000 {
+		t.Errorf("a timed-out send measured %dµs, under the 500 ms timeout", st.Failed.Min())
 	}
 	rec, err := res.Record(Settings{Label: "faults"})
 	if err != nil {
@@ -247,6 +253,24 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 	}
 	if rec.Partial || rec.Overall.Tally.Errors() != 3*perPhase {
 		t.Errorf("record: partial %v, %d errors, want %d", rec.Partial, rec.Overall.Tally.Errors(), 3*perPhase)
+	}
+	// A SUT killed mid-flood (the refusing phase) does not look fast: the
+	// latency rows hold the 70 answered sends, the 105 unanswered ones are
+	// apart, and the table says which is which.
+	if o := rec.Overall; o.Latency.Count != 2*perPhase || o.Failed.Count != 3*perPhase || o.Latency.Min < o.Service.Min {
+		t.Errorf("record: latency over %d sends (min %dµs), failed %d; want %d and %d", o.Latency.Count, o.Latency.Min, o.Failed.Count, 2*perPhase, 3*perPhase)
+	}
+	var table strings.Builder
+	if err := WriteTable(&table, rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("latency and service: over the %d answered sends", 2*perPhase),
+		fmt.Sprintf("%d got no answer (timeout %d, connection refused/reset %d), kept apart", 3*perPhase, perPhase, 2*perPhase),
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, table.String())
+		}
 	}
 }
 

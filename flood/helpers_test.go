@@ -90,16 +90,14 @@ func mustRun(t testing.TB, ctx context.Context, p Plan) *Result {
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
-// fakeStats records n completed sends: latency lat(i), service half of it,
+// fakeStats records n completed sends (as a recorder files them): latency lat(i), service half of it,
 // lateness lat(i)/10, status class cls(i) (Retry-After on 429s).
 func fakeStats(n int, lat func(i int) time.Duration, cls func(i int) Class) *Stats {
 	st := NewStats()
 	for i := range n {
 		l := lat(i)
-		recordDur(st.Latency, l)
-		recordDur(st.Service, l/2)
-		recordDur(st.Lateness, l/10)
 		c := cls(i)
+		st.record(c, l, l/2, l/10)
 		st.Tally.add(c, c == Class429)
 	}
 	st.Counts = Counts{Offered: int64(n), Sent: int64(n), Completed: int64(n)}

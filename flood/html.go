@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -491,20 +492,46 @@ func isBar(p *svgPlot, s series) bool {
 	return false
 }
 
-// timeAxis is the x axis of the timeline plots: 0 to the last tick.
+// timeAxis is the x axis of the timeline plots: from 0 to the end of the
+// run exactly (a rounded-up end would draw a 60 s run on 80 s), ticked at
+// round steps within it.
 func timeAxis(r *Record) axis {
 	end := 1.0
 	if n := len(r.Timeline); n > 0 {
 		last := r.Timeline[n-1]
 		end = math.Max(1, float64(last.T-1)+last.Span)
 	}
-	return linearAxis(end, secondsLabel)
+	a := linearAxis(end, secondsLabel)
+	a.hi = end
+	for len(a.ticks) > 0 && a.ticks[len(a.ticks)-1].v > end*(1+1e-9) {
+		a.ticks = a.ticks[:len(a.ticks)-1]
+	}
+	return a
+}
+
+// plotTicks is the timeline as the plots draw it: a last tick shorter than
+// a second (the drain after the schedule, when only answers come in) is
+// folded into the one before it, so its rates divide by the real width of
+// both together instead of showing 41 answers in 0.1 s as a 410/s spike.
+func plotTicks(r *Record) []Tick {
+	tl := r.Timeline
+	n := len(tl)
+	if n < 2 || tl[n-1].Span >= 1 {
+		return tl
+	}
+	out := slices.Clone(tl[:n-1])
+	m, d := &out[n-2], tl[n-1]
+	m.Span += d.Span
+	m.Warmup = m.Warmup && d.Warmup
+	m.Inflight = d.Inflight
+	m.absorb(d)
+	return out
 }
 
 // warmupBands shades the ticks wholly inside the warm-up.
 func warmupBands(r *Record) [][2]float64 {
 	var bands [][2]float64
-	for _, t := range r.Timeline {
+	for _, t := range plotTicks(r) {
 		if !t.Warmup {
 			continue
 		}
@@ -546,7 +573,7 @@ func latencyTimePlot(r *Record) template.HTML {
 	lo, hi := math.Inf(1), 0.0
 	for _, l := range lines {
 		s := series{name: l.name, color: l.color, dash: l.dash}
-		for _, t := range r.Timeline {
+		for _, t := range plotTicks(r) {
 			v := float64(l.v(t))
 			if t.Completed == 0 || v <= 0 {
 				v = math.NaN() // nothing completed: no figure, not zero
@@ -576,7 +603,7 @@ func rateTimePlot(r *Record) template.HTML {
 		{"2xx", "#2ca02c", false, func(t Tick) int64 { return t.OK }},
 	} {
 		s := series{name: l.name, color: l.color, dash: l.dash}
-		for _, t := range r.Timeline {
+		for _, t := range plotTicks(r) {
 			v := perSecond(l.v(t), t)
 			hi = math.Max(hi, v)
 			s.pts = append(s.pts, point{tickMid(t), v})
@@ -595,7 +622,7 @@ func statusTimePlot(r *Record) template.HTML {
 		v           func(Tick) int64
 	}
 	hi := 0.0
-	for _, t := range r.Timeline {
+	for _, t := range plotTicks(r) {
 		p.barHalf = append(p.barHalf, t.Span/2*0.9)
 		hi = math.Max(hi, perSecond(t.OK+t.Errors+t.Dropped, t))
 	}
@@ -607,7 +634,7 @@ func statusTimePlot(r *Record) template.HTML {
 	} {
 		s := series{name: bb.name, color: bb.color}
 		seen := false
-		for _, t := range r.Timeline {
+		for _, t := range plotTicks(r) {
 			v := perSecond(bb.v(t), t)
 			seen = seen || v > 0
 			s.pts = append(s.pts, point{tickMid(t), v})

@@ -445,3 +445,29 @@ func TestAxes(t *testing.T) {
 		}
 	}
 }
+
+// TestRatePlotDrainAndAxis: a 60 s run at 300/s whose last 41 answers came
+// in a 0.1 s drain after the schedule. The rate plot divides each bucket
+// by its real width, the drain folded into the last second (no 410/s
+// spike: the y axis stays at 400), and its x axis ends at the run's end,
+// 60.1 s (not rounded up to 80 s).
+func TestRatePlotDrainAndAxis(t *testing.T) {
+	r := &Record{}
+	for s := 1; s <= 60; s++ {
+		r.Timeline = append(r.Timeline, Tick{T: s, Span: 1, Offered: 300, Sent: 300, Completed: 300, OK: 300})
+	}
+	r.Timeline = append(r.Timeline, Tick{T: 61, Span: 0.1, Completed: 41, OK: 41})
+	for name, svg := range map[string]string{"rate": string(rateTimePlot(r)), "status": string(statusTimePlot(r))} {
+		for _, bad := range []string{">500</text>", ">80s</text>"} {
+			if strings.Contains(svg, bad) {
+				t.Errorf("%s plot has a %s label: a drain spike or an axis past the run", name, bad)
+			}
+		}
+		if !strings.Contains(svg, ">400</text>") || !strings.Contains(svg, ">60s</text>") {
+			t.Errorf("%s plot lacks the 400/s or 60s label", name)
+		}
+	}
+	if a := timeAxis(r); a.hi != 60.1 {
+		t.Errorf("time axis ends at %g, want the run's end 60.1", a.hi)
+	}
+}

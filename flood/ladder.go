@@ -92,9 +92,10 @@ type RungRow struct {
 // LadderResult is a finished ladder.
 type LadderResult struct {
 	Rows     []RungRow
-	Shoulder int    // index of the shoulder rung, -1 when none was reached
-	Partial  bool   // stopped by cancellation or a partial rung
-	Reason   string // why it stopped early, if it did
+	Shoulder int      // index of the shoulder rung, -1 when none was reached
+	Partial  bool     // stopped by cancellation or a partial rung
+	Reason   string   // why it stopped early, if it did
+	Capacity Capacity // the verdict over the rows (DefaultCapacityRule)
 }
 
 // RungPlan returns base set up for one rung: pacer p, Warmup from the
@@ -109,9 +110,11 @@ func (l *Ladder) RungPlan(base Plan, p Pacer) Plan {
 
 // Run runs the rungs in order through run, calling onRow (if set) after each
 // one, and stops at the shoulder, on a partial rung or when ctx is done.
-// The error is run's, wrapped with the rung; the rows so far are returned
-// with it.
-func (l *Ladder) Run(ctx context.Context, run RungFunc, onRow func(RungRow)) (LadderResult, error) {
+// Each rung's record carries the capacity verdict over the rungs so far
+// (Record.Capacity) when onRow sees it, so the last rung's record holds the
+// ladder's verdict. The error is run's or onRow's, wrapped with the rung;
+// the rows so far are returned with it.
+func (l *Ladder) Run(ctx context.Context, run RungFunc, onRow func(RungRow) error) (LadderResult, error) {
 	res := LadderResult{Shoulder: -1}
 	if len(l.Rates) == 0 || l.Step <= 0 {
 		return res, fmt.Errorf("%w: a ladder needs rates and a step > 0", ErrInvalidPlan)
@@ -135,8 +138,14 @@ func (l *Ladder) Run(ctx context.Context, run RungFunc, onRow func(RungRow)) (La
 			}
 		}
 		res.Rows = append(res.Rows, row)
+		res.Capacity = DefaultCapacityRule().Assess(res.Rows)
+		verdict := res.Capacity
+		rec.Capacity = &verdict
 		if onRow != nil {
-			onRow(row)
+			if err := onRow(row); err != nil {
+				res.Partial, res.Reason = true, err.Error()
+				return res, fmt.Errorf("rung %d (%g/s): %w", i+1, rate, err)
+			}
 		}
 		if rec.Partial {
 			res.Partial, res.Reason = true, rec.PartialReason
@@ -218,6 +227,14 @@ func WriteLadder(w io.Writer, res LadderResult) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if len(res.Rows) > 0 {
+		c := res.Capacity
+		fmt.Fprintf(w, "\ncapacity: %s\n", c.Verdict)
+		for _, d := range c.Degraded {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		fmt.Fprintf(w, "  rule: %s\n", c.Rule)
 	}
 	switch {
 	case res.Shoulder >= 0:

@@ -92,7 +92,7 @@ func TestLadderStopsAtShoulder(t *testing.T) {
 	var calls []float64
 	var rows []RungRow
 	l := &Ladder{Rates: []float64{100, 300, 600, 1000, 2000}, Step: 2 * time.Second, Warmup: time.Second, StopWhen: stop}
-	res, err := l.Run(context.Background(), fakeRung(500, &calls), func(r RungRow) { rows = append(rows, r) })
+	res, err := l.Run(context.Background(), fakeRung(500, &calls), func(r RungRow) error { rows = append(rows, r); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

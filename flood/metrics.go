@@ -228,24 +228,36 @@ func (c *Counts) Merge(o Counts) {
 	c.Aborted += o.Aborted
 }
 
+// Answered reports whether the class is an HTTP answer of any status: the
+// sends whose timings are the SUT's latency. A timeout or a connection error
+// got no answer; its timing is how long failing took (a refused connection
+// fails in microseconds), so it is kept apart (Stats.Failed).
+func (c Class) Answered() bool { return c != ClassTimeout && c != ClassConnError }
+
 // Stats are the live measurements of one activity type (or of all of them).
 // Histograms hold microseconds. Latency is from the intended send time
 // (coordinated-omission corrected) to the end of the answer; Service from the
 // actual send (the request got its connection) to the end of the answer;
-// Lateness from the intended to the actual send. Every completed send is in
-// all three, errors and timeouts included (leaving them out would flatter the
-// SUT); aborted and dropped sends are in none.
+// both hold answered sends only (any status, see Class.Answered): a dead SUT
+// refuses connections in microseconds, which would pass for speed. Accepted
+// is Latency of the 2xx answers alone (what the SUT took on, which a 429
+// that sheds load fast must not hide). Failed is the latency of the sends
+// that got no answer (timeouts, connection errors), apart. Lateness, from
+// the intended to the actual send, holds every completed send. Aborted and
+// dropped sends are in none.
 type Stats struct {
 	Counts   Counts
 	Tally    Tally
 	Latency  *hdr.Histogram
 	Service  *hdr.Histogram
 	Lateness *hdr.Histogram
+	Accepted *hdr.Histogram
+	Failed   *hdr.Histogram
 }
 
 // NewStats returns empty Stats with the flood's histogram geometry.
 func NewStats() *Stats {
-	return &Stats{Latency: newHist(), Service: newHist(), Lateness: newHist()}
+	return &Stats{Latency: newHist(), Service: newHist(), Lateness: newHist(), Accepted: newHist(), Failed: newHist()}
 }
 
 // Merge adds o into s. It is exact: the histograms share one geometry.
@@ -255,6 +267,23 @@ func (s *Stats) Merge(o *Stats) {
 	s.Latency.Merge(o.Latency)
 	s.Service.Merge(o.Service)
 	s.Lateness.Merge(o.Lateness)
+	s.Accepted.Merge(o.Accepted)
+	s.Failed.Merge(o.Failed)
+}
+
+// record files one completed send's timings in the histograms its class
+// belongs to.
+func (s *Stats) record(c Class, lat, service, late time.Duration) {
+	recordDur(s.Lateness, late)
+	if !c.Answered() {
+		recordDur(s.Failed, lat)
+		return
+	}
+	recordDur(s.Latency, lat)
+	recordDur(s.Service, service)
+	if c.OK() {
+		recordDur(s.Accepted, lat)
+	}
 }
 
 // Quantiles summarise a histogram, in microseconds.
@@ -293,6 +322,8 @@ func Summarize(h *hdr.Histogram) Quantiles {
 // cover less than a second (Span). Counts are for the interval only, warm-up
 // included (Warmup marks a tick that lies wholly inside it). Completions are
 // counted in the second they complete, offers in the second they were due.
+// The latency fields are over the answered sends of the interval (see
+// Stats); 0 when none was answered.
 type Tick struct {
 	T           int     `json:"t"`
 	Span        float64 `json:"span_s"`
@@ -312,12 +343,32 @@ type Tick struct {
 	LatenessP99 int64   `json:"lateness_p99_us"`
 }
 
+// absorb adds o's counts to t and keeps the worse of each percentile
+// (percentiles do not add up). Span, Warmup and Inflight are the caller's:
+// consecutive ticks and the same tick of concurrent generators combine
+// them differently.
+func (t *Tick) absorb(o Tick) {
+	t.Offered += o.Offered
+	t.Sent += o.Sent
+	t.Dropped += o.Dropped
+	t.Starved += o.Starved
+	t.Completed += o.Completed
+	t.OK += o.OK
+	t.Errors += o.Errors
+	t.Status429 += o.Status429
+	t.LatencyP50 = max(t.LatencyP50, o.LatencyP50)
+	t.LatencyP99 = max(t.LatencyP99, o.LatencyP99)
+	t.LatencyMax = max(t.LatencyMax, o.LatencyMax)
+	t.LatenessP99 = max(t.LatenessP99, o.LatenessP99)
+}
+
 // Progress is what the engine reports once a second (Plan.Progress): the tick
 // that just ended and the running totals since the start (warm-up included).
 type Progress struct {
 	Elapsed   time.Duration // since the start of the run
 	Total     time.Duration // schedule length (estimated for Poisson MaxSends runs)
 	Warmup    bool          // still inside the warm-up
+	Final     bool          // the last report: the run has ended (Tick may be a short drain)
 	Tick      Tick
 	Offered   int64
 	Sent      int64
@@ -344,7 +395,8 @@ type outcome struct {
 	done     time.Duration // answer drained, or the error
 }
 
-// interval accumulates one second of outcomes for the timeline.
+// interval accumulates one second of outcomes for the timeline; lat holds
+// answered sends only, as Stats.Latency does.
 type interval struct {
 	lat, late               *hdr.Histogram
 	completed, ok, errs, r4 int64
@@ -377,6 +429,9 @@ type recorder struct {
 	types    map[string]*Stats
 	dispatch *hdr.Histogram // picked - intended: the generator's own delay
 	iv       *interval
+	// The latest measured send a worker took, and the latest answer of one:
+	// where the run's elapsed window ends (see Result.Window).
+	lastPicked, lastDone time.Duration
 }
 
 func newRecorder() *recorder {
@@ -399,10 +454,10 @@ func (r *recorder) record(o *outcome) {
 		} else {
 			st.Counts.Completed++
 			st.Tally.add(o.class, o.retry)
-			recordDur(st.Latency, lat)
-			recordDur(st.Service, o.done-o.actual)
-			recordDur(st.Lateness, late)
+			st.record(o.class, lat, o.done-o.actual, late)
 			recordDur(r.dispatch, o.picked-o.intended)
+			r.lastPicked = max(r.lastPicked, o.picked)
+			r.lastDone = max(r.lastDone, o.done)
 		}
 	}
 	if !o.aborted {
@@ -416,8 +471,23 @@ func (r *recorder) record(o *outcome) {
 		if o.class == Class429 {
 			iv.r4++
 		}
-		recordDur(iv.lat, lat)
+		if o.class.Answered() {
+			recordDur(iv.lat, lat)
+		}
 		recordDur(iv.late, late)
 	}
 	r.mu.Unlock()
+}
+
+// Window is when a run's measured sends were due, taken by a worker and
+// answered, in seconds from the start of the run. It shows whether the
+// generator kept its schedule (LastSent against LastDue, see
+// BottleneckRule) and bounds the elapsed window the rates divide by
+// (Result.Measured).
+type Window struct {
+	FirstDue    float64 `json:"first_due_s"`    // the end of the warm-up: the first measured send was due then or later
+	LastDue     float64 `json:"last_due_s"`     // intended time of the last measured send offered
+	LastSent    float64 `json:"last_sent_s"`    // the last measured send taken by a worker
+	LastAnswer  float64 `json:"last_answer_s"`  // the last measured answer, timeout or error
+	ScheduleEnd float64 `json:"schedule_end_s"` // the schedule's end as run: the duration, the interruption, or the next due time after the last of max_sends
 }

@@ -20,9 +20,12 @@ import (
 
 // The run record's schema name and version. A reader refuses another schema,
 // and any version it does not know. The format is documented in SCHEMA.md.
+// Version 2 keeps sends that got no answer out of latency and service
+// (they are in failed), adds accepted, failed and window, and measures
+// rates over the elapsed window; version 1 records are still read.
 const (
 	RecordSchema  = "crowd.flood.record"
-	RecordVersion = 1
+	RecordVersion = 2
 )
 
 // ErrMerge is wrapped by every error of Merge: records that cannot be
@@ -139,12 +142,15 @@ type HistRecord struct {
 type TypeRecord struct {
 	Counts   Counts     `json:"counts"`
 	Tally    Tally      `json:"tally"`
-	Latency  HistRecord `json:"latency"`  // from the intended send time (CO-corrected)
-	Service  HistRecord `json:"service"`  // from the actual send
-	Lateness HistRecord `json:"lateness"` // actual - intended
+	Latency  HistRecord `json:"latency"`  // answered sends, from the intended send time (CO-corrected)
+	Service  HistRecord `json:"service"`  // answered sends, from the actual send
+	Lateness HistRecord `json:"lateness"` // actual - intended, every completed send
+	Accepted HistRecord `json:"accepted"` // 2xx answers' latency
+	Failed   HistRecord `json:"failed"`   // latency of the sends that got no answer (timeouts, connection errors)
 }
 
-// Rates are per second over the measured window.
+// Rates are per second over the measured window (Record.Measured: the
+// elapsed window, see SCHEMA.md).
 type Rates struct {
 	Offered    float64 `json:"offered"`    // sends due
 	Sent       float64 `json:"sent"`       // sends made (offered - dropped)
@@ -164,6 +170,7 @@ type Record struct {
 	Start         time.Time              `json:"start"`
 	End           time.Time              `json:"end"`
 	Measured      float64                `json:"measured_s"`
+	Window        Window                 `json:"window"`
 	Partial       bool                   `json:"partial"`
 	PartialReason string                 `json:"partial_reason,omitempty"`
 	HistUnit      string                 `json:"hist_unit"`
@@ -174,6 +181,10 @@ type Record struct {
 	Dispatch      HistRecord             `json:"dispatch"`
 	Timeline      []Tick                 `json:"timeline"`
 	Bottleneck    Diagnosis              `json:"bottleneck"`
+	// Capacity is the verdict of the ladder this rung belongs to, over the
+	// rungs up to and including it (so the last rung's is the ladder's);
+	// nil for a single run.
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
@@ -194,6 +205,7 @@ func (res *Result) Record(s Settings) (*Record, error) {
 		Start:         res.Start.UTC().Round(0),
 		End:           res.End.UTC().Round(0),
 		Measured:      res.Measured.Seconds(),
+		Window:        res.Window,
 		Partial:       res.Partial,
 		PartialReason: res.Reason,
 		HistUnit:      "us",
@@ -242,7 +254,13 @@ func typeRecord(st *Stats) (TypeRecord, error) {
 	if tr.Service, err = encodeHist(st.Service); err != nil {
 		return tr, err
 	}
-	tr.Lateness, err = encodeHist(st.Lateness)
+	if tr.Lateness, err = encodeHist(st.Lateness); err != nil {
+		return tr, err
+	}
+	if tr.Accepted, err = encodeHist(st.Accepted); err != nil {
+		return tr, err
+	}
+	tr.Failed, err = encodeHist(st.Failed)
 	return tr, err
 }
 
@@ -309,8 +327,8 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	if r.Schema != RecordSchema {
 		return nil, fmt.Errorf("read record: schema %q, want %q", r.Schema, RecordSchema)
 	}
-	if r.Version != RecordVersion {
-		return nil, fmt.Errorf("read record: version %d, this crowd reads %d", r.Version, RecordVersion)
+	if r.Version < 1 || r.Version > RecordVersion {
+		return nil, fmt.Errorf("read record: version %d, this crowd reads 1 to %d", r.Version, RecordVersion)
 	}
 	if r.Types == nil {
 		r.Types = map[string]*TypeRecord{}
@@ -391,6 +409,7 @@ func Merge(recs ...*Record) (*Record, error) {
 			out.End = r.End
 		}
 		out.Measured = max(out.Measured, r.Measured)
+		out.Window = laterWindow(out.Window, r.Window)
 		if r.Partial {
 			out.Partial = true
 			if r.PartialReason != "" && !slices.Contains(reasons, r.PartialReason) {
@@ -458,7 +477,7 @@ func mergeTypes(recs []*Record, name string) (*Stats, error) {
 		for _, p := range []struct {
 			dst *hdr.Histogram
 			src HistRecord
-		}{{st.Latency, tr.Latency}, {st.Service, tr.Service}, {st.Lateness, tr.Lateness}} {
+		}{{st.Latency, tr.Latency}, {st.Service, tr.Service}, {st.Lateness, tr.Lateness}, {st.Accepted, tr.Accepted}, {st.Failed, tr.Failed}} {
 			h, err := p.src.Decode()
 			if err != nil {
 				return nil, fmt.Errorf("%w: record %d type %q: %v", ErrMerge, i+1, name, err)
@@ -469,6 +488,13 @@ func mergeTypes(recs []*Record, name string) (*Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// laterWindow is the window of generators that ran together: each offset
+// the latest of the two (they share a schedule, started within a second).
+func laterWindow(a, b Window) Window {
+	return Window{FirstDue: max(a.FirstDue, b.FirstDue), LastDue: max(a.LastDue, b.LastDue), LastSent: max(a.LastSent, b.LastSent),
+		LastAnswer: max(a.LastAnswer, b.LastAnswer), ScheduleEnd: max(a.ScheduleEnd, b.ScheduleEnd)}
 }
 
 // mergeTimelines adds the ticks that end in the same wall-clock second.
@@ -484,19 +510,8 @@ func mergeTimelines(start time.Time, recs []*Record) []Tick {
 			m := &out[i]
 			m.Span = max(m.Span, t.Span)
 			m.Warmup = m.Warmup && t.Warmup
-			m.Offered += t.Offered
-			m.Sent += t.Sent
-			m.Dropped += t.Dropped
-			m.Starved += t.Starved
-			m.Completed += t.Completed
-			m.OK += t.OK
-			m.Errors += t.Errors
-			m.Status429 += t.Status429
 			m.Inflight += t.Inflight
-			m.LatencyP50 = max(m.LatencyP50, t.LatencyP50)
-			m.LatencyP99 = max(m.LatencyP99, t.LatencyP99)
-			m.LatencyMax = max(m.LatencyMax, t.LatencyMax)
-			m.LatenessP99 = max(m.LatenessP99, t.LatenessP99)
+			m.absorb(t)
 		}
 	}
 	for i := range out {
@@ -555,6 +570,26 @@ func WriteRecord(dir string, r *Record) (string, error) {
 		return path, err
 	}
 	return path, nil
+}
+
+// CheckOutDir makes sure records can be written to dir before a run
+// starts: it creates dir if needed and writes and removes a probe file, so
+// a directory that cannot take the record is found before the first send,
+// not after the whole flood, when the record would be lost.
+func CheckOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 func appendRunsMD(path string, r *Record, file string) error {

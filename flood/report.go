@@ -46,12 +46,21 @@ func (l *Live) Update(p Progress) {
 		}
 		l.drawn = true
 	} else {
+		// The last report is the drain after the schedule: a fraction of a
+		// second that, in whole seconds, would repeat the line before it.
+		at := fmtSeconds(p.Elapsed)
+		if p.Final {
+			at = fmtElapsed(p.Elapsed.Seconds())
+		}
 		b = fmt.Appendf(b, "t=%s rate=%.0f/s offered=%d sent=%d dropped=%d starved=%d p50=%s p99=%s max=%s late_p99=%s ok=%d 429=%d errors=%d inflight=%d",
-			fmtSeconds(p.Elapsed), rate, p.Offered, p.Sent, p.Dropped, p.Starved,
+			at, rate, p.Offered, p.Sent, p.Dropped, p.Starved,
 			fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatencyMax), fmtUS(t.LatenessP99),
 			p.OK, p.Status429, p.Errors, p.Inflight)
 		if p.Warmup {
 			b = append(b, " warmup=1"...)
+		}
+		if p.Final {
+			b = append(b, " end=1"...)
 		}
 		b = append(b, '\n')
 	}
@@ -103,7 +112,13 @@ func WriteTable(w io.Writer, r *Record) error {
 	if label == "" {
 		label = "flood"
 	}
-	fmt.Fprintf(&b, "%s: %g/s %s for %s", label, s.Rate*float64(r.Generators()), s.Arrivals, fmtSeconds(s.Duration))
+	fmt.Fprintf(&b, "%s: %g/s %s", label, s.Rate*float64(r.Generators()), s.Arrivals)
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, " for %s", fmtSeconds(s.Duration))
+	}
+	if s.MaxSends > 0 {
+		fmt.Fprintf(&b, ", at most %d sends", s.MaxSends)
+	}
 	if s.Warmup > 0 {
 		fmt.Fprintf(&b, " (warm-up %s discarded)", fmtSeconds(s.Warmup))
 	}
@@ -120,16 +135,24 @@ func WriteTable(w io.Writer, r *Record) error {
 	if r.Partial {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", r.PartialReason)
 	}
-	fmt.Fprintf(&b, "measured %.1fs: offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n\n",
-		r.Measured, c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, pct(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
+	fmt.Fprintf(&b, "measured %s (first send due to the last answer or the schedule's end): offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n",
+		fmtElapsed(r.Measured), c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, pct(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
+	o := r.Overall
+	answered := o.Latency.Count
+	fmt.Fprintf(&b, "latency and service: over the %d answered sends (any HTTP status)", answered)
+	if f := o.Failed; f.Count > 0 {
+		fmt.Fprintf(&b, "; %d got no answer (timeout %d, connection refused/reset %d), kept apart: p50 %s p95 %s max %s",
+			f.Count, o.Tally.Classes[ClassTimeout], o.Tally.Classes[ClassConnError], fmtUS(f.P50), fmtUS(f.P95), fmtUS(f.Max))
+	}
+	b.WriteString("\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "type\tsent\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tdropped\t")
+	fmt.Fprintln(tw, "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\tdropped\t")
 	row := func(name string, t *TypeRecord) {
 		l := t.Latency
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t\n", name, t.Counts.Sent,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t\n", name, t.Counts.Sent, l.Count,
 			fmtUS(l.P50), fmtUS(l.P90), fmtUS(l.P95), fmtUS(l.P99), fmtUS(l.P999), fmtUS(l.Max),
-			fmtUS(t.Service.P99), fmtUS(t.Lateness.P99), t.Tally.OK(), pct(t.Tally.Errors(), t.Counts.Completed), t.Counts.Dropped)
+			fmtUS(t.Service.P99), fmtUS(t.Lateness.P99), t.Tally.OK(), pct(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count, t.Counts.Dropped)
 	}
 	for _, name := range r.TypeNames() {
 		row(name, r.Types[name])
@@ -140,7 +163,7 @@ func WriteTable(w io.Writer, r *Record) error {
 	}
 
 	b.WriteString("\nstatus:")
-	t := r.Overall.Tally
+	t := o.Tally
 	for cl := Class(0); cl < NumClasses; cl++ {
 		if n := t.Classes[cl]; n > 0 {
 			fmt.Fprintf(&b, " %s=%d", cl, n)
@@ -164,6 +187,9 @@ func WriteTable(w io.Writer, r *Record) error {
 	}
 	for _, s := range r.Bottleneck.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", s)
+	}
+	if r.Bottleneck.Rule != "" {
+		fmt.Fprintf(&b, "  rule: %s\n", r.Bottleneck.Rule)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -194,6 +220,15 @@ func sig3(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// fmtElapsed formats a window in seconds: "60.1s", or three significant
+// digits under 10 s ("0.197s"), so a run of a fraction of a second says so.
+func fmtElapsed(s float64) string {
+	if s >= 10 {
+		return strconv.FormatFloat(s, 'f', 1, 64) + "s"
+	}
+	return strconv.FormatFloat(s, 'g', 3, 64) + "s"
 }
 
 // fmtSeconds formats d as whole seconds ("27s"), or minutes and seconds.

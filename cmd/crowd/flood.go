@@ -238,6 +238,11 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 	case strings.TrimSpace(f.out) == "":
 		return bad(errors.New("--out is empty"))
 	}
+	// Before the first send: a record that cannot be written after the
+	// flood is a flood lost.
+	if err := flood.CheckOutDir(f.out); err != nil {
+		return bad(fmt.Errorf("--out %s cannot take the run's record: %w", f.out, err))
+	}
 	p.duration = time.Duration(f.seconds * float64(time.Second))
 	// Personas: the union of the three ways to name them, in order.
 	seen := map[string]bool{}
@@ -805,23 +810,22 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 		plan.Source = src
 		s := r.settings
 		s.Label = fmt.Sprintf("%s-%g", cmp.Or(f.label, "ladder"), rate)
-		rec, err := r.run(ctx, plan, s)
+		return r.run(ctx, plan, s)
+	}
+	// A rung's record is written once the ladder has put its capacity
+	// verdict so far in it.
+	onRow := func(row flood.RungRow) error {
+		path, err := r.write(row.Record)
 		if err != nil {
-			return nil, err
-		}
-		path, err := r.write(rec)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		paths = append(paths, path)
-		return rec, nil
-	}
-	onRow := func(row flood.RungRow) {
 		if !header {
 			fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderHeader(), "\t", "  "))
 			header = true
 		}
 		fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderRowLine(row), "\t", "  "))
+		return nil
 	}
 	res, err := lad.Run(ctx, run, onRow)
 	if len(res.Rows) > 0 {

@@ -111,6 +111,11 @@ func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 
 func TestFloodExitCodes(t *testing.T) {
 	state := t.TempDir()
+	// A file where --out wants a directory: found before the first send.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -134,6 +139,7 @@ func TestFloodExitCodes(t *testing.T) {
 		{"presign whose max-sends outlast the Date", []string{"--signing", "presign", "--seconds", "0", "--max-sends", "400000", "--rate", "100"}, 2, "Date"},
 		{"max-sends with a ladder", []string{"--rate", "1,2", "--max-sends", "5"}, 2, "--max-sends"},
 		{"seconds with a ladder", []string{"--rate", "1,2", "--seconds", "5"}, 2, "--seconds"},
+		{"an --out that cannot be written", []string{"--seconds", "1", "--rate", "5", "--out", filepath.Join(notDir, "load")}, 2, "--out"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := t.TempDir()
