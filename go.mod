@@ -9,6 +9,7 @@ require (
 	github.com/go-fed/httpsig v1.1.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/miekg/dns v1.1.73
+	github.com/mr-tron/base58 v1.3.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2
