@@ -13,8 +13,11 @@ import (
 // per delivery, and on two cores its CPU is the inbox's). ok is false when
 // e holds a value that it does not encode (a Time that Time.MarshalJSON
 // refuses, a DurationMS that is NaN or infinite): the caller then uses
-// json.Encoder, which reports the error. TestAppendEntryJSON fails when a
-// field is added to Entry and not here.
+// json.Encoder, which reports the error. Kept for the inbox row of
+// `go run ./bench -only inbox` (with the one-pass activity scan and one
+// header parse, 0.62 -> 0.84 of a bare verifier). FuzzAppendEntryJSON
+// holds it to json.Encoder; TestAppendEntryJSON fails when a field is
+// added to Entry and not here.
 func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
 	t, err := e.Time.MarshalJSON()
 	if err != nil || math.IsNaN(e.DurationMS) || math.IsInf(e.DurationMS, 0) {

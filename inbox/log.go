@@ -398,7 +398,10 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 	}
 }
 
-// rotate shifts path.(keep-1) → path.keep, …, path → path.1.
+// rotate shifts path.(keep-1) → path.keep, …, path → path.1. Not
+// lumberjack: restore reads rotations back by number (it names them by
+// time), sizes here are bytes (its are whole MiB), and its cleanup
+// goroutine deletes files after, and outlives, Close.
 func rotate(path string, keep int) error {
 	os.Remove(fmt.Sprintf("%s.%d", path, keep))
 	for i := keep - 1; i >= 1; i-- {

@@ -77,3 +77,21 @@ func BenchmarkParseSignatureHeader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKeyCacheHit is a cached key resolved from many goroutines, as an
+// inbox does for a remote keyId it has seen: the cache's cost on a hit.
+func BenchmarkKeyCacheHit(b *testing.B) {
+	w := newWeb(b)
+	w.actor("a.test", "alice", loadKeys(b).rsaA.Public())
+	kc := w.cache(KeyCacheOptions{})
+	const id = "http://a.test/users/alice#main-key"
+	resolveKey(b, kc, id, false)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := kc.ResolveKey(context.Background(), id, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

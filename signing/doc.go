@@ -13,10 +13,11 @@
 // Mastodon allows), the signing string rebuilt from it and checked with
 // crypto/rsa or crypto/ed25519, the Digest against the body, Date, created
 // and expires against the Verifier's own clock and window, and, for RFC 9421 senders
-// (Signature-Input), a verifier of its own. Keys come from a KeyResolver,
-// normally a KeyCache that fetches keyIds with a signed GET, caches them with
-// a TTL in a bounded LRU, and refetches once when a signature fails (key
-// rotation).
+// (Signature-Input), a verifier of its own over fields parsed by httpsfv.
+// Keys come from a KeyResolver, normally a KeyCache that fetches keyIds with
+// a signed GET, caches them with a TTL in a bounded LRU (golang-lru; misses
+// shared through singleflight), and refetches once when a signature fails
+// (key rotation).
 //
 // Errors wrap the Err* sentinels with %w and carry a reason for the 401 body.
 package signing

@@ -1,7 +1,6 @@
 package signing
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/crowdfed/crowd/internal/redirect"
 )
@@ -62,28 +65,21 @@ type KeyCacheOptions struct {
 type KeyCache struct {
 	o KeyCacheOptions
 
-	mu    sync.Mutex
-	lru   *list.List // of *cacheEntry, most recent at the front
-	items map[string]*list.Element
+	// The LRU is golang-lru's simplelru under our lock rather than its
+	// expirable cache: entries have two TTLs (keys and failures), the clock
+	// is injected, and store checks the old entry before replacing it.
+	mu  sync.Mutex
+	lru *simplelru.LRU[string, cacheEntry]
 
-	fmu     sync.Mutex
-	flights map[string]*flight
-
-	fetches int64 // guarded by fmu; for tests and diagnostics
+	flights singleflight.Group
+	fetches atomic.Int64 // for tests and diagnostics
 }
 
 type cacheEntry struct {
-	keyID   string
 	pk      PublicKey
 	err     error
 	fetched time.Time
 	expires time.Time
-}
-
-type flight struct {
-	done chan struct{}
-	pk   PublicKey
-	err  error
 }
 
 // NewKeyCache returns a KeyCache for o.
@@ -110,7 +106,8 @@ func NewKeyCache(o KeyCacheOptions) *KeyCache {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &KeyCache{o: o, lru: list.New(), items: make(map[string]*list.Element), flights: make(map[string]*flight)}
+	lru, _ := simplelru.NewLRU[string, cacheEntry](o.MaxEntries, nil) // errors only for a size ≤ 0
+	return &KeyCache{o: o, lru: lru}
 }
 
 // ResolveKey returns the key for keyID from the cache or by fetching it. With
@@ -122,47 +119,35 @@ func NewKeyCache(o KeyCacheOptions) *KeyCache {
 func (c *KeyCache) ResolveKey(ctx context.Context, keyID string, refresh bool) (PublicKey, error) {
 	now := c.o.Now()
 	c.mu.Lock()
-	if el, ok := c.items[keyID]; ok {
-		e := el.Value.(*cacheEntry)
-		if now.Before(e.expires) && !(refresh && now.Sub(e.fetched) >= c.o.MinRefresh) {
-			c.lru.MoveToFront(el)
-			c.mu.Unlock()
-			return e.pk, e.err
-		}
-	}
+	e, ok := c.lru.Get(keyID)
 	c.mu.Unlock()
-
-	c.fmu.Lock()
-	f, ok := c.flights[keyID]
-	if !ok {
-		f = &flight{done: make(chan struct{})}
-		c.flights[keyID] = f
-		c.fetches++
-		go c.run(ctx, keyID, f)
+	if ok && now.Before(e.expires) && !(refresh && now.Sub(e.fetched) >= c.o.MinRefresh) {
+		return e.pk, e.err
 	}
-	c.fmu.Unlock()
+	// The fetch is detached from ctx so that one impatient caller does not
+	// fail the others waiting on the same keyId.
+	fctx := context.WithoutCancel(ctx)
+	ch := c.flights.DoChan(keyID, func() (any, error) { return c.fetch(fctx, keyID) })
 	select {
-	case <-f.done:
-		return f.pk, f.err
+	case r := <-ch:
+		pk, _ := r.Val.(PublicKey)
+		return pk, r.Err
 	case <-ctx.Done():
 		return PublicKey{}, fmt.Errorf("%w: waiting for %s: %w", ErrKeyUnavailable, keyID, ctx.Err())
 	}
 }
 
-// run performs one fetch for keyID, stores the result, then releases waiters.
-func (c *KeyCache) run(ctx context.Context, keyID string, f *flight) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.Timeout)
+// fetch performs one fetch for keyID and stores its result.
+func (c *KeyCache) fetch(ctx context.Context, keyID string) (PublicKey, error) {
+	c.fetches.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	pk, err := c.fetchKey(fctx, keyID)
+	pk, err := c.fetchKey(ctx, keyID)
 	if err != nil && !errors.Is(err, ErrKeyUnavailable) {
 		err = fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
 	}
-	f.pk, f.err = pk, err
 	c.store(keyID, pk, err)
-	c.fmu.Lock()
-	delete(c.flights, keyID)
-	c.fmu.Unlock()
-	close(f.done)
+	return pk, err
 }
 
 func (c *KeyCache) store(keyID string, pk PublicKey, err error) {
@@ -171,35 +156,21 @@ func (c *KeyCache) store(keyID string, pk PublicKey, err error) {
 	if err != nil {
 		ttl = c.o.NegativeTTL
 	}
-	e := &cacheEntry{keyID: keyID, pk: pk, err: err, fetched: now, expires: now.Add(ttl)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[keyID]; ok {
-		old := el.Value.(*cacheEntry)
-		// A failed refetch (say, a peer restarting) must not throw away a key
-		// that is still within its TTL: keep serving it.
-		if err == nil || old.err != nil || !now.Before(old.expires) {
-			el.Value = e
-		}
-		c.lru.MoveToFront(el)
+	// A failed refetch (say, a peer restarting) must not throw away a key
+	// that is still within its TTL: keep serving it.
+	if old, ok := c.lru.Get(keyID); ok && err != nil && old.err == nil && now.Before(old.expires) {
 		return
 	}
-	c.items[keyID] = c.lru.PushFront(e)
-	for c.lru.Len() > c.o.MaxEntries {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.items, old.Value.(*cacheEntry).keyID)
-	}
+	c.lru.Add(keyID, cacheEntry{pk: pk, err: err, fetched: now, expires: now.Add(ttl)})
 }
 
 // Invalidate drops keyID from the cache (e.g. on an Update of the actor).
 func (c *KeyCache) Invalidate(keyID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[keyID]; ok {
-		c.lru.Remove(el)
-		delete(c.items, keyID)
-	}
+	c.lru.Remove(keyID)
 }
 
 // Len is the number of cached entries, failures included.
@@ -211,11 +182,7 @@ func (c *KeyCache) Len() int {
 
 // Fetches is how many fetches the cache has started (one per keyId per miss,
 // however many callers waited on it).
-func (c *KeyCache) Fetches() int64 {
-	c.fmu.Lock()
-	defer c.fmu.Unlock()
-	return c.fetches
-}
+func (c *KeyCache) Fetches() int64 { return c.fetches.Load() }
 
 func (c *KeyCache) fetchKey(ctx context.Context, keyID string) (PublicKey, error) {
 	u, err := url.Parse(keyID)

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mr-tron/base58"
+
 	"github.com/crowdfed/crowd/internal/redirect"
 )
 
@@ -122,34 +124,6 @@ func pemOf(t testing.TB, pub crypto.PublicKey, pkcs1 bool) string {
 	return pubPEM(t, pub)
 }
 
-// base58Encode is the test-side inverse of base58Decode.
-func base58Encode(b []byte) string {
-	var digits []byte // little-endian base58 digits
-	for _, c := range b {
-		carry := int(c)
-		for i := range digits {
-			carry += int(digits[i]) << 8
-			digits[i] = byte(carry % 58)
-			carry /= 58
-		}
-		for carry > 0 {
-			digits = append(digits, byte(carry%58))
-			carry /= 58
-		}
-	}
-	var out strings.Builder
-	for _, c := range b {
-		if c != 0 {
-			break
-		}
-		out.WriteByte('1')
-	}
-	for i := len(digits) - 1; i >= 0; i-- {
-		out.WriteByte(base58Alphabet[digits[i]])
-	}
-	return out.String()
-}
-
 // TestKeyCacheDocuments: the document shapes real servers publish, and the
 // ones a verifier must refuse.
 func TestKeyCacheDocuments(t *testing.T) {
@@ -166,7 +140,7 @@ func TestKeyCacheDocuments(t *testing.T) {
 		}
 		return mustJSON(m)
 	}
-	multikey := "z" + base58Encode(append([]byte{0xed, 0x01}, edPub.(ed25519.PublicKey)...))
+	multikey := "z" + base58.Encode(append([]byte{0xed, 0x01}, edPub.(ed25519.PublicKey)...))
 	tests := []struct {
 		name  string
 		docs  map[string]string // host/path -> doc

@@ -15,6 +15,8 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // RFC 9421 algorithm identifiers this package verifies.
@@ -35,63 +37,49 @@ const (
 // Every error wraps ErrRFC9421 and, where one fits, the matching cavage
 // sentinel too (ErrDigestMismatch, ErrDateSkew, ...), with a reason.
 func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []byte) (Verified, error) {
-	inputs, err := parseSFDictionary(strings.Join(req.Header["Signature-Input"], ", "))
+	inputs, err := httpsfv.UnmarshalDictionary(req.Header["Signature-Input"])
 	if err != nil {
 		return Verified{}, rfcErr(ErrMalformedSignature, "Signature-Input: %v", err)
 	}
-	sigs, err := parseSFDictionary(strings.Join(req.Header["Signature"], ", "))
+	sigs, err := httpsfv.UnmarshalDictionary(req.Header["Signature"])
 	if err != nil {
 		return Verified{}, rfcErr(ErrMalformedSignature, "Signature: %v", err)
 	}
-	var in *sfMember
-	var sig []byte
-	var labels []string
-	for i := range inputs {
-		labels = append(labels, inputs[i].key)
-		if !inputs[i].inner {
-			continue
-		}
-		for _, s := range sigs {
-			if s.key == inputs[i].key && !s.inner && s.item.kind == sfBytes && len(s.item.b) > 0 {
-				in, sig = &inputs[i], s.item.b
-				break
-			}
-		}
-		if in != nil {
-			break
-		}
-	}
-	if in == nil {
-		return Verified{}, rfcErr(ErrNoSignature, "no Signature entry matches a Signature-Input label %q", labels)
+	label, in, sig := pickSignature(inputs, sigs)
+	if sig == nil {
+		return Verified{}, rfcErr(ErrNoSignature, "no Signature entry matches a Signature-Input label %q", inputs.Names())
 	}
 
 	var keyID string
 	var alg Algorithm
 	var created, expires int64
-	for _, p := range in.params {
-		switch p.key {
+	for _, k := range in.Params.Names() {
+		v, _ := in.Params.Get(k)
+		switch k {
 		case "keyid", "alg":
-			if p.val.kind != sfString {
-				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a string", p.key)
+			s, ok := v.(string)
+			if !ok {
+				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a string", k)
 			}
-			if p.key == "keyid" {
-				keyID = p.val.str
+			if k == "keyid" {
+				keyID = s
 			} else {
-				alg = Algorithm(p.val.str)
+				alg = Algorithm(s)
 			}
 		case "created", "expires":
-			if p.val.kind != sfInteger || p.val.num <= 0 {
-				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a positive integer", p.key)
+			n, ok := v.(int64)
+			if !ok || n <= 0 {
+				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a positive integer", k)
 			}
-			if p.key == "created" {
-				created = p.val.num
+			if k == "created" {
+				created = n
 			} else {
-				expires = p.val.num
+				expires = n
 			}
 		}
 	}
 	if keyID == "" {
-		return Verified{}, rfcErr(ErrMalformedSignature, "signature %s has no keyid", in.key)
+		return Verified{}, rfcErr(ErrMalformedSignature, "signature %s has no keyid", label)
 	}
 	switch alg {
 	case "", RFC9421RSAv15SHA256, RFC9421RSAPSSSHA512, RFC9421Ed25519:
@@ -99,18 +87,9 @@ func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []
 		return Verified{}, rfcErr(ErrUnsupportedAlgorithm, "alg %q (want rsa-v1_5-sha256, rsa-pss-sha512 or ed25519)", alg)
 	}
 
-	comps := make([]string, 0, len(in.list))
-	for _, c := range in.list {
-		if c.item.kind != sfString {
-			return Verified{}, rfcErr(ErrMalformedSignature, "component identifier is not a string")
-		}
-		if len(c.params) > 0 {
-			return Verified{}, rfcErr(ErrUnsupportedAlgorithm, "component %q has parameters (;%s), which this verifier does not support", c.item.str, c.params[0].key)
-		}
-		if slices.Contains(comps, c.item.str) {
-			return Verified{}, rfcErr(ErrMalformedSignature, "component %q covered twice", c.item.str)
-		}
-		comps = append(comps, c.item.str)
+	comps, err := coveredComponents(in)
+	if err != nil {
+		return Verified{}, err
 	}
 	covered := func(c string) bool { return slices.Contains(comps, c) }
 	if !covered("@method") {
@@ -140,12 +119,16 @@ func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []
 		return Verified{}, fmt.Errorf("%w: %w", ErrRFC9421, err)
 	}
 
-	base, err := signatureBase(req, comps, serializeInner(in.list, in.params))
+	params, err := httpsfv.Marshal(in)
+	if err != nil {
+		return Verified{}, rfcErr(ErrMalformedSignature, "Signature-Input %s: %v", label, err)
+	}
+	base, err := signatureBase(req, comps, params)
 	if err != nil {
 		return Verified{}, err
 	}
 	var rawBase []byte
-	if raw := strings.TrimSpace(in.raw); raw != serializeInner(in.list, in.params) {
+	if raw := memberText(req.Header["Signature-Input"], label); raw != params {
 		// A sender that serialised its parameters non-canonically most likely
 		// signed its own text: try that too.
 		rawBase, _ = signatureBase(req, comps, raw)
@@ -188,6 +171,45 @@ func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []
 
 func rfcErr(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %w: %s", ErrRFC9421, sentinel, fmt.Sprintf(format, args...))
+}
+
+// pickSignature is the first Signature-Input label that is an inner list and
+// has a non-empty byte sequence in Signature; sig is nil when none has.
+func pickSignature(inputs, sigs *httpsfv.Dictionary) (label string, in httpsfv.InnerList, sig []byte) {
+	for _, label := range inputs.Names() {
+		m, _ := inputs.Get(label)
+		in, ok := m.(httpsfv.InnerList)
+		if !ok {
+			continue
+		}
+		s, _ := sigs.Get(label)
+		if it, ok := s.(httpsfv.Item); ok {
+			if b, ok := it.Value.([]byte); ok && len(b) > 0 {
+				return label, in, b
+			}
+		}
+	}
+	return "", httpsfv.InnerList{}, nil
+}
+
+// coveredComponents lists the component identifiers of a Signature-Input
+// member: strings, without parameters, each once.
+func coveredComponents(in httpsfv.InnerList) ([]string, error) {
+	comps := make([]string, 0, len(in.Items))
+	for _, it := range in.Items {
+		c, ok := it.Value.(string)
+		if !ok {
+			return nil, rfcErr(ErrMalformedSignature, "component identifier is not a string")
+		}
+		if names := it.Params.Names(); len(names) > 0 {
+			return nil, rfcErr(ErrUnsupportedAlgorithm, "component %q has parameters (;%s), which this verifier does not support", c, names[0])
+		}
+		if slices.Contains(comps, c) {
+			return nil, rfcErr(ErrMalformedSignature, "component %q covered twice", c)
+		}
+		comps = append(comps, c)
+	}
+	return comps, nil
 }
 
 // signatureBase builds the RFC 9421 §2.5 signature base.
@@ -312,14 +334,14 @@ func verify9421(alg Algorithm, pk PublicKey, base, sig []byte) error {
 // verifyContentDigest checks an RFC 9530 Content-Digest header (sha-256 and/or
 // sha-512 byte sequences; others ignored, at least one understood).
 func verifyContentDigest(h string, body []byte) error {
-	members, err := parseSFDictionary(h)
+	members, err := httpsfv.UnmarshalDictionary([]string{h})
 	if err != nil {
 		return fmt.Errorf("%w: Content-Digest: %v", ErrDigestMismatch, err)
 	}
 	checked := 0
-	for _, m := range members {
+	for _, name := range members.Names() {
 		var sum []byte
-		switch m.key {
+		switch name {
 		case "sha-256":
 			s := sha256.Sum256(body)
 			sum = s[:]
@@ -330,12 +352,15 @@ func verifyContentDigest(h string, body []byte) error {
 			continue
 		}
 		checked++
-		if m.inner || m.item.kind != sfBytes {
-			return fmt.Errorf("%w: Content-Digest %s is not a byte sequence", ErrDigestMismatch, m.key)
+		m, _ := members.Get(name)
+		it, _ := m.(httpsfv.Item)
+		got, ok := it.Value.([]byte)
+		if !ok {
+			return fmt.Errorf("%w: Content-Digest %s is not a byte sequence", ErrDigestMismatch, name)
 		}
-		if subtle.ConstantTimeCompare(m.item.b, sum) != 1 {
-			return fmt.Errorf("%w: body %s is :%s:, Content-Digest says :%s:", ErrDigestMismatch, m.key,
-				base64.StdEncoding.EncodeToString(sum), base64.StdEncoding.EncodeToString(m.item.b))
+		if subtle.ConstantTimeCompare(got, sum) != 1 {
+			return fmt.Errorf("%w: body %s is :%s:, Content-Digest says :%s:", ErrDigestMismatch, name,
+				base64.StdEncoding.EncodeToString(sum), base64.StdEncoding.EncodeToString(got))
 		}
 	}
 	if checked == 0 {
