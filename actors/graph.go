@@ -199,12 +199,20 @@ func (g *Graph) RemoveFollower(local, remote string) (bool, error) {
 // remote that already accepted one keeps the relation accepted (a flood
 // follows the same personas again and again): the new Follow is
 // remembered as an alias, so its own Accept still finds the relation.
+// The same Follow registered again keeps its state: its answer may have
+// arrived before the registration (a flood registers once the SUT answered
+// the Follow, and the SUT may Accept or Reject it first).
 func (g *Graph) AddFollowing(local, remote, followID string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.following[local][remote]; ok && old.State == StateAccepted {
-		g.byFollow[followID] = old
-		return nil
+	if old, ok := g.following[local][remote]; ok {
+		switch {
+		case old.FollowID == followID:
+			return nil
+		case old.State == StateAccepted:
+			g.byFollow[followID] = old
+			return nil
+		}
 	}
 	return g.record(entry{Op: opFollowing, Relation: Relation{Local: local, Remote: remote, FollowID: followID,
 		State: StatePending, Since: time.Now().UTC()}})
@@ -243,6 +251,41 @@ func (g *Graph) RemoveFollowing(local, remote string) (bool, error) {
 		return false, nil
 	}
 	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: local, Remote: remote, Since: time.Now().UTC()}})
+}
+
+// PendingBefore lists the crowd's own Follows still pending (no Accept or
+// Reject) that were registered before cutoff, oldest first.
+func (g *Graph) PendingBefore(cutoff time.Time) []Relation {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []Relation
+	for _, m := range g.following {
+		for _, r := range m {
+			if r.State == StatePending && r.Since.Before(cutoff) {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].FollowID < out[j].FollowID
+	})
+	return out
+}
+
+// RemovePending forgets r (from PendingBefore) if it is still that same
+// pending Follow: an answer that arrived since is kept. It reports whether
+// r was removed.
+func (g *Graph) RemovePending(r Relation) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cur, ok := g.following[r.Local][r.Remote]
+	if !ok || cur.State != StatePending || cur.FollowID != r.FollowID {
+		return false, nil
+	}
+	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: r.Local, Remote: r.Remote, Since: time.Now().UTC()}})
 }
 
 // Followers lists who follows local, oldest first.

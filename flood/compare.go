@@ -122,7 +122,8 @@ func sameMix(a, b string) bool {
 
 // Comparable reports whether base and head measured the same unit of work:
 // the same total offered rate (rate × generators), the same activity mix
-// (by proportion) and the same arrival process. A latency measured at
+// (by proportion) as asked and as sent (their Deviations: Follows sent as
+// Creates, personas without posts) and the same arrival process. A latency measured at
 // another rate or on another mix differs for reasons that are not the
 // SUT's, so such a pair is refused, wrapping ErrIncomparable and naming
 // each difference. Everything else (duration, signing, target, label) may
@@ -135,6 +136,9 @@ func Comparable(base, head *Record) error {
 	if !sameMix(base.Settings.Mix, head.Settings.Mix) {
 		d = append(d, fmt.Sprintf("mix %q ≠ %q", base.Settings.Mix, head.Settings.Mix))
 	}
+	for _, e := range base.Deviations.diff(head.Deviations, allSent(base), allSent(head)) {
+		d = append(d, "effective mix: "+e)
+	}
 	if base.Settings.Arrivals != head.Settings.Arrivals {
 		d = append(d, fmt.Sprintf("arrivals %s ≠ %s", base.Settings.Arrivals, head.Settings.Arrivals))
 	}
@@ -143,6 +147,9 @@ func Comparable(base, head *Record) error {
 	}
 	return nil
 }
+
+// allSent is every send of r, warm-up included: what its deviations count.
+func allSent(r *Record) int64 { return r.Overall.Counts.Sent + r.Warmup.Sent }
 
 // CompareOptions say what Compare looks at and what counts as a regression.
 type CompareOptions struct {

@@ -126,6 +126,10 @@ type Part struct {
 	ID    string    `json:"id"`    // random, unique per run: a record is never merged twice
 	Shard string    `json:"shard"` // "i/n" or ""
 	Start time.Time `json:"start"`
+	// Seed seeded the generator's draws (--seed): the same seed, settings
+	// and state draw the same activities again. 0 in records made before it
+	// was kept.
+	Seed uint64 `json:"seed"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
@@ -174,6 +178,8 @@ type Record struct {
 	Dispatch      HistRecord             `json:"dispatch"`
 	Timeline      []Tick                 `json:"timeline"`
 	Bottleneck    Diagnosis              `json:"bottleneck"`
+	// Deviations are what the run changed from what it was asked.
+	Deviations Deviations `json:"deviations"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
@@ -398,6 +404,7 @@ func Merge(recs ...*Record) (*Record, error) {
 			}
 		}
 		out.Warmup.Merge(r.Warmup)
+		out.Deviations.merge(r.Deviations)
 	}
 	out.PartialReason = strings.Join(reasons, "; ")
 
@@ -578,6 +585,9 @@ func (r *Record) MarkdownRow(file string) string {
 	}
 	if r.Partial {
 		bound += " (partial: " + mdEscape(r.PartialReason) + ")"
+	}
+	if !r.Deviations.Empty() {
+		bound += " (changed: " + mdEscape(r.Deviations.short()) + ")"
 	}
 	label := r.Settings.Label
 	if label == "" {
