@@ -153,7 +153,7 @@ type Generator struct {
 	base     uint64     // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
 	streams  atomic.Uint64
-	followed sync.Map // followPair → struct{}: the Follows drawn this run and not given back
+	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
 }
 

@@ -225,5 +225,3 @@ func TestTenSelfFloodsDivertNoFollowWhileFreePairsRemain(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
-
-
