@@ -288,6 +288,26 @@ func (g *Graph) RemovePending(r Relation) (bool, error) {
 	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: r.Local, Remote: r.Remote, Since: time.Now().UTC()}})
 }
 
+// PrunePending lists the crowd's own Follows pending since before cutoff
+// and, unless dryRun, removes them (see RemovePending); removed counts
+// those that were still pending when removed.
+func (g *Graph) PrunePending(cutoff time.Time, dryRun bool) (stale []Relation, removed int, err error) {
+	stale = g.PendingBefore(cutoff)
+	if dryRun {
+		return stale, 0, nil
+	}
+	for _, r := range stale {
+		ok, err := g.RemovePending(r)
+		if err != nil {
+			return stale, removed, err
+		}
+		if ok {
+			removed++
+		}
+	}
+	return stale, removed, nil
+}
+
 // Followers lists who follows local, oldest first.
 func (g *Graph) Followers(local string) []Relation {
 	g.mu.RLock()

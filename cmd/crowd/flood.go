@@ -318,6 +318,19 @@ func crowdRelations(ctx context.Context, admin *adminClient) (func(local, remote
 	return func(local, remote string) string { return state[pair{local, remote}] }, nil
 }
 
+// warnStalePending reports the crowd's Follows pending (unanswered) for
+// longer than defaultPruneAge: they keep their pairs from being followed
+// again. A crowd that cannot say is not an error here.
+func warnStalePending(ctx context.Context, log *zap.Logger, admin *adminClient) {
+	var res inbox.PruneResult
+	req := inbox.PruneRequest{OlderThan: defaultPruneAge.String(), DryRun: true}
+	if err := admin.post(ctx, "/api/following/prune", req, &res); err != nil || len(res.Stale) == 0 {
+		return
+	}
+	log.Warn("some of the crowd's Follows were never answered: their pairs are not followed again until `crowd follows prune` clears them",
+		zap.Int("pending", len(res.Stale)), zap.Duration("older_than", defaultPruneAge))
+}
+
 // floodHooks let crowd run drive a flood (nil for crowd flood).
 type floodHooks struct {
 	// beforeTargets runs once the crowd is reached and before the personas
@@ -414,6 +427,9 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 			s := rel(local, remote)
 			return s != "" && s != actors.StateRejected
 		}
+	}
+	if env.admin != nil {
+		warnStalePending(ctx, log, env.admin)
 	}
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: p.mix,
 		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})

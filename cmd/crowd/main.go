@@ -82,6 +82,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(opts))
 	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
+	root.AddCommand(newFollowsCmd())
 	return root
 }
 
