@@ -266,13 +266,7 @@ func (g *Graph) PendingBefore(cutoff time.Time) []Relation {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Since.Equal(out[j].Since) {
-			return out[i].Since.Before(out[j].Since)
-		}
-		return out[i].FollowID < out[j].FollowID
-	})
-	return out
+	return oldestFirst(out)
 }
 
 // RemovePending forgets r (from PendingBefore) if it is still that same
@@ -340,6 +334,11 @@ func sorted(m map[string]Relation) []Relation {
 	for _, r := range m {
 		out = append(out, r)
 	}
+	return oldestFirst(out)
+}
+
+// oldestFirst sorts relations by Since, then by remote actor.
+func oldestFirst(out []Relation) []Relation {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Since.Equal(out[j].Since) {
 			return out[i].Since.Before(out[j].Since)

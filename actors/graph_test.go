@@ -117,7 +117,7 @@ func TestPendingBeforeAndRemovePending(t *testing.T) {
 	}
 	stale := g.PendingBefore(time.Now().Add(time.Second))
 	if len(stale) != 2 || stale[0].FollowID != "fa" || stale[1].FollowID != "fb" {
-		t.Fatalf("pending: %+v, want fa and fb", stale)
+		t.Fatalf("pending: %+v, want fa and fb (oldest first)", stale)
 	}
 	// fb's Accept arrives after it was listed: it stays.
 	if _, _, err := g.SetFollowingState("fb", StateAccepted); err != nil {
