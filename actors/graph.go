@@ -222,12 +222,20 @@ func (g *Graph) RemoveFollower(local, remote string) (bool, error) {
 // remote that already accepted one keeps the relation accepted (a flood
 // follows the same personas again and again): the new Follow is
 // remembered as an alias, so its own Accept still finds the relation.
+// The same Follow registered again keeps its state: its answer may have
+// arrived before the registration (a flood registers once the SUT answered
+// the Follow, and the SUT may Accept or Reject it first).
 func (g *Graph) AddFollowing(local, remote, followID string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.following[local][remote]; ok && old.State == StateAccepted {
-		g.byFollow[followID] = old
-		return nil
+	if old, ok := g.following[local][remote]; ok {
+		switch {
+		case old.FollowID == followID:
+			return nil
+		case old.State == StateAccepted:
+			g.byFollow[followID] = old
+			return nil
+		}
 	}
 	return g.record(entry{Op: opFollowing, Relation: Relation{Local: local, Remote: remote, FollowID: followID,
 		State: StatePending, Since: time.Now().UTC()}})
@@ -268,6 +276,55 @@ func (g *Graph) RemoveFollowing(local, remote string) (bool, error) {
 	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: local, Remote: remote, Since: time.Now().UTC()}})
 }
 
+// PendingBefore lists the crowd's own Follows still pending (no Accept or
+// Reject) that were registered before cutoff, oldest first.
+func (g *Graph) PendingBefore(cutoff time.Time) []Relation {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []Relation
+	for _, m := range g.following {
+		for _, r := range m {
+			if r.State == StatePending && r.Since.Before(cutoff) {
+				out = append(out, r)
+			}
+		}
+	}
+	return oldestFirst(out)
+}
+
+// RemovePending forgets r (from PendingBefore) if it is still that same
+// pending Follow: an answer that arrived since is kept. It reports whether
+// r was removed.
+func (g *Graph) RemovePending(r Relation) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cur, ok := g.following[r.Local][r.Remote]
+	if !ok || cur.State != StatePending || cur.FollowID != r.FollowID {
+		return false, nil
+	}
+	return true, g.record(entry{Op: opUnfollow, Relation: Relation{Local: r.Local, Remote: r.Remote, Since: time.Now().UTC()}})
+}
+
+// PrunePending lists the crowd's own Follows pending since before cutoff
+// and, unless dryRun, removes them (see RemovePending); removed counts
+// those that were still pending when removed.
+func (g *Graph) PrunePending(cutoff time.Time, dryRun bool) (stale []Relation, removed int, err error) {
+	stale = g.PendingBefore(cutoff)
+	if dryRun {
+		return stale, 0, nil
+	}
+	for _, r := range stale {
+		ok, err := g.RemovePending(r)
+		if err != nil {
+			return stale, removed, err
+		}
+		if ok {
+			removed++
+		}
+	}
+	return stale, removed, nil
+}
+
 // Followers lists who follows local, oldest first.
 func (g *Graph) Followers(local string) []Relation {
 	g.mu.RLock()
@@ -300,6 +357,11 @@ func sorted(m map[string]Relation) []Relation {
 	for _, r := range m {
 		out = append(out, r)
 	}
+	return oldestFirst(out)
+}
+
+// oldestFirst sorts relations by Since, then by remote actor.
+func oldestFirst(out []Relation) []Relation {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Since.Equal(out[j].Since) {
 			return out[i].Since.Before(out[j].Since)

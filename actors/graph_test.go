@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -162,5 +163,58 @@ func TestGraphRefusesADamagedLine(t *testing.T) {
 				t.Errorf("the damaged journal was changed: %d bytes → %d", len(damaged), len(after))
 			}
 		})
+	}
+}
+
+// TestFollowingRegisteredAfterItsAnswer: a flood registers a Follow once the
+// SUT answered it, and the SUT's Accept or Reject may be recorded first (from
+// the answer itself): registering that same Follow then changes nothing.
+func TestFollowingRegisteredAfterItsAnswer(t *testing.T) {
+	local, remote := "https://flood1.test/users/alice", "https://sut.test/users/a"
+	for _, state := range []string{StateAccepted, StateRejected} {
+		g := NewMemoryGraph()
+		must(t, g.AddFollowing(local, remote, "f1")) // recorded from the answer …
+		if _, _, err := g.SetFollowingState("f1", state); err != nil {
+			t.Fatal(err)
+		}
+		must(t, g.AddFollowing(local, remote, "f1")) // … then registered
+		if r, _ := g.FollowingByRemote(local, remote); r.State != state {
+			t.Errorf("%s Follow registered again: now %s", state, r.State)
+		}
+	}
+}
+
+// TestPendingBeforeAndRemovePending: stale pending Follows are listed by
+// age and removed, but one answered in between is kept.
+func TestPendingBeforeAndRemovePending(t *testing.T) {
+	g := NewMemoryGraph()
+	local := "https://flood1.test/users/alice"
+	must(t, g.AddFollowing(local, "https://sut.test/users/a", "fa"))
+	must(t, g.AddFollowing(local, "https://sut.test/users/b", "fb"))
+	must(t, g.AddFollowing(local, "https://sut.test/users/c", "fc"))
+	if _, _, err := g.SetFollowingState("fc", StateAccepted); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.PendingBefore(time.Now().Add(-time.Hour)); len(got) != 0 {
+		t.Errorf("pending for over an hour: %v", got)
+	}
+	stale := g.PendingBefore(time.Now().Add(time.Second))
+	if len(stale) != 2 || stale[0].FollowID != "fa" || stale[1].FollowID != "fb" {
+		t.Fatalf("pending: %+v, want fa and fb (oldest first)", stale)
+	}
+	// fb's Accept arrives after it was listed: it stays.
+	if _, _, err := g.SetFollowingState("fb", StateAccepted); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		if ok, err := g.RemovePending(stale[i]); ok != want || err != nil {
+			t.Errorf("RemovePending(%s) = %v, %v; want %v", stale[i].FollowID, ok, err, want)
+		}
+	}
+	if _, ok := g.FollowingByRemote(local, "https://sut.test/users/a"); ok {
+		t.Error("fa still there")
+	}
+	if r, ok := g.FollowingByRemote(local, "https://sut.test/users/b"); !ok || r.State != StateAccepted {
+		t.Errorf("fb: %+v %v", r, ok)
 	}
 }

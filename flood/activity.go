@@ -128,9 +128,11 @@ type GeneratorConfig struct {
 	// Now stamps each activity (its id, its published date); default
 	// time.Now.
 	Now func() time.Time
-	// OnFollow, when set, is called with every Follow generated, on the
-	// generating goroutine: it must not block (see Registrar.Add).
-	OnFollow func(FollowRegistration)
+	// OnFollowSent, when set, is called with every Follow the target
+	// answered with a 2xx, from the run's Settled hook (Generator.Settled,
+	// on an engine goroutine): it must not block (see Registrar.Add). A
+	// Follow drawn and never sent is never passed to it.
+	OnFollowSent func(FollowRegistration)
 	// Following, when set, says whether crowd actor local already follows
 	// (or has asked to follow) the persona remote before the run. The
 	// generator sends a Follow only for a pair that does not follow yet,
@@ -138,10 +140,6 @@ type GeneratorConfig struct {
 	// and GoToSocial answers a second one with a 500.
 	Following func(local, remote string) bool
 }
-
-// maxFollowDraws bounds the senders drawn for one Follow before the
-// generator gives up on the persona and sends a Create instead.
-const maxFollowDraws = 16
 
 // Generator makes the flood's activities: who sends what to which persona.
 // It is shared, immutable configuration plus a sequence counter; each
@@ -155,8 +153,8 @@ type Generator struct {
 	base     uint64     // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
 	streams  atomic.Uint64
-	followed sync.Map // followPair → struct{}: the Follows drawn this run
-	diverted atomic.Int64
+	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
+	diverted atomic.Int64 // diverted Follows sent (see Settled)
 }
 
 // followPair is a crowd actor and the persona it follows.
@@ -172,9 +170,71 @@ func (g *Generator) claimFollow(local, remote string) bool {
 	return !taken
 }
 
-// FollowsDiverted is how many drawn Follows became Creates because every
-// sender tried already followed the persona.
+// FollowsDiverted is how many Creates were sent in place of a drawn Follow
+// because no sender was left that did not follow the persona. Only sends
+// count (Settled): a diverted draft that never left changed nothing.
 func (g *Generator) FollowsDiverted() int64 { return g.diverted.Load() }
+
+// PersonasWithoutPosts lists the personas (acct) that have no post to like
+// when the mix has Likes: they get Creates and Follows in their place.
+func (g *Generator) PersonasWithoutPosts() []string {
+	if g.cfg.Mix.Like == 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range g.cfg.Personas {
+		if len(p.Posts) == 0 {
+			out = append(out, p.Acct)
+		}
+	}
+	return out
+}
+
+// Settled is the generator's Plan.Settled hook: its bookkeeping follows
+// what was sent, never what was drafted (a pipeline's buffer, a presigned
+// run's tail and dropped sends are drafts that never left).
+//
+// A Follow is registered (OnFollowSent) when the target answered it with a
+// 2xx, not earlier: registering before the write would put the crowd's
+// graph on the send path and need a withdrawal for every Follow that then
+// never arrived. The SUT may send its Accept before the 2xx is back; the
+// crowd's inbox records the answer to a crowd actor's Follow it had not
+// registered from the answer itself, and a registration arriving after that
+// leaves the known Follow's state as it is (actors.Graph.AddFollowing), so
+// either order ends with the SUT's answer in the graph. A Follow answered
+// otherwise stays unregistered: should the SUT accept it later anyway, its
+// Accept records it the same way.
+//
+// A Follow that did not reach the target (dropped, not sent, aborted, a
+// connection error) gives its (sender, persona) pair back, so a later draw
+// may use it. A diverted Follow counts once sent (FollowsDiverted).
+func (g *Generator) Settled(p *Prepared, d Delivery) {
+	if p.Diverted && d.Sent {
+		g.diverted.Add(1)
+	}
+	f := p.Follow
+	if f == nil {
+		return
+	}
+	if d.Sent && !d.Aborted && d.Class.OK() {
+		if g.cfg.OnFollowSent != nil {
+			g.cfg.OnFollowSent(*f)
+		}
+		return
+	}
+	if !d.Sent || d.Aborted || d.Class == ClassConnError {
+		g.followed.Delete(followPair{f.Local, f.Remote})
+	}
+}
+
+// discard settles requests a source drew and will never hand out.
+func (g *Generator) discard(ps ...*Prepared) {
+	for _, p := range ps {
+		if p != nil {
+			g.Settled(p, Delivery{})
+		}
+	}
+}
 
 // NewGenerator checks cfg and returns its Generator. It fails when there
 // are no senders or personas, a persona's Target is not an absolute URL,
@@ -237,6 +297,9 @@ type Draft struct {
 	ID      string        // the activity's id
 	Object  string        // the note's id, the liked post's, the followed actor's
 	Body    []byte        // the activity's JSON
+	// Diverted marks a Create drawn as a Follow: no sender was left that
+	// did not follow the persona.
+	Diverted bool
 }
 
 // Stream draws activities with its own random numbers; it is not safe for
@@ -281,9 +344,9 @@ func runKey(start time.Time) uint64 {
 // mix the persona is drawn among those with posts), a sender uniformly or
 // by Zipf (never the persona itself, in a self-flood). A Follow goes only
 // from a sender that does not follow the persona yet (GeneratorConfig.Following,
-// and the Follows drawn earlier in the run); after maxFollowDraws senders
-// that all do, it becomes a Create (counted, FollowsDiverted). A Follow is
-// passed to OnFollow before Next returns.
+// and the Follows drawn earlier in the run): when the drawn sender does,
+// the senders are searched in order from a random offset, and only when
+// none is free does the Follow become a Create (Draft.Diverted).
 func (s *Stream) Next() (Draft, error) {
 	g := s.g
 	pi := s.r.IntN(len(g.cfg.Personas))
@@ -300,21 +363,18 @@ func (s *Stream) Next() (Draft, error) {
 	}
 	p := g.cfg.Personas[pi]
 	sender := s.drawSender(p.ID)
-	if typ == TypeFollow {
-		ok := g.claimFollow(sender.ID, p.ID)
-		for try := 1; !ok && try < maxFollowDraws; try++ {
-			sender = s.drawSender(p.ID)
-			ok = g.claimFollow(sender.ID, p.ID)
-		}
-		if !ok {
-			typ = TypeCreate
-			g.diverted.Add(1)
+	diverted := false
+	if typ == TypeFollow && !g.claimFollow(sender.ID, p.ID) {
+		if free := s.freeSender(p.ID); free != nil {
+			sender = free
+		} else {
+			typ, diverted = TypeCreate, true
 		}
 	}
 	now := g.cfg.Now()
 	seq := g.seqNext()
 	var act actors.Activity
-	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi]}
+	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
 	switch typ {
 	case TypeCreate:
 		act = sender.CreateNote(actors.NoteSpec{Published: now, Seq: seq, Bytes: g.cfg.NoteBytes,
@@ -335,9 +395,6 @@ func (s *Stream) Next() (Draft, error) {
 		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
 	}
 	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
-	if typ == TypeFollow && g.cfg.OnFollow != nil {
-		g.cfg.OnFollow(FollowRegistration{Local: sender.ID, Remote: p.ID, FollowID: d.ID})
-	}
 	return d, nil
 }
 
@@ -366,6 +423,22 @@ func (s *Stream) drawSender(avoid string) *actors.Actor {
 		i = (i + 1) % len(senders)
 	}
 	return senders[i]
+}
+
+// freeSender claims and returns the first sender, in order from a random
+// offset, that may follow persona; nil when none may. Searching the list,
+// not drawing again, diverts a Follow only when the persona truly has no
+// free follower left, however few there are.
+func (s *Stream) freeSender(persona string) *actors.Actor {
+	senders := s.g.cfg.Senders
+	start := s.r.IntN(len(senders))
+	for k := range senders {
+		a := senders[(start+k)%len(senders)]
+		if a.ID != persona && s.g.claimFollow(a.ID, persona) {
+			return a
+		}
+	}
+	return nil
 }
 
 // RegistrarOptions configures a Registrar.

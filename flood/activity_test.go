@@ -161,45 +161,63 @@ func TestMixProportions(t *testing.T) {
 
 // TestFollowsOnlyNewPairs: a Follow goes only from a sender that does not
 // follow its persona yet, by the crowd's graph before the run and by the
-// Follows drawn in it; when none is left, the Follow becomes a Create and
-// is counted.
+// Follows drawn in it; only when none is left does the Follow become a
+// Create (marked Diverted), however few free senders remain.
 func TestFollowsOnlyNewPairs(t *testing.T) {
 	senders, personas := fakeSenders(6), fakePersonas(2)
 	before := map[followPair]bool{
 		{senders[0].ID, personas[0].ID}: true, // followed before the run
 		{senders[1].ID, personas[1].ID}: true,
 	}
+	many := fakeSenders(200)
+	allButOne := map[followPair]bool{}
+	for i, s := range many {
+		if i != 137 {
+			allButOne[followPair{s.ID, personas[0].ID}] = true
+		}
+	}
 	for _, c := range []struct {
 		name         string
+		senders      []*actors.Actor
+		personas     []*Persona
+		before       map[followPair]bool
 		draws        int
-		wantFollows  int   // distinct pairs, none of them in before
-		wantDiverted int64 // Follows sent as Creates
+		wantFollows  int // distinct pairs, none of them in before
+		wantDiverted int // drafts marked Diverted
 	}{
 		// Fewer draws than free pairs: every Follow is a new pair.
-		{"pairs left", 8, 8, 0},
+		{"pairs left", senders, personas, before, 8, 8, 0},
+		// Every free pair is found before any Follow is diverted.
+		{"all pairs used", senders, personas[:1], before, 5, 5, 0},
 		// More draws than the 10 free pairs: the rest become Creates.
-		{"pairs run out", 30, 10, 20},
+		{"pairs run out", senders, personas, before, 30, 10, 20},
+		// One free follower among 200: found, not diverted after a few
+		// colliding draws.
+		{"one free sender of many", many, personas[:1], allButOne, 2, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := mustGenerator(t, GeneratorConfig{Senders: senders, Personas: personas, Mix: Mix{Follow: 1}, Seed: 3,
-				Following: func(local, remote string) bool { return before[followPair{local, remote}] }})
+			g := mustGenerator(t, GeneratorConfig{Senders: c.senders, Personas: c.personas, Mix: Mix{Follow: 1}, Seed: 3,
+				Following: func(local, remote string) bool { return c.before[followPair{local, remote}] }})
 			s := g.Stream()
 			seen := map[followPair]bool{}
-			follows := 0
+			follows, diverted := 0, 0
 			for range c.draws {
 				d := mustDraft(t, s)
+				if d.Diverted {
+					diverted++
+				}
 				if d.Type != TypeFollow {
 					continue
 				}
 				follows++
 				pair := followPair{d.Sender.ID, d.Persona.ID}
-				if before[pair] || seen[pair] {
+				if c.before[pair] || seen[pair] {
 					t.Errorf("Follow of %s by %s again", pair.remote, pair.local)
 				}
 				seen[pair] = true
 			}
-			if follows != c.wantFollows || g.FollowsDiverted() != c.wantDiverted {
-				t.Errorf("%d Follows, %d diverted; want %d and %d", follows, g.FollowsDiverted(), c.wantFollows, c.wantDiverted)
+			if follows != c.wantFollows || diverted != c.wantDiverted {
+				t.Errorf("%d Follows, %d diverted; want %d and %d", follows, diverted, c.wantFollows, c.wantDiverted)
 			}
 		})
 	}
@@ -387,26 +405,64 @@ func TestSeedMakesStreamsReproducible(t *testing.T) {
 	}
 }
 
-func TestFollowsAreRegistered(t *testing.T) {
-	var mu sync.Mutex
-	var got []FollowRegistration
-	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(2), Mix: Mix{Create: 1, Follow: 1},
-		OnFollow: func(f FollowRegistration) { mu.Lock(); got = append(got, f); mu.Unlock() }})
-	s := g.Stream()
-	follows := 0
-	for range 100 {
-		d := mustDraft(t, s)
-		if d.Type != TypeFollow {
-			continue
-		}
-		follows++
-		if f := got[len(got)-1]; f != (FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}) {
-			t.Fatalf("registered %+v for the Follow %s of %s by %s", f, d.ID, d.Persona.ID, d.Sender.ID)
-		}
+// TestSettledRegistersOnlySentFollows: the generator's bookkeeping follows
+// what was sent. A Follow is registered only once the target answered it
+// 2xx; one that never reached the target gives its pair back for a later
+// draw; a diverted Follow counts once it is sent.
+func TestSettledRegistersOnlySentFollows(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		d          Delivery
+		registered bool // passed to OnFollowSent
+		released   bool // the pair may be drawn again
+	}{
+		// Answered 202: the SUT has it and will Accept or Reject it.
+		{"202", Delivery{Sent: true, Class: Class202}, true, false},
+		// Another 2xx: the same.
+		{"other 2xx", Delivery{Sent: true, Class: ClassOther2xx}, true, false},
+		// Refused: no relation, but the SUT saw the pair (a second Follow
+		// would meet the same answer, or GoToSocial's 500).
+		{"500", Delivery{Sent: true, Class: ClassOther5xx}, false, false},
+		// No answer in time: the SUT may have it; its Accept would
+		// record it, so it is not registered, and not drawn again.
+		{"timeout", Delivery{Sent: true, Class: ClassTimeout}, false, false},
+		// Refused connection: the SUT never got it.
+		{"connection refused", Delivery{Sent: true, Class: ClassConnError}, false, true},
+		// Interrupted in flight: not registered, pair given back.
+		{"aborted", Delivery{Sent: true, Aborted: true}, false, true},
+		// Dropped (no free slot) or left in a buffer at the end.
+		{"never sent", Delivery{}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []FollowRegistration
+			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(1), Personas: fakePersonas(1), Mix: Mix{Follow: 1},
+				OnFollowSent: func(f FollowRegistration) { got = append(got, f) }})
+			s := g.Stream()
+			d := mustDraft(t, s)
+			p := &Prepared{Type: d.Type, Follow: &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}}
+			if len(got) != 0 {
+				t.Fatal("a Follow was registered when drawn")
+			}
+			g.Settled(p, c.d)
+			if want := []FollowRegistration{*p.Follow}; c.registered != slices.Equal(got, want) || !c.registered && len(got) > 0 {
+				t.Errorf("registered %+v; want registered %v", got, c.registered)
+			}
+			// One sender, one persona: a single pair. A second draw
+			// follows again only when the pair was given back.
+			if again := mustDraft(t, s); (again.Type == TypeFollow) != c.released {
+				t.Errorf("second draw is a %s (diverted %v); want the pair released %v", again.Type, again.Diverted, c.released)
+			}
+		})
 	}
-	if follows == 0 || len(got) != follows {
-		t.Errorf("%d follows, %d registered", follows, len(got))
-	}
+	t.Run("diverted counts when sent", func(t *testing.T) {
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: Mix{Follow: 1}})
+		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{})
+		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{Sent: true, Class: Class202})
+		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{Sent: true, Class: Class401})
+		if n := g.FollowsDiverted(); n != 2 {
+			t.Errorf("FollowsDiverted %d after two diverted sends and one unsent draft; want 2", n)
+		}
+	})
 }
 
 func TestRegistrar(t *testing.T) {

@@ -122,7 +122,8 @@ func sameMix(a, b string) bool {
 
 // Comparable reports whether base and head measured the same unit of work:
 // the same total offered rate (rate × generators), the same activity mix
-// (by proportion) and the same arrival process. A latency measured at
+// (by proportion) as asked and as sent (their Deviations: Follows sent as
+// Creates, personas without posts) and the same arrival process. A latency measured at
 // another rate or on another mix differs for reasons that are not the
 // SUT's, so such a pair is refused, wrapping ErrIncomparable and naming
 // each difference. Everything else (duration, signing, target, label) may
@@ -135,6 +136,9 @@ func Comparable(base, head *Record) error {
 	if !sameMix(base.Settings.Mix, head.Settings.Mix) {
 		d = append(d, fmt.Sprintf("mix %q ≠ %q", base.Settings.Mix, head.Settings.Mix))
 	}
+	for _, e := range base.Deviations.diff(head.Deviations, allSent(base), allSent(head)) {
+		d = append(d, "effective mix: "+e)
+	}
 	if base.Settings.Arrivals != head.Settings.Arrivals {
 		d = append(d, fmt.Sprintf("arrivals %s ≠ %s", base.Settings.Arrivals, head.Settings.Arrivals))
 	}
@@ -143,6 +147,9 @@ func Comparable(base, head *Record) error {
 	}
 	return nil
 }
+
+// allSent is every send of r, warm-up included: what its deviations count.
+func allSent(r *Record) int64 { return r.Overall.Counts.Sent + r.Warmup.Sent }
 
 // CompareOptions say what Compare looks at and what counts as a regression.
 type CompareOptions struct {
@@ -158,9 +165,33 @@ type CompareOptions struct {
 	// share going from 0 to 0.01 % is infinitely larger, yet one send in ten
 	// thousand is noise, not a verdict.
 	ShareFloor float64
+	// LatencyFloor is the smallest change of a duration (µs) that can be a
+	// regression or an improvement: below about a millisecond, two runs on
+	// one machine differ by its scheduling alone. 0 = none.
+	LatencyFloor float64
 	// Force compares records that Comparable refuses.
 	Force bool
 }
+
+// Noise rule: a figure moved only when its change also exceeds what
+// sampling alone makes two runs of the same SUT differ by, at this
+// confidence (z = 2.576, two-sided 99 %): for a quantile, the runs'
+// order-statistic intervals (from each histogram) do not overlap; for a
+// share, a two-proportion test; for a rate, Poisson counts. Sends are not
+// independent (a stall delays every send due during it), so the change must
+// also exceed the runs' second-to-second spread: batch means over the
+// timeline's measured seconds, with Student's t for their number.
+const (
+	noiseZ          = 2.576
+	noiseConfidence = "99%"
+	// fewBeyond is how many sends must lie beyond a quantile for it to be
+	// judged at all: a p99 of 300 sends is their third-worst.
+	fewBeyond = 10
+)
+
+// DefaultLatencyFloor is crowd compare's --latency-floor in µs: 1 ms, the
+// order of the timer and scheduling noise of a shared machine.
+const DefaultLatencyFloor = 1000.0
 
 // Verdict is how one figure moved between base and head.
 type Verdict string
@@ -183,9 +214,13 @@ type CompareRow struct {
 	Change  float64       // (Head - Base) / Base; +Inf when Base is 0 and Head is not
 	Verdict Verdict
 	// Few is set for a quantile that fewer than 10 sends lie beyond in
-	// either record (a p99 of 300 sends is their third-worst): the verdict
-	// stands, but it rests on a handful of sends.
+	// either record (a p99 of 300 sends is their third-worst), and for a
+	// max (one send): it is shown, never judged (Verdict stays VerdictSame).
 	Few bool
+	// Noise is set when the figure moved beyond MaxRegression but not
+	// beyond the floor or the sampling noise of the two runs (see noiseZ):
+	// not judged either.
+	Noise bool
 }
 
 // Comparison is the result of Compare.
@@ -295,10 +330,6 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 		return row
 	}
 	row.Known = true
-	if q := m.g.quantile; m.g.kind == kindDuration && q > 0 && q < 100 {
-		need := int64(math.Ceil(10 / (1 - q/100)))
-		row.Few = histCount(base, typ, m.g) < need || histCount(head, typ, m.g) < need
-	}
 	switch {
 	case b == h:
 		row.Change = 0
@@ -321,6 +352,19 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 	if better && m.g.kind == kindDuration && answeredShare(head, typ) < answeredShare(base, typ)-o.ShareFloor {
 		better = false
 	}
+	if m.g.kind == kindDuration {
+		if row.Few = fewSends(base, typ, m.g) || fewSends(head, typ, m.g); row.Few {
+			return row
+		}
+		if math.Abs(h-b) < o.LatencyFloor {
+			row.Noise = worse || better
+			return row
+		}
+	}
+	if (worse || better) && (withinNoise(base, head, typ, m) || withinBatchNoise(base, head, m, b, h)) {
+		row.Noise = true
+		return row
+	}
 	switch {
 	case worse:
 		row.Verdict = VerdictRegressed
@@ -340,23 +384,217 @@ func answeredShare(r *Record, typ string) float64 {
 	return float64(t.Latency.Count) / float64(t.Counts.Completed)
 }
 
-// histCount is how many values the histogram of duration metric g holds
-// for type typ ("" = all).
-func histCount(r *Record, typ string, g Gate) int64 {
+// fewSends reports whether duration metric g of type typ in r rests on too
+// few sends to judge: fewer than fewBeyond beyond its quantile, or a max.
+func fewSends(r *Record, typ string, g Gate) bool {
+	switch g.Metric {
+	case "max", "p100":
+		return true
+	case "min", "mean":
+		return histCount(r, typ, g) < fewBeyond
+	}
+	return float64(histCount(r, typ, g))*(1-g.quantile/100) < fewBeyond
+}
+
+// withinNoise reports whether base's and head's values of m (type typ)
+// differ by no more than sampling noise (see noiseZ). A figure whose noise
+// cannot be bounded (a histogram that does not decode) is not noise.
+func withinNoise(base, head *Record, typ string, m CompareMetric) bool {
+	switch m.g.kind {
+	case kindDuration:
+		bl, bh, ok1 := quantileBounds(base, typ, m.g)
+		hl, hh, ok2 := quantileBounds(head, typ, m.g)
+		return ok1 && ok2 && hl <= bh && bl <= hh // the intervals overlap
+	case kindCount:
+		g := m.g
+		g.Type = typ
+		nb, ofb, ok1 := g.counter(base)
+		nh, ofh, ok2 := g.counter(head)
+		if !ok1 || !ok2 || ofb == 0 || ofh == 0 {
+			return false
+		}
+		p := float64(nb+nh) / float64(ofb+ofh)
+		sd := math.Sqrt(p * (1 - p) * (1/float64(ofb) + 1/float64(ofh)))
+		return math.Abs(float64(nb)/float64(ofb)-float64(nh)/float64(ofh)) <= noiseZ*sd
+	case kindRate:
+		b, okB := metricValue(base, typ, m)
+		h, okH := metricValue(head, typ, m)
+		if !okB || !okH || base.Measured <= 0 || head.Measured <= 0 {
+			return false
+		}
+		// A rate is a count over the window: Poisson, variance = count.
+		sd := math.Sqrt(b/base.Measured + h/head.Measured)
+		return math.Abs(b-h) <= noiseZ*sd
+	}
+	return false
+}
+
+// withinBatchNoise reports whether b and h, the values of m in base and
+// head, differ by no more than the runs' second-to-second spread allows:
+// each run's standard error is its per-second series' (see batchSeries)
+// standard deviation over √seconds, relative to the series' mean for a
+// duration or a rate (and so scaled to each type's value), absolute for a
+// share. Runs of fewer than two measured seconds, or a metric without a
+// per-second series, have no batch bound.
+func withinBatchNoise(base, head *Record, m CompareMetric, b, h float64) bool {
+	series := batchSeries(m)
+	if series == nil {
+		return false
+	}
+	seB, kB := batchSE(base, series, m.isShare())
+	seH, kH := batchSE(head, series, m.isShare())
+	if kB < 2 || kH < 2 {
+		return false
+	}
+	if !m.isShare() {
+		seB, seH = seB*b, seH*h
+	}
+	return math.Abs(h-b) <= studentT99(min(kB, kH)-1)*math.Hypot(seB, seH)
+}
+
+// batchSeries is the timeline's per-second value that tracks metric m, nil
+// when the timeline has none: latency p99 for a latency quantile from p90
+// up (and max), p50 below; lateness p99; the send and 2xx rates; the error,
+// drop and 429 shares. A tick without the series' denominator is skipped.
+func batchSeries(m CompareMetric) func(Tick) (float64, bool) {
+	g := m.g
+	share := func(n func(Tick) int64, of func(Tick) int64) func(Tick) (float64, bool) {
+		return func(t Tick) (float64, bool) {
+			if of(t) == 0 {
+				return 0, false
+			}
+			return float64(n(t)) / float64(of(t)), true
+		}
+	}
+	completed := func(t Tick) int64 { return t.Completed }
+	switch g.kind {
+	case kindDuration:
+		switch {
+		case g.Family == "lateness":
+			return func(t Tick) (float64, bool) { return float64(t.LatenessP99), t.Completed > 0 }
+		case g.Family != "latency":
+			return nil
+		case g.quantile >= 90 || g.Metric == "max":
+			return func(t Tick) (float64, bool) { return float64(t.LatencyP99), t.Completed > 0 }
+		}
+		return func(t Tick) (float64, bool) { return float64(t.LatencyP50), t.Completed > 0 }
+	case kindRate:
+		if g.Metric == "throughput" {
+			return func(t Tick) (float64, bool) { return float64(t.OK) / t.Span, t.Span > 0 }
+		}
+		return func(t Tick) (float64, bool) { return float64(t.Sent) / t.Span, t.Span > 0 }
+	case kindCount:
+		switch g.Metric {
+		case "errors":
+			return share(func(t Tick) int64 { return t.Errors }, completed)
+		case "dropped":
+			return share(func(t Tick) int64 { return t.Dropped }, func(t Tick) int64 { return t.Offered })
+		case "status429":
+			return share(func(t Tick) int64 { return t.Status429 }, completed)
+		case "ok":
+			return share(func(t Tick) int64 { return t.OK }, completed)
+		}
+	}
+	return nil
+}
+
+// batchSE is the standard error of r's figure by batch means over the
+// whole seconds of its measured window (warm-up and a last partial second
+// left out): the standard deviation of the per-second series over √k,
+// relative to the series' mean unless absolute; k is the number of seconds.
+func batchSE(r *Record, series func(Tick) (float64, bool), absolute bool) (se float64, k int) {
+	var vals []float64
+	for _, t := range r.Timeline {
+		if t.Warmup || t.Span < 1 {
+			continue
+		}
+		if v, ok := series(t); ok {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) < 2 {
+		return 0, len(vals)
+	}
+	var sum, sq float64
+	for _, v := range vals {
+		sum += v
+	}
+	mean := sum / float64(len(vals))
+	for _, v := range vals {
+		sq += (v - mean) * (v - mean)
+	}
+	se = math.Sqrt(sq/float64(len(vals)-1)) / math.Sqrt(float64(len(vals)))
+	if !absolute {
+		if mean <= 0 {
+			return 0, 0
+		}
+		se /= mean
+	}
+	return se, len(vals)
+}
+
+// studentT99 is Student's t for a two-sided 99 % interval with dof degrees
+// of freedom (a table; noiseZ beyond 30).
+func studentT99(dof int) float64 {
+	table := [...]float64{0, 63.66, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169,
+		3.106, 3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845,
+		2.831, 2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750}
+	if dof < 1 {
+		return math.Inf(1)
+	}
+	if dof < len(table) {
+		return table[dof]
+	}
+	return noiseZ
+}
+
+// quantileBounds is the distribution-free confidence interval (noiseZ) of
+// quantile metric g of type typ in r: the values at the ranks n·q ± z·√(n·q·(1−q)),
+// read from its histogram.
+func quantileBounds(r *Record, typ string, g Gate) (lo, hi float64, ok bool) {
+	hr, ok := histOf(r, typ, g)
+	if !ok {
+		return 0, 0, false
+	}
+	hist, err := hr.Decode()
+	n := float64(hist.TotalCount())
+	if err != nil || n == 0 {
+		return 0, 0, false
+	}
+	q := g.quantile / 100
+	if g.Metric == "mean" || g.Metric == "min" {
+		q = 0.5 // their noise is no larger than the median's; a bound is all the rule needs
+		if g.Metric == "min" {
+			q = 0
+		}
+	}
+	d := noiseZ * math.Sqrt(q*(1-q)/n)
+	return float64(hist.ValueAtQuantile(100 * max(0, q-d))), float64(hist.ValueAtQuantile(100 * min(1, q+d))), true
+}
+
+// histOf is the histogram of duration metric g for type typ ("" = all).
+func histOf(r *Record, typ string, g Gate) (HistRecord, bool) {
 	if g.Family == "dispatch" {
-		return r.Dispatch.Count
+		return r.Dispatch, true
 	}
 	t, ok := r.Type(typ)
 	if !ok {
-		return 0
+		return HistRecord{}, false
 	}
 	switch g.Family {
 	case "service":
-		return t.Service.Count
+		return t.Service, true
 	case "lateness":
-		return t.Lateness.Count
+		return t.Lateness, true
 	}
-	return t.Latency.Count
+	return t.Latency, true
+}
+
+// histCount is how many values the histogram of duration metric g holds
+// for type typ ("" = all).
+func histCount(r *Record, typ string, g Gate) int64 {
+	h, _ := histOf(r, typ, g)
+	return h.Count
 }
 
 // metricValue is m of type typ ("" = all) in r.
@@ -486,12 +724,19 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base %s\nhead %s\n", describe(c.BaseName, c.Base), describe(c.HeadName, c.Head))
 	th := fmtPercent(c.Options.MaxRegression)
-	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more)\n\n",
-		th, strings.TrimSuffix(fmtPercent(c.Options.ShareFloor), "%"))
+	latFloor := ""
+	if c.Options.LatencyFloor > 0 {
+		latFloor = ", a latency also by " + fmtUS(int64(math.Round(c.Options.LatencyFloor))) + " or more"
+	}
+	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more%s)\n",
+		th, strings.TrimSuffix(fmtPercent(c.Options.ShareFloor), "%"), latFloor)
+	fmt.Fprintf(&b, "  and beyond the two runs' sampling noise at %s confidence (a quantile: their order-statistic intervals apart; a share: a two-proportion test; a rate: Poisson counts)\n", noiseConfidence)
+	fmt.Fprintf(&b, "  and beyond their second-to-second spread (batch means over the measured seconds, Student's t);\n")
+	fmt.Fprintf(&b, "  a quantile with fewer than %d sends beyond it, or a max, is shown but never judged\n\n", fewBeyond)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "type\tmetric\tbase\thead\tchange\t")
-	few := 0
+	few, noise := 0, 0
 	for _, r := range c.Rows {
 		typ := r.Type
 		if typ == "" {
@@ -506,6 +751,10 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 			verdict = strings.TrimSpace(verdict + " (few sends)")
 			few++
 		}
+		if r.Noise {
+			verdict = "(within noise)"
+			noise++
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", typ, r.Metric.Name(), base, head, r.formatChange(), verdict)
 	}
 	if err := tw.Flush(); err != nil {
@@ -517,8 +766,13 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	notes := c.Notes
 	if few > 0 {
 		notes = append(notes[:len(notes):len(notes)], fmt.Sprintf(
-			"%d %s marked (few sends): fewer than 10 sends lie beyond that quantile; a longer run or a higher rate makes it a measurement",
-			few, plural(few, "figure", "figures")))
+			"%d %s marked (few sends): fewer than %d sends lie beyond that quantile (or it is a max), so it is not judged; a longer run or a higher rate makes it a measurement",
+			few, plural(few, "figure", "figures"), fewBeyond))
+	}
+	if noise > 0 {
+		notes = append(notes[:len(notes):len(notes)], fmt.Sprintf(
+			"%d %s marked (within noise): moved by more than %s, but not beyond the floor or the runs' sampling noise",
+			noise, plural(noise, "figure", "figures"), th))
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n")
@@ -538,7 +792,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "REGRESSED beyond %s: %d of %d figures: %s\n", th, len(regs), len(c.Rows), strings.Join(names, ", "))
 	} else {
-		fmt.Fprintf(&b, "no regression beyond %s (%d figures compared)\n", th, len(c.Rows))
+		fmt.Fprintf(&b, "no regression beyond %s and the noise (%d figures compared, %d not judged: few sends)\n", th, len(c.Rows), few)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

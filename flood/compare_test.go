@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -76,9 +77,13 @@ func TestCompareVerdicts(t *testing.T) {
 			"all p99 better, Create p99 better, Like p99 better", false},
 		// A threshold of 60 % tolerates the 50 % rise.
 		{"loose threshold", cmpRun{1000, 1500 * time.Microsecond, 100}, "p99", 0.60, "", false},
-		// Errors from 1 % to 2 %: a regression (100 % up, 1 point).
-		{"errors up", cmpRun{1000, time.Millisecond, 50}, "errors", 0.15,
+		// Errors from 1 % to 3 %: a regression (200 % up, 2 points).
+		{"errors up", cmpRun{1000, time.Millisecond, 33}, "errors", 0.15,
 			"all errors REGRESSED, Create errors REGRESSED, Like errors REGRESSED", true},
+		// Errors from 1 % to 2 %: 20 against 40 of 2000 sends overall is
+		// beyond sampling noise (z = 2.6); 10 against 20 of each type's
+		// 1000, which sampling alone makes one time in 15, is not.
+		{"errors up, types within noise", cmpRun{1000, time.Millisecond, 50}, "errors", 0.15, "all errors REGRESSED", true},
 		// Errors from 1 % to 0: better.
 		{"errors gone", cmpRun{1000, time.Millisecond, 0}, "errors", 0.15,
 			"all errors better, Create errors better, Like errors better", false},
@@ -130,8 +135,8 @@ func TestCompareShareFloor(t *testing.T) {
 	}{
 		// 1 error in 5000 (0.02 %) under a 0.1-point floor: not a verdict.
 		{"under the floor", cmpRun{5000, time.Millisecond, 5000}, 0.001, VerdictSame},
-		// The same rise with no floor: a regression.
-		{"no floor", cmpRun{5000, time.Millisecond, 5000}, 0, VerdictRegressed},
+		// The same rise with no floor: one error is within sampling noise.
+		{"no floor", cmpRun{5000, time.Millisecond, 5000}, 0, VerdictSame},
 		// 1 % errors from nothing: a regression whatever the floor.
 		{"over the floor", cmpRun{5000, time.Millisecond, 100}, 0.001, VerdictRegressed},
 	} {
@@ -165,13 +170,14 @@ func TestCompareMarksFewSends(t *testing.T) {
 		}
 	}
 	// 2000 sends overall: p99.9 has 2 beyond it. 1000 per type: p99 has
-	// exactly 10 (enough), p99.9 one. p50, max and shares are never marked.
-	if got := strings.Join(few, " "); got != ".p99.9 Create.p99.9 Like.p99.9" {
+	// exactly 10 (enough), p99.9 one. A max is one send. p50 and shares
+	// are never marked.
+	if got := strings.Join(few, " "); got != ".p99.9 .max Create.p99.9 Create.max Like.p99.9 Like.max" {
 		t.Errorf("marked %q", got)
 	}
 	var b bytes.Buffer
 	cmp.WriteTable(&b)
-	if !strings.Contains(b.String(), "3 figures marked (few sends)") {
+	if !strings.Contains(b.String(), "6 figures marked (few sends)") {
 		t.Errorf("the table does not explain the mark:\n%s", b.String())
 	}
 }
@@ -182,27 +188,37 @@ func TestComparableRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(*Settings)
-		gens int    // generators of head (merged shards)
-		want string // named in the error; "" = comparable
+		gens int        // generators of head (merged shards)
+		dev  Deviations // what head changed from what it was asked
+		want string     // named in the error; "" = comparable
 	}{
 		// Another offered rate is another unit of work.
-		{"rate", func(s *Settings) { s.Rate = 200 }, 1, "offered rate 100/s ≠ 200/s"},
+		{"rate", func(s *Settings) { s.Rate = 200 }, 1, Deviations{}, "offered rate 100/s ≠ 200/s"},
 		// Two generators at 100/s offer 200/s.
-		{"more generators", nil, 2, "offered rate 100/s ≠ 200/s"},
+		{"more generators", nil, 2, Deviations{}, "offered rate 100/s ≠ 200/s"},
 		// Another mix.
-		{"mix", func(s *Settings) { s.Mix = "create=1,like=1" }, 1, `mix "create=2,like=1" ≠ "create=1,like=1"`},
+		{"mix", func(s *Settings) { s.Mix = "create=1,like=1" }, 1, Deviations{}, `mix "create=2,like=1" ≠ "create=1,like=1"`},
 		// The same proportions written otherwise are the same mix.
-		{"same mix scaled", func(s *Settings) { s.Mix = "like=2, create=4" }, 1, ""},
+		{"same mix scaled", func(s *Settings) { s.Mix = "like=2, create=4" }, 1, Deviations{}, ""},
 		// Poisson arrivals load a server otherwise than a constant rate.
-		{"arrivals", func(s *Settings) { s.Arrivals = "poisson" }, 1, "arrivals constant ≠ poisson"},
+		{"arrivals", func(s *Settings) { s.Arrivals = "poisson" }, 1, Deviations{}, "arrivals constant ≠ poisson"},
 		// Signing, target and duration may differ: noted, not refused.
-		{"signing", func(s *Settings) { s.Signing = "jit"; s.Target = "other" }, 1, ""},
+		{"signing", func(s *Settings) { s.Signing = "jit"; s.Target = "other" }, 1, Deviations{}, ""},
+		// 10 of 200 sends were Creates in place of Follows: another mix.
+		{"follows diverted", nil, 1, Deviations{FollowsDiverted: 10},
+			"effective mix: Follows sent as Creates 0 (0.00% of sends) ≠ 10 (5.00%)"},
+		// One in 200 (0.5 %) is within a percentage point: the same mix.
+		{"one follow diverted", nil, 1, Deviations{FollowsDiverted: 1}, ""},
+		// A persona without posts got no Likes.
+		{"persona without posts", nil, 1, Deviations{PersonasWithoutPosts: []string{"a@sut.test"}},
+			"effective mix: personas without posts (no Likes) 0 ≠ 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			head := run.record(t, Settings{Mix: "create=2,like=1"})
 			if c.edit != nil {
 				c.edit(&head.Settings)
 			}
+			head.Deviations = c.dev
 			for i := 1; i < c.gens; i++ {
 				head.Parts = append(head.Parts, Part{ID: "X"})
 			}
@@ -337,7 +353,7 @@ func TestCompareTableGolden(t *testing.T) {
 		return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
 	}
 	base, head := mk(time.Millisecond, 200, "pipeline"), mk(1400*time.Microsecond, 40, "jit")
-	cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001})
+	cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: DefaultLatencyFloor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,5 +401,117 @@ func TestCompareCrashingSUTIsNotFaster(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(cmp.Notes, "\n"), "head answered 30.00% of its sends") {
 		t.Errorf("no note on the unanswered sends: %q", cmp.Notes)
+	}
+}
+
+// noisyRun is a run of n sends per type (Create, Like) whose latencies are
+// drawn from one log-normal distribution (median median) with rng: two
+// calls with other rngs are two runs of the same SUT.
+func noisyRun(t *testing.T, rng *rand.Rand, n int, median time.Duration, errShare float64) *Record {
+	t.Helper()
+	types := map[string]*Stats{}
+	for _, typ := range []string{"Create", "Like"} {
+		lat := make([]time.Duration, n)
+		cls := make([]Class, n)
+		for i := range n {
+			lat[i] = time.Duration(float64(median) * math.Exp(0.6*rng.NormFloat64()))
+			cls[i] = Class202
+			if rng.Float64() < errShare {
+				cls[i] = Class503
+			}
+		}
+		types[typ] = fakeStats(n, func(i int) time.Duration { return lat[i] }, func(i int) Class { return cls[i] })
+	}
+	s := Settings{Arrivals: "constant", Mix: "create=1,like=1"}
+	return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+}
+
+// TestCompareIsNoiseAware: runs of one SUT differ only by sampling, and
+// their comparison never regresses; a SUT twice as slow, or failing ten
+// times as often, does, on the same number of sends.
+func TestCompareIsNoiseAware(t *testing.T) {
+	ms, err := ParseCompareMetrics("p50,p95,p99,errors,rate,throughput")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: DefaultLatencyFloor}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		name      string
+		headScale float64 // head's median latency / base's
+		headErr   float64 // head's error share (base: 1 %)
+		regressed bool
+	}{
+		// The same SUT: sampling noise alone, never a regression.
+		{"same SUT", 1, 0.01, false},
+		// Twice as slow: a regression.
+		{"twice as slow", 2, 0.01, true},
+		// Ten times the errors: a regression.
+		{"errors ×10", 1, 0.10, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range 40 { // 40 pairs of 250-send runs, as a 5 s run at 50/s
+				base := noisyRun(t, rng, 125, 4*time.Millisecond, 0.01)
+				head := noisyRun(t, rng, 125, time.Duration(c.headScale*float64(4*time.Millisecond)), c.headErr)
+				cmp, err := Compare(base, head, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cmp.Regressed() != c.regressed {
+					var b bytes.Buffer
+					cmp.WriteTable(&b)
+					t.Fatalf("pair %d: regressed %v, want %v:\n%s", i, cmp.Regressed(), c.regressed, b.String())
+				}
+			}
+		})
+	}
+}
+
+// TestCompareBatchNoise: sends are not independent. A run whose p95 rose
+// because of one stalled second (its per-second p99 jumps once) moved
+// within its second-to-second spread; a run slower in every second did not.
+func TestCompareBatchNoise(t *testing.T) {
+	ms, err := ParseCompareMetrics("p95")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := CompareOptions{Metrics: ms, MaxRegression: 0.15, LatencyFloor: DefaultLatencyFloor}
+	// run is 10 s of 100 sends a second; second stall (1-based, 0 = none)
+	// is slow× slower, and so are all seconds when stall is -1.
+	run := func(slow float64, stall int) *Record {
+		lat := func(i int) time.Duration {
+			d := time.Duration(2+i%7) * time.Millisecond
+			if sec := i/100 + 1; stall == -1 || sec == stall {
+				d = time.Duration(slow * float64(d))
+			}
+			return d
+		}
+		res := fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": fakeStats(1000, lat, always(Class202))})
+		for i := range res.Timeline {
+			tk := &res.Timeline[i]
+			if stall == -1 || tk.T == stall {
+				tk.LatencyP99 = int64(slow * float64(tk.LatencyP99))
+			}
+		}
+		return roundTrip(t, mustRecord(t, res, Settings{Arrivals: "constant", Mix: "create=1"}))
+	}
+	base := run(1, 0)
+	for _, c := range []struct {
+		name string
+		head *Record
+		want Verdict
+	}{
+		// One second 20× slower: p95 jumps, but so does that second alone.
+		{"one stalled second", run(20, 4), VerdictSame},
+		// Every second 3× slower: a regression.
+		{"slower throughout", run(3, -1), VerdictRegressed},
+	} {
+		cmp, err := Compare(base, c.head, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cmp.Rows[0]; r.Verdict != c.want || r.Change < 0.15 {
+			t.Errorf("%s: p95 %v → %v (%+.0f%%), verdict %q; want %q", c.name, r.Base, r.Head, 100*r.Change, r.Verdict, c.want)
+		}
 	}
 }

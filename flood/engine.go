@@ -34,6 +34,26 @@ type Prepared struct {
 	Host   string      // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
 	Header http.Header // complete headers incl. Date, Digest, Signature; read-only
 	Body   []byte      // the exact signed body; read-only (the transport may read it after the answer)
+
+	// Follow is set on a Follow: what registering it with the crowd's
+	// follow graph takes, once it was sent (Generator.Settled).
+	Follow *FollowRegistration
+	// Diverted marks a Create sent in place of a drawn Follow (Draft.Diverted).
+	Diverted bool
+}
+
+// Delivery is what became of one request the engine took from its Source
+// (Plan.Settled).
+type Delivery struct {
+	// Sent: handed to the transport. False for a send dropped (no free
+	// slot) and for one the run ended before it was due.
+	Sent bool
+	// Aborted: sent, but the run was interrupted before the answer; the
+	// target may or may not have it.
+	Aborted bool
+	// Class is the answer's status class (or ClassTimeout, ClassConnError)
+	// of a send neither unsent nor aborted.
+	Class Class
 }
 
 // Source produces the prepared requests of a run. Next is called from a
@@ -103,6 +123,13 @@ type Plan struct {
 	// RecordFile, it leaves a readable record of a generator killed with
 	// SIGKILL.
 	Checkpoint func(*Result)
+	// Settled, when set, is told what became of every request taken from
+	// Source, exactly once and before Run returns: answered (its class),
+	// aborted, dropped, or left unsent when the run ended. It runs on a
+	// worker or the dispatcher, so it must not block. It is how what a run
+	// SENT, not what its source drafted, reaches the crowd's state (see
+	// Generator.Settled).
+	Settled func(*Prepared, Delivery)
 	// CheckpointEvery is the checkpoint period: checkpoints are taken at
 	// the first tick (whole second) at or after each multiple of it.
 	// 0 = DefaultCheckpointEvery.
@@ -383,6 +410,7 @@ func (e *engine) dispatch() {
 		now := time.Since(e.start)
 		starved := now > off && now-max(t0, off) > starveSlack
 		if now < off && !e.waitUntil(timer, off, done) {
+			e.settle(prep, Delivery{})
 			e.stop("interrupted", nil)
 			return
 		}
@@ -414,6 +442,7 @@ func (e *engine) dispatch() {
 		}
 		e.mu.Unlock()
 		if drop {
+			e.settle(prep, Delivery{})
 			continue
 		}
 		in := e.inflight.Add(1)
@@ -480,6 +509,13 @@ func (e *engine) counts(t string) (string, *Counts) {
 	return t, c
 }
 
+// settle tells Plan.Settled what became of prep.
+func (e *engine) settle(prep *Prepared, d Delivery) {
+	if e.p.Settled != nil {
+		e.p.Settled(prep, d)
+	}
+}
+
 func (e *engine) stop(reason string, err error) {
 	e.partial = true
 	e.reason = reason
@@ -513,6 +549,7 @@ func (e *engine) startWorker() {
 		for j := range e.jobs {
 			w.send(&j, &o)
 			w.rec.record(&o)
+			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class})
 			e.inflight.Add(-1)
 		}
 	}()

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -622,6 +624,72 @@ func TestDrainLineNotRepeated(t *testing.T) {
 		}
 		if res.Measured != 2050*time.Millisecond {
 			t.Errorf("measured %v, want the 2.05s the run took", res.Measured)
+		}
+	})
+}
+
+// countingSource hands out a fresh Prepared for every Next, numbered in
+// Body, so each can be told apart.
+type countingSource struct {
+	url   *url.URL
+	taken []*Prepared
+}
+
+func (s *countingSource) Next(context.Context) (*Prepared, error) {
+	p := &Prepared{Type: "Follow", Method: http.MethodPost, URL: s.url, Header: http.Header{},
+		Body: []byte(strconv.Itoa(len(s.taken)))}
+	s.taken = append(s.taken, p)
+	return p, nil
+}
+
+// TestSettledHearsEveryTakenRequest: Plan.Settled hears exactly once, before
+// Run returns, of every request the engine took from its source: answered
+// (with its class), dropped for want of a slot, aborted in flight, or taken
+// and left unsent when the run was interrupted while waiting for its time.
+func TestSettledHearsEveryTakenRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+			select {
+			case <-time.After(35 * time.Millisecond):
+				return answer(req, 202, nil), nil
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+		})
+		u, _ := url.Parse("http://sut.test/inbox")
+		src := &countingSource{url: u}
+		var mu sync.Mutex
+		heard := map[*Prepared][]Delivery{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(1005*time.Millisecond, cancel) // between two sends, with some in flight
+		res := mustRun(t, ctx, Plan{
+			Sleep: time.Sleep, Pacer: mustConstant(t, 100), Duration: 10 * time.Second, MaxInflight: 3,
+			Source: src, Transport: rt,
+			Settled: func(p *Prepared, d Delivery) { mu.Lock(); heard[p] = append(heard[p], d); mu.Unlock() },
+		})
+		var answered, unsent, aborted int64
+		for i, p := range src.taken {
+			ds := heard[p]
+			if len(ds) != 1 {
+				t.Fatalf("request %d taken from the source was settled %d times", i, len(ds))
+			}
+			switch d := ds[0]; {
+			case !d.Sent:
+				unsent++
+			case d.Aborted:
+				aborted++
+			case d.Class == Class202:
+				answered++
+			default:
+				t.Errorf("request %d: %+v", i, d)
+			}
+		}
+		c := res.Overall.Counts
+		// The last request taken waited for its time when the run ended.
+		if answered != c.Completed || aborted != c.Aborted || unsent != c.Dropped+1 || c.Dropped == 0 || aborted == 0 {
+			t.Errorf("settled %d answered, %d aborted, %d unsent; counts %+v (want drops, aborts, and one taken but never due)",
+				answered, aborted, unsent, c)
 		}
 	})
 }

@@ -39,6 +39,9 @@ func WriteMarkdown(w io.Writer, r *Record, file string) error {
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
+	for _, l := range r.Deviations.Lines() {
+		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", mdEscape(l))
+	}
 	if r.Bottleneck.Generator {
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
 		for _, s := range r.Bottleneck.Reasons {
@@ -112,6 +115,7 @@ type htmlPage struct {
 	Title      string
 	Subtitle   string
 	Partial    string
+	Changed    []string // Deviations.Lines
 	Headline   []keyValue
 	Bottleneck Diagnosis
 	Plots      []htmlPlot
@@ -167,6 +171,7 @@ func htmlPageOf(r *Record) (*htmlPage, error) {
 	if r.Partial {
 		p.Partial = "Partial run: " + r.PartialReason + ". The figures cover the part that ran."
 	}
+	p.Changed = r.Deviations.Lines()
 	p.Headline = []keyValue{
 		{"offered", fmt.Sprintf("%.1f/s", r.Rates.Offered)},
 		{"sent", fmt.Sprintf("%.1f/s", r.Rates.Sent)},
@@ -196,7 +201,11 @@ func htmlPageOf(r *Record) (*htmlPage, error) {
 		if shard == "" {
 			shard = "unsharded"
 		}
-		p.Parts = append(p.Parts, keyValue{part.ID, shard + ", started " + part.Start.UTC().Format("2006-01-02 15:04:05.000") + " UTC"})
+		v := shard + ", started " + part.Start.UTC().Format("2006-01-02 15:04:05.000") + " UTC"
+		if part.Seed != 0 {
+			v += ", seed " + strconv.FormatUint(part.Seed, 10)
+		}
+		p.Parts = append(p.Parts, keyValue{part.ID, v})
 	}
 
 	merged := ""
@@ -727,7 +736,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 <body>
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Subtitle}}</p>
-{{if .Partial}}<p class="partial">{{.Partial}}</p>{{end}}
+{{if .Partial}}<p class="partial">{{.Partial}}</p>{{end}}{{if .Changed}}<div class="partial" id="changed"><strong>Changed from what was asked</strong>:<ul>{{range .Changed}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <ul class="cards" id="summary">
 {{range .Headline}}<li><span class="k">{{.Key}}</span><span class="v">{{.Value}}</span></li>
 {{end}}</ul>

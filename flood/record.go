@@ -129,6 +129,10 @@ type Part struct {
 	ID    string    `json:"id"`    // random, unique per run: a record is never merged twice
 	Shard string    `json:"shard"` // "i/n" or ""
 	Start time.Time `json:"start"`
+	// Seed seeded the generator's draws (--seed): the same seed, settings
+	// and state draw the same activities again. 0 in records made before it
+	// was kept.
+	Seed uint64 `json:"seed"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
@@ -185,6 +189,8 @@ type Record struct {
 	// rungs up to and including it (so the last rung's is the ladder's);
 	// nil for a single run.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Deviations are what the run changed from what it was asked.
+	Deviations Deviations `json:"deviations"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
@@ -417,6 +423,7 @@ func Merge(recs ...*Record) (*Record, error) {
 			}
 		}
 		out.Warmup.Merge(r.Warmup)
+		out.Deviations.merge(r.Deviations)
 	}
 	out.PartialReason = strings.Join(reasons, "; ")
 
@@ -613,6 +620,9 @@ func (r *Record) MarkdownRow(file string) string {
 	}
 	if r.Partial {
 		bound += " (partial: " + mdEscape(r.PartialReason) + ")"
+	}
+	if !r.Deviations.Empty() {
+		bound += " (changed: " + mdEscape(r.Deviations.short()) + ")"
 	}
 	label := r.Settings.Label
 	if label == "" {

@@ -100,6 +100,23 @@ func (l *Live) Done() {
 	}
 }
 
+// writeSeedsAndDeviations writes the seeds a run can be replayed with and
+// what it changed from what it was asked, one line each.
+func writeSeedsAndDeviations(b *strings.Builder, r *Record) {
+	var seeds []string
+	for _, p := range r.Parts {
+		if p.Seed != 0 {
+			seeds = append(seeds, strconv.FormatUint(p.Seed, 10))
+		}
+	}
+	if len(seeds) > 0 {
+		fmt.Fprintf(b, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))
+	}
+	for _, l := range r.Deviations.Lines() {
+		fmt.Fprintf(b, "CHANGED: %s\n", l)
+	}
+}
+
 // WriteTable writes the final report of a record: a summary, one row per
 // activity type and the total (latency percentiles from the intended time,
 // service and lateness p99, counts), the status tally and the bottleneck
@@ -135,6 +152,7 @@ func WriteTable(w io.Writer, r *Record) error {
 	if r.Partial {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", r.PartialReason)
 	}
+	writeSeedsAndDeviations(&b, r)
 	fmt.Fprintf(&b, "measured %s (first send due to the last answer or the schedule's end): offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n",
 		fmtElapsed(r.Measured), c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, pct(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
 	o := r.Overall

@@ -56,7 +56,10 @@ func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
 	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
-	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body}
+	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}
+	if d.Type == TypeFollow {
+		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+	}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
 	}
@@ -95,6 +98,7 @@ func PipelineBuffer(rate float64) int {
 // ready one, waiting when none is (the engine counts that wait, past the
 // send's intended time, as starvation). Close it when done.
 type Pipeline struct {
+	gen    *Generator
 	ch     chan *Prepared
 	ctx    context.Context // done when the workers stop (Close or a signing error)
 	cancel context.CancelFunc
@@ -125,7 +129,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		o.Buffer = 1024
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pipeline{ch: make(chan *Prepared, o.Buffer), ctx: ctx, cancel: cancel}
+	p := &Pipeline{gen: gen, ch: make(chan *Prepared, o.Buffer), ctx: ctx, cancel: cancel}
 	for range o.Workers {
 		st := gen.Stream()
 		p.wg.Add(1)
@@ -146,6 +150,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				case p.ch <- prep:
 					p.signed.Add(1)
 				case <-ctx.Done():
+					gen.discard(prep)
 					return
 				}
 				// A signature is ~0.7 ms of CPU with no scheduling point in
@@ -229,11 +234,20 @@ func (p *Pipeline) Cap() int { return cap(p.ch) }
 // Signed is how many requests the workers have signed and buffered.
 func (p *Pipeline) Signed() int64 { return p.signed.Load() }
 
-// Close stops the workers and waits for them; Next then returns the
-// requests still buffered, then io.EOF.
+// Close stops the workers and waits for them, then discards the requests
+// still buffered (their Follows were never sent: see Generator.Settled);
+// Next then returns io.EOF.
 func (p *Pipeline) Close() {
 	p.cancel()
 	p.wg.Wait()
+	for {
+		select {
+		case r := <-p.ch:
+			p.gen.discard(r)
+		default:
+			return
+		}
+	}
 }
 
 // Presigned requests age: Mastodon rejects a Date more than PresignShelfLife
@@ -291,6 +305,7 @@ func EstimatePresignBytes(gen *Generator, n int64) int64 {
 // Presign). Its Next is for one goroutine, the engine's dispatcher; it
 // returns io.EOF when every request is used.
 type Presigned struct {
+	gen   *Generator
 	reqs  []*Prepared
 	next  int
 	Took  time.Duration // how long signing took
@@ -322,7 +337,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 			ErrInvalidPlan, n, float64(est)/(1<<30), float64(o.MaxBytes)/(1<<30))
 	}
 	start := time.Now()
-	p := &Presigned{reqs: make([]*Prepared, n), Bytes: est}
+	p := &Presigned{gen: gen, reqs: make([]*Prepared, n), Bytes: est}
 	var idx atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -357,13 +372,16 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
+		p.Close()
 		return nil, err
 	}
 	if firstErr != nil {
+		p.Close()
 		return nil, firstErr
 	}
 	p.Took = time.Since(start)
 	if p.Took+o.Window > PresignShelfLife {
+		p.Close()
 		return nil, fmt.Errorf("%w: presigning took %v; with the %v window the last requests would carry a Date older than %v: use --signing=pipeline",
 			ErrInvalidPlan, p.Took.Round(time.Second), o.Window, PresignShelfLife)
 	}
@@ -386,6 +404,13 @@ func (p *Presigned) Next(ctx context.Context) (*Prepared, error) {
 	p.reqs[p.next] = nil
 	p.next++
 	return r, nil
+}
+
+// Close discards the requests not handed out (their Follows were never
+// sent: see Generator.Settled); Next then returns io.EOF.
+func (p *Presigned) Close() {
+	p.gen.discard(p.reqs[p.next:]...)
+	p.next = len(p.reqs)
 }
 
 // JIT is a Source that draws and signs each request in Next, that is in the

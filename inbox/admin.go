@@ -25,6 +25,7 @@ import (
 //	GET  /api/activities/totals                           Totals of every entry logged in the state, and the last seq they count
 //	GET  /api/follows?actor=                              followers and following per crowd actor
 //	POST /api/following {local, remote, follow_id}        register a pending Follow sent elsewhere
+//	POST /api/following/prune {older_than, dry_run}       list, and forget, the crowd's Follows pending too long
 //	POST /api/send {from, type, to, object, inbox}        build, sign and deliver an activity now
 //	GET  /api/lookup?resource=                            signed fetch of an actor, with its problems
 //	GET  /api/deliveries                                  the delivery queue
@@ -41,6 +42,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 	}))
 	handle("GET /api/follows", http.HandlerFunc(in.handleFollows))
 	handle("POST /api/following", http.HandlerFunc(in.handleFollowing))
+	handle("POST /api/following/prune", http.HandlerFunc(in.handlePrune))
 	handle("POST /api/send", http.HandlerFunc(in.handleSend))
 	handle("GET /api/lookup", http.HandlerFunc(in.handleLookup))
 	handle("GET /api/deliveries", http.HandlerFunc(in.handleDeliveries))
@@ -301,6 +303,53 @@ func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rel)
+}
+
+// PruneRequest asks the crowd to forget its own Follows that have been
+// pending (no Accept, no Reject) for longer than OlderThan.
+type PruneRequest struct {
+	// OlderThan is a Go duration ("1h"), at least 0.
+	OlderThan string `json:"older_than"`
+	// DryRun lists them without removing them.
+	DryRun bool `json:"dry_run"`
+}
+
+// PruneResult is what Prune found and removed.
+type PruneResult struct {
+	// Stale are the Follows pending for longer than asked, oldest first.
+	Stale []actors.Relation `json:"stale"`
+	// Removed is how many of them were removed (an answer may have arrived
+	// for the others since they were listed).
+	Removed int `json:"removed"`
+}
+
+// Prune lists, and unless req.DryRun removes, the crowd's own Follows
+// pending for longer than req.OlderThan: Follows a SUT never answered,
+// which would keep the pair from being followed again.
+func (in *Inbox) Prune(req PruneRequest) (PruneResult, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(req.OlderThan))
+	if err != nil || d < 0 {
+		return PruneResult{}, fmt.Errorf("%w: older_than %q: want a duration of 0 or more, e.g. 1h", ErrBadRequest, req.OlderThan)
+	}
+	stale, removed, err := in.world.Graph.PrunePending(in.cfg.Now().Add(-d), req.DryRun)
+	if stale == nil {
+		stale = []actors.Relation{}
+	}
+	return PruneResult{Stale: stale, Removed: removed}, err
+}
+
+func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
+	var req PruneRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {older_than, dry_run}: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.Prune(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // SendRequest asks the running crowd to send one activity by hand.

@@ -352,3 +352,34 @@ func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminPrune: POST /api/following/prune lists the crowd's Follows
+// pending for longer than asked and removes them unless dry_run; a bad
+// older_than is a 400 naming it.
+func TestAdminPrune(t *testing.T) {
+	f := newFixture(t, true)
+	admin := adminServer(t, f)
+	alice := f.actor("alice@flood1.test")
+	if err := f.world.Graph.AddFollowing(alice.ID, remoteID("bob"), alice.ID+"/follows/1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		req     PruneRequest
+		status  int
+		stale   int
+		removed int
+	}{
+		{"young", PruneRequest{OlderThan: "1h"}, 200, 0, 0},                 // registered just now
+		{"dry run", PruneRequest{OlderThan: "0s", DryRun: true}, 200, 1, 0}, // listed, kept
+		{"pruned", PruneRequest{OlderThan: "0s"}, 200, 1, 1},                // removed
+		{"gone", PruneRequest{OlderThan: "0s"}, 200, 0, 0},                  // nothing left
+		{"bad duration", PruneRequest{OlderThan: "soon"}, 400, 0, 0},        // not a duration
+		{"negative", PruneRequest{OlderThan: "-1h"}, 400, 0, 0},             // in the future
+	} {
+		var res PruneResult
+		if s := postJSON(t, admin.URL+"/api/following/prune", c.req, &res); s != c.status || len(res.Stale) != c.stale || res.Removed != c.removed {
+			t.Errorf("%s: %d %+v; want %d, %d stale, %d removed", c.name, s, res, c.status, c.stale, c.removed)
+		}
+	}
+}

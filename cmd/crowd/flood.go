@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -127,7 +128,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.signerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
 	fl.StringVar(&f.mix, "mix", flood.DefaultMix().String(), "weighted mix of activity types")
 	fl.Float64Var(&f.zipf, "zipf", 0, "draw senders from a Zipf distribution with this exponent (> 1); 0 = uniform")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random draws (types, senders, personas, Poisson arrivals)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of the random draws (types, senders, personas, Poisson arrivals); default a fresh one each run, printed and recorded so --seed replays it")
 	fl.IntVar(&f.noteBytes, "note-bytes", 200, "approximate length of each note's text")
 	fl.StringArrayVar(&f.persona, "persona", nil, "a persona to flood, acct:name@host (repeatable)")
 	fl.StringVar(&f.personas, "personas", "", "persona pattern with one %d, e.g. 'load%d@sut.test', numbered 0 … --count-1")
@@ -322,6 +323,19 @@ func crowdRelations(ctx context.Context, admin *adminClient) (func(local, remote
 	return func(local, remote string) string { return state[pair{local, remote}] }, nil
 }
 
+// warnStalePending reports the crowd's Follows pending (unanswered) for
+// longer than defaultPruneAge: they keep their pairs from being followed
+// again. A crowd that cannot say is not an error here.
+func warnStalePending(ctx context.Context, log *zap.Logger, admin *adminClient) {
+	var res inbox.PruneResult
+	req := inbox.PruneRequest{OlderThan: defaultPruneAge.String(), DryRun: true}
+	if err := admin.post(ctx, "/api/following/prune", req, &res); err != nil || len(res.Stale) == 0 {
+		return
+	}
+	log.Warn("some of the crowd's Follows were never answered: their pairs are not followed again until `crowd follows prune` clears them",
+		zap.Int("pending", len(res.Stale)), zap.Duration("older_than", defaultPruneAge))
+}
+
 // floodHooks let crowd run drive a flood (nil for crowd flood).
 type floodHooks struct {
 	// beforeTargets runs once the crowd is reached and before the personas
@@ -378,8 +392,16 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		return err
 	}
 
-	// Follows are registered off the send path; a presigned run makes all
-	// of its Follows up front, so its queue holds them all.
+	// A fresh seed per run unless --seed: the same seed every run would
+	// draw the same pairs again. It is printed first and recorded.
+	if !cmd.Flags().Changed("seed") || f.seed == 0 {
+		f.seed = freshSeed()
+	}
+	fmt.Fprintf(stderr, "seed %d (--seed %d replays the draws)\n", f.seed, f.seed)
+
+	// Follows are registered off the send path, once sent and answered
+	// 2xx (flood.Generator.Settled); a presigned run may answer all of its
+	// Follows in one window, so its queue holds them all.
 	queue := 10000
 	if p.signing == flood.SigningPresign {
 		total := 0.0
@@ -414,8 +436,11 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 			return s != "" && s != actors.StateRejected
 		}
 	}
+	if env.admin != nil {
+		warnStalePending(ctx, log, env.admin)
+	}
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: p.mix,
-		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollow: reg.Add, Following: following})
+		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
 	if err != nil {
 		var ue *flood.UsageError
 		if errors.As(err, &ue) {
@@ -425,16 +450,19 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 	}
 	defer func() {
 		if n := gen.FollowsDiverted(); n > 0 {
-			log.Warn("some Follows were sent as Creates: every crowd actor tried already followed the persona, and a server does not take a Follow it already has",
+			log.Warn("some Follows were sent as Creates: every crowd actor already followed the persona, and a server does not take a Follow it already has",
 				zap.Int64("diverted", n))
 		}
 	}()
+	if nop := gen.PersonasWithoutPosts(); len(nop) > 0 {
+		log.Warn("some personas have no post to like: they get Creates and Follows instead of Likes", zap.Strings("personas", nop))
+	}
 
 	tr := flood.NewTransport(f.maxInflight, tlsConfig)
 	tr.DialContext = guard.DialContext
 	defer tr.CloseIdleConnections()
 
-	r := &floodRunner{f: f, p: p, log: log, gen: gen, signer: signer, transport: tr, stdout: stdout, stderr: stderr,
+	r := &floodRunner{f: f, p: p, log: log, gen: gen, signer: signer, transport: tr, stdout: stdout, stderr: stderr, seed: f.seed,
 		settings: flood.Settings{Label: f.label, Arrivals: f.arrivals, Mix: p.mix.String(), Signing: p.signing,
 			Target: target, Shard: env.shard}}
 	if p.signing != flood.SigningPresign {
@@ -693,6 +721,8 @@ type floodRunner struct {
 	signer    *signing.Signer
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
+	seed      uint64       // the draws' seed, in every record
+	diverted  int64        // gen.FollowsDiverted() when the current run began
 	settings  flood.Settings
 	stdout    io.Writer
 	stderr    io.Writer
@@ -721,6 +751,7 @@ func (r *floodRunner) source(ctx context.Context, n int64, w time.Duration) (flo
 func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings) (*flood.Record, error) {
 	live := flood.NewLive(r.stderr, isTerminal(os.Stderr) && r.stderr == io.Writer(os.Stderr))
 	plan.Progress = live.Update
+	plan.Settled = r.gen.Settled
 	plan.Transport = r.transport
 	plan.MaxInflight = r.f.maxInflight
 	plan.Timeout = r.f.timeout
@@ -728,8 +759,9 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 	// record will, so a flood killed with SIGKILL leaves a partial record.
 	file := flood.NewRecordFile(r.f.out)
 	r.file = file
+	r.diverted = r.gen.FollowsDiverted()
 	plan.Checkpoint = func(res *flood.Result) {
-		rec, err := res.Record(s)
+		rec, err := r.record(res, s)
 		if err == nil {
 			err = file.Checkpoint(rec)
 		}
@@ -745,7 +777,40 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
 	}
-	return res.Record(s)
+	return r.record(res, s)
+}
+
+// record is res's record with what the flood knows beyond the engine: the
+// seed, and what the run changed from what was asked (the Follows it sent
+// as Creates since it began, the personas without posts).
+func (r *floodRunner) record(res *flood.Result, s flood.Settings) (*flood.Record, error) {
+	rec, err := res.Record(s)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rec.Parts {
+		rec.Parts[i].Seed = r.seed
+	}
+	rec.Deviations = flood.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
+	return rec, nil
+}
+
+// closeSource gives back what a run's own source drew and never sent (a
+// presigned run's tail); the shared pipeline is closed when the flood ends.
+func closeSource(src flood.Source) {
+	if ps, ok := src.(*flood.Presigned); ok {
+		ps.Close()
+	}
+}
+
+// freshSeed is a random, non-zero seed for a run without --seed.
+func freshSeed() uint64 {
+	for {
+		if s := rand.Uint64(); s != 0 {
+			return s
+		}
+	}
 }
 
 func (r *floodRunner) write(rec *flood.Record) (string, error) {
@@ -777,6 +842,7 @@ func (r *floodRunner) single(ctx context.Context) error {
 	if err != nil {
 		return r.interrupted(ctx, err)
 	}
+	defer closeSource(src)
 	rec, err := r.run(ctx, flood.Plan{Pacer: pacer, Duration: window, MaxSends: f.maxSends, Warmup: f.warmup, Source: src}, r.settings)
 	if err != nil {
 		return err
@@ -807,6 +873,7 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
+		defer closeSource(src)
 		plan.Source = src
 		s := r.settings
 		s.Label = fmt.Sprintf("%s-%g", cmp.Or(f.label, "ladder"), rate)

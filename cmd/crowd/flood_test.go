@@ -82,7 +82,8 @@ func TestFloodStandaloneSelfFlood(t *testing.T) {
 // TestFloodFollowsOnlyNewPairs: the crowd's actors never send a Follow a
 // server already has. Four actors make twelve follower/followed pairs; two
 // runs of ten Follows each, on the same state, send at most twelve in all
-// (the rest go out as Creates, and the second run says so).
+// (the rest go out as Creates, and the second run says so, in its log,
+// record, table and runs.md row).
 func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 	state := t.TempDir()
 	follows := 0
@@ -102,6 +103,20 @@ func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 		}
 		if run == 2 && !strings.Contains(stderr, "sent as Creates") {
 			t.Errorf("run 2 did not say that Follows became Creates:\n%s", stderr)
+		}
+		// With a Follow-only mix every Create sent is a diverted Follow:
+		// the record counts exactly those sent (not the drafts left in
+		// the signing buffer), and the table and runs.md say so.
+		creates := int64(0)
+		if tr, ok := r.Types["Create"]; ok {
+			creates = tr.Counts.Sent
+		}
+		if r.Deviations.FollowsDiverted != creates {
+			t.Errorf("run %d: %d Follows diverted in the record, %d Creates sent", run, r.Deviations.FollowsDiverted, creates)
+		}
+		md, _ := os.ReadFile(filepath.Join(out, "runs.md"))
+		if changed := strings.Contains(stdout, "CHANGED: ") && strings.Contains(string(md), "changed: "); changed != (creates > 0) {
+			t.Errorf("run %d: %d diverted, table and row say so: %v\n%s\n%s", run, creates, changed, stdout, md)
 		}
 	}
 	if follows > 12 {

@@ -101,5 +101,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newFollowsCmd())
 	return root
 }

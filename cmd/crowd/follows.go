@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/statedir"
+)
+
+// defaultPruneAge is how long a Follow of the crowd's may stay pending
+// before `crowd follows prune` takes it for one the SUT will never answer:
+// servers answer a Follow in seconds, and retry a failed Accept for minutes.
+const defaultPruneAge = time.Hour
+
+// newFollowsCmd is `crowd follows`, the crowd's own follow relations.
+func newFollowsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "follows",
+		Short: "The crowd's own Follows: find and clear those a server never answered",
+		Args:  noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("crowd follows wants a subcommand: prune (see crowd follows --help)")}
+		},
+	}
+	cmd.AddCommand(newFollowsPruneCmd())
+	return cmd
+}
+
+type pruneFlags struct {
+	admin     adminFlags
+	state     string
+	olderThan time.Duration
+	dryRun    bool
+}
+
+func newFollowsPruneCmd() *cobra.Command {
+	f := &pruneFlags{}
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "List and forget the crowd's Follows still pending (no Accept, no Reject) after --older-than",
+		Long: `A Follow the crowd sent stays pending in its follow graph until the server answers it with an
+Accept or a Reject. One that was never answered keeps its pair (crowd actor, followed actor) from
+being followed again by later floods. prune lists the crowd's Follows pending for longer than
+--older-than, oldest first, and forgets them (--dry-run only lists them).
+
+It asks the running crowd serve at --admin; with --state it works on the follow graph of a
+crowd that is not running.`,
+		Example: `  crowd follows prune --dry-run
+  crowd follows prune --older-than 10m
+  crowd follows prune --state crowd-state`,
+		Args: noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPrune(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	f.admin.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin")
+	fl.DurationVar(&f.olderThan, "older-than", defaultPruneAge, "how long a Follow may stay pending before it is pruned")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")
+	return cmd
+}
+
+func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
+	if f.olderThan < 0 {
+		return usageError{fmt.Errorf("--older-than %v: want 0 or more", f.olderThan)}
+	}
+	var res inbox.PruneResult
+	if strings.TrimSpace(f.state) != "" {
+		// The graph is written here, so the state must not be a running
+		// crowd's: that one is pruned through its admin API instead.
+		lock, err := statedir.Acquire(f.state)
+		if errors.Is(err, statedir.ErrNotDir) {
+			return usageError{err}
+		}
+		if err != nil {
+			return fmt.Errorf("%w (prune a running crowd through its admin API: leave out --state)", err)
+		}
+		defer lock.Release()
+		g, err := actors.OpenGraph(f.state, nil)
+		if err != nil {
+			return fmt.Errorf("--state %s: %w", f.state, err)
+		}
+		defer g.Close()
+		res.Stale, res.Removed, err = g.PrunePending(time.Now().Add(-f.olderThan), f.dryRun)
+		if err != nil {
+			return err
+		}
+	} else {
+		c, err := f.admin.client()
+		if err != nil {
+			return err
+		}
+		req := inbox.PruneRequest{OlderThan: f.olderThan.String(), DryRun: f.dryRun}
+		if err := c.post(ctx, "/api/following/prune", req, &res); err != nil {
+			var nc noCrowdError
+			if errors.As(err, &nc) {
+				return fmt.Errorf("%w; or pass --state DIR to prune a stopped crowd's follow graph", err)
+			}
+			return err
+		}
+	}
+	writePruned(stdout, res, f.olderThan, f.dryRun, time.Now())
+	return nil
+}
+
+// writePruned prints the stale Follows, oldest first, and what was done.
+func writePruned(w io.Writer, res inbox.PruneResult, olderThan time.Duration, dryRun bool, now time.Time) {
+	for _, r := range res.Stale {
+		fmt.Fprintf(w, "pending %s (since %s): %s → %s (%s)\n", now.Sub(r.Since).Round(time.Second),
+			r.Since.UTC().Format("2006-01-02 15:04:05"), r.Local, r.Remote, r.FollowID)
+	}
+	switch {
+	case len(res.Stale) == 0:
+		fmt.Fprintf(w, "no Follow pending for more than %v\n", olderThan)
+	case dryRun:
+		fmt.Fprintf(w, "%d Follows pending for more than %v (dry run: none removed)\n", len(res.Stale), olderThan)
+	default:
+		fmt.Fprintf(w, "%d Follows pending for more than %v: %d removed\n", len(res.Stale), olderThan, res.Removed)
+	}
+}

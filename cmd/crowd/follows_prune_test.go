@@ -1,0 +1,85 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// TestFollowsPrune: the crowd's Follows a server never answered are listed
+// and cleared, through the running crowd's admin API or on a stopped
+// crowd's state; answered ones stay.
+func TestFollowsPrune(t *testing.T) {
+	c := startTestCrowd(t)
+	alice := c.world.Origins[0].Actors[0].ID
+	g := c.world.Graph
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(g.AddFollowing(alice, "https://sut.test/users/never", "https://flood1.test/f/never"))
+	must(g.AddFollowing(alice, "https://sut.test/users/answered", "https://flood1.test/f/answered"))
+	if _, _, err := g.SetFollowingState("https://flood1.test/f/answered", actors.StateAccepted); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name    string
+		args    []string
+		say     string // in stdout
+		pending bool   // the unanswered Follow is still there after
+	}{
+		// Pending for less than an hour: not stale yet.
+		{"young", nil, "no Follow pending for more than 1h0m0s", true},
+		// A dry run lists it and removes nothing.
+		{"dry run", []string{"--older-than", "0s", "--dry-run"}, "1 Follows pending for more than 0s (dry run: none removed)", true},
+		// Pruned: gone; the accepted Follow stays.
+		{"pruned", []string{"--older-than", "0s"}, "1 Follows pending for more than 0s: 1 removed", false},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"follows", "prune", "--admin", c.admin}, step.args...)...)
+		if code != 0 || !strings.Contains(stdout, step.say) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q", step.name, code, stdout, stderr, step.say)
+		}
+		if _, ok := g.FollowingByRemote(alice, "https://sut.test/users/never"); ok != step.pending {
+			t.Errorf("%s: unanswered Follow present %v, want %v", step.name, ok, step.pending)
+		}
+		if r, ok := g.FollowingByRemote(alice, "https://sut.test/users/answered"); !ok || r.State != actors.StateAccepted {
+			t.Errorf("%s: the accepted Follow is %+v", step.name, r)
+		}
+	}
+
+	t.Run("stopped crowd's state", func(t *testing.T) {
+		state := t.TempDir()
+		sg, err := actors.OpenGraph(state, nil)
+		must(err)
+		must(sg.AddFollowing(alice, "https://sut.test/users/never", "https://flood1.test/f/never"))
+		sg.Close()
+		code, stdout, stderr := runCLI(t, "follows", "prune", "--state", state, "--older-than", "0s")
+		if code != 0 || !strings.Contains(stdout, "1 removed") || !strings.Contains(stdout, "https://sut.test/users/never") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		sg, err = actors.OpenGraph(state, nil)
+		must(err)
+		defer sg.Close()
+		if got := sg.PendingBefore(farFuture()); len(got) != 0 {
+			t.Errorf("still pending: %v", got)
+		}
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"follows"},
+			{"follows", "prune", "--older-than", "-1s", "--admin", c.admin},
+			{"follows", "prune", "extra"},
+		} {
+			if code, _, stderr := runCLI(t, args...); code != 2 {
+				t.Errorf("%q: exit %d (%s), want 2", args, code, stderr)
+			}
+		}
+	})
+}
+
+func farFuture() time.Time { return time.Now().Add(24 * time.Hour) }

@@ -1,0 +1,93 @@
+package flood
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Deviations are what a run changed from what it was asked (SCHEMA.md): the
+// activities it sent are not the mix its settings name. Two runs whose
+// deviations differ measured different work (see Comparable).
+type Deviations struct {
+	// FollowsDiverted is how many Creates were sent in place of a drawn
+	// Follow, because no crowd actor was left that did not follow the
+	// persona. Only sends count, never drafts left unsent.
+	FollowsDiverted int64 `json:"follows_diverted"`
+	// PersonasWithoutPosts names the personas with no post to like while
+	// the mix has Likes: they were sent Creates and Follows instead.
+	PersonasWithoutPosts []string `json:"personas_without_posts,omitempty"`
+}
+
+// Empty reports whether the run did what it was asked.
+func (d Deviations) Empty() bool {
+	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0
+}
+
+// merge adds o's deviations (a run of another generator) to d's.
+func (d *Deviations) merge(o Deviations) {
+	d.FollowsDiverted += o.FollowsDiverted
+	for _, p := range o.PersonasWithoutPosts {
+		if !slices.Contains(d.PersonasWithoutPosts, p) {
+			d.PersonasWithoutPosts = append(d.PersonasWithoutPosts, p)
+		}
+	}
+	slices.Sort(d.PersonasWithoutPosts)
+}
+
+// Lines says each deviation in a sentence, for the table and the report.
+func (d Deviations) Lines() []string {
+	var out []string
+	if d.FollowsDiverted > 0 {
+		out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor already followed the persona drawn",
+			d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow was", "Follows were"), plural(int(d.FollowsDiverted), "a Create", "Creates")))
+	}
+	if n := len(d.PersonasWithoutPosts); n > 0 {
+		names := d.PersonasWithoutPosts
+		more := ""
+		if n > 5 {
+			names, more = names[:5], fmt.Sprintf(" and %d more", n-5)
+		}
+		out = append(out, fmt.Sprintf("%d %s no post to like (%s%s): sent Creates and Follows instead of Likes",
+			n, plural(n, "persona had", "personas had"), strings.Join(names, ", "), more))
+	}
+	return out
+}
+
+// short is the deviations in a few words, for the runs.md row.
+func (d Deviations) short() string {
+	var parts []string
+	if d.FollowsDiverted > 0 {
+		parts = append(parts, fmt.Sprintf("%d Follows sent as Creates", d.FollowsDiverted))
+	}
+	if n := len(d.PersonasWithoutPosts); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// diff names how a's deviations and b's differ enough to change the mix:
+// the share of sends diverted by more than a percentage point, or another
+// set of personas without posts. Nil when they measured the same mix.
+func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
+	var d []string
+	share := func(n, of int64) float64 {
+		if of <= 0 {
+			return 0
+		}
+		return float64(n) / float64(of)
+	}
+	sa, sb := share(a.FollowsDiverted, sentA), share(b.FollowsDiverted, sentB)
+	if (a.FollowsDiverted > 0 || b.FollowsDiverted > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
+		d = append(d, fmt.Sprintf("Follows sent as Creates %d (%s of sends) ≠ %d (%s)", a.FollowsDiverted, fmtShare(sa), b.FollowsDiverted, fmtShare(sb)))
+	}
+	if !slices.Equal(a.PersonasWithoutPosts, b.PersonasWithoutPosts) {
+		d = append(d, fmt.Sprintf("personas without posts (no Likes) %d ≠ %d", len(a.PersonasWithoutPosts), len(b.PersonasWithoutPosts)))
+	}
+	return d
+}
+
+// divertedShareTolerance is the difference in the share of sends diverted
+// from Follows to Creates that two runs may have and still be the same mix:
+// one percentage point moves a default mix's Follow share (10 %) by a tenth.
+const divertedShareTolerance = 0.01

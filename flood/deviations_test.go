@@ -1,0 +1,57 @@
+package flood
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDeviationsAreShownEverywhere: what a run changed from what it was
+// asked, and its seed, are in every rendering of its record, and merge.
+func TestDeviationsAreShownEverywhere(t *testing.T) {
+	mk := func(shard string, dev Deviations) *Record {
+		res := fakeResult(t0, 5*time.Second, map[string]*Stats{"Create": fakeStats(100, func(int) time.Duration { return time.Millisecond }, always(Class202))})
+		r := mustRecord(t, res, Settings{Arrivals: "constant", Mix: "create=1,like=1,follow=1", Shard: shard})
+		r.Parts[0].Seed = 42
+		r.Deviations = dev
+		return roundTrip(t, r)
+	}
+	r := mk("", Deviations{FollowsDiverted: 3, PersonasWithoutPosts: []string{"b@sut.test", "a@sut.test"}})
+	var table, md, html bytes.Buffer
+	for _, err := range []error{WriteTable(&table, r), WriteMarkdown(&md, r, "x.json"), WriteHTML(&html, r)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		where, text, want string
+	}{
+		{"table", table.String(), "seed 42 (--seed replays the draws)"},
+		{"table", table.String(), "CHANGED: 3 Follows were sent as Creates"},
+		{"table", table.String(), "CHANGED: 2 personas had no post to like (b@sut.test, a@sut.test)"},
+		{"runs.md row", r.MarkdownRow("x.json"), "(changed: 3 Follows sent as Creates, 2 personas without posts)"},
+		{"markdown", md.String(), "**Changed from what was asked**: 3 Follows were sent as Creates"},
+		{"html", html.String(), `id="changed"`},
+		{"html", html.String(), "<li>3 Follows were sent as Creates"},
+		{"html", html.String(), "seed 42"},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s lacks %q:\n%s", c.where, c.want, c.text)
+		}
+	}
+	// A run that did what it was asked says nothing of the kind.
+	var plain bytes.Buffer
+	if err := WriteTable(&plain, mk("", Deviations{})); err != nil || strings.Contains(plain.String(), "CHANGED") {
+		t.Errorf("a run without deviations: %v\n%s", err, plain.String())
+	}
+	// Shards merge: the diverted Follows add up, the personas unite.
+	m, err := Merge(mk("1/2", Deviations{FollowsDiverted: 1, PersonasWithoutPosts: []string{"a@sut.test"}}),
+		mk("2/2", Deviations{FollowsDiverted: 2, PersonasWithoutPosts: []string{"c@sut.test", "a@sut.test"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.Deviations; d.FollowsDiverted != 3 || strings.Join(d.PersonasWithoutPosts, " ") != "a@sut.test c@sut.test" {
+		t.Errorf("merged deviations %+v", d)
+	}
+}
