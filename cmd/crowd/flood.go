@@ -574,7 +574,7 @@ func (f *floodFlags) standaloneEnv(ctx context.Context, log *zap.Logger) (*flood
 		Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}}
 	// The in-process crowd logs only what needs attention: the flood's
 	// output is the report.
-	quiet := log.Named("crowd").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	quiet := quietLogger(log.Named("crowd"))
 	wcfg.Logger = log.Named("crowd") // but a first start's key making is worth seeing
 	cw, err := startWorld(ctx, quiet, wcfg, pcfg)
 	if err != nil {
@@ -971,4 +971,14 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// quietLogger is log raised to warnings, or log itself when --log-level
+// already asks for less: zap refuses, and complains on stderr, to "increase"
+// to a level below the one set.
+func quietLogger(log *zap.Logger) *zap.Logger {
+	if !log.Core().Enabled(zap.InfoLevel) {
+		return log
+	}
+	return log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
 }
