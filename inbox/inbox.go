@@ -24,6 +24,10 @@
 // them the same way. Deliveries to the crowd's own origins are served
 // in-process (still signed and verified) unless Config.NetworkSelfDelivery.
 //
+// Every GET the inbox makes (keys while verifying, actors to deliver to,
+// lookups) goes through one apclient.Fetcher, signed by the instance actor
+// of the origin concerned.
+//
 // Every activity in and out goes to the ActivityLog, which the admin routes
 // (AdminRoutes) serve as JSON and as a live Server-Sent Events stream.
 package inbox
