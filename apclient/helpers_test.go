@@ -3,17 +3,15 @@ package apclient
 import (
 	"context"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/crowdfed/crowd/internal/testkeys"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -21,27 +19,10 @@ import (
 const instanceKeyID = "https://crowd.test/actor#main-key"
 
 func loadKey(t testing.TB, name string) *rsa.PrivateKey {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(b)
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(*rsa.PrivateKey)
+	return testkeys.RSA(t, filepath.Join("testdata", name))
 }
 
-func pubPEM(t testing.TB, k *rsa.PrivateKey) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-}
+func pubPEM(t testing.TB, k *rsa.PrivateKey) string { return testkeys.PublicPEM(t, &k.PublicKey) }
 
 // server is a real HTTP server that records every request it receives,
 // as it arrived, before its handler answers.
