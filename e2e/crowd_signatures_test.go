@@ -2,19 +2,25 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/signing"
 )
 
 // TestCrowdSignaturesPassIndependentVerifiers signs what the crowd sends
 // (a Create POST to an inbox, a GET of an actor) with the crowd's own
-// signer and actor keys, and has every verifier nobody here wrote judge
+// signer and actor keys (the GET through apclient, as every fetch goes,
+// captured on the wire), and has every verifier nobody here wrote judge
 // it: Misskey's, Joyent's, activitypub-http-signatures and python3-httpsig.
 // A tampered copy must be refused by each, so the test can fail.
 func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
@@ -36,15 +42,14 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 
 	dump := func(method, url string, body []byte, tamper func(map[string]any)) []byte {
 		t.Helper()
-		req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+		var req *http.Request
 		if method == http.MethodPost {
-			err = signer.SignPost(req, body, alice.KeyID, alice.Key)
+			req, _ = http.NewRequest(method, url, bytes.NewReader(body))
+			if err := signer.SignPost(req, body, alice.KeyID, alice.Key); err != nil {
+				t.Fatal(err)
+			}
 		} else {
-			req.Header.Set("Accept", signing.AcceptActivity)
-			err = signer.SignGet(req, world.Origins[0].Instance.KeyID, world.Origins[0].Instance.Key)
-		}
-		if err != nil {
-			t.Fatal(err)
+			req = fetchedGet(t, signer, world.Origins[0].Instance, url)
 		}
 		raw, err := signing.DumpRequest(req, body)
 		if err != nil {
@@ -72,6 +77,9 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 		{"the same POST with its body changed", dump("POST", "https://sut.test/inbox", body, func(m map[string]any) {
 			m["body"] = string(bytes.Replace(body, []byte("Create"), []byte("Delete"), 1))
 		}), 1},
+		{"the same GET replayed to another actor", dump("GET", "https://sut.test/users/load0", nil, func(m map[string]any) {
+			m["url"] = "https://sut.test/users/load1"
+		}), 1},
 		{"the same POST replayed to another path", dump("POST", "https://sut.test/inbox", body, func(m map[string]any) {
 			m["url"] = "https://sut.test/users/load1/inbox"
 		}), 1},
@@ -95,4 +103,27 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fetchedGet is the GET of url as the crowd's one ActivityPub client sends
+// it, signed as the instance actor inst, captured as it arrived at a server
+// that every host name dials (an https URL spoken in plain HTTP on it).
+func fetchedGet(t *testing.T, signer *signing.Signer, inst *actors.Actor, url string) *http.Request {
+	t.Helper()
+	captured := make(chan *http.Request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		captured <- r.Clone(context.Background())
+		w.Header().Set("Content-Type", "application/activity+json")
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	f := apclient.New(apclient.Options{Client: &http.Client{Transport: &http.Transport{DialContext: dial, DialTLSContext: dial}},
+		Signer: signer, As: apclient.SignAs(apclient.Identity{KeyID: inst.KeyID, Key: inst.Key})})
+	if _, err := f.Get(context.Background(), url, ""); err != nil {
+		t.Fatal(err)
+	}
+	return <-captured
 }

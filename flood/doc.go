@@ -12,8 +12,9 @@
 //     uniform; a Registrar records the Follows in the crowd's graph off
 //     the send path.
 //   - Personas (personas.go): the targets, discovered by WebFinger and
-//     signed fetches of their actors and outboxes, or the crowd's own
-//     actors for a self-flood.
+//     signed fetches of their actors and outboxes (through apclient, the
+//     crowd's one ActivityPub client), or the crowd's own actors for a
+//     self-flood.
 //   - Signing modes (source.go): Pipeline (background signers keep a
 //     buffer full: the default), Presign (all before the run), JIT (in the
 //     dispatcher), each a Source.

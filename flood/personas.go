@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/signing"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -214,6 +214,10 @@ func Discover(ctx context.Context, accts []string, o DiscoverOptions) ([]*Person
 	if o.Inbox == "" {
 		o.Inbox = InboxAuto
 	}
+	// One fetcher for every lookup: GETs signed as the given actor, each
+	// bounded by Timeout and maxDocBytes, redirects kept on the persona's host.
+	f := apclient.New(apclient.Options{Client: o.Client, Signer: o.Signer,
+		As: apclient.SignAs(apclient.Identity{KeyID: o.KeyID, Key: o.Key}), MaxBodyBytes: maxDocBytes, Timeout: o.Timeout})
 	type result struct {
 		p    *Persona
 		warn []string
@@ -233,7 +237,7 @@ func Discover(ctx context.Context, accts []string, o DiscoverOptions) ([]*Person
 				return
 			}
 			defer func() { <-sem }()
-			d := discoverer{o: o}
+			d := discoverer{o: o, f: f}
 			res[i].p, res[i].err = d.persona(ctx, acct)
 			res[i].warn = d.warn
 		}()
@@ -262,19 +266,8 @@ func Discover(ctx context.Context, accts []string, o DiscoverOptions) ([]*Person
 // discoverer looks up one persona.
 type discoverer struct {
 	o    DiscoverOptions
+	f    *apclient.Fetcher
 	warn []string
-}
-
-// actorDoc is what discovery reads of an actor document.
-type actorDoc struct {
-	ID        string `json:"id"`
-	Type      any    `json:"type"`
-	Inbox     string `json:"inbox"`
-	Outbox    string `json:"outbox"`
-	Followers string `json:"followers"`
-	Endpoints struct {
-		SharedInbox string `json:"sharedInbox"`
-	} `json:"endpoints"`
 }
 
 func (d *discoverer) persona(ctx context.Context, acct string) (*Persona, error) {
@@ -283,20 +276,14 @@ func (d *discoverer) persona(ctx context.Context, acct string) (*Persona, error)
 		return nil, fmt.Errorf("persona %s: %w", acct, err)
 	}
 	acct = user + "@" + host
-	wctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
-	jrd, err := webfinger.Lookup(wctx, d.o.Client, acct)
-	cancel()
+	jrd, err := webfinger.Lookup(ctx, d.f, acct)
 	if err != nil {
 		return nil, fmt.Errorf("persona %s: %w", acct, err)
 	}
 	self := jrd.Self()
-	body, err := d.get(ctx, self)
+	doc, err := d.f.Actor(ctx, self)
 	if err != nil {
 		return nil, fmt.Errorf("persona %s: actor %s: %w", acct, self, err)
-	}
-	var doc actorDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("persona %s: actor %s is not JSON: %v", acct, self, err)
 	}
 	if doc.ID == "" {
 		doc.ID = self
@@ -304,10 +291,10 @@ func (d *discoverer) persona(ctx context.Context, acct string) (*Persona, error)
 	if doc.ID != self {
 		d.warn = append(d.warn, fmt.Sprintf("persona %s: WebFinger names %s but the actor's id is %s; using the id", acct, self, doc.ID))
 	}
-	p := &Persona{Acct: acct, ID: doc.ID, Inbox: doc.Inbox, SharedInbox: doc.Endpoints.SharedInbox,
+	p := &Persona{Acct: acct, ID: doc.ID, Inbox: doc.Inbox, SharedInbox: doc.SharedInbox,
 		Outbox: doc.Outbox, Followers: doc.Followers}
 	for _, u := range []*string{&p.Inbox, &p.SharedInbox, &p.Outbox, &p.Followers} {
-		if *u != "" && !isHTTPURL(*u) {
+		if *u != "" && !apclient.IsHTTPURL(*u) {
 			d.warn = append(d.warn, fmt.Sprintf("persona %s: ignoring %q, which is not an http(s) URL", acct, *u))
 			*u = ""
 		}
@@ -329,92 +316,19 @@ func (d *discoverer) persona(ctx context.Context, acct string) (*Persona, error)
 	return p, nil
 }
 
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-}
-
-// collectionDoc is what discovery reads of an outbox and its pages.
-type collectionDoc struct {
-	First        json.RawMessage   `json:"first"`
-	Next         json.RawMessage   `json:"next"`
-	OrderedItems []json.RawMessage `json:"orderedItems"`
-	Items        []json.RawMessage `json:"items"`
-}
-
-// posts reads up to MaxPosts post ids from the outbox: its inline items,
-// then its first page and the pages after it (up to MaxPages pages).
+// posts reads up to MaxPosts post ids from the outbox's items, through
+// its pages (up to MaxPages).
 func (d *discoverer) posts(ctx context.Context, outbox string) ([]string, error) {
 	var ids []string
 	seen := map[string]bool{}
-	next := outbox
-	var inline json.RawMessage
-	for pages := 0; pages <= d.o.MaxPages && len(ids) < d.o.MaxPosts; pages++ {
-		var body []byte
-		if inline != nil {
-			body, inline = inline, nil
-		} else {
-			if next == "" || seen["page "+next] {
-				break
-			}
-			seen["page "+next] = true
-			b, err := d.get(ctx, next)
-			if err != nil {
-				if pages == 0 {
-					return nil, err
-				}
-				break // what the first pages gave is enough
-			}
-			body = b
+	err := d.f.Items(ctx, outbox, d.o.MaxPages, func(it json.RawMessage) bool {
+		if id := postID(it); id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
-		var c collectionDoc
-		if err := json.Unmarshal(body, &c); err != nil {
-			if pages == 0 {
-				return nil, fmt.Errorf("not a collection: %v", err)
-			}
-			break
-		}
-		for _, it := range append(c.OrderedItems, c.Items...) {
-			if id := postID(it); id != "" && !seen[id] && len(ids) < d.o.MaxPosts {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		// The collection points at its first page, a page at the next one;
-		// either may be a URL or embedded.
-		link := c.Next
-		if pages == 0 && len(c.First) > 0 {
-			link = c.First
-		}
-		next = ""
-		if s, ok := linkURL(link); ok {
-			next = s
-		} else if len(link) > 0 && link[0] == '{' {
-			inline = link
-		}
-	}
-	return ids, nil
-}
-
-// linkURL reads a link that is a URL string (or an object with only an
-// id, as some servers write a first page that is not embedded).
-func linkURL(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, s != ""
-	}
-	var o struct {
-		ID    string            `json:"id"`
-		Items []json.RawMessage `json:"items"`
-		OI    []json.RawMessage `json:"orderedItems"`
-	}
-	if json.Unmarshal(raw, &o) == nil && o.ID != "" && o.Items == nil && o.OI == nil {
-		return o.ID, true
-	}
-	return "", false
+		return len(ids) < d.o.MaxPosts
+	})
+	return ids, err
 }
 
 // postID is the id of the persona's post an outbox item stands for: the
@@ -423,7 +337,7 @@ func linkURL(raw json.RawMessage) (string, bool) {
 func postID(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		if isHTTPURL(s) {
+		if apclient.IsHTTPURL(s) {
 			return s
 		}
 		return ""
@@ -440,7 +354,7 @@ func postID(raw json.RawMessage) string {
 	case "Create":
 		var id string
 		if json.Unmarshal(it.Object, &id) == nil {
-			if isHTTPURL(id) {
+			if apclient.IsHTTPURL(id) {
 				return id
 			}
 			return ""
@@ -448,12 +362,12 @@ func postID(raw json.RawMessage) string {
 		var obj struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal(it.Object, &obj) == nil && isHTTPURL(obj.ID) {
+		if json.Unmarshal(it.Object, &obj) == nil && apclient.IsHTTPURL(obj.ID) {
 			return obj.ID
 		}
 		return ""
 	case "Note", "Article", "Question", "Page", "Image", "Video", "Audio", "Event":
-		if isHTTPURL(it.ID) {
+		if apclient.IsHTTPURL(it.ID) {
 			return it.ID
 		}
 	}
@@ -472,37 +386,4 @@ func typeName(t any) string {
 		}
 	}
 	return ""
-}
-
-// get makes a signed GET of an ActivityPub document, bounded by the
-// per-request timeout, and returns its body when the answer is 200.
-func (d *discoverer) get(ctx context.Context, target string) ([]byte, error) {
-	if !isHTTPURL(target) {
-		return nil, fmt.Errorf("%q is not an http(s) URL", target)
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.o.Signer.SignGet(req, d.o.KeyID, d.o.Key); err != nil {
-		return nil, fmt.Errorf("sign GET: %w", err)
-	}
-	resp, err := d.o.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(body) > maxDocBytes {
-		return nil, fmt.Errorf("document larger than %d bytes", maxDocBytes)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)])))
-	}
-	return body, nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -445,7 +446,7 @@ func FuzzOutboxItem(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if id := postID(b); id != "" && !isHTTPURL(id) {
+		if id := postID(b); id != "" && !apclient.IsHTTPURL(id) {
 			t.Fatalf("postID(%q) = %q, not an http(s) URL", b, id)
 		}
 	})

@@ -426,7 +426,7 @@ func (in *Inbox) resolveTarget(ctx context.Context, g *dialguard.Guard, from *ac
 	if doc.ID != "" && doc.ID != t.id {
 		return t, fmt.Errorf("%w: the document at %s has id %s", ErrTarget, t.id, doc.ID)
 	}
-	t.inbox, t.sharedInbox = doc.Inbox, doc.Endpoints.SharedInbox
+	t.inbox, t.sharedInbox = doc.Inbox, doc.SharedInbox
 	if t.handle == "" {
 		t.handle = "@" + doc.PreferredUsername + "@" + actors.HostOf(t.id)
 	}

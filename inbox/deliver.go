@@ -14,12 +14,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 )
 
 // errPermanent marks a delivery failure that no retry can fix (the
@@ -343,49 +343,16 @@ func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox strin
 	return res, nil
 }
 
-// fetched is the answer to a signed GET.
-type fetched struct {
-	URL         string // the final URL, after redirects
-	Status      int
-	ContentType string
-	Body        []byte
-}
-
-// fetch GETs target signed by as (normally an instance actor), asking for
-// an ActivityPub document. A crowd actor's document is rendered in-process.
-// The error is set only when there was no answer.
-func (in *Inbox) fetch(ctx context.Context, as *actors.Actor, target string) (fetched, error) {
+// fetch GETs target signed by as (an origin's instance actor), asking for
+// an ActivityPub document, and returns the answer whatever its status. A
+// crowd actor's document is rendered in-process. The error is set only when
+// there was no usable answer.
+func (in *Inbox) fetch(ctx context.Context, as *actors.Actor, target string) (apclient.Response, error) {
 	if a, ok := in.crowdActor(target); ok {
 		b, err := actors.MarshalDoc(a.Document())
-		return fetched{URL: target, Status: http.StatusOK, ContentType: actors.ContentTypeActivity, Body: b}, err
+		return apclient.Response{URL: target, Status: http.StatusOK, ContentType: actors.ContentTypeActivity, Body: b}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return fetched{}, fmt.Errorf("GET %s: %w", target, err)
-	}
-	if err := in.signer.SignGet(req, as.KeyID, as.Key); err != nil {
-		return fetched{}, fmt.Errorf("signing GET %s: %w", target, err)
-	}
-	resp, err := in.client.Do(req)
-	if err != nil {
-		return fetched{}, fmt.Errorf("GET %s: %w", target, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fetched{}, fmt.Errorf("GET %s: reading: %w", target, err)
-	}
-	return fetched{URL: resp.Request.URL.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: b}, nil
-}
-
-// actorInboxes is what delivery needs from an actor document.
-type actorInboxes struct {
-	ID        string `json:"id"`
-	Inbox     string `json:"inbox"`
-	Endpoints struct {
-		SharedInbox string `json:"sharedInbox"`
-	} `json:"endpoints"`
-	PreferredUsername string `json:"preferredUsername"`
+	return in.fetcher.Do(context.WithValue(ctx, originKey{}, as.Origin), target, "")
 }
 
 // inboxOf finds where to deliver to actorID: a crowd actor's inbox from
@@ -405,7 +372,7 @@ func (in *Inbox) inboxOf(ctx context.Context, from *actors.Actor, actorID string
 	}
 	inbox := doc.Inbox
 	if inbox == "" {
-		inbox = doc.Endpoints.SharedInbox
+		inbox = doc.SharedInbox
 	}
 	if inbox == "" {
 		return "", fmt.Errorf("%w: the actor document of %s names no inbox", errPermanent, actorID)
@@ -414,68 +381,19 @@ func (in *Inbox) inboxOf(ctx context.Context, from *actors.Actor, actorID string
 	return inbox, nil
 }
 
-func (in *Inbox) fetchActor(ctx context.Context, as *actors.Actor, actorID string) (actorInboxes, error) {
-	f, err := in.fetch(ctx, as, actorID)
-	if err != nil {
-		return actorInboxes{}, fmt.Errorf("fetching the actor %s: %w", actorID, err)
+// fetchActor fetches a remote actor's document signed by as. A failure no
+// retry can fix (the actor is gone, the document is not an actor's) wraps
+// errPermanent.
+func (in *Inbox) fetchActor(ctx context.Context, as *actors.Actor, actorID string) (apclient.Actor, error) {
+	doc, err := in.fetcher.Actor(context.WithValue(ctx, originKey{}, as.Origin), actorID)
+	switch code := apclient.StatusCode(err); {
+	case err == nil:
+		return doc, nil
+	case code == http.StatusNotFound || code == http.StatusGone:
+		return doc, fmt.Errorf("%w: the actor %s is gone (HTTP %d)", errPermanent, actorID, code)
+	case errors.Is(err, apclient.ErrDocument), errors.Is(err, apclient.ErrContentType),
+		errors.Is(err, apclient.ErrNotHTTP), errors.Is(err, apclient.ErrTooLarge):
+		return doc, fmt.Errorf("%w: the actor document of %s: %w", errPermanent, actorID, err)
 	}
-	switch {
-	case f.Status == http.StatusNotFound || f.Status == http.StatusGone:
-		return actorInboxes{}, fmt.Errorf("%w: the actor %s is gone (HTTP %d)", errPermanent, actorID, f.Status)
-	case f.Status != http.StatusOK:
-		return actorInboxes{}, fmt.Errorf("fetching the actor %s: HTTP %d", actorID, f.Status)
-	}
-	var doc actorInboxes
-	if err := json.Unmarshal(f.Body, &doc); err != nil {
-		return actorInboxes{}, fmt.Errorf("%w: the actor document of %s is not JSON: %v", errPermanent, actorID, err)
-	}
-	return doc, nil
-}
-
-// ttlCache is a small bounded map with expiry (actor id → inbox).
-type ttlCache struct {
-	mu    sync.Mutex
-	max   int
-	ttl   time.Duration
-	items map[string]ttlItem
-}
-
-type ttlItem struct {
-	v       string
-	expires time.Time
-}
-
-func newTTLCache(max int, ttl time.Duration) *ttlCache {
-	return &ttlCache{max: max, ttl: ttl, items: map[string]ttlItem{}}
-}
-
-func (c *ttlCache) get(k string, now time.Time) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	it, ok := c.items[k]
-	if !ok || now.After(it.expires) {
-		return "", false
-	}
-	return it.v, true
-}
-
-func (c *ttlCache) put(k, v string, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.items) >= c.max {
-		// Drop expired entries; if none, drop an arbitrary one. The cache
-		// only saves fetches, so losing an entry costs one GET.
-		for key, it := range c.items {
-			if now.After(it.expires) {
-				delete(c.items, key)
-			}
-		}
-		for key := range c.items {
-			if len(c.items) < c.max {
-				break
-			}
-			delete(c.items, key)
-		}
-	}
-	c.items[k] = ttlItem{v: v, expires: now.Add(c.ttl)}
+	return doc, fmt.Errorf("fetching the actor %s: %w", actorID, err)
 }

@@ -273,27 +273,38 @@ func TestEnqueueValidation(t *testing.T) {
 }
 
 // TestDeliveryToVanishedActor: a recipient whose actor document is gone
-// (404) is given up at once, with the reason; /api/deliveries shows the
-// queue while it waits.
+// (404), or is not an ActivityPub document, is given up at once, with the
+// reason; /api/deliveries shows the queue while it waits.
 func TestDeliveryToVanishedActor(t *testing.T) {
-	f := newFixture(t, false)
-	alice := f.actor("alice@flood1.test")
-	err := f.in.Enqueue(Delivery{From: alice.ID, To: remoteID("ghost"),
-		Activity: []byte(`{"id":"https://flood1.test/users/alice#x","type":"Accept","actor":"https://flood1.test/users/alice","object":"https://example.com/f/1"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pending []Delivery
-	getJSON(t, adminServer(t, f).URL+"/api/deliveries", &pending)
-	if len(pending) != 1 || pending[0].To != remoteID("ghost") || pending[0].Type != "Accept" {
-		t.Fatalf("pending: %+v", pending)
-	}
-	if err := f.in.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "giving up", func() bool { return len(f.in.Pending()) == 0 })
-	out := f.entries(Filter{Direction: DirOut})
-	if len(out) != 1 || out[0].Verdict != VerdictGaveUp || !strings.Contains(out[0].Reason, "gone (HTTP 404)") {
-		t.Errorf("log: %+v", out)
+	for _, tc := range []struct {
+		name, to, reason string
+	}{
+		// No such actor: no retry brings it back.
+		{"404", "ghost", "gone (HTTP 404)"},
+		// Served as application/json: Mastodon refuses the document, and so does the crowd.
+		{"wrong Content-Type", "badguy", "Content-Type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			alice := f.actor("alice@flood1.test")
+			err := f.in.Enqueue(Delivery{From: alice.ID, To: remoteID(tc.to),
+				Activity: []byte(`{"id":"https://flood1.test/users/alice#x","type":"Accept","actor":"https://flood1.test/users/alice","object":"https://example.com/f/1"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pending []Delivery
+			getJSON(t, adminServer(t, f).URL+"/api/deliveries", &pending)
+			if len(pending) != 1 || pending[0].To != remoteID(tc.to) || pending[0].Type != "Accept" {
+				t.Fatalf("pending: %+v", pending)
+			}
+			if err := f.in.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "giving up", func() bool { return len(f.in.Pending()) == 0 })
+			out := f.entries(Filter{Direction: DirOut})
+			if len(out) != 1 || out[0].Verdict != VerdictGaveUp || !strings.Contains(out[0].Reason, tc.reason) {
+				t.Errorf("log: %+v", out)
+			}
+		})
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
+	"github.com/crowdfed/crowd/internal/testkeys"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -66,27 +65,10 @@ func openWorld(t testing.TB, stateDir string) *actors.World {
 }
 
 func loadRemoteKey(t testing.TB, name string) *rsa.PrivateKey {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "remote", name+".pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(b)
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(*rsa.PrivateKey)
+	return testkeys.RSA(t, filepath.Join("testdata", "remote", name+".pem"))
 }
 
-func pubPEM(t testing.TB, k *rsa.PrivateKey) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-}
+func pubPEM(t testing.TB, k *rsa.PrivateKey) string { return testkeys.PublicPEM(t, &k.PublicKey) }
 
 // received is one request the remote server got, with its verdict on the
 // signature (checked with signing.Verifier, as a real server would).

@@ -24,6 +24,10 @@
 // them the same way. Deliveries to the crowd's own origins are served
 // in-process (still signed and verified) unless Config.NetworkSelfDelivery.
 //
+// Every GET the inbox makes (keys while verifying, actors to deliver to,
+// lookups) goes through one apclient.Fetcher, signed by the instance actor
+// of the origin concerned.
+//
 // Every activity in and out goes to the ActivityLog, which the admin routes
 // (AdminRoutes) serve as JSON and as a live Server-Sent Events stream.
 package inbox
@@ -45,6 +49,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/dialguard"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -124,14 +129,15 @@ type Inbox struct {
 	cfg      Config
 	world    *actors.World
 	log      *zap.Logger
-	client   *http.Client
+	client   *http.Client      // deliveries (POSTs)
+	fetcher  *apclient.Fetcher // every GET: keys, actors, WebFinger
 	signer   *signing.Signer
 	keys     *signing.KeyCache
 	verifier *signing.Verifier
 	alog     *ActivityLog
 	queue    *queue
 	metrics  *metrics
-	inboxes  *ttlCache
+	inboxes  *inboxCache
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -198,10 +204,10 @@ func New(cfg Config) (*Inbox, error) {
 		cfg.Log.Logger = cfg.Logger
 	}
 	in := &Inbox{cfg: cfg, world: cfg.World, log: cfg.Logger, client: cfg.Client, signer: cfg.Signer,
-		now: cfg.Now, inboxes: newTTLCache(10000, 10*time.Minute), done: make(chan struct{})}
+		now: cfg.Now, inboxes: newInboxCache(10000, 10*time.Minute), done: make(chan struct{})}
+	in.fetcher = apclient.New(apclient.Options{Client: cfg.Client, Signer: cfg.Signer, As: in.fetchAs})
 	in.keys = signing.NewKeyCache(signing.KeyCacheOptions{
-		Client:     cfg.Client,
-		SignGet:    in.signFetch,
+		Fetcher:    in.fetcher,
 		TTL:        cfg.KeyTTL,
 		MaxEntries: cfg.KeyCacheSize,
 		Now:        cfg.Now,
@@ -297,19 +303,20 @@ func (in *Inbox) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// originKey carries the receiving origin in a request's context, so key
-// fetches are signed by that origin's instance actor.
+// originKey carries an origin in a request's context, so the GETs made for
+// it (key fetches while verifying what it received, actor fetches for what
+// it sends) are signed by that origin's instance actor.
 type originKey struct{}
 
-// signFetch signs a key fetch as the instance actor of the origin that
-// received the request being verified (the first origin otherwise):
-// GoToSocial and Mastodon in authorized-fetch mode refuse unsigned GETs.
-func (in *Inbox) signFetch(req *http.Request) error {
+// fetchAs is the fetcher's signing identity for a GET: the instance actor
+// of the origin in its context (the first origin otherwise). GoToSocial and
+// Mastodon in authorized-fetch mode refuse unsigned GETs.
+func (in *Inbox) fetchAs(req *http.Request) apclient.Identity {
 	o, ok := req.Context().Value(originKey{}).(*actors.Origin)
 	if !ok || o == nil {
 		o = in.world.Origins[0]
 	}
-	return in.signer.SignGet(req, o.Instance.KeyID, o.Instance.Key)
+	return apclient.Identity{KeyID: o.Instance.KeyID, Key: o.Instance.Key}
 }
 
 // resolveKey resolves the crowd's own keys from the world, with no HTTP:

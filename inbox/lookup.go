@@ -117,7 +117,7 @@ func (in *Inbox) webfinger(ctx context.Context, acct string) (webfinger.JRD, err
 		}
 		return webfinger.Describe(a), nil
 	}
-	return webfinger.Lookup(ctx, in.client, acct)
+	return webfinger.Lookup(ctx, in.fetcher, acct)
 }
 
 // actorTypes are the ActivityStreams actor types servers accept.

@@ -14,8 +14,9 @@
 // crypto/rsa or crypto/ed25519, the Digest against the body, Date, created
 // and expires against the Verifier's own clock and window, and, for RFC 9421 senders
 // (Signature-Input), a verifier of its own over fields parsed by httpsfv.
-// Keys come from a KeyResolver, normally a KeyCache that fetches keyIds with
-// a signed GET, caches them with a TTL in a bounded LRU (golang-lru; misses
+// Keys come from a KeyResolver, normally a KeyCache that fetches keyIds
+// through a KeyFetcher (apclient's signed GET, wired by the composition
+// root: signing imports no client of its own), caches them with a TTL in a bounded LRU (golang-lru; misses
 // shared through singleflight), and refetches once when a signature fails
 // (key rotation).
 //

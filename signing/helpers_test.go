@@ -8,16 +8,15 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/testkeys"
 )
 
 // testKeys are fixed keys from testdata (generated once with openssl), so
@@ -37,27 +36,10 @@ func loadKeys(t testing.TB) testKeys {
 }
 
 func loadKey(t testing.TB, name string) crypto.Signer {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(b)
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(crypto.Signer)
+	return testkeys.Load(t, filepath.Join("testdata", name))
 }
 
-func pubPEM(t testing.TB, k crypto.PublicKey) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-}
+func pubPEM(t testing.TB, k crypto.PublicKey) string { return testkeys.PublicPEM(t, k) }
 
 // fakeResolver serves fixed keys; rotated, when set, is what a refresh returns.
 type fakeResolver struct {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -14,20 +12,31 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
-
-	"github.com/crowdfed/crowd/internal/redirect"
 )
+
+// KeyFetcher fetches the document a keyId names (the URL without its
+// #fragment) and returns the body of a 200 answer. The crowd's is
+// apclient.Fetcher: a GET signed as an instance actor (servers in
+// authorized-fetch mode refuse unsigned ones), with a body limit, and a
+// redirect to another host refused before the request leaves for it.
+// signing cannot import apclient (apclient signs through signing), so the
+// composition root wires one into KeyCacheOptions.
+type KeyFetcher interface {
+	FetchKey(ctx context.Context, url string) ([]byte, error)
+}
+
+// KeyFetcherFunc adapts a function to KeyFetcher.
+type KeyFetcherFunc func(ctx context.Context, url string) ([]byte, error)
+
+// FetchKey calls f.
+func (f KeyFetcherFunc) FetchKey(ctx context.Context, url string) ([]byte, error) { return f(ctx, url) }
 
 // KeyCacheOptions configures a KeyCache. Zero fields take the defaults shown.
 type KeyCacheOptions struct {
-	// Client fetches keys; default a client with a 10 s timeout. The cache
-	// uses a copy whose redirects are limited to the keyId's host
-	// (redirect.SameHost); the client given is left as it was.
-	Client *http.Client
-	// SignGet signs each key fetch (e.g. with the receiving origin's instance
-	// actor), since servers in authorized-fetch mode refuse unsigned GETs.
-	// Nil sends unsigned GETs.
-	SignGet func(*http.Request) error
+	// Fetcher fetches key and owner documents (required; without one every
+	// lookup fails with ErrKeyUnavailable). Its context carries the
+	// caller's values, so a fetcher can sign as the origin the caller names.
+	Fetcher KeyFetcher
 	// TTL is how long a fetched key is trusted; default 1 h.
 	TTL time.Duration
 	// NegativeTTL is how long a failed lookup is remembered, so a burst of
@@ -44,14 +53,12 @@ type KeyCacheOptions struct {
 	// Fetches are detached from the caller's context so that one impatient
 	// caller does not fail the others waiting on the same keyId.
 	Timeout time.Duration
-	// MaxBodyBytes bounds a fetched document; default 1 MiB.
-	MaxBodyBytes int64
 	// Now is the clock for TTLs; default time.Now.
 	Now func() time.Time
 }
 
-// KeyCache is a KeyResolver that fetches keyIds over HTTP(S) with an
-// (optionally signed) GET, and caches the result with a TTL in a bounded LRU.
+// KeyCache is a KeyResolver that fetches keyIds through its KeyFetcher
+// (normally a signed GET), and caches the result with a TTL in a bounded LRU.
 // Concurrent misses for the same keyId share one fetch. It is safe for
 // concurrent use.
 //
@@ -59,9 +66,9 @@ type KeyCacheOptions struct {
 // the key embedded (publicKey as an object or an array, or assertionMethod
 // Multikeys; the key whose id equals keyId is used, and its owner must be the
 // actor), or a standalone key document (id equal to keyId, with an owner). The
-// document's id must be on keyId's host, and a redirect to another host is
-// refused before the request leaves for it; a standalone key whose owner is on another host is accepted only
-// if the owner's actor document lists the same key.
+// document's id must be on keyId's host (that it was served from there is the
+// fetcher's redirect policy); a standalone key whose owner is on another host
+// is accepted only if the owner's actor document lists the same key.
 type KeyCache struct {
 	o KeyCacheOptions
 
@@ -84,10 +91,6 @@ type cacheEntry struct {
 
 // NewKeyCache returns a KeyCache for o.
 func NewKeyCache(o KeyCacheOptions) *KeyCache {
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 10 * time.Second}
-	}
-	o.Client = redirect.Client(o.Client)
 	if o.TTL <= 0 {
 		o.TTL = time.Hour
 	}
@@ -99,9 +102,6 @@ func NewKeyCache(o KeyCacheOptions) *KeyCache {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -217,36 +217,14 @@ func (c *KeyCache) fetchKey(ctx context.Context, keyID string) (PublicKey, error
 	return pk, nil
 }
 
-// get fetches an ActivityPub document, signed when SignGet is set. Redirects
-// to another host are refused by the client before they are followed: the
-// document must come from the keyId's origin, and the signed GET must not
-// reach a host it was not meant for.
+// get fetches the document at target through the KeyFetcher.
 func (c *KeyCache) get(ctx context.Context, target string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if c.o.Fetcher == nil {
+		return nil, fmt.Errorf("%w: GET %s: the key cache has no fetcher", ErrKeyUnavailable, target)
+	}
+	body, err := c.o.Fetcher.FetchKey(ctx, target)
 	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s: %v", ErrKeyUnavailable, target, err)
-	}
-	req.Header.Set("Accept", AcceptActivity)
-	if c.o.SignGet != nil {
-		if err := c.o.SignGet(req); err != nil {
-			return nil, fmt.Errorf("%w: signing GET %s: %w", ErrKeyUnavailable, target, err)
-		}
-	}
-	resp, err := c.o.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s: %w", ErrKeyUnavailable, target, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, fmt.Errorf("%w: GET %s: %s", ErrKeyUnavailable, target, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.o.MaxBodyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s: reading body: %w", ErrKeyUnavailable, target, err)
-	}
-	if int64(len(body)) > c.o.MaxBodyBytes {
-		return nil, fmt.Errorf("%w: GET %s: document larger than %d bytes", ErrKeyUnavailable, target, c.o.MaxBodyBytes)
+		return nil, fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
 	}
 	return body, nil
 }

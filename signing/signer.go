@@ -49,7 +49,7 @@ const (
 const (
 	// ContentTypeActivity is the Content-Type SignPost sets when none is set.
 	ContentTypeActivity = "application/activity+json"
-	// AcceptActivity is the Accept header SignGet (and KeyCache) send when none
+	// AcceptActivity is the Accept header SignGet (and apclient) send when none
 	// is set: both media types real servers serve actors under.
 	AcceptActivity = `application/activity+json, application/ld+json; profile="https://www.w3.org/ns/activitystreams"`
 	// DefaultUserAgent is used when SignerOptions.UserAgent is empty. GoToSocial

@@ -3,10 +3,9 @@ package webfinger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -21,34 +20,29 @@ func ParseAcct(s string) (user, host string, err error) {
 	return user, strings.ToLower(host), nil
 }
 
-// Lookup asks host's WebFinger endpoint (over https, as every server does)
-// about acct and returns its JRD. The JRD must have an ActivityPub self
-// link; errors name the account and what went wrong.
-func Lookup(ctx context.Context, c *http.Client, acct string) (JRD, error) {
+// Fetcher fetches a WebFinger answer: apclient.Fetcher's WebFinger, which
+// makes the GET of https://host/.well-known/webfinger?resource=acct:user@host
+// with its body limit and redirect policy, and fails on any answer but a 200
+// with an error that has a StatusCode() int method.
+type Fetcher interface {
+	WebFinger(ctx context.Context, user, host string) ([]byte, error)
+}
+
+// Lookup asks host's WebFinger endpoint about acct through f and returns
+// its JRD. The JRD must have an ActivityPub self link; errors name the
+// account and what went wrong, and a 404 wraps ErrNotFound.
+func Lookup(ctx context.Context, f Fetcher, acct string) (JRD, error) {
 	user, host, err := ParseAcct(acct)
 	if err != nil {
 		return JRD{}, err
 	}
-	u := "https://" + host + "/.well-known/webfinger?resource=" + url.QueryEscape("acct:"+user+"@"+host)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return JRD{}, err
-	}
-	req.Header.Set("Accept", "application/jrd+json, application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return JRD{}, fmt.Errorf("webfinger %s@%s: %w", user, host, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return JRD{}, fmt.Errorf("webfinger %s@%s: %w", user, host, err)
-	}
-	if resp.StatusCode == http.StatusNotFound {
+	body, err := f.WebFinger(ctx, user, host)
+	var status interface{ StatusCode() int }
+	if errors.As(err, &status) && status.StatusCode() == http.StatusNotFound {
 		return JRD{}, fmt.Errorf("%w: %s@%s: the server has no such account (404)", ErrNotFound, user, host)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return JRD{}, fmt.Errorf("webfinger %s@%s: HTTP %d: %s", user, host, resp.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)])))
+	if err != nil {
+		return JRD{}, fmt.Errorf("webfinger %s@%s: %w", user, host, err)
 	}
 	var jrd JRD
 	if err := json.Unmarshal(body, &jrd); err != nil {

@@ -1,5 +1,6 @@
 // Package webfinger serves the discovery documents of the crowd's origins
-// (WebFinger, host-meta, NodeInfo) and looks up accounts on other servers.
+// (WebFinger, host-meta, NodeInfo) and reads the JRDs of accounts on other
+// servers; the GET itself is apclient's (Lookup takes a Fetcher).
 package webfinger
 
 import (

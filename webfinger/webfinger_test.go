@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -145,6 +146,8 @@ func TestLookupAgainstARealTLSListener(t *testing.T) {
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
+	// The crowd's client: Lookup parses and judges, apclient fetches.
+	fetcher := apclient.New(apclient.Options{Client: client})
 	for _, c := range []struct {
 		acct, self, err string
 	}{
@@ -154,7 +157,7 @@ func TestLookupAgainstARealTLSListener(t *testing.T) {
 		{"mallory@flood1.test", "", "no such account"},                // 404
 		{"nobody", "", "name@host"},                                   // malformed
 	} {
-		jrd, err := Lookup(context.Background(), client, c.acct)
+		jrd, err := Lookup(context.Background(), fetcher, c.acct)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("Lookup(%q) err = %v, want %q", c.acct, err, c.err)
