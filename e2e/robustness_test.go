@@ -106,8 +106,9 @@ func (f *federation) crowdRelations(t *testing.T) map[string]string {
 // TestKill9DuringFloodLosesNothing kills, with SIGKILL, both `crowd
 // flood` and the `crowd serve` it drives, in the middle of a flood with
 // Follows in its mix, while the crowd holds queued Accepts (Fedify's inbox
-// is paused, so the Accepts of Fedify's follows of crowd actors wait in
-// the crowd's retry queue). Afterwards: the flood's last checkpoint is a
+// refuses Accepts, so the Accepts of Fedify's follows of crowd actors wait
+// in the crowd's retry queue, while it answers the flood's Follows, which
+// the flood registers once answered). Afterwards: the flood's last checkpoint is a
 // readable partial record; restarted on the same state, the crowd serves
 // the same public keys byte for byte, every follow it had recorded (Fedify
 // following crowd actors, and the flood's own Follows of Fedify's
@@ -117,7 +118,7 @@ func TestKill9DuringFloodLosesNothing(t *testing.T) {
 	targets := []string{"https://flood1.test/users/alice", "https://flood2.test/users/bob", "https://flood3.test/users/carol"}
 	const load0 = "https://sut.test/users/load0"
 
-	f.call(t, "POST", fedifyCtl+"/inbox/pause", map[string]int{"status": 503}, nil)
+	f.call(t, "POST", fedifyCtl+"/inbox/pause", map[string]any{"status": 503, "types": []string{"Accept"}}, nil)
 	for _, to := range targets {
 		if code := f.call(t, "POST", fedifyCtl+"/follow", map[string]string{"from": "load0", "to": to}, nil); code != 202 {
 			t.Fatalf("Fedify /follow %s: %d", to, code)

@@ -635,13 +635,6 @@ async function handle(req, res) {
   if (req.method !== 'POST' || !inboxPath.test(url.pathname)) {
     return writeResponse(res, await federation.fetch(request, { contextData: undefined }));
   }
-  // A paused inbox (POST /inbox/pause) answers every delivery with 503, as a server that is down
-  // or restarting does: tests use it to hold a sender's deliveries in its retry queue.
-  if (inboxPause.status !== 0) {
-    inboxPause.refused += 1;
-    res.writeHead(inboxPause.status, { 'content-type': 'text/plain', 'retry-after': '1' });
-    return res.end('inbox paused by the control API\n');
-  }
   let type = 'invalid';
   let id = null;
   try {
@@ -649,6 +642,14 @@ async function handle(req, res) {
     type = typeof json?.type === 'string' ? json.type : 'unknown';
     id = typeof json?.id === 'string' ? json.id : null;
   } catch { /* counted under "invalid" */ }
+  // A paused inbox (POST /inbox/pause) answers deliveries (every one, or those of the paused
+  // types) with 503, as a server that is down or restarting does: tests use it to hold a
+  // sender's deliveries in its retry queue.
+  if (inboxPause.status !== 0 && (inboxPause.types === null || inboxPause.types.includes(type))) {
+    inboxPause.refused += 1;
+    res.writeHead(inboxPause.status, { 'content-type': 'text/plain', 'retry-after': '1' });
+    return res.end('inbox paused by the control API\n');
+  }
   const store = { type, listened: false, path: url.pathname };
   const response = await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
   if (response.status >= 400 && response.status < 500) {
@@ -695,19 +696,25 @@ async function resolveActor(ctx, persona, to) {
   return actor;
 }
 
-/** The inbox pause set by the control API: status 0 is not paused. */
-const inboxPause = { status: 0, refused: 0 };
+/** The inbox pause set by the control API: status 0 is not paused; types null pauses every type. */
+const inboxPause = { status: 0, types: null, refused: 0 };
 
 const controlRoutes = {
   'GET /healthz': async () => [200, { ok: true }],
   'POST /inbox/pause': async (q, body) => {
     const status = body.status ?? 503;
     if (!Number.isInteger(status) || status < 400 || status > 599) return [400, { error: 'want {"status": 4xx or 5xx}' }];
+    const types = body.types ?? null;
+    if (types !== null && !(Array.isArray(types) && types.every((t) => typeof t === 'string'))) {
+      return [400, { error: 'want {"types": ["Accept", ...]} or no types' }];
+    }
     inboxPause.status = status;
-    return [200, { paused: true, status }];
+    inboxPause.types = types;
+    return [200, { paused: true, status, types }];
   },
   'POST /inbox/resume': async () => {
     inboxPause.status = 0;
+    inboxPause.types = null;
     return [200, { paused: false, refused: inboxPause.refused }];
   },
   'GET /personas': async () => {
