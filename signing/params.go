@@ -33,148 +33,225 @@ type Params struct {
 // parameter is an error (two keyIds would be ambiguous). keyId and signature
 // are required; the signature must be base64. Errors wrap ErrMalformedSignature.
 func ParseSignatureHeader(h string) (Params, error) {
-	var p Params
-	s := strings.TrimSpace(h)
-	if len(s) > len("signature ") && strings.EqualFold(s[:len("signature")], "signature") && isOWS(s[len("signature")]) {
-		// "Signature keyId=..." (Authorization form), but not `signature ="..."`.
-		if rest := strings.TrimLeft(s[len("signature"):], " \t"); !strings.HasPrefix(rest, "=") {
-			s = rest
+	sc := headerScanner{s: stripScheme(strings.TrimSpace(h))}
+	var b paramsBuilder
+	for sc.more() {
+		name, err := sc.key()
+		if err != nil {
+			return Params{}, err
+		}
+		val, err := sc.value(name)
+		if err != nil {
+			return Params{}, err
+		}
+		if err := sc.separator(name); err != nil {
+			return Params{}, err
+		}
+		if err := b.set(name, val); err != nil {
+			return Params{}, err
 		}
 	}
-	var seen [6]bool // keyId, algorithm, headers, signature, created, expires
-	var sig string
-	var haveHeaders bool
-	i := 0
-	for {
-		for i < len(s) && (isOWS(s[i]) || s[i] == ',') {
-			i++
-		}
-		if i >= len(s) {
-			break
-		}
-		start := i
-		for i < len(s) && isTokenChar(s[i]) {
-			i++
-		}
-		name := s[start:i]
-		if name == "" {
-			return Params{}, malformed("unexpected %q at offset %d", s[i], i)
-		}
-		for i < len(s) && isOWS(s[i]) {
-			i++
-		}
-		if i >= len(s) || s[i] != '=' {
-			return Params{}, malformed("parameter %q has no value", name)
-		}
-		i++
-		for i < len(s) && isOWS(s[i]) {
-			i++
-		}
-		var val string
-		if i < len(s) && s[i] == '"' {
-			i++
-			var b []byte // allocated only when the value has an escape
-			begin := i
-			closed := false
-			for i < len(s) {
-				c := s[i]
-				if c == '\\' {
-					if b == nil {
-						b = append(make([]byte, 0, len(s)-begin), s[begin:i]...)
-					}
-					i++
-					if i >= len(s) {
-						break
-					}
-					b = append(b, s[i])
-					i++
-					continue
-				}
-				if c == '"' {
-					closed = true
-					if b == nil {
-						val = s[begin:i]
-					} else {
-						val = string(b)
-					}
-					i++
-					break
-				}
-				if b != nil {
-					b = append(b, c)
-				}
-				i++
-			}
-			if !closed {
-				return Params{}, malformed("unterminated quoted value for %q", name)
-			}
-		} else {
-			// Unquoted: be lenient and take everything up to the next comma or
-			// whitespace, so unquoted base64 (with '/', '+', '=') still works.
-			begin := i
-			for i < len(s) && s[i] != ',' && !isOWS(s[i]) {
-				i++
-			}
-			val = s[begin:i]
-		}
-		for i < len(s) && isOWS(s[i]) {
-			i++
-		}
-		if i < len(s) && s[i] != ',' {
-			return Params{}, malformed("unexpected %q after parameter %q", s[i], name)
-		}
+	return b.finish()
+}
 
-		idx := -1
-		switch {
-		case strings.EqualFold(name, "keyId"):
-			idx = 0
-		case strings.EqualFold(name, "algorithm"):
-			idx = 1
-		case strings.EqualFold(name, "headers"):
-			idx = 2
-		case strings.EqualFold(name, "signature"):
-			idx = 3
-		case strings.EqualFold(name, "created"):
-			idx = 4
-		case strings.EqualFold(name, "expires"):
-			idx = 5
-		}
-		if idx < 0 {
-			continue // unknown parameters are ignored, as the draft says
-		}
-		if seen[idx] {
-			return Params{}, malformed("duplicate parameter %q", name)
-		}
-		seen[idx] = true
-		switch idx {
-		case 0:
-			p.KeyID = val
-		case 1:
-			p.Algorithm = Algorithm(strings.ToLower(val))
-		case 2:
-			haveHeaders = true
-			p.Headers = strings.Fields(strings.ToLower(val))
-		case 3:
-			sig = val
-		case 4, 5:
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n <= 0 {
-				return Params{}, malformed("parameter %q is not a positive integer: %q", name, val)
-			}
-			if idx == 4 {
-				p.Created = n
-			} else {
-				p.Expires = n
-			}
+// stripScheme drops the leading "Signature " of the Authorization form
+// ("Signature keyId=..."), but not from a first parameter named signature
+// (`signature ="..."`).
+func stripScheme(s string) string {
+	const scheme = "signature"
+	if len(s) > len(scheme+" ") && strings.EqualFold(s[:len(scheme)], scheme) && isOWS(s[len(scheme)]) {
+		if rest := strings.TrimLeft(s[len(scheme):], " \t"); !strings.HasPrefix(rest, "=") {
+			return rest
 		}
 	}
+	return s
+}
+
+// headerScanner walks a cavage parameter list: name=value pairs separated by
+// commas, with optional whitespace around every token. i is the offset of the
+// next unread byte; errors name offsets within s.
+type headerScanner struct {
+	s string
+	i int
+}
+
+func (sc *headerScanner) skipOWS() {
+	for sc.i < len(sc.s) && isOWS(sc.s[sc.i]) {
+		sc.i++
+	}
+}
+
+// more skips separators (commas and whitespace, so empty list members are
+// tolerated) and reports whether a parameter follows.
+func (sc *headerScanner) more() bool {
+	for sc.i < len(sc.s) && (isOWS(sc.s[sc.i]) || sc.s[sc.i] == ',') {
+		sc.i++
+	}
+	return sc.i < len(sc.s)
+}
+
+// key reads a parameter name (a token) and the '=' after it, with the
+// whitespace around the '='.
+func (sc *headerScanner) key() (string, error) {
+	start := sc.i
+	for sc.i < len(sc.s) && isTokenChar(sc.s[sc.i]) {
+		sc.i++
+	}
+	name := sc.s[start:sc.i]
+	if name == "" {
+		return "", malformed("unexpected %q at offset %d", sc.s[sc.i], sc.i)
+	}
+	sc.skipOWS()
+	if sc.i >= len(sc.s) || sc.s[sc.i] != '=' {
+		return "", malformed("parameter %q has no value", name)
+	}
+	sc.i++
+	sc.skipOWS()
+	return name, nil
+}
+
+// value reads a quoted string or, leniently, everything up to the next comma
+// or whitespace, so unquoted base64 (with '/', '+', '=') still works.
+func (sc *headerScanner) value(name string) (string, error) {
+	if sc.i < len(sc.s) && sc.s[sc.i] == '"' {
+		return sc.quoted(name)
+	}
+	begin := sc.i
+	for sc.i < len(sc.s) && sc.s[sc.i] != ',' && !isOWS(sc.s[sc.i]) {
+		sc.i++
+	}
+	return sc.s[begin:sc.i], nil
+}
+
+// quoted reads a quoted string starting at its opening quote, resolving
+// backslash escapes. Without an escape the value is a substring of s.
+func (sc *headerScanner) quoted(name string) (string, error) {
+	sc.i++
+	begin := sc.i
+	var b []byte // allocated only when the value has an escape
+	for sc.i < len(sc.s) {
+		c := sc.s[sc.i]
+		switch {
+		case c == '\\':
+			if b == nil {
+				b = append(make([]byte, 0, len(sc.s)-begin), sc.s[begin:sc.i]...)
+			}
+			sc.i++
+			if sc.i >= len(sc.s) {
+				return "", malformed("unterminated quoted value for %q", name)
+			}
+			b = append(b, sc.s[sc.i])
+		case c == '"':
+			val := sc.s[begin:sc.i]
+			if b != nil {
+				val = string(b)
+			}
+			sc.i++
+			return val, nil
+		case b != nil:
+			b = append(b, c)
+		}
+		sc.i++
+	}
+	return "", malformed("unterminated quoted value for %q", name)
+}
+
+// separator checks that a value is followed, after optional whitespace, by a
+// comma or the end of the header.
+func (sc *headerScanner) separator(name string) error {
+	sc.skipOWS()
+	if sc.i < len(sc.s) && sc.s[sc.i] != ',' {
+		return malformed("unexpected %q after parameter %q", sc.s[sc.i], name)
+	}
+	return nil
+}
+
+// The parameters ParseSignatureHeader knows, as indexes into paramsBuilder.seen.
+const (
+	paramKeyID = iota
+	paramAlgorithm
+	paramHeaders
+	paramSignature
+	paramCreated
+	paramExpires
+	numParams
+)
+
+// paramIndex is the index of a known parameter name (matched
+// case-insensitively), or -1 for one the draft says to ignore.
+func paramIndex(name string) int {
+	switch {
+	case strings.EqualFold(name, "keyId"):
+		return paramKeyID
+	case strings.EqualFold(name, "algorithm"):
+		return paramAlgorithm
+	case strings.EqualFold(name, "headers"):
+		return paramHeaders
+	case strings.EqualFold(name, "signature"):
+		return paramSignature
+	case strings.EqualFold(name, "created"):
+		return paramCreated
+	case strings.EqualFold(name, "expires"):
+		return paramExpires
+	}
+	return -1
+}
+
+// paramsBuilder collects parameters as they are scanned and checks, at the
+// end, that the ones a verifier needs are there.
+type paramsBuilder struct {
+	p           Params
+	seen        [numParams]bool
+	sig         string // still base64; decoded by finish
+	haveHeaders bool
+}
+
+// set records one parameter; unknown names are ignored and a repeated known
+// one is an error.
+func (b *paramsBuilder) set(name, val string) error {
+	idx := paramIndex(name)
+	if idx < 0 {
+		return nil
+	}
+	if b.seen[idx] {
+		return malformed("duplicate parameter %q", name)
+	}
+	b.seen[idx] = true
+	switch idx {
+	case paramKeyID:
+		b.p.KeyID = val
+	case paramAlgorithm:
+		b.p.Algorithm = Algorithm(strings.ToLower(val))
+	case paramHeaders:
+		b.haveHeaders = true
+		b.p.Headers = strings.Fields(strings.ToLower(val))
+	case paramSignature:
+		b.sig = val
+	case paramCreated, paramExpires:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil || n <= 0 {
+			return malformed("parameter %q is not a positive integer: %q", name, val)
+		}
+		if idx == paramCreated {
+			b.p.Created = n
+		} else {
+			b.p.Expires = n
+		}
+	}
+	return nil
+}
+
+// finish checks the required parameters, decodes the signature and applies
+// the draft's default headers list.
+func (b *paramsBuilder) finish() (Params, error) {
+	p := b.p
 	if p.KeyID == "" {
 		return Params{}, malformed("missing keyId")
 	}
-	if sig == "" {
+	if b.sig == "" {
 		return Params{}, malformed("missing signature")
 	}
-	raw, err := decodeBase64(sig)
+	raw, err := decodeBase64(b.sig)
 	if err != nil {
 		return Params{}, malformed("signature is not base64: %v", err)
 	}
@@ -183,7 +260,7 @@ func ParseSignatureHeader(h string) (Params, error) {
 		return Params{}, malformed("empty signature")
 	}
 	p.Signature = raw
-	if !haveHeaders {
+	if !b.haveHeaders {
 		p.Headers = []string{"date"}
 	} else if len(p.Headers) == 0 {
 		return Params{}, malformed("empty headers parameter")
