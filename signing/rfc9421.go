@@ -9,7 +9,6 @@ import (
 	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -37,136 +36,180 @@ const (
 // Every error wraps ErrRFC9421 and, where one fits, the matching cavage
 // sentinel too (ErrDigestMismatch, ErrDateSkew, ...), with a reason.
 func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []byte) (Verified, error) {
-	inputs, err := httpsfv.UnmarshalDictionary(req.Header["Signature-Input"])
-	if err != nil {
-		return Verified{}, rfcErr(ErrMalformedSignature, "Signature-Input: %v", err)
-	}
-	sigs, err := httpsfv.UnmarshalDictionary(req.Header["Signature"])
-	if err != nil {
-		return Verified{}, rfcErr(ErrMalformedSignature, "Signature: %v", err)
-	}
-	label, in, sig := pickSignature(inputs, sigs)
-	if sig == nil {
-		return Verified{}, rfcErr(ErrNoSignature, "no Signature entry matches a Signature-Input label %q", inputs.Names())
-	}
-
-	var keyID string
-	var alg Algorithm
-	var created, expires int64
-	for _, k := range in.Params.Names() {
-		v, _ := in.Params.Get(k)
-		switch k {
-		case "keyid", "alg":
-			s, ok := v.(string)
-			if !ok {
-				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a string", k)
-			}
-			if k == "keyid" {
-				keyID = s
-			} else {
-				alg = Algorithm(s)
-			}
-		case "created", "expires":
-			n, ok := v.(int64)
-			if !ok || n <= 0 {
-				return Verified{}, rfcErr(ErrMalformedSignature, "parameter %s is not a positive integer", k)
-			}
-			if k == "created" {
-				created = n
-			} else {
-				expires = n
-			}
-		}
-	}
-	if keyID == "" {
-		return Verified{}, rfcErr(ErrMalformedSignature, "signature %s has no keyid", label)
-	}
-	switch alg {
-	case "", RFC9421RSAv15SHA256, RFC9421RSAPSSSHA512, RFC9421Ed25519:
-	default:
-		return Verified{}, rfcErr(ErrUnsupportedAlgorithm, "alg %q (want rsa-v1_5-sha256, rsa-pss-sha512 or ed25519)", alg)
-	}
-
-	comps, err := coveredComponents(in)
+	s, err := parseRFC9421(req.Header)
 	if err != nil {
 		return Verified{}, err
 	}
-	covered := func(c string) bool { return slices.Contains(comps, c) }
-	if !covered("@method") {
-		return Verified{}, rfcErr(ErrMalformedSignature, "@method is not covered (components %q)", comps)
+	if err := s.checkCoverage(); err != nil {
+		return Verified{}, err
 	}
-	if !covered("@target-uri") && !covered("@request-target") && !covered("@path") {
-		return Verified{}, rfcErr(ErrMalformedSignature, "none of @target-uri, @request-target, @path is covered (components %q)", comps)
+	if err := s.checkDigest(req, body); err != nil {
+		return Verified{}, err
 	}
-	if created == 0 && !covered("date") {
-		return Verified{}, rfcErr(ErrMalformedSignature, "no created parameter and date is not covered")
-	}
-	cd := strings.Join(req.Header["Content-Digest"], ", ")
-	if len(body) > 0 || req.Method == http.MethodPost {
-		if cd == "" {
-			return Verified{}, rfcErr(ErrDigestMismatch, "no Content-Digest header on a %s with a %d-byte body", methodName(req), len(body))
-		}
-		if !covered("content-digest") {
-			return Verified{}, rfcErr(ErrMalformedSignature, "content-digest is not covered (components %q)", comps)
-		}
-	}
-	if cd != "" {
-		if err := verifyContentDigest(cd, body); err != nil {
-			return Verified{}, fmt.Errorf("%w: %w", ErrRFC9421, err)
-		}
-	}
-	if err := v.checkTimes(req.Header, created, expires); err != nil {
+	if err := v.checkTimes(req.Header, s.created, s.expires); err != nil {
 		return Verified{}, fmt.Errorf("%w: %w", ErrRFC9421, err)
 	}
-
-	params, err := httpsfv.Marshal(in)
-	if err != nil {
-		return Verified{}, rfcErr(ErrMalformedSignature, "Signature-Input %s: %v", label, err)
-	}
-	base, err := signatureBase(req, comps, params)
+	base, rawBase, err := s.bases(req)
 	if err != nil {
 		return Verified{}, err
 	}
-	var rawBase []byte
-	if raw := memberText(req.Header["Signature-Input"], label); raw != params {
-		// A sender that serialised its parameters non-canonically most likely
-		// signed its own text: try that too.
-		rawBase, _ = signatureBase(req, comps, raw)
-	}
-
-	res := Verified{KeyID: keyID, Algorithm: alg, Scheme: "rfc9421", Headers: comps}
-	pk, err := v.Keys.ResolveKey(ctx, keyID, false)
-	if err != nil {
-		return Verified{}, fmt.Errorf("%w: %w", ErrRFC9421, keyErr(keyID, err))
-	}
-	check := func(pk PublicKey) error {
-		err := verify9421(alg, pk, base, sig)
-		if err != nil && rawBase != nil && verify9421(alg, pk, rawBase, sig) == nil {
+	pk, err := v.resolveAndCheck(ctx, s.keyID, func(pk PublicKey) error {
+		err := verify9421(s.alg, pk, base, s.sig)
+		if err != nil && rawBase != nil && verify9421(s.alg, pk, rawBase, s.sig) == nil {
 			return nil
 		}
 		return err
-	}
-	err = check(pk)
-	if errors.Is(err, ErrBadSignature) {
-		if pk2, rerr := v.Keys.ResolveKey(ctx, keyID, true); rerr == nil {
-			pk, err = pk2, check(pk2)
-		}
-	}
+	})
 	if err != nil {
 		return Verified{}, fmt.Errorf("%w: %w", ErrRFC9421, err)
 	}
 	if pk.Owner == "" {
-		return Verified{}, rfcErr(ErrKeyUnavailable, "key %s has no owner", keyID)
+		return Verified{}, rfcErr(ErrKeyUnavailable, "key %s has no owner", s.keyID)
 	}
-	if res.Algorithm == "" {
-		if _, ok := pk.Key.(ed25519.PublicKey); ok {
-			res.Algorithm = RFC9421Ed25519
-		} else {
-			res.Algorithm = RFC9421RSAv15SHA256
+	return Verified{KeyID: s.keyID, Owner: pk.Owner, Algorithm: s.algorithmFor(pk), Scheme: "rfc9421", Headers: s.comps}, nil
+}
+
+// rfc9421Signature is the one signature verifyRFC9421 checks: a
+// Signature-Input member with its parameters read, and its bytes from
+// Signature.
+type rfc9421Signature struct {
+	label            string
+	in               httpsfv.InnerList
+	sig              []byte
+	keyID            string
+	alg              Algorithm // "" when the member names none
+	created, expires int64     // 0 when absent
+	comps            []string  // covered component identifiers, in order
+}
+
+// parseRFC9421 reads Signature-Input and Signature, picks the signature to
+// check and reads its parameters and covered components.
+func parseRFC9421(h http.Header) (rfc9421Signature, error) {
+	inputs, err := httpsfv.UnmarshalDictionary(h["Signature-Input"])
+	if err != nil {
+		return rfc9421Signature{}, rfcErr(ErrMalformedSignature, "Signature-Input: %v", err)
+	}
+	sigs, err := httpsfv.UnmarshalDictionary(h["Signature"])
+	if err != nil {
+		return rfc9421Signature{}, rfcErr(ErrMalformedSignature, "Signature: %v", err)
+	}
+	label, in, sig := pickSignature(inputs, sigs)
+	if sig == nil {
+		return rfc9421Signature{}, rfcErr(ErrNoSignature, "no Signature entry matches a Signature-Input label %q", inputs.Names())
+	}
+	s := rfc9421Signature{label: label, in: in, sig: sig}
+	if err := s.readParams(); err != nil {
+		return rfc9421Signature{}, err
+	}
+	if s.comps, err = coveredComponents(in); err != nil {
+		return rfc9421Signature{}, err
+	}
+	return s, nil
+}
+
+// readParams reads keyid (required), alg (one this package verifies),
+// created and expires from the member's parameters; others are ignored.
+func (s *rfc9421Signature) readParams() error {
+	for _, k := range s.in.Params.Names() {
+		v, _ := s.in.Params.Get(k)
+		switch k {
+		case "keyid", "alg":
+			str, ok := v.(string)
+			if !ok {
+				return rfcErr(ErrMalformedSignature, "parameter %s is not a string", k)
+			}
+			if k == "keyid" {
+				s.keyID = str
+			} else {
+				s.alg = Algorithm(str)
+			}
+		case "created", "expires":
+			n, ok := v.(int64)
+			if !ok || n <= 0 {
+				return rfcErr(ErrMalformedSignature, "parameter %s is not a positive integer", k)
+			}
+			if k == "created" {
+				s.created = n
+			} else {
+				s.expires = n
+			}
 		}
 	}
-	res.Owner = pk.Owner
-	return res, nil
+	if s.keyID == "" {
+		return rfcErr(ErrMalformedSignature, "signature %s has no keyid", s.label)
+	}
+	switch s.alg {
+	case "", RFC9421RSAv15SHA256, RFC9421RSAPSSSHA512, RFC9421Ed25519:
+		return nil
+	}
+	return rfcErr(ErrUnsupportedAlgorithm, "alg %q (want rsa-v1_5-sha256, rsa-pss-sha512 or ed25519)", s.alg)
+}
+
+func (s *rfc9421Signature) covers(c string) bool { return slices.Contains(s.comps, c) }
+
+// checkCoverage requires the components that bind the signature to this
+// request: @method, its target, and a time (created or date).
+func (s *rfc9421Signature) checkCoverage() error {
+	if !s.covers("@method") {
+		return rfcErr(ErrMalformedSignature, "@method is not covered (components %q)", s.comps)
+	}
+	if !s.covers("@target-uri") && !s.covers("@request-target") && !s.covers("@path") {
+		return rfcErr(ErrMalformedSignature, "none of @target-uri, @request-target, @path is covered (components %q)", s.comps)
+	}
+	if s.created == 0 && !s.covers("date") {
+		return rfcErr(ErrMalformedSignature, "no created parameter and date is not covered")
+	}
+	return nil
+}
+
+// checkDigest binds the body: a POST or a request with a body needs a covered
+// Content-Digest, and any Content-Digest present must match the body.
+func (s *rfc9421Signature) checkDigest(req *http.Request, body []byte) error {
+	cd := strings.Join(req.Header["Content-Digest"], ", ")
+	if len(body) > 0 || req.Method == http.MethodPost {
+		if cd == "" {
+			return rfcErr(ErrDigestMismatch, "no Content-Digest header on a %s with a %d-byte body", methodName(req), len(body))
+		}
+		if !s.covers("content-digest") {
+			return rfcErr(ErrMalformedSignature, "content-digest is not covered (components %q)", s.comps)
+		}
+	}
+	if cd != "" {
+		if err := verifyContentDigest(cd, body); err != nil {
+			return fmt.Errorf("%w: %w", ErrRFC9421, err)
+		}
+	}
+	return nil
+}
+
+// bases builds the signature base with the canonical serialisation of the
+// parameters and, when the sender's own text differs, with that text too
+// (rawBase; nil otherwise): a sender that serialised its parameters
+// non-canonically most likely signed its own text.
+func (s *rfc9421Signature) bases(req *http.Request) (base, rawBase []byte, err error) {
+	params, err := httpsfv.Marshal(s.in)
+	if err != nil {
+		return nil, nil, rfcErr(ErrMalformedSignature, "Signature-Input %s: %v", s.label, err)
+	}
+	if base, err = signatureBase(req, s.comps, params); err != nil {
+		return nil, nil, err
+	}
+	if raw := memberText(req.Header["Signature-Input"], s.label); raw != params {
+		rawBase, _ = signatureBase(req, s.comps, raw)
+	}
+	return base, rawBase, nil
+}
+
+// algorithmFor is the alg the signature used: its alg parameter, or when it
+// named none the one derived from the key that verified it.
+func (s *rfc9421Signature) algorithmFor(pk PublicKey) Algorithm {
+	if s.alg != "" {
+		return s.alg
+	}
+	if _, ok := pk.Key.(ed25519.PublicKey); ok {
+		return RFC9421Ed25519
+	}
+	return RFC9421RSAv15SHA256
 }
 
 func rfcErr(sentinel error, format string, args ...any) error {

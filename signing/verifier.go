@@ -140,18 +140,7 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	if res.Algorithm == "" {
 		res.Algorithm = HS2019
 	}
-	pk, err := v.Keys.ResolveKey(ctx, p.KeyID, false)
-	if err != nil {
-		return Verified{}, keyErr(p.KeyID, err)
-	}
-	err = checkCavage(req, p, pk)
-	if errors.Is(err, ErrBadSignature) {
-		// Key rotation: refetch once and try again with the fresh key.
-		pk2, rerr := v.Keys.ResolveKey(ctx, p.KeyID, true)
-		if rerr == nil {
-			pk, err = pk2, checkCavage(req, p, pk2)
-		}
-	}
+	pk, err := v.resolveAndCheck(ctx, p.KeyID, func(pk PublicKey) error { return checkCavage(req, p, pk) })
 	if err != nil {
 		return Verified{}, err
 	}
@@ -160,6 +149,23 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	}
 	res.Owner = pk.Owner
 	return res, nil
+}
+
+// resolveAndCheck resolves keyID and runs check with the key. When check
+// says ErrBadSignature the key may have rotated: it is resolved once more,
+// refreshed, and checked again. It returns the key that was checked last.
+func (v *Verifier) resolveAndCheck(ctx context.Context, keyID string, check func(PublicKey) error) (PublicKey, error) {
+	pk, err := v.Keys.ResolveKey(ctx, keyID, false)
+	if err != nil {
+		return PublicKey{}, keyErr(keyID, err)
+	}
+	err = check(pk)
+	if errors.Is(err, ErrBadSignature) {
+		if fresh, rerr := v.Keys.ResolveKey(ctx, keyID, true); rerr == nil {
+			pk, err = fresh, check(fresh)
+		}
+	}
+	return pk, err
 }
 
 // checkTimes applies the Date window, and the created/expires parameters.
