@@ -85,53 +85,15 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	default:
 		return Verified{}, fmt.Errorf("%w: algorithm %q (want rsa-sha256, rsa-sha512, hs2019 or ed25519)", ErrUnsupportedAlgorithm, p.Algorithm)
 	}
-	signed := func(h string) bool { return slices.Contains(p.Headers, h) }
-	if !signed("date") && !signed("(created)") {
-		return Verified{}, malformed("neither date nor (created) is signed (headers=%q)", strings.Join(p.Headers, " "))
+	if err := checkCavageCoverage(req, p); err != nil {
+		return Verified{}, err
 	}
-	if !signed("(request-target)") && !signed("digest") {
-		return Verified{}, malformed("neither (request-target) nor digest is signed (headers=%q)", strings.Join(p.Headers, " "))
+	if err := checkCavageDigest(req, p, body); err != nil {
+		return Verified{}, err
 	}
-	if (req.Method == http.MethodGet || req.Method == http.MethodHead) && !signed("host") {
-		return Verified{}, malformed("host is not signed on a %s", req.Method)
+	if err := checkSignedHeadersPresent(req, p); err != nil {
+		return Verified{}, err
 	}
-	if signed("(created)") && p.Created == 0 {
-		return Verified{}, malformed("(created) is signed but there is no created parameter")
-	}
-	if signed("(expires)") && p.Expires == 0 {
-		return Verified{}, malformed("(expires) is signed but there is no expires parameter")
-	}
-	// Digest: the signature covers the header, not the body; compare them.
-	digest := strings.Join(req.Header["Digest"], ",")
-	if len(body) > 0 || req.Method == http.MethodPost {
-		if digest == "" {
-			return Verified{}, fmt.Errorf("%w: no Digest header on a %s with a %d-byte body", ErrDigestMismatch, methodName(req), len(body))
-		}
-		if !signed("digest") {
-			return Verified{}, malformed("Digest is not among the signed headers (headers=%q)", strings.Join(p.Headers, " "))
-		}
-	}
-	if digest != "" {
-		if err := VerifyDigest(digest, body); err != nil {
-			return Verified{}, err
-		}
-	}
-
-	for _, h := range p.Headers {
-		if strings.HasPrefix(h, "(") {
-			if h != "(request-target)" && h != "(created)" && h != "(expires)" {
-				return Verified{}, malformed("unknown pseudo-header %q", h)
-			}
-			continue
-		}
-		if h == "host" && req.Host != "" {
-			continue
-		}
-		if len(req.Header[textproto.CanonicalMIMEHeaderKey(h)]) == 0 {
-			return Verified{}, malformed("signed header %q is not in the request", h)
-		}
-	}
-
 	if err := v.checkTimes(req.Header, p.Created, p.Expires); err != nil {
 		return Verified{}, err
 	}
@@ -149,6 +111,68 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	}
 	res.Owner = pk.Owner
 	return res, nil
+}
+
+// checkCavageCoverage requires the signed headers that bind the signature
+// to this request: a time, its target (or digest), host on a GET or HEAD,
+// and the created/expires parameters that (created)/(expires) sign.
+func checkCavageCoverage(req *http.Request, p Params) error {
+	signed := func(h string) bool { return slices.Contains(p.Headers, h) }
+	if !signed("date") && !signed("(created)") {
+		return malformed("neither date nor (created) is signed (headers=%q)", strings.Join(p.Headers, " "))
+	}
+	if !signed("(request-target)") && !signed("digest") {
+		return malformed("neither (request-target) nor digest is signed (headers=%q)", strings.Join(p.Headers, " "))
+	}
+	if (req.Method == http.MethodGet || req.Method == http.MethodHead) && !signed("host") {
+		return malformed("host is not signed on a %s", req.Method)
+	}
+	if signed("(created)") && p.Created == 0 {
+		return malformed("(created) is signed but there is no created parameter")
+	}
+	if signed("(expires)") && p.Expires == 0 {
+		return malformed("(expires) is signed but there is no expires parameter")
+	}
+	return nil
+}
+
+// checkCavageDigest binds the body: the signature covers the Digest header,
+// not the body, so a POST or a request with a body needs a signed Digest, and
+// any Digest present must match the body.
+func checkCavageDigest(req *http.Request, p Params, body []byte) error {
+	digest := strings.Join(req.Header["Digest"], ",")
+	if len(body) > 0 || req.Method == http.MethodPost {
+		if digest == "" {
+			return fmt.Errorf("%w: no Digest header on a %s with a %d-byte body", ErrDigestMismatch, methodName(req), len(body))
+		}
+		if !slices.Contains(p.Headers, "digest") {
+			return malformed("Digest is not among the signed headers (headers=%q)", strings.Join(p.Headers, " "))
+		}
+	}
+	if digest != "" {
+		return VerifyDigest(digest, body)
+	}
+	return nil
+}
+
+// checkSignedHeadersPresent requires every signed header in the request and
+// every signed pseudo-header to be one draft-cavage defines.
+func checkSignedHeadersPresent(req *http.Request, p Params) error {
+	for _, h := range p.Headers {
+		if strings.HasPrefix(h, "(") {
+			if h != "(request-target)" && h != "(created)" && h != "(expires)" {
+				return malformed("unknown pseudo-header %q", h)
+			}
+			continue
+		}
+		if h == "host" && req.Host != "" {
+			continue
+		}
+		if len(req.Header[textproto.CanonicalMIMEHeaderKey(h)]) == 0 {
+			return malformed("signed header %q is not in the request", h)
+		}
+	}
+	return nil
 }
 
 // resolveAndCheck resolves keyID and runs check with the key. When check
