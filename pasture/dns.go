@@ -133,6 +133,38 @@ func NewDNSHandler(cfg DNSConfig) (dns.Handler, error) {
 }
 
 func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, error) {
+	h := newDNSHandlerTunables(cfg)
+	advertise, err := dnsAdvertise(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.addZone(cfg.Zone, advertise); err != nil {
+		return nil, err
+	}
+	if err := h.addHosts(cfg.Hosts, advertise); err != nil {
+		return nil, err
+	}
+	if err := h.addRecords(cfg.Records); err != nil {
+		return nil, err
+	}
+	h.addEmptyNonTerminals()
+	ups, err := dnsConfiguredUpstreams(cfg)
+	if err != nil {
+		return nil, err
+	}
+	self, err := newDNSSelf(cfg.Self, advertise, localAddrs)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.setUpstreams(ups, self); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// newDNSHandlerTunables is a handler with no names and no upstreams yet: cfg's TTL, timeout,
+// forward limit and logger, with their defaults, and empty tables.
+func newDNSHandlerTunables(cfg DNSConfig) *dnsHandler {
 	h := &dnsHandler{
 		addrs:    make(map[string][]net.IP),
 		ents:     make(map[string]bool),
@@ -157,7 +189,12 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 	}
 	h.forwards = make(chan struct{}, maxf)
 	h.exchange = h.exchangeNet
+	return h
+}
 
+// dnsAdvertise validates cfg.Advertise (no unspecified address; IPv4-mapped ones as IPv4)
+// and requires one when the crowd has hosts or a zone to answer with it.
+func dnsAdvertise(cfg DNSConfig) ([]net.IP, error) {
 	advertise := make([]net.IP, 0, len(cfg.Advertise))
 	for _, ip := range cfg.Advertise {
 		a, ok := netip.AddrFromSlice(ip)
@@ -169,68 +206,96 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 	if len(advertise) == 0 && (len(cfg.Hosts) > 0 || cfg.Zone != "") {
 		return nil, fmt.Errorf("%w: no advertise address for the crowd's hosts", ErrDNSConfig)
 	}
+	return advertise, nil
+}
 
-	if cfg.Zone != "" {
-		z, err := dnsCanonical(cfg.Zone)
-		if err != nil {
-			return nil, err
-		}
-		h.zone = z
-		h.nsName = "ns." + z
-		h.addrs[h.nsName] = advertise
+// addZone makes h authoritative for zone ("" for none), with its name server ns.<zone> at
+// the advertise addresses.
+func (h *dnsHandler) addZone(zone string, advertise []net.IP) error {
+	if zone == "" {
+		return nil
 	}
-	for _, host := range cfg.Hosts {
+	z, err := dnsCanonical(zone)
+	if err != nil {
+		return err
+	}
+	h.zone = z
+	h.nsName = "ns." + z
+	h.addrs[h.nsName] = advertise
+	return nil
+}
+
+// addHosts answers the crowd's origins with the advertise addresses.
+func (h *dnsHandler) addHosts(hosts []string, advertise []net.IP) error {
+	for _, host := range hosts {
 		n, err := dnsCanonical(host)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h.addrs[n] = advertise
 	}
-	for name, ips := range cfg.Records {
+	return nil
+}
+
+// addRecords answers the static records with exactly their addresses; added after the
+// hosts, a record overrides a host of the same name.
+func (h *dnsHandler) addRecords(records map[string][]net.IP) error {
+	for name, ips := range records {
 		n, err := dnsCanonical(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		list := make([]net.IP, 0, len(ips))
 		for _, ip := range ips {
 			a, ok := netip.AddrFromSlice(ip)
 			if !ok || !a.IsValid() {
-				return nil, fmt.Errorf("%w: record %s: address %q", ErrDNSConfig, name, ip.String())
+				return fmt.Errorf("%w: record %s: address %q", ErrDNSConfig, name, ip.String())
 			}
 			list = append(list, a.Unmap().AsSlice())
 		}
 		h.addrs[n] = list
 	}
-	// Ancestors of our names inside the zone exist (RFC 8020: NXDOMAIN would deny the names below).
-	if h.zone != "" {
-		for n := range h.addrs {
-			for p := dnsParent(n); p != "" && dns.IsSubDomain(h.zone, p) && p != h.zone; p = dnsParent(p) {
-				h.ents[p] = true
-			}
-		}
-	}
+	return nil
+}
 
-	ups := cfg.Upstreams
-	if ups == nil {
-		path := cfg.ResolvConf
-		if path == "" {
-			path = DefaultResolvConf
-		}
-		var err error
-		ups, err = UpstreamsFromResolvConf(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %w", ErrDNSConfig, err)
+// addEmptyNonTerminals marks the ancestors of h's names inside the zone as existing (RFC
+// 8020: an NXDOMAIN for one would deny the names below it).
+func (h *dnsHandler) addEmptyNonTerminals() {
+	if h.zone == "" {
+		return
+	}
+	for n := range h.addrs {
+		for p := dnsParent(n); p != "" && dns.IsSubDomain(h.zone, p) && p != h.zone; p = dnsParent(p) {
+			h.ents[p] = true
 		}
 	}
-	self, err := newDNSSelf(cfg.Self, advertise, localAddrs)
-	if err != nil {
-		return nil, err
+}
+
+// dnsConfiguredUpstreams is cfg.Upstreams or, when nil, the nameservers of cfg.ResolvConf
+// (none when that file does not exist).
+func dnsConfiguredUpstreams(cfg DNSConfig) ([]string, error) {
+	if cfg.Upstreams != nil {
+		return cfg.Upstreams, nil
 	}
+	path := cfg.ResolvConf
+	if path == "" {
+		path = DefaultResolvConf
+	}
+	ups, err := UpstreamsFromResolvConf(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrDNSConfig, err)
+	}
+	return ups, nil
+}
+
+// setUpstreams keeps each upstream once, in order, and sets aside as skipped the ones self
+// would receive: forwarding to them would be a loop.
+func (h *dnsHandler) setUpstreams(ups []string, self *dnsSelf) error {
 	seen := make(map[string]bool)
 	for _, u := range ups {
 		ap, err := dnsParseUpstream(u)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s := ap.String()
 		if seen[s] {
@@ -243,7 +308,7 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 		}
 		h.upstreams = append(h.upstreams, s)
 	}
-	return h, nil
+	return nil
 }
 
 // Upstreams returns the upstreams h forwards to, after defaults and the self filter, for the
