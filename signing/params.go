@@ -180,19 +180,14 @@ const (
 // paramIndex is the index of a known parameter name (matched
 // case-insensitively), or -1 for one the draft says to ignore.
 func paramIndex(name string) int {
-	switch {
-	case strings.EqualFold(name, "keyId"):
-		return paramKeyID
-	case strings.EqualFold(name, "algorithm"):
-		return paramAlgorithm
-	case strings.EqualFold(name, "headers"):
-		return paramHeaders
-	case strings.EqualFold(name, "signature"):
-		return paramSignature
-	case strings.EqualFold(name, "created"):
-		return paramCreated
-	case strings.EqualFold(name, "expires"):
-		return paramExpires
+	known := [numParams]string{
+		paramKeyID: "keyId", paramAlgorithm: "algorithm", paramHeaders: "headers",
+		paramSignature: "signature", paramCreated: "created", paramExpires: "expires",
+	}
+	for i, k := range known {
+		if strings.EqualFold(name, k) {
+			return i
+		}
 	}
 	return -1
 }
