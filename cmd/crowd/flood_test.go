@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/pasture"
 )
 
 // standalone is the command line of a small in-process self-flood writing
@@ -271,10 +271,10 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 			t.Error("serve did not stop")
 		}
 	}()
-	var info pasture.WorldInfo
+	var info adminapi.WorldInfo
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + admin + "/api/world")
+		resp, err := http.Get("http://" + admin + adminapi.RouteWorld.Path())
 		if err == nil {
 			err = json.NewDecoder(resp.Body).Decode(&info)
 			resp.Body.Close()
@@ -304,11 +304,11 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	// The Accepts of the registered Follows make accepted followings.
 	deadline = time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get("http://" + admin + "/api/world")
+		resp, err := http.Get("http://" + admin + adminapi.RouteWorld.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w pasture.WorldInfo
+		var w adminapi.WorldInfo
 		json.NewDecoder(resp.Body).Decode(&w)
 		resp.Body.Close()
 		following := 0

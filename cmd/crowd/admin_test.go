@@ -233,7 +233,7 @@ func TestAdminFlagIsChecked(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cl, err := (&adminFlags{addr: c.addr}).client()
 			if c.ok {
-				if err != nil || cl.base != c.base {
+				if err != nil || cl.Base() != c.base {
 					t.Fatalf("client(%q) = %v, %v; want base %s", c.addr, cl, err, c.base)
 				}
 				return
