@@ -14,66 +14,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/inbox"
-	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
-// crowd is the admin server as `crowd serve` wires it: a two-origin world
-// (flood1.test and flood2.test, alice and bob on each), its inbox, and a
-// pasture whose admin listener mounts the inbox's routes, on 127.0.0.1:0.
-// Deliveries between the crowd's own actors are served in-process, so
-// nothing here leaves the machine.
-type crowd struct {
-	p     *pasture.Pasture
-	admin string // host:port of the admin listener
-}
+// crowd is the admin server as `crowd serve` wires it (crowdtest), listeners
+// on 127.0.0.1:0.
+type crowd struct{ *crowdtest.Crowd }
 
-// newCrowd builds the crowd; start says whether its listeners are started
-// (an unstarted one is not ready, and is reached through its handler).
-func newCrowd(t *testing.T, start bool) *crowd {
-	t.Helper()
-	state := t.TempDir()
-	world, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := pasture.NewRegistry()
-	in, err := inbox.New(inbox.Config{World: world, StateDir: state, Registerer: reg,
-		Client: &http.Client{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pasture.New(pasture.Config{World: world, HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
-		Version: "test", Inbox: in, Admin: in.AdminRoutes, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := in.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		in.Shutdown(sctx)
-		p.Shutdown(sctx)
-		world.Close()
-	})
-	if !start {
-		return &crowd{p: p}
-	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return &crowd{p: p, admin: p.Addr("admin")}
+// newCrowd runs one; start says whether its listeners are started (an
+// unstarted one is not ready, and is reached through its handler).
+func newCrowd(t *testing.T, start bool) crowd {
+	return crowd{crowdtest.Start(t, crowdtest.Options{Unstarted: !start})}
 }
 
 // client is a Client of the started crowd's admin API.
-func (c *crowd) client(t *testing.T) *adminapi.Client {
+func (c crowd) client(t *testing.T) *adminapi.Client {
 	t.Helper()
-	cl, err := adminapi.New("http://"+c.admin, adminapi.Options{})
+	cl, err := adminapi.New("http://"+c.Admin, adminapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +46,7 @@ const (
 // TestRoutesAreServed: the admin server serves exactly adminapi's table, so
 // a route cannot be added on one side only.
 func TestRoutesAreServed(t *testing.T) {
-	served := newCrowd(t, false).p.AdminRoutes()
+	served := newCrowd(t, false).Pasture.AdminRoutes()
 	var table []string
 	for _, r := range adminapi.Routes() {
 		table = append(table, string(r))
@@ -236,13 +194,13 @@ func TestClientErrors(t *testing.T) {
 	// rebinding would: the guard's 421.
 	rebound, err := adminapi.New("http://evil.example:9180", adminapi.Options{HTTP: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, cr.admin)
+			return (&net.Dialer{}).DialContext(ctx, network, cr.Admin)
 		}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An admin server whose listeners are not up: readiness is 503, text.
-	unstarted := httptest.NewServer(newCrowd(t, false).p.AdminHandler())
+	unstarted := httptest.NewServer(newCrowd(t, false).Pasture.AdminHandler())
 	t.Cleanup(unstarted.Close)
 	notReady := clientOf(t, unstarted.URL)
 	// Another program: 404 as text, and a 200 that is not JSON.
