@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // floodArgs are the flood helper's arguments for a flood at rate for d.
@@ -213,7 +215,7 @@ func (b *bench) startupOnce(ctx context.Context, origins int) (time.Duration, in
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
 	for {
-		resp, err := client.Get("http://" + admin + "/readyz")
+		resp, err := client.Get("http://" + admin + adminapi.RouteReady.Path())
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

@@ -14,45 +14,32 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/dialguard"
 )
 
-// AdminRoutes adds the inbox's admin API with handle (pasture.Config.Admin,
-// or an http.ServeMux's Handle):
-//
-//	GET  /api/activities?limit=&actor=&type=&direction=   latest log entries, JSON array, oldest first
-//	GET  /api/activities/stream?actor=&type=&backlog=     live entries as Server-Sent Events
-//	GET  /api/activities/totals                           Totals of every entry logged in the state, and the last seq they count
-//	GET  /api/follows?actor=                              followers and following per crowd actor
-//	POST /api/following {local, remote, follow_id}        register a pending Follow sent elsewhere
-//	POST /api/following/prune {older_than, dry_run}       list, and forget, the crowd's Follows pending too long
-//	POST /api/send {from, type, to, object, inbox}        build, sign and deliver an activity now
-//	GET  /api/lookup?resource=                            signed fetch of an actor, with its problems
-//	GET  /api/deliveries                                  the delivery queue
-//
-// Errors are JSON {"error": "..."} with 400 for a bad request, 403 for a
-// send to a public address without allow_public_target, 404 for an
-// unknown crowd actor and 502 when a remote could not be reached.
+// AdminRoutes adds the inbox's routes of the admin API with handle
+// (pasture.Config.Admin, or an http.ServeMux's Handle): RouteActivities,
+// RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune, RouteSend,
+// RouteLookup and RouteDeliveries, as adminapi documents them. Errors are
+// JSON {"error": "..."} with 400 for a bad request, 403 for a send to a
+// public address without allow_public_target, 404 for an unknown crowd
+// actor and 502 when a remote could not be reached.
 func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
-	handle("GET /api/activities", http.HandlerFunc(in.handleActivities))
-	handle("GET /api/activities/stream", http.HandlerFunc(in.handleStream))
-	handle("GET /api/activities/totals", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	handle(string(adminapi.RouteActivities), http.HandlerFunc(in.handleActivities))
+	handle(string(adminapi.RouteStream), http.HandlerFunc(in.handleStream))
+	handle(string(adminapi.RouteTotals), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t, seq := in.alog.TotalsAt()
-		writeJSON(w, http.StatusOK, TotalsReply{Totals: t, Seq: seq})
+		writeJSON(w, http.StatusOK, adminapi.TotalsReply{Totals: t, Seq: seq})
 	}))
-	handle("GET /api/follows", http.HandlerFunc(in.handleFollows))
-	handle("POST /api/following", http.HandlerFunc(in.handleFollowing))
-	handle("POST /api/following/prune", http.HandlerFunc(in.handlePrune))
-	handle("POST /api/send", http.HandlerFunc(in.handleSend))
-	handle("GET /api/lookup", http.HandlerFunc(in.handleLookup))
-	handle("GET /api/deliveries", http.HandlerFunc(in.handleDeliveries))
-}
-
-// TotalsReply is the answer of GET /api/activities/totals: the log's totals
-// and the seq of the last entry they count.
-type TotalsReply struct {
-	Totals
-	Seq uint64 `json:"seq"`
+	handle(string(adminapi.RouteFollows), http.HandlerFunc(in.handleFollows))
+	handle(string(adminapi.RouteFollowing), http.HandlerFunc(in.handleFollowing))
+	handle(string(adminapi.RouteSend), http.HandlerFunc(in.handleSend))
+	handle(string(adminapi.RouteLookup), http.HandlerFunc(in.handleLookup))
+	handle(string(adminapi.RouteDeliveries), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, in.Pending())
+	}))
+	handle(string(adminapi.RoutePrune), http.HandlerFunc(in.handlePrune))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -84,30 +71,13 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
-func filterOf(r *http.Request) Filter {
-	q := r.URL.Query()
-	return Filter{Actor: q.Get("actor"), Type: q.Get("type"), Direction: q.Get("direction")}
-}
-
-func intParam(r *http.Request, name string, def int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: %s=%q is not a non-negative number", ErrBadRequest, name, v)
-	}
-	return n, nil
-}
-
 func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
-	limit, err := intParam(r, "limit", 100)
+	q, err := adminapi.ParseActivitiesQuery(r.URL.Query())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, in.alog.Latest(limit, filterOf(r)))
+	writeJSON(w, http.StatusOK, in.alog.Latest(q.Limit, q.Filter))
 }
 
 // handleStream follows the log as Server-Sent Events: "activity" events
@@ -115,12 +85,12 @@ func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
 // entries this client missed by reading too slowly. A comment line every
 // 15 s keeps proxies from closing the stream.
 func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
-	backlog, err := intParam(r, "backlog", 0)
+	q, err := adminapi.ParseStreamQuery(r.URL.Query())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
 		return
 	}
-	f := filterOf(r)
+	backlog, f := q.Backlog, q.Filter
 	sub := in.alog.Subscribe(f, 256)
 	defer sub.Close()
 	rc := http.NewResponseController(w)
@@ -183,17 +153,9 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// FollowsInfo is one crowd actor's follow relations (GET /api/follows).
-type FollowsInfo struct {
-	Actor     string            `json:"actor"`
-	Acct      string            `json:"acct"`
-	Followers []actors.Relation `json:"followers"`
-	Following []actors.Relation `json:"following"`
-}
-
 // Follows lists the relations of every crowd actor that has any (or of
 // the one actor named, acct or id, with or without relations).
-func (in *Inbox) Follows(actor string) ([]FollowsInfo, error) {
+func (in *Inbox) Follows(actor string) ([]adminapi.FollowsInfo, error) {
 	list := in.allActors()
 	if actor != "" {
 		a, err := in.LocalActor(actor)
@@ -202,22 +164,34 @@ func (in *Inbox) Follows(actor string) ([]FollowsInfo, error) {
 		}
 		list = []*actors.Actor{a}
 	}
-	out := []FollowsInfo{}
+	out := []adminapi.FollowsInfo{}
 	for _, a := range list {
-		fi := FollowsInfo{Actor: a.ID, Acct: a.Acct(), Followers: in.world.Graph.Followers(a.ID), Following: in.world.Graph.Following(a.ID)}
+		fi := adminapi.FollowsInfo{Actor: a.ID, Acct: a.Acct(),
+			Followers: wireRelations(in.world.Graph.Followers(a.ID)), Following: wireRelations(in.world.Graph.Following(a.ID))}
 		if actor == "" && len(fi.Followers) == 0 && len(fi.Following) == 0 {
 			continue
-		}
-		for i := range fi.Followers {
-			fi.Followers[i].Follow = nil // the whole Follow is for the Accept, not for this list
 		}
 		out = append(out, fi)
 	}
 	return out, nil
 }
 
+// wireRelation is r as the admin API shows it: without the whole Follow,
+// which the graph keeps for the Accept.
+func wireRelation(r actors.Relation) adminapi.Relation {
+	return adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since}
+}
+
+func wireRelations(rs []actors.Relation) []adminapi.Relation {
+	out := make([]adminapi.Relation, len(rs))
+	for i, r := range rs {
+		out[i] = wireRelation(r)
+	}
+	return out
+}
+
 func (in *Inbox) handleFollows(w http.ResponseWriter, r *http.Request) {
-	fi, err := in.Follows(r.URL.Query().Get("actor"))
+	fi, err := in.Follows(r.URL.Query().Get(adminapi.ParamActor))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -256,20 +230,9 @@ func (in *Inbox) LocalActor(name string) (*actors.Actor, error) {
 	return a, nil
 }
 
-// FollowingRequest registers a Follow that another process (a separate
-// `crowd flood`) sent, so the Accept that comes back here finds it.
-type FollowingRequest struct {
-	// Local is the crowd actor that sent the Follow (acct or id).
-	Local string `json:"local"`
-	// Remote is the followed actor's id.
-	Remote string `json:"remote"`
-	// FollowID is the Follow's id.
-	FollowID string `json:"follow_id"`
-}
-
 // RegisterFollowing records req as pending, unless the same Follow is
 // already known (its Accept may have arrived first: it is not reset).
-func (in *Inbox) RegisterFollowing(req FollowingRequest) (actors.Relation, error) {
+func (in *Inbox) RegisterFollowing(req adminapi.FollowingRequest) (actors.Relation, error) {
 	a, err := in.LocalActor(req.Local)
 	if err != nil {
 		return actors.Relation{}, err
@@ -292,7 +255,7 @@ func (in *Inbox) RegisterFollowing(req FollowingRequest) (actors.Relation, error
 }
 
 func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
-	var req FollowingRequest
+	var req adminapi.FollowingRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
 		return
@@ -302,44 +265,23 @@ func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rel)
-}
-
-// PruneRequest asks the crowd to forget its own Follows that have been
-// pending (no Accept, no Reject) for longer than OlderThan.
-type PruneRequest struct {
-	// OlderThan is a Go duration ("1h"), at least 0.
-	OlderThan string `json:"older_than"`
-	// DryRun lists them without removing them.
-	DryRun bool `json:"dry_run"`
-}
-
-// PruneResult is what Prune found and removed.
-type PruneResult struct {
-	// Stale are the Follows pending for longer than asked, oldest first.
-	Stale []actors.Relation `json:"stale"`
-	// Removed is how many of them were removed (an answer may have arrived
-	// for the others since they were listed).
-	Removed int `json:"removed"`
+	writeJSON(w, http.StatusOK, wireRelation(rel))
 }
 
 // Prune lists, and unless req.DryRun removes, the crowd's own Follows
 // pending for longer than req.OlderThan: Follows a SUT never answered,
 // which would keep the pair from being followed again.
-func (in *Inbox) Prune(req PruneRequest) (PruneResult, error) {
+func (in *Inbox) Prune(req adminapi.PruneRequest) (adminapi.PruneResult, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(req.OlderThan))
 	if err != nil || d < 0 {
-		return PruneResult{}, fmt.Errorf("%w: older_than %q: want a duration of 0 or more, e.g. 1h", ErrBadRequest, req.OlderThan)
+		return adminapi.PruneResult{}, fmt.Errorf("%w: older_than %q: want a duration of 0 or more, e.g. 1h", ErrBadRequest, req.OlderThan)
 	}
 	stale, removed, err := in.world.Graph.PrunePending(in.cfg.Now().Add(-d), req.DryRun)
-	if stale == nil {
-		stale = []actors.Relation{}
-	}
-	return PruneResult{Stale: stale, Removed: removed}, err
+	return adminapi.PruneResult{Stale: wireRelations(stale), Removed: removed}, err
 }
 
 func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
-	var req PruneRequest
+	var req adminapi.PruneRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {older_than, dry_run}: %v", ErrBadRequest, err))
 		return
@@ -350,28 +292,6 @@ func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// SendRequest asks the running crowd to send one activity by hand.
-type SendRequest struct {
-	// From is the crowd actor that sends (acct or id).
-	From string `json:"from"`
-	// Type is Follow, Undo (of From's last Follow of To), Create (a public
-	// Note mentioning To) or Like (of Object).
-	Type string `json:"type"`
-	// To is the target: acct:name@host, name@host or an actor URL.
-	To string `json:"to"`
-	// Object is, for Like, the URL of the post; for Create, optionally a
-	// whole object to wrap instead of the generated Note.
-	Object json.RawMessage `json:"object,omitempty"`
-	// Inbox overrides where to POST (default: the target's inbox; its
-	// shared inbox for Create).
-	Inbox string `json:"inbox,omitempty"`
-	// AllowPublicTarget lets the send reach hosts with public addresses
-	// (crowd send --allow-public-target); by default every host the send
-	// talks to (WebFinger, the actor, the inbox) must resolve to loopback
-	// or a private network, as for a flood.
-	AllowPublicTarget bool `json:"allow_public_target,omitempty"`
 }
 
 // target is a resolved recipient.
@@ -459,10 +379,10 @@ func marshalActivity(v any) ([]byte, error) {
 // Follow of the target and, once answered 2xx, forgets it), signs it and
 // delivers it now. Errors wrap ErrBadRequest, ErrTarget or name the
 // unknown sender; a non-2xx answer is a result, not an error.
-func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult, error) {
+func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (adminapi.SendResult, error) {
 	from, err := in.LocalActor(req.From)
 	if err != nil {
-		return SendResult{}, err
+		return adminapi.SendResult{}, err
 	}
 	typ := ""
 	for _, t := range []string{"Follow", "Undo", "Create", "Like"} {
@@ -471,19 +391,19 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 		}
 	}
 	if typ == "" {
-		return SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
+		return adminapi.SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
 	}
 	var likeOf string
 	if typ == "Like" {
 		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
-			return SendResult{}, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
+			return adminapi.SendResult{}, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
 		}
 	}
 	// One guard per send: its answers are pinned for the send's hosts.
 	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: req.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
 	t, err := in.resolveTarget(ctx, g, from, req.To)
 	if err != nil {
-		return SendResult{}, err
+		return adminapi.SendResult{}, err
 	}
 	now := in.now().UTC()
 	inbox := req.Inbox
@@ -494,7 +414,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 		}
 	}
 	if err := in.checkHost(ctx, g, inbox); err != nil {
-		return SendResult{}, err
+		return adminapi.SendResult{}, err
 	}
 	var act any
 	graph := in.world.Graph
@@ -502,13 +422,13 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 	case "Follow":
 		f := from.Follow(actors.FollowSpec{Published: now, Seq: randSeq(), Object: t.id})
 		if err := graph.AddFollowing(from.ID, t.id, f.ID); err != nil {
-			return SendResult{}, err
+			return adminapi.SendResult{}, err
 		}
 		act = f
 	case "Undo":
 		rel, ok := graph.FollowingByRemote(from.ID, t.id)
 		if !ok {
-			return SendResult{}, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
+			return adminapi.SendResult{}, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
 		}
 		act = in.undoOf(from, rel)
 	case "Create":
@@ -525,7 +445,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req SendRequest) (SendResult,
 	}
 	body, err := marshalActivity(act)
 	if err != nil {
-		return SendResult{}, err
+		return adminapi.SendResult{}, err
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body)
 	if err != nil {
@@ -552,7 +472,7 @@ func (in *Inbox) undoOf(from *actors.Actor, rel actors.Relation) any {
 }
 
 func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
-	var req SendRequest
+	var req adminapi.SendRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {from, type, to, object}: %v", ErrBadRequest, err))
 		return
@@ -566,14 +486,10 @@ func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inbox) handleLookup(w http.ResponseWriter, r *http.Request) {
-	res, err := in.Lookup(r.Context(), r.URL.Query().Get("resource"))
+	res, err := in.Lookup(r.Context(), r.URL.Query().Get(adminapi.ParamResource))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-func (in *Inbox) handleDeliveries(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, in.Pending())
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
 )
 
@@ -64,22 +65,26 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 	eventually(t, "the Accept", func() bool { return len(f.remote.postsTo("/users/bob/inbox")) == 1 })
 
 	var list []Entry
-	if s := getJSON(t, admin.URL+"/api/activities?type=Follow&actor=alice@flood1.test", &list); s != 200 || len(list) != 1 || list[0].Type != "Follow" {
+	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?type=Follow&actor=alice@flood1.test", &list); s != 200 || len(list) != 1 || list[0].Type != "Follow" {
 		t.Errorf("filtered activities: %d %+v", s, list)
 	}
-	if getJSON(t, admin.URL+"/api/activities?limit=1", &list); len(list) != 1 {
+	if getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?limit=1", &list); len(list) != 1 {
 		t.Errorf("limit=1 gave %d", len(list))
 	}
-	if s := getJSON(t, admin.URL+"/api/activities?limit=x", nil); s != http.StatusBadRequest {
+	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?limit=x", nil); s != http.StatusBadRequest {
 		t.Errorf("bad limit: %d", s)
 	}
 
-	var follows []FollowsInfo
-	getJSON(t, admin.URL+"/api/follows", &follows)
-	if len(follows) != 1 || follows[0].Acct != "alice@flood1.test" || len(follows[0].Followers) != 1 || follows[0].Followers[0].Follow != nil {
-		t.Errorf("follows: %+v", follows)
+	var follows []adminapi.FollowsInfo
+	var raw json.RawMessage
+	getJSON(t, admin.URL+adminapi.RouteFollows.Path(), &raw)
+	if err := json.Unmarshal(raw, &follows); err != nil || len(follows) != 1 || follows[0].Acct != "alice@flood1.test" || len(follows[0].Followers) != 1 {
+		t.Errorf("follows: %+v (%v)", follows, err)
 	}
-	if s := getJSON(t, admin.URL+"/api/follows?actor=nobody@flood1.test", nil); s != http.StatusNotFound {
+	if bytes.Contains(raw, []byte(`"follow"`)) {
+		t.Errorf("the follows list carries the whole Follow (it is for the Accept): %s", raw)
+	}
+	if s := getJSON(t, admin.URL+adminapi.RouteFollows.Path()+"?actor=nobody@flood1.test", nil); s != http.StatusNotFound {
 		t.Errorf("unknown actor: %d", s)
 	}
 
@@ -87,28 +92,28 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 	// finds it; registering it again does not reset it.
 	bob2 := f.actor("bob@flood2.test")
 	fid := bob2.Follow(actors.FollowSpec{Seq: 3, Object: bob}).ID
-	var rel actors.Relation
-	req := FollowingRequest{Local: "bob@flood2.test", Remote: bob, FollowID: fid}
-	if s := postJSON(t, admin.URL+"/api/following", req, &rel); s != 200 || rel.State != actors.StatePending {
+	var rel adminapi.Relation
+	req := adminapi.FollowingRequest{Local: "bob@flood2.test", Remote: bob, FollowID: fid}
+	if s := postJSON(t, admin.URL+adminapi.RouteFollowing.Path(), req, &rel); s != 200 || rel.State != adminapi.StatePending {
 		t.Fatalf("register: %d %+v", s, rel)
 	}
 	f.deliver("/inbox", "bob", []byte(`{"id":"`+bob+`/a/9","type":"Accept","actor":"`+bob+`","object":"`+fid+`"}`))
-	postJSON(t, admin.URL+"/api/following", req, &rel)
+	postJSON(t, admin.URL+adminapi.RouteFollowing.Path(), req, &rel)
 	if rel.State != actors.StateAccepted {
 		t.Errorf("after Accept and re-registration: %+v", rel)
 	}
 	tests := []struct {
 		name string
-		req  FollowingRequest
+		req  adminapi.FollowingRequest
 		want int
 	}{
-		{"unknown local", FollowingRequest{Local: "zed@flood1.test", Remote: bob, FollowID: "x"}, http.StatusNotFound},              // no such crowd actor
-		{"relative remote", FollowingRequest{Local: "alice@flood1.test", Remote: "/users/x", FollowID: "x"}, http.StatusBadRequest}, // not a URL
-		{"no follow id", FollowingRequest{Local: "alice@flood1.test", Remote: bob}, http.StatusBadRequest},                          // nothing to match Accepts with
+		{"unknown local", adminapi.FollowingRequest{Local: "zed@flood1.test", Remote: bob, FollowID: "x"}, http.StatusNotFound},              // no such crowd actor
+		{"relative remote", adminapi.FollowingRequest{Local: "alice@flood1.test", Remote: "/users/x", FollowID: "x"}, http.StatusBadRequest}, // not a URL
+		{"no follow id", adminapi.FollowingRequest{Local: "alice@flood1.test", Remote: bob}, http.StatusBadRequest},                          // nothing to match Accepts with
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if s := postJSON(t, admin.URL+"/api/following", tt.req, nil); s != tt.want {
+			if s := postJSON(t, admin.URL+adminapi.RouteFollowing.Path(), tt.req, nil); s != tt.want {
 				t.Errorf("got %d, want %d", s, tt.want)
 			}
 		})
@@ -124,7 +129,7 @@ func TestAdminStream(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin.URL+"/api/activities/stream?type=Like,Create&backlog=5", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin.URL+adminapi.RouteStream.Path()+"?type=Like,Create&backlog=5", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +140,7 @@ func TestAdminStream(t *testing.T) {
 	}
 	events := make(chan Entry, 10)
 	go func() {
-		ReadStream(resp.Body, func(e Event) error { events <- e.Entry; return nil })
+		adminapi.ReadStream(resp.Body, func(e Event) error { events <- e.Entry; return nil })
 		close(events)
 	}()
 	if e := <-events; e.Type != "Like" {
@@ -162,25 +167,25 @@ func TestAdminSendAndLookup(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		req    SendRequest
+		req    adminapi.SendRequest
 		status int    // admin API answer
 		remote string // type the remote must have received ("" = nothing)
 	}{
-		{"follow", SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:bob@" + remoteHost}, 200, "Follow"},
-		{"create", SendRequest{From: "alice@flood1.test", Type: "create", To: "bob@" + remoteHost}, 200, "Create"},
-		{"like", SendRequest{From: "https://flood1.test/users/alice", Type: "Like", To: bob, Object: json.RawMessage(`"https://example.com/users/bob/statuses/1"`)}, 200, "Like"},
-		{"undo", SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 200, "Undo"},
-		{"undo without follow", SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 400, ""},                // nothing left to undo
-		{"like without object", SendRequest{From: "alice@flood1.test", Type: "Like", To: bob}, 400, ""},                // what to like?
-		{"unknown type", SendRequest{From: "alice@flood1.test", Type: "Block", To: bob}, 400, ""},                      // not offered
-		{"unknown sender", SendRequest{From: "zed@flood1.test", Type: "Follow", To: bob}, 404, ""},                     // not a crowd actor
-		{"unknown target", SendRequest{From: "alice@flood1.test", Type: "Follow", To: "ghost@" + remoteHost}, 502, ""}, // WebFinger 404
+		{"follow", adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:bob@" + remoteHost}, 200, "Follow"},
+		{"create", adminapi.SendRequest{From: "alice@flood1.test", Type: "create", To: "bob@" + remoteHost}, 200, "Create"},
+		{"like", adminapi.SendRequest{From: "https://flood1.test/users/alice", Type: "Like", To: bob, Object: json.RawMessage(`"https://example.com/users/bob/statuses/1"`)}, 200, "Like"},
+		{"undo", adminapi.SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 200, "Undo"},
+		{"undo without follow", adminapi.SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob}, 400, ""},                // nothing left to undo
+		{"like without object", adminapi.SendRequest{From: "alice@flood1.test", Type: "Like", To: bob}, 400, ""},                // what to like?
+		{"unknown type", adminapi.SendRequest{From: "alice@flood1.test", Type: "Block", To: bob}, 400, ""},                      // not offered
+		{"unknown sender", adminapi.SendRequest{From: "zed@flood1.test", Type: "Follow", To: bob}, 404, ""},                     // not a crowd actor
+		{"unknown target", adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "ghost@" + remoteHost}, 502, ""}, // WebFinger 404
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(f.remote.postsTo("/users/bob/inbox")) + len(f.remote.postsTo("/inbox"))
-			var res SendResult
-			status := postJSON(t, admin.URL+"/api/send", tt.req, &res)
+			var res adminapi.SendResult
+			status := postJSON(t, admin.URL+adminapi.RouteSend.Path(), tt.req, &res)
 			if status != tt.status {
 				t.Fatalf("status %d (%+v), want %d", status, res, tt.status)
 			}
@@ -211,26 +216,26 @@ func TestAdminSendAndLookup(t *testing.T) {
 		t.Errorf("%d posts to the shared inbox", n)
 	}
 
-	var lr LookupResult
-	if s := getJSON(t, admin.URL+"/api/lookup?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {
+	var lr adminapi.LookupResult
+	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {
 		t.Errorf("lookup bob: %d %+v", s, lr)
 	}
-	getJSON(t, admin.URL+"/api/lookup?resource="+remoteID("badguy"), &lr)
+	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource="+remoteID("badguy"), &lr)
 	for _, want := range []string{"Content-Type", "no inbox", "publicKey.owner", "publicKeyPem", "preferredUsername"} {
 		if !strings.Contains(strings.Join(lr.Problems, "\n"), want) {
 			t.Errorf("lookup badguy: no problem about %s in %q", want, lr.Problems)
 		}
 	}
 	// A PHP server escapes every '/' in its JSON; decoded, the document is fine.
-	lr = LookupResult{}
-	if s := getJSON(t, admin.URL+"/api/lookup?resource=acct:php@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != remoteID("php") {
+	lr = adminapi.LookupResult{}
+	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:php@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != remoteID("php") {
 		t.Errorf("lookup php: %d %+v", s, lr)
 	}
-	getJSON(t, admin.URL+"/api/lookup?resource=alice@flood1.test", &lr)
+	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=alice@flood1.test", &lr)
 	if len(lr.Problems) != 0 {
 		t.Errorf("a crowd actor has problems: %q", lr.Problems)
 	}
-	if s := getJSON(t, admin.URL+"/api/lookup?resource=nonsense", nil); s != http.StatusBadRequest {
+	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=nonsense", nil); s != http.StatusBadRequest {
 		t.Errorf("bad resource: %d", s)
 	}
 }
@@ -307,7 +312,7 @@ func FuzzActorProblems(f *testing.F) {
 func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		req     SendRequest
+		req     adminapi.SendRequest
 		public  string // the remote's address as the resolver answers it
 		status  int    // the API's answer
 		gets    int    // signed GETs the remote got (the actor document)
@@ -315,17 +320,17 @@ func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
 		lookups int    // names resolved for the check
 	}{
 		// An IP literal is judged without resolving and without any request.
-		{"public IP literal", SendRequest{To: "acct:x@192.0.2.1"}, "127.0.0.1", http.StatusForbidden, 0, 0, 0},
+		{"public IP literal", adminapi.SendRequest{To: "acct:x@192.0.2.1"}, "127.0.0.1", http.StatusForbidden, 0, 0, 0},
 		// A name that resolves to a public address: no WebFinger either.
-		{"public name", SendRequest{To: "acct:bob@" + remoteHost}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"public name", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
 		// An actor URL is checked before its document is fetched.
-		{"public actor URL", SendRequest{To: remoteID("bob")}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"public actor URL", adminapi.SendRequest{To: remoteID("bob")}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
 		// The inbox is checked too: the target is private, the override is not.
-		{"public inbox override", SendRequest{To: remoteID("bob"), Inbox: "https://192.0.2.1/inbox"}, "127.0.0.1", http.StatusForbidden, 1, 0, 1},
+		{"public inbox override", adminapi.SendRequest{To: remoteID("bob"), Inbox: "https://192.0.2.1/inbox"}, "127.0.0.1", http.StatusForbidden, 1, 0, 1},
 		// Allowed by the request: the send goes through.
-		{"allowed", SendRequest{To: "acct:bob@" + remoteHost, AllowPublicTarget: true}, "93.184.215.14", http.StatusOK, 1, 1, 1},
+		{"allowed", adminapi.SendRequest{To: "acct:bob@" + remoteHost, AllowPublicTarget: true}, "93.184.215.14", http.StatusOK, 1, 1, 1},
 		// A private target needs no permission.
-		{"private", SendRequest{To: "acct:bob@" + remoteHost}, "127.0.0.1", http.StatusOK, 1, 1, 1},
+		{"private", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, "127.0.0.1", http.StatusOK, 1, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fn := &dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {c.public}}}
@@ -333,7 +338,7 @@ func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
 			admin := adminServer(t, f)
 			c.req.From, c.req.Type = "alice@flood1.test", "Follow"
 			var answer map[string]any
-			status := postJSON(t, admin.URL+"/api/send", c.req, &answer)
+			status := postJSON(t, admin.URL+adminapi.RouteSend.Path(), c.req, &answer)
 			if status != c.status {
 				t.Errorf("status %d %v, want %d", status, answer, c.status)
 			}
@@ -365,21 +370,35 @@ func TestAdminPrune(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		req     PruneRequest
+		req     adminapi.PruneRequest
 		status  int
 		stale   int
 		removed int
 	}{
-		{"young", PruneRequest{OlderThan: "1h"}, 200, 0, 0},                 // registered just now
-		{"dry run", PruneRequest{OlderThan: "0s", DryRun: true}, 200, 1, 0}, // listed, kept
-		{"pruned", PruneRequest{OlderThan: "0s"}, 200, 1, 1},                // removed
-		{"gone", PruneRequest{OlderThan: "0s"}, 200, 0, 0},                  // nothing left
-		{"bad duration", PruneRequest{OlderThan: "soon"}, 400, 0, 0},        // not a duration
-		{"negative", PruneRequest{OlderThan: "-1h"}, 400, 0, 0},             // in the future
+		{"young", adminapi.PruneRequest{OlderThan: "1h"}, 200, 0, 0},                 // registered just now
+		{"dry run", adminapi.PruneRequest{OlderThan: "0s", DryRun: true}, 200, 1, 0}, // listed, kept
+		{"pruned", adminapi.PruneRequest{OlderThan: "0s"}, 200, 1, 1},                // removed
+		{"gone", adminapi.PruneRequest{OlderThan: "0s"}, 200, 0, 0},                  // nothing left
+		{"bad duration", adminapi.PruneRequest{OlderThan: "soon"}, 400, 0, 0},        // not a duration
+		{"negative", adminapi.PruneRequest{OlderThan: "-1h"}, 400, 0, 0},             // in the future
 	} {
-		var res PruneResult
-		if s := postJSON(t, admin.URL+"/api/following/prune", c.req, &res); s != c.status || len(res.Stale) != c.stale || res.Removed != c.removed {
+		var res adminapi.PruneResult
+		if s := postJSON(t, admin.URL+adminapi.RoutePrune.Path(), c.req, &res); s != c.status || len(res.Stale) != c.stale || res.Removed != c.removed {
 			t.Errorf("%s: %d %+v; want %d, %d stale, %d removed", c.name, s, res, c.status, c.stale, c.removed)
+		}
+	}
+}
+
+// TestRelationStates: the admin API's relation states are the follow
+// graph's, so a client compares what the graph wrote.
+func TestRelationStates(t *testing.T) {
+	for _, c := range [][2]string{
+		{adminapi.StatePending, actors.StatePending},
+		{adminapi.StateAccepted, actors.StateAccepted},
+		{adminapi.StateRejected, actors.StateRejected},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("adminapi state %q, graph state %q", c[0], c[1])
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/apclient"
 )
 
@@ -291,32 +292,16 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// SendResult is what a manual send got.
-type SendResult struct {
-	// Activity is the body that was sent.
-	Activity json.RawMessage `json:"activity"`
-	// Inbox is where it was POSTed.
-	Inbox string `json:"inbox"`
-	// Status is the answer's status code, 0 when there was no answer.
-	Status int `json:"status"`
-	// Body is the start of the answer's body (at most 4 KiB).
-	Body string `json:"body"`
-	// DurationMS is how long the answer took.
-	DurationMS float64 `json:"duration_ms"`
-	// Error says why there was no answer.
-	Error string `json:"error,omitempty"`
-}
-
 // Send signs activity as from and POSTs it to inbox now, bypassing the
 // queue (manual sends: `crowd send`, the admin API), logs it, and returns
 // what came back. A non-2xx answer is a result, not an error; the error is
-// set (and also in SendResult.Error) when no answer came.
-func (in *Inbox) Send(ctx context.Context, from *actors.Actor, inbox string, activity []byte) (SendResult, error) {
+// set (and also in adminapi.SendResult.Error) when no answer came.
+func (in *Inbox) Send(ctx context.Context, from *actors.Actor, inbox string, activity []byte) (adminapi.SendResult, error) {
 	return in.sendTo(ctx, from, "", inbox, activity)
 }
 
 // sendTo is Send, naming the recipient actor (to) in the log.
-func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox string, activity []byte) (SendResult, error) {
+func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox string, activity []byte) (adminapi.SendResult, error) {
 	start := in.now()
 	e := Entry{Time: start.UTC(), Direction: DirOut, Method: http.MethodPost, URL: inbox, Remote: actors.HostOf(inbox),
 		Local: from.ID, To: to, Body: string(activity[:min(len(activity), in.alog.BodyLimit())]), BodyBytes: len(activity)}
@@ -324,7 +309,7 @@ func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox strin
 		describe(&e, a)
 	}
 	ans := in.post(ctx, from, inbox, activity)
-	res := SendResult{Activity: json.RawMessage(activity), Inbox: inbox, Status: ans.status, Body: ans.body,
+	res := adminapi.SendResult{Activity: json.RawMessage(activity), Inbox: inbox, Status: ans.status, Body: ans.body,
 		DurationMS: float64(ans.dur.Microseconds()) / 1000}
 	e.Headers, e.Status, e.Response, e.DurationMS = ans.header, ans.status, ans.body, res.DurationMS
 	if ans.err != nil {

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // TestDeliveryRetry: the remote answers 503 twice, then 202: the Accept is
@@ -293,7 +295,7 @@ func TestDeliveryToVanishedActor(t *testing.T) {
 				t.Fatal(err)
 			}
 			var pending []Delivery
-			getJSON(t, adminServer(t, f).URL+"/api/deliveries", &pending)
+			getJSON(t, adminServer(t, f).URL+adminapi.RouteDeliveries.Path(), &pending)
 			if len(pending) != 1 || pending[0].To != remoteID(tc.to) || pending[0].Type != "Accept" {
 				t.Fatalf("pending: %+v", pending)
 			}

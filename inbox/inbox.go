@@ -29,7 +29,9 @@
 // of the origin concerned.
 //
 // Every activity in and out goes to the ActivityLog, which the admin routes
-// (AdminRoutes) serve as JSON and as a live Server-Sent Events stream.
+// (AdminRoutes) serve as JSON and as a live Server-Sent Events stream. The
+// admin routes and their documents are adminapi's: the inbox implements
+// them, and its log entries and queued deliveries are adminapi's types.
 package inbox
 
 import (

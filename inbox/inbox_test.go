@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -294,12 +295,12 @@ func TestAcceptRejectOfOurFollows(t *testing.T) {
 	g := f.world.Graph
 
 	// A Follow sent by hand: registered pending, delivered to bob.
-	res, err := f.in.SendActivity(context.Background(), SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:bob@" + remoteHost})
+	res, err := f.in.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:bob@" + remoteHost})
 	if err != nil || res.Status != http.StatusAccepted || res.Inbox != bob+"/inbox" {
 		t.Fatalf("send Follow: %+v %v", res, err)
 	}
 	rel, ok := g.FollowingByRemote(alice.ID, bob)
-	if !ok || rel.State != actors.StatePending {
+	if !ok || rel.State != adminapi.StatePending {
 		t.Fatalf("following after the Follow: %+v %v", rel, ok)
 	}
 	var sent struct{ ID string }
@@ -345,7 +346,7 @@ func TestAcceptRejectOfOurFollows(t *testing.T) {
 
 	// Undo by hand: the remote gets the Undo embedding the Follow, and the
 	// relation is forgotten.
-	res, err = f.in.SendActivity(context.Background(), SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob})
+	res, err = f.in.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Undo", To: bob})
 	if err != nil || res.Status != http.StatusAccepted {
 		t.Fatalf("send Undo: %+v %v", res, err)
 	}

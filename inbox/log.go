@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,157 +16,6 @@ import (
 
 	"go.uber.org/zap"
 )
-
-// Directions of an Entry.
-const (
-	DirIn  = "in"
-	DirOut = "out"
-)
-
-// Verdicts of an Entry.
-const (
-	// VerdictAccepted: an incoming activity was verified and answered 2xx.
-	VerdictAccepted = "accepted"
-	// VerdictRejected: an incoming request was refused with a 4xx or 5xx.
-	VerdictRejected = "rejected"
-	// VerdictDelivered: an outgoing delivery was answered 2xx.
-	VerdictDelivered = "delivered"
-	// VerdictRetrying: an outgoing delivery failed and will be retried.
-	VerdictRetrying = "retrying"
-	// VerdictGaveUp: an outgoing delivery failed for good.
-	VerdictGaveUp = "gave_up"
-	// VerdictSent: a manual send (Send) got an answer, whatever its status.
-	VerdictSent = "sent"
-	// VerdictFailed: a manual send got no answer at all.
-	VerdictFailed = "failed"
-)
-
-// Entry is one activity in or out, as the activity log keeps it. Headers
-// never carry secrets: cookies and non-signature Authorization values are
-// left out, and Signature headers (public by nature) are kept.
-type Entry struct {
-	// Seq numbers entries from 1 in the order they were logged; it
-	// continues across restarts from the last entry on disk.
-	Seq uint64 `json:"seq"`
-	// Time is when the request arrived or the delivery was attempted.
-	Time time.Time `json:"time"`
-	// Direction is DirIn or DirOut.
-	Direction string `json:"direction"`
-	// Remote is the peer's address (in) or the inbox's host (out).
-	Remote string `json:"remote,omitempty"`
-	// Method and URL are the request's; URL is absolute (scheme-less for
-	// incoming requests: host + request URI).
-	Method string `json:"method"`
-	URL    string `json:"url"`
-	// Headers are the request's headers, secrets removed.
-	Headers http.Header `json:"headers,omitempty"`
-	// Body is the request body, cut at the log's body limit.
-	Body string `json:"body,omitempty"`
-	// BodyBytes is the full body length; Truncated says Body was cut.
-	BodyBytes int  `json:"body_bytes"`
-	Truncated bool `json:"truncated,omitempty"`
-	// ID, Type, Actor, Object and ObjectType describe the activity, as far
-	// as its body could be parsed.
-	ID         string `json:"id,omitempty"`
-	Type       string `json:"type,omitempty"`
-	Actor      string `json:"actor,omitempty"`
-	Object     string `json:"object,omitempty"`
-	ObjectType string `json:"object_type,omitempty"`
-	// Local is the crowd actor the activity was addressed to (in) or sent
-	// by (out), when known.
-	Local string `json:"local,omitempty"`
-	// To is the recipient actor of an outgoing delivery, when known.
-	To string `json:"to,omitempty"`
-	// KeyID is the keyId of the request's signature, when there was one.
-	KeyID string `json:"key_id,omitempty"`
-	// Verdict is one of the Verdict constants; Reason says why (always set
-	// for rejections and failures); Note says what the crowd did with it.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason,omitempty"`
-	Note    string `json:"note,omitempty"`
-	// Status is the HTTP status answered (in) or received (out), 0 if none.
-	Status int `json:"status"`
-	// Attempt numbers the tries of a queued delivery (1-based).
-	Attempt int `json:"attempt,omitempty"`
-	// DurationMS is how long the answer took, in milliseconds.
-	DurationMS float64 `json:"duration_ms"`
-	// Response is the start of the answer's body (out only).
-	Response string `json:"response,omitempty"`
-}
-
-// Filter selects entries, as `crowd tail --actor A --type T` does. The
-// zero Filter matches everything.
-type Filter struct {
-	// Actor matches an entry whose Actor, Local, To or Object is this
-	// actor: an id (a #fragment is ignored), an acct ("alice@flood3.test",
-	// optionally with "acct:" or "@"), or a bare host name (every actor of
-	// that host).
-	Actor string
-	// Type is a comma-separated list of activity types (any case).
-	Type string
-	// Direction is DirIn, DirOut or "" for both.
-	Direction string
-}
-
-// Match reports whether e passes the filter.
-func (f Filter) Match(e *Entry) bool {
-	if f.Direction != "" && f.Direction != e.Direction {
-		return false
-	}
-	if f.Type != "" {
-		ok := false
-		for t := range strings.SplitSeq(f.Type, ",") {
-			if t = strings.TrimSpace(t); t != "" && strings.EqualFold(t, e.Type) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	if f.Actor != "" {
-		return matchActor(f.Actor, e.Actor) || matchActor(f.Actor, e.Local) ||
-			matchActor(f.Actor, e.To) || matchActor(f.Actor, e.Object)
-	}
-	return true
-}
-
-// matchActor reports whether the actor id v is what the filter value want
-// names (an id, an acct or a host).
-func matchActor(want, v string) bool {
-	if v == "" {
-		return false
-	}
-	v, _, _ = strings.Cut(v, "#")
-	if strings.Contains(want, "://") {
-		want, _, _ = strings.Cut(want, "#")
-		return want == v
-	}
-	u, err := url.Parse(v)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	acct := strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@")
-	user, host, ok := strings.Cut(acct, "@")
-	if !ok {
-		return strings.EqualFold(u.Hostname(), acct)
-	}
-	if !strings.EqualFold(u.Hostname(), host) {
-		return false
-	}
-	p := strings.TrimSuffix(u.Path, "/")
-	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user)
-}
-
-// Event is what a Subscription delivers: an entry, and how many entries
-// this subscriber lost (its buffer was full) just before it.
-type Event struct {
-	Entry Entry
-	// Lost is how many matching entries were dropped for this subscriber
-	// since the previous event, because it read too slowly.
-	Lost uint64
-}
 
 // Subscription follows the log live. Read C; call Close when done.
 type Subscription struct {
@@ -383,7 +231,7 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 		}
 		size += int64(len(line))
 		cp.Seq = e.Seq
-		cp.Totals.add(&e)
+		cp.Totals.Add(&e)
 		if len(l.lines) == 0 {
 			if time.Since(saved) >= checkpointEvery {
 				save()
@@ -435,7 +283,7 @@ func (l *ActivityLog) Append(e Entry) Entry {
 	l.seq++
 	e.Seq = l.seq
 	l.put(e)
-	l.totals.add(&e)
+	l.totals.Add(&e)
 	for s := range l.subs {
 		if !s.filter.Match(&e) {
 			continue

@@ -13,37 +13,6 @@ import (
 	"github.com/crowdfed/crowd/internal/journal"
 )
 
-// Totals counts every entry the log has recorded in its directory, across
-// restarts and rotations (the ring holds only the latest).
-type Totals struct {
-	// Entries is how many entries were logged.
-	Entries uint64 `json:"entries"`
-	// In and Out split them by direction.
-	In  uint64 `json:"in"`
-	Out uint64 `json:"out"`
-	// OK counts entries accepted, delivered, or sent and answered 2xx.
-	OK uint64 `json:"ok"`
-	// Problems counts entries rejected, given up, failed, or sent and
-	// answered other than 2xx (retries are neither: they end as one).
-	Problems uint64 `json:"problems"`
-}
-
-func (t *Totals) add(e *Entry) {
-	t.Entries++
-	if e.Direction == DirOut {
-		t.Out++
-	} else {
-		t.In++
-	}
-	sentBad := e.Verdict == VerdictSent && (e.Status < 200 || e.Status > 299)
-	switch {
-	case e.Verdict == VerdictRejected || e.Verdict == VerdictGaveUp || e.Verdict == VerdictFailed || sentBad:
-		t.Problems++
-	case e.Verdict == VerdictAccepted || e.Verdict == VerdictDelivered || e.Verdict == VerdictSent:
-		t.OK++
-	}
-}
-
 // TotalsFile holds the log's totals as of an entry (a checkpoint), next to
 // the log, so a restart counts only the entries written after it.
 const TotalsFile = "activity.totals.json"
@@ -132,7 +101,7 @@ func restore(dir string, keep, ring int, log *zap.Logger) (restored, error) {
 			}
 			r.seq = max(r.seq, e.Seq)
 			if !haveCP || e.Seq > cp.Seq {
-				r.totals.add(&e)
+				r.totals.Add(&e)
 			}
 			return true
 		})

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/signing"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -25,35 +26,14 @@ var ErrBadRequest = errors.New("bad request")
 // actor fetch failed); the admin API answers it with 502.
 var ErrTarget = errors.New("target not resolved")
 
-// LookupResult is what `crowd lookup` shows: the documents a real server
-// would fetch, and what it would object to.
-type LookupResult struct {
-	// Resource is what was looked up (acct:name@host or a URL).
-	Resource string `json:"resource"`
-	// WebFinger is the account's JRD, for an acct resource.
-	WebFinger *webfinger.JRD `json:"webfinger,omitempty"`
-	// URL is the actor document's URL (the WebFinger self href, or the
-	// resource itself), and FinalURL where it was served after redirects.
-	URL      string `json:"url,omitempty"`
-	FinalURL string `json:"final_url,omitempty"`
-	// Status and ContentType are the signed GET's answer.
-	Status      int    `json:"status,omitempty"`
-	ContentType string `json:"content_type,omitempty"`
-	// Document is the actor document as served.
-	Document json.RawMessage `json:"document,omitempty"`
-	// Problems lists what a real server (Mastodon, GoToSocial, Fedify)
-	// would refuse or stumble over; empty when there is nothing.
-	Problems []string `json:"problems"`
-}
-
 // Lookup resolves resource (acct:name@host, name@host, or an actor URL)
 // as a real server would: WebFinger, then a GET signed by the instance
 // actor of the crowd's first origin, then the WebFinger round trip from
 // the document's preferredUsername. Every failure becomes a problem in
 // the result; the error (wrapping ErrBadRequest) is only for a resource
 // that is neither an acct nor a URL.
-func (in *Inbox) Lookup(ctx context.Context, resource string) (LookupResult, error) {
-	res := LookupResult{Resource: resource, Problems: []string{}}
+func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupResult, error) {
+	res := adminapi.LookupResult{Resource: resource, Problems: []string{}}
 	as := in.world.Origins[0].Instance
 	selfHref := ""
 	switch {

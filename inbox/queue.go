@@ -27,36 +27,6 @@ var ErrQueueFull = errors.New("delivery queue full")
 // activity, no target, or an id that is not a hex string).
 var ErrBadDelivery = errors.New("bad delivery")
 
-// Delivery is one outgoing activity in the persistent queue. Each pending
-// delivery is a file of its own in the queue directory, written atomically
-// before Enqueue returns and removed once it is delivered or given up, so
-// a kill -9 at any moment loses no queued delivery.
-type Delivery struct {
-	// ID names the delivery (hex); the same ID is queued only once at a
-	// time. Empty: Enqueue makes one.
-	ID string `json:"id"`
-	// Type is the activity's type, for logs and metrics.
-	Type string `json:"type"`
-	// From is the id of the crowd actor that signs the delivery.
-	From string `json:"from"`
-	// To is the recipient actor's id; when Inbox is empty its inbox is
-	// found by fetching it (a signed GET) at delivery time.
-	To string `json:"to,omitempty"`
-	// Inbox is the URL to POST to, when already known.
-	Inbox string `json:"inbox,omitempty"`
-	// Activity is the exact body to send.
-	Activity json.RawMessage `json:"activity"`
-	// Attempts is how many tries have failed so far.
-	Attempts int `json:"attempts"`
-	// Created is when the delivery was queued; NextAt when it is due.
-	Created time.Time `json:"created"`
-	NextAt  time.Time `json:"next_at"`
-	// LastError is why the last try failed.
-	LastError string `json:"last_error,omitempty"`
-
-	index int // position in the heap; -1 while in flight
-}
-
 // queue is the persistent, bounded set of pending deliveries, ordered by
 // due time. It does not send anything: the Inbox's workers do.
 type queue struct {
@@ -150,7 +120,6 @@ func (q *queue) add(d *Delivery) (bool, error) {
 		q.mu.Unlock()
 		return false, fmt.Errorf("%w: %d deliveries pending", ErrQueueFull, q.max)
 	}
-	d.index = -1
 	q.pending[d.ID] = d // reserved: a concurrent add of the same ID backs off
 	b, err := json.Marshal(d)
 	q.mu.Unlock()
@@ -268,20 +237,12 @@ type dheap []*Delivery
 
 func (h dheap) Len() int           { return len(h) }
 func (h dheap) Less(i, j int) bool { return h[i].NextAt.Before(h[j].NextAt) }
-func (h dheap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *dheap) Push(x any) {
-	d := x.(*Delivery)
-	d.index = len(*h)
-	*h = append(*h, d)
-}
+func (h dheap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dheap) Push(x any)        { *h = append(*h, x.(*Delivery)) }
 func (h *dheap) Pop() any {
 	old := *h
 	d := old[len(old)-1]
 	old[len(old)-1] = nil
-	d.index = -1
 	*h = old[:len(old)-1]
 	return d
 }

@@ -13,44 +13,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
-// WorldInfo is the admin API's description of the world (/api/world).
-// It never carries a private key.
-type WorldInfo struct {
-	Version string       `json:"version"`
-	Domain  string       `json:"domain"`
-	Zone    string       `json:"zone"`
-	Shard   string       `json:"shard,omitempty"`
-	Origins []OriginInfo `json:"origins"`
-}
-
-// OriginInfo describes one origin.
-type OriginInfo struct {
-	Index    int         `json:"index"`
-	Host     string      `json:"host"`
-	Instance ActorInfo   `json:"instance"`
-	Actors   []ActorInfo `json:"actors"`
-}
-
-// ActorInfo describes one actor and its public key.
-type ActorInfo struct {
-	Acct  string `json:"acct"`
-	ID    string `json:"id"`
-	KeyID string `json:"key_id"`
-	// KeySHA256 is the hex SHA-256 of the public key's SPKI DER: compare
-	// it with what a SUT cached to find a stale key.
-	KeySHA256 string `json:"key_sha256"`
-	Followers int    `json:"followers"`
-	Following int    `json:"following"`
-}
-
 // World describes the served world for the admin API.
-func (p *Pasture) World() WorldInfo {
+func (p *Pasture) World() adminapi.WorldInfo {
 	w := p.cfg.World
-	info := WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String()}
+	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String()}
 	for _, o := range w.Origins {
-		oi := OriginInfo{Index: o.Index, Host: o.Host}
+		oi := adminapi.OriginInfo{Index: o.Index, Host: o.Host}
 		for _, a := range o.Actors {
 			oi.Actors = append(oi.Actors, p.actorInfo(a.Acct(), a.ID, a.KeyID, a.Key.Public()))
 		}
@@ -60,24 +32,25 @@ func (p *Pasture) World() WorldInfo {
 	return info
 }
 
-func (p *Pasture) actorInfo(acct, id, keyID string, pub any) ActorInfo {
+func (p *Pasture) actorInfo(acct, id, keyID string, pub any) adminapi.ActorInfo {
 	der, _ := x509.MarshalPKIXPublicKey(pub)
 	sum := sha256.Sum256(der)
 	followers, following := p.cfg.World.Graph.Counts(id)
-	return ActorInfo{Acct: acct, ID: id, KeyID: keyID, KeySHA256: hex.EncodeToString(sum[:]), Followers: followers, Following: following}
+	return adminapi.ActorInfo{Acct: acct, ID: id, KeyID: keyID, KeySHA256: hex.EncodeToString(sum[:]), Followers: followers, Following: following}
 }
 
-// adminHandler builds the admin API: health, readiness, metrics, the CA
-// and the world, plus whatever Config.Admin adds, every route behind the
+// adminHandler builds the admin API: its own routes of adminapi's table
+// (the page, health, readiness, metrics, the CA and the world), plus
+// whatever Config.Admin adds (the inbox's routes), every route behind the
 // adminGuard (own host names only; no cross-origin or non-JSON writes).
 func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	r := chi.NewRouter()
 	r.Use(newAdminGuard(p.cfg.AdminAddr, p.cfg.AdminHosts).Wrap)
 	r.Use(middleware.GetHead) // HEAD of a GET route, as net/http's mux did (curl -I, probes)
-	r.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	r.Handle(string(adminapi.RouteHealth), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	}))
-	r.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	r.Handle(string(adminapi.RouteReady), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		ready := p.ready
 		p.mu.Unlock()
@@ -87,15 +60,15 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		}
 		w.Write([]byte("ready\n"))
 	}))
-	r.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	r.Handle("GET /ca.pem", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	r.Handle(string(adminapi.RouteMetrics), promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	r.Handle(string(adminapi.RouteCA), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		w.Write(p.ca.CertPEM())
 	}))
-	r.Handle("GET /api/world", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	r.Handle(string(adminapi.RouteWorld), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeAdminJSON(w, p.World())
 	}))
-	r.Handle("GET /", mustAdminPage()) // the admin page (page.html): world, follows, live activities
+	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}

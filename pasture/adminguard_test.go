@@ -7,16 +7,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // guardedPasture is a pasture whose admin API has, besides its own routes,
-// a POST /api/send that counts the requests that reach it.
+// adminapi.RouteSend, counting the requests the requests that reach it.
 func guardedPasture(t *testing.T, extraHosts ...string) (*Pasture, *atomic.Int64) {
 	t.Helper()
 	var sends atomic.Int64
 	p := testPasture(t, Config{Version: "test", AdminAddr: "crowd.internal:9180", AdminHosts: extraHosts,
 		Admin: func(handle func(string, http.Handler)) {
-			handle("POST /api/send", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handle(string(adminapi.RouteSend), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				sends.Add(1)
 				w.Write([]byte("{}"))
 			}))
@@ -34,7 +36,7 @@ func TestAdminRefusesForeignHostsOnEveryRoute(t *testing.T) {
 	if len(routes) < 7 {
 		t.Fatalf("only %d admin routes: %v", len(routes), routes)
 	}
-	for _, route := range append(routes, "GET /no-such-path", "DELETE /api/send") {
+	for _, route := range append(routes, "GET /no-such-path", "DELETE "+adminapi.RouteSend.Path()) {
 		method, path, _ := strings.Cut(route, " ")
 		req := httptest.NewRequest(method, "http://evil.example:9180"+path, strings.NewReader("{}"))
 		req.Header.Set("Content-Type", "application/json")
@@ -95,9 +97,9 @@ func TestAdminGuard(t *testing.T) {
 		{"cross-origin GET", "GET", "127.0.0.1:9180", map[string]string{"Origin": "http://evil.example"}, 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := "/api/send"
+			path := adminapi.RouteSend.Path()
 			if c.method == "GET" {
-				path = "/healthz"
+				path = adminapi.RouteHealth.Path()
 			}
 			before := sends.Load()
 			req := httptest.NewRequest(c.method, path, strings.NewReader(`{"from":"alice@flood1.test"}`))

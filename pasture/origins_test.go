@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 func testWorld(t testing.TB) *actors.World {
@@ -90,27 +91,28 @@ func TestOriginRoutes(t *testing.T) {
 func TestAdminAPI(t *testing.T) {
 	p := testPasture(t, Config{Version: "v9"})
 	for _, c := range []struct {
-		path, body string
-		status     int
+		route  adminapi.Route
+		body   string
+		status int
 	}{
-		{"/healthz", "ok", 200},               // alive
-		{"/readyz", "not ready", 503},         // nothing started yet
-		{"/ca.pem", "BEGIN CERTIFICATE", 200}, // the CA a SUT must trust
-		{"/metrics", "go_goroutines", 200},    // prometheus exposition
-		{"/api/world", `"key_sha256"`, 200},   // the world, with key fingerprints
+		{adminapi.RouteHealth, "ok", 200},             // alive
+		{adminapi.RouteReady, "not ready", 503},       // nothing started yet
+		{adminapi.RouteCA, "BEGIN CERTIFICATE", 200},  // the CA a SUT must trust
+		{adminapi.RouteMetrics, "go_goroutines", 200}, // prometheus exposition
+		{adminapi.RouteWorld, `"key_sha256"`, 200},    // the world, with key fingerprints
 	} {
 		rec := httptest.NewRecorder()
-		p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180"+c.path, nil))
+		p.admin.ServeHTTP(rec, httptest.NewRequest(c.route.Method(), "http://127.0.0.1:9180"+c.route.Path(), nil))
 		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.body) {
-			t.Errorf("%s: %d %q, want %d containing %q", c.path, rec.Code, rec.Body.String()[:min(rec.Body.Len(), 200)], c.status, c.body)
+			t.Errorf("%s: %d %q, want %d containing %q", c.route, rec.Code, rec.Body.String()[:min(rec.Body.Len(), 200)], c.status, c.body)
 		}
 		if strings.Contains(rec.Body.String(), "PRIVATE KEY") {
-			t.Errorf("%s serves a private key", c.path)
+			t.Errorf("%s serves a private key", c.route)
 		}
 	}
-	var info WorldInfo
+	var info adminapi.WorldInfo
 	rec := httptest.NewRecorder()
-	p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/world", nil))
+	p.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180"+adminapi.RouteWorld.Path(), nil))
 	if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 func TestAdminPageIsServedAtTheRoot(t *testing.T) {
@@ -43,7 +45,7 @@ func TestAdminPageIsServedAtTheRoot(t *testing.T) {
 		// The page is read-only.
 		{"POST /", "POST", "/", http.Header{"Content-Type": {"application/json"}}, 405, ""},
 		// The API is still there next to it.
-		{"the world", "GET", "/api/world", nil, 200, `"origins"`},
+		{"the world", "GET", adminapi.RouteWorld.Path(), nil, 200, `"origins"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp := get(c.method, c.path, c.header)

@@ -1,6 +1,8 @@
 // Package pasture is the crowd's environment: the listeners (HTTPS with
 // the crowd's own CA, HTTP, DNS, the admin API), routing by Host, and the
-// admin API that a flood or a person drives the running crowd with.
+// admin server that a flood or a person drives the running crowd with: it
+// serves adminapi's routes (its own, and those Config.Admin adds, the
+// inbox's) behind a guard against web pages.
 package pasture
 
 import (

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // TestServesOverRealListeners starts every listener on loopback and talks
@@ -60,7 +62,7 @@ func TestServesOverRealListeners(t *testing.T) {
 		t.Fatalf("DNS A flood2.test: %v %v", in, err)
 	}
 
-	resp, err = http.Get("http://" + p.Addr("admin") + "/readyz")
+	resp, err = http.Get("http://" + p.Addr("admin") + adminapi.RouteReady.Path())
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("readyz after start: %v %v", resp, err)
 	}

@@ -24,8 +24,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -299,8 +299,8 @@ type floodEnv struct {
 	roots    *x509.CertPool
 	hosts    map[string]string // host → ip:port for the crowd's own origins, when known
 	register func(context.Context, flood.FollowRegistration) error
-	admin    *adminClient // the crowd's admin API (crowd run sends Follows and reads the activity log through it)
-	what     string       // for the log: which crowd
+	admin    *adminapi.Client // the crowd's admin API (crowd run sends Follows and reads the activity log through it)
+	what     string           // for the log: which crowd
 	shard    string
 	close    func()
 }
@@ -308,9 +308,9 @@ type floodEnv struct {
 // crowdRelations reads the crowd's follow graph through its admin API and
 // answers the state of crowd actor local's relation to remote (pending,
 // accepted, rejected; "" for none), as it stood when read.
-func crowdRelations(ctx context.Context, admin *adminClient) (func(local, remote string) string, error) {
-	var infos []inbox.FollowsInfo
-	if err := admin.get(ctx, "/api/follows", nil, &infos); err != nil {
+func crowdRelations(ctx context.Context, admin *adminapi.Client) (func(local, remote string) string, error) {
+	infos, err := admin.Follows(ctx, "")
+	if err != nil {
 		return nil, fmt.Errorf("reading the crowd's follows: %w", err)
 	}
 	type pair struct{ local, remote string }
@@ -326,10 +326,9 @@ func crowdRelations(ctx context.Context, admin *adminClient) (func(local, remote
 // warnStalePending reports the crowd's Follows pending (unanswered) for
 // longer than defaultPruneAge: they keep their pairs from being followed
 // again. A crowd that cannot say is not an error here.
-func warnStalePending(ctx context.Context, log *zap.Logger, admin *adminClient) {
-	var res inbox.PruneResult
-	req := inbox.PruneRequest{OlderThan: defaultPruneAge.String(), DryRun: true}
-	if err := admin.post(ctx, "/api/following/prune", req, &res); err != nil || len(res.Stale) == 0 {
+func warnStalePending(ctx context.Context, log *zap.Logger, admin *adminapi.Client) {
+	res, err := admin.Prune(ctx, adminapi.PruneRequest{OlderThan: defaultPruneAge.String(), DryRun: true})
+	if err != nil || len(res.Stale) == 0 {
 		return
 	}
 	log.Warn("some of the crowd's Follows were never answered: their pairs are not followed again until `crowd follows prune` clears them",
@@ -638,9 +637,9 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 			log.Warn("--" + name + " applies to --standalone only: the running crowd's world is used")
 		}
 	}
-	var info pasture.WorldInfo
-	if err := c.get(ctx, "/api/world", nil, &info); err != nil {
-		var nc noCrowdError
+	info, err := c.World(ctx)
+	if err != nil {
+		var nc *adminapi.UnreachableError
 		if errors.As(err, &nc) {
 			return nil, fmt.Errorf("no crowd answers at %s (--admin): start one with `crowd serve`, or pass --standalone to run the world in this process", f.admin.addr)
 		}
@@ -682,13 +681,7 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 			return nil, usageError{fmt.Errorf("the key of %s in --state %s is not the one the crowd at %s serves: pass that crowd's --state", a.Acct(), state, f.admin.addr)}
 		}
 	}
-	resp, err := c.open(ctx, "/ca.pem", nil)
-	if err != nil {
-		world.Close()
-		return nil, err
-	}
-	caPEM, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
+	caPEM, err := c.CA(ctx)
 	if err != nil {
 		world.Close()
 		return nil, fmt.Errorf("the crowd's CA from %s: %w", f.admin.addr, err)
@@ -707,7 +700,10 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 		zap.Int("actors", len(world.Actors())), zap.String("state", state))
 	return &floodEnv{
 		world: world, roots: rootsWith(caPEM), hosts: hosts,
-		register: flood.AdminRegister(c.http, c.base), admin: c, what: "the crowd at " + f.admin.addr, shard: info.Shard,
+		register: func(ctx context.Context, f flood.FollowRegistration) error {
+			_, err := c.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
+			return err
+		}, admin: c, what: "the crowd at " + f.admin.addr, shard: info.Shard,
 		close: func() { world.Close() },
 	}, nil
 }

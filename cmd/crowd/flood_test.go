@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/pasture"
 )
 
 // standalone is the command line of a small in-process self-flood writing
@@ -297,10 +297,10 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 			t.Error("serve did not stop")
 		}
 	}()
-	var info pasture.WorldInfo
+	var info adminapi.WorldInfo
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + admin + "/api/world")
+		resp, err := http.Get("http://" + admin + adminapi.RouteWorld.Path())
 		if err == nil {
 			err = json.NewDecoder(resp.Body).Decode(&info)
 			resp.Body.Close()
@@ -330,11 +330,11 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	// The Accepts of the registered Follows make accepted followings.
 	deadline = time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get("http://" + admin + "/api/world")
+		resp, err := http.Get("http://" + admin + adminapi.RouteWorld.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w pasture.WorldInfo
+		var w adminapi.WorldInfo
 		json.NewDecoder(resp.Body).Decode(&w)
 		resp.Body.Close()
 		following := 0

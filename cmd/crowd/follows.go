@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/statedir"
 )
 
@@ -73,7 +73,7 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 	if f.olderThan < 0 {
 		return usageError{fmt.Errorf("--older-than %v: want 0 or more", f.olderThan)}
 	}
-	var res inbox.PruneResult
+	var res adminapi.PruneResult
 	if strings.TrimSpace(f.state) != "" {
 		// The graph is written here, so the state must not be a running
 		// crowd's: that one is pruned through its admin API instead.
@@ -90,18 +90,22 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 			return fmt.Errorf("--state %s: %w", f.state, err)
 		}
 		defer g.Close()
-		res.Stale, res.Removed, err = g.PrunePending(time.Now().Add(-f.olderThan), f.dryRun)
+		stale, removed, err := g.PrunePending(time.Now().Add(-f.olderThan), f.dryRun)
 		if err != nil {
 			return err
+		}
+		res.Removed = removed
+		for _, r := range stale {
+			res.Stale = append(res.Stale, adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since})
 		}
 	} else {
 		c, err := f.admin.client()
 		if err != nil {
 			return err
 		}
-		req := inbox.PruneRequest{OlderThan: f.olderThan.String(), DryRun: f.dryRun}
-		if err := c.post(ctx, "/api/following/prune", req, &res); err != nil {
-			var nc noCrowdError
+		res, err = c.Prune(ctx, adminapi.PruneRequest{OlderThan: f.olderThan.String(), DryRun: f.dryRun})
+		if err != nil {
+			var nc *adminapi.UnreachableError
 			if errors.As(err, &nc) {
 				return fmt.Errorf("%w; or pass --state DIR to prune a stopped crowd's follow graph", err)
 			}
@@ -113,7 +117,7 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 }
 
 // writePruned prints the stale Follows, oldest first, and what was done.
-func writePruned(w io.Writer, res inbox.PruneResult, olderThan time.Duration, dryRun bool, now time.Time) {
+func writePruned(w io.Writer, res adminapi.PruneResult, olderThan time.Duration, dryRun bool, now time.Time) {
 	for _, r := range res.Stale {
 		fmt.Fprintf(w, "pending %s (since %s): %s → %s (%s)\n", now.Sub(r.Since).Round(time.Second),
 			r.Since.UTC().Format("2006-01-02 15:04:05"), r.Local, r.Remote, r.FollowID)

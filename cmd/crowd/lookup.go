@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 type lookupFlags struct {
@@ -53,11 +51,10 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 	if err != nil {
 		return err
 	}
-	var res inbox.LookupResult
-	if err := c.get(ctx, "/api/lookup", url.Values{"resource": {resource}}, &res); err != nil {
-		var ae adminError
-		if errors.As(err, &ae) && ae.status == http.StatusBadRequest {
-			return usageError{fmt.Errorf("crowd lookup %q: %s", resource, ae.msg)}
+	res, err := c.Lookup(ctx, resource)
+	if err != nil {
+		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
+			return usageError{fmt.Errorf("crowd lookup %q: %s", resource, ae.Reason)}
 		}
 		return err
 	}
@@ -76,7 +73,7 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 
 // printLookupResult shows a lookup as a person reads it: the way to the
 // document, the document, then the problems.
-func printLookupResult(w io.Writer, res *inbox.LookupResult) {
+func printLookupResult(w io.Writer, res *adminapi.LookupResult) {
 	if res.WebFinger != nil {
 		self := res.WebFinger.Self()
 		if self == "" {

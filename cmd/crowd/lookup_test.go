@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 func TestLookup(t *testing.T) {
@@ -76,7 +76,7 @@ func TestLookup(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("exit %d, want 1 (problems)\n%s", code, errOut)
 		}
-		var res inbox.LookupResult
+		var res adminapi.LookupResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

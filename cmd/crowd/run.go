@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,9 +19,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
-	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture/audience"
 )
 
@@ -377,7 +375,7 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 			return err
 		}
 		for _, a := range fans[i] {
-			if personaID != "" && rel(a.ID, personaID) == actors.StateAccepted {
+			if personaID != "" && rel(a.ID, personaID) == adminapi.StateAccepted {
 				// Following it since an earlier run: a second Follow would
 				// be a new request for a relation the SUT already has
 				// (GoToSocial answers it 500, "already exists").
@@ -385,9 +383,8 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 				st.stats.CrowdFollowsRequested++
 				continue
 			}
-			var out inbox.SendResult
-			err := env.admin.post(ctx, "/api/send", inbox.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct,
-				AllowPublicTarget: st.f.flood.allowPublic}, &out)
+			out, err := env.admin.Send(ctx, adminapi.SendRequest{From: a.Acct, Type: "Follow", To: "acct:" + p.Acct,
+				AllowPublicTarget: st.f.flood.allowPublic})
 			if err == nil && (out.Status < 200 || out.Status > 299) {
 				err = fmt.Errorf("the SUT answered %d %s", out.Status, strings.TrimSpace(out.Body))
 			}
@@ -418,9 +415,9 @@ func (st *runState) setup(ctx context.Context, env *floodEnv, guard *flood.Guard
 
 // personaActorID is the actor id of persona (acct) as the crowd finds it
 // (WebFinger, as a server would); "" when the lookup finds no actor URL.
-func personaActorID(ctx context.Context, admin *adminClient, persona string) (string, error) {
-	var lr inbox.LookupResult
-	if err := admin.get(ctx, "/api/lookup", url.Values{"resource": {"acct:" + persona}}, &lr); err != nil {
+func personaActorID(ctx context.Context, admin *adminapi.Client, persona string) (string, error) {
+	lr, err := admin.Lookup(ctx, "acct:"+persona)
+	if err != nil {
 		return "", fmt.Errorf("looking up %s through the crowd: %w", persona, err)
 	}
 	return lr.URL, nil
@@ -445,19 +442,19 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	var streamDone sync.WaitGroup
 	if st.env.admin != nil && len(st.followers) > 0 {
-		resp, err := st.env.admin.open(streamCtx, "/api/activities/stream", url.Values{"type": {"Create"}, "direction": {inbox.DirIn}})
+		stream, err := st.env.admin.Stream(streamCtx, adminapi.StreamQuery{Filter: adminapi.Filter{Type: "Create", Direction: adminapi.DirIn}})
 		if err != nil {
 			stopStream()
 			return fmt.Errorf("following the crowd's activity log: %w", err)
 		}
 		streamDone.Go(func() {
-			defer resp.Body.Close()
-			inbox.ReadStream(resp.Body, func(ev inbox.Event) error {
+			defer stream.Close()
+			stream.Read(func(ev adminapi.Event) error {
 				if ev.Lost > 0 {
 					dl.Lost(ev.Lost)
 				}
 				e := ev.Entry
-				if e.Verdict == inbox.VerdictAccepted {
+				if e.Verdict == adminapi.VerdictAccepted {
 					dl.Arrived(audience.Arrival{Time: e.Time, Inbox: e.URL, ID: e.ID, Object: e.Object})
 				}
 				return nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/webfinger"
 )
 
@@ -70,8 +70,8 @@ func sendTypes() []string { return []string{"Follow", "Undo", "Create", "Like"} 
 
 // request checks the flags and builds the admin API's request; every
 // mistake is a usage error naming its flag.
-func (f *sendFlags) request() (inbox.SendRequest, error) {
-	var req inbox.SendRequest
+func (f *sendFlags) request() (adminapi.SendRequest, error) {
+	var req adminapi.SendRequest
 	if strings.TrimSpace(f.from) == "" {
 		return req, usageError{errors.New("--from is required: the crowd actor that sends, such as alice@flood1.test")}
 	}
@@ -159,19 +159,18 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 	if err != nil {
 		return err
 	}
-	var res inbox.SendResult
-	if err := c.post(ctx, "/api/send", req, &res); err != nil {
-		var ae adminError
-		if errors.As(err, &ae) {
-			switch ae.status {
+	res, err := c.Send(ctx, req)
+	if err != nil {
+		if ae, ok := apiRefusal(err); ok {
+			switch ae.Status {
 			case http.StatusNotFound: // the API's "no such crowd actor": only the sender is looked up in the world
-				return usageError{fmt.Errorf("--from %q: %s", f.from, ae.msg)}
+				return usageError{fmt.Errorf("--from %q: %s", f.from, ae.Reason)}
 			case http.StatusForbidden: // a public target: the refusal names --allow-public-target
-				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.msg)}
+				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.Reason)}
 			case http.StatusBadGateway:
-				return fmt.Errorf("the crowd could not reach the target: %s", ae.msg)
+				return fmt.Errorf("the crowd could not reach the target: %s", ae.Reason)
 			}
-			return fmt.Errorf("the crowd refused to send: %s", ae.msg)
+			return fmt.Errorf("the crowd refused to send: %s", ae.Reason)
 		}
 		return err
 	}
@@ -190,7 +189,7 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 
 // printSendResult shows a manual send as a person reads it: what went
 // where, then what came back.
-func printSendResult(w io.Writer, req inbox.SendRequest, res *inbox.SendResult) {
+func printSendResult(w io.Writer, req adminapi.SendRequest, res *adminapi.SendResult) {
 	fmt.Fprintf(w, "%s from %s to %s\n", req.Type, req.From, req.To)
 	fmt.Fprintf(w, "POST %s\n", res.Inbox)
 	fmt.Fprintln(w, indentedJSONText(res.Activity))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
 )
 
@@ -63,7 +64,7 @@ func TestSendFollowBetweenCrowdActors(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("undo: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res inbox.SendResult
+	var res adminapi.SendResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--json output is not a SendResult: %v\n%s", err, out)
 	}

@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
 )
 
@@ -53,7 +54,7 @@ one JSON object a line. Ctrl-C ends it.`,
 
 func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error {
 	switch f.direction {
-	case "", inbox.DirIn, inbox.DirOut:
+	case "", adminapi.DirIn, adminapi.DirOut:
 	default:
 		return usageError{fmt.Errorf("--direction %q: want in or out", f.direction)}
 	}
@@ -64,26 +65,21 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"actor": f.actor, "type": f.typ, "direction": f.direction} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	q.Set("backlog", strconv.Itoa(f.backlog))
-	resp, err := c.open(ctx, "/api/activities/stream", q)
+	stream, err := c.Stream(ctx, adminapi.StreamQuery{
+		Filter:  adminapi.Filter{Actor: f.actor, Type: f.typ, Direction: f.direction},
+		Backlog: f.backlog,
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		var ae adminError
-		if errors.As(err, &ae) && ae.status == 400 {
+		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
 			return usageError{err} // the API's filter check: a flag's value
 		}
 		return err
 	}
-	defer resp.Body.Close()
-	err = inbox.ReadStream(resp.Body, func(ev inbox.Event) error {
+	defer stream.Close()
+	err = stream.Read(func(ev adminapi.Event) error {
 		if ev.Lost > 0 {
 			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the state dir's %s has them all)", ev.Lost, inbox.LogFile)
 			if f.json {
@@ -107,15 +103,15 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		return nil // Ctrl-C: the end the user asked for
 	}
 	if err != nil {
-		return fmt.Errorf("the activity stream of the crowd at %s (--admin) broke off: %w", c.addr, err)
+		return fmt.Errorf("the activity stream of the crowd at %s (--admin) broke off: %w", f.admin.addr, err)
 	}
-	return fmt.Errorf("the activity stream of the crowd at %s (--admin) ended: that crowd is shutting down", c.addr)
+	return fmt.Errorf("the activity stream of the crowd at %s (--admin) ended: that crowd is shutting down", f.admin.addr)
 }
 
 // entryLine renders an activity log entry as one readable line:
 //
 //	15:04:05.000 in  Follow        alice@sut.test → bob@flood2.test  accepted 202 3.1ms  follower recorded
-func entryLine(e *inbox.Entry) string {
+func entryLine(e *adminapi.Entry) string {
 	typ := e.Type
 	if typ == "" {
 		typ = "?"
@@ -125,7 +121,7 @@ func entryLine(e *inbox.Entry) string {
 	}
 	from, to := e.Actor, ""
 	switch e.Direction {
-	case inbox.DirOut:
+	case adminapi.DirOut:
 		if from == "" {
 			from = e.Local
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
 )
 
@@ -79,7 +80,7 @@ func (r *tailRun) wait(t *testing.T, stop bool) (int, string) {
 // and in.
 func followAndWait(t *testing.T, c *testCrowd) {
 	t.Helper()
-	_, err := c.inbox.SendActivity(context.Background(), inbox.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "https://flood2.test/users/bob"})
+	_, err := c.inbox.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "https://flood2.test/users/bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestTailFollowsTheLogLive(t *testing.T) {
 	}
 
 	// Live: a Create sent now shows up while the tail runs.
-	if _, err := c.inbox.SendActivity(context.Background(), inbox.SendRequest{From: "bob@flood2.test", Type: "Create", To: "acct:alice@flood1.test"}); err != nil {
+	if _, err := c.inbox.SendActivity(context.Background(), adminapi.SendRequest{From: "bob@flood2.test", Type: "Create", To: "acct:alice@flood1.test"}); err != nil {
 		t.Fatal(err)
 	}
 	live := tail.next(t) + "\n" + tail.next(t)

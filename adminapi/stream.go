@@ -1,4 +1,4 @@
-package inbox
+package adminapi
 
 import (
 	"bufio"
@@ -8,12 +8,11 @@ import (
 	"strings"
 )
 
-// ReadStream decodes the Server-Sent Events of GET /api/activities/stream
-// (what `crowd tail` reads) and calls fn for each activity, with Lost set
-// to the entries the server dropped for this client just before it. It
-// returns nil when r ends, fn's error when fn fails, or an error wrapping
-// ErrMalformed when an activity event does not hold an Entry. Comments
-// (keep-alive pings) and unknown events are skipped.
+// ReadStream decodes the Server-Sent Events of RouteStream and calls fn for
+// each activity, with Lost set to the entries the server dropped for this
+// reader just before it. It returns nil when r ends, fn's error when fn
+// fails, or an error wrapping ErrBadAnswer when an activity event does not
+// hold an Entry. Comments (keep-alive pings) and unknown events are skipped.
 func ReadStream(r io.Reader, fn func(Event) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -36,7 +35,7 @@ func ReadStream(r io.Reader, fn func(Event) error) error {
 			}
 			var e Entry
 			if err := json.Unmarshal([]byte(data.String()), &e); err != nil {
-				return fmt.Errorf("%w: stream event is not an activity log entry: %v", ErrMalformed, err)
+				return fmt.Errorf("%w: stream event is not an activity log entry: %v", ErrBadAnswer, err)
 			}
 			ev := Event{Entry: e, Lost: lost}
 			lost = 0
@@ -71,3 +70,17 @@ func ReadStream(r io.Reader, fn func(Event) error) error {
 	}
 	return dispatch()
 }
+
+// Stream is an open RouteStream: Read it, then Close it.
+type Stream struct {
+	body io.ReadCloser
+}
+
+// Read calls fn for each event until the server ends the stream (nil: the
+// crowd is shutting down), fn fails (its error), the request's context ends
+// or the connection breaks (the read error), or an event is not an Entry
+// (ErrBadAnswer).
+func (s *Stream) Read(fn func(Event) error) error { return ReadStream(s.body, fn) }
+
+// Close ends the stream.
+func (s *Stream) Close() error { return s.body.Close() }

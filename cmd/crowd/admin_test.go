@@ -16,13 +16,12 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/crowdtest"
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// testCrowd is what `crowd serve` runs, in-process: a two-origin world
-// (flood1.test and flood2.test, alice and bob on each), its inbox and a
-// pasture with the admin API on a loopback port. No DNS: deliveries to
-// the crowd's own origins are served in-process by the inbox.
+// testCrowd is what `crowd serve` runs, in-process (crowdtest), with its
+// inbox's connections recorded.
 type testCrowd struct {
 	admin string // host:port of the admin API
 	world *actors.World
@@ -55,42 +54,10 @@ func (d *dialRecorder) Dials() []string {
 
 func startTestCrowd(t *testing.T) *testCrowd {
 	t.Helper()
-	state := t.TempDir()
-	world, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := pasture.NewRegistry()
 	dials := &dialRecorder{}
-	in, err := inbox.New(inbox.Config{World: world, StateDir: state, Registerer: reg,
+	c := crowdtest.Start(t, crowdtest.Options{
 		Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dials.Dial}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pasture.New(pasture.Config{World: world, HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
-		Version: "test", Inbox: in, Admin: in.AdminRoutes, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := in.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			in.Shutdown(sctx)
-			p.Shutdown(sctx)
-			world.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return &testCrowd{admin: p.Addr("admin"), world: world, inbox: in, stop: stop, dials: dials, p: p}
+	return &testCrowd{admin: c.Admin, world: c.World, inbox: c.Inbox, stop: c.Stop, dials: dials, p: c.Pasture}
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.
@@ -233,7 +200,7 @@ func TestAdminFlagIsChecked(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cl, err := (&adminFlags{addr: c.addr}).client()
 			if c.ok {
-				if err != nil || cl.base != c.base {
+				if err != nil || cl.Base() != c.base {
 					t.Fatalf("client(%q) = %v, %v; want base %s", c.addr, cl, err, c.base)
 				}
 				return

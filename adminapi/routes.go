@@ -1,0 +1,211 @@
+package adminapi
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Route is one route of the admin API as net/http's ServeMux and chi take a
+// pattern: "METHOD /path". A GET route also answers HEAD.
+type Route string
+
+// Method is the route's HTTP method.
+func (r Route) Method() string { m, _, _ := strings.Cut(string(r), " "); return m }
+
+// Path is the route's path.
+func (r Route) Path() string { _, p, _ := strings.Cut(string(r), " "); return p }
+
+// The admin API's routes. Every one is behind pasture's admin guard: a Host
+// that is not one of the admin's own names is answered 421, a write from a
+// web page's origin 403, a write whose body is not application/json 415.
+// Errors are JSON {"error": reason} unless a route says otherwise.
+const (
+	// RoutePage answers the admin page (HTML): the world, the follows and
+	// the live activity log, read from the routes below.
+	RoutePage Route = "GET /"
+
+	// RouteHealth answers 200 "ok" while the process serves at all.
+	RouteHealth Route = "GET /healthz"
+
+	// RouteReady answers 200 "ready" once every listener is up, and 503 with
+	// a plain-text reason while they start or stop.
+	RouteReady Route = "GET /readyz"
+
+	// RouteMetrics answers the Prometheus exposition of the crowd's metrics.
+	RouteMetrics Route = "GET /metrics"
+
+	// RouteCA answers the crowd's CA certificate (PEM,
+	// application/x-pem-file), the one a SUT must trust. Its key never leaves
+	// the state directory.
+	RouteCA Route = "GET /ca.pem"
+
+	// RouteWorld answers the WorldInfo: origins, actors, their key ids and
+	// the SHA-256 of their public keys. It never carries a private key.
+	RouteWorld Route = "GET /api/world"
+
+	// RouteActivities answers the latest activity log entries, []Entry
+	// oldest first. Query: ActivitiesQuery (limit, actor, type, direction);
+	// a limit that is not a non-negative number is 400.
+	RouteActivities Route = "GET /api/activities"
+
+	// RouteStream follows the activity log live as Server-Sent Events
+	// (text/event-stream): an "activity" event carries an Entry (its Seq as
+	// the event id), a "lost" event {"lost": n} says how many entries the
+	// server dropped for this reader because it read too slowly, a comment
+	// line every 15 s keeps proxies from closing the stream. Query:
+	// StreamQuery (actor, type, direction, backlog); a bad backlog is 400.
+	// Read it with Stream or ReadStream.
+	RouteStream Route = "GET /api/activities/stream"
+
+	// RouteTotals answers TotalsReply: the totals of every entry logged in
+	// the crowd's state (across restarts and rotations), and the seq of the
+	// last entry they count.
+	RouteTotals Route = "GET /api/activities/totals"
+
+	// RouteFollows answers []FollowsInfo: the follow relations of every
+	// crowd actor that has any, or, with ?actor= (acct or id), of that one
+	// actor (an unknown actor is 404, a name that is neither acct nor URL
+	// 400).
+	RouteFollows Route = "GET /api/follows"
+
+	// RouteFollowing registers a Follow that another process sent for a
+	// crowd actor (a FollowingRequest), so the Accept that comes back finds
+	// it; it answers the Relation (pending, or as it already stood). A bad
+	// body is 400, an unknown crowd actor 404.
+	RouteFollowing Route = "POST /api/following"
+
+	// RoutePrune lists, and unless dry_run forgets, the crowd's own Follows
+	// pending (no Accept, no Reject) for longer than a PruneRequest's
+	// older_than, answering the PruneResult; a bad duration is 400.
+	RoutePrune Route = "POST /api/following/prune"
+
+	// RouteSend builds, signs and delivers one activity now (a
+	// SendRequest) and answers the SendResult, whatever the target answered.
+	// 400: a request that cannot be carried out as asked; 403: a target with
+	// a public address without allow_public_target; 404: an unknown
+	// sender; 502: the target could not be resolved or reached.
+	RouteSend Route = "POST /api/send"
+
+	// RouteLookup fetches an actor as a real server would (?resource=
+	// acct:name@host, name@host or an actor URL) and answers the
+	// LookupResult with its problems; a resource that is neither is 400.
+	RouteLookup Route = "GET /api/lookup"
+
+	// RouteDeliveries answers the delivery queue, []Delivery earliest due
+	// first.
+	RouteDeliveries Route = "GET /api/deliveries"
+)
+
+// Routes lists every route of the admin API, as the admin server must serve
+// them.
+func Routes() []Route {
+	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
+		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
+		RouteSend, RouteLookup, RouteDeliveries}
+}
+
+// Query parameters of the routes.
+const (
+	ParamLimit     = "limit"
+	ParamActor     = "actor"
+	ParamType      = "type"
+	ParamDirection = "direction"
+	ParamBacklog   = "backlog"
+	ParamResource  = "resource"
+)
+
+// DefaultLimit is how many entries RouteActivities answers without a limit.
+const DefaultLimit = 100
+
+// AllEntries as ActivitiesQuery.Limit asks for every entry the server keeps.
+const AllEntries = -1
+
+// ActivitiesQuery is the query of RouteActivities.
+type ActivitiesQuery struct {
+	Filter
+	// Limit is how many of the newest matching entries to answer: 0 for
+	// DefaultLimit, AllEntries for every entry the server keeps (limit=0).
+	Limit int
+}
+
+// StreamQuery is the query of RouteStream.
+type StreamQuery struct {
+	Filter
+	// Backlog is how many of the latest matching entries to send first.
+	Backlog int
+}
+
+// values encodes f's non-empty fields.
+func (f Filter) values() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{ParamActor: f.Actor, ParamType: f.Type, ParamDirection: f.Direction} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// Values encodes q as RouteActivities' query.
+func (q ActivitiesQuery) Values() url.Values {
+	v := q.Filter.values()
+	switch {
+	case q.Limit > 0:
+		v.Set(ParamLimit, strconv.Itoa(q.Limit))
+	case q.Limit < 0:
+		v.Set(ParamLimit, "0") // the server reads 0 as all it keeps
+	}
+	return v
+}
+
+// Values encodes q as RouteStream's query.
+func (q StreamQuery) Values() url.Values {
+	v := q.Filter.values()
+	if q.Backlog > 0 {
+		v.Set(ParamBacklog, strconv.Itoa(q.Backlog))
+	}
+	return v
+}
+
+// filterOf reads a Filter from a query.
+func filterOf(v url.Values) Filter {
+	return Filter{Actor: v.Get(ParamActor), Type: v.Get(ParamType), Direction: v.Get(ParamDirection)}
+}
+
+// ParseActivitiesQuery reads RouteActivities' query, as the server does;
+// the error names a limit that is not a non-negative number.
+func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
+	n, err := count(v, ParamLimit, DefaultLimit)
+	if err != nil {
+		return ActivitiesQuery{}, err
+	}
+	if n == 0 {
+		n = AllEntries
+	}
+	return ActivitiesQuery{Filter: filterOf(v), Limit: n}, nil
+}
+
+// ParseStreamQuery reads RouteStream's query, as the server does; the
+// error names a backlog that is not a non-negative number.
+func ParseStreamQuery(v url.Values) (StreamQuery, error) {
+	n, err := count(v, ParamBacklog, 0)
+	if err != nil {
+		return StreamQuery{}, err
+	}
+	return StreamQuery{Filter: filterOf(v), Backlog: n}, nil
+}
+
+// count reads the non-negative number in v's parameter name, def when absent.
+func count(v url.Values, name string, def int) (int, error) {
+	s := v.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not a non-negative number", name, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,184 @@
+package adminapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/crowdfed/crowd/webfinger"
+)
+
+// WorldInfo is the answer of RouteWorld: the served world. It never carries
+// a private key.
+type WorldInfo struct {
+	Version string       `json:"version"`
+	Domain  string       `json:"domain"`
+	Zone    string       `json:"zone"`
+	Shard   string       `json:"shard,omitempty"`
+	Origins []OriginInfo `json:"origins"`
+}
+
+// OriginInfo describes one origin.
+type OriginInfo struct {
+	Index    int         `json:"index"`
+	Host     string      `json:"host"`
+	Instance ActorInfo   `json:"instance"`
+	Actors   []ActorInfo `json:"actors"`
+}
+
+// ActorInfo describes one actor and its public key.
+type ActorInfo struct {
+	Acct  string `json:"acct"`
+	ID    string `json:"id"`
+	KeyID string `json:"key_id"`
+	// KeySHA256 is the hex SHA-256 of the public key's SPKI DER: compare
+	// it with what a SUT cached to find a stale key.
+	KeySHA256 string `json:"key_sha256"`
+	Followers int    `json:"followers"`
+	Following int    `json:"following"`
+}
+
+// States of a Relation: the follow graph's (actors.State*).
+const (
+	StatePending  = "pending"
+	StateAccepted = "accepted"
+	StateRejected = "rejected"
+)
+
+// Relation is one follow relation of a crowd actor, as the API shows it
+// (the graph also keeps the whole Follow, for the Accept; the API does not).
+type Relation struct {
+	// Local is the crowd actor's id.
+	Local string `json:"local"`
+	// Remote is the other actor's id.
+	Remote string `json:"remote"`
+	// FollowID is the id of the Follow activity that made the relation.
+	FollowID string `json:"follow_id"`
+	// State is StatePending, StateAccepted or StateRejected.
+	State string `json:"state"`
+	// Since is when the relation reached its state.
+	Since time.Time `json:"since"`
+}
+
+// FollowsInfo is one crowd actor's follow relations (RouteFollows).
+type FollowsInfo struct {
+	Actor     string     `json:"actor"`
+	Acct      string     `json:"acct"`
+	Followers []Relation `json:"followers"`
+	Following []Relation `json:"following"`
+}
+
+// FollowingRequest is the body of RouteFollowing: a Follow that another
+// process (a separate `crowd flood`) sent, to be registered so the Accept
+// that comes back here finds it.
+type FollowingRequest struct {
+	// Local is the crowd actor that sent the Follow (acct or id).
+	Local string `json:"local"`
+	// Remote is the followed actor's id.
+	Remote string `json:"remote"`
+	// FollowID is the Follow's id.
+	FollowID string `json:"follow_id"`
+}
+
+// PruneRequest is the body of RoutePrune.
+type PruneRequest struct {
+	// OlderThan is a Go duration ("1h"), at least 0.
+	OlderThan string `json:"older_than"`
+	// DryRun lists the Follows without forgetting them.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// PruneResult is RoutePrune's answer.
+type PruneResult struct {
+	// Stale are the Follows pending for longer than asked, oldest first.
+	Stale []Relation `json:"stale"`
+	// Removed is how many of them were forgotten (an answer may have
+	// arrived for the others since they were listed).
+	Removed int `json:"removed"`
+}
+
+// SendRequest is the body of RouteSend: one activity to send by hand.
+type SendRequest struct {
+	// From is the crowd actor that sends (acct or id).
+	From string `json:"from"`
+	// Type is Follow, Undo (of From's last Follow of To), Create (a public
+	// Note mentioning To) or Like (of Object).
+	Type string `json:"type"`
+	// To is the target: acct:name@host, name@host or an actor URL.
+	To string `json:"to"`
+	// Object is, for Like, the URL of the post; for Create, optionally a
+	// whole object to wrap instead of the generated Note.
+	Object json.RawMessage `json:"object,omitempty"`
+	// Inbox overrides where to POST (default: the target's inbox; its
+	// shared inbox for Create).
+	Inbox string `json:"inbox,omitempty"`
+	// AllowPublicTarget lets the send reach hosts with public addresses
+	// (crowd send --allow-public-target); by default every host the send
+	// talks to (WebFinger, the actor, the inbox) must resolve to loopback
+	// or a private network, as for a flood.
+	AllowPublicTarget bool `json:"allow_public_target,omitempty"`
+}
+
+// SendResult is the answer of RouteSend: what was sent and what came back.
+// A non-2xx answer of the target is a result, not an error.
+type SendResult struct {
+	// Activity is the body that was sent.
+	Activity json.RawMessage `json:"activity"`
+	// Inbox is where it was POSTed.
+	Inbox string `json:"inbox"`
+	// Status is the answer's status code, 0 when there was no answer.
+	Status int `json:"status"`
+	// Body is the start of the answer's body (at most 4 KiB).
+	Body string `json:"body"`
+	// DurationMS is how long the answer took.
+	DurationMS float64 `json:"duration_ms"`
+	// Error says why there was no answer.
+	Error string `json:"error,omitempty"`
+}
+
+// LookupResult is the answer of RouteLookup (what `crowd lookup` shows):
+// the documents a real server would fetch, and what it would object to.
+type LookupResult struct {
+	// Resource is what was looked up (acct:name@host or a URL).
+	Resource string `json:"resource"`
+	// WebFinger is the account's JRD, for an acct resource.
+	WebFinger *webfinger.JRD `json:"webfinger,omitempty"`
+	// URL is the actor document's URL (the WebFinger self href, or the
+	// resource itself), and FinalURL where it was served after redirects.
+	URL      string `json:"url,omitempty"`
+	FinalURL string `json:"final_url,omitempty"`
+	// Status and ContentType are the signed GET's answer.
+	Status      int    `json:"status,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	// Document is the actor document as served.
+	Document json.RawMessage `json:"document,omitempty"`
+	// Problems lists what a real server (Mastodon, GoToSocial, Fedify)
+	// would refuse or stumble over; empty when there is nothing.
+	Problems []string `json:"problems"`
+}
+
+// Delivery is one outgoing activity in the crowd's persistent queue: an
+// item of RouteDeliveries, and the file the inbox keeps for it until it is
+// delivered or given up.
+type Delivery struct {
+	// ID names the delivery (hex); the same ID is queued only once at a
+	// time. Empty: the inbox's Enqueue makes one.
+	ID string `json:"id"`
+	// Type is the activity's type, for logs and metrics.
+	Type string `json:"type"`
+	// From is the id of the crowd actor that signs the delivery.
+	From string `json:"from"`
+	// To is the recipient actor's id; when Inbox is empty its inbox is
+	// found by fetching it (a signed GET) at delivery time.
+	To string `json:"to,omitempty"`
+	// Inbox is the URL to POST to, when already known.
+	Inbox string `json:"inbox,omitempty"`
+	// Activity is the exact body to send.
+	Activity json.RawMessage `json:"activity"`
+	// Attempts is how many tries have failed so far.
+	Attempts int `json:"attempts"`
+	// Created is when the delivery was queued; NextAt when it is due.
+	Created time.Time `json:"created"`
+	NextAt  time.Time `json:"next_at"`
+	// LastError is why the last try failed.
+	LastError string `json:"last_error,omitempty"`
+}
