@@ -366,10 +366,14 @@ func (in *Inbox) inboxOf(ctx context.Context, from *actors.Actor, actorID string
 	return inbox, nil
 }
 
-// fetchActor fetches a remote actor's document signed by as. A failure no
-// retry can fix (the actor is gone, the document is not an actor's) wraps
-// errPermanent.
+// fetchActor fetches a remote actor's document signed by as; a crowd
+// actor's is read from the world, as the crowd's own names need not resolve
+// where it runs. A failure no retry can fix (the actor is gone, the
+// document is not an actor's) wraps errPermanent.
 func (in *Inbox) fetchActor(ctx context.Context, as *actors.Actor, actorID string) (apclient.Actor, error) {
+	if a, ok := in.crowdActor(actorID); ok {
+		return apclient.ParseActor(a.DocumentJSON())
+	}
 	doc, err := in.fetcher.Actor(context.WithValue(ctx, originKey{}, as.Origin), actorID)
 	switch code := apclient.StatusCode(err); {
 	case err == nil:
