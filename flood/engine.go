@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // ErrInvalidPlan is wrapped by every error about a Plan (or pacer, ladder)
@@ -53,7 +53,7 @@ type Delivery struct {
 	Aborted bool
 	// Class is the answer's status class (or ClassTimeout, ClassConnError)
 	// of a send neither unsent nor aborted.
-	Class Class
+	Class record.Class
 }
 
 // Source produces the prepared requests of a run. Next is called from a
@@ -102,7 +102,7 @@ type Plan struct {
 	Warmup time.Duration
 	// Progress, when set, is called once a second (and once at the end) from
 	// the engine's ticker goroutine; it must return quickly.
-	Progress func(Progress)
+	Progress func(record.Progress)
 	// Sleep sleeps the last stretch (under 2 ms) before a send. nil = a
 	// precise sleep (nanosleep on Linux, which wakes ~0.1 ms late where a
 	// runtime timer wakes up to 1 ms late). Tests under testing/synctest must
@@ -122,7 +122,7 @@ type Plan struct {
 	// send), so it should return within a second or so. Written with
 	// RecordFile, it leaves a readable record of a generator killed with
 	// SIGKILL.
-	Checkpoint func(*Result)
+	Checkpoint func(*record.Result)
 	// Settled, when set, is told what became of every request taken from
 	// Source, exactly once and before Run returns: answered (its class),
 	// aborted, dropped, or left unsent when the run ended. It runs on a
@@ -153,39 +153,6 @@ const starveSlack = 100 * time.Microsecond
 // maxTypes bounds the per-type breakdown; further types are folded into
 // "Other" so a buggy Source cannot exhaust memory with histograms.
 const maxTypes = 32
-
-// Result is what Run measured. Histograms are merged from all workers; times
-// are wall-clock (Start, End) or durations.
-type Result struct {
-	Start   time.Time
-	End     time.Time     // all sends finished
-	Elapsed time.Duration // End - Start
-	// Measured is the elapsed window that rates divide by: from the end of
-	// the warm-up to the later of the schedule's end (Duration, the
-	// interruption, or the due time after the last of MaxSends) and the last
-	// measured answer. A run whose answers come after its schedule (a
-	// MaxSends run at a rate no generator keeps) is measured over the time
-	// it took, never over its schedule alone.
-	Measured time.Duration
-	Window   Window // when the measured sends were due, taken and answered
-	Partial  bool   // the run stopped before its schedule ended
-	Reason   string // why it is partial: "interrupted", "source exhausted", "source error: ..."
-	Err      error  // the Source's error, if that stopped the run
-
-	Overall      *Stats            // all types (measured window only)
-	Types        map[string]*Stats // per activity type
-	Dispatch     *hdr.Histogram    // picked - intended (µs): the generator's own delay, measured window
-	WarmupCounts Counts            // sends offered during the warm-up (not measured)
-	Timeline     []Tick
-
-	// The plan as run, for the record.
-	Rate        float64
-	Duration    time.Duration
-	Warmup      time.Duration
-	MaxSends    int64
-	MaxInflight int
-	Timeout     time.Duration
-}
 
 // idleConnTimeout closes the flood's idle connections before the servers
 // most likely to close them do: Node's http server (Fedify, Misskey) and
@@ -232,7 +199,7 @@ func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
 // ticker reports each second. It returns an error only for an invalid plan
 // (wrapping ErrInvalidPlan); everything that happens during the run, an
 // interruption included, is in the Result.
-func Run(ctx context.Context, p Plan) (*Result, error) {
+func Run(ctx context.Context, p Plan) (*record.Result, error) {
 	if err := p.normalize(); err != nil {
 		return nil, err
 	}
@@ -303,17 +270,17 @@ type engine struct {
 	// ticker reads a consistent set (Offered = Sent + Dropped in every
 	// type) by taking mu once; the dispatcher reads them without it.
 	mu    sync.Mutex
-	types map[string]*Counts
-	warm  Counts
-	tot   Counts // all types, warm-up included: the ticker's totals
+	types map[string]*record.Counts
+	warm  record.Counts
+	tot   record.Counts // all types, warm-up included: the ticker's totals
 
 	lastDue time.Duration // intended time of the latest measured send offered; under mu
 
 	// Ticker-owned.
-	timeline               []Tick
+	timeline               []record.Tick
 	spare                  []*interval
 	agg                    *interval
-	last                   Progress
+	last                   record.Progress
 	prevOffered, prevSent  int64
 	prevDropped, prevStarv int64
 	end                    time.Time
@@ -325,7 +292,7 @@ func newEngine(ctx context.Context, p Plan) *engine {
 		p:     p,
 		ctx:   ctx,
 		jobs:  make(chan job, p.MaxInflight),
-		types: make(map[string]*Counts),
+		types: make(map[string]*record.Counts),
 		agg:   newInterval(),
 		sleep: p.Sleep,
 	}
@@ -491,7 +458,7 @@ func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan str
 // counts returns the breakdown key for activity type t and its counters,
 // creating them; beyond maxTypes distinct types, new ones are folded into
 // "Other". The dispatcher calls it holding e.mu.
-func (e *engine) counts(t string) (string, *Counts) {
+func (e *engine) counts(t string) (string, *record.Counts) {
 	if t == "" {
 		t = "Unknown"
 	}
@@ -504,7 +471,7 @@ func (e *engine) counts(t string) (string, *Counts) {
 			return t, c
 		}
 	}
-	c := &Counts{}
+	c := &record.Counts{}
 	e.types[t] = c
 	return t, c
 }
@@ -567,7 +534,7 @@ func (w *worker) send(j *job, o *outcome) {
 	e := w.e
 	p := j.prep
 	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
-	o.aborted, o.retry, o.class = false, false, ClassOther
+	o.aborted, o.retry, o.class = false, false, record.ClassOther
 	o.picked = time.Since(e.start)
 	w.gotConn.Store(-1)
 
@@ -613,14 +580,14 @@ func (w *worker) send(j *job, o *outcome) {
 	}
 	switch {
 	case err == nil:
-		o.class = ClassOfStatus(status)
+		o.class = record.ClassOfStatus(status)
 		o.retry = retry
 	case e.ctx.Err() != nil && !timedOut:
 		o.aborted = true
 	case timedOut || isTimeout(err):
-		o.class = ClassTimeout
+		o.class = record.ClassTimeout
 	default:
-		o.class = ClassConnError
+		o.class = record.ClassConnError
 	}
 }
 
@@ -676,7 +643,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 	tot := e.tot
 	e.mu.Unlock()
 	offered, sent, dropped, starved := tot.Offered, tot.Sent, tot.Dropped, tot.Starved
-	tk := Tick{
+	tk := record.Tick{
 		T:           k,
 		Span:        span.Seconds(),
 		Warmup:      time.Duration(k)*time.Second <= e.p.Warmup,
@@ -715,7 +682,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 
 // result is the run's final Result; called after every goroutine has
 // finished.
-func (e *engine) result() *Result {
+func (e *engine) result() *record.Result {
 	r := e.collect(e.end, e.windowEnd)
 	r.Partial, r.Reason, r.Err = e.partial, e.reason, e.err
 	r.Timeline = e.timeline

@@ -22,6 +22,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture/audience"
 )
@@ -537,7 +538,7 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 	if path == "" {
 		return err // the flood wrote no record: nothing to add to
 	}
-	frec, lerr := flood.LoadRecord(path)
+	frec, lerr := record.LoadRecord(path)
 	if lerr != nil {
 		return errors.Join(err, fmt.Errorf("reading back the flood's record: %w", lerr))
 	}

@@ -147,7 +147,6 @@ func knownExceptions() []exception {
 		{"cmd/crowd/follows.go", "actors"},
 		{"cmd/crowd/follows.go", "inbox"},
 		{"cmd/crowd/lookup.go", "inbox"},
-		{"cmd/crowd/records.go", "flood"},
 		{"cmd/crowd/run.go", "actors"},
 		{"cmd/crowd/run.go", "flood"},
 		{"cmd/crowd/run.go", "inbox"},
@@ -158,10 +157,6 @@ func knownExceptions() []exception {
 		{"cmd/crowd/serve.go", "inbox"},
 		{"cmd/crowd/serve.go", "signing"},
 		{"cmd/crowd/tail.go", "inbox"},
-		{"pasture/audience/delivery.go", "flood"},
-		{"pasture/audience/probe.go", "flood"},
-		{"pasture/audience/record.go", "flood"},
-		{"pasture/audience/visibility.go", "flood"},
 	}
 }
 

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // DefaultHomeLimit is how many statuses a probe asks for: Mastodon's
@@ -59,7 +58,7 @@ type HomeStats struct {
 	Skipped int64 `json:"skipped"`
 	// Latency of the probes that answered 2xx (request to the end of the
 	// body), in µs.
-	Latency flood.Quantiles `json:"latency"`
+	Latency record.Quantiles `json:"latency"`
 }
 
 // probeClass is the error class of a failed probe.
@@ -126,7 +125,7 @@ func (p *Prober) Run(ctx context.Context) HomeStats {
 		}
 		h.Merge(sh.hist)
 	}
-	out.Latency = flood.Summarize(h)
+	out.Latency = record.Summarize(h)
 	if len(out.ErrorClasses) == 0 {
 		out.ErrorClasses = nil
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
@@ -70,10 +70,10 @@ type RunSection struct {
 }
 
 // Record is a `crowd run` record: the flood's record (its fields at the top
-// level, so flood.LoadRecord, crowd report, compare and merge read it as
+// level, so record.LoadRecord, crowd report, compare and merge read it as
 // one) plus the "run" section.
 type Record struct {
-	*flood.Record
+	*record.Record
 	Run *RunSection `json:"run"`
 }
 
@@ -83,7 +83,7 @@ func LoadRecord(path string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := flood.DecodeRecord(bytes.NewReader(b))
+	fr, err := record.DecodeRecord(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -161,8 +161,8 @@ func (r *Record) MarkdownRow(file string) string {
 	if t, ok := r.Type("Create"); ok {
 		held = t.Tally.OK()
 	}
-	c202 := o.Tally.Classes[flood.Class202]
-	c429 := o.Tally.Classes[flood.Class429]
+	c202 := o.Tally.Classes[record.Class202]
+	c429 := o.Tally.Classes[record.Class429]
 	other := o.Tally.Total() - c202 - c429
 	label := r.Settings.Label
 	if label == "" {

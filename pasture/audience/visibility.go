@@ -8,8 +8,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // The histograms' geometry, the flood's: microseconds from 1 µs to an hour,
@@ -205,7 +204,7 @@ type VisibilityStats struct {
 	Buried int64 `json:"buried"`
 	// Latency is first appearance − send, in µs: an upper bound, late by at
 	// most one probe period and the probe's own latency.
-	Latency flood.Quantiles `json:"latency"`
+	Latency record.Quantiles `json:"latency"`
 }
 
 // DrainStats say how long after the flood the last accepted note became
@@ -253,7 +252,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 			}
 		}
 	}
-	st.Latency = flood.Summarize(h)
+	st.Latency = record.Summarize(h)
 	// A buried note's time in the home is not known: the drain is complete
 	// only when the probes saw every note.
 	d := DrainStats{Complete: st.NeverSeen == 0 && st.Buried == 0, Timeout: timeout.Seconds()}
