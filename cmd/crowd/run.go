@@ -24,7 +24,7 @@ import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/inbox"
-	"github.com/crowdfed/crowd/pasture/audience"
+	"github.com/crowdfed/crowd/audience"
 )
 
 // runFlags are the flags of `crowd run`: the flood's (but those that name

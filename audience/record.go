@@ -186,7 +186,7 @@ func (r *Record) MarkdownRow(file string) string {
 		delivery = fmt.Sprintf("%s, %d/%d (%.1f%%)", fmtUS(d.Latency.P95), d.Reached, d.Expected, 100*d.Completeness)
 	}
 	return fmt.Sprintf("| %s | %s | %g | %.1f | %d | %s / %s | %d / %d / %d | %s / %s | %s of %d | %s | %s | %s | [%s](%s) |\n",
-		r.Start.UTC().Format("2006-01-02 15:04:05"), mdEscape(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
+		r.Start.UTC().Format("2006-01-02 15:04:05"), record.EscapeMarkdown(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
 		held, fmtUS(o.Latency.P50), fmtUS(o.Latency.P95), c202, c429, other,
 		fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), neverSeen(v), v.Accepted, drain, fmtUS(run.Home.Latency.P95),
 		delivery, file, file)
@@ -200,8 +200,6 @@ func neverSeen(v VisibilityStats) string {
 	}
 	return fmt.Sprintf("%d (+%d buried)", v.NeverSeen, v.Buried)
 }
-
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // fmtUS formats a duration in µs for people: "850 µs", "12 ms", "3.1 s";
 // "-" for none.

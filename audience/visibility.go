@@ -7,26 +7,8 @@ import (
 	"sync"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/crowdfed/crowd/flood/record"
 )
-
-// The histograms' geometry, the flood's: microseconds from 1 µs to an hour,
-// three significant digits.
-const (
-	histLowest  = 1
-	histHighest = int64(time.Hour / time.Microsecond)
-	histSigFigs = 3
-)
-
-func newHist() *hdr.Histogram { return hdr.New(histLowest, histHighest, histSigFigs) }
-
-// recordDur records d (µs), clamped into the histogram's range.
-func recordDur(h *hdr.Histogram, d time.Duration) {
-	us := int64(d / time.Microsecond)
-	us = max(histLowest, min(us, histHighest))
-	_ = h.RecordValue(us)
-}
 
 // noteKey names a note in one persona's home.
 type noteKey struct{ persona, uri string }
@@ -227,7 +209,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var st VisibilityStats
-	h := newHist()
+	h := record.NewHist()
 	var last time.Time
 	for _, n := range v.order {
 		st.Sent++
@@ -240,7 +222,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 		switch {
 		case ok:
 			st.Seen++
-			recordDur(h, seen.Sub(n.sent))
+			record.RecordDuration(h, seen.Sub(n.sent))
 			if n.accepted() && seen.After(last) {
 				last = seen
 			}

@@ -184,13 +184,13 @@ func (d *Deliveries) Summary() DeliveryStats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := DeliveryStats{PostErrors: d.failed, StreamLost: d.lost, Completeness: 1}
-	h := newHist()
+	h := record.NewHist()
 	for _, p := range d.order {
 		st.Posts++
 		st.Expected += int64(len(p.expected))
 		for _, at := range p.reached {
 			st.Reached++
-			recordDur(h, at.Sub(p.created))
+			record.RecordDuration(h, at.Sub(p.created))
 		}
 	}
 	if st.Expected > 0 {

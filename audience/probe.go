@@ -105,14 +105,14 @@ func (p *Prober) Run(ctx context.Context) HomeStats {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, t := range p.Targets {
-		sh := &probeShard{hist: newHist(), st: HomeStats{ErrorClasses: map[string]int64{}}}
+		sh := &probeShard{hist: record.NewHist(), st: HomeStats{ErrorClasses: map[string]int64{}}}
 		shards[i] = sh
 		offset := period * time.Duration(i) / time.Duration(len(p.Targets))
 		wg.Go(func() { p.loop(ctx, t, sh, start.Add(offset), period, limit, timeout) })
 	}
 	wg.Wait()
 	out := HomeStats{ErrorClasses: map[string]int64{}}
-	h := newHist()
+	h := record.NewHist()
 	for _, sh := range shards {
 		out.Probes += sh.st.Probes
 		out.OK += sh.st.OK
@@ -157,7 +157,7 @@ func (p *Prober) loop(ctx context.Context, t ProbeTarget, sh *probeShard, next t
 			sh.st.ErrorClasses[probeClass(err)]++
 		} else {
 			sh.st.OK++
-			recordDur(sh.hist, t1.Sub(t0))
+			record.RecordDuration(sh.hist, t1.Sub(t0))
 			if partial {
 				sh.st.Partial++
 			}
