@@ -169,7 +169,7 @@ func (r *Record) MarkdownRow(file string) string {
 		label = "-"
 	}
 	if r.Partial {
-		label += " (partial: " + r.PartialReason + ")"
+		label += " (partial: " + string(r.PartialReason) + ")"
 	}
 	run := r.Run
 	if run == nil {

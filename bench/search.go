@@ -196,7 +196,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		}
 	}
 	if res.Partial {
-		o.Why = "partial: " + res.Reason
+		o.Why = "partial: " + string(res.Reason)
 	}
 	return o, res
 }

@@ -132,7 +132,7 @@ func checkConsistent(t *testing.T, k int, r *record.Result, offered float64) {
 // a run can end, and what its out directory holds afterwards.
 func TestRecordFile(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rec := func(t *testing.T, partial bool, reason string) *record.Record {
+	rec := func(t *testing.T, partial bool, reason record.StopReason) *record.Record {
 		t.Helper()
 		res := recordtest.Run(start, 5*time.Second, map[string]*record.Stats{
 			"Create": recordtest.Sends(40, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Always(record.Class202)),
@@ -156,7 +156,7 @@ func TestRecordFile(t *testing.T) {
 		writes      []string // in order
 		wantFile    string   // the record's file name
 		wantPartial bool
-		wantReason  string
+		wantReason  record.StopReason
 		wantRows    int // rows in runs.md (0: no runs.md)
 	}{
 		// A run that ends: its checkpoints are replaced, one row.

@@ -263,7 +263,7 @@ type engine struct {
 	nworkers  int
 	windowEnd time.Duration
 	partial   bool
-	reason    string
+	reason    record.StopReason
 	err       error
 
 	// The dispatcher's counters: it alone writes them, under mu, so the
@@ -355,7 +355,7 @@ func (e *engine) dispatch() {
 		}
 		select {
 		case <-done:
-			e.stop("interrupted", nil)
+			e.stop(record.ReasonInterrupted, nil)
 			return
 		default:
 		}
@@ -366,11 +366,11 @@ func (e *engine) dispatch() {
 		if err != nil {
 			switch {
 			case e.ctx.Err() != nil:
-				e.stop("interrupted", nil)
+				e.stop(record.ReasonInterrupted, nil)
 			case errors.Is(err, io.EOF):
-				e.stop("source exhausted", nil)
+				e.stop(record.ReasonExhausted, nil)
 			default:
-				e.stop("source error: "+err.Error(), err)
+				e.stop(record.ReasonError("source error", err), err)
 			}
 			return
 		}
@@ -378,7 +378,7 @@ func (e *engine) dispatch() {
 		starved := now > off && now-max(t0, off) > starveSlack
 		if now < off && !e.waitUntil(timer, off, done) {
 			e.settle(prep, Delivery{})
-			e.stop("interrupted", nil)
+			e.stop(record.ReasonInterrupted, nil)
 			return
 		}
 		measured := off >= e.p.Warmup
@@ -483,7 +483,7 @@ func (e *engine) settle(prep *Prepared, d Delivery) {
 	}
 }
 
-func (e *engine) stop(reason string, err error) {
+func (e *engine) stop(reason record.StopReason, err error) {
 	e.partial = true
 	e.reason = reason
 	e.err = err

@@ -378,7 +378,7 @@ func TestSourceEnds(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			err    error
-			reason string
+			reason record.StopReason
 		}{
 			{"exhausted", io.EOF, "source exhausted"},
 			{"failed", errors.New("signer broke"), "source error: signer broke"},

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 func TestExitCode(t *testing.T) {
-	r := gateRecord(t)
+	r := recordtest.Gated(t)
 	check := func(exprs ...string) ([]record.GateResult, error) {
 		gates, err := record.ParseGates(exprs)
 		if err != nil {
@@ -47,18 +46,4 @@ func TestExitCode(t *testing.T) {
 	if s := res[0].String(); !strings.Contains(s, "missed") || !strings.Contains(s, "3.333%") {
 		t.Errorf("result text %q", s)
 	}
-}
-
-// gateRecord is a run of Creates (5 % 429s, 25 dropped) and Likes at 2 ms.
-func gateRecord(t testing.TB) *record.Record {
-	t.Helper()
-	create := recordtest.Sends(1000, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Every(20, record.Class429))
-	like := recordtest.Sends(500, func(int) time.Duration { return 2 * time.Millisecond }, recordtest.Always(record.Class202))
-	create.Counts.Offered += 25
-	create.Counts.Dropped = 25
-	r, err := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": create, "Like": like}).Record(record.Settings{Label: "gates"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -102,12 +102,12 @@ func (l *Ladder) Run(ctx context.Context, run RungFunc, onRow func(record.RungRo
 	}
 	for i, rate := range l.Rates {
 		if err := ctx.Err(); err != nil {
-			res.Partial, res.Reason = true, "interrupted"
+			res.Partial, res.Reason = true, record.ReasonInterrupted
 			return res, nil
 		}
 		rec, err := run(ctx, rate, l.Step)
 		if err != nil {
-			res.Partial, res.Reason = true, err.Error()
+			res.Partial, res.Reason = true, record.ReasonError("", err)
 			return res, fmt.Errorf("rung %d (%g/s): %w", i+1, rate, err)
 		}
 		row := record.RungRow{Index: i, Rate: rate, Record: rec}
@@ -124,7 +124,7 @@ func (l *Ladder) Run(ctx context.Context, run RungFunc, onRow func(record.RungRo
 		rec.Capacity = &verdict
 		if onRow != nil {
 			if err := onRow(row); err != nil {
-				res.Partial, res.Reason = true, err.Error()
+				res.Partial, res.Reason = true, record.ReasonError("", err)
 				return res, fmt.Errorf("rung %d (%g/s): %w", i+1, rate, err)
 			}
 		}

@@ -947,7 +947,7 @@ func (r *floodRunner) finish(ctx context.Context, last *record.Record, recs []*r
 		}
 		all = append(all, results...)
 	}
-	if ctx.Err() != nil || last != nil && last.Partial && last.PartialReason == "interrupted" {
+	if ctx.Err() != nil || last != nil && last.Partial && last.PartialReason == record.ReasonInterrupted {
 		return exitCode{exitInterrupted, errors.New("interrupted: the partial record is written")}
 	}
 	if last != nil && last.Partial {

@@ -288,7 +288,7 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			c.Notes = append(c.Notes, side.name+": the generator, not the SUT, was the bottleneck: its figures include the crowd's own limits")
 		}
 		if side.r.Partial {
-			c.Notes = append(c.Notes, side.name+": partial run ("+side.r.PartialReason+")")
+			c.Notes = append(c.Notes, side.name+": partial run ("+string(side.r.PartialReason)+")")
 		}
 	}
 	if ab, ah := answeredShare(base, ""), answeredShare(head, ""); ah < ab-o.ShareFloor {

@@ -23,7 +23,7 @@ func (r *Record) MarkdownRow(file string) string {
 		bound = "**generator**"
 	}
 	if r.Partial {
-		bound += " (partial: " + EscapeMarkdown(r.PartialReason) + ")"
+		bound += " (partial: " + EscapeMarkdown(string(r.PartialReason)) + ")"
 	}
 	if !r.Deviations.Empty() {
 		bound += " (changed: " + EscapeMarkdown(r.Deviations.short()) + ")"

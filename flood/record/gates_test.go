@@ -3,27 +3,11 @@ package record_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
-
-// gateRecord: 1000 Creates (latency i ms, so p95 ≈ 950 ms; 1 in 20 is a
-// 429) and 500 Likes at 2 ms; 10 s measured; 25 dropped of 1525 offered.
-func gateRecord(t testing.TB) *record.Record {
-	t.Helper()
-	create := recordtest.Sends(1000, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Every(20, record.Class429))
-	like := recordtest.Sends(500, func(int) time.Duration { return 2 * time.Millisecond }, recordtest.Always(record.Class202))
-	create.Counts.Offered += 25
-	create.Counts.Dropped = 25
-	r, err := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": create, "Like": like}).Record(record.Settings{Label: "gates"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 func TestParseGate(t *testing.T) {
 	for _, tc := range []struct {
@@ -89,7 +73,7 @@ func TestParseGate(t *testing.T) {
 }
 
 func TestGateEval(t *testing.T) {
-	r := gateRecord(t)
+	r := recordtest.Gated(t)
 	for _, tc := range []struct {
 		expr  string
 		holds bool
@@ -134,7 +118,7 @@ func FuzzParseGate(f *testing.F) {
 		"status429<5%", "Create.service.p99>1ms", "throughput!=0", "p0>=0s", "mean<1h"} {
 		f.Add(s)
 	}
-	r := gateRecord(f)
+	r := recordtest.Gated(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		g, err := record.ParseGate(s)
 		if err != nil {

@@ -12,8 +12,8 @@ type RungRow struct {
 // LadderResult is a finished ladder.
 type LadderResult struct {
 	Rows     []RungRow
-	Shoulder int      // index of the shoulder rung, -1 when none was reached
-	Partial  bool     // stopped by cancellation or a partial rung
-	Reason   string   // why it stopped early, if it did
-	Capacity Capacity // the verdict over the rows (DefaultCapacityRule)
+	Shoulder int        // index of the shoulder rung, -1 when none was reached
+	Partial  bool       // stopped by cancellation or a partial rung
+	Reason   StopReason // why it stopped early, if it did
+	Capacity Capacity   // the verdict over the rows (DefaultCapacityRule)
 }

@@ -72,14 +72,14 @@ func Merge(recs ...*Record) (*Record, error) {
 		out.Window = laterWindow(out.Window, r.Window)
 		if r.Partial {
 			out.Partial = true
-			if r.PartialReason != "" && !slices.Contains(reasons, r.PartialReason) {
-				reasons = append(reasons, r.PartialReason)
+			if r.PartialReason != "" && !slices.Contains(reasons, string(r.PartialReason)) {
+				reasons = append(reasons, string(r.PartialReason))
 			}
 		}
 		out.Warmup.Merge(r.Warmup)
 		out.Deviations.merge(r.Deviations)
 	}
-	out.PartialReason = strings.Join(reasons, "; ")
+	out.PartialReason = StopReason(strings.Join(reasons, "; "))
 
 	// Histograms: decode, merge, re-encode.
 	overall, err := mergeTypes(recs, "")

@@ -172,7 +172,7 @@ type Record struct {
 	Measured      float64                `json:"measured_s"`
 	Window        Window                 `json:"window"`
 	Partial       bool                   `json:"partial"`
-	PartialReason string                 `json:"partial_reason,omitempty"`
+	PartialReason StopReason             `json:"partial_reason,omitempty"`
 	HistUnit      string                 `json:"hist_unit"`
 	Rates         Rates                  `json:"rates"`
 	Warmup        Counts                 `json:"warmup"`

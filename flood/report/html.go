@@ -171,7 +171,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		p.Subtitle += fmt.Sprintf(", %d generators merged", r.Generators())
 	}
 	if r.Partial {
-		p.Partial = "Partial run: " + r.PartialReason + ". The figures cover the part that ran."
+		p.Partial = "Partial run: " + string(r.PartialReason) + ". The figures cover the part that ran."
 	}
 	p.Changed = r.Deviations.Lines()
 	p.Headline = []keyValue{

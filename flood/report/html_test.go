@@ -354,7 +354,7 @@ func TestHTMLEscapesTheRecord(t *testing.T) {
 	r := loadFixture(t)
 	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>`
 	r.Settings.Label, r.Settings.Target, r.Settings.Mix = evil, evil, evil
-	r.Partial, r.PartialReason = true, evil
+	r.Partial, r.PartialReason = true, record.StopReason(evil)
 	r.Bottleneck.Notes = append(r.Bottleneck.Notes, evil)
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
