@@ -21,10 +21,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/audience"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/inbox"
-	"github.com/crowdfed/crowd/audience"
 )
 
 // runFlags are the flags of `crowd run`: the flood's (but those that name
