@@ -15,6 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // outcome is one trial of a maximum-rate search: a generator offered Rate
@@ -162,7 +163,7 @@ func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.C
 
 // floodTrial runs the flood engine for one trial of rate from src against
 // the null sink (its URLs name it), with a fresh keep-alive pool.
-func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config) (outcome, *flood.Result) {
+func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config) (outcome, *record.Result) {
 	o := outcome{Side: side, Rate: rate}
 	pacer, err := flood.NewConstantPacer(rate)
 	if err != nil {
@@ -189,13 +190,13 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	o.LatencyP99MS = usToMS(res.Overall.Latency.ValueAtQuantile(99))
 	o.LatenessP99MS = usToMS(res.Overall.Lateness.ValueAtQuantile(99))
 	for cl, n := range res.Overall.Tally.Classes {
-		if c := flood.Class(cl); n > 0 && !c.OK() {
+		if c := record.Class(cl); n > 0 && !c.OK() {
 			o.FirstError = fmt.Sprintf("%d × %s", n, c)
 			break
 		}
 	}
 	if res.Partial {
-		o.Why = "partial: " + res.Reason
+		o.Why = "partial: " + string(res.Reason)
 	}
 	return o, res
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -38,7 +39,7 @@ func newSigner() *signing.Signer {
 // newGenerator draws activities of mix from the world's actors to the
 // world's actors (a self-flood's shape), each posted to target(persona).
 func newGenerator(world *actors.World, mix string, target func(*flood.Persona) string) (*flood.Generator, error) {
-	m, err := flood.ParseMix(mix)
+	m, err := record.ParseMix(mix)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// floodRecord is the part of a flood record (flood/SCHEMA.md) this test reads.
+// floodRecord is the part of a flood record (flood/record/SCHEMA.md) this test reads.
 type floodRecord struct {
 	Schema  string `json:"schema"`
 	Partial bool   `json:"partial"`

@@ -24,7 +24,7 @@ import (
 func TestReportRendersInChromium(t *testing.T) {
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
-	record := filepath.Join(ModuleRoot(t), "flood", "testdata", "report.json")
+	record := filepath.Join(ModuleRoot(t), "flood", "report", "testdata", "report.json")
 	dir := t.TempDir()
 	html := filepath.Join(dir, "report.html")
 	if out, err := exec.Command(bin, "report", record, "-o", html).CombinedOutput(); err != nil {

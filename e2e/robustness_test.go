@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // startFlood starts `crowd flood` attached to the federation's crowd,
@@ -55,7 +55,7 @@ func TestRobustFloodOutlivesItsSUT(t *testing.T) {
 	if len(paths) != 1 {
 		t.Fatalf("records %v\n%s", paths, fl.Output())
 	}
-	rec, err := flood.LoadRecord(paths[0])
+	rec, err := record.LoadRecord(paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRobustFloodOutlivesItsSUT(t *testing.T) {
 	if o.Counts.Sent < 150 || o.Counts.Completed != o.Counts.Sent || o.Tally.Total() != o.Counts.Completed {
 		t.Errorf("counts %+v, %d tallied: want about 200 sent, every one completed and tallied", o.Counts, o.Tally.Total())
 	}
-	if ok, conn := o.Tally.Classes[flood.Class202], o.Tally.Classes[flood.ClassConnError]; ok < 40 || conn < 40 {
+	if ok, conn := o.Tally.Classes[record.Class202], o.Tally.Classes[record.ClassConnError]; ok < 40 || conn < 40 {
 		t.Errorf("%d answered 202 and %d connection errors: want both, before and after the stop (tally %v)", ok, conn, o.Tally)
 	}
 	if md, err := os.ReadFile(filepath.Join(out, "runs.md")); err != nil || !strings.Contains(string(md), filepath.Base(paths[0])) {
@@ -148,17 +148,17 @@ func TestKill9DuringFloodLosesNothing(t *testing.T) {
 
 	out := t.TempDir()
 	fl := f.startFlood(t, out, "kill9", "--rate", "20", "--seconds", "30", "--mix", "create=1,like=1,follow=2")
-	var record string
+	var recPath string
 	eventually(t, 30*time.Second, "a checkpoint of the flood's record", func() bool {
 		paths, _ := filepath.Glob(filepath.Join(out, "*-kill9.json"))
 		if len(paths) == 0 {
 			return false
 		}
-		rec, err := flood.LoadRecord(paths[0]) // never torn: written by rename
+		rec, err := record.LoadRecord(paths[0]) // never torn: written by rename
 		if err != nil {
 			t.Fatalf("a checkpoint that does not read: %v", err)
 		}
-		record = paths[0]
+		recPath = paths[0]
 		return rec.Overall.Counts.Sent > 0
 	})
 	time.Sleep(2 * time.Second) // about 7 s into the run: more Follows registered
@@ -181,16 +181,16 @@ func TestKill9DuringFloodLosesNothing(t *testing.T) {
 
 	t.Run("the killed flood left a readable partial record", func(t *testing.T) {
 		paths, _ := filepath.Glob(filepath.Join(out, "*.json"))
-		if len(paths) != 1 || paths[0] != record {
-			t.Fatalf("records %v, want the checkpointed %s", paths, record)
+		if len(paths) != 1 || paths[0] != recPath {
+			t.Fatalf("records %v, want the checkpointed %s", paths, recPath)
 		}
-		rec, err := flood.LoadRecord(record)
+		rec, err := record.LoadRecord(recPath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := rec.Overall.Counts
 		t.Logf("left: %s, %+v, tally %v", rec.PartialReason, c, rec.Overall.Tally)
-		if !rec.Partial || rec.PartialReason != flood.ReasonCheckpoint || c.Sent == 0 || c.Offered != c.Sent+c.Dropped {
+		if !rec.Partial || rec.PartialReason != record.ReasonCheckpoint || c.Sent == 0 || c.Offered != c.Sent+c.Dropped {
 			t.Errorf("partial %v (%q), counts %+v: want a partial record in progress with sends", rec.Partial, rec.PartialReason, c)
 		}
 		if _, ok := rec.Types["Follow"]; !ok {

@@ -317,15 +317,15 @@ func TestRunBadInput(t *testing.T) {
 
 // TestRunRecordFedifyAnswers records what the Fedify test SUT answers to
 // each client-API call the audience makes, into
-// pasture/audience/testdata/fedify/, where the client's unit tests read
+// audience/testdata/fedify/, where the client's unit tests read
 // them. It runs only when CROWD_RECORD_FEDIFY=1 (the files are kept in the
 // repository; re-record them when the peer's client API changes).
 func TestRunRecordFedifyAnswers(t *testing.T) {
 	if os.Getenv("CROWD_RECORD_FEDIFY") != "1" {
-		t.Skip("set CROWD_RECORD_FEDIFY=1 to re-record pasture/audience/testdata/fedify")
+		t.Skip("set CROWD_RECORD_FEDIFY=1 to re-record audience/testdata/fedify")
 	}
 	f := startFederation(t, 3)
-	dir := filepath.Join(ModuleRoot(t), "pasture", "audience", "testdata", "fedify")
+	dir := filepath.Join(ModuleRoot(t), "audience", "testdata", "fedify")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -17,83 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
+
 	"github.com/crowdfed/crowd/actors"
 )
-
-// Activity types the generator sends, as they appear in the per-type
-// breakdown.
-const (
-	TypeCreate = "Create"
-	TypeLike   = "Like"
-	TypeFollow = "Follow"
-)
-
-// Mix is the weighted mix of activity types (--mix): each send is a
-// Create, Like or Follow with probability weight / sum of weights.
-type Mix struct {
-	Create, Like, Follow float64
-}
-
-// DefaultMix is create=6,like=3,follow=1.
-func DefaultMix() Mix { return Mix{Create: 6, Like: 3, Follow: 1} }
-
-// maxWeight bounds one weight, so the sum stays an exact, finite float.
-const maxWeight = 1e9
-
-// ParseMix reads a --mix: comma-separated type=weight pairs, types create,
-// like and follow (any case, each at most once), weights numbers >= 0 with
-// a positive sum; a type not named has weight 0. Errors are *UsageError.
-func ParseMix(s string) (Mix, error) {
-	var m Mix
-	seen := map[string]bool{}
-	if strings.TrimSpace(s) == "" {
-		return m, usage(s, "--mix is empty: want e.g. create=6,like=3,follow=1")
-	}
-	for f := range strings.SplitSeq(s, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(f), "=")
-		name = strings.ToLower(strings.TrimSpace(name))
-		if !ok {
-			return m, usage(s, "%q is not type=weight", f)
-		}
-		w, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil || math.IsNaN(w) || w < 0 || w > maxWeight {
-			return m, usage(s, "weight %q of %s: want a number from 0 to %g", val, name, float64(maxWeight))
-		}
-		if seen[name] {
-			return m, usage(s, "%s appears twice", name)
-		}
-		seen[name] = true
-		switch name {
-		case "create":
-			m.Create = w
-		case "like":
-			m.Like = w
-		case "follow":
-			m.Follow = w
-		default:
-			return m, usage(s, "unknown activity type %q: want create, like or follow", name)
-		}
-	}
-	if m.Create+m.Like+m.Follow <= 0 {
-		return m, usage(s, "every weight is 0")
-	}
-	return m, nil
-}
-
-// String writes the mix as ParseMix reads it, types in a fixed order,
-// omitting zero weights.
-func (m Mix) String() string {
-	var parts []string
-	for _, t := range []struct {
-		name string
-		w    float64
-	}{{"create", m.Create}, {"like", m.Like}, {"follow", m.Follow}} {
-		if t.w > 0 {
-			parts = append(parts, t.name+"="+strconv.FormatFloat(t.w, 'g', -1, 64))
-		}
-	}
-	return strings.Join(parts, ",")
-}
 
 // FollowRegistration is a Follow the flood sent, to be recorded as pending
 // in the crowd's follow graph, so that the SUT's Accept finds it. Its JSON
@@ -112,7 +39,7 @@ type GeneratorConfig struct {
 	// Personas are the targets (required), each with its Target set.
 	Personas []*Persona
 	// Mix weighs the activity types; the zero value means DefaultMix.
-	Mix Mix
+	Mix record.Mix
 	// Zipf, when > 1, draws senders from a Zipf distribution with exponent
 	// Zipf (sender i has weight ∝ 1/(i+1)^Zipf, Senders[0] the busiest);
 	// 0 draws them uniformly.
@@ -222,7 +149,7 @@ func (g *Generator) Settled(p *Prepared, d Delivery) {
 		}
 		return
 	}
-	if !d.Sent || d.Aborted || d.Class == ClassConnError {
+	if !d.Sent || d.Aborted || d.Class == record.ClassConnError {
 		g.followed.Delete(followPair{f.Local, f.Remote})
 	}
 }
@@ -247,8 +174,8 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if len(cfg.Personas) == 0 {
 		return nil, errors.New("flood: no personas to target")
 	}
-	if cfg.Mix == (Mix{}) {
-		cfg.Mix = DefaultMix()
+	if cfg.Mix == (record.Mix{}) {
+		cfg.Mix = record.DefaultMix()
 	}
 	m := cfg.Mix
 	if m.Create < 0 || m.Like < 0 || m.Follow < 0 || m.Create+m.Like+m.Follow <= 0 {
@@ -351,11 +278,11 @@ func (s *Stream) Next() (Draft, error) {
 	g := s.g
 	pi := s.r.IntN(len(g.cfg.Personas))
 	typ := s.drawType()
-	if typ == TypeLike && len(g.cfg.Personas[pi].Posts) == 0 {
+	if typ == record.TypeLike && len(g.cfg.Personas[pi].Posts) == 0 {
 		if g.noLike[1] > 0 {
-			typ = TypeCreate
+			typ = record.TypeCreate
 			if s.r.Float64()*g.noLike[1] >= g.noLike[0] {
-				typ = TypeFollow
+				typ = record.TypeFollow
 			}
 		} else {
 			pi = g.likeable[s.r.IntN(len(g.likeable))]
@@ -364,11 +291,11 @@ func (s *Stream) Next() (Draft, error) {
 	p := g.cfg.Personas[pi]
 	sender := s.drawSender(p.ID)
 	diverted := false
-	if typ == TypeFollow && !g.claimFollow(sender.ID, p.ID) {
+	if typ == record.TypeFollow && !g.claimFollow(sender.ID, p.ID) {
 		if free := s.freeSender(p.ID); free != nil {
 			sender = free
 		} else {
-			typ, diverted = TypeCreate, true
+			typ, diverted = record.TypeCreate, true
 		}
 	}
 	now := g.cfg.Now()
@@ -376,11 +303,11 @@ func (s *Stream) Next() (Draft, error) {
 	var act actors.Activity
 	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
 	switch typ {
-	case TypeCreate:
+	case record.TypeCreate:
 		act = sender.CreateNote(actors.NoteSpec{Published: now, Seq: seq, Bytes: g.cfg.NoteBytes,
 			MentionID: p.ID, MentionHandle: p.Handle()})
 		d.Object = act.Object.(actors.Note).ID
-	case TypeLike:
+	case record.TypeLike:
 		d.Object = p.Posts[s.r.IntN(len(p.Posts))]
 		act = sender.Like(actors.LikeSpec{Published: now, Seq: seq, Object: d.Object})
 	default:
@@ -402,11 +329,11 @@ func (s *Stream) drawType() string {
 	x := s.r.Float64() * s.g.cum[2]
 	switch {
 	case x < s.g.cum[0]:
-		return TypeCreate
+		return record.TypeCreate
 	case x < s.g.cum[1]:
-		return TypeLike
+		return record.TypeLike
 	}
-	return TypeFollow
+	return record.TypeFollow
 }
 
 // drawSender draws a sender other than the actor avoid (a persona that is

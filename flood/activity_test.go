@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
+
 	"github.com/crowdfed/crowd/actors"
 )
 
@@ -78,30 +80,30 @@ func mustDraft(t testing.TB, s *Stream) Draft {
 func TestParseMix(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want Mix
+		want record.Mix
 		ok   bool
 	}{
-		{"create=6,like=3,follow=1", Mix{6, 3, 1}, true},             // the default, written out
-		{" Create = 1 , FOLLOW=2 ", Mix{Create: 1, Follow: 2}, true}, // spaces and case do not matter; like omitted = 0
-		{"like=0.5", Mix{Like: 0.5}, true},                           // a single type, a fractional weight
-		{"create=0,like=1", Mix{Like: 1}, true},                      // a zero weight is allowed when another is positive
-		{"", Mix{}, false},                                           // empty
-		{"x=1", Mix{}, false},                                        // unknown type
-		{"announce=1", Mix{}, false},                                 // a real type the flood does not send
-		{"create", Mix{}, false},                                     // no weight
-		{"create=-1", Mix{}, false},                                  // negative weight
-		{"create=NaN", Mix{}, false},                                 // not a number
-		{"create=Inf", Mix{}, false},                                 // infinite
-		{"create=1e10", Mix{}, false},                                // beyond the bound
-		{"create=1,create=2", Mix{}, false},                          // a type twice
-		{"create=0,like=0", Mix{}, false},                            // every weight zero
-		{"create=1,", Mix{}, false},                                  // trailing comma: an empty pair
+		{"create=6,like=3,follow=1", record.Mix{Create: 6, Like: 3, Follow: 1}, true}, // the default, written out
+		{" Create = 1 , FOLLOW=2 ", record.Mix{Create: 1, Follow: 2}, true},           // spaces and case do not matter; like omitted = 0
+		{"like=0.5", record.Mix{Like: 0.5}, true},                                     // a single type, a fractional weight
+		{"create=0,like=1", record.Mix{Like: 1}, true},                                // a zero weight is allowed when another is positive
+		{"", record.Mix{}, false},                                                     // empty
+		{"x=1", record.Mix{}, false},                                                  // unknown type
+		{"announce=1", record.Mix{}, false},                                           // a real type the flood does not send
+		{"create", record.Mix{}, false},                                               // no weight
+		{"create=-1", record.Mix{}, false},                                            // negative weight
+		{"create=NaN", record.Mix{}, false},                                           // not a number
+		{"create=Inf", record.Mix{}, false},                                           // infinite
+		{"create=1e10", record.Mix{}, false},                                          // beyond the bound
+		{"create=1,create=2", record.Mix{}, false},                                    // a type twice
+		{"create=0,like=0", record.Mix{}, false},                                      // every weight zero
+		{"create=1,", record.Mix{}, false},                                            // trailing comma: an empty pair
 	} {
-		got, err := ParseMix(c.in)
+		got, err := record.ParseMix(c.in)
 		if c.ok != (err == nil) || c.ok && got != c.want {
 			t.Errorf("ParseMix(%q) = %+v, %v; want %+v ok=%v", c.in, got, err, c.want, c.ok)
 		}
-		var ue *UsageError
+		var ue *record.UsageError
 		if err != nil && !errors.As(err, &ue) {
 			t.Errorf("ParseMix(%q): error %v is not a *UsageError (exit 2)", c.in, err)
 		}
@@ -113,14 +115,14 @@ func FuzzParseMix(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMix(s)
+		m, err := record.ParseMix(s)
 		if err != nil {
 			return
 		}
 		if m.Create < 0 || m.Like < 0 || m.Follow < 0 || m.Create+m.Like+m.Follow <= 0 {
 			t.Fatalf("ParseMix(%q) accepted %+v", s, m)
 		}
-		back, err := ParseMix(m.String())
+		back, err := record.ParseMix(m.String())
 		if err != nil || back != m {
 			t.Fatalf("ParseMix(%q).String() = %q does not round-trip: %+v, %v", s, m.String(), back, err)
 		}
@@ -130,12 +132,12 @@ func FuzzParseMix(f *testing.F) {
 func TestMixProportions(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		mix  Mix
+		mix  record.Mix
 	}{
-		{"the default mix", DefaultMix()},
-		{"equal weights", Mix{1, 1, 1}},
-		{"follows only", Mix{Follow: 1}},
-		{"no likes", Mix{Create: 3, Follow: 1}},
+		{"the default mix", record.DefaultMix()},
+		{"equal weights", record.Mix{Create: 1, Like: 1, Follow: 1}},
+		{"follows only", record.Mix{Follow: 1}},
+		{"no likes", record.Mix{Create: 3, Follow: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Enough senders that no Follow runs out of senders that do not
@@ -148,7 +150,7 @@ func TestMixProportions(t *testing.T) {
 				count[mustDraft(t, s).Type]++
 			}
 			sum := c.mix.Create + c.mix.Like + c.mix.Follow
-			for typ, w := range map[string]float64{TypeCreate: c.mix.Create, TypeLike: c.mix.Like, TypeFollow: c.mix.Follow} {
+			for typ, w := range map[string]float64{record.TypeCreate: c.mix.Create, record.TypeLike: c.mix.Like, record.TypeFollow: c.mix.Follow} {
 				got, want := float64(count[typ])/n, w/sum
 				// 0.02 is over 4 standard deviations of a share of 10k draws.
 				if math.Abs(got-want) > 0.02 {
@@ -196,7 +198,7 @@ func TestFollowsOnlyNewPairs(t *testing.T) {
 		{"one free sender of many", many, personas[:1], allButOne, 2, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := mustGenerator(t, GeneratorConfig{Senders: c.senders, Personas: c.personas, Mix: Mix{Follow: 1}, Seed: 3,
+			g := mustGenerator(t, GeneratorConfig{Senders: c.senders, Personas: c.personas, Mix: record.Mix{Follow: 1}, Seed: 3,
 				Following: func(local, remote string) bool { return c.before[followPair{local, remote}] }})
 			s := g.Stream()
 			seen := map[followPair]bool{}
@@ -206,7 +208,7 @@ func TestFollowsOnlyNewPairs(t *testing.T) {
 				if d.Diverted {
 					diverted++
 				}
-				if d.Type != TypeFollow {
+				if d.Type != record.TypeFollow {
 					continue
 				}
 				follows++
@@ -225,12 +227,12 @@ func TestFollowsOnlyNewPairs(t *testing.T) {
 
 func TestLikesNeedPosts(t *testing.T) {
 	// Persona 0 has no posts: a Like drawn for it becomes a Create or Follow.
-	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0), Mix: DefaultMix(), Seed: 1})
+	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0), Mix: record.DefaultMix(), Seed: 1})
 	s := g.Stream()
 	likesOf := map[string]int{}
 	for range 2000 {
 		d := mustDraft(t, s)
-		if d.Type == TypeLike {
+		if d.Type == record.TypeLike {
 			likesOf[d.Persona.Acct]++
 			if !slices.Contains(d.Persona.Posts, d.Object) {
 				t.Fatalf("Like of %s, which is not one of %s's posts", d.Object, d.Persona.Acct)
@@ -242,17 +244,17 @@ func TestLikesNeedPosts(t *testing.T) {
 	}
 
 	// A likes-only mix targets only the personas with posts.
-	g = mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(3, 0, 2), Mix: Mix{Like: 1}})
+	g = mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(3, 0, 2), Mix: record.Mix{Like: 1}})
 	s = g.Stream()
 	for range 200 {
-		if d := mustDraft(t, s); d.Type != TypeLike || d.Persona.Acct != "load1@sut.test" {
+		if d := mustDraft(t, s); d.Type != record.TypeLike || d.Persona.Acct != "load1@sut.test" {
 			t.Fatalf("likes-only mix drew %s of %s; want Likes of load1 only", d.Type, d.Persona.Acct)
 		}
 	}
 
 	// … and refuses when nobody has one.
-	_, err := NewGenerator(GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0, 1), Mix: Mix{Like: 1}})
-	var ue *UsageError
+	_, err := NewGenerator(GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(2, 0, 1), Mix: record.Mix{Like: 1}})
+	var ue *record.UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("likes-only mix with no posts: %v, want a usage error", err)
 	}
@@ -298,7 +300,7 @@ func TestIDsAreUnique(t *testing.T) {
 	// Two runs started a nanosecond apart, each with four concurrent
 	// streams: no id repeats, within a run or across them.
 	for run := range 2 {
-		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: Mix{1, 1, 1},
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: record.Mix{Create: 1, Like: 1, Follow: 1},
 			Start: start.Add(time.Duration(run)), Now: func() time.Time { return start }})
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -332,7 +334,7 @@ func TestIDsAreUnique(t *testing.T) {
 }
 
 func TestCreateMentionsItsPersona(t *testing.T) {
-	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(5), Mix: Mix{Create: 1}, NoteBytes: 500})
+	g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(3), Personas: fakePersonas(5), Mix: record.Mix{Create: 1}, NoteBytes: 500})
 	s := g.Stream()
 	for range 200 {
 		d := mustDraft(t, s)
@@ -417,17 +419,17 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 		released   bool // the pair may be drawn again
 	}{
 		// Answered 202: the SUT has it and will Accept or Reject it.
-		{"202", Delivery{Sent: true, Class: Class202}, true, false},
+		{"202", Delivery{Sent: true, Class: record.Class202}, true, false},
 		// Another 2xx: the same.
-		{"other 2xx", Delivery{Sent: true, Class: ClassOther2xx}, true, false},
+		{"other 2xx", Delivery{Sent: true, Class: record.ClassOther2xx}, true, false},
 		// Refused: no relation, but the SUT saw the pair (a second Follow
 		// would meet the same answer, or GoToSocial's 500).
-		{"500", Delivery{Sent: true, Class: ClassOther5xx}, false, false},
+		{"500", Delivery{Sent: true, Class: record.ClassOther5xx}, false, false},
 		// No answer in time: the SUT may have it; its Accept would
 		// record it, so it is not registered, and not drawn again.
-		{"timeout", Delivery{Sent: true, Class: ClassTimeout}, false, false},
+		{"timeout", Delivery{Sent: true, Class: record.ClassTimeout}, false, false},
 		// Refused connection: the SUT never got it.
-		{"connection refused", Delivery{Sent: true, Class: ClassConnError}, false, true},
+		{"connection refused", Delivery{Sent: true, Class: record.ClassConnError}, false, true},
 		// Interrupted in flight: not registered, pair given back.
 		{"aborted", Delivery{Sent: true, Aborted: true}, false, true},
 		// Dropped (no free slot) or left in a buffer at the end.
@@ -435,7 +437,7 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []FollowRegistration
-			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(1), Personas: fakePersonas(1), Mix: Mix{Follow: 1},
+			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(1), Personas: fakePersonas(1), Mix: record.Mix{Follow: 1},
 				OnFollowSent: func(f FollowRegistration) { got = append(got, f) }})
 			s := g.Stream()
 			d := mustDraft(t, s)
@@ -449,16 +451,16 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 			}
 			// One sender, one persona: a single pair. A second draw
 			// follows again only when the pair was given back.
-			if again := mustDraft(t, s); (again.Type == TypeFollow) != c.released {
+			if again := mustDraft(t, s); (again.Type == record.TypeFollow) != c.released {
 				t.Errorf("second draw is a %s (diverted %v); want the pair released %v", again.Type, again.Diverted, c.released)
 			}
 		})
 	}
 	t.Run("diverted counts when sent", func(t *testing.T) {
-		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: Mix{Follow: 1}})
-		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{})
-		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{Sent: true, Class: Class202})
-		g.Settled(&Prepared{Type: TypeCreate, Diverted: true}, Delivery{Sent: true, Class: Class401})
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: record.Mix{Follow: 1}})
+		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{})
+		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{Sent: true, Class: record.Class202})
+		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{Sent: true, Class: record.Class401})
 		if n := g.FollowsDiverted(); n != 2 {
 			t.Errorf("FollowsDiverted %d after two diverted sends and one unsent draft; want 2", n)
 		}

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // BenchmarkEngine floods a null sink at fixed rates; one op is one send. It
@@ -67,7 +69,7 @@ func benchEngine(b *testing.B, sink string, rate float64) {
 		b.Fatal(err)
 	}
 	c := res.Overall.Counts
-	if c.Completed != res.Overall.Tally.Classes[Class202] {
+	if c.Completed != res.Overall.Tally.Classes[record.Class202] {
 		b.Fatalf("not all answers were 202: %+v", res.Overall.Tally)
 	}
 	b.ReportMetric(float64(c.Completed)/res.Elapsed.Seconds(), "sends/s")

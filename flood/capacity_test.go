@@ -10,6 +10,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/report"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // memListener is a net.Listener whose connections are in-memory pipes: a
@@ -109,20 +113,20 @@ func TestLadderCapacityVerdict(t *testing.T) {
 				defer tr.CloseIdleConnections()
 
 				l := &Ladder{Rates: []float64{50, 100, 200, 400, 800}, Step: 2 * time.Second}
-				res, err := l.Run(context.Background(), func(ctx context.Context, rate float64, d time.Duration) (*Record, error) {
+				res, err := l.Run(context.Background(), func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
 					plan := l.RungPlan(Plan{Sleep: time.Sleep, MaxInflight: 256, Source: newCycleSource(t, "http://sut.test/inbox"), Transport: tr}, mustConstant(t, rate))
 					res, err := Run(ctx, plan)
 					if err != nil {
 						return nil, err
 					}
-					return res.Record(Settings{Label: "capacity"})
+					return res.Record(record.Settings{Label: "capacity"})
 				}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				c := res.Capacity
 				var table strings.Builder
-				if err := WriteLadder(&table, res); err != nil {
+				if err := report.WriteLadder(&table, res); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("%s", table.String())

@@ -17,6 +17,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // TestCheckpointsMidRun: a 12 s run at 100/s (1 s warm-up) into a SUT that
@@ -49,14 +52,14 @@ func TestCheckpointsMidRun(t *testing.T) {
 					time.Sleep(svc)
 					return answer(req, 202, nil), nil
 				})
-				var cps []*Result
+				var cps []*record.Result
 				var timelineAt []int // len(Timeline) when each was taken
 				res := mustRun(t, context.Background(), Plan{
 					Sleep: time.Sleep, // synctest: fake clock
 					Pacer: mustConstant(t, 100), Duration: 12 * time.Second, Warmup: time.Second, MaxInflight: 100,
 					Source: newCycleSource(t, "http://sut.test/inbox", "Create", "Like", "Follow"), Transport: rt,
 					CheckpointEvery: tc.every,
-					Checkpoint: func(r *Result) {
+					Checkpoint: func(r *record.Result) {
 						cps = append(cps, r)
 						timelineAt = append(timelineAt, len(r.Timeline))
 					},
@@ -70,7 +73,7 @@ func TestCheckpointsMidRun(t *testing.T) {
 				}
 				for i, cp := range cps {
 					k := at[i]
-					if !cp.Partial || cp.Reason != ReasonCheckpoint || cp.Err != nil {
+					if !cp.Partial || cp.Reason != record.ReasonCheckpoint || cp.Err != nil {
 						t.Errorf("%d s: partial %v reason %q err %v", k, cp.Partial, cp.Reason, cp.Err)
 					}
 					if cp.Measured != time.Duration(k-1)*time.Second {
@@ -96,9 +99,9 @@ func TestCheckpointsMidRun(t *testing.T) {
 
 // checkConsistent checks the invariants of a mid-run snapshot taken k
 // seconds in, when about offered measured sends were due.
-func checkConsistent(t *testing.T, k int, r *Result, offered float64) {
+func checkConsistent(t *testing.T, k int, r *record.Result, offered float64) {
 	t.Helper()
-	var sum Counts
+	var sum record.Counts
 	for typ, st := range r.Types {
 		c := st.Counts
 		sum.Merge(c)
@@ -129,13 +132,13 @@ func checkConsistent(t *testing.T, k int, r *Result, offered float64) {
 // a run can end, and what its out directory holds afterwards.
 func TestRecordFile(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rec := func(t *testing.T, partial bool, reason string) *Record {
+	rec := func(t *testing.T, partial bool, reason record.StopReason) *record.Record {
 		t.Helper()
-		res := fakeResult(start, 5*time.Second, map[string]*Stats{
-			"Create": fakeStats(40, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, always(Class202)),
+		res := recordtest.Run(start, 5*time.Second, map[string]*record.Stats{
+			"Create": recordtest.Sends(40, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Always(record.Class202)),
 		})
 		res.Partial, res.Reason = partial, reason
-		r, err := res.Record(Settings{Label: "cp"})
+		r, err := res.Record(record.Settings{Label: "cp"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,13 +156,13 @@ func TestRecordFile(t *testing.T) {
 		writes      []string // in order
 		wantFile    string   // the record's file name
 		wantPartial bool
-		wantReason  string
+		wantReason  record.StopReason
 		wantRows    int // rows in runs.md (0: no runs.md)
 	}{
 		// A run that ends: its checkpoints are replaced, one row.
 		{"checkpoints then the end", false, []string{cp, cp, whole}, "20261130-120000-cp.json", false, "", 1},
 		// A run killed after a checkpoint: a partial record, no row.
-		{"killed after a checkpoint", false, []string{cp, cp}, "20261130-120000-cp.json", true, ReasonCheckpoint, 0},
+		{"killed after a checkpoint", false, []string{cp, cp}, "20261130-120000-cp.json", true, record.ReasonCheckpoint, 0},
 		// A run too short for a checkpoint: WriteRecord's result.
 		{"the end only", false, []string{whole}, "20261130-120000-cp.json", false, "", 1},
 		// Interrupted (SIGINT): the final partial record replaces the checkpoint.
@@ -167,7 +170,7 @@ func TestRecordFile(t *testing.T) {
 		// Another run's record is never replaced: the checkpoint takes -2, the end stays there.
 		{"the name is taken", true, []string{cp, whole}, "20261130-120000-cp-2.json", false, "", 1},
 		// A checkpoint is partial whatever the record given says.
-		{"a checkpoint is always partial", false, []string{cpOK}, "20261130-120000-cp.json", true, ReasonCheckpoint, 0},
+		{"a checkpoint is always partial", false, []string{cpOK}, "20261130-120000-cp.json", true, record.ReasonCheckpoint, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out", "load")
@@ -177,7 +180,7 @@ func TestRecordFile(t *testing.T) {
 				other = []byte(`{"another":"run"}`)
 				os.WriteFile(filepath.Join(dir, "20261130-120000-cp.json"), other, 0o644)
 			}
-			f := NewRecordFile(dir)
+			f := record.NewRecordFile(dir)
 			if f.Path() != "" {
 				t.Fatalf("a path before any write: %q", f.Path())
 			}
@@ -187,7 +190,7 @@ func TestRecordFile(t *testing.T) {
 				var err error
 				switch w {
 				case cp:
-					err = f.Checkpoint(rec(t, true, ReasonCheckpoint))
+					err = f.Checkpoint(rec(t, true, record.ReasonCheckpoint))
 					path = f.Path()
 				case cpOK:
 					r := rec(t, false, "")
@@ -211,7 +214,7 @@ func TestRecordFile(t *testing.T) {
 					t.Fatalf("writes went to %v, want all to %s", paths, tc.wantFile)
 				}
 			}
-			got, err := LoadRecord(paths[0])
+			got, err := record.LoadRecord(paths[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,13 +268,13 @@ func TestKillHelperProcess(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	file := NewRecordFile(out)
+	file := record.NewRecordFile(out)
 	res, err := Run(context.Background(), Plan{
 		Pacer: mustConstant(t, 200), Duration: time.Minute, MaxInflight: 64,
 		Source: newCycleSource(t, srv.URL+"/inbox", "Create", "Follow"), Transport: NewTransport(64, nil),
 		CheckpointEvery: time.Second,
-		Checkpoint: func(res *Result) {
-			rec, err := res.Record(Settings{Label: "killed"})
+		Checkpoint: func(res *record.Result) {
+			rec, err := res.Record(record.Settings{Label: "killed"})
 			if err == nil {
 				err = file.Checkpoint(rec)
 			}
@@ -329,7 +332,7 @@ func TestKillLeavesAReadablePartialRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r Record
+			var r record.Record
 			if err := json.Unmarshal(raw, &r); err != nil {
 				t.Fatalf("read %d: a torn record: %v\n%s", reads, err, raw)
 			}
@@ -353,12 +356,12 @@ func TestKillLeavesAReadablePartialRecord(t *testing.T) {
 	if len(paths) != 1 {
 		t.Fatalf("records left: %v", paths)
 	}
-	r, err := LoadRecord(paths[0])
+	r, err := record.LoadRecord(paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := r.Overall.Counts
-	if !r.Partial || r.PartialReason != ReasonCheckpoint || c.Sent < lastSent || c.Offered != c.Sent+c.Dropped {
+	if !r.Partial || r.PartialReason != record.ReasonCheckpoint || c.Sent < lastSent || c.Offered != c.Sent+c.Dropped {
 		t.Errorf("left: partial %v (%q), counts %+v; want partial, in progress, at least %d sent", r.Partial, r.PartialReason, c, lastSent)
 	}
 	if _, err := os.Stat(filepath.Join(out, "runs.md")); !os.IsNotExist(err) {

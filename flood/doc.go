@@ -25,28 +25,28 @@
 //     is dropped and counted, never delayed. Latency is measured from the
 //     intended time (coordinated-omission corrected), service time from the
 //     actual send, lateness in between.
-//   - Stats and recorders (metrics.go): HDR histograms per worker shard and
-//     activity type, merged at each one-second tick and at the end.
-//   - Record (record.go, SCHEMA.md): the versioned JSON run record with
-//     encoded histograms, so that records of several generators Merge
-//     exactly; a Markdown row for out/load/runs.md.
-//   - Live and WriteTable (report.go): the live line and the final table.
-//   - Gates (gates.go): --expect and --stop-when expressions.
+//   - Recorders (metrics.go): HDR histograms per worker shard and
+//     activity type, merged at each one-second tick and at the end into
+//     flood/record's types.
 //   - Ladder (ladder.go): rungs of rates stopping at the shoulder.
-//   - BottleneckRule (bottleneck.go): whether the generator, not the SUT,
-//     limited the run.
-//   - RecordFile (checkpoint.go): a run's record on disk, checkpointed
-//     every few seconds so a killed flood leaves a partial record.
-//   - WriteHTML and WriteMarkdown (html.go): a record for people, with
-//     plots; Compare (compare.go): a head run against a base run.
+//   - The checkpoint snapshot (checkpoint.go): a consistent Result of a
+//     run still going, for Plan.Checkpoint.
+//
+// What the engine measured leaves it in flood/record's types: a
+// record.Progress each second (Plan.Progress), a record.Result snapshot
+// every few seconds (Plan.Checkpoint) and the final record.Result from
+// Run. The engine imports flood/record, never the reverse; the record
+// (schema, Merge, Gates, Compare, checkpoint files, verdicts) and
+// flood/report (live line, tables, Markdown, HTML) leave the engine
+// through those values, as vegeta's Attack feeds Metrics.Add.
 //
 // A command runs a flood like this (errors handled, flags parsed):
 //
-//	gates, err := flood.ParseGates(expects)           // usage error: exit 2
+//	gates, err := record.ParseGates(expects)          // usage error: exit 2
 //	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 //	defer stop()
 //	pacer, err := flood.NewPacer(arrivals, rate, seed)
-//	live := flood.NewLive(os.Stderr, isTerminal)
+//	live := report.NewLive(os.Stderr, isTerminal)
 //	res, err := flood.Run(ctx, flood.Plan{
 //		Pacer: pacer, Duration: seconds, Warmup: warmup,
 //		MaxInflight: maxInflight, Timeout: timeout,
@@ -54,11 +54,11 @@
 //		Progress: live.Update,
 //	})                                                // ErrInvalidPlan: exit 2
 //	live.Done()
-//	rec, err := res.Record(flood.Settings{Label: label, Arrivals: arrivals,
+//	rec, err := res.Record(record.Settings{Label: label, Arrivals: arrivals,
 //		Mix: mix, Signing: signing, Target: target, Shard: shard})
-//	path, err := flood.WriteRecord("out/load", rec)  // also after Ctrl-C: rec.Partial
-//	flood.WriteTable(os.Stdout, rec)
-//	results, _ := flood.CheckGates(rec, gates)
+//	path, err := record.WriteRecord("out/load", rec)  // also after Ctrl-C: rec.Partial
+//	report.WriteTable(os.Stdout, rec)
+//	results, _ := record.CheckGates(rec, gates)
 //	os.Exit(flood.ExitCode(nil, results))             // 0 met, 1 missed
 //
 // A ladder calls Run once per rung through Ladder.Run, with

@@ -1,22 +1,18 @@
 package flood
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // ErrInvalidPlan is wrapped by every error about a Plan (or pacer, ladder)
@@ -53,7 +49,7 @@ type Delivery struct {
 	Aborted bool
 	// Class is the answer's status class (or ClassTimeout, ClassConnError)
 	// of a send neither unsent nor aborted.
-	Class Class
+	Class record.Class
 }
 
 // Source produces the prepared requests of a run. Next is called from a
@@ -102,7 +98,7 @@ type Plan struct {
 	Warmup time.Duration
 	// Progress, when set, is called once a second (and once at the end) from
 	// the engine's ticker goroutine; it must return quickly.
-	Progress func(Progress)
+	Progress func(record.Progress)
 	// Sleep sleeps the last stretch (under 2 ms) before a send. nil = a
 	// precise sleep (nanosleep on Linux, which wakes ~0.1 ms late where a
 	// runtime timer wakes up to 1 ms late). Tests under testing/synctest must
@@ -122,7 +118,7 @@ type Plan struct {
 	// send), so it should return within a second or so. Written with
 	// RecordFile, it leaves a readable record of a generator killed with
 	// SIGKILL.
-	Checkpoint func(*Result)
+	Checkpoint func(*record.Result)
 	// Settled, when set, is told what became of every request taken from
 	// Source, exactly once and before Run returns: answered (its class),
 	// aborted, dropped, or left unsent when the run ended. It runs on a
@@ -154,85 +150,12 @@ const starveSlack = 100 * time.Microsecond
 // "Other" so a buggy Source cannot exhaust memory with histograms.
 const maxTypes = 32
 
-// Result is what Run measured. Histograms are merged from all workers; times
-// are wall-clock (Start, End) or durations.
-type Result struct {
-	Start   time.Time
-	End     time.Time     // all sends finished
-	Elapsed time.Duration // End - Start
-	// Measured is the elapsed window that rates divide by: from the end of
-	// the warm-up to the later of the schedule's end (Duration, the
-	// interruption, or the due time after the last of MaxSends) and the last
-	// measured answer. A run whose answers come after its schedule (a
-	// MaxSends run at a rate no generator keeps) is measured over the time
-	// it took, never over its schedule alone.
-	Measured time.Duration
-	Window   Window // when the measured sends were due, taken and answered
-	Partial  bool   // the run stopped before its schedule ended
-	Reason   string // why it is partial: "interrupted", "source exhausted", "source error: ..."
-	Err      error  // the Source's error, if that stopped the run
-
-	Overall      *Stats            // all types (measured window only)
-	Types        map[string]*Stats // per activity type
-	Dispatch     *hdr.Histogram    // picked - intended (µs): the generator's own delay, measured window
-	WarmupCounts Counts            // sends offered during the warm-up (not measured)
-	Timeline     []Tick
-
-	// The plan as run, for the record.
-	Rate        float64
-	Duration    time.Duration
-	Warmup      time.Duration
-	MaxSends    int64
-	MaxInflight int
-	Timeout     time.Duration
-}
-
-// idleConnTimeout closes the flood's idle connections before the servers
-// most likely to close them do: Node's http server (Fedify, Misskey) and
-// Apache close a connection idle for 5 s, and a POST sent on a connection
-// the server is closing at that moment fails without a retry (net/http
-// replays only idempotent requests), which the run would count as a
-// connection error of the SUT's.
-const idleConnTimeout = 4 * time.Second
-
-// NewTransport returns an HTTP/1.1 transport with a keep-alive pool big
-// enough for maxInflight concurrent sends, no proxy, no compression, and
-// tlsConfig for https targets (nil = system roots). Dial and TLS handshake
-// are bounded; the whole send is bounded by Plan.Timeout.
-//
-// It offers only http/1.1 in the TLS handshake, whatever tlsConfig's
-// NextProtos say (it uses a copy): a transport with HTTP/2 enabled that
-// shared the same tls.Config has added "h2" to it, and a server that
-// chose h2 from that offer (GoToSocial does) would then answer this
-// HTTP/1.1 transport with HTTP/2 frames, failing every send.
-func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
-	if maxInflight <= 0 {
-		maxInflight = DefaultMaxInflight
-	}
-	if tlsConfig == nil {
-		tlsConfig = &tls.Config{}
-	} else {
-		tlsConfig = tlsConfig.Clone()
-	}
-	tlsConfig.NextProtos = []string{"http/1.1"}
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		DialContext:         d.DialContext,
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConns:        maxInflight,
-		MaxIdleConnsPerHost: maxInflight,
-		IdleConnTimeout:     idleConnTimeout,
-		DisableCompression:  true,
-	}
-}
-
 // Run executes the plan: a dispatcher waits for each intended time and hands
 // the send to a free worker slot (or drops it), workers send and record, a
 // ticker reports each second. It returns an error only for an invalid plan
 // (wrapping ErrInvalidPlan); everything that happens during the run, an
 // interruption included, is in the Result.
-func Run(ctx context.Context, p Plan) (*Result, error) {
+func Run(ctx context.Context, p Plan) (*record.Result, error) {
 	if err := p.normalize(); err != nil {
 		return nil, err
 	}
@@ -296,24 +219,24 @@ type engine struct {
 	nworkers  int
 	windowEnd time.Duration
 	partial   bool
-	reason    string
+	reason    record.StopReason
 	err       error
 
 	// The dispatcher's counters: it alone writes them, under mu, so the
 	// ticker reads a consistent set (Offered = Sent + Dropped in every
 	// type) by taking mu once; the dispatcher reads them without it.
 	mu    sync.Mutex
-	types map[string]*Counts
-	warm  Counts
-	tot   Counts // all types, warm-up included: the ticker's totals
+	types map[string]*record.Counts
+	warm  record.Counts
+	tot   record.Counts // all types, warm-up included: the ticker's totals
 
 	lastDue time.Duration // intended time of the latest measured send offered; under mu
 
 	// Ticker-owned.
-	timeline               []Tick
+	timeline               []record.Tick
 	spare                  []*interval
 	agg                    *interval
-	last                   Progress
+	last                   record.Progress
 	prevOffered, prevSent  int64
 	prevDropped, prevStarv int64
 	end                    time.Time
@@ -325,7 +248,7 @@ func newEngine(ctx context.Context, p Plan) *engine {
 		p:     p,
 		ctx:   ctx,
 		jobs:  make(chan job, p.MaxInflight),
-		types: make(map[string]*Counts),
+		types: make(map[string]*record.Counts),
 		agg:   newInterval(),
 		sleep: p.Sleep,
 	}
@@ -388,7 +311,7 @@ func (e *engine) dispatch() {
 		}
 		select {
 		case <-done:
-			e.stop("interrupted", nil)
+			e.stop(record.ReasonInterrupted, nil)
 			return
 		default:
 		}
@@ -399,11 +322,11 @@ func (e *engine) dispatch() {
 		if err != nil {
 			switch {
 			case e.ctx.Err() != nil:
-				e.stop("interrupted", nil)
+				e.stop(record.ReasonInterrupted, nil)
 			case errors.Is(err, io.EOF):
-				e.stop("source exhausted", nil)
+				e.stop(record.ReasonExhausted, nil)
 			default:
-				e.stop("source error: "+err.Error(), err)
+				e.stop(record.ReasonError("source error", err), err)
 			}
 			return
 		}
@@ -411,7 +334,7 @@ func (e *engine) dispatch() {
 		starved := now > off && now-max(t0, off) > starveSlack
 		if now < off && !e.waitUntil(timer, off, done) {
 			e.settle(prep, Delivery{})
-			e.stop("interrupted", nil)
+			e.stop(record.ReasonInterrupted, nil)
 			return
 		}
 		measured := off >= e.p.Warmup
@@ -491,7 +414,7 @@ func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan str
 // counts returns the breakdown key for activity type t and its counters,
 // creating them; beyond maxTypes distinct types, new ones are folded into
 // "Other". The dispatcher calls it holding e.mu.
-func (e *engine) counts(t string) (string, *Counts) {
+func (e *engine) counts(t string) (string, *record.Counts) {
 	if t == "" {
 		t = "Unknown"
 	}
@@ -504,7 +427,7 @@ func (e *engine) counts(t string) (string, *Counts) {
 			return t, c
 		}
 	}
-	c := &Counts{}
+	c := &record.Counts{}
 	e.types[t] = c
 	return t, c
 }
@@ -516,120 +439,11 @@ func (e *engine) settle(prep *Prepared, d Delivery) {
 	}
 }
 
-func (e *engine) stop(reason string, err error) {
+func (e *engine) stop(reason record.StopReason, err error) {
 	e.partial = true
 	e.reason = reason
 	e.err = err
 	e.windowEnd = time.Since(e.start)
-}
-
-// worker sends jobs one at a time. Each has its own recorder shard (shared
-// only when there are more workers than shards), its own reusable request
-// template and trace hooks, so the hot path takes no lock shared with other
-// workers except the job channel itself.
-type worker struct {
-	e       *engine
-	rec     *recorder
-	ctx     context.Context // the run's context with this worker's trace hooks
-	base    http.Request
-	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
-}
-
-func (e *engine) startWorker() {
-	w := &worker{e: e, rec: e.recs[e.nworkers%len(e.recs)]}
-	// The trace is attached once: a worker makes one send at a time, and
-	// WithClientTrace per send would allocate (and compose with a caller's
-	// trace again each time).
-	w.ctx = httptrace.WithClientTrace(e.ctx, &httptrace.ClientTrace{GotConn: w.onGotConn})
-	e.nworkers++
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		var o outcome
-		for j := range e.jobs {
-			w.send(&j, &o)
-			w.rec.record(&o)
-			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class})
-			e.inflight.Add(-1)
-		}
-	}()
-}
-
-func (w *worker) onGotConn(httptrace.GotConnInfo) {
-	w.gotConn.Store(int64(time.Since(w.e.start)))
-}
-
-// send makes one request and fills o. The actual send time is when the
-// request got its connection (httptrace GotConn): waiting for a pooled
-// connection is lateness, not service time. A RoundTripper that never reports
-// GotConn is taken to send when it is called.
-func (w *worker) send(j *job, o *outcome) {
-	e := w.e
-	p := j.prep
-	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
-	o.aborted, o.retry, o.class = false, false, ClassOther
-	o.picked = time.Since(e.start)
-	w.gotConn.Store(-1)
-
-	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
-	w.base = http.Request{
-		Method:     p.Method,
-		URL:        p.URL,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     p.Header,
-		Host:       p.Host,
-	}
-	if len(p.Body) > 0 {
-		// A *bytes.Reader (under NopCloser) is what net/http recognises as
-		// in-memory: it then writes headers and body in one syscall, where
-		// any other reader costs a separate header flush per request.
-		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
-		w.base.ContentLength = int64(len(p.Body))
-	}
-	req := w.base.WithContext(ctx)
-
-	status, retry := 0, false
-	resp, err := e.p.Transport.RoundTrip(req)
-	if err == nil {
-		status = resp.StatusCode
-		_, retry = resp.Header["Retry-After"]
-		if resp.Body != nil {
-			// Drain so the connection goes back to the keep-alive pool.
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
-	o.done = time.Since(e.start)
-	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-	cancel()
-	w.base = http.Request{} // drop references to the send's data
-
-	if a := w.gotConn.Load(); a >= 0 {
-		o.actual = time.Duration(a)
-	} else {
-		o.actual = o.picked
-	}
-	switch {
-	case err == nil:
-		o.class = ClassOfStatus(status)
-		o.retry = retry
-	case e.ctx.Err() != nil && !timedOut:
-		o.aborted = true
-	case timedOut || isTimeout(err):
-		o.class = ClassTimeout
-	default:
-		o.class = ClassConnError
-	}
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // ticker snapshots the interval measurements once a second, aligned to the
@@ -676,7 +490,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 	tot := e.tot
 	e.mu.Unlock()
 	offered, sent, dropped, starved := tot.Offered, tot.Sent, tot.Dropped, tot.Starved
-	tk := Tick{
+	tk := record.Tick{
 		T:           k,
 		Span:        span.Seconds(),
 		Warmup:      time.Duration(k)*time.Second <= e.p.Warmup,
@@ -715,7 +529,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 
 // result is the run's final Result; called after every goroutine has
 // finished.
-func (e *engine) result() *Result {
+func (e *engine) result() *record.Result {
 	r := e.collect(e.end, e.windowEnd)
 	r.Partial, r.Reason, r.Err = e.partial, e.reason, e.err
 	r.Timeline = e.timeline

@@ -17,6 +17,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/report"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 func TestRunRejectsInvalidPlans(t *testing.T) {
@@ -114,7 +118,7 @@ func TestDropsWhenCapReached(t *testing.T) {
 		if m := res.Overall.Lateness.Max(); m != 0 {
 			t.Errorf("lateness max %dµs, want 0", m)
 		}
-		rec, err := res.Record(Settings{})
+		rec, err := res.Record(record.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +190,7 @@ func TestSourceStarved(t *testing.T) {
 		if got := res.Overall.Counts.Starved; got != 20 {
 			t.Errorf("starved %d, want 20", got)
 		}
-		rec, err := res.Record(Settings{})
+		rec, err := res.Record(record.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,15 +236,15 @@ func TestCancelGivesPartialRecord(t *testing.T) {
 		if res.Measured != 2005*time.Millisecond {
 			t.Errorf("measured %v, want 2.005s", res.Measured)
 		}
-		rec, err := res.Record(Settings{Label: "cancel test"})
+		rec, err := res.Record(record.Settings{Label: "cancel test"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		path, err := WriteRecord(dir, rec)
+		path, err := record.WriteRecord(dir, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := LoadRecord(path)
+		back, err := record.LoadRecord(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +292,7 @@ func TestStatusTally(t *testing.T) {
 			Source:  newCycleSource(t, "http://sut.test/inbox"), Transport: rt,
 		})
 		tl := res.Overall.Tally
-		for c := Class(0); c < NumClasses; c++ {
+		for c := record.Class(0); c < record.NumClasses; c++ {
 			if tl.Classes[c] != 1 {
 				t.Errorf("class %s: %d, want 1", c, tl.Classes[c])
 			}
@@ -305,27 +309,27 @@ func TestStatusTally(t *testing.T) {
 func TestClassOfStatus(t *testing.T) {
 	for _, tc := range []struct {
 		code int
-		want Class
+		want record.Class
 	}{
-		{202, Class202},      // the inbox's answer
-		{200, ClassOther2xx}, // accepted synchronously
-		{204, ClassOther2xx}, // no content
-		{401, Class401},      // signature refused
-		{403, Class403},      // blocked
-		{404, Class404},      // no such inbox
-		{410, Class410},      // gone
-		{429, Class429},      // rate limited
-		{413, ClassOther4xx}, // body too large
-		{418, ClassOther4xx}, // GoToSocial's empty User-Agent answer
-		{503, Class503},      // throttled
-		{500, ClassOther5xx}, // crashed
-		{599, ClassOther5xx}, // top of the range
-		{301, ClassOther},    // redirects are not followed
-		{100, ClassOther},    // informational
-		{600, ClassOther},    // out of range
-		{0, ClassOther},      // nonsense
+		{202, record.Class202},      // the inbox's answer
+		{200, record.ClassOther2xx}, // accepted synchronously
+		{204, record.ClassOther2xx}, // no content
+		{401, record.Class401},      // signature refused
+		{403, record.Class403},      // blocked
+		{404, record.Class404},      // no such inbox
+		{410, record.Class410},      // gone
+		{429, record.Class429},      // rate limited
+		{413, record.ClassOther4xx}, // body too large
+		{418, record.ClassOther4xx}, // GoToSocial's empty User-Agent answer
+		{503, record.Class503},      // throttled
+		{500, record.ClassOther5xx}, // crashed
+		{599, record.ClassOther5xx}, // top of the range
+		{301, record.ClassOther},    // redirects are not followed
+		{100, record.ClassOther},    // informational
+		{600, record.ClassOther},    // out of range
+		{0, record.ClassOther},      // nonsense
 	} {
-		if got := ClassOfStatus(tc.code); got != tc.want {
+		if got := record.ClassOfStatus(tc.code); got != tc.want {
 			t.Errorf("ClassOfStatus(%d) = %s, want %s", tc.code, got, tc.want)
 		}
 	}
@@ -350,10 +354,10 @@ func TestRealTransportErrors(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, url string
-		want      Class
+		want      record.Class
 	}{
-		{"refused", closed, ClassConnError},
-		{"hanging", srv.URL + "/inbox", ClassTimeout},
+		{"refused", closed, record.ClassConnError},
+		{"hanging", srv.URL + "/inbox", record.ClassTimeout},
 	} {
 		tr := NewTransport(4, nil)
 		res := mustRun(t, context.Background(), Plan{
@@ -374,7 +378,7 @@ func TestSourceEnds(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			err    error
-			reason string
+			reason record.StopReason
 		}{
 			{"exhausted", io.EOF, "source exhausted"},
 			{"failed", errors.New("signer broke"), "source error: signer broke"},
@@ -408,13 +412,13 @@ func TestSourceEnds(t *testing.T) {
 // called once per tick.
 func TestTimelineAndWarmup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var progress []Progress
+		var progress []record.Progress
 		res := mustRun(t, context.Background(), Plan{
 			Sleep: time.Sleep, // synctest: fake clock
 			Pacer: mustConstant(t, 100), Duration: 5 * time.Second, Warmup: 2 * time.Second,
 			Source:    newCycleSource(t, "http://sut.test/inbox"),
 			Transport: rtFunc(func(r *http.Request) (*http.Response, error) { return answer(r, 202, nil), nil }),
-			Progress:  func(p Progress) { progress = append(progress, p) },
+			Progress:  func(p record.Progress) { progress = append(progress, p) },
 		})
 		if len(res.Timeline) != 5 || len(progress) != 5 {
 			t.Fatalf("%d ticks, %d progress calls, want 5", len(res.Timeline), len(progress))
@@ -496,13 +500,13 @@ func TestSinkStallAnd429(t *testing.T) {
 			Pacer: mustConstant(t, 200), Duration: 5 * time.Second, MaxInflight: 1000, Timeout: 10 * time.Second,
 			Source: src, Transport: tr,
 		})
-		rec, err := res.Record(Settings{Label: "sink", Mix: "create=1,like=1,follow=1", Signing: "none"})
+		rec, err := res.Record(record.Settings{Label: "sink", Mix: "create=1,like=1,follow=1", Signing: "none"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := rec.Overall
 		t.Logf("latency p99 %s, service p99 %s max %s, lateness p99 %s, dispatch p99 %s; %+v",
-			fmtUS(o.Latency.P99), fmtUS(o.Service.P99), fmtUS(o.Service.Max), fmtUS(o.Lateness.P99), fmtUS(rec.Dispatch.P99), rec.Bottleneck)
+			record.FormatMicros(o.Latency.P99), record.FormatMicros(o.Service.P99), record.FormatMicros(o.Service.Max), record.FormatMicros(o.Lateness.P99), record.FormatMicros(rec.Dispatch.P99), rec.Bottleneck)
 
 		if o.Counts.Offered != 1000 || o.Counts.Completed != 1000 || o.Counts.Dropped != 0 {
 			t.Fatalf("counts %+v, want 1000 offered and completed, none dropped", o.Counts)
@@ -510,27 +514,27 @@ func TestSinkStallAnd429(t *testing.T) {
 		if got := n.Load(); got != 1000 {
 			t.Errorf("server saw %d requests, want 1000", got)
 		}
-		if got, want := o.Tally.Classes[Class429], n429.Load(); got != want || got != 100 {
+		if got, want := o.Tally.Classes[record.Class429], n429.Load(); got != want || got != 100 {
 			t.Errorf("429 tallied %d, server sent %d, want 100", got, want)
 		}
-		if o.Tally.RetryAfter != 100 || o.Tally.Classes[Class202] != 900 {
-			t.Errorf("Retry-After %d, 202 %d; want 100 and 900", o.Tally.RetryAfter, o.Tally.Classes[Class202])
+		if o.Tally.RetryAfter != 100 || o.Tally.Classes[record.Class202] != 900 {
+			t.Errorf("Retry-After %d, 202 %d; want 100 and 900", o.Tally.RetryAfter, o.Tally.Classes[record.Class202])
 		}
 		// Send 201 is due at 1.0 s and holds the one connection for 1 s: the
 		// 199 sends due behind it (every 5 ms) wait up to 995 ms for it.
 		if o.Latency.P99 < us(900*time.Millisecond) || o.Latency.P99 > us(time.Second) {
-			t.Errorf("CO-corrected latency p99 %s, want 0.9-1 s: the stall is missing", fmtUS(o.Latency.P99))
+			t.Errorf("CO-corrected latency p99 %s, want 0.9-1 s: the stall is missing", record.FormatMicros(o.Latency.P99))
 		}
 		if o.Lateness.P99 < us(900*time.Millisecond) || o.Lateness.Max > us(time.Second) {
 			t.Errorf("lateness p99 %s max %s: the wait for the connection (up to 1 s) is missing or too long",
-				fmtUS(o.Lateness.P99), fmtUS(o.Lateness.Max))
+				record.FormatMicros(o.Lateness.P99), record.FormatMicros(o.Lateness.Max))
 		}
 		// On the fake clock an answer takes no time: only the stalled request has a service time.
 		if o.Service.P99 > us(time.Millisecond) {
-			t.Errorf("service p99 %s: the stall leaked into service time", fmtUS(o.Service.P99))
+			t.Errorf("service p99 %s: the stall leaked into service time", record.FormatMicros(o.Service.P99))
 		}
 		if o.Service.Max < us(time.Second) || o.Service.Max > us(time.Second+time.Millisecond) {
-			t.Errorf("service max %s: the stalled request itself should take 1 s", fmtUS(o.Service.Max))
+			t.Errorf("service max %s: the stalled request itself should take 1 s", record.FormatMicros(o.Service.Max))
 		}
 		if !strings.Contains(strings.Join(rec.Bottleneck.Notes, "\n"), "waited for a connection") {
 			t.Errorf("no note on the connection wait: %+v", rec.Bottleneck)
@@ -580,7 +584,7 @@ func TestTransportAgainstHTTP2Server(t *testing.T) {
 		Pacer: mustConstant(t, 50), MaxSends: 5, MaxInflight: 4, Timeout: 5 * time.Second,
 		Source: newCycleSource(t, srv.URL+"/inbox"), Transport: tr,
 	})
-	if got := res.Overall.Tally.Classes[Class202]; got != 5 {
+	if got := res.Overall.Tally.Classes[record.Class202]; got != 5 {
 		t.Errorf("%d of 5 sends answered 202; tally %+v", got, res.Overall.Tally)
 	}
 	if _, ok := protos.Load("HTTP/1.1"); !ok {
@@ -599,7 +603,7 @@ func TestTransportAgainstHTTP2Server(t *testing.T) {
 func TestDrainLineNotRepeated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out bytes.Buffer
-		live := NewLive(&out, false)
+		live := report.NewLive(&out, false)
 		res := mustRun(t, context.Background(), Plan{
 			Sleep: time.Sleep, // synctest: fake clock
 			Pacer: mustConstant(t, 10), Duration: 2 * time.Second,
@@ -679,7 +683,7 @@ func TestSettledHearsEveryTakenRequest(t *testing.T) {
 				unsent++
 			case d.Aborted:
 				aborted++
-			case d.Class == Class202:
+			case d.Class == record.Class202:
 				answered++
 			default:
 				t.Errorf("request %d: %+v", i, d)

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/report"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // faultSink is a real HTTP server on one loopback port that misbehaves as
@@ -132,21 +136,21 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 	phases := []struct {
 		name   string
 		fault  string       // X-Fault of its requests
-		want   Class        // what every send of the phase must be
+		want   record.Class // what every send of the phase must be
 		why    string       // why that class
 		before func() error // changes the sink before the phase (set below)
 		prep   *Prepared    // its request (set below)
 	}{
 		// A healthy SUT: 202.
-		{name: "answering", want: Class202, why: "the SUT accepts"},
+		{name: "answering", want: record.Class202, why: "the SUT accepts"},
 		// The SUT resets each connection after reading the request: no HTTP answer.
-		{name: "resetting", fault: "reset", want: ClassConnError, why: "RST instead of an answer"},
+		{name: "resetting", fault: "reset", want: record.ClassConnError, why: "RST instead of an answer"},
 		// The SUT holds each request past the 500 ms timeout.
-		{name: "stalling", fault: "stall", want: ClassTimeout, why: "no answer within Plan.Timeout"},
+		{name: "stalling", fault: "stall", want: record.ClassTimeout, why: "no answer within Plan.Timeout"},
 		// The SUT stops listening: every dial is refused.
-		{name: "refusing", want: ClassConnError, why: "connection refused"},
+		{name: "refusing", want: record.ClassConnError, why: "connection refused"},
 		// It listens again on the same port: 202 again, no restart of the flood needed.
-		{name: "back", want: Class202, why: "the SUT is back"},
+		{name: "back", want: record.Class202, why: "the SUT is back"},
 	}
 	sink := newFaultSink(t)
 	// What each change waits for, so that no send of the phase before is
@@ -247,7 +251,7 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 	if st := res.Types["stalling"]; st != nil && st.Failed.Min() < us(500*time.Millisecond)*999/1000 {
 		t.Errorf("a timed-out send measured %dµs, under the 500 ms timeout", st.Failed.Min())
 	}
-	rec, err := res.Record(Settings{Label: "faults"})
+	rec, err := res.Record(record.Settings{Label: "faults"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +265,7 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		t.Errorf("record: latency over %d sends (min %dµs), failed %d; want %d and %d", o.Latency.Count, o.Latency.Min, o.Failed.Count, 2*perPhase, 3*perPhase)
 	}
 	var table strings.Builder
-	if err := WriteTable(&table, rec); err != nil {
+	if err := report.WriteTable(&table, rec); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -2,7 +2,7 @@ package flood
 
 import (
 	"context"
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"flag"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // rtFunc adapts a function to http.RoundTripper.
@@ -79,7 +81,7 @@ func mustConstant(t testing.TB, rate float64) *ConstantPacer {
 	return p
 }
 
-func mustRun(t testing.TB, ctx context.Context, p Plan) *Result {
+func mustRun(t testing.TB, ctx context.Context, p Plan) *record.Result {
 	t.Helper()
 	res, err := Run(ctx, p)
 	if err != nil {
@@ -89,55 +91,6 @@ func mustRun(t testing.TB, ctx context.Context, p Plan) *Result {
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
-
-// fakeStats records n completed sends (as a recorder files them): latency lat(i), service half of it,
-// lateness lat(i)/10, status class cls(i) (Retry-After on 429s).
-func fakeStats(n int, lat func(i int) time.Duration, cls func(i int) Class) *Stats {
-	st := NewStats()
-	for i := range n {
-		l := lat(i)
-		c := cls(i)
-		st.record(c, l, l/2, l/10)
-		st.Tally.add(c, c == Class429)
-	}
-	st.Counts = Counts{Offered: int64(n), Sent: int64(n), Completed: int64(n)}
-	return st
-}
-
-// fakeResult is a finished run with the given per-type stats.
-func fakeResult(start time.Time, measured time.Duration, types map[string]*Stats) *Result {
-	r := &Result{
-		Start: start, End: start.Add(measured + 50*time.Millisecond), Elapsed: measured, Measured: measured,
-		Overall: NewStats(), Types: types, Dispatch: newHist(),
-		Rate: 100, Duration: measured, MaxInflight: 100, Timeout: 10 * time.Second,
-	}
-	for _, st := range types {
-		r.Overall.Merge(st)
-		for range st.Counts.Sent {
-			recordDur(r.Dispatch, 50*time.Microsecond)
-		}
-	}
-	for s := 1; s <= int(measured/time.Second); s++ {
-		r.Timeline = append(r.Timeline, Tick{T: s, Span: 1, Offered: 100, Sent: 100, Completed: 100, OK: 99, Errors: 1,
-			LatencyP50: 2000, LatencyP99: 9000, LatencyMax: 12000, LatenessP99: 300})
-	}
-	return r
-}
-
-func always(c Class) func(int) Class { return func(int) Class { return c } }
-
-// every returns class c for every k-th send and 202 otherwise.
-func every(k int, c Class) func(int) Class {
-	return func(i int) Class {
-		if i%k == k-1 {
-			return c
-		}
-		return Class202
-	}
-}
-
-// hdrNew builds a histogram of any geometry (to test refusals).
-func hdrNew(lo, hi int64, sig int) *hdr.Histogram { return hdr.New(lo, hi, sig) }
 
 // pipeListener is an in-memory network for a real http.Server and a real
 // http.Transport: each dial is one net.Pipe whose other end Accept returns.
@@ -204,3 +157,6 @@ func servePipe(t *testing.T, h http.Handler) *pipeListener {
 	})
 	return l
 }
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -1,11 +1,17 @@
 package flood
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/report"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 func TestParseRates(t *testing.T) {
@@ -25,7 +31,7 @@ func TestParseRates(t *testing.T) {
 	} {
 		got, err := ParseRates(tc.in)
 		if tc.want == nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Errorf("ParseRates(%q) = %v, %v; want a usage error", tc.in, got, err)
 			}
@@ -54,7 +60,7 @@ func TestParseRamp(t *testing.T) {
 	} {
 		got, err := ParseRamp(tc.in)
 		if tc.want == nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Errorf("ParseRamp(%q) = %v, %v; want a usage error", tc.in, got, err)
 			}
@@ -69,30 +75,30 @@ func TestParseRamp(t *testing.T) {
 // fakeRung returns a RungFunc whose SUT has a shoulder near knee sends/s:
 // latency 2 ms below it, growing fast above; it records the calls.
 func fakeRung(knee float64, calls *[]float64) RungFunc {
-	return func(ctx context.Context, rate float64, d time.Duration) (*Record, error) {
+	return func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
 		*calls = append(*calls, rate)
 		lat := 2 * time.Millisecond
 		if rate > knee {
 			lat = time.Duration(rate / knee * rate / knee * float64(time.Second))
 		}
 		n := int(rate * d.Seconds())
-		res := fakeResult(t0, d, map[string]*Stats{
-			"Create": fakeStats(n, func(int) time.Duration { return lat }, always(Class202)),
+		res := recordtest.Run(t0, d, map[string]*record.Stats{
+			"Create": recordtest.Sends(n, func(int) time.Duration { return lat }, recordtest.Always(record.Class202)),
 		})
 		res.Rate = rate
-		return res.Record(Settings{Label: "ladder"})
+		return res.Record(record.Settings{Label: "ladder"})
 	}
 }
 
 func TestLadderStopsAtShoulder(t *testing.T) {
-	stop, err := ParseGates([]string{"p95>2s"})
+	stop, err := record.ParseGates([]string{"p95>2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var calls []float64
-	var rows []RungRow
+	var rows []record.RungRow
 	l := &Ladder{Rates: []float64{100, 300, 600, 1000, 2000}, Step: 2 * time.Second, Warmup: time.Second, StopWhen: stop}
-	res, err := l.Run(context.Background(), fakeRung(500, &calls), func(r RungRow) error { rows = append(rows, r); return nil })
+	res, err := l.Run(context.Background(), fakeRung(500, &calls), func(r record.RungRow) error { rows = append(rows, r); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +128,7 @@ func TestLadderEarlyEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls []float64
 	inner := fakeRung(1000, &calls)
-	res, err := l.Run(ctx, func(ctx context.Context, rate float64, d time.Duration) (*Record, error) {
+	res, err := l.Run(ctx, func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
 		defer cancel()
 		return inner(ctx, rate, d)
 	}, nil)
@@ -131,15 +137,15 @@ func TestLadderEarlyEnds(t *testing.T) {
 	}
 	// A rung that fails stops the ladder with its error.
 	boom := errors.New("boom")
-	res, err = l.Run(context.Background(), func(context.Context, float64, time.Duration) (*Record, error) { return nil, boom }, nil)
+	res, err = l.Run(context.Background(), func(context.Context, float64, time.Duration) (*record.Record, error) { return nil, boom }, nil)
 	if !errors.Is(err, boom) || len(res.Rows) != 0 {
 		t.Errorf("failing rung: err %v rows %d", err, len(res.Rows))
 	}
 	// A rung with no completed sends cannot be below the shoulder.
-	stop, _ := ParseGates([]string{"p95>2s"})
+	stop, _ := record.ParseGates([]string{"p95>2s"})
 	l.StopWhen = stop
-	res, _ = l.Run(context.Background(), func(context.Context, float64, time.Duration) (*Record, error) {
-		return fakeResult(t0, time.Second, map[string]*Stats{}).Record(Settings{})
+	res, _ = l.Run(context.Background(), func(context.Context, float64, time.Duration) (*record.Record, error) {
+		return recordtest.Run(t0, time.Second, map[string]*record.Stats{}).Record(record.Settings{})
 	}, nil)
 	if res.Shoulder != 0 {
 		t.Errorf("empty rung: shoulder %d, want 0", res.Shoulder)
@@ -164,7 +170,7 @@ func FuzzParseRamp(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		rates, err := ParseRamp(s)
 		if err != nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%q: %v is not a usage error", s, err)
 			}
@@ -188,7 +194,7 @@ func FuzzParseRates(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		rates, err := ParseRates(s)
 		if err != nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%q: %v is not a usage error", s, err)
 			}
@@ -200,4 +206,19 @@ func FuzzParseRates(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestWriteLadderGolden(t *testing.T) {
+	stop, _ := record.ParseGates([]string{"p95>2s"})
+	var calls []float64
+	l := &Ladder{Rates: []float64{100, 300, 600, 1000, 2000}, Step: 2 * time.Second, StopWhen: stop}
+	res, err := l.Run(context.Background(), fakeRung(500, &calls), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteLadder(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	recordtest.Golden(t, "ladder.golden", b.Bytes(), *update)
 }

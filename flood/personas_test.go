@@ -17,6 +17,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
+
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
@@ -383,7 +385,7 @@ func TestExpandPersonas(t *testing.T) {
 	} {
 		got, err := ExpandPersonas(c.pattern, c.count)
 		if c.want == nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Errorf("ExpandPersonas(%q, %d) = %v, %v; want a usage error", c.pattern, c.count, got, err)
 			}

@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/report"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // TestImpossibleRateReportsElapsed: --rate 1e9 --max-sends 50 against a
@@ -32,7 +37,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 1e9), MaxSends: sends, MaxInflight: 100,
 		Source: newCycleSource(t, sink.URL+"/inbox"), Transport: tr})
 	wall := time.Since(began)
-	rec := mustRecord(t, res, Settings{Label: "impossible"})
+	rec := recordtest.MustRecord(t, res, record.Settings{Label: "impossible"})
 
 	// Elapsed is the run's wall time as the engine took it (start to the
 	// last send finished); the wall time around Run bounds it from above.
@@ -56,7 +61,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 		t.Errorf("the generator's burst is blamed on the SUT: %q", notes)
 	}
 	var table strings.Builder
-	if err := WriteTable(&table, rec); err != nil {
+	if err := report.WriteTable(&table, rec); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(table.String(), "generator kept up") || strings.Contains(table.String(), "1000000000.0/s") {

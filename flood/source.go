@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
+
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -57,7 +59,7 @@ func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
 	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}
-	if d.Type == TypeFollow {
+	if d.Type == record.TypeFollow {
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 	}
 	if req.Host != d.URL.Host {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
+
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -45,7 +47,7 @@ func requestOf(p *Prepared) *http.Request {
 // two personas on sut.test.
 func signedGenerator(t testing.TB, w *actors.World, onFollow func(FollowRegistration)) *Generator {
 	t.Helper()
-	return mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(2), Mix: Mix{1, 1, 1}, OnFollowSent: onFollow})
+	return mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(2), Mix: record.Mix{Create: 1, Like: 1, Follow: 1}, OnFollowSent: onFollow})
 }
 
 func testSigner() *signing.Signer {
@@ -182,7 +184,7 @@ func TestPipelineStarvationIsTheGenerators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := res.Record(Settings{Signing: SigningPipeline})
+	rec, err := res.Record(record.Settings{Signing: SigningPipeline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestPresign(t *testing.T) {
 		}
 		checkPrepared(t, v, p)
 		sigs[p.Header.Get("Signature")] = true
-		if p.Type == TypeFollow {
+		if p.Type == record.TypeFollow {
 			nFollow++
 		}
 	}
@@ -344,8 +346,8 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 			o := res.Overall
 			// Drops may happen on a loaded machine (TLS handshakes under
 			// -race); every request sent must be accepted.
-			if o.Counts.Offered != n || o.Counts.Sent == 0 || o.Tally.Classes[Class202] != o.Counts.Sent || bad.Load() != 0 {
-				t.Errorf("sent %d, 202 %d, tally %+v (sink refused %d; counts %+v, partial %q): want all %d offered, every one sent accepted", o.Counts.Sent, o.Tally.Classes[Class202], o.Tally, bad.Load(), o.Counts, res.Reason, n)
+			if o.Counts.Offered != n || o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent || bad.Load() != 0 {
+				t.Errorf("sent %d, 202 %d, tally %+v (sink refused %d; counts %+v, partial %q): want all %d offered, every one sent accepted", o.Counts.Sent, o.Tally.Classes[record.Class202], o.Tally, bad.Load(), o.Counts, res.Reason, n)
 			}
 		})
 	}

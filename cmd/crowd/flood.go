@@ -26,6 +26,8 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -126,7 +128,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", flood.DefaultTimeout, "bound on each send (and each discovery request)")
 	fl.StringVar(&f.signing, "signing", flood.SigningPipeline, "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
 	fl.IntVar(&f.signerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
-	fl.StringVar(&f.mix, "mix", flood.DefaultMix().String(), "weighted mix of activity types")
+	fl.StringVar(&f.mix, "mix", record.DefaultMix().String(), "weighted mix of activity types")
 	fl.Float64Var(&f.zipf, "zipf", 0, "draw senders from a Zipf distribution with this exponent (> 1); 0 = uniform")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the random draws (types, senders, personas, Poisson arrivals); default a fresh one each run, printed and recorded so --seed replays it")
 	fl.IntVar(&f.noteBytes, "note-bytes", 200, "approximate length of each note's text")
@@ -152,9 +154,9 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 type floodPlan struct {
 	rates    []float64
 	ladder   bool
-	gates    []flood.Gate
-	stops    []flood.Gate
-	mix      flood.Mix
+	gates    []record.Gate
+	stops    []record.Gate
+	mix      record.Mix
 	signing  string
 	inbox    flood.InboxMode
 	accts    []string
@@ -181,16 +183,16 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 		}
 		p.ladder = len(p.rates) > 1
 	}
-	if p.gates, err = flood.ParseGates(f.expect); err != nil {
+	if p.gates, err = record.ParseGates(f.expect); err != nil {
 		return bad(fmt.Errorf("--expect %w", err))
 	}
-	if p.stops, err = flood.ParseGates(f.stopWhen); err != nil {
+	if p.stops, err = record.ParseGates(f.stopWhen); err != nil {
 		return bad(fmt.Errorf("--stop-when %w", err))
 	}
 	if len(p.stops) > 0 && !p.ladder {
 		return bad(errors.New("--stop-when needs a ladder (--rate=a,b,c or --ramp)"))
 	}
-	if p.mix, err = flood.ParseMix(f.mix); err != nil {
+	if p.mix, err = record.ParseMix(f.mix); err != nil {
 		return bad(fmt.Errorf("--mix %w", err))
 	}
 	if p.signing, err = flood.ParseSigning(f.signing); err != nil {
@@ -241,7 +243,7 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 	}
 	// Before the first send: a record that cannot be written after the
 	// flood is a flood lost.
-	if err := flood.CheckOutDir(f.out); err != nil {
+	if err := record.CheckOutDir(f.out); err != nil {
 		return bad(fmt.Errorf("--out %s cannot take the run's record: %w", f.out, err))
 	}
 	p.duration = time.Duration(f.seconds * float64(time.Second))
@@ -441,7 +443,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: p.mix,
 		Zipf: f.zipf, Seed: f.seed, NoteBytes: f.noteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
 	if err != nil {
-		var ue *flood.UsageError
+		var ue *record.UsageError
 		if errors.As(err, &ue) {
 			return usageError{err}
 		}
@@ -462,7 +464,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 	defer tr.CloseIdleConnections()
 
 	r := &floodRunner{f: f, p: p, log: log, gen: gen, signer: signer, transport: tr, stdout: stdout, stderr: stderr, seed: f.seed,
-		settings: flood.Settings{Label: f.label, Arrivals: f.arrivals, Mix: p.mix.String(), Signing: p.signing,
+		settings: record.Settings{Label: f.label, Arrivals: f.arrivals, Mix: p.mix.String(), Signing: p.signing,
 			Target: target, Shard: env.shard}}
 	if p.signing != flood.SigningPresign {
 		maxRate := 0.0
@@ -719,10 +721,10 @@ type floodRunner struct {
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
 	seed      uint64       // the draws' seed, in every record
 	diverted  int64        // gen.FollowsDiverted() when the current run began
-	settings  flood.Settings
+	settings  record.Settings
 	stdout    io.Writer
 	stderr    io.Writer
-	file      *flood.RecordFile // the current run's record: checkpoints, then the final write
+	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -744,8 +746,8 @@ func (r *floodRunner) source(ctx context.Context, n int64, w time.Duration) (flo
 }
 
 // run runs one plan with a live line and returns its record.
-func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings) (*flood.Record, error) {
-	live := flood.NewLive(r.stderr, isTerminal(os.Stderr) && r.stderr == io.Writer(os.Stderr))
+func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
+	live := report.NewLive(r.stderr, isTerminal(os.Stderr) && r.stderr == io.Writer(os.Stderr))
 	plan.Progress = live.Update
 	plan.Settled = r.gen.Settled
 	plan.Transport = r.transport
@@ -753,10 +755,10 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 	plan.Timeout = r.f.timeout
 	// Checkpoints (every flood.DefaultCheckpointEvery) go where the final
 	// record will, so a flood killed with SIGKILL leaves a partial record.
-	file := flood.NewRecordFile(r.f.out)
+	file := record.NewRecordFile(r.f.out)
 	r.file = file
 	r.diverted = r.gen.FollowsDiverted()
-	plan.Checkpoint = func(res *flood.Result) {
+	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
 		if err == nil {
 			err = file.Checkpoint(rec)
@@ -779,7 +781,7 @@ func (r *floodRunner) run(ctx context.Context, plan flood.Plan, s flood.Settings
 // record is res's record with what the flood knows beyond the engine: the
 // seed, and what the run changed from what was asked (the Follows it sent
 // as Creates since it began, the personas without posts).
-func (r *floodRunner) record(res *flood.Result, s flood.Settings) (*flood.Record, error) {
+func (r *floodRunner) record(res *record.Result, s record.Settings) (*record.Record, error) {
 	rec, err := res.Record(s)
 	if err != nil {
 		return nil, err
@@ -787,7 +789,7 @@ func (r *floodRunner) record(res *flood.Result, s flood.Settings) (*flood.Record
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = r.seed
 	}
-	rec.Deviations = flood.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
 	return rec, nil
 }
@@ -809,7 +811,7 @@ func freshSeed() uint64 {
 	}
 }
 
-func (r *floodRunner) write(rec *flood.Record) (string, error) {
+func (r *floodRunner) write(rec *record.Record) (string, error) {
 	path, err := r.file.Final(rec)
 	if err != nil {
 		return path, fmt.Errorf("writing the record to %s (--out): %w", r.f.out, err)
@@ -844,14 +846,14 @@ func (r *floodRunner) single(ctx context.Context) error {
 		return err
 	}
 	path, werr := r.write(rec)
-	if err := flood.WriteTable(r.stdout, rec); err != nil {
+	if err := report.WriteTable(r.stdout, rec); err != nil {
 		return err
 	}
 	if werr != nil {
 		return werr
 	}
 	fmt.Fprintf(r.stdout, "record: %s\n", path)
-	return r.finish(ctx, rec, []*flood.Record{rec})
+	return r.finish(ctx, rec, []*record.Record{rec})
 }
 
 func (r *floodRunner) ladder(ctx context.Context) error {
@@ -859,7 +861,7 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 	lad := flood.Ladder{Rates: p.rates, Step: f.step, Warmup: f.warmup, StopWhen: p.stops}
 	var paths []string
 	header := false
-	run := func(ctx context.Context, rate float64, d time.Duration) (*flood.Record, error) {
+	run := func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
 		pacer, err := flood.NewPacer(f.arrivals, rate, f.seed)
 		if err != nil {
 			return nil, usageError{err}
@@ -877,23 +879,23 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 	}
 	// A rung's record is written once the ladder has put its capacity
 	// verdict so far in it.
-	onRow := func(row flood.RungRow) error {
+	onRow := func(row record.RungRow) error {
 		path, err := r.write(row.Record)
 		if err != nil {
 			return err
 		}
 		paths = append(paths, path)
 		if !header {
-			fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderHeader(), "\t", "  "))
+			fmt.Fprint(r.stderr, strings.ReplaceAll(report.LadderHeader(), "\t", "  "))
 			header = true
 		}
-		fmt.Fprint(r.stderr, strings.ReplaceAll(flood.LadderRowLine(row), "\t", "  "))
+		fmt.Fprint(r.stderr, strings.ReplaceAll(report.LadderRowLine(row), "\t", "  "))
 		return nil
 	}
 	res, err := lad.Run(ctx, run, onRow)
 	if len(res.Rows) > 0 {
 		fmt.Fprintln(r.stdout)
-		if werr := flood.WriteLadder(r.stdout, res); werr != nil {
+		if werr := report.WriteLadder(r.stdout, res); werr != nil {
 			return werr
 		}
 		for _, path := range paths {
@@ -912,14 +914,14 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 	}
 	// The gates judge the rungs below the shoulder: load broke there by
 	// definition (or the shoulder itself when it is the first rung).
-	var recs []*flood.Record
+	var recs []*record.Record
 	for i, row := range res.Rows {
 		if i == res.Shoulder && i > 0 {
 			break
 		}
 		recs = append(recs, row.Record)
 	}
-	var last *flood.Record
+	var last *record.Record
 	if len(res.Rows) > 0 {
 		last = res.Rows[len(res.Rows)-1].Record
 	}
@@ -928,10 +930,10 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 
 // finish evaluates the gates on recs and picks the exit status; last is
 // the last record written, for the interruption message.
-func (r *floodRunner) finish(ctx context.Context, last *flood.Record, recs []*flood.Record) error {
-	var all []flood.GateResult
+func (r *floodRunner) finish(ctx context.Context, last *record.Record, recs []*record.Record) error {
+	var all []record.GateResult
 	for _, rec := range recs {
-		results, _ := flood.CheckGates(rec, r.p.gates)
+		results, _ := record.CheckGates(rec, r.p.gates)
 		for _, res := range results {
 			prefix := "expect "
 			if len(recs) > 1 {
@@ -941,7 +943,7 @@ func (r *floodRunner) finish(ctx context.Context, last *flood.Record, recs []*fl
 		}
 		all = append(all, results...)
 	}
-	if ctx.Err() != nil || last != nil && last.Partial && last.PartialReason == "interrupted" {
+	if ctx.Err() != nil || last != nil && last.Partial && last.PartialReason == record.ReasonInterrupted {
 		return exitCode{exitInterrupted, errors.New("interrupted: the partial record is written")}
 	}
 	if last != nil && last.Partial {

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // standalone is the command line of a small in-process self-flood writing
@@ -28,15 +28,15 @@ func standalone(state, out string, more ...string) []string {
 }
 
 // records reads every record in dir.
-func records(t *testing.T, dir string) []*flood.Record {
+func records(t *testing.T, dir string) []*record.Record {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*flood.Record
+	var out []*record.Record
 	for _, p := range paths {
-		r, err := flood.LoadRecord(p)
+		r, err := record.LoadRecord(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestFloodStandaloneSelfFlood(t *testing.T) {
 	r := recs[0]
 	o := r.Overall
 	// The crowd's own inboxes verify every signature: each send is a 202.
-	if o.Counts.Sent == 0 || o.Tally.Classes[flood.Class202] != o.Counts.Sent || o.Tally.Classes[flood.Class401] != 0 {
+	if o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent || o.Tally.Classes[record.Class401] != 0 {
 		t.Errorf("sent %d, tally %+v: want every send answered 202", o.Counts.Sent, o.Tally)
 	}
 	if r.Partial || r.Settings.Label != "self" || r.Settings.Mix != "create=6,like=3,follow=1" || r.Settings.Signing != "pipeline" ||
@@ -100,7 +100,7 @@ func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
 		}
 		r := records(t, out)[0]
-		if r.Overall.Counts.Sent != 10 || r.Overall.Tally.Classes[flood.Class202] != 10 {
+		if r.Overall.Counts.Sent != 10 || r.Overall.Tally.Classes[record.Class202] != 10 {
 			t.Errorf("run %d: sent %d, tally %+v; want 10 answered 202", run, r.Overall.Counts.Sent, r.Overall.Tally)
 		}
 		if tr, ok := r.Types["Follow"]; ok {
@@ -237,7 +237,7 @@ func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 	}
 	for _, r := range recs {
 		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 2500*time.Millisecond ||
-			r.Overall.Tally.Classes[flood.Class202] != r.Overall.Counts.Sent || !strings.HasPrefix(r.Settings.Label, "steps-") {
+			r.Overall.Tally.Classes[record.Class202] != r.Overall.Counts.Sent || !strings.HasPrefix(r.Settings.Label, "steps-") {
 			t.Errorf("rung record %+v, sent %d, tally %+v", r.Settings, r.Overall.Counts.Sent, r.Overall.Tally)
 		}
 	}
@@ -324,7 +324,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 		t.Fatalf("%d records", len(recs))
 	}
 	o := recs[0].Overall
-	if o.Counts.Sent == 0 || o.Tally.Classes[flood.Class202] != o.Counts.Sent {
+	if o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent {
 		t.Errorf("sent %d, tally %+v: want every send accepted", o.Counts.Sent, o.Tally)
 	}
 	// The Accepts of the registered Follows make accepted followings.
@@ -378,7 +378,7 @@ func TestFloodNamedPersonas(t *testing.T) {
 		}
 	}
 	r := records(t, out)[0]
-	if _, liked := r.Types["Like"]; liked || r.Overall.Tally.Classes[flood.Class202] != r.Overall.Counts.Sent || r.Overall.Counts.Sent == 0 {
+	if _, liked := r.Types["Like"]; liked || r.Overall.Tally.Classes[record.Class202] != r.Overall.Counts.Sent || r.Overall.Counts.Sent == 0 {
 		t.Errorf("types %v, sent %d, tally %+v: want Creates and Follows only, all accepted", r.TypeNames(), r.Overall.Counts.Sent, r.Overall.Tally)
 	}
 	if !strings.Contains(r.Settings.Target, "2 personas (alice@flood1.test … bob@flood2.test), inbox personal") {

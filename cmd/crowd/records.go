@@ -14,11 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
-// The record commands read run records (flood/SCHEMA.md) and never send
+// The record commands read run records (flood/record/SCHEMA.md) and never send
 // anything. Exit status: 0 done; 1 a record could not be read or merged,
 // or (compare) a metric regressed; 2 a usage error, and for compare
 // anything that prevented a verdict.
@@ -50,10 +51,10 @@ The merged record is written to -o (JSON; the file is replaced) and its table pr
 
 // loadRecords reads every record, failing (exit 1) on the first that does
 // not read.
-func loadRecords(paths []string) ([]*flood.Record, error) {
-	recs := make([]*flood.Record, 0, len(paths))
+func loadRecords(paths []string) ([]*record.Record, error) {
+	recs := make([]*record.Record, 0, len(paths))
 	for _, p := range paths {
-		r, err := flood.LoadRecord(p)
+		r, err := record.LoadRecord(p)
 		if err != nil {
 			return nil, exitCode{1, err}
 		}
@@ -70,7 +71,7 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 	if err != nil {
 		return err
 	}
-	m, err := flood.Merge(recs...)
+	m, err := record.Merge(recs...)
 	if err != nil {
 		return exitCode{1, fmt.Errorf("%w%s", err, nameRecords(err.Error(), paths))}
 	}
@@ -88,7 +89,7 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 	} else if err := atomicfile.Write(out, data, 0o644); err != nil {
 		return exitCode{1, err}
 	}
-	if err := flood.WriteTable(table, m); err != nil {
+	if err := report.WriteTable(table, m); err != nil {
 		return exitCode{1, err}
 	}
 	if out != "" && out != "-" {
@@ -154,14 +155,14 @@ Without --format, an -o file ending in .html or .md picks the format.`,
 }
 
 func runReport(stdout io.Writer, path, format, out string) error {
-	var render func(io.Writer, *flood.Record) error
+	var render func(io.Writer, *record.Record) error
 	switch strings.ToLower(format) {
 	case "text", "txt":
-		render = flood.WriteTable
+		render = report.WriteTable
 	case "markdown", "md":
-		render = func(w io.Writer, r *flood.Record) error { return flood.WriteMarkdown(w, r, filepath.Base(path)) }
+		render = func(w io.Writer, r *record.Record) error { return report.WriteMarkdown(w, r, filepath.Base(path)) }
 	case "html":
-		render = flood.WriteHTML
+		render = report.WriteHTML
 	default:
 		return usageError{fmt.Errorf("--format %q: want text, markdown or html", format)}
 	}
@@ -227,27 +228,27 @@ does not read, runs that are not comparable).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression")
-	fl.StringVar(&f.metrics, "metric", flood.DefaultCompareMetrics(), "metrics to compare, comma-separated")
+	fl.StringVar(&f.metrics, "metric", record.DefaultCompareMetrics(), "metrics to compare, comma-separated")
 	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points, that can be a regression")
-	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(flood.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
+	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(record.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
 	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix or arrival process anyway")
 	return cmd
 }
 
 func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) error {
 	noVerdict := func(err error) error { return exitCode{2, err} }
-	threshold, err := flood.ParseThreshold(f.maxRegression)
+	threshold, err := record.ParseThreshold(f.maxRegression)
 	if err != nil {
 		return noVerdict(fmt.Errorf("--max-regression %w", err))
 	}
-	floor, err := flood.ParseThreshold(f.shareFloor)
+	floor, err := record.ParseThreshold(f.shareFloor)
 	if err != nil {
 		return noVerdict(fmt.Errorf("--share-floor %w", err))
 	}
 	if f.latencyFloor < 0 {
 		return noVerdict(fmt.Errorf("--latency-floor %v: want 0 or more", f.latencyFloor))
 	}
-	metrics, err := flood.ParseCompareMetrics(f.metrics)
+	metrics, err := record.ParseCompareMetrics(f.metrics)
 	if err != nil {
 		return noVerdict(fmt.Errorf("--metric %w", err))
 	}
@@ -255,11 +256,11 @@ func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) er
 	if err != nil {
 		return noVerdict(err)
 	}
-	c, err := flood.Compare(recs[0], recs[1], flood.CompareOptions{
+	c, err := record.Compare(recs[0], recs[1], record.CompareOptions{
 		Metrics: metrics, MaxRegression: threshold, ShareFloor: floor, Force: f.force,
 		LatencyFloor: float64(f.latencyFloor) / float64(time.Microsecond),
 	})
-	if errors.Is(err, flood.ErrIncomparable) {
+	if errors.Is(err, record.ErrIncomparable) {
 		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
 	}
 	if err != nil {

@@ -11,38 +11,37 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // fixtureDir holds the deterministic record flood's report tests render,
 // report.json, and its golden renderings (go test -update ./flood/
 // rewrites them).
-const fixtureDir = "../../flood/testdata"
+const fixtureDir = "../../flood/report/testdata"
 
 // recordsStart is when the synthetic runs started.
 func recordsStart() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 
 // newHist is a histogram of the flood's geometry (1 µs .. 1 h, 3 digits;
-// flood/SCHEMA.md).
+// flood/record/SCHEMA.md).
 func newHist() *hdr.Histogram { return hdr.New(1, 3_600_000_000, 3) }
 
 // shardRecord is one generator's record of a 10 s run in which the sends of
 // each type took the given latencies (µs); service time is half of each,
 // lateness a tenth; every send got a 202 except every errEvery-th (a 503;
 // 0 = none).
-func shardRecord(t *testing.T, s flood.Settings, lat map[string][]int64, errEvery int) *flood.Record {
+func shardRecord(t *testing.T, s record.Settings, lat map[string][]int64, errEvery int) *record.Record {
 	t.Helper()
-	res := &flood.Result{
+	res := &record.Result{
 		Start: recordsStart(), End: recordsStart().Add(10 * time.Second), Elapsed: 10 * time.Second, Measured: 10 * time.Second,
-		Overall: flood.NewStats(), Types: map[string]*flood.Stats{}, Dispatch: newHist(),
+		Overall: record.NewStats(), Types: map[string]*record.Stats{}, Dispatch: newHist(),
 		Rate: s.Rate, Duration: 10 * time.Second, MaxInflight: 100, Timeout: 10 * time.Second,
 	}
 	if res.Rate == 0 {
 		res.Rate = 100
 	}
 	for typ, vals := range lat {
-		st := flood.NewStats()
+		st := record.NewStats()
 		for i, v := range vals {
 			for _, rec := range []struct {
 				h *hdr.Histogram
@@ -53,13 +52,13 @@ func shardRecord(t *testing.T, s flood.Settings, lat map[string][]int64, errEver
 				}
 			}
 			if errEvery > 0 && i%errEvery == errEvery-1 {
-				st.Tally.Classes[flood.Class503]++
+				st.Tally.Classes[record.Class503]++
 			} else {
-				st.Tally.Classes[flood.Class202]++
+				st.Tally.Classes[record.Class202]++
 			}
 		}
 		n := int64(len(vals))
-		st.Counts = flood.Counts{Offered: n, Sent: n, Completed: n}
+		st.Counts = record.Counts{Offered: n, Sent: n, Completed: n}
 		res.Types[typ] = st
 		res.Overall.Merge(st)
 	}
@@ -71,7 +70,7 @@ func shardRecord(t *testing.T, s flood.Settings, lat map[string][]int64, errEver
 }
 
 // writeJSON writes a record to dir/name and returns the path.
-func writeJSON(t *testing.T, dir, name string, r *flood.Record) string {
+func writeJSON(t *testing.T, dir, name string, r *record.Record) string {
 	t.Helper()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -100,7 +99,7 @@ func latencies(rng *rand.Rand, n int, median float64) []int64 {
 func TestMergeCLIIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
-	s := flood.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=3,like=1", Signing: "pipeline"}
+	s := record.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=3,like=1", Signing: "pipeline"}
 	// Shard 0 meets a fast SUT, shard 1 a slow one: their percentiles differ
 	// a lot, so an average of percentiles would be far off.
 	lat := []map[string][]int64{
@@ -120,7 +119,7 @@ func TestMergeCLIIsExact(t *testing.T) {
 	if !strings.Contains(stdout, "2 generators") || !strings.Contains(stdout, "merged 2 records into "+out) {
 		t.Errorf("merge printed:\n%s", stdout)
 	}
-	m, err := flood.LoadRecord(out)
+	m, err := record.LoadRecord(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +142,8 @@ func TestMergeCLIIsExact(t *testing.T) {
 			t.Fatalf("merged record lacks type %q", typ)
 		}
 		want := union(typ)
-		if got := tr.Latency.Quantiles; got != flood.Summarize(want) {
-			t.Errorf("type %q: merged %+v\nwant     %+v", typ, got, flood.Summarize(want))
+		if got := tr.Latency.Quantiles; got != record.Summarize(want) {
+			t.Errorf("type %q: merged %+v\nwant     %+v", typ, got, record.Summarize(want))
 		}
 		h, err := tr.Latency.Decode()
 		if err != nil {
@@ -159,7 +158,7 @@ func TestMergeCLIIsExact(t *testing.T) {
 	// The data discriminate: averaging the shards' p99 is not the answer.
 	var avg int64
 	for _, p := range paths {
-		r, _ := flood.LoadRecord(p)
+		r, _ := record.LoadRecord(p)
 		avg += r.Overall.Latency.P99 / 2
 	}
 	if got := m.Overall.Latency.P99; avg > got*9/10 && avg < got*11/10 {
@@ -174,7 +173,7 @@ func TestMergeCLIIsExact(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	again, err := flood.DecodeRecord(strings.NewReader(stdout))
+	again, err := record.DecodeRecord(strings.NewReader(stdout))
 	if err != nil || again.Overall.Latency.Quantiles != m.Overall.Latency.Quantiles {
 		t.Errorf("stdout is not the merged record: %v", err)
 	}
@@ -186,7 +185,7 @@ func TestMergeCLIIsExact(t *testing.T) {
 func TestMergeCLIRefuses(t *testing.T) {
 	dir := t.TempDir()
 	lat := map[string][]int64{"Create": {1000, 2000, 3000}}
-	s := flood.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=1", Shard: "0/2"}
+	s := record.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=1", Shard: "0/2"}
 	a := writeJSON(t, dir, "a.json", shardRecord(t, s, lat, 0))
 	s.Shard = "1/2"
 	s.Rate = 200
@@ -281,7 +280,7 @@ func TestReportCLIGolden(t *testing.T) {
 				}
 			}
 			if want := golden(c.golden); got != want {
-				t.Errorf("crowd report %s differs from flood/testdata/%s", strings.Join(c.args, " "), c.golden)
+				t.Errorf("crowd report %s differs from flood/report/testdata/%s", strings.Join(c.args, " "), c.golden)
 			}
 		})
 	}
@@ -308,7 +307,7 @@ func TestReportCLIGolden(t *testing.T) {
 func TestCompareCLI(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(5, 6))
-	s := flood.Settings{Label: "cmp", Arrivals: "constant", Mix: "create=3,like=1"}
+	s := record.Settings{Label: "cmp", Arrivals: "constant", Mix: "create=3,like=1"}
 	baseLat := map[string][]int64{"Create": latencies(rng, 3000, 5_000), "Like": latencies(rng, 1000, 3_000)}
 	scaled := func(f float64, n int) map[string][]int64 {
 		out := map[string][]int64{}

@@ -20,8 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/audience"
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/pasture/audience"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // runFlags are the flags of `crowd run`: the flood's (but those that name
@@ -534,7 +535,7 @@ func (st *runState) around(ctx context.Context, r *floodRunner, _ []*flood.Perso
 	if path == "" {
 		return err // the flood wrote no record: nothing to add to
 	}
-	frec, lerr := flood.LoadRecord(path)
+	frec, lerr := record.LoadRecord(path)
 	if lerr != nil {
 		return errors.Join(err, fmt.Errorf("reading back the flood's record: %w", lerr))
 	}

@@ -29,7 +29,7 @@ type rule struct {
 type imported struct {
 	path string // the import path as written
 	rel  string // the path inside the module ("" for a package outside it)
-	room string // rel with pasture/audience read as audience ("" outside the module)
+	room string // the room of the layout: rel ("" outside the module)
 }
 
 // designRules is DESIGN.md §2 ("Arrows ... Never ...") as a table. Rooms that do not exist yet
@@ -136,26 +136,20 @@ type exception struct {
 }
 
 // knownExceptions are the arrows issue 12's re-layout is to remove: cmd/crowd still holds the
-// application (loadrun does not exist yet), and the audience still reads flood's
-// record types from the engine's package.
+// application (loadrun does not exist yet).
 func knownExceptions() []exception {
 	return []exception{
 		{"cmd/crowd/flood.go", "actors"},
 		{"cmd/crowd/flood.go", "flood"},
 		{"cmd/crowd/flood.go", "signing"},
 		{"cmd/crowd/follows.go", "actors"},
-		{"cmd/crowd/records.go", "flood"},
+		{"cmd/crowd/run.go", "audience"},
 		{"cmd/crowd/run.go", "flood"},
-		{"cmd/crowd/run.go", "pasture/audience"},
 		{"cmd/crowd/send.go", "webfinger"},
 		{"cmd/crowd/serve.go", "actors"},
 		{"cmd/crowd/serve.go", "inbox"},
 		{"cmd/crowd/serve.go", "signing"},
 		{"cmd/crowd/tail.go", "inbox"},
-		{"pasture/audience/delivery.go", "flood"},
-		{"pasture/audience/probe.go", "flood"},
-		{"pasture/audience/record.go", "flood"},
-		{"pasture/audience/visibility.go", "flood"},
 	}
 }
 
@@ -219,25 +213,25 @@ func TestCheck(t *testing.T) {
 			name: "new forbidden arrows",
 			tree: fstest.MapFS{
 				"cmd/crowd/main.go": src(mod + "/inbox"),
-				"flood/engine.go":   src(mod + "/pasture/audience"),
+				"flood/engine.go":   src(mod + "/audience"),
 				"inbox/routes.go":   src("github.com/go-chi/chi/v5"),
 				"actors/world.go":   src(mod + "/webfinger"),
 			},
 			violations: []string{
 				"actors/world.go imports " + mod + "/webfinger",
 				"cmd/crowd/main.go imports " + mod + "/inbox",
-				"flood/engine.go imports " + mod + "/pasture/audience",
+				"flood/engine.go imports " + mod + "/audience",
 				"inbox/routes.go imports github.com/go-chi/chi/v5",
 			},
 		},
 		{
-			// pasture/audience is the room audience: pasture may not import it.
-			name: "pasture/audience is audience",
+			// The environment does not know who measures it; the audience reads records.
+			name: "pasture and audience",
 			tree: fstest.MapFS{
-				"pasture/pasture.go":        src(mod + "/pasture/audience"),
-				"pasture/audience/probe.go": src(mod + "/flood/record"),
+				"pasture/pasture.go": src(mod + "/audience"),
+				"audience/probe.go":  src(mod + "/flood/record"),
 			},
-			violations: []string{"pasture/pasture.go imports " + mod + "/pasture/audience"},
+			violations: []string{"pasture/pasture.go imports " + mod + "/audience"},
 		},
 		{
 			// A listed exception silences exactly its own file and import.
@@ -367,7 +361,7 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 		if err != nil {
 			return err
 		}
-		f := goFile{path: p, room: roomOf(path.Dir(p))}
+		f := goFile{path: p, room: path.Dir(p)}
 		for _, spec := range ast.Imports {
 			ip, err := strconv.Unquote(spec.Path.Value)
 			if err != nil {
@@ -375,7 +369,7 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 			}
 			imp := imported{path: ip}
 			if rel, ok := strings.CutPrefix(ip, module+"/"); ok {
-				imp.rel, imp.room = rel, roomOf(rel)
+				imp.rel, imp.room = rel, rel
 			}
 			f.imports = append(f.imports, imp)
 		}
@@ -383,15 +377,6 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 		return nil
 	})
 	return files, err
-}
-
-// roomOf names the room of a package path inside the module. pasture/audience is the room
-// audience that DESIGN.md §2 moves out of pasture; read as such, its rules hold already.
-func roomOf(rel string) string {
-	if rel == "pasture/audience" || strings.HasPrefix(rel, "pasture/audience/") {
-		return strings.TrimPrefix(rel, "pasture/")
-	}
-	return rel
 }
 
 // under accepts the rooms named and their subpackages.

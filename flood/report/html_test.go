@@ -1,4 +1,4 @@
-package flood
+package report
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -26,7 +29,7 @@ const fixturePath = "testdata/report.json"
 // is busy so some sends are dropped. A few Follows are refused (401) and
 // a few connections fail. The timeline is computed from the simulated
 // sends the way the engine computes it, so the plots show a real shape.
-func fixtureResult() *Result {
+func fixtureResult() *record.Result {
 	rng := rand.New(rand.NewPCG(7, 11))
 	const (
 		rate     = 200.0
@@ -48,20 +51,20 @@ func fixtureResult() *Result {
 		}
 		return (28 - t) / 3
 	}
-	res := &Result{
-		Start: t0, Overall: NewStats(), Types: map[string]*Stats{}, Dispatch: newHist(),
+	res := &record.Result{
+		Start: t0, Overall: record.NewStats(), Types: map[string]*record.Stats{}, Dispatch: record.NewHist(),
 		Rate: rate, Duration: duration, Warmup: warmup, MaxInflight: nSlots, Timeout: 10 * time.Second,
 		Measured: duration - warmup,
 	}
 	type second struct {
-		tick      Tick
+		tick      record.Tick
 		lat, late *hdr.Histogram
 	}
 	var secs []*second
 	at := func(d time.Duration) *second {
 		i := int(d / time.Second)
 		for len(secs) <= i {
-			secs = append(secs, &second{tick: Tick{T: len(secs) + 1, Span: 1}, lat: newHist(), late: newHist()})
+			secs = append(secs, &second{tick: record.Tick{T: len(secs) + 1, Span: 1}, lat: record.NewHist(), late: record.NewHist()})
 		}
 		return secs[i]
 	}
@@ -72,17 +75,17 @@ func fixtureResult() *Result {
 		intended := sec(float64(i) / rate)
 		t := intended.Seconds()
 		l := load(t)
-		typ := TypeCreate
+		typ := record.TypeCreate
 		switch w := rng.IntN(10); {
 		case w >= 9:
-			typ = TypeFollow
+			typ = record.TypeFollow
 		case w >= 6:
-			typ = TypeLike
+			typ = record.TypeLike
 		}
 		measured := intended >= warmup
 		st := res.Types[typ]
 		if measured && st == nil {
-			st = NewStats()
+			st = record.NewStats()
 			res.Types[typ] = st
 		}
 		counts := &res.WarmupCounts
@@ -108,22 +111,22 @@ func fixtureResult() *Result {
 		dispatch := time.Duration(30+rng.IntN(120)) * time.Microsecond
 		late := dispatch + ms(l*rng.ExpFloat64()*4) // waiting for a connection the SUT holds
 		service := ms(2 + rng.ExpFloat64()*1.5 + l*(250+350*rng.Float64()))
-		if typ == TypeFollow {
+		if typ == record.TypeFollow {
 			service += ms(3) // the SUT fetches the follower's actor
 		}
 		if rng.Float64() < 0.005 {
 			service *= 10 // an occasional slow one (a GC pause, a lock)
 		}
-		class := Class202
+		class := record.Class202
 		switch p := rng.Float64(); {
 		case p < 0.12*l:
-			class, service = Class429, ms(1+rng.Float64())
+			class, service = record.Class429, ms(1+rng.Float64())
 		case p < 0.14*l:
-			class = Class503
-		case typ == TypeFollow && p > 0.997:
-			class = Class401
+			class = record.Class503
+		case typ == record.TypeFollow && p > 0.997:
+			class = record.Class401
 		case p > 0.9995:
-			class, service = ClassConnError, ms(0.5)
+			class, service = record.ClassConnError, ms(0.5)
 		}
 		actual := intended + late
 		done := actual + service
@@ -131,11 +134,11 @@ func fixtureResult() *Result {
 		last = max(last, done)
 		if measured {
 			st.Counts.Completed++
-			st.Tally.add(class, class == Class429)
-			recordDur(st.Latency, done-intended)
-			recordDur(st.Service, service)
-			recordDur(st.Lateness, late)
-			recordDur(res.Dispatch, dispatch)
+			st.Tally.Add(class, class == record.Class429)
+			record.RecordDuration(st.Latency, done-intended)
+			record.RecordDuration(st.Service, service)
+			record.RecordDuration(st.Lateness, late)
+			record.RecordDuration(res.Dispatch, dispatch)
 		} else {
 			counts.Completed++
 		}
@@ -146,11 +149,11 @@ func fixtureResult() *Result {
 		} else {
 			s.tick.Errors++
 		}
-		if class == Class429 {
+		if class == record.Class429 {
 			s.tick.Status429++
 		}
-		recordDur(s.lat, done-intended)
-		recordDur(s.late, late)
+		record.RecordDuration(s.lat, done-intended)
+		record.RecordDuration(s.late, late)
 	}
 	at(last) // the timeline reaches the last completion
 	res.End = t0.Add(last)
@@ -182,9 +185,9 @@ func fixtureResult() *Result {
 }
 
 // fixtureRecord is fixtureResult's record, with a fixed part id.
-func fixtureRecord(t *testing.T) *Record {
+func fixtureRecord(t *testing.T) *record.Record {
 	t.Helper()
-	r, err := fixtureResult().Record(Settings{Label: "fixture", Arrivals: "constant", Mix: "create=6,like=3,follow=1",
+	r, err := fixtureResult().Record(record.Settings{Label: "fixture", Arrivals: "constant", Mix: "create=6,like=3,follow=1",
 		Signing: "pipeline", Target: "personas alice@sut.test, bob@sut.test (shared inbox)"})
 	if err != nil {
 		t.Fatal(err)
@@ -194,9 +197,9 @@ func fixtureRecord(t *testing.T) *Record {
 }
 
 // loadFixture reads testdata/report.json.
-func loadFixture(t *testing.T) *Record {
+func loadFixture(t *testing.T) *record.Record {
 	t.Helper()
-	r, err := LoadRecord(fixturePath)
+	r, err := record.LoadRecord(fixturePath)
 	if err != nil {
 		t.Fatalf("%v (go test -update ./flood/ writes it)", err)
 	}
@@ -207,11 +210,11 @@ func loadFixture(t *testing.T) *Record {
 // blanked, after checking that each decodes to the same histogram as in
 // want: the compressed bytes may differ between zlib versions, the
 // histograms may not.
-func withoutHDR(t *testing.T, got, want *Record) []byte {
+func withoutHDR(t *testing.T, got, want *record.Record) []byte {
 	t.Helper()
 	c := *got
-	c.Types = map[string]*TypeRecord{}
-	pair := func(name string, g, w *HistRecord) HistRecord {
+	c.Types = map[string]*record.TypeRecord{}
+	pair := func(name string, g, w *record.HistRecord) record.HistRecord {
 		hg, err := g.Decode()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -227,7 +230,7 @@ func withoutHDR(t *testing.T, got, want *Record) []byte {
 		out.HDR = ""
 		return out
 	}
-	strip := func(name string, g, w *TypeRecord) TypeRecord {
+	strip := func(name string, g, w *record.TypeRecord) record.TypeRecord {
 		out := *g
 		out.Latency = pair(name+" latency", &g.Latency, &w.Latency)
 		out.Service = pair(name+" service", &g.Service, &w.Service)
@@ -266,11 +269,11 @@ func TestReportFixture(t *testing.T) {
 		}
 	}
 	file := loadFixture(t)
-	if got, want := withoutHDR(t, file, gen), withoutHDR(t, roundTrip(t, gen), gen); !bytes.Equal(got, want) {
+	if got, want := withoutHDR(t, file, gen), withoutHDR(t, recordtest.RoundTrip(t, gen), gen); !bytes.Equal(got, want) {
 		t.Errorf("%s is not what fixtureResult makes (go test -update ./flood/ rewrites it)", fixturePath)
 	}
 	c, tl := file.Overall.Counts, file.Overall.Tally
-	if c.Dropped == 0 || tl.Classes[Class429] == 0 || tl.Classes[Class503] == 0 || len(file.Types) != 3 ||
+	if c.Dropped == 0 || tl.Classes[record.Class429] == 0 || tl.Classes[record.Class503] == 0 || len(file.Types) != 3 ||
 		!file.Timeline[0].Warmup || file.Timeline[10].Warmup || file.Overall.Latency.P99 < 100_000 {
 		t.Errorf("the fixture lost its shape: counts %+v tally %+v types %v p99 %dµs", c, tl, file.TypeNames(), file.Overall.Latency.P99)
 	}
@@ -294,7 +297,7 @@ func TestReportGoldens(t *testing.T) {
 		if err := c.write(&b); err != nil {
 			t.Fatalf("%s: %v", c.golden, err)
 		}
-		golden(t, c.golden, b.Bytes())
+		recordtest.Golden(t, c.golden, b.Bytes(), *update)
 	}
 }
 
@@ -351,7 +354,7 @@ func TestHTMLEscapesTheRecord(t *testing.T) {
 	r := loadFixture(t)
 	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>`
 	r.Settings.Label, r.Settings.Target, r.Settings.Mix = evil, evil, evil
-	r.Partial, r.PartialReason = true, evil
+	r.Partial, r.PartialReason = true, record.StopReason(evil)
 	r.Bottleneck.Notes = append(r.Bottleneck.Notes, evil)
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -370,7 +373,7 @@ func TestHTMLEscapesTheRecord(t *testing.T) {
 // TestHTMLOfLittleData: a record with nothing measured, and a merged one,
 // still render, saying so.
 func TestHTMLOfLittleData(t *testing.T) {
-	empty := mustRecord(t, fakeResult(t0, 0, map[string]*Stats{}), Settings{Label: "empty"})
+	empty := recordtest.MustRecord(t, recordtest.Run(t0, 0, map[string]*record.Stats{}), record.Settings{Label: "empty"})
 	empty.Timeline = nil
 	var b bytes.Buffer
 	if err := WriteHTML(&b, empty); err != nil {
@@ -383,12 +386,12 @@ func TestHTMLOfLittleData(t *testing.T) {
 		t.Error("an empty record's status table does not say it is empty")
 	}
 
-	mk := func(shard string) *Record {
-		return roundTrip(t, mustRecord(t, fakeResult(t0, 5*time.Second, map[string]*Stats{
-			"Create": fakeStats(50, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, every(10, Class429)),
-		}), Settings{Label: "m", Shard: shard}))
+	mk := func(shard string) *record.Record {
+		return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 5*time.Second, map[string]*record.Stats{
+			"Create": recordtest.Sends(50, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Every(10, record.Class429)),
+		}), record.Settings{Label: "m", Shard: shard}))
 	}
-	m, err := Merge(mk("1/2"), mk("2/2"))
+	m, err := record.Merge(mk("1/2"), mk("2/2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +455,11 @@ func TestAxes(t *testing.T) {
 // spike: the y axis stays at 400), and its x axis ends at the run's end,
 // 60.1 s (not rounded up to 80 s).
 func TestRatePlotDrainAndAxis(t *testing.T) {
-	r := &Record{}
+	r := &record.Record{}
 	for s := 1; s <= 60; s++ {
-		r.Timeline = append(r.Timeline, Tick{T: s, Span: 1, Offered: 300, Sent: 300, Completed: 300, OK: 300})
+		r.Timeline = append(r.Timeline, record.Tick{T: s, Span: 1, Offered: 300, Sent: 300, Completed: 300, OK: 300})
 	}
-	r.Timeline = append(r.Timeline, Tick{T: 61, Span: 0.1, Completed: 41, OK: 41})
+	r.Timeline = append(r.Timeline, record.Tick{T: 61, Span: 0.1, Completed: 41, OK: 41})
 	for name, svg := range map[string]string{"rate": string(rateTimePlot(r)), "status": string(statusTimePlot(r))} {
 		for _, bad := range []string{">500</text>", ">80s</text>"} {
 			if strings.Contains(svg, bad) {

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func DefaultCapacityRule() CapacityRule {
 func (c CapacityRule) String() string {
 	return fmt.Sprintf("sustained: 2xx ≥ %s of offered and 2xx p95 ≤ %g× the lowest rung's (at least %s); "+
 		"graceful past it: load shed as 429/503 with Retry-After on ≥ %s of them, other failures (4xx, 5xx, timeouts, refused or reset connections) ≤ %s of completed, 2xx p95 within the same budget",
-		fmtPercent(c.Track), c.LatencyFactor, fmtDur(c.LatencyFloor), fmtPercent(c.RetryShare), fmtPercent(c.FailShare))
+		FormatPercent(c.Track), c.LatencyFactor, FormatDuration(c.LatencyFloor), FormatPercent(c.RetryShare), FormatPercent(c.FailShare))
 }
 
 // Capacity is a ladder's capacity verdict (CapacityRule). Rates are the
@@ -82,7 +82,7 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 	if len(judged) == 0 {
 		v.Verdict = "no rung to judge"
 		if v.GeneratorAt > 0 {
-			v.Verdict += fmt.Sprintf(": the generator was the bottleneck from %s/s, so the SUT's capacity is unknown", fmtNum(v.GeneratorAt))
+			v.Verdict += fmt.Sprintf(": the generator was the bottleneck from %s/s, so the SUT's capacity is unknown", FormatNumber(v.GeneratorAt))
 		}
 		return v
 	}
@@ -112,15 +112,15 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 		fail := t.Errors() - shed
 		var bad []string
 		if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
-			bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", pct(fail, n), failures(t)))
+			bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), failures(t)))
 		}
 		if shed > 0 && float64(t.RetryAfter) < c.RetryShare*float64(shed) {
 			bad = append(bad, fmt.Sprintf("%d shed answers, %d with Retry-After", shed, t.RetryAfter))
 		}
 		if !within(r) {
-			bad = append(bad, fmt.Sprintf("2xx p95 %s over the %s budget", fmtUS(r.Overall.Accepted.P95), fmtUS(int64(budget))))
+			bad = append(bad, fmt.Sprintf("2xx p95 %s over the %s budget", FormatMicros(r.Overall.Accepted.P95), FormatMicros(int64(budget))))
 		}
-		how := fmt.Sprintf("at %s/s: 2xx %.1f/s, shed %d (429/503)", fmtNum(rungRate(row)), r.Rates.Throughput, shed)
+		how := fmt.Sprintf("at %s/s: 2xx %.1f/s, shed %d (429/503)", FormatNumber(rungRate(row)), r.Rates.Throughput, shed)
 		if len(bad) > 0 {
 			v.Graceful = false
 			how += ": " + strings.Join(bad, "; ")
@@ -129,11 +129,11 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 	}
 	var b strings.Builder
 	if top >= 0 {
-		fmt.Fprintf(&b, "sustained %s/s (2xx %.1f/s)", fmtNum(v.Sustained), v.SustainedOK)
+		fmt.Fprintf(&b, "sustained %s/s (2xx %.1f/s)", FormatNumber(v.Sustained), v.SustainedOK)
 	} else {
-		fmt.Fprintf(&b, "sustained no rung (the lowest, %s/s, already fell short)", fmtNum(rungRate(judged[0])))
+		fmt.Fprintf(&b, "sustained no rung (the lowest, %s/s, already fell short)", FormatNumber(rungRate(judged[0])))
 	}
-	fmt.Fprintf(&b, ", ceiling %.1f 2xx/s (at %s/s)", v.Ceiling, fmtNum(v.CeilingRate))
+	fmt.Fprintf(&b, ", ceiling %.1f 2xx/s (at %s/s)", v.Ceiling, FormatNumber(v.CeilingRate))
 	switch {
 	case len(past) == 0:
 		b.WriteString("; every rung judged was sustained: the limit lies above")
@@ -143,7 +143,7 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 		b.WriteString("; past it: not graceful")
 	}
 	if v.GeneratorAt > 0 {
-		fmt.Fprintf(&b, "; from %s/s the generator was the bottleneck (not judged)", fmtNum(v.GeneratorAt))
+		fmt.Fprintf(&b, "; from %s/s the generator was the bottleneck (not judged)", FormatNumber(v.GeneratorAt))
 	}
 	v.Verdict = b.String()
 	return v
@@ -152,7 +152,7 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 // rungRate is a rung's offered rate over all its generators.
 func rungRate(row RungRow) float64 {
 	if row.Record != nil {
-		return offeredRate(row.Record)
+		return row.Record.OfferedRate()
 	}
 	return row.Rate
 }

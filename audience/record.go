@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
@@ -70,10 +70,10 @@ type RunSection struct {
 }
 
 // Record is a `crowd run` record: the flood's record (its fields at the top
-// level, so flood.LoadRecord, crowd report, compare and merge read it as
+// level, so record.LoadRecord, crowd report, compare and merge read it as
 // one) plus the "run" section.
 type Record struct {
-	*flood.Record
+	*record.Record
 	Run *RunSection `json:"run"`
 }
 
@@ -83,7 +83,7 @@ func LoadRecord(path string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := flood.DecodeRecord(bytes.NewReader(b))
+	fr, err := record.DecodeRecord(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -161,15 +161,15 @@ func (r *Record) MarkdownRow(file string) string {
 	if t, ok := r.Type("Create"); ok {
 		held = t.Tally.OK()
 	}
-	c202 := o.Tally.Classes[flood.Class202]
-	c429 := o.Tally.Classes[flood.Class429]
+	c202 := o.Tally.Classes[record.Class202]
+	c429 := o.Tally.Classes[record.Class429]
 	other := o.Tally.Total() - c202 - c429
 	label := r.Settings.Label
 	if label == "" {
 		label = "-"
 	}
 	if r.Partial {
-		label += " (partial: " + r.PartialReason + ")"
+		label += " (partial: " + string(r.PartialReason) + ")"
 	}
 	run := r.Run
 	if run == nil {
@@ -186,7 +186,7 @@ func (r *Record) MarkdownRow(file string) string {
 		delivery = fmt.Sprintf("%s, %d/%d (%.1f%%)", fmtUS(d.Latency.P95), d.Reached, d.Expected, 100*d.Completeness)
 	}
 	return fmt.Sprintf("| %s | %s | %g | %.1f | %d | %s / %s | %d / %d / %d | %s / %s | %s of %d | %s | %s | %s | [%s](%s) |\n",
-		r.Start.UTC().Format("2006-01-02 15:04:05"), mdEscape(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
+		r.Start.UTC().Format("2006-01-02 15:04:05"), record.EscapeMarkdown(label), r.Settings.Rate*float64(r.Generators()), r.Measured,
 		held, fmtUS(o.Latency.P50), fmtUS(o.Latency.P95), c202, c429, other,
 		fmtUS(v.Latency.P50), fmtUS(v.Latency.P95), neverSeen(v), v.Accepted, drain, fmtUS(run.Home.Latency.P95),
 		delivery, file, file)
@@ -200,8 +200,6 @@ func neverSeen(v VisibilityStats) string {
 	}
 	return fmt.Sprintf("%d (+%d buried)", v.NeverSeen, v.Buried)
 }
-
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // fmtUS formats a duration in µs for people: "850 µs", "12 ms", "3.1 s";
 // "-" for none.

@@ -1,4 +1,4 @@
-package flood
+package report
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // This file renders a record as documents for people: Markdown (for a pull
@@ -19,9 +21,9 @@ import (
 // WriteMarkdown writes the record as Markdown: the runs.md header and row
 // (linking file), the per-type table, the status tally and the bottleneck
 // verdict.
-func WriteMarkdown(w io.Writer, r *Record, file string) error {
+func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	var b strings.Builder
-	b.WriteString(MarkdownHeader())
+	b.WriteString(record.MarkdownHeader())
 	b.WriteString(r.MarkdownRow(file))
 	b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | dropped |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -40,18 +42,18 @@ func WriteMarkdown(w io.Writer, r *Record, file string) error {
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
 	for _, l := range r.Deviations.Lines() {
-		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", mdEscape(l))
+		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
 	if r.Bottleneck.Generator {
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
 		for _, s := range r.Bottleneck.Reasons {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(s))
+			fmt.Fprintf(&b, "- %s\n", record.EscapeMarkdown(s))
 		}
 	} else {
 		b.WriteString("The generator kept up: the figures are the SUT's.\n")
 	}
 	for _, s := range r.Bottleneck.Notes {
-		fmt.Fprintf(&b, "- note: %s\n", mdEscape(s))
+		fmt.Fprintf(&b, "- note: %s\n", record.EscapeMarkdown(s))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -63,16 +65,16 @@ type typeRow struct {
 }
 
 // typeRows are the per-type rows, types sorted, then "all".
-func typeRows(r *Record) []typeRow {
-	row := func(name string, t *TypeRecord) typeRow {
+func typeRows(r *record.Record) []typeRow {
+	row := func(name string, t *record.TypeRecord) typeRow {
 		l := t.Latency
 		return typeRow{
 			Name: name, Sent: strconv.FormatInt(t.Counts.Sent, 10),
-			P50: fmtUS(l.P50), P90: fmtUS(l.P90), P95: fmtUS(l.P95), P99: fmtUS(l.P99), P999: fmtUS(l.P999), Max: fmtUS(l.Max),
-			Service99: fmtUS(t.Service.P99), Late99: fmtUS(t.Lateness.P99),
+			P50: record.FormatMicros(l.P50), P90: record.FormatMicros(l.P90), P95: record.FormatMicros(l.P95), P99: record.FormatMicros(l.P99), P999: record.FormatMicros(l.P999), Max: record.FormatMicros(l.Max),
+			Service99: record.FormatMicros(t.Service.P99), Late99: record.FormatMicros(t.Lateness.P99),
 			OK:      strconv.FormatInt(t.Tally.OK(), 10),
-			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), pct(t.Tally.Errors(), t.Counts.Completed)),
-			Dropped: fmt.Sprintf("%d (%s)", t.Counts.Dropped, pct(t.Counts.Dropped, t.Counts.Offered)),
+			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
+			Dropped: fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
 		}
 	}
 	var rows []typeRow
@@ -89,12 +91,12 @@ type statusRow struct {
 	Share string
 }
 
-func statusRows(r *Record) []statusRow {
+func statusRows(r *record.Record) []statusRow {
 	t := r.Overall.Tally
 	var rows []statusRow
-	for cl := Class(0); cl < NumClasses; cl++ {
+	for cl := record.Class(0); cl < record.NumClasses; cl++ {
 		if n := t.Classes[cl]; n > 0 {
-			rows = append(rows, statusRow{Class: cl.String(), Count: n, Share: pct(n, t.Total())})
+			rows = append(rows, statusRow{Class: cl.String(), Count: n, Share: record.Percent(n, t.Total())})
 		}
 	}
 	return rows
@@ -117,7 +119,7 @@ type htmlPage struct {
 	Partial    string
 	Changed    []string // Deviations.Lines
 	Headline   []keyValue
-	Bottleneck Diagnosis
+	Bottleneck record.Diagnosis
 	Plots      []htmlPlot
 	Types      []typeRow
 	Status     []statusRow
@@ -134,7 +136,7 @@ type htmlPage struct {
 // histograms, status classes over time), the per-type table, the status
 // tally and the settings. The output depends on the record only, so it can
 // be compared byte for byte.
-func WriteHTML(w io.Writer, r *Record) error {
+func WriteHTML(w io.Writer, r *record.Record) error {
 	page, err := htmlPageOf(r)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func WriteHTML(w io.Writer, r *Record) error {
 	return tmpl.Execute(w, page)
 }
 
-func htmlPageOf(r *Record) (*htmlPage, error) {
+func htmlPageOf(r *record.Record) (*htmlPage, error) {
 	s := r.Settings
 	c := r.Overall.Counts
 	o := r.Overall
@@ -156,7 +158,7 @@ func htmlPageOf(r *Record) (*htmlPage, error) {
 	}
 	p := &htmlPage{
 		Title: "crowd flood: " + label,
-		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", fmtNum(offeredRate(r)), s.Arrivals,
+		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", record.FormatNumber(r.OfferedRate()), s.Arrivals,
 			fmtSeconds(time.Duration(r.Measured*float64(time.Second))),
 			r.Start.UTC().Format("2006-01-02 15:04:05"), r.End.UTC().Format("15:04:05")),
 		Bottleneck: r.Bottleneck,
@@ -169,32 +171,32 @@ func htmlPageOf(r *Record) (*htmlPage, error) {
 		p.Subtitle += fmt.Sprintf(", %d generators merged", r.Generators())
 	}
 	if r.Partial {
-		p.Partial = "Partial run: " + r.PartialReason + ". The figures cover the part that ran."
+		p.Partial = "Partial run: " + string(r.PartialReason) + ". The figures cover the part that ran."
 	}
 	p.Changed = r.Deviations.Lines()
 	p.Headline = []keyValue{
 		{"offered", fmt.Sprintf("%.1f/s", r.Rates.Offered)},
 		{"sent", fmt.Sprintf("%.1f/s", r.Rates.Sent)},
 		{"2xx", fmt.Sprintf("%.1f/s", r.Rates.Throughput)},
-		{"dropped", fmt.Sprintf("%d (%s)", c.Dropped, pct(c.Dropped, c.Offered))},
-		{"errors", fmt.Sprintf("%d (%s)", o.Tally.Errors(), pct(o.Tally.Errors(), c.Completed))},
-		{"p50", fmtUS(o.Latency.P50)},
-		{"p95", fmtUS(o.Latency.P95)},
-		{"p99", fmtUS(o.Latency.P99)},
-		{"p99.9", fmtUS(o.Latency.P999)},
-		{"max", fmtUS(o.Latency.Max)},
-		{"service p99", fmtUS(o.Service.P99)},
-		{"late p99", fmtUS(o.Lateness.P99)},
+		{"dropped", fmt.Sprintf("%d (%s)", c.Dropped, record.Percent(c.Dropped, c.Offered))},
+		{"errors", fmt.Sprintf("%d (%s)", o.Tally.Errors(), record.Percent(o.Tally.Errors(), c.Completed))},
+		{"p50", record.FormatMicros(o.Latency.P50)},
+		{"p95", record.FormatMicros(o.Latency.P95)},
+		{"p99", record.FormatMicros(o.Latency.P99)},
+		{"p99.9", record.FormatMicros(o.Latency.P999)},
+		{"max", record.FormatMicros(o.Latency.Max)},
+		{"service p99", record.FormatMicros(o.Service.P99)},
+		{"late p99", record.FormatMicros(o.Lateness.P99)},
 	}
 	p.Settings = []keyValue{
-		{"label", s.Label}, {"rate", fmtNum(s.Rate) + "/s per generator"}, {"arrivals", s.Arrivals},
+		{"label", s.Label}, {"rate", record.FormatNumber(s.Rate) + "/s per generator"}, {"arrivals", s.Arrivals},
 		{"duration", s.Duration.String()}, {"warm-up", s.Warmup.String()},
 		{"max sends", strconv.FormatInt(s.MaxSends, 10)}, {"max in flight", strconv.Itoa(s.MaxInflight) + " per generator"},
 		{"timeout", s.Timeout.String()}, {"mix", s.Mix}, {"signing", s.Signing}, {"target", s.Target},
 		{"warm-up sends", fmt.Sprintf("%d offered, %d sent", r.Warmup.Offered, r.Warmup.Sent)},
 		{"counts", fmt.Sprintf("offered %d, sent %d, dropped %d, starved %d, completed %d, aborted %d",
 			c.Offered, c.Sent, c.Dropped, c.Starved, c.Completed, c.Aborted)},
-		{"dispatch p99", fmtUS(r.Dispatch.P99) + " (the generator's own delay)"},
+		{"dispatch p99", record.FormatMicros(r.Dispatch.P99) + " (the generator's own delay)"},
 	}
 	for _, part := range r.Parts {
 		shard := part.Shard
@@ -244,267 +246,10 @@ func htmlPageOf(r *Record) (*htmlPage, error) {
 
 // --- plots -----------------------------------------------------------------
 
-// Plot geometry, in SVG user units.
-const (
-	plotW, plotH                      = 960, 320
-	plotLeft, plotRight               = 72, 20
-	plotTop, plotBottom               = 34, 44
-	plotInnerW                        = plotW - plotLeft - plotRight
-	plotInnerH                        = plotH - plotTop - plotBottom
-	gridColor, axisColor, warmupColor = "#e3e3e3", "#888", "#f1f1f1"
-)
-
-// axis maps data values onto one side of the plot; a log axis maps
-// log10(value).
-type axis struct {
-	lo, hi float64 // data range (for a log axis: positive)
-	log    bool
-	ticks  []axisTick
-}
-
-type axisTick struct {
-	v     float64
-	label string
-}
-
-// frac is where v lies between lo (0) and hi (1).
-func (a axis) frac(v float64) float64 {
-	lo, hi := a.lo, a.hi
-	if a.log {
-		v, lo, hi = math.Log10(v), math.Log10(lo), math.Log10(hi)
-	}
-	if hi == lo {
-		return 0
-	}
-	return (v - lo) / (hi - lo)
-}
-
-// linearAxis is 0 .. a round number above max, with ticks at 1, 2 or 5
-// × 10^k steps.
-func linearAxis(max float64, label func(float64) string) axis {
-	if max <= 0 {
-		max = 1
-	}
-	step := niceStep(max / 5)
-	hi := math.Ceil(max/step) * step
-	a := axis{lo: 0, hi: hi}
-	for i := 0; float64(i)*step <= hi*(1+1e-9); i++ {
-		v := float64(i) * step
-		a.ticks = append(a.ticks, axisTick{v, label(v)})
-	}
-	return a
-}
-
-// niceStep is the smallest of 1, 2, 5 × 10^k that is at least x.
-func niceStep(x float64) float64 {
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= x*(1-1e-9) {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-// durationAxis is a y axis for microsecond values from min to max: a log
-// axis by decades when they span more than a factor of 20, else linear from 0.
-func durationAxis(min, max float64) axis {
-	if max <= 0 {
-		return linearAxis(1000, usLabel)
-	}
-	min = math.Max(min, 1)
-	if max/min <= 20 {
-		return linearAxis(max, usLabel)
-	}
-	lo := math.Pow(10, math.Floor(math.Log10(min)))
-	hi := math.Pow(10, math.Ceil(math.Log10(max)))
-	a := axis{lo: lo, hi: hi, log: true}
-	decades := math.Log10(hi / lo)
-	for d := lo; d <= hi*(1+1e-9); d *= 10 {
-		a.ticks = append(a.ticks, axisTick{d, usLabel(d)})
-		if decades <= 2 && d < hi {
-			a.ticks = append(a.ticks, axisTick{2 * d, usLabel(2 * d)}, axisTick{5 * d, usLabel(5 * d)})
-		}
-	}
-	return a
-}
-
-// usLabel labels a microsecond value compactly: 500µs, 20ms, 1.5s.
-func usLabel(us float64) string {
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
-	switch {
-	case us == 0:
-		return "0"
-	case us < 1000:
-		return g(us) + "µs"
-	case us < 1e6:
-		return g(us/1e3) + "ms"
-	}
-	return g(us/1e6) + "s"
-}
-
-// numLabel labels a count or rate.
-func numLabel(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-
-// secondsLabel labels a time axis value in seconds.
-func secondsLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "s" }
-
-// series is one line (or stacked area) of a plot.
-type series struct {
-	name, color string
-	dash        bool
-	wide        bool    // drawn wide and translucent, under a line that may cover it
-	pts         []point // a NaN y breaks the line
-}
-
-type point struct{ x, y float64 }
-
-// svgPlot draws one plot: frame, grid, shaded bands, lines or stacked bars,
-// legend.
-type svgPlot struct {
-	id, title    string
-	x, y         axis
-	xName, yName string
-	bands        [][2]float64 // shaded x ranges (the warm-up)
-	lines        []series
-	bars         []series  // stacked in order: pts[i] is a bar from x-barHalf[i] to x+barHalf[i]
-	barHalf      []float64 // half the width of bar i, in x units
-}
-
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-
-func (p *svgPlot) px(v float64) float64 { return plotLeft + p.x.frac(v)*plotInnerW }
-func (p *svgPlot) py(v float64) float64 { return plotTop + (1-p.y.frac(v))*plotInnerH }
-
-// inY reports whether v can be drawn on the y axis.
-func (p *svgPlot) inY(v float64) bool {
-	return !math.IsNaN(v) && !math.IsInf(v, 0) && (!p.y.log || v > 0)
-}
-
-func (p *svgPlot) render() template.HTML {
-	var b strings.Builder
-	esc := template.HTMLEscapeString
-	fmt.Fprintf(&b, `<svg id="%s" class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`+"\n",
-		p.id, plotW, plotH, plotW, plotH, esc(p.title))
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", plotW, plotH)
-	for _, band := range p.bands {
-		x0, x1 := p.px(math.Max(band[0], p.x.lo)), p.px(math.Min(band[1], p.x.hi))
-		if x1 > x0 {
-			fmt.Fprintf(&b, `<rect class="warmup" x="%s" y="%d" width="%s" height="%d" fill="%s"/>`+"\n",
-				f1(x0), plotTop, f1(x1-x0), plotInnerH, warmupColor)
-		}
-	}
-	b.WriteString(`<g class="grid" font-size="11" fill="#444">` + "\n")
-	for _, t := range p.y.ticks {
-		y := p.py(t.v)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="%s"/><text x="%d" y="%s" text-anchor="end">%s</text>`+"\n",
-			plotLeft, f1(y), plotW-plotRight, f1(y), gridColor, plotLeft-6, f1(y+4), esc(t.label))
-	}
-	for _, t := range p.x.ticks {
-		x := p.px(t.v)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s"/><text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n",
-			f1(x), plotTop, f1(x), plotTop+plotInnerH, gridColor, f1(x), plotTop+plotInnerH+16, esc(t.label))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotInnerW/2, plotH-8, esc(p.xName))
-	fmt.Fprintf(&b, `<text x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`+"\n",
-		plotTop+plotInnerH/2, plotTop+plotInnerH/2, esc(p.yName))
-	b.WriteString("</g>\n")
-	fmt.Fprintf(&b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n",
-		plotLeft, plotTop, plotInnerW, plotInnerH, axisColor)
-
-	b.WriteString(`<g class="data">` + "\n")
-	drawn := 0
-	// Stacked bars: one path per series, a rectangle per x.
-	if len(p.bars) > 0 {
-		base := make([]float64, len(p.bars[0].pts))
-		for _, s := range p.bars {
-			var d strings.Builder
-			for i, pt := range s.pts {
-				if pt.y <= 0 || math.IsNaN(pt.y) {
-					continue
-				}
-				half := p.barHalf[i]
-				x0, x1 := p.px(pt.x-half), p.px(pt.x+half)
-				y0, y1 := p.py(base[i]), p.py(base[i]+pt.y)
-				fmt.Fprintf(&d, "M%s %sH%sV%sH%sZ", f1(x0), f1(y0), f1(x1), f1(y1), f1(x0))
-				base[i] += pt.y
-			}
-			if d.Len() == 0 {
-				continue
-			}
-			drawn++
-			fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="%s" stroke="none"/>`+"\n", esc(s.name), d.String(), s.color)
-		}
-	}
-	for _, s := range p.lines {
-		var d strings.Builder
-		pen := false
-		for _, pt := range s.pts {
-			if !p.inY(pt.y) {
-				pen = false
-				continue
-			}
-			op := "L"
-			if !pen {
-				op = "M"
-			}
-			fmt.Fprintf(&d, "%s%s %s", op, f1(p.px(pt.x)), f1(p.py(math.Min(math.Max(pt.y, p.y.lo), p.y.hi))))
-			pen = true
-		}
-		if d.Len() == 0 {
-			continue
-		}
-		drawn++
-		style := ` stroke-width="2"`
-		if s.dash {
-			style += ` stroke-dasharray="6 4"`
-		}
-		if s.wide {
-			style = ` stroke-width="6" stroke-opacity="0.45"`
-		}
-		fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="none" stroke="%s"%s stroke-linejoin="round"/>`+"\n",
-			esc(s.name), d.String(), s.color, style)
-	}
-	b.WriteString("</g>\n")
-	if drawn == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="14" fill="#888">%s</text>`+"\n",
-			plotLeft+plotInnerW/2, plotTop+plotInnerH/2, "no data")
-	}
-
-	// Legend, above the frame, left to right.
-	b.WriteString(`<g class="legend" font-size="12" fill="#222">` + "\n")
-	x := plotLeft
-	for _, s := range append(append([]series{}, p.bars...), p.lines...) {
-		style := ` stroke-width="2"`
-		switch {
-		case isBar(p, s):
-			style = ` stroke-width="8"`
-		case s.wide:
-			style = ` stroke-width="6" stroke-opacity="0.45"`
-		case s.dash:
-			style += ` stroke-dasharray="6 4"`
-		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="16" x2="%d" y2="16" stroke="%s"%s/><text x="%d" y="20">%s</text>`+"\n",
-			x, x+22, s.color, style, x+28, esc(s.name))
-		x += 28 + 7*len([]rune(s.name)) + 22
-	}
-	b.WriteString("</g>\n</svg>")
-	return template.HTML(b.String())
-}
-
-func isBar(p *svgPlot, s series) bool {
-	for _, b := range p.bars {
-		if b.name == s.name {
-			return true
-		}
-	}
-	return false
-}
-
 // timeAxis is the x axis of the timeline plots: from 0 to the end of the
 // run exactly (a rounded-up end would draw a 60 s run on 80 s), ticked at
 // round steps within it.
-func timeAxis(r *Record) axis {
+func timeAxis(r *record.Record) axis {
 	end := 1.0
 	if n := len(r.Timeline); n > 0 {
 		last := r.Timeline[n-1]
@@ -522,7 +267,7 @@ func timeAxis(r *Record) axis {
 // a second (the drain after the schedule, when only answers come in) is
 // folded into the one before it, so its rates divide by the real width of
 // both together instead of showing 41 answers in 0.1 s as a 410/s spike.
-func plotTicks(r *Record) []Tick {
+func plotTicks(r *record.Record) []record.Tick {
 	tl := r.Timeline
 	n := len(tl)
 	if n < 2 || tl[n-1].Span >= 1 {
@@ -533,12 +278,12 @@ func plotTicks(r *Record) []Tick {
 	m.Span += d.Span
 	m.Warmup = m.Warmup && d.Warmup
 	m.Inflight = d.Inflight
-	m.absorb(d)
+	m.Absorb(d)
 	return out
 }
 
 // warmupBands shades the ticks wholly inside the warm-up.
-func warmupBands(r *Record) [][2]float64 {
+func warmupBands(r *record.Record) [][2]float64 {
 	var bands [][2]float64
 	for _, t := range plotTicks(r) {
 		if !t.Warmup {
@@ -555,29 +300,29 @@ func warmupBands(r *Record) [][2]float64 {
 }
 
 // tickMid is the middle of a tick's interval, where its figures are drawn.
-func tickMid(t Tick) float64 { return float64(t.T-1) + t.Span/2 }
+func tickMid(t record.Tick) float64 { return float64(t.T-1) + t.Span/2 }
 
 // perSecond divides a tick's count by its span (the last tick may be short).
-func perSecond(n int64, t Tick) float64 {
+func perSecond(n int64, t record.Tick) float64 {
 	if t.Span <= 0 {
 		return float64(n)
 	}
 	return float64(n) / t.Span
 }
 
-func latencyTimePlot(r *Record) template.HTML {
+func latencyTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-latency-time", title: "Latency over time", x: timeAxis(r), xName: "time since start",
 		yName: "latency", bands: warmupBands(r)}
 	type line struct {
 		name, color string
 		dash        bool
-		v           func(Tick) int64
+		v           func(record.Tick) int64
 	}
 	lines := []line{
-		{"p50", "#1f77b4", false, func(t Tick) int64 { return t.LatencyP50 }},
-		{"p99", "#d62728", false, func(t Tick) int64 { return t.LatencyP99 }},
-		{"max", "#7f7f7f", true, func(t Tick) int64 { return t.LatencyMax }},
-		{"lateness p99", "#ff7f0e", true, func(t Tick) int64 { return t.LatenessP99 }},
+		{"p50", "#1f77b4", false, func(t record.Tick) int64 { return t.LatencyP50 }},
+		{"p99", "#d62728", false, func(t record.Tick) int64 { return t.LatencyP99 }},
+		{"max", "#7f7f7f", true, func(t record.Tick) int64 { return t.LatencyMax }},
+		{"lateness p99", "#ff7f0e", true, func(t record.Tick) int64 { return t.LatenessP99 }},
 	}
 	lo, hi := math.Inf(1), 0.0
 	for _, l := range lines {
@@ -597,19 +342,19 @@ func latencyTimePlot(r *Record) template.HTML {
 	return p.render()
 }
 
-func rateTimePlot(r *Record) template.HTML {
+func rateTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-rate-time", title: "Offered and achieved rate", x: timeAxis(r), xName: "time since start",
 		yName: "per second", bands: warmupBands(r)}
 	type line struct {
 		name, color string
 		dash        bool
-		v           func(Tick) int64
+		v           func(record.Tick) int64
 	}
 	hi := 0.0
 	for _, l := range []line{
-		{"offered", "#7f7f7f", true, func(t Tick) int64 { return t.Offered }},
-		{"sent", "#1f77b4", false, func(t Tick) int64 { return t.Sent }},
-		{"2xx", "#2ca02c", false, func(t Tick) int64 { return t.OK }},
+		{"offered", "#7f7f7f", true, func(t record.Tick) int64 { return t.Offered }},
+		{"sent", "#1f77b4", false, func(t record.Tick) int64 { return t.Sent }},
+		{"2xx", "#2ca02c", false, func(t record.Tick) int64 { return t.OK }},
 	} {
 		s := series{name: l.name, color: l.color, dash: l.dash}
 		for _, t := range plotTicks(r) {
@@ -623,12 +368,12 @@ func rateTimePlot(r *Record) template.HTML {
 	return p.render()
 }
 
-func statusTimePlot(r *Record) template.HTML {
+func statusTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-status-time", title: "Status over time", x: timeAxis(r), xName: "time since start",
 		yName: "per second", bands: warmupBands(r)}
 	type bar struct {
 		name, color string
-		v           func(Tick) int64
+		v           func(record.Tick) int64
 	}
 	hi := 0.0
 	for _, t := range plotTicks(r) {
@@ -636,10 +381,10 @@ func statusTimePlot(r *Record) template.HTML {
 		hi = math.Max(hi, perSecond(t.OK+t.Errors+t.Dropped, t))
 	}
 	for _, bb := range []bar{
-		{"2xx", "#2ca02c", func(t Tick) int64 { return t.OK }},
-		{"429", "#ff7f0e", func(t Tick) int64 { return t.Status429 }},
-		{"other errors", "#d62728", func(t Tick) int64 { return t.Errors - t.Status429 }},
-		{"dropped", "#9467bd", func(t Tick) int64 { return t.Dropped }},
+		{"2xx", "#2ca02c", func(t record.Tick) int64 { return t.OK }},
+		{"429", "#ff7f0e", func(t record.Tick) int64 { return t.Status429 }},
+		{"other errors", "#d62728", func(t record.Tick) int64 { return t.Errors - t.Status429 }},
+		{"dropped", "#9467bd", func(t record.Tick) int64 { return t.Dropped }},
 	} {
 		s := series{name: bb.name, color: bb.color}
 		seen := false
@@ -662,7 +407,7 @@ const percentilePoints = 160
 // percentilePlot draws latency, service time and lateness against the
 // percentile on a log axis of 1/(1-q): p50, p90, p99, p99.9, p99.99 are
 // evenly spaced.
-func percentilePlot(r *Record) (template.HTML, error) {
+func percentilePlot(r *record.Record) (template.HTML, error) {
 	nines := func(q float64) float64 { return -math.Log10(1 - q/100) } // p50 → 0.301, p99.99 → 4
 	p := &svgPlot{id: "plot-percentiles", title: "Percentile distribution", xName: "percentile", yName: "time",
 		x: axis{lo: nines(50), hi: nines(99.99)}}
@@ -675,7 +420,7 @@ func percentilePlot(r *Record) (template.HTML, error) {
 	for _, h := range []struct {
 		name, color string
 		wide        bool
-		hist        HistRecord
+		hist        record.HistRecord
 	}{
 		{"service", "#1f77b4", true, r.Overall.Service},
 		{"latency", "#d62728", false, r.Overall.Latency},

@@ -7,27 +7,8 @@ import (
 	"sync"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
-
-// The histograms' geometry, the flood's: microseconds from 1 µs to an hour,
-// three significant digits.
-const (
-	histLowest  = 1
-	histHighest = int64(time.Hour / time.Microsecond)
-	histSigFigs = 3
-)
-
-func newHist() *hdr.Histogram { return hdr.New(histLowest, histHighest, histSigFigs) }
-
-// recordDur records d (µs), clamped into the histogram's range.
-func recordDur(h *hdr.Histogram, d time.Duration) {
-	us := int64(d / time.Microsecond)
-	us = max(histLowest, min(us, histHighest))
-	_ = h.RecordValue(us)
-}
 
 // noteKey names a note in one persona's home.
 type noteKey struct{ persona, uri string }
@@ -205,7 +186,7 @@ type VisibilityStats struct {
 	Buried int64 `json:"buried"`
 	// Latency is first appearance − send, in µs: an upper bound, late by at
 	// most one probe period and the probe's own latency.
-	Latency flood.Quantiles `json:"latency"`
+	Latency record.Quantiles `json:"latency"`
 }
 
 // DrainStats say how long after the flood the last accepted note became
@@ -228,7 +209,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var st VisibilityStats
-	h := newHist()
+	h := record.NewHist()
 	var last time.Time
 	for _, n := range v.order {
 		st.Sent++
@@ -241,7 +222,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 		switch {
 		case ok:
 			st.Seen++
-			recordDur(h, seen.Sub(n.sent))
+			record.RecordDuration(h, seen.Sub(n.sent))
 			if n.accepted() && seen.After(last) {
 				last = seen
 			}
@@ -253,7 +234,7 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 			}
 		}
 	}
-	st.Latency = flood.Summarize(h)
+	st.Latency = record.Summarize(h)
 	// A buried note's time in the home is not known: the drain is complete
 	// only when the probes saw every note.
 	d := DrainStats{Complete: st.NeverSeen == 0 && st.Buried == 0, Timeout: timeout.Seconds()}

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"crypto/rand"
@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
 // The run record's schema name and version. A reader refuses another schema,
@@ -176,7 +172,7 @@ type Record struct {
 	Measured      float64                `json:"measured_s"`
 	Window        Window                 `json:"window"`
 	Partial       bool                   `json:"partial"`
-	PartialReason string                 `json:"partial_reason,omitempty"`
+	PartialReason StopReason             `json:"partial_reason,omitempty"`
 	HistUnit      string                 `json:"hist_unit"`
 	Rates         Rates                  `json:"rates"`
 	Warmup        Counts                 `json:"warmup"`
@@ -283,7 +279,7 @@ func encodeHist(h *hdr.Histogram) (HistRecord, error) {
 // exactly.
 func (h HistRecord) Decode() (*hdr.Histogram, error) {
 	if h.HDR == "" {
-		return newHist(), nil
+		return NewHist(), nil
 	}
 	d, err := hdr.Decode([]byte(h.HDR))
 	if err != nil {
@@ -356,285 +352,5 @@ func LoadRecord(path string) (*Record, error) {
 	return r, nil
 }
 
-// Merge combines the records of generators that ran the same settings at the
-// same time (a sharded run) into one: counts and tallies add up, histograms
-// merge exactly (so merged percentiles are those of one histogram of all the
-// values), timelines add up second by second on the wall clock. It refuses,
-// wrapping ErrMerge: settings that differ in anything but the shard, a shard
-// or record present twice, shards of different totals, sharded with unsharded
-// records, and histograms of another geometry. Timeline percentiles of a
-// merged record are the maximum over the generators (an upper bound); all
-// other figures are exact. The merged record's MeasuredSeconds is the longest
-// of the inputs (the generators ran concurrently).
-func Merge(recs ...*Record) (*Record, error) {
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("%w: no records", ErrMerge)
-	}
-	first := recs[0]
-	out := &Record{
-		Schema:   RecordSchema,
-		Version:  RecordVersion,
-		Settings: first.Settings,
-		HistUnit: "us",
-		Types:    map[string]*TypeRecord{},
-	}
-	out.Settings.Shard = ""
-	seen := map[string]bool{}
-	shardN := ""
-	var reasons []string
-	for i, r := range recs {
-		if r.Schema != RecordSchema || r.Version != RecordVersion {
-			return nil, fmt.Errorf("%w: record %d is %s v%d", ErrMerge, i+1, r.Schema, r.Version)
-		}
-		if d := first.Settings.diff(r.Settings); len(d) > 0 {
-			return nil, fmt.Errorf("%w: record %d's settings differ from record 1's: %s", ErrMerge, i+1, strings.Join(d, ", "))
-		}
-		for _, p := range r.Parts {
-			if seen[p.ID] {
-				return nil, fmt.Errorf("%w: record %d contains run %s a second time", ErrMerge, i+1, p.ID)
-			}
-			seen[p.ID] = true
-			_, n, ok := strings.Cut(p.Shard, "/")
-			if !ok {
-				n = ""
-			}
-			if len(out.Parts) == 0 {
-				shardN = n
-			} else if n != shardN {
-				return nil, fmt.Errorf("%w: record %d is shard %q, others are %q", ErrMerge, i+1, p.Shard, out.Parts[0].Shard)
-			}
-			if p.Shard != "" && slices.ContainsFunc(out.Parts, func(q Part) bool { return q.Shard == p.Shard }) {
-				return nil, fmt.Errorf("%w: shard %s appears twice (record %d)", ErrMerge, p.Shard, i+1)
-			}
-			out.Parts = append(out.Parts, p)
-		}
-		if out.Start.IsZero() || r.Start.Before(out.Start) {
-			out.Start = r.Start
-		}
-		if r.End.After(out.End) {
-			out.End = r.End
-		}
-		out.Measured = max(out.Measured, r.Measured)
-		out.Window = laterWindow(out.Window, r.Window)
-		if r.Partial {
-			out.Partial = true
-			if r.PartialReason != "" && !slices.Contains(reasons, r.PartialReason) {
-				reasons = append(reasons, r.PartialReason)
-			}
-		}
-		out.Warmup.Merge(r.Warmup)
-		out.Deviations.merge(r.Deviations)
-	}
-	out.PartialReason = strings.Join(reasons, "; ")
-
-	// Histograms: decode, merge, re-encode.
-	overall, err := mergeTypes(recs, "")
-	if err != nil {
-		return nil, err
-	}
-	if out.Overall, err = typeRecord(overall); err != nil {
-		return nil, err
-	}
-	names := map[string]bool{}
-	for _, r := range recs {
-		for k := range r.Types {
-			names[k] = true
-		}
-	}
-	for name := range names {
-		st, err := mergeTypes(recs, name)
-		if err != nil {
-			return nil, err
-		}
-		tr, err := typeRecord(st)
-		if err != nil {
-			return nil, err
-		}
-		out.Types[name] = &tr
-	}
-	disp := newHist()
-	for i, r := range recs {
-		h, err := r.Dispatch.Decode()
-		if err != nil {
-			return nil, fmt.Errorf("%w: record %d dispatch: %v", ErrMerge, i+1, err)
-		}
-		disp.Merge(h)
-	}
-	if out.Dispatch, err = encodeHist(disp); err != nil {
-		return nil, err
-	}
-	out.Timeline = mergeTimelines(out.Start, recs)
-	out.Settings.MaxInflight = first.Settings.MaxInflight
-	out.finish()
-	return out, nil
-}
-
-// mergeTypes merges type name ("" = overall) of every record.
-func mergeTypes(recs []*Record, name string) (*Stats, error) {
-	st := NewStats()
-	for i, r := range recs {
-		var tr *TypeRecord
-		if name == "" {
-			tr = &r.Overall
-		} else if tr = r.Types[name]; tr == nil {
-			continue
-		}
-		st.Counts.Merge(tr.Counts)
-		st.Tally.Merge(tr.Tally)
-		for _, p := range []struct {
-			dst *hdr.Histogram
-			src HistRecord
-		}{{st.Latency, tr.Latency}, {st.Service, tr.Service}, {st.Lateness, tr.Lateness}, {st.Accepted, tr.Accepted}, {st.Failed, tr.Failed}} {
-			h, err := p.src.Decode()
-			if err != nil {
-				return nil, fmt.Errorf("%w: record %d type %q: %v", ErrMerge, i+1, name, err)
-			}
-			if dropped := p.dst.Merge(h); dropped != 0 {
-				return nil, fmt.Errorf("%w: record %d type %q: %d values out of range", ErrMerge, i+1, name, dropped)
-			}
-		}
-	}
-	return st, nil
-}
-
-// laterWindow is the window of generators that ran together: each offset
-// the latest of the two (they share a schedule, started within a second).
-func laterWindow(a, b Window) Window {
-	return Window{FirstDue: max(a.FirstDue, b.FirstDue), LastDue: max(a.LastDue, b.LastDue), LastSent: max(a.LastSent, b.LastSent),
-		LastAnswer: max(a.LastAnswer, b.LastAnswer), ScheduleEnd: max(a.ScheduleEnd, b.ScheduleEnd)}
-}
-
-// mergeTimelines adds the ticks that end in the same wall-clock second.
-func mergeTimelines(start time.Time, recs []*Record) []Tick {
-	var out []Tick
-	for _, r := range recs {
-		shift := int(math.Round(r.Start.Sub(start).Seconds()))
-		for _, t := range r.Timeline {
-			i := t.T + shift - 1
-			for len(out) <= i {
-				out = append(out, Tick{T: len(out) + 1, Warmup: true})
-			}
-			m := &out[i]
-			m.Span = max(m.Span, t.Span)
-			m.Warmup = m.Warmup && t.Warmup
-			m.Inflight += t.Inflight
-			m.absorb(t)
-		}
-	}
-	for i := range out {
-		if out[i].Span == 0 { // a second no generator covered
-			out[i].Warmup = false
-		}
-	}
-	return out
-}
-
 // Generators is the number of generator runs combined in the record.
 func (r *Record) Generators() int { return max(1, len(r.Parts)) }
-
-// FileName is the record's file name in out/load/:
-// <UTC start, 20060102-150405>-<label>.json (label sanitised to
-// [A-Za-z0-9._-], "flood" when empty).
-func (r *Record) FileName() string {
-	return r.Start.UTC().Format("20060102-150405") + "-" + sanitizeLabel(r.Settings.Label) + ".json"
-}
-
-func sanitizeLabel(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			b[i] = '_'
-		}
-	}
-	s = strings.Trim(string(b), ".")
-	if s == "" {
-		return "flood"
-	}
-	return s
-}
-
-// WriteRecord writes r as indented JSON to dir/FileName() (never replacing a
-// file: "-2", "-3" ... are appended to a name already taken), durably (fsync,
-// then linked into place), and appends its Markdown row to dir/runs.md
-// (writing the table header first when the file is new). dir is created if
-// needed. It returns the JSON file's path.
-func WriteRecord(dir string, r *Record) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	data = append(data, '\n')
-	path, err := atomicfile.CreateNumbered(dir, strings.TrimSuffix(r.FileName(), ".json"), ".json", data, 0o644)
-	if err != nil {
-		return "", err
-	}
-	if err := appendRunsMD(filepath.Join(dir, "runs.md"), r, filepath.Base(path)); err != nil {
-		return path, err
-	}
-	return path, nil
-}
-
-// CheckOutDir makes sure records can be written to dir before a run
-// starts: it creates dir if needed and writes and removes a probe file, so
-// a directory that cannot take the record is found before the first send,
-// not after the whole flood, when the record would be lost.
-func CheckOutDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".probe-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	err = f.Close()
-	if rerr := os.Remove(name); err == nil {
-		err = rerr
-	}
-	return err
-}
-
-func appendRunsMD(path string, r *Record, file string) error {
-	return atomicfile.Append(path, []byte(MarkdownHeader()), []byte(r.MarkdownRow(file)), 0o644)
-}
-
-// MarkdownHeader returns the header (two lines) of the runs.md table whose
-// rows MarkdownRow writes.
-func MarkdownHeader() string {
-	return "| start (UTC) | label | shards | arrivals | rate/s | seconds | offered/s | sent/s | dropped | p50 | p95 | p99 | p99.9 | max | late p99 | 2xx | 429 | errors | bottleneck | record |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-}
-
-// MarkdownRow returns the record's row of the runs.md table, linking file.
-func (r *Record) MarkdownRow(file string) string {
-	o := r.Overall
-	c := o.Counts
-	bound := "SUT"
-	if r.Bottleneck.Generator {
-		bound = "**generator**"
-	}
-	if r.Partial {
-		bound += " (partial: " + mdEscape(r.PartialReason) + ")"
-	}
-	if !r.Deviations.Empty() {
-		bound += " (changed: " + mdEscape(r.Deviations.short()) + ")"
-	}
-	label := r.Settings.Label
-	if label == "" {
-		label = "-"
-	}
-	return fmt.Sprintf("| %s | %s | %d | %s | %g | %.1f | %.1f | %.1f | %d (%s) | %s | %s | %s | %s | %s | %s | %d | %d | %d (%s) | %s | [%s](%s) |\n",
-		r.Start.UTC().Format("2006-01-02 15:04:05"), mdEscape(label), r.Generators(), r.Settings.Arrivals,
-		r.Settings.Rate*float64(r.Generators()), r.Measured, r.Rates.Offered, r.Rates.Sent,
-		c.Dropped, pct(c.Dropped, c.Offered),
-		fmtUS(o.Latency.P50), fmtUS(o.Latency.P95), fmtUS(o.Latency.P99), fmtUS(o.Latency.P999), fmtUS(o.Latency.Max),
-		fmtUS(o.Lateness.P99), o.Tally.OK(), o.Tally.Classes[Class429], o.Tally.Errors(), pct(o.Tally.Errors(), c.Completed),
-		bound, file, file)
-}
-
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // maxPendingArrivals bounds the arrivals kept for posts not known yet.
@@ -173,7 +173,7 @@ type DeliveryStats struct {
 	Completeness float64 `json:"completeness"` // Reached / Expected; 1 when nothing was expected
 	// Latency from the status's created_at (the SUT's clock) to its arrival
 	// in the crowd's inbox (the crowd's), in µs.
-	Latency flood.Quantiles `json:"latency"`
+	Latency record.Quantiles `json:"latency"`
 	// StreamLost counts activity-log entries the crowd dropped before the
 	// audience read them: when it is not 0, arrivals may be missing.
 	StreamLost uint64 `json:"stream_lost"`
@@ -184,18 +184,18 @@ func (d *Deliveries) Summary() DeliveryStats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := DeliveryStats{PostErrors: d.failed, StreamLost: d.lost, Completeness: 1}
-	h := newHist()
+	h := record.NewHist()
 	for _, p := range d.order {
 		st.Posts++
 		st.Expected += int64(len(p.expected))
 		for _, at := range p.reached {
 			st.Reached++
-			recordDur(h, at.Sub(p.created))
+			record.RecordDuration(h, at.Sub(p.created))
 		}
 	}
 	if st.Expected > 0 {
 		st.Completeness = float64(st.Reached) / float64(st.Expected)
 	}
-	st.Latency = flood.Summarize(h)
+	st.Latency = record.Summarize(h)
 	return st
 }

@@ -1,9 +1,11 @@
-package flood
+package record_test
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 func TestDiagnose(t *testing.T) {
@@ -36,16 +38,16 @@ func TestDiagnose(t *testing.T) {
 		{"60 s at 300/s taken 0.2 ms late: kept", in{offered: 18000, rate: 300, service: 20 * time.Millisecond, slots: 100, asked: 300, due: 59.9967, took: 59.9969}, false, ""},
 		{"100 sends at 1000/s taken 20 ms late: not kept", in{offered: 100, rate: 1000, service: 20 * time.Millisecond, slots: 100, asked: 1000, due: 0.099, took: 0.12}, true, "schedule not kept"},
 	} {
-		r := &Record{Settings: Settings{MaxInflight: tc.in.slots, Rate: tc.in.asked}, Window: Window{LastDue: tc.in.due, LastSent: tc.in.took}}
+		r := &record.Record{Settings: record.Settings{MaxInflight: tc.in.slots, Rate: tc.in.asked}, Window: record.Window{LastDue: tc.in.due, LastSent: tc.in.took}}
 		for range max(1, tc.in.generators) {
-			r.Parts = append(r.Parts, Part{})
+			r.Parts = append(r.Parts, record.Part{})
 		}
-		r.Overall.Counts = Counts{Offered: tc.in.offered, Sent: tc.in.offered - tc.in.dropped, Dropped: tc.in.dropped, Starved: tc.in.starved}
+		r.Overall.Counts = record.Counts{Offered: tc.in.offered, Sent: tc.in.offered - tc.in.dropped, Dropped: tc.in.dropped, Starved: tc.in.starved}
 		r.Rates.Offered = tc.in.rate
 		r.Overall.Service.P99 = us(tc.in.service)
 		r.Overall.Lateness.P99 = us(tc.in.late)
 		r.Dispatch.P99 = us(tc.in.dispatch)
-		d := DefaultBottleneckRule().Diagnose(r)
+		d := record.DefaultBottleneckRule().Diagnose(r)
 		if !strings.Contains(d.Rule, "0.1% of offered") || !strings.Contains(d.Rule, "span / 0.9") {
 			t.Errorf("%s: the verdict does not state its thresholds: %q", tc.name, d.Rule)
 		}

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func DefaultBottleneckRule() BottleneckRule {
 func (b BottleneckRule) String() string {
 	return fmt.Sprintf("the generator is the bottleneck when starved > %s of offered, or dispatch p99 > %s and > %s of service p99, "+
 		"or dropped > %s of offered while offered/s × service p99 < %s of the slots, or the sends took longer than the schedule's span / %s + 2/rate",
-		fmtPercent(b.StarvedShare), fmtDur(b.DispatchP99), fmtPercent(b.DispatchShare), fmtPercent(b.DropShare), fmtPercent(b.Headroom), strconv.FormatFloat(b.KeptShare, 'g', -1, 64))
+		FormatPercent(b.StarvedShare), FormatDuration(b.DispatchP99), FormatPercent(b.DispatchShare), FormatPercent(b.DropShare), FormatPercent(b.Headroom), strconv.FormatFloat(b.KeptShare, 'g', -1, 64))
 }
 
 // Diagnose applies the rule to a record (all its generators together: the
@@ -86,14 +86,14 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 		d.Generator = true
 		d.Reasons = append(d.Reasons, fmt.Sprintf(
 			"source starved: %d of %d sends (%s) were late because no signed request was ready; the crowd's signing or generation is the limit",
-			c.Starved, c.Offered, pct(c.Starved, c.Offered)))
+			c.Starved, c.Offered, Percent(c.Starved, c.Offered)))
 	}
 	disp := time.Duration(r.Dispatch.P99) * time.Microsecond
 	if disp > b.DispatchP99 && float64(disp) > b.DispatchShare*float64(service) {
 		d.Generator = true
 		d.Reasons = append(d.Reasons, fmt.Sprintf(
 			"generator late: its own dispatch delay p99 is %s (limit %s) against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
-			fmtDur(disp), fmtDur(b.DispatchP99), fmtDur(service)))
+			FormatDuration(disp), FormatDuration(b.DispatchP99), FormatDuration(service)))
 	}
 	kept := true
 	if w, rate := r.Window, r.Settings.Rate; rate > 0 && w.LastSent > 0 {
@@ -103,7 +103,7 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 			d.Generator = true
 			d.Reasons = append(d.Reasons, fmt.Sprintf(
 				"schedule not kept: the %d sends due within %s took %s to hand out (allowed %s): %s/s was asked, about %s/s offered; the rate is beyond what the crowd can offer, and the achieved rates are its limit, not the SUT's",
-				c.Sent, fmtDur(secs(due)), fmtDur(secs(took)), fmtDur(secs(allowed)), fmtNum(rate*float64(r.Generators())), sig3(float64(c.Sent)/max(took, 1e-9))))
+				c.Sent, FormatDuration(secs(due)), FormatDuration(secs(took)), FormatDuration(secs(allowed)), FormatNumber(rate*float64(r.Generators())), Sig3(float64(c.Sent)/max(took, 1e-9))))
 		}
 	}
 	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
@@ -112,12 +112,12 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 	case kept:
 		d.Notes = append(d.Notes, fmt.Sprintf(
 			"sends waited for a connection: lateness p99 %s against a dispatch delay p99 of %s; the SUT held the connections (latency from the intended time includes this wait)",
-			fmtDur(late), fmtDur(disp)))
+			FormatDuration(late), FormatDuration(disp)))
 	default:
 		// Sends handed out faster than the schedule allows open their
 		// connections in one burst: that wait is the generator's doing.
 		d.Reasons = append(d.Reasons, fmt.Sprintf(
-			"sends were late by up to %s (lateness p99), waiting for connections opened in the burst the schedule asked for", fmtDur(late)))
+			"sends were late by up to %s (lateness p99), waiting for connections opened in the burst the schedule asked for", FormatDuration(late)))
 	}
 	if c.Dropped > 0 {
 		slots := float64(r.Settings.MaxInflight * r.Generators())
@@ -126,11 +126,11 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 			d.Generator = true
 			d.Reasons = append(d.Reasons, fmt.Sprintf(
 				"drops with fast service: %d sends (%s) found all %.0f slots busy, yet %.0f/s × service p99 %s needs only about %.0f; the crowd could not recycle its slots",
-				c.Dropped, pct(c.Dropped, c.Offered), slots, r.Rates.Offered, fmtDur(service), needed))
+				c.Dropped, Percent(c.Dropped, c.Offered), slots, r.Rates.Offered, FormatDuration(service), needed))
 		} else {
 			d.Notes = append(d.Notes, fmt.Sprintf(
 				"dropped %d sends (%s): all %.0f slots were busy; %.0f/s × service p99 %s needs about %.0f, so the SUT's slowness filled them (raise --max-inflight to measure a deeper queue)",
-				c.Dropped, pct(c.Dropped, c.Offered), slots, r.Rates.Offered, fmtDur(service), needed))
+				c.Dropped, Percent(c.Dropped, c.Offered), slots, r.Rates.Offered, FormatDuration(service), needed))
 		}
 	}
 	return d

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"errors"
@@ -209,7 +209,7 @@ func (g *Gate) parseValue(rhs string) error {
 			g.Percent = true
 			num = strings.TrimSpace(num[:len(num)-1])
 		}
-		v, err := parseNumber(num)
+		v, err := ParseNumber(num)
 		if err != nil || v < 0 || (g.Percent && v > 100) {
 			return usage(g.Expr, "%q: want a count such as 0 or a share such as 1%%", rhs)
 		}
@@ -221,7 +221,7 @@ func (g *Gate) parseValue(rhs string) error {
 				coef, ref, hasRef = "1", rhs, true
 			}
 		}
-		v, err := parseNumber(strings.TrimSpace(coef))
+		v, err := ParseNumber(strings.TrimSpace(coef))
 		if err != nil || v < 0 {
 			return usage(g.Expr, "%q: want a rate such as 300 or 0.95*offered", rhs)
 		}
@@ -301,7 +301,7 @@ func (r GateResult) String() string {
 func (g Gate) format(v float64) string {
 	switch {
 	case g.kind == kindDuration:
-		return fmtDur(time.Duration(v * float64(time.Microsecond)))
+		return FormatDuration(time.Duration(v * float64(time.Microsecond)))
 	case g.kind == kindCount && g.Percent:
 		return strconv.FormatFloat(100*v, 'g', 4, 64) + "%"
 	case g.kind == kindRate:
@@ -542,8 +542,9 @@ func isTypeName(s string) bool {
 	return s != ""
 }
 
-// parseNumber parses a finite decimal number (no hex, no inf/nan).
-func parseNumber(s string) (float64, error) {
+// ParseNumber parses a finite decimal number (no hex, no inf/nan): the one
+// number syntax of gates, thresholds and --rates.
+func ParseNumber(s string) (float64, error) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
 			return 0, errors.New("not a number")
@@ -567,23 +568,4 @@ func CheckGates(r *Record, gates []Gate) (results []GateResult, ok bool) {
 		}
 	}
 	return results, ok
-}
-
-// ExitCode is the flood's exit status: 2 when err is (or wraps) a
-// *UsageError or ErrInvalidPlan, 1 for any other error or when a gate
-// result does not hold, 0 otherwise.
-func ExitCode(err error, results []GateResult) int {
-	var ue *UsageError
-	if errors.As(err, &ue) || errors.Is(err, ErrInvalidPlan) {
-		return 2
-	}
-	if err != nil {
-		return 1
-	}
-	for _, r := range results {
-		if !r.Holds {
-			return 1
-		}
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package flood
+package report
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // Live renders Progress once a second: on a terminal a single line redrawn in
@@ -28,7 +30,7 @@ type Live struct {
 func NewLive(w io.Writer, isTerminal bool) *Live { return &Live{W: w, Terminal: isTerminal} }
 
 // Update writes the line for p.
-func (l *Live) Update(p Progress) {
+func (l *Live) Update(p record.Progress) {
 	b := l.buf[:0]
 	t := p.Tick
 	rate := float64(t.Sent)
@@ -39,7 +41,7 @@ func (l *Live) Update(p Progress) {
 		b = append(b, "\r\x1b[K"...)
 		b = l.bar(b, p)
 		b = fmt.Appendf(b, " %3.0f/s sent %d drop %d | p50 %s p99 %s late99 %s | ok %d 429 %d err %d | inflight %d",
-			rate, p.Sent, p.Dropped, fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatenessP99),
+			rate, p.Sent, p.Dropped, record.FormatMicros(t.LatencyP50), record.FormatMicros(t.LatencyP99), record.FormatMicros(t.LatenessP99),
 			p.OK, p.Status429, p.Errors, p.Inflight)
 		if p.Warmup {
 			b = append(b, " (warm-up)"...)
@@ -54,7 +56,7 @@ func (l *Live) Update(p Progress) {
 		}
 		b = fmt.Appendf(b, "t=%s rate=%.0f/s offered=%d sent=%d dropped=%d starved=%d p50=%s p99=%s max=%s late_p99=%s ok=%d 429=%d errors=%d inflight=%d",
 			at, rate, p.Offered, p.Sent, p.Dropped, p.Starved,
-			fmtUS(t.LatencyP50), fmtUS(t.LatencyP99), fmtUS(t.LatencyMax), fmtUS(t.LatenessP99),
+			record.FormatMicros(t.LatencyP50), record.FormatMicros(t.LatencyP99), record.FormatMicros(t.LatencyMax), record.FormatMicros(t.LatenessP99),
 			p.OK, p.Status429, p.Errors, p.Inflight)
 		if p.Warmup {
 			b = append(b, " warmup=1"...)
@@ -69,7 +71,7 @@ func (l *Live) Update(p Progress) {
 }
 
 // bar appends "[#####.....]  45%  27s/60s ETA 33s".
-func (l *Live) bar(b []byte, p Progress) []byte {
+func (l *Live) bar(b []byte, p record.Progress) []byte {
 	w := l.BarWidth
 	if w <= 0 {
 		w = 24
@@ -102,7 +104,7 @@ func (l *Live) Done() {
 
 // writeSeedsAndDeviations writes the seeds a run can be replayed with and
 // what it changed from what it was asked, one line each.
-func writeSeedsAndDeviations(b *strings.Builder, r *Record) {
+func writeSeedsAndDeviations(b *strings.Builder, r *record.Record) {
 	var seeds []string
 	for _, p := range r.Parts {
 		if p.Seed != 0 {
@@ -121,7 +123,7 @@ func writeSeedsAndDeviations(b *strings.Builder, r *Record) {
 // activity type and the total (latency percentiles from the intended time,
 // service and lateness p99, counts), the status tally and the bottleneck
 // verdict.
-func WriteTable(w io.Writer, r *Record) error {
+func WriteTable(w io.Writer, r *record.Record) error {
 	var b strings.Builder
 	s := r.Settings
 	c := r.Overall.Counts
@@ -154,23 +156,23 @@ func WriteTable(w io.Writer, r *Record) error {
 	}
 	writeSeedsAndDeviations(&b, r)
 	fmt.Fprintf(&b, "measured %s (first send due to the last answer or the schedule's end): offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n",
-		fmtElapsed(r.Measured), c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, pct(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
+		fmtElapsed(r.Measured), c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, record.Percent(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
 	o := r.Overall
 	answered := o.Latency.Count
 	fmt.Fprintf(&b, "latency and service: over the %d answered sends (any HTTP status)", answered)
 	if f := o.Failed; f.Count > 0 {
 		fmt.Fprintf(&b, "; %d got no answer (timeout %d, connection refused/reset %d), kept apart: p50 %s p95 %s max %s",
-			f.Count, o.Tally.Classes[ClassTimeout], o.Tally.Classes[ClassConnError], fmtUS(f.P50), fmtUS(f.P95), fmtUS(f.Max))
+			f.Count, o.Tally.Classes[record.ClassTimeout], o.Tally.Classes[record.ClassConnError], record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
 	}
 	b.WriteString("\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\tdropped\t")
-	row := func(name string, t *TypeRecord) {
+	row := func(name string, t *record.TypeRecord) {
 		l := t.Latency
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t\n", name, t.Counts.Sent, l.Count,
-			fmtUS(l.P50), fmtUS(l.P90), fmtUS(l.P95), fmtUS(l.P99), fmtUS(l.P999), fmtUS(l.Max),
-			fmtUS(t.Service.P99), fmtUS(t.Lateness.P99), t.Tally.OK(), pct(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count, t.Counts.Dropped)
+			record.FormatMicros(l.P50), record.FormatMicros(l.P90), record.FormatMicros(l.P95), record.FormatMicros(l.P99), record.FormatMicros(l.P999), record.FormatMicros(l.Max),
+			record.FormatMicros(t.Service.P99), record.FormatMicros(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count, t.Counts.Dropped)
 	}
 	for _, name := range r.TypeNames() {
 		row(name, r.Types[name])
@@ -182,7 +184,7 @@ func WriteTable(w io.Writer, r *Record) error {
 
 	b.WriteString("\nstatus:")
 	t := o.Tally
-	for cl := Class(0); cl < NumClasses; cl++ {
+	for cl := record.Class(0); cl < record.NumClasses; cl++ {
 		if n := t.Classes[cl]; n > 0 {
 			fmt.Fprintf(&b, " %s=%d", cl, n)
 		}
@@ -213,33 +215,6 @@ func WriteTable(w io.Writer, r *Record) error {
 	return err
 }
 
-// fmtUS formats a microsecond value for humans: 850µs, 3.21ms, 1.25s.
-func fmtUS(us int64) string { return fmtDur(time.Duration(us) * time.Microsecond) }
-
-// fmtDur formats d with three significant digits in µs, ms or s.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0"
-	case d < time.Millisecond:
-		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "µs"
-	case d < time.Second:
-		return sig3(float64(d)/1e6) + "ms"
-	default:
-		return sig3(d.Seconds()) + "s"
-	}
-}
-
-func sig3(v float64) string {
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
 // fmtElapsed formats a window in seconds: "60.1s", or three significant
 // digits under 10 s ("0.197s"), so a run of a fraction of a second says so.
 func fmtElapsed(s float64) string {
@@ -256,21 +231,4 @@ func fmtSeconds(d time.Duration) string {
 		return strconv.FormatInt(s, 10) + "s"
 	}
 	return strconv.FormatInt(s/60, 10) + "m" + fmt.Sprintf("%02d", s%60) + "s"
-}
-
-// pct formats n/of as a percentage ("0.2%"), "-" when of is 0.
-func pct(n, of int64) string {
-	if of == 0 {
-		return "-"
-	}
-	v := 100 * float64(n) / float64(of)
-	switch {
-	case v == 0:
-		return "0%"
-	case v < 0.1:
-		return strconv.FormatFloat(v, 'f', 3, 64) + "%"
-	case v < 10:
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + "%"
 }

@@ -1,4 +1,4 @@
-package flood
+package record_test
 
 import (
 	"bytes"
@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // cmpRun describes a synthetic run for the comparison tests: n sends per
@@ -19,15 +23,15 @@ type cmpRun struct {
 	errEvery int
 }
 
-func (c cmpRun) record(t *testing.T, s Settings) *Record {
+func (c cmpRun) record(t *testing.T, s record.Settings) *record.Record {
 	t.Helper()
-	cls := always(Class202)
+	cls := recordtest.Always(record.Class202)
 	if c.errEvery > 0 {
-		cls = every(c.errEvery, Class503)
+		cls = recordtest.Every(c.errEvery, record.Class503)
 	}
-	types := map[string]*Stats{}
+	types := map[string]*record.Stats{}
 	for _, typ := range []string{"Create", "Like"} {
-		types[typ] = fakeStats(c.n, func(i int) time.Duration { return time.Duration(i+1) * c.scale }, cls)
+		types[typ] = recordtest.Sends(c.n, func(i int) time.Duration { return time.Duration(i+1) * c.scale }, cls)
 	}
 	if s.Arrivals == "" {
 		s.Arrivals = "constant"
@@ -35,15 +39,15 @@ func (c cmpRun) record(t *testing.T, s Settings) *Record {
 	if s.Mix == "" {
 		s.Mix = "create=1,like=1"
 	}
-	return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+	return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, types), s))
 }
 
 // verdicts summarises a comparison as "type metric verdict" lines for the
 // rows that moved beyond the threshold.
-func verdicts(c *Comparison) string {
+func verdicts(c *record.Comparison) string {
 	var out []string
 	for _, r := range c.Rows {
-		if r.Verdict == VerdictSame {
+		if r.Verdict == record.VerdictSame {
 			continue
 		}
 		typ := r.Type
@@ -100,15 +104,15 @@ func TestCompareVerdicts(t *testing.T) {
 		{"dispatch is overall only", base, "dispatch.p99", 0.15, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var ms []CompareMetric
+			var ms []record.CompareMetric
 			if c.metrics != "" {
 				var err error
-				if ms, err = ParseCompareMetrics(c.metrics); err != nil {
+				if ms, err = record.ParseCompareMetrics(c.metrics); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cmp, err := Compare(base.record(t, Settings{}), c.head.record(t, Settings{}),
-				CompareOptions{Metrics: ms, MaxRegression: c.max, ShareFloor: 0.001})
+			cmp, err := record.Compare(base.record(t, record.Settings{}), c.head.record(t, record.Settings{}),
+				record.CompareOptions{Metrics: ms, MaxRegression: c.max, ShareFloor: 0.001})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,23 +129,23 @@ func TestCompareVerdicts(t *testing.T) {
 // TestCompareShareFloor: an error share rising from nothing is infinitely
 // larger, but under the floor it is noise.
 func TestCompareShareFloor(t *testing.T) {
-	ms, _ := ParseCompareMetrics("errors")
+	ms, _ := record.ParseCompareMetrics("errors")
 	clean := cmpRun{n: 5000, scale: time.Millisecond}
 	for _, c := range []struct {
 		name  string
 		head  cmpRun
 		floor float64
-		want  Verdict
+		want  record.Verdict
 	}{
 		// 1 error in 5000 (0.02 %) under a 0.1-point floor: not a verdict.
-		{"under the floor", cmpRun{5000, time.Millisecond, 5000}, 0.001, VerdictSame},
+		{"under the floor", cmpRun{5000, time.Millisecond, 5000}, 0.001, record.VerdictSame},
 		// The same rise with no floor: one error is within sampling noise.
-		{"no floor", cmpRun{5000, time.Millisecond, 5000}, 0, VerdictSame},
+		{"no floor", cmpRun{5000, time.Millisecond, 5000}, 0, record.VerdictSame},
 		// 1 % errors from nothing: a regression whatever the floor.
-		{"over the floor", cmpRun{5000, time.Millisecond, 100}, 0.001, VerdictRegressed},
+		{"over the floor", cmpRun{5000, time.Millisecond, 100}, 0.001, record.VerdictRegressed},
 	} {
-		cmp, err := Compare(clean.record(t, Settings{}), c.head.record(t, Settings{}),
-			CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: c.floor})
+		cmp, err := record.Compare(clean.record(t, record.Settings{}), c.head.record(t, record.Settings{}),
+			record.CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: c.floor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,12 +158,12 @@ func TestCompareShareFloor(t *testing.T) {
 // TestCompareMarksFewSends: a quantile that fewer than 10 sends lie beyond
 // is marked, overall and per type, whatever its verdict.
 func TestCompareMarksFewSends(t *testing.T) {
-	ms, err := ParseCompareMetrics("p50,p99,p99.9,max,errors")
+	ms, err := record.ParseCompareMetrics("p50,p99,p99.9,max,errors")
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := cmpRun{n: 1000, scale: time.Millisecond}
-	cmp, err := Compare(run.record(t, Settings{}), run.record(t, Settings{}), CompareOptions{Metrics: ms, MaxRegression: 0.15})
+	cmp, err := record.Compare(run.record(t, record.Settings{}), run.record(t, record.Settings{}), record.CompareOptions{Metrics: ms, MaxRegression: 0.15})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,58 +188,58 @@ func TestCompareMarksFewSends(t *testing.T) {
 
 func TestComparableRefuses(t *testing.T) {
 	run := cmpRun{n: 100, scale: time.Millisecond}
-	base := run.record(t, Settings{Mix: "create=2,like=1"})
+	base := run.record(t, record.Settings{Mix: "create=2,like=1"})
 	for _, c := range []struct {
 		name string
-		edit func(*Settings)
-		gens int        // generators of head (merged shards)
-		dev  Deviations // what head changed from what it was asked
-		want string     // named in the error; "" = comparable
+		edit func(*record.Settings)
+		gens int               // generators of head (merged shards)
+		dev  record.Deviations // what head changed from what it was asked
+		want string            // named in the error; "" = comparable
 	}{
 		// Another offered rate is another unit of work.
-		{"rate", func(s *Settings) { s.Rate = 200 }, 1, Deviations{}, "offered rate 100/s ≠ 200/s"},
+		{"rate", func(s *record.Settings) { s.Rate = 200 }, 1, record.Deviations{}, "offered rate 100/s ≠ 200/s"},
 		// Two generators at 100/s offer 200/s.
-		{"more generators", nil, 2, Deviations{}, "offered rate 100/s ≠ 200/s"},
+		{"more generators", nil, 2, record.Deviations{}, "offered rate 100/s ≠ 200/s"},
 		// Another mix.
-		{"mix", func(s *Settings) { s.Mix = "create=1,like=1" }, 1, Deviations{}, `mix "create=2,like=1" ≠ "create=1,like=1"`},
+		{"mix", func(s *record.Settings) { s.Mix = "create=1,like=1" }, 1, record.Deviations{}, `mix "create=2,like=1" ≠ "create=1,like=1"`},
 		// The same proportions written otherwise are the same mix.
-		{"same mix scaled", func(s *Settings) { s.Mix = "like=2, create=4" }, 1, Deviations{}, ""},
+		{"same mix scaled", func(s *record.Settings) { s.Mix = "like=2, create=4" }, 1, record.Deviations{}, ""},
 		// Poisson arrivals load a server otherwise than a constant rate.
-		{"arrivals", func(s *Settings) { s.Arrivals = "poisson" }, 1, Deviations{}, "arrivals constant ≠ poisson"},
+		{"arrivals", func(s *record.Settings) { s.Arrivals = "poisson" }, 1, record.Deviations{}, "arrivals constant ≠ poisson"},
 		// Signing, target and duration may differ: noted, not refused.
-		{"signing", func(s *Settings) { s.Signing = "jit"; s.Target = "other" }, 1, Deviations{}, ""},
+		{"signing", func(s *record.Settings) { s.Signing = "jit"; s.Target = "other" }, 1, record.Deviations{}, ""},
 		// 10 of 200 sends were Creates in place of Follows: another mix.
-		{"follows diverted", nil, 1, Deviations{FollowsDiverted: 10},
+		{"follows diverted", nil, 1, record.Deviations{FollowsDiverted: 10},
 			"effective mix: Follows sent as Creates 0 (0.00% of sends) ≠ 10 (5.00%)"},
 		// One in 200 (0.5 %) is within a percentage point: the same mix.
-		{"one follow diverted", nil, 1, Deviations{FollowsDiverted: 1}, ""},
+		{"one follow diverted", nil, 1, record.Deviations{FollowsDiverted: 1}, ""},
 		// A persona without posts got no Likes.
-		{"persona without posts", nil, 1, Deviations{PersonasWithoutPosts: []string{"a@sut.test"}},
+		{"persona without posts", nil, 1, record.Deviations{PersonasWithoutPosts: []string{"a@sut.test"}},
 			"effective mix: personas without posts (no Likes) 0 ≠ 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			head := run.record(t, Settings{Mix: "create=2,like=1"})
+			head := run.record(t, record.Settings{Mix: "create=2,like=1"})
 			if c.edit != nil {
 				c.edit(&head.Settings)
 			}
 			head.Deviations = c.dev
 			for i := 1; i < c.gens; i++ {
-				head.Parts = append(head.Parts, Part{ID: "X"})
+				head.Parts = append(head.Parts, record.Part{ID: "X"})
 			}
-			err := Comparable(base, head)
+			err := record.Comparable(base, head)
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrIncomparable) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, record.ErrIncomparable) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want ErrIncomparable naming %q", err, c.want)
 			}
-			if _, err := Compare(base, head, CompareOptions{MaxRegression: 0.15}); !errors.Is(err, ErrIncomparable) {
+			if _, err := record.Compare(base, head, record.CompareOptions{MaxRegression: 0.15}); !errors.Is(err, record.ErrIncomparable) {
 				t.Errorf("Compare without Force: %v", err)
 			}
-			cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, Force: true})
+			cmp, err := record.Compare(base, head, record.CompareOptions{MaxRegression: 0.15, Force: true})
 			if err != nil {
 				t.Fatalf("Compare with Force: %v", err)
 			}
@@ -264,9 +268,9 @@ func TestParseCompareMetrics(t *testing.T) {
 		{"p101", "quantile", false},                               // out of range
 		{"speed", "unknown metric", false},                        // unknown
 	} {
-		ms, err := ParseCompareMetrics(c.in)
+		ms, err := record.ParseCompareMetrics(c.in)
 		if !c.ok {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%q: err = %v, want a UsageError naming %q", c.in, err, c.want)
 			}
@@ -301,7 +305,7 @@ func TestParseThreshold(t *testing.T) {
 		{"NaN", 0, false},     // not a number either
 		{"Inf%", 0, false},    // no threshold at all: leave the flag out instead
 	} {
-		got, err := ParseThreshold(c.in)
+		got, err := record.ParseThreshold(c.in)
 		if (err == nil) != c.ok || math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%q: %v, %v; want %v ok=%v", c.in, got, err, c.want, c.ok)
 		}
@@ -313,7 +317,7 @@ func FuzzParseCompareMetrics(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := ParseCompareMetrics(s)
+		ms, err := record.ParseCompareMetrics(s)
 		if err != nil {
 			return
 		}
@@ -322,7 +326,7 @@ func FuzzParseCompareMetrics(f *testing.F) {
 		for _, m := range ms {
 			names = append(names, m.Name())
 		}
-		again, err := ParseCompareMetrics(strings.Join(names, ","))
+		again, err := record.ParseCompareMetrics(strings.Join(names, ","))
 		if err != nil || len(again) != len(ms) {
 			t.Fatalf("%q → %q does not reparse: %v", s, names, err)
 		}
@@ -334,7 +338,7 @@ func FuzzParseThreshold(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseThreshold(s)
+		v, err := record.ParseThreshold(s)
 		if err == nil && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
 			t.Fatalf("%q → %v", s, v)
 		}
@@ -344,16 +348,16 @@ func FuzzParseThreshold(f *testing.F) {
 // TestCompareTableGolden: the printed comparison of a run with one whose
 // Creates got slower and failed more often, its Likes unchanged.
 func TestCompareTableGolden(t *testing.T) {
-	mk := func(createScale time.Duration, createErrEvery int, signing string) *Record {
-		types := map[string]*Stats{
-			"Create": fakeStats(1000, func(i int) time.Duration { return time.Duration(i+1) * createScale }, every(createErrEvery, Class503)),
-			"Like":   fakeStats(500, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, every(100, Class429)),
+	mk := func(createScale time.Duration, createErrEvery int, signing string) *record.Record {
+		types := map[string]*record.Stats{
+			"Create": recordtest.Sends(1000, func(i int) time.Duration { return time.Duration(i+1) * createScale }, recordtest.Every(createErrEvery, record.Class503)),
+			"Like":   recordtest.Sends(500, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Every(100, record.Class429)),
 		}
-		s := Settings{Label: "golden", Arrivals: "constant", Mix: "create=2,like=1", Signing: signing}
-		return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+		s := record.Settings{Label: "golden", Arrivals: "constant", Mix: "create=2,like=1", Signing: signing}
+		return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, types), s))
 	}
 	base, head := mk(time.Millisecond, 200, "pipeline"), mk(1400*time.Microsecond, 40, "jit")
-	cmp, err := Compare(base, head, CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: DefaultLatencyFloor})
+	cmp, err := record.Compare(base, head, record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +366,7 @@ func TestCompareTableGolden(t *testing.T) {
 	if err := cmp.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.golden", b.Bytes())
+	recordtest.Golden(t, "compare.golden", b.Bytes(), *update)
 }
 
 // TestCompareCrashingSUTIsNotFaster: the head's SUT answered its first 300
@@ -372,27 +376,27 @@ func TestCompareTableGolden(t *testing.T) {
 // sends, and the comparison says so; its errors regress.
 func TestCompareCrashingSUTIsNotFaster(t *testing.T) {
 	lat := func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }
-	run := func(crashAt int) *Record {
-		st := fakeStats(1000, func(i int) time.Duration {
+	run := func(crashAt int) *record.Record {
+		st := recordtest.Sends(1000, func(i int) time.Duration {
 			if i >= crashAt {
 				return 500 * time.Microsecond
 			}
 			return lat(i)
-		}, func(i int) Class {
+		}, func(i int) record.Class {
 			if i >= crashAt {
-				return ClassConnError
+				return record.ClassConnError
 			}
-			return Class202
+			return record.Class202
 		})
-		return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": st}),
-			Settings{Arrivals: "constant", Mix: "create=1"}))
+		return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": st}),
+			record.Settings{Arrivals: "constant", Mix: "create=1"}))
 	}
 	base, head := run(1000), run(300)
-	ms, err := ParseCompareMetrics("p95,errors")
+	ms, err := record.ParseCompareMetrics("p95,errors")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := Compare(base, head, CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001})
+	cmp, err := record.Compare(base, head, record.CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,34 +411,34 @@ func TestCompareCrashingSUTIsNotFaster(t *testing.T) {
 // noisyRun is a run of n sends per type (Create, Like) whose latencies are
 // drawn from one log-normal distribution (median median) with rng: two
 // calls with other rngs are two runs of the same SUT.
-func noisyRun(t *testing.T, rng *rand.Rand, n int, median time.Duration, errShare float64) *Record {
+func noisyRun(t *testing.T, rng *rand.Rand, n int, median time.Duration, errShare float64) *record.Record {
 	t.Helper()
-	types := map[string]*Stats{}
+	types := map[string]*record.Stats{}
 	for _, typ := range []string{"Create", "Like"} {
 		lat := make([]time.Duration, n)
-		cls := make([]Class, n)
+		cls := make([]record.Class, n)
 		for i := range n {
 			lat[i] = time.Duration(float64(median) * math.Exp(0.6*rng.NormFloat64()))
-			cls[i] = Class202
+			cls[i] = record.Class202
 			if rng.Float64() < errShare {
-				cls[i] = Class503
+				cls[i] = record.Class503
 			}
 		}
-		types[typ] = fakeStats(n, func(i int) time.Duration { return lat[i] }, func(i int) Class { return cls[i] })
+		types[typ] = recordtest.Sends(n, func(i int) time.Duration { return lat[i] }, func(i int) record.Class { return cls[i] })
 	}
-	s := Settings{Arrivals: "constant", Mix: "create=1,like=1"}
-	return roundTrip(t, mustRecord(t, fakeResult(t0, 10*time.Second, types), s))
+	s := record.Settings{Arrivals: "constant", Mix: "create=1,like=1"}
+	return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, types), s))
 }
 
 // TestCompareIsNoiseAware: runs of one SUT differ only by sampling, and
 // their comparison never regresses; a SUT twice as slow, or failing ten
 // times as often, does, on the same number of sends.
 func TestCompareIsNoiseAware(t *testing.T) {
-	ms, err := ParseCompareMetrics("p50,p95,p99,errors,rate,throughput")
+	ms, err := record.ParseCompareMetrics("p50,p95,p99,errors,rate,throughput")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: DefaultLatencyFloor}
+	opts := record.CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		name      string
@@ -453,7 +457,7 @@ func TestCompareIsNoiseAware(t *testing.T) {
 			for i := range 40 { // 40 pairs of 250-send runs, as a 5 s run at 50/s
 				base := noisyRun(t, rng, 125, 4*time.Millisecond, 0.01)
 				head := noisyRun(t, rng, 125, time.Duration(c.headScale*float64(4*time.Millisecond)), c.headErr)
-				cmp, err := Compare(base, head, opts)
+				cmp, err := record.Compare(base, head, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -471,14 +475,14 @@ func TestCompareIsNoiseAware(t *testing.T) {
 // because of one stalled second (its per-second p99 jumps once) moved
 // within its second-to-second spread; a run slower in every second did not.
 func TestCompareBatchNoise(t *testing.T) {
-	ms, err := ParseCompareMetrics("p95")
+	ms, err := record.ParseCompareMetrics("p95")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := CompareOptions{Metrics: ms, MaxRegression: 0.15, LatencyFloor: DefaultLatencyFloor}
+	opts := record.CompareOptions{Metrics: ms, MaxRegression: 0.15, LatencyFloor: record.DefaultLatencyFloor}
 	// run is 10 s of 100 sends a second; second stall (1-based, 0 = none)
 	// is slow× slower, and so are all seconds when stall is -1.
-	run := func(slow float64, stall int) *Record {
+	run := func(slow float64, stall int) *record.Record {
 		lat := func(i int) time.Duration {
 			d := time.Duration(2+i%7) * time.Millisecond
 			if sec := i/100 + 1; stall == -1 || sec == stall {
@@ -486,27 +490,27 @@ func TestCompareBatchNoise(t *testing.T) {
 			}
 			return d
 		}
-		res := fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": fakeStats(1000, lat, always(Class202))})
+		res := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(1000, lat, recordtest.Always(record.Class202))})
 		for i := range res.Timeline {
 			tk := &res.Timeline[i]
 			if stall == -1 || tk.T == stall {
 				tk.LatencyP99 = int64(slow * float64(tk.LatencyP99))
 			}
 		}
-		return roundTrip(t, mustRecord(t, res, Settings{Arrivals: "constant", Mix: "create=1"}))
+		return recordtest.RoundTrip(t, recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant", Mix: "create=1"}))
 	}
 	base := run(1, 0)
 	for _, c := range []struct {
 		name string
-		head *Record
-		want Verdict
+		head *record.Record
+		want record.Verdict
 	}{
 		// One second 20× slower: p95 jumps, but so does that second alone.
-		{"one stalled second", run(20, 4), VerdictSame},
+		{"one stalled second", run(20, 4), record.VerdictSame},
 		// Every second 3× slower: a regression.
-		{"slower throughout", run(3, -1), VerdictRegressed},
+		{"slower throughout", run(3, -1), record.VerdictRegressed},
 	} {
-		cmp, err := Compare(base, c.head, opts)
+		cmp, err := record.Compare(base, c.head, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package flood
+package record
 
 import (
 	"bytes"
@@ -104,8 +104,8 @@ func ParseThreshold(s string) (float64, error) {
 	return v / 100, nil
 }
 
-// offeredRate is the rate the run's generators were asked for together.
-func offeredRate(r *Record) float64 { return r.Settings.Rate * float64(r.Generators()) }
+// OfferedRate is the rate the run's generators were asked for together.
+func (r *Record) OfferedRate() float64 { return r.Settings.Rate * float64(r.Generators()) }
 
 // sameMix compares two --mix values by their proportions (create=2,like=1
 // is create=4,like=2); values that do not parse compare as strings.
@@ -130,8 +130,8 @@ func sameMix(a, b string) bool {
 // differ: Compare notes it.
 func Comparable(base, head *Record) error {
 	var d []string
-	if ob, oh := offeredRate(base), offeredRate(head); ob != oh {
-		d = append(d, fmt.Sprintf("offered rate %s/s ≠ %s/s", fmtNum(ob), fmtNum(oh)))
+	if ob, oh := base.OfferedRate(), head.OfferedRate(); ob != oh {
+		d = append(d, fmt.Sprintf("offered rate %s/s ≠ %s/s", FormatNumber(ob), FormatNumber(oh)))
 	}
 	if !sameMix(base.Settings.Mix, head.Settings.Mix) {
 		d = append(d, fmt.Sprintf("mix %q ≠ %q", base.Settings.Mix, head.Settings.Mix))
@@ -288,7 +288,7 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			c.Notes = append(c.Notes, side.name+": the generator, not the SUT, was the bottleneck: its figures include the crowd's own limits")
 		}
 		if side.r.Partial {
-			c.Notes = append(c.Notes, side.name+": partial run ("+side.r.PartialReason+")")
+			c.Notes = append(c.Notes, side.name+": partial run ("+string(side.r.PartialReason)+")")
 		}
 	}
 	if ab, ah := answeredShare(base, ""), answeredShare(head, ""); ah < ab-o.ShareFloor {
@@ -374,229 +374,6 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 	return row
 }
 
-// answeredShare is the share of type typ's ("" = all) completed sends that
-// got an HTTP answer (1 when none completed).
-func answeredShare(r *Record, typ string) float64 {
-	t, ok := r.Type(typ)
-	if !ok || t.Counts.Completed == 0 {
-		return 1
-	}
-	return float64(t.Latency.Count) / float64(t.Counts.Completed)
-}
-
-// fewSends reports whether duration metric g of type typ in r rests on too
-// few sends to judge: fewer than fewBeyond beyond its quantile, or a max.
-func fewSends(r *Record, typ string, g Gate) bool {
-	switch g.Metric {
-	case "max", "p100":
-		return true
-	case "min", "mean":
-		return histCount(r, typ, g) < fewBeyond
-	}
-	return float64(histCount(r, typ, g))*(1-g.quantile/100) < fewBeyond
-}
-
-// withinNoise reports whether base's and head's values of m (type typ)
-// differ by no more than sampling noise (see noiseZ). A figure whose noise
-// cannot be bounded (a histogram that does not decode) is not noise.
-func withinNoise(base, head *Record, typ string, m CompareMetric) bool {
-	switch m.g.kind {
-	case kindDuration:
-		bl, bh, ok1 := quantileBounds(base, typ, m.g)
-		hl, hh, ok2 := quantileBounds(head, typ, m.g)
-		return ok1 && ok2 && hl <= bh && bl <= hh // the intervals overlap
-	case kindCount:
-		g := m.g
-		g.Type = typ
-		nb, ofb, ok1 := g.counter(base)
-		nh, ofh, ok2 := g.counter(head)
-		if !ok1 || !ok2 || ofb == 0 || ofh == 0 {
-			return false
-		}
-		p := float64(nb+nh) / float64(ofb+ofh)
-		sd := math.Sqrt(p * (1 - p) * (1/float64(ofb) + 1/float64(ofh)))
-		return math.Abs(float64(nb)/float64(ofb)-float64(nh)/float64(ofh)) <= noiseZ*sd
-	case kindRate:
-		b, okB := metricValue(base, typ, m)
-		h, okH := metricValue(head, typ, m)
-		if !okB || !okH || base.Measured <= 0 || head.Measured <= 0 {
-			return false
-		}
-		// A rate is a count over the window: Poisson, variance = count.
-		sd := math.Sqrt(b/base.Measured + h/head.Measured)
-		return math.Abs(b-h) <= noiseZ*sd
-	}
-	return false
-}
-
-// withinBatchNoise reports whether b and h, the values of m in base and
-// head, differ by no more than the runs' second-to-second spread allows:
-// each run's standard error is its per-second series' (see batchSeries)
-// standard deviation over √seconds, relative to the series' mean for a
-// duration or a rate (and so scaled to each type's value), absolute for a
-// share. Runs of fewer than two measured seconds, or a metric without a
-// per-second series, have no batch bound.
-func withinBatchNoise(base, head *Record, m CompareMetric, b, h float64) bool {
-	series := batchSeries(m)
-	if series == nil {
-		return false
-	}
-	seB, kB := batchSE(base, series, m.isShare())
-	seH, kH := batchSE(head, series, m.isShare())
-	if kB < 2 || kH < 2 {
-		return false
-	}
-	if !m.isShare() {
-		seB, seH = seB*b, seH*h
-	}
-	return math.Abs(h-b) <= studentT99(min(kB, kH)-1)*math.Hypot(seB, seH)
-}
-
-// batchSeries is the timeline's per-second value that tracks metric m, nil
-// when the timeline has none: latency p99 for a latency quantile from p90
-// up (and max), p50 below; lateness p99; the send and 2xx rates; the error,
-// drop and 429 shares. A tick without the series' denominator is skipped.
-func batchSeries(m CompareMetric) func(Tick) (float64, bool) {
-	g := m.g
-	share := func(n func(Tick) int64, of func(Tick) int64) func(Tick) (float64, bool) {
-		return func(t Tick) (float64, bool) {
-			if of(t) == 0 {
-				return 0, false
-			}
-			return float64(n(t)) / float64(of(t)), true
-		}
-	}
-	completed := func(t Tick) int64 { return t.Completed }
-	switch g.kind {
-	case kindDuration:
-		switch {
-		case g.Family == "lateness":
-			return func(t Tick) (float64, bool) { return float64(t.LatenessP99), t.Completed > 0 }
-		case g.Family != "latency":
-			return nil
-		case g.quantile >= 90 || g.Metric == "max":
-			return func(t Tick) (float64, bool) { return float64(t.LatencyP99), t.Completed > 0 }
-		}
-		return func(t Tick) (float64, bool) { return float64(t.LatencyP50), t.Completed > 0 }
-	case kindRate:
-		if g.Metric == "throughput" {
-			return func(t Tick) (float64, bool) { return float64(t.OK) / t.Span, t.Span > 0 }
-		}
-		return func(t Tick) (float64, bool) { return float64(t.Sent) / t.Span, t.Span > 0 }
-	case kindCount:
-		switch g.Metric {
-		case "errors":
-			return share(func(t Tick) int64 { return t.Errors }, completed)
-		case "dropped":
-			return share(func(t Tick) int64 { return t.Dropped }, func(t Tick) int64 { return t.Offered })
-		case "status429":
-			return share(func(t Tick) int64 { return t.Status429 }, completed)
-		case "ok":
-			return share(func(t Tick) int64 { return t.OK }, completed)
-		}
-	}
-	return nil
-}
-
-// batchSE is the standard error of r's figure by batch means over the
-// whole seconds of its measured window (warm-up and a last partial second
-// left out): the standard deviation of the per-second series over √k,
-// relative to the series' mean unless absolute; k is the number of seconds.
-func batchSE(r *Record, series func(Tick) (float64, bool), absolute bool) (se float64, k int) {
-	var vals []float64
-	for _, t := range r.Timeline {
-		if t.Warmup || t.Span < 1 {
-			continue
-		}
-		if v, ok := series(t); ok {
-			vals = append(vals, v)
-		}
-	}
-	if len(vals) < 2 {
-		return 0, len(vals)
-	}
-	var sum, sq float64
-	for _, v := range vals {
-		sum += v
-	}
-	mean := sum / float64(len(vals))
-	for _, v := range vals {
-		sq += (v - mean) * (v - mean)
-	}
-	se = math.Sqrt(sq/float64(len(vals)-1)) / math.Sqrt(float64(len(vals)))
-	if !absolute {
-		if mean <= 0 {
-			return 0, 0
-		}
-		se /= mean
-	}
-	return se, len(vals)
-}
-
-// studentT99 is Student's t for a two-sided 99 % interval with dof degrees
-// of freedom (a table; noiseZ beyond 30).
-func studentT99(dof int) float64 {
-	table := [...]float64{0, 63.66, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169,
-		3.106, 3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845,
-		2.831, 2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750}
-	if dof < 1 {
-		return math.Inf(1)
-	}
-	if dof < len(table) {
-		return table[dof]
-	}
-	return noiseZ
-}
-
-// quantileBounds is the distribution-free confidence interval (noiseZ) of
-// quantile metric g of type typ in r: the values at the ranks n·q ± z·√(n·q·(1−q)),
-// read from its histogram.
-func quantileBounds(r *Record, typ string, g Gate) (lo, hi float64, ok bool) {
-	hr, ok := histOf(r, typ, g)
-	if !ok {
-		return 0, 0, false
-	}
-	hist, err := hr.Decode()
-	n := float64(hist.TotalCount())
-	if err != nil || n == 0 {
-		return 0, 0, false
-	}
-	q := g.quantile / 100
-	if g.Metric == "mean" || g.Metric == "min" {
-		q = 0.5 // their noise is no larger than the median's; a bound is all the rule needs
-		if g.Metric == "min" {
-			q = 0
-		}
-	}
-	d := noiseZ * math.Sqrt(q*(1-q)/n)
-	return float64(hist.ValueAtQuantile(100 * max(0, q-d))), float64(hist.ValueAtQuantile(100 * min(1, q+d))), true
-}
-
-// histOf is the histogram of duration metric g for type typ ("" = all).
-func histOf(r *Record, typ string, g Gate) (HistRecord, bool) {
-	if g.Family == "dispatch" {
-		return r.Dispatch, true
-	}
-	t, ok := r.Type(typ)
-	if !ok {
-		return HistRecord{}, false
-	}
-	switch g.Family {
-	case "service":
-		return t.Service, true
-	case "lateness":
-		return t.Lateness, true
-	}
-	return t.Latency, true
-}
-
-// histCount is how many values the histogram of duration metric g holds
-// for type typ ("" = all).
-func histCount(r *Record, typ string, g Gate) int64 {
-	h, _ := histOf(r, typ, g)
-	return h.Count
-}
-
 // metricValue is m of type typ ("" = all) in r.
 func metricValue(r *Record, typ string, m CompareMetric) (float64, bool) {
 	g := m.g
@@ -647,36 +424,12 @@ func (c *Comparison) Regressed() bool { return len(c.Regressions()) > 0 }
 func (m CompareMetric) formatValue(v float64) string {
 	switch m.g.kind {
 	case kindDuration:
-		return fmtUS(int64(math.Round(v)))
+		return FormatMicros(int64(math.Round(v)))
 	case kindCount:
 		return fmtShare(v)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
 }
-
-// fmtShare formats a fraction as a percentage with two decimals, or three
-// significant digits below 0.01 %.
-func fmtShare(v float64) string {
-	p := 100 * v
-	if p != 0 && p < 0.01 {
-		return strconv.FormatFloat(p, 'g', 3, 64) + "%"
-	}
-	return strconv.FormatFloat(p, 'f', 2, 64) + "%"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// fmtPercent formats a fraction as a percentage without trailing zeros
-// (0.15 → "15%").
-func fmtPercent(v float64) string { return strconv.FormatFloat(100*v, 'g', 4, 64) + "%" }
-
-// fmtNum formats a rate or count without trailing zeros.
-func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // formatChange renders a row's change: relative for durations and rates,
 // relative and in percentage points for shares.
@@ -714,7 +467,7 @@ func describe(name string, r *Record) string {
 	if r.Generators() > 1 {
 		gens = fmt.Sprintf(" (%d generators)", r.Generators())
 	}
-	return fmt.Sprintf("%s: %s/s %s%s, mix %s, %.1fs measured from %s UTC", name, fmtNum(offeredRate(r)),
+	return fmt.Sprintf("%s: %s/s %s%s, mix %s, %.1fs measured from %s UTC", name, FormatNumber(r.OfferedRate()),
 		s.Arrivals, gens, s.Mix, r.Measured, r.Start.UTC().Format("2006-01-02 15:04:05"))
 }
 
@@ -723,13 +476,13 @@ func describe(name string, r *Record) string {
 func (c *Comparison) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base %s\nhead %s\n", describe(c.BaseName, c.Base), describe(c.HeadName, c.Head))
-	th := fmtPercent(c.Options.MaxRegression)
+	th := FormatPercent(c.Options.MaxRegression)
 	latFloor := ""
 	if c.Options.LatencyFloor > 0 {
-		latFloor = ", a latency also by " + fmtUS(int64(math.Round(c.Options.LatencyFloor))) + " or more"
+		latFloor = ", a latency also by " + FormatMicros(int64(math.Round(c.Options.LatencyFloor))) + " or more"
 	}
 	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more%s)\n",
-		th, strings.TrimSuffix(fmtPercent(c.Options.ShareFloor), "%"), latFloor)
+		th, strings.TrimSuffix(FormatPercent(c.Options.ShareFloor), "%"), latFloor)
 	fmt.Fprintf(&b, "  and beyond the two runs' sampling noise at %s confidence (a quantile: their order-statistic intervals apart; a share: a two-proportion test; a rate: Poisson counts)\n", noiseConfidence)
 	fmt.Fprintf(&b, "  and beyond their second-to-second spread (batch means over the measured seconds, Student's t);\n")
 	fmt.Fprintf(&b, "  a quantile with fewer than %d sends beyond it, or a max, is shown but never judged\n\n", fewBeyond)

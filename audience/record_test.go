@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -36,34 +36,34 @@ func golden(t *testing.T, name string, got []byte) {
 // sampleRecord is a run record like the reference run's (300/s for 60 s,
 // 20 personas, 50 follows), made by hand so its figures are known.
 func sampleRecord() *Record {
-	var tally flood.Tally
-	tally.Classes[flood.Class202] = 14100
-	tally.Classes[flood.Class429] = 3800
-	tally.Classes[flood.ClassTimeout] = 100
-	var creates flood.Tally
-	creates.Classes[flood.Class202] = 8460
-	creates.Classes[flood.Class429] = 2280
-	fr := &flood.Record{
-		Schema: flood.RecordSchema, Version: flood.RecordVersion,
-		Settings: flood.Settings{Label: "reference", Rate: 300, Arrivals: "constant", Duration: time.Minute,
+	var tally record.Tally
+	tally.Classes[record.Class202] = 14100
+	tally.Classes[record.Class429] = 3800
+	tally.Classes[record.ClassTimeout] = 100
+	var creates record.Tally
+	creates.Classes[record.Class202] = 8460
+	creates.Classes[record.Class429] = 2280
+	fr := &record.Record{
+		Schema: record.RecordSchema, Version: record.RecordVersion,
+		Settings: record.Settings{Label: "reference", Rate: 300, Arrivals: "constant", Duration: time.Minute,
 			Mix: "create=6,like=3,follow=1", Signing: "pipeline", Target: "20 personas (load0@gts.test … load19@gts.test)"},
-		Parts: []flood.Part{{ID: "PART", Start: time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC)}},
+		Parts: []record.Part{{ID: "PART", Start: time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC)}},
 		Start: time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC), End: time.Date(2026, 10, 5, 9, 1, 0, 300e6, time.UTC),
 		Measured: 60, HistUnit: "us",
-		Overall: flood.TypeRecord{Counts: flood.Counts{Offered: 18000, Sent: 18000, Completed: 18000}, Tally: tally,
-			Latency: flood.HistRecord{Quantiles: flood.Quantiles{Count: 18000, P50: 12000, P95: 47000, P99: 81000}}},
-		Types: map[string]*flood.TypeRecord{"Create": {Counts: flood.Counts{Offered: 10740, Sent: 10740, Completed: 10740}, Tally: creates}},
+		Overall: record.TypeRecord{Counts: record.Counts{Offered: 18000, Sent: 18000, Completed: 18000}, Tally: tally,
+			Latency: record.HistRecord{Quantiles: record.Quantiles{Count: 18000, P50: 12000, P95: 47000, P99: 81000}}},
+		Types: map[string]*record.TypeRecord{"Create": {Counts: record.Counts{Offered: 10740, Sent: 10740, Completed: 10740}, Tally: creates}},
 	}
 	return &Record{Record: fr, Run: &RunSection{
 		Schema: RunSchema, Version: RunVersion, SUT: "https://gts.test",
 		Personas: []string{"load0@gts.test", "load1@gts.test"}, Follows: 50, Followers: 2, ProbeHz: 4,
 		Setup: SetupStats{Seconds: 41.5, FollowsRequested: 1000, FollowsAccepted: 1000, CrowdFollowsRequested: 40, CrowdFollowsAccepted: 40, Posts: 40},
 		Home: HomeStats{Probes: 4800, OK: 4790, Errors: 10, ErrorClasses: map[string]int64{"429": 10},
-			Latency: flood.Quantiles{Count: 4790, P50: 9000, P95: 27000, P99: 64000}},
+			Latency: record.Quantiles{Count: 4790, P50: 9000, P95: 27000, P99: 64000}},
 		Visibility: VisibilityStats{Sent: 10740, Accepted: 8460, Refused: 2280, Seen: 8455, NeverSeen: 2, Buried: 3,
-			Latency: flood.Quantiles{Count: 8455, P50: 310000, P95: 2900000, P99: 4100000}},
+			Latency: record.Quantiles{Count: 8455, P50: 310000, P95: 2900000, P99: 4100000}},
 		Drain:     DrainStats{Seconds: 60, Complete: false, Timeout: 60},
-		Delivery:  DeliveryStats{Posts: 240, Expected: 480, Reached: 478, Completeness: 478.0 / 480, Latency: flood.Quantiles{P50: 90000, P95: 350000}},
+		Delivery:  DeliveryStats{Posts: 240, Expected: 480, Reached: 478, Completeness: 478.0 / 480, Latency: record.Quantiles{P50: 90000, P95: 350000}},
 		Sweep:     &SweepStats{Personas: 2, Pages: 6, Found: 3},
 		NotesFile: "20261005-090000-reference.notes.jsonl",
 	}}
@@ -99,7 +99,7 @@ func TestSummary(t *testing.T) {
 func TestRecordFiles(t *testing.T) {
 	dir := t.TempDir()
 	rec := sampleRecord()
-	path, err := flood.WriteRecord(dir, rec.Record)
+	path, err := record.WriteRecord(dir, rec.Record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +111,9 @@ func TestRecordFiles(t *testing.T) {
 	if err := json.Unmarshal(raw, &top); err != nil || top["schema"] == nil || top["run"] == nil || top["overall"] == nil {
 		t.Fatalf("the record's top level: %v %v", err, top)
 	}
-	fr, err := flood.LoadRecord(path)
-	if err != nil || fr.Overall.Tally.Classes[flood.Class202] != 14100 {
-		t.Fatalf("flood.LoadRecord of a run record: %v", err)
+	fr, err := record.LoadRecord(path)
+	if err != nil || fr.Overall.Tally.Classes[record.Class202] != 14100 {
+		t.Fatalf("record.LoadRecord of a run record: %v", err)
 	}
 	got, err := LoadRecord(path)
 	if err != nil || got.Run.Visibility.NeverSeen != 2 || got.Run.Visibility.Buried != 3 || got.Run.Sweep == nil || got.Run.Sweep.Found != 3 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
@@ -123,7 +123,7 @@ func TestRecordFiles(t *testing.T) {
 		t.Error("LoadRecord of a missing file")
 	}
 	// A flood record alone is not a run record.
-	plain, _ := flood.WriteRecord(dir, sampleRecord().Record)
+	plain, _ := record.WriteRecord(dir, sampleRecord().Record)
 	if _, err := LoadRecord(plain); err == nil || !strings.Contains(err.Error(), "not a crowd run record") {
 		t.Errorf("LoadRecord of a flood record: %v", err)
 	}

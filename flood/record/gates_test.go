@@ -1,27 +1,13 @@
-package flood
+package record_test
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
-)
 
-// gateRecord: 1000 Creates (latency i ms, so p95 ≈ 950 ms; 1 in 20 is a
-// 429) and 500 Likes at 2 ms; 10 s measured; 25 dropped of 1525 offered.
-func gateRecord(t testing.TB) *Record {
-	t.Helper()
-	create := fakeStats(1000, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, every(20, Class429))
-	like := fakeStats(500, func(int) time.Duration { return 2 * time.Millisecond }, always(Class202))
-	create.Counts.Offered += 25
-	create.Counts.Dropped = 25
-	r, err := fakeResult(t0, 10*time.Second, map[string]*Stats{"Create": create, "Like": like}).Record(Settings{Label: "gates"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+	"github.com/crowdfed/crowd/flood/record"
+
+	"github.com/crowdfed/crowd/flood/record/recordtest"
+)
 
 func TestParseGate(t *testing.T) {
 	for _, tc := range []struct {
@@ -68,9 +54,9 @@ func TestParseGate(t *testing.T) {
 		{"bogus<1", ""},                                          // unknown metric
 		{".p95<1s", ""},                                          // empty type
 	} {
-		g, err := ParseGate(tc.expr)
+		g, err := record.ParseGate(tc.expr)
 		if tc.canon == "" {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Errorf("%q: err = %v, want a *UsageError", tc.expr, err)
 			}
@@ -87,7 +73,7 @@ func TestParseGate(t *testing.T) {
 }
 
 func TestGateEval(t *testing.T) {
-	r := gateRecord(t)
+	r := recordtest.Gated(t)
 	for _, tc := range []struct {
 		expr  string
 		holds bool
@@ -113,7 +99,7 @@ func TestGateEval(t *testing.T) {
 		{"Follow.p95<1s", false, false}, // no Follows: no data, not met
 		{"Follow.errors==0", false, false},
 	} {
-		g, err := ParseGate(tc.expr)
+		g, err := record.ParseGate(tc.expr)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.expr, err)
 		}
@@ -121,44 +107,6 @@ func TestGateEval(t *testing.T) {
 		if res.Holds != tc.holds || res.Known != tc.known {
 			t.Errorf("%s: holds %v known %v, want %v %v (%s)", tc.expr, res.Holds, res.Known, tc.holds, tc.known, res)
 		}
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	r := gateRecord(t)
-	check := func(exprs ...string) ([]GateResult, error) {
-		gates, err := ParseGates(exprs)
-		if err != nil {
-			return nil, err
-		}
-		res, _ := CheckGates(r, gates)
-		return res, nil
-	}
-	for _, tc := range []struct {
-		name  string
-		exprs []string
-		err   error
-		want  int
-	}{
-		{"all gates met", []string{"Like.p95<3ms", "errors<5%"}, nil, 0},
-		{"no gates", nil, nil, 0},
-		{"one gate missed", []string{"Like.p95<3ms", "errors<1%"}, nil, 1},
-		{"no data is a miss", []string{"Follow.p95<1s"}, nil, 1},
-		{"usage error", []string{"p95<5%"}, nil, 2},
-		{"invalid plan", nil, fmt.Errorf("flood: %w", ErrInvalidPlan), 2},
-		{"run failed", nil, errors.New("dial tcp: refused"), 1},
-	} {
-		res, err := check(tc.exprs...)
-		if tc.err != nil {
-			err = tc.err
-		}
-		if got := ExitCode(err, res); got != tc.want {
-			t.Errorf("%s: exit %d, want %d (%v)", tc.name, got, tc.want, err)
-		}
-	}
-	res, _ := check("errors<1%")
-	if s := res[0].String(); !strings.Contains(s, "missed") || !strings.Contains(s, "3.333%") {
-		t.Errorf("result text %q", s)
 	}
 }
 
@@ -170,17 +118,17 @@ func FuzzParseGate(f *testing.F) {
 		"status429<5%", "Create.service.p99>1ms", "throughput!=0", "p0>=0s", "mean<1h"} {
 		f.Add(s)
 	}
-	r := gateRecord(f)
+	r := recordtest.Gated(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		g, err := ParseGate(s)
+		g, err := record.ParseGate(s)
 		if err != nil {
-			var ue *UsageError
+			var ue *record.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%q: error %v is not a *UsageError", s, err)
 			}
 			return
 		}
-		g2, err := ParseGate(g.String())
+		g2, err := record.ParseGate(g.String())
 		if err != nil {
 			t.Fatalf("%q: canonical %q does not parse: %v", s, g.String(), err)
 		}

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // DefaultHomeLimit is how many statuses a probe asks for: Mastodon's
@@ -59,7 +58,7 @@ type HomeStats struct {
 	Skipped int64 `json:"skipped"`
 	// Latency of the probes that answered 2xx (request to the end of the
 	// body), in µs.
-	Latency flood.Quantiles `json:"latency"`
+	Latency record.Quantiles `json:"latency"`
 }
 
 // probeClass is the error class of a failed probe.
@@ -106,14 +105,14 @@ func (p *Prober) Run(ctx context.Context) HomeStats {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, t := range p.Targets {
-		sh := &probeShard{hist: newHist(), st: HomeStats{ErrorClasses: map[string]int64{}}}
+		sh := &probeShard{hist: record.NewHist(), st: HomeStats{ErrorClasses: map[string]int64{}}}
 		shards[i] = sh
 		offset := period * time.Duration(i) / time.Duration(len(p.Targets))
 		wg.Go(func() { p.loop(ctx, t, sh, start.Add(offset), period, limit, timeout) })
 	}
 	wg.Wait()
 	out := HomeStats{ErrorClasses: map[string]int64{}}
-	h := newHist()
+	h := record.NewHist()
 	for _, sh := range shards {
 		out.Probes += sh.st.Probes
 		out.OK += sh.st.OK
@@ -126,7 +125,7 @@ func (p *Prober) Run(ctx context.Context) HomeStats {
 		}
 		h.Merge(sh.hist)
 	}
-	out.Latency = flood.Summarize(h)
+	out.Latency = record.Summarize(h)
 	if len(out.ErrorClasses) == 0 {
 		out.ErrorClasses = nil
 	}
@@ -158,7 +157,7 @@ func (p *Prober) loop(ctx context.Context, t ProbeTarget, sh *probeShard, next t
 			sh.st.ErrorClasses[probeClass(err)]++
 		} else {
 			sh.st.OK++
-			recordDur(sh.hist, t1.Sub(t0))
+			record.RecordDuration(sh.hist, t1.Sub(t0))
 			if partial {
 				sh.st.Partial++
 			}

@@ -1,7 +1,6 @@
-package flood
+package record_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -11,32 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/crowdfed/crowd/flood/record"
+
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// roundTrip encodes and decodes a record, as merging records from files does.
-func roundTrip(t *testing.T, r *Record) *Record {
-	t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeRecord(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return back
-}
-
-func mustRecord(t *testing.T, res *Result, s Settings) *Record {
-	t.Helper()
-	r, err := res.Record(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // TestMergeExact: two generators' records, merged after a trip through
 // JSON, give exactly the percentiles of one histogram holding every value.
@@ -52,27 +33,27 @@ func TestMergeExact(t *testing.T) {
 		}
 		return func(i int) time.Duration { return vals[i] }
 	}
-	a := fakeResult(t0, 10*time.Second, map[string]*Stats{
-		"Create": fakeStats(5000, gen(5000, 3), every(20, Class429)),
-		"Like":   fakeStats(2000, gen(2000, 40), always(Class202)),
+	a := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{
+		"Create": recordtest.Sends(5000, gen(5000, 3), recordtest.Every(20, record.Class429)),
+		"Like":   recordtest.Sends(2000, gen(2000, 40), recordtest.Always(record.Class202)),
 	})
-	b := fakeResult(t0.Add(300*time.Millisecond), 10*time.Second, map[string]*Stats{
-		"Create": fakeStats(7000, gen(7000, 900), every(10, ClassTimeout)),
-		"Follow": fakeStats(1000, gen(1000, 1), always(Class401)),
+	b := recordtest.Run(t0.Add(300*time.Millisecond), 10*time.Second, map[string]*record.Stats{
+		"Create": recordtest.Sends(7000, gen(7000, 900), recordtest.Every(10, record.ClassTimeout)),
+		"Follow": recordtest.Sends(1000, gen(1000, 1), recordtest.Always(record.Class401)),
 	})
-	s := Settings{Label: "merge", Arrivals: "constant", Mix: "create=6,like=3,follow=1", Signing: "pipeline"}
+	s := record.Settings{Label: "merge", Arrivals: "constant", Mix: "create=6,like=3,follow=1", Signing: "pipeline"}
 	s.Shard = "1/2"
-	ra := roundTrip(t, mustRecord(t, a, s))
+	ra := recordtest.RoundTrip(t, recordtest.MustRecord(t, a, s))
 	s.Shard = "2/2"
-	rb := roundTrip(t, mustRecord(t, b, s))
+	rb := recordtest.RoundTrip(t, recordtest.MustRecord(t, b, s))
 
-	m, err := Merge(ra, rb)
+	m, err := record.Merge(ra, rb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	single := newHist()
+	single := record.NewHist()
 	for _, v := range all {
-		recordDur(single, v)
+		record.RecordDuration(single, v)
 	}
 	// Answered sends are in latency, the timeouts in failed: together they
 	// hold every value.
@@ -88,7 +69,7 @@ func TestMergeExact(t *testing.T) {
 		t.Errorf("failed holds %d values, want the 700 timeouts", failed.TotalCount())
 	}
 	h.Merge(failed)
-	if got, want := Summarize(h), Summarize(single); got != want {
+	if got, want := record.Summarize(h), record.Summarize(single); got != want {
 		t.Errorf("merged summary %+v\nwant %+v", got, want)
 	}
 	if !h.Equals(single) {
@@ -102,10 +83,10 @@ func TestMergeExact(t *testing.T) {
 	if c := m.Overall.Counts; c.Sent != 15000 || c.Completed != 15000 {
 		t.Errorf("merged counts %+v, want 15000", c)
 	}
-	if got := m.Overall.Tally.Classes[ClassTimeout]; got != 700 {
+	if got := m.Overall.Tally.Classes[record.ClassTimeout]; got != 700 {
 		t.Errorf("timeouts %d, want 700", got)
 	}
-	if got := m.Overall.Tally.Classes[Class429]; got != 250 || m.Overall.Tally.RetryAfter != 250 {
+	if got := m.Overall.Tally.Classes[record.Class429]; got != 250 || m.Overall.Tally.RetryAfter != 250 {
 		t.Errorf("429 %d Retry-After %d, want 250", got, m.Overall.Tally.RetryAfter)
 	}
 	if got := m.TypeNames(); !reflect.DeepEqual(got, []string{"Create", "Follow", "Like"}) {
@@ -126,7 +107,7 @@ func TestMergeExact(t *testing.T) {
 		t.Errorf("merged timeline %d ticks, first %+v", len(m.Timeline), m.Timeline[0])
 	}
 	// A merged record can itself be merged (here: alone).
-	if _, err := Merge(m); err != nil {
+	if _, err := record.Merge(m); err != nil {
 		t.Errorf("re-merging a merged record: %v", err)
 	}
 }
@@ -134,41 +115,41 @@ func TestMergeExact(t *testing.T) {
 // TestMergeRefuses: records that cannot be combined are refused, with the
 // reason named.
 func TestMergeRefuses(t *testing.T) {
-	res := func() *Result {
-		return fakeResult(t0, 5*time.Second, map[string]*Stats{"Create": fakeStats(10, func(int) time.Duration { return time.Millisecond }, always(Class202))})
+	res := func() *record.Result {
+		return recordtest.Run(t0, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
 	}
-	base := Settings{Label: "x", Arrivals: "constant", Shard: "1/2"}
-	rec := func(edit func(*Settings)) *Record {
+	base := record.Settings{Label: "x", Arrivals: "constant", Shard: "1/2"}
+	rec := func(edit func(*record.Settings)) *record.Record {
 		s := base
 		if edit != nil {
 			edit(&s)
 		}
-		return mustRecord(t, res(), s)
+		return recordtest.MustRecord(t, res(), s)
 	}
 	one := rec(nil)
-	foreign := rec(func(s *Settings) { s.Shard = "2/2" })
+	foreign := rec(func(s *record.Settings) { s.Shard = "2/2" })
 	foreign.Overall.Latency.HDR = encodedForeign(t)
 	for _, tc := range []struct {
 		name string
-		recs []*Record
+		recs []*record.Record
 		want string
 	}{
 		{"nothing to merge", nil, "no records"},
-		{"different label", []*Record{one, rec(func(s *Settings) { s.Label = "y"; s.Shard = "2/2" })}, "label"},
-		{"different rate", []*Record{one, func() *Record {
-			r := rec(func(s *Settings) { s.Shard = "2/2" })
+		{"different label", []*record.Record{one, rec(func(s *record.Settings) { s.Label = "y"; s.Shard = "2/2" })}, "label"},
+		{"different rate", []*record.Record{one, func() *record.Record {
+			r := rec(func(s *record.Settings) { s.Shard = "2/2" })
 			r.Settings.Rate = 200
 			return r
 		}()}, "rate"},
-		{"different mix", []*Record{one, rec(func(s *Settings) { s.Mix = "like=1"; s.Shard = "2/2" })}, "mix"},
-		{"same shard twice", []*Record{one, rec(nil)}, "shard 1/2 appears twice"},
-		{"same record twice", []*Record{one, one}, "a second time"},
-		{"shards of different runs", []*Record{one, rec(func(s *Settings) { s.Shard = "2/3" })}, "shard"},
-		{"sharded with unsharded", []*Record{one, rec(func(s *Settings) { s.Shard = "" })}, "shard"},
-		{"foreign histogram geometry", []*Record{one, foreign}, "geometry"},
+		{"different mix", []*record.Record{one, rec(func(s *record.Settings) { s.Mix = "like=1"; s.Shard = "2/2" })}, "mix"},
+		{"same shard twice", []*record.Record{one, rec(nil)}, "shard 1/2 appears twice"},
+		{"same record twice", []*record.Record{one, one}, "a second time"},
+		{"shards of different runs", []*record.Record{one, rec(func(s *record.Settings) { s.Shard = "2/3" })}, "shard"},
+		{"sharded with unsharded", []*record.Record{one, rec(func(s *record.Settings) { s.Shard = "" })}, "shard"},
+		{"foreign histogram geometry", []*record.Record{one, foreign}, "geometry"},
 	} {
-		_, err := Merge(tc.recs...)
-		if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tc.want) {
+		_, err := record.Merge(tc.recs...)
+		if !errors.Is(err, record.ErrMerge) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrMerge mentioning %q", tc.name, err, tc.want)
 		}
 	}
@@ -179,18 +160,18 @@ func encodedForeign(t *testing.T) string {
 	t.Helper()
 	f := hdrNew(1, 1000, 2)
 	_ = f.RecordValue(5)
-	hr, err := encodeHist(f)
+	b, err := f.Encode(hdr.V2CompressedEncodingCookieBase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hr.HDR
+	return string(b)
 }
 
 func TestRecordJSONRoundTrip(t *testing.T) {
-	r := mustRecord(t, fakeResult(t0, 3*time.Second, map[string]*Stats{
-		"Create": fakeStats(300, func(i int) time.Duration { return time.Duration(i) * time.Millisecond }, every(7, Class503)),
-	}), Settings{Label: "rt", Mix: "create=1", Signing: "presign", Target: "load%d@sut.test", Warmup: time.Second})
-	back := roundTrip(t, r)
+	r := recordtest.MustRecord(t, recordtest.Run(t0, 3*time.Second, map[string]*record.Stats{
+		"Create": recordtest.Sends(300, func(i int) time.Duration { return time.Duration(i) * time.Millisecond }, recordtest.Every(7, record.Class503)),
+	}), record.Settings{Label: "rt", Mix: "create=1", Signing: "presign", Target: "load%d@sut.test", Warmup: time.Second})
+	back := recordtest.RoundTrip(t, r)
 	if !reflect.DeepEqual(r, back) {
 		a, _ := json.Marshal(r)
 		b, _ := json.Marshal(back)
@@ -207,7 +188,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 		if bad == string(b) {
 			t.Fatalf("%s: nothing replaced", tc.name)
 		}
-		if _, err := DecodeRecord(strings.NewReader(bad)); err == nil {
+		if _, err := record.DecodeRecord(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
@@ -215,21 +196,21 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 
 func TestWriteRecord(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out", "load")
-	r := mustRecord(t, fakeResult(t0, 2*time.Second, map[string]*Stats{
-		"Like": fakeStats(200, func(int) time.Duration { return 3 * time.Millisecond }, always(Class202)),
-	}), Settings{Label: "smoke/run 1"})
-	p1, err := WriteRecord(dir, r)
+	r := recordtest.MustRecord(t, recordtest.Run(t0, 2*time.Second, map[string]*record.Stats{
+		"Like": recordtest.Sends(200, func(int) time.Duration { return 3 * time.Millisecond }, recordtest.Always(record.Class202)),
+	}), record.Settings{Label: "smoke/run 1"})
+	p1, err := record.WriteRecord(dir, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := WriteRecord(dir, r)
+	p2, err := record.WriteRecord(dir, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Base(p1) != "20261130-120000-smoke_run_1.json" || filepath.Base(p2) != "20261130-120000-smoke_run_1-2.json" {
 		t.Errorf("files %s, %s", p1, p2)
 	}
-	if _, err := LoadRecord(p2); err != nil {
+	if _, err := record.LoadRecord(p2); err != nil {
 		t.Error(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "runs.md"))

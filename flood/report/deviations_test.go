@@ -1,23 +1,27 @@
-package flood
+package report
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // TestDeviationsAreShownEverywhere: what a run changed from what it was
 // asked, and its seed, are in every rendering of its record, and merge.
 func TestDeviationsAreShownEverywhere(t *testing.T) {
-	mk := func(shard string, dev Deviations) *Record {
-		res := fakeResult(t0, 5*time.Second, map[string]*Stats{"Create": fakeStats(100, func(int) time.Duration { return time.Millisecond }, always(Class202))})
-		r := mustRecord(t, res, Settings{Arrivals: "constant", Mix: "create=1,like=1,follow=1", Shard: shard})
+	mk := func(shard string, dev record.Deviations) *record.Record {
+		res := recordtest.Run(t0, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
+		r := recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant", Mix: "create=1,like=1,follow=1", Shard: shard})
 		r.Parts[0].Seed = 42
 		r.Deviations = dev
-		return roundTrip(t, r)
+		return recordtest.RoundTrip(t, r)
 	}
-	r := mk("", Deviations{FollowsDiverted: 3, PersonasWithoutPosts: []string{"b@sut.test", "a@sut.test"}})
+	r := mk("", record.Deviations{FollowsDiverted: 3, PersonasWithoutPosts: []string{"b@sut.test", "a@sut.test"}})
 	var table, md, html bytes.Buffer
 	for _, err := range []error{WriteTable(&table, r), WriteMarkdown(&md, r, "x.json"), WriteHTML(&html, r)} {
 		if err != nil {
@@ -42,12 +46,12 @@ func TestDeviationsAreShownEverywhere(t *testing.T) {
 	}
 	// A run that did what it was asked says nothing of the kind.
 	var plain bytes.Buffer
-	if err := WriteTable(&plain, mk("", Deviations{})); err != nil || strings.Contains(plain.String(), "CHANGED") {
+	if err := WriteTable(&plain, mk("", record.Deviations{})); err != nil || strings.Contains(plain.String(), "CHANGED") {
 		t.Errorf("a run without deviations: %v\n%s", err, plain.String())
 	}
 	// Shards merge: the diverted Follows add up, the personas unite.
-	m, err := Merge(mk("1/2", Deviations{FollowsDiverted: 1, PersonasWithoutPosts: []string{"a@sut.test"}}),
-		mk("2/2", Deviations{FollowsDiverted: 2, PersonasWithoutPosts: []string{"c@sut.test", "a@sut.test"}}))
+	m, err := record.Merge(mk("1/2", record.Deviations{FollowsDiverted: 1, PersonasWithoutPosts: []string{"a@sut.test"}}),
+		mk("2/2", record.Deviations{FollowsDiverted: 2, PersonasWithoutPosts: []string{"c@sut.test", "a@sut.test"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

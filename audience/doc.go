@@ -25,6 +25,9 @@
 //   - Record (record.go): the flood's record plus a "run" section, a
 //     Markdown row, and a per-note log.
 //
-// The package speaks HTTP only: it imports nothing of the crowd's servers,
-// and the flood only for its record types.
+// It is an observer of a run, never of the flood's internals: it speaks
+// HTTP only, imports nothing of the crowd's servers nor the engine, and
+// reads and extends the run record through flood/record (whose histogram
+// geometry its histograms share, so they merge and compare with the
+// flood's).
 package audience

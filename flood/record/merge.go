@@ -1,0 +1,184 @@
+package record
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Merge combines the records of generators that ran the same settings at the
+// same time (a sharded run) into one: counts and tallies add up, histograms
+// merge exactly (so merged percentiles are those of one histogram of all the
+// values), timelines add up second by second on the wall clock. It refuses,
+// wrapping ErrMerge: settings that differ in anything but the shard, a shard
+// or record present twice, shards of different totals, sharded with unsharded
+// records, and histograms of another geometry. Timeline percentiles of a
+// merged record are the maximum over the generators (an upper bound); all
+// other figures are exact. The merged record's MeasuredSeconds is the longest
+// of the inputs (the generators ran concurrently).
+func Merge(recs ...*Record) (*Record, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%w: no records", ErrMerge)
+	}
+	first := recs[0]
+	out := &Record{
+		Schema:   RecordSchema,
+		Version:  RecordVersion,
+		Settings: first.Settings,
+		HistUnit: "us",
+		Types:    map[string]*TypeRecord{},
+	}
+	out.Settings.Shard = ""
+	seen := map[string]bool{}
+	shardN := ""
+	var reasons []string
+	for i, r := range recs {
+		if r.Schema != RecordSchema || r.Version != RecordVersion {
+			return nil, fmt.Errorf("%w: record %d is %s v%d", ErrMerge, i+1, r.Schema, r.Version)
+		}
+		if d := first.Settings.diff(r.Settings); len(d) > 0 {
+			return nil, fmt.Errorf("%w: record %d's settings differ from record 1's: %s", ErrMerge, i+1, strings.Join(d, ", "))
+		}
+		for _, p := range r.Parts {
+			if seen[p.ID] {
+				return nil, fmt.Errorf("%w: record %d contains run %s a second time", ErrMerge, i+1, p.ID)
+			}
+			seen[p.ID] = true
+			_, n, ok := strings.Cut(p.Shard, "/")
+			if !ok {
+				n = ""
+			}
+			if len(out.Parts) == 0 {
+				shardN = n
+			} else if n != shardN {
+				return nil, fmt.Errorf("%w: record %d is shard %q, others are %q", ErrMerge, i+1, p.Shard, out.Parts[0].Shard)
+			}
+			if p.Shard != "" && slices.ContainsFunc(out.Parts, func(q Part) bool { return q.Shard == p.Shard }) {
+				return nil, fmt.Errorf("%w: shard %s appears twice (record %d)", ErrMerge, p.Shard, i+1)
+			}
+			out.Parts = append(out.Parts, p)
+		}
+		if out.Start.IsZero() || r.Start.Before(out.Start) {
+			out.Start = r.Start
+		}
+		if r.End.After(out.End) {
+			out.End = r.End
+		}
+		out.Measured = max(out.Measured, r.Measured)
+		out.Window = laterWindow(out.Window, r.Window)
+		if r.Partial {
+			out.Partial = true
+			if r.PartialReason != "" && !slices.Contains(reasons, string(r.PartialReason)) {
+				reasons = append(reasons, string(r.PartialReason))
+			}
+		}
+		out.Warmup.Merge(r.Warmup)
+		out.Deviations.merge(r.Deviations)
+	}
+	out.PartialReason = StopReason(strings.Join(reasons, "; "))
+
+	// Histograms: decode, merge, re-encode.
+	overall, err := mergeTypes(recs, "")
+	if err != nil {
+		return nil, err
+	}
+	if out.Overall, err = typeRecord(overall); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, r := range recs {
+		for k := range r.Types {
+			names[k] = true
+		}
+	}
+	for name := range names {
+		st, err := mergeTypes(recs, name)
+		if err != nil {
+			return nil, err
+		}
+		tr, err := typeRecord(st)
+		if err != nil {
+			return nil, err
+		}
+		out.Types[name] = &tr
+	}
+	disp := NewHist()
+	for i, r := range recs {
+		h, err := r.Dispatch.Decode()
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d dispatch: %v", ErrMerge, i+1, err)
+		}
+		disp.Merge(h)
+	}
+	if out.Dispatch, err = encodeHist(disp); err != nil {
+		return nil, err
+	}
+	out.Timeline = mergeTimelines(out.Start, recs)
+	out.Settings.MaxInflight = first.Settings.MaxInflight
+	out.finish()
+	return out, nil
+}
+
+// mergeTypes merges type name ("" = overall) of every record.
+func mergeTypes(recs []*Record, name string) (*Stats, error) {
+	st := NewStats()
+	for i, r := range recs {
+		var tr *TypeRecord
+		if name == "" {
+			tr = &r.Overall
+		} else if tr = r.Types[name]; tr == nil {
+			continue
+		}
+		st.Counts.Merge(tr.Counts)
+		st.Tally.Merge(tr.Tally)
+		for _, p := range []struct {
+			dst *hdr.Histogram
+			src HistRecord
+		}{{st.Latency, tr.Latency}, {st.Service, tr.Service}, {st.Lateness, tr.Lateness}, {st.Accepted, tr.Accepted}, {st.Failed, tr.Failed}} {
+			h, err := p.src.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("%w: record %d type %q: %v", ErrMerge, i+1, name, err)
+			}
+			if dropped := p.dst.Merge(h); dropped != 0 {
+				return nil, fmt.Errorf("%w: record %d type %q: %d values out of range", ErrMerge, i+1, name, dropped)
+			}
+		}
+	}
+	return st, nil
+}
+
+// laterWindow is the window of generators that ran together: each offset
+// the latest of the two (they share a schedule, started within a second).
+func laterWindow(a, b Window) Window {
+	return Window{FirstDue: max(a.FirstDue, b.FirstDue), LastDue: max(a.LastDue, b.LastDue), LastSent: max(a.LastSent, b.LastSent),
+		LastAnswer: max(a.LastAnswer, b.LastAnswer), ScheduleEnd: max(a.ScheduleEnd, b.ScheduleEnd)}
+}
+
+// mergeTimelines adds the ticks that end in the same wall-clock second.
+func mergeTimelines(start time.Time, recs []*Record) []Tick {
+	var out []Tick
+	for _, r := range recs {
+		shift := int(math.Round(r.Start.Sub(start).Seconds()))
+		for _, t := range r.Timeline {
+			i := t.T + shift - 1
+			for len(out) <= i {
+				out = append(out, Tick{T: len(out) + 1, Warmup: true})
+			}
+			m := &out[i]
+			m.Span = max(m.Span, t.Span)
+			m.Warmup = m.Warmup && t.Warmup
+			m.Inflight += t.Inflight
+			m.Absorb(t)
+		}
+	}
+	for i := range out {
+		if out[i].Span == 0 { // a second no generator covered
+			out[i].Warmup = false
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// reportRecord is a deterministic record: Creates with a 429 share, Likes,
+// 12 drops, a partial end.
+func reportRecord(t *testing.T) *record.Record {
+	t.Helper()
+	create := recordtest.Sends(2400, func(i int) time.Duration { return time.Duration(1+i%400) * 250 * time.Microsecond }, recordtest.Every(40, record.Class429))
+	create.Counts.Offered += 12
+	create.Counts.Dropped = 12
+	like := recordtest.Sends(600, func(i int) time.Duration { return time.Duration(1+i%100) * 100 * time.Microsecond }, recordtest.Every(300, record.ClassTimeout))
+	res := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": create, "Like": like})
+	res.Partial, res.Reason, res.Rate = true, "interrupted", 300
+	rec, err := res.Record(record.Settings{Label: "report", Arrivals: "poisson", Mix: "create=4,like=1", Signing: "pipeline", Warmup: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Parts[0].ID = "FIXEDID"
+	return rec
+}
+
+func TestWriteTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, reportRecord(t)); err != nil {
+		t.Fatal(err)
+	}
+	recordtest.Golden(t, "table.golden", b.Bytes(), *update)
+}
+
+func TestMarkdownRowGolden(t *testing.T) {
+	r := reportRecord(t)
+	recordtest.Golden(t, "runs_row.golden", []byte(record.MarkdownHeader()+r.MarkdownRow(r.FileName())), *update)
+}
+
+func TestLiveGolden(t *testing.T) {
+	p := record.Progress{
+		Elapsed: 27 * time.Second, Total: 60 * time.Second,
+		Tick:    record.Tick{T: 27, Span: 1, Sent: 300, LatencyP50: 3100, LatencyP99: 12400, LatencyMax: 20100, LatenessP99: 180},
+		Offered: 8112, Sent: 8100, Dropped: 12, Starved: 1, Completed: 8097, OK: 8080, Errors: 17, Status429: 9, Inflight: 3,
+	}
+	var b bytes.Buffer
+	term := NewLive(&b, true)
+	term.Update(p)
+	p.Warmup = true
+	term.Update(p)
+	term.Done()
+	term.Done() // only one newline
+	plain := NewLive(&b, false)
+	plain.Update(p)
+	recordtest.Golden(t, "live.golden", b.Bytes(), *update)
+	if n := strings.Count(b.String(), "\n"); n != 2 {
+		t.Errorf("%d newlines, want 2 (one ending the terminal line, one plain line)", n)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{record.FormatDuration(0), "0"},
+		{record.FormatDuration(850 * time.Microsecond), "850µs"},
+		{record.FormatDuration(3210 * time.Microsecond), "3.21ms"},
+		{record.FormatDuration(45600 * time.Microsecond), "45.6ms"},
+		{record.FormatDuration(123 * time.Millisecond), "123ms"},
+		{record.FormatDuration(1250 * time.Millisecond), "1.25s"},
+		{fmtSeconds(27 * time.Second), "27s"},
+		{fmtSeconds(125 * time.Second), "2m05s"},
+		{record.Percent(0, 0), "-"},
+		{record.Percent(0, 10), "0%"},
+		{record.Percent(1, 3000), "0.033%"},
+		{record.Percent(1, 30), "3.3%"},
+		{record.Percent(1, 2), "50%"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
