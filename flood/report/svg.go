@@ -146,115 +146,159 @@ func (p *svgPlot) inY(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && (!p.y.log || v > 0)
 }
 
+// render draws the plot as one <svg> element: the frame and grid under the
+// data, the legend above the frame.
 func (p *svgPlot) render() template.HTML {
 	var b strings.Builder
-	esc := template.HTMLEscapeString
 	fmt.Fprintf(&b, `<svg id="%s" class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`+"\n",
 		p.id, plotW, plotH, plotW, plotH, esc(p.title))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", plotW, plotH)
+	p.writeBands(&b)
+	p.writeGrid(&b)
+	p.writeData(&b)
+	p.writeLegend(&b)
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
+}
+
+// esc escapes text for an SVG attribute or element.
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// writeBands shades the bands, clipped to the x axis.
+func (p *svgPlot) writeBands(b *strings.Builder) {
 	for _, band := range p.bands {
 		x0, x1 := p.px(math.Max(band[0], p.x.lo)), p.px(math.Min(band[1], p.x.hi))
 		if x1 > x0 {
-			fmt.Fprintf(&b, `<rect class="warmup" x="%s" y="%d" width="%s" height="%d" fill="%s"/>`+"\n",
+			fmt.Fprintf(b, `<rect class="warmup" x="%s" y="%d" width="%s" height="%d" fill="%s"/>`+"\n",
 				f1(x0), plotTop, f1(x1-x0), plotInnerH, warmupColor)
 		}
 	}
+}
+
+// writeGrid draws a grid line and label per tick of each axis, the axis
+// names and the frame.
+func (p *svgPlot) writeGrid(b *strings.Builder) {
 	b.WriteString(`<g class="grid" font-size="11" fill="#444">` + "\n")
 	for _, t := range p.y.ticks {
 		y := p.py(t.v)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="%s"/><text x="%d" y="%s" text-anchor="end">%s</text>`+"\n",
+		fmt.Fprintf(b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="%s"/><text x="%d" y="%s" text-anchor="end">%s</text>`+"\n",
 			plotLeft, f1(y), plotW-plotRight, f1(y), gridColor, plotLeft-6, f1(y+4), esc(t.label))
 	}
 	for _, t := range p.x.ticks {
 		x := p.px(t.v)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s"/><text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n",
+		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s"/><text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n",
 			f1(x), plotTop, f1(x), plotTop+plotInnerH, gridColor, f1(x), plotTop+plotInnerH+16, esc(t.label))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotInnerW/2, plotH-8, esc(p.xName))
-	fmt.Fprintf(&b, `<text x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`+"\n",
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotInnerW/2, plotH-8, esc(p.xName))
+	fmt.Fprintf(b, `<text x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`+"\n",
 		plotTop+plotInnerH/2, plotTop+plotInnerH/2, esc(p.yName))
 	b.WriteString("</g>\n")
-	fmt.Fprintf(&b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n",
+	fmt.Fprintf(b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n",
 		plotLeft, plotTop, plotInnerW, plotInnerH, axisColor)
+}
 
+// writeData draws the bars, then the lines over them; a plot with nothing
+// to draw says "no data" rather than showing an empty frame.
+func (p *svgPlot) writeData(b *strings.Builder) {
 	b.WriteString(`<g class="data">` + "\n")
 	drawn := 0
-	// Stacked bars: one path per series, a rectangle per x.
-	if len(p.bars) > 0 {
-		base := make([]float64, len(p.bars[0].pts))
-		for _, s := range p.bars {
-			var d strings.Builder
-			for i, pt := range s.pts {
-				if pt.y <= 0 || math.IsNaN(pt.y) {
-					continue
-				}
-				half := p.barHalf[i]
-				x0, x1 := p.px(pt.x-half), p.px(pt.x+half)
-				y0, y1 := p.py(base[i]), p.py(base[i]+pt.y)
-				fmt.Fprintf(&d, "M%s %sH%sV%sH%sZ", f1(x0), f1(y0), f1(x1), f1(y1), f1(x0))
-				base[i] += pt.y
-			}
-			if d.Len() == 0 {
-				continue
-			}
-			drawn++
-			fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="%s" stroke="none"/>`+"\n", esc(s.name), d.String(), s.color)
-		}
+	for _, s := range p.barPaths() {
+		drawn++
+		fmt.Fprintf(b, `<path class="series" data-series="%s" d="%s" fill="%s" stroke="none"/>`+"\n", esc(s.name), s.d, s.color)
 	}
 	for _, s := range p.lines {
-		var d strings.Builder
-		pen := false
-		for _, pt := range s.pts {
-			if !p.inY(pt.y) {
-				pen = false
-				continue
-			}
-			op := "L"
-			if !pen {
-				op = "M"
-			}
-			fmt.Fprintf(&d, "%s%s %s", op, f1(p.px(pt.x)), f1(p.py(math.Min(math.Max(pt.y, p.y.lo), p.y.hi))))
-			pen = true
-		}
-		if d.Len() == 0 {
+		d := p.linePath(s)
+		if d == "" {
 			continue
 		}
 		drawn++
-		style := ` stroke-width="2"`
-		if s.dash {
-			style += ` stroke-dasharray="6 4"`
-		}
-		if s.wide {
-			style = ` stroke-width="6" stroke-opacity="0.45"`
-		}
-		fmt.Fprintf(&b, `<path class="series" data-series="%s" d="%s" fill="none" stroke="%s"%s stroke-linejoin="round"/>`+"\n",
-			esc(s.name), d.String(), s.color, style)
+		fmt.Fprintf(b, `<path class="series" data-series="%s" d="%s" fill="none" stroke="%s"%s stroke-linejoin="round"/>`+"\n",
+			esc(s.name), d, s.color, lineStyle(s))
 	}
 	b.WriteString("</g>\n")
 	if drawn == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="14" fill="#888">%s</text>`+"\n",
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="14" fill="#888">%s</text>`+"\n",
 			plotLeft+plotInnerW/2, plotTop+plotInnerH/2, "no data")
 	}
+}
 
-	// Legend, above the frame, left to right.
+// barPath is the outline of one bar series: a rectangle per x.
+type barPath struct{ name, color, d string }
+
+// barPaths stacks the bar series in order, each on the ones before it; a
+// series with no positive value has no path.
+func (p *svgPlot) barPaths() []barPath {
+	if len(p.bars) == 0 {
+		return nil
+	}
+	var out []barPath
+	base := make([]float64, len(p.bars[0].pts))
+	for _, s := range p.bars {
+		var d strings.Builder
+		for i, pt := range s.pts {
+			if pt.y <= 0 || math.IsNaN(pt.y) {
+				continue
+			}
+			half := p.barHalf[i]
+			x0, x1 := p.px(pt.x-half), p.px(pt.x+half)
+			y0, y1 := p.py(base[i]), p.py(base[i]+pt.y)
+			fmt.Fprintf(&d, "M%s %sH%sV%sH%sZ", f1(x0), f1(y0), f1(x1), f1(y1), f1(x0))
+			base[i] += pt.y
+		}
+		if d.Len() > 0 {
+			out = append(out, barPath{s.name, s.color, d.String()})
+		}
+	}
+	return out
+}
+
+// linePath is the path of one line series, clamped to the y axis; a point
+// the axis cannot show lifts the pen. Empty when no point can be drawn.
+func (p *svgPlot) linePath(s series) string {
+	var d strings.Builder
+	pen := false
+	for _, pt := range s.pts {
+		if !p.inY(pt.y) {
+			pen = false
+			continue
+		}
+		op := "L"
+		if !pen {
+			op = "M"
+		}
+		fmt.Fprintf(&d, "%s%s %s", op, f1(p.px(pt.x)), f1(p.py(math.Min(math.Max(pt.y, p.y.lo), p.y.hi))))
+		pen = true
+	}
+	return d.String()
+}
+
+// lineStyle is the stroke of a line series, the same on the plot and in
+// the legend: wide and translucent, else 2 units, dashed if asked.
+func lineStyle(s series) string {
+	switch {
+	case s.wide:
+		return ` stroke-width="6" stroke-opacity="0.45"`
+	case s.dash:
+		return ` stroke-width="2" stroke-dasharray="6 4"`
+	}
+	return ` stroke-width="2"`
+}
+
+// writeLegend names every series above the frame, left to right, bars
+// first.
+func (p *svgPlot) writeLegend(b *strings.Builder) {
 	b.WriteString(`<g class="legend" font-size="12" fill="#222">` + "\n")
 	x := plotLeft
 	for _, s := range append(append([]series{}, p.bars...), p.lines...) {
-		style := ` stroke-width="2"`
-		switch {
-		case isBar(p, s):
+		style := lineStyle(s)
+		if isBar(p, s) {
 			style = ` stroke-width="8"`
-		case s.wide:
-			style = ` stroke-width="6" stroke-opacity="0.45"`
-		case s.dash:
-			style += ` stroke-dasharray="6 4"`
 		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="16" x2="%d" y2="16" stroke="%s"%s/><text x="%d" y="20">%s</text>`+"\n",
+		fmt.Fprintf(b, `<line x1="%d" y1="16" x2="%d" y2="16" stroke="%s"%s/><text x="%d" y="20">%s</text>`+"\n",
 			x, x+22, s.color, style, x+28, esc(s.name))
 		x += 28 + 7*len([]rune(s.name)) + 22
 	}
-	b.WriteString("</g>\n</svg>")
-	return template.HTML(b.String())
+	b.WriteString("</g>\n")
 }
 
 func isBar(p *svgPlot, s series) bool {
