@@ -310,60 +310,72 @@ func perSecond(n int64, t record.Tick) float64 {
 	return float64(n) / t.Span
 }
 
+// tickLine is one per-second figure of a timeline plot: its name, its
+// colour and how it is read from a tick.
+type tickLine struct {
+	name, color string
+	dash        bool
+	v           func(record.Tick) int64
+}
+
+// over is the line drawn over ticks at each tick's middle, y(count, tick)
+// its height (NaN where there is no figure).
+func (l tickLine) over(ticks []record.Tick, y func(int64, record.Tick) float64) series {
+	s := series{name: l.name, color: l.color, dash: l.dash}
+	for _, t := range ticks {
+		s.pts = append(s.pts, point{tickMid(t), y(l.v(t), t)})
+	}
+	return s
+}
+
+// yRange is the lowest and highest y of the lines, NaN aside; +Inf and 0
+// when there is none.
+func yRange(lines []series) (lo, hi float64) {
+	lo, hi = math.Inf(1), 0.0
+	for _, s := range lines {
+		for _, pt := range s.pts {
+			if !math.IsNaN(pt.y) {
+				lo, hi = math.Min(lo, pt.y), math.Max(hi, pt.y)
+			}
+		}
+	}
+	return lo, hi
+}
+
 func latencyTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-latency-time", title: "Latency over time", x: timeAxis(r), xName: "time since start",
 		yName: "latency", bands: warmupBands(r)}
-	type line struct {
-		name, color string
-		dash        bool
-		v           func(record.Tick) int64
+	ticks := plotTicks(r)
+	latency := func(n int64, t record.Tick) float64 {
+		if t.Completed == 0 || n <= 0 {
+			return math.NaN() // nothing completed: no figure, not zero
+		}
+		return float64(n)
 	}
-	lines := []line{
+	for _, l := range []tickLine{
 		{"p50", "#1f77b4", false, func(t record.Tick) int64 { return t.LatencyP50 }},
 		{"p99", "#d62728", false, func(t record.Tick) int64 { return t.LatencyP99 }},
 		{"max", "#7f7f7f", true, func(t record.Tick) int64 { return t.LatencyMax }},
 		{"lateness p99", "#ff7f0e", true, func(t record.Tick) int64 { return t.LatenessP99 }},
+	} {
+		p.lines = append(p.lines, l.over(ticks, latency))
 	}
-	lo, hi := math.Inf(1), 0.0
-	for _, l := range lines {
-		s := series{name: l.name, color: l.color, dash: l.dash}
-		for _, t := range plotTicks(r) {
-			v := float64(l.v(t))
-			if t.Completed == 0 || v <= 0 {
-				v = math.NaN() // nothing completed: no figure, not zero
-			} else {
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
-			}
-			s.pts = append(s.pts, point{tickMid(t), v})
-		}
-		p.lines = append(p.lines, s)
-	}
-	p.y = durationAxis(lo, hi)
+	p.y = durationAxis(yRange(p.lines))
 	return p.render()
 }
 
 func rateTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-rate-time", title: "Offered and achieved rate", x: timeAxis(r), xName: "time since start",
 		yName: "per second", bands: warmupBands(r)}
-	type line struct {
-		name, color string
-		dash        bool
-		v           func(record.Tick) int64
-	}
-	hi := 0.0
-	for _, l := range []line{
+	ticks := plotTicks(r)
+	for _, l := range []tickLine{
 		{"offered", "#7f7f7f", true, func(t record.Tick) int64 { return t.Offered }},
 		{"sent", "#1f77b4", false, func(t record.Tick) int64 { return t.Sent }},
 		{"2xx", "#2ca02c", false, func(t record.Tick) int64 { return t.OK }},
 	} {
-		s := series{name: l.name, color: l.color, dash: l.dash}
-		for _, t := range plotTicks(r) {
-			v := perSecond(l.v(t), t)
-			hi = math.Max(hi, v)
-			s.pts = append(s.pts, point{tickMid(t), v})
-		}
-		p.lines = append(p.lines, s)
+		p.lines = append(p.lines, l.over(ticks, perSecond))
 	}
+	_, hi := yRange(p.lines)
 	p.y = linearAxis(hi, numLabel)
 	return p.render()
 }
@@ -371,29 +383,21 @@ func rateTimePlot(r *record.Record) template.HTML {
 func statusTimePlot(r *record.Record) template.HTML {
 	p := &svgPlot{id: "plot-status-time", title: "Status over time", x: timeAxis(r), xName: "time since start",
 		yName: "per second", bands: warmupBands(r)}
-	type bar struct {
-		name, color string
-		v           func(record.Tick) int64
-	}
+	ticks := plotTicks(r)
 	hi := 0.0
-	for _, t := range plotTicks(r) {
+	for _, t := range ticks {
 		p.barHalf = append(p.barHalf, t.Span/2*0.9)
 		hi = math.Max(hi, perSecond(t.OK+t.Errors+t.Dropped, t))
 	}
-	for _, bb := range []bar{
-		{"2xx", "#2ca02c", func(t record.Tick) int64 { return t.OK }},
-		{"429", "#ff7f0e", func(t record.Tick) int64 { return t.Status429 }},
-		{"other errors", "#d62728", func(t record.Tick) int64 { return t.Errors - t.Status429 }},
-		{"dropped", "#9467bd", func(t record.Tick) int64 { return t.Dropped }},
+	for _, bar := range []tickLine{
+		{"2xx", "#2ca02c", false, func(t record.Tick) int64 { return t.OK }},
+		{"429", "#ff7f0e", false, func(t record.Tick) int64 { return t.Status429 }},
+		{"other errors", "#d62728", false, func(t record.Tick) int64 { return t.Errors - t.Status429 }},
+		{"dropped", "#9467bd", false, func(t record.Tick) int64 { return t.Dropped }},
 	} {
-		s := series{name: bb.name, color: bb.color}
-		seen := false
-		for _, t := range plotTicks(r) {
-			v := perSecond(bb.v(t), t)
-			seen = seen || v > 0
-			s.pts = append(s.pts, point{tickMid(t), v})
-		}
-		if seen { // a class that never occurred gets no legend entry
+		s := bar.over(ticks, perSecond)
+		// A class that never occurred gets no legend entry.
+		if slices.ContainsFunc(s.pts, func(pt point) bool { return pt.y > 0 }) {
 			p.bars = append(p.bars, s)
 		}
 	}
