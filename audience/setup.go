@@ -120,6 +120,20 @@ type FollowOptions struct {
 	Progress func(string)
 }
 
+// withDefaults is o with each unset field at its default.
+func (o FollowOptions) withDefaults() FollowOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Poll <= 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	return o
+}
+
 // Follow makes each persona follow its crowd actors through the client API
 // (look the actor up, resolving it on the SUT, then follow it) and waits
 // until the relationships show following=true (the Accepts came) or ctx
@@ -127,105 +141,109 @@ type FollowOptions struct {
 // an error naming the persona and the actor; follows still not accepted
 // when ctx ends are left out of Accepted, without an error.
 func Follow(ctx context.Context, c *Client, plans []FollowPlan, o FollowOptions) ([]FollowResult, error) {
-	conc := o.Concurrency
-	if conc <= 0 {
-		conc = 8
-	}
-	poll := o.Poll
-	if poll <= 0 {
-		poll = 500 * time.Millisecond
-	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
+	o = o.withDefaults()
 	res := make([]FollowResult, len(plans))
-	type job struct {
-		i int
-		a CrowdActor
-	}
-	jobs := make(chan job)
-	var mu sync.Mutex
-	var firstErr error
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for j := range jobs {
-				p := plans[j.i].Persona
-				err := func() error {
-					acc, err := c.Lookup(fctx, p.Token, j.a.Acct)
-					if err != nil {
-						return fmt.Errorf("%s could not find %s on the SUT: %w", p.Name, j.a.Acct, err)
-					}
-					if _, err := c.Follow(fctx, p.Token, acc.ID); err != nil {
-						return fmt.Errorf("%s could not follow %s: %w", p.Name, j.a.Acct, err)
-					}
-					mu.Lock()
-					res[j.i].Requested = append(res[j.i].Requested, j.a)
-					res[j.i].ids[j.a.ID] = acc.ID
-					mu.Unlock()
-					return nil
-				}()
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
 	total := 0
 	for i, pl := range plans {
 		res[i] = FollowResult{Persona: pl.Persona.Name, ids: map[string]string{}}
 		total += len(pl.Actors)
 	}
-	progress(fmt.Sprintf("%d personas follow %d crowd actors", len(plans), total))
+	o.Progress(fmt.Sprintf("%d personas follow %d crowd actors", len(plans), total))
+	if err := requestFollows(ctx, c, plans, res, o.Concurrency); err != nil {
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, awaitAccepts(ctx, c, plans, res, o)
+}
+
+// followJob is one Follow to send: plan i's persona follows a.
+type followJob struct {
+	i int
+	a CrowdActor
+}
+
+// requestFollows sends every plan's Follows from conc workers and records
+// each sent one in res (plan i's in res[i]); the first failure stops the
+// rest and is the error.
+func requestFollows(ctx context.Context, c *Client, plans []FollowPlan, res []FollowResult, conc int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan followJob)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for j := range jobs {
+				id, err := followOne(ctx, c, plans[j.i].Persona, j.a)
+				mu.Lock()
+				switch {
+				case err == nil:
+					res[j.i].Requested = append(res[j.i].Requested, j.a)
+					res[j.i].ids[j.a.ID] = id
+				case firstErr == nil:
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
 feed:
 	for i, pl := range plans {
 		for _, a := range pl.Actors {
 			select {
-			case jobs <- job{i, a}:
-			case <-fctx.Done():
+			case jobs <- followJob{i, a}:
+			case <-ctx.Done():
 				break feed
 			}
 		}
 	}
 	close(jobs)
 	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
+	return firstErr
+}
+
+// followOne looks crowd actor a up on the SUT as persona p (resolving it
+// there) and follows it; it returns a's account id on the SUT.
+func followOne(ctx context.Context, c *Client, p *Persona, a CrowdActor) (string, error) {
+	acc, err := c.Lookup(ctx, p.Token, a.Acct)
+	if err != nil {
+		return "", fmt.Errorf("%s could not find %s on the SUT: %w", p.Name, a.Acct, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+	if _, err := c.Follow(ctx, p.Token, acc.ID); err != nil {
+		return "", fmt.Errorf("%s could not follow %s: %w", p.Name, a.Acct, err)
 	}
-	// The Accepts: poll the relationships until every follow shows
-	// following=true, or the bound.
+	return acc.ID, nil
+}
+
+// awaitAccepts polls the relationships every o.Poll until every follow in
+// res shows following=true, filling each Accepted, or until ctx ends (not
+// an error: the wait's bound).
+func awaitAccepts(ctx context.Context, c *Client, plans []FollowPlan, res []FollowResult, o FollowOptions) error {
 	for {
 		waiting := 0
 		for i := range res {
 			acc, err := acceptedOf(ctx, c, plans[i].Persona, &res[i])
 			if err != nil {
 				if ctx.Err() != nil {
-					return res, nil
+					return nil
 				}
-				return res, fmt.Errorf("%s's relationships: %w", plans[i].Persona.Name, err)
+				return fmt.Errorf("%s's relationships: %w", plans[i].Persona.Name, err)
 			}
 			res[i].Accepted = acc
 			waiting += len(res[i].Requested) - len(acc)
 		}
 		if waiting == 0 {
-			return res, nil
+			return nil
 		}
-		progress(fmt.Sprintf("waiting for %d Accepts", waiting))
+		o.Progress(fmt.Sprintf("waiting for %d Accepts", waiting))
 		select {
 		case <-ctx.Done():
-			return res, nil
-		case <-time.After(poll):
+			return nil
+		case <-time.After(o.Poll):
 		}
 	}
 }
@@ -270,10 +288,7 @@ func PostText(persona string, k int) string {
 // actors that do by the time ctx ends (the wait's bound); a failed lookup
 // is an error.
 func WaitFollowers(ctx context.Context, c *Client, plans []FollowPlan, o FollowOptions) ([][]CrowdActor, error) {
-	poll := o.Poll
-	if poll <= 0 {
-		poll = 500 * time.Millisecond
-	}
+	o = o.withDefaults()
 	ids := make([]map[string]CrowdActor, len(plans)) // account id → actor
 	for i, pl := range plans {
 		ids[i] = map[string]CrowdActor{}
@@ -315,13 +330,11 @@ func WaitFollowers(ctx context.Context, c *Client, plans []FollowPlan, o FollowO
 		if waiting == 0 {
 			return out, nil
 		}
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf("waiting for %d Accepts of the crowd's Follows", waiting))
-		}
+		o.Progress(fmt.Sprintf("waiting for %d Accepts of the crowd's Follows", waiting))
 		select {
 		case <-ctx.Done():
 			return out, nil
-		case <-time.After(poll):
+		case <-time.After(o.Poll):
 		}
 	}
 }
