@@ -33,34 +33,34 @@ func Merge(recs ...*Record) (*Record, error) {
 		Types:    map[string]*TypeRecord{},
 	}
 	out.Settings.Shard = ""
-	seen := map[string]bool{}
-	shardN := ""
+	if err := mergeRuns(out, recs); err != nil {
+		return nil, err
+	}
+	if err := mergeHists(out, recs); err != nil {
+		return nil, err
+	}
+	out.Timeline = mergeTimelines(out.Start, recs)
+	out.Settings.MaxInflight = first.Settings.MaxInflight
+	out.finish()
+	return out, nil
+}
+
+// mergeRuns checks that recs may merge (same schema and settings, parts of
+// one sharding) and gathers into out what is not a histogram: the parts,
+// the span of time, the partial reasons, the warm-up and the deviations.
+func mergeRuns(out *Record, recs []*Record) error {
 	var reasons []string
 	for i, r := range recs {
 		if r.Schema != RecordSchema || r.Version != RecordVersion {
-			return nil, fmt.Errorf("%w: record %d is %s v%d", ErrMerge, i+1, r.Schema, r.Version)
+			return fmt.Errorf("%w: record %d is %s v%d", ErrMerge, i+1, r.Schema, r.Version)
 		}
-		if d := first.Settings.diff(r.Settings); len(d) > 0 {
-			return nil, fmt.Errorf("%w: record %d's settings differ from record 1's: %s", ErrMerge, i+1, strings.Join(d, ", "))
+		if d := recs[0].Settings.diff(r.Settings); len(d) > 0 {
+			return fmt.Errorf("%w: record %d's settings differ from record 1's: %s", ErrMerge, i+1, strings.Join(d, ", "))
 		}
 		for _, p := range r.Parts {
-			if seen[p.ID] {
-				return nil, fmt.Errorf("%w: record %d contains run %s a second time", ErrMerge, i+1, p.ID)
+			if err := addPart(out, i+1, p); err != nil {
+				return err
 			}
-			seen[p.ID] = true
-			_, n, ok := strings.Cut(p.Shard, "/")
-			if !ok {
-				n = ""
-			}
-			if len(out.Parts) == 0 {
-				shardN = n
-			} else if n != shardN {
-				return nil, fmt.Errorf("%w: record %d is shard %q, others are %q", ErrMerge, i+1, p.Shard, out.Parts[0].Shard)
-			}
-			if p.Shard != "" && slices.ContainsFunc(out.Parts, func(q Part) bool { return q.Shard == p.Shard }) {
-				return nil, fmt.Errorf("%w: shard %s appears twice (record %d)", ErrMerge, p.Shard, i+1)
-			}
-			out.Parts = append(out.Parts, p)
 		}
 		if out.Start.IsZero() || r.Start.Before(out.Start) {
 			out.Start = r.Start
@@ -80,14 +80,44 @@ func Merge(recs ...*Record) (*Record, error) {
 		out.Deviations.merge(r.Deviations)
 	}
 	out.PartialReason = StopReason(strings.Join(reasons, "; "))
+	return nil
+}
 
-	// Histograms: decode, merge, re-encode.
+// addPart appends part p of record n (1-based) to out's parts. It refuses
+// a run already there, a shard of another total than the first part's (or
+// a shard among unsharded parts), and a shard already there.
+func addPart(out *Record, n int, p Part) error {
+	if slices.ContainsFunc(out.Parts, func(q Part) bool { return q.ID == p.ID }) {
+		return fmt.Errorf("%w: record %d contains run %s a second time", ErrMerge, n, p.ID)
+	}
+	if len(out.Parts) > 0 && shardTotal(p.Shard) != shardTotal(out.Parts[0].Shard) {
+		return fmt.Errorf("%w: record %d is shard %q, others are %q", ErrMerge, n, p.Shard, out.Parts[0].Shard)
+	}
+	if p.Shard != "" && slices.ContainsFunc(out.Parts, func(q Part) bool { return q.Shard == p.Shard }) {
+		return fmt.Errorf("%w: shard %s appears twice (record %d)", ErrMerge, p.Shard, n)
+	}
+	out.Parts = append(out.Parts, p)
+	return nil
+}
+
+// shardTotal is the N of shard "i/N"; "" when unsharded.
+func shardTotal(shard string) string {
+	_, n, ok := strings.Cut(shard, "/")
+	if !ok {
+		return ""
+	}
+	return n
+}
+
+// mergeHists merges the histograms of recs into out (decode, merge,
+// re-encode): overall, per type, and the dispatch delay.
+func mergeHists(out *Record, recs []*Record) error {
 	overall, err := mergeTypes(recs, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if out.Overall, err = typeRecord(overall); err != nil {
-		return nil, err
+		return err
 	}
 	names := map[string]bool{}
 	for _, r := range recs {
@@ -98,11 +128,11 @@ func Merge(recs ...*Record) (*Record, error) {
 	for name := range names {
 		st, err := mergeTypes(recs, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		tr, err := typeRecord(st)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out.Types[name] = &tr
 	}
@@ -110,17 +140,12 @@ func Merge(recs ...*Record) (*Record, error) {
 	for i, r := range recs {
 		h, err := r.Dispatch.Decode()
 		if err != nil {
-			return nil, fmt.Errorf("%w: record %d dispatch: %v", ErrMerge, i+1, err)
+			return fmt.Errorf("%w: record %d dispatch: %v", ErrMerge, i+1, err)
 		}
 		disp.Merge(h)
 	}
-	if out.Dispatch, err = encodeHist(disp); err != nil {
-		return nil, err
-	}
-	out.Timeline = mergeTimelines(out.Start, recs)
-	out.Settings.MaxInflight = first.Settings.MaxInflight
-	out.finish()
-	return out, nil
+	out.Dispatch, err = encodeHist(disp)
+	return err
 }
 
 // mergeTypes merges type name ("" = overall) of every record.
