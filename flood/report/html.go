@@ -148,23 +148,25 @@ func WriteHTML(w io.Writer, r *record.Record) error {
 	return tmpl.Execute(w, page)
 }
 
+// htmlPageOf is everything the page shows, computed from r.
 func htmlPageOf(r *record.Record) (*htmlPage, error) {
-	s := r.Settings
-	c := r.Overall.Counts
-	o := r.Overall
-	label := s.Label
+	label := r.Settings.Label
 	if label == "" {
 		label = "flood"
 	}
 	p := &htmlPage{
 		Title: "crowd flood: " + label,
-		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", record.FormatNumber(r.OfferedRate()), s.Arrivals,
+		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", record.FormatNumber(r.OfferedRate()), r.Settings.Arrivals,
 			fmtSeconds(time.Duration(r.Measured*float64(time.Second))),
 			r.Start.UTC().Format("2006-01-02 15:04:05"), r.End.UTC().Format("15:04:05")),
+		Changed:    r.Deviations.Lines(),
+		Headline:   headline(r),
 		Bottleneck: r.Bottleneck,
 		Types:      typeRows(r),
 		Status:     statusRows(r),
-		RetryAfter: o.Tally.RetryAfter,
+		RetryAfter: r.Overall.Tally.RetryAfter,
+		Settings:   settingRows(r),
+		Parts:      partRows(r),
 		Schema:     fmt.Sprintf("%s v%d", r.Schema, r.Version),
 	}
 	if r.Generators() > 1 {
@@ -173,8 +175,17 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 	if r.Partial {
 		p.Partial = "Partial run: " + string(r.PartialReason) + ". The figures cover the part that ran."
 	}
-	p.Changed = r.Deviations.Lines()
-	p.Headline = []keyValue{
+	var err error
+	if p.Plots, err = htmlPlots(r); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// headline is the summary cards: rates, losses, latency percentiles.
+func headline(r *record.Record) []keyValue {
+	c, o := r.Overall.Counts, r.Overall
+	return []keyValue{
 		{"offered", fmt.Sprintf("%.1f/s", r.Rates.Offered)},
 		{"sent", fmt.Sprintf("%.1f/s", r.Rates.Sent)},
 		{"2xx", fmt.Sprintf("%.1f/s", r.Rates.Throughput)},
@@ -188,7 +199,13 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		{"service p99", record.FormatMicros(o.Service.P99)},
 		{"late p99", record.FormatMicros(o.Lateness.P99)},
 	}
-	p.Settings = []keyValue{
+}
+
+// settingRows is the settings table: what was asked, and the counts that
+// show what the generator did with it.
+func settingRows(r *record.Record) []keyValue {
+	s, c := r.Settings, r.Overall.Counts
+	return []keyValue{
 		{"label", s.Label}, {"rate", record.FormatNumber(s.Rate) + "/s per generator"}, {"arrivals", s.Arrivals},
 		{"duration", s.Duration.String()}, {"warm-up", s.Warmup.String()},
 		{"max sends", strconv.FormatInt(s.MaxSends, 10)}, {"max in flight", strconv.Itoa(s.MaxInflight) + " per generator"},
@@ -198,6 +215,11 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 			c.Offered, c.Sent, c.Dropped, c.Starved, c.Completed, c.Aborted)},
 		{"dispatch p99", record.FormatMicros(r.Dispatch.P99) + " (the generator's own delay)"},
 	}
+}
+
+// partRows is the generators table: a row per run merged into r.
+func partRows(r *record.Record) []keyValue {
+	var rows []keyValue
 	for _, part := range r.Parts {
 		shard := part.Shard
 		if shard == "" {
@@ -207,41 +229,44 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		if part.Seed != 0 {
 			v += ", seed " + strconv.FormatUint(part.Seed, 10)
 		}
-		p.Parts = append(p.Parts, keyValue{part.ID, v})
+		rows = append(rows, keyValue{part.ID, v})
 	}
+	return rows
+}
 
-	merged := ""
-	if r.Generators() > 1 {
-		merged = " The timeline of merged records holds, each second, the highest percentile of any generator: an upper bound."
-	}
-	p.Plots = append(p.Plots, htmlPlot{
-		ID: "plot-latency-time", Title: "Latency over time",
-		Caption: "Per second of completion: latency from the intended send time (p50, p99, max) and lateness p99 " +
-			"(how late sends left). Shaded: the warm-up, not measured." + merged,
-		SVG: latencyTimePlot(r),
-	}, htmlPlot{
-		ID: "plot-rate-time", Title: "Offered and achieved rate",
-		Caption: "Per second: sends due (offered, by intended time), sends made, and 2xx answers (by completion). " +
-			"A gap between offered and sent is drops; between sent and 2xx, errors or a queue.",
-		SVG: rateTimePlot(r),
-	})
+// htmlPlots is the page's figures, each with the caption that says how to
+// read it.
+func htmlPlots(r *record.Record) ([]htmlPlot, error) {
 	dist, err := percentilePlot(r)
 	if err != nil {
 		return nil, err
 	}
-	p.Plots = append(p.Plots, htmlPlot{
+	merged := ""
+	if r.Generators() > 1 {
+		merged = " The timeline of merged records holds, each second, the highest percentile of any generator: an upper bound."
+	}
+	return []htmlPlot{{
+		ID: "plot-latency-time", Title: "Latency over time",
+		Caption: "Per second of completion: latency from the intended send time (p50, p99, max) and lateness p99 " +
+			"(how late sends left). Shaded: the warm-up, not measured." + merged,
+		SVG: latencyTimePlot(r),
+	}, {
+		ID: "plot-rate-time", Title: "Offered and achieved rate",
+		Caption: "Per second: sends due (offered, by intended time), sends made, and 2xx answers (by completion). " +
+			"A gap between offered and sent is drops; between sent and 2xx, errors or a queue.",
+		SVG: rateTimePlot(r),
+	}, {
 		ID: "plot-percentiles", Title: "Percentile distribution",
 		Caption: "From the run's HDR histograms (measured window, all types): latency from the intended send time, " +
 			"service time from the actual send, and lateness in between. The distance between latency and service " +
 			"is time spent waiting before the send.",
 		SVG: dist,
-	}, htmlPlot{
+	}, {
 		ID: "plot-status-time", Title: "Status over time",
 		Caption: "Per second, stacked: 2xx answers, 429s, other errors (4xx, 5xx, timeouts, connection errors) " +
 			"by completion, and sends dropped for lack of a free slot by intended time.",
 		SVG: statusTimePlot(r),
-	})
-	return p, nil
+	}}, nil
 }
 
 // --- plots -----------------------------------------------------------------
