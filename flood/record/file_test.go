@@ -1,0 +1,135 @@
+package record_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
+)
+
+// TestRecordFile: the writes a run makes to its record file, in the orders
+// a run can end, and what its out directory holds afterwards.
+func TestRecordFile(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rec := func(t *testing.T, partial bool, reason record.StopReason) *record.Record {
+		t.Helper()
+		res := recordtest.Run(start, 5*time.Second, map[string]*record.Stats{
+			"Create": recordtest.Sends(40, func(i int) time.Duration { return time.Duration(i+1) * time.Millisecond }, recordtest.Always(record.Class202)),
+		})
+		res.Partial, res.Reason = partial, reason
+		r, err := res.Record(record.Settings{Label: "cp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const (
+		cp    = "checkpoint"
+		whole = "final"
+		intr  = "final, interrupted"
+		cpOK  = "checkpoint of a record that says complete"
+	)
+	for _, tc := range []struct {
+		name        string
+		taken       bool     // another run's record already holds the name
+		writes      []string // in order
+		wantFile    string   // the record's file name
+		wantPartial bool
+		wantReason  record.StopReason
+		wantRows    int // rows in runs.md (0: no runs.md)
+	}{
+		// A run that ends: its checkpoints are replaced, one row.
+		{"checkpoints then the end", false, []string{cp, cp, whole}, "20261130-120000-cp.json", false, "", 1},
+		// A run killed after a checkpoint: a partial record, no row.
+		{"killed after a checkpoint", false, []string{cp, cp}, "20261130-120000-cp.json", true, record.ReasonCheckpoint, 0},
+		// A run too short for a checkpoint: WriteRecord's result.
+		{"the end only", false, []string{whole}, "20261130-120000-cp.json", false, "", 1},
+		// Interrupted (SIGINT): the final partial record replaces the checkpoint.
+		{"interrupted after a checkpoint", false, []string{cp, intr}, "20261130-120000-cp.json", true, "interrupted", 1},
+		// Another run's record is never replaced: the checkpoint takes -2, the end stays there.
+		{"the name is taken", true, []string{cp, whole}, "20261130-120000-cp-2.json", false, "", 1},
+		// A checkpoint is partial whatever the record given says.
+		{"a checkpoint is always partial", false, []string{cpOK}, "20261130-120000-cp.json", true, record.ReasonCheckpoint, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out", "load")
+			var other []byte
+			if tc.taken {
+				os.MkdirAll(dir, 0o755)
+				other = []byte(`{"another":"run"}`)
+				os.WriteFile(filepath.Join(dir, "20261130-120000-cp.json"), other, 0o644)
+			}
+			f := record.NewRecordFile(dir)
+			if f.Path() != "" {
+				t.Fatalf("a path before any write: %q", f.Path())
+			}
+			var paths []string
+			for _, w := range tc.writes {
+				var path string
+				var err error
+				switch w {
+				case cp:
+					err = f.Checkpoint(rec(t, true, record.ReasonCheckpoint))
+					path = f.Path()
+				case cpOK:
+					r := rec(t, false, "")
+					err = f.Checkpoint(r)
+					path = f.Path()
+					if r.Partial {
+						t.Error("Checkpoint modified the caller's record")
+					}
+				case whole:
+					path, err = f.Final(rec(t, false, ""))
+				case intr:
+					path, err = f.Final(rec(t, true, "interrupted"))
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", w, err)
+				}
+				paths = append(paths, path)
+			}
+			for _, p := range paths {
+				if p != paths[0] || filepath.Base(p) != tc.wantFile {
+					t.Fatalf("writes went to %v, want all to %s", paths, tc.wantFile)
+				}
+			}
+			got, err := record.LoadRecord(paths[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Partial != tc.wantPartial || got.PartialReason != tc.wantReason {
+				t.Errorf("partial %v %q, want %v %q", got.Partial, got.PartialReason, tc.wantPartial, tc.wantReason)
+			}
+			if got.Overall.Counts.Sent != 40 {
+				t.Errorf("sent %d, want 40", got.Overall.Counts.Sent)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, "runs.md"))
+			rows := 0
+			if err == nil {
+				rows = strings.Count(string(md), "\n") - 2 // the header's two lines
+			}
+			if rows != tc.wantRows {
+				t.Errorf("runs.md has %d rows, want %d:\n%s", rows, tc.wantRows, md)
+			}
+			if tc.wantRows > 0 && !strings.Contains(string(md), "("+tc.wantFile+")") {
+				t.Errorf("the row does not link %s:\n%s", tc.wantFile, md)
+			}
+			if tc.taken {
+				if b, _ := os.ReadFile(filepath.Join(dir, "20261130-120000-cp.json")); !bytes.Equal(b, other) {
+					t.Errorf("another run's record was replaced: %s", b)
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".tmp") {
+					t.Errorf("a temporary file is left: %s", e.Name())
+				}
+			}
+		})
+	}
+}
