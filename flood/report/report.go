@@ -125,48 +125,69 @@ func writeSeedsAndDeviations(b *strings.Builder, r *record.Record) {
 // verdict.
 func WriteTable(w io.Writer, r *record.Record) error {
 	var b strings.Builder
-	s := r.Settings
-	c := r.Overall.Counts
-	label := s.Label
-	if label == "" {
-		label = "flood"
-	}
-	fmt.Fprintf(&b, "%s: %g/s %s", label, s.Rate*float64(r.Generators()), s.Arrivals)
-	if s.Duration > 0 {
-		fmt.Fprintf(&b, " for %s", fmtSeconds(s.Duration))
-	}
-	if s.MaxSends > 0 {
-		fmt.Fprintf(&b, ", at most %d sends", s.MaxSends)
-	}
-	if s.Warmup > 0 {
-		fmt.Fprintf(&b, " (warm-up %s discarded)", fmtSeconds(s.Warmup))
-	}
-	if r.Generators() > 1 {
-		fmt.Fprintf(&b, ", %d generators", r.Generators())
-	}
-	if s.Signing != "" {
-		fmt.Fprintf(&b, ", signing %s", s.Signing)
-	}
-	if s.Mix != "" {
-		fmt.Fprintf(&b, ", mix %s", s.Mix)
-	}
-	b.WriteString("\n")
+	writeRunLine(&b, r)
 	if r.Partial {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", r.PartialReason)
 	}
 	writeSeedsAndDeviations(&b, r)
-	fmt.Fprintf(&b, "measured %s (first send due to the last answer or the schedule's end): offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n",
+	writeMeasured(&b, r)
+	if err := writeTypeTable(&b, r); err != nil {
+		return err
+	}
+	writeStatus(&b, r)
+	writeVerdict(&b, r.Bottleneck)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeRunLine is the table's first line: what was asked of the run.
+func writeRunLine(b *strings.Builder, r *record.Record) {
+	s := r.Settings
+	label := s.Label
+	if label == "" {
+		label = "flood"
+	}
+	fmt.Fprintf(b, "%s: %g/s %s", label, s.Rate*float64(r.Generators()), s.Arrivals)
+	if s.Duration > 0 {
+		fmt.Fprintf(b, " for %s", fmtSeconds(s.Duration))
+	}
+	if s.MaxSends > 0 {
+		fmt.Fprintf(b, ", at most %d sends", s.MaxSends)
+	}
+	if s.Warmup > 0 {
+		fmt.Fprintf(b, " (warm-up %s discarded)", fmtSeconds(s.Warmup))
+	}
+	if r.Generators() > 1 {
+		fmt.Fprintf(b, ", %d generators", r.Generators())
+	}
+	if s.Signing != "" {
+		fmt.Fprintf(b, ", signing %s", s.Signing)
+	}
+	if s.Mix != "" {
+		fmt.Fprintf(b, ", mix %s", s.Mix)
+	}
+	b.WriteString("\n")
+}
+
+// writeMeasured is the measured window's counts and rates, and which sends
+// the latency figures cover (the unanswered kept apart).
+func writeMeasured(b *strings.Builder, r *record.Record) {
+	c := r.Overall.Counts
+	fmt.Fprintf(b, "measured %s (first send due to the last answer or the schedule's end): offered %d (%.1f/s), sent %d (%.1f/s), dropped %d (%s), starved %d, completed %d, 2xx %.1f/s\n",
 		fmtElapsed(r.Measured), c.Offered, r.Rates.Offered, c.Sent, r.Rates.Sent, c.Dropped, record.Percent(c.Dropped, c.Offered), c.Starved, c.Completed, r.Rates.Throughput)
 	o := r.Overall
 	answered := o.Latency.Count
-	fmt.Fprintf(&b, "latency and service: over the %d answered sends (any HTTP status)", answered)
+	fmt.Fprintf(b, "latency and service: over the %d answered sends (any HTTP status)", answered)
 	if f := o.Failed; f.Count > 0 {
-		fmt.Fprintf(&b, "; %d got no answer (timeout %d, connection refused/reset %d), kept apart: p50 %s p95 %s max %s",
+		fmt.Fprintf(b, "; %d got no answer (timeout %d, connection refused/reset %d), kept apart: p50 %s p95 %s max %s",
 			f.Count, o.Tally.Classes[record.ClassTimeout], o.Tally.Classes[record.ClassConnError], record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
 	}
 	b.WriteString("\n\n")
+}
 
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+// writeTypeTable is the aligned per-type table, types sorted, then "all".
+func writeTypeTable(b *strings.Builder, r *record.Record) error {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\tdropped\t")
 	row := func(name string, t *record.TypeRecord) {
 		l := t.Latency
@@ -178,41 +199,45 @@ func WriteTable(w io.Writer, r *record.Record) error {
 		row(name, r.Types[name])
 	}
 	row("all", &r.Overall)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
+// writeStatus is the line of status classes that occurred, Retry-After and
+// aborted sends.
+func writeStatus(b *strings.Builder, r *record.Record) {
 	b.WriteString("\nstatus:")
-	t := o.Tally
+	t := r.Overall.Tally
 	for cl := record.Class(0); cl < record.NumClasses; cl++ {
 		if n := t.Classes[cl]; n > 0 {
-			fmt.Fprintf(&b, " %s=%d", cl, n)
+			fmt.Fprintf(b, " %s=%d", cl, n)
 		}
 	}
 	if t.Total() == 0 {
 		b.WriteString(" none")
 	}
-	fmt.Fprintf(&b, "; Retry-After seen %d", t.RetryAfter)
-	if c.Aborted > 0 {
-		fmt.Fprintf(&b, "; aborted %d", c.Aborted)
+	fmt.Fprintf(b, "; Retry-After seen %d", t.RetryAfter)
+	if n := r.Overall.Counts.Aborted; n > 0 {
+		fmt.Fprintf(b, "; aborted %d", n)
 	}
 	b.WriteString("\n")
-	if r.Bottleneck.Generator {
+}
+
+// writeVerdict is the bottleneck verdict, its reasons, notes and rule.
+func writeVerdict(b *strings.Builder, d record.Diagnosis) {
+	if d.Generator {
 		b.WriteString("BOTTLENECK: the generator, not the SUT: these figures include the crowd's own limits:\n")
-		for _, s := range r.Bottleneck.Reasons {
-			fmt.Fprintf(&b, "  - %s\n", s)
+		for _, s := range d.Reasons {
+			fmt.Fprintf(b, "  - %s\n", s)
 		}
 	} else {
 		b.WriteString("generator kept up: the figures are the SUT's\n")
 	}
-	for _, s := range r.Bottleneck.Notes {
-		fmt.Fprintf(&b, "  note: %s\n", s)
+	for _, s := range d.Notes {
+		fmt.Fprintf(b, "  note: %s\n", s)
 	}
-	if r.Bottleneck.Rule != "" {
-		fmt.Fprintf(&b, "  rule: %s\n", r.Bottleneck.Rule)
+	if d.Rule != "" {
+		fmt.Fprintf(b, "  rule: %s\n", d.Rule)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // fmtElapsed formats a window in seconds: "60.1s", or three significant
