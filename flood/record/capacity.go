@@ -106,36 +106,51 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 	v.Past = len(past)
 	v.Graceful = len(past) > 0
 	for _, row := range past {
-		r := row.Record
-		t := r.Overall.Tally
-		shed := t.Classes[Class429] + t.Classes[Class503]
-		fail := t.Errors() - shed
-		var bad []string
-		if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
-			bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), failures(t)))
-		}
-		if shed > 0 && float64(t.RetryAfter) < c.RetryShare*float64(shed) {
-			bad = append(bad, fmt.Sprintf("%d shed answers, %d with Retry-After", shed, t.RetryAfter))
-		}
-		if !within(r) {
-			bad = append(bad, fmt.Sprintf("2xx p95 %s over the %s budget", FormatMicros(r.Overall.Accepted.P95), FormatMicros(int64(budget))))
-		}
-		how := fmt.Sprintf("at %s/s: 2xx %.1f/s, shed %d (429/503)", FormatNumber(rungRate(row)), r.Rates.Throughput, shed)
-		if len(bad) > 0 {
-			v.Graceful = false
-			how += ": " + strings.Join(bad, "; ")
-		}
+		how, ok := c.pastRung(row, within, budget)
+		v.Graceful = v.Graceful && ok
 		v.Degraded = append(v.Degraded, how)
 	}
+	v.Verdict = v.verdict(top >= 0, rungRate(judged[0]))
+	return v
+}
+
+// pastRung judges a rung past the sustained one: how it degraded, and
+// whether gracefully (failures other than shedding within FailShare, shed
+// answers carrying Retry-After, accepted latency within budget).
+func (c CapacityRule) pastRung(row RungRow, within func(*Record) bool, budget float64) (how string, graceful bool) {
+	r := row.Record
+	t := r.Overall.Tally
+	shed := t.Classes[Class429] + t.Classes[Class503]
+	fail := t.Errors() - shed
+	var bad []string
+	if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
+		bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), failures(t)))
+	}
+	if shed > 0 && float64(t.RetryAfter) < c.RetryShare*float64(shed) {
+		bad = append(bad, fmt.Sprintf("%d shed answers, %d with Retry-After", shed, t.RetryAfter))
+	}
+	if !within(r) {
+		bad = append(bad, fmt.Sprintf("2xx p95 %s over the %s budget", FormatMicros(r.Overall.Accepted.P95), FormatMicros(int64(budget))))
+	}
+	how = fmt.Sprintf("at %s/s: 2xx %.1f/s, shed %d (429/503)", FormatNumber(rungRate(row)), r.Rates.Throughput, shed)
+	if len(bad) > 0 {
+		return how + ": " + strings.Join(bad, "; "), false
+	}
+	return how, true
+}
+
+// verdict is the one-line summary of an assessed capacity; sustained says
+// whether any rung was, lowest is the lowest judged rung's rate.
+func (v Capacity) verdict(sustained bool, lowest float64) string {
 	var b strings.Builder
-	if top >= 0 {
+	if sustained {
 		fmt.Fprintf(&b, "sustained %s/s (2xx %.1f/s)", FormatNumber(v.Sustained), v.SustainedOK)
 	} else {
-		fmt.Fprintf(&b, "sustained no rung (the lowest, %s/s, already fell short)", FormatNumber(rungRate(judged[0])))
+		fmt.Fprintf(&b, "sustained no rung (the lowest, %s/s, already fell short)", FormatNumber(lowest))
 	}
 	fmt.Fprintf(&b, ", ceiling %.1f 2xx/s (at %s/s)", v.Ceiling, FormatNumber(v.CeilingRate))
 	switch {
-	case len(past) == 0:
+	case v.Past == 0:
 		b.WriteString("; every rung judged was sustained: the limit lies above")
 	case v.Graceful:
 		b.WriteString("; past it: graceful (shed with 429/503 and Retry-After, accepted latency within budget)")
@@ -145,8 +160,7 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 	if v.GeneratorAt > 0 {
 		fmt.Fprintf(&b, "; from %s/s the generator was the bottleneck (not judged)", FormatNumber(v.GeneratorAt))
 	}
-	v.Verdict = b.String()
-	return v
+	return b.String()
 }
 
 // rungRate is a rung's offered rate over all its generators.
