@@ -369,18 +369,6 @@ func ReadyOutput(substr string) ReadyFunc {
 	}
 }
 
-// ReadyAll is ready when every check is.
-func ReadyAll(checks ...ReadyFunc) ReadyFunc {
-	return func(ctx context.Context, p *Process) error {
-		for _, c := range checks {
-			if err := c(ctx, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
 // ReadyTimeout bounds how long StartProcess waits for readiness.
 const ReadyTimeout = 60 * time.Second
 

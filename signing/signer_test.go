@@ -7,7 +7,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -289,14 +288,4 @@ func TestSignConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-// rsaPKCS1 is used by the RFC 9421 tests to sign a base.
-func rsaPKCS1(t testing.TB, k *rsa.PrivateKey, msg []byte) []byte {
-	sum := sha256.Sum256(msg)
-	sig, err := rsa.SignPKCS1v15(nil, k, crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
 }
