@@ -120,24 +120,33 @@ func (a *Actor) ProfileHTML() []byte {
 // CollectionPageSize is how many items one page of a collection holds.
 const CollectionPageSize = 50
 
-// Collection is an OrderedCollection or one OrderedCollectionPage of it.
-type Collection struct {
-	Context      string   `json:"@context"`
-	ID           string   `json:"id"`
-	Type         string   `json:"type"`
-	TotalItems   int      `json:"totalItems"`
-	PartOf       string   `json:"partOf,omitempty"`
-	First        string   `json:"first,omitempty"`
-	Next         string   `json:"next,omitempty"`
-	Prev         string   `json:"prev,omitempty"`
-	OrderedItems []string `json:"orderedItems,omitempty"`
+// CollectionOf is an OrderedCollection or one OrderedCollectionPage of it
+// whose items are T: ids, or embedded activities.
+type CollectionOf[T any] struct {
+	Context      any    `json:"@context"`
+	ID           string `json:"id"`
+	Type         string `json:"type"`
+	TotalItems   int    `json:"totalItems"`
+	PartOf       string `json:"partOf,omitempty"`
+	First        string `json:"first,omitempty"`
+	Next         string `json:"next,omitempty"`
+	Prev         string `json:"prev,omitempty"`
+	OrderedItems []T    `json:"orderedItems,omitempty"`
 }
+
+// Collection is a collection of ids (followers, following).
+type Collection = CollectionOf[string]
+
+// OutboxPage is an actor's outbox or one page of it: its items are the
+// Create activities the actor sent, embedded as Mastodon embeds them. A
+// page with items carries the Note's @context.
+type OutboxPage = CollectionOf[Activity]
 
 // CollectionDoc renders a collection of item ids with true counts: page 0
 // is the OrderedCollection itself (linking its first page), page n ≥ 1 is
 // an OrderedCollectionPage of CollectionPageSize items.
 func CollectionDoc(id string, items []string, page int) Collection {
-	c, start, end := collectionPage(id, len(items), len(items), page)
+	c, start, end := collectionPage[string](id, len(items), len(items), page)
 	if page > 0 {
 		c.OrderedItems = append([]string{}, items[start:end]...)
 	}
@@ -148,11 +157,11 @@ func CollectionDoc(id string, items []string, page int) Collection {
 // total items and lists the first listed of them (listed ≤ total: an
 // outbox keeps only its latest), without its items, which are
 // [start:end) of those listed.
-func collectionPage(id string, total, listed, page int) (c Collection, start, end int) {
+func collectionPage[T any](id string, total, listed, page int) (c CollectionOf[T], start, end int) {
 	if page <= 0 {
-		return Collection{Context: asContext, ID: id, Type: "OrderedCollection", TotalItems: total, First: id + "?page=1"}, 0, 0
+		return CollectionOf[T]{Context: asContext, ID: id, Type: "OrderedCollection", TotalItems: total, First: id + "?page=1"}, 0, 0
 	}
-	c = Collection{Context: asContext, ID: id + "?page=" + strconv.Itoa(page), Type: "OrderedCollectionPage",
+	c = CollectionOf[T]{Context: asContext, ID: id + "?page=" + strconv.Itoa(page), Type: "OrderedCollectionPage",
 		TotalItems: total, PartOf: id}
 	start = min((page-1)*CollectionPageSize, listed)
 	end = min(start+CollectionPageSize, listed)
@@ -187,30 +196,13 @@ func (w *World) FollowingDoc(a *Actor, page int) Collection {
 	return CollectionDoc(a.Following(), items, page)
 }
 
-// OutboxPage is an actor's outbox or one page of it: a Collection whose
-// items are the Create activities the actor sent, embedded as Mastodon
-// embeds them. A page with items carries the Note's @context.
-type OutboxPage struct {
-	Context      any        `json:"@context"`
-	ID           string     `json:"id"`
-	Type         string     `json:"type"`
-	TotalItems   int        `json:"totalItems"`
-	PartOf       string     `json:"partOf,omitempty"`
-	First        string     `json:"first,omitempty"`
-	Next         string     `json:"next,omitempty"`
-	Prev         string     `json:"prev,omitempty"`
-	OrderedItems []Activity `json:"orderedItems,omitempty"`
-}
-
 // OutboxDoc is the actor's outbox, paged as CollectionDoc: the Creates it
 // sent (World.RecordSent), newest first, each regenerated from its note's
 // id. totalItems counts every Create ever recorded; the pages list the
 // latest Config.OutboxKeep of them.
 func (w *World) OutboxDoc(a *Actor, page int) OutboxPage {
 	ids, total := w.Outbox.Latest(a.ID)
-	c, start, end := collectionPage(a.Outbox(), total, len(ids), page)
-	out := OutboxPage{Context: c.Context, ID: c.ID, Type: c.Type, TotalItems: c.TotalItems, PartOf: c.PartOf,
-		First: c.First, Next: c.Next, Prev: c.Prev}
+	out, start, end := collectionPage[Activity](a.Outbox(), total, len(ids), page)
 	for _, id := range ids[start:end] {
 		obj, err := a.Object(strings.TrimPrefix(id, a.ID) + "/activity")
 		if err != nil {

@@ -63,14 +63,7 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 
 		// The SUT answers after 35 ms: with 3 slots at 100/s some sends are
 		// dropped, and the interruption aborts some and leaves one undue.
-		sut := rtFunc(func(req *http.Request) (*http.Response, error) {
-			select {
-			case <-time.After(35 * time.Millisecond):
-				return answer(req, 202, nil), nil
-			case <-req.Context().Done():
-				return nil, req.Context().Err()
-			}
-		})
+		sut := answersAfter(35 * time.Millisecond)
 		u, _ := url.Parse("http://sut.test/inbox")
 		src := &createSource{url: u}
 		var sent, unsent []string
