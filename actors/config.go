@@ -31,11 +31,14 @@ type Config struct {
 	// Shard serves a slice of the origins (scale-out); the zero value
 	// serves them all.
 	Shard Shard
-	// EphemeralGraph keeps the follow graph in memory only. A process
-	// that borrows the keys of a running crowd (a flood attached to
-	// `crowd serve`) sets it, so that only the serving crowd writes the
-	// graph's journal.
+	// EphemeralGraph keeps the follow graph and the outboxes in memory
+	// only. A process that borrows the keys of a running crowd (a flood
+	// attached to `crowd serve`) sets it, so that only the serving crowd
+	// writes their journals.
 	EphemeralGraph bool
+	// OutboxKeep is how many of its latest notes each actor's outbox
+	// lists; 0 is DefaultOutboxKeep.
+	OutboxKeep int
 	// BorrowKeys reads the keys of StateDir and never writes it: a key
 	// missing there is an error, not a key to make. A process that borrows
 	// a running crowd's keys sets it with EphemeralGraph.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -119,41 +120,58 @@ func (a *Actor) ProfileHTML() []byte {
 // CollectionPageSize is how many items one page of a collection holds.
 const CollectionPageSize = 50
 
-// Collection is an OrderedCollection or one OrderedCollectionPage of it.
-type Collection struct {
-	Context      string   `json:"@context"`
-	ID           string   `json:"id"`
-	Type         string   `json:"type"`
-	TotalItems   int      `json:"totalItems"`
-	PartOf       string   `json:"partOf,omitempty"`
-	First        string   `json:"first,omitempty"`
-	Next         string   `json:"next,omitempty"`
-	Prev         string   `json:"prev,omitempty"`
-	OrderedItems []string `json:"orderedItems,omitempty"`
+// CollectionOf is an OrderedCollection or one OrderedCollectionPage of it
+// whose items are T: ids, or embedded activities.
+type CollectionOf[T any] struct {
+	Context      any    `json:"@context"`
+	ID           string `json:"id"`
+	Type         string `json:"type"`
+	TotalItems   int    `json:"totalItems"`
+	PartOf       string `json:"partOf,omitempty"`
+	First        string `json:"first,omitempty"`
+	Next         string `json:"next,omitempty"`
+	Prev         string `json:"prev,omitempty"`
+	OrderedItems []T    `json:"orderedItems,omitempty"`
 }
+
+// Collection is a collection of ids (followers, following).
+type Collection = CollectionOf[string]
+
+// OutboxPage is an actor's outbox or one page of it: its items are the
+// Create activities the actor sent, embedded as Mastodon embeds them. A
+// page with items carries the Note's @context.
+type OutboxPage = CollectionOf[Activity]
 
 // CollectionDoc renders a collection of item ids with true counts: page 0
 // is the OrderedCollection itself (linking its first page), page n ≥ 1 is
 // an OrderedCollectionPage of CollectionPageSize items.
 func CollectionDoc(id string, items []string, page int) Collection {
-	if page <= 0 {
-		return Collection{Context: "https://www.w3.org/ns/activitystreams", ID: id, Type: "OrderedCollection",
-			TotalItems: len(items), First: id + "?page=1"}
+	c, start, end := collectionPage[string](id, len(items), len(items), page)
+	if page > 0 {
+		c.OrderedItems = append([]string{}, items[start:end]...)
 	}
-	c := Collection{Context: "https://www.w3.org/ns/activitystreams", ID: id + "?page=" + strconv.Itoa(page),
-		Type: "OrderedCollectionPage", TotalItems: len(items), PartOf: id, OrderedItems: []string{}}
-	start := (page - 1) * CollectionPageSize
-	if start < len(items) {
-		end := min(start+CollectionPageSize, len(items))
-		c.OrderedItems = items[start:end]
-		if end < len(items) {
-			c.Next = id + "?page=" + strconv.Itoa(page+1)
-		}
+	return c
+}
+
+// collectionPage is page of the collection id (page 0 its root) that counts
+// total items and lists the first listed of them (listed ≤ total: an
+// outbox keeps only its latest), without its items, which are
+// [start:end) of those listed.
+func collectionPage[T any](id string, total, listed, page int) (c CollectionOf[T], start, end int) {
+	if page <= 0 {
+		return CollectionOf[T]{Context: asContext, ID: id, Type: "OrderedCollection", TotalItems: total, First: id + "?page=1"}, 0, 0
+	}
+	c = CollectionOf[T]{Context: asContext, ID: id + "?page=" + strconv.Itoa(page), Type: "OrderedCollectionPage",
+		TotalItems: total, PartOf: id}
+	start = min((page-1)*CollectionPageSize, listed)
+	end = min(start+CollectionPageSize, listed)
+	if end < listed {
+		c.Next = id + "?page=" + strconv.Itoa(page+1)
 	}
 	if page > 1 {
 		c.Prev = id + "?page=" + strconv.Itoa(page-1)
 	}
-	return c
+	return c, start, end
 }
 
 // FollowersDoc is the actor's followers collection, page as CollectionDoc.
@@ -178,12 +196,26 @@ func (w *World) FollowingDoc(a *Actor, page int) Collection {
 	return CollectionDoc(a.Following(), items, page)
 }
 
-// OutboxDoc is the actor's outbox. The crowd keeps no store of what it
-// sent (every object is regenerated from its id, and a flood may run in
-// another process than the one serving), so the outbox is empty and says so
-// with a true count of zero.
-func (w *World) OutboxDoc(a *Actor, page int) Collection {
-	return CollectionDoc(a.Outbox(), nil, page)
+// OutboxDoc is the actor's outbox, paged as CollectionDoc: the Creates it
+// sent (World.RecordSent), newest first, each regenerated from its note's
+// id. totalItems counts every Create ever recorded; the pages list the
+// latest Config.OutboxKeep of them.
+func (w *World) OutboxDoc(a *Actor, page int) OutboxPage {
+	ids, total := w.Outbox.Latest(a.ID)
+	out, start, end := collectionPage[Activity](a.Outbox(), total, len(ids), page)
+	for _, id := range ids[start:end] {
+		obj, err := a.Object(strings.TrimPrefix(id, a.ID) + "/activity")
+		if err != nil {
+			continue // RecordSent let only regenerable ids in
+		}
+		act := obj.(Activity)
+		act.Context = nil
+		out.OrderedItems = append(out.OrderedItems, act)
+	}
+	if len(out.OrderedItems) > 0 {
+		out.Context = noteContext()
+	}
+	return out
 }
 
 // InlineCollection is an OrderedCollection whose items are embedded, as

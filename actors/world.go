@@ -4,6 +4,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -34,6 +35,9 @@ type World struct {
 	Origins []*Origin
 	// Graph is the persisted follow graph.
 	Graph *Graph
+	// Outbox is what each actor sent (RecordSent), which its outbox
+	// collection lists.
+	Outbox *Outbox
 
 	byHost  map[string]*Origin
 	byID    map[string]*Actor
@@ -78,7 +82,7 @@ type Actor struct {
 
 // Open builds the world described by cfg, loading every key from
 // cfg.StateDir or generating and persisting the missing ones, and opens
-// the follow graph.
+// the follow graph and the outboxes.
 func Open(cfg Config) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -105,15 +109,21 @@ func Open(cfg Config) (*World, error) {
 		}
 		a.docJSON = doc
 	}
+	oo := OutboxOptions{Keep: cfg.OutboxKeep, Logger: log}
 	if cfg.EphemeralGraph {
-		w.Graph = NewMemoryGraph()
+		w.Graph, w.Outbox = NewMemoryGraph(), NewMemoryOutbox(oo)
 		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir, log)
 	if err != nil {
 		return nil, err
 	}
-	w.Graph = g
+	ob, err := OpenOutbox(cfg.StateDir, oo)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	w.Graph, w.Outbox = g, ob
 	return w, nil
 }
 
@@ -148,8 +158,9 @@ func layout(cfg Config) (*World, []*Actor) {
 	return w, all
 }
 
-// Close releases the follow graph's file.
-func (w *World) Close() error { return w.Graph.Close() }
+// Close writes what the outboxes hold and releases their journal and the
+// follow graph's.
+func (w *World) Close() error { return errors.Join(w.Outbox.Close(), w.Graph.Close()) }
 
 func (a *Actor) setKey(key *rsa.PrivateKey) error {
 	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)

@@ -77,6 +77,12 @@ func TestDocumentsMatchGoldenFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	outbox := w.OutboxDoc(alice, 0) // before any post: empty, counting zero
+	for i := range 3 {
+		later := spec
+		later.Published, later.Seq = spec.Published.Add(time.Duration(i)*time.Minute), uint64(10+i)
+		must(t, w.RecordSent([]SentNote{{Actor: alice.ID, Note: alice.NoteID(later)}}))
+	}
 	for _, c := range []struct {
 		file string
 		doc  any
@@ -86,7 +92,9 @@ func TestDocumentsMatchGoldenFiles(t *testing.T) {
 		{"followers.json", w.FollowersDoc(alice, 0)},         // collection root: true count, link to page 1
 		{"followers_page1.json", w.FollowersDoc(alice, 1)},   // first page lists the follower
 		{"following.json", w.FollowingDoc(alice, 0)},         // no accepted follows yet
-		{"outbox.json", w.OutboxDoc(alice, 0)},               // the crowd stores no posts
+		{"outbox.json", outbox},                              // nothing sent yet
+		{"outbox_sent.json", w.OutboxDoc(alice, 0)},          // three sent: the true count
+		{"outbox_page1.json", w.OutboxDoc(alice, 1)},         // the Creates, newest first
 		{"featured.json", FeaturedDoc(alice)},                // no pinned posts, items inline
 		{"featured_tags.json", FeaturedTagsDoc(alice)},       // no featured hashtags
 		{"instance_outbox.json", w.OutboxDoc(o.Instance, 0)}, // the instance actor's links are served too

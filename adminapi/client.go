@@ -178,6 +178,13 @@ func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 	return r, c.call(ctx, RouteSend, nil, req, &r)
 }
 
+// RecordOutbox calls RouteOutbox with items; it has the shape of the
+// flood's outbox sink (flood.OutboxFeed).
+func (c *Client) RecordOutbox(ctx context.Context, items []OutboxItem) error {
+	var r OutboxResult
+	return c.call(ctx, RouteOutbox, nil, OutboxRequest{Items: items}, &r)
+}
+
 // Lookup calls RouteLookup for resource.
 func (c *Client) Lookup(ctx context.Context, resource string) (LookupResult, error) {
 	var r LookupResult

@@ -88,6 +88,14 @@ const (
 	// sender; 502: the target could not be resolved or reached.
 	RouteSend Route = "POST /api/send"
 
+	// RouteOutbox records Creates that another process (a separate `crowd
+	// flood`) sent for crowd actors (an OutboxRequest), so their outboxes
+	// list them; it answers the OutboxResult. A body that is not an
+	// OutboxRequest, more than MaxOutboxItems items, or an item that names
+	// no crowd actor or no note its builders made is 400, and then nothing
+	// is recorded.
+	RouteOutbox Route = "POST /api/outbox"
+
 	// RouteLookup fetches an actor as a real server would (?resource=
 	// acct:name@host, name@host or an actor URL) and answers the
 	// LookupResult with its problems; a resource that is neither is 400.
@@ -103,7 +111,7 @@ const (
 func Routes() []Route {
 	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
-		RouteSend, RouteLookup, RouteDeliveries}
+		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries}
 }
 
 // Query parameters of the routes.

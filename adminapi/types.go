@@ -79,6 +79,28 @@ type FollowingRequest struct {
 	FollowID string `json:"follow_id"`
 }
 
+// OutboxItem is one Create a crowd actor sent: the actor's id and the id
+// of the Note it carried, from which the crowd regenerates the Create.
+type OutboxItem struct {
+	Actor string `json:"actor"`
+	Note  string `json:"note"`
+}
+
+// MaxOutboxItems is the most items one OutboxRequest may carry.
+const MaxOutboxItems = 10000
+
+// OutboxRequest is the body of RouteOutbox: Creates sent, in the order
+// they left.
+type OutboxRequest struct {
+	Items []OutboxItem `json:"items"`
+}
+
+// OutboxResult is RouteOutbox's answer.
+type OutboxResult struct {
+	// Recorded is how many items the outboxes took (all of the request).
+	Recorded int `json:"recorded"`
+}
+
 // PruneRequest is the body of RoutePrune.
 type PruneRequest struct {
 	// OlderThan is a Go duration ("1h"), at least 0.

@@ -11,6 +11,9 @@
 //     Follows by a weighted Mix, senders uniform or Zipf, personas
 //     uniform; a Registrar records the Follows in the crowd's graph off
 //     the send path.
+//   - Outboxes (outbox.go): an OutboxFeed, a Plan.Settled consumer, hands
+//     the Creates that left, in batches, to the crowd's outboxes (its
+//     admin API, or the world in this process).
 //   - Personas (personas.go): the targets, discovered by WebFinger and
 //     signed fetches of their actors and outboxes (through apclient, the
 //     crowd's one ActivityPub client), or the crowd's own actors for a

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -36,6 +37,9 @@ type Prepared struct {
 	Follow *FollowRegistration
 	// Diverted marks a Create sent in place of a drawn Follow (Draft.Diverted).
 	Diverted bool
+	// Outbox is set on a Create: the sender's outbox lists its note once
+	// it was sent (OutboxFeed).
+	Outbox *adminapi.OutboxItem
 }
 
 // Delivery is what became of one request the engine took from its Source

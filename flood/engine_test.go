@@ -652,14 +652,7 @@ func (s *countingSource) Next(context.Context) (*Prepared, error) {
 // and left unsent when the run was interrupted while waiting for its time.
 func TestSettledHearsEveryTakenRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
-			select {
-			case <-time.After(35 * time.Millisecond):
-				return answer(req, 202, nil), nil
-			case <-req.Context().Done():
-				return nil, req.Context().Err()
-			}
-		})
+		rt := answersAfter(35 * time.Millisecond)
 		u, _ := url.Parse("http://sut.test/inbox")
 		src := &countingSource{url: u}
 		var mu sync.Mutex

@@ -27,6 +27,19 @@ func answer(req *http.Request, code int, hdr http.Header) *http.Response {
 	return &http.Response{StatusCode: code, Header: hdr, Body: http.NoBody, Request: req}
 }
 
+// answersAfter is a SUT that answers 202 after d, or gives up when the
+// send is cancelled (the run interrupted).
+func answersAfter(d time.Duration) rtFunc {
+	return func(req *http.Request) (*http.Response, error) {
+		select {
+		case <-time.After(d):
+			return answer(req, 202, nil), nil
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+}
+
 // gotConn reports the connection to the request's trace, as http.Transport
 // does once a pooled or new connection is ready.
 func gotConn(req *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/signing"
@@ -59,8 +60,11 @@ func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
 	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}
-	if d.Type == record.TypeFollow {
+	switch d.Type {
+	case record.TypeFollow:
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+	case record.TypeCreate:
+		p.Outbox = &adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host

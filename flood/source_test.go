@@ -18,6 +18,7 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -87,6 +88,15 @@ func TestPrepareSignsWhatAVerifierAccepts(t *testing.T) {
 		seen[p.Type] = true
 		if p.URL != d.URL {
 			t.Error("the Prepared does not share the persona's parsed URL")
+		}
+		// A Create names its sender and note for the outbox, which the
+		// world takes as a note its actor sent; nothing else does.
+		if (p.Outbox != nil) != (p.Type == record.TypeCreate) {
+			t.Errorf("%s: outbox item %+v", p.Type, p.Outbox)
+		} else if p.Outbox != nil {
+			if err := WorldOutbox(w)(context.Background(), []adminapi.OutboxItem{*p.Outbox}); err != nil || *p.Outbox != (adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}) {
+				t.Errorf("outbox item %+v of %s: %v", p.Outbox, d.ID, err)
+			}
 		}
 		// A tampered body no longer verifies: the Digest covers it.
 		bad := *p

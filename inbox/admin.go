@@ -35,6 +35,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteFollows), http.HandlerFunc(in.handleFollows))
 	handle(string(adminapi.RouteFollowing), http.HandlerFunc(in.handleFollowing))
 	handle(string(adminapi.RouteSend), http.HandlerFunc(in.handleSend))
+	handle(string(adminapi.RouteOutbox), http.HandlerFunc(in.handleOutbox))
 	handle(string(adminapi.RouteLookup), http.HandlerFunc(in.handleLookup))
 	handle(string(adminapi.RouteDeliveries), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, in.Pending())
@@ -376,7 +377,9 @@ func marshalActivity(v any) ([]byte, error) {
 // SendActivity carries out req: resolves the sender and the target,
 // builds the activity with the actors' builders (a Follow is registered
 // as pending first, so its Accept finds it; an Undo undoes the sender's
-// Follow of the target and, once answered 2xx, forgets it), signs it and
+// Follow of the target and, once answered 2xx, forgets it; a generated
+// Create, once answered, goes to the sender's outbox: an object given in
+// req is not one the crowd can regenerate, so it does not), signs it and
 // delivers it now. Errors wrap ErrBadRequest, ErrTarget or name the
 // unknown sender; a non-2xx answer is a result, not an error.
 func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (adminapi.SendResult, error) {
@@ -417,6 +420,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		return adminapi.SendResult{}, err
 	}
 	var act any
+	var sentNote *actors.SentNote // a generated Note, for the sender's outbox once it left
 	graph := in.world.Graph
 	switch typ {
 	case "Follow":
@@ -438,7 +442,8 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 				Type: "Create", Actor: from.ID, Published: now.Format(time.RFC3339),
 				To: []string{actors.PublicAudience}, Cc: []string{from.Followers(), t.id}, Object: req.Object}
 		} else {
-			act = from.CreateNote(actors.NoteSpec{Published: now, Seq: randSeq(), Bytes: 120, MentionID: t.id, MentionHandle: t.handle})
+			c := from.CreateNote(actors.NoteSpec{Published: now, Seq: randSeq(), Bytes: 120, MentionID: t.id, MentionHandle: t.handle})
+			act, sentNote = c, &actors.SentNote{Actor: from.ID, Note: c.Object.(actors.Note).ID}
 		}
 	case "Like":
 		act = from.Like(actors.LikeSpec{Published: now, Seq: randSeq(), Object: likeOf})
@@ -450,6 +455,12 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	res, err := in.sendTo(ctx, from, t.id, inbox, body)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrTarget, err)
+	}
+	// Answered, whatever the status: the Create left, so the outbox lists it.
+	if sentNote != nil {
+		if err := in.world.RecordSent([]actors.SentNote{*sentNote}); err != nil {
+			return res, err
+		}
 	}
 	if typ == "Undo" && res.Status >= 200 && res.Status < 300 {
 		if _, err := graph.RemoveFollowing(from.ID, t.id); err != nil {
@@ -478,6 +489,41 @@ func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := in.SendActivity(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// RecordOutbox adds Creates another process sent to their actors'
+// outboxes: all of req's items, or none when one names no crowd actor or
+// no note its builders made (ErrBadRequest).
+func (in *Inbox) RecordOutbox(req adminapi.OutboxRequest) (adminapi.OutboxResult, error) {
+	if len(req.Items) > adminapi.MaxOutboxItems {
+		return adminapi.OutboxResult{}, fmt.Errorf("%w: %d items, at most %d per request", ErrBadRequest, len(req.Items), adminapi.MaxOutboxItems)
+	}
+	notes := make([]actors.SentNote, len(req.Items))
+	for i, it := range req.Items {
+		notes[i] = actors.SentNote{Actor: it.Actor, Note: it.Note}
+	}
+	if err := in.world.RecordSent(notes); err != nil {
+		if errors.Is(err, actors.ErrNotSent) {
+			err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+		return adminapi.OutboxResult{}, err
+	}
+	return adminapi.OutboxResult{Recorded: len(notes)}, nil
+}
+
+func (in *Inbox) handleOutbox(w http.ResponseWriter, r *http.Request) {
+	var req adminapi.OutboxRequest
+	// An item is two ids of a few hundred bytes: 8 MiB holds the most a request may carry.
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {items: [{actor, note}]}: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.RecordOutbox(req)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -215,6 +215,16 @@ func TestAdminSendAndLookup(t *testing.T) {
 	if n := len(f.remote.postsTo("/inbox")); n != 1 {
 		t.Errorf("%d posts to the shared inbox", n)
 	}
+	// The generated Create that left is in alice's outbox; one wrapping an
+	// object of the user's is not (the crowd cannot regenerate it).
+	var own adminapi.SendResult
+	postJSON(t, admin.URL+adminapi.RouteSend.Path(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Create",
+		To: bob, Object: json.RawMessage(`{"type":"Note","content":"mine"}`)}, &own)
+	var sent struct{ Object struct{ ID string } }
+	mustJSON(t, f.remote.postsTo("/inbox")[0].Body, &sent)
+	if ids, n := f.world.Outbox.Latest(f.actor("alice@flood1.test").ID); n != 1 || len(ids) != 1 || ids[0] != sent.Object.ID {
+		t.Errorf("alice's outbox: %d %q, want 1 [%s]", n, ids, sent.Object.ID)
+	}
 
 	var lr adminapi.LookupResult
 	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {

@@ -106,6 +106,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/following", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // a registration's answer
 		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                          // stale pending Follows
 		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
+		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
 	}
 	var listed []string
 	for _, r := range routes {

@@ -25,6 +25,10 @@ type Options struct {
 	// Unstarted leaves the listeners down: the admin server is reachable
 	// through Pasture.AdminHandler only, and not ready.
 	Unstarted bool
+	// StateDir is the state directory; "" is a new one in t's temporary
+	// directory. Give the same one to a second Start, after Stop, to
+	// restart the crowd.
+	StateDir string
 }
 
 // Crowd is a running crowd.
@@ -42,7 +46,10 @@ type Crowd struct {
 // Start runs a crowd in t's temporary directory, failing t if it cannot.
 func Start(t testing.TB, o Options) *Crowd {
 	t.Helper()
-	state := t.TempDir()
+	state := o.StateDir
+	if state == "" {
+		state = t.TempDir()
+	}
 	world, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,121 @@
+package flood
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// createSource hands out Creates, each with its own note for the outbox.
+type createSource struct {
+	url   *url.URL
+	taken []*Prepared
+}
+
+func (s *createSource) Next(context.Context) (*Prepared, error) {
+	n := len(s.taken)
+	p := &Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{},
+		Body:   []byte(`{"type":"Create"}`),
+		Outbox: &adminapi.OutboxItem{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}
+	s.taken = append(s.taken, p)
+	return p, nil
+}
+
+// TestOutboxFeedFeedsOnlySentCreates: a run with answered, aborted,
+// dropped and never-due Creates feeds the admin API's outbox route with
+// exactly those that left (answered or aborted: the target may have them),
+// in batches of at most OutboxFeedOptions.Batch, each full but the last.
+func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The crowd's admin API: it takes every batch and keeps it.
+		var mu sync.Mutex
+		var batches [][]adminapi.OutboxItem
+		admin := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req adminapi.OutboxRequest
+			if r.URL.Path != adminapi.RouteOutbox.Path() || json.NewDecoder(r.Body).Decode(&req) != nil {
+				http.Error(w, `{"error":"not an outbox request"}`, http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			batches = append(batches, req.Items)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"recorded":%d}`, len(req.Items))
+		}))
+		tr := &http.Transport{DialContext: admin.DialContext}
+		defer tr.CloseIdleConnections()
+		client, err := adminapi.New("http://127.0.0.1:9180", adminapi.Options{HTTP: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed := NewOutboxFeed(client.RecordOutbox, OutboxFeedOptions{Batch: 4, Every: time.Hour})
+
+		// The SUT answers after 35 ms: with 3 slots at 100/s some sends are
+		// dropped, and the interruption aborts some and leaves one undue.
+		sut := answersAfter(35 * time.Millisecond)
+		u, _ := url.Parse("http://sut.test/inbox")
+		src := &createSource{url: u}
+		var sent, unsent []string
+		var hmu sync.Mutex
+		heard := func(p *Prepared, d Delivery) {
+			hmu.Lock()
+			defer hmu.Unlock()
+			if d.Sent {
+				sent = append(sent, p.Outbox.Note)
+			} else {
+				unsent = append(unsent, p.Outbox.Note)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(1005*time.Millisecond, cancel)
+		mustRun(t, ctx, Plan{Sleep: time.Sleep, Pacer: mustConstant(t, 100), Duration: 10 * time.Second, MaxInflight: 3,
+			Source: src, Transport: sut, Settled: JoinSettled(heard, feed.Settled)})
+		st := feed.Close(context.Background())
+
+		var fed []string
+		for i, b := range batches {
+			if len(b) > 4 || (len(b) < 4 && i < len(batches)-1) {
+				t.Errorf("batch %d of %d carries %d items, want 4 (the last up to 4)", i, len(batches), len(b))
+			}
+			for _, it := range b {
+				fed = append(fed, it.Note)
+			}
+		}
+		if len(unsent) == 0 || len(sent) == 0 {
+			t.Fatalf("the run should have sent and left unsent some Creates: %d sent, %d not", len(sent), len(unsent))
+		}
+		slices.Sort(fed)
+		slices.Sort(sent)
+		if !slices.Equal(fed, sent) || st.Fed != int64(len(sent)) || st.Failed != 0 {
+			t.Errorf("fed %d notes (%+v), want the %d sent and none of the %d unsent", len(fed), st, len(sent), len(unsent))
+		}
+	})
+}
+
+// TestOutboxFeedCountsWhatTheSinkRefused: a sink that fails counts its
+// items failed with the first reason; nothing blocks.
+func TestOutboxFeedCountsWhatTheSinkRefused(t *testing.T) {
+	feed := NewOutboxFeed(func(context.Context, []adminapi.OutboxItem) error { return errors.New("refused") },
+		OutboxFeedOptions{Batch: 2, Every: time.Hour})
+	p := &Prepared{Type: record.TypeCreate, Outbox: &adminapi.OutboxItem{Actor: "a", Note: "a/notes/1"}}
+	for _, d := range []Delivery{{Sent: true}, {Sent: true, Aborted: true}, {Sent: true, Class: record.ClassConnError}, {}} {
+		feed.Settled(p, d)
+	}
+	feed.Settled(&Prepared{Type: record.TypeLike}, Delivery{Sent: true}) // not a Create: nothing to feed
+	st := feed.Close(context.Background())
+	if st.Fed != 0 || st.Failed != 3 || st.FirstError != "outbox: refused" {
+		t.Errorf("stats %+v, want 3 failed (the sent ones) with the sink's reason", st)
+	}
+}
