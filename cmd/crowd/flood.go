@@ -126,7 +126,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.arrivals, "arrivals", "constant", "arrival process: constant (start + n/rate) or poisson")
 	fl.IntVar(&f.maxInflight, "max-inflight", flood.DefaultMaxInflight, "concurrent sends; a send due with all of them busy is dropped and counted")
 	fl.DurationVar(&f.timeout, "timeout", flood.DefaultTimeout, "bound on each send (and each discovery request)")
-	fl.StringVar(&f.signing, "signing", flood.SigningPipeline, "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
+	fl.StringVar(&f.signing, "signing", string(flood.SigningPipeline), "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
 	fl.IntVar(&f.signerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
 	fl.StringVar(&f.mix, "mix", record.DefaultMix().String(), "weighted mix of activity types")
 	fl.Float64Var(&f.zipf, "zipf", 0, "draw senders from a Zipf distribution with this exponent (> 1); 0 = uniform")
@@ -157,7 +157,8 @@ type floodPlan struct {
 	gates    []record.Gate
 	stops    []record.Gate
 	mix      record.Mix
-	signing  string
+	signing  flood.SigningMode
+	arrivals flood.Arrivals
 	inbox    flood.InboxMode
 	accts    []string
 	alg      signing.Algorithm
@@ -207,10 +208,8 @@ func (f *floodFlags) check(cmd *cobra.Command) (*floodPlan, error) {
 	default:
 		return bad(fmt.Errorf("--algorithm %q: want rsa-sha256 or hs2019", f.algorithm))
 	}
-	switch f.arrivals {
-	case "constant", "poisson":
-	default:
-		return bad(fmt.Errorf("--arrivals %q: want constant or poisson", f.arrivals))
+	if p.arrivals, err = flood.ParseArrivals(f.arrivals); err != nil {
+		return bad(err)
 	}
 	if f.zipf != 0 && !(f.zipf > 1 && !math.IsInf(f.zipf, 0)) {
 		return bad(fmt.Errorf("--zipf %g: want a number > 1, or 0 for uniform senders", f.zipf))
@@ -464,7 +463,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 	defer tr.CloseIdleConnections()
 
 	r := &floodRunner{f: f, p: p, log: log, gen: gen, signer: signer, transport: tr, stdout: stdout, stderr: stderr, seed: f.seed,
-		settings: record.Settings{Label: f.label, Arrivals: f.arrivals, Mix: p.mix.String(), Signing: p.signing,
+		settings: record.Settings{Label: f.label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 			Target: target, Shard: env.shard}}
 	if p.signing != flood.SigningPresign {
 		maxRate := 0.0
@@ -487,7 +486,7 @@ func floodWith(cmd *cobra.Command, g *globalOptions, f *floodFlags, h *floodHook
 		}
 	}
 	log.Info("flooding", zap.String("crowd", env.what), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", p.signing), zap.Int("senders", len(world.Actors())))
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(world.Actors())))
 	if p.ladder {
 		return r.ladder(ctx)
 	}
@@ -821,7 +820,7 @@ func (r *floodRunner) write(rec *record.Record) (string, error) {
 
 func (r *floodRunner) single(ctx context.Context) error {
 	f, p := r.f, r.p
-	pacer, err := flood.NewPacer(f.arrivals, p.rates[0], f.seed)
+	pacer, err := flood.NewPacer(p.arrivals, p.rates[0], f.seed)
 	if err != nil {
 		return usageError{err}
 	}
@@ -829,7 +828,7 @@ func (r *floodRunner) single(ctx context.Context) error {
 	if p.duration > 0 {
 		window = f.warmup + p.duration
 	}
-	n := flood.PresignCount(f.arrivals, p.rates[0], window, f.maxSends)
+	n := flood.PresignCount(p.arrivals, p.rates[0], window, f.maxSends)
 	// How long presigned requests wait: the window, or the time max-sends
 	// take at the rate when no window bounds the run.
 	wait := window
@@ -862,12 +861,12 @@ func (r *floodRunner) ladder(ctx context.Context) error {
 	var paths []string
 	header := false
 	run := func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
-		pacer, err := flood.NewPacer(f.arrivals, rate, f.seed)
+		pacer, err := flood.NewPacer(p.arrivals, rate, f.seed)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		plan := lad.RungPlan(flood.Plan{}, pacer)
-		src, err := r.source(ctx, flood.PresignCount(f.arrivals, rate, plan.Duration, 0), plan.Duration)
+		src, err := r.source(ctx, flood.PresignCount(p.arrivals, rate, plan.Duration, 0), plan.Duration)
 		if err != nil {
 			return nil, err
 		}
