@@ -28,6 +28,7 @@ import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/report"
+	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -559,10 +560,7 @@ func (f *floodFlags) targets(ctx context.Context, log *zap.Logger, p *floodPlan,
 // --https/--http/--dns flags and an admin API on 127.0.0.1:0 (or --admin
 // when given), and points the flood at it.
 func (f *floodFlags) standaloneEnv(ctx context.Context, log *zap.Logger) (*floodEnv, error) {
-	wcfg, err := f.world.config()
-	if err != nil {
-		return nil, err
-	}
+	wcfg := f.world.cfg
 	if f.https == "" {
 		return nil, usageError{errors.New("--standalone needs --https: the flood reaches the in-process crowd over HTTPS")}
 	}
@@ -575,26 +573,29 @@ func (f *floodFlags) standaloneEnv(ctx context.Context, log *zap.Logger) (*flood
 	// The in-process crowd logs only what needs attention: the flood's
 	// output is the report.
 	quiet := quietLogger(log.Named("crowd"))
-	wcfg.Logger = log.Named("crowd") // but a first start's key making is worth seeing
-	cw, err := startWorld(ctx, quiet, wcfg, pcfg)
+	cw, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: wcfg, Listen: pcfg, Version: version, UserAgent: userAgent(),
+		Logger: quiet, WorldLogger: log.Named("crowd")}) // a first start's key making is worth seeing
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+		return nil, usageError{err}
+	}
 	if err != nil {
 		return nil, err
 	}
-	addr := dialable(cw.pasture.Addr("https"))
+	addr := dialable(cw.Pasture.Addr("https"))
 	hosts := map[string]string{}
-	for _, h := range cw.world.Hosts() {
+	for _, h := range cw.World.Hosts() {
 		hosts[h] = addr
 	}
-	log.Info("in-process crowd", zap.Int("origins", len(cw.world.Origins)), zap.Int("actors", len(cw.world.Actors())),
-		zap.String("https", addr), zap.String("admin", cw.pasture.Addr("admin")), zap.String("state", wcfg.StateDir))
-	ac, _ := (&adminFlags{addr: dialable(cw.pasture.Addr("admin"))}).client() // nil only without an admin listener
+	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", len(cw.World.Actors())),
+		zap.String("https", addr), zap.String("admin", cw.Pasture.Addr("admin")), zap.String("state", wcfg.StateDir))
+	ac, _ := (&adminFlags{addr: dialable(cw.Pasture.Addr("admin"))}).client() // nil only without an admin listener
 	return &floodEnv{
-		world: cw.world, roots: rootsWith(cw.pasture.CA().CertPEM()), hosts: hosts, admin: ac,
-		register: flood.GraphRegister(cw.world.Graph), what: "the in-process crowd", shard: wcfg.Shard.String(),
+		world: cw.World, roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), hosts: hosts, admin: ac,
+		register: flood.GraphRegister(cw.World.Graph), what: "the in-process crowd", shard: wcfg.Shard,
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := cw.shutdown(sctx); err != nil {
+			if err := cw.Shutdown(sctx); err != nil {
 				log.Warn("in-process crowd shutdown", zap.Error(err))
 			}
 		},
@@ -612,16 +613,6 @@ func dialable(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// rootsWith is the machine's roots plus the crowd's CA.
-func rootsWith(caPEM []byte) *x509.CertPool {
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
-		roots = x509.NewCertPool()
-	}
-	roots.AppendCertsFromPEM(caPEM)
-	return roots
 }
 
 // attachedEnv drives the crowd serving at --admin: its world's shape comes
@@ -700,7 +691,7 @@ func (f *floodFlags) attachedEnv(ctx context.Context, cmd *cobra.Command, log *z
 	log.Info("attached", zap.String("admin", f.admin.addr), zap.Int("origins", len(world.Origins)),
 		zap.Int("actors", len(world.Actors())), zap.String("state", state))
 	return &floodEnv{
-		world: world, roots: rootsWith(caPEM), hosts: hosts,
+		world: world, roots: pasture.RootsWith(caPEM), hosts: hosts,
 		register: func(ctx context.Context, f flood.FollowRegistration) error {
 			_, err := c.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err

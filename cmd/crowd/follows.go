@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture"
 )
 
 // defaultPruneAge is how long a Follow of the crowd's may stay pending
@@ -75,28 +75,11 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 	}
 	var res adminapi.PruneResult
 	if strings.TrimSpace(f.state) != "" {
-		// The graph is written here, so the state must not be a running
-		// crowd's: that one is pruned through its admin API instead.
-		lock, err := statedir.Acquire(f.state)
-		if errors.Is(err, statedir.ErrNotDir) {
+		var err error
+		if res, err = pasture.PruneState(f.state, f.olderThan, f.dryRun); errors.Is(err, statedir.ErrNotDir) {
 			return usageError{err}
-		}
-		if err != nil {
-			return fmt.Errorf("%w (prune a running crowd through its admin API: leave out --state)", err)
-		}
-		defer lock.Release()
-		g, err := actors.OpenGraph(f.state, nil)
-		if err != nil {
-			return fmt.Errorf("--state %s: %w", f.state, err)
-		}
-		defer g.Close()
-		stale, removed, err := g.PrunePending(time.Now().Add(-f.olderThan), f.dryRun)
-		if err != nil {
+		} else if err != nil {
 			return err
-		}
-		res.Removed = removed
-		for _, r := range stale {
-			res.Stale = append(res.Stale, adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since})
 		}
 	} else {
 		c, err := f.admin.client()

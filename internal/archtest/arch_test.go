@@ -142,14 +142,8 @@ func knownExceptions() []exception {
 		{"cmd/crowd/flood.go", "actors"},
 		{"cmd/crowd/flood.go", "flood"},
 		{"cmd/crowd/flood.go", "signing"},
-		{"cmd/crowd/follows.go", "actors"},
 		{"cmd/crowd/run.go", "audience"},
 		{"cmd/crowd/run.go", "flood"},
-		{"cmd/crowd/send.go", "webfinger"},
-		{"cmd/crowd/serve.go", "actors"},
-		{"cmd/crowd/serve.go", "inbox"},
-		{"cmd/crowd/serve.go", "signing"},
-		{"cmd/crowd/tail.go", "inbox"},
 	}
 }
 
