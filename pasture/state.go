@@ -3,12 +3,12 @@ package pasture
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -62,7 +62,5 @@ func CheckActorRef(s string) error {
 }
 
 // IsHTTPURL reports whether s is an absolute http or https URL with a host.
-func IsHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-}
+// It is apclient's test, for the CLI, which does not import apclient.
+func IsHTTPURL(s string) bool { return apclient.IsHTTPURL(s) }

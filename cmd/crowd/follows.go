@@ -12,13 +12,9 @@ import (
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/loadrun"
 	"github.com/crowdfed/crowd/pasture"
 )
-
-// defaultPruneAge is how long a Follow of the crowd's may stay pending
-// before `crowd follows prune` takes it for one the SUT will never answer:
-// servers answer a Follow in seconds, and retry a failed Accept for minutes.
-const defaultPruneAge = time.Hour
 
 // newFollowsCmd is `crowd follows`, the crowd's own follow relations.
 func newFollowsCmd() *cobra.Command {
@@ -64,7 +60,7 @@ crowd that is not running.`,
 	f.admin.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin")
-	fl.DurationVar(&f.olderThan, "older-than", defaultPruneAge, "how long a Follow may stay pending before it is pruned")
+	fl.DurationVar(&f.olderThan, "older-than", loadrun.DefaultPruneAge, "how long a Follow may stay pending before it is pruned")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")
 	return cmd
 }
