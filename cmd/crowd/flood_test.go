@@ -380,3 +380,27 @@ func TestFloodNamedPersonas(t *testing.T) {
 		t.Errorf("target %q", r.Settings.Target)
 	}
 }
+
+// TestFloodLadderRecordsTheRungsItSkipped: a ladder that stops at its
+// shoulder says, in the shoulder's record and table, which rungs it did
+// not run, so a reader does not take the ladder for the whole range.
+func TestFloodLadderRecordsTheRungsItSkipped(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	// p50>=0s holds on any rung: the first is the shoulder.
+	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
+		"--rate", "20,40,60", "--step", "1s", "--stop-when", "p50>=0s", "--label", "skip")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want the shoulder's only", len(recs))
+	}
+	if got := recs[0].Deviations.RungsSkipped; len(got) != 2 || got[0] != 40 || got[1] != 60 {
+		t.Errorf("rungs skipped %v, want [40 60]", got)
+	}
+	runs, err := os.ReadFile(filepath.Join(out, "runs.md"))
+	if err != nil || !strings.Contains(string(runs), "2 rungs skipped") {
+		t.Errorf("runs.md row does not say the rungs skipped (%v):\n%s", err, runs)
+	}
+}
