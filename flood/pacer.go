@@ -128,13 +128,13 @@ func (p *PoissonPacer) Offset(n int64) time.Duration {
 // Rate returns the mean rate in sends per second.
 func (p *PoissonPacer) Rate() float64 { return p.rate }
 
-// NewPacer builds the pacer named by a --arrivals value: "constant" (or "")
-// or "poisson" (seeded with seed).
-func NewPacer(arrivals string, rate float64, seed uint64) (Pacer, error) {
+// NewPacer builds the pacer of arrivals (ParseArrivals): constant (also
+// the zero value) or poisson (seeded with seed).
+func NewPacer(arrivals Arrivals, rate float64, seed uint64) (Pacer, error) {
 	switch arrivals {
-	case "", "constant":
+	case "", ArrivalsConstant:
 		return NewConstantPacer(rate)
-	case "poisson":
+	case ArrivalsPoisson:
 		return NewPoissonPacer(rate, seed)
 	}
 	return nil, fmt.Errorf("%w: arrivals %q: want constant or poisson", ErrInvalidPlan, arrivals)

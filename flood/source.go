@@ -25,23 +25,23 @@ const (
 	// takes one. When the buffer runs dry the send is late and counted as
 	// "source starved": the crowd's signing is then the bottleneck, and the
 	// record says so. The default.
-	SigningPipeline = "pipeline"
+	SigningPipeline SigningMode = "pipeline"
 	// SigningPresign signs every request before the timed window, so the
 	// window measures sending alone; its Dates age by up to the window's
 	// length, which Mastodon bounds at 1 h.
-	SigningPresign = "presign"
+	SigningPresign SigningMode = "presign"
 	// SigningJIT signs each request in the engine's dispatcher, which asks
 	// for the next request while it waits for that request's time: signing
 	// is free while it fits in the gap between sends (1/rate), and beyond
 	// that every send is late by the excess, which shows as lateness and is
 	// counted as starvation (the generator's bottleneck). It measures what
 	// an unpipelined sender would do.
-	SigningJIT = "jit"
+	SigningJIT SigningMode = "jit"
 )
 
 // ParseSigning reads --signing. Errors are *UsageError.
-func ParseSigning(s string) (string, error) {
-	switch m := strings.ToLower(strings.TrimSpace(s)); m {
+func ParseSigning(s string) (SigningMode, error) {
+	switch m := SigningMode(strings.ToLower(strings.TrimSpace(s))); m {
 	case "", SigningPipeline:
 		return SigningPipeline, nil
 	case SigningPresign, SigningJIT:
@@ -284,9 +284,9 @@ type PresignOptions struct {
 // set (and the schedule is not shorter), else every send a constant pacer
 // offers in d at rate (ceil(rate × d)), plus five standard deviations for
 // Poisson arrivals.
-func PresignCount(arrivals string, rate float64, d time.Duration, maxSends int64) int64 {
+func PresignCount(arrivals Arrivals, rate float64, d time.Duration, maxSends int64) int64 {
 	n := math.Ceil(rate * d.Seconds())
-	if arrivals == "poisson" {
+	if arrivals == ArrivalsPoisson {
 		n += 5*math.Sqrt(n) + 10
 	}
 	if maxSends > 0 && (d <= 0 || float64(maxSends) < n) {

@@ -194,7 +194,7 @@ func TestPipelineStarvationIsTheGenerators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := res.Record(record.Settings{Signing: SigningPipeline})
+	rec, err := res.Record(record.Settings{Signing: string(SigningPipeline)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestPresignRefusesBeforeSigning(t *testing.T) {
 
 func TestPresignCount(t *testing.T) {
 	for _, c := range []struct {
-		arrivals string
+		arrivals Arrivals
 		rate     float64
 		d        time.Duration
 		max      int64
@@ -331,8 +331,8 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 	}
 	defer tr.CloseIdleConnections()
 	const n = 40
-	for _, mode := range []string{SigningPipeline, SigningPresign, SigningJIT} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []SigningMode{SigningPipeline, SigningPresign, SigningJIT} {
+		t.Run(string(mode), func(t *testing.T) {
 			g := signedGenerator(t, w, nil)
 			var src Source
 			switch mode {

@@ -2,7 +2,9 @@
 // the crowd's own CA, HTTP, DNS, the admin API), routing by Host, and the
 // admin server that a flood or a person drives the running crowd with: it
 // serves adminapi's routes (its own, and those Config.Admin adds, the
-// inbox's) behind a guard against web pages.
+// inbox's) behind a guard against web pages. It is also the serve
+// composition root: StartCrowd builds a running crowd (world, CA, inbox,
+// listeners) from one CrowdConfig, on a state directory it owns.
 package pasture
 
 import (

@@ -115,7 +115,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	state := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cw, err := startWorld(ctx, zap.NewNop(), actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
+	cw, err := startCrowd(ctx, zap.NewNop(), pasture.WorldConfig{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
 		pasture.Config{HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,16 +123,16 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	defer func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
-		cw.shutdown(sctx)
+		cw.Shutdown(sctx)
 	}()
-	if registered := cw.pasture.AdminRoutes(); !slices.Equal(registered, sorted(listed)) {
+	if registered := cw.Pasture.AdminRoutes(); !slices.Equal(registered, sorted(listed)) {
 		t.Fatalf("the admin serves the routes\n  %v\nthis test calls\n  %v\nadd the new ones here", registered, sorted(listed))
 	}
-	admin := "http://" + cw.pasture.Addr("admin")
-	if host, _, _ := net.SplitHostPort(cw.pasture.Addr("admin")); !net.ParseIP(host).IsLoopback() {
+	admin := "http://" + cw.Pasture.Addr("admin")
+	if host, _, _ := net.SplitHostPort(cw.Pasture.Addr("admin")); !net.ParseIP(host).IsLoopback() {
 		t.Errorf("admin API on %s", host)
 	}
-	a, b := cw.world.Origins[0].Actors[0], cw.world.Origins[1].Actors[1]
+	a, b := cw.World.Origins[0].Actors[0], cw.World.Origins[1].Actors[1]
 
 	// Some of everything: the logs, graph and metrics then hold activities
 	// that were signed with the keys looked for.
@@ -157,7 +157,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	secrets := keySecrets(t, cw.world, state)
+	secrets := keySecrets(t, cw.World, state)
 	if len(secrets) < 10 {
 		t.Fatalf("only %d secrets to look for", len(secrets))
 	}

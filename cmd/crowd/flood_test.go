@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -11,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
@@ -386,32 +381,26 @@ func TestFloodNamedPersonas(t *testing.T) {
 	}
 }
 
-// TestQuietLoggerKeepsWarnings: the in-process crowd's logger shows
-// warnings and up whatever --log-level says, and never makes zap complain
-// about the level (it did under --log-level error).
-func TestQuietLoggerKeepsWarnings(t *testing.T) {
-	for _, c := range []struct {
-		level    zapcore.Level
-		warnings bool
-	}{
-		{zapcore.DebugLevel, true},  // raised to warn
-		{zapcore.InfoLevel, true},   // raised to warn
-		{zapcore.WarnLevel, true},   // already there
-		{zapcore.ErrorLevel, false}, // less than warn asked: kept as asked
-	} {
-		var complaints bytes.Buffer
-		core, logs := observer.New(c.level)
-		quiet := quietLogger(zap.New(core, zap.ErrorOutput(zapcore.AddSync(&complaints))))
-		quiet.Info("info")
-		quiet.Warn("warn")
-		if complaints.Len() > 0 {
-			t.Errorf("%v: zap complained: %s", c.level, complaints.String())
-		}
-		if n := logs.FilterMessage("info").Len(); n != 0 {
-			t.Errorf("%v: an info line got through", c.level)
-		}
-		if n := logs.FilterMessage("warn").Len(); (n == 1) != c.warnings {
-			t.Errorf("%v: %d warnings, want shown=%v", c.level, n, c.warnings)
-		}
+// TestFloodLadderRecordsTheRungsItSkipped: a ladder that stops at its
+// shoulder says, in the shoulder's record and table, which rungs it did
+// not run, so a reader does not take the ladder for the whole range.
+func TestFloodLadderRecordsTheRungsItSkipped(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	// p50>=0s holds on any rung: the first is the shoulder.
+	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
+		"--rate", "20,40,60", "--step", "1s", "--stop-when", "p50>=0s", "--label", "skip")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want the shoulder's only", len(recs))
+	}
+	if got := recs[0].Deviations.RungsSkipped; len(got) != 2 || got[0] != 40 || got[1] != 60 {
+		t.Errorf("rungs skipped %v, want [40 60]", got)
+	}
+	runs, err := os.ReadFile(filepath.Join(out, "runs.md"))
+	if err != nil || !strings.Contains(string(runs), "2 rungs skipped") {
+		t.Errorf("runs.md row does not say the rungs skipped (%v):\n%s", err, runs)
 	}
 }

@@ -10,15 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/loadrun"
+	"github.com/crowdfed/crowd/pasture"
 )
-
-// defaultPruneAge is how long a Follow of the crowd's may stay pending
-// before `crowd follows prune` takes it for one the SUT will never answer:
-// servers answer a Follow in seconds, and retry a failed Accept for minutes.
-const defaultPruneAge = time.Hour
 
 // newFollowsCmd is `crowd follows`, the crowd's own follow relations.
 func newFollowsCmd() *cobra.Command {
@@ -64,7 +60,7 @@ crowd that is not running.`,
 	f.admin.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin")
-	fl.DurationVar(&f.olderThan, "older-than", defaultPruneAge, "how long a Follow may stay pending before it is pruned")
+	fl.DurationVar(&f.olderThan, "older-than", loadrun.DefaultPruneAge, "how long a Follow may stay pending before it is pruned")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")
 	return cmd
 }
@@ -75,28 +71,11 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 	}
 	var res adminapi.PruneResult
 	if strings.TrimSpace(f.state) != "" {
-		// The graph is written here, so the state must not be a running
-		// crowd's: that one is pruned through its admin API instead.
-		lock, err := statedir.Acquire(f.state)
-		if errors.Is(err, statedir.ErrNotDir) {
+		var err error
+		if res, err = pasture.PruneState(f.state, f.olderThan, f.dryRun); errors.Is(err, statedir.ErrNotDir) {
 			return usageError{err}
-		}
-		if err != nil {
-			return fmt.Errorf("%w (prune a running crowd through its admin API: leave out --state)", err)
-		}
-		defer lock.Release()
-		g, err := actors.OpenGraph(f.state, nil)
-		if err != nil {
-			return fmt.Errorf("--state %s: %w", f.state, err)
-		}
-		defer g.Close()
-		stale, removed, err := g.PrunePending(time.Now().Add(-f.olderThan), f.dryRun)
-		if err != nil {
+		} else if err != nil {
 			return err
-		}
-		res.Removed = removed
-		for _, r := range stale {
-			res.Stale = append(res.Stale, adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since})
 		}
 	} else {
 		c, err := f.admin.client()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/pasture"
 )
 
 type lookupFlags struct {
@@ -32,7 +33,7 @@ problems or the fetch failed.`,
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("crowd lookup takes one actor, acct:name@host or a URL; got %d arguments", len(args))}
 			}
-			if err := checkActorRef(args[0]); err != nil {
+			if err := pasture.CheckActorRef(args[0]); err != nil {
 				return usageError{fmt.Errorf("crowd lookup %q: %v", args[0], err)}
 			}
 			return nil

@@ -104,3 +104,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newFollowsCmd())
 	return root
 }
+
+// exitInterrupted is the status of a run stopped by SIGINT or SIGTERM
+// (128 + SIGINT, as shells report it) after its partial record is written:
+// an interrupted run neither met nor missed its gates.
+const exitInterrupted = 130

@@ -3,27 +3,40 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/loadrun"
 )
 
-// runCheck parses args as crowd run's flags and checks them as RunE does.
-func runCheck(t *testing.T, args ...string) (*runFlags, *runPlan, error) {
+// runCheck parses args as crowd run's flags and checks them as RunE does:
+// the audience the run gets, and every problem Validate finds, as one
+// usage error.
+func runCheck(t *testing.T, args ...string) (*loadrun.AudienceConfig, error) {
 	t.Helper()
 	f := &runFlags{}
 	cmd := f.command(&globalOptions{})
 	if err := cmd.ParseFlags(args); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	p, err := f.check(cmd)
-	if err == nil {
-		_, err = f.flood.check(cmd)
+	a, err := f.audience(cmd)
+	if err != nil {
+		return nil, err
 	}
-	return f, p, err
+	c, err := f.flood.config(cmd)
+	if err != nil {
+		return nil, err
+	}
+	c.Audience = a
+	if errs := c.Validate(); len(errs) > 0 {
+		return a, usageError{errors.Join(errs...)}
+	}
+	return a, nil
 }
 
 // TestRunCheck: the audience's flags, the personas the flood gets, and
@@ -82,12 +95,12 @@ func TestRunCheck(t *testing.T) {
 		{"flood flag", []string{"--token", "load0=a", "--count", "1", "--mix", "nonsense"}, "", "", "", "", "--mix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, p, err := runCheck(t, tc.args...)
+			a, err := runCheck(t, tc.args...)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
 				}
-				if !isUsageError(err) && !strings.Contains(tc.name, "flood") {
+				if !isUsageError(err) {
 					t.Errorf("%v is not a usage error (exit 2)", err)
 				}
 				return
@@ -95,21 +108,10 @@ func TestRunCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var toks []string
-			for _, n := range p.names {
-				toks = append(toks, p.tokens[n])
-			}
-			if got := strings.Join(p.names, " "); got != tc.names {
-				t.Errorf("personas %q, want %q", got, tc.names)
-			}
-			if got := strings.Join(toks, " "); got != tc.tokens {
-				t.Errorf("tokens %q, want %q", got, tc.tokens)
-			}
-			if p.api != tc.api || f.flood.personas != tc.pattern || f.flood.count != len(p.names) {
-				t.Errorf("api %q, flood %q × %d; want %q, %q", p.api, f.flood.personas, f.flood.count, tc.api, tc.pattern)
-			}
-			if f.flood.label != "run" {
-				t.Errorf("label %q, want run", f.flood.label)
+			// The personas and their tokens are loadrun's to resolve (its
+			// TestAudienceConfig); here, what the command line hands over.
+			if n := len(strings.Fields(tc.names)); a.Count != n {
+				t.Errorf("count %d, want %d", a.Count, n)
 			}
 		})
 	}
@@ -126,7 +128,7 @@ func TestRunOldPersonasCountWarns(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--personas", "2", "--token", "load0=a", "--token", "load1=b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.check(cmd); err != nil {
+	if _, err := f.audience(cmd); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr.String(), "write --count 2") {

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/webfinger"
+	"github.com/crowdfed/crowd/pasture"
 )
 
 type sendFlags struct {
@@ -75,7 +74,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	if strings.TrimSpace(f.from) == "" {
 		return req, usageError{errors.New("--from is required: the crowd actor that sends, such as alice@flood1.test")}
 	}
-	if err := checkActorRef(f.from); err != nil {
+	if err := pasture.CheckActorRef(f.from); err != nil {
 		return req, usageError{fmt.Errorf("--from %q: %v", f.from, err)}
 	}
 	for _, t := range sendTypes() {
@@ -92,7 +91,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	if strings.TrimSpace(f.to) == "" {
 		return req, usageError{errors.New("--to is required: the target actor, acct:name@host or an actor URL")}
 	}
-	if err := checkActorRef(f.to); err != nil {
+	if err := pasture.CheckActorRef(f.to); err != nil {
 		return req, usageError{fmt.Errorf("--to %q: %v", f.to, err)}
 	}
 	req.From, req.To = strings.TrimSpace(f.from), strings.TrimSpace(f.to)
@@ -102,7 +101,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		if obj == "" {
 			return req, usageError{errors.New("--object is required for a Like: the URL of the post to like")}
 		}
-		if !isHTTPURL(obj) {
+		if !pasture.IsHTTPURL(obj) {
 			return req, usageError{fmt.Errorf("--object %q: a Like needs the http(s) URL of the post", f.object)}
 		}
 		req.Object, _ = json.Marshal(obj)
@@ -119,35 +118,13 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		}
 	}
 	if f.inboxURL != "" {
-		if !isHTTPURL(f.inboxURL) {
+		if !pasture.IsHTTPURL(f.inboxURL) {
 			return req, usageError{fmt.Errorf("--inbox %q is not an http(s) URL", f.inboxURL)}
 		}
 		req.Inbox = f.inboxURL
 	}
 	req.AllowPublicTarget = f.public
 	return req, nil
-}
-
-// checkActorRef accepts what the admin API resolves: an http(s) actor
-// URL, or an account (acct:name@host, name@host, @name@host).
-func checkActorRef(s string) error {
-	s = strings.TrimSpace(s)
-	if strings.Contains(s, "://") {
-		if !isHTTPURL(s) {
-			return errors.New("not an http(s) actor URL")
-		}
-		return nil
-	}
-	if _, _, err := webfinger.ParseAcct(s); err != nil {
-		return errors.New("neither name@host nor an actor URL")
-	}
-	return nil
-}
-
-// isHTTPURL reports whether s is an absolute http or https URL with a host.
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
 
 func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {

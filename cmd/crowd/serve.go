@@ -5,48 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
-	"github.com/crowdfed/crowd/signing"
 )
 
 // worldFlags are the flags that say which world to build.
-type worldFlags struct {
-	cfg   actors.Config
-	shard string
-}
+type worldFlags struct{ cfg pasture.WorldConfig }
 
 func (f *worldFlags) register(cmd *cobra.Command) {
-	def := actors.DefaultConfig()
+	def := pasture.DefaultWorld()
 	f.cfg = def
 	fl := cmd.Flags()
 	fl.IntVar(&f.cfg.Origins, "origins", def.Origins, "how many fake servers to serve")
 	fl.IntVar(&f.cfg.Actors, "actors", def.Actors, "how many actors each origin has")
 	fl.StringVar(&f.cfg.Domain, "domain", def.Domain, "host-name pattern of the origins, with one %d for the origin number")
 	fl.StringVar(&f.cfg.StateDir, "state", def.StateDir, "directory for keys, the CA, the follow graph and the activity log")
-	fl.StringVar(&f.shard, "shard", "", "serve only shard i of n of the origins (i/n, 0-based)")
-}
-
-func (f *worldFlags) config() (actors.Config, error) {
-	sh, err := actors.ParseShard(f.shard)
-	if err != nil {
-		return actors.Config{}, usageError{fmt.Errorf("--shard: %w", err)}
-	}
-	cfg := f.cfg
-	cfg.Shard = sh
-	if err := cfg.Validate(); err != nil {
-		return actors.Config{}, usageError{err}
-	}
-	return cfg, nil
+	fl.StringVar(&f.cfg.Shard, "shard", "", "serve only shard i of n of the origins (i/n, 0-based)")
 }
 
 type serveFlags struct {
@@ -126,22 +106,18 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	defer log.Sync()
-	wcfg, err := f.world.config()
-	if err != nil {
-		return err
-	}
 	pcfg, err := f.pastureConfig()
 	if err != nil {
 		return err
 	}
 	started := time.Now()
-	cw, err := startWorld(ctx, log, wcfg, pcfg)
+	cw, err := startCrowd(ctx, log, f.world.cfg, pcfg)
 	if err != nil {
 		return err
 	}
-	world, p := cw.world, cw.pasture
+	world, p := cw.World, cw.Pasture
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
-		zap.String("first", world.Origins[0].Host), zap.String("state", wcfg.StateDir),
+		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
 		zap.Duration("startup", time.Since(started)))
 	select {
 	case <-ctx.Done():
@@ -151,7 +127,7 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
 	defer cancel()
-	if serr := cw.shutdown(shutdownCtx); serr != nil {
+	if serr := cw.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("shutdown", zap.Error(serr))
 	}
 	return err
@@ -162,91 +138,12 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 // (`crowd serve`, then a standalone flood) in one folder never share one.
 const standaloneState = "crowd-state-standalone"
 
-// crowdWorld is a started crowd: the world, its listeners (the pasture)
-// and its inboxes. `crowd serve` runs one; `crowd flood --standalone` runs
-// one in-process.
-type crowdWorld struct {
-	world   *actors.World
-	pasture *pasture.Pasture
-	inbox   *inbox.Inbox
-	lock    *statedir.Lock
-}
-
-// startWorld takes the state directory of wcfg (one owner at a time),
-// opens the world (keys, follow graph), builds its inboxes and serves them
-// with the listeners of pcfg (whose World, Version, Logger, Registry, Inbox
-// and Admin it fills). On error nothing started keeps running and the
-// state is released.
-func startWorld(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg pasture.Config) (*crowdWorld, error) {
-	lock, err := statedir.Acquire(wcfg.StateDir)
-	if errors.Is(err, statedir.ErrNotDir) {
+// startCrowd is pasture.StartCrowd with the CLI's version and User-Agent;
+// a --state that is no directory is a usage error.
+func startCrowd(ctx context.Context, log *zap.Logger, wcfg pasture.WorldConfig, pcfg pasture.Config) (*pasture.Crowd, error) {
+	c, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: wcfg, Listen: pcfg, Version: version, UserAgent: userAgent(), Logger: log})
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
 		return nil, usageError{err}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if wcfg.Logger == nil {
-		wcfg.Logger = log
-	}
-	world, err := actors.Open(wcfg)
-	if err != nil {
-		lock.Release()
-		return nil, err
-	}
-	cw, err := serveWorld(ctx, log, world, pcfg)
-	if err != nil {
-		world.Close()
-		lock.Release()
-		return nil, err
-	}
-	cw.lock = lock
-	return cw, nil
-}
-
-func serveWorld(ctx context.Context, log *zap.Logger, world *actors.World, pcfg pasture.Config) (*crowdWorld, error) {
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(world.Config.StateDir, "tls"))
-	if err != nil {
-		return nil, err
-	}
-	reg := pasture.NewRegistry()
-	in, err := inbox.New(inbox.Config{World: world, Client: outgoingClient(ca, 30*time.Second),
-		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: userAgent()}), StateDir: world.Config.StateDir,
-		Logger: log.Named("inbox"), Registerer: reg})
-	if err != nil {
-		return nil, err
-	}
-	pcfg.World, pcfg.Version, pcfg.Logger, pcfg.Registry = world, version, log, reg
-	pcfg.Inbox, pcfg.Admin = in, in.AdminRoutes
-	p, err := pasture.New(pcfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.Start(ctx); err != nil {
-		return nil, err
-	}
-	if err := p.Start(ctx); err != nil {
-		in.Shutdown(context.Background())
-		return nil, err
-	}
-	return &crowdWorld{world: world, pasture: p, inbox: in}, nil
-}
-
-// shutdown stops the crowd within ctx: the inboxes first (their live
-// streams would hold the admin server open), then the listeners, then the
-// world's follow graph.
-func (c *crowdWorld) shutdown(ctx context.Context) error {
-	var errs []error
-	if err := c.inbox.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("inbox: %w", err))
-	}
-	if err := c.pasture.Shutdown(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.world.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.lock.Release(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return c, err
 }

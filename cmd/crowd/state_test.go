@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/loadrun"
 )
 
 // serveArgs is a small `crowd serve` on loopback ports of its own, state
@@ -210,8 +211,8 @@ func TestStandaloneFloodBesideAServeKeepsItsOwnState(t *testing.T) {
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("the standalone flood changed the serve's state:\nbefore %v\nafter  %v", before, after)
 	}
-	if _, err := os.Stat(filepath.Join(standaloneState, "graph.jsonl")); err != nil {
-		t.Errorf("the standalone flood kept no state of its own in ./%s: %v", standaloneState, err)
+	if _, err := os.Stat(filepath.Join(loadrun.StandaloneState, "graph.jsonl")); err != nil {
+		t.Errorf("the standalone flood kept no state of its own in ./%s: %v", loadrun.StandaloneState, err)
 	}
 }
 

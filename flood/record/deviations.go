@@ -17,11 +17,15 @@ type Deviations struct {
 	// PersonasWithoutPosts names the personas with no post to like while
 	// the mix has Likes: they were sent Creates and Follows instead.
 	PersonasWithoutPosts []string `json:"personas_without_posts,omitempty"`
+	// RungsSkipped are the rates of a ladder's rungs that were not run
+	// because the ladder stopped at its shoulder (--stop-when) on this
+	// rung, the last it ran.
+	RungsSkipped []float64 `json:"rungs_skipped,omitempty"`
 }
 
 // Empty reports whether the run did what it was asked.
 func (d Deviations) Empty() bool {
-	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0
+	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0
 }
 
 // merge adds o's deviations (a run of another generator) to d's.
@@ -33,6 +37,12 @@ func (d *Deviations) merge(o Deviations) {
 		}
 	}
 	slices.Sort(d.PersonasWithoutPosts)
+	for _, r := range o.RungsSkipped {
+		if !slices.Contains(d.RungsSkipped, r) {
+			d.RungsSkipped = append(d.RungsSkipped, r)
+		}
+	}
+	slices.Sort(d.RungsSkipped)
 }
 
 // Lines says each deviation in a sentence, for the table and the report.
@@ -51,7 +61,20 @@ func (d Deviations) Lines() []string {
 		out = append(out, fmt.Sprintf("%d %s no post to like (%s%s): sent Creates and Follows instead of Likes",
 			n, plural(n, "persona had", "personas had"), strings.Join(names, ", "), more))
 	}
+	if n := len(d.RungsSkipped); n > 0 {
+		out = append(out, fmt.Sprintf("%d %s not run (%s/s): the ladder stopped at its shoulder (--stop-when)",
+			n, plural(n, "rung was", "rungs were"), formatRates(d.RungsSkipped)))
+	}
 	return out
+}
+
+// formatRates is rates as a comma list.
+func formatRates(rates []float64) string {
+	s := make([]string, len(rates))
+	for i, r := range rates {
+		s[i] = FormatNumber(r)
+	}
+	return strings.Join(s, ", ")
 }
 
 // short is the deviations in a few words, for the runs.md row.
@@ -62,6 +85,9 @@ func (d Deviations) short() string {
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
+	}
+	if n := len(d.RungsSkipped); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d rungs skipped", n))
 	}
 	return strings.Join(parts, ", ")
 }

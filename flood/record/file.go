@@ -53,13 +53,13 @@ func (f *RecordFile) Checkpoint(r *Record) error {
 // appends its row to dir/runs.md (writing the table header first when the
 // file is new). It returns the record's path. With no checkpoint before, it
 // is WriteRecord.
-func (f *RecordFile) Final(r *Record) (string, error) {
-	if f.path == "" {
-		path, err := WriteRecord(f.dir, r)
-		f.path = path
-		return path, err
-	}
-	path, err := f.write(r)
+func (f *RecordFile) Final(r *Record) (string, error) { return f.FinalWith(r, r) }
+
+// FinalWith is Final writing doc, a document that carries r with more
+// sections (a `crowd run` record: the flood's fields and a "run" section),
+// in the file; runs.md gets r's row. The whole is written once.
+func (f *RecordFile) FinalWith(r *Record, doc any) (string, error) {
+	path, err := f.writeDoc(r, doc)
 	if err != nil {
 		return path, err
 	}
@@ -68,11 +68,14 @@ func (f *RecordFile) Final(r *Record) (string, error) {
 
 // write puts r in the file: the first time under a new name, as WriteRecord
 // picks it (never replacing another file), later over the file itself.
-func (f *RecordFile) write(r *Record) (string, error) {
+func (f *RecordFile) write(r *Record) (string, error) { return f.writeDoc(r, r) }
+
+// writeDoc is write of doc, named after r.
+func (f *RecordFile) writeDoc(r *Record, doc any) (string, error) {
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return "", err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return "", err
 	}

@@ -59,3 +59,39 @@ func TestDeviationsAreShownEverywhere(t *testing.T) {
 		t.Errorf("merged deviations %+v", d)
 	}
 }
+
+// TestRungsSkippedAreShown: a ladder's shoulder rung says which rungs were
+// not run, in the table, the row and the report, and shards unite them.
+func TestRungsSkippedAreShown(t *testing.T) {
+	mk := func(shard string, skipped ...float64) *record.Record {
+		res := recordtest.Run(t0, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
+		r := recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant", Mix: "create=1", Shard: shard})
+		r.Deviations.RungsSkipped = skipped
+		return recordtest.RoundTrip(t, r)
+	}
+	r := mk("", 600, 1000)
+	var table, md, html bytes.Buffer
+	for _, err := range []error{WriteTable(&table, r), WriteMarkdown(&md, r, "x.json"), WriteHTML(&html, r)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const line = "2 rungs were not run (600, 1000/s): the ladder stopped at its shoulder"
+	for _, c := range []struct{ where, text, want string }{
+		{"table", table.String(), "CHANGED: " + line},
+		{"runs.md row", r.MarkdownRow("x.json"), "(changed: 2 rungs skipped)"},
+		{"markdown", md.String(), line},
+		{"html", html.String(), line},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s lacks %q:\n%s", c.where, c.want, c.text)
+		}
+	}
+	m, err := record.Merge(mk("1/2", 600), mk("2/2", 1000, 600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Deviations.RungsSkipped; len(got) != 2 || got[0] != 600 || got[1] != 1000 {
+		t.Errorf("merged rungs skipped %v, want [600 1000]", got)
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// compareFlags are the flags of `crowd compare`, which judges a head run
+// against a base run (the record commands' exit statuses: records.go).
+type compareFlags struct {
+	maxRegression string
+	metrics       string
+	shareFloor    string
+	latencyFloor  time.Duration
+	force         bool
+}
+
+// newCompareCmd is `crowd compare`.
+func newCompareCmd() *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare BASE.json HEAD.json",
+		Short: "Compare two run records metric by metric; exit 1 when head regressed",
+		Long: `Compare a run record (HEAD) with a baseline (BASE): for each metric, overall and for every
+activity type both have, the two values and the relative change. A metric regressed when it
+moved the wrong way by more than --max-regression: latency up (and by at least
+--latency-floor), an error share up (and by at least --share-floor percentage points, so one
+error in ten thousand is not a verdict), a rate down; and by more than the two runs' sampling
+noise (99 % confidence: a quantile's order-statistic interval from each histogram, a
+two-proportion test for a share, Poisson counts for a rate). A quantile with fewer than 10
+sends beyond it, or a max, is shown but never judged. The output states these thresholds.
+
+Metrics are named as in --expect: p50 p90 p95 p99 p99.9 max (latency from the intended send
+time), service.p99 lateness.p99 dispatch.p99, errors dropped status429 timeout … (shares),
+rate (sent/s) and throughput (2xx/s).
+
+Runs that are not the same unit of work are refused: another total offered rate, activity
+mix (as asked, or as sent: Follows sent as Creates, personas without posts) or arrival
+process changes the latency for reasons that are not the server's. --force compares them
+anyway, saying so.
+
+Exit status: 0 no regression, 1 a regression, 2 no verdict (usage error, a record that
+does not read, runs that are not comparable).`,
+		Example: `  crowd compare out/load/main.json out/load/pr.json
+  crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput`,
+		Args: exactArgsUsage(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompare(cmd.OutOrStdout(), args[0], args[1], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression")
+	fl.StringVar(&f.metrics, "metric", record.DefaultCompareMetrics(), "metrics to compare, comma-separated")
+	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points, that can be a regression")
+	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(record.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
+	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix or arrival process anyway")
+	return cmd
+}
+
+func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) error {
+	noVerdict := func(err error) error { return exitCode{2, err} }
+	threshold, err := record.ParseThreshold(f.maxRegression)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--max-regression %w", err))
+	}
+	floor, err := record.ParseThreshold(f.shareFloor)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--share-floor %w", err))
+	}
+	if f.latencyFloor < 0 {
+		return noVerdict(fmt.Errorf("--latency-floor %v: want 0 or more", f.latencyFloor))
+	}
+	metrics, err := record.ParseCompareMetrics(f.metrics)
+	if err != nil {
+		return noVerdict(fmt.Errorf("--metric %w", err))
+	}
+	recs, err := loadRecords([]string{basePath, headPath})
+	if err != nil {
+		return noVerdict(err)
+	}
+	c, err := record.Compare(recs[0], recs[1], record.CompareOptions{
+		Metrics: metrics, MaxRegression: threshold, ShareFloor: floor, Force: f.force,
+		LatencyFloor: float64(f.latencyFloor) / float64(time.Microsecond),
+	})
+	if errors.Is(err, record.ErrIncomparable) {
+		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
+	}
+	if err != nil {
+		return noVerdict(err)
+	}
+	c.BaseName, c.HeadName = basePath, headPath
+	if err := c.WriteTable(stdout); err != nil {
+		return exitCode{2, err}
+	}
+	if c.Regressed() {
+		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
+	}
+	return nil
+}

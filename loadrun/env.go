@@ -1,0 +1,233 @@
+package loadrun
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture"
+)
+
+// Environment is where a run happens: the world whose actors send, how
+// to reach the targets, where Follows are registered, and the crowd's
+// admin API. It is attached (a running crowd serve) or standalone (the
+// world started in this process); Close ends what it started.
+type Environment struct {
+	World    *actors.World
+	Roots    *x509.CertPool    // the machine's roots and the crowd's CA
+	Hosts    map[string]string // host → ip:port of the crowd's own origins, when known
+	Register func(context.Context, flood.FollowRegistration) error
+	Admin    *adminapi.Client // the crowd's admin API (nil: none)
+	What     string           // which crowd, for the log
+	Shard    string
+	close    func()
+}
+
+// Close ends the environment: the in-process crowd, or the borrowed keys.
+func (e *Environment) Close() { e.close() }
+
+// openEnvironment starts or reaches the run's environment.
+func openEnvironment(ctx context.Context, c Config, log *zap.Logger) (*Environment, error) {
+	if c.Standalone {
+		return standalone(ctx, c, log)
+	}
+	return attached(ctx, c, log)
+}
+
+// standalone runs the world in this process, on the HTTPS/HTTP/DNS
+// listeners of c and an admin API on AdminAddr (default 127.0.0.1:0).
+func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, error) {
+	admin := c.AdminAddr
+	if admin == "" {
+		admin = "127.0.0.1:0"
+	}
+	listen := pasture.Config{HTTPSAddr: c.HTTPS, HTTPAddr: c.HTTP, DNSAddr: c.DNS, AdminAddr: admin,
+		Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	// The in-process crowd logs only what needs attention: the flood's
+	// output is the report; but a first start's key making is worth seeing.
+	cw, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: c.World, Listen: listen, Version: c.Version,
+		UserAgent: c.UserAgent, Logger: quietLogger(log.Named("crowd")), WorldLogger: log.Named("crowd")})
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+		return nil, usage(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	addr := dialable(cw.Pasture.Addr("https"))
+	hosts := map[string]string{}
+	for _, h := range cw.World.Hosts() {
+		hosts[h] = addr
+	}
+	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", len(cw.World.Actors())),
+		zap.String("https", addr), zap.String("admin", cw.Pasture.Addr("admin")), zap.String("state", c.World.StateDir))
+	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
+	return &Environment{
+		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
+		Register: flood.GraphRegister(cw.World.Graph), What: "the in-process crowd", Shard: c.World.Shard,
+		close: func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := cw.Shutdown(sctx); err != nil {
+				log.Warn("in-process crowd shutdown", zap.Error(err))
+			}
+		},
+	}, nil
+}
+
+// dialable turns a listener's address into one to dial: a wildcard host
+// (":8443", "[::]:8443") becomes loopback.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// attached drives the crowd serving at c.Admin: its world's shape comes
+// from /api/world, its keys from World.StateDir (checked against the ones
+// it serves), its CA from /ca.pem, and Follows are registered through
+// /api/following.
+func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, error) {
+	info, err := c.Admin.World(ctx)
+	if err != nil {
+		var nc *adminapi.UnreachableError
+		if errors.As(err, &nc) {
+			return nil, fmt.Errorf("no crowd answers at %s (--admin): start one with `crowd serve`, or pass --standalone to run the world in this process", c.AdminAddr)
+		}
+		return nil, err
+	}
+	if len(info.Origins) == 0 || len(info.Origins[0].Actors) == 0 {
+		return nil, fmt.Errorf("the crowd at %s (--admin) describes an empty world", c.AdminAddr)
+	}
+	world, err := borrowKeys(c, info)
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := c.Admin.CA(ctx)
+	if err != nil {
+		world.Close()
+		return nil, fmt.Errorf("the crowd's CA from %s: %w", c.AdminAddr, err)
+	}
+	hosts := map[string]string{}
+	if c.CrowdHTTPS != "" {
+		if _, _, err := net.SplitHostPort(c.CrowdHTTPS); err != nil {
+			world.Close()
+			return nil, usagef("--crowd-https %q is not ip:port", c.CrowdHTTPS)
+		}
+		for _, h := range world.Hosts() {
+			hosts[h] = c.CrowdHTTPS
+		}
+	}
+	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
+		zap.Int("actors", len(world.Actors())), zap.String("state", c.World.StateDir))
+	return &Environment{
+		World: world, Roots: pasture.RootsWith(caPEM), Hosts: hosts,
+		Register: func(ctx context.Context, f flood.FollowRegistration) error {
+			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
+			return err
+		}, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
+		close: func() { world.Close() },
+	}, nil
+}
+
+// borrowKeys opens the attached crowd's world from its --state, read only,
+// and checks that every key is the one the crowd serves (a usage error
+// otherwise: the --state is another crowd's).
+func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
+	shard, err := actors.ParseShard(info.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("the crowd at %s (--admin): %w", c.AdminAddr, err)
+	}
+	state := c.World.StateDir
+	if st, err := os.Stat(filepath.Join(state, "keys")); err != nil || !st.IsDir() {
+		return nil, usagef("--state %s holds no keys: pass the --state of the crowd serving at %s, whose keys the flood signs with", state, c.AdminAddr)
+	}
+	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
+		EphemeralGraph: true, BorrowKeys: true}
+	want := map[string]string{}
+	for _, o := range info.Origins {
+		cfg.Origins = max(cfg.Origins, o.Index)
+		for _, a := range o.Actors {
+			want[a.ID] = a.KeySHA256
+		}
+		want[o.Instance.ID] = o.Instance.KeySHA256
+	}
+	world, err := actors.Open(cfg)
+	if errors.Is(err, actors.ErrKeyFile) {
+		return nil, usage(err) // a key missing or unreadable: --state is not that crowd's
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the crowd's keys from --state %s: %w", state, err)
+	}
+	for _, a := range append(world.Actors(), world.Origins[0].Instance) {
+		der, err := x509.MarshalPKIXPublicKey(a.Key.Public())
+		sum := sha256.Sum256(der)
+		if err != nil || want[a.ID] != hex.EncodeToString(sum[:]) {
+			world.Close()
+			return nil, usagef("the key of %s in --state %s is not the one the crowd at %s serves: pass that crowd's --state", a.Acct(), state, c.AdminAddr)
+		}
+	}
+	return world, nil
+}
+
+// quietLogger is log raised to warnings, or log itself when the level
+// already asks for less: zap refuses, and complains on stderr, to
+// "increase" to a level below the one set.
+func quietLogger(log *zap.Logger) *zap.Logger {
+	if !log.Core().Enabled(zap.InfoLevel) {
+		return log
+	}
+	return log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+}
+
+// crowdRelations reads the crowd's follow graph through its admin API and
+// answers the state of crowd actor local's relation to remote (pending,
+// accepted, rejected; "" for none), as it stood when read.
+func crowdRelations(ctx context.Context, admin *adminapi.Client) (func(local, remote string) string, error) {
+	infos, err := admin.Follows(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("reading the crowd's follows: %w", err)
+	}
+	type pair struct{ local, remote string }
+	state := map[pair]string{}
+	for _, fi := range infos {
+		for _, rel := range fi.Following {
+			state[pair{rel.Local, rel.Remote}] = rel.State
+		}
+	}
+	return func(local, remote string) string { return state[pair{local, remote}] }, nil
+}
+
+// DefaultPruneAge is how long a Follow of the crowd's may stay pending
+// before it is taken for one the SUT will never answer: servers answer a
+// Follow in seconds, and retry a failed Accept for minutes.
+const DefaultPruneAge = time.Hour
+
+// warnStalePending reports the crowd's Follows pending (unanswered) for
+// longer than DefaultPruneAge: they keep their pairs from being followed
+// again. A crowd that cannot say is not an error here.
+func warnStalePending(ctx context.Context, log *zap.Logger, admin *adminapi.Client) {
+	res, err := admin.Prune(ctx, adminapi.PruneRequest{OlderThan: DefaultPruneAge.String(), DryRun: true})
+	if err != nil || len(res.Stale) == 0 {
+		return
+	}
+	log.Warn("some of the crowd's Follows were never answered: their pairs are not followed again until `crowd follows prune` clears them",
+		zap.Int("pending", len(res.Stale)), zap.Duration("older_than", DefaultPruneAge))
+}

@@ -1,0 +1,195 @@
+package loadrun
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// Run runs the load run c asks for: it validates c (every problem in one
+// *UsageError), opens the environment, sets the observers up, looks the
+// targets up, floods (one rate or a ladder), and writes the record. An
+// interrupted run returns an error wrapping ErrInterrupted; a missed
+// expectation or a run stopped early, a plain error.
+func Run(ctx context.Context, c Config) error {
+	p, errs := c.plan()
+	if len(errs) > 0 {
+		return usage(errors.Join(errs...))
+	}
+	if c.Log == nil {
+		c.Log = zap.NewNop()
+	}
+	if c.Audience != nil && c.Label == "" {
+		c.Label = "run"
+	}
+	env, err := openEnvironment(ctx, c, c.Log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	r := &runner{c: c, p: p, log: c.Log, env: env}
+	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
+	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
+	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
+	if p.audience != nil {
+		r.obs = newAudience(p.audience, c, c.Log.Named("audience"))
+		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
+			return err
+		}
+	}
+	personas, target, err := r.targets(ctx)
+	if err != nil {
+		return err
+	}
+	// A fresh seed per run unless one is given: the same seed every run
+	// would draw the same pairs again. It is printed first and recorded.
+	r.seed = c.Seed
+	if r.seed == 0 {
+		r.seed = freshSeed()
+	}
+	fmt.Fprintf(c.Stderr, "seed %d (--seed %d replays the draws)\n", r.seed, r.seed)
+	reg := flood.NewRegistrar(env.Register, flood.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
+	defer r.closeRegistrar(reg)
+	if err := r.generator(ctx, personas, reg); err != nil {
+		return err
+	}
+	defer r.warnDiverted()
+	tr := flood.NewTransport(c.MaxInflight, r.tls)
+	tr.DialContext = r.guard.DialContext
+	defer tr.CloseIdleConnections()
+	r.transport = tr
+	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
+		Target: target, Shard: env.Shard}
+	stop, err := r.sharedSource(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())))
+	if p.ladder {
+		return r.ladder(ctx)
+	}
+	return r.single(ctx)
+}
+
+// queueSize is the registrar's queue. Follows are registered off the send
+// path, once sent and answered 2xx (flood.Generator.Settled); a presigned
+// run may answer all of its Follows in one window, so its queue holds them
+// all.
+func (r *runner) queueSize() int {
+	queue := 10000
+	if r.p.signing == flood.SigningPresign {
+		total := 0.0
+		for _, rate := range r.p.rates {
+			total += rate * (r.c.Warmup + max(r.p.duration, r.c.Step)).Seconds()
+		}
+		m := r.p.mix
+		queue = max(queue, int(total*m.Follow/(m.Create+m.Like+m.Follow))+1000)
+	}
+	return queue
+}
+
+// closeRegistrar drains the registrar and says what could not be
+// registered.
+func (r *runner) closeRegistrar(reg *flood.Registrar) {
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st := reg.Close(cctx)
+	if st.Failed > 0 {
+		r.log.Warn("some Follows could not be registered with the crowd: their Accepts will not be recognised",
+			zap.Int64("failed", st.Failed), zap.Int64("registered", st.Registered), zap.String("first_error", st.FirstError))
+	} else if st.Registered > 0 {
+		r.log.Debug("follows registered", zap.Int64("registered", st.Registered))
+	}
+}
+
+// generator draws the run's activities. A Follow the crowd has sent
+// already, answered or not, is not sent again: no server takes a Follow
+// it has.
+func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *flood.Registrar) error {
+	var following func(local, remote string) bool
+	if r.p.mix.Follow > 0 && r.env.Admin != nil {
+		rel, err := crowdRelations(ctx, r.env.Admin)
+		if err != nil {
+			return err
+		}
+		following = func(local, remote string) bool {
+			s := rel(local, remote)
+			return s != "" && s != actors.StateRejected
+		}
+	}
+	if r.env.Admin != nil {
+		warnStalePending(ctx, r.log, r.env.Admin)
+	}
+	c := r.c
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: r.env.World.Actors(), Personas: personas, Mix: r.p.mix,
+		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
+	if err != nil {
+		var ue *record.UsageError
+		if errors.As(err, &ue) {
+			return usage(err)
+		}
+		return err
+	}
+	r.gen = gen
+	if nop := gen.PersonasWithoutPosts(); len(nop) > 0 {
+		r.log.Warn("some personas have no post to like: they get Creates and Follows instead of Likes", zap.Strings("personas", nop))
+	}
+	return nil
+}
+
+// warnDiverted says, at the end, how many Follows went out as Creates.
+func (r *runner) warnDiverted() {
+	if n := r.gen.FollowsDiverted(); n > 0 {
+		r.log.Warn("some Follows were sent as Creates: every crowd actor already followed the persona, and a server does not take a Follow it already has",
+			zap.Int64("diverted", n))
+	}
+}
+
+// sharedSource starts the source every run of a pipeline or jit flood
+// shares (a presigned run signs its own); stop closes it.
+func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
+	switch r.p.signing {
+	case flood.SigningPresign:
+		return func() {}, nil
+	case flood.SigningJIT:
+		r.shared = flood.NewJIT(r.gen, r.signer)
+		return func() {}, nil
+	}
+	maxRate := 0.0
+	for _, x := range r.p.rates {
+		maxRate = max(maxRate, x)
+	}
+	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
+	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice})
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = pl.Fill(fctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		pl.Close()
+		return nil, fmt.Errorf("%w before the run", ErrInterrupted)
+	}
+	r.shared = pl
+	return pl.Close, nil
+}
+
+// freshSeed is a random, non-zero seed for a run without --seed.
+func freshSeed() uint64 {
+	for {
+		if s := rand.Uint64(); s != 0 {
+			return s
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package loadrun
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/report"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// runner carries a run from its environment to its records.
+type runner struct {
+	c         Config
+	p         *plan
+	log       *zap.Logger
+	env       *Environment
+	guard     *flood.Guard
+	tls       *tls.Config
+	signer    *signing.Signer
+	obs       Observer // nil: none
+	gen       *flood.Generator
+	transport http.RoundTripper
+	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
+	seed      uint64       // the draws' seed, in every record
+	diverted  int64        // gen.FollowsDiverted() when the current run began
+	settings  record.Settings
+	file      *record.RecordFile // the current run's record: checkpoints, then the final write
+}
+
+// source returns the run's Source: the shared one, or n freshly presigned
+// requests for a window of w.
+func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.Source, error) {
+	if r.shared != nil {
+		return r.shared, nil
+	}
+	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes})
+	if err != nil {
+		if errors.Is(err, flood.ErrInvalidPlan) {
+			return nil, usage(err)
+		}
+		return nil, err
+	}
+	fmt.Fprintf(r.c.Stderr, "presigned %d requests in %v (%.0f/s, about %.0f MiB)\n", ps.Len(), ps.Took.Round(time.Millisecond),
+		float64(ps.Len())/ps.Took.Seconds(), float64(ps.Bytes)/(1<<20))
+	return ps, nil
+}
+
+// closeSource gives back what a run's own source drew and never sent (a
+// presigned run's tail); the shared pipeline is closed when the flood ends.
+func closeSource(src flood.Source) {
+	if ps, ok := src.(*flood.Presigned); ok {
+		ps.Close()
+	}
+}
+
+// run runs one plan with a live line and returns its record. Checkpoints
+// (every flood.DefaultCheckpointEvery) go where the final record will, so
+// a flood killed with SIGKILL leaves a partial record.
+func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
+	live := report.NewLive(r.c.Stderr, r.c.Live)
+	plan.Progress = live.Update
+	plan.Settled = r.gen.Settled
+	plan.Transport = r.transport
+	plan.MaxInflight = r.c.MaxInflight
+	plan.Timeout = r.c.Timeout
+	file := record.NewRecordFile(r.c.Out)
+	r.file = file
+	r.diverted = r.gen.FollowsDiverted()
+	plan.Checkpoint = func(res *record.Result) {
+		rec, err := r.record(res, s)
+		if err == nil {
+			err = file.Checkpoint(rec)
+		}
+		if err != nil {
+			r.log.Warn("checkpoint of the record", zap.String("out", r.c.Out), zap.Error(err))
+		}
+	}
+	res, err := flood.Run(ctx, plan)
+	live.Done()
+	if err != nil {
+		return nil, usage(err)
+	}
+	if res.Err != nil {
+		r.log.Error("the source failed", zap.Error(res.Err))
+	}
+	return r.record(res, s)
+}
+
+// record is res's record with what the flood knows beyond the engine: the
+// seed, and what the run changed from what was asked (the Follows it sent
+// as Creates since it began, the personas without posts).
+func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, error) {
+	rec, err := res.Record(s)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rec.Parts {
+		rec.Parts[i].Seed = r.seed
+	}
+	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
+	return rec, nil
+}
+
+// write writes rec (or doc, which carries it) as the current run's final
+// record, once.
+func (r *runner) write(rec *record.Record, doc any) (string, error) {
+	if doc == nil {
+		doc = rec
+	}
+	path, err := r.file.FinalWith(rec, doc)
+	if err != nil {
+		return path, fmt.Errorf("writing the record to %s (--out): %w", r.c.Out, err)
+	}
+	return path, nil
+}
+
+// single is a flood at one rate, watched by the observer if any.
+func (r *runner) single(ctx context.Context) error {
+	c, p := r.c, r.p
+	pacer, err := flood.NewPacer(p.arrivals, p.rates[0], r.seed)
+	if err != nil {
+		return usage(err)
+	}
+	var window time.Duration
+	if p.duration > 0 {
+		window = c.Warmup + p.duration
+	}
+	n := flood.PresignCount(p.arrivals, p.rates[0], window, c.MaxSends)
+	// How long presigned requests wait: the window, or the time max-sends
+	// take at the rate when no window bounds the run.
+	wait := window
+	if wait == 0 {
+		wait = time.Duration(float64(n) / p.rates[0] * float64(time.Second))
+	}
+	src, err := r.source(ctx, n, wait)
+	if err != nil {
+		return r.interrupted(ctx, err)
+	}
+	defer closeSource(src)
+	rec, add, err := r.observed(ctx, flood.Plan{Pacer: pacer, Duration: window, MaxSends: c.MaxSends, Warmup: c.Warmup, Source: src})
+	if rec == nil {
+		return err
+	}
+	path, werr := r.write(rec, add.Doc)
+	if werr == nil {
+		fmt.Fprintf(r.c.Stdout, "record: %s\n", path)
+		if add.Written != nil {
+			werr = add.Written(path)
+		}
+	}
+	if werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, rec, []*record.Record{rec})
+}
+
+// observed runs plan with the observer around it: started just before the
+// flood, finished (its drain) after it, its addition returned for the
+// record's one write. The table is printed as soon as the flood ends.
+func (r *runner) observed(ctx context.Context, plan flood.Plan) (*record.Record, Addition, error) {
+	if r.obs != nil {
+		tr, err := r.obs.Start(ctx, r.transport)
+		if err != nil {
+			return nil, Addition{}, err
+		}
+		r.transport = tr
+	}
+	rec, err := r.run(ctx, plan, r.settings)
+	if rec != nil {
+		if terr := report.WriteTable(r.c.Stdout, rec); terr != nil {
+			err = errors.Join(err, terr)
+		}
+	}
+	if r.obs == nil {
+		return rec, Addition{}, err
+	}
+	// The name is claimed with a checkpoint, so the observer's files sit
+	// beside the record, and a run killed while it drains keeps the flood's.
+	path := ""
+	if rec != nil {
+		if cerr := r.file.Checkpoint(rec); cerr != nil {
+			r.log.Warn("checkpoint of the record", zap.String("out", r.c.Out), zap.Error(cerr))
+		}
+		path = r.file.Path()
+	}
+	add, ferr := r.obs.Finish(ctx, rec, path)
+	return rec, add, errors.Join(err, ferr)
+}
+
+// ladder runs the rungs, writing each rung's record as it ends.
+func (r *runner) ladder(ctx context.Context) error {
+	c, p := r.c, r.p
+	lad := flood.Ladder{Rates: p.rates, Step: c.Step, Warmup: c.Warmup, StopWhen: p.stops}
+	var paths []string
+	header := false
+	run := func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
+		pacer, err := flood.NewPacer(p.arrivals, rate, r.seed)
+		if err != nil {
+			return nil, usage(err)
+		}
+		plan := lad.RungPlan(flood.Plan{}, pacer)
+		src, err := r.source(ctx, flood.PresignCount(p.arrivals, rate, plan.Duration, 0), plan.Duration)
+		if err != nil {
+			return nil, err
+		}
+		defer closeSource(src)
+		plan.Source = src
+		s := r.settings
+		s.Label = fmt.Sprintf("%s-%g", cmp.Or(c.Label, "ladder"), rate)
+		return r.run(ctx, plan, s)
+	}
+	// A rung's record is written once the ladder has put its capacity
+	// verdict so far in it (and, at the shoulder, the rungs it skips).
+	onRow := func(row record.RungRow) error {
+		if row.Shoulder {
+			row.Record.Deviations.RungsSkipped = p.rates[row.Index+1:]
+		}
+		path, err := r.write(row.Record, nil)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, path)
+		if !header {
+			fmt.Fprint(c.Stderr, strings.ReplaceAll(report.LadderHeader(), "\t", "  "))
+			header = true
+		}
+		fmt.Fprint(c.Stderr, strings.ReplaceAll(report.LadderRowLine(row), "\t", "  "))
+		return nil
+	}
+	res, err := lad.Run(ctx, run, onRow)
+	if len(res.Rows) > 0 {
+		fmt.Fprintln(c.Stdout)
+		if werr := report.WriteLadder(c.Stdout, res); werr != nil {
+			return werr
+		}
+		for _, path := range paths {
+			fmt.Fprintf(c.Stdout, "record: %s\n", path)
+		}
+	}
+	if err != nil {
+		return r.interrupted(ctx, err)
+	}
+	if res.Shoulder >= 0 {
+		fmt.Fprintf(c.Stdout, "shoulder at %g/s (rung %d)\n", res.Rows[res.Shoulder].Rate, res.Shoulder+1)
+	}
+	return r.finish(ctx, lastRecord(res), judged(res))
+}
+
+// judged are the rungs the gates judge: those below the shoulder (load
+// broke there by definition), or the shoulder itself when it is the first.
+func judged(res record.LadderResult) []*record.Record {
+	var recs []*record.Record
+	for i, row := range res.Rows {
+		if i == res.Shoulder && i > 0 {
+			break
+		}
+		recs = append(recs, row.Record)
+	}
+	return recs
+}
+
+// lastRecord is the ladder's last rung's record, nil with none.
+func lastRecord(res record.LadderResult) *record.Record {
+	if len(res.Rows) == 0 {
+		return nil
+	}
+	return res.Rows[len(res.Rows)-1].Record
+}
+
+// finish evaluates the gates on recs and says how the run ended; last is
+// the last record written.
+func (r *runner) finish(ctx context.Context, last *record.Record, recs []*record.Record) error {
+	var all []record.GateResult
+	for _, rec := range recs {
+		results, _ := record.CheckGates(rec, r.p.gates)
+		for _, res := range results {
+			prefix := "expect "
+			if len(recs) > 1 {
+				prefix = fmt.Sprintf("expect at %g/s: ", rec.Settings.Rate)
+			}
+			fmt.Fprintln(r.c.Stdout, prefix+res.String())
+		}
+		all = append(all, results...)
+	}
+	if ctx.Err() != nil || last != nil && last.Partial && last.PartialReason == record.ReasonInterrupted {
+		return fmt.Errorf("%w: the partial record is written", ErrInterrupted)
+	}
+	if last != nil && last.Partial {
+		return fmt.Errorf("the run stopped early: %s", last.PartialReason)
+	}
+	if flood.ExitCode(nil, all) != 0 {
+		return errors.New("an expectation was missed")
+	}
+	return nil
+}
+
+// interrupted turns an error that came from an interruption into
+// ErrInterrupted.
+func (r *runner) interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w before the run", ErrInterrupted)
+	}
+	return err
+}

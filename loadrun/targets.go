@@ -1,0 +1,82 @@
+package loadrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+// client is the run's guarded client for everything but the flood's sends
+// (discovery, the audience's client API): the dial guard that refuses
+// public targets, roots that trust the crowd's CA, a bound per request.
+func (r *runner) client(timeout time.Duration, perHost int) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: r.guard.DialContext, TLSClientConfig: r.tls.Clone(), ForceAttemptHTTP2: true, // a copy: enabling HTTP/2 adds "h2" to it
+		MaxIdleConnsPerHost: perHost, TLSHandshakeTimeout: 10 * time.Second}}
+}
+
+// refusePublic makes a refused public target a usage error.
+func refusePublic(err error) error {
+	if errors.Is(err, flood.ErrPublicTarget) {
+		return usage(err)
+	}
+	return err
+}
+
+// targets returns the personas to flood and a description for the record:
+// the named ones, checked and looked up, or the crowd's own actors.
+func (r *runner) targets(ctx context.Context) ([]*flood.Persona, string, error) {
+	env, p := r.env, r.p
+	if len(p.accts) == 0 {
+		personas := flood.WorldPersonas(env.World, p.inbox)
+		for _, o := range env.World.Origins {
+			if _, err := r.guard.Check(ctx, o.Host); err != nil {
+				return nil, "", refusePublic(fmt.Errorf("self-flood of %s: %w (start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone)", env.What, err))
+			}
+		}
+		return personas, fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox), nil
+	}
+	// Every persona's host is resolved and checked before anything is sent
+	// to it, WebFinger included.
+	checked := map[string]bool{}
+	for _, a := range p.accts {
+		_, host, _ := strings.Cut(a, "@")
+		if checked[host] {
+			continue
+		}
+		checked[host] = true
+		if _, err := r.guard.Check(ctx, host); err != nil {
+			return nil, "", refusePublic(fmt.Errorf("persona %s: %w", a, err))
+		}
+	}
+	client := r.client(r.c.Timeout, 16)
+	defer client.CloseIdleConnections()
+	inst := env.World.Origins[0].Instance
+	start := time.Now()
+	personas, warns, err := flood.Discover(ctx, p.accts, flood.DiscoverOptions{Client: client, Signer: r.signer,
+		KeyID: inst.KeyID, Key: inst.Key, Inbox: p.inbox, Timeout: r.c.Timeout})
+	for _, w := range warns {
+		r.log.Warn(w)
+	}
+	if err != nil {
+		return nil, "", refusePublic(fmt.Errorf("discovering the personas: %w", err))
+	}
+	for _, ps := range personas {
+		if err := r.guard.CheckURL(ctx, ps.Target); err != nil {
+			return nil, "", refusePublic(fmt.Errorf("persona %s: inbox %s: %w", ps.Acct, ps.Target, err))
+		}
+	}
+	r.log.Info("personas discovered", zap.Int("personas", len(personas)), zap.Duration("took", time.Since(start)))
+	desc := fmt.Sprintf("%d personas (%s", len(personas), personas[0].Acct)
+	if len(personas) > 1 {
+		desc += " … " + personas[len(personas)-1].Acct
+	}
+	return personas, desc + "), inbox " + string(p.inbox), nil
+}

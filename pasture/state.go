@@ -1,0 +1,66 @@
+package pasture
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
+	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/webfinger"
+)
+
+// PruneState forgets the Follows of the crowd whose state is dir that are
+// still pending after olderThan (lists them only with dryRun), on a
+// stopped crowd: the graph is written here, so the state directory is
+// taken as a running crowd would take it (an error wrapping
+// statedir.ErrNotDir, or naming the running owner). A running crowd is
+// pruned through its admin API instead.
+func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.PruneResult, error) {
+	var res adminapi.PruneResult
+	lock, err := statedir.Acquire(dir)
+	if errors.Is(err, statedir.ErrNotDir) {
+		return res, err
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w (prune a running crowd through its admin API: leave out --state)", err)
+	}
+	defer lock.Release()
+	g, err := actors.OpenGraph(dir, nil)
+	if err != nil {
+		return res, fmt.Errorf("--state %s: %w", dir, err)
+	}
+	defer g.Close()
+	stale, removed, err := g.PrunePending(time.Now().Add(-olderThan), dryRun)
+	if err != nil {
+		return res, err
+	}
+	res.Removed = removed
+	for _, r := range stale {
+		res.Stale = append(res.Stale, adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since})
+	}
+	return res, nil
+}
+
+// CheckActorRef accepts what the admin API's send resolves: an http(s)
+// actor URL, or an account (acct:name@host, name@host, @name@host).
+func CheckActorRef(s string) error {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "://") {
+		if !IsHTTPURL(s) {
+			return errors.New("not an http(s) actor URL")
+		}
+		return nil
+	}
+	if _, _, err := webfinger.ParseAcct(s); err != nil {
+		return errors.New("neither name@host nor an actor URL")
+	}
+	return nil
+}
+
+// IsHTTPURL reports whether s is an absolute http or https URL with a host.
+// It is apclient's test, for the CLI, which does not import apclient.
+func IsHTTPURL(s string) bool { return apclient.IsHTTPURL(s) }

@@ -1,0 +1,41 @@
+package pasture
+
+import (
+	"fmt"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// WorldConfig is the world's shape as a command line gives it (--origins,
+// --actors, --domain, --state, --shard), read into an actors.Config by
+// ActorsConfig: the CLI names a world without reaching into actors.
+type WorldConfig struct {
+	Origins, Actors int
+	Domain          string // host-name pattern with one %d
+	StateDir        string
+	Shard           string // "i/n", or "" for every origin
+}
+
+// DefaultWorld is `crowd serve`'s world with no flags.
+func DefaultWorld() WorldConfig {
+	d := actors.DefaultConfig()
+	return WorldConfig{Origins: d.Origins, Actors: d.Actors, Domain: d.Domain, StateDir: d.StateDir}
+}
+
+// ActorsConfig checks w and returns the world's configuration; the error names
+// the flag at fault.
+func (w WorldConfig) ActorsConfig() (actors.Config, error) {
+	sh, err := actors.ParseShard(w.Shard)
+	if err != nil {
+		return actors.Config{}, fmt.Errorf("--shard: %w", err)
+	}
+	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh}
+	if err := cfg.Validate(); err != nil {
+		return actors.Config{}, err
+	}
+	return cfg, nil
+}
+
+// ErrConfig marks a world that cannot be built as configured: a mistake
+// in a flag, which the error names (it is actors.ErrConfig).
+var ErrConfig = actors.ErrConfig
