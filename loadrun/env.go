@@ -30,6 +30,7 @@ type Environment struct {
 	Roots    *x509.CertPool    // the machine's roots and the crowd's CA
 	Hosts    map[string]string // host → ip:port of the crowd's own origins, when known
 	Register func(context.Context, flood.FollowRegistration) error
+	Outbox   flood.OutboxSink // where the Creates sent are listed: the crowd's outboxes
 	Admin    *adminapi.Client // the crowd's admin API (nil: none)
 	What     string           // which crowd, for the log
 	Shard    string
@@ -76,7 +77,8 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
-		Register: flood.GraphRegister(cw.World.Graph), What: "the in-process crowd", Shard: c.World.Shard,
+		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
+		What: "the in-process crowd", Shard: c.World.Shard,
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -142,7 +144,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		Register: func(ctx context.Context, f flood.FollowRegistration) error {
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
-		}, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
+		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		close: func() { world.Close() },
 	}, nil
 }

@@ -61,6 +61,10 @@ func Run(ctx context.Context, c Config) error {
 	fmt.Fprintf(c.Stderr, "seed %d (--seed %d replays the draws)\n", r.seed, r.seed)
 	reg := flood.NewRegistrar(env.Register, flood.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
 	defer r.closeRegistrar(reg)
+	// Closed before the environment (defers run last first), so the last
+	// batch reaches an in-process world before it closes.
+	r.feed = flood.NewOutboxFeed(env.Outbox, flood.OutboxFeedOptions{})
+	defer r.closeFeed()
 	if err := r.generator(ctx, personas, reg); err != nil {
 		return err
 	}
@@ -112,6 +116,17 @@ func (r *runner) closeRegistrar(reg *flood.Registrar) {
 			zap.Int64("failed", st.Failed), zap.Int64("registered", st.Registered), zap.String("first_error", st.FirstError))
 	} else if st.Registered > 0 {
 		r.log.Debug("follows registered", zap.Int64("registered", st.Registered))
+	}
+}
+
+// closeFeed sends the outbox feed's last batch and says what could not be
+// listed.
+func (r *runner) closeFeed() {
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st := r.feed.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some Creates sent could not be listed in the crowd's outboxes",
+			zap.Int64("failed", st.Failed), zap.Int64("fed", st.Fed), zap.String("first_error", st.FirstError))
 	}
 }
 

@@ -29,6 +29,7 @@ type runner struct {
 	signer    *signing.Signer
 	obs       Observer // nil: none
 	gen       *flood.Generator
+	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
 	seed      uint64       // the draws' seed, in every record
@@ -69,7 +70,7 @@ func closeSource(src flood.Source) {
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
 	live := report.NewLive(r.c.Stderr, r.c.Live)
 	plan.Progress = live.Update
-	plan.Settled = r.gen.Settled
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 )
@@ -64,6 +66,23 @@ func TestFloodStandaloneSelfFlood(t *testing.T) {
 		if tr, ok := r.Types[typ]; !ok || tr.Counts.Sent == 0 {
 			t.Errorf("no %s sent (types %v)", typ, r.TypeNames())
 		}
+	}
+	// Every Create that left is listed in its sender's outbox, in the
+	// flood's own state.
+	ob, err := actors.OpenOutbox(state, actors.OutboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	for o := 1; o <= 2; o++ {
+		for a := range 2 {
+			_, total := ob.Latest(fmt.Sprintf("https://flood%d.test/users/%s", o, actors.ActorName(a)))
+			listed += total
+		}
+	}
+	ob.Close()
+	if sent := r.Types["Create"].Counts.Sent; int64(listed) != sent {
+		t.Errorf("the outboxes list %d Creates, the flood sent %d", listed, sent)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "runs.md"))
 	if err != nil || !strings.Contains(string(md), "| self |") || !strings.Contains(string(md), r.FileName()) {
