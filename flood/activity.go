@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -498,33 +495,5 @@ func (r *Registrar) Close(ctx context.Context) RegistrarStats {
 func GraphRegister(g *actors.Graph) func(context.Context, FollowRegistration) error {
 	return func(_ context.Context, f FollowRegistration) error {
 		return g.AddFollowing(f.Local, f.Remote, f.FollowID)
-	}
-}
-
-// AdminRegister registers Follows with a running crowd: a POST of the
-// registration to base + "/api/following" (base is its admin API,
-// "http://127.0.0.1:9180"), which must answer 2xx.
-func AdminRegister(c *http.Client, base string) func(context.Context, FollowRegistration) error {
-	endpoint := strings.TrimSuffix(base, "/") + "/api/following"
-	return func(ctx context.Context, f FollowRegistration) error {
-		b, err := json.Marshal(f)
-		if err != nil {
-			return err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("POST %s: HTTP %d: %s", endpoint, resp.StatusCode, strings.TrimSpace(string(msg)))
-		}
-		return nil
 	}
 }

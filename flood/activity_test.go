@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
@@ -489,7 +490,7 @@ func TestRegistrar(t *testing.T) {
 		var bodies []FollowRegistration
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var f FollowRegistration
-			if r.Method != http.MethodPost || r.URL.Path != "/api/following" || json.NewDecoder(r.Body).Decode(&f) != nil {
+			if r.Method != http.MethodPost || r.URL.Path != adminapi.RouteFollowing.Path() || json.NewDecoder(r.Body).Decode(&f) != nil {
 				http.Error(w, `{"error":"bad"}`, http.StatusBadRequest)
 				return
 			}
@@ -503,7 +504,14 @@ func TestRegistrar(t *testing.T) {
 			w.Write([]byte(`{}`))
 		}))
 		defer srv.Close()
-		r := NewRegistrar(AdminRegister(srv.Client(), srv.URL+"/"), RegistrarOptions{Workers: 2})
+		admin, err := adminapi.New(srv.URL, adminapi.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRegistrar(func(ctx context.Context, f FollowRegistration) error {
+			_, err := admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
+			return err
+		}, RegistrarOptions{Workers: 2})
 		for i := range 10 {
 			r.Add(FollowRegistration{Local: "https://flood1.test/users/bob", Remote: "https://sut.test/users/a", FollowID: fmt.Sprint(i)})
 		}
