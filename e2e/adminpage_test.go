@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // TestAdminPage opens the admin page of a real `crowd serve` in headless
@@ -34,17 +36,7 @@ func TestAdminPage(t *testing.T) {
 	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "2", "--actors", "3",
 		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
-		func(ctx context.Context, p *Process) error {
-			resp, err := http.Get("http://" + admin + "/readyz")
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
-			}
-			return nil
-		})
+		readyAdmin(admin))
 	crowdCLI := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(bin, append(args, "--admin", admin)...).CombinedOutput()
@@ -216,17 +208,7 @@ func TestAdminPageCountsEveryEntry(t *testing.T) {
 	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
 		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
-		func(ctx context.Context, p *Process) error {
-			resp, err := http.Get("http://" + admin + "/readyz")
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
-			}
-			return nil
-		})
+		readyAdmin(admin))
 
 	const refused = 1200 // more than the page keeps (MAX in page.html)
 	for i := range refused {
@@ -262,5 +244,21 @@ func TestAdminPageCountsEveryEntry(t *testing.T) {
 		if !strings.Contains(counts, want) {
 			t.Errorf("counts %q lack %q", counts, want)
 		}
+	}
+}
+
+// readyAdmin is ready once the crowd's admin API at admin answers /readyz
+// with 200 (every listener is up).
+func readyAdmin(admin string) ReadyFunc {
+	return func(ctx context.Context, p *Process) error {
+		resp, err := http.Get("http://" + admin + adminapi.RouteReady.Path())
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
+		}
+		return nil
 	}
 }
