@@ -214,13 +214,13 @@ func (g *Generator) Config() GeneratorConfig { return g.cfg }
 
 // Draft is one generated activity, not yet signed.
 type Draft struct {
-	Type    string        // TypeCreate, TypeLike or TypeFollow
-	Sender  *actors.Actor // who sends (and signs) it
-	Persona *Persona      // whom it targets
-	URL     *url.URL      // the persona's Target, parsed; shared, read-only
-	ID      string        // the activity's id
-	Object  string        // the note's id, the liked post's, the followed actor's
-	Body    []byte        // the activity's JSON
+	Type    record.ActivityKind // record.TypeCreate, TypeLike or TypeFollow
+	Sender  *actors.Actor       // who sends (and signs) it
+	Persona *Persona            // whom it targets
+	URL     *url.URL            // the persona's Target, parsed; shared, read-only
+	ID      string              // the activity's id
+	Object  string              // the note's id, the liked post's, the followed actor's
+	Body    []byte              // the activity's JSON
 	// Diverted marks a Create drawn as a Follow: no sender was left that
 	// did not follow the persona.
 	Diverted bool
@@ -322,7 +322,7 @@ func (s *Stream) Next() (Draft, error) {
 	return d, nil
 }
 
-func (s *Stream) drawType() string {
+func (s *Stream) drawType() record.ActivityKind {
 	x := s.r.Float64() * s.g.cum[2]
 	switch {
 	case x < s.g.cum[0]:

@@ -146,12 +146,12 @@ func TestMixProportions(t *testing.T) {
 			g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(10000), Personas: fakePersonas(4), Mix: c.mix, Seed: 7})
 			s := g.Stream()
 			const n = 10000
-			count := map[string]int{}
+			count := map[record.ActivityKind]int{}
 			for range n {
 				count[mustDraft(t, s).Type]++
 			}
 			sum := c.mix.Create + c.mix.Like + c.mix.Follow
-			for typ, w := range map[string]float64{record.TypeCreate: c.mix.Create, record.TypeLike: c.mix.Like, record.TypeFollow: c.mix.Follow} {
+			for typ, w := range map[record.ActivityKind]float64{record.TypeCreate: c.mix.Create, record.TypeLike: c.mix.Like, record.TypeFollow: c.mix.Follow} {
 				got, want := float64(count[typ])/n, w/sum
 				// 0.02 is over 4 standard deviations of a share of 10k draws.
 				if math.Abs(got-want) > 0.02 {
@@ -396,7 +396,7 @@ func TestSeedMakesStreamsReproducible(t *testing.T) {
 		var out []string
 		for range 100 {
 			d := mustDraft(t, s)
-			out = append(out, d.Type+" "+d.Sender.ID+" "+d.Persona.ID+" "+d.Object[:min(len(d.Object), 40)])
+			out = append(out, string(d.Type)+" "+d.Sender.ID+" "+d.Persona.ID+" "+d.Object[:min(len(d.Object), 40)])
 		}
 		return out
 	}

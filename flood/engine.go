@@ -25,12 +25,12 @@ var ErrInvalidPlan = errors.New("flood: invalid plan")
 // Header may be shared between many Prepared values (a Source typically
 // parses each inbox URL once).
 type Prepared struct {
-	Type   string      // activity type, the per-type breakdown key ("Create", "Like", "Follow")
-	Method string      // usually POST
-	URL    *url.URL    // target inbox; shared, read-only
-	Host   string      // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
-	Header http.Header // complete headers incl. Date, Digest, Signature; read-only
-	Body   []byte      // the exact signed body; read-only (the transport may read it after the answer)
+	Type   record.ActivityKind // activity type, the per-type breakdown key
+	Method string              // usually POST
+	URL    *url.URL            // target inbox; shared, read-only
+	Host   string              // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
+	Header http.Header         // complete headers incl. Date, Digest, Signature; read-only
+	Body   []byte              // the exact signed body; read-only (the transport may read it after the answer)
 
 	// Follow is set on a Follow: what registering it with the crowd's
 	// follow graph takes, once it was sent (Generator.Settled).
@@ -347,7 +347,7 @@ func (e *engine) dispatch() {
 		// second, makes the counters one consistent set for progress and
 		// checkpoints; it costs what the atomic adds of the totals did.
 		e.mu.Lock()
-		typ, c := e.counts(prep.Type)
+		typ, c := e.counts(string(prep.Type))
 		if !measured {
 			c = &e.warm
 		}

@@ -181,7 +181,7 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		if phases[i].fault != "" {
 			h.Set("X-Fault", phases[i].fault)
 		}
-		phases[i].prep = &Prepared{Type: phases[i].name, Method: http.MethodPost, URL: u, Header: h, Body: []byte(`{"type":"Create"}`)}
+		phases[i].prep = &Prepared{Type: record.ActivityKind(phases[i].name), Method: http.MethodPost, URL: u, Header: h, Body: []byte(`{"type":"Create"}`)}
 	}
 
 	// The source hands out each phase's requests; the first request of a

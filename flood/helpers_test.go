@@ -67,7 +67,7 @@ func newCycleSource(t testing.TB, target string, types ...string) *cycleSource {
 	s := &cycleSource{}
 	for _, typ := range types {
 		s.preps = append(s.preps, &Prepared{
-			Type:   typ,
+			Type:   record.ActivityKind(typ),
 			Method: http.MethodPost,
 			URL:    u,
 			Header: http.Header{"Content-Type": {"application/activity+json"}},

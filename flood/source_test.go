@@ -77,7 +77,7 @@ func TestPrepareSignsWhatAVerifierAccepts(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	v := worldVerifier(w)
 	s := signedGenerator(t, w, nil).Stream()
-	seen := map[string]bool{}
+	seen := map[record.ActivityKind]bool{}
 	for range 12 {
 		d := mustDraft(t, s)
 		p, err := Prepare(testSigner(), d)

@@ -6,12 +6,15 @@ import (
 	"strings"
 )
 
-// Activity types the generator sends, as they appear in the per-type
-// breakdown.
+// ActivityKind is an activity type the generator sends; its string is the
+// ActivityStreams type, the key of the record's per-type breakdown.
+type ActivityKind string
+
+// The activity kinds of the mix.
 const (
-	TypeCreate = "Create"
-	TypeLike   = "Like"
-	TypeFollow = "Follow"
+	TypeCreate ActivityKind = "Create"
+	TypeLike   ActivityKind = "Like"
+	TypeFollow ActivityKind = "Follow"
 )
 
 // Mix is the weighted mix of activity types (--mix): each send is a

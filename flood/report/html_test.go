@@ -83,10 +83,10 @@ func fixtureResult() *record.Result {
 			typ = record.TypeLike
 		}
 		measured := intended >= warmup
-		st := res.Types[typ]
+		st := res.Types[string(typ)]
 		if measured && st == nil {
 			st = record.NewStats()
-			res.Types[typ] = st
+			res.Types[string(typ)] = st
 		}
 		counts := &res.WarmupCounts
 		if measured {
