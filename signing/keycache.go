@@ -117,17 +117,20 @@ func NewKeyCache(o KeyCacheOptions) *KeyCache {
 // whose ctx ends while waiting gets an error wrapping both ErrKeyUnavailable
 // and ctx.Err(), while the fetch carries on for the others.
 func (c *KeyCache) ResolveKey(ctx context.Context, keyID string, refresh bool) (PublicKey, error) {
-	now := c.o.Now()
-	c.mu.Lock()
-	e, ok := c.lru.Get(keyID)
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) && !(refresh && now.Sub(e.fetched) >= c.o.MinRefresh) {
+	if e, ok := c.fresh(keyID, refresh); ok {
 		return e.pk, e.err
 	}
 	// The fetch is detached from ctx so that one impatient caller does not
 	// fail the others waiting on the same keyId.
 	fctx := context.WithoutCancel(ctx)
-	ch := c.flights.DoChan(keyID, func() (any, error) { return c.fetch(fctx, keyID) })
+	ch := c.flights.DoChan(keyID, func() (any, error) {
+		// A flight that ended between this caller's miss and its DoChan has
+		// stored its answer: take it rather than fetch the same key again.
+		if e, ok := c.fresh(keyID, refresh); ok {
+			return e.pk, e.err
+		}
+		return c.fetch(fctx, keyID)
+	})
 	select {
 	case r := <-ch:
 		pk, _ := r.Val.(PublicKey)
@@ -135,6 +138,16 @@ func (c *KeyCache) ResolveKey(ctx context.Context, keyID string, refresh bool) (
 	case <-ctx.Done():
 		return PublicKey{}, fmt.Errorf("%w: waiting for %s: %w", ErrKeyUnavailable, keyID, ctx.Err())
 	}
+}
+
+// fresh returns keyID's cached entry while it may be served: within its TTL
+// and, for a refresh, fetched less than MinRefresh ago.
+func (c *KeyCache) fresh(keyID string, refresh bool) (cacheEntry, bool) {
+	now := c.o.Now()
+	c.mu.Lock()
+	e, ok := c.lru.Get(keyID)
+	c.mu.Unlock()
+	return e, ok && now.Before(e.expires) && !(refresh && now.Sub(e.fetched) >= c.o.MinRefresh)
 }
 
 // fetch performs one fetch for keyID and stores its result.
