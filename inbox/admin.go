@@ -168,7 +168,7 @@ func (in *Inbox) Follows(actor string) ([]adminapi.FollowsInfo, error) {
 	out := []adminapi.FollowsInfo{}
 	for _, a := range list {
 		fi := adminapi.FollowsInfo{Actor: a.ID, Acct: a.Acct(),
-			Followers: wireRelations(in.world.Graph.Followers(a.ID)), Following: wireRelations(in.world.Graph.Following(a.ID))}
+			Followers: WireRelations(in.world.Graph.Followers(a.ID)), Following: WireRelations(in.world.Graph.Following(a.ID))}
 		if actor == "" && len(fi.Followers) == 0 && len(fi.Following) == 0 {
 			continue
 		}
@@ -183,7 +183,9 @@ func wireRelation(r actors.Relation) adminapi.Relation {
 	return adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since}
 }
 
-func wireRelations(rs []actors.Relation) []adminapi.Relation {
+// WireRelations is rs as the admin API shows them (an empty list, never
+// nil): the one conversion from the follow graph to the wire.
+func WireRelations(rs []actors.Relation) []adminapi.Relation {
 	out := make([]adminapi.Relation, len(rs))
 	for i, r := range rs {
 		out[i] = wireRelation(r)
@@ -278,7 +280,7 @@ func (in *Inbox) Prune(req adminapi.PruneRequest) (adminapi.PruneResult, error) 
 		return adminapi.PruneResult{}, fmt.Errorf("%w: older_than %q: want a duration of 0 or more, e.g. 1h", ErrBadRequest, req.OlderThan)
 	}
 	stale, removed, err := in.world.Graph.PrunePending(in.cfg.Now().Add(-d), req.DryRun)
-	return adminapi.PruneResult{Stale: wireRelations(stale), Removed: removed}, err
+	return adminapi.PruneResult{Stale: WireRelations(stale), Removed: removed}, err
 }
 
 func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {

@@ -334,8 +334,7 @@ func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox strin
 // there was no usable answer.
 func (in *Inbox) fetch(ctx context.Context, as *actors.Actor, target string) (apclient.Response, error) {
 	if a, ok := in.crowdActor(target); ok {
-		b, err := actors.MarshalDoc(a.Document())
-		return apclient.Response{URL: target, Status: http.StatusOK, ContentType: actors.ContentTypeActivity, Body: b}, err
+		return apclient.Response{URL: target, Status: http.StatusOK, ContentType: actors.ContentTypeActivity, Body: a.DocumentJSON()}, nil
 	}
 	return in.fetcher.Do(context.WithValue(ctx, originKey{}, as.Origin), target, "")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/apclient"
+	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -38,11 +39,7 @@ func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.Prun
 	if err != nil {
 		return res, err
 	}
-	res.Removed = removed
-	for _, r := range stale {
-		res.Stale = append(res.Stale, adminapi.Relation{Local: r.Local, Remote: r.Remote, FollowID: r.FollowID, State: r.State, Since: r.Since})
-	}
-	return res, nil
+	return adminapi.PruneResult{Stale: inbox.WireRelations(stale), Removed: removed}, nil
 }
 
 // CheckActorRef accepts what the admin API's send resolves: an http(s)
