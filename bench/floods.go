@@ -30,7 +30,7 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 			var n int64
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host, Body: http.NoBody}
-				if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {
+				if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 					break
 				}
 				n++

@@ -162,7 +162,7 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 		return nil, usagef("--state %s holds no keys: pass the --state of the crowd serving at %s, whose keys the flood signs with", state, c.AdminAddr)
 	}
 	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
-		EphemeralGraph: true, BorrowKeys: true}
+		EphemeralGraph: true, BorrowKeys: true, Backend: c.World.Backend}
 	want := map[string]string{}
 	for _, o := range info.Origins {
 		cfg.Origins = max(cfg.Origins, o.Index)

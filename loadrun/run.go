@@ -81,7 +81,8 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer stop()
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())))
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())),
+		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
 	}

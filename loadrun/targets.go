@@ -61,7 +61,7 @@ func (r *runner) targets(ctx context.Context) ([]*flood.Persona, string, error) 
 	inst := env.World.Origins[0].Instance
 	start := time.Now()
 	personas, warns, err := flood.Discover(ctx, p.accts, flood.DiscoverOptions{Client: client, Signer: r.signer,
-		KeyID: inst.KeyID, Key: inst.Key, Inbox: p.inbox, Timeout: r.c.Timeout})
+		KeyID: inst.KeyID, Key: inst.SigningKey(), Inbox: p.inbox, Timeout: r.c.Timeout})
 	for _, w := range warns {
 		r.log.Warn(w)
 	}

@@ -111,14 +111,18 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	started := time.Now()
-	cw, err := startCrowd(ctx, log, f.world.cfg, pcfg)
+	wcfg := f.world.cfg
+	if err := g.applyCrypto(&wcfg); err != nil {
+		return err
+	}
+	cw, err := startCrowd(ctx, log, wcfg, pcfg)
 	if err != nil {
 		return err
 	}
 	world, p := cw.World, cw.Pasture
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
 		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
-		zap.Duration("startup", time.Since(started)))
+		zap.Duration("startup", time.Since(started)), zap.String("signing", world.Backend().Describe()))
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
