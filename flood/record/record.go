@@ -189,6 +189,10 @@ type Record struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Deviations are what the run changed from what it was asked.
 	Deviations Deviations `json:"deviations"`
+	// Fetchback is what the SUT fetched back from the crowd's origins
+	// during the run (fetchback.go); nil when the crowd could not count
+	// them (a crowd without the fetch-back routes, or none asked).
+	Fetchback *Fetchback `json:"fetchback,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
