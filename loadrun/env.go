@@ -149,7 +149,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		close: func() { world.Close() },
+		close:      func() { world.Close() },
 	}, nil
 }
 
