@@ -34,7 +34,6 @@ const (
 	RouteFetchbacks Route = "GET /api/fetchback"
 )
 
-
 // ParamID names a fetch-back window in RouteFetchbacks' query.
 const ParamID = "id"
 
