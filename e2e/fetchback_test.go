@@ -203,6 +203,9 @@ func compareFetchback(t *testing.T, rec fetchbackRecord, sut map[string][]sutFet
 		}
 		total += got.Fetches
 	}
+	for _, a := range fb.Amplification {
+		t.Logf("amplification %s: %d fetches / %d 2xx sends = %.3f", a.Type, a.Fetches, a.Accepted, a.PerActivity)
+	}
 	all := fb.Amplification[len(fb.Amplification)-1]
 	if all.Type != "all" || all.Fetches != total || all.Accepted == 0 {
 		t.Errorf("amplification's last row %+v, want all of %d fetches", all, total)

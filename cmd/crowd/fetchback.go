@@ -26,3 +26,22 @@ func (f *fetchbackFlags) register(cmd *cobra.Command) {
 func (f *fetchbackFlags) config() loadrun.FetchbackConfig {
 	return loadrun.FetchbackConfig{Off: !f.on, Grace: f.grace}
 }
+
+// personaPostsFlags are crowd flood's flags for posting as the personas
+// that have no post (crowd run's set-up posts --posts itself).
+type personaPostsFlags struct {
+	tokens []string
+	api    string
+}
+
+// register adds the flags to cmd.
+func (f *personaPostsFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.tokens, "post-token", nil, "NAME=TOKEN: a persona with no post posts one through the SUT's Mastodon client API with this bearer token before the flood, so it gets Likes (repeatable)")
+	fl.StringVar(&f.api, "post-api", "", "the SUT's client API for --post-token (default https://<the persona's host>)")
+}
+
+// config is the flags as a load run's PersonaPostsConfig.
+func (f *personaPostsFlags) config() loadrun.PersonaPostsConfig {
+	return loadrun.PersonaPostsConfig{Tokens: f.tokens, ClientAPI: f.api}
+}

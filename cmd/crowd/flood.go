@@ -42,7 +42,8 @@ type floodFlags struct {
 	crowdHTTPS             string
 	algorithm              string
 	presignMaxBytes        int64
-	fetchback              fetchbackFlags // what the SUT fetches back (fetchback.go)
+	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
+	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -78,6 +79,7 @@ Every flag can also be set as CROWD_<FLAG>.`,
 		},
 	}
 	f.register(cmd)
+	f.posts.register(cmd)
 	return cmd
 }
 
@@ -140,7 +142,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
 		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes,
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		Fetchback: f.fetchback.config()}
+		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
