@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,21 @@ func TestFetchWindowsBounded(t *testing.T) {
 	if len(f.Tallies(first.ID)) != 0 || len(f.Tallies("")) != adminapi.MaxFetchbackWindows {
 		t.Errorf("after the stale one gave way: %d windows", len(f.Tallies("")))
 	}
+}
+
+// FuzzClassifyFetch: any path gets one of the kinds the admin API names,
+// and an object kind only with an object.
+func FuzzClassifyFetch(f *testing.F) {
+	for _, s := range []string{"/", "/users/a", "/users/a/notes/x", "/.well-known/webfinger", "/media/x.png", "//", "/users//x", "/actor/collections/featured"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		kind, object := classifyFetch(path)
+		if !slices.Contains(adminapi.FetchKinds(), kind) {
+			t.Fatalf("%q: kind %q is not one of %v", path, kind, adminapi.FetchKinds())
+		}
+		if (object != "") != (kind == adminapi.FetchObject) {
+			t.Fatalf("%q: kind %q with object %q", path, kind, object)
+		}
+	})
 }

@@ -72,7 +72,7 @@ func underActor(rest []string) (kind, object string) {
 		return adminapi.FetchKey, ""
 	case isMediaSegment(rest[0]) && len(rest) > 1:
 		return adminapi.FetchMedia, ""
-	case len(rest) >= 2 && rest[0] != "inbox" && rest[1] != "":
+	case len(rest) >= 2 && rest[0] != "" && rest[0] != "inbox" && rest[1] != "":
 		return adminapi.FetchObject, rest[0]
 	}
 	return adminapi.FetchOther, ""
