@@ -93,6 +93,13 @@ type Config struct {
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
 	Live               bool
+
+	// Fetchback says whether and how the run counts what the SUT fetches
+	// back from the crowd's origins (fetchback.go).
+	Fetchback FetchbackConfig
+	// PersonaPosts posts for the personas that have no post, through the
+	// SUT's client API (personaposts.go).
+	PersonaPosts PersonaPostsConfig
 }
 
 // plan is a checked Config, in the flood's types.
@@ -154,6 +161,9 @@ func (c Config) plan() (*plan, []error) {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
 	c.checkBounds(p, bad)
+	try(c.Fetchback.validate())
+	_, err = c.PersonaPosts.tokens()
+	try(err)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

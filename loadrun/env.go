@@ -35,6 +35,9 @@ type Environment struct {
 	What     string           // which crowd, for the log
 	Shard    string
 	close    func()
+	// Fetchbacks counts what the SUT fetches back from the crowd's origins
+	// during a run (nil: it cannot).
+	Fetchbacks FetchbackCounter
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -78,7 +81,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
-		What: "the in-process crowd", Shard: c.World.Shard,
+		What: "the in-process crowd", Shard: c.World.Shard, Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -145,7 +148,8 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
-		close: func() { world.Close() },
+		Fetchbacks: adminFetchbacks{c.Admin},
+		close:      func() { world.Close() },
 	}, nil
 }
 

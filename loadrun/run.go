@@ -52,6 +52,9 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	if err := r.postForEmpty(ctx, personas); err != nil {
+		return err
+	}
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
 	r.seed = c.Seed

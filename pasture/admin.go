@@ -69,6 +69,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		writeAdminJSON(w, p.World())
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
+	p.handleFetchbacks(r.Handle)
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}

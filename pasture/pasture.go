@@ -72,6 +72,7 @@ type Pasture struct {
 	ca      *CA
 	origins http.Handler
 	admin   http.Handler
+	fetch   *FetchWindows
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -100,8 +101,9 @@ func New(cfg Config) (*Pasture, error) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8)}
-	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World)); err != nil {
+	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
+		fetch: NewFetchWindows(nil)}
+	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World), p.fetch); err != nil {
 		return nil, err
 	}
 	p.adminHandler(reg)
