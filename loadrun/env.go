@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -35,6 +36,9 @@ type Environment struct {
 	What     string           // which crowd, for the log
 	Shard    string
 	close    func()
+	// Plan is where the origins are, when each has its own address: the
+	// run's signed requests leave from them. Nil: one shared address.
+	Plan *originaddr.Plan
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -118,6 +122,10 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 	if len(info.Origins) == 0 || len(info.Origins[0].Actors) == 0 {
 		return nil, fmt.Errorf("the crowd at %s (--admin) describes an empty world", c.AdminAddr)
 	}
+	plan, err := attachedPlan(info, c.AdminAddr)
+	if err != nil {
+		return nil, err
+	}
 	world, err := borrowKeys(c, info)
 	if err != nil {
 		return nil, err
@@ -136,6 +144,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		for _, h := range world.Hosts() {
 			hosts[h] = c.CrowdHTTPS
 		}
+		planHosts(world, plan, c.CrowdHTTPS, hosts)
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
 		zap.Int("actors", len(world.Actors())), zap.String("state", c.World.StateDir))
@@ -145,7 +154,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
-		close: func() { world.Close() },
+		close: func() { world.Close() }, Plan: plan,
 	}, nil
 }
 
