@@ -55,6 +55,17 @@ func seedKeys(t *testing.T, state string, origins int) {
 	}
 }
 
+// issueSUTCert makes the crowd's CA in state (if it has none) and a certificate for sut.test from
+// it, and returns the folder of sut.test.crt and sut.test.key.
+func issueSUTCert(t *testing.T, state string) string {
+	t.Helper()
+	certs := t.TempDir()
+	if out, err := exec.Command(BuildCrowd(t), "ca", "issue", "--state", state, "--out", certs, "sut.test").CombinedOutput(); err != nil {
+		t.Fatalf("crowd ca issue: %v\n%s", err, out)
+	}
+	return certs
+}
+
 // addrWorld is a crowd of many origins and the Go test SUT, each in its own namespace.
 type addrWorld struct {
 	ns      *Netns // the crowd's
@@ -74,10 +85,7 @@ func startAddrWorld(t *testing.T, origins int) *addrWorld {
 	ns.Run(t, "ip", "route", "add", "local", originRange, "dev", "lo")
 	sutNS.Run(t, "ip", "route", "add", originRange, "via", crowdLinkIP)
 	w := &addrWorld{ns: ns, sutNS: sutNS, top: t, state: t.TempDir(), origins: origins}
-	certs := t.TempDir()
-	if out, err := exec.Command(BuildCrowd(t), "ca", "issue", "--state", w.state, "--out", certs, "sut.test").CombinedOutput(); err != nil {
-		t.Fatalf("crowd ca issue: %v\n%s", err, out)
-	}
+	certs := issueSUTCert(t, w.state)
 	ca, err := os.ReadFile(filepath.Join(w.state, "tls", "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +93,7 @@ func startAddrWorld(t *testing.T, origins int) *addrWorld {
 	w.pool = x509.NewCertPool()
 	w.pool.AppendCertsFromPEM(ca)
 	seedKeys(t, w.state, origins)
-	w.sut = startAddrSUT(t, sutNS, certs)
+	w.sut = startAddrSUT(t, sutNS, addrSUTIP, certs)
 	return w
 }
 
@@ -163,7 +171,9 @@ func TestOriginsSendFromTheirOwnAddresses(t *testing.T) {
 	t.Run("a thousand origins, a thousand source addresses", func(t *testing.T) {
 		w.serve(originRange)
 		w.sut.reset(0, 0)
-		w.flood(t, "--mix", "follow=1", "--rate", "100", "--seconds", "0", "--max-sends", fmt.Sprint(origins))
+		// Signed as sent (jit), so the draws leave in order: a pipeline's signers could send the
+		// draw after the last free sender's (a Follow diverted to a Create) before it.
+		w.flood(t, "--mix", "follow=1", "--signing", "jit", "--rate", "100", "--seconds", "0", "--max-sends", fmt.Sprint(origins))
 		posts := w.sut.received(isPost)
 		seen := checkFromSigner(t, plan, posts)
 		t.Logf("%d Follows from %d distinct addresses", len(posts), len(seen))

@@ -53,8 +53,9 @@ type sutRequest struct {
 
 const sutBase = "https://sut.test"
 
-// startAddrSUT serves the SUT in ns with the certificate `crowd ca issue sut.test` wrote to certs.
-func startAddrSUT(t *testing.T, ns *Netns, certs string) *addrSUT {
+// startAddrSUT serves the SUT in ns at ip:443 with the certificate `crowd ca issue sut.test`
+// wrote to certs.
+func startAddrSUT(t *testing.T, ns *Netns, ip, certs string) *addrSUT {
 	t.Helper()
 	root := ModuleRoot(t)
 	k := testkeys.RSA(t, filepath.Join(root, "apclient", "testdata", "rsa-alice.pem"))
@@ -64,7 +65,7 @@ func startAddrSUT(t *testing.T, ns *Netns, certs string) *addrSUT {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ns.Listen("tcp", net.JoinHostPort(addrSUTIP, "443"))
+	l, err := ns.Listen("tcp", net.JoinHostPort(ip, "443"))
 	if err != nil {
 		t.Fatal(err)
 	}
