@@ -74,8 +74,10 @@ func Run(ctx context.Context, c Config) error {
 	defer r.warnDiverted()
 	tr := flood.NewTransport(c.MaxInflight, r.tls)
 	tr.DialContext = r.guard.DialContext
-	defer tr.CloseIdleConnections()
-	r.transport = tr
+	sending := fromOrigins(tr, env.Plan)
+	defer sending.CloseIdleConnections()
+	r.transport = sending
+	logPlan(c.Log, env.Plan, env.World.Config.Shard.I)
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 		Target: target, Shard: env.Shard}
 	stop, err := r.sharedSource(ctx)

@@ -17,9 +17,9 @@ import (
 // (discovery, the audience's client API): the dial guard that refuses
 // public targets, roots that trust the crowd's CA, a bound per request.
 func (r *runner) client(timeout time.Duration, perHost int) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+	return &http.Client{Timeout: timeout, Transport: fromOrigins(&http.Transport{
 		DialContext: r.guard.DialContext, TLSClientConfig: r.tls.Clone(), ForceAttemptHTTP2: true, // a copy: enabling HTTP/2 adds "h2" to it
-		MaxIdleConnsPerHost: perHost, TLSHandshakeTimeout: 10 * time.Second}}
+		MaxIdleConnsPerHost: perHost, TLSHandshakeTimeout: 10 * time.Second}, r.env.Plan)}
 }
 
 // refusePublic makes a refused public target a usage error.
