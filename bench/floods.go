@@ -142,12 +142,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	// The highest rate kept up with, the latency and lateness bounds aside:
 	// on a loaded machine the bounds fail first, and this says how close
 	// the signers came.
-	var paced *outcome
-	for i := range s.trials {
-		if t := &s.trials[i]; t.KeptPace && (paced == nil || t.Rate > paced.Rate) {
-			paced = t
-		}
-	}
+	paced := keptPace(s.trials)
 	// Lateness below the maximum: one more trial at half of it (of the
 	// lowest rate tried, when none was sustained).
 	low := best
@@ -178,6 +173,29 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	}
 	row.Notes = strings.Join(append(notes, rule), "; ")
 	b.rep.set(row)
+}
+
+// keptPace is the trial of the highest rate that kept pace (no drops,
+// signers kept up; the latency and lateness bounds aside), or nil.
+func keptPace(trials []outcome) *outcome {
+	var paced *outcome
+	for i := range trials {
+		if t := &trials[i]; t.KeptPace && (paced == nil || t.Rate > paced.Rate) {
+			paced = t
+		}
+	}
+	return paced
+}
+
+// pacedNote says how close a search came when the timing bounds failed
+// first (a loaded machine): "" when nothing kept pace above best.
+func pacedNote(trials []outcome, best, ceiling float64) string {
+	paced := keptPace(trials)
+	if paced == nil || paced.Rate <= best {
+		return ""
+	}
+	return fmt.Sprintf("; kept pace (no drops, signers kept up; latency and lateness aside) up to %s = %.2f × ceiling, p99 lateness %.2f ms there",
+		formatValue(paced.Rate, "/s"), paced.Rate/ceiling, paced.LatenessP99MS)
 }
 
 // lastWhy is why the lowest rate tried failed.

@@ -8,6 +8,12 @@
 // rsa-sha512 and ed25519 are options. The private-key operation sits behind
 // Key (a crypto.Signer), so a faster implementation can replace RSA.
 //
+// RSA key operations go through a Backend: Go's crypto/rsa (GoBackend), or
+// OpenSSL 3's libcrypto through cgo (NewBackend("libcrypto"), only in a build
+// with cgo). Backend.PrivateKey wraps a key into the Key that signs with it;
+// the Verifier checks RSA signatures with its Backend. Both give the same
+// bytes: PKCS#1 v1.5 is deterministic.
+//
 // Incoming requests are checked by Verifier: the cavage header is parsed once,
 // by this package's parser (optional whitespace around ',' and '=' as
 // Mastodon allows), the signing string rebuilt from it and checked with
