@@ -8,12 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 )
-
-// fetchKindOrder is the order the kinds are shown in (the admin API's
-// FetchKinds); a kind this list lacks comes after, by name.
-var fetchKindOrder = []string{"webfinger", "host-meta", "nodeinfo", "actor", "key", "object", "collection", "media", "other"}
 
 // fetchRow is one kind of request the SUT made, formatted.
 type fetchRow struct {
@@ -71,10 +68,11 @@ func fetchViewOf(r *record.Record) *fetchView {
 	return v
 }
 
-// fetchKinds are fb's kinds in fetchKindOrder, then any other by name.
+// fetchKinds are fb's kinds in the order the crowd names them
+// (adminapi.FetchKinds), then any other by name.
 func fetchKinds(fb *record.Fetchback) []string {
 	var out []string
-	for _, k := range fetchKindOrder {
+	for _, k := range adminapi.FetchKinds() {
 		if fb.Kinds[k] != nil {
 			out = append(out, k)
 		}
