@@ -204,13 +204,19 @@ func (w *fetchWindow) add(kind, object string, status int, signed bool, start, e
 	}
 }
 
-// statusClass is "2xx" … "5xx"; a handler that wrote nothing answered 200.
+// statusClass is "2xx" … "5xx", with 404 (no such document) and 410 (a
+// deleted object or actor's Tombstone) apart from the other 4xx; a handler
+// that wrote nothing answered 200.
 func statusClass(status int) string {
 	switch {
 	case status == 0 || status >= 200 && status < 300:
 		return "2xx"
 	case status >= 300 && status < 400:
 		return "3xx"
+	case status == http.StatusNotFound:
+		return "404"
+	case status == http.StatusGone:
+		return "410"
 	case status >= 400 && status < 500:
 		return "4xx"
 	case status >= 500 && status < 600:
