@@ -169,12 +169,11 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 		end := f.now()
 		kind, object := classifyFetch(r.URL.Path)
 		signed := r.Header.Get("Signature") != "" || r.Header.Get("Signature-Input") != ""
-		f.mu.Lock()
-		ws := slices.Clone(f.windows)
-		f.mu.Unlock()
-		for _, win := range ws {
+		f.mu.Lock() // then each window's: the order Open takes them in too
+		for _, win := range f.windows {
 			win.add(kind, object, sw.status, signed, start, end)
 		}
+		f.mu.Unlock()
 	})
 }
 
