@@ -166,6 +166,6 @@ const fetchbackTemplate = `{{with .Fetchback}}
 {{range .Amp}}<tr{{if eq .Type "all"}} class="all"{{end}}><td>{{.Type}}</td><td>{{.Accepted}}</td><td>{{.Fetches}}</td><td>{{.PerActivity}}</td></tr>
 {{end}}</tbody>
 </table>
-<p>Latency as the crowd served each request. An object fetch counts for the activity type that sends that kind of object; every other fetch (actor, key, WebFinger, NodeInfo, collection) only in "all".</p>
+<p>Latency as the crowd served each request. An object fetch counts for the activity type that makes the SUT fetch that kind of object (a note: an Announce of it, else a Create); every other fetch (actor, key, WebFinger, NodeInfo, collection) only in "all".</p>
 <ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
 {{end}}`
