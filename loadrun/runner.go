@@ -111,6 +111,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	}
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = r.seed
+		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
 	}
 	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}

@@ -29,6 +29,7 @@ func (p *Pasture) World() adminapi.WorldInfo {
 		oi.Instance = p.actorInfo(o.Instance.Acct(), o.Instance.ID, o.Instance.KeyID, o.Instance.Key.Public())
 		info.Origins = append(info.Origins, oi)
 	}
+	info.Addresses = p.addressInfo()
 	return info
 }
 

@@ -172,6 +172,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 		return err
 	}
 	c.Audience = audience
+	if err := g.applyCrypto(&c.World); err != nil {
+		return err
+	}
 	if errs := c.Validate(); len(errs) > 0 {
 		return usageError{errors.Join(errs...)}
 	}

@@ -131,6 +131,10 @@ type Part struct {
 	// and state draw the same activities again. 0 in records made before it
 	// was kept.
 	Seed uint64 `json:"seed"`
+	// SigningBackend is the backend whose key operations signed this
+	// generator's requests: "go" (crypto/rsa) or "libcrypto" (OpenSSL);
+	// empty in records made before it was kept.
+	SigningBackend string `json:"signing_backend,omitempty"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
