@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/url"
 	"os"
@@ -74,6 +75,18 @@ func sutFetchKind(t *testing.T, raw string) string {
 		return "object"
 	}
 	return "other"
+}
+
+// sutStatusClass is the class of the answer Fedify logged, as the record
+// names them: 404 and 410 (a deleted actor's or object's Tombstone) apart.
+func sutStatusClass(e sutFetch) string {
+	switch {
+	case e.Status == nil:
+		return "no answer" // the crowd counts only what it answered: a mismatch
+	case *e.Status == 404 || *e.Status == 410:
+		return fmt.Sprint(*e.Status)
+	}
+	return fmt.Sprintf("%dxx", *e.Status/100)
 }
 
 // fetchbackRow is one verb's run against the Fedify SUT: the flood's mix,
@@ -190,10 +203,15 @@ func compareFetchback(t *testing.T, rec fetchbackRecord, sut map[string][]sutFet
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		got, logged := fb.Kinds[k], sut[k]
 		signed := int64(0)
+		status := map[string]int64{}
 		for _, e := range logged {
 			if e.Signed {
 				signed++
 			}
+			status[sutStatusClass(e)]++
+		}
+		if !maps.Equal(status, got.Status) && len(logged) > 0 {
+			t.Errorf("%s: the crowd answered %v, Fedify logged getting %v", k, got.Status, status)
 		}
 		t.Logf("%s: crowd counted %d (signed %d, after end %d, status %v), Fedify logged %d (signed %d)",
 			k, got.Fetches, got.Signed, got.AfterEnd, got.Status, len(logged), signed)

@@ -108,8 +108,8 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
 		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
 		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                  // a fetch-back window opened
-		{pattern: "POST /api/fetchback/end", body: `{"id":"x"}`},                                                                                    // an unknown window: its refusal
-		{pattern: "POST /api/fetchback/close", body: `{"id":"x"}`},                                                                                  // the same
+		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                             // a window's tally at the run's end
+		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                           // and its last
 		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
 	}
 	var listed []string
@@ -165,8 +165,17 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	if len(secrets) < 10 {
 		t.Fatalf("only %d secrets to look for", len(secrets))
 	}
+	// A fetch-back window, opened before the fetches below, for its routes.
+	_, opened := adminCall(t, "POST", admin+"/api/fetchback", `{"label":"open"}`)
+	var window struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(opened, &window); err != nil || window.ID == "" {
+		t.Fatalf("opening a fetch-back window: %v %s", err, opened)
+	}
 	for _, r := range routes {
 		method, path, _ := strings.Cut(r.pattern, " ")
+		r.body = strings.ReplaceAll(r.body, "{window}", window.ID)
 		url := admin + path
 		if r.query != "" {
 			url += strings.Replace(r.query, "%s", b.Acct(), 1)
