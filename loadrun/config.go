@@ -93,6 +93,10 @@ type Config struct {
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
 	Live               bool
+
+	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
+	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
+	Signature string
 }
 
 // plan is a checked Config, in the flood's types.
@@ -109,6 +113,7 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	scheme   flood.SignatureScheme
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -146,6 +151,8 @@ func (c Config) plan() (*plan, []error) {
 	p.inbox, err = flood.ParseInboxMode(c.Inbox)
 	try(err)
 	p.arrivals, err = flood.ParseArrivals(c.Arrivals)
+	try(err)
+	p.scheme, err = flood.ParseSignature(c.Signature)
 	try(err)
 	switch a := signing.Algorithm(strings.ToLower(c.Algorithm)); a {
 	case signing.RSASHA256, signing.HS2019:
@@ -289,5 +296,5 @@ func (c Config) personas() ([]string, error) {
 func Defaults() Config {
 	return Config{MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout,
 		Signing: string(flood.SigningPipeline), Inbox: string(flood.InboxAuto), Algorithm: string(signing.RSASHA256),
-		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String()}
+		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String(), Signature: string(flood.SignatureCavage)}
 }

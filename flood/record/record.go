@@ -187,6 +187,10 @@ type Record struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Deviations are what the run changed from what it was asked.
 	Deviations Deviations `json:"deviations"`
+	// Signatures is the HTTP signature scheme the run sent (--signature)
+	// and how many sends fell back to the other one; nil in records made
+	// before it was kept.
+	Signatures *Signatures `json:"signatures,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
