@@ -29,7 +29,7 @@ const (
 	appendixC = "testdata/cavage-12-appendix-c"
 )
 
-func readTestdata(t *testing.T, dir, name string) string {
+func readTestdata(t testing.TB, dir, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
