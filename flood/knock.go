@@ -152,7 +152,9 @@ func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.
 // since p was signed, and for SignatureBoth a second attempt with the
 // other scheme when the first was refused. measured says whether the send
 // counts in the record. The worker's GotConn offset stays the first
-// attempt's.
+// attempt's. A signature that cannot be made at send time (the same key
+// signed the request ahead, so only a broken Key fails) ends the send
+// with its error, which the record counts as a connection error.
 func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (status int, retry bool, err error) {
 	n := p.Knock
 	k := n.k
