@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // Kinds of actor the crowd serves.
@@ -78,6 +79,8 @@ type Actor struct {
 	Published time.Time
 
 	docJSON []byte // Document() rendered once: it never changes while serving
+
+	signer signing.Key // Key wrapped by the world's backend (SigningKey)
 }
 
 // Open builds the world described by cfg, loading every key from
@@ -100,6 +103,9 @@ func Open(cfg Config) (*World, error) {
 		}
 	}
 	if err := loadOrGenerateKeys(cfg.StateDir, all, !cfg.BorrowKeys, log); err != nil {
+		return nil, err
+	}
+	if err := w.wrapKeys(all); err != nil {
 		return nil, err
 	}
 	for _, a := range all {

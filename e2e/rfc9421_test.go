@@ -102,7 +102,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 			h := p.Header.Clone()
 			h.Del("Date")
 			req := &http.Request{Method: p.Method, URL: p.URL, Header: h, Host: p.URL.Host}
-			if err := signer.Sign(signing.SchemeCavage, req, p.Body, p.Knock.Sender.KeyID, p.Knock.Sender.Key); err != nil {
+			if err := signer.Sign(signing.SchemeCavage, req, p.Body, p.Knock.Sender.KeyID, p.Knock.Sender.SigningKey()); err != nil {
 				t.Fatal(err)
 			}
 			verdicts(t, "verify.mjs", dump(p, req.Header, nil), 0, 3)

@@ -136,7 +136,7 @@ func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.
 	h := p.Header.Clone()
 	delete(h, "Date")
 	req := &http.Request{Method: p.Method, URL: p.URL, Header: h, Host: p.Host, Body: http.NoBody}
-	err := n.k.signer.Sign(scheme, req, p.Body, n.Sender.KeyID, n.Sender.Key)
+	err := n.k.signer.Sign(scheme, req, p.Body, n.Sender.KeyID, n.Sender.SigningKey())
 	if measured {
 		n.k.resigned.Add(1)
 		n.k.resignNanos.Add(int64(time.Since(start)))

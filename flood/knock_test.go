@@ -104,44 +104,47 @@ func TestDoubleKnock(t *testing.T) {
 		refuse    signing.Scheme // the sink's policy (schemeSink)
 		fixed     int
 		cavageFor bool // the host starts remembered as cavage-first
-		check     func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats)
+		// again: the scheme of every first attempt of a second flood, once
+		// the first has settled ("" = no second flood)
+		again signing.Scheme
+		check func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats)
 	}{
-		{"both against a server without RFC 9421", SignatureBoth, signing.SchemeRFC9421, 0, false,
+		{"both against a server without RFC 9421", SignatureBoth, signing.SchemeRFC9421, 0, false, signing.SchemeCavage,
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
-				// Every activity accepted; the first ones fell back, and once
-				// the host was remembered the rest went cavage first.
+				// Every activity accepted; the first ones fell back (how
+				// many were in flight by then depends on the machine).
 				if o.Tally.Classes[record.Class202] != o.Counts.Sent || s.FellBack < 1 || s.FellBack != s.FirstRFC9421 ||
 					s.SecondAccepted != s.FellBack || s.Triggers["401"] != s.FellBack || s.FirstCavage+s.FirstRFC9421 != o.Counts.Sent ||
-					s.CavageFirstHosts != 1 || s.Resigned < s.FellBack || sink.rfc9421.Load() != s.FirstRFC9421 || s.FirstCavage == 0 {
+					s.CavageFirstHosts != 1 || s.Resigned < s.FellBack || sink.rfc9421.Load() != s.FirstRFC9421 {
 					t.Errorf("signatures %+v, tally %+v, counts %+v, sink rfc9421 %d cavage %d", s, o.Tally, o.Counts, sink.rfc9421.Load(), sink.cavage.Load())
 				}
 			}},
-		{"both against a server with RFC 9421", SignatureBoth, "", 0, false,
+		{"both against a server with RFC 9421", SignatureBoth, "", 0, false, "",
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
 				if o.Tally.Classes[record.Class202] != o.Counts.Sent || s.FirstRFC9421 != o.Counts.Sent || s.Fell() != 0 || sink.cavage.Load() != 0 || s.Resigned != 0 {
 					t.Errorf("signatures %+v, tally %+v, sink cavage %d", s, o.Tally, sink.cavage.Load())
 				}
 			}},
-		{"both, a cavage-first host that refuses cavage", SignatureBoth, signing.SchemeCavage, 0, true,
+		{"both, a cavage-first host that refuses cavage", SignatureBoth, signing.SchemeCavage, 0, true, signing.SchemeRFC9421,
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
-				if o.Tally.Classes[record.Class202] != o.Counts.Sent || s.FellForward < 1 || s.FellBack != 0 || s.CavageFirstHosts != 0 || s.FirstRFC9421 == 0 {
+				if o.Tally.Classes[record.Class202] != o.Counts.Sent || s.FellForward < 1 || s.FellBack != 0 || s.CavageFirstHosts != 0 {
 					t.Errorf("signatures %+v, tally %+v", s, o.Tally)
 				}
 			}},
-		{"both against a throttling server", SignatureBoth, "", http.StatusTooManyRequests, false,
+		{"both against a throttling server", SignatureBoth, "", http.StatusTooManyRequests, false, "",
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
 				// A 429 says nothing of the signature: no second attempt.
 				if s.Fell() != 0 || len(s.Triggers) != 0 || sink.cavage.Load() != 0 || o.Tally.Classes[record.Class429] != o.Counts.Sent {
 					t.Errorf("signatures %+v, tally %+v", s, o.Tally)
 				}
 			}},
-		{"rfc9421 against a server without it", SignatureRFC9421, signing.SchemeRFC9421, 0, false,
+		{"rfc9421 against a server without it", SignatureRFC9421, signing.SchemeRFC9421, 0, false, "",
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
 				if o.Tally.Classes[record.Class401] != o.Counts.Sent || s.Fell() != 0 || sink.cavage.Load() != 0 || s.FirstRFC9421 != o.Counts.Sent {
 					t.Errorf("signatures %+v, tally %+v", s, o.Tally)
 				}
 			}},
-		{"cavage", SignatureCavage, signing.SchemeRFC9421, 0, false,
+		{"cavage", SignatureCavage, signing.SchemeRFC9421, 0, false, "",
 			func(t *testing.T, s record.Signatures, sink *schemeSink, o *record.Stats) {
 				if o.Tally.Classes[record.Class202] != o.Counts.Sent || s.FirstCavage != o.Counts.Sent || sink.rfc9421.Load() != 0 || s.Scheme != "cavage" {
 					t.Errorf("signatures %+v, tally %+v", s, o.Tally)
@@ -164,7 +167,23 @@ func TestDoubleKnock(t *testing.T) {
 				if sink.bad.Load() != 0 || res.Overall.Counts.Sent == 0 {
 					t.Fatalf("%d requests did not verify; counts %+v", sink.bad.Load(), res.Overall.Counts)
 				}
-				tc.check(t, k.Signatures(), sink, res.Overall)
+				s := k.Signatures()
+				tc.check(t, s, sink, res.Overall)
+				if tc.again == "" {
+					return
+				}
+				// The host is remembered: a later flood knocks once, with the
+				// scheme that worked, whatever was in flight during the first.
+				src = knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
+				res, err = Run(context.Background(), Plan{Pacer: mustConstant(t, 100), MaxSends: n, Source: src, Transport: sink.transport(t), MaxInflight: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s2 := k.Signatures().Sub(s)
+				first := map[signing.Scheme]int64{signing.SchemeCavage: s2.FirstCavage, signing.SchemeRFC9421: s2.FirstRFC9421}
+				if sent := res.Overall.Counts.Sent; first[tc.again] != sent || s2.Fell() != 0 || res.Overall.Tally.Classes[record.Class202] != sent {
+					t.Errorf("the second flood: %+v, tally %+v; want all %d first attempts %s", s2, res.Overall.Tally, sent, tc.again)
+				}
 			})
 		}
 	}
@@ -185,7 +204,7 @@ func TestDoubleKnockLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, o := k.Signatures(), res.Overall
-	if s.FellBack != 1 || o.Tally.Classes[record.Class202] != 3 || o.Tally.Classes[record.Class401] != 0 {
+	if s.FellBack < 1 || o.Tally.Classes[record.Class202] != 3 || o.Tally.Classes[record.Class401] != 0 {
 		t.Fatalf("signatures %+v, tally %+v", s, o.Tally)
 	}
 	if maxLat := time.Duration(o.Latency.Max()) * time.Microsecond; maxLat < 2*delay {

@@ -76,6 +76,12 @@ func RFC9421AlgorithmFor(key crypto.PublicKey) (Algorithm, error) {
 // key does not fit, wraps ErrBadSignature; an unknown alg or key,
 // ErrUnsupportedAlgorithm.
 func VerifyRFC9421(alg Algorithm, key crypto.PublicKey, base, sig []byte) error {
+	return verifyRFC9421With(nil, alg, key, base, sig)
+}
+
+// verifyRFC9421With is VerifyRFC9421 with the RSA operations done by b
+// (nil: Go's crypto/rsa), as the Verifier's backend does them.
+func verifyRFC9421With(b Backend, alg Algorithm, key crypto.PublicKey, base, sig []byte) error {
 	if alg == "" {
 		var err error
 		if alg, err = RFC9421AlgorithmFor(key); err != nil {
@@ -94,13 +100,13 @@ func VerifyRFC9421(alg Algorithm, key crypto.PublicKey, base, sig []byte) error 
 		}
 		if fits = k != nil; fits {
 			sum := sha512.Sum512(base)
-			ok = rsa.VerifyPSS(k, crypto.SHA512, sum[:], sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}) == nil
+			ok = backendOr(b).VerifyPSS(k, crypto.SHA512, sum[:], sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}) == nil
 		}
 	case RFC9421RSAv15SHA256:
 		k, isRSA := key.(*rsa.PublicKey)
 		if fits = isRSA; fits {
 			sum := sha256.Sum256(base)
-			ok = rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig) == nil
+			ok = backendOr(b).VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig) == nil
 		}
 	case RFC9421HMACSHA256:
 		k, isSecret := key.(SharedSecret)

@@ -291,7 +291,7 @@ func TestCavageAppendixC(t *testing.T) {
 				t.Fatal(err)
 			}
 			published := readTestdata(t, appendixC, tc.name+".string")
-			if err := verifyCavage(p, pk, []byte(published)); err != nil {
+			if err := verifyCavage(nil, p, pk, []byte(published)); err != nil {
 				t.Fatalf("published signing string: %v", err)
 			}
 			ours, err := appendSigningString(nil, req, requestTarget(req), slices.Values(p.Headers), p.Created, p.Expires)
@@ -301,7 +301,7 @@ func TestCavageAppendixC(t *testing.T) {
 			if (string(ours) == published) != tc.asPublished {
 				t.Fatalf("signing string from the header:\n%s\npublished:\n%s", ours, published)
 			}
-			err = checkCavage(req, p, pk)
+			err = checkCavage(nil, req, p, pk)
 			if tc.asPublished && err != nil {
 				t.Fatalf("verify from the header: %v", err)
 			}

@@ -56,8 +56,8 @@ func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []
 		return Verified{}, err
 	}
 	pk, err := v.resolveAndCheck(ctx, s.keyID, func(pk PublicKey) error {
-		err := verify9421(s.alg, pk, base, s.sig)
-		if err != nil && rawBase != nil && verify9421(s.alg, pk, rawBase, s.sig) == nil {
+		err := verify9421(v.Backend, s.alg, pk, base, s.sig)
+		if err != nil && rawBase != nil && verify9421(v.Backend, s.alg, pk, rawBase, s.sig) == nil {
 			return nil
 		}
 		return err
@@ -270,14 +270,15 @@ func coveredComponents(in httpsfv.InnerList) ([]string, error) {
 // verify9421 checks a remote actor's RFC 9421 signature: an RSA key
 // (rsa-v1_5-sha256, or rsa-pss-sha512 when alg says so) or an Ed25519 key,
 // the keys actors publish; any other key is refused here whatever
-// VerifyRFC9421 could check (see doc.go, the inbox's profile).
-func verify9421(alg Algorithm, pk PublicKey, base, sig []byte) error {
+// VerifyRFC9421 could check (see doc.go, the inbox's profile). RSA
+// operations go through b (nil: Go's crypto/rsa).
+func verify9421(b Backend, alg Algorithm, pk PublicKey, base, sig []byte) error {
 	switch pk.Key.(type) {
 	case *rsa.PublicKey, ed25519.PublicKey:
 	default:
 		return fmt.Errorf("%w: key %s is a %T: remote actors' RFC 9421 keys are RSA or Ed25519", ErrUnsupportedAlgorithm, pk.ID, pk.Key)
 	}
-	if err := VerifyRFC9421(alg, pk.Key, base, sig); err != nil {
+	if err := verifyRFC9421With(b, alg, pk.Key, base, sig); err != nil {
 		return fmt.Errorf("key %s: %w", pk.ID, err)
 	}
 	return nil

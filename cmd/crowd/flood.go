@@ -42,7 +42,9 @@ type floodFlags struct {
 	crowdHTTPS             string
 	algorithm              string
 	presignMaxBytes        int64
-	signature              string // --signature: cavage, rfc9421 or both
+	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
+	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
+	signature              string            // --signature: cavage, rfc9421 or both
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -78,6 +80,7 @@ Every flag can also be set as CROWD_<FLAG>.`,
 		},
 	}
 	f.register(cmd)
+	f.posts.register(cmd)
 	return cmd
 }
 
@@ -126,6 +129,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
 	fl.StringVar(&f.signature, "signature", def.Signature, "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
+	f.fetchback.register(cmd)
 }
 
 // config is the flood's command line as a load run's Config; it checks
@@ -139,7 +143,8 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		Zipf: f.zipf, NoteBytes: f.noteBytes, Persona: f.persona, Personas: f.personas, Count: f.count,
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
 		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes, Signature: f.signature,
-		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
@@ -169,6 +174,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 		return err
 	}
 	c.Audience = audience
+	if err := g.applyCrypto(&c.World); err != nil {
+		return err
+	}
 	if errs := c.Validate(); len(errs) > 0 {
 		return usageError{errors.Join(errs...)}
 	}
