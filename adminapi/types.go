@@ -141,6 +141,9 @@ type SendRequest struct {
 	// talks to (WebFinger, the actor, the inbox) must resolve to loopback
 	// or a private network, as for a flood.
 	AllowPublicTarget bool `json:"allow_public_target,omitempty"`
+	// Signature is the HTTP signature scheme to sign with (crowd send
+	// --signature): "cavage" (the default when empty) or "rfc9421".
+	Signature string `json:"signature,omitempty"`
 }
 
 // SendResult is the answer of RouteSend: what was sent and what came back.

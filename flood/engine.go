@@ -40,6 +40,9 @@ type Prepared struct {
 	// Outbox is set on a Create: the sender's outbox lists its note once
 	// it was sent (OutboxFeed).
 	Outbox *adminapi.OutboxItem
+	// Knock is set when a Knocker signed the request (--signature): its
+	// scheme and signer, so that the sender can knock twice (see Knocker).
+	Knock *Knock
 }
 
 // Delivery is what became of one request the engine took from its Source

@@ -16,6 +16,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/dialguard"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // AdminRoutes adds the inbox's routes of the admin API with handle
@@ -398,6 +399,14 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if typ == "" {
 		return adminapi.SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
 	}
+	scheme := signing.Scheme(req.Signature)
+	switch scheme {
+	case "":
+		scheme = signing.SchemeCavage
+	case signing.SchemeCavage, signing.SchemeRFC9421:
+	default:
+		return adminapi.SendResult{}, fmt.Errorf("%w: signature %q is not cavage or rfc9421", ErrBadRequest, req.Signature)
+	}
 	var likeOf string
 	if typ == "Like" {
 		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
@@ -454,7 +463,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if err != nil {
 		return adminapi.SendResult{}, err
 	}
-	res, err := in.sendTo(ctx, from, t.id, inbox, body)
+	res, err := in.sendTo(ctx, from, t.id, inbox, body, scheme)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrTarget, err)
 	}

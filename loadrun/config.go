@@ -100,6 +100,10 @@ type Config struct {
 	// PersonaPosts posts for the personas that have no post, through the
 	// SUT's client API (personaposts.go).
 	PersonaPosts PersonaPostsConfig
+
+	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
+	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
+	Signature string
 }
 
 // plan is a checked Config, in the flood's types.
@@ -116,6 +120,7 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	scheme   flood.SignatureScheme
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -153,6 +158,8 @@ func (c Config) plan() (*plan, []error) {
 	p.inbox, err = flood.ParseInboxMode(c.Inbox)
 	try(err)
 	p.arrivals, err = flood.ParseArrivals(c.Arrivals)
+	try(err)
+	p.scheme, err = flood.ParseSignature(c.Signature)
 	try(err)
 	switch a := signing.Algorithm(strings.ToLower(c.Algorithm)); a {
 	case signing.RSASHA256, signing.HS2019:
@@ -299,5 +306,5 @@ func (c Config) personas() ([]string, error) {
 func Defaults() Config {
 	return Config{MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout,
 		Signing: string(flood.SigningPipeline), Inbox: string(flood.InboxAuto), Algorithm: string(signing.RSASHA256),
-		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String()}
+		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String(), Signature: string(flood.SignatureCavage)}
 }

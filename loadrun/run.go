@@ -42,6 +42,7 @@ func Run(ctx context.Context, c Config) error {
 	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
+	r.knock = flood.NewKnocker(p.scheme, r.signer)
 	if p.audience != nil {
 		r.obs = newAudience(p.audience, c, c.Log.Named("audience"))
 		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
@@ -86,7 +87,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer stop()
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())),
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", len(env.World.Actors())),
 		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
@@ -186,7 +187,7 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	case flood.SigningPresign:
 		return func() {}, nil
 	case flood.SigningJIT:
-		r.shared = flood.NewJIT(r.gen, r.signer)
+		r.shared = flood.NewKnockingJIT(r.gen, r.knock)
 		return func() {}, nil
 	}
 	maxRate := 0.0
@@ -194,7 +195,7 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 		maxRate = max(maxRate, x)
 	}
 	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice})
+	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice, Knocker: r.knock})
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = pl.Fill(fctx)
 	cancel()

@@ -27,6 +27,8 @@ type runner struct {
 	guard     *flood.Guard
 	tls       *tls.Config
 	signer    *signing.Signer
+	knock     *flood.Knocker // signs with --signature's scheme and counts the double knocks
+	knocked   record.Signatures
 	obs       Observer // nil: none
 	gen       *flood.Generator
 	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
@@ -44,7 +46,7 @@ func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.So
 	if r.shared != nil {
 		return r.shared, nil
 	}
-	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes})
+	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes, Knocker: r.knock})
 	if err != nil {
 		if errors.Is(err, flood.ErrInvalidPlan) {
 			return nil, usage(err)
@@ -77,6 +79,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	file := record.NewRecordFile(r.c.Out)
 	r.file = file
 	r.diverted = r.gen.FollowsDiverted()
+	r.knocked = r.knock.Signatures()
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
 		if err == nil {
@@ -102,8 +105,9 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 }
 
 // record is res's record with what the flood knows beyond the engine: the
-// seed, and what the run changed from what was asked (the Follows it sent
-// as Creates since it began, the personas without posts).
+// seed, what the run changed from what was asked (the Follows it sent
+// as Creates since it began, the personas without posts), and the
+// signatures it sent since it began.
 func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, error) {
 	rec, err := res.Record(s)
 	if err != nil {
@@ -115,6 +119,8 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	}
 	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
+	sig := r.knock.Signatures().Sub(r.knocked)
+	rec.Signatures = &sig
 	return rec, nil
 }
 

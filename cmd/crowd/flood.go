@@ -44,6 +44,7 @@ type floodFlags struct {
 	presignMaxBytes        int64
 	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
 	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
+	signature              string            // --signature: cavage, rfc9421 or both
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -127,6 +128,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
+	fl.StringVar(&f.signature, "signature", def.Signature, "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
 	f.fetchback.register(cmd)
 }
 
@@ -140,7 +142,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		MaxInflight: f.maxInflight, Timeout: f.timeout, Signing: f.signing, SignerNice: f.signerNice, Mix: f.mix,
 		Zipf: f.zipf, NoteBytes: f.noteBytes, Persona: f.persona, Personas: f.personas, Count: f.count,
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
-		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes,
+		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes, Signature: f.signature,
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)

@@ -197,6 +197,10 @@ type Record struct {
 	// during the run (fetchback.go); nil when the crowd could not count
 	// them (a crowd without the fetch-back routes, or none asked).
 	Fetchback *Fetchback `json:"fetchback,omitempty"`
+	// Signatures is the HTTP signature scheme the run sent (--signature)
+	// and how many sends fell back to the other one; nil in records made
+	// before it was kept.
+	Signatures *Signatures `json:"signatures,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,
