@@ -13,7 +13,7 @@
 // with cgo). Backend.PrivateKey wraps a key into the Key that signs with it;
 // the Verifier checks RSA signatures with its Backend. Both give the same
 // bytes: PKCS#1 v1.5 is deterministic.
-
+//
 // The same Signer signs RFC 9421 HTTP Message Signatures (SignPost9421,
 // SignGet9421, or Sign with a Scheme) the way Fedify (>= 1.6) does: label
 // sig1, components "@method" "@target-uri" "@authority" "host" "date" (and
