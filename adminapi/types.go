@@ -15,6 +15,10 @@ type WorldInfo struct {
 	Zone    string       `json:"zone"`
 	Shard   string       `json:"shard,omitempty"`
 	Origins []OriginInfo `json:"origins"`
+	// Summary counts the whole world and places the page of Origins in
+	// it (RouteWorld pages: WorldQuery); nil from a crowd that lists
+	// every origin at once.
+	Summary *WorldSummary `json:"summary,omitempty"`
 }
 
 // OriginInfo describes one origin.

@@ -79,6 +79,11 @@ type DNSConfig struct {
 	// Logger is told, once per name, why a name could not be forwarded (naming --dns-record
 	// and --dns-upstream); nil means no log.
 	Logger *zap.Logger
+	// HostAddresses, when set, is the one place that says which addresses
+	// A and AAAA answer for each of Hosts (each origin at its own address);
+	// nil answers Advertise for every host. It is asked once per host, when
+	// the handler is made: answers stay one map lookup at any world size.
+	HostAddresses func(host string) []net.IP
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -141,7 +146,11 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 	if err := h.addZone(cfg.Zone, advertise); err != nil {
 		return nil, err
 	}
-	if err := h.addHosts(cfg.Hosts, advertise); err != nil {
+	addrOf := cfg.HostAddresses
+	if addrOf == nil {
+		addrOf = func(string) []net.IP { return advertise }
+	}
+	if err := h.addHosts(cfg.Hosts, addrOf); err != nil {
 		return nil, err
 	}
 	if err := h.addRecords(cfg.Records); err != nil {
@@ -225,14 +234,14 @@ func (h *dnsHandler) addZone(zone string, advertise []net.IP) error {
 	return nil
 }
 
-// addHosts answers the crowd's origins with the advertise addresses.
-func (h *dnsHandler) addHosts(hosts []string, advertise []net.IP) error {
+// addHosts answers the crowd's origins with their addresses (addrOf).
+func (h *dnsHandler) addHosts(hosts []string, addrOf func(string) []net.IP) error {
 	for _, host := range hosts {
 		n, err := dnsCanonical(host)
 		if err != nil {
 			return err
 		}
-		h.addrs[n] = advertise
+		h.addrs[n] = addrOf(host)
 	}
 	return nil
 }

@@ -228,7 +228,7 @@ func (d documents) home(w http.ResponseWriter, r *http.Request) {
 	o, _ := d.world.Origin(r.Host)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n<h1>%s</h1>\n<p>One of the crowd's fake fediverse servers.</p>\n<ul>\n", o.Host, o.Host)
-	for _, a := range o.Actors {
+	for _, a := range o.Persons() {
 		fmt.Fprintf(w, "<li><a href=\"%s\">@%s</a></li>\n", a.ProfileURL(), a.Acct())
 	}
 	fmt.Fprint(w, "</ul>\n</body></html>\n")

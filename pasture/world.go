@@ -7,13 +7,16 @@ import (
 )
 
 // WorldConfig is the world's shape as a command line gives it (--origins,
-// --actors, --domain, --state, --shard), read into an actors.Config by
+// --actors, --domain, --state, --shard, --key-pool), read into an actors.Config by
 // ActorsConfig: the CLI names a world without reaching into actors.
 type WorldConfig struct {
 	Origins, Actors int
 	Domain          string // host-name pattern with one %d
 	StateDir        string
 	Shard           string // "i/n", or "" for every origin
+	// KeyPool is --key-pool: how many keys the actors share (0: a key per
+	// actor up to actors.DefaultKeyPoolBound, a pool of that many beyond).
+	KeyPool int
 }
 
 // DefaultWorld is `crowd serve`'s world with no flags.
@@ -29,7 +32,7 @@ func (w WorldConfig) ActorsConfig() (actors.Config, error) {
 	if err != nil {
 		return actors.Config{}, fmt.Errorf("--shard: %w", err)
 	}
-	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh}
+	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh, KeyPool: w.KeyPool}
 	if err := cfg.Validate(); err != nil {
 		return actors.Config{}, err
 	}
@@ -39,3 +42,7 @@ func (w WorldConfig) ActorsConfig() (actors.Config, error) {
 // ErrConfig marks a world that cannot be built as configured: a mistake
 // in a flag, which the error names (it is actors.ErrConfig).
 var ErrConfig = actors.ErrConfig
+
+// DefaultKeyPoolBound is the number of actors up to which each has its own
+// key by default (--key-pool 0); a larger world shares this many keys.
+const DefaultKeyPoolBound = actors.DefaultKeyPoolBound
