@@ -28,8 +28,8 @@ const (
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
-	return []string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
-		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale}
+	return append([]string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
+		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale}, scaleRowKeys()...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

@@ -235,12 +235,9 @@ type caLeafSet struct {
 }
 
 func (s *caLeafSet) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if hello.ServerName == "" {
-		return nil, fmt.Errorf("%w: the client sent no SNI", ErrUnknownServerName)
-	}
-	name, err := caNormalizeHost(hello.ServerName)
+	name, err := sniName(hello)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServerName, hello.ServerName)
+		return nil, err
 	}
 	s.mu.RLock()
 	leaf, ok := s.leaves[name]

@@ -60,13 +60,23 @@ type leafMint struct {
 	flight singleflight.Group
 }
 
-func (l *leafMint) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+// sniName is the normalized SNI name of hello; no SNI, or one that is no
+// host name, is an error wrapping ErrUnknownServerName.
+func sniName(hello *tls.ClientHelloInfo) (string, error) {
 	if hello.ServerName == "" {
-		return nil, fmt.Errorf("%w: the client sent no SNI", ErrUnknownServerName)
+		return "", fmt.Errorf("%w: the client sent no SNI", ErrUnknownServerName)
 	}
 	name, err := caNormalizeHost(hello.ServerName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServerName, hello.ServerName)
+		return "", fmt.Errorf("%w: %q", ErrUnknownServerName, hello.ServerName)
+	}
+	return name, nil
+}
+
+func (l *leafMint) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name, err := sniName(hello)
+	if err != nil {
+		return nil, err
 	}
 	if leaf, ok := l.cache.Get(name); ok {
 		return leaf, nil
