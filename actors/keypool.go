@@ -100,6 +100,14 @@ func openKeys(w *World, log *zap.Logger) (*keyRing, error) {
 		return nil, err
 	}
 	log.Info("actor keys", zap.String("choice", plan.why), zap.Int("actors", cfg.Origins*(cfg.Actors+1)))
+	if plan.pool > 0 && len(w.Origins) > 0 && !cfg.BorrowKeys {
+		if st, err := os.Stat(filepath.Join(cfg.StateDir, "keys", w.Origins[0].Host)); err == nil && st.IsDir() {
+			if _, err := os.Stat(filepath.Join(cfg.StateDir, "keys", keyPoolDir, keyPoolSizeFile)); errors.Is(err, os.ErrNotExist) {
+				log.Warn("this --state holds a key per actor of an earlier, smaller world; the actors now sign with a new pool of keys: a SUT that cached their old keys must forget them (or pass --key-pool with at least one key per actor)",
+					zap.String("state", cfg.StateDir))
+			}
+		}
+	}
 	ring := &keyRing{plan: plan, actors: cfg.Actors}
 	var used []*keyEntry
 	if plan.pool > 0 {

@@ -186,3 +186,23 @@ func TestLargeWorldComputesActorsOnDemand(t *testing.T) {
 		}
 	}
 }
+
+// A world that grows from a key per actor into a pool says, once, that the
+// actors' keys change: a SUT that cached them must forget them.
+func TestGrowingIntoAPoolWarns(t *testing.T) {
+	state := t.TempDir()
+	w, err := Open(Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	core, logs := observer.New(zap.WarnLevel)
+	w, err = Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state, KeyPool: 1, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if logs.FilterMessageSnippet("must forget them").Len() != 1 {
+		t.Errorf("no warning that the keys changed: %v", logs.All())
+	}
+}

@@ -136,7 +136,7 @@ func (b *bench) startupSection(ctx context.Context) {
 			failAll(err)
 			return
 		}
-		b.rep.note("first start of crowd serve with %d origins (creating the CA and certificates if missing): %.0f ms", n, ms(t))
+		b.rep.note("first start of crowd serve with %d origins (creating the CA if missing; certificates are made per name on first use): %.0f ms", n, ms(t))
 	}
 	var times, mems [2][]float64
 	for range b.cfg.Rounds {

@@ -32,7 +32,7 @@ import (
 const (
 	CACertFile = "ca.pem"     // the CA certificate, PEM; what a SUT is told to trust
 	CAKeyFile  = "ca-key.pem" // the CA private key, PKCS#8 PEM, mode 0600
-	CACertsDir = "certs"      // leaf certificates, one HOST.pem (certificate + key) per host
+	CACertsDir = "certs"      // TLSConfig's leaf certificates, one HOST.pem (certificate + key) per host; serve makes its leaves on demand (OnDemandTLSConfig), writing none
 )
 
 // CACommonName is the subject common name of the crowd's CA, the name a user sees in a trust store.
