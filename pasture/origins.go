@@ -134,6 +134,10 @@ func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 
 // writeRaw answers with an already rendered document.
 func writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+	if doc == nil { // actors.Actor.DocumentJSON: a key file damaged since the start
+		http.Error(w, "this actor's key cannot be loaded from the crowd's state directory; the crowd's log names the file", http.StatusInternalServerError)
+		return
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{apContentType(r)}
 	h["Vary"] = []string{"Accept"}
