@@ -238,19 +238,7 @@ func (c *CA) issue(host string) (certPEM, keyPEM []byte, err error) {
 	if notAfter.After(c.cert.NotAfter) {
 		notAfter = c.cert.NotAfter // a leaf cannot outlive its CA
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: host},
-		NotBefore:    now.Add(-certBackdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		tmpl.IPAddresses = []net.IP{ip.AsSlice()}
-	} else {
-		tmpl.DNSNames = []string{host}
-	}
+	tmpl := leafTemplate(host, serial, now.Add(-certBackdate), notAfter)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, key.Public(), c.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pasture: certificate for %s: %w", host, err)

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
@@ -110,19 +111,7 @@ func (c *CA) deriveLeaf(name string, secret []byte) (*tls.Certificate, error) {
 	serial := new(big.Int).SetBytes(mac.Sum(nil)[:16])
 	serial.SetBit(serial, 127, 0) // positive and at most 127 bits, as caSerial's
 	serial.SetBit(serial, 126, 1) // and never zero
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    c.cert.NotBefore,
-		NotAfter:     c.cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if ip, err := netip.ParseAddr(name); err == nil {
-		tmpl.IPAddresses = []net.IP{ip.AsSlice()}
-	} else {
-		tmpl.DNSNames = []string{name}
-	}
+	tmpl := leafTemplate(name, serial, c.cert.NotBefore, c.cert.NotAfter)
 	// A nil random source: RFC 6979 deterministic ECDSA (Ed25519 and RSA
 	// PKCS#1 v1.5 CAs are deterministic anyway).
 	der, err := x509.CreateCertificate(nil, tmpl, c.cert, key.Public(), c.key)
@@ -134,6 +123,25 @@ func (c *CA) deriveLeaf(name string, secret []byte) (*tls.Certificate, error) {
 		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
 	}
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// leafTemplate is the server certificate of host (a DNS SAN, or an IP SAN
+// for an address) with this serial and validity.
+func leafTemplate(host string, serial *big.Int, notBefore, notAfter time.Time) *x509.Certificate {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: host},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		tmpl.IPAddresses = []net.IP{ip.AsSlice()}
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
+	return tmpl
 }
 
 // deriveLeafKey is the P-256 key of name: its scalar is HMAC-SHA256(secret,
