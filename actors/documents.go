@@ -93,16 +93,40 @@ func (a *Actor) Document() ActorDoc {
 		Featured:          a.Featured(),
 		FeaturedTags:      a.FeaturedTags(),
 		Endpoints:         map[string]string{"sharedInbox": a.SharedInbox()},
-		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM},
+		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM()},
 		Discoverable:      a.Kind == KindPerson,
 		Indexable:         a.Kind == KindPerson,
 		Published:         a.Published.Format(time.RFC3339),
 	}
 }
 
-// DocumentJSON is Document rendered by MarshalDoc, made once when the
-// world opens; callers must not modify it.
-func (a *Actor) DocumentJSON() []byte { return a.docJSON }
+// DocumentJSON is Document rendered by MarshalDoc, kept in the world's
+// bounded cache of rendered documents; callers must not modify it. It is
+// nil only when the actor's key file cannot be loaded (logged).
+func (a *Actor) DocumentJSON() []byte {
+	docs := a.Origin.world.docs
+	if b, ok := docs.Get(a.ID); ok {
+		return b
+	}
+	if a.PublicKeyPEM() == "" {
+		return nil
+	}
+	b, err := MarshalDoc(a.Document())
+	if err != nil {
+		return nil // an ActorDoc of strings always encodes
+	}
+	docs.Add(a.ID, b)
+	return b
+}
+
+// PublicKeyPEM is the SPKI PEM of the actor's public key, as documents
+// carry it ("" when its key file cannot be loaded).
+func (a *Actor) PublicKeyPEM() string {
+	if a.key == nil {
+		return ""
+	}
+	return a.key.publicPEM()
+}
 
 // ProfileHTML is the small page a browser gets for the actor.
 func (a *Actor) ProfileHTML() []byte {

@@ -18,6 +18,10 @@ type WorldInfo struct {
 	// Addresses, when the origins have addresses of their own, says which
 	// (an attached flood sends from them); absent when they share one.
 	Addresses *AddressInfo `json:"addresses,omitempty"`
+	// Summary counts the whole world and places the page of Origins in
+	// it (RouteWorld pages: WorldQuery); nil from a crowd that lists
+	// every origin at once.
+	Summary *WorldSummary `json:"summary,omitempty"`
 }
 
 // OriginInfo describes one origin.

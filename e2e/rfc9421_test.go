@@ -46,7 +46,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 	st := gen.Stream()
 	keyOf := map[string]string{}
 	for _, a := range world.Actors() {
-		keyOf[a.KeyID] = a.PublicKeyPEM
+		keyOf[a.KeyID] = a.PublicKeyPEM()
 	}
 	dump := func(p *flood.Prepared, header http.Header, tamper func(map[string]any)) []byte {
 		t.Helper()

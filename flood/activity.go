@@ -63,6 +63,9 @@ type GeneratorConfig struct {
 	// and not twice in a run: servers do not repeat a Follow they have,
 	// and GoToSocial answers a second one with a 500.
 	Following func(local, remote string) bool
+	// SenderSet, when set, replaces Senders: senders computed on demand
+	// (WorldSenders), for a world too large to list.
+	SenderSet SenderSet
 }
 
 // Generator makes the flood's activities: who sends what to which persona.
@@ -70,6 +73,7 @@ type GeneratorConfig struct {
 // goroutine draws from its own Stream.
 type Generator struct {
 	cfg      GeneratorConfig
+	senders  SenderSet  // cfg.senderSet()
 	targets  []*url.URL // per persona, parsed once and shared read-only
 	likeable []int      // personas with posts
 	cum      [3]float64 // cumulative mix weights: create, like, follow
@@ -165,7 +169,7 @@ func (g *Generator) discard(ps ...*Prepared) {
 // Zipf is neither 0 nor > 1, or the mix sends only Likes and no persona has
 // a post.
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
-	if len(cfg.Senders) == 0 {
+	if cfg.senderSet().Len() == 0 {
 		return nil, errors.New("flood: no sending actors")
 	}
 	if len(cfg.Personas) == 0 {
@@ -190,7 +194,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	g := &Generator{cfg: cfg, base: runKey(cfg.Start)}
+	g := &Generator{cfg: cfg, senders: cfg.senderSet(), base: runKey(cfg.Start)}
 	for i, p := range cfg.Personas {
 		u, err := url.Parse(p.Target)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
@@ -240,8 +244,8 @@ type Stream struct {
 func (g *Generator) Stream() *Stream {
 	k := g.streams.Add(1) - 1
 	s := &Stream{g: g, r: rand.New(rand.NewPCG(g.cfg.Seed, k))}
-	if g.cfg.Zipf > 1 && len(g.cfg.Senders) > 1 {
-		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(len(g.cfg.Senders)-1))
+	if n := g.senders.Len(); g.cfg.Zipf > 1 && n > 1 {
+		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(n-1))
 	}
 	return s
 }
@@ -336,17 +340,19 @@ func (s *Stream) drawType() record.ActivityKind {
 // drawSender draws a sender other than the actor avoid (a persona that is
 // itself a crowd actor must not mention, like or follow itself).
 func (s *Stream) drawSender(avoid string) *actors.Actor {
-	senders := s.g.cfg.Senders
+	senders := s.g.senders
+	n := senders.Len()
 	var i int
 	if s.zipf != nil {
 		i = int(s.zipf.Uint64())
 	} else {
-		i = s.r.IntN(len(senders))
+		i = s.r.IntN(n)
 	}
-	if senders[i].ID == avoid && len(senders) > 1 {
-		i = (i + 1) % len(senders)
+	a := senders.At(i)
+	if a.ID == avoid && n > 1 {
+		a = senders.At((i + 1) % n)
 	}
-	return senders[i]
+	return a
 }
 
 // freeSender claims and returns the first sender, in order from a random
@@ -354,10 +360,11 @@ func (s *Stream) drawSender(avoid string) *actors.Actor {
 // not drawing again, diverts a Follow only when the persona truly has no
 // free follower left, however few there are.
 func (s *Stream) freeSender(persona string) *actors.Actor {
-	senders := s.g.cfg.Senders
-	start := s.r.IntN(len(senders))
-	for k := range senders {
-		a := senders[(start+k)%len(senders)]
+	senders := s.g.senders
+	n := senders.Len()
+	start := s.r.IntN(n)
+	for k := range n {
+		a := senders.At((start + k) % n)
 		if a.ID != persona && s.g.claimFollow(a.ID, persona) {
 			return a
 		}

@@ -158,7 +158,7 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 // Follows lists the relations of every crowd actor that has any (or of
 // the one actor named, acct or id, with or without relations).
 func (in *Inbox) Follows(actor string) ([]adminapi.FollowsInfo, error) {
-	list := in.allActors()
+	list := in.graphActors()
 	if actor != "" {
 		a, err := in.LocalActor(actor)
 		if err != nil {

@@ -79,7 +79,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	for _, h := range cw.World.Hosts() {
 		hosts[h] = addr
 	}
-	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", len(cw.World.Actors())),
+	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", cw.World.NumPersons()),
 		zap.String("https", addr), zap.String("admin", cw.Pasture.Addr("admin")), zap.String("state", c.World.StateDir))
 	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
 	return &Environment{
@@ -150,7 +150,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		planHosts(world, plan, c.CrowdHTTPS, hosts)
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
-		zap.Int("actors", len(world.Actors())), zap.String("state", c.World.StateDir))
+		zap.Int("actors", world.NumPersons()), zap.String("state", c.World.StateDir))
 	return &Environment{
 		World: world, Roots: pasture.RootsWith(caPEM), Hosts: hosts,
 		Register: func(ctx context.Context, f flood.FollowRegistration) error {
@@ -163,7 +163,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 }
 
 // borrowKeys opens the attached crowd's world from its --state, read only,
-// and checks that every key is the one the crowd serves (a usage error
+// and checks that the first origin's keys are the ones the crowd serves (a usage error
 // otherwise: the --state is another crowd's).
 func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	shard, err := actors.ParseShard(info.Shard)
@@ -176,13 +176,18 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	}
 	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
 		EphemeralGraph: true, BorrowKeys: true, Backend: c.World.Backend}
-	want := map[string]string{}
 	for _, o := range info.Origins {
 		cfg.Origins = max(cfg.Origins, o.Index)
-		for _, a := range o.Actors {
-			want[a.ID] = a.KeySHA256
-		}
-		want[o.Instance.ID] = o.Instance.KeySHA256
+	}
+	if info.Summary != nil { // a paged world: its size is in the summary
+		cfg.Origins, cfg.Actors = info.Summary.Origins, info.Summary.ActorsPerOrigin
+	}
+	// The first origin's keys (its actors and its instance actor) prove the
+	// --state is that crowd's; checking a million would add nothing.
+	first := info.Origins[0]
+	want := map[string]string{first.Instance.ID: first.Instance.KeySHA256}
+	for _, a := range first.Actors {
+		want[a.ID] = a.KeySHA256
 	}
 	world, err := actors.Open(cfg)
 	if errors.Is(err, actors.ErrKeyFile) {
@@ -191,7 +196,7 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the crowd's keys from --state %s: %w", state, err)
 	}
-	for _, a := range append(world.Actors(), world.Origins[0].Instance) {
+	for _, a := range append(world.Origins[0].Persons(), world.Origins[0].Instance) {
 		der, err := x509.MarshalPKIXPublicKey(a.Key.Public())
 		sum := sha256.Sum256(der)
 		if err != nil || want[a.ID] != hex.EncodeToString(sum[:]) {

@@ -87,7 +87,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer stop()
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", len(env.World.Actors())),
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", env.World.NumPersons()),
 		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
@@ -156,7 +156,7 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 		warnStalePending(ctx, r.log, r.env.Admin)
 	}
 	c := r.c
-	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: r.env.World.Actors(), Personas: personas, Mix: r.p.mix,
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
 		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
 	if err != nil {
 		var ue *record.UsageError

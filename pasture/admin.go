@@ -17,13 +17,29 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 )
 
-// World describes the served world for the admin API.
-func (p *Pasture) World() adminapi.WorldInfo {
+// World describes the first page of the served world for the admin API.
+func (p *Pasture) World() adminapi.WorldInfo { return p.WorldPage(adminapi.WorldQuery{}) }
+
+// WorldPage describes the page q of the served world: its origins from
+// q.Offset, at most q.Limit of them (0: adminapi.DefaultWorldPage), each
+// with its actors, and the summary of the whole world. It computes only
+// the page's actors, so it costs the same in a world of any size.
+func (p *Pasture) WorldPage(q adminapi.WorldQuery) adminapi.WorldInfo {
 	w := p.cfg.World
-	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String()}
-	for _, o := range w.Origins {
+	if q.Limit <= 0 {
+		q.Limit = adminapi.DefaultWorldPage
+	}
+	start := min(max(q.Offset, 0), len(w.Origins))
+	end := min(start+q.Limit, len(w.Origins))
+	sum := &adminapi.WorldSummary{Origins: w.Config.Origins, Served: len(w.Origins), ActorsPerOrigin: w.Config.Actors, Offset: start}
+	if end < len(w.Origins) {
+		sum.Next = end
+	}
+	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String(),
+		Origins: []adminapi.OriginInfo{}, Summary: sum}
+	for _, o := range w.Origins[start:end] {
 		oi := adminapi.OriginInfo{Index: o.Index, Host: o.Host}
-		for _, a := range o.Actors {
+		for _, a := range o.Persons() {
 			oi.Actors = append(oi.Actors, p.actorInfo(a.Acct(), a.ID, a.KeyID, a.Key.Public()))
 		}
 		oi.Instance = p.actorInfo(o.Instance.Acct(), o.Instance.ID, o.Instance.KeyID, o.Instance.Key.Public())
@@ -67,7 +83,12 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		w.Write(p.ca.CertPEM())
 	}))
 	r.Handle(string(adminapi.RouteWorld), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeAdminJSON(w, p.World())
+		q, err := adminapi.ParseWorldQuery(r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeAdminJSON(w, p.WorldPage(q))
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	p.handleFetchbacks(r.Handle)

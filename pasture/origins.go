@@ -135,6 +135,10 @@ func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 
 // writeRaw answers with an already rendered document.
 func writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+	if doc == nil { // actors.Actor.DocumentJSON: a key file damaged since the start
+		http.Error(w, "this actor's key cannot be loaded from the crowd's state directory; the crowd's log names the file", http.StatusInternalServerError)
+		return
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{apContentType(r)}
 	h["Vary"] = []string{"Accept"}
@@ -229,7 +233,7 @@ func (d documents) home(w http.ResponseWriter, r *http.Request) {
 	o, _ := d.world.Origin(r.Host)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n<h1>%s</h1>\n<p>One of the crowd's fake fediverse servers.</p>\n<ul>\n", o.Host, o.Host)
-	for _, a := range o.Actors {
+	for _, a := range o.Persons() {
 		fmt.Fprintf(w, "<li><a href=\"%s\">@%s</a></li>\n", a.ProfileURL(), a.Acct())
 	}
 	fmt.Fprint(w, "</ul>\n</body></html>\n")

@@ -127,7 +127,7 @@ func TestAdminAPI(t *testing.T) {
 func TestLinkedCollectionsAreServed(t *testing.T) {
 	p := testPasture(t, Config{Version: "test"})
 	o, _ := p.cfg.World.Origin("flood1.test")
-	for _, a := range []*actors.Actor{o.Actors[0], o.Instance} {
+	for _, a := range []*actors.Actor{o.Person(0), o.Instance} {
 		doc := a.Document()
 		for _, link := range []string{doc.Outbox, doc.Followers, doc.Following, doc.Featured, doc.FeaturedTags} {
 			t.Run(link, func(t *testing.T) {

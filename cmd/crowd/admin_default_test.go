@@ -136,7 +136,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(cw.Pasture.Addr("admin")); !net.ParseIP(host).IsLoopback() {
 		t.Errorf("admin API on %s", host)
 	}
-	a, b := cw.World.Origins[0].Actors[0], cw.World.Origins[1].Actors[1]
+	a, b := cw.World.Origins[0].Person(0), cw.World.Origins[1].Person(1)
 
 	// Some of everything: the logs, graph and metrics then hold activities
 	// that were signed with the keys looked for.
@@ -246,9 +246,12 @@ func keySecrets(t *testing.T, w *actors.World, state string) []string {
 	t.Helper()
 	var keys []crypto.Signer
 	for _, o := range w.Origins {
-		keys = append(keys, o.Instance.Key)
-		for _, a := range o.Actors {
-			keys = append(keys, a.Key)
+		for _, a := range append(o.Persons(), o.Instance) {
+			k, err := a.PrivateKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
 		}
 	}
 	files := 0

@@ -92,7 +92,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	def := loadrun.Defaults()
 	// The world's shape is the running crowd's unless the world runs here.
-	for _, name := range []string{"origins", "actors", "domain", "shard"} {
+	for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool"} {
 		fl.Lookup(name).Usage = "with --standalone: " + fl.Lookup(name).Usage
 	}
 	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state, read only), CA, follow graph and activity log (--standalone: default ./" + standaloneState + ")"
@@ -186,7 +186,7 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	}
 	defer log.Sync()
 	if !f.standalone {
-		for _, name := range []string{"origins", "actors", "domain", "shard", "https", "http", "dns"} {
+		for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool", "https", "http", "dns"} {
 			if cmd.Flags().Changed(name) {
 				log.Warn("--" + name + " applies to --standalone only: the running crowd's world is used")
 			}
