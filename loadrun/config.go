@@ -93,6 +93,21 @@ type Config struct {
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
 	Live               bool
+
+	// Metrics are the run's live Prometheus metrics (--metrics-addr,
+	// --metrics-linger). They are pushed to the crowd's admin API, when
+	// there is one, whether served or not.
+	Metrics MetricsConfig
+}
+
+// MetricsConfig says where a run serves its live metrics.
+type MetricsConfig struct {
+	// Addr serves them at /metrics: host:port, ":port" is loopback, ""
+	// none.
+	Addr string
+	// Linger keeps serving them this long after the run ended, so a
+	// scraper takes the final values.
+	Linger time.Duration
 }
 
 // plan is a checked Config, in the flood's types.
@@ -109,6 +124,8 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	// metricsAddr is --metrics-addr with its host ("" none).
+	metricsAddr string
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -154,6 +171,8 @@ func (c Config) plan() (*plan, []error) {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
 	c.checkBounds(p, bad)
+	p.metricsAddr, err = c.metricsAddr()
+	try(err)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

@@ -42,6 +42,8 @@ type floodFlags struct {
 	crowdHTTPS             string
 	algorithm              string
 	presignMaxBytes        int64
+	metricsAddr            string
+	metricsLinger          time.Duration
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -124,6 +126,8 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live Prometheus metrics at http://ADDR/metrics (host:port; :port listens on loopback; empty: off)")
+	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the metrics this long after the run, so a scraper takes the final values")
 }
 
 // config is the flood's command line as a load run's Config; it checks
@@ -139,6 +143,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes,
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
+	c.Metrics = loadrun.MetricsConfig{Addr: f.metricsAddr, Linger: f.metricsLinger}
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
 	}
