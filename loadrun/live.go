@@ -59,6 +59,7 @@ type live struct {
 	rate    float64
 	verdict *adminapi.FloodVerdict
 	pending *adminapi.FloodLive // the latest push not yet taken
+	last    *adminapi.FloodLive // the latest push queued
 	wake    chan struct{}
 	done    chan struct{}
 	warned  bool
@@ -138,8 +139,30 @@ func (l *live) queue(p record.Progress) {
 	}
 	l.mu.Lock()
 	push.Rate, push.Bottleneck = l.rate, l.verdict
-	l.pending = push
+	l.pending, l.last = push, push
 	l.mu.Unlock()
+	l.poke()
+}
+
+// final pushes the run's last state again with the verdict of its whole
+// record (the checkpoints' verdicts are of the run so far).
+func (l *live) final(rec *record.Record, at time.Duration) {
+	if l.admin == nil {
+		return
+	}
+	l.checkpoint(rec, at)
+	l.mu.Lock()
+	if l.last != nil {
+		p := *l.last
+		p.Bottleneck = l.verdict
+		l.pending = &p
+	}
+	l.mu.Unlock()
+	l.poke()
+}
+
+// poke wakes the push loop.
+func (l *live) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:

@@ -101,7 +101,11 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
 	}
-	return r.record(res, s)
+	rec, err := r.record(res, s)
+	if err == nil && r.live != nil {
+		r.live.final(rec, res.Elapsed)
+	}
+	return rec, err
 }
 
 // record is res's record with what the flood knows beyond the engine: the

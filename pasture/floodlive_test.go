@@ -97,3 +97,25 @@ func TestFloodLivePushes(t *testing.T) {
 		t.Fatalf("/api/flood/live: %+v", runs)
 	}
 }
+
+// TestAdminPageHasTheLivePanel: the page as served carries the live
+// panel in place of its marker, and its policy lets the panel's own
+// script run (its hash is in script-src) and nothing else load.
+func TestAdminPageHasTheLivePanel(t *testing.T) {
+	p := testPasture(t, Config{Version: "test"})
+	rec := httptest.NewRecorder()
+	p.admin.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:9180/", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, `id="flood-live"`) || strings.Contains(body, livePanelMarker) {
+		t.Fatal("the served page has no live panel, or still its marker")
+	}
+	for _, h := range inlineHashes(livePanelHTML, "script") {
+		if !strings.Contains(rec.Header().Get("Content-Security-Policy"), h) {
+			t.Errorf("the policy lacks the live panel's script %s", h)
+		}
+	}
+	// The SVG namespace is a name, never fetched.
+	if rest := strings.ReplaceAll(string(livePanelHTML), `"http://www.w3.org/2000/svg"`, ""); strings.Contains(rest, "http://") || strings.Contains(rest, "https://") {
+		t.Error("the live panel names a URL: it must load nothing from elsewhere")
+	}
+}
