@@ -32,7 +32,8 @@ import (
 //     counts its latency, service and lateness counts, and promtool check
 //     metrics passes on a scrape;
 //   - the serve's /metrics, which the flood pushes to: the same final
-//     values, with the run's labels;
+//     values, with the run's labels; and every metric the Grafana
+//     dashboard queries is there;
 //   - the admin page in headless Chromium: the live panel's figures are
 //     the flood's live line of the same second, at most one second behind
 //     it, and its plots are drawn (screenshot pixels of each series).
@@ -100,6 +101,7 @@ func TestFloodLiveMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAgainstRecord(t, "the serve's /metrics", served, rec)
+	checkDashboardNames(t, served)
 	checkPanel(t, samples, fl.Output())
 	checkPanelPlots(t, page)
 }
