@@ -155,7 +155,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "livemetrics"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -170,6 +170,7 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"documents", "documents vs bare handler", b.documentsSection},
 		{"cpu", "CPU per activity (rate ×2) and memory", b.cpuSection},
 		{"startup", "start-up (origins ×10)", b.startupSection},
+		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},
 	}
 	for _, s := range sections {
 		if ctx.Err() != nil {

@@ -47,8 +47,8 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 // sustained rate has no drops, p99 lateness within cfg.LatenessBound, and
 // signers that kept up: they signed at least 0.99 × rate during the run
 // (a full buffer alone would carry a rate above the ceiling through a
-// short trial).
-func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer *signing.Signer, rate float64) outcome {
+// short trial). tune, when set, adds to the flood's plan.
+func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer *signing.Signer, rate float64, tune func(*flood.Plan)) outcome {
 	runtime.GC()
 	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
 	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate), Nice: b.cfg.SignerNice})
@@ -61,7 +61,7 @@ func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer 
 		return o
 	}
 	s0 := pl.Signed()
-	o, res := floodTrial(ctx, "pipeline", pl, rate, b.cfg)
+	o, res := floodTrial(ctx, "pipeline", pl, rate, b.cfg, tune)
 	var pace, timing []string
 	if res != nil {
 		o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()
@@ -123,7 +123,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	// still reaches the rate the flood does sustain, and reports it.
 	s := newSearch("pipeline", 0.9*ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, gen, signer, rate))
+		s.report(b.pipelineTrial(ctx, gen, signer, rate, nil))
 		sample()
 	}
 	ceiling := median(append([]float64(nil), ceilings...))
@@ -164,7 +164,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 		notes = append(notes, "no rate met every bound ("+lastWhy(s.trials)+")")
 	}
 	if low > 0 && ctx.Err() == nil {
-		half := b.pipelineTrial(ctx, gen, signer, math.Max(1, math.Round(low/2)))
+		half := b.pipelineTrial(ctx, gen, signer, math.Max(1, math.Round(low/2)), nil)
 		details["half"] = half
 		notes = append(notes, fmt.Sprintf("p99 lateness %.2f ms at %s", half.LatenessP99MS, formatValue(half.Rate, "/s")))
 	}
@@ -214,7 +214,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 	targets := vegetaTargets(pool)
 	floodFn := func(ctx context.Context, rate float64) outcome {
 		runtime.GC()
-		o, _ := floodTrial(ctx, "flood", &cycle{reqs: pool}, rate, b.cfg)
+		o, _ := floodTrial(ctx, "flood", &cycle{reqs: pool}, rate, b.cfg, nil)
 		o.judge(b.cfg.LatencyBound, nil, nil)
 		b.logTrial(o)
 		return o

@@ -24,12 +24,13 @@ const (
 	rowCPU          = "cpu_per_activity"
 	rowStartupScale = "startup_origins"
 	rowMemoryScale  = "memory_origins"
+	rowLiveMetrics  = "live_metrics"
 )
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
 	return []string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
-		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale}
+		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale, rowLiveMetrics}
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling
