@@ -107,6 +107,8 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                          // stale pending Follows
 		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
 		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                       // a flood's push
+		{pattern: "GET /api/flood/live"}, // the runs pushed
 	}
 	var listed []string
 	for _, r := range routes {
