@@ -114,7 +114,8 @@ func Routes() []Route {
 	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
 		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
-		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks}
+		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks,
+		RouteFloodLivePush, RouteFloodLive}
 }
 
 // Query parameters of the routes.

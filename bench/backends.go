@@ -116,7 +116,7 @@ func (b *bench) backendsSection(ctx context.Context) {
 	}
 	trial := func(s *backendFlood) func(context.Context, float64) outcome {
 		return func(ctx context.Context, rate float64) outcome {
-			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0)
+			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0, nil)
 			sample(s)
 			return o
 		}
@@ -212,7 +212,7 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 	sample()
 	s := newSearch("1core", 0.9*side.ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2))
+		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2, nil))
 		sample()
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU())

@@ -137,6 +137,9 @@ type Plan struct {
 	// the first tick (whole second) at or after each multiple of it.
 	// 0 = DefaultCheckpointEvery.
 	CheckpointEvery time.Duration
+	// Watch, when set, sees every send as it is offered and as it
+	// completes (live metrics); it runs on the send path (see Watch).
+	Watch Watch
 }
 
 // Defaults for a Plan's zero fields.
@@ -371,6 +374,9 @@ func (e *engine) dispatch() {
 			e.tot.Sent++
 		}
 		e.mu.Unlock()
+		if e.p.Watch != nil {
+			e.p.Watch.Offered(Offer{Type: typ, Measured: measured, Starved: starved, Dropped: drop})
+		}
 		if drop {
 			e.settle(prep, Delivery{})
 			continue
@@ -514,6 +520,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 		LatencyP99:  agg.lat.ValueAtQuantile(99),
 		LatencyMax:  agg.lat.Max(),
 		LatenessP99: agg.late.ValueAtQuantile(99),
+		LatenessP50: agg.late.ValueAtQuantile(50),
 	}
 	if agg.lat.TotalCount() == 0 {
 		tk.LatencyMax = 0

@@ -84,6 +84,9 @@ func (e *engine) startWorker() {
 		for j := range e.jobs {
 			w.send(&j, &o)
 			w.rec.record(&o)
+			if e.p.Watch != nil {
+				e.p.Watch.Completed(o.completion())
+			}
 			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class})
 			e.inflight.Add(-1)
 		}

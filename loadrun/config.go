@@ -104,6 +104,21 @@ type Config struct {
 	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
 	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
 	Signature string
+
+	// Metrics are the run's live Prometheus metrics (--metrics-addr,
+	// --metrics-linger). They are pushed to the crowd's admin API, when
+	// there is one, whether served or not.
+	Metrics MetricsConfig
+}
+
+// MetricsConfig says where a run serves its live metrics.
+type MetricsConfig struct {
+	// Addr serves them at /metrics: host:port, ":port" is loopback, ""
+	// none.
+	Addr string
+	// Linger keeps serving them this long after the run ended, so a
+	// scraper takes the final values.
+	Linger time.Duration
 }
 
 // plan is a checked Config, in the flood's types.
@@ -121,6 +136,9 @@ type plan struct {
 	duration time.Duration // measured
 	audience *audiencePlan
 	scheme   flood.SignatureScheme
+
+	// metricsAddr is --metrics-addr with its host ("" none).
+	metricsAddr string
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -170,6 +188,9 @@ func (c Config) plan() (*plan, []error) {
 	c.checkBounds(p, bad)
 	try(c.Fetchback.validate())
 	_, err = c.PersonaPosts.tokens()
+	try(err)
+
+	p.metricsAddr, err = c.metricsAddr()
 	try(err)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {

@@ -86,6 +86,12 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer stop()
+	if env.Admin != nil || p.metricsAddr != "" {
+		if r.live, err = r.startLive(ctx); err != nil {
+			return err
+		}
+		defer r.live.stop()
+	}
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
 		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", env.World.NumPersons()),
 		zap.String("signing_backend", env.World.Backend().Describe()))

@@ -38,6 +38,7 @@ type runner struct {
 	diverted  int64        // gen.FollowsDiverted() when the current run began
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
+	live      *live              // the live metrics (nil: neither served nor pushed)
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -72,6 +73,9 @@ func closeSource(src flood.Source) {
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
 	live := report.NewLive(r.c.Stderr, r.c.Live)
 	plan.Progress = live.Update
+	if r.live != nil {
+		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
+	}
 	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
@@ -83,6 +87,9 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
 		if err == nil {
+			if r.live != nil {
+				r.live.checkpoint(rec, res.Elapsed)
+			}
 			err = file.Checkpoint(rec)
 		}
 		if err != nil {
@@ -101,6 +108,10 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	}
 	rec, err := r.record(res, s)
 	fetch.finish(ctx, rec)
+
+	if err == nil && r.live != nil {
+		r.live.final(rec, res.Elapsed)
+	}
 	return rec, err
 }
 

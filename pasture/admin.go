@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -77,7 +78,12 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		}
 		w.Write([]byte("ready\n"))
 	}))
-	r.Handle(string(adminapi.RouteMetrics), promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	live := newFloodLive(time.Now) // what attached floods push: the admin page's live panel, and their metrics here
+	live.routes(r.Handle)
+	// A pushed family that clashes with another run's (a crowd of another
+	// version) must not blank the serve's own metrics: the rest is served.
+	r.Handle(string(adminapi.RouteMetrics), promhttp.HandlerFor(prometheus.Gatherers{reg, live},
+		promhttp.HandlerOpts{Registry: reg, ErrorHandling: promhttp.ContinueOnError}))
 	r.Handle(string(adminapi.RouteCA), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		w.Write(p.ca.CertPEM())

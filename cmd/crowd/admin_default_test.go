@@ -111,6 +111,9 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                             // a window's tally at the run's end
 		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                           // and its last
 		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
+
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                       // a flood's push
+		{pattern: "GET /api/flood/live"}, // the runs pushed
 	}
 	var listed []string
 	for _, r := range routes {

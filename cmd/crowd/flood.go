@@ -45,6 +45,9 @@ type floodFlags struct {
 	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
 	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
 	signature              string            // --signature: cavage, rfc9421 or both
+
+	metricsAddr            string
+	metricsLinger          time.Duration
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -130,6 +133,9 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
 	fl.StringVar(&f.signature, "signature", def.Signature, "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
 	f.fetchback.register(cmd)
+
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live Prometheus metrics at http://ADDR/metrics (host:port; :port listens on loopback; empty: off)")
+	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the metrics this long after the run, so a scraper takes the final values")
 }
 
 // config is the flood's command line as a load run's Config; it checks
@@ -146,6 +152,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
+	c.Metrics = loadrun.MetricsConfig{Addr: f.metricsAddr, Linger: f.metricsLinger}
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
 	}
