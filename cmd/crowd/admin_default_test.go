@@ -112,7 +112,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                           // and its last
 		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
 
-		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                       // a flood's push
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`}, // a flood's push
 		{pattern: "GET /api/flood/live"}, // the runs pushed
 	}
 	var listed []string

@@ -46,8 +46,8 @@ type floodFlags struct {
 	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
 	signature              string            // --signature: cavage, rfc9421 or both
 
-	metricsAddr            string
-	metricsLinger          time.Duration
+	metricsAddr   string
+	metricsLinger time.Duration
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
