@@ -65,6 +65,9 @@ type ActorDoc struct {
 	Discoverable              bool              `json:"discoverable"`
 	Indexable                 bool              `json:"indexable"`
 	Published                 string            `json:"published"`
+	// Updated is when the profile last changed (Actor.ProfileVersion);
+	// empty for a profile never changed.
+	Updated string `json:"updated,omitempty"`
 }
 
 // Document is the actor's ActivityPub document with every field real
@@ -102,7 +105,13 @@ func (a *Actor) Document() ActorDoc {
 
 // DocumentJSON is Document rendered by MarshalDoc, made once when the
 // world opens; callers must not modify it.
-func (a *Actor) DocumentJSON() []byte { return a.docJSON }
+func (a *Actor) DocumentJSON() []byte {
+	if a.docJSON == nil { // a leaver, made on demand
+		b, _ := MarshalDoc(a.Document()) // cannot fail: strings and bools
+		return b
+	}
+	return a.docJSON
+}
 
 // ProfileHTML is the small page a browser gets for the actor.
 func (a *Actor) ProfileHTML() []byte {

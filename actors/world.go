@@ -38,6 +38,9 @@ type World struct {
 	// Outbox is what each actor sent (RecordSent), which its outbox
 	// collection lists.
 	Outbox *Outbox
+	// Changes are the edits and deletions of what the actors sent
+	// (RecordChanges), which the objects' ids then answer.
+	Changes *Changes
 
 	byHost  map[string]*Origin
 	byID    map[string]*Actor
@@ -78,6 +81,8 @@ type Actor struct {
 	Published time.Time
 
 	docJSON []byte // Document() rendered once: it never changes while serving
+	index   int    // a Person's index in its origin's Actors
+	leaver  bool   // made to be deleted (Leaver)
 }
 
 // Open builds the world described by cfg, loading every key from
@@ -111,7 +116,7 @@ func Open(cfg Config) (*World, error) {
 	}
 	oo := OutboxOptions{Keep: cfg.OutboxKeep, Logger: log}
 	if cfg.EphemeralGraph {
-		w.Graph, w.Outbox = NewMemoryGraph(), NewMemoryOutbox(oo)
+		w.Graph, w.Outbox, w.Changes = NewMemoryGraph(), NewMemoryOutbox(oo), NewMemoryChanges()
 		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir, log)
@@ -123,7 +128,13 @@ func Open(cfg Config) (*World, error) {
 		g.Close()
 		return nil, err
 	}
-	w.Graph, w.Outbox = g, ob
+	ch, err := OpenChanges(cfg.StateDir, log)
+	if err != nil {
+		g.Close()
+		ob.Close()
+		return nil, err
+	}
+	w.Graph, w.Outbox, w.Changes = g, ob, ch
 	return w, nil
 }
 
@@ -140,7 +151,7 @@ func layout(cfg Config) (*World, []*Actor) {
 		for j := range cfg.Actors {
 			name := ActorName(j)
 			a := &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
-				Published: worldEpoch().Add(time.Duration(j) * time.Minute)}
+				Published: worldEpoch().Add(time.Duration(j) * time.Minute), index: j}
 			o.Actors = append(o.Actors, a)
 			o.byName[name] = a
 		}
@@ -160,7 +171,9 @@ func layout(cfg Config) (*World, []*Actor) {
 
 // Close writes what the outboxes hold and releases their journal and the
 // follow graph's.
-func (w *World) Close() error { return errors.Join(w.Outbox.Close(), w.Graph.Close()) }
+func (w *World) Close() error {
+	return errors.Join(w.Outbox.Close(), w.Graph.Close(), w.Changes.Close())
+}
 
 func (a *Actor) setKey(key *rsa.PrivateKey) error {
 	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
@@ -179,11 +192,22 @@ func (w *World) Origin(host string) (*Origin, bool) {
 }
 
 // ActorByID finds a crowd actor by its id (URL); a fragment such as
-// "#main-key" is ignored, so a keyId finds its owner too.
+// "#main-key" is ignored, so a keyId finds its owner too. Leavers (see
+// Actor.Leaver) are found by their ids as well.
 func (w *World) ActorByID(id string) (*Actor, bool) {
 	id, _, _ = strings.Cut(id, "#")
-	a, ok := w.byID[id]
-	return a, ok
+	if a, ok := w.byID[id]; ok {
+		return a, true
+	}
+	rest, ok := strings.CutPrefix(id, "https://")
+	host, name, _ := strings.Cut(rest, "/users/")
+	if !ok || !strings.HasPrefix(name, leaverPrefix) {
+		return nil, false
+	}
+	if o, ok := w.byHost[host]; ok {
+		return o.parseLeaver(name)
+	}
+	return nil, false
 }
 
 // ActorByKeyID finds the crowd actor whose key has this keyId.
@@ -207,11 +231,13 @@ func (w *World) Hosts() []string {
 // Actors lists every Person actor of every origin, in origin order.
 func (w *World) Actors() []*Actor { return w.persons }
 
-// Actor finds a Person by preferredUsername, or the instance actor by its
-// name (the host).
+// Actor finds a Person by preferredUsername (a leaver too, see
+// Actor.Leaver), or the instance actor by its name (the host).
 func (o *Origin) Actor(name string) (*Actor, bool) {
-	a, ok := o.byName[name]
-	return a, ok
+	if a, ok := o.byName[name]; ok {
+		return a, true
+	}
+	return o.parseLeaver(name)
 }
 
 // Inbox is the actor's own inbox URL.
