@@ -111,7 +111,7 @@ const (
 func Routes() []Route {
 	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
-		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries}
+		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries, RouteChanges, RouteUnfollow}
 }
 
 // Query parameters of the routes.

@@ -41,6 +41,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 		writeJSON(w, http.StatusOK, in.Pending())
 	}))
 	handle(string(adminapi.RoutePrune), http.HandlerFunc(in.handlePrune))
+	in.vocabRoutes(handle)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

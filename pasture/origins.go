@@ -39,7 +39,9 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	r.Get("/users/{name}", d.actor)
 	r.Get("/users/{name}/{collection:outbox|followers|following}", d.collection)
 	r.Get("/users/{name}/collections/{featured:featured|tags}", d.featured)
-	r.Get("/users/{name}/{kind:notes|likes|follows}/*", d.object)
+	r.Get("/users/{name}/{kind:notes|likes|follows|announces}/*", d.object)
+	r.Get("/media/*", d.media)
+	r.Get("/tags/{tag}", d.tag)
 	if inbox == nil {
 		inbox = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "this crowd serves no inboxes", http.StatusServiceUnavailable)
@@ -115,7 +117,11 @@ func writeDoc(w http.ResponseWriter, r *http.Request, doc any) {
 
 func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 	a, ok := d.actorOf(w, r)
-	if !ok {
+	if !ok || d.gone(w, r, a, "") {
+		return
+	}
+	if p := d.world.Profile(a); p != nil && !wantsHTML(r) {
+		writeDoc(w, r, p)
 		return
 	}
 	if wantsHTML(r) {
@@ -212,7 +218,11 @@ func (d documents) object(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	obj, err := a.Object(strings.TrimPrefix(r.URL.Path, "/users/"+a.Name))
+	path := strings.TrimPrefix(r.URL.Path, "/users/"+a.Name)
+	if d.gone(w, r, a, path) {
+		return
+	}
+	obj, err := d.world.Current(a, path)
 	if errors.Is(err, actors.ErrNoObject) {
 		http.Error(w, fmt.Sprintf("%s never sent %s: %v", a.Acct(), r.URL.Path, err), http.StatusNotFound)
 		return

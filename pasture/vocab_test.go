@@ -1,0 +1,69 @@
+package pasture
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+)
+
+// TestVocabularyIsServed: every object of the vocabulary answers at its id,
+// an edited note its latest version, a deleted note or leaver 410 with a
+// Tombstone, an image its PNG.
+func TestVocabularyIsServed(t *testing.T) {
+	p := testPasture(t, Config{Version: "test"})
+	w := p.cfg.World
+	alice, _ := w.ActorByID("https://flood2.test/users/alice")
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := actors.NoteSpec{Published: at, Seq: 1, MentionID: "https://sut.test/users/a", MentionHandle: "@a@sut.test"}
+	edited, deleted := spec, spec
+	edited.Seq, deleted.Seq = 2, 3
+	edited.Media = actors.MediaSpec{Count: 1, Width: 32, Height: 16}
+	rel := func(id string) string { return strings.TrimPrefix(id, "https://flood2.test") }
+	boost := alice.Announce(actors.AnnounceSpec{Published: at, Seq: 4, Object: "https://sut.test/notes/1", Author: "https://sut.test/users/a"})
+	leaver, gone := alice.Leaver(1), alice.Leaver(2)
+	later := at.Add(time.Hour).Format(time.RFC3339)
+	if err := w.RecordChanges([]actors.Change{{ID: alice.NoteID(edited), Version: 1, Updated: later},
+		{ID: alice.NoteID(deleted), Deleted: later}, {ID: gone.ID, Deleted: later}}); err != nil {
+		t.Fatal(err)
+	}
+	img := alice.Note(edited).Attachment[0].(actors.Image).URL
+	for _, c := range []struct {
+		name, path  string
+		status      int
+		contentType string // prefix
+		body        string // substring
+	}{
+		{"an Announce", rel(boost.ID), 200, "application/activity+json", `"type": "Announce"`},
+		{"its Undo", rel(boost.ID) + "/undo", 200, "application/activity+json", `"type": "Undo"`},
+		{"an edited note: its latest version", rel(alice.NoteID(edited)), 200, "application/activity+json", `"updated": "2026-11-30T13:00:00Z"`},
+		{"its Create carries the edit too", rel(alice.NoteID(edited)) + "/activity", 200, "application/activity+json", `Edit 1.`},
+		{"a deleted note: 410 and a Tombstone", rel(alice.NoteID(deleted)), 410, "application/activity+json", `"type": "Tombstone"`},
+		{"its Create is gone too", rel(alice.NoteID(deleted)) + "/activity", 410, "application/activity+json", `"formerType": "Note"`},
+		{"its Delete stays", rel(alice.NoteID(deleted)) + "/delete", 200, "application/activity+json", `"type": "Delete"`},
+		{"a leaver before its deletion", rel(leaver.ID), 200, "application/activity+json", `"publicKeyPem"`},
+		{"a deleted leaver: 410", rel(gone.ID), 410, "application/activity+json", `"formerType": "Person"`},
+		{"an image", rel(img), 200, "image/png", "PNG"},
+		{"an image too large", "/media/9999x1/a.png", 404, "text/plain", "no image"},
+		{"a hashtag's page", "/tags/crowd", 200, "text/html", "#crowd"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, c.path, nil)
+			r.Host = "flood2.test"
+			rec := httptest.NewRecorder()
+			p.Handler().ServeHTTP(rec, r)
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, c.contentType) {
+				t.Errorf("Content-Type %q, want %q", ct, c.contentType)
+			}
+			if !strings.Contains(rec.Body.String(), c.body) {
+				t.Errorf("body lacks %q:\n%.600s", c.body, rec.Body)
+			}
+		})
+	}
+}
