@@ -52,12 +52,11 @@ func Tombstone(id, formerType string, deleted time.Time) TombstoneDoc {
 }
 
 // DeleteNote is the actor's Delete of its note noteID, embedding the
-// note's Tombstone as Mastodon does; its id is the note's id + "/delete".
-func (a *Actor) DeleteNote(noteID string, at time.Time) Activity {
-	t := Tombstone(noteID, "", at)
-	t.Context, t.Deleted = nil, ""
-	return Activity{Context: asContext, ID: noteID + "/delete", Type: "Delete", Actor: a.ID, Published: stamp(at),
-		To: []string{PublicAudience}, Object: t}
+// note's Tombstone as Mastodon does (with no date, as Mastodon's: the
+// Delete served at its id, the note's id + "/delete", is the one sent).
+func (a *Actor) DeleteNote(noteID string) Activity {
+	return Activity{Context: asContext, ID: noteID + "/delete", Type: "Delete", Actor: a.ID,
+		To: []string{PublicAudience}, Object: TombstoneDoc{ID: noteID, Type: "Tombstone"}}
 }
 
 // DeleteSelf is the actor's Delete of itself (an account deletion):
@@ -202,9 +201,7 @@ func (a *Actor) noteObject(tok string, rest []string) (any, error) {
 		r.Context = asContext
 		return *r, nil
 	case "delete":
-		// When it was deleted is the Changes' to say; the Delete's id and
-		// object are the note's, whatever the time.
-		return a.DeleteNote(a.NoteID(spec), spec.Published), nil
+		return a.DeleteNote(a.NoteID(spec)), nil
 	}
 	if len(rest) == 2 && rest[0] == "updates" {
 		at, v, _, _, err := untoken(rest[1], 0)

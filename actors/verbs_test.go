@@ -39,16 +39,16 @@ func TestVocabularyMatchesGoldenFiles(t *testing.T) {
 		file string
 		doc  any
 	}{
-		{"announce.json", boost},                                       // a boost of a persona's post
-		{"undo_like.json", alice.Undo(like)},                           // the Like embedded
-		{"undo_announce.json", alice.Undo(boost)},                      // the Announce embedded, its audience kept
-		{"delete_note.json", alice.DeleteNote(alice.NoteID(spec), at)}, // a Tombstone embedded, as Mastodon
-		{"delete_actor.json", leaver.DeleteSelf()},                     // self-signed: actor == object
-		{"update_note.json", alice.UpdateNote(spec, 2, at)},            // the second edit: updated, new content
-		{"update_person.json", alice.UpdateProfile(1, at)},             // a profile change
-		{"tombstone.json", Tombstone(alice.NoteID(spec), "Note", at)},  // what a deleted note's id answers (410)
-		{"reply.json", alice.CreateNote(richSpec(parent))},             // a reply with mentions, hashtags, images
-		{"actor_leaver.json", leaver.Document()},                       // an actor made to be deleted
+		{"announce.json", boost},                                      // a boost of a persona's post
+		{"undo_like.json", alice.Undo(like)},                          // the Like embedded
+		{"undo_announce.json", alice.Undo(boost)},                     // the Announce embedded, its audience kept
+		{"delete_note.json", alice.DeleteNote(alice.NoteID(spec))},    // a Tombstone embedded, as Mastodon
+		{"delete_actor.json", leaver.DeleteSelf()},                    // self-signed: actor == object
+		{"update_note.json", alice.UpdateNote(spec, 2, at)},           // the second edit: updated, new content
+		{"update_person.json", alice.UpdateProfile(1, at)},            // a profile change
+		{"tombstone.json", Tombstone(alice.NoteID(spec), "Note", at)}, // what a deleted note's id answers (410)
+		{"reply.json", alice.CreateNote(richSpec(parent))},            // a reply with mentions, hashtags, images
+		{"actor_leaver.json", leaver.Document()},                      // an actor made to be deleted
 	} {
 		b, err := MarshalDoc(c.doc)
 		if err != nil {

@@ -40,6 +40,9 @@ type Prepared struct {
 	// Outbox is set on a Create: the sender's outbox lists its note once
 	// it was sent (OutboxFeed).
 	Outbox *adminapi.OutboxItem
+	// Vocab is what the run keeps of it once answered 2xx, for later
+	// Undos, Updates and Deletes, and the change it made (Generator.Settled).
+	Vocab *VocabSent
 }
 
 // Delivery is what became of one request the engine took from its Source

@@ -93,6 +93,10 @@ type Config struct {
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
 	Live               bool
+
+	// Vocab are the options of the vocabulary beyond Create, Like and
+	// Follow: threads, mentions, hashtags, images.
+	Vocab VocabOptions
 }
 
 // plan is a checked Config, in the flood's types.
@@ -109,6 +113,7 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	vocab    flood.VocabConfig
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -141,6 +146,8 @@ func (c Config) plan() (*plan, []error) {
 	if p.mix, err = record.ParseMix(c.Mix); err != nil {
 		bad("--mix %w", err)
 	}
+	p.vocab, err = c.Vocab.config()
+	try(err)
 	p.signing, err = flood.ParseSigning(c.Signing)
 	try(err)
 	p.inbox, err = flood.ParseInboxMode(c.Inbox)

@@ -35,6 +35,7 @@ type Environment struct {
 	What     string           // which crowd, for the log
 	Shard    string
 	close    func()
+	vocab    vocabSinks // where edits, deletions and undone Follows go
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -78,7 +79,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
-		What: "the in-process crowd", Shard: c.World.Shard,
+		What: "the in-process crowd", Shard: c.World.Shard, vocab: worldVocab(cw.World),
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -145,6 +146,10 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
+		vocab: vocabSinks{changes: c.Admin.RecordChanges, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
+			return err
+		}},
 		close: func() { world.Close() },
 	}, nil
 }

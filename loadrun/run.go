@@ -65,6 +65,8 @@ func Run(ctx context.Context, c Config) error {
 	// batch reaches an in-process world before it closes.
 	r.feed = flood.NewOutboxFeed(env.Outbox, flood.OutboxFeedOptions{})
 	defer r.closeFeed()
+	r.startVocab()
+	defer r.closeVocab()
 	if err := r.generator(ctx, personas, reg); err != nil {
 		return err
 	}
@@ -150,7 +152,8 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	}
 	c := r.c
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: r.env.World.Actors(), Personas: personas, Mix: r.p.mix,
-		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
+		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
+		Vocab: r.vocabConfig()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {

@@ -30,10 +30,12 @@ type runner struct {
 	obs       Observer // nil: none
 	gen       *flood.Generator
 	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
+	vocab     *vocabRun         // records the edits, deletions and undone Follows
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
 	seed      uint64       // the draws' seed, in every record
 	diverted  int64        // gen.FollowsDiverted() when the current run began
+	undos     int64        // gen.UndosDiverted() when the current run began
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 }
@@ -70,13 +72,13 @@ func closeSource(src flood.Source) {
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
 	live := report.NewLive(r.c.Stderr, r.c.Live)
 	plan.Progress = live.Update
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled)
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout
 	file := record.NewRecordFile(r.c.Out)
 	r.file = file
-	r.diverted = r.gen.FollowsDiverted()
+	r.diverted, r.undos = r.gen.FollowsDiverted(), r.gen.UndosDiverted()
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
 		if err == nil {
@@ -108,7 +110,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = r.seed
 	}
-	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted, UndosDiverted: r.gen.UndosDiverted() - r.undos,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
 	return rec, nil
 }

@@ -21,16 +21,21 @@ type Deviations struct {
 	// because the ladder stopped at its shoulder (--stop-when) on this
 	// rung, the last it ran.
 	RungsSkipped []float64 `json:"rungs_skipped,omitempty"`
+	// UndosDiverted is how many Announces were sent in place of a drawn
+	// Undo, because nothing the run had sent (and seen answered 2xx) was
+	// left to undo when it was drafted.
+	UndosDiverted int64 `json:"undos_diverted,omitempty"`
 }
 
 // Empty reports whether the run did what it was asked.
 func (d Deviations) Empty() bool {
-	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0
+	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0 && d.UndosDiverted == 0
 }
 
 // merge adds o's deviations (a run of another generator) to d's.
 func (d *Deviations) merge(o Deviations) {
 	d.FollowsDiverted += o.FollowsDiverted
+	d.UndosDiverted += o.UndosDiverted
 	for _, p := range o.PersonasWithoutPosts {
 		if !slices.Contains(d.PersonasWithoutPosts, p) {
 			d.PersonasWithoutPosts = append(d.PersonasWithoutPosts, p)
@@ -51,6 +56,10 @@ func (d Deviations) Lines() []string {
 	if d.FollowsDiverted > 0 {
 		out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor already followed the persona drawn",
 			d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow was", "Follows were"), plural(int(d.FollowsDiverted), "a Create", "Creates")))
+	}
+	if d.UndosDiverted > 0 {
+		out = append(out, fmt.Sprintf("%d %s sent as %s: nothing the run had sent was left to undo when drafted",
+			d.UndosDiverted, plural(int(d.UndosDiverted), "Undo was", "Undos were"), plural(int(d.UndosDiverted), "an Announce", "Announces")))
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		names := d.PersonasWithoutPosts
