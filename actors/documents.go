@@ -46,7 +46,7 @@ type PublicKeyDoc struct {
 // ActorDoc is an actor document as the crowd serves it. Field order is
 // the JSON order, kept stable for golden files and caches.
 type ActorDoc struct {
-	Context                   []any             `json:"@context"`
+	Context                   []any             `json:"@context,omitempty"`
 	ID                        string            `json:"id"`
 	Type                      string            `json:"type"`
 	PreferredUsername         string            `json:"preferredUsername"`
