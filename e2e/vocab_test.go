@@ -19,6 +19,7 @@ import (
 // the vocabulary verified and fetched (testpeers/README.md, GET /vocab).
 type vocabEntry struct {
 	Type, ID, Actor, Object, ObjectType, Kind, Updated string
+	AttributedTo                                       string
 	Fetched, Local, SameActor, SameOrigin              bool
 	Parents                                            []struct {
 		ID             string
@@ -50,7 +51,7 @@ func TestVocabularyRealFedify(t *testing.T) {
 	// Deletes find what the run sent a moment before (a pipeline drafts a
 	// buffer ahead).
 	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "15", "--seconds", "12", "--timeout", "60s",
-		"--signing", "jit", "--mix", "create=1,like=1,follow=1,announce=2,undo=2,delete=2,update=2,reply=2,media=1",
+		"--signing", "jit", "--seed", "14", "--mix", "create=1,like=1,follow=1,announce=2,undo=2,delete=2,update=2,reply=2,media=1",
 		"--reply-depth", "3", "--mentions", "1", "--hashtags", "2", "--media-count", "2", "--media-size", "64x48",
 		"--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180", "--state", f.state,
 		"--out", out, "--label", "vocab", "--log-format", "json")
@@ -147,7 +148,22 @@ func TestVocabularyRealFedify(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"an unseen boosted note fetched", "a persona's post boosted", "an Undo of its actor's Like",
+	met := map[string]bool{}
+	for _, e := range vocab {
+		if e.Type == "Announce" && e.Fetched {
+			met[e.AttributedTo] = true
+		}
+	}
+	for _, e := range vocab {
+		if e.Type == "Delete" && e.Kind == "actor" {
+			if met[e.Object] {
+				seen["a Delete of an account it met"] = true
+			} else {
+				seen["a Delete of an account it never met"] = true
+			}
+		}
+	}
+	for _, want := range []string{"a Delete of an account it met", "a Delete of an account it never met", "an unseen boosted note fetched", "a persona's post boosted", "an Undo of its actor's Like",
 		"an Undo of its actor's Announce", "an Undo of its actor's Follow", "a Delete of a note", "a Delete of a actor",
 		"an Update of a Note", "an Update of a Person", "a reply's thread fetched to its root", "an image downloaded at its size",
 		"mentions and hashtags"} {

@@ -98,6 +98,9 @@ type VocabSent struct {
 	Unfollow *FollowRegistration
 	// UndoDiverted marks an Announce drafted in place of an Undo.
 	UndoDiverted bool
+	// Met is a leaver the SUT met through this send (the author of a
+	// boosted note it fetches): a later Delete may delete it.
+	Met *actors.Actor
 
 	sender  *actors.Actor
 	persona *Persona
@@ -169,6 +172,7 @@ func (p *sentPool) edit(r *rand.Rand) (sentItem, bool) {
 // vocabState is what the generator keeps of the run for the vocabulary.
 type vocabState struct {
 	notes, undoable sentPool
+	met             sentPool     // leavers the SUT met, to delete later
 	fallbacks       atomic.Int64 // Undos drawn with nothing to undo and sent as Announces
 }
 
@@ -213,12 +217,15 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 		obj, author := "", p.ID
 		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
 			obj = p.Posts[s.r.IntN(len(p.Posts))]
-		} else {
-			// A crowd note never sent to the SUT: it must fetch it.
-			a := s.drawSender(p.ID)
-			obj, author = a.NoteID(s.noteSpec(pi, now, seq)), a.ID
 		}
-		d.Object, d.Vocab = obj, &VocabSent{Undoable: true}
+		d.Vocab = &VocabSent{Undoable: true}
+		if obj == "" {
+			// A crowd note never sent to the SUT: it must fetch it, and meet
+			// its author, a leaver a later Delete may delete.
+			a := s.drawSender(p.ID).Leaver(seq)
+			obj, author, d.Vocab.Met = a.NoteID(s.noteSpec(pi, now, seq)), a.ID, a
+		}
+		d.Object = obj
 		return d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author}), nil
 	case record.TypeReply, record.TypeMedia:
 		spec := s.noteSpec(pi, now, seq)
@@ -293,7 +300,12 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Deleted: at}}
 			return it.sender.DeleteNote(it.id), nil
 		}
+		// An account deletion: of a leaver the SUT met, half of the time
+		// when there is one, else of one it never met.
 		l := d.Sender.Leaver(seq)
+		if it, ok := s.noteToChange(g.vocab.met.take); ok {
+			l = it.sender
+		}
 		d.Sender, d.Object = l, l.ID
 		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: l.ID, Deleted: at}}
 		return l.DeleteSelf(), nil
@@ -338,6 +350,9 @@ func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 		g.vocab.notes.add(it)
 	case v.Undoable:
 		g.vocab.undoable.add(it)
+	}
+	if v.Met != nil {
+		g.vocab.met.add(sentItem{sender: v.Met, id: v.Met.ID})
 	}
 	if f := v.Unfollow; f != nil {
 		g.followed.Delete(followPair{f.Local, f.Remote}) // the pair may follow again
