@@ -46,31 +46,12 @@ type vocabEntry struct {
 // and a Tombstone, and an edited note with its latest version.
 func TestVocabularyRealFedify(t *testing.T) {
 	f := startFederation(t, 3)
-	out := t.TempDir()
 	// JIT signing drafts each send when it is due, so Undos, Updates and
 	// Deletes find what the run sent a moment before (a pipeline drafts a
 	// buffer ahead).
-	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "15", "--seconds", "12", "--timeout", "60s",
+	rec, _ := f.flood(t, "vocab", "--rate", "15", "--seconds", "12", "--timeout", "60s",
 		"--signing", "jit", "--seed", "14", "--mix", "create=1,like=1,follow=1,announce=2,undo=2,delete=2,update=2,reply=2,media=1",
-		"--reply-depth", "3", "--mentions", "1", "--hashtags", "2", "--media-count", "2", "--media-size", "64x48",
-		"--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180", "--state", f.state,
-		"--out", out, "--label", "vocab", "--log-format", "json")
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("crowd flood: %v\n%s", err, output)
-	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-vocab.json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec floodRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
+		"--reply-depth", "3", "--mentions", "1", "--hashtags", "2", "--media-count", "2", "--media-size", "64x48")
 	var stats struct {
 		Verified      map[string]int64 `json:"verified"`
 		RejectedTotal int64            `json:"rejectedTotal"`
@@ -189,6 +170,33 @@ func TestVocabularyRealFedify(t *testing.T) {
 			t.Errorf("the edited note %s: %d\n%s", id, code, body)
 		}
 	}
+}
+
+// flood runs `crowd flood` attached to the federation's crowd, at its
+// personas load0…load2 with args, and reads the record it wrote (labelled
+// label); it answers the flood's output too.
+func (f *federation) flood(t *testing.T, label string, args ...string) (floodRecord, []byte) {
+	t.Helper()
+	out := t.TempDir()
+	args = append(append([]string{"flood"}, args...), "--personas", "load%d@sut.test", "--count", "3",
+		"--admin", "127.0.0.1:9180", "--state", f.state, "--out", out, "--label", label, "--log-format", "json")
+	output, err := f.ns.Command(context.Background(), BuildCrowd(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("crowd flood: %v\n%s", err, output)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-"+label+".json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec floodRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec, output
 }
 
 // get fetches a document the crowd serves, over HTTPS by name, on any of
