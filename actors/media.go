@@ -22,7 +22,9 @@ func ParseMediaPath(path string) (w, h int, seed string, err error) {
 	seed, ok4 := strings.CutSuffix(file, ".png")
 	w, err1 := strconv.Atoi(ws)
 	h, err2 := strconv.Atoi(hs)
-	if !ok1 || !ok2 || !ok3 || !ok4 || err1 != nil || err2 != nil || w < 1 || h < 1 || w > MaxMediaSide || h > MaxMediaSide ||
+	// One image, one URL: the numbers as MediaURL writes them (no sign, no leading zero).
+	canonical := strconv.Itoa(w) == ws && strconv.Itoa(h) == hs
+	if !ok1 || !ok2 || !ok3 || !ok4 || err1 != nil || err2 != nil || !canonical || w < 1 || h < 1 || w > MaxMediaSide || h > MaxMediaSide ||
 		seed == "" || len(seed) > 64 || strings.Trim(seed, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
 		return 0, 0, "", bad
 	}

@@ -234,3 +234,26 @@ func FuzzNoteToken(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMediaPath: whatever path reads as an image names one the crowd
+// can generate, and MediaURL writes it back to the same path.
+func FuzzParseMediaPath(f *testing.F) {
+	f.Add("/media/64x48/abc-1.png")
+	f.Add("/media/0x1/a.png")
+	f.Add("/media/2048x2048/" + strings.Repeat("a", 64) + ".png")
+	f.Fuzz(func(t *testing.T, path string) {
+		w, h, seed, err := ParseMediaPath(path)
+		if err != nil {
+			return
+		}
+		if got := strings.TrimPrefix(MediaURL("o.test", w, h, seed), "https://o.test"); got != path {
+			t.Fatalf("%q read as %dx%d %q, written back as %q", path, w, h, seed, got)
+		}
+		if w > 64 || h > 64 {
+			return // generating large images is slow; their bounds are checked above
+		}
+		if _, err := GenerateImage(w, h, seed); err != nil {
+			t.Fatalf("%q read, but no image: %v", path, err)
+		}
+	})
+}

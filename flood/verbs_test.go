@@ -222,3 +222,20 @@ func TestPoolsStayBounded(t *testing.T) {
 		t.Fatalf("pool holds %d, want %d", len(p.items), poolSize)
 	}
 }
+
+// FuzzParseMediaSize: what reads is a size the crowd serves, or a usage error.
+func FuzzParseMediaSize(f *testing.F) {
+	for _, s := range []string{"320x240", " 1X1 ", "2048x2049", "x", "-1x5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, h, err := ParseMediaSize(s)
+		var ue *record.UsageError
+		switch {
+		case err != nil && !errors.As(err, &ue):
+			t.Fatalf("%q: %v is not a usage error", s, err)
+		case err == nil && (w < 1 || h < 1 || w > actors.MaxMediaSide || h > actors.MaxMediaSide):
+			t.Fatalf("%q read as %dx%d", s, w, h)
+		}
+	})
+}
