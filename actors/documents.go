@@ -213,7 +213,10 @@ func (w *World) OutboxDoc(a *Actor, page int) OutboxPage {
 	ids, total := w.Outbox.Latest(a.ID)
 	out, start, end := collectionPage[Activity](a.Outbox(), total, len(ids), page)
 	for _, id := range ids[start:end] {
-		obj, err := a.Object(strings.TrimPrefix(id, a.ID) + "/activity")
+		if _, gone := w.Changes.Deleted(id); gone {
+			continue // a deleted note leaves the outbox (its Tombstone answers at its id)
+		}
+		obj, err := w.Current(a, strings.TrimPrefix(id, a.ID)+"/activity")
 		if err != nil {
 			continue // RecordSent let only regenerable ids in
 		}

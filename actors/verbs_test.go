@@ -257,3 +257,22 @@ func FuzzParseMediaPath(f *testing.F) {
 		}
 	})
 }
+
+// TestOutboxLeavesOutDeletedNotesAndShowsEdits: the outbox lists what an
+// actor sent as it stands now.
+func TestOutboxLeavesOutDeletedNotesAndShowsEdits(t *testing.T) {
+	w := testWorld(t)
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	kept, gone := vocabSpec(), vocabSpec()
+	gone.Seq = 8
+	must(t, w.RecordSent([]SentNote{{Actor: alice.ID, Note: alice.NoteID(kept)}, {Actor: alice.ID, Note: alice.NoteID(gone)}}))
+	at := "2026-12-01T00:00:00Z"
+	must(t, w.RecordChanges([]Change{{ID: alice.NoteID(gone), Deleted: at}, {ID: alice.NoteID(kept), Version: 1, Updated: at}}))
+	page := w.OutboxDoc(alice, 1)
+	if len(page.OrderedItems) != 1 {
+		t.Fatalf("outbox lists %d items, want the one not deleted", len(page.OrderedItems))
+	}
+	if n := page.OrderedItems[0].Object.(Note); n.ID != alice.NoteID(kept) || n.Updated == "" {
+		t.Errorf("outbox lists %s updated %q, want the kept note at its edit", n.ID, n.Updated)
+	}
+}
