@@ -92,6 +92,9 @@ func (d Deviations) short() string {
 	if d.FollowsDiverted > 0 {
 		parts = append(parts, fmt.Sprintf("%d Follows sent as Creates", d.FollowsDiverted))
 	}
+	if d.UndosDiverted > 0 {
+		parts = append(parts, fmt.Sprintf("%d Undos sent as Announces", d.UndosDiverted))
+	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
 	}
@@ -115,6 +118,10 @@ func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
 	sa, sb := share(a.FollowsDiverted, sentA), share(b.FollowsDiverted, sentB)
 	if (a.FollowsDiverted > 0 || b.FollowsDiverted > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
 		d = append(d, fmt.Sprintf("Follows sent as Creates %d (%s of sends) ≠ %d (%s)", a.FollowsDiverted, fmtShare(sa), b.FollowsDiverted, fmtShare(sb)))
+	}
+	ua, ub := share(a.UndosDiverted, sentA), share(b.UndosDiverted, sentB)
+	if (a.UndosDiverted > 0 || b.UndosDiverted > 0) && (ua-ub > divertedShareTolerance || ub-ua > divertedShareTolerance) {
+		d = append(d, fmt.Sprintf("Undos sent as Announces %d (%s of sends) ≠ %d (%s)", a.UndosDiverted, fmtShare(ua), b.UndosDiverted, fmtShare(ub)))
 	}
 	if !slices.Equal(a.PersonasWithoutPosts, b.PersonasWithoutPosts) {
 		d = append(d, fmt.Sprintf("personas without posts (no Likes) %d ≠ %d", len(a.PersonasWithoutPosts), len(b.PersonasWithoutPosts)))
