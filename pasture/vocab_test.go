@@ -49,6 +49,8 @@ func TestVocabularyIsServed(t *testing.T) {
 		{"an image", rel(img), 200, "image/png", "PNG"},
 		{"an image too large", "/media/9999x1/a.png", 404, "text/plain", "no image"},
 		{"a hashtag's page", "/tags/crowd", 200, "text/html", "#crowd"},
+		{"a leaver's WebFinger", "/.well-known/webfinger?resource=acct:" + leaver.Acct(), 200, "application/jrd+json", leaver.ID},
+		{"a deleted leaver's WebFinger: 410", "/.well-known/webfinger?resource=acct:" + gone.Acct(), 410, "text/plain", "deleted"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, c.path, nil)
