@@ -102,7 +102,7 @@ func (r *runner) queueSize() int {
 			total += rate * (r.c.Warmup + max(r.p.duration, r.c.Step)).Seconds()
 		}
 		m := r.p.mix
-		queue = max(queue, int(total*m.Follow/(m.Create+m.Like+m.Follow))+1000)
+		queue = max(queue, int(total*m.Follow/m.Total())+1000)
 	}
 	return queue
 }
