@@ -27,7 +27,7 @@ func TestVocabularyIsServed(t *testing.T) {
 	leaver, gone := alice.Leaver(1), alice.Leaver(2)
 	later := at.Add(time.Hour).Format(time.RFC3339)
 	if err := w.RecordChanges([]actors.Change{{ID: alice.NoteID(edited), Version: 1, Updated: later},
-		{ID: alice.NoteID(deleted), Deleted: later}, {ID: gone.ID, Deleted: later}}); err != nil {
+		{ID: alice.NoteID(deleted), Deleted: later}, {ID: gone.ID, Deleted: later}, {ID: alice.ID, Version: 3, Updated: later}}); err != nil {
 		t.Fatal(err)
 	}
 	img := alice.Note(edited).Attachment[0].(actors.Image).URL
@@ -44,6 +44,7 @@ func TestVocabularyIsServed(t *testing.T) {
 		{"a deleted note: 410 and a Tombstone", rel(alice.NoteID(deleted)), 410, "application/activity+json", `"type": "Tombstone"`},
 		{"its Create is gone too", rel(alice.NoteID(deleted)) + "/activity", 410, "application/activity+json", `"formerType": "Note"`},
 		{"its Delete stays", rel(alice.NoteID(deleted)) + "/delete", 200, "application/activity+json", `"type": "Delete"`},
+		{"an actor after a profile change", "/users/alice", 200, "application/activity+json", `Profile edit 3.`},
 		{"a leaver before its deletion", rel(leaver.ID), 200, "application/activity+json", `"publicKeyPem"`},
 		{"a deleted leaver: 410", rel(gone.ID), 410, "application/activity+json", `"formerType": "Person"`},
 		{"an image", rel(img), 200, "image/png", "PNG"},
