@@ -231,7 +231,7 @@ func (o *Origin) leaver(j int, seq uint64) *Actor {
 	owner := o.Actors[j]
 	name := leaverPrefix + strconv.Itoa(j) + "_" + strconv.FormatUint(seq, 36)
 	l := &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
-		Key: owner.Key, PublicKeyPEM: owner.PublicKeyPEM, Published: worldEpoch(), index: j, leaver: true}
+		Key: owner.Key, PublicKeyPEM: owner.PublicKeyPEM, Published: worldEpoch(), index: j, leaver: true, signer: owner.signer}
 	l.KeyID = l.ID + "#main-key"
 	return l
 }

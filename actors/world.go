@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // Kinds of actor the crowd serves.
@@ -83,6 +84,8 @@ type Actor struct {
 	docJSON []byte // Document() rendered once: it never changes while serving
 	index   int    // a Person's index in its origin's Actors
 	leaver  bool   // made to be deleted (Leaver)
+
+	signer signing.Key // Key wrapped by the world's backend (SigningKey)
 }
 
 // Open builds the world described by cfg, loading every key from
@@ -105,6 +108,9 @@ func Open(cfg Config) (*World, error) {
 		}
 	}
 	if err := loadOrGenerateKeys(cfg.StateDir, all, !cfg.BorrowKeys, log); err != nil {
+		return nil, err
+	}
+	if err := w.wrapKeys(all); err != nil {
 		return nil, err
 	}
 	for _, a := range all {

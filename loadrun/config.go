@@ -94,6 +94,13 @@ type Config struct {
 	Stdout, Stderr     io.Writer
 	Live               bool
 
+	// Fetchback says whether and how the run counts what the SUT fetches
+	// back from the crowd's origins (fetchback.go).
+	Fetchback FetchbackConfig
+	// PersonaPosts posts for the personas that have no post, through the
+	// SUT's client API (personaposts.go).
+	PersonaPosts PersonaPostsConfig
+
 	// Vocab are the options of the vocabulary beyond Create, Like and
 	// Follow: threads, mentions, hashtags, images.
 	Vocab VocabOptions
@@ -161,6 +168,9 @@ func (c Config) plan() (*plan, []error) {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
 	c.checkBounds(p, bad)
+	try(c.Fetchback.validate())
+	_, err = c.PersonaPosts.tokens()
+	try(err)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

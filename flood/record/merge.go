@@ -42,6 +42,9 @@ func Merge(recs ...*Record) (*Record, error) {
 	out.Timeline = mergeTimelines(out.Start, recs)
 	out.Settings.MaxInflight = first.Settings.MaxInflight
 	out.finish()
+	if err := mergeFetchback(out, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
