@@ -68,7 +68,7 @@ func sutFetchKind(t *testing.T, raw string) string {
 		return "actor"
 	case seg[0] == "users" && len(seg) == 3 && slices.Contains([]string{"outbox", "followers", "following"}, seg[2]):
 		return "collection"
-	case seg[0] == "users" && len(seg) >= 3 && seg[2] == "media":
+	case seg[0] == "users" && len(seg) >= 3 && seg[2] == "media", seg[0] == "media":
 		return "media"
 	case seg[0] == "users" && len(seg) == 4:
 		return "object"
@@ -111,6 +111,26 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 		{name: "follow", mix: "follow=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
 			if len(sut["actor"]) == 0 {
 				t.Errorf("Follows: Fedify fetched no actor")
+			}
+		}},
+		// Boosts, half of them of crowd notes Fedify never saw: it fetches
+		// each such note (and meets its author).
+		{name: "announce", mix: "announce=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
+			if len(sut["object"]) == 0 {
+				t.Errorf("Announces: Fedify fetched no boosted note")
+			}
+		}},
+		// Replies, half of them to a crowd note Fedify never saw: it fetches
+		// the parent.
+		{name: "reply", mix: "reply=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
+			if len(sut["object"]) == 0 {
+				t.Errorf("replies: Fedify fetched no parent")
+			}
+		}},
+		// Notes with an image: Fedify downloads each.
+		{name: "media", mix: "media=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
+			if len(sut["media"]) == 0 {
+				t.Errorf("media: Fedify downloaded no image")
 			}
 		}},
 	}
