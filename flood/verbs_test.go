@@ -47,51 +47,13 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	for range 3000 {
 		d := mustDraft(t, s)
 		kinds[d.Type]++
-		var act struct {
-			Type   string          `json:"type"`
-			Actor  string          `json:"actor"`
-			Object json.RawMessage `json:"object"`
-		}
-		if err := json.Unmarshal(d.Body, &act); err != nil {
-			t.Fatal(err)
-		}
-		var obj struct {
-			ID, Type, InReplyTo string
-		}
-		_ = json.Unmarshal(act.Object, &obj)
-		var objID string
-		_ = json.Unmarshal(act.Object, &objID)
-		switch d.Type {
-		case record.TypeUndo:
-			was, ok := sent[obj.ID]
-			if !ok || was.actor != act.Actor || was.inbox != d.URL.String() || was.typ != obj.Type {
-				t.Fatalf("Undo of %s %s by %s: not an activity of this run answered 2xx (%+v)", obj.Type, obj.ID, act.Actor, was)
-			}
-			delete(sent, obj.ID)
-		case record.TypeDelete, record.TypeUpdate:
-			switch {
-			case objID != "" && objID == act.Actor && strings.Contains(objID, "/users/leaver_"):
-				deleted = append(deleted, objID) // an account deletion, self-signed
-			case obj.Type == "Person" && obj.ID == act.Actor:
-			case notes[obj.ID] == d.URL.String() && strings.HasPrefix(obj.ID, act.Actor+"/notes/"):
-				if d.Type == record.TypeDelete {
-					deleted = append(deleted, obj.ID)
-					delete(notes, obj.ID)
-				}
-			default:
-				t.Fatalf("%s of %s %q by %s: not a note of this run, a leaver or the actor itself", d.Type, obj.Type, obj.ID+objID, act.Actor)
-			}
-		case record.TypeReply:
-			if depth := threadDepth(t, w, obj.InReplyTo); depth != 3 {
-				t.Fatalf("a reply %d below its thread's root, want 3", depth)
-			}
-		}
-		checkServed(t, w, d, act.Actor)
+		act := checkActsOnSent(t, w, d, sent, notes, &deleted)
+		checkServed(t, w, d, act.actor)
 		p := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab, Body: d.Body}
 		dl := Delivery{Sent: true, Class: record.Class202}
 		g.Settled(p, dl)
 		feed.Settled(p, dl)
-		sent[d.ID] = sentAct{typ: act.Type, actor: act.Actor, inbox: d.URL.String()}
+		sent[d.ID] = act
 		if d.Vocab != nil && d.Vocab.Note {
 			notes[d.Object] = d.URL.String()
 		}
@@ -112,6 +74,55 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	if len(unfollowed) == 0 || len(deleted) == 0 {
 		t.Errorf("%d Follows undone, %d objects deleted: want some of each", len(unfollowed), len(deleted))
 	}
+}
+
+// checkActsOnSent checks one draft against what the run sent: an Undo of
+// an activity answered 2xx, from its actor to its persona; an Update or
+// Delete of a note the run sent (by its author to its persona), of a
+// leaver (self-signed) or of the actor's own profile; a reply three levels
+// below its root. It keeps the ids deleted and answers the activity read.
+func checkActsOnSent(t *testing.T, w *actors.World, d Draft, sent map[string]sentAct, notes map[string]string, deleted *[]string) sentAct {
+	t.Helper()
+	var act struct {
+		Type   string          `json:"type"`
+		Actor  string          `json:"actor"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(d.Body, &act); err != nil {
+		t.Fatal(err)
+	}
+	var obj struct {
+		ID, Type, InReplyTo string
+	}
+	_ = json.Unmarshal(act.Object, &obj)
+	var objID string
+	_ = json.Unmarshal(act.Object, &objID)
+	switch d.Type {
+	case record.TypeUndo:
+		was, ok := sent[obj.ID]
+		if !ok || was.actor != act.Actor || was.inbox != d.URL.String() || was.typ != obj.Type {
+			t.Fatalf("Undo of %s %s by %s: not an activity of this run answered 2xx (%+v)", obj.Type, obj.ID, act.Actor, was)
+		}
+		delete(sent, obj.ID)
+	case record.TypeDelete, record.TypeUpdate:
+		switch {
+		case objID != "" && objID == act.Actor && strings.Contains(objID, "/users/leaver_"):
+			*deleted = append(*deleted, objID) // an account deletion, self-signed
+		case obj.Type == "Person" && obj.ID == act.Actor:
+		case notes[obj.ID] == d.URL.String() && strings.HasPrefix(obj.ID, act.Actor+"/notes/"):
+			if d.Type == record.TypeDelete {
+				*deleted = append(*deleted, obj.ID)
+				delete(notes, obj.ID)
+			}
+		default:
+			t.Fatalf("%s of %s %q by %s: not a note of this run, a leaver or the actor itself", d.Type, obj.Type, obj.ID+objID, act.Actor)
+		}
+	case record.TypeReply:
+		if depth := threadDepth(t, w, obj.InReplyTo); depth != 3 {
+			t.Fatalf("a reply %d below its thread's root, want 3", depth)
+		}
+	}
+	return sentAct{typ: act.Type, actor: act.Actor, inbox: d.URL.String()}
 }
 
 // threadDepth follows a reply's parents through the crowd's regenerated
