@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"maps"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -164,28 +160,11 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 // the running crowd and returns its record.
 func fetchbackFlood(t *testing.T, f *federation, row fetchbackRow) fetchbackRecord {
 	t.Helper()
-	out := t.TempDir()
-	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "10", "--seconds", "5", "--timeout", "60s",
-		"--mix", row.mix, "--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180", "--state", f.state,
-		"--out", out, "--label", "fetchback-"+row.name, "--fetchback-grace", "3s", "--log-format", "json")
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("crowd flood: %v\n%s", err, output)
-	}
+	var rec fetchbackRecord
+	raw, output := f.floodInto(t, "fetchback-"+row.name, &rec, "--rate", "10", "--seconds", "5", "--timeout", "60s",
+		"--mix", row.mix, "--fetchback-grace", "3s")
 	if !strings.Contains(string(output), "fetched back by the SUT") {
 		t.Errorf("the table lacks the fetch-back section:\n%s", output)
-	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-fetchback-"+row.name+".json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec fetchbackRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
 	}
 	if rec.Fetchback == nil || rec.Partial {
 		t.Fatalf("record without a fetchback section, or partial:\n%s\n%s", raw, output)

@@ -186,6 +186,15 @@ func createSeen(e vocabEntry, seen map[string]bool) {
 // label); it answers the flood's output too.
 func (f *federation) flood(t *testing.T, label string, args ...string) (floodRecord, []byte) {
 	t.Helper()
+	var rec floodRecord
+	_, output := f.floodInto(t, label, &rec, args...)
+	return rec, output
+}
+
+// floodInto is flood reading the record into rec (any shape of it); it
+// answers the record's bytes and the flood's output.
+func (f *federation) floodInto(t *testing.T, label string, rec any, args ...string) ([]byte, []byte) {
+	t.Helper()
 	out := t.TempDir()
 	args = append(append([]string{"flood"}, args...), "--personas", "load%d@sut.test", "--count", "3",
 		"--admin", "127.0.0.1:9180", "--state", f.state, "--out", out, "--label", label, "--log-format", "json")
@@ -201,11 +210,10 @@ func (f *federation) flood(t *testing.T, label string, args ...string) (floodRec
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec floodRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
+	if err := json.Unmarshal(raw, rec); err != nil {
 		t.Fatal(err)
 	}
-	return rec, output
+	return raw, output
 }
 
 // get fetches a document the crowd serves, over HTTPS by name, on any of
