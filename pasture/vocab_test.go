@@ -54,19 +54,29 @@ func TestVocabularyIsServed(t *testing.T) {
 		{"a deleted leaver's WebFinger: 410", "/.well-known/webfinger?resource=acct:" + gone.Acct(), 410, "text/plain", "deleted"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, c.path, nil)
-			r.Host = "flood2.test"
-			rec := httptest.NewRecorder()
-			p.Handler().ServeHTTP(rec, r)
-			if rec.Code != c.status {
-				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
-			}
-			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, c.contentType) {
-				t.Errorf("Content-Type %q, want %q", ct, c.contentType)
-			}
-			if !strings.Contains(rec.Body.String(), c.body) {
-				t.Errorf("body lacks %q:\n%.600s", c.body, rec.Body)
-			}
+			checkGet(t, p.Handler(), "flood2.test", c.path, "", c.status, c.contentType, c.body)
 		})
+	}
+}
+
+// checkGet GETs path on host from h (with Accept, when given) and checks
+// the answer's status, Content-Type (a prefix) and body (a substring).
+func checkGet(t *testing.T, h http.Handler, host, path, accept string, status int, contentType, body string) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Host = host
+	if accept != "" {
+		r.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d: %.600s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, contentType) {
+		t.Errorf("Content-Type %q, want %q", ct, contentType)
+	}
+	if !strings.Contains(rec.Body.String(), body) {
+		t.Errorf("body lacks %q:\n%.600s", body, rec.Body)
 	}
 }
