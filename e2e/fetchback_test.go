@@ -123,6 +123,22 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 				t.Errorf("replies: Fedify fetched no parent")
 			}
 		}},
+		// Account deletions of leavers Fedify never met (no note of the run
+		// to delete yet): Mastodon skips an unknown account's self-Delete
+		// unverified; Fedify verifies it, so it fetches each leaver's key
+		// (its actor, still served until the Delete is answered).
+		{name: "delete", mix: "delete=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
+			leavers := 0
+			for _, e := range sut["actor"] {
+				if strings.Contains(e.URL, "/users/leaver_") {
+					leavers++
+				}
+			}
+			if leavers == 0 {
+				t.Errorf("Deletes of never-met accounts: Fedify fetched no leaver")
+			}
+			t.Logf("Fedify fetched %d leavers (of %d actor fetches)", leavers, len(sut["actor"]))
+		}},
 		// Notes with an image: Fedify downloads each.
 		{name: "media", mix: "media=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
 			if len(sut["media"]) == 0 {
