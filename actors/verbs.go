@@ -223,12 +223,11 @@ const leaverPrefix = "leaver_"
 // actors share one) and a name that encodes both, so it is served from its
 // name alone: leaver_<a's index>_<seq in base 36>.
 func (a *Actor) Leaver(seq uint64) *Actor {
-	return a.Origin.leaver(a.index, seq)
+	return a.Origin.leaver(a, a.index, seq)
 }
 
-// leaver builds the leaver of actor index j and seq on o.
-func (o *Origin) leaver(j int, seq uint64) *Actor {
-	owner := o.Actors[j]
+// leaver builds the leaver of owner, the actor of index j on o, and seq.
+func (o *Origin) leaver(owner *Actor, j int, seq uint64) *Actor {
 	name := leaverPrefix + strconv.Itoa(j) + "_" + strconv.FormatUint(seq, 36)
 	l := &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
 		Key: owner.Key, PublicKeyPEM: owner.PublicKeyPEM, Published: worldEpoch(), index: j, leaver: true, signer: owner.signer}
@@ -245,10 +244,14 @@ func (o *Origin) parseLeaver(name string) (*Actor, bool) {
 	js, ss, ok := strings.Cut(rest, "_")
 	j, err1 := strconv.Atoi(js)
 	seq, err2 := strconv.ParseUint(ss, 36, 64)
-	if !ok || err1 != nil || err2 != nil || j < 0 || j >= len(o.Actors) || o.leaver(j, seq).Name != name {
+	if !ok || err1 != nil || err2 != nil || j < 0 || j >= len(o.Actors) {
 		return nil, false
 	}
-	return o.leaver(j, seq), true
+	l := o.leaver(o.Actors[j], j, seq)
+	if l.Name != name {
+		return nil, false // not as Leaver writes it (a leading zero, say): no such leaver
+	}
+	return l, true
 }
 
 // IsLeaver reports whether the actor is a leaver (see Leaver).
