@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/internal/atomicfile"
 	"github.com/crowdfed/crowd/internal/journal"
 )
 
@@ -72,7 +73,9 @@ func NewMemoryChanges() *Changes { return &Changes{state: map[string]changeState
 func OpenChanges(stateDir string, log *zap.Logger) (*Changes, error) {
 	c := NewMemoryChanges()
 	path := filepath.Join(stateDir, ChangesFile)
+	lines := 0
 	torn, err := journal.Replay(path, func(_ int, line []byte) error {
+		lines++
 		var ch Change
 		if err := json.Unmarshal(line, &ch); err != nil {
 			return fmt.Errorf("not a change: %v", err)
@@ -91,10 +94,33 @@ func OpenChanges(stateDir string, log *zap.Logger) (*Changes, error) {
 		log.Warn("changes: dropped the torn last line a crash left", zap.String("file", torn.Path),
 			zap.Int("line", torn.Line), zap.Int64("bytes", torn.Bytes))
 	}
+	// Edits of one note add a line each: past twice the objects' count,
+	// the journal is rewritten as one line per object, which bounds it.
+	if lines > 2*len(c.state)+1024 {
+		if err := atomicfile.Write(path, c.snapshot(), 0o600); err != nil {
+			return nil, fmt.Errorf("%w: compact %s: %v", ErrChange, path, err)
+		}
+	}
 	if c.file, err = os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrChange, err)
 	}
 	return c, nil
+}
+
+// snapshot is every object's state as journal lines.
+func (c *Changes) snapshot() []byte {
+	var b []byte
+	for id, st := range c.state {
+		ch := Change{ID: id}
+		if !st.deleted.IsZero() {
+			ch.Deleted = st.deleted.UTC().Format(time.RFC3339)
+		} else {
+			ch.Version, ch.Updated = st.version, st.updated.UTC().Format(time.RFC3339)
+		}
+		line, _ := json.Marshal(ch) // cannot fail: strings and an int
+		b = append(append(b, line...), '\n')
+	}
+	return b
 }
 
 // parseChange reads a change's times: a deletion or an edit, not both.

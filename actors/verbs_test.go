@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +276,31 @@ func TestOutboxLeavesOutDeletedNotesAndShowsEdits(t *testing.T) {
 	}
 	if n := page.OrderedItems[0].Object.(Note); n.ID != alice.NoteID(kept) || n.Updated == "" {
 		t.Errorf("outbox lists %s updated %q, want the kept note at its edit", n.ID, n.Updated)
+	}
+}
+
+// TestChangesJournalIsCompacted: many edits of one note leave, after a
+// restart, one line for it, and its latest version.
+func TestChangesJournalIsCompacted(t *testing.T) {
+	w := testWorld(t)
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	id := alice.NoteID(vocabSpec())
+	for v := 1; v <= 1500; v++ {
+		must(t, w.RecordChanges([]Change{{ID: id, Version: v, Updated: "2026-12-01T00:00:00Z"}}))
+	}
+	state := w.Config.StateDir
+	must(t, w.Close())
+	w2, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	b, err := os.ReadFile(filepath.Join(state, ChangesFile))
+	must(t, err)
+	if n := bytes.Count(b, []byte("\n")); n != 1 {
+		t.Errorf("the journal has %d lines after compaction, want 1", n)
+	}
+	if v, _ := w2.Changes.Version(id); v != 1500 {
+		t.Errorf("version %d after compaction, want 1500", v)
 	}
 }
