@@ -304,3 +304,26 @@ func TestChangesJournalIsCompacted(t *testing.T) {
 		t.Errorf("version %d after compaction, want 1500", v)
 	}
 }
+
+// TestChangesJournalDamageStopsTheStart: a damaged line (not the last) is
+// never dropped silently: opening names the file and line; a torn last
+// line is dropped.
+func TestChangesJournalDamageStopsTheStart(t *testing.T) {
+	w := testWorld(t)
+	state := w.Config.StateDir
+	must(t, w.Close())
+	path := filepath.Join(state, ChangesFile)
+	must(t, os.WriteFile(path, []byte("{\"id\":\"x\",\"deleted\":\"yesterday\"}\n{\"id\":\"y\"}\n"), 0o600))
+	if _, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state}); err == nil || !strings.Contains(err.Error(), ChangesFile+":1") {
+		t.Errorf("a damaged first line: %v, want an error naming %s:1", err, ChangesFile)
+	}
+	must(t, os.WriteFile(path, []byte(`{"id":"x","deleted":"2026-01-01T00:00:00Z"}`+"\n"+`{"id":"y","del`), 0o600))
+	w2, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state})
+	if err != nil {
+		t.Fatalf("a torn last line: %v", err)
+	}
+	defer w2.Close()
+	if _, gone := w2.Changes.Deleted("x"); !gone {
+		t.Error("the line before the torn one was lost")
+	}
+}
