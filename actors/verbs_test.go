@@ -3,9 +3,11 @@ package actors
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,10 +208,19 @@ func TestGeneratedImagesAreDeterministicPNGsOfTheirSize(t *testing.T) {
 	}
 	a, err := GenerateImage(w, h, seed)
 	must(t, err)
-	b, _ := GenerateImage(w, h, seed)
-	img, err := png.Decode(bytes.NewReader(a))
-	if err != nil || !bytes.Equal(a, b) || img.Bounds().Dx() != 64 || img.Bounds().Dy() != 48 {
-		t.Fatalf("image: %v, same bytes %v", err, bytes.Equal(a, b))
+	im := NewImages(1)
+	b, _ := im.PNG(w, h, seed)
+	c, _ := im.PNG(w, h, seed) // from the kept pixels
+	other, _ := im.PNG(w, h, "abc-2")
+	img, err := png.Decode(bytes.NewReader(c))
+	if err != nil || !bytes.Equal(a, b) || !bytes.Equal(b, c) || img.Bounds().Dx() != 64 || img.Bounds().Dy() != 48 {
+		t.Fatalf("image: %v, same bytes %v %v", err, bytes.Equal(a, b), bytes.Equal(b, c))
+	}
+	if bytes.Equal(c, other) {
+		t.Error("two URLs answer the same bytes")
+	}
+	if _, err := png.Decode(bytes.NewReader(other)); err != nil {
+		t.Errorf("another seed's image: %v", err)
 	}
 	for _, p := range []string{"/media/0x1/a.png", "/media/1x3000/a.png", "/media/1x1/a b.png", "/media/1x1/.png", "/media/1x1/a.gif"} {
 		if _, _, _, err := ParseMediaPath(p); !errors.Is(err, ErrNoObject) {
@@ -325,5 +336,31 @@ func TestChangesJournalDamageStopsTheStart(t *testing.T) {
 	defer w2.Close()
 	if _, gone := w2.Changes.Deleted("x"); !gone {
 		t.Error("the line before the torn one was lost")
+	}
+}
+
+// BenchmarkImages: an image made from scratch against one from the pixels
+// kept for its size (what the origins serve), at the default size and the
+// largest:
+//
+//	go test -run '^$' -bench Images ./actors/
+func BenchmarkImages(b *testing.B) {
+	for _, size := range [][2]int{{320, 240}, {2048, 1536}} {
+		name := fmt.Sprintf("%dx%d", size[0], size[1])
+		b.Run("generate/"+name, func(b *testing.B) {
+			for i := range b.N {
+				if _, err := GenerateImage(size[0], size[1], strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("kept/"+name, func(b *testing.B) {
+			im := NewImages(1)
+			for i := range b.N {
+				if _, err := im.PNG(size[0], size[1], strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -31,7 +31,7 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	r.Get("/nodeinfo/2.0", wf.NodeInfo("2.0"))
 	r.Get("/nodeinfo/2.1", wf.NodeInfo("2.1"))
 
-	d := documents{world: world}
+	d := documents{world: world, images: actors.NewImages(16)}
 	r.Get("/", d.home)
 	r.Get("/actor", d.instanceActor)
 	r.Get("/actor/{collection:outbox|followers|following}", d.instanceCollection)
@@ -75,7 +75,8 @@ func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
 }
 
 type documents struct {
-	world *actors.World
+	world  *actors.World
+	images *actors.Images // the media's pixels, kept per size
 }
 
 func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {

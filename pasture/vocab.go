@@ -40,7 +40,7 @@ func (d documents) media(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no image at %s: %v", r.URL.Path, err), http.StatusNotFound)
 		return
 	}
-	b, err := actors.GenerateImage(wd, ht, seed)
+	b, err := d.images.PNG(wd, ht, seed)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
