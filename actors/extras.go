@@ -214,7 +214,7 @@ func (o *Origin) hashtagsHTML(tags []string) string {
 }
 
 // MediaURL is the URL of the i-th image of size w×h of the note id: the
-// crowd generates it from the URL (GenerateImage), on the note's origin.
+// crowd generates it from the URL (Images.PNG), on the note's origin.
 func MediaURL(host string, w, h int, seed string) string {
 	return "https://" + host + "/media/" + strconv.Itoa(w) + "x" + strconv.Itoa(h) + "/" + seed + ".png"
 }

@@ -34,19 +34,6 @@ func ParseMediaPath(path string) (w, h int, seed string, err error) {
 	return w, h, seed, nil
 }
 
-// GenerateImage is the PNG of w×h pixels the seed names, the same bytes
-// every time (a SUT that downloads it twice, or a cache, sees one image):
-// a gradient drawn from the size, and the seed in a text chunk, so every
-// URL has bytes of its own. w and h must be within MaxMediaSide. Images
-// keeps the pixels of the latest sizes, so a flood's images cost a copy.
-func GenerateImage(w, h int, seed string) ([]byte, error) {
-	base, err := gradientPNG(w, h)
-	if err != nil {
-		return nil, err
-	}
-	return withSeed(base, seed), nil
-}
-
 // gradientPNG is the PNG of a w×h gradient in two colours drawn from the
 // size.
 func gradientPNG(w, h int) ([]byte, error) {
@@ -109,7 +96,11 @@ func NewImages(keep int) *Images {
 	return &Images{keep: max(1, keep), bases: map[[2]int][]byte{}}
 }
 
-// PNG is GenerateImage(w, h, seed), from the kept pixels when it can.
+// PNG is the image of w×h pixels the seed names, the same bytes every
+// time (a SUT that downloads it twice, or a cache, sees one image): a
+// gradient drawn from the size, and the seed in a text chunk, so every URL
+// has bytes of its own. w and h must be within MaxMediaSide. The pixels of
+// a size kept make it a copy.
 func (im *Images) PNG(w, h int, seed string) ([]byte, error) {
 	key := [2]int{w, h}
 	im.mu.Lock()

@@ -206,7 +206,7 @@ func TestGeneratedImagesAreDeterministicPNGsOfTheirSize(t *testing.T) {
 	if err != nil || w != 64 || h != 48 || seed != "abc-1" {
 		t.Fatalf("ParseMediaPath(%s) = %d %d %q %v", url, w, h, seed, err)
 	}
-	a, err := GenerateImage(w, h, seed)
+	a, err := NewImages(1).PNG(w, h, seed)
 	must(t, err)
 	im := NewImages(1)
 	b, _ := im.PNG(w, h, seed)
@@ -265,7 +265,7 @@ func FuzzParseMediaPath(f *testing.F) {
 		if w > 64 || h > 64 {
 			return // generating large images is slow; their bounds are checked above
 		}
-		if _, err := GenerateImage(w, h, seed); err != nil {
+		if _, err := NewImages(1).PNG(w, h, seed); err != nil {
 			t.Fatalf("%q read, but no image: %v", path, err)
 		}
 	})
@@ -349,7 +349,7 @@ func BenchmarkImages(b *testing.B) {
 		name := fmt.Sprintf("%dx%d", size[0], size[1])
 		b.Run("generate/"+name, func(b *testing.B) {
 			for i := range b.N {
-				if _, err := GenerateImage(size[0], size[1], strconv.Itoa(i)); err != nil {
+				if _, err := NewImages(1).PNG(size[0], size[1], strconv.Itoa(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
