@@ -185,13 +185,6 @@ func (c *Changes) Version(id string) (int, time.Time) {
 	return st.version, st.updated
 }
 
-// Len is how many objects have a change.
-func (c *Changes) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.state)
-}
-
 // record journals and applies valid changes, all or none.
 func (c *Changes) record(chs []Change, states []changeState) error {
 	c.mu.Lock()
