@@ -46,7 +46,7 @@ type PublicKeyDoc struct {
 // ActorDoc is an actor document as the crowd serves it. Field order is
 // the JSON order, kept stable for golden files and caches.
 type ActorDoc struct {
-	Context                   []any             `json:"@context"`
+	Context                   []any             `json:"@context,omitempty"`
 	ID                        string            `json:"id"`
 	Type                      string            `json:"type"`
 	PreferredUsername         string            `json:"preferredUsername"`
@@ -65,6 +65,9 @@ type ActorDoc struct {
 	Discoverable              bool              `json:"discoverable"`
 	Indexable                 bool              `json:"indexable"`
 	Published                 string            `json:"published"`
+	// Updated is when the profile last changed (Actor.ProfileVersion);
+	// empty for a profile never changed.
+	Updated string `json:"updated,omitempty"`
 }
 
 // Document is the actor's ActivityPub document with every field real
@@ -228,7 +231,10 @@ func (w *World) OutboxDoc(a *Actor, page int) OutboxPage {
 	ids, total := w.Outbox.Latest(a.ID)
 	out, start, end := collectionPage[Activity](a.Outbox(), total, len(ids), page)
 	for _, id := range ids[start:end] {
-		obj, err := a.Object(strings.TrimPrefix(id, a.ID) + "/activity")
+		if _, gone := w.Changes.Deleted(id); gone {
+			continue // a deleted note leaves the outbox (its Tombstone answers at its id)
+		}
+		obj, err := w.Current(a, strings.TrimPrefix(id, a.ID)+"/activity")
 		if err != nil {
 			continue // RecordSent let only regenerable ids in
 		}

@@ -40,6 +40,9 @@ type World struct {
 	// Outbox is what each actor sent (RecordSent), which its outbox
 	// collection lists.
 	Outbox *Outbox
+	// Changes are the edits and deletions of what the actors sent
+	// (RecordChanges), which the objects' ids then answer.
+	Changes *Changes
 
 	byHost map[string]*Origin
 	keys   *keyRing
@@ -84,7 +87,9 @@ type Actor struct {
 	// Published is the stable creation date shown in the actor document.
 	Published time.Time
 
-	key *keyEntry
+	key    *keyEntry
+	index  int  // a Person's index in its origin
+	leaver bool // made to be deleted (Leaver)
 }
 
 // Open builds the world described by cfg, checking that every key exists
@@ -116,7 +121,7 @@ func Open(cfg Config) (*World, error) {
 	}
 	oo := OutboxOptions{Keep: cfg.OutboxKeep, Logger: log}
 	if cfg.EphemeralGraph {
-		w.Graph, w.Outbox = NewMemoryGraph(), NewMemoryOutbox(oo)
+		w.Graph, w.Outbox, w.Changes = NewMemoryGraph(), NewMemoryOutbox(oo), NewMemoryChanges()
 		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir, log)
@@ -128,7 +133,13 @@ func Open(cfg Config) (*World, error) {
 		g.Close()
 		return nil, err
 	}
-	w.Graph, w.Outbox = g, ob
+	ch, err := OpenChanges(cfg.StateDir, log)
+	if err != nil {
+		g.Close()
+		ob.Close()
+		return nil, err
+	}
+	w.Graph, w.Outbox, w.Changes = g, ob, ch
 	return w, nil
 }
 
@@ -156,7 +167,7 @@ func (o *Origin) newActor(j int) *Actor {
 	} else {
 		name := ActorName(j)
 		a = &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
-			Published: worldEpoch().Add(time.Duration(j) * time.Minute)}
+			Published: worldEpoch().Add(time.Duration(j) * time.Minute), index: j}
 	}
 	a.KeyID = a.ID + "#main-key"
 	if o.world.keys != nil {
@@ -168,7 +179,9 @@ func (o *Origin) newActor(j int) *Actor {
 
 // Close writes what the outboxes hold and releases their journal and the
 // follow graph's.
-func (w *World) Close() error { return errors.Join(w.Outbox.Close(), w.Graph.Close()) }
+func (w *World) Close() error {
+	return errors.Join(w.Outbox.Close(), w.Graph.Close(), w.Changes.Close())
+}
 
 // Origin finds an origin by host name (any case; a port is ignored).
 func (w *World) Origin(host string) (*Origin, bool) {
@@ -177,8 +190,9 @@ func (w *World) Origin(host string) (*Origin, bool) {
 }
 
 // ActorByID finds a crowd actor by its id (URL); a fragment such as
-// "#main-key" is ignored, so a keyId finds its owner too. It parses the
-// id, so it costs the same in a world of any size.
+// "#main-key" is ignored, so a keyId finds its owner too; leavers (see
+// Actor.Leaver) are found by their ids as well. It parses the id, so it
+// costs the same in a world of any size.
 func (w *World) ActorByID(id string) (*Actor, bool) {
 	id, _, _ = strings.Cut(id, "#")
 	rest, ok := strings.CutPrefix(id, "https://")
@@ -263,15 +277,15 @@ func (o *Origin) Persons() []*Actor {
 	return out
 }
 
-// Actor finds a Person by preferredUsername, or the instance actor by its
-// name (the host).
+// Actor finds a Person by preferredUsername (a leaver too, see
+// Actor.Leaver), or the instance actor by its name (the host).
 func (o *Origin) Actor(name string) (*Actor, bool) {
 	if name == o.Host {
 		return o.Instance, true
 	}
 	j, ok := actorIndex(name)
 	if !ok || j >= o.NumActors() {
-		return nil, false
+		return o.parseLeaver(name)
 	}
 	return o.newActor(j), true
 }

@@ -115,7 +115,7 @@ func Routes() []Route {
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
 		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
 		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks,
-		RouteFloodLivePush, RouteFloodLive}
+		RouteFloodLivePush, RouteFloodLive, RouteChanges, RouteUnfollow}
 }
 
 // Query parameters of the routes.

@@ -43,6 +43,10 @@ type Prepared struct {
 	// Knock is set when a Knocker signed the request (--signature): its
 	// scheme and signer, so that the sender can knock twice (see Knocker).
 	Knock *Knock
+
+	// Vocab is what the run keeps of it once answered 2xx, for later
+	// Undos, Updates and Deletes, and the change it made (Generator.Settled).
+	Vocab *VocabSent
 }
 
 // Delivery is what became of one request the engine took from its Source

@@ -64,11 +64,12 @@ func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Pre
 	if err := signer.Sign(scheme, req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
-	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}
+	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted,
+		Vocab: d.Vocab}
 	switch d.Type {
 	case record.TypeFollow:
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
-	case record.TypeCreate:
+	case record.TypeCreate, record.TypeReply, record.TypeMedia:
 		p.Outbox = &adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {

@@ -109,6 +109,10 @@ type Config struct {
 	// --metrics-linger). They are pushed to the crowd's admin API, when
 	// there is one, whether served or not.
 	Metrics MetricsConfig
+
+	// Vocab are the options of the vocabulary beyond Create, Like and
+	// Follow: threads, mentions, hashtags, images.
+	Vocab VocabOptions
 }
 
 // MetricsConfig says where a run serves its live metrics.
@@ -139,6 +143,8 @@ type plan struct {
 
 	// metricsAddr is --metrics-addr with its host ("" none).
 	metricsAddr string
+
+	vocab    flood.VocabConfig
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -171,6 +177,8 @@ func (c Config) plan() (*plan, []error) {
 	if p.mix, err = record.ParseMix(c.Mix); err != nil {
 		bad("--mix %w", err)
 	}
+	p.vocab, err = c.Vocab.config()
+	try(err)
 	p.signing, err = flood.ParseSigning(c.Signing)
 	try(err)
 	p.inbox, err = flood.ParseInboxMode(c.Inbox)

@@ -41,7 +41,8 @@ type Environment struct {
 	Fetchbacks FetchbackCounter
 	// Plan is where the origins are, when each has its own address: the
 	// run's signed requests leave from them. Nil: one shared address.
-	Plan *originaddr.Plan
+	Plan  *originaddr.Plan
+	vocab vocabSinks // where edits, deletions and undone Follows go
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -86,6 +87,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
 		What: "the in-process crowd", Shard: c.World.Shard, Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
+		vocab: worldVocab(cw.World),
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -158,7 +160,11 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		close:      func() { world.Close() }, Plan: plan,
+		vocab: vocabSinks{changes: c.Admin.RecordChanges, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
+			return err
+		}},
+		close: func() { world.Close() }, Plan: plan,
 	}, nil
 }
 

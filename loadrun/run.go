@@ -69,6 +69,8 @@ func Run(ctx context.Context, c Config) error {
 	// batch reaches an in-process world before it closes.
 	r.feed = flood.NewOutboxFeed(env.Outbox, flood.OutboxFeedOptions{})
 	defer r.closeFeed()
+	r.startVocab()
+	defer r.closeVocab()
 	if err := r.generator(ctx, personas, reg); err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func (r *runner) queueSize() int {
 			total += rate * (r.c.Warmup + max(r.p.duration, r.c.Step)).Seconds()
 		}
 		m := r.p.mix
-		queue = max(queue, int(total*m.Follow/(m.Create+m.Like+m.Follow))+1000)
+		queue = max(queue, int(total*m.Follow/m.Total())+1000)
 	}
 	return queue
 }
@@ -163,7 +165,8 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	}
 	c := r.c
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
-		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
+		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
+		Vocab: r.vocabConfig()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {

@@ -32,10 +32,12 @@ type runner struct {
 	obs       Observer // nil: none
 	gen       *flood.Generator
 	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
+	vocab     *vocabRun         // records the edits, deletions and undone Follows
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
 	seed      uint64       // the draws' seed, in every record
 	diverted  int64        // gen.FollowsDiverted() when the current run began
+	undos     int64        // gen.UndosDiverted() when the current run began
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 	live      *live              // the live metrics (nil: neither served nor pushed)
@@ -76,13 +78,13 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
 	}
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled)
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout
 	file := record.NewRecordFile(r.c.Out)
 	r.file = file
-	r.diverted = r.gen.FollowsDiverted()
+	r.diverted, r.undos = r.gen.FollowsDiverted(), r.gen.UndosDiverted()
 	r.knocked = r.knock.Signatures()
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
@@ -128,7 +130,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		rec.Parts[i].Seed = r.seed
 		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
 	}
-	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted, UndosDiverted: r.gen.UndosDiverted() - r.undos,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
 	sig := r.knock.Signatures().Sub(r.knocked)
 	rec.Signatures = &sig

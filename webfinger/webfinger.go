@@ -157,7 +157,9 @@ func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin
 }
 
 // WebFinger answers /.well-known/webfinger: 400 for a missing or malformed
-// resource, 404 for an unknown account, otherwise the JRD.
+// resource, 404 for an unknown account, 410 for a deleted one (a leaver
+// after its Delete, as Mastodon answers for a deleted account), otherwise
+// the JRD.
 func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 	o, ok := h.origin(w, r)
 	if !ok {
@@ -171,6 +173,12 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
+	}
+	if h.World.Changes != nil {
+		if _, gone := h.World.Changes.Deleted(a.ID); gone {
+			http.Error(w, a.Acct()+" was deleted", http.StatusGone)
+			return
+		}
 	}
 	if h.jrd != nil {
 		b, ok := h.jrd.Get(a.ID)

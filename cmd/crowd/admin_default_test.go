@@ -103,17 +103,18 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "GET /api/follows"},                                   // the graph, Follow activities left out
 		{pattern: "GET /api/deliveries"},                                // the queue: activities to sign later
 		{pattern: "GET /api/lookup", query: "?resource=acct:%s"},        // a signed fetch of an actor document
-		{pattern: "POST /api/following", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // a registration's answer
-		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                          // stale pending Follows
-		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
-		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
-		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                  // a fetch-back window opened
-		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                             // a window's tally at the run's end
-		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                           // and its last
-		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
-
-		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`}, // a flood's push
-		{pattern: "GET /api/flood/live"}, // the runs pushed
+		{pattern: "POST /api/following", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`},      // a registration's answer
+		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                               // stale pending Follows
+		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                     // a send's answer: the signed activity
+		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                              // the outboxes' count of what they took
+		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                       // a fetch-back window opened
+		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                                  // a window's tally at the run's end
+		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                                // and its last
+		{pattern: "GET /api/fetchback"},                                                                                                                  // the open windows' tallies
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                            // a flood's push
+		{pattern: "GET /api/flood/live"},                                                                                                                 // the runs pushed
+		{pattern: "POST /api/changes", body: `{"items":[]}`},                                                                                             // the count of edits and deletions taken
+		{pattern: "POST /api/following/undo", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // whether an undone Follow was there
 	}
 	var listed []string
 	for _, r := range routes {

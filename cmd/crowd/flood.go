@@ -16,6 +16,7 @@ import (
 type floodFlags struct {
 	world worldFlags // --origins, --actors, --domain, --state, --shard
 	admin adminFlags // --admin
+	vocab vocabFlags // --reply-depth, --mentions, --hashtags, --media-count, --media-size
 
 	rate, ramp             string
 	step, warmup           time.Duration
@@ -92,6 +93,7 @@ Every flag can also be set as CROWD_<FLAG>.`,
 func (f *floodFlags) register(cmd *cobra.Command) {
 	f.world.register(cmd)
 	f.admin.register(cmd)
+	f.vocab.register(cmd)
 	fl := cmd.Flags()
 	def := loadrun.Defaults()
 	// The world's shape is the running crowd's unless the world runs here.
@@ -150,7 +152,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
 		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes, Signature: f.signature,
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
+		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config(), Vocab: loadrun.VocabOptions(f.vocab)}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
 	c.Metrics = loadrun.MetricsConfig{Addr: f.metricsAddr, Linger: f.metricsLinger}
 	if cmd.Flags().Changed("rate") {

@@ -74,11 +74,13 @@ const FetchAll = "all"
 func ObjectActivity(segment string) []ActivityKind {
 	switch segment {
 	case "notes":
-		return []ActivityKind{"Announce", TypeCreate}
+		return []ActivityKind{TypeAnnounce, TypeCreate}
 	case "likes":
 		return []ActivityKind{TypeLike}
 	case "follows":
 		return []ActivityKind{TypeFollow}
+	case "announces":
+		return []ActivityKind{TypeAnnounce}
 	}
 	return nil
 }
