@@ -144,7 +144,7 @@ type plan struct {
 	// metricsAddr is --metrics-addr with its host ("" none).
 	metricsAddr string
 
-	vocab    flood.VocabConfig
+	vocab flood.VocabConfig
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
