@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -122,26 +123,28 @@ func TestFollow(t *testing.T) {
 }
 
 // TestWaitFollowers: the SUT's own followed_by decides which crowd
-// Follows of the personas count.
+// Follows of the personas count. The SUT answers in memory on synctest's
+// fake clock, so the wait for the third (which never follows) lasts its
+// whole timeout whatever the machine's load.
 func TestWaitFollowers(t *testing.T) {
-	f := newFakeSUT("load0")
-	c := f.start(t)
-	fans := crowdOf(3, 1)
-	// The SUT shows the first two as followers; the third never.
-	for _, a := range fans[:2] {
-		acc, err := c.Lookup(context.Background(), "tok-load0", a.Acct)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeSUT("load0")
+		c := f.inMemory(t)
+		fans := crowdOf(3, 1)
+		// The SUT shows the first two as followers; the third never.
+		for _, a := range fans[:2] {
+			acc, err := c.Lookup(context.Background(), "tok-load0", a.Acct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.followedBy["load0 "+acc.ID] = true
 		}
-		f.followedBy["load0 "+acc.ID] = true
-	}
-	p := Persona{Name: "load0", Token: "tok-load0"}
-	// The third never follows, so the wait lasts the whole timeout: long
-	// enough for a loaded machine to make the first lookups and polls.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	got, err := WaitFollowers(ctx, c, []FollowPlan{{Persona: &p, Actors: fans}}, FollowOptions{Poll: 10 * time.Millisecond})
-	if err != nil || len(got) != 1 || len(got[0]) != 2 {
-		t.Fatalf("WaitFollowers = %v, %v", got, err)
-	}
+		p := Persona{Name: "load0", Token: "tok-load0"}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, err := WaitFollowers(ctx, c, []FollowPlan{{Persona: &p, Actors: fans}}, FollowOptions{Poll: 10 * time.Millisecond})
+		if err != nil || len(got) != 1 || len(got[0]) != 2 {
+			t.Fatalf("WaitFollowers = %v, %v", got, err)
+		}
+	})
 }
