@@ -63,6 +63,9 @@ type GeneratorConfig struct {
 	// and not twice in a run: servers do not repeat a Follow they have,
 	// and GoToSocial answers a second one with a 500.
 	Following func(local, remote string) bool
+	// Draws, when set, draws senders by origin and forged requests
+	// (tamper.go); nil draws neither.
+	Draws *Draws
 }
 
 // Generator makes the flood's activities: who sends what to which persona.
@@ -79,6 +82,8 @@ type Generator struct {
 	streams  atomic.Uint64
 	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
+
+	byOrigin [][]*actors.Actor // senders by origin, for Draws.OriginZipf
 }
 
 // followPair is a crowd actor and the persona it follows.
@@ -190,7 +195,12 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	g := &Generator{cfg: cfg, base: runKey(cfg.Start)}
+	if cfg.Draws != nil {
+		if err := cfg.Draws.check(); err != nil {
+			return nil, err
+		}
+	}
+	g := &Generator{cfg: cfg, base: runKey(cfg.Start), byOrigin: originSenders(cfg.Senders)}
 	for i, p := range cfg.Personas {
 		u, err := url.Parse(p.Target)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
@@ -224,6 +234,8 @@ type Draft struct {
 	// Diverted marks a Create drawn as a Follow: no sender was left that
 	// did not follow the persona.
 	Diverted bool
+	// Forgery, when set, forges the request (tamper.go).
+	Forgery *DraftForgery
 }
 
 // Stream draws activities with its own random numbers; it is not safe for
@@ -233,6 +245,7 @@ type Stream struct {
 	r    *rand.Rand
 	zipf *rand.Zipf
 	buf  bytes.Buffer
+	dr   *streamDraws // draws by origin; nil: none
 }
 
 // Stream returns a new stream. The k-th stream of a generator (counting
@@ -243,6 +256,7 @@ func (g *Generator) Stream() *Stream {
 	if g.cfg.Zipf > 1 && len(g.cfg.Senders) > 1 {
 		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(len(g.cfg.Senders)-1))
 	}
+	s.dr = g.newStreamDraws(s.r)
 	return s
 }
 
@@ -319,6 +333,7 @@ func (s *Stream) Next() (Draft, error) {
 		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
 	}
 	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
+	s.drawForgery(&d)
 	return d, nil
 }
 
@@ -336,6 +351,9 @@ func (s *Stream) drawType() record.ActivityKind {
 // drawSender draws a sender other than the actor avoid (a persona that is
 // itself a crowd actor must not mention, like or follow itself).
 func (s *Stream) drawSender(avoid string) *actors.Actor {
+	if s.dr != nil {
+		return s.drawByOrigin(avoid)
+	}
 	senders := s.g.cfg.Senders
 	var i int
 	if s.zipf != nil {

@@ -40,6 +40,9 @@ type Prepared struct {
 	// Outbox is set on a Create: the sender's outbox lists its note once
 	// it was sent (OutboxFeed).
 	Outbox *adminapi.OutboxItem
+	// Forgery is set on a forged request (tamper.go): its kind and
+	// activity, for the record's security section (Forgeries).
+	Forgery *ForgeryMark
 }
 
 // Delivery is what became of one request the engine took from its Source
@@ -54,6 +57,8 @@ type Delivery struct {
 	// Class is the answer's status class (or ClassTimeout, ClassConnError)
 	// of a send neither unsent nor aborted.
 	Class record.Class
+	// Status is the answer's status code; 0 without an answer.
+	Status int
 }
 
 // Source produces the prepared requests of a run. Next is called from a

@@ -54,6 +54,9 @@ func ParseSigning(s string) (SigningMode, error) {
 // by its sender with signer (Date set now, Digest, Content-Type, Host,
 // User-Agent and Signature: see signing.Signer.SignPost).
 func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
+	if d.Forgery != nil {
+		return prepareForged(signer, d)
+	}
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
 		Body: http.NoBody}
 	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {

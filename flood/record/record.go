@@ -187,6 +187,9 @@ type Record struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Deviations are what the run changed from what it was asked.
 	Deviations Deviations `json:"deviations"`
+	// Security counts the forged requests of the run by tamper kind and
+	// lists those the SUT accepted (security.go); nil when it sent none.
+	Security *Security `json:"security,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,

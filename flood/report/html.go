@@ -44,6 +44,7 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	for _, l := range r.Deviations.Lines() {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
+	writeSecurityMarkdown(&b, r)
 	if r.Bottleneck.Generator {
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
 		for _, s := range r.Bottleneck.Reasons {

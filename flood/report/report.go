@@ -135,6 +135,7 @@ func WriteTable(w io.Writer, r *record.Record) error {
 		return err
 	}
 	writeStatus(&b, r)
+	writeSecurity(&b, r)
 	writeVerdict(&b, r.Bottleneck)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -1,0 +1,229 @@
+package flood
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-fed/httpsig"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// inboxSink is a small real inbox for the forgery tests: it verifies each
+// POST's signature and checks the key's owner is the activity's actor.
+// With laxDigest it verifies as go-fed/httpsig does, which never compares
+// the Digest with the body (the sink checks everything else: the Date and
+// (created) windows, that digest is signed, the owner), as inboxes built
+// on it have shipped; without, it is the crowd's own verifier.
+func inboxSink(t *testing.T, w *actors.World, laxDigest bool) *httptest.Server {
+	t.Helper()
+	keys := map[string]*actors.Actor{}
+	for _, a := range w.Actors() {
+		keys[a.KeyID] = a
+	}
+	for _, o := range w.Origins {
+		keys[o.Instance.KeyID] = o.Instance
+	}
+	resolve := signing.KeyResolverFunc(func(_ context.Context, keyID string, _ bool) (signing.PublicKey, error) {
+		a, ok := keys[keyID]
+		if !ok {
+			return signing.PublicKey{}, signing.ErrKeyUnavailable
+		}
+		return signing.PublicKey{Key: a.Key.Public(), Owner: a.ID, ID: keyID}, nil
+	})
+	strict := &signing.Verifier{Keys: resolve}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var act struct {
+			Actor string `json:"actor"`
+		}
+		if json.Unmarshal(body, &act) != nil {
+			http.Error(rw, "bad JSON", http.StatusBadRequest)
+			return
+		}
+		owner, err := "", error(nil)
+		if laxDigest {
+			owner, err = laxVerify(r, resolve)
+		} else {
+			var v signing.Verified
+			v, err = strict.Verify(r.Context(), r, body)
+			owner = v.Owner
+		}
+		switch {
+		case err != nil:
+			http.Error(rw, err.Error(), http.StatusUnauthorized)
+		case owner != act.Actor:
+			http.Error(rw, "signer is not the actor", http.StatusUnauthorized)
+		default:
+			rw.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// laxVerify is go-fed/httpsig's verification, with the checks a careful
+// inbox adds around it, but not the Digest's.
+func laxVerify(r *http.Request, keys signing.KeyResolver) (string, error) {
+	p, err := signing.ParseSignatureHeader(r.Header.Get("Signature"))
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(p.Headers, "digest") || !slices.Contains(p.Headers, "(request-target)") {
+		return "", signing.ErrMalformedSignature
+	}
+	d, err := http.ParseTime(r.Header.Get("Date"))
+	if err != nil || time.Since(d).Abs() > time.Hour {
+		return "", signing.ErrDateSkew
+	}
+	if p.Created != 0 && time.Since(time.Unix(p.Created, 0)).Abs() > time.Hour {
+		return "", signing.ErrDateSkew
+	}
+	v, err := httpsig.NewVerifier(r)
+	if err != nil {
+		return "", err
+	}
+	pk, err := keys.ResolveKey(r.Context(), v.KeyId(), false)
+	if err != nil {
+		return "", err
+	}
+	if err := v.Verify(pk.Key.(crypto.PublicKey), httpsig.RSA_SHA256); err != nil {
+		return "", err
+	}
+	return pk.Owner, nil
+}
+
+// forgeryRun floods sink with every tamper kind among honest sends and
+// returns the record.
+func forgeryRun(t *testing.T, w *actors.World, sink string) *record.Record {
+	t.Helper()
+	personas := fakePersonas(2)
+	for _, p := range personas {
+		p.Target = sink + "/inbox"
+	}
+	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 7,
+		Mix:   record.Mix{Create: 1, Like: 1},
+		Draws: &Draws{Tamper: signing.Tampers(), TamperShare: 0.6}})
+	forg := NewForgeries()
+	pacer, err := NewPacer(ArrivalsConstant, 400, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 240, Transport: NewTransport(8, nil), MaxInflight: 8,
+		Source: forg.Source(NewJIT(gen, signing.NewSigner(signing.SignerOptions{}))), Settled: JoinSettled(gen.Settled, forg.Settled)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := res.Record(record.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Security = forg.Snapshot()
+	if rec.Security == nil {
+		t.Fatal("no security section")
+	}
+	return rec
+}
+
+// accepted lists the kinds with an accepted forgery, and fails t when a
+// kind was never sent.
+func acceptedKinds(t *testing.T, s *record.Security) []string {
+	t.Helper()
+	var out []string
+	for _, k := range signing.Tampers() {
+		c := s.Kinds[string(k)]
+		if c == nil || c.Sent == 0 {
+			t.Fatalf("kind %s never sent: %+v", k, s.Kinds)
+		}
+		if c.Accepted+c.Refused != c.Sent {
+			t.Fatalf("kind %s: %+v (answers without a verdict)", k, c)
+		}
+		if c.Accepted > 0 {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+// TestForgeryAgainstInboxes floods two real inboxes with every kind: the
+// crowd's verifier refuses all but the replay (a replay passes every
+// signature check: only an id check refuses it), and an inbox that skips
+// the Digest check accepts the body-changed forgery, which the record
+// lists as findings and forged_accepted=0 fails on (exit 1).
+func TestForgeryAgainstInboxes(t *testing.T) {
+	w := testWorld(t, 2, 2)
+	gate, err := record.ParseGates([]string{"forged_accepted=0", "body.forged_accepted=0", "date.forged_accepted==0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		lax  bool
+		want []string
+	}{
+		{"strict", false, []string{"replay"}},            // the crowd's own verifier
+		{"lax digest", true, []string{"body", "replay"}}, // go-fed/httpsig: never reads the body
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := forgeryRun(t, w, inboxSink(t, w, tc.lax).URL)
+			if got := acceptedKinds(t, rec.Security); !slices.Equal(got, tc.want) {
+				t.Fatalf("accepted kinds %v, want %v; %+v", got, tc.want, rec.Security.Kinds)
+			}
+			for _, f := range rec.Security.Findings {
+				if !slices.Contains(tc.want, f.Kind) || f.Status != http.StatusAccepted || !strings.HasPrefix(f.Activity, "https://flood") {
+					t.Fatalf("finding %+v", f)
+				}
+			}
+			if tl := rec.Types[string(KindForged)]; tl == nil || tl.Counts.Sent != rec.Security.Total().Sent {
+				t.Fatalf("the Forged row %+v does not count the %d forgeries", tl, rec.Security.Total().Sent)
+			}
+			results, ok := record.CheckGates(rec, gate)
+			if ok || ExitCode(nil, results) != 1 {
+				t.Fatalf("gates %v: want forged_accepted=0 missed, exit 1", results)
+			}
+			if body := results[1]; body.Holds == tc.lax {
+				t.Fatalf("body.forged_accepted=0 holds=%v on the %s inbox", body.Holds, tc.name)
+			}
+			if date := results[2]; !date.Holds {
+				t.Fatalf("date.forged_accepted==0: %v", date)
+			}
+		})
+	}
+}
+
+// TestDrawsByOrigin checks that Zipf over origins makes the first origin
+// the busiest and still reaches the others.
+func TestDrawsByOrigin(t *testing.T) {
+	senders := fakeSenders(2)
+	o2 := &actors.Origin{Index: 2, Host: "flood2.test"}
+	for i := range 6 {
+		name := actors.ActorName(i)
+		senders = append(senders, &actors.Actor{Origin: o2, Name: name, ID: "https://flood2.test/users/" + name, KeyID: "https://flood2.test/users/" + name + "#k"})
+	}
+	g := mustGenerator(t, GeneratorConfig{Senders: senders, Personas: fakePersonas(1), Mix: record.Mix{Create: 1}, Seed: 3,
+		Draws: &Draws{OriginZipf: 2}})
+	s := g.Stream()
+	by := map[string]int{}
+	for range 2000 {
+		by[mustDraft(t, s).Sender.Origin.Host]++
+	}
+	if by["flood1.test"] <= by["flood2.test"] || by["flood2.test"] == 0 {
+		t.Fatalf("by origin %v: want flood1.test the busiest (2 of 8 actors) and flood2.test reached", by)
+	}
+	if _, err := NewGenerator(GeneratorConfig{Senders: senders, Personas: fakePersonas(1), Draws: &Draws{OriginZipf: 0.5}}); err == nil {
+		t.Fatal("--origin-zipf 0.5 accepted")
+	}
+	if _, err := NewGenerator(GeneratorConfig{Senders: senders, Personas: fakePersonas(1), Draws: &Draws{Tamper: signing.Tampers()}}); err == nil {
+		t.Fatal("a tamper list with no share accepted")
+	}
+}
