@@ -93,6 +93,10 @@ type Config struct {
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
 	Live               bool
+
+	// Scenario, when set, is what a scenario (or --tamper, --origin-zipf,
+	// --target-posts) adds beyond the flags above: see ScenarioConfig.
+	Scenario *ScenarioConfig
 }
 
 // plan is a checked Config, in the flood's types.
@@ -109,6 +113,7 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	scenario *scenarioPlan // nil: none
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -154,6 +159,7 @@ func (c Config) plan() (*plan, []error) {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
 	c.checkBounds(p, bad)
+	c.checkScenario(p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

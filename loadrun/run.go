@@ -52,6 +52,7 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	r.trimPosts(personas)
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
 	r.seed = c.Seed
@@ -74,7 +75,10 @@ func Run(ctx context.Context, c Config) error {
 	defer tr.CloseIdleConnections()
 	r.transport = tr
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
-		Target: target, Shard: env.Shard}
+		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
+	if p.forging() {
+		r.forg = flood.NewForgeries()
+	}
 	stop, err := r.sharedSource(ctx)
 	if err != nil {
 		return err
@@ -150,7 +154,8 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	}
 	c := r.c
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: r.env.World.Actors(), Personas: personas, Mix: r.p.mix,
-		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following})
+		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
+		Draws: r.p.draws()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {

@@ -42,6 +42,8 @@ type floodFlags struct {
 	crowdHTTPS             string
 	algorithm              string
 	presignMaxBytes        int64
+
+	scn scenarioFlags // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -124,6 +126,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
+	f.scn.register(cmd)
 }
 
 // config is the flood's command line as a load run's Config; it checks
@@ -162,10 +165,15 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 
 // runLoad runs a flood (audience nil) or a crowd run: flags, Config, Run.
 func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *loadrun.AudienceConfig) error {
+	scenario, help, err := f.scn.apply(cmd)
+	if help || err != nil {
+		return err
+	}
 	c, err := f.config(cmd)
 	if err != nil {
 		return err
 	}
+	c.Scenario = f.scn.config(scenario)
 	c.Audience = audience
 	if errs := c.Validate(); len(errs) > 0 {
 		return usageError{errors.Join(errs...)}

@@ -30,14 +30,14 @@ func TestSecurityCounts(t *testing.T) {
 	var a record.Security
 	a.Add("body", "https://flood1.test/users/alice/notes/1", "https://sut.test/inbox", record.Class202, 202) // accepted: a finding
 	a.Add("body", "https://flood1.test/users/alice/notes/2", "https://sut.test/inbox", record.Class401, 401) // refused
-	a.Add("date", "https://flood1.test/users/bob/notes/3", "https://sut.test/inbox", record.ClassTimeout, 0)  // no verdict
+	a.Add("date", "https://flood1.test/users/bob/notes/3", "https://sut.test/inbox", record.ClassTimeout, 0) // no verdict
 	if c := a.Kinds["body"]; *c != (record.ForgeryCounts{Sent: 2, Accepted: 1, Refused: 1}) {
 		t.Fatalf("body %+v", c)
 	}
 	if len(a.Findings) != 1 || a.Findings[0].Status != 202 || a.Findings[0].Kind != "body" {
 		t.Fatalf("findings %+v", a.Findings)
 	}
-		b := a.Clone()
+	b := a.Clone()
 	b.Add("date", "x", "y", record.Class401, 401)
 	if a.Kinds["date"].Sent != 1 {
 		t.Fatal("Clone shares its counts")

@@ -167,6 +167,9 @@ func writeRunLine(b *strings.Builder, r *record.Record) {
 	if s.Mix != "" {
 		fmt.Fprintf(b, ", mix %s", s.Mix)
 	}
+	if s.Scenario != "" {
+		fmt.Fprintf(b, ", scenario %s", s.Scenario)
+	}
 	b.WriteString("\n")
 }
 
