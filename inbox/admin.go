@@ -398,6 +398,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if typ == "" {
 		return adminapi.SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
 	}
+	if req.Tamper != "" && typ != "Create" && typ != "Like" {
+		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, typ)
+	}
 	var likeOf string
 	if typ == "Like" {
 		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
@@ -453,6 +456,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	body, err := marshalActivity(act)
 	if err != nil {
 		return adminapi.SendResult{}, err
+	}
+	if req.Tamper != "" {
+		return in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body)
 	if err != nil {

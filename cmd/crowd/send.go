@@ -25,6 +25,7 @@ type sendFlags struct {
 	inboxURL string
 	json     bool
 	public   bool
+	tamper   string // send_tamper.go
 }
 
 func newSendCmd() *cobra.Command {
@@ -61,6 +62,7 @@ speaks for the crowd's actors. Exits 1 when the target answered non-2xx, 2 when 
 	fl.StringVar(&f.inboxURL, "inbox", "", "POST here instead of the target's inbox (its shared inbox for Create)")
 	fl.BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
 	fl.BoolVar(&f.public, "allow-public-target", false, "let the send reach hosts that resolve to public addresses")
+	registerTamper(fl, &f.tamper)
 	return cmd
 }
 
@@ -124,6 +126,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		req.Inbox = f.inboxURL
 	}
 	req.AllowPublicTarget = f.public
+	req.Tamper = strings.TrimSpace(f.tamper)
 	return req, nil
 }
 
@@ -146,6 +149,10 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.Reason)}
 			case http.StatusBadGateway:
 				return fmt.Errorf("the crowd could not reach the target: %s", ae.Reason)
+			case http.StatusBadRequest:
+				if err := tamperRefusal(req.Tamper, ae.Reason); err != nil {
+					return err
+				}
 			}
 			return fmt.Errorf("the crowd refused to send: %s", ae.Reason)
 		}
@@ -157,6 +164,10 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 		}
 	} else {
 		printSendResult(stdout, req, &res)
+		printForged(stdout, res.Forged)
+	}
+	if res.Forged != nil {
+		return forgedExit(&res)
 	}
 	if res.Status < 200 || res.Status > 299 {
 		return exitCode{1, fmt.Errorf("%s answered HTTP %d to the %s, not 2xx", res.Inbox, res.Status, req.Type)}
