@@ -9,7 +9,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/crowdfed/crowd/actors"
@@ -169,14 +171,16 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 // replayRing is how many accepted requests Forgeries keeps to replay.
 const replayRing = 64
 
-// Forgeries collects what the SUT answered to a run's forged requests
-// (Settled) into the record's security section, and makes the replays
-// (Source). It is safe for concurrent use.
+// Forgeries collects what the SUT's verification made of a run into the
+// record's security section (Settled): the forged requests by kind, and
+// the crowd's keys it answered 401 before it accepted them; and it makes
+// the replays (Source). It is safe for concurrent use.
 type Forgeries struct {
 	mu       sync.Mutex
 	sec      record.Security
 	accepted []*Prepared // the latest honest requests answered 2xx, a ring
 	next     int
+	keys     map[string]*record.KeyRefusal // keyIds answered 401, at most record.MaxKeyRefusals
 }
 
 // NewForgeries returns an empty collector.
@@ -191,6 +195,7 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p.Forgery == nil {
+		f.keyAnswer(p, d.Class)
 		if d.Class.OK() {
 			if len(f.accepted) < replayRing {
 				f.accepted = append(f.accepted, p)
@@ -230,6 +235,40 @@ func (f *Forgeries) Source(in Source) Source {
 	})
 }
 
+// keyAnswer counts a 401 to an honest request against its keyId until
+// the SUT first accepts one signed with it. Holding f.mu.
+func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
+	if class != record.Class401 && (len(f.keys) == 0 || !class.OK()) {
+		return // the common case: no refusal yet, nothing to look up
+	}
+	id := keyIDOf(p.Header)
+	k := f.keys[id]
+	switch {
+	case class.OK():
+		if k != nil {
+			k.Accepted = true
+		}
+	case k == nil && len(f.keys) < record.MaxKeyRefusals:
+		if f.keys == nil {
+			f.keys = map[string]*record.KeyRefusal{}
+		}
+		f.keys[id] = &record.KeyRefusal{KeyID: id, Refused: 1}
+	case k != nil && !k.Accepted:
+		k.Refused++
+	}
+}
+
+// keyIDOf is the keyId of a signed request's cavage Signature header ("" without one).
+func keyIDOf(h http.Header) string {
+	sig := h.Get("Signature")
+	_, rest, ok := strings.Cut(sig, `keyId="`)
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, `"`)
+	return id
+}
+
 // activityID is the id of the activity in body ("" when it has none).
 func activityID(body []byte) string {
 	var a struct {
@@ -247,10 +286,14 @@ func (f *Forgeries) Snapshot() *record.Security {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.sec.Kinds) == 0 && f.sec.ReplaysUnready == 0 {
+	if len(f.sec.Kinds) == 0 && f.sec.ReplaysUnready == 0 && len(f.keys) == 0 {
 		return nil
 	}
 	s := f.sec.Clone()
+	for _, k := range f.keys {
+		s.KeyRefusals = append(s.KeyRefusals, *k)
+	}
+	slices.SortFunc(s.KeyRefusals, func(a, b record.KeyRefusal) int { return strings.Compare(a.KeyID, b.KeyID) })
 	if s.Findings == nil {
 		s.Findings = []record.Finding{}
 	}
@@ -265,5 +308,6 @@ func (f *Forgeries) Reset() {
 	}
 	f.mu.Lock()
 	f.sec = record.Security{}
+	f.keys = nil
 	f.mu.Unlock()
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +226,48 @@ func TestDrawsByOrigin(t *testing.T) {
 	}
 	if _, err := NewGenerator(GeneratorConfig{Senders: senders, Personas: fakePersonas(1), Draws: &Draws{Tamper: signing.Tampers()}}); err == nil {
 		t.Fatal("a tamper list with no share accepted")
+	}
+}
+
+// TestKeyRefusals floods a real inbox that holds a stale key for one
+// crowd actor (it answers its first 5 requests 401, as a SUT that cached
+// the actor's old key does until it refetches): the record counts those
+// 401s against that keyId, then its first 2xx, and nothing for the others.
+func TestKeyRefusals(t *testing.T) {
+	w := testWorld(t, 1, 2)
+	stale := w.Actors()[0].KeyID
+	var mu sync.Mutex
+	refused := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(r.Header.Get("Signature"), `keyId="`+stale+`"`) && refused < 5 {
+			refused++
+			http.Error(rw, "stale key", http.StatusUnauthorized)
+			return
+		}
+		rw.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	personas := fakePersonas(1)
+	personas[0].Target = srv.URL + "/inbox"
+	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
+	forg := NewForgeries()
+	pacer, _ := NewPacer(ArrivalsConstant, 500, 1)
+	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 60, Transport: NewTransport(1, nil), MaxInflight: 1,
+		Source: NewJIT(gen, signing.NewSigner(signing.SignerOptions{})), Settled: forg.Settled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := forg.Snapshot()
+	if res.Overall.Tally.Classes[record.Class401] != 5 || sec == nil {
+		t.Fatalf("401s %d, security %+v", res.Overall.Tally.Classes[record.Class401], sec)
+	}
+	if want := []record.KeyRefusal{{KeyID: stale, Refused: 5, Accepted: true}}; !slices.Equal(sec.KeyRefusals, want) {
+		t.Fatalf("key refusals %+v, want %+v", sec.KeyRefusals, want)
+	}
+	if len(sec.Kinds) != 0 || !strings.Contains(strings.Join(sec.SecurityLines(5), "\n"), "1 key(s) answered 401 5 times") {
+		t.Fatalf("lines %v", sec.SecurityLines(5))
 	}
 }

@@ -76,9 +76,7 @@ func Run(ctx context.Context, c Config) error {
 	r.transport = tr
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
-	if p.forging() {
-		r.forg = flood.NewForgeries()
-	}
+	r.forg = flood.NewForgeries() // forged requests, and keys the SUT refused before it accepted them
 	stop, err := r.sharedSource(ctx)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ type runner struct {
 	diverted  int64        // gen.FollowsDiverted() when the current run began
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
-	forg      *flood.Forgeries   // the forged requests' answers; nil when the run forges none
+	forg      *flood.Forgeries   // what the SUT's verification made of the run: forgeries, keys refused
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -72,11 +72,11 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	live := report.NewLive(r.c.Stderr, r.c.Live)
 	plan.Progress = live.Update
 	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
-	if r.forg != nil {
-		plan.Settled = flood.JoinSettled(plan.Settled, r.forg.Settled)
+	plan.Settled = flood.JoinSettled(plan.Settled, r.forg.Settled)
+	if r.p.forging() {
 		plan.Source = r.forg.Source(plan.Source)
-		defer r.forg.Reset() // a ladder's next rung counts its own
 	}
+	defer r.forg.Reset() // a ladder's next rung counts its own
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout

@@ -26,6 +26,11 @@ type Security struct {
 	// request to replay: they went out as the honest request they were
 	// drawn with, and are not in Kinds.
 	ReplaysUnready int64 `json:"replays_unready,omitempty"`
+	// KeyRefusals lists the crowd's keys (honest requests) the SUT
+	// answered 401 before it first answered 2xx to one, at most
+	// MaxKeyRefusals, sorted by keyId: after a key rotation, how long the
+	// SUT kept a stale key.
+	KeyRefusals []KeyRefusal `json:"key_refusals,omitempty"`
 }
 
 // ForgeryCounts is what one tamper kind drew: sent = accepted + refused +
@@ -78,7 +83,7 @@ func (s *Security) Clone() *Security {
 		return nil
 	}
 	out := &Security{Findings: slices.Clone(s.Findings), FindingsOmitted: s.FindingsOmitted, ReplaysUnready: s.ReplaysUnready,
-		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds))}
+		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds)), KeyRefusals: slices.Clone(s.KeyRefusals)}
 	for k, c := range s.Kinds {
 		cc := *c
 		out.Kinds[k] = &cc
@@ -126,6 +131,30 @@ func (s *Security) merge(o *Security) {
 	s.Findings = append(s.Findings, o.Findings[:take]...)
 	s.FindingsOmitted += o.FindingsOmitted + int64(len(o.Findings)-take)
 	s.ReplaysUnready += o.ReplaysUnready
+	s.KeyRefusals = mergeKeyRefusals(s.KeyRefusals, o.KeyRefusals)
+}
+
+// mergeKeyRefusals joins two generators' lists: a key's refusals add up,
+// and it was accepted when either saw it accepted.
+func mergeKeyRefusals(a, b []KeyRefusal) []KeyRefusal {
+	by := map[string]KeyRefusal{}
+	for _, k := range append(slices.Clone(a), b...) {
+		m := by[k.KeyID]
+		m.KeyID, m.Refused, m.Accepted = k.KeyID, m.Refused+k.Refused, m.Accepted || k.Accepted
+		by[k.KeyID] = m
+	}
+	out := make([]KeyRefusal, 0, len(by))
+	for _, k := range by {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(x, y KeyRefusal) int { return strings.Compare(x.KeyID, y.KeyID) })
+	if len(out) > MaxKeyRefusals {
+		out = out[:MaxKeyRefusals]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // mergeSecurity is the security section of records merged: nil when none
@@ -148,9 +177,29 @@ func mergeSecurity(recs []*Record) *Security {
 // the findings (at most limit of them; the rest counted). None without
 // forged requests.
 func (s *Security) SecurityLines(limit int) []string {
-	if s == nil || len(s.Kinds) == 0 {
+	if s == nil {
 		return nil
 	}
+	lines := s.keyRefusalLines()
+	if len(s.Kinds) == 0 {
+		return lines
+	}
+	return append(s.forgeryLines(limit), lines...)
+}
+
+// keyRefusalLines describe KeyRefusals in one line.
+func (s *Security) keyRefusalLines() []string {
+	keys, refused, never := s.KeyRefusalsTotal()
+	if keys == 0 {
+		return nil
+	}
+	worst := slices.MaxFunc(s.KeyRefusals, func(x, y KeyRefusal) int { return int(x.Refused - y.Refused) })
+	return []string{fmt.Sprintf("Keys refused before accepted: %d key(s) answered 401 %d times before a 2xx (%d never accepted; most: %s, %d) — a SUT holding stale keys until it refetched.",
+		keys, refused, never, worst.KeyID, worst.Refused)}
+}
+
+// forgeryLines describe Kinds and the findings.
+func (s *Security) forgeryLines(limit int) []string {
 	t := s.Total()
 	verdict := "every forged request was refused"
 	if t.Accepted > 0 {
@@ -210,3 +259,35 @@ func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 
 // isForgedCounter reports the counters of the security section.
 func isForgedCounter(m string) bool { return m == "forged_accepted" || m == "forged_sent" }
+
+// MaxKeyRefusals bounds the keys Security.KeyRefusals lists.
+const MaxKeyRefusals = 1000
+
+// KeyRefusal is one of the crowd's keys the SUT answered 401 before it
+// accepted a request signed with it (or never did): the SUT did not know
+// the key yet, or held a stale one (after `crowd keys rotate`) until it
+// refetched the actor.
+type KeyRefusal struct {
+	KeyID string `json:"key_id"`
+	// Refused counts the 401s before the first 2xx (all of them when
+	// Accepted is false).
+	Refused int64 `json:"refused"`
+	// Accepted says a request signed with the key was answered 2xx after
+	// the refusals.
+	Accepted bool `json:"accepted"`
+}
+
+// KeyRefusalsTotal sums Refused over the listed keys.
+func (s *Security) KeyRefusalsTotal() (keys, refused, never int64) {
+	if s == nil {
+		return 0, 0, 0
+	}
+	for _, k := range s.KeyRefusals {
+		keys++
+		refused += k.Refused
+		if !k.Accepted {
+			never++
+		}
+	}
+	return keys, refused, never
+}
