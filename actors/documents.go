@@ -65,6 +65,9 @@ type ActorDoc struct {
 	Discoverable              bool              `json:"discoverable"`
 	Indexable                 bool              `json:"indexable"`
 	Published                 string            `json:"published"`
+	// AdditionalPublicKeys are the keys retained after a rotation
+	// (Misskey's extension; rotate.go); omitted when none.
+	AdditionalPublicKeys []PublicKeyDoc `json:"additionalPublicKeys,omitempty"`
 }
 
 // Document is the actor's ActivityPub document with every field real
@@ -97,6 +100,8 @@ func (a *Actor) Document() ActorDoc {
 		Discoverable:      a.Kind == KindPerson,
 		Indexable:         a.Kind == KindPerson,
 		Published:         a.Published.Format(time.RFC3339),
+
+		AdditionalPublicKeys: a.retained,
 	}
 }
 

@@ -78,6 +78,8 @@ type Actor struct {
 	Published time.Time
 
 	docJSON []byte // Document() rendered once: it never changes while serving
+
+	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
 }
 
 // Open builds the world described by cfg, loading every key from
@@ -103,6 +105,9 @@ func Open(cfg Config) (*World, error) {
 		return nil, err
 	}
 	for _, a := range all {
+		if err := a.loadRotation(cfg.StateDir, !cfg.BorrowKeys); err != nil {
+			return nil, err
+		}
 		doc, err := MarshalDoc(a.Document())
 		if err != nil {
 			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)
