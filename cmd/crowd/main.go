@@ -102,6 +102,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newFollowsCmd())
+	root.AddCommand(newKeysCmd())
 	return root
 }
 
