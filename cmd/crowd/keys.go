@@ -14,8 +14,11 @@ import (
 func newKeysCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
-		Short: "Manage the crowd's actor keys",
+		Short: "Manage the crowd's actor keys: rotate them",
 		Args:  noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("crowd keys wants a subcommand: rotate (see crowd keys --help)")}
+		},
 	}
 	cmd.AddCommand(newKeysRotateCmd())
 	return cmd
