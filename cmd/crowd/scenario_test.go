@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestScenarioApply: a scenario sets the flags the command line left,
+// the command line wins, list flags take every line, and a file's
+// mistakes are usage errors naming file and line.
+func TestScenarioApply(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.scenario", "name = mine\nrate = 7\nmix = like=1\nexpect = p95<1s\nexpect = errors<1%\ntamper = date\n")
+	cmd := newFloodCmd(&globalOptions{})
+	f := &floodFlags{}
+	cmd.ResetFlags()
+	f.register(cmd)
+	if err := cmd.ParseFlags([]string{"--scenario", good, "--mix", "create=1"}); err != nil {
+		t.Fatal(err)
+	}
+	name, help, err := f.scn.apply(cmd)
+	if err != nil || help || name != "mine" {
+		t.Fatalf("apply: %q %v %v", name, help, err)
+	}
+	if f.rate != "7" || f.mix != "create=1" || strings.Join(f.expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
+		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", f.rate, f.mix, f.expect, f.scn.tamper)
+	}
+	if c := f.scn.config(name); c == nil || c.Name != "mine" || c.Tamper != "date" {
+		t.Fatalf("config %+v", c)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"}, // not a flag
+		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},  // a scalar set twice
+		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},   // a value the flag refuses
+		{"syntax.scenario", "rate = 1\n", "no name"},                       // not a scenario
+	} {
+		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, want 2 naming %q:\n%s", tc.name, code, tc.want, errOut)
+		}
+	}
+	for _, c := range []string{"flood", "run"} {
+		code, out, errOut := runCLI(t, c, "--scenario", "help")
+		if code != 0 || !strings.Contains(out, "boost-storm") || !strings.Contains(out, "incident:") {
+			t.Errorf("crowd %s --scenario help: exit %d\n%s\n%s", c, code, out, errOut)
+		}
+		if code, _, errOut := runCLI(t, c, "--scenario", "nope"); code != 2 || !strings.Contains(errOut, "neither a preset") {
+			t.Errorf("crowd %s --scenario nope: exit %d\n%s", c, code, errOut)
+		}
+	}
+	// A flag that does not exist on crowd run (its personas are its own).
+	run := write("run.scenario", "name = r\npersonas-file = x\n")
+	if code, _, errOut := runCLI(t, "run", "--scenario", run); code != 2 || !strings.Contains(errOut, "not a flag of crowd run") {
+		t.Errorf("crowd run with a flood-only flag: exit %d\n%s", code, errOut)
+	}
+}
