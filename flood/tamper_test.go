@@ -2,7 +2,6 @@ package flood
 
 import (
 	"context"
-	"crypto"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -98,7 +97,7 @@ func laxVerify(r *http.Request, keys signing.KeyResolver) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := v.Verify(pk.Key.(crypto.PublicKey), httpsig.RSA_SHA256); err != nil {
+	if err := v.Verify(pk.Key, httpsig.RSA_SHA256); err != nil {
 		return "", err
 	}
 	return pk.Owner, nil

@@ -41,9 +41,9 @@ func TestScenarioApply(t *testing.T) {
 		name, text, want string
 	}{
 		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"}, // not a flag
-		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},  // a scalar set twice
-		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},   // a value the flag refuses
-		{"syntax.scenario", "rate = 1\n", "no name"},                       // not a scenario
+		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},   // a scalar set twice
+		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},    // a value the flag refuses
+		{"syntax.scenario", "rate = 1\n", "no name"},                        // not a scenario
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) {
