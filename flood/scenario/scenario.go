@@ -118,14 +118,3 @@ func validKey(k string) bool {
 	}
 	return true
 }
-
-// Value is the last value of key, and whether the scenario sets it.
-func (s *Scenario) Value(key string) (string, bool) {
-	v, ok := "", false
-	for _, st := range s.Settings {
-		if st.Key == key {
-			v, ok = st.Value, true
-		}
-	}
-	return v, ok
-}

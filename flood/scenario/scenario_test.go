@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,7 +70,7 @@ func TestPresets(t *testing.T) {
 		if s.About == "" || s.Incident == "" {
 			t.Errorf("%s: about %q, incident %q", n, s.About, s.Incident)
 		}
-		if _, ok := s.Value("mix"); !ok {
+		if !slices.ContainsFunc(s.Settings, func(st Setting) bool { return st.Key == "mix" }) {
 			t.Errorf("%s sets no mix", n)
 		}
 	}
