@@ -36,12 +36,7 @@ func verifyWith(t *testing.T, w *World, keyID string, key *rsa.PrivateKey) (sign
 // id, the old key keeps verifying at its id until retired and is refused
 // after the cut, and all of it survives a restart.
 func TestRotateKey(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: dir, EphemeralGraph: true}
-	w, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, w := rotationWorld(t)
 	a := w.Actors()[0]
 	oldID, oldKey := a.KeyID, a.Key
 	if err := w.RotateKey(a, false); err != nil {
@@ -85,12 +80,7 @@ func TestRotateKey(t *testing.T) {
 // TestRotateKeyTorn: a crash after the rotation file was written but
 // before the key file was replaced is finished at the next start.
 func TestRotateKeyTorn(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: dir, EphemeralGraph: true}
-	w, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, cfg, w := rotationWorld(t)
 	a := w.Actors()[0]
 	kp := keyPath(dir, a.Origin.Host, a.Name)
 	old, err := os.ReadFile(kp)
@@ -126,4 +116,16 @@ func TestRotateKeyTorn(t *testing.T) {
 	if got, _ := filepath.Glob(filepath.Join(dir, "keys", a.Origin.Host, "*")); len(got) < 2 {
 		t.Fatalf("state files %v", got)
 	}
+}
+
+// rotationWorld opens a one-actor world in a new state directory.
+func rotationWorld(t *testing.T) (string, Config, *World) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: dir, EphemeralGraph: true}
+	w, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg, w
 }

@@ -46,18 +46,8 @@ func TestForgeryRealFedify(t *testing.T) {
 	if err != nil {
 		t.Fatalf("crowd flood --scenario forgery: %v\n%s", err, output)
 	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-forgery.json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec securityRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
+	readRecord(t, out, "forgery", &rec)
 	var stats struct {
 		RejectedTotal  int64 `json:"rejectedTotal"`
 		DuplicateTotal int64 `json:"duplicateTotal"`
@@ -101,5 +91,22 @@ func TestForgeryRealFedify(t *testing.T) {
 	}
 	if !strings.Contains(string(output), "Forged requests:") {
 		t.Errorf("the table has no security section:\n%s", output)
+	}
+}
+
+// readRecord decodes into v the one record labelled label that a flood
+// wrote in dir.
+func readRecord(t *testing.T, dir, label string, v any) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*-"+label+".json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record labelled %s in %s, got %v", label, dir, paths)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", paths[0], err)
 	}
 }

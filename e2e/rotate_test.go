@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +61,6 @@ func TestKeyRotationRealFedify(t *testing.T) {
 		return len(pending) == 0
 	})
 	f.call(t, "GET", fedifyCtl+"/stats", nil, &stats)
-	paths, _ := filepath.Glob(filepath.Join(out, "*-after.json"))
-	if len(paths) != 1 {
-		t.Fatalf("records %v", paths)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec struct {
 		Security *struct {
 			KeyRefusals []struct {
@@ -80,7 +70,7 @@ func TestKeyRotationRealFedify(t *testing.T) {
 			} `json:"key_refusals"`
 		} `json:"security"`
 	}
-	json.Unmarshal(raw, &rec)
+	readRecord(t, out, "after", &rec)
 	t.Logf("Fedify after the rotation: verified %v, rejected %d %+v", stats.Verified, stats.RejectedTotal, stats.Rejections)
 	if rec.Security != nil && len(rec.Security.KeyRefusals) > 0 {
 		t.Errorf("keys refused before accepted: %+v", rec.Security.KeyRefusals)
