@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +158,29 @@ func TestParseTampers(t *testing.T) {
 			t.Errorf("ParseTampers(%q) = %v, want %s", tc.in, names, tc.want)
 		}
 	}
+}
+
+// FuzzParseTampers: any list parses to known kinds, each once, in
+// Tampers' order, or fails wrapping ErrTamper.
+func FuzzParseTampers(f *testing.F) {
+	f.Add("all")
+	f.Add("body, DATE,,replay")
+	f.Add("body,nope")
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := ParseTampers(in)
+		if err != nil {
+			if !errors.Is(err, ErrTamper) {
+				t.Fatalf("%q: %v does not wrap ErrTamper", in, err)
+			}
+			return
+		}
+		last := -1
+		for _, k := range got {
+			i := slices.Index(Tampers(), k)
+			if i <= last {
+				t.Fatalf("%q: %v is not unique kinds in order", in, got)
+			}
+			last = i
+		}
+	})
 }
