@@ -14,48 +14,45 @@ func TestParseGate(t *testing.T) {
 		expr  string
 		canon string // "" = a usage error
 	}{
-		{"p95<100ms", "latency.p95<100ms"},                                         // the README's example
-		{" p99 <= 2s ", "latency.p99<=2s"},                                         // spaces are fine
-		{"p99.9<1s", "latency.p99.9<1s"},                                           // a dotted quantile
-		{"max<10s", "latency.max<10s"},                                             // max, min, mean
-		{"Create.p95<1s", "Create.latency.p95<1s"},                                 // per type
-		{"Create.service.p99<500ms", "Create.service.p99<500ms"},                   // per type and family
-		{"lateness.p99<1ms", "lateness.p99<1ms"},                                   // the generator's schedule
-		{"dispatch.p99<1ms", "dispatch.p99<1ms"},                                   // the generator's own delay
-		{"errors<1%", "errors<1%"},                                                 // a share
-		{"errors==0", "errors==0"},                                                 // a count
-		{"dropped==0", "dropped==0"},                                               // no drops
-		{"status429<5%", "status429<5%"},                                           // a class
-		{"status4xx<=2.5%", "status4xx<=2.5%"},                                     // a range
-		{"Like.timeouts==0", "Like.timeout==0"},                                    // aliases canonicalise
-		{"rate>=0.95*offered", "rate>=0.95*offered"},                               // relative rate
-		{"throughput>280", "throughput>280"},                                       // absolute rate
-		{"rate>=offered", "rate>=1*offered"},                                       // implicit coefficient
-		{"P95<100ms", "latency.p95<100ms"},                                         // case of the metric
-		{"p95", ""},                                                                // no operator
-		{"p95=100ms", "latency.p95==100ms"},                                        // single '=' is '=='
-		{"forged_accepted=0", "forged_accepted==0"},                                // the forgery gate
-		{"digest_unsigned.forged_accepted<1", "digest_unsigned.forged_accepted<1"}, // one tamper kind
-		{"forged_sent>0", "forged_sent>0"},                                         // forgeries were sent
-		{"p95<", ""},                                                               // no value
-		{"<100ms", ""},                                                             // no metric
-		{"p95<5%", ""},                                                             // a latency is not a share
-		{"p95<fast", ""},                                                           // not a duration
-		{"p95<-1s", ""},                                                            // negative
-		{"p101<1s", ""},                                                            // quantile over 100
-		{"errors<1s", ""},                                                          // a count is not a duration
-		{"errors<101%", ""},                                                        // share over 100
-		{"errors<0x10", ""},                                                        // no hex
-		{"errors<NaN", ""},                                                         // not finite
-		{"status400<1%", ""},                                                       // not a class of its own
-		{"latency.errors<1%", ""},                                                  // a count has no family
-		{"Create.rate>10", ""},                                                     // rates are overall
-		{"rate>=0.9*p95", ""},                                                      // not a rate
-		{"Create.dispatch.p99<1ms", ""},                                            // dispatch is overall
-		{"a.b.c.p95<1s", ""},                                                       // too deep
-		{"Crea-te.p95<1s", ""},                                                     // bad type name
-		{"bogus<1", ""},                                                            // unknown metric
-		{".p95<1s", ""},                                                            // empty type
+		{"p95<100ms", "latency.p95<100ms"},                       // the README's example
+		{" p99 <= 2s ", "latency.p99<=2s"},                       // spaces are fine
+		{"p99.9<1s", "latency.p99.9<1s"},                         // a dotted quantile
+		{"max<10s", "latency.max<10s"},                           // max, min, mean
+		{"Create.p95<1s", "Create.latency.p95<1s"},               // per type
+		{"Create.service.p99<500ms", "Create.service.p99<500ms"}, // per type and family
+		{"lateness.p99<1ms", "lateness.p99<1ms"},                 // the generator's schedule
+		{"dispatch.p99<1ms", "dispatch.p99<1ms"},                 // the generator's own delay
+		{"errors<1%", "errors<1%"},                               // a share
+		{"errors==0", "errors==0"},                               // a count
+		{"dropped==0", "dropped==0"},                             // no drops
+		{"status429<5%", "status429<5%"},                         // a class
+		{"status4xx<=2.5%", "status4xx<=2.5%"},                   // a range
+		{"Like.timeouts==0", "Like.timeout==0"},                  // aliases canonicalise
+		{"rate>=0.95*offered", "rate>=0.95*offered"},             // relative rate
+		{"throughput>280", "throughput>280"},                     // absolute rate
+		{"rate>=offered", "rate>=1*offered"},                     // implicit coefficient
+		{"P95<100ms", "latency.p95<100ms"},                       // case of the metric
+		{"p95", ""},                                              // no operator
+		{"p95=100ms", "latency.p95==100ms"},                      // single '=' is '=='
+		{"p95<", ""},                                             // no value
+		{"<100ms", ""},                                           // no metric
+		{"p95<5%", ""},                                           // a latency is not a share
+		{"p95<fast", ""},                                         // not a duration
+		{"p95<-1s", ""},                                          // negative
+		{"p101<1s", ""},                                          // quantile over 100
+		{"errors<1s", ""},                                        // a count is not a duration
+		{"errors<101%", ""},                                      // share over 100
+		{"errors<0x10", ""},                                      // no hex
+		{"errors<NaN", ""},                                       // not finite
+		{"status400<1%", ""},                                     // not a class of its own
+		{"latency.errors<1%", ""},                                // a count has no family
+		{"Create.rate>10", ""},                                   // rates are overall
+		{"rate>=0.9*p95", ""},                                    // not a rate
+		{"Create.dispatch.p99<1ms", ""},                          // dispatch is overall
+		{"a.b.c.p95<1s", ""},                                     // too deep
+		{"Crea-te.p95<1s", ""},                                   // bad type name
+		{"bogus<1", ""},                                          // unknown metric
+		{".p95<1s", ""},                                          // empty type
 	} {
 		g, err := record.ParseGate(tc.expr)
 		if tc.canon == "" {

@@ -68,3 +68,19 @@ func TestSecurityCounts(t *testing.T) {
 		t.Fatalf("forged_accepted=0 on a run without forgeries: %v, want no data (missed)", res[0])
 	}
 }
+
+// TestParseForgedGates: the security counters parse, over every kind or
+// one ('_' for '-'), and '=' reads as '=='.
+func TestParseForgedGates(t *testing.T) {
+	for _, tc := range []struct{ expr, canon string }{
+		{"forged_accepted=0", "forged_accepted==0"},                                // the forgery gate
+		{"digest_unsigned.forged_accepted<1", "digest_unsigned.forged_accepted<1"}, // one tamper kind
+		{"forged_sent>0", "forged_sent>0"},                                         // forgeries were sent
+		{"forged_accepted<1%", "forged_accepted<1%"},                               // a share of those sent
+	} {
+		g, err := record.ParseGate(tc.expr)
+		if err != nil || g.String() != tc.canon {
+			t.Errorf("%q: %v, canonical %q, want %q", tc.expr, err, g.String(), tc.canon)
+		}
+	}
+}
