@@ -84,3 +84,22 @@ func TestParseForgedGates(t *testing.T) {
 		}
 	}
 }
+
+// TestSecurityBounds: findings past MaxFindings are counted, not listed,
+// also when merged.
+func TestSecurityBounds(t *testing.T) {
+	var s record.Security
+	for range record.MaxFindings + 2 {
+		s.Add("body", "a", "i", record.Class202, 202)
+	}
+	if len(s.Findings) != record.MaxFindings || s.FindingsOmitted != 2 || s.Kinds["body"].Accepted != record.MaxFindings+2 {
+		t.Fatalf("%d findings, %d omitted, %+v", len(s.Findings), s.FindingsOmitted, s.Kinds["body"])
+	}
+	m, err := record.Merge(mergeable(t, &s, s.Clone())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Security.Findings) != record.MaxFindings || m.Security.FindingsOmitted != record.MaxFindings+4 {
+		t.Fatalf("merged: %d findings, %d omitted", len(m.Security.Findings), m.Security.FindingsOmitted)
+	}
+}
