@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crowdfed/crowd/signing"
 	"go.uber.org/zap"
 )
 
@@ -47,6 +48,9 @@ type Config struct {
 	// progress on a first start, a torn journal line dropped. Nil is
 	// silent.
 	Logger *zap.Logger
+	// Backend signs with the actors' keys (Actor.Signer); nil is the Go
+	// backend.
+	Backend signing.Backend
 }
 
 // DefaultConfig is the embedded default world: 20 origins of 10 actors each

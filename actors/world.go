@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // Kinds of actor the crowd serves.
@@ -79,6 +80,8 @@ type Actor struct {
 
 	docJSON []byte // Document() rendered once: it never changes while serving
 
+	signer signing.Key // Key wrapped by the world's backend (SigningKey)
+
 	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
 }
 
@@ -108,6 +111,11 @@ func Open(cfg Config) (*World, error) {
 		if err := a.loadRotation(cfg.StateDir, !cfg.BorrowKeys); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.wrapKeys(all); err != nil {
+		return nil, err
+	}
+	for _, a := range all {
 		doc, err := MarshalDoc(a.Document())
 		if err != nil {
 			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)

@@ -111,7 +111,8 @@ const (
 func Routes() []Route {
 	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
-		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries}
+		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
+		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks}
 }
 
 // Query parameters of the routes.

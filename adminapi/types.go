@@ -15,6 +15,9 @@ type WorldInfo struct {
 	Zone    string       `json:"zone"`
 	Shard   string       `json:"shard,omitempty"`
 	Origins []OriginInfo `json:"origins"`
+	// Addresses, when the origins have addresses of their own, says which
+	// (an attached flood sends from them); absent when they share one.
+	Addresses *AddressInfo `json:"addresses,omitempty"`
 }
 
 // OriginInfo describes one origin.
@@ -210,4 +213,16 @@ type Delivery struct {
 	NextAt  time.Time `json:"next_at"`
 	// LastError is why the last try failed.
 	LastError string `json:"last_error,omitempty"`
+}
+
+// AddressInfo is how the crowd's origins are addressed when each has its
+// own address (crowd serve --advertise with a range): an attached flood
+// computes every origin's address from it, as the crowd does, and sends
+// from it.
+type AddressInfo struct {
+	// Advertise is the --advertise value, a list of addresses and CIDR
+	// prefixes.
+	Advertise string `json:"advertise"`
+	// Origins is the number of origins of the whole world, every shard's.
+	Origins int `json:"origins"`
 }

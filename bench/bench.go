@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // bench is one run: its configuration, the world whose actors sign, the
@@ -30,6 +31,8 @@ type bench struct {
 	crowdErr error      // why there is none
 	wrk      *wrkClient // the closed-loop rows' client; nil: the Go client
 	rep      *Report
+	lcWorld  *actors.World // the same world signing with libcrypto (libcryptoWorld)
+	lcErr    error         // why there is none
 }
 
 // newBench prepares a run: keys (generated once under cfg.State), the null
@@ -92,6 +95,10 @@ func (b *bench) close() {
 		b.world.Close()
 		b.world = nil
 	}
+	if b.lcWorld != nil {
+		b.lcWorld.Close()
+		b.lcWorld = nil
+	}
 	if b.tmp != "" {
 		os.RemoveAll(b.tmp)
 		b.tmp = ""
@@ -109,7 +116,7 @@ func (b *bench) prepareWorld(origins int) (*actors.World, error) {
 	dir := worldDir(b.cfg.State, origins, b.cfg.Actors)
 	before := countKeys(dir)
 	t0 := time.Now()
-	w, err := openWorld(dir, origins, b.cfg.Actors)
+	w, err := openWorld(dir, origins, b.cfg.Actors, signing.GoBackend())
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +162,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -170,6 +177,9 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"documents", "documents vs bare handler", b.documentsSection},
 		{"cpu", "CPU per activity (rate ×2) and memory", b.cpuSection},
 		{"startup", "start-up (origins ×10)", b.startupSection},
+		{"backends", "signing backends: ceilings and pipeline floods, Go vs libcrypto", b.backendsSection},
+		{"onecore", "pipeline flood with libcrypto pinned to one core", b.oneCoreSection},
+		{"inbox-backends", "inbox verifying with libcrypto vs bare and vs Go", b.inboxBackendsSection},
 	}
 	for _, s := range sections {
 		if ctx.Err() != nil {

@@ -63,6 +63,11 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 		row := rep.Rows[i]
 		switch {
+		case !withCgo && libcryptoRow(key):
+			// A CGO_ENABLED=0 build has no libcrypto: the row says so.
+			if !strings.Contains(row.Error, "cgo") {
+				t.Errorf("row %s in a build without cgo: error %q, want one naming cgo", key, row.Error)
+			}
 		case row.Key != key:
 			t.Errorf("row %d is %q, want %q", i, row.Key, key)
 		case row.Error != "":
@@ -85,6 +90,35 @@ func TestBenchEndToEnd(t *testing.T) {
 	// The keys are made once: a second world of the same shape reuses them.
 	if n := countKeys(worldDir(state, 1, 2)); n != 3 {
 		t.Errorf("%d key files for 1 origin × 2 actors, want 3 (2 actors + the instance actor)", n)
+	}
+}
+
+// libcryptoRow reports whether row key measures the libcrypto backend.
+func libcryptoRow(key string) bool {
+	switch key {
+	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
+		return true
+	}
+	return false
+}
+
+// TestParseOpensslSpeed reads openssl speed's result line, on one process
+// and with -multi (OpenSSL 3.0's output).
+func TestParseOpensslSpeed(t *testing.T) {
+	for _, c := range []struct {
+		name, out    string
+		sign, verify float64
+		ok           bool
+	}{
+		{"one process", "Doing 2048 bits private rsa's for 3s: 11509 2048 bits private RSA's in 3.00s\nversion: 3.0.22\n                  sign    verify    sign/s verify/s\nrsa 2048 bits 0.000261s 0.000016s   3836.4  61300.0\n", 3836.4, 61300, true},
+		{"-multi 2: the sum", "Got: +F2:2:2048:882.500000:20672.000000 from 0\nGot: +F2:2:2048:652.736318:19275.000000 from 1\n                  sign    verify    sign/s verify/s\nrsa 2048 bits 0.000651s 0.000025s   1535.2  39947.0\n", 1535.2, 39947, true},
+		{"another key size only", "rsa 4096 bits 0.003s 0.00005s 330.0 20000.0\n", 0, 0, false},
+		{"no output", "", 0, 0, false},
+	} {
+		sign, verify, err := parseOpensslSpeed(c.out)
+		if (err == nil) != c.ok || sign != c.sign || verify != c.verify {
+			t.Errorf("%s: %v, %v, %v; want %v, %v, ok=%v", c.name, sign, verify, err, c.sign, c.verify, c.ok)
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	world, err := openWorld(*state, *origins, *nactors)
+	world, err := openWorld(*state, *origins, *nactors, nil)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,8 @@ type config struct {
 	LongSeconds time.Duration
 	MemRate     float64
 	// Only names the sections to run (pipeline, presigned, inbox,
-	// documents, cpu, startup); empty runs them all.
+	// documents, cpu, startup, backends, onecore, inbox-backends); empty
+	// runs them all.
 	Only []string
 	// CPUProfile, when set, is where a CPU profile of the bench's own
 	// process (the in-process servers, the Go client, the floods run in

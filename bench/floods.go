@@ -15,22 +15,22 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// signCeiling is the machine's RSA-2048 signing ceiling: GOMAXPROCS
-// goroutines calling SignPost on d's body and key back to back for dur;
-// signatures per second.
-func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur time.Duration) float64 {
+// signCeiling is the machine's RSA-2048 signing ceiling: workers
+// goroutines (GOMAXPROCS: the whole machine) calling SignPost on d's body
+// and key back to back for dur; signatures per second.
+func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur time.Duration, workers int) float64 {
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(dur)
-	for range runtime.GOMAXPROCS(0) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var n int64
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host, Body: http.NoBody}
-				if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {
+				if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 					break
 				}
 				n++
@@ -47,21 +47,25 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 // sustained rate has no drops, p99 lateness within cfg.LatenessBound, and
 // signers that kept up: they signed at least 0.99 × rate during the run
 // (a full buffer alone would carry a rate above the ceiling through a
-// short trial).
-func (b *bench) pipelineTrial(ctx context.Context, gen *flood.Generator, signer *signing.Signer, rate float64) outcome {
+// short trial). workers signers (0: one per core) run under procs
+// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it).
+func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int) outcome {
 	runtime.GC()
-	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate), Nice: b.cfg.SignerNice})
+	if procs <= 0 {
+		procs = flood.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
+	}
+	runtime.GOMAXPROCS(procs)
+	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate), Nice: b.cfg.SignerNice, Workers: workers})
 	defer pl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := pl.Fill(fctx)
 	cancel()
 	if err != nil {
-		o := outcome{Side: "pipeline", Rate: rate, Why: "filling the pipeline: " + err.Error()}
+		o := outcome{Side: side, Rate: rate, Why: "filling the pipeline: " + err.Error()}
 		return o
 	}
 	s0 := pl.Signed()
-	o, res := floodTrial(ctx, "pipeline", pl, rate, b.cfg)
+	o, res := floodTrial(ctx, side, pl, rate, b.cfg)
 	var pace, timing []string
 	if res != nil {
 		o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()
@@ -113,7 +117,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	var ceilings []float64
 	sample := func() {
 		runtime.GC()
-		c := signCeiling(ctx, signer, d, sampleDur)
+		c := signCeiling(ctx, signer, d, sampleDur, runtime.GOMAXPROCS(0))
 		ceilings = append(ceilings, c)
 		b.logf("  ceiling  %7.0f signatures/s", c)
 	}
@@ -123,7 +127,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	// still reaches the rate the flood does sustain, and reports it.
 	s := newSearch("pipeline", 0.9*ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, gen, signer, rate))
+		s.report(b.pipelineTrial(ctx, "pipeline", gen, signer, rate, 0, 0))
 		sample()
 	}
 	ceiling := median(append([]float64(nil), ceilings...))
@@ -164,7 +168,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 		notes = append(notes, "no rate met every bound ("+lastWhy(s.trials)+")")
 	}
 	if low > 0 && ctx.Err() == nil {
-		half := b.pipelineTrial(ctx, gen, signer, math.Max(1, math.Round(low/2)))
+		half := b.pipelineTrial(ctx, "pipeline", gen, signer, math.Max(1, math.Round(low/2)), 0, 0)
 		details["half"] = half
 		notes = append(notes, fmt.Sprintf("p99 lateness %.2f ms at %s", half.LatenessP99MS, formatValue(half.Rate, "/s")))
 	}

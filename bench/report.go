@@ -29,7 +29,8 @@ const (
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
 	return []string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
-		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale}
+		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo}
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

@@ -8,36 +8,24 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture"
-	"github.com/crowdfed/crowd/signing"
 )
 
-// pair measures A and B (closed loop) Rounds times each, alternating,
-// and returns their medians and every measurement.
-func (b *bench) pair(ctx context.Context, nameA, nameB string, a, b2 func(context.Context) loopResult) (medA, medB float64, all map[string][]loopResult) {
+// rounds measures each side (closed loop) Rounds times, in turn (A, B, …,
+// A, B, …), and returns their medians, in order, and every measurement.
+func (b *bench) rounds(ctx context.Context, names []string, fns []func(context.Context) loopResult) (meds []float64, all map[string][]loopResult) {
 	all = map[string][]loopResult{}
-	var ra, rb []float64
+	rates := make([][]float64, len(names))
 	for range b.cfg.Rounds {
-		for _, side := range []struct {
-			name string
-			fn   func(context.Context) loopResult
-			out  *[]float64
-		}{{nameA, a, &ra}, {nameB, b2, &rb}} {
+		for i, fn := range fns {
 			if ctx.Err() != nil {
 				break
 			}
-			r := side.fn(ctx)
-			all[side.name] = append(all[side.name], r)
-			*side.out = append(*side.out, r.Rate)
+			r := fn(ctx)
+			all[names[i]] = append(all[names[i]], r)
+			rates[i] = append(rates[i], r.Rate)
 			extra := ""
 			if r.Client == clientWrk {
 				extra = fmt.Sprintf(" (wrk: p50 %.2f ms, p99 %.2f ms, %.1f µs client CPU/request)", r.P50, r.P99, cpuPerRequest(r))
@@ -45,10 +33,13 @@ func (b *bench) pair(ctx context.Context, nameA, nameB string, a, b2 func(contex
 			if r.Bad > 0 {
 				extra += fmt.Sprintf(" (%d not as expected, first: %s)", r.Bad, r.FirstBad)
 			}
-			b.logf("  %-16s %8.0f/s%s", side.name, r.Rate, extra)
+			b.logf("  %-16s %8.0f/s%s", names[i], r.Rate, extra)
 		}
 	}
-	return median(ra), median(rb), all
+	for _, rs := range rates {
+		meds = append(meds, median(rs))
+	}
+	return meds, all
 }
 
 // cpuPerRequest is the client's CPU per request of r, in µs (0 when
@@ -81,18 +72,27 @@ type replay struct {
 // discarded) and then Measure by the bench's client: wrk when there is
 // one (whole seconds), else the Go client.
 func (b *bench) closedPair(ctx context.Context, nameA, addrA, nameB, addrB string, rp *replay) (medA, medB float64, all map[string][]loopResult, err error) {
+	meds, all, err := b.closedSides(ctx, []string{nameA, nameB}, []string{addrA, addrB}, rp)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return meds[0], meds[1], all, nil
+}
+
+// closedSides is closedPair for any number of servers, measured in turn.
+func (b *bench) closedSides(ctx context.Context, names, addrs []string, rp *replay) (meds []float64, all map[string][]loopResult, err error) {
 	if b.wrk != nil {
 		reqs := make([][]byte, rp.n)
 		for i := range reqs {
 			reqs[i] = rp.raw(i)
 		}
 		if rp.script, err = writeWrkScript(b.tmp, rp.name, reqs); err != nil {
-			return 0, 0, nil, err
+			return nil, nil, err
 		}
 	}
-	for _, s := range []struct{ name, addr string }{{nameA, addrA}, {nameB, addrB}} {
-		if err := checkPool(ctx, s.addr, rp.n, rp.want, rp.mk); err != nil {
-			return 0, 0, nil, fmt.Errorf("%s does not answer the pool with %d: %w", s.name, rp.want, err)
+	for i, addr := range addrs {
+		if err := checkPool(ctx, addr, rp.n, rp.want, rp.mk); err != nil {
+			return nil, nil, fmt.Errorf("%s does not answer the pool with %d: %w", names[i], rp.want, err)
 		}
 	}
 	side := func(addr string) func(context.Context) loopResult {
@@ -113,8 +113,12 @@ func (b *bench) closedPair(ctx context.Context, nameA, addrA, nameB, addrB strin
 			return r
 		}
 	}
-	medA, medB, all = b.pair(ctx, nameA, nameB, side(addrA), side(addrB))
-	return medA, medB, all, nil
+	fns := make([]func(context.Context) loopResult, len(addrs))
+	for i, addr := range addrs {
+		fns[i] = side(addr)
+	}
+	meds, all = b.rounds(ctx, names, fns)
+	return meds, all, nil
 }
 
 // clientNote says which client measured a closed-loop pair, for the
@@ -174,53 +178,13 @@ func (b *bench) inboxSection(ctx context.Context) {
 		fail(err)
 		return
 	}
-	dir := filepath.Join(b.tmp, "inbox")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		fail(err)
-		return
-	}
-	in, err := inbox.New(inbox.Config{World: b.world, StateDir: dir, Logger: zap.NewNop(), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		fail(err)
-		return
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		in.Shutdown(sctx)
-	}()
-	inAddr, stopIn, err := serve(in)
+	inAddr, stopIn, err := b.startInbox(b.world, "inbox")
 	if err != nil {
 		fail(err)
 		return
 	}
 	defer stopIn()
-	keys := map[string]signing.PublicKey{}
-	for _, o := range b.world.Origins {
-		for _, a := range o.Actors {
-			keys[a.KeyID] = signing.PublicKey{Key: &a.Key.PublicKey, Owner: a.ID, ID: a.KeyID}
-		}
-		keys[o.Instance.KeyID] = signing.PublicKey{Key: &o.Instance.Key.PublicKey, Owner: o.Instance.ID, ID: o.Instance.KeyID}
-	}
-	verifier := &signing.Verifier{Keys: signing.KeyResolverFunc(func(_ context.Context, keyID string, _ bool) (signing.PublicKey, error) {
-		if k, ok := keys[keyID]; ok {
-			return k, nil
-		}
-		return signing.PublicKey{}, fmt.Errorf("%w: %s", signing.ErrKeyUnavailable, keyID)
-	})}
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if _, err := verifier.Verify(r.Context(), r, body); err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	})
-	bareAddr, stopBare, err := serve(bare)
+	bareAddr, stopBare, err := startBareVerifier(b.world, b.world.Backend())
 	if err != nil {
 		fail(err)
 		return

@@ -25,9 +25,11 @@ func worldDir(state string, origins, nactors int) string {
 
 // openWorld opens (generating missing keys, as `crowd serve` would) the
 // world of origins × actors whose state is dir. Its follow graph stays in
-// memory: nothing the bench sends changes it.
-func openWorld(dir string, origins, nactors int) (*actors.World, error) {
-	return actors.Open(actors.Config{Origins: origins, Actors: nactors, Domain: benchDomain, StateDir: dir, EphemeralGraph: true})
+// memory: nothing the bench sends changes it. Its actors sign, and an inbox
+// over it verifies, with backend (nil: Go's crypto/rsa).
+func openWorld(dir string, origins, nactors int, backend signing.Backend) (*actors.World, error) {
+	return actors.Open(actors.Config{Origins: origins, Actors: nactors, Domain: benchDomain, StateDir: dir, EphemeralGraph: true,
+		Backend: backend})
 }
 
 // newSigner is the signer of every request the bench sends: the

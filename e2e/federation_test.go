@@ -40,6 +40,12 @@ const (
 // startFederation starts the crowd, then Fedify with personas load0..n-1.
 func startFederation(t *testing.T, personas int) *federation {
 	t.Helper()
+	return startFederationWith(t, personas)
+}
+
+// startFederationWith is startFederation with more flags for Fedify.
+func startFederationWith(t *testing.T, personas int, peerArgs ...string) *federation {
+	t.Helper()
 	peers := NodePeers(t)
 	ns := NewNetns(t)
 	f := &federation{ns: ns, state: t.TempDir(), control: ns.HTTPClient(nil, nil)}
@@ -64,6 +70,7 @@ func startFederation(t *testing.T, personas int) *federation {
 		"--domain", "sut.test", "--listen", sutIP+":443", "--control", "127.0.0.1:9300",
 		"--cert", filepath.Join(certs, "sut.test.crt"), "--key", filepath.Join(certs, "sut.test.key"),
 		"--personas", sutPersonas, "--count", fmt.Sprint(personas))
+	cmd.Args = append(cmd.Args, peerArgs...)
 	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+filepath.Join(f.state, "tls", "ca.pem"))
 	f.fedify = StartProcess(t, cmd, ReadyOutput(`"ready":true`))
 	return f

@@ -266,44 +266,13 @@ func (n *Netns) Dial(ctx context.Context, network, addr string) (net.Conn, error
 	if net.ParseIP(host) == nil {
 		return nil, fmt.Errorf("netns dial %s: want an IP address, not a name", addr)
 	}
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		// A socket belongs to the namespace of the thread that creates it. This goroutine takes
-		// a thread of its own, enters the namespace, makes the socket, and goes back; should it
-		// fail to go back, it exits still locked and Go discards the thread.
-		runtime.LockOSThread()
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer self.Close()
-		target, err := os.Open(filepath.Join("/var/run/netns", n.Name))
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := setns(target); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		ch <- result{c, err}
-		if setns(self) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	r := <-ch
-	return r.c, r.err
+	var c net.Conn
+	err = n.inside(func() error {
+		var derr error
+		c, derr = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return derr
+	})
+	return c, err
 }
 
 // HTTPClient returns a client whose connections are made inside the namespace. resolve maps a

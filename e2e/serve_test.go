@@ -20,6 +20,13 @@ func crowdServe(t *testing.T, ns *Netns, state string, extra ...string) *Process
 	args := append([]string{"serve", "--state", state, "--origins", "4", "--actors", "10",
 		"--https", "127.0.0.1:443", "--http", "127.0.0.1:80", "--dns", "127.0.0.1:53",
 		"--admin", "127.0.0.1:9180", "--advertise", "127.0.0.1", "--log-format", "json"}, extra...)
+	return crowdServeArgs(t, ns, args...)
+}
+
+// crowdServeArgs starts the crowd in ns with exactly args (its admin API on 127.0.0.1:9180) and
+// waits until it is ready.
+func crowdServeArgs(t *testing.T, ns *Netns, args ...string) *Process {
+	t.Helper()
 	cmd := ns.Command(context.Background(), BuildCrowd(t), args...)
 	return StartProcess(t, cmd, func(ctx context.Context, p *Process) error {
 		if err := ReadyTCP(ns, "127.0.0.1:9180")(ctx, p); err != nil {

@@ -59,7 +59,7 @@ func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
 	}
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
 		Body: http.NoBody}
-	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.Key); err != nil {
+	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
 	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}

@@ -155,9 +155,9 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host, Body: http.NoBody}
 	f := signing.Forgery{Kind: d.Forgery.Kind}
 	if w := d.Forgery.WrongSigner; w != nil {
-		f.WrongKeyID, f.WrongKey = w.KeyID, w.Key
+		f.WrongKeyID, f.WrongKey = w.KeyID, w.SigningKey()
 	}
-	body, err := signer.SignForged(req, d.Body, d.Sender.KeyID, d.Sender.Key, f)
+	body, err := signer.SignForged(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey(), f)
 	if err != nil {
 		return nil, err
 	}

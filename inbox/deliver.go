@@ -219,7 +219,7 @@ func (in *Inbox) post(ctx context.Context, from *actors.Actor, inbox string, bod
 	if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
 		return answer{err: fmt.Errorf("%w: inbox %q is not an http(s) URL", errPermanent, inbox)}
 	}
-	if err := in.signer.SignPost(req, body, from.KeyID, from.Key); err != nil {
+	if err := in.signer.SignPost(req, body, from.KeyID, from.SigningKey()); err != nil {
 		return answer{err: fmt.Errorf("%w: signing: %v", errPermanent, err)}
 	}
 	return in.postSigned(req, body)

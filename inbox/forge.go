@@ -24,13 +24,13 @@ func (in *Inbox) sendForged(ctx context.Context, from *actors.Actor, to, inbox s
 	f := signing.Forgery{Kind: kinds[0]}
 	if f.Kind == signing.TamperWrongKey {
 		w := in.otherSigner(from)
-		f.WrongKeyID, f.WrongKey = w.KeyID, w.Key
+		f.WrongKeyID, f.WrongKey = w.KeyID, w.SigningKey()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, inbox, nil)
 	if err != nil {
 		return adminapi.SendResult{}, fmt.Errorf("%w: inbox %q: %v", ErrBadRequest, inbox, err)
 	}
-	sent, err := in.signer.SignForged(req, body, from.KeyID, from.Key, f)
+	sent, err := in.signer.SignForged(req, body, from.KeyID, from.SigningKey(), f)
 	if err != nil {
 		return adminapi.SendResult{}, err
 	}

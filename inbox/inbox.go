@@ -214,7 +214,8 @@ func New(cfg Config) (*Inbox, error) {
 		MaxEntries: cfg.KeyCacheSize,
 		Now:        cfg.Now,
 	})
-	in.verifier = &signing.Verifier{Keys: signing.KeyResolverFunc(in.resolveKey), Window: cfg.DateWindow, Now: cfg.Now}
+	in.verifier = &signing.Verifier{Keys: signing.KeyResolverFunc(in.resolveKey), Window: cfg.DateWindow, Now: cfg.Now,
+		Backend: in.world.Backend()}
 	q, err := openQueue(cfgOutboxDir(cfg.StateDir), d.MaxPending, cfg.Now(), in.log)
 	if err != nil {
 		return nil, err
@@ -318,7 +319,7 @@ func (in *Inbox) fetchAs(req *http.Request) apclient.Identity {
 	if !ok || o == nil {
 		o = in.world.Origins[0]
 	}
-	return apclient.Identity{KeyID: o.Instance.KeyID, Key: o.Instance.Key}
+	return apclient.Identity{KeyID: o.Instance.KeyID, Key: o.Instance.SigningKey()}
 }
 
 // resolveKey resolves the crowd's own keys from the world, with no HTTP:

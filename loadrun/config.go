@@ -94,6 +94,12 @@ type Config struct {
 	Stdout, Stderr     io.Writer
 	Live               bool
 
+	// Fetchback says whether and how the run counts what the SUT fetches
+	// back from the crowd's origins (fetchback.go).
+	Fetchback FetchbackConfig
+	// PersonaPosts posts for the personas that have no post, through the
+	// SUT's client API (personaposts.go).
+	PersonaPosts PersonaPostsConfig
 	// Scenario, when set, is what a scenario (or --tamper, --origin-zipf,
 	// --target-posts) adds beyond the flags above: see ScenarioConfig.
 	Scenario *ScenarioConfig
@@ -159,6 +165,9 @@ func (c Config) plan() (*plan, []error) {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
 	c.checkBounds(p, bad)
+	try(c.Fetchback.validate())
+	_, err = c.PersonaPosts.tokens()
+	try(err)
 	c.checkScenario(p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {

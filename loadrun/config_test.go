@@ -47,6 +47,12 @@ func TestValidateRules(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
+		// The fetch-back grace is a wait after the run: bounded, never negative.
+		{"negative grace", func(c *Config) { c.Fetchback.Grace = -time.Second }, "--fetchback-grace -1s: want 0 to 10m"},
+		// A client-API token is name=TOKEN.
+		{"post token", func(c *Config) { c.PersonaPosts.Tokens = []string{"load0"} }, `--post-token "load0": want name=TOKEN`},
+		// The client API is a base URL.
+		{"post api", func(c *Config) { c.PersonaPosts.ClientAPI = "sut.test/api" }, "--post-api"},
 		// A ramp is its own list of rates.
 		{"rate and ramp", func(c *Config) { c.Rate, c.Ramp = "10", "10:20:10" }, "--rate and --ramp are exclusive"},
 		// A run must end.

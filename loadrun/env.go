@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -35,6 +36,12 @@ type Environment struct {
 	What     string           // which crowd, for the log
 	Shard    string
 	close    func()
+	// Fetchbacks counts what the SUT fetches back from the crowd's origins
+	// during a run (nil: it cannot).
+	Fetchbacks FetchbackCounter
+	// Plan is where the origins are, when each has its own address: the
+	// run's signed requests leave from them. Nil: one shared address.
+	Plan *originaddr.Plan
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -78,7 +85,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
-		What: "the in-process crowd", Shard: c.World.Shard,
+		What: "the in-process crowd", Shard: c.World.Shard, Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -118,6 +125,10 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 	if len(info.Origins) == 0 || len(info.Origins[0].Actors) == 0 {
 		return nil, fmt.Errorf("the crowd at %s (--admin) describes an empty world", c.AdminAddr)
 	}
+	plan, err := attachedPlan(info, c.AdminAddr)
+	if err != nil {
+		return nil, err
+	}
 	world, err := borrowKeys(c, info)
 	if err != nil {
 		return nil, err
@@ -136,6 +147,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		for _, h := range world.Hosts() {
 			hosts[h] = c.CrowdHTTPS
 		}
+		planHosts(world, plan, c.CrowdHTTPS, hosts)
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
 		zap.Int("actors", len(world.Actors())), zap.String("state", c.World.StateDir))
@@ -145,7 +157,8 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
-		close: func() { world.Close() },
+		Fetchbacks: adminFetchbacks{c.Admin},
+		close:      func() { world.Close() }, Plan: plan,
 	}, nil
 }
 
@@ -162,7 +175,7 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 		return nil, usagef("--state %s holds no keys: pass the --state of the crowd serving at %s, whose keys the flood signs with", state, c.AdminAddr)
 	}
 	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
-		EphemeralGraph: true, BorrowKeys: true}
+		EphemeralGraph: true, BorrowKeys: true, Backend: c.World.Backend}
 	want := map[string]string{}
 	for _, o := range info.Origins {
 		cfg.Origins = max(cfg.Origins, o.Index)

@@ -52,6 +52,9 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	if err := r.postForEmpty(ctx, personas); err != nil {
+		return err
+	}
 	r.trimPosts(personas)
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
@@ -72,8 +75,10 @@ func Run(ctx context.Context, c Config) error {
 	defer r.warnDiverted()
 	tr := flood.NewTransport(c.MaxInflight, r.tls)
 	tr.DialContext = r.guard.DialContext
-	defer tr.CloseIdleConnections()
-	r.transport = tr
+	sending := fromOrigins(tr, env.Plan)
+	defer sending.CloseIdleConnections()
+	r.transport = sending
+	logPlan(c.Log, env.Plan, env.World.Config.Shard.I)
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
 	r.forg = flood.NewForgeries() // forged requests, and keys the SUT refused before it accepted them
@@ -83,7 +88,8 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer stop()
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())))
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())),
+		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
 	}

@@ -92,15 +92,19 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 			r.log.Warn("checkpoint of the record", zap.String("out", r.c.Out), zap.Error(err))
 		}
 	}
+	fetch := r.openFetchback(ctx, s.Label)
 	res, err := flood.Run(ctx, plan)
 	live.Done()
 	if err != nil {
+		fetch.finish(ctx, nil)
 		return nil, usage(err)
 	}
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
 	}
-	return r.record(res, s)
+	rec, err := r.record(res, s)
+	fetch.finish(ctx, rec)
+	return rec, err
 }
 
 // record is res's record with what the flood knows beyond the engine: the
@@ -113,6 +117,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	}
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = r.seed
+		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
 	}
 	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}

@@ -17,9 +17,9 @@ import (
 // (discovery, the audience's client API): the dial guard that refuses
 // public targets, roots that trust the crowd's CA, a bound per request.
 func (r *runner) client(timeout time.Duration, perHost int) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+	return &http.Client{Timeout: timeout, Transport: fromOrigins(&http.Transport{
 		DialContext: r.guard.DialContext, TLSClientConfig: r.tls.Clone(), ForceAttemptHTTP2: true, // a copy: enabling HTTP/2 adds "h2" to it
-		MaxIdleConnsPerHost: perHost, TLSHandshakeTimeout: 10 * time.Second}}
+		MaxIdleConnsPerHost: perHost, TLSHandshakeTimeout: 10 * time.Second}, r.env.Plan)}
 }
 
 // refusePublic makes a refused public target a usage error.
@@ -61,7 +61,7 @@ func (r *runner) targets(ctx context.Context) ([]*flood.Persona, string, error) 
 	inst := env.World.Origins[0].Instance
 	start := time.Now()
 	personas, warns, err := flood.Discover(ctx, p.accts, flood.DiscoverOptions{Client: client, Signer: r.signer,
-		KeyID: inst.KeyID, Key: inst.Key, Inbox: p.inbox, Timeout: r.c.Timeout})
+		KeyID: inst.KeyID, Key: inst.SigningKey(), Inbox: p.inbox, Timeout: r.c.Timeout})
 	for _, w := range warns {
 		r.log.Warn(w)
 	}

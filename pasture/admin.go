@@ -29,6 +29,7 @@ func (p *Pasture) World() adminapi.WorldInfo {
 		oi.Instance = p.actorInfo(o.Instance.Acct(), o.Instance.ID, o.Instance.KeyID, o.Instance.Key.Public())
 		info.Origins = append(info.Origins, oi)
 	}
+	info.Addresses = p.addressInfo()
 	return info
 }
 
@@ -69,6 +70,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		writeAdminJSON(w, p.World())
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
+	p.handleFetchbacks(r.Handle)
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -70,6 +71,9 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 		return nil, err
 	}
 	wcfg.Logger = cmp.Or(cfg.WorldLogger, cfg.Logger)
+	if _, err := originPlan(cfg.Listen.Range, wcfg); err != nil {
+		return nil, err // before a first start makes keys for a minute
+	}
 	lock, err := statedir.Acquire(wcfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -97,7 +101,11 @@ func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Cro
 		return nil, err
 	}
 	reg := NewRegistry()
-	in, err := inbox.New(inbox.Config{World: world, Client: OutgoingClient(ca, 30*time.Second),
+	plan, err := originPlan(cfg.Listen.Range, world.Config)
+	if err != nil {
+		return nil, err
+	}
+	in, err := inbox.New(inbox.Config{World: world, Client: originClient(ca, 30*time.Second, plan),
 		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: cfg.UserAgent}), StateDir: world.Config.StateDir,
 		Logger: cfg.Logger.Named("inbox"), Registerer: reg})
 	if err != nil {
@@ -148,7 +156,7 @@ func OutgoingClient(ca *CA, timeout time.Duration) *http.Client {
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           originaddr.BindDial(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 			TLSClientConfig:       &tls.Config{RootCAs: RootsWith(ca.CertPEM()), MinVersion: tls.VersionTLS12},
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          256,

@@ -15,9 +15,10 @@ import (
 
 // originRouter routes the requests of every origin (HTTPS and HTTP
 // listeners alike) by path; handlers find their origin by Host.
-func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics) (http.Handler, error) {
+func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics, fetch *FetchWindows) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(m.middleware)
+	r.Use(fetch.Middleware) // what the SUT fetches back, by run (fetchback.go)
 	r.Use(knownOrigin(world))
 	wf, err := webfinger.NewHandlers(world, version)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/originaddr"
 )
 
 // ErrListen marks a listener that could not be started; the message names
@@ -63,6 +64,10 @@ type Config struct {
 	// Registry collects the metrics /metrics serves; nil makes a new one.
 	// Share it with the inbox so its metrics are served too.
 	Registry *prometheus.Registry
+	// Range, when set, is --advertise as a range: each origin answers at
+	// its own address of it (see originaddr.Plan), and Advertise is
+	// ignored. A range of one address per family is shared, as Advertise.
+	Range *originaddr.Range
 }
 
 // Pasture runs the crowd's listeners. Start it, then Shutdown it.
@@ -72,11 +77,13 @@ type Pasture struct {
 	ca      *CA
 	origins http.Handler
 	admin   http.Handler
+	fetch   *FetchWindows
 
 	mu      sync.Mutex
 	servers []*http.Server
 	dns     *DNSServer
 	addrs   map[string]string
+	plan    *originaddr.Plan // nil: every origin at Advertise
 	ready   bool
 	errc    chan error
 }
@@ -100,8 +107,12 @@ func New(cfg Config) (*Pasture, error) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8)}
-	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World)); err != nil {
+	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
+		fetch: NewFetchWindows(nil)}
+	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
+		return nil, err
+	}
+	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World), p.fetch); err != nil {
 		return nil, err
 	}
 	p.adminHandler(reg)
@@ -192,6 +203,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		}()
 		p.log.Info("listening", zap.String("listener", pl.name), zap.String("addr", l.Addr().String()))
 	}
+	p.logPlan(map[string]string{"--https": p.cfg.HTTPSAddr, "--http": p.cfg.HTTPAddr, "--dns": p.cfg.DNSAddr})
 	p.ready = true
 	return nil
 }
@@ -225,7 +237,7 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 // dnsConfig describes the DNS to serve. Self is just the listen address:
 // the DNS handler widens a wildcard address to every local one itself.
 func (p *Pasture) dnsConfig() DNSConfig {
-	return DNSConfig{
+	c := DNSConfig{
 		Hosts:     p.cfg.World.Hosts(),
 		Zone:      p.cfg.World.Config.Zone(),
 		Advertise: p.cfg.Advertise,
@@ -234,4 +246,8 @@ func (p *Pasture) dnsConfig() DNSConfig {
 		Self:      []string{p.cfg.DNSAddr},
 		Logger:    p.log.Named("dns"),
 	}
+	if p.plan != nil {
+		p.planDNS(&c)
+	}
+	return c
 }

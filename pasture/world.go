@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // WorldConfig is the world's shape as a command line gives it (--origins,
@@ -14,6 +15,8 @@ type WorldConfig struct {
 	Domain          string // host-name pattern with one %d
 	StateDir        string
 	Shard           string // "i/n", or "" for every origin
+	// Backend signs with the world's keys (--crypto); nil is the Go backend.
+	Backend signing.Backend
 }
 
 // DefaultWorld is `crowd serve`'s world with no flags.
@@ -29,7 +32,8 @@ func (w WorldConfig) ActorsConfig() (actors.Config, error) {
 	if err != nil {
 		return actors.Config{}, fmt.Errorf("--shard: %w", err)
 	}
-	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh}
+	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh,
+		Backend: w.Backend}
 	if err := cfg.Validate(); err != nil {
 		return actors.Config{}, err
 	}
@@ -39,3 +43,8 @@ func (w WorldConfig) ActorsConfig() (actors.Config, error) {
 // ErrConfig marks a world that cannot be built as configured: a mistake
 // in a flag, which the error names (it is actors.ErrConfig).
 var ErrConfig = actors.ErrConfig
+
+// SigningBackend is the signing backend --crypto names: "auto" (libcrypto
+// when this build has cgo, else Go), "go" or "libcrypto". The error names
+// what this build offers.
+func SigningBackend(name string) (signing.Backend, error) { return signing.NewBackend(name) }

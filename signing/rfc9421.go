@@ -54,8 +54,8 @@ func (v *Verifier) verifyRFC9421(ctx context.Context, req *http.Request, body []
 		return Verified{}, err
 	}
 	pk, err := v.resolveAndCheck(ctx, s.keyID, func(pk PublicKey) error {
-		err := verify9421(s.alg, pk, base, s.sig)
-		if err != nil && rawBase != nil && verify9421(s.alg, pk, rawBase, s.sig) == nil {
+		err := verify9421(v.Backend, s.alg, pk, base, s.sig)
+		if err != nil && rawBase != nil && verify9421(v.Backend, s.alg, pk, rawBase, s.sig) == nil {
 			return nil
 		}
 		return err
@@ -344,19 +344,19 @@ func requestScheme(req *http.Request) string {
 	return "http"
 }
 
-func verify9421(alg Algorithm, pk PublicKey, base, sig []byte) error {
+func verify9421(b Backend, alg Algorithm, pk PublicKey, base, sig []byte) error {
 	switch k := pk.Key.(type) {
 	case *rsa.PublicKey:
 		switch alg {
 		case "", RFC9421RSAv15SHA256:
 			sum := sha256.Sum256(base)
-			if err := rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig); err != nil {
+			if err := backendOr(b).VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig); err != nil {
 				return fmt.Errorf("%w: rsa-v1_5-sha256 with key %s: %v", ErrBadSignature, pk.ID, err)
 			}
 			return nil
 		case RFC9421RSAPSSSHA512:
 			sum := sha512.Sum512(base)
-			if err := rsa.VerifyPSS(k, crypto.SHA512, sum[:], sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}); err != nil {
+			if err := backendOr(b).VerifyPSS(k, crypto.SHA512, sum[:], sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}); err != nil {
 				return fmt.Errorf("%w: rsa-pss-sha512 with key %s: %v", ErrBadSignature, pk.ID, err)
 			}
 			return nil

@@ -27,6 +27,8 @@ type Verifier struct {
 	Window time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Backend checks RSA signatures; nil is the Go backend (crypto/rsa).
+	Backend Backend
 }
 
 // Verified describes a request whose signature checked out.
@@ -102,7 +104,7 @@ func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (
 	if res.Algorithm == "" {
 		res.Algorithm = HS2019
 	}
-	pk, err := v.resolveAndCheck(ctx, p.KeyID, func(pk PublicKey) error { return checkCavage(req, p, pk) })
+	pk, err := v.resolveAndCheck(ctx, p.KeyID, func(pk PublicKey) error { return checkCavage(v.Backend, req, p, pk) })
 	if err != nil {
 		return Verified{}, err
 	}
@@ -227,13 +229,13 @@ func (v *Verifier) checkTimes(h http.Header, created, expires int64) error {
 // checkCavage rebuilds the signing string from the parsed parameters (the
 // one parse of the header) and checks the signature against it. The
 // request-target is the wire form (RequestURI), as senders sign it.
-func checkCavage(req *http.Request, p Params, pk PublicKey) error {
+func checkCavage(b Backend, req *http.Request, p Params, pk PublicKey) error {
 	var arr [512]byte
 	msg, err := appendSigningString(arr[:0], req, requestTarget(req), slices.Values(p.Headers), p.Created, p.Expires)
 	if err != nil {
 		return err
 	}
-	return verifyCavage(p, pk, msg)
+	return verifyCavage(b, p, pk, msg)
 }
 
 // verifyCavage checks p.Signature over msg under the header's algorithm label and the
@@ -241,8 +243,8 @@ func checkCavage(req *http.Request, p Params, pk PublicKey) error {
 // SHA-256 (what every fediverse sender means by them) and rsa-sha512 as
 // PKCS#1 v1.5 SHA-512; an Ed25519 key takes ed25519, hs2019 or no label. A
 // label that does not fit the key is a bad signature, so that the verifier
-// refetches once (the key may have rotated).
-func verifyCavage(p Params, pk PublicKey, msg []byte) error {
+// refetches once (the key may have rotated). b (nil: Go) checks RSA.
+func verifyCavage(b Backend, p Params, pk PublicKey, msg []byte) error {
 	label, sig := p.Algorithm, p.Signature
 	switch k := pk.Key.(type) {
 	case *rsa.PublicKey:
@@ -250,10 +252,10 @@ func verifyCavage(p Params, pk PublicKey, msg []byte) error {
 		switch label {
 		case RSASHA256, HS2019, "":
 			sum := sha256.Sum256(msg)
-			err = rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig)
+			err = backendOr(b).VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig)
 		case RSASHA512:
 			sum := sha512.Sum512(msg)
-			err = rsa.VerifyPKCS1v15(k, crypto.SHA512, sum[:], sig)
+			err = backendOr(b).VerifyPKCS1v15(k, crypto.SHA512, sum[:], sig)
 		default:
 			return fmt.Errorf("%w: algorithm %s does not fit key %s (%T)", ErrBadSignature, label, p.KeyID, pk.Key)
 		}

@@ -173,6 +173,38 @@ function bump(counter, type) { counter[type] = (counter[type] ?? 0) + 1; }
 /** Appends to a bounded list, forgetting the oldest. */
 function remember(list, item, max = MAX_LIST) { list.push(item); if (list.length > max) list.shift(); }
 
+// The requests this server makes to others (issue 14): WebFinger, actor and key documents,
+// objects, collections, NodeInfo, media, deliveries. Fedify makes every one through the global
+// fetch, looked up when it is called, so wrapping it here logs them all with their time: a test
+// compares what the crowd counted as fetched back with what this SUT says it fetched.
+/** [{at, method, url, signed, status, error}], oldest first: requests to other hosts. */
+const fetches = [];
+const realFetch = globalThis.fetch;
+globalThis.fetch = async (input, init) => {
+  const req = input instanceof Request ? input : null;
+  const url = req ? req.url : input instanceof URL ? input.href : String(input);
+  const headers = new Headers(init?.headers ?? req?.headers ?? undefined);
+  const entry = {
+    at: new Date().toISOString(),
+    method: (init?.method ?? req?.method ?? 'GET').toUpperCase(),
+    url,
+    signed: headers.has('signature') || headers.has('signature-input'),
+    status: null,
+    error: null,
+  };
+  let host = null;
+  try { host = new URL(url).hostname; } catch { /* not a URL: fetch itself will say so */ }
+  if (host !== domain) remember(fetches, entry);
+  try {
+    const res = await realFetch(input, init);
+    entry.status = res.status;
+    return res;
+  } catch (e) {
+    entry.error = String(e?.message ?? e);
+    throw e;
+  }
+};
+
 /** Per-request store: the body's type, and whether a listener ran (so Fedify verified it). */
 const inboxRequest = new AsyncLocalStorage();
 
@@ -739,8 +771,11 @@ const controlRoutes = {
   'POST /stats/reset': async () => {
     for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
     for (const k of ['received', 'rejections', 'outboxErrors', 'notes']) stats[k] = [];
+    fetches.length = 0;
     return [200, { ok: true }];
   },
+  // What this server fetched from other hosts since the start or the last /stats/reset.
+  'GET /fetches': async () => [200, fetches],
   'GET /notes': async () => [200, stats.notes],
   'POST /follow': async (q, body) => {
     const { from, to } = body;

@@ -107,6 +107,10 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                          // stale pending Follows
 		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
 		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
+		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                  // a fetch-back window opened
+		{pattern: "POST /api/fetchback/end", body: `{"id":"x"}`},                                                                                    // an unknown window: its refusal
+		{pattern: "POST /api/fetchback/close", body: `{"id":"x"}`},                                                                                  // the same
+		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
 	}
 	var listed []string
 	for _, r := range routes {

@@ -57,11 +57,13 @@ func bindEnv(cmd *cobra.Command) error {
 type globalOptions struct {
 	logLevel  string
 	logFormat string
+	crypto    string // --crypto: the signing backend (crypto.go)
 }
 
 func (g *globalOptions) register(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: console, json, or auto (console on a terminal, JSON otherwise)")
+	g.registerCrypto(root)
 }
 
 // check refuses a bad --log-level or --log-format (a usage error) before
@@ -69,6 +71,9 @@ func (g *globalOptions) register(root *cobra.Command) {
 func (g *globalOptions) check() error {
 	if _, err := zapcore.ParseLevel(g.logLevel); err != nil {
 		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	if err := g.checkCrypto(); err != nil {
+		return err
 	}
 	switch g.logFormat {
 	case "auto", "json", "console":

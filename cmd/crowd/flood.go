@@ -42,6 +42,8 @@ type floodFlags struct {
 	crowdHTTPS             string
 	algorithm              string
 	presignMaxBytes        int64
+	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
+	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
 
 	scn scenarioFlags // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
 }
@@ -79,6 +81,7 @@ Every flag can also be set as CROWD_<FLAG>.`,
 		},
 	}
 	f.register(cmd)
+	f.posts.register(cmd)
 	return cmd
 }
 
@@ -126,6 +129,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
+	f.fetchback.register(cmd)
 	f.scn.register(cmd)
 }
 
@@ -140,7 +144,8 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		Zipf: f.zipf, NoteBytes: f.noteBytes, Persona: f.persona, Personas: f.personas, Count: f.count,
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
 		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes,
-		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
@@ -175,6 +180,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	}
 	c.Scenario = f.scn.config(scenario)
 	c.Audience = audience
+	if err := g.applyCrypto(&c.World); err != nil {
+		return err
+	}
 	if errs := c.Validate(); len(errs) > 0 {
 		return usageError{errors.Join(errs...)}
 	}

@@ -61,14 +61,19 @@ func execute(ctx context.Context, args []string) int {
 	return 1
 }
 
-// newVersionCmd is `crowd version`, the same as `crowd --version`.
-func newVersionCmd() *cobra.Command {
+// newVersionCmd is `crowd version`: `crowd --version`'s line, then the
+// signing backend (--crypto) that signs with this build.
+func newVersionCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the crowd's version",
 		Args:  noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "crowd version "+version)
+			line, err := g.signingLine()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), "crowd version "+version+"\n"+line)
 			return err
 		},
 	}
@@ -100,7 +105,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(opts))
 	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
-	root.AddCommand(newVersionCmd())
+	root.AddCommand(newVersionCmd(opts))
 	root.AddCommand(newFollowsCmd())
 	root.AddCommand(newKeysCmd())
 	return root

@@ -67,6 +67,10 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 		{"domain without %d", []string{"serve", "--domain", "flood.test", "--state", state}, nil, 2, "--domain"},
 		{"bad shard", []string{"serve", "--shard", "3/2", "--state", state}, nil, 2, "--shard"},
 		{"advertise not an IP", []string{"serve", "--advertise", "sut", "--state", state}, nil, 2, "--advertise"},
+		// a range with fewer addresses than origins fails before any key is made
+		{"advertise range too small", []string{"serve", "--advertise", "127.1.0.0/30", "--origins", "5", "--state", state}, nil, 2, "--advertise"},
+		// 4 shards of a /29 hold 2 addresses each; 20 origins need 5 per shard
+		{"advertise range too small for the shards", []string{"serve", "--advertise", "127.1.0.0/29", "--origins", "20", "--shard", "1/4", "--state", state}, nil, 2, "--advertise"},
 		{"dns record without =", []string{"serve", "--dns-record", "sut.test", "--state", state}, nil, 2, "--dns-record"},
 		{"dns upstream not an IP", []string{"serve", "--dns-upstream", "resolver.example", "--state", state}, nil, 2, "--dns-upstream"},
 		{"bad log level", []string{"serve", "--log-level", "loud", "--state", state}, nil, 2, "--log-level"},

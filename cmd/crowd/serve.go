@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -58,7 +59,7 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringVar(&f.dns, "dns", ":53", "DNS listen address, UDP and TCP (empty disables)")
 	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback)")
 	fl.StringSliceVar(&f.adminHosts, "admin-host", nil, "more host names the admin API answers to (a compose service name); it refuses (421) other names than localhost, IPs, the --admin host and this machine's")
-	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "IP address(es) the SUT reaches the crowd at; the DNS answers the origins with them")
+	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "where the SUT reaches the origins, answered by the DNS: one address (per family) shared by all, or a range (a CIDR such as 127.1.0.0/16, or a list of addresses and CIDRs) giving origin k the k-th address and sending from it; --shard i/n takes the i-th n-th of the range")
 	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
 	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port] (default: the machine's resolv.conf)")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "how long a graceful shutdown may take")
@@ -69,13 +70,11 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
 	cfg.ShutdownGrace, cfg.AdminHosts = f.shutdownGrace, f.adminHosts
-	for _, s := range f.advertise {
-		ip := net.ParseIP(strings.TrimSpace(s))
-		if ip == nil {
-			return cfg, usageError{fmt.Errorf("--advertise %q is not an IP address", s)}
-		}
-		cfg.Advertise = append(cfg.Advertise, ip)
+	rng, err := originaddr.ParseRange(strings.Join(f.advertise, ","))
+	if err != nil {
+		return cfg, usageError{err}
 	}
+	cfg.Range = &rng
 	cfg.DNSRecords = map[string][]net.IP{}
 	for _, r := range f.dnsRecords {
 		name, addr, ok := strings.Cut(r, "=")
@@ -111,14 +110,18 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	started := time.Now()
-	cw, err := startCrowd(ctx, log, f.world.cfg, pcfg)
+	wcfg := f.world.cfg
+	if err := g.applyCrypto(&wcfg); err != nil {
+		return err
+	}
+	cw, err := startCrowd(ctx, log, wcfg, pcfg)
 	if err != nil {
 		return err
 	}
 	world, p := cw.World, cw.Pasture
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
 		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
-		zap.Duration("startup", time.Since(started)))
+		zap.Duration("startup", time.Since(started)), zap.String("signing", world.Backend().Describe()))
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")

@@ -43,6 +43,9 @@ func Merge(recs ...*Record) (*Record, error) {
 	out.Security = mergeSecurity(recs)
 	out.Settings.MaxInflight = first.Settings.MaxInflight
 	out.finish()
+	if err := mergeFetchback(out, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/crowdfed/crowd/internal/histgeom"
 )
 
 // The run record's schema name and version. A reader refuses another schema,
@@ -134,6 +136,10 @@ type Part struct {
 	// and state draw the same activities again. 0 in records made before it
 	// was kept.
 	Seed uint64 `json:"seed"`
+	// SigningBackend is the backend whose key operations signed this
+	// generator's requests: "go" (crypto/rsa) or "libcrypto" (OpenSSL);
+	// empty in records made before it was kept.
+	SigningBackend string `json:"signing_backend,omitempty"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
@@ -192,6 +198,10 @@ type Record struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Deviations are what the run changed from what it was asked.
 	Deviations Deviations `json:"deviations"`
+	// Fetchback is what the SUT fetched back from the crowd's origins
+	// during the run (fetchback.go); nil when the crowd could not count
+	// them (a crowd without the fetch-back routes, or none asked).
+	Fetchback *Fetchback `json:"fetchback,omitempty"`
 	// Security counts the forged requests of the run by tamper kind and
 	// lists those the SUT accepted (security.go); nil when it sent none.
 	Security *Security `json:"security,omitempty"`
@@ -275,29 +285,18 @@ func typeRecord(st *Stats) (TypeRecord, error) {
 }
 
 func encodeHist(h *hdr.Histogram) (HistRecord, error) {
-	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	enc, err := histgeom.Encode(h)
 	if err != nil {
-		return HistRecord{}, fmt.Errorf("encode histogram: %w", err)
+		return HistRecord{}, err
 	}
-	return HistRecord{Quantiles: Summarize(h), HDR: string(b)}, nil
+	return HistRecord{Quantiles: Summarize(h), HDR: enc}, nil
 }
 
 // Decode returns the histogram (µs). An empty encoding is an empty histogram.
 // It refuses a geometry other than the flood's, which would not merge
 // exactly.
 func (h HistRecord) Decode() (*hdr.Histogram, error) {
-	if h.HDR == "" {
-		return NewHist(), nil
-	}
-	d, err := hdr.Decode([]byte(h.HDR))
-	if err != nil {
-		return nil, fmt.Errorf("decode histogram: %w", err)
-	}
-	if d.LowestTrackableValue() != histLowest || d.HighestTrackableValue() != histHighest || d.SignificantFigures() != histSigFigs {
-		return nil, fmt.Errorf("histogram geometry %d..%d/%d, want %d..%d/%d",
-			d.LowestTrackableValue(), d.HighestTrackableValue(), d.SignificantFigures(), histLowest, histHighest, histSigFigs)
-	}
-	return d, nil
+	return histgeom.Decode(h.HDR)
 }
 
 // Type returns the measurements of activity type name (matched ignoring

@@ -6,36 +6,20 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/crowdfed/crowd/internal/histgeom"
 )
 
-// Histogram geometry shared by every histogram the flood records. Records from
-// several generators merge exactly only when their geometry is identical, so
-// it is fixed here and checked when a record is merged.
-const (
-	// histLowest is the smallest discernible value, in microseconds.
-	histLowest = 1
-	// histHighest is the largest trackable value: one hour in microseconds.
-	// Larger values are clamped to it (a send never lives that long: Timeout
-	// bounds it), so recording never fails.
-	histHighest = int64(time.Hour / time.Microsecond)
-	// histSigFigs keeps three significant digits (0.1 % value resolution).
-	histSigFigs = 3
-)
-
-// NewHist returns an empty histogram with the flood's geometry (values in µs).
-func NewHist() *hdr.Histogram { return hdr.New(histLowest, histHighest, histSigFigs) }
+// NewHist returns an empty histogram with the flood's geometry (values in µs),
+// the one of internal/histgeom: records from several generators, and the
+// fetch-backs the crowd's origins served, merge exactly only when their
+// geometry is identical, so it is fixed there and checked when a record is
+// merged.
+func NewHist() *hdr.Histogram { return histgeom.New() }
 
 // RecordDuration records d in microseconds, clamped to the histogram's range so that
 // RecordValue never fails (and never allocates its error).
-func RecordDuration(h *hdr.Histogram, d time.Duration) {
-	us := int64(d / time.Microsecond)
-	if us < 0 {
-		us = 0
-	} else if us > histHighest {
-		us = histHighest
-	}
-	_ = h.RecordValue(us)
-}
+func RecordDuration(h *hdr.Histogram, d time.Duration) { histgeom.Record(h, d) }
 
 // Class is the status class of one completed send, as DESIGN §6 tallies them.
 type Class uint8

@@ -41,6 +41,7 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
+	writeFetchbackMarkdown(&b, r)
 	for _, l := range r.Deviations.Lines() {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
@@ -128,7 +129,8 @@ type htmlPage struct {
 	Settings   []keyValue
 	Parts      []keyValue
 	Schema     string
-	Security   []string // the security section's lines (security.go); none without it
+	Fetchback  *fetchView // nil: the record has no fetch-back section
+	Security   []string   // the security section's lines (security.go); none without it
 }
 
 // WriteHTML writes the record as one self-contained HTML page (no script,
@@ -145,6 +147,9 @@ func WriteHTML(w io.Writer, r *record.Record) error {
 	}
 	tmpl, err := template.New("report").Parse(reportTemplate)
 	if err != nil {
+		return err
+	}
+	if _, err = tmpl.New("fetchback").Parse(fetchbackTemplate); err != nil {
 		return err
 	}
 	return tmpl.Execute(w, page)
@@ -170,6 +175,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Settings:   settingRows(r),
 		Parts:      partRows(r),
 		Schema:     fmt.Sprintf("%s v%d", r.Schema, r.Version),
+		Fetchback:  fetchViewOf(r),
 	}
 	if r.Generators() > 1 {
 		p.Subtitle += fmt.Sprintf(", %d generators merged", r.Generators())
@@ -551,7 +557,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{else}}<tr><td colspan="3">no completed sends</td></tr>
 {{end}}</tbody>
 </table>
-<p>Retry-After seen: {{.RetryAfter}}</p>
+<p>Retry-After seen: {{.RetryAfter}}</p>{{template "fetchback" .}}
 
 <h2>Settings</h2>
 <table class="kv" id="settings">

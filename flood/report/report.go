@@ -135,6 +135,9 @@ func WriteTable(w io.Writer, r *record.Record) error {
 		return err
 	}
 	writeStatus(&b, r)
+	if err := writeFetchbackTable(&b, r); err != nil {
+		return err
+	}
 	writeSecurity(&b, r)
 	writeVerdict(&b, r.Bottleneck)
 	_, err := io.WriteString(w, b.String())

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/originaddr"
 )
 
 // ErrPublicTarget is wrapped by every refusal to reach a host that resolves
@@ -58,7 +60,8 @@ type GuardOptions struct {
 	// Resolve resolves host names; nil = the system resolver.
 	Resolve Resolver
 	// Dial makes the connections; nil = a net.Dialer with a 5 s timeout and
-	// 30 s keep-alive.
+	// 30 s keep-alive that binds the local address originaddr.Transport asks
+	// for (originaddr.BindDial).
 	Dial DialFunc
 	// Hosts maps host names (lower case, no port) to the "ip:port" to
 	// connect to instead of resolving them: the crowd's own origins when it
@@ -94,7 +97,9 @@ func NewGuard(o GuardOptions) *Guard {
 		}
 	}
 	if o.Dial == nil {
-		o.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		// Binding, so that a transport sending from an origin's own
+		// address (originaddr.Transport) can dial through the guard.
+		o.Dial = DialFunc(originaddr.BindDial(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}))
 	}
 	hosts := make(map[string]string, len(o.Hosts))
 	for h, a := range o.Hosts {

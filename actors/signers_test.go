@@ -1,0 +1,64 @@
+package actors
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/crowdfed/crowd/signing"
+)
+
+// TestActorsSignWithTheWorldsBackend: every actor's SigningKey is its key
+// as the world's backend prepared it, and signs what its Key signs, byte
+// for byte. A Key replaced since Open signs as itself, never as the old key.
+func TestActorsSignWithTheWorldsBackend(t *testing.T) {
+	fast, err := signing.NewBackend(signing.BackendAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := testWorld(t)
+	sum := sha256.Sum256([]byte("signing string"))
+	for _, c := range []struct {
+		name    string
+		backend signing.Backend
+		want    string
+	}{
+		{"no backend: Go", nil, signing.BackendGo},     // the zero Config
+		{"Go", signing.GoBackend(), signing.BackendGo}, // --crypto go
+		{"auto", fast, fast.Name()},                    // libcrypto in a cgo build
+	} {
+		w.Config.Backend = c.backend
+		if err := w.wrapKeys(append(w.Actors(), w.Origins[0].Instance)); err != nil {
+			t.Fatal(err)
+		}
+		if w.Backend().Name() != c.want {
+			t.Errorf("%s: world backend %s, want %s", c.name, w.Backend().Name(), c.want)
+		}
+		for _, a := range append(w.Actors(), w.Origins[0].Instance) {
+			k := a.SigningKey()
+			if got := signing.BackendName(k); got != c.want {
+				t.Errorf("%s: %s signs with %s, want %s", c.name, a.Acct(), got, c.want)
+			}
+			got, err := k.Sign(rand.Reader, sum[:], crypto.SHA256)
+			want, _ := a.Key.Sign(rand.Reader, sum[:], crypto.SHA256)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %s's SigningKey signs differently from its Key (err %v)", c.name, a.Acct(), err)
+			}
+		}
+	}
+	a := w.Actors()[0]
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Key = other
+	if k := a.SigningKey(); k.Public().(*rsa.PublicKey) != &other.PublicKey || signing.BackendName(k) != signing.BackendGo {
+		t.Errorf("after the key changed, SigningKey is %T of another key", k)
+	}
+	if (&Actor{}).SigningKey() != nil {
+		t.Error("an actor with no key has a SigningKey")
+	}
+}

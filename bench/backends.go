@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// The rows of the signing backends (issue 13): libcrypto beside Go and
+// beside OpenSSL's own figures, all in one run.
+const (
+	rowSignLibcrypto      = "sign_libcrypto"
+	rowPipelineLibcrypto  = "pipeline_libcrypto"
+	rowPipelineVsGo       = "pipeline_libcrypto_vs_go"
+	rowPipelineOneCore    = "pipeline_1core"
+	rowInboxLibcrypto     = "inbox_libcrypto"
+	rowInboxLibcryptoVsGo = "inbox_libcrypto_vs_go"
+)
+
+// libcryptoWorld is the bench's world (the same keys) signing and verifying
+// with the libcrypto backend, opened on first use; an error when this build
+// has no cgo.
+func (b *bench) libcryptoWorld() (*actors.World, error) {
+	if b.lcWorld != nil || b.lcErr != nil {
+		return b.lcWorld, b.lcErr
+	}
+	lc, err := signing.NewBackend(signing.BackendLibcrypto)
+	if err == nil {
+		b.lcWorld, err = openWorld(worldDir(b.cfg.State, b.cfg.Origins, b.cfg.Actors), b.cfg.Origins, b.cfg.Actors, lc)
+	}
+	b.lcErr = err
+	return b.lcWorld, err
+}
+
+// backendFlood is one backend's side of the pipeline comparison: its
+// generator (whose senders sign with the backend), a draft for the
+// signing-only samples, and those samples.
+type backendFlood struct {
+	name     string
+	gen      *flood.Generator
+	draft    flood.Draft
+	ceilings []float64 // signing-only, all cores
+}
+
+func newBackendFlood(name string, world *actors.World, sink string) (*backendFlood, error) {
+	gen, err := newGenerator(world, "create=6,like=3", sinkTarget(sink))
+	if err != nil {
+		return nil, err
+	}
+	d, err := gen.Stream().Next()
+	if err != nil {
+		return nil, err
+	}
+	return &backendFlood{name: name, gen: gen, draft: d}, nil
+}
+
+// backendsSection: each backend's signing-only rate and openssl speed's
+// (the machine's ceilings), then the pipeline-signed flood's maximum
+// sustained rate with each backend, the two searches alternating trial by
+// trial, each trial followed by a signing-only sample of its backend.
+func (b *bench) backendsSection(ctx context.Context) {
+	const (
+		nameSign = "libcrypto RSA-2048 signing alone, all cores (SignPost)"
+		nameLC   = "flood, pipeline signing with libcrypto: max sustained rate (null sink)"
+		nameVs   = "flood, pipeline: libcrypto vs Go backend (same run)"
+	)
+	fail := func(err error) {
+		b.rep.fail(rowSignLibcrypto, nameSign, "reference", err)
+		b.rep.fail(rowPipelineLibcrypto, nameLC, "≥ 0.45 × libcrypto signing, p99 lateness ≤ 1 ms", err)
+		b.rep.fail(rowPipelineVsGo, nameVs, "≥ 2 × Go backend", err)
+	}
+	lcWorld, err := b.libcryptoWorld()
+	if err != nil {
+		fail(err)
+		return
+	}
+	goSide, err := newBackendFlood(signing.BackendGo, b.world, b.sinkAddr)
+	if err != nil {
+		fail(err)
+		return
+	}
+	lcSide, err := newBackendFlood(signing.BackendLibcrypto, lcWorld, b.sinkAddr)
+	if err != nil {
+		fail(err)
+		return
+	}
+	signer := newSigner()
+	cores := runtime.NumCPU()
+	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
+	sample := func(s *backendFlood) {
+		runtime.GC()
+		c := signCeiling(ctx, signer, s.draft, sampleDur, cores)
+		s.ceilings = append(s.ceilings, c)
+		b.logf("  %-9s signing alone on %d cores: %7.0f/s", s.name, cores, c)
+	}
+	ossl := b.opensslSpeeds(ctx)
+	lcOne := signCeiling(ctx, signer, lcSide.draft, 2*sampleDur, 1)
+	b.logf("  libcrypto signing alone on 1 goroutine: %.0f/s", lcOne)
+	sample(goSide)
+	sample(lcSide)
+	searches := map[string]*search{}
+	for _, s := range []*backendFlood{goSide, lcSide} {
+		searches[s.name] = newSearch(s.name, 0.9*s.ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
+	}
+	trial := func(s *backendFlood) func(context.Context, float64) outcome {
+		return func(ctx context.Context, rate float64) outcome {
+			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0)
+			sample(s)
+			return o
+		}
+	}
+	interleave(ctx, searches[signing.BackendGo], searches[signing.BackendLibcrypto], trial(goSide), trial(lcSide))
+	goBest, goT := searches[signing.BackendGo].best()
+	lcBest, lcT := searches[signing.BackendLibcrypto].best()
+	goCeil, lcCeil := median(append([]float64(nil), goSide.ceilings...)), median(append([]float64(nil), lcSide.ceilings...))
+	b.rep.Details["backends"] = map[string]any{"go": searches[signing.BackendGo].trials, "libcrypto": searches[signing.BackendLibcrypto].trials,
+		"go_ceilings": goSide.ceilings, "libcrypto_ceilings": lcSide.ceilings, "libcrypto_1_goroutine": lcOne, "openssl_speed": ossl}
+
+	sign := Row{Key: rowSignLibcrypto, Name: nameSign, Value: lcCeil, Unit: "/s", Target: "reference (the machine's ceiling)",
+		Notes: fmt.Sprintf("median of %d samples alternating with the floods' trials; on 1 goroutine %s; Go backend on %d cores %s (libcrypto %.2f × Go); %s",
+			len(lcSide.ceilings), formatValue(lcOne, "/s"), cores, formatValue(goCeil, "/s"), lcCeil/goCeil, ossl)}
+	if ossl.Sign[cores] > 0 {
+		sign.Ceiling, sign.CeilingName = ossl.Sign[cores], fmt.Sprintf("openssl speed rsa2048 -multi %d, sign/s", cores)
+		sign.Ratio = lcCeil / sign.Ceiling
+	}
+	b.rep.set(sign)
+	rule := fmt.Sprintf("signers at nice %d; sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, p99 lateness ≤ %v, p99 latency ≤ %v; %v trials, the two backends' searches alternating",
+		b.cfg.SignerNice, b.cfg.LatenessBound, b.cfg.LatencyBound, b.cfg.Trial)
+	lc := Row{Key: rowPipelineLibcrypto, Name: nameLC, Value: lcBest, Unit: "/s", Ceiling: lcCeil,
+		CeilingName: fmt.Sprintf("libcrypto SignPost alone on %d goroutines, median of %d", cores, len(lcSide.ceilings)),
+		Target:      "≥ 0.45 × libcrypto signing, p99 lateness ≤ 1 ms"}
+	vs := Row{Key: rowPipelineVsGo, Name: nameVs, Value: lcBest, Unit: "/s", Ceiling: goBest,
+		CeilingName: "the same flood signing with the Go backend (crypto/rsa)", Target: "≥ 2 × Go backend"}
+	if lcT != nil {
+		lc.Ratio = lcBest / lcCeil
+		lc.Met = met(lc.Ratio >= 0.45)
+		lc.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s; %s", lcT.LatenessP99MS, formatValue(lcBest, "/s"), rule)
+	} else {
+		lc.Met = met(false)
+		lc.Notes = "no rate met every bound (" + lastWhy(searches[signing.BackendLibcrypto].trials) + "); " + rule
+	}
+	if goT != nil && lcT != nil {
+		vs.Ratio = lcBest / goBest
+		vs.Met = met(vs.Ratio >= 2)
+		vs.Notes = fmt.Sprintf("Go backend: %s = %.2f × its own signing ceiling %s, p99 lateness %.2f ms; %s",
+			formatValue(goBest, "/s"), goBest/goCeil, formatValue(goCeil, "/s"), goT.LatenessP99MS, rule)
+	} else {
+		vs.Met = met(false)
+		vs.Notes = "a side sustained no rate: go " + bestOrWhy(goT, searches[signing.BackendGo].trials) +
+			", libcrypto " + bestOrWhy(lcT, searches[signing.BackendLibcrypto].trials)
+	}
+	b.rep.set(lc)
+	b.rep.set(vs)
+}
+
+// oneCoreSection: the pipeline-signed flood with libcrypto pinned to one
+// core (taskset, its signers one worker, GOMAXPROCS 1 + 2 as `crowd flood`
+// under `taskset -c 0` would set it), the null sink pinned to another,
+// against libcrypto signing alone on that core, samples alternating with
+// the trials.
+func (b *bench) oneCoreSection(ctx context.Context) {
+	const name = "flood, pipeline signing with libcrypto pinned to 1 core (taskset), null sink on another"
+	const target = "≥ 0.6 × libcrypto signing on 1 core"
+	fail := func(err error) { b.rep.fail(rowPipelineOneCore, name, target, err) }
+	if runtime.NumCPU() < 2 {
+		fail(errors.New("needs 2 cores: one for the flood, one for the sink"))
+		return
+	}
+	lcWorld, err := b.libcryptoWorld()
+	if err != nil {
+		fail(err)
+		return
+	}
+	side, err := newBackendFlood(signing.BackendLibcrypto, lcWorld, b.sinkAddr)
+	if err != nil {
+		fail(err)
+		return
+	}
+	all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	if err := taskset("0", os.Getpid()); err != nil {
+		fail(err)
+		return
+	}
+	defer taskset(all, os.Getpid())
+	if err := taskset("1", b.sink.cmd.Process.Pid); err != nil {
+		fail(err)
+		return
+	}
+	defer taskset(all, b.sink.cmd.Process.Pid)
+	signer := newSigner()
+	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
+	sample := func() {
+		runtime.GC()
+		c := signCeiling(ctx, signer, side.draft, sampleDur, 1)
+		side.ceilings = append(side.ceilings, c)
+		b.logf("  libcrypto signing alone on core 0: %7.0f/s", c)
+	}
+	sample()
+	s := newSearch("1core", 0.9*side.ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
+	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
+		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2))
+		sample()
+	}
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	ceil := median(append([]float64(nil), side.ceilings...))
+	best, bt := s.best()
+	b.rep.Details[rowPipelineOneCore] = map[string]any{"trials": s.trials, "ceilings": side.ceilings}
+	row := Row{Key: rowPipelineOneCore, Name: name, Value: best, Unit: "/s", Ceiling: ceil,
+		CeilingName: fmt.Sprintf("libcrypto SignPost alone on 1 goroutine on the same core, median of %d", len(side.ceilings)), Target: target}
+	rule := fmt.Sprintf("1 signer at nice %d, GOMAXPROCS 3; sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, p99 lateness ≤ %v, p99 latency ≤ %v",
+		b.cfg.SignerNice, b.cfg.LatenessBound, b.cfg.LatencyBound)
+	if bt != nil {
+		row.Ratio = best / ceil
+		row.Met = met(row.Ratio >= 0.6)
+		row.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s; %s", bt.LatenessP99MS, formatValue(best, "/s"), rule)
+	} else {
+		row.Met = met(false)
+		row.Notes = "no rate met every bound (" + lastWhy(s.trials) + "); " + rule
+	}
+	b.rep.set(row)
+}
+
+// taskset pins every thread of process pid to cpus ("0", "1", "0-1"):
+// threads made later inherit it.
+func taskset(cpus string, pid int) error {
+	out, err := exec.Command("taskset", "--all-tasks", "--cpu-list", "--pid", cpus, strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("taskset -a -c -p %s %d: %v: %s", cpus, pid, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// inboxBackendsSection: the inbox verifying with libcrypto, a bare handler
+// verifying with libcrypto, and the inbox verifying with Go (today's), fed
+// the same presigned deliveries by the same client, in turn.
+func (b *bench) inboxBackendsSection(ctx context.Context) {
+	const (
+		nameLC = "inbox with libcrypto: verified deliveries/s"
+		nameGo = "inbox: libcrypto vs Go backend (same run)"
+	)
+	fail := func(err error) {
+		b.rep.fail(rowInboxLibcrypto, nameLC, "≥ 0.8 × bare, same backend", err)
+		b.rep.fail(rowInboxLibcryptoVsGo, nameGo, "≥ 1.5 × Go backend", err)
+	}
+	lcWorld, err := b.libcryptoWorld()
+	if err != nil {
+		fail(err)
+		return
+	}
+	gen, err := newGenerator(lcWorld, b.cfg.Mix, sharedInboxTarget)
+	if err != nil {
+		fail(err)
+		return
+	}
+	pool, _, err := presignPool(ctx, gen, b.cfg.Pool)
+	if err != nil {
+		fail(err)
+		return
+	}
+	lcAddr, stopLC, err := b.startInbox(lcWorld, "inbox-libcrypto")
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stopLC()
+	goAddr, stopGo, err := b.startInbox(b.world, "inbox-go")
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stopGo()
+	bareAddr, stopBare, err := startBareVerifier(lcWorld, lcWorld.Backend())
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stopBare()
+	rp := &replay{name: "inbox-backends", n: len(pool), want: 202,
+		mk:  func(i int64) *http.Request { return postRequest(pool[i%int64(len(pool))]) },
+		raw: func(i int) []byte { return rawPost(pool[i]) }}
+	names := []string{"inbox libcrypto", "bare libcrypto", "inbox go"}
+	meds, all, err := b.closedSides(ctx, names, []string{lcAddr, bareAddr, goAddr}, rp)
+	if err != nil {
+		fail(err)
+		return
+	}
+	b.rep.Details["inbox_backends"] = all
+	how := fmt.Sprintf("%d presigned Creates/Likes (%s) to the shared inboxes, %s, median of %d rounds taking the three servers in turn%s",
+		len(pool), b.cfg.Mix, b.clientNote(all), b.cfg.Rounds, badNote(all))
+	lc := Row{Key: rowInboxLibcrypto, Name: nameLC, Value: meds[0], Unit: "/s", Ceiling: meds[1],
+		CeilingName: "bare net/http handler: read body + signing.Verifier with libcrypto, keys in memory", Target: "≥ 0.8 × bare, same backend", Notes: how}
+	vs := Row{Key: rowInboxLibcryptoVsGo, Name: nameGo, Value: meds[0], Unit: "/s", Ceiling: meds[2],
+		CeilingName: "the same inbox verifying with the Go backend (today's)", Target: "≥ 1.5 × Go backend", Notes: how}
+	if meds[1] > 0 && meds[2] > 0 {
+		lc.Ratio, vs.Ratio = meds[0]/meds[1], meds[0]/meds[2]
+	}
+	lc.Met, vs.Met = met(lc.Ratio >= 0.8 && !anyBad(all)), met(vs.Ratio >= 1.5 && !anyBad(all))
+	b.rep.set(lc)
+	b.rep.set(vs)
+}
+
+// opensslSpeeds are `openssl speed rsa2048`'s sign and verify rates, on 1
+// process and on one per core: the machine's ceilings as OpenSSL itself
+// measures them.
+type opensslSpeeds struct {
+	Sign, Verify map[int]float64 // by processes
+	Err          string          `json:",omitempty"`
+}
+
+func (o opensslSpeeds) String() string {
+	if o.Err != "" {
+		return "openssl speed: " + o.Err
+	}
+	var parts []string
+	for _, n := range []int{1, runtime.NumCPU()} {
+		parts = append(parts, fmt.Sprintf("openssl speed rsa2048 on %d process(es): sign %s, verify %s", n, formatValue(o.Sign[n], "/s"), formatValue(o.Verify[n], "/s")))
+		if runtime.NumCPU() == 1 {
+			break
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// opensslSpeeds runs openssl speed -seconds S rsa2048 on 1 process and
+// with -multi NumCPU (S: -measure in whole seconds).
+func (b *bench) opensslSpeeds(ctx context.Context) opensslSpeeds {
+	o := opensslSpeeds{Sign: map[int]float64{}, Verify: map[int]float64{}}
+	secs := strconv.Itoa(wrkSeconds(b.cfg.Measure))
+	for _, n := range []int{1, runtime.NumCPU()} {
+		args := []string{"speed", "-seconds", secs}
+		if n > 1 {
+			args = append(args, "-multi", strconv.Itoa(n))
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		out, err := exec.CommandContext(cctx, "openssl", append(args, "rsa2048")...).Output()
+		cancel()
+		if err != nil {
+			o.Err = err.Error()
+			return o
+		}
+		s, v, err := parseOpensslSpeed(string(out))
+		if err != nil {
+			o.Err = err.Error()
+			return o
+		}
+		o.Sign[n], o.Verify[n] = s, v
+		b.logf("  openssl speed rsa2048 on %d process(es): sign %.0f/s, verify %.0f/s", n, s, v)
+	}
+	return o
+}
+
+// parseOpensslSpeed reads the sign and verify rates of out, from its
+// result line for RSA-2048: "rsa 2048 bits 0.000261s 0.000016s   3836.4
+// 61300.0" (sign s, verify s, sign/s, verify/s); with -multi the rates are
+// the processes' sum.
+func parseOpensslSpeed(out string) (sign, verify float64, err error) {
+	line := regexp.MustCompile(`(?m)^rsa\s+2048 bits\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9.]+)\s*$`)
+	m := line.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		return 0, 0, fmt.Errorf("no 'rsa 2048 bits' line in openssl speed's output: %q", lastLines(out, 3))
+	}
+	last := m[len(m)-1]
+	sign, err1 := strconv.ParseFloat(last[1], 64)
+	verify, err2 := strconv.ParseFloat(last[2], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, err
+	}
+	return sign, verify, nil
+}

@@ -1,0 +1,6 @@
+//go:build cgo
+
+package main
+
+// withCgo says this test binary links libcrypto: auto signs with it.
+const withCgo = true

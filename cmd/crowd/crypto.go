@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/pasture"
+)
+
+// registerCrypto adds --crypto, the backend of every RSA key operation
+// (signing the flood and the Accepts, verifying the inbox's deliveries).
+func (g *globalOptions) registerCrypto(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&g.crypto, "crypto", "auto",
+		"signing backend: auto (libcrypto when this build has cgo, else go), go (crypto/rsa) or libcrypto (OpenSSL 3, about 3.5x faster)")
+}
+
+// checkCrypto refuses a --crypto this build cannot honour (a usage error):
+// an unknown name, or libcrypto in a build without cgo.
+func (g *globalOptions) checkCrypto() error {
+	if _, err := pasture.SigningBackend(g.crypto); err != nil {
+		return usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+	}
+	return nil
+}
+
+// applyCrypto gives the world w the backend --crypto names.
+func (g *globalOptions) applyCrypto(w *pasture.WorldConfig) error {
+	b, err := pasture.SigningBackend(g.crypto)
+	if err != nil {
+		return usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+	}
+	w.Backend = b
+	return nil
+}
+
+// signingLine is `crowd version`'s second line: the backend that signs
+// with this build and these flags, and its library.
+func (g *globalOptions) signingLine() (string, error) {
+	b, err := pasture.SigningBackend(g.crypto)
+	if err != nil {
+		return "", usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+	}
+	return "signing backend " + b.Describe(), nil
+}

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestFloodPostsForPersonasWithout: against a Fedify whose personas have
+// no post, a flood of Likes given a client-API token for load0 posts for it
+// first (through Fedify's Mastodon client API) and likes that post; load1,
+// with no token, keeps none and gets no Likes, as the record says.
+func TestFloodPostsForPersonasWithout(t *testing.T) {
+	f := startFederationWith(t, 2, "--posts", "0")
+	out := t.TempDir()
+	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "10", "--seconds", "2", "--timeout", "60s",
+		"--mix", "like=1", "--personas", "load%d@sut.test", "--count", "2", "--admin", "127.0.0.1:9180", "--state", f.state,
+		"--post-token", "load0=token-load0", "--out", out, "--label", "posts", "--log-format", "json")
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("crowd flood: %v\n%s", err, output)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-posts.json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record, got %v\n%s", paths, output)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Types map[string]struct {
+			Tally map[string]int64 `json:"tally"`
+		} `json:"types"`
+		Deviations struct {
+			PersonasWithoutPosts []string `json:"personas_without_posts"`
+		} `json:"deviations"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Deviations.PersonasWithoutPosts; !slices.Equal(got, []string{"load1@sut.test"}) {
+		t.Errorf("personas without posts %v, want load1 only (load0 posted first)\n%s", got, output)
+	}
+	var personas []struct {
+		Name  string   `json:"name"`
+		Posts []string `json:"posts"`
+	}
+	f.call(t, "GET", fedifyCtl+"/personas", nil, &personas)
+	for _, p := range personas {
+		if want := map[string]int{"load0": 1, "load1": 0}[p.Name]; len(p.Posts) != want {
+			t.Errorf("%s has %d posts on Fedify, want %d", p.Name, len(p.Posts), want)
+		}
+	}
+	var stats struct {
+		Verified      map[string]int64 `json:"verified"`
+		RejectedTotal int64            `json:"rejectedTotal"`
+	}
+	f.call(t, "GET", fedifyCtl+"/stats", nil, &stats)
+	if stats.Verified["Like"] == 0 || stats.Verified["Like"] != rec.Types["Like"].Tally["202"] || stats.RejectedTotal != 0 {
+		t.Errorf("Fedify verified %v, rejected %d; the crowd's Likes %v", stats.Verified, stats.RejectedTotal, rec.Types["Like"].Tally)
+	}
+}

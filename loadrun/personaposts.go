@@ -1,0 +1,76 @@
+package loadrun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/audience"
+	"github.com/crowdfed/crowd/flood"
+)
+
+// PersonaPostsConfig lets a flood post, through the SUT's Mastodon client
+// API, for each persona that has no post yet, so Likes (and, later,
+// Announces and replies) have something to point at; `crowd run`'s
+// set-up posts --posts itself.
+type PersonaPostsConfig struct {
+	// Tokens are NAME=TOKEN (--post-token): a bearer token of the client
+	// API for persona NAME. A persona without one keeps no post (and gets
+	// no Likes, as a deviation of the record says).
+	Tokens []string
+	// ClientAPI is the client API's base URL (--post-api; "" =
+	// https://<the persona's host>).
+	ClientAPI string
+}
+
+// tokens reads the --post-token flags; the error names the flag.
+func (p PersonaPostsConfig) tokens() (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range p.Tokens {
+		name, tok, err := audience.ParseTokenArg(s)
+		if err != nil {
+			return nil, fmt.Errorf("--post-token %q: %v", s, err)
+		}
+		out[name] = tok
+	}
+	if p.ClientAPI != "" {
+		if _, err := audience.NewClient(p.ClientAPI, nil, ""); err != nil {
+			return nil, fmt.Errorf("--post-api: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// postForEmpty posts once for each persona that has no post and a token,
+// through the SUT's client API, and takes the post's id as the persona's
+// post: the Likes drawn for it then have an object.
+func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) error {
+	tokens, err := r.c.PersonaPosts.tokens()
+	if err != nil || len(tokens) == 0 {
+		return err
+	}
+	for _, ps := range personas {
+		name, host, _ := strings.Cut(ps.Acct, "@")
+		tok, ok := tokens[name]
+		if len(ps.Posts) > 0 || !ok {
+			continue
+		}
+		base := r.c.PersonaPosts.ClientAPI
+		if base == "" {
+			base = "https://" + host
+		}
+		c, err := audience.NewClient(base, r.client(r.c.Timeout, 4), r.c.UserAgent)
+		if err != nil {
+			return usage(fmt.Errorf("--post-api: %w", err))
+		}
+		st, err := c.PostStatus(ctx, tok, audience.PostText(name, 1), "public")
+		if err != nil {
+			return fmt.Errorf("%s has no post, and posting one through the client API at %s failed: %w", ps.Acct, base, err)
+		}
+		ps.Posts = append(ps.Posts, st.URI)
+		r.log.Info("posted for a persona that had none", zap.String("persona", ps.Acct), zap.String("post", st.URI))
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package pasture
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/originaddr"
+)
+
+// Shard 1 of 3 of a six-origin world on 127.1.0.0/24 (slices of 85
+// addresses): its DNS answers every origin of the world at the origin's
+// own address, and its wildcard HTTPS listener answers its own origins at
+// theirs.
+func TestShardServesItsSliceAndNamesTheWorld(t *testing.T) {
+	w, err := actors.Open(actors.Config{Origins: 6, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(),
+		Shard: actors.Shard{I: 1, N: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	rng, err := originaddr.ParseRange("127.1.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPasture(t, Config{World: w, HTTPSAddr: "0.0.0.0:0", DNSAddr: "127.0.0.1:0", Range: &rng, DNSUpstreams: []string{}})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(ctx) })
+
+	// origin k: shard (k-1) mod 3, the ((k-1) div 3)-th address of that shard's slice
+	want := map[string]string{
+		"flood1.test": "127.1.0.0", "flood2.test": "127.1.0.85", "flood3.test": "127.1.0.170",
+		"flood4.test": "127.1.0.1", "flood5.test": "127.1.0.86", "flood6.test": "127.1.0.171",
+		"ns.test": "127.1.0.85", // the name server: this shard's first origin's address
+	}
+	for name, addr := range want {
+		m := new(dns.Msg)
+		m.SetQuestion(name+".", dns.TypeA)
+		in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, p.Addr("dns"))
+		if err != nil || len(in.Answer) != 1 || in.Answer[0].(*dns.A).A.String() != addr {
+			t.Errorf("A %s = %v (%v), want %s", name, in, err, addr)
+		}
+	}
+
+	_, port, _ := net.SplitHostPort(p.Addr("https"))
+	for _, host := range []string{"flood2.test", "flood5.test"} {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: p.CA().Pool()},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(want[host], port))
+			},
+		}}
+		resp, err := client.Get("https://" + host + "/users/alice")
+		if err != nil {
+			t.Fatalf("%s at %s: %v", host, want[host], err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "https://"+host+"/users/alice") {
+			t.Errorf("%s at %s: %d %s", host, want[host], resp.StatusCode, body)
+		}
+	}
+
+	info := p.World()
+	if info.Addresses == nil || info.Addresses.Advertise != "127.1.0.0/24" || info.Addresses.Origins != 6 {
+		t.Errorf("World().Addresses = %+v, want the range and the world's 6 origins", info.Addresses)
+	}
+}
+
+// One address is shared by every origin, as before ranges: /api/world
+// says nothing about addresses, and the DNS answers it for each origin.
+func TestSharedAddress(t *testing.T) {
+	rng, err := originaddr.ParseRange("127.0.0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPasture(t, Config{DNSAddr: "127.0.0.1:0", Range: &rng, DNSUpstreams: []string{}})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(ctx) })
+	for _, name := range []string{"flood1.test.", "flood2.test."} {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, p.Addr("dns"))
+		if err != nil || len(in.Answer) != 1 || in.Answer[0].(*dns.A).A.String() != "127.0.0.9" {
+			t.Errorf("A %s = %v (%v), want 127.0.0.9", name, in, err)
+		}
+	}
+	if a := p.World().Addresses; a != nil {
+		t.Errorf("World().Addresses = %+v with a shared address", a)
+	}
+}
+
+func TestRangeTooSmallNamesTheFlag(t *testing.T) {
+	rng, err := originaddr.ParseRange("127.1.0.0/31")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := actors.Open(actors.Config{Origins: 3, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	_, err = New(Config{World: w, Range: &rng})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
+		t.Fatalf("New = %v, want ErrConfig naming --advertise", err)
+	}
+}

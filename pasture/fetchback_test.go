@@ -1,0 +1,206 @@
+package pasture
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/histgeom"
+)
+
+// TestClassifyFetch: the kind of every URL shape the crowd serves, and of
+// those it will serve (media, keys of their own).
+func TestClassifyFetch(t *testing.T) {
+	for _, c := range []struct {
+		path, kind, object string
+	}{
+		{"/.well-known/webfinger", adminapi.FetchWebFinger, ""},             // the query is not part of the path
+		{"/.well-known/host-meta", adminapi.FetchHostMeta, ""},              // XRD
+		{"/.well-known/host-meta.json", adminapi.FetchHostMeta, ""},         // JRD
+		{"/.well-known/nodeinfo", adminapi.FetchNodeInfo, ""},               // discovery
+		{"/nodeinfo/2.1", adminapi.FetchNodeInfo, ""},                       // the document
+		{"/users/alice", adminapi.FetchActor, ""},                           // an actor, and its #main-key
+		{"/actor", adminapi.FetchActor, ""},                                 // the instance actor
+		{"/users/alice/main-key", adminapi.FetchKey, ""},                    // a key at a URL of its own
+		{"/users/alice/outbox", adminapi.FetchCollection, ""},               // collections, paged or not
+		{"/users/alice/followers", adminapi.FetchCollection, ""},            //
+		{"/actor/following", adminapi.FetchCollection, ""},                  // the instance actor's
+		{"/users/alice/collections/featured", adminapi.FetchCollection, ""}, // pinned posts
+		{"/users/alice/notes/AQID", adminapi.FetchObject, "notes"},          // a note the crowd sent
+		{"/users/alice/likes/AQID", adminapi.FetchObject, "likes"},          // a Like
+		{"/users/alice/follows/AQID", adminapi.FetchObject, "follows"},      // a Follow
+		{"/users/alice/announces/AQID", adminapi.FetchObject, "announces"},  // a kind added later: counted by its segment
+		{"/users/alice/media/AQID", adminapi.FetchMedia, ""},                // an attachment under its actor
+		{"/media/AQID", adminapi.FetchMedia, ""},                            // or at the root
+		{"/users/alice/notes/AQID/image.png", adminapi.FetchMedia, ""},      // an image by its name
+		{"/users/alice/inbox", adminapi.FetchOther, ""},                     // a GET of an inbox
+		{"/@alice", adminapi.FetchOther, ""},                                // the profile page
+		{"/", adminapi.FetchOther, ""},                                      // the home page
+		{"/users/", adminapi.FetchOther, ""},                                // no name
+		{"/wp-login.php", adminapi.FetchOther, ""},                          // a scanner
+	} {
+		kind, object := classifyFetch(c.path)
+		if kind != c.kind || object != c.object {
+			t.Errorf("%s: %s %q, want %s %q", c.path, kind, object, c.kind, c.object)
+		}
+	}
+}
+
+// TestFetchbackWindowOverRealListeners opens a window through the admin
+// API, fetches from the origins over HTTPS as a SUT does, ends the window,
+// fetches once more, and reads the tally: every GET in its kind, with its
+// status class, signed or not, its latency, and the one after the end
+// apart; a request before the window and the inbox's POST are not counted.
+func TestFetchbackWindowOverRealListeners(t *testing.T) {
+	p := testPasture(t, Config{HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(ctx) })
+	httpsAddr := p.Addr("https")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: p.CA().Pool()},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, httpsAddr)
+		},
+	}}
+	fetch := func(method, url string, signed bool) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(""))
+		req.Header.Set("Accept", "application/activity+json")
+		if signed {
+			req.Header.Set("Signature", `keyId="https://sut.test/actor#main-key",signature="x"`)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	admin, err := adminapi.New("http://"+p.Addr("admin"), adminapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := p.cfg.World.ActorByID("https://flood1.test/users/alice")
+	note := alice.NoteID(actors.NoteSpec{Seq: 1, MentionID: "https://sut.test/users/a", MentionHandle: "@a@sut.test"})
+
+	fetch("GET", "https://flood1.test/users/alice", true) // before the window: not counted
+	win, err := admin.OpenFetchback(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch("GET", "https://flood1.test/.well-known/webfinger?resource=acct:alice@flood1.test", false)
+	fetch("GET", "https://flood1.test/users/alice", true)
+	fetch("GET", "https://flood1.test/users/alice", false)
+	fetch("GET", note, true)
+	fetch("GET", "https://flood1.test/users/alice/outbox", true)
+	fetch("GET", "https://flood1.test/users/alice/notes/not-a-token", true) // 404
+	fetch("POST", "https://flood1.test/users/alice/inbox", true)            // a delivery, not a fetch
+	if _, err := admin.EndFetchback(ctx, win.ID); err != nil {
+		t.Fatal(err)
+	}
+	fetch("GET", "https://flood1.test/nodeinfo/2.1", false) // after the end
+	open, err := admin.Fetchbacks(ctx, "")
+	if err != nil || len(open) != 1 || open[0].ID != win.ID || open[0].Ended == nil {
+		t.Fatalf("open windows: %+v %v", open, err)
+	}
+	tally, err := admin.CloseFetchback(ctx, win.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]adminapi.FetchbackKind{
+		adminapi.FetchWebFinger:  {Fetches: 1, Status: map[string]int64{"2xx": 1}},
+		adminapi.FetchActor:      {Fetches: 2, Signed: 1, Status: map[string]int64{"2xx": 2}},
+		adminapi.FetchObject:     {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "4xx": 1}},
+		adminapi.FetchCollection: {Fetches: 1, Signed: 1, Status: map[string]int64{"2xx": 1}},
+		adminapi.FetchNodeInfo:   {Fetches: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 1}},
+	}
+	if len(tally.Kinds) != len(want) {
+		t.Errorf("kinds %v, want %v", tally.Kinds, want)
+	}
+	for kind, w := range want {
+		got := tally.Kinds[kind]
+		if got.Fetches != w.Fetches || got.AfterEnd != w.AfterEnd || got.Signed != w.Signed || !equalCounts(got.Status, w.Status) {
+			t.Errorf("%s: %+v, want %+v", kind, got, w)
+		}
+		h, err := histgeom.Decode(got.Latency)
+		if err != nil || h.TotalCount() != w.Fetches || h.Max() <= 0 {
+			t.Errorf("%s latency: %v values, max %v µs, %v", kind, h.TotalCount(), h.Max(), err)
+		}
+	}
+	if tally.Objects["notes"] != 2 || len(tally.Objects) != 1 {
+		t.Errorf("objects %v, want notes 2", tally.Objects)
+	}
+	var ae *adminapi.Error
+	if _, err := admin.CloseFetchback(ctx, win.ID); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("closing twice: %v, want 404", err)
+	}
+}
+
+func equalCounts(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFetchWindowsBounded: MaxFetchbackWindows open at once, then a
+// refusal; a window ended long ago gives way.
+func TestFetchWindowsBounded(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFetchWindows(func() time.Time { return now })
+	var first adminapi.FetchbackWindow
+	for i := range adminapi.MaxFetchbackWindows {
+		w, err := f.Open("run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = w
+		}
+	}
+	if _, err := f.Open("one more"); !errors.Is(err, ErrTooManyWindows) {
+		t.Fatalf("over the bound: %v", err)
+	}
+	f.End(first.ID)
+	now = now.Add(staleEnded + time.Second)
+	if _, err := f.Open("one more"); err != nil {
+		t.Fatalf("a stale window did not give way: %v", err)
+	}
+	if len(f.Tallies(first.ID)) != 0 || len(f.Tallies("")) != adminapi.MaxFetchbackWindows {
+		t.Errorf("after the stale one gave way: %d windows", len(f.Tallies("")))
+	}
+}
+
+// FuzzClassifyFetch: any path gets one of the kinds the admin API names,
+// and an object kind only with an object.
+func FuzzClassifyFetch(f *testing.F) {
+	for _, s := range []string{"/", "/users/a", "/users/a/notes/x", "/.well-known/webfinger", "/media/x.png", "//", "/users//x", "/actor/collections/featured"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		kind, object := classifyFetch(path)
+		if !slices.Contains(adminapi.FetchKinds(), kind) {
+			t.Fatalf("%q: kind %q is not one of %v", path, kind, adminapi.FetchKinds())
+		}
+		if (object != "") != (kind == adminapi.FetchObject) {
+			t.Fatalf("%q: kind %q with object %q", path, kind, object)
+		}
+	})
+}

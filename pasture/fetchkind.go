@@ -1,0 +1,79 @@
+package pasture
+
+import (
+	"path"
+	"strings"
+
+	"github.com/crowdfed/crowd/adminapi"
+)
+
+// isMediaSegment says whether a path segment under /users/{name}/ (or at
+// the root) leads to an attachment's bytes.
+func isMediaSegment(s string) bool { return s == "media" || s == "attachments" || s == "files" }
+
+// isMediaExt says whether a file name ending makes a path media wherever it
+// lies: a SUT downloads images by the URL a Document names.
+func isMediaExt(ext string) bool {
+	switch strings.ToLower(ext) {
+	case ".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".mp4", ".webm", ".mp3", ".ogg":
+		return true
+	}
+	return false
+}
+
+// isKeySegment says whether the last segment of a path names a key served
+// at a URL of its own.
+func isKeySegment(s string) bool { return s == "main-key" || s == "publickey" || s == "key" }
+
+// classifyFetch says what kind of document a request for urlPath asks for
+// (adminapi.FetchKinds), and for an object, the object's kind (the segment
+// under /users/{name}/: "notes", "likes", "follows"…). It is the one place
+// that knows the shape of the crowd's URLs for the fetch-back tally: a new
+// kind of URL is a line here. Any /users/{name}/{segment}/{id} that is not
+// media or a collection is an object, so a new object kind is counted (and
+// attributed by its segment) without a change.
+func classifyFetch(urlPath string) (kind, object string) {
+	p := strings.Trim(urlPath, "/")
+	if isMediaExt(path.Ext(p)) {
+		return adminapi.FetchMedia, ""
+	}
+	seg := strings.Split(p, "/")
+	switch {
+	case p == ".well-known/webfinger":
+		return adminapi.FetchWebFinger, ""
+	case p == ".well-known/host-meta" || p == ".well-known/host-meta.json":
+		return adminapi.FetchHostMeta, ""
+	case p == ".well-known/nodeinfo" || seg[0] == "nodeinfo":
+		return adminapi.FetchNodeInfo, ""
+	case isMediaSegment(seg[0]) && len(seg) > 1:
+		return adminapi.FetchMedia, ""
+	case seg[0] == "actor": // the instance actor: /actor, /actor/outbox, /actor/collections/…
+		if len(seg) == 1 {
+			return adminapi.FetchActor, ""
+		}
+		return underActor(seg[1:])
+	case seg[0] == "users" && len(seg) >= 2 && seg[1] != "":
+		if len(seg) == 2 {
+			return adminapi.FetchActor, ""
+		}
+		return underActor(seg[2:])
+	}
+	return adminapi.FetchOther, ""
+}
+
+// underActor classifies the segments after an actor's path.
+func underActor(rest []string) (kind, object string) {
+	switch {
+	case len(rest) == 1 && (rest[0] == "outbox" || rest[0] == "followers" || rest[0] == "following"):
+		return adminapi.FetchCollection, ""
+	case rest[0] == "collections":
+		return adminapi.FetchCollection, ""
+	case len(rest) == 1 && isKeySegment(rest[0]):
+		return adminapi.FetchKey, ""
+	case isMediaSegment(rest[0]) && len(rest) > 1:
+		return adminapi.FetchMedia, ""
+	case len(rest) >= 2 && rest[0] != "" && rest[0] != "inbox" && rest[1] != "":
+		return adminapi.FetchObject, rest[0]
+	}
+	return adminapi.FetchOther, ""
+}
