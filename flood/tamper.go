@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
@@ -181,6 +182,12 @@ type Forgeries struct {
 	accepted []*Prepared // the latest honest requests answered 2xx, a ring
 	next     int
 	keys     map[string]*record.KeyRefusal // keyIds answered 401, at most record.MaxKeyRefusals
+
+	// Read without the lock, so an honest send's answer costs two atomic
+	// loads unless it matters: a 401, a 2xx after a refusal, or a 2xx
+	// kept to replay.
+	refused  atomic.Bool // some key was refused: 2xx answers are looked up
+	replayed atomic.Bool // Source wraps the run's source: 2xx answers are kept
 }
 
 // NewForgeries returns an empty collector.
@@ -192,11 +199,14 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	if !d.Sent || d.Aborted {
 		return
 	}
+	if p.Forgery == nil && d.Class != record.Class401 && !(d.Class.OK() && (f.refused.Load() || f.replayed.Load())) {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p.Forgery == nil {
 		f.keyAnswer(p, d.Class)
-		if d.Class.OK() {
+		if d.Class.OK() && f.replayed.Load() {
 			if len(f.accepted) < replayRing {
 				f.accepted = append(f.accepted, p)
 			} else {
@@ -216,6 +226,7 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 // draft is never sent, nor settled: a Follow it carried keeps its pair
 // claimed for the run.
 func (f *Forgeries) Source(in Source) Source {
+	f.replayed.Store(true)
 	return SourceFunc(func(ctx context.Context) (*Prepared, error) {
 		p, err := in.Next(ctx)
 		if err != nil || p.Forgery == nil || p.Forgery.Kind != signing.TamperReplay {
@@ -253,6 +264,7 @@ func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
 			f.keys = map[string]*record.KeyRefusal{}
 		}
 		f.keys[id] = &record.KeyRefusal{KeyID: id, Refused: 1}
+		f.refused.Store(true)
 	case k != nil && !k.Accepted:
 		k.Refused++
 	}
@@ -309,5 +321,6 @@ func (f *Forgeries) Reset() {
 	f.mu.Lock()
 	f.sec = record.Security{}
 	f.keys = nil
+	f.refused.Store(false)
 	f.mu.Unlock()
 }
