@@ -96,13 +96,19 @@ func (s *Stream) drawByOrigin(avoid string) *actors.Actor {
 	} else {
 		i = s.r.IntN(len(o))
 	}
-	if o[i].ID == avoid {
-		if len(o) == 1 {
-			return s.g.cfg.Senders[(s.r.IntN(len(s.g.cfg.Senders)))]
-		}
-		i = (i + 1) % len(o)
+	if o[i].ID != avoid {
+		return o[i]
 	}
-	return o[i]
+	if len(o) > 1 {
+		return o[(i+1)%len(o)]
+	}
+	// The origin's only actor is the persona itself: any other sender.
+	senders := s.g.cfg.Senders
+	j := s.r.IntN(len(senders))
+	if senders[j].ID == avoid {
+		j = (j + 1) % len(senders)
+	}
+	return senders[j]
 }
 
 // DraftForgery marks a draft to be forged (Draft.Forgery).
