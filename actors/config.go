@@ -51,6 +51,11 @@ type Config struct {
 	// Backend signs with the actors' keys (Actor.Signer); nil is the Go
 	// backend.
 	Backend signing.Backend
+	// KeyPool is how many keys the actors share (--key-pool): 0 chooses a
+	// key per actor up to DefaultKeyPoolBound actors, a pool of that many
+	// beyond; N ≥ the number of actors is a key per actor. A pool, once
+	// made, is kept in StateDir: another N is an error.
+	KeyPool int
 }
 
 // DefaultConfig is the embedded default world: 20 origins of 10 actors each
@@ -103,6 +108,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: --actors must be between 1 and 100000, got %d", ErrConfig, c.Actors)
 	case strings.Count(c.Domain, "%d") != 1 || strings.Count(c.Domain, "%") != 1:
 		return fmt.Errorf("%w: --domain must contain exactly one %%d, got %q", ErrConfig, c.Domain)
+	case c.KeyPool < 0:
+		return fmt.Errorf("%w: --key-pool must be 0 (the default choice) or a number of keys, got %d", ErrConfig, c.KeyPool)
 	case c.StateDir == "":
 		return fmt.Errorf("%w: --state must name a directory", ErrConfig)
 	}

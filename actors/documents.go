@@ -46,7 +46,7 @@ type PublicKeyDoc struct {
 // ActorDoc is an actor document as the crowd serves it. Field order is
 // the JSON order, kept stable for golden files and caches.
 type ActorDoc struct {
-	Context                   []any             `json:"@context"`
+	Context                   []any             `json:"@context,omitempty"`
 	ID                        string            `json:"id"`
 	Type                      string            `json:"type"`
 	PreferredUsername         string            `json:"preferredUsername"`
@@ -68,6 +68,9 @@ type ActorDoc struct {
 	// AdditionalPublicKeys are the keys retained after a rotation
 	// (Misskey's extension; rotate.go); omitted when none.
 	AdditionalPublicKeys []PublicKeyDoc `json:"additionalPublicKeys,omitempty"`
+	// Updated is when the profile last changed (Actor.ProfileVersion);
+	// empty for a profile never changed.
+	Updated string `json:"updated,omitempty"`
 }
 
 // Document is the actor's ActivityPub document with every field real
@@ -96,7 +99,7 @@ func (a *Actor) Document() ActorDoc {
 		Featured:          a.Featured(),
 		FeaturedTags:      a.FeaturedTags(),
 		Endpoints:         map[string]string{"sharedInbox": a.SharedInbox()},
-		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM},
+		PublicKey:         PublicKeyDoc{ID: a.KeyID, Owner: a.ID, PublicKeyPem: a.PublicKeyPEM()},
 		Discoverable:      a.Kind == KindPerson,
 		Indexable:         a.Kind == KindPerson,
 		Published:         a.Published.Format(time.RFC3339),
@@ -105,9 +108,33 @@ func (a *Actor) Document() ActorDoc {
 	}
 }
 
-// DocumentJSON is Document rendered by MarshalDoc, made once when the
-// world opens; callers must not modify it.
-func (a *Actor) DocumentJSON() []byte { return a.docJSON }
+// DocumentJSON is Document rendered by MarshalDoc, kept in the world's
+// bounded cache of rendered documents; callers must not modify it. It is
+// nil only when the actor's key file cannot be loaded (logged).
+func (a *Actor) DocumentJSON() []byte {
+	docs := a.Origin.world.docs
+	if b, ok := docs.Get(a.ID); ok {
+		return b
+	}
+	if a.PublicKeyPEM() == "" {
+		return nil
+	}
+	b, err := MarshalDoc(a.Document())
+	if err != nil {
+		return nil // an ActorDoc of strings always encodes
+	}
+	docs.Add(a.ID, b)
+	return b
+}
+
+// PublicKeyPEM is the SPKI PEM of the actor's public key, as documents
+// carry it ("" when its key file cannot be loaded).
+func (a *Actor) PublicKeyPEM() string {
+	if a.key == nil {
+		return ""
+	}
+	return a.key.publicPEM()
+}
 
 // ProfileHTML is the small page a browser gets for the actor.
 func (a *Actor) ProfileHTML() []byte {
@@ -209,7 +236,10 @@ func (w *World) OutboxDoc(a *Actor, page int) OutboxPage {
 	ids, total := w.Outbox.Latest(a.ID)
 	out, start, end := collectionPage[Activity](a.Outbox(), total, len(ids), page)
 	for _, id := range ids[start:end] {
-		obj, err := a.Object(strings.TrimPrefix(id, a.ID) + "/activity")
+		if _, gone := w.Changes.Deleted(id); gone {
+			continue // a deleted note leaves the outbox (its Tombstone answers at its id)
+		}
+		obj, err := w.Current(a, strings.TrimPrefix(id, a.ID)+"/activity")
 		if err != nil {
 			continue // RecordSent let only regenerable ids in
 		}

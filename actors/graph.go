@@ -370,3 +370,45 @@ func oldestFirst(out []Relation) []Relation {
 	})
 	return out
 }
+
+// Locals lists the crowd actors that have any follower or following, in
+// id order: what a listing of the graph walks, in a world of any size.
+func (g *Graph) Locals() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	seen := make(map[string]bool, len(g.followers)+len(g.following))
+	var out []string
+	for _, m := range []map[string]map[string]Relation{g.followers, g.following} {
+		for local, rels := range m {
+			if len(rels) > 0 && !seen[local] {
+				seen[local] = true
+				out = append(out, local)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// FollowingByID is the crowd's following relation made by the Follow
+// followID, found in constant time.
+func (g *Graph) FollowingByID(followID string) (Relation, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, ok := g.byFollow[followID]
+	return r, ok
+}
+
+// FollowerByFollowID finds the relation in which remote follows a crowd
+// actor with the Follow followID (an Undo that names the Follow only by
+// id): a walk of the followers, not of the world's actors.
+func (g *Graph) FollowerByFollowID(followID, remote string) (Relation, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, rels := range g.followers {
+		if r, ok := rels[remote]; ok && r.FollowID == followID {
+			return r, true
+		}
+	}
+	return Relation{}, false
+}

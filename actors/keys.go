@@ -1,18 +1,23 @@
 package actors
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/crowdfed/crowd/signing"
 
 	"go.uber.org/zap"
 
@@ -26,7 +31,8 @@ const KeyBits = 2048
 // ErrKeyFile marks a key file in the state directory that cannot be used.
 var ErrKeyFile = errors.New("unusable key file")
 
-// keyPath is where one actor's private key lives in the state directory.
+// keyPath is where one actor's private key lives in the state directory
+// when every actor has its own key.
 func keyPath(stateDir, host, name string) string {
 	return filepath.Join(stateDir, "keys", host, name+".pem")
 }
@@ -34,33 +40,105 @@ func keyPath(stateDir, host, name string) string {
 // keyEstimate is a rough time to make one RSA-2048 key on one core of a
 // small machine (it varies several-fold from key to key): only for the
 // first estimate a user sees; progress lines use the measured rate.
-const keyEstimate = 250 * time.Millisecond
+const keyEstimate = 60 * time.Millisecond
 
 // progressEvery is how often key making reports its progress.
 const progressEvery = 5 * time.Second
 
-// loadOrGenerateKeys fills every actor's Key: loaded from the state
-// directory where present, otherwise (when create is set) generated in
-// parallel, one worker per core, and persisted before the world is served,
-// with progress logged (a first start takes tens of seconds). A key, once
+// keyEntry is one key of the world: its file, and the key parsed from it
+// on first use (a million actors start in milliseconds because no PEM is
+// parsed at start). It is the actors' signing.Key: several actors share
+// one entry when keys come from a pool. Safe for concurrent use.
+type keyEntry struct {
+	path    string
+	log     *zap.Logger
+	backend signing.Backend // the world's (--crypto); nil is Go's
+
+	once   sync.Once
+	key    *rsa.PrivateKey
+	signer signing.Key // key as the backend prepared it, once, on first use
+	pubPEM string
+	err    error
+}
+
+// load parses the key file once; a file that became unusable after the
+// world opened is logged once and every signature with it fails.
+func (e *keyEntry) load() error {
+	e.once.Do(func() {
+		key, err := readKey(e.path)
+		if err == nil {
+			var der []byte
+			if der, err = x509.MarshalPKIXPublicKey(&key.PublicKey); err == nil {
+				e.key, e.pubPEM = key, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+			}
+		}
+		if err == nil {
+			b := e.backend
+			if b == nil {
+				b = signing.GoBackend()
+			}
+			e.signer, err = b.PrivateKey(key)
+		}
+		if err != nil {
+			e.err = fmt.Errorf("%w: %v", ErrKeyFile, err)
+			e.log.Error("an actor key cannot be loaded: its actors cannot sign", zap.String("file", e.path), zap.Error(err))
+		}
+	})
+	return e.err
+}
+
+// Public is the key's public half, nil when its file cannot be loaded.
+func (e *keyEntry) Public() crypto.PublicKey {
+	if e.load() != nil {
+		return nil
+	}
+	return &e.key.PublicKey
+}
+
+// Sign signs with the private key (crypto.Signer), loading it first.
+func (e *keyEntry) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if err := e.load(); err != nil {
+		return nil, err
+	}
+	return e.signer.Sign(r, digest, opts)
+}
+
+// BackendName names the backend the entry signs with (signing.BackendName).
+func (e *keyEntry) BackendName() string {
+	if e.backend == nil {
+		return signing.BackendGo
+	}
+	return e.backend.Name()
+}
+
+// publicPEM is the SPKI PEM of the public key ("" when it cannot be loaded).
+func (e *keyEntry) publicPEM() string {
+	if e.load() != nil {
+		return ""
+	}
+	return e.pubPEM
+}
+
+// ensureKeys checks that every entry's file exists (a stat each, no
+// parsing) and, when create is set, makes the missing ones in parallel,
+// persisted before the world is served, with progress logged. A key, once
 // written, is never replaced: real servers cache keys by keyId and a
 // changed key silently breaks them.
-func loadOrGenerateKeys(stateDir string, actors []*Actor, create bool, log *zap.Logger) error {
-	var missing []*Actor
+func ensureKeys(stateDir string, entries []*keyEntry, create bool, log *zap.Logger) error {
+	var missing []*keyEntry
 	var errs []error
-	for _, a := range actors {
-		key, err := readKey(keyPath(stateDir, a.Origin.Host, a.Name))
+	for _, e := range entries {
+		st, err := os.Stat(e.path)
 		switch {
+		case err == nil && st.Mode().IsRegular():
 		case err == nil:
-			if err := a.setKey(key); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, fmt.Errorf("%w: %s is not a file", ErrKeyFile, e.path))
 		case errors.Is(err, os.ErrNotExist) && create:
-			missing = append(missing, a)
+			missing = append(missing, e)
 		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%w: --state %s has no key for %s: pass the --state of the crowd whose keys to use", ErrKeyFile, stateDir, a.Acct())
+			return fmt.Errorf("%w: --state %s has no key %s: pass the --state of the crowd whose keys to use", ErrKeyFile, stateDir, e.path)
 		default:
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w: %v", ErrKeyFile, err))
 		}
 	}
 	if len(errs) > 0 || len(missing) == 0 {
@@ -69,30 +147,28 @@ func loadOrGenerateKeys(stateDir string, actors []*Actor, create bool, log *zap.
 	return generateKeys(stateDir, missing, log)
 }
 
-// generateKeys makes, persists and sets the keys of actors, logging what it
+// generateKeys makes and persists the keys of entries, logging what it
 // does: how many, an estimate, progress every few seconds and the end.
-func generateKeys(stateDir string, actors []*Actor, log *zap.Logger) error {
-	workers := min(runtime.GOMAXPROCS(0), len(actors))
+func generateKeys(stateDir string, entries []*keyEntry, log *zap.Logger) error {
+	workers := min(runtime.GOMAXPROCS(0), len(entries))
 	start := time.Now()
 	log.Info("making the actors' keys: only on a first start, they are kept in --state",
-		zap.Int("keys", len(actors)), zap.String("kind", fmt.Sprintf("RSA-%d", KeyBits)), zap.Int("workers", workers),
-		zap.String("state", stateDir), zap.Duration("estimate", (keyEstimate*time.Duration(len(actors))/time.Duration(workers)).Round(time.Second)))
-	jobs := make(chan *Actor)
-	errs := make(chan error, len(actors))
+		zap.Int("keys", len(entries)), zap.String("kind", fmt.Sprintf("RSA-%d", KeyBits)), zap.Int("workers", workers),
+		zap.String("state", stateDir), zap.Duration("estimate", (keyEstimate*time.Duration(len(entries))/time.Duration(workers)).Round(time.Second)))
+	jobs := make(chan *keyEntry)
+	errs := make(chan error, len(entries))
 	var made atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range jobs {
-				if err := generateKey(stateDir, a); err != nil {
+		wg.Go(func() {
+			for e := range jobs {
+				if err := generateKey(e.path); err != nil {
 					errs <- err
 					continue
 				}
 				made.Add(1)
 			}
-		}()
+		})
 	}
 	finished := make(chan struct{})
 	go func() {
@@ -104,17 +180,17 @@ func generateKeys(stateDir string, actors []*Actor, log *zap.Logger) error {
 				return
 			case <-tick.C:
 				n := made.Load()
-				fields := []zap.Field{zap.Int64("made", n), zap.Int("of", len(actors))}
+				fields := []zap.Field{zap.Int64("made", n), zap.Int("of", len(entries))}
 				if n > 0 {
 					el := time.Since(start)
-					fields = append(fields, zap.Duration("left", (el*time.Duration(int64(len(actors))-n)/time.Duration(n)).Round(time.Second)))
+					fields = append(fields, zap.Duration("left", (el*time.Duration(int64(len(entries))-n)/time.Duration(n)).Round(time.Second)))
 				}
 				log.Info("making keys", fields...)
 			}
 		}
 	}()
-	for _, a := range actors {
-		jobs <- a
+	for _, e := range entries {
+		jobs <- e
 	}
 	close(jobs)
 	wg.Wait()
@@ -123,7 +199,7 @@ func generateKeys(stateDir string, actors []*Actor, log *zap.Logger) error {
 	if err := errors.Join(collect(errs)...); err != nil {
 		return err
 	}
-	log.Info("keys made", zap.Int("keys", len(actors)), zap.Duration("took", time.Since(start).Round(time.Millisecond)))
+	log.Info("keys made", zap.Int("keys", len(entries)), zap.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return nil
 }
 
@@ -135,23 +211,22 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
-func generateKey(stateDir string, a *Actor) error {
-	path := keyPath(stateDir, a.Origin.Host, a.Name)
+func generateKey(path string) error {
 	key, err := rsa.GenerateKey(rand.Reader, KeyBits)
 	if err != nil {
-		return fmt.Errorf("generate key for %s: %w", a.Acct(), err)
+		return fmt.Errorf("generate key %s: %w", path, err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return fmt.Errorf("encode key for %s: %w", a.Acct(), err)
+		return fmt.Errorf("encode key %s: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("persist key for %s: %w", a.Acct(), err)
+		return fmt.Errorf("persist key %s: %w", path, err)
 	}
 	if err := atomicfile.Write(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		return fmt.Errorf("persist key for %s: %w", a.Acct(), err)
+		return fmt.Errorf("persist key %s: %w", path, err)
 	}
-	return a.setKey(key)
+	return nil
 }
 
 func readKey(path string) (*rsa.PrivateKey, error) {

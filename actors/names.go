@@ -42,3 +42,31 @@ func DisplayName(username, host string) string {
 	}
 	return strings.ToUpper(username[:1]) + username[1:] + " of " + host
 }
+
+// actorIndex is the inverse of ActorName: the index whose name is name,
+// false for a name ActorName never makes ("alice1", "alice02", "Alice").
+// It costs the same for any world size, so a lookup never walks actors;
+// round numbers beyond seven digits (more actors than a world may have)
+// are refused before any arithmetic can overflow.
+func actorIndex(name string) (int, bool) {
+	base := strings.TrimRight(name, "0123456789")
+	round := 0
+	if digits := name[len(base):]; digits != "" {
+		n, err := strconv.Atoi(digits)
+		if len(digits) > 7 || err != nil || n < 2 || strconv.Itoa(n) != digits {
+			return 0, false
+		}
+		round = n - 1
+	}
+	names := givenNames()
+	for k, g := range names {
+		if g == base {
+			i := round*len(names) + k
+			if i < 0 {
+				return 0, false
+			}
+			return i, true
+		}
+	}
+	return 0, false
+}

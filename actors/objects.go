@@ -15,9 +15,10 @@ var ErrNoObject = errors.New("no such object")
 
 // Object kinds, the path segment under /users/{name}/ of each.
 const (
-	objNotes   = "notes"
-	objLikes   = "likes"
-	objFollows = "follows"
+	objNotes     = "notes"
+	objLikes     = "likes"
+	objFollows   = "follows"
+	objAnnounces = "announces"
 )
 
 // Activity is an ActivityPub activity as the crowd sends it. Object is a
@@ -54,6 +55,7 @@ type Note struct {
 	Summary          *string     `json:"summary"`
 	InReplyTo        *string     `json:"inReplyTo"`
 	Published        string      `json:"published"`
+	Updated          string      `json:"updated,omitempty"`
 	URL              string      `json:"url"`
 	AttributedTo     string      `json:"attributedTo"`
 	To               []string    `json:"to"`
@@ -99,6 +101,10 @@ type NoteSpec struct {
 	MentionID string
 	// MentionHandle is the persona's handle, "@name@host".
 	MentionHandle string
+
+	// The fields below are optional (see NoteExtras): a spec without them
+	// is the note of old, and its id is the same as before they existed.
+	NoteExtras
 }
 
 // LikeSpec is everything a Like is made from.
@@ -133,9 +139,28 @@ func noteContext() []any {
 	}}
 }
 
+// contextOf is the @context of a document carrying note n: the note's,
+// with the Hashtag term Mastodon adds when n has hashtags (ActivityStreams'
+// own context leaves it out, so a JSON-LD reader would drop the tags).
+func contextOf(n Note) []any {
+	c := noteContext()
+	for _, t := range n.Tag {
+		if t.Type == "Hashtag" {
+			c[1].(map[string]any)["Hashtag"] = "as:Hashtag"
+			break
+		}
+	}
+	return c
+}
+
 // token packs an object's fields into a URL-safe id segment:
 // [unix seconds][seq][n][strings…], varints and length-prefixed strings.
 func token(published time.Time, seq uint64, n int, strs ...string) string {
+	return base64.RawURLEncoding.EncodeToString(tokenBytes(published, seq, n, strs...))
+}
+
+// tokenBytes is token before its base64 encoding.
+func tokenBytes(published time.Time, seq uint64, n int, strs ...string) []byte {
 	buf := make([]byte, 0, 32+len(strs)*64)
 	buf = binary.AppendVarint(buf, published.Unix())
 	buf = binary.AppendUvarint(buf, seq)
@@ -144,49 +169,60 @@ func token(published time.Time, seq uint64, n int, strs ...string) string {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
 	}
-	return base64.RawURLEncoding.EncodeToString(buf)
+	return buf
 }
 
 // untoken reverses token, expecting exactly want strings.
 func untoken(tok string, want int) (time.Time, uint64, int, []string, error) {
+	pub, seq, n, strs, rest, err := untokenRest(tok, want)
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%w: malformed id", ErrNoObject)
+	}
+	return pub, seq, n, strs, err
+}
+
+// untokenRest reverses token, expecting want strings, and returns the
+// bytes after them (a note's extras).
+func untokenRest(tok string, want int) (time.Time, uint64, int, []string, []byte, error) {
 	buf, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil {
-		return time.Time{}, 0, 0, nil, fmt.Errorf("%w: %v", ErrNoObject, err)
+		return time.Time{}, 0, 0, nil, nil, fmt.Errorf("%w: %v", ErrNoObject, err)
 	}
 	bad := fmt.Errorf("%w: malformed id", ErrNoObject)
 	sec, k := binary.Varint(buf)
 	if k <= 0 {
-		return time.Time{}, 0, 0, nil, bad
+		return time.Time{}, 0, 0, nil, nil, bad
 	}
 	buf = buf[k:]
 	seq, k := binary.Uvarint(buf)
 	if k <= 0 {
-		return time.Time{}, 0, 0, nil, bad
+		return time.Time{}, 0, 0, nil, nil, bad
 	}
 	buf = buf[k:]
 	n, k := binary.Uvarint(buf)
 	if k <= 0 || n > 1<<20 {
-		return time.Time{}, 0, 0, nil, bad
+		return time.Time{}, 0, 0, nil, nil, bad
 	}
 	buf = buf[k:]
 	strs := make([]string, 0, want)
 	for range want {
 		l, k := binary.Uvarint(buf)
 		if k <= 0 || l > uint64(len(buf)-k) {
-			return time.Time{}, 0, 0, nil, bad
+			return time.Time{}, 0, 0, nil, nil, bad
 		}
 		strs = append(strs, string(buf[k:k+int(l)]))
 		buf = buf[k+int(l):]
 	}
-	if len(buf) != 0 {
-		return time.Time{}, 0, 0, nil, bad
-	}
-	return time.Unix(sec, 0).UTC(), seq, int(n), strs, nil
+	return time.Unix(sec, 0).UTC(), seq, int(n), strs, buf, nil
 }
 
 // NoteID is the id of the note spec describes.
 func (a *Actor) NoteID(spec NoteSpec) string {
-	return a.ID + "/" + objNotes + "/" + token(spec.Published, spec.Seq, spec.Bytes, spec.MentionID, spec.MentionHandle)
+	b := tokenBytes(spec.Published, spec.Seq, spec.Bytes, spec.MentionID, spec.MentionHandle)
+	if !spec.NoteExtras.empty() {
+		b = spec.NoteExtras.append(b)
+	}
+	return a.ID + "/" + objNotes + "/" + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Note is the public note spec describes, mentioning its persona (in cc
@@ -198,13 +234,14 @@ func (a *Actor) Note(spec NoteSpec) Note {
 	user, _, _ = strings.Cut(user, "@")
 	mention := `<span class="h-card"><a href="` + html.EscapeString(spec.MentionID) + `" class="u-url mention">@<span>` +
 		html.EscapeString(user) + `</span></a></span>`
-	content := "<p>" + mention + " " + html.EscapeString(filler(a.Acct(), spec.Seq, spec.Bytes)) + "</p>"
+	content := "<p>" + mention + spec.NoteExtras.mentionsHTML() + " " + html.EscapeString(filler(a.Acct(), spec.Seq, spec.Bytes)) +
+		a.Origin.hashtagsHTML(spec.Hashtags) + "</p>"
 	published := spec.Published.UTC().Truncate(time.Second)
 	// OStatus tag URIs, the form Mastodon gives atomUri and conversation;
 	// both derive from the id, so a regenerated note is the same note.
 	tok := strings.TrimPrefix(id, a.ID+"/"+objNotes+"/")
 	tag := "tag:" + a.Origin.Host + "," + published.Format(time.DateOnly) + ":objectId=" + tok + ":objectType="
-	return Note{
+	n := Note{
 		ID:           id,
 		Type:         "Note",
 		Published:    published.Format(time.RFC3339),
@@ -219,6 +256,8 @@ func (a *Actor) Note(spec NoteSpec) Note {
 		Tag:          []Tag{{Type: "Mention", Href: spec.MentionID, Name: handle}},
 		Replies:      newReplies(id + "/replies"),
 	}
+	a.addExtras(&n, spec.NoteExtras)
+	return n
 }
 
 // newReplies is the empty replies collection at id.
@@ -230,7 +269,7 @@ func newReplies(id string) *RepliesDoc {
 // the note's id + "/activity".
 func (a *Actor) CreateNote(spec NoteSpec) Activity {
 	n := a.Note(spec)
-	return Activity{Context: noteContext(), ID: n.ID + "/activity", Type: "Create", Actor: a.ID, Published: n.Published,
+	return Activity{Context: contextOf(n), ID: n.ID + "/activity", Type: "Create", Actor: a.ID, Published: n.Published,
 		To: n.To, Cc: n.Cc, Object: n}
 }
 
@@ -250,66 +289,7 @@ func (a *Actor) Follow(spec FollowSpec) Activity {
 
 // UndoFollow is the Undo of the actor's Follow of spec.Object, embedding
 // the Follow as Mastodon expects; its id is the Follow's id + "/undo".
-func (a *Actor) UndoFollow(spec FollowSpec) Activity {
-	f := a.Follow(spec)
-	f.Context = nil
-	return Activity{Context: asContext, ID: f.ID + "/undo", Type: "Undo", Actor: a.ID, Object: f}
-}
-
-// Object regenerates the object or activity at path on the actor (the
-// path after the actor id, e.g. "/notes/TOKEN" or "/notes/TOKEN/activity").
-// It fails with ErrNoObject for anything the crowd could not have sent.
-func (a *Actor) Object(path string) (any, error) {
-	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if a.Kind != KindPerson || len(parts) < 2 || len(parts) > 3 {
-		return nil, ErrNoObject
-	}
-	kind, tok := parts[0], parts[1]
-	suffix := ""
-	if len(parts) == 3 {
-		suffix = parts[2]
-	}
-	switch kind {
-	case objNotes:
-		pub, seq, n, s, err := untoken(tok, 2)
-		if err != nil {
-			return nil, err
-		}
-		spec := NoteSpec{Published: pub, Seq: seq, Bytes: n, MentionID: s[0], MentionHandle: s[1]}
-		switch suffix {
-		case "":
-			note := a.Note(spec)
-			note.Context = noteContext()
-			return note, nil
-		case "activity":
-			return a.CreateNote(spec), nil
-		case "replies":
-			// The collection the Note embeds, served at its id.
-			r := newReplies(a.NoteID(spec) + "/replies")
-			r.Context = asContext
-			return *r, nil
-		}
-	case objLikes:
-		pub, seq, _, s, err := untoken(tok, 1)
-		if err != nil || suffix != "" {
-			return nil, errors.Join(ErrNoObject, err)
-		}
-		return a.Like(LikeSpec{Published: pub, Seq: seq, Object: s[0]}), nil
-	case objFollows:
-		pub, seq, _, s, err := untoken(tok, 1)
-		if err != nil {
-			return nil, err
-		}
-		spec := FollowSpec{Published: pub, Seq: seq, Object: s[0]}
-		switch suffix {
-		case "":
-			return a.Follow(spec), nil
-		case "undo":
-			return a.UndoFollow(spec), nil
-		}
-	}
-	return nil, ErrNoObject
-}
+func (a *Actor) UndoFollow(spec FollowSpec) Activity { return a.Undo(a.Follow(spec)) }
 
 // filler is deterministic note text of about n bytes.
 func filler(acct string, seq uint64, n int) string {

@@ -2,14 +2,13 @@ package actors
 
 import (
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/internal/statedir"
@@ -26,9 +25,11 @@ const (
 // byte-identical across restarts, which golden files and caches rely on.
 func worldEpoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
-// World is every origin the crowd serves, their actors and the follow
-// graph. It is built once by Open and then only read, except for the Graph,
-// which is safe for concurrent use.
+// World is every origin the crowd serves and the follow graph. Origins are
+// built when it opens; their actors are computed from (origin, index) when
+// asked, so a world of a million actors opens in milliseconds and holds
+// only what is in use. It is only read after Open, except for the Graph,
+// which is safe for concurrent use, and the bounded caches inside it.
 type World struct {
 	// Config is the configuration the world was built from.
 	Config Config
@@ -39,11 +40,20 @@ type World struct {
 	// Outbox is what each actor sent (RecordSent), which its outbox
 	// collection lists.
 	Outbox *Outbox
+	// Changes are the edits and deletions of what the actors sent
+	// (RecordChanges), which the objects' ids then answer.
+	Changes *Changes
 
-	byHost  map[string]*Origin
-	byID    map[string]*Actor
-	persons []*Actor
+	byHost    map[string]*Origin
+	keys      *keyRing
+	docs      *lru.Cache[string, []byte] // rendered actor documents, by actor id
+	rotations rotations                  // the rotated actors' keys (rotate.go)
 }
+
+// DocCacheSize bounds how many rendered actor documents a world keeps:
+// rendering one costs tens of microseconds, so the busiest stay rendered
+// and a million-actor world stays small.
+const DocCacheSize = 8192
 
 // Origin is one fake fediverse server.
 type Origin struct {
@@ -51,15 +61,15 @@ type Origin struct {
 	Index int
 	// Host is the origin's host name, lower case, no port.
 	Host string
-	// Actors are the origin's Person actors, in name order.
-	Actors []*Actor
 	// Instance is the origin's Application actor, used for signed GETs.
 	Instance *Actor
 
-	byName map[string]*Actor
+	world *World
 }
 
-// Actor is one account of an origin, with its key pair.
+// Actor is one account of an origin, with its key. Actors are values
+// computed on demand: two lookups of one actor may return different
+// pointers to equal actors, so compare ids, not pointers.
 type Actor struct {
 	// Origin is the server the actor lives on.
 	Origin *Origin
@@ -69,30 +79,30 @@ type Actor struct {
 	Kind string
 	// ID is the actor's URL and ActivityPub id.
 	ID string
-	// KeyID is the id of the actor's public key: ID + "#main-key".
+	// KeyID is the id of the actor's public key: ID + "#main-key", or
+	// ID + "#main-key-N" after its (N-1)-th rotation (rotate.go).
 	KeyID string
-	// Key is the actor's private key. Never serve it.
-	Key *rsa.PrivateKey
-	// PublicKeyPEM is the SPKI PEM of the public key, as documents carry it.
-	PublicKeyPEM string
+	// Key is the actor's private key (several actors may share its
+	// material; each has its own KeyID). It is parsed from the state
+	// directory on first use. Never serve it.
+	Key signing.Key
 	// Published is the stable creation date shown in the actor document.
 	Published time.Time
 
-	docJSON []byte // Document() rendered once: it never changes while serving
-
-	signer signing.Key // Key wrapped by the world's backend (SigningKey)
-
+	key      *keyEntry
+	index    int            // a Person's index in its origin
+	leaver   bool           // made to be deleted (Leaver)
 	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
 }
 
-// Open builds the world described by cfg, loading every key from
-// cfg.StateDir or generating and persisting the missing ones, and opens
-// the follow graph and the outboxes.
+// Open builds the world described by cfg, checking that every key exists
+// in cfg.StateDir or generating and persisting the missing ones (no key is
+// parsed until used), and opens the follow graph and the outboxes.
 func Open(cfg Config) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w, all := layout(cfg)
+	w := layout(cfg)
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -104,27 +114,21 @@ func Open(cfg Config) (*World, error) {
 			return nil, err
 		}
 	}
-	if err := loadOrGenerateKeys(cfg.StateDir, all, !cfg.BorrowKeys, log); err != nil {
+	keys, err := openKeys(w, log)
+	if err != nil {
 		return nil, err
 	}
-	for _, a := range all {
-		if err := a.loadRotation(cfg.StateDir, !cfg.BorrowKeys); err != nil {
-			return nil, err
-		}
-	}
-	if err := w.wrapKeys(all); err != nil {
+	w.keys = keys
+	// Before the first actor is computed: newActor consults the rotations.
+	if err := loadRotations(w, log); err != nil {
 		return nil, err
 	}
-	for _, a := range all {
-		doc, err := MarshalDoc(a.Document())
-		if err != nil {
-			return nil, fmt.Errorf("render %s: %w", a.Acct(), err)
-		}
-		a.docJSON = doc
+	for _, o := range w.Origins {
+		o.Instance = o.newActor(cfg.Actors)
 	}
 	oo := OutboxOptions{Keep: cfg.OutboxKeep, Logger: log}
 	if cfg.EphemeralGraph {
-		w.Graph, w.Outbox = NewMemoryGraph(), NewMemoryOutbox(oo)
+		w.Graph, w.Outbox, w.Changes = NewMemoryGraph(), NewMemoryOutbox(oo), NewMemoryChanges()
 		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir, log)
@@ -136,53 +140,55 @@ func Open(cfg Config) (*World, error) {
 		g.Close()
 		return nil, err
 	}
-	w.Graph, w.Outbox = g, ob
+	ch, err := OpenChanges(cfg.StateDir, log)
+	if err != nil {
+		g.Close()
+		ob.Close()
+		return nil, err
+	}
+	w.Graph, w.Outbox, w.Changes = g, ob, ch
 	return w, nil
 }
 
-// layout builds the origins and actors of a valid cfg, without keys or
-// graph, and returns every actor (persons and instance actors).
-func layout(cfg Config) (*World, []*Actor) {
-	w := &World{Config: cfg, byHost: map[string]*Origin{}, byID: map[string]*Actor{}}
-	var all []*Actor
+// layout builds the origins of a valid cfg, without keys or graph.
+func layout(cfg Config) *World {
+	docs, _ := lru.New[string, []byte](DocCacheSize) // only fails for a size < 1
+	w := &World{Config: cfg, byHost: map[string]*Origin{}, docs: docs}
 	for i := 1; i <= cfg.Origins; i++ {
 		if !cfg.Shard.Has(i) {
 			continue
 		}
-		o := &Origin{Index: i, Host: strings.ToLower(fmt.Sprintf(cfg.Domain, i)), byName: map[string]*Actor{}}
-		for j := range cfg.Actors {
-			name := ActorName(j)
-			a := &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
-				Published: worldEpoch().Add(time.Duration(j) * time.Minute)}
-			o.Actors = append(o.Actors, a)
-			o.byName[name] = a
-		}
-		o.Instance = &Actor{Origin: o, Name: o.Host, Kind: KindApplication, ID: "https://" + o.Host + "/actor", Published: worldEpoch()}
-		o.byName[o.Host] = o.Instance
-		for _, a := range append(append([]*Actor(nil), o.Actors...), o.Instance) {
-			a.KeyID = a.ID + "#main-key"
-			w.byID[a.ID] = a
-			all = append(all, a)
-		}
-		w.persons = append(w.persons, o.Actors...)
+		o := &Origin{Index: i, Host: strings.ToLower(fmt.Sprintf(cfg.Domain, i)), world: w}
 		w.Origins = append(w.Origins, o)
 		w.byHost[o.Host] = o
 	}
-	return w, all
+	return w
+}
+
+// newActor computes actor j of o: Person j (0-based) for j < Config.Actors,
+// the instance actor for j == Config.Actors.
+func (o *Origin) newActor(j int) *Actor {
+	var a *Actor
+	if j == o.world.Config.Actors {
+		a = &Actor{Origin: o, Name: o.Host, Kind: KindApplication, ID: "https://" + o.Host + "/actor", Published: worldEpoch()}
+	} else {
+		name := ActorName(j)
+		a = &Actor{Origin: o, Name: name, Kind: KindPerson, ID: "https://" + o.Host + "/users/" + name,
+			Published: worldEpoch().Add(time.Duration(j) * time.Minute), index: j}
+	}
+	a.KeyID = a.ID + "#main-key"
+	if o.world.keys != nil {
+		a.key = o.world.keys.entry(o.Index, j)
+		a.Key = a.key
+	}
+	o.world.rotations.apply(a)
+	return a
 }
 
 // Close writes what the outboxes hold and releases their journal and the
 // follow graph's.
-func (w *World) Close() error { return errors.Join(w.Outbox.Close(), w.Graph.Close()) }
-
-func (a *Actor) setKey(key *rsa.PrivateKey) error {
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return fmt.Errorf("encode public key of %s: %w", a.Acct(), err)
-	}
-	a.Key = key
-	a.PublicKeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-	return nil
+func (w *World) Close() error {
+	return errors.Join(w.Outbox.Close(), w.Graph.Close(), w.Changes.Close())
 }
 
 // Origin finds an origin by host name (any case; a port is ignored).
@@ -192,11 +198,35 @@ func (w *World) Origin(host string) (*Origin, bool) {
 }
 
 // ActorByID finds a crowd actor by its id (URL); a fragment such as
-// "#main-key" is ignored, so a keyId finds its owner too.
+// "#main-key" is ignored, so a keyId finds its owner too; leavers (see
+// Actor.Leaver) are found by their ids as well. It parses the id, so it
+// costs the same in a world of any size.
 func (w *World) ActorByID(id string) (*Actor, bool) {
 	id, _, _ = strings.Cut(id, "#")
-	a, ok := w.byID[id]
-	return a, ok
+	rest, ok := strings.CutPrefix(id, "https://")
+	if !ok {
+		return nil, false
+	}
+	host, path, ok := strings.Cut(rest, "/")
+	if !ok {
+		return nil, false
+	}
+	o, ok := w.byHost[host]
+	if !ok {
+		return nil, false
+	}
+	if path == "actor" {
+		return o.Instance, true
+	}
+	name, ok := strings.CutPrefix(path, "users/")
+	if !ok {
+		return nil, false
+	}
+	a, ok := o.Actor(name)
+	if !ok || a.Kind != KindPerson {
+		return nil, false
+	}
+	return a, true
 }
 
 // ActorByKeyID finds the crowd actor whose key has this keyId.
@@ -217,14 +247,55 @@ func (w *World) Hosts() []string {
 	return hosts
 }
 
-// Actors lists every Person actor of every origin, in origin order.
-func (w *World) Actors() []*Actor { return w.persons }
+// NumPersons is how many Person actors the world (its shard) has.
+func (w *World) NumPersons() int { return len(w.Origins) * w.Config.Actors }
 
-// Actor finds a Person by preferredUsername, or the instance actor by its
-// name (the host).
+// Person is the i-th (0-based, 0 ≤ i < NumPersons) Person of the world, in
+// origin order, computed in constant time.
+func (w *World) Person(i int) *Actor {
+	return w.Origins[i/w.Config.Actors].newActor(i % w.Config.Actors)
+}
+
+// Actors lists every Person actor of every origin, in origin order. It
+// computes them all: for small worlds and tests; a large world is walked
+// with NumPersons and Person.
+func (w *World) Actors() []*Actor {
+	out := make([]*Actor, w.NumPersons())
+	for i := range out {
+		out[i] = w.Person(i)
+	}
+	return out
+}
+
+// World is the world the origin belongs to.
+func (o *Origin) World() *World { return o.world }
+
+// NumActors is how many Person actors the origin has.
+func (o *Origin) NumActors() int { return o.world.Config.Actors }
+
+// Person is the origin's j-th (0-based) Person actor.
+func (o *Origin) Person(j int) *Actor { return o.newActor(j) }
+
+// Persons lists the origin's Person actors, in name order.
+func (o *Origin) Persons() []*Actor {
+	out := make([]*Actor, o.NumActors())
+	for j := range out {
+		out[j] = o.newActor(j)
+	}
+	return out
+}
+
+// Actor finds a Person by preferredUsername (a leaver too, see
+// Actor.Leaver), or the instance actor by its name (the host).
 func (o *Origin) Actor(name string) (*Actor, bool) {
-	a, ok := o.byName[name]
-	return a, ok
+	if name == o.Host {
+		return o.Instance, true
+	}
+	j, ok := actorIndex(name)
+	if !ok || j >= o.NumActors() {
+		return o.parseLeaver(name)
+	}
+	return o.newActor(j), true
 }
 
 // Inbox is the actor's own inbox URL.
@@ -278,4 +349,16 @@ func HostOf(rawURL string) string {
 		return ""
 	}
 	return strings.ToLower(u.Hostname())
+}
+
+// PrivateKey is the actor's RSA private key, parsed from the state
+// directory on first use; the error names a key file that cannot be used.
+func (a *Actor) PrivateKey() (*rsa.PrivateKey, error) {
+	if a.key == nil {
+		return nil, fmt.Errorf("%w: %s has no key", ErrKeyFile, a.Acct())
+	}
+	if err := a.key.load(); err != nil {
+		return nil, err
+	}
+	return a.key.key, nil
 }

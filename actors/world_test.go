@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/signing"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -18,7 +19,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // testWorld opens a one-origin, two-actor world whose keys come from
 // testdata, so documents are byte-stable for golden files.
-func testWorld(t *testing.T) *World {
+func testWorld(t *testing.T) *World { return testWorldWith(t, nil) }
+
+// testWorldWith is testWorld signing with backend (nil: Go's).
+func testWorldWith(t *testing.T, backend signing.Backend) *World {
 	t.Helper()
 	state := t.TempDir()
 	src := filepath.Join("testdata", "keys", "flood1.test")
@@ -35,7 +39,7 @@ func testWorld(t *testing.T) *World {
 			t.Fatal(err)
 		}
 	}
-	w, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state})
+	w, err := Open(Config{Origins: 1, Actors: 2, Domain: "flood%d.test", StateDir: state, Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +129,9 @@ func TestOpenKeepsKeysAcrossRestarts(t *testing.T) {
 	}
 	defer second.Close()
 	for i, o := range first.Origins {
-		for j, a := range append(o.Actors, o.Instance) {
-			b := append(second.Origins[i].Actors, second.Origins[i].Instance)[j]
-			if a.PublicKeyPEM != b.PublicKeyPEM {
+		for j, a := range append(o.Persons(), o.Instance) {
+			b := append(second.Origins[i].Persons(), second.Origins[i].Instance)[j]
+			if a.PublicKeyPEM() == "" || a.PublicKeyPEM() != b.PublicKeyPEM() {
 				t.Errorf("%s: public key changed across restart", a.Acct())
 			}
 		}
@@ -154,7 +158,7 @@ func TestOpenRejectsBadInput(t *testing.T) {
 		{"single-label domain", Config{Origins: 1, Actors: 1, Domain: "flood%d", StateDir: state}, ErrConfig, "--domain"},
 		{"bad characters", Config{Origins: 1, Actors: 1, Domain: "fl_od%d.test", StateDir: state}, ErrConfig, "--domain"},
 		{"no state dir", Config{Origins: 1, Actors: 1, Domain: "flood%d.test"}, ErrConfig, "--state"},
-		{"corrupt key file", Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state}, ErrKeyFile, "alice.pem"},
+		{"negative key pool", Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state, KeyPool: -1}, ErrConfig, "--key-pool"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Open(c.cfg)
@@ -250,7 +254,13 @@ func TestDisplayNamesAreUnique(t *testing.T) {
 		{"one origin", Config{Origins: 1, Actors: 3, Domain: "flood%d.test"}},            // the instance actor beside persons
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w, all := layout(c.cfg)
+			w := layout(c.cfg)
+			var all []*Actor
+			for _, o := range w.Origins {
+				for j := 0; j <= c.cfg.Actors; j++ {
+					all = append(all, o.newActor(j))
+				}
+			}
 			if len(all) != c.cfg.Origins*(c.cfg.Actors+1) {
 				t.Fatalf("%d actors, want %d", len(all), c.cfg.Origins*(c.cfg.Actors+1))
 			}
@@ -265,7 +275,7 @@ func TestDisplayNamesAreUnique(t *testing.T) {
 				}
 				seen[name] = a.Acct()
 			}
-			if a := w.Origins[0].Actors[0]; a.Name != "alice" || a.Document().PreferredUsername != "alice" {
+			if a := w.Origins[0].Person(0); a.Name != "alice" || a.Document().PreferredUsername != "alice" {
 				t.Errorf("first username %q, want alice (usernames are state keys)", a.Name)
 			}
 		})
@@ -298,7 +308,7 @@ func TestFirstStartReportsKeyMaking(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if logs.FilterMessageSnippet("keys").Len() != 0 {
+	if logs.FilterMessageSnippet("making").Len() != 0 {
 		t.Errorf("second start logged key making: %v", logs.All())
 	}
 }
@@ -321,7 +331,7 @@ func TestStateThatIsAFile(t *testing.T) {
 func TestBorrowedKeysAreReadOnly(t *testing.T) {
 	state := t.TempDir()
 	_, err := Open(Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state, BorrowKeys: true, EphemeralGraph: true})
-	if !errors.Is(err, ErrKeyFile) || !strings.Contains(err.Error(), "has no key for") {
+	if !errors.Is(err, ErrKeyFile) || !strings.Contains(err.Error(), "has no key") {
 		t.Fatalf("err = %v, want a missing key refused", err)
 	}
 	if ents, _ := os.ReadDir(state); len(ents) != 0 {

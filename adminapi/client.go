@@ -143,7 +143,7 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) { return c.bytes(c
 // CA calls RouteCA: the crowd's CA certificate, PEM.
 func (c *Client) CA(ctx context.Context) ([]byte, error) { return c.bytes(ctx, RouteCA) }
 
-// World calls RouteWorld.
+// World calls RouteWorld for its first page (WorldPage for the others).
 func (c *Client) World(ctx context.Context) (WorldInfo, error) {
 	var w WorldInfo
 	return w, c.call(ctx, RouteWorld, nil, nil, &w)

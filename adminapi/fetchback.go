@@ -106,7 +106,9 @@ type FetchbackKind struct {
 	// Signed counts those that carried an HTTP signature (Signature or
 	// Signature-Input): authorized fetch. Fetches - Signed were unsigned.
 	Signed int64 `json:"signed"`
-	// Status counts the answers by class: "2xx", "3xx", "4xx", "5xx".
+	// Status counts the answers by class: "2xx", "3xx", "404" (no such
+	// document), "410" (gone: a deleted object's or actor's Tombstone),
+	// "4xx" (any other), "5xx".
 	Status map[string]int64 `json:"status"`
 	// Latency is the time to serve each request, from its headers read to
 	// its answer written, in µs: an HdrHistogram V2 compressed, base64

@@ -41,8 +41,10 @@ const (
 	// the state directory.
 	RouteCA Route = "GET /ca.pem"
 
-	// RouteWorld answers the WorldInfo: origins, actors, their key ids and
-	// the SHA-256 of their public keys. It never carries a private key.
+	// RouteWorld answers the WorldInfo: a page of origins (WorldQuery:
+	// offset, limit), their actors, key ids and the SHA-256 of their public
+	// keys, and the Summary of the whole world. It never carries a private
+	// key. A bad offset or limit is 400.
 	RouteWorld Route = "GET /api/world"
 
 	// RouteActivities answers the latest activity log entries, []Entry
@@ -112,7 +114,8 @@ func Routes() []Route {
 	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
 		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
-		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks}
+		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks,
+		RouteFloodLivePush, RouteFloodLive, RouteChanges, RouteUnfollow}
 }
 
 // Query parameters of the routes.

@@ -18,6 +18,10 @@ type WorldInfo struct {
 	// Addresses, when the origins have addresses of their own, says which
 	// (an attached flood sends from them); absent when they share one.
 	Addresses *AddressInfo `json:"addresses,omitempty"`
+	// Summary counts the whole world and places the page of Origins in
+	// it (RouteWorld pages: WorldQuery); nil from a crowd that lists
+	// every origin at once.
+	Summary *WorldSummary `json:"summary,omitempty"`
 }
 
 // OriginInfo describes one origin.
@@ -146,6 +150,9 @@ type SendRequest struct {
 	// target, replay or unknown-key (see ForgedSend). An unknown kind is
 	// 400.
 	Tamper string `json:"tamper,omitempty"`
+	// Signature is the HTTP signature scheme to sign with (crowd send
+	// --signature): "cavage" (the default when empty) or "rfc9421".
+	Signature string `json:"signature,omitempty"`
 }
 
 // SendResult is the answer of RouteSend: what was sent and what came back.

@@ -116,7 +116,7 @@ func (b *bench) backendsSection(ctx context.Context) {
 	}
 	trial := func(s *backendFlood) func(context.Context, float64) outcome {
 		return func(ctx context.Context, rate float64) outcome {
-			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0)
+			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0, nil)
 			sample(s)
 			return o
 		}
@@ -146,16 +146,18 @@ func (b *bench) backendsSection(ctx context.Context) {
 	if lcT != nil {
 		lc.Ratio = lcBest / lcCeil
 		lc.Met = met(lc.Ratio >= 0.45)
-		lc.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s; %s", lcT.LatenessP99MS, formatValue(lcBest, "/s"), rule)
+		lc.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s", lcT.LatenessP99MS, formatValue(lcBest, "/s"))
 	} else {
 		lc.Met = met(false)
-		lc.Notes = "no rate met every bound (" + lastWhy(searches[signing.BackendLibcrypto].trials) + "); " + rule
+		lc.Notes = "no rate met every bound (" + lastWhy(searches[signing.BackendLibcrypto].trials) + ")"
 	}
+	lc.Notes += pacedNote(searches[signing.BackendLibcrypto].trials, lcBest, lcCeil) + "; " + rule
 	if goT != nil && lcT != nil {
 		vs.Ratio = lcBest / goBest
 		vs.Met = met(vs.Ratio >= 2)
-		vs.Notes = fmt.Sprintf("Go backend: %s = %.2f × its own signing ceiling %s, p99 lateness %.2f ms; %s",
-			formatValue(goBest, "/s"), goBest/goCeil, formatValue(goCeil, "/s"), goT.LatenessP99MS, rule)
+		vs.Notes = fmt.Sprintf("Go backend: %s = %.2f × its own signing ceiling %s, p99 lateness %.2f ms%s; %s",
+			formatValue(goBest, "/s"), goBest/goCeil, formatValue(goCeil, "/s"), goT.LatenessP99MS,
+			pacedNote(searches[signing.BackendGo].trials, goBest, goCeil), rule)
 	} else {
 		vs.Met = met(false)
 		vs.Notes = "a side sustained no rate: go " + bestOrWhy(goT, searches[signing.BackendGo].trials) +
@@ -210,7 +212,7 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 	sample()
 	s := newSearch("1core", 0.9*side.ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2))
+		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2, nil))
 		sample()
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU())
@@ -224,11 +226,12 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 	if bt != nil {
 		row.Ratio = best / ceil
 		row.Met = met(row.Ratio >= 0.6)
-		row.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s; %s", bt.LatenessP99MS, formatValue(best, "/s"), rule)
+		row.Notes = fmt.Sprintf("p99 lateness %.2f ms at %s", bt.LatenessP99MS, formatValue(best, "/s"))
 	} else {
 		row.Met = met(false)
-		row.Notes = "no rate met every bound (" + lastWhy(s.trials) + "); " + rule
+		row.Notes = "no rate met every bound (" + lastWhy(s.trials) + ")"
 	}
+	row.Notes += pacedNote(s.trials, best, ceil) + "; " + rule
 	b.rep.set(row)
 }
 

@@ -162,7 +162,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -180,6 +180,8 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"backends", "signing backends: ceilings and pipeline floods, Go vs libcrypto", b.backendsSection},
 		{"onecore", "pipeline flood with libcrypto pinned to one core", b.oneCoreSection},
 		{"inbox-backends", "inbox verifying with libcrypto vs bare and vs Go", b.inboxBackendsSection},
+		{"scale", "a large world: start-up at 10 000 origins, TLS per SNI name, DNS", b.scaleSection},
+		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},
 	}
 	for _, s := range sections {
 		if ctx.Err() != nil {

@@ -48,8 +48,9 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 // signers that kept up: they signed at least 0.99 × rate during the run
 // (a full buffer alone would carry a rate above the ceiling through a
 // short trial). workers signers (0: one per core) run under procs
-// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it).
-func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int) outcome {
+// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it); tune,
+// when set, adds to the flood's plan.
+func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int, tune func(*flood.Plan)) outcome {
 	runtime.GC()
 	if procs <= 0 {
 		procs = flood.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
@@ -65,7 +66,7 @@ func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Gener
 		return o
 	}
 	s0 := pl.Signed()
-	o, res := floodTrial(ctx, side, pl, rate, b.cfg)
+	o, res := floodTrial(ctx, side, pl, rate, b.cfg, tune)
 	var pace, timing []string
 	if res != nil {
 		o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()
@@ -127,7 +128,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	// still reaches the rate the flood does sustain, and reports it.
 	s := newSearch("pipeline", 0.9*ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, "pipeline", gen, signer, rate, 0, 0))
+		s.report(b.pipelineTrial(ctx, "pipeline", gen, signer, rate, 0, 0, nil))
 		sample()
 	}
 	ceiling := median(append([]float64(nil), ceilings...))
@@ -142,12 +143,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	// The highest rate kept up with, the latency and lateness bounds aside:
 	// on a loaded machine the bounds fail first, and this says how close
 	// the signers came.
-	var paced *outcome
-	for i := range s.trials {
-		if t := &s.trials[i]; t.KeptPace && (paced == nil || t.Rate > paced.Rate) {
-			paced = t
-		}
-	}
+	paced := keptPace(s.trials)
 	// Lateness below the maximum: one more trial at half of it (of the
 	// lowest rate tried, when none was sustained).
 	low := best
@@ -168,7 +164,7 @@ func (b *bench) pipelineSection(ctx context.Context) {
 		notes = append(notes, "no rate met every bound ("+lastWhy(s.trials)+")")
 	}
 	if low > 0 && ctx.Err() == nil {
-		half := b.pipelineTrial(ctx, "pipeline", gen, signer, math.Max(1, math.Round(low/2)), 0, 0)
+		half := b.pipelineTrial(ctx, "pipeline", gen, signer, math.Max(1, math.Round(low/2)), 0, 0, nil)
 		details["half"] = half
 		notes = append(notes, fmt.Sprintf("p99 lateness %.2f ms at %s", half.LatenessP99MS, formatValue(half.Rate, "/s")))
 	}
@@ -178,6 +174,29 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	}
 	row.Notes = strings.Join(append(notes, rule), "; ")
 	b.rep.set(row)
+}
+
+// keptPace is the trial of the highest rate that kept pace (no drops,
+// signers kept up; the latency and lateness bounds aside), or nil.
+func keptPace(trials []outcome) *outcome {
+	var paced *outcome
+	for i := range trials {
+		if t := &trials[i]; t.KeptPace && (paced == nil || t.Rate > paced.Rate) {
+			paced = t
+		}
+	}
+	return paced
+}
+
+// pacedNote says how close a search came when the timing bounds failed
+// first (a loaded machine): "" when nothing kept pace above best.
+func pacedNote(trials []outcome, best, ceiling float64) string {
+	paced := keptPace(trials)
+	if paced == nil || paced.Rate <= best {
+		return ""
+	}
+	return fmt.Sprintf("; kept pace (no drops, signers kept up; latency and lateness aside) up to %s = %.2f × ceiling, p99 lateness %.2f ms there",
+		formatValue(paced.Rate, "/s"), paced.Rate/ceiling, paced.LatenessP99MS)
 }
 
 // lastWhy is why the lowest rate tried failed.
@@ -218,7 +237,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 	targets := vegetaTargets(pool)
 	floodFn := func(ctx context.Context, rate float64) outcome {
 		runtime.GC()
-		o, _ := floodTrial(ctx, "flood", &cycle{reqs: pool}, rate, b.cfg)
+		o, _ := floodTrial(ctx, "flood", &cycle{reqs: pool}, rate, b.cfg, nil)
 		o.judge(b.cfg.LatencyBound, nil, nil)
 		b.logTrial(o)
 		return o

@@ -48,10 +48,10 @@ func (b *bench) startInbox(world *actors.World, name string) (addr string, stop 
 func startBareVerifier(world *actors.World, backend signing.Backend) (addr string, stop func(), err error) {
 	keys := map[string]signing.PublicKey{}
 	for _, o := range world.Origins {
-		for _, a := range o.Actors {
-			keys[a.KeyID] = signing.PublicKey{Key: &a.Key.PublicKey, Owner: a.ID, ID: a.KeyID}
+		for _, a := range o.Persons() {
+			keys[a.KeyID] = signing.PublicKey{Key: a.Key.Public(), Owner: a.ID, ID: a.KeyID}
 		}
-		keys[o.Instance.KeyID] = signing.PublicKey{Key: &o.Instance.Key.PublicKey, Owner: o.Instance.ID, ID: o.Instance.KeyID}
+		keys[o.Instance.KeyID] = signing.PublicKey{Key: o.Instance.Key.Public(), Owner: o.Instance.ID, ID: o.Instance.KeyID}
 	}
 	verifier := &signing.Verifier{Keys: signing.KeyResolverFunc(func(_ context.Context, keyID string, _ bool) (signing.PublicKey, error) {
 		if k, ok := keys[keyID]; ok {

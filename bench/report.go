@@ -24,13 +24,14 @@ const (
 	rowCPU          = "cpu_per_activity"
 	rowStartupScale = "startup_origins"
 	rowMemoryScale  = "memory_origins"
+	rowLiveMetrics  = "live_metrics"
 )
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
-	return []string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
+	return append([]string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
 		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo}
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics}, scaleRowKeys()...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

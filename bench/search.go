@@ -162,8 +162,9 @@ func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.C
 }
 
 // floodTrial runs the flood engine for one trial of rate from src against
-// the null sink (its URLs name it), with a fresh keep-alive pool.
-func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config) (outcome, *record.Result) {
+// the null sink (its URLs name it), with a fresh keep-alive pool; tune,
+// when set, adds to the plan (the live-metrics row's Watch).
+func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config, tune func(*flood.Plan)) (outcome, *record.Result) {
 	o := outcome{Side: side, Rate: rate}
 	pacer, err := flood.NewConstantPacer(rate)
 	if err != nil {
@@ -172,8 +173,12 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	tr := flood.NewTransport(flood.DefaultMaxInflight, nil)
 	defer tr.CloseIdleConnections()
-	res, err := flood.Run(ctx, flood.Plan{Pacer: pacer, Duration: cfg.Trial, Warmup: cfg.Warmup, Source: src,
-		Transport: tr, Timeout: 10 * time.Second})
+	plan := flood.Plan{Pacer: pacer, Duration: cfg.Trial, Warmup: cfg.Warmup, Source: src,
+		Transport: tr, Timeout: 10 * time.Second}
+	if tune != nil {
+		tune(&plan)
+	}
+	res, err := flood.Run(ctx, plan)
 	if err != nil {
 		o.Why = err.Error()
 		return o, nil

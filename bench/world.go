@@ -49,7 +49,7 @@ func newGenerator(world *actors.World, mix string, target func(*flood.Persona) s
 	for _, p := range personas {
 		p.Target = target(p)
 	}
-	return flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: personas, Mix: m, Seed: 1})
+	return flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(world), Personas: personas, Mix: m, Seed: 1})
 }
 
 // sinkTarget posts everything to the null sink at addr.

@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,26 +29,7 @@ type floodRecord struct {
 // Fedify verified, type by type.
 func TestFloodRealFedify(t *testing.T) {
 	f := startFederation(t, 3)
-	out := t.TempDir()
-	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "20", "--seconds", "10", "--timeout", "60s",
-		"--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180", "--state", f.state,
-		"--out", out, "--label", "fedify", "--log-format", "json")
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("crowd flood: %v\n%s", err, output)
-	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-fedify.json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec floodRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec, output := f.flood(t, "fedify", "--rate", "20", "--seconds", "10", "--timeout", "60s")
 	var stats struct {
 		Verified      map[string]int64 `json:"verified"`
 		Rejected      map[string]int64 `json:"rejected"`

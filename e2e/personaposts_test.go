@@ -64,3 +64,54 @@ func TestFloodPostsForPersonasWithout(t *testing.T) {
 		t.Errorf("Fedify verified %v, rejected %d; the crowd's Likes %v", stats.Verified, stats.RejectedTotal, rec.Types["Like"].Tally)
 	}
 }
+
+// TestRunPostsForPersonasWithout: a `crowd run` told to post nothing at
+// set-up (--posts 0) against a Fedify whose personas have no post still
+// posts one for each (with the audience's tokens) before the flood, so
+// every persona gets its Likes and none is recorded without posts.
+func TestRunPostsForPersonasWithout(t *testing.T) {
+	f := startFederationWith(t, 2, "--posts", "0")
+	out := t.TempDir()
+	output, err := f.crowdRun(t, out, "--rate", "10", "--seconds", "2", "--timeout", "60s", "--mix", "like=1",
+		"--count", "2", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t), "--posts", "0",
+		"--follows", "0", "--followers", "0", "--post-every", "0", "--setup-timeout", "30s", "--drain-timeout", "5s",
+		"--label", "run-posts")
+	if err != nil {
+		t.Fatalf("crowd run: %v\n%s", err, output)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-run-posts.json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record, got %v\n%s", paths, output)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Types map[string]struct {
+			Tally map[string]int64 `json:"tally"`
+		} `json:"types"`
+		Deviations struct {
+			PersonasWithoutPosts []string `json:"personas_without_posts"`
+		} `json:"deviations"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Deviations.PersonasWithoutPosts; len(got) != 0 {
+		t.Errorf("personas without posts %v, want none\n%s", got, output)
+	}
+	var personas []struct {
+		Name  string   `json:"name"`
+		Posts []string `json:"posts"`
+	}
+	f.call(t, "GET", fedifyCtl+"/personas", nil, &personas)
+	for _, p := range personas {
+		if len(p.Posts) != 1 {
+			t.Errorf("%s has %d posts on Fedify, want the 1 the run made", p.Name, len(p.Posts))
+		}
+	}
+	if rec.Types["Like"].Tally["202"] == 0 {
+		t.Errorf("no Like accepted: %v\n%s", rec.Types, output)
+	}
+}

@@ -63,6 +63,12 @@ type GeneratorConfig struct {
 	// and not twice in a run: servers do not repeat a Follow they have,
 	// and GoToSocial answers a second one with a 500.
 	Following func(local, remote string) bool
+	// SenderSet, when set, replaces Senders: senders computed on demand
+	// (WorldSenders), for a world too large to list.
+	SenderSet SenderSet
+	// Vocab configures the vocabulary beyond Create, Like and Follow
+	// (threads, mentions, hashtags, images) and where its changes go.
+	Vocab VocabConfig
 	// Draws, when set, draws senders by origin and forged requests
 	// (tamper.go); nil draws neither.
 	Draws *Draws
@@ -73,17 +79,20 @@ type GeneratorConfig struct {
 // goroutine draws from its own Stream.
 type Generator struct {
 	cfg      GeneratorConfig
-	targets  []*url.URL // per persona, parsed once and shared read-only
-	likeable []int      // personas with posts
-	cum      [3]float64 // cumulative mix weights: create, like, follow
-	noLike   [2]float64 // cumulative weights without likes: create, follow
-	base     uint64     // sequence numbers start here: runKey(Start)
+	senders  SenderSet             // cfg.senderSet()
+	targets  []*url.URL            // per persona, parsed once and shared read-only
+	likeable []int                 // personas with posts
+	kinds    []record.ActivityKind // the kinds of the mix with a weight
+	cum      []float64             // cumulative mix weights of kinds
+	noLike   [2]float64            // cumulative weights without likes: create, follow
+	base     uint64                // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
 	streams  atomic.Uint64
 	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
+	vocab    vocabState   // what the run sent that later verbs act on
 
-	byOrigin [][]*actors.Actor // senders by origin, for Draws.OriginZipf
+	byOrigin []originSenders // senders by origin, for Draws.OriginZipf
 }
 
 // followPair is a crowd actor and the persona it follows.
@@ -141,6 +150,7 @@ func (g *Generator) Settled(p *Prepared, d Delivery) {
 	if p.Diverted && d.Sent {
 		g.diverted.Add(1)
 	}
+	g.settleVocab(p, d)
 	f := p.Follow
 	if f == nil {
 		return
@@ -170,7 +180,7 @@ func (g *Generator) discard(ps ...*Prepared) {
 // Zipf is neither 0 nor > 1, or the mix sends only Likes and no persona has
 // a post.
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
-	if len(cfg.Senders) == 0 {
+	if cfg.senderSet().Len() == 0 {
 		return nil, errors.New("flood: no sending actors")
 	}
 	if len(cfg.Personas) == 0 {
@@ -180,8 +190,17 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 		cfg.Mix = record.DefaultMix()
 	}
 	m := cfg.Mix
-	if m.Create < 0 || m.Like < 0 || m.Follow < 0 || m.Create+m.Like+m.Follow <= 0 {
+	for _, k := range m.Weights() {
+		if k.Weight < 0 {
+			return nil, usage(m.String(), "the mix needs weights >= 0 with a positive sum")
+		}
+	}
+	if m.Total() <= 0 {
 		return nil, usage(m.String(), "the mix needs weights >= 0 with a positive sum")
+	}
+	var err error
+	if cfg.Vocab, err = cfg.Vocab.withDefaults(); err != nil {
+		return nil, err
 	}
 	if cfg.Zipf != 0 && !(cfg.Zipf > 1) || math.IsInf(cfg.Zipf, 0) {
 		return nil, usage(strconv.FormatFloat(cfg.Zipf, 'g', -1, 64), "--zipf must be a number > 1 (or 0 for uniform senders)")
@@ -200,7 +219,10 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			return nil, err
 		}
 	}
-	g := &Generator{cfg: cfg, base: runKey(cfg.Start), byOrigin: originSenders(cfg.Senders)}
+	g := &Generator{cfg: cfg, senders: cfg.senderSet(), base: runKey(cfg.Start)}
+	if cfg.Draws != nil && cfg.Draws.OriginZipf > 1 {
+		g.byOrigin = groupByOrigin(g.senders)
+	}
 	for i, p := range cfg.Personas {
 		u, err := url.Parse(p.Target)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
@@ -211,10 +233,16 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			g.likeable = append(g.likeable, i)
 		}
 	}
-	if len(g.likeable) == 0 && m.Create == 0 && m.Follow == 0 {
+	if len(g.likeable) == 0 && m.Total() == m.Like {
 		return nil, usage(m.String(), "the mix sends only Likes and no persona has a post to like")
 	}
-	g.cum = [3]float64{m.Create, m.Create + m.Like, m.Create + m.Like + m.Follow}
+	sum := 0.0
+	for _, k := range m.Weights() {
+		if k.Weight > 0 {
+			sum += k.Weight
+			g.kinds, g.cum = append(g.kinds, k.Kind), append(g.cum, sum)
+		}
+	}
 	g.noLike = [2]float64{m.Create, m.Create + m.Follow}
 	return g, nil
 }
@@ -224,7 +252,7 @@ func (g *Generator) Config() GeneratorConfig { return g.cfg }
 
 // Draft is one generated activity, not yet signed.
 type Draft struct {
-	Type    record.ActivityKind // record.TypeCreate, TypeLike or TypeFollow
+	Type    record.ActivityKind // a kind of the mix (record.TypeCreate, …)
 	Sender  *actors.Actor       // who sends (and signs) it
 	Persona *Persona            // whom it targets
 	URL     *url.URL            // the persona's Target, parsed; shared, read-only
@@ -234,6 +262,8 @@ type Draft struct {
 	// Diverted marks a Create drawn as a Follow: no sender was left that
 	// did not follow the persona.
 	Diverted bool
+	// Vocab is what the run keeps of it once sent (see VocabSent).
+	Vocab *VocabSent
 	// Forgery, when set, forges the request (tamper.go).
 	Forgery *DraftForgery
 }
@@ -253,8 +283,8 @@ type Stream struct {
 func (g *Generator) Stream() *Stream {
 	k := g.streams.Add(1) - 1
 	s := &Stream{g: g, r: rand.New(rand.NewPCG(g.cfg.Seed, k))}
-	if g.cfg.Zipf > 1 && len(g.cfg.Senders) > 1 {
-		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(len(g.cfg.Senders)-1))
+	if n := g.senders.Len(); g.cfg.Zipf > 1 && n > 1 {
+		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(n-1))
 	}
 	s.dr = g.newStreamDraws(s.r)
 	return s
@@ -295,8 +325,10 @@ func (s *Stream) Next() (Draft, error) {
 			if s.r.Float64()*g.noLike[1] >= g.noLike[0] {
 				typ = record.TypeFollow
 			}
-		} else {
+		} else if len(g.likeable) > 0 {
 			pi = g.likeable[s.r.IntN(len(g.likeable))]
+		} else {
+			typ = record.TypeCreate // a vocabulary mix with no post to like anywhere
 		}
 	}
 	p := g.cfg.Personas[pi]
@@ -315,17 +347,25 @@ func (s *Stream) Next() (Draft, error) {
 	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
 	switch typ {
 	case record.TypeCreate:
-		act = sender.CreateNote(actors.NoteSpec{Published: now, Seq: seq, Bytes: g.cfg.NoteBytes,
-			MentionID: p.ID, MentionHandle: p.Handle()})
+		act = sender.CreateNote(s.noteSpec(pi, now, seq))
 		d.Object = act.Object.(actors.Note).ID
+		d.Vocab = &VocabSent{Note: true}
 	case record.TypeLike:
 		d.Object = p.Posts[s.r.IntN(len(p.Posts))]
 		act = sender.Like(actors.LikeSpec{Published: now, Seq: seq, Object: d.Object})
-	default:
+		d.Vocab = &VocabSent{Undoable: true}
+	case record.TypeFollow:
 		d.Object = p.ID
 		act = sender.Follow(actors.FollowSpec{Published: now, Seq: seq, Object: p.ID})
+		d.Vocab = &VocabSent{Undoable: true}
+	default:
+		var err error
+		if act, err = s.draftVocab(&d, pi, now, seq); err != nil {
+			return Draft{}, err
+		}
 	}
 	d.ID = act.ID
+	keepVocab(&d)
 	s.buf.Reset()
 	enc := json.NewEncoder(&s.buf)
 	enc.SetEscapeHTML(false)
@@ -338,14 +378,14 @@ func (s *Stream) Next() (Draft, error) {
 }
 
 func (s *Stream) drawType() record.ActivityKind {
-	x := s.r.Float64() * s.g.cum[2]
-	switch {
-	case x < s.g.cum[0]:
-		return record.TypeCreate
-	case x < s.g.cum[1]:
-		return record.TypeLike
+	cum := s.g.cum
+	x := s.r.Float64() * cum[len(cum)-1]
+	for i, c := range cum {
+		if x < c {
+			return s.g.kinds[i]
+		}
 	}
-	return record.TypeFollow
+	return s.g.kinds[len(cum)-1]
 }
 
 // drawSender draws a sender other than the actor avoid (a persona that is
@@ -354,17 +394,19 @@ func (s *Stream) drawSender(avoid string) *actors.Actor {
 	if s.dr != nil {
 		return s.drawByOrigin(avoid)
 	}
-	senders := s.g.cfg.Senders
+	senders := s.g.senders
+	n := senders.Len()
 	var i int
 	if s.zipf != nil {
 		i = int(s.zipf.Uint64())
 	} else {
-		i = s.r.IntN(len(senders))
+		i = s.r.IntN(n)
 	}
-	if senders[i].ID == avoid && len(senders) > 1 {
-		i = (i + 1) % len(senders)
+	a := senders.At(i)
+	if a.ID == avoid && n > 1 {
+		a = senders.At((i + 1) % n)
 	}
-	return senders[i]
+	return a
 }
 
 // freeSender claims and returns the first sender, in order from a random
@@ -372,10 +414,11 @@ func (s *Stream) drawSender(avoid string) *actors.Actor {
 // not drawing again, diverts a Follow only when the persona truly has no
 // free follower left, however few there are.
 func (s *Stream) freeSender(persona string) *actors.Actor {
-	senders := s.g.cfg.Senders
-	start := s.r.IntN(len(senders))
-	for k := range senders {
-		a := senders[(start+k)%len(senders)]
+	senders := s.g.senders
+	n := senders.Len()
+	start := s.r.IntN(n)
+	for k := range n {
+		a := senders.At((start + k) % n)
 		if a.ID != persona && s.g.claimFollow(a.ID, persona) {
 			return a
 		}

@@ -90,15 +90,16 @@ func TestParseMix(t *testing.T) {
 		{"create=0,like=1", record.Mix{Like: 1}, true},                                // a zero weight is allowed when another is positive
 		{"", record.Mix{}, false},                                                     // empty
 		{"x=1", record.Mix{}, false},                                                  // unknown type
-		{"announce=1", record.Mix{}, false},                                           // a real type the flood does not send
-		{"create", record.Mix{}, false},                                               // no weight
-		{"create=-1", record.Mix{}, false},                                            // negative weight
-		{"create=NaN", record.Mix{}, false},                                           // not a number
-		{"create=Inf", record.Mix{}, false},                                           // infinite
-		{"create=1e10", record.Mix{}, false},                                          // beyond the bound
-		{"create=1,create=2", record.Mix{}, false},                                    // a type twice
-		{"create=0,like=0", record.Mix{}, false},                                      // every weight zero
-		{"create=1,", record.Mix{}, false},                                            // trailing comma: an empty pair
+		{"announce=1,undo=2,delete=3,update=4,reply=5,media=6", record.Mix{Announce: 1, Undo: 2, Delete: 3, Update: 4, Reply: 5, Media: 6}, true}, // the vocabulary
+		{"block=1", record.Mix{}, false},           // a real type the flood does not send
+		{"create", record.Mix{}, false},            // no weight
+		{"create=-1", record.Mix{}, false},         // negative weight
+		{"create=NaN", record.Mix{}, false},        // not a number
+		{"create=Inf", record.Mix{}, false},        // infinite
+		{"create=1e10", record.Mix{}, false},       // beyond the bound
+		{"create=1,create=2", record.Mix{}, false}, // a type twice
+		{"create=0,like=0", record.Mix{}, false},   // every weight zero
+		{"create=1,", record.Mix{}, false},         // trailing comma: an empty pair
 	} {
 		got, err := record.ParseMix(c.in)
 		if c.ok != (err == nil) || c.ok && got != c.want {

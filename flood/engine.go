@@ -40,6 +40,13 @@ type Prepared struct {
 	// Outbox is set on a Create: the sender's outbox lists its note once
 	// it was sent (OutboxFeed).
 	Outbox *adminapi.OutboxItem
+	// Knock is set when a Knocker signed the request (--signature): its
+	// scheme and signer, so that the sender can knock twice (see Knocker).
+	Knock *Knock
+
+	// Vocab is what the run keeps of it once answered 2xx, for later
+	// Undos, Updates and Deletes, and the change it made (Generator.Settled).
+	Vocab *VocabSent
 	// Forgery is set on a forged request (tamper.go): its kind and
 	// activity, for the record's security section (Forgeries).
 	Forgery *ForgeryMark
@@ -139,6 +146,9 @@ type Plan struct {
 	// the first tick (whole second) at or after each multiple of it.
 	// 0 = DefaultCheckpointEvery.
 	CheckpointEvery time.Duration
+	// Watch, when set, sees every send as it is offered and as it
+	// completes (live metrics); it runs on the send path (see Watch).
+	Watch Watch
 }
 
 // Defaults for a Plan's zero fields.
@@ -373,6 +383,9 @@ func (e *engine) dispatch() {
 			e.tot.Sent++
 		}
 		e.mu.Unlock()
+		if e.p.Watch != nil {
+			e.p.Watch.Offered(Offer{Type: typ, Measured: measured, Starved: starved, Dropped: drop})
+		}
 		if drop {
 			e.settle(prep, Delivery{})
 			continue
@@ -516,6 +529,7 @@ func (e *engine) snapshot(k int, span, elapsed time.Duration) {
 		LatencyP99:  agg.lat.ValueAtQuantile(99),
 		LatencyMax:  agg.lat.Max(),
 		LatenessP99: agg.late.ValueAtQuantile(99),
+		LatenessP50: agg.late.ValueAtQuantile(50),
 	}
 	if agg.lat.TotalCount() == 0 {
 		tk.LatencyMax = 0

@@ -24,6 +24,16 @@ type outcome struct {
 	done     time.Duration // answer drained, or the error
 }
 
+// completion is o as Plan.Watch sees it, with the timings record files.
+func (o *outcome) completion() Completion {
+	c := Completion{Type: o.typ, Measured: o.measured, Aborted: o.aborted}
+	if !o.aborted {
+		c.Class, c.RetryAfter = o.class, o.retry
+		c.Latency, c.Service, c.Lateness = o.done-o.intended, o.done-o.actual, o.actual-o.intended
+	}
+	return c
+}
+
 // interval accumulates one second of outcomes for the timeline; lat holds
 // answered sends only, as Stats.Latency does.
 type interval struct {

@@ -41,6 +41,15 @@ type OutboxFeedOptions struct {
 	Every time.Duration
 	// Timeout bounds one sink call; default 10 s.
 	Timeout time.Duration
+	// What names the sink in errors; default "outbox".
+	What string
+}
+
+func (o OutboxFeedOptions) what() string {
+	if o.What == "" {
+		return "outbox"
+	}
+	return o.What
 }
 
 // OutboxFeedStats counts what an OutboxFeed did.
@@ -56,15 +65,21 @@ type OutboxFeedStats struct {
 // fed. Settled only appends to a batch; one worker hands full batches (or,
 // every Every, what there is) to the sink in the order the sends settled,
 // so the outbox lists them newest first.
-type OutboxFeed struct {
-	sink    OutboxSink
+type OutboxFeed = Feed[adminapi.OutboxItem]
+
+// Feed is a Plan.Settled consumer that hands the items pick finds in the
+// settled sends to a sink, in batches, off the send path (see OutboxFeed,
+// ChangeFeed).
+type Feed[T any] struct {
+	sink    func(context.Context, []T) error
+	pick    func(*Prepared, Delivery) (T, bool)
 	opts    OutboxFeedOptions
-	ch      chan []adminapi.OutboxItem
+	ch      chan []T
 	done    chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
 	mu      sync.Mutex
-	pending []adminapi.OutboxItem
+	pending []T
 	closed  bool
 	ticker  *time.Ticker
 
@@ -75,6 +90,16 @@ type OutboxFeed struct {
 
 // NewOutboxFeed starts the worker of an OutboxFeed feeding sink.
 func NewOutboxFeed(sink OutboxSink, o OutboxFeedOptions) *OutboxFeed {
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.OutboxItem, bool) {
+		if p.Outbox == nil || !d.Sent {
+			return adminapi.OutboxItem{}, false
+		}
+		return *p.Outbox, true
+	})
+}
+
+// newFeed starts the worker of a Feed.
+func newFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOptions, pick func(*Prepared, Delivery) (T, bool)) *Feed[T] {
 	if o.Batch <= 0 {
 		o.Batch = 1000
 	}
@@ -87,7 +112,7 @@ func NewOutboxFeed(sink OutboxSink, o OutboxFeedOptions) *OutboxFeed {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	f := &OutboxFeed{sink: sink, opts: o, ch: make(chan []adminapi.OutboxItem, o.Queue), done: make(chan struct{}),
+	f := &Feed[T]{sink: sink, pick: pick, opts: o, ch: make(chan []T, o.Queue), done: make(chan struct{}),
 		ticker: time.NewTicker(o.Every)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	go f.work()
@@ -95,41 +120,42 @@ func NewOutboxFeed(sink OutboxSink, o OutboxFeedOptions) *OutboxFeed {
 }
 
 // Settled is the feed's Plan.Settled hook; it never blocks on the sink.
-func (f *OutboxFeed) Settled(p *Prepared, d Delivery) {
-	if p.Outbox == nil || !d.Sent {
+func (f *Feed[T]) Settled(p *Prepared, d Delivery) {
+	it, ok := f.pick(p, d)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		f.fail(1, fmt.Errorf("outbox feed closed before %s was fed", p.Outbox.Note))
+		f.fail(1, fmt.Errorf("feed closed before %s %s was fed", p.Type, p.URL))
 		return
 	}
 	if f.pending == nil {
-		f.pending = make([]adminapi.OutboxItem, 0, f.opts.Batch)
+		f.pending = make([]T, 0, f.opts.Batch)
 	}
-	f.pending = append(f.pending, *p.Outbox)
+	f.pending = append(f.pending, it)
 	if len(f.pending) >= f.opts.Batch {
 		f.handOff()
 	}
 }
 
 // handOff queues the pending batch without blocking. The caller holds f.mu.
-func (f *OutboxFeed) handOff() {
+func (f *Feed[T]) handOff() {
 	if len(f.pending) == 0 {
 		return
 	}
 	select {
 	case f.ch <- f.pending:
 	default:
-		f.fail(int64(len(f.pending)), fmt.Errorf("outbox feed: queue full, %d items dropped", len(f.pending)))
+		f.fail(int64(len(f.pending)), fmt.Errorf("feed: queue full, %d items dropped", len(f.pending)))
 	}
 	f.pending = nil
 }
 
 // work calls the sink with each batch, and hands off a partial batch every
 // Every so that a slow run's Creates reach the outbox too.
-func (f *OutboxFeed) work() {
+func (f *Feed[T]) work() {
 	defer close(f.done)
 	for {
 		select {
@@ -148,17 +174,17 @@ func (f *OutboxFeed) work() {
 	}
 }
 
-func (f *OutboxFeed) feed(batch []adminapi.OutboxItem) {
+func (f *Feed[T]) feed(batch []T) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.Timeout)
 	defer cancel()
 	if err := f.sink(ctx, batch); err != nil {
-		f.fail(int64(len(batch)), fmt.Errorf("outbox: %w", err))
+		f.fail(int64(len(batch)), fmt.Errorf("%s: %w", f.opts.what(), err))
 		return
 	}
 	f.fed.Add(int64(len(batch)))
 }
 
-func (f *OutboxFeed) fail(n int64, err error) {
+func (f *Feed[T]) fail(n int64, err error) {
 	f.failed.Add(n)
 	f.errMu.Lock()
 	if f.firstErr == "" {
@@ -170,7 +196,7 @@ func (f *OutboxFeed) fail(n int64, err error) {
 // Close hands off what is pending, stops taking items and waits for the
 // sink until ctx is done (batches left then are abandoned, and counted
 // failed). It may be called more than once.
-func (f *OutboxFeed) Close(ctx context.Context) OutboxFeedStats {
+func (f *Feed[T]) Close(ctx context.Context) OutboxFeedStats {
 	f.mu.Lock()
 	first := !f.closed
 	last := f.pending
@@ -186,7 +212,7 @@ func (f *OutboxFeed) Close(ctx context.Context) OutboxFeedStats {
 			select {
 			case f.ch <- last:
 			case <-ctx.Done():
-				f.fail(int64(len(last)), fmt.Errorf("outbox feed: %d items abandoned at the end: %w", len(last), ctx.Err()))
+				f.fail(int64(len(last)), fmt.Errorf("feed: %d items abandoned at the end: %w", len(last), ctx.Err()))
 			}
 		}
 		close(f.ch)

@@ -145,10 +145,15 @@ func ParsePersonaList(r io.Reader) ([]string, error) {
 // WorldPersonas makes personas of the crowd's own Person actors, for a
 // self-flood: no lookup is needed, and each gets posts whose ids the crowd
 // serves (notes it "wrote"), so Likes have objects too. Targets are chosen
-// by mode (the crowd's origins always have a shared inbox).
+// by mode (the crowd's origins always have a shared inbox). A world of
+// more than MaxWorldPersonas Persons lends that many, spread evenly over
+// it, so a self-flood of a million-actor world stays small.
 func WorldPersonas(w *actors.World, mode InboxMode) []*Persona {
 	var out []*Persona
-	for _, a := range w.Actors() {
+	n := w.NumPersons()
+	step := max(1, (n+MaxWorldPersonas-1)/MaxWorldPersonas)
+	for i := 0; i < n; i += step {
+		a := w.Person(i)
 		p := &Persona{Acct: a.Acct(), ID: a.ID, Inbox: a.Inbox(), SharedInbox: a.SharedInbox(),
 			Outbox: a.Outbox(), Followers: a.Followers()}
 		for i := range 2 {
@@ -160,6 +165,9 @@ func WorldPersonas(w *actors.World, mode InboxMode) []*Persona {
 	}
 	return out
 }
+
+// MaxWorldPersonas bounds the personas of a self-flood (WorldPersonas).
+const MaxWorldPersonas = 10000
 
 // DiscoverOptions configures Discover.
 type DiscoverOptions struct {

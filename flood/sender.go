@@ -84,6 +84,9 @@ func (e *engine) startWorker() {
 		for j := range e.jobs {
 			w.send(&j, &o)
 			w.rec.record(&o)
+			if e.p.Watch != nil {
+				e.p.Watch.Completed(o.completion())
+			}
 			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class, Status: o.status})
 			e.inflight.Add(-1)
 		}
@@ -107,39 +110,17 @@ func (w *worker) send(j *job, o *outcome) {
 	w.gotConn.Store(-1)
 
 	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
-	w.base = http.Request{
-		Method:     p.Method,
-		URL:        p.URL,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     p.Header,
-		Host:       p.Host,
-	}
-	if len(p.Body) > 0 {
-		// A *bytes.Reader (under NopCloser) is what net/http recognises as
-		// in-memory: it then writes headers and body in one syscall, where
-		// any other reader costs a separate header flush per request.
-		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
-		w.base.ContentLength = int64(len(p.Body))
-	}
-	req := w.base.WithContext(ctx)
-
-	status, retry := 0, false
-	resp, err := e.p.Transport.RoundTrip(req)
-	if err == nil {
-		status = resp.StatusCode
-		_, retry = resp.Header["Retry-After"]
-		if resp.Body != nil {
-			// Drain so the connection goes back to the keep-alive pool.
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+	var status int
+	var retry bool
+	var err error
+	if p.Knock != nil {
+		status, retry, err = w.knockSend(ctx, p, j.measured)
+	} else {
+		status, retry, err = w.roundTrip(ctx, p, p.Header)
 	}
 	o.done = time.Since(e.start)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
-	w.base = http.Request{} // drop references to the send's data
 
 	if a := w.gotConn.Load(); a >= 0 {
 		o.actual = time.Duration(a)
@@ -158,6 +139,40 @@ func (w *worker) send(j *job, o *outcome) {
 	default:
 		o.class = record.ClassConnError
 	}
+}
+
+// roundTrip sends p with header and drains the answer: its status and
+// whether it carried Retry-After.
+func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header) (status int, retry bool, err error) {
+	w.base = http.Request{
+		Method:     p.Method,
+		URL:        p.URL,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     header,
+		Host:       p.Host,
+	}
+	if len(p.Body) > 0 {
+		// A *bytes.Reader (under NopCloser) is what net/http recognises as
+		// in-memory: it then writes headers and body in one syscall, where
+		// any other reader costs a separate header flush per request.
+		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
+		w.base.ContentLength = int64(len(p.Body))
+	}
+	req := w.base.WithContext(ctx)
+	resp, err := w.e.p.Transport.RoundTrip(req)
+	if err == nil {
+		status = resp.StatusCode
+		_, retry = resp.Header["Retry-After"]
+		if resp.Body != nil {
+			// Drain so the connection goes back to the keep-alive pool.
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	w.base = http.Request{} // drop references to the send's data
+	return status, retry, err
 }
 
 func isTimeout(err error) bool {

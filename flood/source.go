@@ -54,19 +54,27 @@ func ParseSigning(s string) (SigningMode, error) {
 // by its sender with signer (Date set now, Digest, Content-Type, Host,
 // User-Agent and Signature: see signing.Signer.SignPost).
 func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
+	return prepareScheme(signer, signing.SchemeCavage, d)
+}
+
+// prepareScheme is Prepare with scheme's signature (Knocker.Prepare). A
+// forged draft is signed as its forgery says (draft-cavage), whatever the
+// scheme.
+func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Prepared, error) {
 	if d.Forgery != nil {
 		return prepareForged(signer, d)
 	}
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
 		Body: http.NoBody}
-	if err := signer.SignPost(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
+	if err := signer.Sign(scheme, req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
-	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted}
+	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted,
+		Vocab: d.Vocab}
 	switch d.Type {
 	case record.TypeFollow:
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
-	case record.TypeCreate:
+	case record.TypeCreate, record.TypeReply, record.TypeMedia:
 		p.Outbox = &adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {
@@ -89,6 +97,9 @@ type PipelineOptions struct {
 	// cycle it wants first, so the crowd, not the SUT, becomes the
 	// bottleneck (the report then says so). Hence 0 by default.
 	Nice int
+	// Knocker, when set, signs with its scheme (--signature) instead of
+	// Prepare's draft-cavage.
+	Knocker *Knocker
 }
 
 // PipelineBuffer is a buffer size for rate sends per second: one second's
@@ -149,7 +160,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				d, err := st.Next()
 				var prep *Prepared
 				if err == nil {
-					prep, err = Prepare(signer, d)
+					prep, err = prepareWith(signer, o.Knocker, d)
 				}
 				if err != nil {
 					p.fail(err)
@@ -281,6 +292,17 @@ type PresignOptions struct {
 	MaxBytes int64
 	// Workers is the number of signing goroutines; default GOMAXPROCS.
 	Workers int
+	// Knocker, when set, signs with its scheme (--signature) instead of
+	// Prepare's draft-cavage.
+	Knocker *Knocker
+}
+
+// prepareWith signs d with k's scheme, or with Prepare's when k is nil.
+func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error) {
+	if k != nil {
+		return k.Prepare(d)
+	}
+	return Prepare(signer, d)
 }
 
 // PresignCount is how many requests a presigned run needs: maxSends when
@@ -364,7 +386,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 				d, err := st.Next()
 				var prep *Prepared
 				if err == nil {
-					prep, err = Prepare(signer, d)
+					prep, err = prepareWith(signer, o.Knocker, d)
 				}
 				if err != nil {
 					mu.Lock()
@@ -429,11 +451,17 @@ func (p *Presigned) Close() {
 type JIT struct {
 	st     *Stream
 	signer *signing.Signer
+	knock  *Knocker
 }
 
 // NewJIT returns a JIT source drawing from one Stream of gen.
 func NewJIT(gen *Generator, signer *signing.Signer) *JIT {
 	return &JIT{st: gen.Stream(), signer: signer}
+}
+
+// NewKnockingJIT is NewJIT signing with k's scheme (--signature).
+func NewKnockingJIT(gen *Generator, k *Knocker) *JIT {
+	return &JIT{st: gen.Stream(), signer: k.signer, knock: k}
 }
 
 // Next draws and signs one request, or returns ctx's error.
@@ -445,5 +473,5 @@ func (j *JIT) Next(ctx context.Context) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Prepare(j.signer, d)
+	return prepareWith(j.signer, j.knock, d)
 }

@@ -49,19 +49,45 @@ func (d *Draws) check() error {
 	return nil
 }
 
-// originSenders groups senders by origin, in the order of their first
-// sender.
-func originSenders(senders []*actors.Actor) [][]*actors.Actor {
-	idx := map[*actors.Origin]int{}
-	var out [][]*actors.Actor
-	for _, a := range senders {
-		i, ok := idx[a.Origin]
-		if !ok {
-			i = len(out)
-			idx[a.Origin] = i
-			out = append(out, nil)
+// originSenders are the senders of one origin: indexes into the
+// generator's SenderSet, n of them from start, or idx when listed.
+type originSenders struct {
+	start, n int
+	idx      []int
+}
+
+// at is the i-th sender index of the origin, 0 ≤ i < n.
+func (o originSenders) at(i int) int {
+	if o.idx != nil {
+		return o.idx[i]
+	}
+	return o.start + i
+}
+
+// groupByOrigin groups the senders by origin, in the order of their first
+// sender. The Persons of a world (WorldSenders) are grouped by arithmetic,
+// as their origins are contiguous and equal, without computing one.
+func groupByOrigin(set SenderSet) []originSenders {
+	if ws, ok := set.(worldSenders); ok {
+		per := ws.w.Config.Actors
+		out := make([]originSenders, len(ws.w.Origins))
+		for i := range out {
+			out[i] = originSenders{start: i * per, n: per}
 		}
-		out[i] = append(out[i], a)
+		return out
+	}
+	idx := map[string]int{}
+	var out []originSenders
+	for i := range set.Len() {
+		host := set.At(i).Origin.Host
+		k, ok := idx[host]
+		if !ok {
+			k = len(out)
+			idx[host] = k
+			out = append(out, originSenders{})
+		}
+		out[k].idx = append(out[k].idx, i)
+		out[k].n++
 	}
 	return out
 }
@@ -79,7 +105,7 @@ func (g *Generator) newStreamDraws(r *rand.Rand) *streamDraws {
 	sd := &streamDraws{origin: rand.NewZipf(r, g.cfg.Draws.OriginZipf, 1, uint64(len(g.byOrigin)-1))}
 	widest := 0
 	for _, o := range g.byOrigin {
-		widest = max(widest, len(o))
+		widest = max(widest, o.n)
 	}
 	if g.cfg.Zipf > 1 && widest > 1 {
 		sd.within = rand.NewZipf(r, g.cfg.Zipf, 1, uint64(widest-1))
@@ -92,23 +118,25 @@ func (s *Stream) drawByOrigin(avoid string) *actors.Actor {
 	o := s.g.byOrigin[s.dr.origin.Uint64()]
 	var i int
 	if s.dr.within != nil {
-		i = int(s.dr.within.Uint64()) % len(o)
+		i = int(s.dr.within.Uint64()) % o.n
 	} else {
-		i = s.r.IntN(len(o))
+		i = s.r.IntN(o.n)
 	}
-	if o[i].ID != avoid {
-		return o[i]
+	senders := s.g.senders
+	if a := senders.At(o.at(i)); a.ID != avoid {
+		return a
 	}
-	if len(o) > 1 {
-		return o[(i+1)%len(o)]
+	if o.n > 1 {
+		return senders.At(o.at((i + 1) % o.n))
 	}
 	// The origin's only actor is the persona itself: any other sender.
-	senders := s.g.cfg.Senders
-	j := s.r.IntN(len(senders))
-	if senders[j].ID == avoid {
-		j = (j + 1) % len(senders)
+	n := senders.Len()
+	j := s.r.IntN(n)
+	a := senders.At(j)
+	if a.ID == avoid {
+		a = senders.At((j + 1) % n)
 	}
-	return senders[j]
+	return a
 }
 
 // DraftForgery marks a draft to be forged (Draft.Forgery).
@@ -129,9 +157,9 @@ func (s *Stream) drawForgery(d *Draft) {
 	f := &DraftForgery{Kind: dr.Tamper[s.r.IntN(len(dr.Tamper))]}
 	if f.Kind == signing.TamperWrongKey {
 		f.WrongSigner = d.Sender.Origin.Instance
-		if senders := s.g.cfg.Senders; len(senders) > 1 {
-			for f.WrongSigner = senders[s.r.IntN(len(senders))]; f.WrongSigner.ID == d.Sender.ID; {
-				f.WrongSigner = senders[s.r.IntN(len(senders))]
+		if senders := s.g.senders; senders.Len() > 1 {
+			for f.WrongSigner = senders.At(s.r.IntN(senders.Len())); f.WrongSigner.ID == d.Sender.ID; {
+				f.WrongSigner = senders.At(s.r.IntN(senders.Len()))
 			}
 		}
 	}
@@ -212,7 +240,9 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	defer f.mu.Unlock()
 	if p.Forgery == nil {
 		f.keyAnswer(p, d.Class)
-		if d.Class.OK() && f.replayed.Load() {
+		// A request knocked twice may have been accepted with other
+		// headers than its own: only one sent as signed is replayed.
+		if d.Class.OK() && f.replayed.Load() && (p.Knock == nil || p.Knock.k.mode != SignatureBoth) {
 			if len(f.accepted) < replayRing {
 				f.accepted = append(f.accepted, p)
 			} else {
@@ -276,10 +306,15 @@ func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
 	}
 }
 
-// keyIDOf is the keyId of a signed request's cavage Signature header ("" without one).
+// keyIDOf is the key id of a signed request: keyId of a cavage
+// Signature header, else keyid of an RFC 9421 Signature-Input ("" with
+// neither).
 func keyIDOf(h http.Header) string {
-	sig := h.Get("Signature")
-	_, rest, ok := strings.Cut(sig, `keyId="`)
+	sig, param := h.Get("Signature"), `keyId="`
+	if !strings.Contains(sig, param) {
+		sig, param = h.Get("Signature-Input"), `keyid="`
+	}
+	_, rest, ok := strings.Cut(sig, param)
 	if !ok {
 		return ""
 	}

@@ -270,3 +270,24 @@ func TestKeyRefusals(t *testing.T) {
 		t.Fatalf("lines %v", sec.SecurityLines(5))
 	}
 }
+
+// TestKeyIDOf reads the key id of a request signed either way, so keys
+// refused are counted under --signature rfc9421 as under cavage.
+func TestKeyIDOf(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   string
+	}{
+		// draft-cavage: keyId in Signature.
+		{"cavage", http.Header{"Signature": {`keyId="https://a.test/users/x#main-key",algorithm="rsa-sha256",signature="AA=="`}}, "https://a.test/users/x#main-key"},
+		// RFC 9421: keyid in Signature-Input, Signature holds bytes only.
+		{"rfc9421", http.Header{"Signature": {`sig1=:AA==:`}, "Signature-Input": {`sig1=("@method" "@target-uri");created=1;keyid="https://a.test/users/x#main-key-2"`}}, "https://a.test/users/x#main-key-2"},
+		// Unsigned.
+		{"none", http.Header{}, ""},
+	} {
+		if got := keyIDOf(tc.header); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

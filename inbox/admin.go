@@ -16,12 +16,14 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/dialguard"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // AdminRoutes adds the inbox's routes of the admin API with handle
 // (pasture.Config.Admin, or an http.ServeMux's Handle): RouteActivities,
 // RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune, RouteSend,
-// RouteLookup and RouteDeliveries, as adminapi documents them. Errors are
+// RouteLookup, RouteDeliveries, RouteChanges and RouteUnfollow, as adminapi
+// documents them. Errors are
 // JSON {"error": "..."} with 400 for a bad request, 403 for a send to a
 // public address without allow_public_target, 404 for an unknown crowd
 // actor and 502 when a remote could not be reached.
@@ -41,6 +43,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 		writeJSON(w, http.StatusOK, in.Pending())
 	}))
 	handle(string(adminapi.RoutePrune), http.HandlerFunc(in.handlePrune))
+	in.vocabRoutes(handle)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -157,7 +160,7 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 // Follows lists the relations of every crowd actor that has any (or of
 // the one actor named, acct or id, with or without relations).
 func (in *Inbox) Follows(actor string) ([]adminapi.FollowsInfo, error) {
-	list := in.allActors()
+	list := in.graphActors()
 	if actor != "" {
 		a, err := in.LocalActor(actor)
 		if err != nil {
@@ -401,6 +404,17 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if req.Tamper != "" && typ != "Create" && typ != "Like" {
 		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, typ)
 	}
+	scheme := signing.Scheme(req.Signature)
+	switch scheme {
+	case "":
+		scheme = signing.SchemeCavage
+	case signing.SchemeCavage, signing.SchemeRFC9421:
+	default:
+		return adminapi.SendResult{}, fmt.Errorf("%w: signature %q is not cavage or rfc9421", ErrBadRequest, req.Signature)
+	}
+	if req.Tamper != "" && scheme != signing.SchemeCavage {
+		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is signed cavage: signature %q cannot be forged", ErrBadRequest, req.Signature)
+	}
 	var likeOf string
 	if typ == "Like" {
 		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
@@ -460,7 +474,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if req.Tamper != "" {
 		return in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
 	}
-	res, err := in.sendTo(ctx, from, t.id, inbox, body)
+	res, err := in.sendTo(ctx, from, t.id, inbox, body, scheme)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrTarget, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/apclient"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // errPermanent marks a delivery failure that no retry can fix (the
@@ -119,7 +121,7 @@ func (in *Inbox) attempt(ctx context.Context, d *Delivery) {
 	}
 	if ans.err == nil {
 		e.URL, e.Remote = inbox, actors.HostOf(inbox)
-		ans = in.post(actx, from, inbox, d.Activity)
+		ans = in.post(actx, from, inbox, d.Activity, signing.SchemeCavage)
 		e.Headers = ans.header
 	}
 	if ctx.Err() != nil {
@@ -209,9 +211,9 @@ func (in *Inbox) backoff(n int, retryAfter time.Duration) time.Duration {
 	return max(d, 0)
 }
 
-// post signs body as from and POSTs it to inbox. A crowd origin's inbox
-// is served in-process unless NetworkSelfDelivery is set.
-func (in *Inbox) post(ctx context.Context, from *actors.Actor, inbox string, body []byte) answer {
+// post signs body as from with scheme and POSTs it to inbox. A crowd
+// origin's inbox is served in-process unless NetworkSelfDelivery is set.
+func (in *Inbox) post(ctx context.Context, from *actors.Actor, inbox string, body []byte, scheme signing.Scheme) answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, inbox, nil)
 	if err != nil {
 		return answer{err: fmt.Errorf("%w: inbox %q: %v", errPermanent, inbox, err)}
@@ -219,7 +221,7 @@ func (in *Inbox) post(ctx context.Context, from *actors.Actor, inbox string, bod
 	if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
 		return answer{err: fmt.Errorf("%w: inbox %q is not an http(s) URL", errPermanent, inbox)}
 	}
-	if err := in.signer.SignPost(req, body, from.KeyID, from.SigningKey()); err != nil {
+	if err := in.signer.Sign(scheme, req, body, from.KeyID, from.SigningKey()); err != nil {
 		return answer{err: fmt.Errorf("%w: signing: %v", errPermanent, err)}
 	}
 	return in.postSigned(req, body)
@@ -256,6 +258,9 @@ func (in *Inbox) serveLocal(req *http.Request, body []byte) *http.Response {
 	sreq.Body = io.NopCloser(bytes.NewReader(body))
 	sreq.RequestURI = req.URL.RequestURI()
 	sreq.RemoteAddr = "in-process"
+	if req.URL.Scheme == "https" {
+		sreq.TLS = &tls.ConnectionState{} // as the network would bring it: an RFC 9421 @target-uri names https
+	}
 	sreq.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	rec := &recorder{header: http.Header{}}
 	in.ServeHTTP(rec, sreq)
@@ -303,12 +308,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // what came back. A non-2xx answer is a result, not an error; the error is
 // set (and also in adminapi.SendResult.Error) when no answer came.
 func (in *Inbox) Send(ctx context.Context, from *actors.Actor, inbox string, activity []byte) (adminapi.SendResult, error) {
-	return in.sendTo(ctx, from, "", inbox, activity)
+	return in.sendTo(ctx, from, "", inbox, activity, signing.SchemeCavage)
 }
 
 // sendTo is Send, naming the recipient actor (to) in the log.
-func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox string, activity []byte) (adminapi.SendResult, error) {
-	return in.sendWith(from, to, inbox, activity, func() answer { return in.post(ctx, from, inbox, activity) })
+func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox string, activity []byte, scheme signing.Scheme) (adminapi.SendResult, error) {
+	return in.sendWith(from, to, inbox, activity, func() answer { return in.post(ctx, from, inbox, activity, scheme) })
 }
 
 // sendWith is sendTo with the post made by post: activity is the body it

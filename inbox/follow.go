@@ -38,13 +38,15 @@ func (in *Inbox) crowdActor(id string) (*actors.Actor, bool) {
 	return a, true
 }
 
-// allActors is every crowd actor that can have followers or follow:
-// Persons and instance actors.
-func (in *Inbox) allActors() []*actors.Actor {
-	out := make([]*actors.Actor, 0, len(in.world.Actors())+len(in.world.Origins))
-	for _, o := range in.world.Origins {
-		out = append(out, o.Actors...)
-		out = append(out, o.Instance)
+// graphActors is every crowd actor of the world that has a relation in the
+// follow graph: a walk of the graph, not of the world, which may hold a
+// million actors.
+func (in *Inbox) graphActors() []*actors.Actor {
+	var out []*actors.Actor
+	for _, id := range in.world.Graph.Locals() {
+		if a, ok := in.crowdActor(id); ok {
+			out = append(out, a)
+		}
 	}
 	return out
 }
@@ -178,14 +180,15 @@ func (in *Inbox) onUndo(act Activity) reply {
 // followerOf finds the crowd actor that remote follows with Follow
 // followID (an Undo that names the Follow only by id, to a shared inbox).
 func (in *Inbox) followerOf(followID, remote string) *actors.Actor {
-	for _, a := range in.allActors() {
-		for _, r := range in.world.Graph.Followers(a.ID) {
-			if r.Remote == remote && r.FollowID == followID {
-				return a
-			}
-		}
+	r, ok := in.world.Graph.FollowerByFollowID(followID, remote)
+	if !ok {
+		return nil
 	}
-	return nil
+	a, ok := in.crowdActor(r.Local)
+	if !ok {
+		return nil
+	}
+	return a
 }
 
 // onAnswer applies an Accept or Reject of one of the crowd's own Follows.
@@ -264,12 +267,12 @@ func (in *Inbox) crowdFollow(id string) (actors.Activity, bool) {
 
 // followingByID finds the crowd's following relation made by followID.
 func (in *Inbox) followingByID(followID string) (actors.Relation, bool) {
-	for _, a := range in.allActors() {
-		for _, r := range in.world.Graph.Following(a.ID) {
-			if r.FollowID == followID {
-				return r, true
-			}
-		}
+	r, ok := in.world.Graph.FollowingByID(followID)
+	if !ok {
+		return actors.Relation{}, false
 	}
-	return actors.Relation{}, false
+	if _, ok := in.crowdActor(r.Local); !ok {
+		return actors.Relation{}, false
+	}
+	return r, true
 }

@@ -108,7 +108,7 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 		if !ok {
 			return signing.PublicKey{}, fmt.Errorf("%w: %s", signing.ErrKeyUnavailable, keyID)
 		}
-		return signing.PublicKey{Key: &a.Key.PublicKey, Owner: a.ID, ID: a.KeyID}, nil
+		return signing.PublicKey{Key: a.Key.Public(), Owner: a.ID, ID: a.KeyID}, nil
 	})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /users/{name}", func(w http.ResponseWriter, r *http.Request) {

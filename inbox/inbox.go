@@ -327,7 +327,7 @@ func (in *Inbox) fetchAs(req *http.Request) apclient.Identity {
 // fast. Other keys go to the KeyCache (or Config.Keys).
 func (in *Inbox) resolveKey(ctx context.Context, keyID string, refresh bool) (signing.PublicKey, error) {
 	if a, ok := in.world.ActorByKeyID(keyID); ok {
-		return signing.PublicKey{Key: &a.Key.PublicKey, Owner: a.ID, ID: a.KeyID}, nil
+		return signing.PublicKey{Key: a.Key.Public(), Owner: a.ID, ID: a.KeyID}, nil
 	}
 	if _, ok := in.world.Origin(actors.HostOf(keyID)); ok {
 		// One of our own origins: we know every key it has, so there is

@@ -100,9 +100,33 @@ type Config struct {
 	// PersonaPosts posts for the personas that have no post, through the
 	// SUT's client API (personaposts.go).
 	PersonaPosts PersonaPostsConfig
+
+	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
+	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
+	Signature string
+
+	// Metrics are the run's live Prometheus metrics (--metrics-addr,
+	// --metrics-linger). They are pushed to the crowd's admin API, when
+	// there is one, whether served or not.
+	Metrics MetricsConfig
+
+	// Vocab are the options of the vocabulary beyond Create, Like and
+	// Follow: threads, mentions, hashtags, images.
+	Vocab VocabOptions
+
 	// Scenario, when set, is what a scenario (or --tamper, --origin-zipf,
 	// --target-posts) adds beyond the flags above: see ScenarioConfig.
 	Scenario *ScenarioConfig
+}
+
+// MetricsConfig says where a run serves its live metrics.
+type MetricsConfig struct {
+	// Addr serves them at /metrics: host:port, ":port" is loopback, ""
+	// none.
+	Addr string
+	// Linger keeps serving them this long after the run ended, so a
+	// scraper takes the final values.
+	Linger time.Duration
 }
 
 // plan is a checked Config, in the flood's types.
@@ -119,6 +143,13 @@ type plan struct {
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
+	scheme   flood.SignatureScheme
+
+	// metricsAddr is --metrics-addr with its host ("" none).
+	metricsAddr string
+
+	vocab flood.VocabConfig
+
 	scenario *scenarioPlan // nil: none
 }
 
@@ -152,11 +183,15 @@ func (c Config) plan() (*plan, []error) {
 	if p.mix, err = record.ParseMix(c.Mix); err != nil {
 		bad("--mix %w", err)
 	}
+	p.vocab, err = c.Vocab.config()
+	try(err)
 	p.signing, err = flood.ParseSigning(c.Signing)
 	try(err)
 	p.inbox, err = flood.ParseInboxMode(c.Inbox)
 	try(err)
 	p.arrivals, err = flood.ParseArrivals(c.Arrivals)
+	try(err)
+	p.scheme, err = flood.ParseSignature(c.Signature)
 	try(err)
 	switch a := signing.Algorithm(strings.ToLower(c.Algorithm)); a {
 	case signing.RSASHA256, signing.HS2019:
@@ -167,6 +202,9 @@ func (c Config) plan() (*plan, []error) {
 	c.checkBounds(p, bad)
 	try(c.Fetchback.validate())
 	_, err = c.PersonaPosts.tokens()
+	try(err)
+
+	p.metricsAddr, err = c.metricsAddr()
 	try(err)
 	c.checkScenario(p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
@@ -304,5 +342,5 @@ func (c Config) personas() ([]string, error) {
 func Defaults() Config {
 	return Config{MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout,
 		Signing: string(flood.SigningPipeline), Inbox: string(flood.InboxAuto), Algorithm: string(signing.RSASHA256),
-		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String()}
+		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String(), Signature: string(flood.SignatureCavage)}
 }

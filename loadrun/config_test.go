@@ -67,6 +67,8 @@ func TestValidateRules(t *testing.T) {
 		{"count alone", func(c *Config) { c.Count = 3 }, "--count needs --personas"},
 		// crowd run floods at one rate.
 		{"audience ladder", func(c *Config) { c.Rate = "10,20"; c.Audience = &AudienceConfig{} }, "crowd run floods at one rate"},
+		// --signature names a scheme, not an algorithm label.
+		{"signature", func(c *Config) { c.Signature = "hs2019" }, "--signature: want cavage, rfc9421 or both"},
 	} {
 		c := valid(t)
 		tc.edit(&c)

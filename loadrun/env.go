@@ -41,7 +41,8 @@ type Environment struct {
 	Fetchbacks FetchbackCounter
 	// Plan is where the origins are, when each has its own address: the
 	// run's signed requests leave from them. Nil: one shared address.
-	Plan *originaddr.Plan
+	Plan  *originaddr.Plan
+	vocab vocabSinks // where edits, deletions and undone Follows go
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -79,13 +80,14 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	for _, h := range cw.World.Hosts() {
 		hosts[h] = addr
 	}
-	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", len(cw.World.Actors())),
+	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", cw.World.NumPersons()),
 		zap.String("https", addr), zap.String("admin", cw.Pasture.Addr("admin")), zap.String("state", c.World.StateDir))
 	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
 		What: "the in-process crowd", Shard: c.World.Shard, Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
+		vocab: worldVocab(cw.World),
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -150,7 +152,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		planHosts(world, plan, c.CrowdHTTPS, hosts)
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
-		zap.Int("actors", len(world.Actors())), zap.String("state", c.World.StateDir))
+		zap.Int("actors", world.NumPersons()), zap.String("state", c.World.StateDir))
 	return &Environment{
 		World: world, Roots: pasture.RootsWith(caPEM), Hosts: hosts,
 		Register: func(ctx context.Context, f flood.FollowRegistration) error {
@@ -158,12 +160,16 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		close:      func() { world.Close() }, Plan: plan,
+		vocab: vocabSinks{changes: c.Admin.RecordChanges, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
+			return err
+		}},
+		close: func() { world.Close() }, Plan: plan,
 	}, nil
 }
 
 // borrowKeys opens the attached crowd's world from its --state, read only,
-// and checks that every key is the one the crowd serves (a usage error
+// and checks that the first origin's keys are the ones the crowd serves (a usage error
 // otherwise: the --state is another crowd's).
 func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	shard, err := actors.ParseShard(info.Shard)
@@ -176,13 +182,18 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	}
 	cfg := actors.Config{Actors: len(info.Origins[0].Actors), Domain: info.Domain, StateDir: state, Shard: shard,
 		EphemeralGraph: true, BorrowKeys: true, Backend: c.World.Backend}
-	want := map[string]string{}
 	for _, o := range info.Origins {
 		cfg.Origins = max(cfg.Origins, o.Index)
-		for _, a := range o.Actors {
-			want[a.ID] = a.KeySHA256
-		}
-		want[o.Instance.ID] = o.Instance.KeySHA256
+	}
+	if info.Summary != nil { // a paged world: its size is in the summary
+		cfg.Origins, cfg.Actors = info.Summary.Origins, info.Summary.ActorsPerOrigin
+	}
+	// The first origin's keys (its actors and its instance actor) prove the
+	// --state is that crowd's; checking a million would add nothing.
+	first := info.Origins[0]
+	want := map[string]string{first.Instance.ID: first.Instance.KeySHA256}
+	for _, a := range first.Actors {
+		want[a.ID] = a.KeySHA256
 	}
 	world, err := actors.Open(cfg)
 	if errors.Is(err, actors.ErrKeyFile) {
@@ -191,7 +202,7 @@ func borrowKeys(c Config, info adminapi.WorldInfo) (*actors.World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the crowd's keys from --state %s: %w", state, err)
 	}
-	for _, a := range append(world.Actors(), world.Origins[0].Instance) {
+	for _, a := range append(world.Origins[0].Persons(), world.Origins[0].Instance) {
 		der, err := x509.MarshalPKIXPublicKey(a.Key.Public())
 		sum := sha256.Sum256(der)
 		if err != nil || want[a.ID] != hex.EncodeToString(sum[:]) {

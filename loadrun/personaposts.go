@@ -45,9 +45,15 @@ func (p PersonaPostsConfig) tokens() (map[string]string, error) {
 
 // postForEmpty posts once for each persona that has no post and a token,
 // through the SUT's client API, and takes the post's id as the persona's
-// post: the Likes drawn for it then have an object.
+// post: the Likes drawn for it then have an object. A `crowd run` has a
+// token for every persona (its audience's), so none of its personas is
+// left without a post, whatever --posts says.
 func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) error {
 	tokens, err := r.c.PersonaPosts.tokens()
+	api := r.c.PersonaPosts.ClientAPI
+	if a := r.p.audience; a != nil {
+		tokens, api = a.tokens, a.api
+	}
 	if err != nil || len(tokens) == 0 {
 		return err
 	}
@@ -57,7 +63,7 @@ func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) er
 		if len(ps.Posts) > 0 || !ok {
 			continue
 		}
-		base := r.c.PersonaPosts.ClientAPI
+		base := api
 		if base == "" {
 			base = "https://" + host
 		}

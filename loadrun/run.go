@@ -42,6 +42,7 @@ func Run(ctx context.Context, c Config) error {
 	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
+	r.knock = flood.NewKnocker(p.scheme, r.signer)
 	if p.audience != nil {
 		r.obs = newAudience(p.audience, c, c.Log.Named("audience"))
 		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
@@ -69,6 +70,8 @@ func Run(ctx context.Context, c Config) error {
 	// batch reaches an in-process world before it closes.
 	r.feed = flood.NewOutboxFeed(env.Outbox, flood.OutboxFeedOptions{})
 	defer r.closeFeed()
+	r.startVocab()
+	defer r.closeVocab()
 	if err := r.generator(ctx, personas, reg); err != nil {
 		return err
 	}
@@ -87,8 +90,14 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer stop()
+	if env.Admin != nil || p.metricsAddr != "" {
+		if r.live, err = r.startLive(ctx); err != nil {
+			return err
+		}
+		defer r.live.stop()
+	}
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.Int("senders", len(env.World.Actors())),
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", env.World.NumPersons()),
 		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
@@ -108,7 +117,7 @@ func (r *runner) queueSize() int {
 			total += rate * (r.c.Warmup + max(r.p.duration, r.c.Step)).Seconds()
 		}
 		m := r.p.mix
-		queue = max(queue, int(total*m.Follow/(m.Create+m.Like+m.Follow))+1000)
+		queue = max(queue, int(total*m.Follow/m.Total())+1000)
 	}
 	return queue
 }
@@ -157,9 +166,9 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 		warnStalePending(ctx, r.log, r.env.Admin)
 	}
 	c := r.c
-	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: r.env.World.Actors(), Personas: personas, Mix: r.p.mix,
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
 		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
-		Draws: r.p.draws()})
+		Vocab: r.vocabConfig(), Draws: r.p.draws()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {
@@ -189,7 +198,7 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	case flood.SigningPresign:
 		return func() {}, nil
 	case flood.SigningJIT:
-		r.shared = flood.NewJIT(r.gen, r.signer)
+		r.shared = flood.NewKnockingJIT(r.gen, r.knock)
 		return func() {}, nil
 	}
 	maxRate := 0.0
@@ -197,7 +206,7 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 		maxRate = max(maxRate, x)
 	}
 	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice})
+	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice, Knocker: r.knock})
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = pl.Fill(fctx)
 	cancel()

@@ -27,15 +27,20 @@ type runner struct {
 	guard     *flood.Guard
 	tls       *tls.Config
 	signer    *signing.Signer
+	knock     *flood.Knocker // signs with --signature's scheme and counts the double knocks
+	knocked   record.Signatures
 	obs       Observer // nil: none
 	gen       *flood.Generator
 	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
+	vocab     *vocabRun         // records the edits, deletions and undone Follows
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
 	seed      uint64       // the draws' seed, in every record
 	diverted  int64        // gen.FollowsDiverted() when the current run began
+	undos     int64        // gen.UndosDiverted() when the current run began
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
+	live      *live              // the live metrics (nil: neither served nor pushed)
 	forg      *flood.Forgeries   // what the SUT's verification made of the run: forgeries, keys refused
 }
 
@@ -45,7 +50,7 @@ func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.So
 	if r.shared != nil {
 		return r.shared, nil
 	}
-	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes})
+	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes, Knocker: r.knock})
 	if err != nil {
 		if errors.Is(err, flood.ErrInvalidPlan) {
 			return nil, usage(err)
@@ -71,8 +76,10 @@ func closeSource(src flood.Source) {
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
 	live := report.NewLive(r.c.Stderr, r.c.Live)
 	plan.Progress = live.Update
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled)
-	plan.Settled = flood.JoinSettled(plan.Settled, r.forg.Settled)
+	if r.live != nil {
+		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
+	}
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled, r.forg.Settled)
 	if r.p.forging() {
 		plan.Source = r.forg.Source(plan.Source)
 	}
@@ -82,10 +89,14 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	plan.Timeout = r.c.Timeout
 	file := record.NewRecordFile(r.c.Out)
 	r.file = file
-	r.diverted = r.gen.FollowsDiverted()
+	r.diverted, r.undos = r.gen.FollowsDiverted(), r.gen.UndosDiverted()
+	r.knocked = r.knock.Signatures()
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
 		if err == nil {
+			if r.live != nil {
+				r.live.checkpoint(rec, res.Elapsed)
+			}
 			err = file.Checkpoint(rec)
 		}
 		if err != nil {
@@ -104,12 +115,17 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	}
 	rec, err := r.record(res, s)
 	fetch.finish(ctx, rec)
+
+	if err == nil && r.live != nil {
+		r.live.final(rec, res.Elapsed)
+	}
 	return rec, err
 }
 
 // record is res's record with what the flood knows beyond the engine: the
-// seed, and what the run changed from what was asked (the Follows it sent
-// as Creates since it began, the personas without posts).
+// seed, what the run changed from what was asked (the Follows it sent
+// as Creates since it began, the personas without posts), and the
+// signatures it sent since it began.
 func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, error) {
 	rec, err := res.Record(s)
 	if err != nil {
@@ -119,8 +135,10 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		rec.Parts[i].Seed = r.seed
 		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
 	}
-	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted,
+	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted, UndosDiverted: r.gen.UndosDiverted() - r.undos,
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
+	sig := r.knock.Signatures().Sub(r.knocked)
+	rec.Signatures = &sig
 	rec.Security = r.forg.Snapshot()
 	return rec, nil
 }

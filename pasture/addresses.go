@@ -51,7 +51,7 @@ func (p *Pasture) planDNS(c *DNSConfig) {
 	if !p.plan.PerOrigin() {
 		return
 	}
-	c.HostAddrs = func(host string) []net.IP { return ipSlice(p.plan.HostAddrs(host)) }
+	c.HostAddresses = func(host string) []net.IP { return ipSlice(p.plan.HostAddrs(host)) }
 	if w.Shard.N > 1 {
 		c.Hosts = make([]string, 0, w.Origins)
 		for k := 1; k <= w.Origins; k++ {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -17,13 +18,29 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 )
 
-// World describes the served world for the admin API.
-func (p *Pasture) World() adminapi.WorldInfo {
+// World describes the first page of the served world for the admin API.
+func (p *Pasture) World() adminapi.WorldInfo { return p.WorldPage(adminapi.WorldQuery{}) }
+
+// WorldPage describes the page q of the served world: its origins from
+// q.Offset, at most q.Limit of them (0: adminapi.DefaultWorldPage), each
+// with its actors, and the summary of the whole world. It computes only
+// the page's actors, so it costs the same in a world of any size.
+func (p *Pasture) WorldPage(q adminapi.WorldQuery) adminapi.WorldInfo {
 	w := p.cfg.World
-	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String()}
-	for _, o := range w.Origins {
+	if q.Limit <= 0 {
+		q.Limit = adminapi.DefaultWorldPage
+	}
+	start := min(max(q.Offset, 0), len(w.Origins))
+	end := min(start+q.Limit, len(w.Origins))
+	sum := &adminapi.WorldSummary{Origins: w.Config.Origins, Served: len(w.Origins), ActorsPerOrigin: w.Config.Actors, Offset: start}
+	if end < len(w.Origins) {
+		sum.Next = end
+	}
+	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String(),
+		Origins: []adminapi.OriginInfo{}, Summary: sum}
+	for _, o := range w.Origins[start:end] {
 		oi := adminapi.OriginInfo{Index: o.Index, Host: o.Host}
-		for _, a := range o.Actors {
+		for _, a := range o.Persons() {
 			oi.Actors = append(oi.Actors, p.actorInfo(a.Acct(), a.ID, a.KeyID, a.Key.Public()))
 		}
 		oi.Instance = p.actorInfo(o.Instance.Acct(), o.Instance.ID, o.Instance.KeyID, o.Instance.Key.Public())
@@ -61,13 +78,23 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		}
 		w.Write([]byte("ready\n"))
 	}))
-	r.Handle(string(adminapi.RouteMetrics), promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	live := newFloodLive(time.Now) // what attached floods push: the admin page's live panel, and their metrics here
+	live.routes(r.Handle)
+	// A pushed family that clashes with another run's (a crowd of another
+	// version) must not blank the serve's own metrics: the rest is served.
+	r.Handle(string(adminapi.RouteMetrics), promhttp.HandlerFor(prometheus.Gatherers{reg, live},
+		promhttp.HandlerOpts{Registry: reg, ErrorHandling: promhttp.ContinueOnError}))
 	r.Handle(string(adminapi.RouteCA), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		w.Write(p.ca.CertPEM())
 	}))
 	r.Handle(string(adminapi.RouteWorld), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeAdminJSON(w, p.World())
+		q, err := adminapi.ParseWorldQuery(r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeAdminJSON(w, p.WorldPage(q))
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	p.handleFetchbacks(r.Handle)

@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crowdfed/crowd/internal/atomicfile"
@@ -32,7 +31,7 @@ import (
 const (
 	CACertFile = "ca.pem"     // the CA certificate, PEM; what a SUT is told to trust
 	CAKeyFile  = "ca-key.pem" // the CA private key, PKCS#8 PEM, mode 0600
-	CACertsDir = "certs"      // leaf certificates, one HOST.pem (certificate + key) per host
+	CACertsDir = "certs"      // leaf certificates of earlier crowds, one HOST.pem per host; leaves are now made on demand (OnDemandTLSConfig), writing none
 )
 
 // CACommonName is the subject common name of the crowd's CA, the name a user sees in a trust store.
@@ -197,100 +196,6 @@ func (c *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// TLSConfig returns a server configuration whose GetCertificate chooses the leaf for the SNI
-// name (case-insensitive, a trailing dot or port ignored) among hosts; any other name, or no
-// SNI, fails the handshake with an error wrapping ErrUnknownServerName. Leaves are ECDSA P-256,
-// valid about a year, issued by the CA for their host (DNS SAN, or IP SAN for an address) and
-// persisted in dir/certs/HOST.pem, so restarts reuse them; a stored leaf that is expired (or
-// close to it), corrupted, or not signed by the current CA is replaced. All leaves are ready
-// when TLSConfig returns, so a bad host name or an unwritable directory fails at start-up.
-// NextProtos is left empty so net/http adds h2 and http/1.1 itself.
-func (c *CA) TLSConfig(hosts []string) (*tls.Config, error) {
-	s := &caLeafSet{ca: c, leaves: make(map[string]*tls.Certificate, len(hosts))}
-	for _, h := range hosts {
-		name, err := caNormalizeHost(h)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := s.leaves[name]; dup {
-			continue
-		}
-		leaf, err := c.loadOrIssueLeaf(name)
-		if err != nil {
-			return nil, err
-		}
-		s.leaves[name] = leaf
-	}
-	return &tls.Config{
-		MinVersion:     tls.VersionTLS12,
-		GetCertificate: s.getCertificate,
-	}, nil
-}
-
-// caLeafSet is the SNI table behind one TLSConfig.
-type caLeafSet struct {
-	ca     *CA
-	mu     sync.RWMutex // guards leaves: a leaf is replaced in place when it nears expiry
-	leaves map[string]*tls.Certificate
-}
-
-func (s *caLeafSet) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if hello.ServerName == "" {
-		return nil, fmt.Errorf("%w: the client sent no SNI", ErrUnknownServerName)
-	}
-	name, err := caNormalizeHost(hello.ServerName)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServerName, hello.ServerName)
-	}
-	s.mu.RLock()
-	leaf, ok := s.leaves[name]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %q is not one of the crowd's hosts", ErrUnknownServerName, name)
-	}
-	if s.ca.leafInTime(leaf.Leaf) { // the signature and name were checked when it was loaded
-		return leaf, nil
-	}
-	// A crowd that runs for most of a year: renew rather than serve an expired leaf.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if leaf = s.leaves[name]; s.ca.leafFresh(leaf.Leaf, name) {
-		return leaf, nil
-	}
-	fresh, err := s.ca.loadOrIssueLeaf(name)
-	if err != nil {
-		return leaf, nil // keep serving the old one; better than failing every handshake
-	}
-	s.leaves[name] = fresh
-	return fresh, nil
-}
-
-// loadOrIssueLeaf returns the stored leaf for name if it is still good, else issues and stores
-// a new one. name is already normalized.
-func (c *CA) loadOrIssueLeaf(name string) (*tls.Certificate, error) {
-	path := filepath.Join(c.dir, CACertsDir, name+".pem")
-	if data, err := os.ReadFile(path); err == nil {
-		if leaf, err := tls.X509KeyPair(data, data); err == nil && c.leafFresh(leaf.Leaf, name) {
-			return &leaf, nil
-		}
-	}
-	certPEM, keyPEM, err := c.issue(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
-	}
-	if err := atomicfile.Write(path, append(certPEM, keyPEM...), 0o600); err != nil {
-		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
-	}
-	leaf, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("pasture: certificate for %s: %w", name, err)
-	}
-	return &leaf, nil
-}
-
 // leafFresh reports whether leaf was signed by this CA, names host, and is not within
 // leafRenewBefore of its expiry.
 func (c *CA) leafFresh(leaf *x509.Certificate, host string) bool {
@@ -333,19 +238,7 @@ func (c *CA) issue(host string) (certPEM, keyPEM []byte, err error) {
 	if notAfter.After(c.cert.NotAfter) {
 		notAfter = c.cert.NotAfter // a leaf cannot outlive its CA
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: host},
-		NotBefore:    now.Add(-certBackdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		tmpl.IPAddresses = []net.IP{ip.AsSlice()}
-	} else {
-		tmpl.DNSNames = []string{host}
-	}
+	tmpl := leafTemplate(host, serial, now.Add(-certBackdate), notAfter)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, key.Public(), c.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pasture: certificate for %s: %w", host, err)

@@ -209,69 +209,6 @@ func serveTLS(t *testing.T, cfg *tls.Config) string {
 	return ln.Addr().String()
 }
 
-func TestCATLSHandshakeBySNI(t *testing.T) {
-	ca, _ := newTestCA(t)
-	cfg, err := ca.TLSConfig([]string{"flood1.test", "FLOOD2.test", "127.0.0.1"})
-	if err != nil {
-		t.Fatalf("TLSConfig: %v", err)
-	}
-	addr := serveTLS(t, cfg)
-
-	tests := []struct {
-		sni      string
-		wantName string // the SAN the served leaf must carry; "" means the handshake must fail
-	}{
-		{"flood1.test", "flood1.test"}, // first host
-		{"flood2.test", "flood2.test"}, // second host, configured in upper case
-		{"Flood1.TEST", "flood1.test"}, // SNI is matched case-insensitively
-		{"flood3.test", ""},            // not a crowd host
-		{"sub.flood1.test", ""},        // no wildcard certificates
-		{"example.org", ""},            // a public name
-	}
-	for _, tc := range tests {
-		t.Run(tc.sni, func(t *testing.T) {
-			conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: tc.sni, RootCAs: ca.Pool()})
-			if tc.wantName == "" {
-				if err == nil {
-					conn.Close()
-					t.Fatal("handshake succeeded for an unknown name")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("handshake: %v", err)
-			}
-			defer conn.Close()
-			b, _ := io.ReadAll(conn)
-			if string(b) != "ok" {
-				t.Fatalf("read %q", b)
-			}
-			leaf := conn.ConnectionState().PeerCertificates[0]
-			if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != tc.wantName {
-				t.Fatalf("leaf names %v, want %s", leaf.DNSNames, tc.wantName)
-			}
-			if life := leaf.NotAfter.Sub(leaf.NotBefore); life < 300*24*time.Hour || life > 400*24*time.Hour {
-				t.Fatalf("leaf lifetime %v, want about a year", life)
-			}
-		})
-	}
-
-	// A client that does not trust the crowd CA must fail: the pool is what makes it work.
-	if conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "flood1.test", RootCAs: x509.NewCertPool()}); err == nil {
-		conn.Close()
-		t.Fatal("handshake succeeded without trusting the CA")
-	}
-	// The server-side error names the sentinel.
-	_, err = cfg.GetCertificate(&tls.ClientHelloInfo{ServerName: "nope.test"})
-	if !errors.Is(err, ErrUnknownServerName) {
-		t.Fatalf("GetCertificate(unknown) = %v", err)
-	}
-	_, err = cfg.GetCertificate(&tls.ClientHelloInfo{})
-	if !errors.Is(err, ErrUnknownServerName) {
-		t.Fatalf("GetCertificate(no SNI) = %v", err)
-	}
-}
-
 func leafDER(t *testing.T, cfg *tls.Config, host string) []byte {
 	t.Helper()
 	c, err := cfg.GetCertificate(&tls.ClientHelloInfo{ServerName: host})
@@ -281,108 +218,7 @@ func leafDER(t *testing.T, cfg *tls.Config, host string) []byte {
 	return c.Certificate[0]
 }
 
-func TestCALeavesPersistAcrossRestart(t *testing.T) {
-	ca, dir := newTestCA(t)
-	cfg, err := ca.TLSConfig([]string{"flood1.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := leafDER(t, cfg, "flood1.test")
-	st, err := os.Stat(filepath.Join(dir, CACertsDir, "flood1.test.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o600 {
-		t.Fatalf("leaf file mode %v, want 0600 (it holds the key)", st.Mode().Perm())
-	}
-
-	ca2, err := LoadOrCreateCA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg2, err := ca2.TLSConfig([]string{"flood1.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first, leafDER(t, cfg2, "flood1.test")) {
-		t.Fatal("leaf re-issued on restart")
-	}
-}
-
-func TestCALeafReissuedWhenStale(t *testing.T) {
-	tests := []struct {
-		name  string
-		spoil func(t *testing.T, ca *CA, dir string) *CA // returns the CA to use afterwards
-	}{
-		// The stored leaf expired: the clock moved past its NotAfter.
-		{"expired", func(t *testing.T, ca *CA, dir string) *CA {
-			ca.now = func() time.Time { return time.Now().Add(-2 * 365 * 24 * time.Hour) }
-			if _, err := ca.TLSConfig([]string{"flood1.test"}); err != nil {
-				t.Fatal(err)
-			}
-			ca.now = nil
-			return ca
-		}},
-		// The CA was replaced (state dir wiped except certs/): old leaves are not signed by it.
-		{"other CA", func(t *testing.T, ca *CA, dir string) *CA {
-			os.Remove(filepath.Join(dir, CACertFile))
-			os.Remove(filepath.Join(dir, CAKeyFile))
-			fresh, err := LoadOrCreateCA(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return fresh
-		}},
-		// The leaf file is corrupted.
-		{"corrupted", func(t *testing.T, ca *CA, dir string) *CA {
-			os.WriteFile(filepath.Join(dir, CACertsDir, "flood1.test.pem"), []byte("junk"), 0o600)
-			return ca
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ca, dir := newTestCA(t)
-			cfg, err := ca.TLSConfig([]string{"flood1.test"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			old := leafDER(t, cfg, "flood1.test")
-			ca = tc.spoil(t, ca, dir)
-			cfg, err = ca.TLSConfig([]string{"flood1.test"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			der := leafDER(t, cfg, "flood1.test")
-			if bytes.Equal(old, der) {
-				t.Fatal("stale leaf reused")
-			}
-			leaf, _ := x509.ParseCertificate(der)
-			if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), DNSName: "flood1.test"}); err != nil {
-				t.Fatalf("new leaf does not verify: %v", err)
-			}
-		})
-	}
-}
-
-// A leaf that nears expiry while the crowd runs is renewed at handshake time.
-func TestCALeafRenewedWhileRunning(t *testing.T) {
-	ca, _ := newTestCA(t)
-	cfg, err := ca.TLSConfig([]string{"flood1.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := leafDER(t, cfg, "flood1.test")
-	ca.now = func() time.Time { return time.Now().Add(364 * 24 * time.Hour) }
-	renewed := leafDER(t, cfg, "flood1.test")
-	if bytes.Equal(old, renewed) {
-		t.Fatal("leaf not renewed near expiry")
-	}
-	if again := leafDER(t, cfg, "flood1.test"); !bytes.Equal(again, renewed) {
-		t.Fatal("renewed leaf re-issued on the next handshake")
-	}
-}
-
-func TestCATLSConfigRejectsBadHosts(t *testing.T) {
+func TestCAIssueFilesRejectsBadHosts(t *testing.T) {
 	ca, _ := newTestCA(t)
 	for _, h := range []string{
 		"",              // empty
@@ -392,9 +228,6 @@ func TestCATLSConfigRejectsBadHosts(t *testing.T) {
 		"fe80::1%eth0",  // zoned address
 		"sp ace.test",   // space
 	} {
-		if _, err := ca.TLSConfig([]string{h}); !errors.Is(err, ErrCertHost) {
-			t.Errorf("TLSConfig(%q) = %v, want ErrCertHost", h, err)
-		}
 		if _, _, err := ca.IssueFiles(h, t.TempDir()); !errors.Is(err, ErrCertHost) {
 			t.Errorf("IssueFiles(%q) = %v, want ErrCertHost", h, err)
 		}
@@ -487,7 +320,7 @@ func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RSA CA: %v", err)
 	}
-	cfg, err := ca.TLSConfig([]string{"flood1.test"})
+	cfg, err := ca.OnDemandTLSConfig(func(n string) bool { return n == "flood1.test" }, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

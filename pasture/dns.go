@@ -79,9 +79,12 @@ type DNSConfig struct {
 	// Logger is told, once per name, why a name could not be forwarded (naming --dns-record
 	// and --dns-upstream); nil means no log.
 	Logger *zap.Logger
-	// HostAddrs, when set, gives each of Hosts its own addresses (each origin at its own,
-	// --advertise as a range); a host it gives none is answered with Advertise.
-	HostAddrs func(host string) []net.IP
+	// HostAddresses, when set, is the one place that says which addresses
+	// A and AAAA answer for each of Hosts (each origin at its own address,
+	// --advertise as a range); a host it gives none, or nil, is answered
+	// with Advertise. It is asked once per host, when the handler is made:
+	// answers stay one map lookup at any world size.
+	HostAddresses func(host string) []net.IP
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -144,7 +147,7 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 	if err := h.addZone(cfg.Zone, advertise); err != nil {
 		return nil, err
 	}
-	if err := h.addHosts(cfg.Hosts, advertise, cfg.HostAddrs); err != nil {
+	if err := h.addHosts(cfg.Hosts, advertise, cfg.HostAddresses); err != nil {
 		return nil, err
 	}
 	if err := h.addRecords(cfg.Records); err != nil {
@@ -228,17 +231,17 @@ func (h *dnsHandler) addZone(zone string, advertise []net.IP) error {
 	return nil
 }
 
-// addHosts answers the crowd's origins with their own addresses (own, when set), else the
-// advertise addresses.
-func (h *dnsHandler) addHosts(hosts []string, advertise []net.IP, own func(string) []net.IP) error {
+// addHosts answers the crowd's origins with their own addresses (addrOf, when it gives
+// any), else the advertise addresses.
+func (h *dnsHandler) addHosts(hosts []string, advertise []net.IP, addrOf func(string) []net.IP) error {
 	for _, host := range hosts {
 		n, err := dnsCanonical(host)
 		if err != nil {
 			return err
 		}
 		h.addrs[n] = advertise
-		if own != nil {
-			if ips := own(host); len(ips) > 0 {
+		if addrOf != nil {
+			if ips := addrOf(host); len(ips) > 0 {
 				h.addrs[n] = ips
 			}
 		}

@@ -169,12 +169,11 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 		end := f.now()
 		kind, object := classifyFetch(r.URL.Path)
 		signed := r.Header.Get("Signature") != "" || r.Header.Get("Signature-Input") != ""
-		f.mu.Lock()
-		ws := slices.Clone(f.windows)
-		f.mu.Unlock()
-		for _, win := range ws {
+		f.mu.Lock() // then each window's: the order Open takes them in too
+		for _, win := range f.windows {
 			win.add(kind, object, sw.status, signed, start, end)
 		}
+		f.mu.Unlock()
 	})
 }
 
@@ -204,13 +203,19 @@ func (w *fetchWindow) add(kind, object string, status int, signed bool, start, e
 	}
 }
 
-// statusClass is "2xx" … "5xx"; a handler that wrote nothing answered 200.
+// statusClass is "2xx" … "5xx", with 404 (no such document) and 410 (a
+// deleted object or actor's Tombstone) apart from the other 4xx; a handler
+// that wrote nothing answered 200.
 func statusClass(status int) string {
 	switch {
 	case status == 0 || status >= 200 && status < 300:
 		return "2xx"
 	case status >= 300 && status < 400:
 		return "3xx"
+	case status == http.StatusNotFound:
+		return "404"
+	case status == http.StatusGone:
+		return "410"
 	case status >= 400 && status < 500:
 		return "4xx"
 	case status >= 500 && status < 600:

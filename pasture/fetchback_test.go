@@ -122,7 +122,7 @@ func TestFetchbackWindowOverRealListeners(t *testing.T) {
 	want := map[string]adminapi.FetchbackKind{
 		adminapi.FetchWebFinger:  {Fetches: 1, Status: map[string]int64{"2xx": 1}},
 		adminapi.FetchActor:      {Fetches: 2, Signed: 1, Status: map[string]int64{"2xx": 2}},
-		adminapi.FetchObject:     {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "4xx": 1}},
+		adminapi.FetchObject:     {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "404": 1}},
 		adminapi.FetchCollection: {Fetches: 1, Signed: 1, Status: map[string]int64{"2xx": 1}},
 		adminapi.FetchNodeInfo:   {Fetches: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 1}},
 	}

@@ -101,7 +101,7 @@ func chooseActors(w *actors.World, origins, accts []string) ([]*actors.Actor, er
 		if !ok {
 			return nil, fmt.Errorf("--origin %s: no such origin (the world has %s … %s)", h, w.Hosts()[0], w.Hosts()[len(w.Hosts())-1])
 		}
-		out = append(out, o.Actors...)
+		out = append(out, o.Persons()...)
 	}
 	for _, acct := range accts {
 		name, host, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(acct, "acct:"), "@"), "@")
@@ -113,7 +113,7 @@ func chooseActors(w *actors.World, origins, accts []string) ([]*actors.Actor, er
 		if !ok || a.Kind != actors.KindPerson {
 			return nil, fmt.Errorf("--actor %s: no such crowd actor (name@floodN.test)", acct)
 		}
-		if !slices.Contains(out, a) {
+		if !slices.ContainsFunc(out, func(b *actors.Actor) bool { return b.ID == a.ID }) { // actors are values: compare ids
 			out = append(out, a)
 		}
 	}

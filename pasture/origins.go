@@ -31,7 +31,7 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	r.Get("/nodeinfo/2.0", wf.NodeInfo("2.0"))
 	r.Get("/nodeinfo/2.1", wf.NodeInfo("2.1"))
 
-	d := documents{world: world}
+	d := documents{world: world, images: actors.NewImages(16)}
 	r.Get("/", d.home)
 	r.Get("/actor", d.instanceActor)
 	r.Get("/actor/{collection:outbox|followers|following}", d.instanceCollection)
@@ -40,7 +40,9 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	r.Get("/users/{name}", d.actor)
 	r.Get("/users/{name}/{collection:outbox|followers|following}", d.collection)
 	r.Get("/users/{name}/collections/{featured:featured|tags}", d.featured)
-	r.Get("/users/{name}/{kind:notes|likes|follows}/*", d.object)
+	r.Get("/users/{name}/{kind:notes|likes|follows|announces}/*", d.object)
+	r.Get("/media/*", d.media)
+	r.Get("/tags/{tag}", d.tag)
 	if inbox == nil {
 		inbox = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "this crowd serves no inboxes", http.StatusServiceUnavailable)
@@ -73,7 +75,8 @@ func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
 }
 
 type documents struct {
-	world *actors.World
+	world  *actors.World
+	images *actors.Images // the media's pixels, kept per size
 }
 
 func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {
@@ -116,7 +119,11 @@ func writeDoc(w http.ResponseWriter, r *http.Request, doc any) {
 
 func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 	a, ok := d.actorOf(w, r)
-	if !ok {
+	if !ok || d.gone(w, r, a, "") {
+		return
+	}
+	if p := d.world.Profile(a); p != nil && !wantsHTML(r) {
+		writeDoc(w, r, p)
 		return
 	}
 	if wantsHTML(r) {
@@ -135,6 +142,10 @@ func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 
 // writeRaw answers with an already rendered document.
 func writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+	if doc == nil { // actors.Actor.DocumentJSON: a key file damaged since the start
+		http.Error(w, "this actor's key cannot be loaded from the crowd's state directory; the crowd's log names the file", http.StatusInternalServerError)
+		return
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{apContentType(r)}
 	h["Vary"] = []string{"Accept"}
@@ -213,7 +224,11 @@ func (d documents) object(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	obj, err := a.Object(strings.TrimPrefix(r.URL.Path, "/users/"+a.Name))
+	path := strings.TrimPrefix(r.URL.Path, "/users/"+a.Name)
+	if d.gone(w, r, a, path) {
+		return
+	}
+	obj, err := d.world.Current(a, path)
 	if errors.Is(err, actors.ErrNoObject) {
 		http.Error(w, fmt.Sprintf("%s never sent %s: %v", a.Acct(), r.URL.Path, err), http.StatusNotFound)
 		return
@@ -229,7 +244,7 @@ func (d documents) home(w http.ResponseWriter, r *http.Request) {
 	o, _ := d.world.Origin(r.Host)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n<h1>%s</h1>\n<p>One of the crowd's fake fediverse servers.</p>\n<ul>\n", o.Host, o.Host)
-	for _, a := range o.Actors {
+	for _, a := range o.Persons() {
 		fmt.Fprintf(w, "<li><a href=\"%s\">@%s</a></li>\n", a.ProfileURL(), a.Acct())
 	}
 	fmt.Fprint(w, "</ul>\n</body></html>\n")

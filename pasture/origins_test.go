@@ -68,22 +68,7 @@ func TestOriginRoutes(t *testing.T) {
 		{"inbox without an inbox handler", "flood1.test", "/inbox", "", 405, "text/plain", "not allowed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, c.path, nil)
-			r.Host = c.host
-			if c.accept != "" {
-				r.Header.Set("Accept", c.accept)
-			}
-			rec := httptest.NewRecorder()
-			p.Handler().ServeHTTP(rec, r)
-			if rec.Code != c.status {
-				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
-			}
-			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, c.contentType) {
-				t.Errorf("Content-Type %q, want %q", ct, c.contentType)
-			}
-			if !strings.Contains(rec.Body.String(), c.body) {
-				t.Errorf("body lacks %q:\n%s", c.body, rec.Body)
-			}
+			checkGet(t, p.Handler(), c.host, c.path, c.accept, c.status, c.contentType, c.body)
 		})
 	}
 }
@@ -127,7 +112,7 @@ func TestAdminAPI(t *testing.T) {
 func TestLinkedCollectionsAreServed(t *testing.T) {
 	p := testPasture(t, Config{Version: "test"})
 	o, _ := p.cfg.World.Origin("flood1.test")
-	for _, a := range []*actors.Actor{o.Actors[0], o.Instance} {
+	for _, a := range []*actors.Actor{o.Person(0), o.Instance} {
 		doc := a.Document()
 		for _, link := range []string{doc.Outbox, doc.Followers, doc.Following, doc.Featured, doc.FeaturedTags} {
 			t.Run(link, func(t *testing.T) {

@@ -85,7 +85,7 @@ func (p *adminPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mustAdminPage is newAdminPage for the embedded page, which the tests
 // check: a failure here is a broken build, not a runtime condition.
 func mustAdminPage() http.Handler {
-	p, err := newAdminPage(adminPageHTML)
+	p, err := newAdminPage(withLivePanel(adminPageHTML))
 	if err != nil {
 		panic(err)
 	}

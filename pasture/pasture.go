@@ -145,7 +145,10 @@ func (p *Pasture) Start(ctx context.Context) error {
 	}
 	var plans []plan
 	if p.cfg.HTTPSAddr != "" {
-		tc, err := p.ca.TLSConfig(p.cfg.World.Hosts())
+		tc, err := p.ca.OnDemandTLSConfig(func(name string) bool {
+			_, ok := p.cfg.World.Origin(name)
+			return ok
+		}, 0)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // WorldConfig is the world's shape as a command line gives it (--origins,
-// --actors, --domain, --state, --shard), read into an actors.Config by
+// --actors, --domain, --state, --shard, --key-pool), read into an actors.Config by
 // ActorsConfig: the CLI names a world without reaching into actors.
 type WorldConfig struct {
 	Origins, Actors int
@@ -17,6 +17,9 @@ type WorldConfig struct {
 	Shard           string // "i/n", or "" for every origin
 	// Backend signs with the world's keys (--crypto); nil is the Go backend.
 	Backend signing.Backend
+	// KeyPool is --key-pool: how many keys the actors share (0: a key per
+	// actor up to actors.DefaultKeyPoolBound, a pool of that many beyond).
+	KeyPool int
 }
 
 // DefaultWorld is `crowd serve`'s world with no flags.
@@ -33,7 +36,7 @@ func (w WorldConfig) ActorsConfig() (actors.Config, error) {
 		return actors.Config{}, fmt.Errorf("--shard: %w", err)
 	}
 	cfg := actors.Config{Origins: w.Origins, Actors: w.Actors, Domain: w.Domain, StateDir: w.StateDir, Shard: sh,
-		Backend: w.Backend}
+		Backend: w.Backend, KeyPool: w.KeyPool}
 	if err := cfg.Validate(); err != nil {
 		return actors.Config{}, err
 	}
@@ -48,3 +51,7 @@ var ErrConfig = actors.ErrConfig
 // when this build has cgo, else Go), "go" or "libcrypto". The error names
 // what this build offers.
 func SigningBackend(name string) (signing.Backend, error) { return signing.NewBackend(name) }
+
+// DefaultKeyPoolBound is the number of actors up to which each has its own
+// key by default (--key-pool 0); a larger world shares this many keys.
+const DefaultKeyPoolBound = actors.DefaultKeyPoolBound

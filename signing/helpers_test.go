@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/sha512"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -90,5 +91,7 @@ func (c *fixedClock) Now() time.Time          { return time.Unix(0, c.t.Load()) 
 func (c *fixedClock) Advance(d time.Duration) { c.t.Add(int64(d)) }
 
 func sha256Sum(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+func sha512Sum(b []byte) []byte { s := sha512.Sum512(b); return s[:] }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -3,7 +3,9 @@ package signing
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
@@ -43,11 +45,13 @@ func (f KeyResolverFunc) ResolveKey(ctx context.Context, keyID string, refresh b
 	return f(ctx, keyID, refresh)
 }
 
-// ParsePublicKeyPEM parses a publicKeyPem value: a PKIX "PUBLIC KEY" (RSA or
-// Ed25519) or a PKCS#1 "RSA PUBLIC KEY" block. Both encodings are tried
-// whatever the label says, because mislabelled PEMs exist in the wild. The
-// result is *rsa.PublicKey or ed25519.PublicKey; anything else (ECDSA, ...) is
-// an error wrapping ErrUnsupportedAlgorithm.
+// ParsePublicKeyPEM parses a publicKeyPem value: a PKIX "PUBLIC KEY" (RSA,
+// Ed25519, or ECDSA on P-256 or P-384) or a PKCS#1 "RSA PUBLIC KEY" block.
+// Both encodings are tried whatever the label says, because mislabelled
+// PEMs exist in the wild. The result is *rsa.PublicKey, ed25519.PublicKey
+// or *ecdsa.PublicKey; anything else (another curve, DSA, ...) is an error
+// wrapping ErrUnsupportedAlgorithm. Which of them a verifier accepts from
+// a remote actor is its own profile (see doc.go).
 func ParsePublicKeyPEM(s string) (crypto.PublicKey, error) {
 	// Some servers double-escape newlines in JSON; undo that before decoding.
 	if !strings.Contains(s, "\n") && strings.Contains(s, `\n`) {
@@ -61,8 +65,13 @@ func ParsePublicKeyPEM(s string) (crypto.PublicKey, error) {
 		switch k := k.(type) {
 		case *rsa.PublicKey, ed25519.PublicKey:
 			return k, nil
+		case *ecdsa.PublicKey:
+			if k.Curve == elliptic.P256() || k.Curve == elliptic.P384() {
+				return k, nil // RFC 9421's ecdsa-p256-sha256 and ecdsa-p384-sha384
+			}
+			return nil, fmt.Errorf("%w: ECDSA curve %s (want P-256 or P-384)", ErrUnsupportedAlgorithm, k.Curve.Params().Name)
 		default:
-			return nil, fmt.Errorf("%w: public key type %T (want RSA or Ed25519)", ErrUnsupportedAlgorithm, k)
+			return nil, fmt.Errorf("%w: public key type %T (want RSA, Ed25519 or ECDSA)", ErrUnsupportedAlgorithm, k)
 		}
 	}
 	if k, err := x509.ParsePKCS1PublicKey(block.Bytes); err == nil {

@@ -65,22 +65,29 @@ static EVP_PKEY_CTX *crowd_ctx(EVP_PKEY *pkey, int sign, int hash, int pss, int 
 	return ctx;
 }
 
-static int crowd_sign(EVP_PKEY *pkey, int hash, int pss, int saltlen,
-		const unsigned char *dgst, size_t dlen, unsigned char *sig, size_t *siglen, char *err, size_t errlen) {
-	EVP_PKEY_CTX *ctx = crowd_ctx(pkey, 1, hash, pss, saltlen);
-	int ok = ctx != NULL && EVP_PKEY_sign(ctx, sig, siglen, dgst, dlen) > 0;
-	EVP_PKEY_CTX_free(ctx);
+// crowd_new_ctx is crowd_ctx with the error, if any, moved into err.
+static EVP_PKEY_CTX *crowd_new_ctx(EVP_PKEY *pkey, int sign, int hash, int pss, int saltlen, char *err, size_t errlen) {
+	EVP_PKEY_CTX *ctx = crowd_ctx(pkey, sign, hash, pss, saltlen);
+	if (ctx == NULL) {
+		crowd_err(err, errlen);
+	}
+	return ctx;
+}
+
+// crowd_sign and crowd_verify run one operation on a context crowd_ctx
+// made; a context serves any number of operations, one at a time.
+static int crowd_sign(EVP_PKEY_CTX *ctx, const unsigned char *dgst, size_t dlen,
+		unsigned char *sig, size_t *siglen, char *err, size_t errlen) {
+	int ok = EVP_PKEY_sign(ctx, sig, siglen, dgst, dlen) > 0;
 	if (!ok) {
 		crowd_err(err, errlen);
 	}
 	return ok;
 }
 
-static int crowd_verify(EVP_PKEY *pkey, int hash, int pss, int saltlen,
-		const unsigned char *dgst, size_t dlen, const unsigned char *sig, size_t siglen, char *err, size_t errlen) {
-	EVP_PKEY_CTX *ctx = crowd_ctx(pkey, 0, hash, pss, saltlen);
-	int ok = ctx != NULL && EVP_PKEY_verify(ctx, sig, siglen, dgst, dlen) == 1;
-	EVP_PKEY_CTX_free(ctx);
+static int crowd_verify(EVP_PKEY_CTX *ctx, const unsigned char *dgst, size_t dlen,
+		const unsigned char *sig, size_t siglen, char *err, size_t errlen) {
+	int ok = EVP_PKEY_verify(ctx, sig, siglen, dgst, dlen) == 1;
 	if (!ok) {
 		crowd_err(err, errlen);
 	}
@@ -110,8 +117,47 @@ type libcrypto struct {
 	pubs sync.Map // weak.Pointer[rsa.PublicKey] -> *evpKey
 }
 
-// evpKey owns one EVP_PKEY; a cleanup of its owner frees it.
-type evpKey struct{ p *C.EVP_PKEY }
+// evpKey owns one EVP_PKEY, and the contexts of its most common
+// operation kept ready (PKCS#1 v1.5 over SHA-256: every rsa-sha256 and
+// hs2019 signature): making a context costs about 2 % of a signature and
+// 17 % of a verification (measured with OpenSSL 3.0). A cleanup of its
+// owner frees it all (freeEVP).
+type evpKey struct {
+	p     *C.EVP_PKEY
+	sign  bool                 // a private key's (sign) or a public key's (verify) contexts
+	ready chan *C.EVP_PKEY_CTX // at most cap idle contexts; a context serves one goroutine at a time
+}
+
+func newEVPKey(p *C.EVP_PKEY, sign bool) *evpKey {
+	return &evpKey{p: p, sign: sign, ready: make(chan *C.EVP_PKEY_CTX, min(8, max(2, runtime.GOMAXPROCS(0))))}
+}
+
+// ctx returns a context for an operation over hash (PSS with salt when
+// pss); pooled reports whether it came from (and may go back to) ready.
+func (k *evpKey) ctx(hash crypto.Hash, pss bool, salt int, errBuf *C.char, errLen C.size_t) (ctx *C.EVP_PKEY_CTX, pooled bool) {
+	pooled = hash == crypto.SHA256 && !pss
+	if pooled {
+		select {
+		case c := <-k.ready:
+			return c, true
+		default:
+		}
+	}
+	return C.crowd_new_ctx(k.p, cbool(k.sign), C.int(hash), cbool(pss), C.int(salt), errBuf, errLen), pooled
+}
+
+// done gives back a context ctx returned: to ready when it was pooled,
+// there is room and the operation succeeded; otherwise it is freed.
+func (k *evpKey) done(ctx *C.EVP_PKEY_CTX, pooled, ok bool) {
+	if pooled && ok {
+		select {
+		case k.ready <- ctx:
+			return
+		default:
+		}
+	}
+	C.EVP_PKEY_CTX_free(ctx)
+}
 
 func newLibcrypto() (Backend, error) { return &libcrypto{}, nil }
 
@@ -141,12 +187,24 @@ func (b *libcrypto) PrivateKey(k *rsa.PrivateKey) (Key, error) {
 		C.crowd_err(&buf[0], C.size_t(len(buf)))
 		return nil, fmt.Errorf("%w: libcrypto cannot load the RSA key: %s", ErrUnsupportedAlgorithm, C.GoString(&buf[0]))
 	}
-	key := &libcryptoKey{k: k, evp: &evpKey{p: p}}
-	runtime.AddCleanup(key, freeEVP, key.evp.p)
+	key := &libcryptoKey{k: k, evp: newEVPKey(p, true)}
+	runtime.AddCleanup(key, freeEVP, key.evp)
 	return key, nil
 }
 
-func freeEVP(p *C.EVP_PKEY) { C.EVP_PKEY_free(p) }
+// freeEVP frees k's idle contexts and its EVP_PKEY: its owner is gone, so
+// nothing uses them any more.
+func freeEVP(k *evpKey) {
+	for {
+		select {
+		case c := <-k.ready:
+			C.EVP_PKEY_CTX_free(c)
+		default:
+			C.EVP_PKEY_free(k.p)
+			return
+		}
+	}
+}
 
 // Public is the key's *rsa.PublicKey.
 func (k *libcryptoKey) Public() crypto.PublicKey { return &k.k.PublicKey }
@@ -168,8 +226,12 @@ func (k *libcryptoKey) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) 
 	sig := make([]byte, k.k.Size())
 	n := C.size_t(len(sig))
 	var buf [256]C.char
-	ok := C.crowd_sign(k.evp.p, C.int(hash), cbool(pss), C.int(salt), cbytes(digest), C.size_t(len(digest)),
-		(*C.uchar)(unsafe.SliceData(sig)), &n, &buf[0], C.size_t(len(buf)))
+	ctx, pooled := k.evp.ctx(hash, pss, salt, &buf[0], C.size_t(len(buf)))
+	ok := C.int(0)
+	if ctx != nil {
+		ok = C.crowd_sign(ctx, cbytes(digest), C.size_t(len(digest)), (*C.uchar)(unsafe.SliceData(sig)), &n, &buf[0], C.size_t(len(buf)))
+		k.evp.done(ctx, pooled, ok == 1)
+	}
 	runtime.KeepAlive(k)
 	if ok != 1 {
 		return nil, fmt.Errorf("libcrypto sign: %s", C.GoString(&buf[0]))
@@ -203,8 +265,12 @@ func (b *libcrypto) verify(pub *rsa.PublicKey, hash crypto.Hash, digest, sig []b
 		return err
 	}
 	var buf [256]C.char
-	ok := C.crowd_verify(k.p, C.int(hash), cbool(pss), C.int(salt), cbytes(digest), C.size_t(len(digest)),
-		cbytes(sig), C.size_t(len(sig)), &buf[0], C.size_t(len(buf)))
+	ctx, pooled := k.ctx(hash, pss, salt, &buf[0], C.size_t(len(buf)))
+	ok := C.int(0)
+	if ctx != nil {
+		ok = C.crowd_verify(ctx, cbytes(digest), C.size_t(len(digest)), cbytes(sig), C.size_t(len(sig)), &buf[0], C.size_t(len(buf)))
+		k.done(ctx, pooled, ok == 1)
+	}
 	runtime.KeepAlive(pub) // pub's cleanup frees k
 	if ok != 1 {
 		return rsa.ErrVerification
@@ -229,7 +295,7 @@ func (b *libcrypto) public(pub *rsa.PublicKey) (*evpKey, error) {
 		C.crowd_err(&buf[0], C.size_t(len(buf)))
 		return nil, fmt.Errorf("%w: libcrypto cannot load the RSA public key: %s", ErrUnsupportedAlgorithm, C.GoString(&buf[0]))
 	}
-	k := &evpKey{p: p}
+	k := newEVPKey(p, false)
 	if v, loaded := b.pubs.LoadOrStore(wp, k); loaded {
 		C.EVP_PKEY_free(p) // another goroutine parsed it first
 		return v.(*evpKey), nil
@@ -241,7 +307,7 @@ func (b *libcrypto) public(pub *rsa.PublicKey) (*evpKey, error) {
 // forget frees the EVP_PKEY of a public key that is gone.
 func (b *libcrypto) forget(wp weak.Pointer[rsa.PublicKey]) {
 	if v, ok := b.pubs.LoadAndDelete(wp); ok {
-		C.EVP_PKEY_free(v.(*evpKey).p)
+		freeEVP(v.(*evpKey))
 	}
 }
 

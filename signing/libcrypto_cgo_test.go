@@ -45,3 +45,44 @@ func TestLibcryptoFreesPublicKeys(t *testing.T) {
 	}
 	runtime.KeepAlive(keep)
 }
+
+// TestLibcryptoReusesContexts: the contexts kept ready per key serve
+// operation after operation, a failed verification does not spoil the next
+// one, and no more than the pool's size are kept.
+func TestLibcryptoReusesContexts(t *testing.T) {
+	k := loadKeys(t)
+	b := &libcrypto{}
+	key, err := b.PrivateKey(k.rsaA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := digestOf(crypto.SHA256, []byte("reuse"))
+	want, _ := k.rsaA.Sign(rand.Reader, d, crypto.SHA256)
+	bad := append([]byte(nil), want...)
+	bad[7] ^= 0x40
+	pub := &k.rsaA.PublicKey
+	for i := range 20 {
+		sig, err := key.Sign(rand.Reader, d, crypto.SHA256)
+		if err != nil || string(sig) != string(want) {
+			t.Fatalf("signature %d differs (err %v)", i, err)
+		}
+		if err := b.VerifyPKCS1v15(pub, crypto.SHA256, d, bad); err == nil {
+			t.Fatalf("verification %d of a changed signature passed", i)
+		}
+		if err := b.VerifyPKCS1v15(pub, crypto.SHA256, d, sig); err != nil {
+			t.Fatalf("verification %d after a failed one: %v", i, err)
+		}
+	}
+	ev, err := b.public(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := key.(*libcryptoKey)
+	if n := len(lk.evp.ready); n < 1 || n > cap(lk.evp.ready) {
+		t.Errorf("%d signing contexts kept ready, want 1 to %d", n, cap(lk.evp.ready))
+	}
+	if n := len(ev.ready); n < 1 || n > cap(ev.ready) {
+		t.Errorf("%d verifying contexts kept ready, want 1 to %d", n, cap(ev.ready))
+	}
+	runtime.KeepAlive(key)
+}

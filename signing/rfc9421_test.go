@@ -182,7 +182,11 @@ func TestRFC9421Rejects(t *testing.T) {
 		{"hmac alg", `("@method" "@target-uri" "content-digest")` + params(`;alg="hmac-sha256"`), "", "", ErrUnsupportedAlgorithm, "hmac-sha256"},
 		{"rsa alg with ed25519 key", `("@method" "@target-uri" "content-digest")` + params(`;alg="rsa-v1_5-sha256"`), "", "", ErrBadSignature, "does not fit"},
 		{"component parameters", `("@method" "@target-uri" "content-digest";sf)` + params(""), "", "", ErrUnsupportedAlgorithm, ";sf"},
-		{"unknown derived component", `("@method" "@target-uri" "@status" "content-digest")` + params(""), "", "", ErrUnsupportedAlgorithm, "@status"},
+		{"@status on a request", `("@method" "@target-uri" "@status" "content-digest")` + params(""), "", "", ErrMalformedSignature, "@status"},
+		{"unknown derived component", `("@method" "@target-uri" "@bogus" "content-digest")` + params(""), "", "", ErrUnsupportedAlgorithm, "@bogus"},
+		{"@path instead of @target-uri", `("@method" "@path" "content-digest")` + params(""), "", "", ErrMalformedSignature, "@target-uri"},                                                                      // Mastodon requires @target-uri
+		{"date instead of created", `("@method" "@target-uri" "content-digest" "date");keyid="` + kid + `"`, "", "", ErrMalformedSignature, "created"},                                                           // Mastodon requires created
+		{"sha-512 Content-Digest only", `("@method" "@target-uri" "content-digest")` + params(""), "", "sha-512=:" + base64.StdEncoding.EncodeToString(sha512Sum(testBody)) + ":", ErrDigestMismatch, "sha-256"}, // Mastodon supports sha-256 only
 		{"label without signature", `("@method" "@target-uri" "content-digest")` + params(""), "other=:AAAA:", "", ErrNoSignature, "no Signature entry"},
 		{"Signature not a dictionary", `("@method" "@target-uri" "content-digest")` + params(""), "garbage(", "", ErrMalformedSignature, "Signature:"},
 		{"expired", `("@method" "@target-uri" "content-digest")` + params(";expires="+itoa(created-60)), "", "", ErrDateSkew, "expired"},

@@ -118,9 +118,17 @@ func (s *Signer) SignPost(req *http.Request, body []byte, keyID string, key Key)
 	}
 	h := req.Header
 	h["Digest"] = []string{Digest(body)}
+	delete(h, "Content-Digest") // an RFC 9421 signature's, when this re-signs one
 	if len(h["Content-Type"]) == 0 {
 		h["Content-Type"] = []string{ContentTypeActivity}
 	}
+	attachBody(req, body)
+	return s.sign(req, keyID, key, PostHeaders)
+}
+
+// attachBody attaches body to a request that has none (with ContentLength
+// and GetBody).
+func attachBody(req *http.Request, body []byte) {
 	if req.Body == nil || req.Body == http.NoBody {
 		if len(body) > 0 {
 			req.Body = io.NopCloser(bytes.NewReader(body))
@@ -128,7 +136,6 @@ func (s *Signer) SignPost(req *http.Request, body []byte, keyID string, key Key)
 		}
 		req.ContentLength = int64(len(body))
 	}
-	return s.sign(req, keyID, key, PostHeaders)
 }
 
 // SignGet signs a GET (an actor or object fetch). It sets Host as SignPost
@@ -199,6 +206,9 @@ func (s *Signer) sign(req *http.Request, keyID string, key Key, headers string) 
 	out.Write(enc)
 	out.WriteByte('"')
 	req.Header["Signature"] = []string{out.String()}
+	// A verifier takes a request with Signature-Input for RFC 9421: one
+	// left by an earlier signature of this request must go.
+	delete(req.Header, "Signature-Input")
 	return nil
 }
 

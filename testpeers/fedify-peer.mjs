@@ -15,8 +15,8 @@ import { parseArgs } from 'node:util';
 import { Temporal } from '@js-temporal/polyfill';
 import { configure, getConsoleSink } from '@logtape/logtape';
 import {
-  Accept, Activity, Application, Create, Endpoints, Follow, Like, Note, Person, PUBLIC_COLLECTION,
-  Reject, Undo, createExponentialBackoffPolicy, createFederation, generateCryptoKeyPair,
+  Accept, Activity, Announce, Application, Create, Delete, Endpoints, Follow, Like, Note, Person, PUBLIC_COLLECTION,
+  Reject, Undo, Update, createExponentialBackoffPolicy, createFederation, generateCryptoKeyPair,
   InProcessMessageQueue, isActor, MemoryKvStore,
 } from '@fedify/fedify';
 
@@ -166,6 +166,7 @@ const stats = {
   rejections: [], // the latest rejections with status and Fedify's reason
   outboxErrors: [], // deliveries Fedify gave up on or that failed an attempt
   notes: [], // Notes received in Create: {id, activity, actor, receivedAt} (for the audience probes)
+  vocab: [], // what the listeners of the vocabulary verified and fetched: see vocabLog
 };
 const MAX_LIST = 100000;
 /** Adds one to counter[type]. */
@@ -390,6 +391,11 @@ federation
   .on(Undo, async (ctx, undo) => {
     markVerified(undo);
     const inner = await undo.getObject(ctx).catch(() => null);
+    // A server takes back only what the Undo's actor did itself.
+    vocabLog(undo, {
+      object: inner?.id?.href ?? null, objectType: inner?.constructor?.name ?? null,
+      sameActor: inner?.actorId?.href === undo.actorId?.href,
+    });
     if (!(inner instanceof Follow) || undo.actorId == null) return;
     const target = inner.objectId ? ctx.parseUri(inner.objectId) : null;
     const m = target?.type === 'actor' ? followers.get(target.identifier) : null;
@@ -414,13 +420,104 @@ federation
       receivedAt: new Date().toISOString(),
       inbox: store?.path ?? null,
     });
+    await checkNote(ctx, create);
     await toHomes(ctx, create);
+  })
+  .on(Announce, async (ctx, announce) => {
+    markVerified(announce);
+    // A boost of a post this server has not seen: fetch it, as a server must to show it.
+    const id = announce.objectId;
+    const local = id != null && id.hostname === domain;
+    const note = local ? null : await announce.getObject(ctx).catch((e) => ({ error: String(e) }));
+    vocabLog(announce, {
+      object: id?.href ?? null, local, fetched: !local && note instanceof Note,
+      error: note?.error ?? null, attributedTo: note?.attributionId?.href ?? null,
+      sameOrigin: note instanceof Note && note.attributionId?.hostname === id.hostname,
+    });
+  })
+  .on(Delete, async (ctx, del) => {
+    markVerified(del);
+    const self = del.objectId != null && del.objectId.href === del.actorId?.href;
+    // A Delete counts only from the object's own origin (its author or the account itself).
+    vocabLog(del, {
+      object: del.objectId?.href ?? null, kind: self ? 'actor' : 'note',
+      sameOrigin: del.objectId?.hostname === del.actorId?.hostname,
+    });
+  })
+  .on(Update, async (ctx, update) => {
+    markVerified(update);
+    const obj = await update.getObject(ctx).catch(() => null);
+    vocabLog(update, {
+      object: obj?.id?.href ?? null, objectType: obj?.constructor?.name ?? null,
+      updated: obj?.updated?.toString() ?? null,
+      content: obj instanceof Note ? (obj.content?.toString() ?? '').slice(0, 40) : null,
+      summary: obj instanceof Person ? (obj.summary?.toString() ?? '') : null,
+      sameActor: obj instanceof Person ? obj.id?.href === update.actorId?.href : obj?.attributionId?.href === update.actorId?.href,
+    });
   })
   .on(Like, async (ctx, like) => { markVerified(like); })
   .on(Activity, async (ctx, activity) => { markVerified(activity); })
   .onError((ctx, error) => {
     process.stderr.write(`fedify-peer: inbox listener error: ${error?.stack ?? error}\n`);
   });
+
+/** Logs what a listener of the vocabulary verified: the activity, then what it found. */
+function vocabLog(activity, detail) {
+  remember(stats.vocab, {
+    type: inboxRequest.getStore()?.type ?? activity.constructor.name, id: activity.id?.href ?? null,
+    actor: activity.actorId?.href ?? null, at: new Date().toISOString(), ...detail,
+  }, 10000);
+}
+
+/** The most parents of a reply this server fetches, as Mastodon bounds its thread resolution. */
+const MAX_THREAD = 10;
+
+/**
+ * Checks a Create's note as a server that shows it must: fetches the parents of a reply up to
+ * the thread's root (each one it has not seen), and downloads its image attachments, checking
+ * each is the PNG its attachment says (size read from the image itself). Logs what it found.
+ */
+async function checkNote(ctx, create) {
+  const note = await create.getObject(ctx).catch(() => null);
+  if (!(note instanceof Note)) return;
+  const detail = {};
+  if (note.replyTargetId != null) {
+    const parents = [];
+    let cur = note;
+    while (cur?.replyTargetId != null && parents.length < MAX_THREAD) {
+      const id = cur.replyTargetId;
+      if (id.hostname === domain) { parents.push({ id: id.href, local: true }); break; }
+      cur = await cur.getReplyTarget(ctx).catch((e) => ({ error: String(e) }));
+      parents.push({ id: id.href, fetched: cur instanceof Note, error: cur?.error ?? null });
+    }
+    detail.parents = parents;
+  }
+  const images = [];
+  for await (const att of note.getAttachments(ctx)) {
+    const url = att?.url instanceof URL ? att.url : att?.url?.href;
+    if (url == null) continue;
+    images.push(await download(url.href ?? String(url), att.width, att.height));
+  }
+  if (images.length > 0) detail.images = images;
+  const tags = [];
+  for await (const tag of note.getTags(ctx)) tags.push(tag.constructor.name);
+  if (tags.length > 0) detail.tags = tags;
+  if (Object.keys(detail).length > 0) vocabLog(create, { object: note.id?.href ?? null, ...detail });
+}
+
+/** Downloads an image and reads its size from the PNG header. */
+async function download(url, width, height) {
+  try {
+    const res = await fetch(url);
+    const body = Buffer.from(await res.arrayBuffer());
+    const png = body.length >= 24 && body.subarray(1, 4).toString('latin1') === 'PNG';
+    const w = png ? body.readUInt32BE(16) : null;
+    const h = png ? body.readUInt32BE(20) : null;
+    return { url, status: res.status, bytes: body.length, png, width: w, height: h, sizeMatches: w === width && h === height };
+  } catch (e) {
+    return { url, error: String(e) };
+  }
+}
 
 /** Marks the Follow that an Accept/Reject answers: by the Follow's id, else by the remote actor. */
 function settleFollow(answer, state) {
@@ -770,13 +867,14 @@ const controlRoutes = {
   },
   'POST /stats/reset': async () => {
     for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
-    for (const k of ['received', 'rejections', 'outboxErrors', 'notes']) stats[k] = [];
+    for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab']) stats[k] = [];
     fetches.length = 0;
     return [200, { ok: true }];
   },
   // What this server fetched from other hosts since the start or the last /stats/reset.
   'GET /fetches': async () => [200, fetches],
   'GET /notes': async () => [200, stats.notes],
+  'GET /vocab': async () => [200, stats.vocab],
   'POST /follow': async (q, body) => {
     const { from, to } = body;
     if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];

@@ -76,8 +76,8 @@ func (h Handlers) NodeInfo(version string) http.HandlerFunc {
 			Software:  Software{Name: "crowd", Version: h.Version},
 			Protocols: []string{"activitypub"},
 			Services:  Services{Inbound: []string{}, Outbound: []string{}},
-			Usage: Usage{Users: UserCounts{Total: len(o.Actors), ActiveMonth: len(o.Actors),
-				ActiveHalfyear: len(o.Actors)}},
+			Usage: Usage{Users: UserCounts{Total: o.NumActors(), ActiveMonth: o.NumActors(),
+				ActiveHalfyear: o.NumActors()}},
 			Metadata: map[string]any{"nodeName": o.Host, "crowd": true},
 		}
 		schema := NodeInfo20

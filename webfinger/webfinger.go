@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/crowdfed/crowd/actors"
 )
 
@@ -86,16 +88,25 @@ func Resolve(o *actors.Origin, resource string) (*actors.Actor, error) {
 		if !strings.EqualFold(u.Hostname(), o.Host) {
 			return nil, fmt.Errorf("%w: %s is not served by %s", ErrNotFound, u.Hostname(), o.Host)
 		}
-		path := strings.TrimSuffix(u.Path, "/")
-		for _, a := range append(append([]*actors.Actor(nil), o.Actors...), o.Instance) {
-			if "https://"+o.Host+path == a.ID || (strings.HasPrefix(path, "/@") && a.Kind == actors.KindPerson && path[2:] == a.Name) {
-				return a, nil
-			}
+		if a, ok := byPath(o, strings.TrimSuffix(u.Path, "/")); ok {
+			return a, nil
 		}
 		return nil, fmt.Errorf("%w: no account at %s", ErrNotFound, resource)
 	default:
 		return nil, fmt.Errorf("%w: %q is neither acct:name@host nor an actor URL", ErrBadResource, resource)
 	}
+}
+
+// byPath finds the actor of o whose id or profile page has this path: an
+// actor id (/users/NAME, /actor) or a Person's profile (/@NAME). It parses
+// the path, so it costs the same on an origin of any size.
+func byPath(o *actors.Origin, path string) (*actors.Actor, bool) {
+	if name, ok := strings.CutPrefix(path, "/@"); ok {
+		a, found := o.Actor(name)
+		return a, found && a.Kind == actors.KindPerson
+	}
+	a, ok := o.World().ActorByID("https://" + o.Host + path)
+	return a, ok && a.Origin.Index == o.Index
 }
 
 // Describe is the JRD of a crowd actor: its subject is its acct: URI, its
@@ -119,23 +130,22 @@ type Handlers struct {
 	// Version is the crowd's version, shown in NodeInfo.
 	Version string
 
-	jrd map[*actors.Actor][]byte // rendered JRDs, when made by NewHandlers
+	jrd *lru.Cache[string, []byte] // rendered JRDs by actor id, when made by NewHandlers
 }
 
-// NewHandlers renders every actor's JRD once, so answering WebFinger costs
-// a lookup and a write; a Handlers literal works too, rendering per request.
+// JRDCacheSize bounds how many rendered JRDs NewHandlers' Handlers keep:
+// the accounts a SUT looks up most stay rendered, in a world of any size.
+const JRDCacheSize = 8192
+
+// NewHandlers returns Handlers that render each actor's JRD once and keep
+// the latest JRDCacheSize of them, so answering WebFinger mostly costs a
+// lookup and a write; a Handlers literal works too, rendering per request.
 func NewHandlers(world *actors.World, version string) (Handlers, error) {
-	h := Handlers{World: world, Version: version, jrd: map[*actors.Actor][]byte{}}
-	for _, o := range world.Origins {
-		for _, a := range append(append([]*actors.Actor(nil), o.Actors...), o.Instance) {
-			b, err := actors.MarshalDoc(Describe(a))
-			if err != nil {
-				return Handlers{}, err
-			}
-			h.jrd[a] = b
-		}
+	jrd, err := lru.New[string, []byte](JRDCacheSize)
+	if err != nil {
+		return Handlers{}, err
 	}
-	return h, nil
+	return Handlers{World: world, Version: version, jrd: jrd}, nil
 }
 
 func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin, bool) {
@@ -147,7 +157,9 @@ func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin
 }
 
 // WebFinger answers /.well-known/webfinger: 400 for a missing or malformed
-// resource, 404 for an unknown account, otherwise the JRD.
+// resource, 404 for an unknown account, 410 for a deleted one (a leaver
+// after its Delete, as Mastodon answers for a deleted account), otherwise
+// the JRD.
 func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 	o, ok := h.origin(w, r)
 	if !ok {
@@ -162,7 +174,22 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	if b, ok := h.jrd[a]; ok {
+	if h.World.Changes != nil {
+		if _, gone := h.World.Changes.Deleted(a.ID); gone {
+			http.Error(w, a.Acct()+" was deleted", http.StatusGone)
+			return
+		}
+	}
+	if h.jrd != nil {
+		b, ok := h.jrd.Get(a.ID)
+		if !ok {
+			var err error
+			if b, err = actors.MarshalDoc(Describe(a)); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			h.jrd.Add(a.ID, b)
+		}
 		hdr := w.Header()
 		hdr["Content-Type"] = []string{ContentTypeJRD}
 		hdr["Access-Control-Allow-Origin"] = []string{"*"}

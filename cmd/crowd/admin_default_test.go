@@ -103,14 +103,18 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "GET /api/follows"},                                   // the graph, Follow activities left out
 		{pattern: "GET /api/deliveries"},                                // the queue: activities to sign later
 		{pattern: "GET /api/lookup", query: "?resource=acct:%s"},        // a signed fetch of an actor document
-		{pattern: "POST /api/following", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // a registration's answer
-		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                          // stale pending Follows
-		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                // a send's answer: the signed activity
-		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                         // the outboxes' count of what they took
-		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                  // a fetch-back window opened
-		{pattern: "POST /api/fetchback/end", body: `{"id":"x"}`},                                                                                    // an unknown window: its refusal
-		{pattern: "POST /api/fetchback/close", body: `{"id":"x"}`},                                                                                  // the same
-		{pattern: "GET /api/fetchback"},                                                                                                             // the open windows' tallies
+		{pattern: "POST /api/following", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`},      // a registration's answer
+		{pattern: "POST /api/following/prune", body: `{"older_than":"0s","dry_run":true}`},                                                               // stale pending Follows
+		{pattern: "POST /api/send", body: `{"from":"%s","type":"Follow","to":"%s"}`},                                                                     // a send's answer: the signed activity
+		{pattern: "POST /api/outbox", body: `{"items":[]}`},                                                                                              // the outboxes' count of what they took
+		{pattern: "POST /api/fetchback", body: `{"label":"keys"}`},                                                                                       // a fetch-back window opened
+		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                                  // a window's tally at the run's end
+		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                                // and its last
+		{pattern: "GET /api/fetchback"},                                                                                                                  // the open windows' tallies
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                            // a flood's push
+		{pattern: "GET /api/flood/live"},                                                                                                                 // the runs pushed
+		{pattern: "POST /api/changes", body: `{"items":[]}`},                                                                                             // the count of edits and deletions taken
+		{pattern: "POST /api/following/undo", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // whether an undone Follow was there
 	}
 	var listed []string
 	for _, r := range routes {
@@ -136,7 +140,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(cw.Pasture.Addr("admin")); !net.ParseIP(host).IsLoopback() {
 		t.Errorf("admin API on %s", host)
 	}
-	a, b := cw.World.Origins[0].Actors[0], cw.World.Origins[1].Actors[1]
+	a, b := cw.World.Origins[0].Person(0), cw.World.Origins[1].Person(1)
 
 	// Some of everything: the logs, graph and metrics then hold activities
 	// that were signed with the keys looked for.
@@ -165,8 +169,17 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	if len(secrets) < 10 {
 		t.Fatalf("only %d secrets to look for", len(secrets))
 	}
+	// A fetch-back window, opened before the fetches below, for its routes.
+	_, opened := adminCall(t, "POST", admin+"/api/fetchback", `{"label":"open"}`)
+	var window struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(opened, &window); err != nil || window.ID == "" {
+		t.Fatalf("opening a fetch-back window: %v %s", err, opened)
+	}
 	for _, r := range routes {
 		method, path, _ := strings.Cut(r.pattern, " ")
+		r.body = strings.ReplaceAll(r.body, "{window}", window.ID)
 		url := admin + path
 		if r.query != "" {
 			url += strings.Replace(r.query, "%s", b.Acct(), 1)
@@ -237,9 +250,12 @@ func keySecrets(t *testing.T, w *actors.World, state string) []string {
 	t.Helper()
 	var keys []crypto.Signer
 	for _, o := range w.Origins {
-		keys = append(keys, o.Instance.Key)
-		for _, a := range o.Actors {
-			keys = append(keys, a.Key)
+		for _, a := range append(o.Persons(), o.Instance) {
+			k, err := a.PrivateKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
 		}
 	}
 	files := 0

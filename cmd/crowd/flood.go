@@ -16,6 +16,7 @@ import (
 type floodFlags struct {
 	world worldFlags // --origins, --actors, --domain, --state, --shard
 	admin adminFlags // --admin
+	vocab vocabFlags // --reply-depth, --mentions, --hashtags, --media-count, --media-size
 
 	rate, ramp             string
 	step, warmup           time.Duration
@@ -45,7 +46,11 @@ type floodFlags struct {
 	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
 	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
 
-	scn scenarioFlags // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
+	scn       scenarioFlags // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
+	signature string        // --signature: cavage, rfc9421 or both
+
+	metricsAddr   string
+	metricsLinger time.Duration
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -90,10 +95,11 @@ Every flag can also be set as CROWD_<FLAG>.`,
 func (f *floodFlags) register(cmd *cobra.Command) {
 	f.world.register(cmd)
 	f.admin.register(cmd)
+	f.vocab.register(cmd)
 	fl := cmd.Flags()
 	def := loadrun.Defaults()
 	// The world's shape is the running crowd's unless the world runs here.
-	for _, name := range []string{"origins", "actors", "domain", "shard"} {
+	for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool"} {
 		fl.Lookup(name).Usage = "with --standalone: " + fl.Lookup(name).Usage
 	}
 	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state, read only), CA, follow graph and activity log (--standalone: default ./" + standaloneState + ")"
@@ -129,8 +135,12 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.crowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
 	fl.StringVar(&f.algorithm, "algorithm", def.Algorithm, "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
+	fl.StringVar(&f.signature, "signature", def.Signature, "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
 	f.fetchback.register(cmd)
 	f.scn.register(cmd)
+
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live Prometheus metrics at http://ADDR/metrics (host:port; :port listens on loopback; empty: off)")
+	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the metrics this long after the run, so a scraper takes the final values")
 }
 
 // config is the flood's command line as a load run's Config; it checks
@@ -143,10 +153,11 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		MaxInflight: f.maxInflight, Timeout: f.timeout, Signing: f.signing, SignerNice: f.signerNice, Mix: f.mix,
 		Zipf: f.zipf, NoteBytes: f.noteBytes, Persona: f.persona, Personas: f.personas, Count: f.count,
 		PersonasFile: f.personasFile, Inbox: f.inbox, Out: f.out, Label: f.label, AllowPublic: f.allowPublic,
-		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes,
+		Algorithm: f.algorithm, PresignMaxBytes: f.presignMaxBytes, Signature: f.signature,
 		Version: version, UserAgent: userAgent(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config()}
+		Fetchback: f.fetchback.config(), PersonaPosts: f.posts.config(), Vocab: loadrun.VocabOptions(f.vocab)}
 	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
+	c.Metrics = loadrun.MetricsConfig{Addr: f.metricsAddr, Linger: f.metricsLinger}
 	if cmd.Flags().Changed("rate") {
 		c.Rate = f.rate
 	}
@@ -192,7 +203,7 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	}
 	defer log.Sync()
 	if !f.standalone {
-		for _, name := range []string{"origins", "actors", "domain", "shard", "https", "http", "dns"} {
+		for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool", "https", "http", "dns"} {
 			if cmd.Flags().Changed(name) {
 				log.Warn("--" + name + " applies to --standalone only: the running crowd's world is used")
 			}

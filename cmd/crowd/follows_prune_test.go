@@ -13,7 +13,7 @@ import (
 // crowd's state; answered ones stay.
 func TestFollowsPrune(t *testing.T) {
 	c := startTestCrowd(t)
-	alice := c.world.Origins[0].Actors[0].ID
+	alice := c.world.Origins[0].Person(0).ID
 	g := c.world.Graph
 	must := func(err error) {
 		t.Helper()

@@ -71,18 +71,13 @@ func TestScenarioApply(t *testing.T) {
 }
 
 // TestPresetsApply applies every preset to crowd flood and crowd run: each
-// key is a flag of both and each value one the flag takes. The presets
-// whose mix this crowd's --mix knows validate whole; those of the verbs
-// still to come (announce, delete, reply, media, update) are refused for
-// their mix alone.
+// key is a flag of both and each value one the flag takes, and every
+// preset validates whole (the vocabulary's verbs included).
 func TestPresetsApply(t *testing.T) {
 	cat, err := loadrun.Scenarios()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Presets whose mix needs verbs this crowd does not have yet: remove a
-	// name once its verbs are in --mix.
-	pending := map[string]bool{"boost-storm": true, "delete-storm": true, "thread": true, "media": true, "edit-storm": true}
 	for _, name := range cat.Names() {
 		for _, mk := range []func() (*cobra.Command, *floodFlags){
 			func() (*cobra.Command, *floodFlags) {
@@ -110,11 +105,7 @@ func TestPresetsApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Scenario = f.scn.config(got)
-			errs := c.Validate()
-			switch {
-			case pending[name] && (len(errs) != 1 || !strings.Contains(errs[0].Error(), "unknown activity type")):
-				t.Errorf("%s on crowd %s: %v, want only its mix refused (verbs to come)", name, cmd.Name(), errs)
-			case !pending[name] && len(errs) != 0:
+			if errs := c.Validate(); len(errs) != 0 {
 				t.Errorf("%s on crowd %s: %v", name, cmd.Name(), errs)
 			}
 		}

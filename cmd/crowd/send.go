@@ -26,6 +26,7 @@ type sendFlags struct {
 	json     bool
 	public   bool
 	tamper   string // send_tamper.go
+	sig      string // --signature: cavage or rfc9421
 }
 
 func newSendCmd() *cobra.Command {
@@ -63,6 +64,7 @@ speaks for the crowd's actors. Exits 1 when the target answered non-2xx, 2 when 
 	fl.BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
 	fl.BoolVar(&f.public, "allow-public-target", false, "let the send reach hosts that resolve to public addresses")
 	registerTamper(fl, &f.tamper)
+	fl.StringVar(&f.sig, "signature", "cavage", "HTTP signature scheme: cavage (draft-cavage-12) or rfc9421 (RFC 9421 with Content-Digest, as Fedify >= 1.6 signs; Mastodon >= 4.5 verifies it)")
 	return cmd
 }
 
@@ -127,6 +129,12 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	}
 	req.AllowPublicTarget = f.public
 	req.Tamper = strings.TrimSpace(f.tamper)
+	switch sig := strings.ToLower(strings.TrimSpace(f.sig)); sig {
+	case "", "cavage", "rfc9421":
+		req.Signature = sig
+	default:
+		return req, usageError{fmt.Errorf("--signature %q: want cavage or rfc9421", f.sig)}
+	}
 	return req, nil
 }
 
@@ -180,6 +188,9 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 func printSendResult(w io.Writer, req adminapi.SendRequest, res *adminapi.SendResult) {
 	fmt.Fprintf(w, "%s from %s to %s\n", req.Type, req.From, req.To)
 	fmt.Fprintf(w, "POST %s\n", res.Inbox)
+	if req.Signature == "rfc9421" {
+		fmt.Fprintln(w, "(signed RFC 9421: Signature-Input, Signature, Content-Digest)")
+	}
 	fmt.Fprintln(w, indentedJSONText(res.Activity))
 	switch {
 	case res.Status == 0:

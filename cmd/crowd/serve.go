@@ -28,6 +28,7 @@ func (f *worldFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cfg.Domain, "domain", def.Domain, "host-name pattern of the origins, with one %d for the origin number")
 	fl.StringVar(&f.cfg.StateDir, "state", def.StateDir, "directory for keys, the CA, the follow graph and the activity log")
 	fl.StringVar(&f.cfg.Shard, "shard", "", "serve only shard i of n of the origins (i/n, 0-based)")
+	fl.IntVar(&f.cfg.KeyPool, "key-pool", 0, fmt.Sprintf("how many RSA keys the actors share, each actor keeping its own key id (0: a key per actor up to %d actors, a pool of %d beyond); made once and kept in --state", pasture.DefaultKeyPoolBound, pasture.DefaultKeyPoolBound))
 }
 
 type serveFlags struct {
@@ -119,7 +120,7 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 		return err
 	}
 	world, p := cw.World, cw.Pasture
-	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", len(world.Actors())),
+	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", world.NumPersons()),
 		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
 		zap.Duration("startup", time.Since(started)), zap.String("signing", world.Backend().Describe()))
 	select {

@@ -21,16 +21,21 @@ type Deviations struct {
 	// because the ladder stopped at its shoulder (--stop-when) on this
 	// rung, the last it ran.
 	RungsSkipped []float64 `json:"rungs_skipped,omitempty"`
+	// UndosDiverted is how many Announces were sent in place of a drawn
+	// Undo, because nothing the run had sent (and seen answered 2xx) was
+	// left to undo when it was drafted.
+	UndosDiverted int64 `json:"undos_diverted,omitempty"`
 }
 
 // Empty reports whether the run did what it was asked.
 func (d Deviations) Empty() bool {
-	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0
+	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0 && d.UndosDiverted == 0
 }
 
 // merge adds o's deviations (a run of another generator) to d's.
 func (d *Deviations) merge(o Deviations) {
 	d.FollowsDiverted += o.FollowsDiverted
+	d.UndosDiverted += o.UndosDiverted
 	for _, p := range o.PersonasWithoutPosts {
 		if !slices.Contains(d.PersonasWithoutPosts, p) {
 			d.PersonasWithoutPosts = append(d.PersonasWithoutPosts, p)
@@ -51,6 +56,10 @@ func (d Deviations) Lines() []string {
 	if d.FollowsDiverted > 0 {
 		out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor already followed the persona drawn",
 			d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow was", "Follows were"), plural(int(d.FollowsDiverted), "a Create", "Creates")))
+	}
+	if d.UndosDiverted > 0 {
+		out = append(out, fmt.Sprintf("%d %s sent as %s: nothing the run had sent was left to undo when drafted",
+			d.UndosDiverted, plural(int(d.UndosDiverted), "Undo was", "Undos were"), plural(int(d.UndosDiverted), "an Announce", "Announces")))
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		names := d.PersonasWithoutPosts
@@ -83,6 +92,9 @@ func (d Deviations) short() string {
 	if d.FollowsDiverted > 0 {
 		parts = append(parts, fmt.Sprintf("%d Follows sent as Creates", d.FollowsDiverted))
 	}
+	if d.UndosDiverted > 0 {
+		parts = append(parts, fmt.Sprintf("%d Undos sent as Announces", d.UndosDiverted))
+	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
 	}
@@ -106,6 +118,10 @@ func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
 	sa, sb := share(a.FollowsDiverted, sentA), share(b.FollowsDiverted, sentB)
 	if (a.FollowsDiverted > 0 || b.FollowsDiverted > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
 		d = append(d, fmt.Sprintf("Follows sent as Creates %d (%s of sends) ≠ %d (%s)", a.FollowsDiverted, fmtShare(sa), b.FollowsDiverted, fmtShare(sb)))
+	}
+	ua, ub := share(a.UndosDiverted, sentA), share(b.UndosDiverted, sentB)
+	if (a.UndosDiverted > 0 || b.UndosDiverted > 0) && (ua-ub > divertedShareTolerance || ub-ua > divertedShareTolerance) {
+		d = append(d, fmt.Sprintf("Undos sent as Announces %d (%s of sends) ≠ %d (%s)", a.UndosDiverted, fmtShare(ua), b.UndosDiverted, fmtShare(ub)))
 	}
 	if !slices.Equal(a.PersonasWithoutPosts, b.PersonasWithoutPosts) {
 		d = append(d, fmt.Sprintf("personas without posts (no Likes) %d ≠ %d", len(a.PersonasWithoutPosts), len(b.PersonasWithoutPosts)))

@@ -63,22 +63,26 @@ type Amplification struct {
 // FetchAll names the amplification row of every fetch and every type.
 const FetchAll = "all"
 
-// ObjectActivity is the activity type whose sends make a SUT fetch an
-// object of kind segment (the path segment under /users/{name}/), "" for
-// none: how object fetches are attributed. An actor, key, WebFinger,
-// NodeInfo or collection fetch names no activity (a SUT fetches a key once
-// for whatever it gets first from that actor), so those count in the "all"
-// row only.
-func ObjectActivity(segment string) ActivityKind {
+// ObjectActivity lists the activity types whose sends make a SUT fetch an
+// object of kind segment (the path segment under /users/{name}/), the one
+// most likely to first: object fetches go to the first of them the record
+// has. A crowd note is fetched for an Announce of it (the SUT has not seen
+// it) before a Create (which embeds it); a new kind of object or activity
+// is a line here. An actor, key, WebFinger, NodeInfo or collection fetch
+// names no activity (a SUT fetches a key once, for whatever it gets first
+// from that actor), so those count in the "all" row only.
+func ObjectActivity(segment string) []ActivityKind {
 	switch segment {
 	case "notes":
-		return TypeCreate
+		return []ActivityKind{TypeAnnounce, TypeCreate}
 	case "likes":
-		return TypeLike
+		return []ActivityKind{TypeLike}
 	case "follows":
-		return TypeFollow
+		return []ActivityKind{TypeFollow}
+	case "announces":
+		return []ActivityKind{TypeAnnounce}
 	}
-	return ""
+	return nil
 }
 
 // FetchKindTally is one kind's counts as the crowd's admin API answers
@@ -147,8 +151,11 @@ func (fb *Fetchback) amplify(r *Record) {
 	fb.Amplification = nil
 	byType := map[ActivityKind]int64{}
 	for seg, n := range fb.Objects {
-		if t := ObjectActivity(seg); t != "" {
-			byType[t] += n
+		for _, t := range ObjectActivity(seg) {
+			if _, ok := r.Types[string(t)]; ok {
+				byType[t] += n
+				break
+			}
 		}
 	}
 	for _, name := range r.TypeNames() {

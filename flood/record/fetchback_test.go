@@ -107,3 +107,37 @@ func TestFetchbackMergesExactly(t *testing.T) {
 		t.Errorf("merging records without a section: %+v %v", m.Fetchback, err)
 	}
 }
+
+// TestFetchbackAttributesNotesToAnnounces: with Announces in the run, the
+// note fetches are theirs (a Create embeds its note); without, Creates'.
+func TestFetchbackAttributesNotesToAnnounces(t *testing.T) {
+	ms := func(int) time.Duration { return time.Millisecond }
+	for _, c := range []struct {
+		types []string
+		want  string // the type the note fetches go to
+	}{
+		{[]string{"Create", "Announce"}, "Announce"}, // the unseen note of an Announce
+		{[]string{"Create", "Like"}, "Create"},       // no Announce: the Creates'
+	} {
+		stats := map[string]*record.Stats{}
+		for _, typ := range c.types {
+			stats[typ] = recordtest.Sends(10, ms, recordtest.Always(record.Class202))
+		}
+		r := recordtest.MustRecord(t, recordtest.Run(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Second, stats), record.Settings{})
+		fb, err := record.NewFetchback(map[string]record.FetchKindTally{"object": served(t, 5, time.Millisecond, 0, 0)},
+			map[string]int64{"notes": 5}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SetFetchback(fb)
+		for _, a := range fb.Amplification {
+			want := int64(0)
+			if a.Type == c.want || a.Type == record.FetchAll {
+				want = 5
+			}
+			if a.Fetches != want {
+				t.Errorf("types %v: %s has %d fetches, want %d", c.types, a.Type, a.Fetches, want)
+			}
+		}
+	}
+}

@@ -41,6 +41,7 @@ func Merge(recs ...*Record) (*Record, error) {
 	}
 	out.Timeline = mergeTimelines(out.Start, recs)
 	out.Security = mergeSecurity(recs)
+	out.Signatures = mergeSignatures(recs)
 	out.Settings.MaxInflight = first.Settings.MaxInflight
 	out.finish()
 	if err := mergeFetchback(out, recs); err != nil {

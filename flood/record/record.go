@@ -205,6 +205,10 @@ type Record struct {
 	// Security counts the forged requests of the run by tamper kind and
 	// lists those the SUT accepted (security.go); nil when it sent none.
 	Security *Security `json:"security,omitempty"`
+	// Signatures is the HTTP signature scheme the run sent (--signature)
+	// and how many sends fell back to the other one; nil in records made
+	// before it was kept.
+	Signatures *Signatures `json:"signatures,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,

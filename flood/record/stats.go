@@ -324,6 +324,9 @@ type Tick struct {
 	LatencyP99  int64   `json:"latency_p99_us"`
 	LatencyMax  int64   `json:"latency_max_us"`
 	LatenessP99 int64   `json:"lateness_p99_us"`
+	// LatenessP50 is the median lateness of the interval's completed
+	// sends, for the admin page's live panel (records before it have none).
+	LatenessP50 int64 `json:"lateness_p50_us,omitempty"`
 }
 
 // Absorb adds o's counts to t and keeps the worse of each percentile
@@ -343,6 +346,7 @@ func (t *Tick) Absorb(o Tick) {
 	t.LatencyP99 = max(t.LatencyP99, o.LatencyP99)
 	t.LatencyMax = max(t.LatencyMax, o.LatencyMax)
 	t.LatenessP99 = max(t.LatenessP99, o.LatenessP99)
+	t.LatenessP50 = max(t.LatenessP50, o.LatenessP50)
 }
 
 // Progress is what the engine reports once a second (Plan.Progress): the tick

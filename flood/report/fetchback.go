@@ -8,12 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 )
-
-// fetchKindOrder is the order the kinds are shown in (the admin API's
-// FetchKinds); a kind this list lacks comes after, by name.
-var fetchKindOrder = []string{"webfinger", "host-meta", "nodeinfo", "actor", "key", "object", "collection", "media", "other"}
 
 // fetchRow is one kind of request the SUT made, formatted.
 type fetchRow struct {
@@ -71,10 +68,11 @@ func fetchViewOf(r *record.Record) *fetchView {
 	return v
 }
 
-// fetchKinds are fb's kinds in fetchKindOrder, then any other by name.
+// fetchKinds are fb's kinds in the order the crowd names them
+// (adminapi.FetchKinds), then any other by name.
 func fetchKinds(fb *record.Fetchback) []string {
 	var out []string
-	for _, k := range fetchKindOrder {
+	for _, k := range adminapi.FetchKinds() {
 		if fb.Kinds[k] != nil {
 			out = append(out, k)
 		}
@@ -168,6 +166,6 @@ const fetchbackTemplate = `{{with .Fetchback}}
 {{range .Amp}}<tr{{if eq .Type "all"}} class="all"{{end}}><td>{{.Type}}</td><td>{{.Accepted}}</td><td>{{.Fetches}}</td><td>{{.PerActivity}}</td></tr>
 {{end}}</tbody>
 </table>
-<p>Latency as the crowd served each request. An object fetch counts for the activity type that sends that kind of object; every other fetch (actor, key, WebFinger, NodeInfo, collection) only in "all".</p>
+<p>Latency as the crowd served each request. An object fetch counts for the activity type that makes the SUT fetch that kind of object (a note: an Announce of it, else a Create); every other fetch (actor, key, WebFinger, NodeInfo, collection) only in "all".</p>
 <ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
 {{end}}`

@@ -46,6 +46,9 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
 	writeSecurityMarkdown(&b, r)
+	if r.Signatures != nil {
+		fmt.Fprintf(&b, "Signatures: %s.\n\n", record.EscapeMarkdown(r.Signatures.Summary()))
+	}
 	if r.Bottleneck.Generator {
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
 		for _, s := range r.Bottleneck.Reasons {
@@ -217,7 +220,7 @@ func headline(r *record.Record) []keyValue {
 // show what the generator did with it.
 func settingRows(r *record.Record) []keyValue {
 	s, c := r.Settings, r.Overall.Counts
-	return []keyValue{
+	rows := []keyValue{
 		{"label", s.Label}, {"rate", record.FormatNumber(s.Rate) + "/s per generator"}, {"arrivals", s.Arrivals},
 		{"duration", s.Duration.String()}, {"warm-up", s.Warmup.String()},
 		{"max sends", strconv.FormatInt(s.MaxSends, 10)}, {"max in flight", strconv.Itoa(s.MaxInflight) + " per generator"},
@@ -227,6 +230,10 @@ func settingRows(r *record.Record) []keyValue {
 			c.Offered, c.Sent, c.Dropped, c.Starved, c.Completed, c.Aborted)},
 		{"dispatch p99", record.FormatMicros(r.Dispatch.P99) + " (the generator's own delay)"},
 	}
+	if r.Signatures != nil {
+		rows = append(rows, keyValue{"signatures", r.Signatures.Summary()})
+	}
+	return rows
 }
 
 // partRows is the generators table: a row per run merged into r.

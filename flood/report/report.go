@@ -130,6 +130,9 @@ func WriteTable(w io.Writer, r *record.Record) error {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", r.PartialReason)
 	}
 	writeSeedsAndDeviations(&b, r)
+	if r.Signatures != nil {
+		fmt.Fprintf(&b, "%s\n", r.Signatures.Summary())
+	}
 	writeMeasured(&b, r)
 	if err := writeTypeTable(&b, r); err != nil {
 		return err

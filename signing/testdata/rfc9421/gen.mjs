@@ -41,7 +41,7 @@ const cases = [
     name: 'POST with query, no alg', key: rsa, alg: 'rsa-v1_5-sha256',
     method: 'POST', url: 'https://flood3.test/inbox?x=1&y=two', body,
     headers: { host: 'flood3.test', 'content-type': 'application/activity+json', 'content-digest': contentDigest },
-    input: `sig1=("@method" "@authority" "@path" "@query" "content-digest" "content-type");created=${created};expires=${created + 300};keyid="https://sut.test/users/bob#main-key";nonce="n-1";tag="fixture"`,
+    input: `sig1=("@method" "@target-uri" "@authority" "@path" "@query" "content-digest" "content-type");created=${created};expires=${created + 300};keyid="https://sut.test/users/bob#main-key";nonce="n-1";tag="fixture"`,
   },
   { // RSA-PSS with SHA-512, label other than sig1
     name: 'POST rsa-pss-sha512', key: rsa, alg: 'rsa-pss-sha512',

@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vocabEntry is one line of the Fedify SUT's log of what its listeners of
+// the vocabulary verified and fetched (testpeers/README.md, GET /vocab).
+type vocabEntry struct {
+	Type, ID, Actor, Object, ObjectType, Kind, Updated string
+	AttributedTo                                       string
+	Fetched, Local, SameActor, SameOrigin              bool
+	Parents                                            []struct {
+		ID             string
+		Fetched, Local bool
+		Error          *string
+	}
+	Images []struct {
+		URL              string
+		Status, Bytes    int
+		Width, Height    int
+		PNG, SizeMatches bool
+	}
+	Tags []string
+}
+
+// TestVocabularyRealFedify sends every verb of the vocabulary to a real
+// Fedify 1.5.9 through a running crowd: each is verified and accepted (none
+// rejected, the crowd's 202s are Fedify's verified counts type by type), and
+// Fedify's own log shows what each made it do: fetch a boosted note it had
+// not seen, walk a reply's thread of crowd notes up to its root, download
+// the images at the size they claim, take Undos of what their actor did,
+// Deletes of notes and of never-met accounts, Updates of notes and
+// profiles. Then the crowd answers the deleted notes and accounts with 410
+// and a Tombstone, and an edited note with its latest version.
+func TestVocabularyRealFedify(t *testing.T) {
+	f := startFederation(t, 3)
+	// JIT signing drafts each send when it is due, so Undos, Updates and
+	// Deletes find what the run sent a moment before (a pipeline drafts a
+	// buffer ahead).
+	rec, _ := f.flood(t, "vocab", "--rate", "15", "--seconds", "12", "--timeout", "60s",
+		"--signing", "jit", "--seed", "14", "--mix", "create=1,like=1,follow=1,announce=2,undo=2,delete=2,update=2,reply=2,media=1",
+		"--reply-depth", "3", "--mentions", "1", "--hashtags", "2", "--media-count", "2", "--media-size", "64x48")
+	var stats struct {
+		Verified      map[string]int64 `json:"verified"`
+		RejectedTotal int64            `json:"rejectedTotal"`
+		FailedTotal   int64            `json:"failedTotal"`
+		Rejections    []struct{ Type, Reason string }
+	}
+	f.call(t, "GET", fedifyCtl+"/stats", nil, &stats)
+	var vocab []vocabEntry
+	f.call(t, "GET", fedifyCtl+"/vocab", nil, &vocab)
+	t.Logf("crowd: %+v; Fedify verified %v, %d log entries", rec.Overall.Counts, stats.Verified, len(vocab))
+
+	if stats.RejectedTotal != 0 || stats.FailedTotal != 0 {
+		t.Errorf("Fedify rejected %d and failed %d: %+v", stats.RejectedTotal, stats.FailedTotal, stats.Rejections)
+	}
+	// Replies and media are Creates on the wire.
+	wire := map[string]string{"Reply": "Create", "Media": "Create"}
+	fedify := map[string]int64{}
+	for typ, r := range rec.Types {
+		w := typ
+		if wire[typ] != "" {
+			w = wire[typ]
+		}
+		fedify[w] += r.Tally["202"]
+		if typ != "all" && r.Tally["202"] == 0 {
+			t.Errorf("%s: the crowd tallied no 202", typ)
+		}
+	}
+	for _, typ := range []string{"Create", "Like", "Follow", "Announce", "Undo", "Delete", "Update", "Reply", "Media"} {
+		if _, ok := rec.Types[typ]; !ok {
+			t.Errorf("no %s sent: %v", typ, rec.Types)
+		}
+	}
+	for typ, n := range fedify {
+		if typ != "all" && n != stats.Verified[typ] {
+			t.Errorf("%s: the crowd tallied %d × 202, Fedify verified %d", typ, n, stats.Verified[typ])
+		}
+	}
+
+	seen, deleted, edited := whatFedifyDid(vocab)
+	for _, want := range []string{"a Delete of an account it met", "a Delete of an account it never met", "an unseen boosted note fetched", "a persona's post boosted", "an Undo of its actor's Like",
+		"an Undo of its actor's Announce", "an Undo of its actor's Follow", "a Delete of a note", "a Delete of a actor",
+		"an Update of a Note", "an Update of a Person", "a reply's thread fetched to its root", "an image downloaded at its size",
+		"mentions and hashtags"} {
+		if !seen[want] {
+			t.Errorf("Fedify's log shows no %s", want)
+		}
+	}
+	// What was deleted answers 410 with a Tombstone; what was edited, its
+	// latest version. The crowd records both once the SUT answered 2xx.
+	eventually(t, 10*time.Second, "the deleted objects answer 410", func() bool {
+		for _, id := range deleted {
+			if code, body := f.get(t, id); code != http.StatusGone || !strings.Contains(body, `"Tombstone"`) {
+				return false
+			}
+		}
+		return len(deleted) > 0
+	})
+	for _, id := range edited {
+		if slices.Contains(deleted, id) {
+			continue // edited, then deleted
+		}
+		if code, body := f.get(t, id); code != 200 || !strings.Contains(body, `"updated"`) || !strings.Contains(body, "Edit ") {
+			t.Errorf("the edited note %s: %d\n%s", id, code, body)
+		}
+	}
+}
+
+// whatFedifyDid reads the Fedify SUT's vocabulary log: what it was seen to
+// do (each a phrase the test looks for), the ids it saw deleted and the
+// notes it saw edited.
+func whatFedifyDid(vocab []vocabEntry) (seen map[string]bool, deleted, edited []string) {
+	seen = map[string]bool{}
+	met := map[string]bool{} // authors of the boosted notes it fetched
+	for _, e := range vocab {
+		switch {
+		case e.Type == "Announce" && e.Fetched && e.SameOrigin:
+			seen["an unseen boosted note fetched"] = true
+			met[e.AttributedTo] = true
+		case e.Type == "Announce" && e.Local:
+			seen["a persona's post boosted"] = true
+		case e.Type == "Undo" && e.SameActor:
+			seen["an Undo of its actor's "+e.ObjectType] = true
+		case e.Type == "Delete" && e.SameOrigin:
+			seen["a Delete of a "+e.Kind] = true
+			deleted = append(deleted, e.Object)
+		case e.Type == "Update" && e.SameActor && e.Updated != "":
+			seen["an Update of a "+e.ObjectType] = true
+			if e.ObjectType == "Note" {
+				edited = append(edited, e.Object)
+			}
+		case e.Type == "Create":
+			createSeen(e, seen)
+		}
+	}
+	for _, e := range vocab {
+		if e.Type == "Delete" && e.Kind == "actor" {
+			if met[e.Object] {
+				seen["a Delete of an account it met"] = true
+			} else {
+				seen["a Delete of an account it never met"] = true
+			}
+		}
+	}
+	return seen, deleted, edited
+}
+
+// createSeen notes what a Create's log entry shows Fedify did: a reply's
+// thread fetched to its root (3 levels, the root maybe its own post), an
+// image downloaded at its size, mentions and hashtags read.
+func createSeen(e vocabEntry, seen map[string]bool) {
+	fetched := 0
+	for _, p := range e.Parents {
+		if p.Fetched {
+			fetched++
+		}
+	}
+	if len(e.Parents) == 3 && (fetched == 3 || fetched == 2 && e.Parents[2].Local) {
+		seen["a reply's thread fetched to its root"] = true
+	}
+	for _, im := range e.Images {
+		if im.Status == 200 && im.PNG && im.SizeMatches && im.Width == 64 {
+			seen["an image downloaded at its size"] = true
+		}
+	}
+	if len(e.Tags) >= 3 {
+		seen["mentions and hashtags"] = true
+	}
+}
+
+// flood runs `crowd flood` attached to the federation's crowd, at its
+// personas load0…load2 with args, and reads the record it wrote (labelled
+// label); it answers the flood's output too.
+func (f *federation) flood(t *testing.T, label string, args ...string) (floodRecord, []byte) {
+	t.Helper()
+	var rec floodRecord
+	_, output := f.floodInto(t, label, &rec, args...)
+	return rec, output
+}
+
+// floodInto is flood reading the record into rec (any shape of it); it
+// answers the record's bytes and the flood's output.
+func (f *federation) floodInto(t *testing.T, label string, rec any, args ...string) ([]byte, []byte) {
+	t.Helper()
+	out := t.TempDir()
+	args = append(append([]string{"flood"}, args...), "--personas", "load%d@sut.test", "--count", "3",
+		"--admin", "127.0.0.1:9180", "--state", f.state, "--out", out, "--label", label, "--log-format", "json")
+	output, err := f.ns.Command(context.Background(), BuildCrowd(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("crowd flood: %v\n%s", err, output)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "*-"+label+".json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, rec); err != nil {
+		t.Fatal(err)
+	}
+	return raw, output
+}
+
+// get fetches a document the crowd serves, over HTTPS by name, on any of
+// the default world's 20 origins.
+func (f *federation) get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(f.state, "tls", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(ca)
+	resolve := map[string]string{}
+	for i := 1; i <= 20; i++ {
+		resolve[fmt.Sprintf("flood%d.test", i)] = "127.0.0.1"
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "application/activity+json")
+	resp, err := f.ns.HTTPClient(resolve, &tls.Config{RootCAs: pool}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, b.String()
+}

@@ -1,0 +1,145 @@
+package livemetrics_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/livemetrics"
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// series flattens a gather into "name{label=value,…}" → value, with a
+// histogram's sample count as name_count (native and classic alike).
+func series(t *testing.T, m *livemetrics.Metrics) map[string]float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, pm := range mf.Metric {
+			var ls []string
+			for _, lp := range pm.Label {
+				if n := lp.GetName(); n == "type" || n == "class" {
+					ls = append(ls, n+"="+lp.GetValue())
+				}
+			}
+			sort.Strings(ls)
+			key := mf.GetName() + "{" + strings.Join(ls, ",") + "}"
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key] = pm.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key] = pm.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := pm.GetHistogram()
+				out[mf.GetName()+"_count{"+strings.Join(ls, ",")+"}"] = float64(h.GetSampleCount())
+				if len(h.GetBucket()) == 0 || h.GetSchema() == 0 && len(h.GetPositiveSpan()) == 0 && h.GetZeroCount() == 0 && h.GetSampleCount() > 0 {
+					t.Errorf("%s: want classic and native buckets both, got %d classic, schema %d, %d spans", key, len(h.GetBucket()), h.GetSchema(), len(h.GetPositiveSpan()))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestMetricsEqualTheRecord: a flood against a real listener answering
+// 202, 429 with Retry-After, 503 and 401 in turn, with a warm-up and a
+// slot limit that drops sends: every counter and every histogram count
+// equals the Result's (what the record is made of), per type and class;
+// the warm-up is in none of them.
+func TestMetricsEqualTheRecord(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) % 4 {
+		case 0:
+			w.WriteHeader(http.StatusAccepted)
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			time.Sleep(30 * time.Millisecond) // holds a slot: some sends find none
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL + "/inbox")
+	types := []record.ActivityKind{"Create", "Like", "Follow"}
+	var k atomic.Int64
+	src := flood.SourceFunc(func(context.Context) (*flood.Prepared, error) {
+		i := k.Add(1)
+		return &flood.Prepared{Type: types[i%3], Method: http.MethodPost, URL: u, Header: http.Header{}, Body: []byte("{}")}, nil
+	})
+	pacer, err := flood.NewConstantPacer(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels{Label: "t", Seed: "1"}})
+	res, err := flood.Run(context.Background(), flood.Plan{Pacer: pacer, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond,
+		MaxInflight: 4, Source: src, Transport: flood.NewTransport(4, nil), Watch: m, Progress: m.Progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := series(t, m)
+	if res.WarmupCounts.Offered == 0 || res.Overall.Counts.Dropped == 0 {
+		t.Fatalf("the run must have a warm-up and drops to show they are counted right: %+v warm-up %+v", res.Overall.Counts, res.WarmupCounts)
+	}
+	for typ, st := range res.Types {
+		want := map[string]int64{
+			"crowd_flood_offered_total": st.Counts.Offered, "crowd_flood_sent_total": st.Counts.Sent,
+			"crowd_flood_dropped_total": st.Counts.Dropped, "crowd_flood_starved_total": st.Counts.Starved,
+			"crowd_flood_aborted_total": st.Counts.Aborted, "crowd_flood_retry_after_total": st.Tally.RetryAfter,
+			"crowd_flood_latency_seconds_count": st.Latency.TotalCount(), "crowd_flood_service_seconds_count": st.Service.TotalCount(),
+			"crowd_flood_lateness_seconds_count": st.Lateness.TotalCount(),
+		}
+		for name, w := range want {
+			if g := got[fmt.Sprintf("%s{type=%s}", name, typ)]; g != float64(w) {
+				t.Errorf("%s{type=%s} = %v, the record has %d", name, typ, g, w)
+			}
+		}
+		for c := range record.NumClasses {
+			if g := got[fmt.Sprintf("crowd_flood_completed_total{class=%s,type=%s}", c, typ)]; g != float64(st.Tally.Classes[c]) {
+				t.Errorf("completed{type=%s,class=%s} = %v, the record has %d", typ, c, g, st.Tally.Classes[c])
+			}
+		}
+	}
+	classes := m.Classes()
+	for c := range record.NumClasses {
+		if classes[c.String()] != res.Overall.Tally.Classes[c] {
+			t.Errorf("Classes()[%s] = %d, the record has %d", c, classes[c.String()], res.Overall.Tally.Classes[c])
+		}
+	}
+	if got["crowd_flood_warmup{}"] != 0 || got["crowd_flood_elapsed_seconds{}"] < 1.4 {
+		t.Errorf("the last tick: warmup %v elapsed %v", got["crowd_flood_warmup{}"], got["crowd_flood_elapsed_seconds{}"])
+	}
+}
+
+// TestEncodeIsDelimitedProtobuf: Encode's output decodes back to the
+// same families (the serve reads pushes with expfmt).
+func TestEncodeIsDelimitedProtobuf(t *testing.T) {
+	m := livemetrics.New(livemetrics.Options{})
+	m.Offered(flood.Offer{Type: "Create", Measured: true})
+	m.Completed(flood.Completion{Type: "Create", Measured: true, Class: record.Class202, Latency: time.Millisecond})
+	b, err := m.Encode()
+	if err != nil || len(b) == 0 {
+		t.Fatalf("Encode: %d bytes, %v", len(b), err)
+	}
+	mfs, _ := m.Registry().Gather()
+	if got := countDelimited(t, b); got != len(mfs) {
+		t.Fatalf("decoded %d families, gathered %d", got, len(mfs))
+	}
+}

@@ -1,0 +1,409 @@
+package flood
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// MaxReplyDepth bounds --reply-depth: each level of a thread nests its
+// parent's id in its own, so ids grow by about a third a level (at 6, a
+// reply's id is about 1.5 KB).
+const MaxReplyDepth = 6
+
+// VocabConfig configures the vocabulary beyond Create, Like and Follow;
+// the zero value is the default.
+type VocabConfig struct {
+	// ReplyDepth is how deep a reply sits below its thread's root (a
+	// persona's post or a crowd note): 1 answers the root itself, n puts
+	// n-1 crowd notes between, which the SUT has never seen and must fetch.
+	// Default 1, at most MaxReplyDepth.
+	ReplyDepth int
+	// Mentions is how many more personas each note mentions (Create,
+	// reply, media), beside the one it is sent to; at most
+	// actors.MaxMentions (and the personas there are).
+	Mentions int
+	// Hashtags is how many hashtags each note carries, at most
+	// actors.MaxHashtags; each links to the origin's /tags/NAME.
+	Hashtags int
+	// Media is the images a media note carries; default 1 of 320×240.
+	Media actors.MediaSpec
+	// OnUnfollow, when set, is called with a Follow the run undid, once
+	// the target answered the Undo 2xx (from Settled: it must not block),
+	// so the crowd's follow graph forgets it (see Registrar).
+	OnUnfollow func(FollowRegistration)
+}
+
+// CheckVocab is c with its zero fields defaulted, or a *record.UsageError
+// naming the flag of the first field out of range.
+func CheckVocab(c VocabConfig) (VocabConfig, error) { return c.withDefaults() }
+
+// withDefaults fills the zero fields and checks the rest.
+func (c VocabConfig) withDefaults() (VocabConfig, error) {
+	if c.ReplyDepth == 0 {
+		c.ReplyDepth = 1
+	}
+	if c.Media == (actors.MediaSpec{}) {
+		c.Media = actors.MediaSpec{Count: 1, Width: 320, Height: 240}
+	}
+	switch {
+	case c.ReplyDepth < 1 || c.ReplyDepth > MaxReplyDepth:
+		return c, usage(strconv.Itoa(c.ReplyDepth), "--reply-depth: want 1 to %d", MaxReplyDepth)
+	case c.Mentions < 0 || c.Mentions > actors.MaxMentions:
+		return c, usage(strconv.Itoa(c.Mentions), "--mentions: want 0 to %d", actors.MaxMentions)
+	case c.Hashtags < 0 || c.Hashtags > actors.MaxHashtags:
+		return c, usage(strconv.Itoa(c.Hashtags), "--hashtags: want 0 to %d", actors.MaxHashtags)
+	}
+	if err := actors.CheckExtras(actors.NoteExtras{Media: c.Media}); err != nil || c.Media.Count < 1 {
+		return c, usage(fmt.Sprintf("%d, %dx%d", c.Media.Count, c.Media.Width, c.Media.Height),
+			"--media-count and --media-size: want 1 to %d images of 1x1 to %dx%d", actors.MaxMedia, actors.MaxMediaSide, actors.MaxMediaSide)
+	}
+	return c, nil
+}
+
+// ParseMediaSize reads --media-size, WxH (e.g. 320x240). Errors are
+// *record.UsageError naming the flag.
+func ParseMediaSize(s string) (w, h int, err error) {
+	ws, hs, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if !ok || err1 != nil || err2 != nil || w < 1 || h < 1 || w > actors.MaxMediaSide || h > actors.MaxMediaSide {
+		return 0, 0, usage(s, "--media-size: want WxH from 1x1 to %dx%d, e.g. 320x240", actors.MaxMediaSide, actors.MaxMediaSide)
+	}
+	return w, h, nil
+}
+
+// VocabSent is what the run keeps of an activity once the target answered
+// it 2xx (Generator.Settled): a note it may later edit or delete, an
+// activity it may later undo, a change the crowd must record, a Follow to
+// forget.
+type VocabSent struct {
+	// Note: a note (Create, reply, media) later Updates and Deletes act on.
+	Note bool
+	// Undoable: a Like, Announce or Follow a later Undo takes back.
+	Undoable bool
+	// Change is the edit or deletion the crowd records (ChangeFeed).
+	Change *adminapi.ChangeItem
+	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
+	Unfollow *FollowRegistration
+	// UndoDiverted marks an Announce drafted in place of an Undo.
+	UndoDiverted bool
+	// Met is a leaver the SUT met through this send (the author of a
+	// boosted note it fetches): a later Delete may delete it.
+	Met *actors.Actor
+
+	sender  *actors.Actor
+	persona *Persona
+	url     *url.URL
+	id      string // the note's id, or the activity's
+}
+
+// poolSize bounds each pool of what the run sent: memory stays bounded
+// however long the run, and later verbs act on recent objects.
+const poolSize = 4096
+
+// sentItem is one entry of a pool.
+type sentItem struct {
+	kind    record.ActivityKind
+	sender  *actors.Actor
+	persona *Persona
+	url     *url.URL
+	id      string
+	version int // a note's edits so far
+}
+
+// sentPool is a bounded pool of what the run sent: past poolSize, a new
+// item replaces the oldest.
+type sentPool struct {
+	mu    sync.Mutex
+	items []sentItem
+	next  int
+}
+
+func (p *sentPool) add(it sentItem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.items) < poolSize {
+		p.items = append(p.items, it)
+		return
+	}
+	p.items[p.next] = it
+	p.next = (p.next + 1) % poolSize
+}
+
+// take removes and returns a random item.
+func (p *sentPool) take(r *rand.Rand) (sentItem, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.items) == 0 {
+		return sentItem{}, false
+	}
+	i := r.IntN(len(p.items))
+	it := p.items[i]
+	last := len(p.items) - 1
+	p.items[i] = p.items[last]
+	p.items = p.items[:last]
+	p.next = 0 // the ring's order is lost once an item is taken: replace from the start
+	return it, true
+}
+
+// edit returns a random item with its edit count raised by one.
+func (p *sentPool) edit(r *rand.Rand) (sentItem, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.items) == 0 {
+		return sentItem{}, false
+	}
+	i := r.IntN(len(p.items))
+	p.items[i].version++
+	return p.items[i], true
+}
+
+// vocabState is what the generator keeps of the run for the vocabulary.
+type vocabState struct {
+	notes, undoable sentPool
+	met             sentPool     // leavers the SUT met, to delete later
+	fallbacks       atomic.Int64 // Undos drawn with nothing to undo and sent as Announces
+}
+
+// UndosDiverted is how many Announces were sent in place of a drawn Undo
+// because nothing the run sent was left to undo when it was drafted (early
+// in a run, or a mix with no Like, Announce or Follow). Only sends count.
+func (g *Generator) UndosDiverted() int64 { return g.vocab.fallbacks.Load() }
+
+// hashtagNames are the tags notes carry, in order, then tag7, tag8, ….
+func hashtagName(i int) string {
+	names := [...]string{"crowd", "fediverse", "loadtest", "activitypub", "federation", "flood"}
+	if i < len(names) {
+		return names[i]
+	}
+	return "tag" + strconv.Itoa(i+1)
+}
+
+// noteSpec is the spec of a note to persona pi: its one mention, and the
+// mentions and hashtags VocabConfig asks for.
+func (s *Stream) noteSpec(pi int, now time.Time, seq uint64) actors.NoteSpec {
+	g := s.g
+	p := g.cfg.Personas[pi]
+	spec := actors.NoteSpec{Published: now, Seq: seq, Bytes: g.cfg.NoteBytes, MentionID: p.ID, MentionHandle: p.Handle()}
+	n := len(g.cfg.Personas)
+	for k := range min(g.cfg.Vocab.Mentions, n-1) {
+		q := g.cfg.Personas[(pi+1+k)%n]
+		spec.Mentions = append(spec.Mentions, actors.Mention{ID: q.ID, Handle: q.Handle()})
+	}
+	for k := range g.cfg.Vocab.Hashtags {
+		spec.Hashtags = append(spec.Hashtags, hashtagName(k))
+	}
+	return spec
+}
+
+// draftVocab drafts d (its Type one of the vocabulary beyond Create, Like
+// and Follow) for persona pi: the activity, and d's Object, Vocab and,
+// where the verb acts on what an earlier send left, Sender, Persona and URL.
+func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors.Activity, error) {
+	g, p := s.g, d.Persona
+	switch d.Type {
+	case record.TypeAnnounce:
+		obj, author := "", p.ID
+		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
+			obj = p.Posts[s.r.IntN(len(p.Posts))]
+		}
+		d.Vocab = &VocabSent{Undoable: true}
+		if obj == "" {
+			// A crowd note never sent to the SUT: it must fetch it, and meet
+			// its author, a leaver a later Delete may delete.
+			a := s.drawSender(p.ID).Leaver(seq)
+			obj, author, d.Vocab.Met = a.NoteID(s.noteSpec(pi, now, seq)), a.ID, a
+		}
+		d.Object = obj
+		return d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author}), nil
+	case record.TypeReply, record.TypeMedia:
+		spec := s.noteSpec(pi, now, seq)
+		if d.Type == record.TypeMedia {
+			spec.Media = g.cfg.Vocab.Media
+		} else {
+			spec.InReplyTo = s.thread(pi, now, seq)
+		}
+		act := d.Sender.CreateNote(spec)
+		d.Object, d.Vocab = act.Object.(actors.Note).ID, &VocabSent{Note: true}
+		return act, nil
+	case record.TypeUndo:
+		return s.draftUndo(d, pi, now, seq)
+	case record.TypeDelete, record.TypeUpdate:
+		return s.draftChange(d, now, seq)
+	}
+	return actors.Activity{}, fmt.Errorf("flood: no activity of kind %q", d.Type)
+}
+
+// thread is the parent of a reply to persona pi: a chain of
+// VocabConfig.ReplyDepth-1 crowd notes, by crowd actors drawn in turn,
+// below a root that is one of the persona's posts or a crowd note. None of
+// them was ever sent: the SUT fetches each from the crowd, which
+// regenerates it from its id.
+func (s *Stream) thread(pi int, now time.Time, seq uint64) string {
+	p := s.g.cfg.Personas[pi]
+	var parent string
+	if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
+		parent = p.Posts[s.r.IntN(len(p.Posts))]
+	} else {
+		parent = s.drawSender(p.ID).NoteID(s.noteSpec(pi, now, seq))
+	}
+	for range s.g.cfg.Vocab.ReplyDepth - 1 {
+		spec := s.noteSpec(pi, now, seq)
+		spec.InReplyTo = parent
+		parent = s.drawSender(p.ID).NoteID(spec)
+	}
+	return parent
+}
+
+// draftUndo undoes a Like, Announce or Follow the run sent, from its
+// sender to its persona; with none left it drafts an Announce instead (a
+// later Undo will have it), counted in UndosDiverted.
+func (s *Stream) draftUndo(d *Draft, pi int, now time.Time, seq uint64) (actors.Activity, error) {
+	it, ok := s.g.vocab.undoable.take(s.r)
+	if !ok {
+		d.Type = record.TypeAnnounce
+		act, err := s.draftVocab(d, pi, now, seq)
+		d.Vocab.UndoDiverted = true
+		return act, err
+	}
+	obj, err := it.sender.Object(strings.TrimPrefix(it.id, it.sender.ID) + "/undo")
+	if err != nil {
+		return actors.Activity{}, fmt.Errorf("flood: undo %s: %w", it.id, err)
+	}
+	d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
+	if it.kind == record.TypeFollow {
+		d.Vocab = &VocabSent{Unfollow: &FollowRegistration{Local: it.sender.ID, Remote: it.persona.ID, FollowID: it.id}}
+	}
+	return obj.(actors.Activity), nil
+}
+
+// draftChange drafts a Delete or an Update: half of them (when the run
+// has sent notes) of a note it sent, by its author to the persona it went
+// to; the others of an actor: a leaver's self-Delete (an account deletion
+// the SUT never met), or a profile change of the drawn sender.
+func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activity, error) {
+	g, at := s.g, now.UTC().Format(time.RFC3339)
+	if d.Type == record.TypeDelete {
+		if it, ok := s.noteToChange(g.vocab.notes.take); ok {
+			d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
+			d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Deleted: at}}
+			return it.sender.DeleteNote(it.id), nil
+		}
+		// An account deletion: of a leaver the SUT met, half of the time
+		// when there is one, else of one it never met.
+		l := d.Sender.Leaver(seq)
+		if it, ok := s.noteToChange(g.vocab.met.take); ok {
+			l = it.sender
+		}
+		d.Sender, d.Object = l, l.ID
+		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: l.ID, Deleted: at}}
+		return l.DeleteSelf(), nil
+	}
+	if it, ok := s.noteToChange(g.vocab.notes.edit); ok {
+		spec, err := it.sender.NoteSpecOf(it.id)
+		if err != nil {
+			return actors.Activity{}, fmt.Errorf("flood: update %s: %w", it.id, err)
+		}
+		d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
+		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Version: it.version, Updated: at}}
+		return it.sender.UpdateNote(spec, it.version, now), nil
+	}
+	// A profile's version is its time: versions of later runs stay higher.
+	v := int(now.UnixMilli())
+	d.Object = d.Sender.ID
+	d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: d.Sender.ID, Version: v, Updated: at}}
+	return d.Sender.UpdateProfile(v, now), nil
+}
+
+// noteToChange draws, half of the time, a note the run sent with pick.
+func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem, bool) {
+	if s.r.IntN(2) == 0 {
+		return sentItem{}, false
+	}
+	return pick(s.r)
+}
+
+// settleVocab keeps what a send answered 2xx left for later verbs, and
+// hands its unfollow on (its change is a ChangeFeed's).
+func (g *Generator) settleVocab(p *Prepared, d Delivery) {
+	v := p.Vocab
+	if v != nil && v.UndoDiverted && d.Sent {
+		g.vocab.fallbacks.Add(1)
+	}
+	if v == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+		return
+	}
+	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id}
+	switch {
+	case v.Note:
+		g.vocab.notes.add(it)
+	case v.Undoable:
+		g.vocab.undoable.add(it)
+	}
+	if v.Met != nil {
+		g.vocab.met.add(sentItem{sender: v.Met, id: v.Met.ID})
+	}
+	if f := v.Unfollow; f != nil {
+		g.followed.Delete(followPair{f.Local, f.Remote}) // the pair may follow again
+		if g.cfg.Vocab.OnUnfollow != nil {
+			g.cfg.Vocab.OnUnfollow(*f)
+		}
+	}
+}
+
+// keepVocab completes d.Vocab with who sent what to whom, once the draft
+// is final.
+func keepVocab(d *Draft) {
+	if d.Vocab == nil {
+		return
+	}
+	d.Vocab.sender, d.Vocab.persona, d.Vocab.url, d.Vocab.id = d.Sender, d.Persona, d.URL, d.ID
+	if d.Vocab.Note {
+		d.Vocab.id = d.Object
+	}
+}
+
+// ChangeSink takes a batch of the edits and deletions a run made into the
+// crowd's state: adminapi.Client.RecordChanges for a crowd serving
+// elsewhere, WorldChanges for the world in this process.
+type ChangeSink func(context.Context, []adminapi.ChangeItem) error
+
+// WorldChanges is the sink of a world that runs in this process.
+func WorldChanges(w *actors.World) ChangeSink {
+	return func(_ context.Context, items []adminapi.ChangeItem) error {
+		chs := make([]actors.Change, len(items))
+		for i, it := range items {
+			chs[i] = actors.Change(it)
+		}
+		return w.RecordChanges(chs)
+	}
+}
+
+// ChangeFeed is a Plan.Settled consumer that records in the crowd the
+// edits and deletions a run's Updates and Deletes made, once the target
+// answered them 2xx, in batches (one journal write a second at most).
+type ChangeFeed = Feed[adminapi.ChangeItem]
+
+// NewChangeFeed starts the worker of a ChangeFeed feeding sink.
+func NewChangeFeed(sink ChangeSink, o OutboxFeedOptions) *ChangeFeed {
+	if o.What == "" {
+		o.What = "changes"
+	}
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.ChangeItem, bool) {
+		if p.Vocab == nil || p.Vocab.Change == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+			return adminapi.ChangeItem{}, false
+		}
+		return *p.Vocab.Change, true
+	})
+}

@@ -1,0 +1,82 @@
+package inbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
+)
+
+// vocabRoutes adds RouteChanges and RouteUnfollow.
+func (in *Inbox) vocabRoutes(handle func(pattern string, h http.Handler)) {
+	handle(string(adminapi.RouteChanges), http.HandlerFunc(in.handleChanges))
+	handle(string(adminapi.RouteUnfollow), http.HandlerFunc(in.handleUnfollow))
+}
+
+// RecordChanges takes the edits and deletions another process made to
+// objects crowd actors sent (RouteChanges): all of them, or, when one is
+// bad, none (ErrBadRequest naming it).
+func (in *Inbox) RecordChanges(req adminapi.ChangesRequest) (adminapi.ChangesResult, error) {
+	if len(req.Items) > adminapi.MaxChangeItems {
+		return adminapi.ChangesResult{}, fmt.Errorf("%w: %d items, at most %d a request", ErrBadRequest, len(req.Items), adminapi.MaxChangeItems)
+	}
+	chs := make([]actors.Change, len(req.Items))
+	for i, it := range req.Items {
+		chs[i] = actors.Change(it)
+	}
+	if err := in.world.RecordChanges(chs); err != nil {
+		if errors.Is(err, actors.ErrChange) {
+			err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+		return adminapi.ChangesResult{}, err
+	}
+	return adminapi.ChangesResult{Recorded: len(chs)}, nil
+}
+
+func (in *Inbox) handleChanges(w http.ResponseWriter, r *http.Request) {
+	var req adminapi.ChangesRequest
+	// An item is an id of a few hundred bytes and two dates: 8 MiB holds the most a request may carry.
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {items: [{id, deleted | version, updated}]}: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.RecordChanges(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// Unfollow forgets the crowd actor's Follow of req.Remote once it was
+// undone (RouteUnfollow), when its id is req.FollowID: an older or newer
+// Follow of the same pair stays.
+func (in *Inbox) Unfollow(req adminapi.FollowingRequest) (adminapi.UnfollowResult, error) {
+	a, err := in.LocalActor(req.Local)
+	if err != nil {
+		return adminapi.UnfollowResult{}, err
+	}
+	r, ok := in.world.Graph.FollowingByRemote(a.ID, req.Remote)
+	if !ok || r.FollowID != req.FollowID {
+		return adminapi.UnfollowResult{}, nil
+	}
+	removed, err := in.world.Graph.RemoveFollowing(a.ID, req.Remote)
+	return adminapi.UnfollowResult{Removed: removed}, err
+}
+
+func (in *Inbox) handleUnfollow(w http.ResponseWriter, r *http.Request) {
+	var req adminapi.FollowingRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.Unfollow(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,214 @@
+package loadrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/livemetrics"
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// metricsAddr checks --metrics-addr: host:port, a missing host meaning
+// loopback (the metrics are the operator's, not the SUT's to read).
+func (c Config) metricsAddr() (string, error) {
+	if c.Metrics.Linger < 0 {
+		return "", fmt.Errorf("--metrics-linger %v is negative", c.Metrics.Linger)
+	}
+	if c.Metrics.Addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(c.Metrics.Addr)
+	if err != nil {
+		return "", fmt.Errorf("--metrics-addr %q: want host:port (or :port for loopback): %v", c.Metrics.Addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("--metrics-addr %q: the port is not a number from 0 to 65535", c.Metrics.Addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// live is a run's live metrics: served on --metrics-addr when set, and
+// pushed once a second to the crowd's admin API when there is one (the
+// serve shows them on its admin page and its /metrics). Pushes happen on
+// their own goroutine, the latest state replacing one not yet sent, so a
+// slow serve never holds the engine's tick.
+type live struct {
+	m      *livemetrics.Metrics
+	run    adminapi.FloodRun
+	log    *zap.Logger
+	admin  *adminapi.Client
+	srv    *http.Server
+	addr   string          // where the metrics are served ("" none)
+	linger time.Duration   // how long they stay served after the run
+	ctx    context.Context // the run's: an interruption cuts the linger short
+
+	mu      sync.Mutex
+	rate    float64
+	verdict *adminapi.FloodVerdict
+	pending *adminapi.FloodLive // the latest push not yet taken
+	last    *adminapi.FloodLive // the latest push queued
+	wake    chan struct{}
+	done    chan struct{}
+	warned  bool
+}
+
+// startLive starts the run's live metrics; stop serves and pushes the
+// last state (up to a few seconds), then closes the listener.
+func (r *runner) startLive(ctx context.Context) (*live, error) {
+	run := adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard}
+	o := livemetrics.Options{Labels: livemetrics.Labels(run)}
+	if pl, ok := r.shared.(*flood.Pipeline); ok {
+		o.Buffer = pl
+	}
+	l := &live{m: livemetrics.New(o), run: run, log: r.log, admin: r.env.Admin, linger: r.c.Metrics.Linger, ctx: ctx,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if r.p.metricsAddr != "" {
+		ln, err := net.Listen("tcp", r.p.metricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-addr %s: %w", r.p.metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", l.m.Handler())
+		l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		l.addr = ln.Addr().String()
+		go l.srv.Serve(ln)
+		fmt.Fprintf(r.c.Stderr, "metrics: http://%s/metrics\n", l.addr)
+	}
+	go l.pushLoop()
+	return l, nil
+}
+
+// watch wires the live metrics into plan at rate: every send, every tick
+// (after tick, the live line), every checkpoint's verdict (after cp).
+func (l *live) watch(plan *flood.Plan, rate float64, tick func(record.Progress)) {
+	l.m.SetRate(rate)
+	l.mu.Lock()
+	l.rate, l.verdict = rate, nil
+	l.mu.Unlock()
+	plan.Watch = l.m
+	plan.Progress = func(p record.Progress) {
+		tick(p)
+		l.m.Progress(p)
+		l.queue(p)
+	}
+}
+
+// checkpoint takes the bottleneck verdict of the run so far.
+func (l *live) checkpoint(rec *record.Record, at time.Duration) {
+	d := rec.Bottleneck
+	v := &adminapi.FloodVerdict{Generator: d.Generator, Reasons: d.Reasons, Notes: d.Notes, AtElapsed: at.Seconds()}
+	l.mu.Lock()
+	l.verdict = v
+	l.mu.Unlock()
+}
+
+// queue makes p the next push, replacing one not yet sent.
+func (l *live) queue(p record.Progress) {
+	if l.admin == nil {
+		return
+	}
+	metrics, err := l.m.Encode()
+	if err != nil {
+		l.log.Warn("encoding the live metrics", zap.Error(err))
+		return
+	}
+	t := p.Tick
+	push := &adminapi.FloodLive{
+		FloodState: adminapi.FloodState{Run: l.run, Elapsed: p.Elapsed.Seconds(), Total: p.Total.Seconds(),
+			Warmup: p.Warmup, Final: p.Final, Classes: l.m.Classes(),
+			Totals: adminapi.FloodTotals{Offered: p.Offered, Sent: p.Sent, Dropped: p.Dropped, Starved: p.Starved,
+				Completed: p.Completed, OK: p.OK, Errors: p.Errors, Status429: p.Status429}},
+		Tick: adminapi.FloodTick{Elapsed: p.Elapsed.Seconds(), Span: t.Span, Warmup: t.Warmup, Offered: t.Offered, Sent: t.Sent,
+			Dropped: t.Dropped, Starved: t.Starved, Completed: t.Completed, OK: t.OK, Errors: t.Errors, Status429: t.Status429,
+			Inflight: t.Inflight, LatencyP50Us: t.LatencyP50, LatencyP99Us: t.LatencyP99, LatencyMaxUs: t.LatencyMax,
+			LatenessP50Us: t.LatenessP50, LatenessP99Us: t.LatenessP99},
+		Metrics: metrics,
+	}
+	l.mu.Lock()
+	push.Rate, push.Bottleneck = l.rate, l.verdict
+	l.pending, l.last = push, push
+	l.mu.Unlock()
+	l.poke()
+}
+
+// final pushes the run's last state again with the verdict of its whole
+// record (the checkpoints' verdicts are of the run so far).
+func (l *live) final(rec *record.Record, at time.Duration) {
+	if l.admin == nil {
+		return
+	}
+	l.checkpoint(rec, at)
+	l.mu.Lock()
+	if l.last != nil {
+		p := *l.last
+		p.Bottleneck = l.verdict
+		l.pending = &p
+	}
+	l.mu.Unlock()
+	l.poke()
+}
+
+// poke wakes the push loop.
+func (l *live) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushLoop sends the pending push whenever there is one, until stop.
+func (l *live) pushLoop() {
+	defer close(l.done)
+	for range l.wake {
+		l.mu.Lock()
+		p := l.pending
+		l.pending = nil
+		l.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := l.admin.PushFloodLive(ctx, *p)
+		cancel()
+		if err != nil && !l.warned {
+			// Once: a crowd too old for the route, or one gone, must not
+			// fill the log every second.
+			l.warned = true
+			l.log.Warn("pushing the live state to the crowd's admin API", zap.Error(err))
+		}
+	}
+}
+
+// stop sends what is pending and closes the metrics listener after the
+// linger.
+func (l *live) stop() {
+	close(l.wake)
+	select {
+	case <-l.done:
+	case <-time.After(6 * time.Second):
+	}
+	if l.srv != nil {
+		select {
+		case <-time.After(l.linger):
+		case <-l.ctx.Done():
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := l.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			l.log.Debug("closing the metrics listener", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package loadrun
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
+)
+
+// VocabOptions are the flags of the vocabulary beyond Create, Like and
+// Follow (see flood.VocabConfig); the zero value is the default.
+type VocabOptions struct {
+	// ReplyDepth is --reply-depth: how deep a reply sits in its thread.
+	ReplyDepth int
+	// Mentions is --mentions: more personas each note mentions.
+	Mentions int
+	// Hashtags is --hashtags: hashtags on each note.
+	Hashtags int
+	// MediaCount and MediaSize are --media-count and --media-size (WxH):
+	// the images a media note carries ("" and 0: one of 320x240).
+	MediaCount int
+	MediaSize  string
+}
+
+// config reads o into the generator's VocabConfig, checked.
+func (o VocabOptions) config() (flood.VocabConfig, error) {
+	c := flood.VocabConfig{ReplyDepth: o.ReplyDepth, Mentions: o.Mentions, Hashtags: o.Hashtags}
+	if o.MediaCount != 0 || o.MediaSize != "" {
+		c.Media = actors.MediaSpec{Count: max(o.MediaCount, 1), Width: 320, Height: 240}
+		if o.MediaSize != "" {
+			w, h, err := flood.ParseMediaSize(o.MediaSize)
+			if err != nil {
+				return c, err
+			}
+			c.Media.Width, c.Media.Height = w, h
+		}
+		if o.MediaCount < 0 {
+			c.Media.Count = o.MediaCount // refused by the generator's check, naming the flag
+		}
+	}
+	return flood.CheckVocab(c)
+}
+
+// vocabSinks are where the vocabulary's effects on the crowd go: the
+// edits and deletions, and the Follows undone.
+type vocabSinks struct {
+	changes  flood.ChangeSink
+	unfollow func(context.Context, flood.FollowRegistration) error
+}
+
+// worldVocab is the sinks of a world in this process.
+func worldVocab(w *actors.World) vocabSinks {
+	return vocabSinks{changes: flood.WorldChanges(w), unfollow: func(_ context.Context, f flood.FollowRegistration) error {
+		if r, ok := w.Graph.FollowingByRemote(f.Local, f.Remote); ok && r.FollowID == f.FollowID {
+			_, err := w.Graph.RemoveFollowing(f.Local, f.Remote)
+			return err
+		}
+		return nil
+	}}
+}
+
+// vocabRun is a run's feeds of the vocabulary's effects.
+type vocabRun struct {
+	changes  *flood.ChangeFeed
+	unfollow *flood.Registrar
+}
+
+// startVocab starts the feeds of env's sinks.
+func (r *runner) startVocab() {
+	s := r.env.vocab
+	r.vocab = &vocabRun{changes: flood.NewChangeFeed(s.changes, flood.OutboxFeedOptions{}),
+		unfollow: flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second})}
+}
+
+// closeVocab sends the feeds' last batches and says what could not be
+// recorded.
+func (r *runner) closeVocab() {
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st := r.vocab.changes.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some edits and deletions could not be recorded by the crowd: those objects still answer as before",
+			zap.Int64("failed", st.Failed), zap.Int64("recorded", st.Fed), zap.String("first_error", st.FirstError))
+	}
+	if st := r.vocab.unfollow.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some undone Follows could not be forgotten by the crowd's follow graph",
+			zap.Int64("failed", st.Failed), zap.Int64("forgotten", st.Registered), zap.String("first_error", st.FirstError))
+	}
+}
+
+// vocabConfig is the generator's VocabConfig: the plan's, with the
+// undone Follows going to the run's feed.
+func (r *runner) vocabConfig() flood.VocabConfig {
+	c := r.p.vocab
+	c.OnUnfollow = r.vocab.unfollow.Add
+	return c
+}
