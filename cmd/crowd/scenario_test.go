@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -109,5 +111,43 @@ func TestPresetsApply(t *testing.T) {
 				t.Errorf("%s on crowd %s: %v", name, cmd.Name(), errs)
 			}
 		}
+	}
+}
+
+// TestPresetsSelfFlood floods the crowd's own inboxes with two presets of
+// the vocabulary's verbs (shortened by flags, which win): each sends its
+// verbs, every one answered 2xx, and the record names the scenario.
+func TestPresetsSelfFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		types []string // the per-type rows the preset's mix makes
+	}{
+		// Boosts and Likes, senders drawn by origin.
+		{"boost-storm", []string{"Announce", "Like"}},
+		// Account deletions of leavers.
+		{"delete-storm", []string{"Delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, out := t.TempDir(), t.TempDir()
+			code, stdout, stderr := runCLIContext(t, context.Background(),
+				standalone(state, out, "--scenario", tc.name, "--seconds", "2", "--rate", "20", "--signing", "jit")...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			recs := records(t, out)
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			r := recs[0]
+			o := r.Overall
+			if r.Settings.Scenario != tc.name || o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent {
+				t.Fatalf("scenario %q, sent %d, tally %+v: want %s, every send answered 202", r.Settings.Scenario, o.Counts.Sent, o.Tally, tc.name)
+			}
+			for _, typ := range tc.types {
+				if tr, ok := r.Types[typ]; !ok || tr.Counts.Sent == 0 {
+					t.Errorf("no %s sent (types %v)", typ, r.TypeNames())
+				}
+			}
+		})
 	}
 }

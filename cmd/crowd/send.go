@@ -135,6 +135,9 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	default:
 		return req, usageError{fmt.Errorf("--signature %q: want cavage or rfc9421", f.sig)}
 	}
+	if req.Tamper != "" && req.Signature == "rfc9421" {
+		return req, usageError{fmt.Errorf("--tamper %s with --signature rfc9421: a forged send is signed draft-cavage (leave --signature out)", req.Tamper)}
+	}
 	return req, nil
 }
 

@@ -56,4 +56,8 @@ func TestSendTamper(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "Create or a Like") {
 		t.Fatalf("a forged Follow: exit %d\n%s", code, errOut)
 	}
+	code, _, errOut = runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Create", "--to", bob, "--tamper", "body", "--signature", "rfc9421")
+	if code != 2 || !strings.Contains(errOut, "--signature rfc9421") {
+		t.Fatalf("a forged RFC 9421 send: exit %d\n%s", code, errOut)
+	}
 }
