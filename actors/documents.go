@@ -65,6 +65,9 @@ type ActorDoc struct {
 	Discoverable              bool              `json:"discoverable"`
 	Indexable                 bool              `json:"indexable"`
 	Published                 string            `json:"published"`
+	// AdditionalPublicKeys are the keys retained after a rotation
+	// (Misskey's extension; rotate.go); omitted when none.
+	AdditionalPublicKeys []PublicKeyDoc `json:"additionalPublicKeys,omitempty"`
 	// Updated is when the profile last changed (Actor.ProfileVersion);
 	// empty for a profile never changed.
 	Updated string `json:"updated,omitempty"`
@@ -100,6 +103,8 @@ func (a *Actor) Document() ActorDoc {
 		Discoverable:      a.Kind == KindPerson,
 		Indexable:         a.Kind == KindPerson,
 		Published:         a.Published.Format(time.RFC3339),
+
+		AdditionalPublicKeys: a.retained,
 	}
 }
 

@@ -44,9 +44,10 @@ type World struct {
 	// (RecordChanges), which the objects' ids then answer.
 	Changes *Changes
 
-	byHost map[string]*Origin
-	keys   *keyRing
-	docs   *lru.Cache[string, []byte] // rendered actor documents, by actor id
+	byHost    map[string]*Origin
+	keys      *keyRing
+	docs      *lru.Cache[string, []byte] // rendered actor documents, by actor id
+	rotations rotations                  // the rotated actors' keys (rotate.go)
 }
 
 // DocCacheSize bounds how many rendered actor documents a world keeps:
@@ -78,7 +79,8 @@ type Actor struct {
 	Kind string
 	// ID is the actor's URL and ActivityPub id.
 	ID string
-	// KeyID is the id of the actor's public key: ID + "#main-key".
+	// KeyID is the id of the actor's public key: ID + "#main-key", or
+	// ID + "#main-key-N" after its (N-1)-th rotation (rotate.go).
 	KeyID string
 	// Key is the actor's private key (several actors may share its
 	// material; each has its own KeyID). It is parsed from the state
@@ -87,9 +89,10 @@ type Actor struct {
 	// Published is the stable creation date shown in the actor document.
 	Published time.Time
 
-	key    *keyEntry
-	index  int  // a Person's index in its origin
-	leaver bool // made to be deleted (Leaver)
+	key      *keyEntry
+	index    int            // a Person's index in its origin
+	leaver   bool           // made to be deleted (Leaver)
+	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
 }
 
 // Open builds the world described by cfg, checking that every key exists
@@ -116,6 +119,10 @@ func Open(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w.keys = keys
+	// Before the first actor is computed: newActor consults the rotations.
+	if err := loadRotations(w, log); err != nil {
+		return nil, err
+	}
 	for _, o := range w.Origins {
 		o.Instance = o.newActor(cfg.Actors)
 	}
@@ -174,6 +181,7 @@ func (o *Origin) newActor(j int) *Actor {
 		a.key = o.world.keys.entry(o.Index, j)
 		a.Key = a.key
 	}
+	o.world.rotations.apply(a)
 	return a
 }
 

@@ -145,6 +145,11 @@ type SendRequest struct {
 	// talks to (WebFinger, the actor, the inbox) must resolve to loopback
 	// or a private network, as for a flood.
 	AllowPublicTarget bool `json:"allow_public_target,omitempty"`
+	// Tamper, when set, forges the send (Create or Like only) as one
+	// tamper kind: body, digest-unsigned, wrong-key, date, created,
+	// target, replay or unknown-key (see ForgedSend). An unknown kind is
+	// 400.
+	Tamper string `json:"tamper,omitempty"`
 	// Signature is the HTTP signature scheme to sign with (crowd send
 	// --signature): "cavage" (the default when empty) or "rfc9421".
 	Signature string `json:"signature,omitempty"`
@@ -165,6 +170,8 @@ type SendResult struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Error says why there was no answer.
 	Error string `json:"error,omitempty"`
+	// Forged, for a send with a Tamper, says what the forgery drew.
+	Forged *ForgedSend `json:"forged,omitempty"`
 }
 
 // LookupResult is the answer of RouteLookup (what `crowd lookup` shows):

@@ -69,6 +69,9 @@ type GeneratorConfig struct {
 	// Vocab configures the vocabulary beyond Create, Like and Follow
 	// (threads, mentions, hashtags, images) and where its changes go.
 	Vocab VocabConfig
+	// Draws, when set, draws senders by origin and forged requests
+	// (tamper.go); nil draws neither.
+	Draws *Draws
 }
 
 // Generator makes the flood's activities: who sends what to which persona.
@@ -88,6 +91,8 @@ type Generator struct {
 	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
 	vocab    vocabState   // what the run sent that later verbs act on
+
+	byOrigin []originSenders // senders by origin, for Draws.OriginZipf
 }
 
 // followPair is a crowd actor and the persona it follows.
@@ -209,7 +214,15 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Draws != nil {
+		if err := cfg.Draws.check(); err != nil {
+			return nil, err
+		}
+	}
 	g := &Generator{cfg: cfg, senders: cfg.senderSet(), base: runKey(cfg.Start)}
+	if cfg.Draws != nil && cfg.Draws.OriginZipf > 1 {
+		g.byOrigin = groupByOrigin(g.senders)
+	}
 	for i, p := range cfg.Personas {
 		u, err := url.Parse(p.Target)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
@@ -251,6 +264,8 @@ type Draft struct {
 	Diverted bool
 	// Vocab is what the run keeps of it once sent (see VocabSent).
 	Vocab *VocabSent
+	// Forgery, when set, forges the request (tamper.go).
+	Forgery *DraftForgery
 }
 
 // Stream draws activities with its own random numbers; it is not safe for
@@ -260,6 +275,7 @@ type Stream struct {
 	r    *rand.Rand
 	zipf *rand.Zipf
 	buf  bytes.Buffer
+	dr   *streamDraws // draws by origin; nil: none
 }
 
 // Stream returns a new stream. The k-th stream of a generator (counting
@@ -270,6 +286,7 @@ func (g *Generator) Stream() *Stream {
 	if n := g.senders.Len(); g.cfg.Zipf > 1 && n > 1 {
 		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(n-1))
 	}
+	s.dr = g.newStreamDraws(s.r)
 	return s
 }
 
@@ -356,6 +373,7 @@ func (s *Stream) Next() (Draft, error) {
 		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
 	}
 	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
+	s.drawForgery(&d)
 	return d, nil
 }
 
@@ -373,6 +391,9 @@ func (s *Stream) drawType() record.ActivityKind {
 // drawSender draws a sender other than the actor avoid (a persona that is
 // itself a crowd actor must not mention, like or follow itself).
 func (s *Stream) drawSender(avoid string) *actors.Actor {
+	if s.dr != nil {
+		return s.drawByOrigin(avoid)
+	}
 	senders := s.g.senders
 	n := senders.Len()
 	var i int

@@ -47,6 +47,9 @@ type Prepared struct {
 	// Vocab is what the run keeps of it once answered 2xx, for later
 	// Undos, Updates and Deletes, and the change it made (Generator.Settled).
 	Vocab *VocabSent
+	// Forgery is set on a forged request (tamper.go): its kind and
+	// activity, for the record's security section (Forgeries).
+	Forgery *ForgeryMark
 }
 
 // Delivery is what became of one request the engine took from its Source
@@ -61,6 +64,8 @@ type Delivery struct {
 	// Class is the answer's status class (or ClassTimeout, ClassConnError)
 	// of a send neither unsent nor aborted.
 	Class record.Class
+	// Status is the answer's status code; 0 without an answer.
+	Status int
 }
 
 // Source produces the prepared requests of a run. Next is called from a

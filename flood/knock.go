@@ -93,8 +93,8 @@ type Knock struct {
 func (k *Knocker) Prepare(d Draft) (*Prepared, error) {
 	scheme := k.firstScheme(d.URL.Host)
 	p, err := prepareScheme(k.signer, scheme, d)
-	if err != nil {
-		return nil, err
+	if err != nil || p.Forgery != nil {
+		return p, err // a forgery is sent once, as forged: never knocked again
 	}
 	p.Knock = &Knock{Scheme: scheme, Sender: d.Sender, k: k}
 	return p, nil

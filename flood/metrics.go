@@ -16,6 +16,7 @@ type outcome struct {
 	measured bool
 	aborted  bool
 	class    record.Class
+	status   int // the answer's status code, 0 without one
 	retry    bool
 	intended time.Duration
 	picked   time.Duration // the worker took the send (before RoundTrip)

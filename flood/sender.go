@@ -87,7 +87,7 @@ func (e *engine) startWorker() {
 			if e.p.Watch != nil {
 				e.p.Watch.Completed(o.completion())
 			}
-			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class})
+			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class, Status: o.status})
 			e.inflight.Add(-1)
 		}
 	}()
@@ -105,7 +105,7 @@ func (w *worker) send(j *job, o *outcome) {
 	e := w.e
 	p := j.prep
 	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
-	o.aborted, o.retry, o.class = false, false, record.ClassOther
+	o.aborted, o.retry, o.class, o.status = false, false, record.ClassOther, 0
 	o.picked = time.Since(e.start)
 	w.gotConn.Store(-1)
 
@@ -130,6 +130,7 @@ func (w *worker) send(j *job, o *outcome) {
 	switch {
 	case err == nil:
 		o.class = record.ClassOfStatus(status)
+		o.status = status
 		o.retry = retry
 	case e.ctx.Err() != nil && !timedOut:
 		o.aborted = true

@@ -57,8 +57,13 @@ func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
 	return prepareScheme(signer, signing.SchemeCavage, d)
 }
 
-// prepareScheme is Prepare with scheme's signature (Knocker.Prepare).
+// prepareScheme is Prepare with scheme's signature (Knocker.Prepare). A
+// forged draft is signed as its forgery says (draft-cavage), whatever the
+// scheme.
 func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Prepared, error) {
+	if d.Forgery != nil {
+		return prepareForged(signer, d)
+	}
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
 		Body: http.NoBody}
 	if err := signer.Sign(scheme, req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {

@@ -401,6 +401,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if typ == "" {
 		return adminapi.SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
 	}
+	if req.Tamper != "" && typ != "Create" && typ != "Like" {
+		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, typ)
+	}
 	scheme := signing.Scheme(req.Signature)
 	switch scheme {
 	case "":
@@ -408,6 +411,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	case signing.SchemeCavage, signing.SchemeRFC9421:
 	default:
 		return adminapi.SendResult{}, fmt.Errorf("%w: signature %q is not cavage or rfc9421", ErrBadRequest, req.Signature)
+	}
+	if req.Tamper != "" && scheme != signing.SchemeCavage {
+		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is signed cavage: signature %q cannot be forged", ErrBadRequest, req.Signature)
 	}
 	var likeOf string
 	if typ == "Like" {
@@ -464,6 +470,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	body, err := marshalActivity(act)
 	if err != nil {
 		return adminapi.SendResult{}, err
+	}
+	if req.Tamper != "" {
+		return in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body, scheme)
 	if err != nil {

@@ -224,6 +224,12 @@ func (in *Inbox) post(ctx context.Context, from *actors.Actor, inbox string, bod
 	if err := in.signer.Sign(scheme, req, body, from.KeyID, from.SigningKey()); err != nil {
 		return answer{err: fmt.Errorf("%w: signing: %v", errPermanent, err)}
 	}
+	return in.postSigned(req, body)
+}
+
+// postSigned sends req, signed, with body, and reads the answer.
+func (in *Inbox) postSigned(req *http.Request, body []byte) answer {
+	var err error
 	ans := answer{header: safeHeaders(req.Header)}
 	start := in.now()
 	var resp *http.Response
@@ -307,13 +313,19 @@ func (in *Inbox) Send(ctx context.Context, from *actors.Actor, inbox string, act
 
 // sendTo is Send, naming the recipient actor (to) in the log.
 func (in *Inbox) sendTo(ctx context.Context, from *actors.Actor, to, inbox string, activity []byte, scheme signing.Scheme) (adminapi.SendResult, error) {
+	return in.sendWith(from, to, inbox, activity, func() answer { return in.post(ctx, from, inbox, activity, scheme) })
+}
+
+// sendWith is sendTo with the post made by post: activity is the body it
+// sends, as logged and answered.
+func (in *Inbox) sendWith(from *actors.Actor, to, inbox string, activity []byte, post func() answer) (adminapi.SendResult, error) {
 	start := in.now()
 	e := Entry{Time: start.UTC(), Direction: DirOut, Method: http.MethodPost, URL: inbox, Remote: actors.HostOf(inbox),
 		Local: from.ID, To: to, Body: string(activity[:min(len(activity), in.alog.BodyLimit())]), BodyBytes: len(activity)}
 	if a, err := ParseActivity(activity); err == nil {
 		describe(&e, a)
 	}
-	ans := in.post(ctx, from, inbox, activity, scheme)
+	ans := post()
 	res := adminapi.SendResult{Activity: json.RawMessage(activity), Inbox: inbox, Status: ans.status, Body: ans.body,
 		DurationMS: float64(ans.dur.Microseconds()) / 1000}
 	e.Headers, e.Status, e.Response, e.DurationMS = ans.header, ans.status, ans.body, res.DurationMS

@@ -113,6 +113,10 @@ type Config struct {
 	// Vocab are the options of the vocabulary beyond Create, Like and
 	// Follow: threads, mentions, hashtags, images.
 	Vocab VocabOptions
+
+	// Scenario, when set, is what a scenario (or --tamper, --origin-zipf,
+	// --target-posts) adds beyond the flags above: see ScenarioConfig.
+	Scenario *ScenarioConfig
 }
 
 // MetricsConfig says where a run serves its live metrics.
@@ -145,6 +149,8 @@ type plan struct {
 	metricsAddr string
 
 	vocab flood.VocabConfig
+
+	scenario *scenarioPlan // nil: none
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -200,6 +206,7 @@ func (c Config) plan() (*plan, []error) {
 
 	p.metricsAddr, err = c.metricsAddr()
 	try(err)
+	c.checkScenario(p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

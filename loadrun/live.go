@@ -68,7 +68,7 @@ type live struct {
 // startLive starts the run's live metrics; stop serves and pushes the
 // last state (up to a few seconds), then closes the listener.
 func (r *runner) startLive(ctx context.Context) (*live, error) {
-	run := adminapi.FloodRun{Label: r.c.Label, Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard}
+	run := adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard}
 	o := livemetrics.Options{Labels: livemetrics.Labels(run)}
 	if pl, ok := r.shared.(*flood.Pipeline); ok {
 		o.Buffer = pl

@@ -56,6 +56,7 @@ func Run(ctx context.Context, c Config) error {
 	if err := r.postForEmpty(ctx, personas); err != nil {
 		return err
 	}
+	r.trimPosts(personas)
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
 	r.seed = c.Seed
@@ -82,7 +83,8 @@ func Run(ctx context.Context, c Config) error {
 	r.transport = sending
 	logPlan(c.Log, env.Plan, env.World.Config.Shard.I)
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
-		Target: target, Shard: env.Shard}
+		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
+	r.forg = flood.NewForgeries() // forged requests, and keys the SUT refused before it accepted them
 	stop, err := r.sharedSource(ctx)
 	if err != nil {
 		return err
@@ -166,7 +168,7 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	c := r.c
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
 		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
-		Vocab: r.vocabConfig()})
+		Vocab: r.vocabConfig(), Draws: r.p.draws()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {

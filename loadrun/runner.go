@@ -41,6 +41,7 @@ type runner struct {
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 	live      *live              // the live metrics (nil: neither served nor pushed)
+	forg      *flood.Forgeries   // what the SUT's verification made of the run: forgeries, keys refused
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -78,7 +79,11 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
 	}
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled)
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled, r.forg.Settled)
+	if r.p.forging() {
+		plan.Source = r.forg.Source(plan.Source)
+	}
+	defer r.forg.Reset() // a ladder's next rung counts its own
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout
@@ -134,6 +139,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
 	sig := r.knock.Signatures().Sub(r.knocked)
 	rec.Signatures = &sig
+	rec.Security = r.forg.Snapshot()
 	return rec, nil
 }
 

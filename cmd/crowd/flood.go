@@ -45,7 +45,9 @@ type floodFlags struct {
 	presignMaxBytes        int64
 	fetchback              fetchbackFlags    // what the SUT fetches back (fetchback.go)
 	posts                  personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
-	signature              string            // --signature: cavage, rfc9421 or both
+
+	scn       scenarioFlags // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
+	signature string        // --signature: cavage, rfc9421 or both
 
 	metricsAddr   string
 	metricsLinger time.Duration
@@ -135,6 +137,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.presignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
 	fl.StringVar(&f.signature, "signature", def.Signature, "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
 	f.fetchback.register(cmd)
+	f.scn.register(cmd)
 
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's live Prometheus metrics at http://ADDR/metrics (host:port; :port listens on loopback; empty: off)")
 	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the metrics this long after the run, so a scraper takes the final values")
@@ -178,10 +181,15 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 
 // runLoad runs a flood (audience nil) or a crowd run: flags, Config, Run.
 func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *loadrun.AudienceConfig) error {
+	scenario, help, err := f.scn.apply(cmd)
+	if help || err != nil {
+		return err
+	}
 	c, err := f.config(cmd)
 	if err != nil {
 		return err
 	}
+	c.Scenario = f.scn.config(scenario)
 	c.Audience = audience
 	if err := g.applyCrypto(&c.World); err != nil {
 		return err

@@ -107,6 +107,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	root.AddCommand(newVersionCmd(opts))
 	root.AddCommand(newFollowsCmd())
+	root.AddCommand(newKeysCmd())
 	return root
 }
 

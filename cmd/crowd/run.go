@@ -145,6 +145,11 @@ func (f *runFlags) personaSpec(cmd *cobra.Command) (pattern string, count int, e
 }
 
 func runRun(cmd *cobra.Command, g *globalOptions, f *runFlags) error {
+	// The scenario first, so the flags it sets are read with the rest
+	// (runLoad applies it again: a no-op once its flags are set).
+	if _, help, err := f.flood.scn.apply(cmd); help || err != nil {
+		return err
+	}
 	a, err := f.audience(cmd)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ type sendFlags struct {
 	inboxURL string
 	json     bool
 	public   bool
+	tamper   string // send_tamper.go
 	sig      string // --signature: cavage or rfc9421
 }
 
@@ -62,6 +63,7 @@ speaks for the crowd's actors. Exits 1 when the target answered non-2xx, 2 when 
 	fl.StringVar(&f.inboxURL, "inbox", "", "POST here instead of the target's inbox (its shared inbox for Create)")
 	fl.BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
 	fl.BoolVar(&f.public, "allow-public-target", false, "let the send reach hosts that resolve to public addresses")
+	registerTamper(fl, &f.tamper)
 	fl.StringVar(&f.sig, "signature", "cavage", "HTTP signature scheme: cavage (draft-cavage-12) or rfc9421 (RFC 9421 with Content-Digest, as Fedify >= 1.6 signs; Mastodon >= 4.5 verifies it)")
 	return cmd
 }
@@ -126,11 +128,15 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		req.Inbox = f.inboxURL
 	}
 	req.AllowPublicTarget = f.public
+	req.Tamper = strings.TrimSpace(f.tamper)
 	switch sig := strings.ToLower(strings.TrimSpace(f.sig)); sig {
 	case "", "cavage", "rfc9421":
 		req.Signature = sig
 	default:
 		return req, usageError{fmt.Errorf("--signature %q: want cavage or rfc9421", f.sig)}
+	}
+	if req.Tamper != "" && req.Signature == "rfc9421" {
+		return req, usageError{fmt.Errorf("--tamper %s with --signature rfc9421: a forged send is signed draft-cavage (leave --signature out)", req.Tamper)}
 	}
 	return req, nil
 }
@@ -154,6 +160,10 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.Reason)}
 			case http.StatusBadGateway:
 				return fmt.Errorf("the crowd could not reach the target: %s", ae.Reason)
+			case http.StatusBadRequest:
+				if err := tamperRefusal(req.Tamper, ae.Reason); err != nil {
+					return err
+				}
 			}
 			return fmt.Errorf("the crowd refused to send: %s", ae.Reason)
 		}
@@ -165,6 +175,10 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 		}
 	} else {
 		printSendResult(stdout, req, &res)
+		printForged(stdout, res.Forged)
+	}
+	if res.Forged != nil {
+		return forgedExit(&res)
 	}
 	if res.Status < 200 || res.Status > 299 {
 		return exitCode{1, fmt.Errorf("%s answered HTTP %d to the %s, not 2xx", res.Inbox, res.Status, req.Type)}

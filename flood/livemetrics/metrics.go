@@ -21,7 +21,7 @@ import (
 // as absent).
 type Labels struct {
 	Label    string // --label
-	Scenario string // the scenario's name (none yet: "")
+	Scenario string // the scenario's name (none: "")
 	Seed     string // the draws' seed
 	Shard    string // --shard i/n of the crowd, "" unsharded
 }

@@ -37,7 +37,7 @@ const (
 // --stop-when:
 //
 //	expr     = metric op value
-//	op       = "<" | "<=" | ">" | ">=" | "==" | "!="
+//	op       = "<" | "<=" | ">" | ">=" | "==" | "!=" | "=" (the same as "==")
 //	metric   = [Type "."] [family "."] quantile      (a duration)
 //	         | [Type "."] counter                     (a count or share)
 //	         | rate                                   (per second)
@@ -46,7 +46,10 @@ const (
 //	quantile = "p" NUMBER (0-100, e.g. p95, p99.9) | "min" | "mean" | "max"
 //	counter  = "sent" | "dropped" | "starved" | "completed" | "aborted" |
 //	           "errors" (not 2xx) | "ok" (2xx) | "timeout" | "connerr" |
-//	           "retry_after" | "other" | "status" CODE
+//	           "retry_after" | "other" | "status" CODE |
+//	           "forged_accepted" | "forged_sent" (forged requests, by tamper
+//	           kind instead of Type: 'date.forged_accepted', digest_unsigned
+//	           for digest-unsigned; see security.go)
 //	           (CODE: 202 401 403 404 410 429 503 or 2xx 4xx 5xx, a whole range)
 //	rate     = "rate" (sent/s) | "offered" (offered/s) | "throughput" (2xx/s)
 //	value    = a Go duration (100ms, 2s) for a duration metric;
@@ -97,16 +100,20 @@ func ParseGate(expr string) (Gate, error) {
 		return g, usage(expr, "no comparison: want e.g. 'p95<100ms'")
 	}
 	lhs, rest := strings.TrimSpace(s[:i]), s[i:]
-	for _, op := range []string{"<=", ">=", "==", "!=", "<", ">"} {
+	for _, op := range []string{"<=", ">=", "==", "!=", "<", ">", "="} {
 		if strings.HasPrefix(rest, op) {
 			g.Op = op
 			break
 		}
 	}
+	rhsAt := len(g.Op)
+	if g.Op == "=" {
+		g.Op = "==" // 'forged_accepted=0' reads as an equality, as people write it
+	}
 	if g.Op == "" {
 		return g, usage(expr, "unknown operator: want one of < <= > >= == !=")
 	}
-	rhs := strings.TrimSpace(rest[len(g.Op):])
+	rhs := strings.TrimSpace(rest[rhsAt:])
 	if lhs == "" || rhs == "" {
 		return g, usage(expr, "want metric, operator and value, e.g. 'p95<100ms'")
 	}
@@ -415,6 +422,9 @@ func (g Gate) durationActual(r *Record) (float64, bool) {
 // counter returns the count, its denominator for a share, and whether the
 // type exists.
 func (g Gate) counter(r *Record) (n, of int64, ok bool) {
+	if isForgedCounter(g.Metric) {
+		return r.Security.forgedCounter(g.Metric, g.Type)
+	}
 	t, ok := r.Type(g.Type)
 	if !ok {
 		return 0, 0, false
@@ -454,7 +464,7 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 func counterName(expr, leaf string) (string, error) {
 	switch leaf {
 	case "sent", "dropped", "starved", "completed", "aborted", "errors", "ok", "retry_after",
-		"status2xx", "status4xx", "status5xx":
+		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent":
 		return leaf, nil
 	case "timeouts":
 		return "timeout", nil

@@ -33,7 +33,7 @@ func TestParseGate(t *testing.T) {
 		{"rate>=offered", "rate>=1*offered"},                     // implicit coefficient
 		{"P95<100ms", "latency.p95<100ms"},                       // case of the metric
 		{"p95", ""},                                              // no operator
-		{"p95=100ms", ""},                                        // single '='
+		{"p95=100ms", "latency.p95==100ms"},                      // single '=' is '=='
 		{"p95<", ""},                                             // no value
 		{"<100ms", ""},                                           // no metric
 		{"p95<5%", ""},                                           // a latency is not a share

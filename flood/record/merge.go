@@ -40,6 +40,7 @@ func Merge(recs ...*Record) (*Record, error) {
 		return nil, err
 	}
 	out.Timeline = mergeTimelines(out.Start, recs)
+	out.Security = mergeSecurity(recs)
 	out.Signatures = mergeSignatures(recs)
 	out.Settings.MaxInflight = first.Settings.MaxInflight
 	out.finish()

@@ -46,6 +46,9 @@ type Settings struct {
 	Signing     string        // "pipeline", "presign" or "jit"
 	Target      string        // what was flooded (personas, inbox mode), free text
 	Shard       string        // "i/n" of this generator, "" when not sharded
+	// Scenario is the scenario the run was asked for (--scenario): a
+	// preset's name or a file's; "" when none.
+	Scenario string
 }
 
 // settingsJSON is the wire form of Settings: durations as Go duration
@@ -63,6 +66,7 @@ type settingsJSON struct {
 	Signing     string  `json:"signing"`
 	Target      string  `json:"target"`
 	Shard       string  `json:"shard"`
+	Scenario    string  `json:"scenario,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings.
@@ -71,7 +75,7 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 		Label: s.Label, Rate: s.Rate, Arrivals: s.Arrivals,
 		Duration: s.Duration.String(), Warmup: s.Warmup.String(),
 		MaxSends: s.MaxSends, MaxInflight: s.MaxInflight, Timeout: s.Timeout.String(),
-		Mix: s.Mix, Signing: s.Signing, Target: s.Target, Shard: s.Shard,
+		Mix: s.Mix, Signing: s.Signing, Target: s.Target, Shard: s.Shard, Scenario: s.Scenario,
 	})
 }
 
@@ -95,7 +99,7 @@ func (s *Settings) UnmarshalJSON(b []byte) error {
 	*s = Settings{
 		Label: j.Label, Rate: j.Rate, Arrivals: j.Arrivals,
 		Duration: ds[0], Warmup: ds[1], MaxSends: j.MaxSends, MaxInflight: j.MaxInflight,
-		Timeout: ds[2], Mix: j.Mix, Signing: j.Signing, Target: j.Target, Shard: j.Shard,
+		Timeout: ds[2], Mix: j.Mix, Signing: j.Signing, Target: j.Target, Shard: j.Shard, Scenario: j.Scenario,
 	}
 	return nil
 }
@@ -119,6 +123,7 @@ func (s Settings) diff(o Settings) []string {
 	add("mix", s.Mix, o.Mix)
 	add("signing", s.Signing, o.Signing)
 	add("target", s.Target, o.Target)
+	add("scenario", s.Scenario, o.Scenario)
 	return d
 }
 
@@ -197,6 +202,9 @@ type Record struct {
 	// during the run (fetchback.go); nil when the crowd could not count
 	// them (a crowd without the fetch-back routes, or none asked).
 	Fetchback *Fetchback `json:"fetchback,omitempty"`
+	// Security counts the forged requests of the run by tamper kind and
+	// lists those the SUT accepted (security.go); nil when it sent none.
+	Security *Security `json:"security,omitempty"`
 	// Signatures is the HTTP signature scheme the run sent (--signature)
 	// and how many sends fell back to the other one; nil in records made
 	// before it was kept.

@@ -45,6 +45,7 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	for _, l := range r.Deviations.Lines() {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
+	writeSecurityMarkdown(&b, r)
 	if r.Signatures != nil {
 		fmt.Fprintf(&b, "Signatures: %s.\n\n", record.EscapeMarkdown(r.Signatures.Summary()))
 	}
@@ -132,6 +133,7 @@ type htmlPage struct {
 	Parts      []keyValue
 	Schema     string
 	Fetchback  *fetchView // nil: the record has no fetch-back section
+	Security   []string   // the security section's lines (security.go); none without it
 }
 
 // WriteHTML writes the record as one self-contained HTML page (no script,
@@ -181,6 +183,10 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 	if r.Generators() > 1 {
 		p.Subtitle += fmt.Sprintf(", %d generators merged", r.Generators())
 	}
+	if r.Settings.Scenario != "" {
+		p.Subtitle += ", scenario " + r.Settings.Scenario
+	}
+	p.Security = r.Security.SecurityLines(findingsShown)
 	if r.Partial {
 		p.Partial = "Partial run: " + string(r.PartialReason) + ". The figures cover the part that ran."
 	}
@@ -523,7 +529,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 <body>
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Subtitle}}</p>
-{{if .Partial}}<p class="partial">{{.Partial}}</p>{{end}}{{if .Changed}}<div class="partial" id="changed"><strong>Changed from what was asked</strong>:<ul>{{range .Changed}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
+{{if .Partial}}<p class="partial">{{.Partial}}</p>{{end}}{{if .Changed}}<div class="partial" id="changed"><strong>Changed from what was asked</strong>:<ul>{{range .Changed}}<li>{{.}}</li>{{end}}</ul></div>{{end}}{{if .Security}}<div class="partial" id="security"><strong>Verification</strong>:<ul>{{range .Security}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <ul class="cards" id="summary">
 {{range .Headline}}<li><span class="k">{{.Key}}</span><span class="v">{{.Value}}</span></li>
 {{end}}</ul>

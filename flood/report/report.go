@@ -141,6 +141,7 @@ func WriteTable(w io.Writer, r *record.Record) error {
 	if err := writeFetchbackTable(&b, r); err != nil {
 		return err
 	}
+	writeSecurity(&b, r)
 	writeVerdict(&b, r.Bottleneck)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -171,6 +172,9 @@ func writeRunLine(b *strings.Builder, r *record.Record) {
 	}
 	if s.Mix != "" {
 		fmt.Fprintf(b, ", mix %s", s.Mix)
+	}
+	if s.Scenario != "" {
+		fmt.Fprintf(b, ", scenario %s", s.Scenario)
 	}
 	b.WriteString("\n")
 }

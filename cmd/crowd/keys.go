@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture"
+)
+
+func newKeysCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Manage the crowd's actor keys: rotate them",
+		Args:  noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("crowd keys wants a subcommand: rotate (see crowd keys --help)")}
+		},
+	}
+	cmd.AddCommand(newKeysRotateCmd())
+	return cmd
+}
+
+type rotateFlags struct {
+	world   worldFlags
+	origins []string
+	actors  []string
+	retire  bool
+}
+
+func newKeysRotateCmd() *cobra.Command {
+	f := &rotateFlags{}
+	cmd := &cobra.Command{
+		Use:   "rotate",
+		Short: "Give chosen actors new keys, and tell the servers that know them (Update(Person)); or retire the old keys",
+		Long: `Rotate the keys of a stopped crowd's actors (--state, with the world flags its crowd serve was
+given): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
+new RSA key under the next key id (#main-key-2, #main-key-3 …), kept in --state. Its old public
+key keeps answering at its key id (the actor document lists it in additionalPublicKeys) until
+'crowd keys rotate --retire', which stops serving the retained keys: requests signed with them are
+refused from then on.
+
+Each rotated actor's Update(Person), carrying its new document, is queued in the crowd's delivery
+queue for every server its follow graph relates it to and every inbox its activity log sent to; the
+next 'crowd serve' delivers them, signed with the new key. A flood after the rotation counts, per
+key, the SUT's 401s until it accepted the new key (the record's security.key_refusals).
+
+The crowd must be stopped: its state directory is taken as crowd serve takes it.`,
+		Example: `  crowd keys rotate --state crowd-state --actor alice@flood3.test
+  crowd keys rotate --state crowd-state --origin flood1.test --origin flood2.test
+  crowd keys rotate --state crowd-state --actor alice@flood3.test --retire`,
+		Args: noArgsUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRotate(cmd.OutOrStdout(), f)
+		},
+	}
+	f.world.register(cmd)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.origins, "origin", nil, "rotate every actor of this origin (repeatable)")
+	fl.StringArrayVar(&f.actors, "actor", nil, "rotate this actor, NAME@HOST (repeatable)")
+	fl.BoolVar(&f.retire, "retire", false, "instead of new keys, stop serving the old keys the last rotations kept")
+	return cmd
+}
+
+func runRotate(w io.Writer, f *rotateFlags) error {
+	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, Origins: f.origins, Actors: f.actors, Retire: f.retire})
+	for _, r := range done {
+		if f.retire {
+			fmt.Fprintf(w, "%s: old keys retired; its key is %s\n", r.Acct, r.KeyID)
+		} else {
+			fmt.Fprintf(w, "%s: new key %s; Update(Person) queued for %d recipient(s)\n", r.Acct, r.KeyID, r.Queued)
+		}
+	}
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+		return usageError{err}
+	}
+	return err
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/crowdtest"
+)
+
+// TestKeysRotate rotates alice@flood1.test's key on a stopped crowd: the
+// restarted crowd serves her new key under #main-key-2 with the old one
+// retained, and has queued her Update(Person), carrying that document,
+// for the remote actor she follows; --retire then drops the old key.
+func TestKeysRotate(t *testing.T) {
+	state := t.TempDir()
+	c := crowdtest.Start(t, crowdtest.Options{StateDir: state})
+	const alice, remote = "https://flood1.test/users/alice", "https://sut.test/users/load0"
+	if _, err := c.Inbox.RegisterFollowing(adminapi.FollowingRequest{Local: alice, Remote: remote, FollowID: alice + "/follows/x"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop()
+	world := []string{"--state", state, "--origins", "2", "--actors", "2"}
+	code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test"}, world...)...)
+	if code != 0 || !strings.Contains(out, "alice@flood1.test: new key "+alice+"#main-key-2; Update(Person) queued for 1 recipient(s)") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	c = crowdtest.Start(t, crowdtest.Options{StateDir: state})
+	a, _ := c.World.ActorByID(alice)
+	var doc struct {
+		PublicKey            struct{ ID string }   `json:"publicKey"`
+		AdditionalPublicKeys []struct{ ID string } `json:"additionalPublicKeys"`
+	}
+	json.Unmarshal(a.DocumentJSON(), &doc)
+	if doc.PublicKey.ID != alice+"#main-key-2" || len(doc.AdditionalPublicKeys) != 1 || doc.AdditionalPublicKeys[0].ID != alice+"#main-key" {
+		t.Fatalf("document keys %+v", doc)
+	}
+	var update *adminapi.Delivery
+	for _, d := range c.Inbox.Pending() {
+		if d.Type == "Update" && d.To == remote && d.From == alice {
+			update = &d
+		}
+	}
+	if update == nil {
+		t.Fatalf("no Update(Person) for %s pending: %+v", remote, c.Inbox.Pending())
+	}
+	var upd struct {
+		Object struct {
+			ID        string
+			PublicKey struct{ ID string } `json:"publicKey"`
+		}
+	}
+	json.Unmarshal(update.Activity, &upd)
+	if upd.Object.ID != alice || upd.Object.PublicKey.ID != alice+"#main-key-2" {
+		t.Fatalf("the Update carries %+v", upd.Object)
+	}
+	c.Stop()
+	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--retire"}, world...)...); code != 0 || !strings.Contains(out, "old keys retired") {
+		t.Fatalf("--retire: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "zed@flood9.test"}, world...)...); code != 2 || !strings.Contains(errOut, "zed@flood9.test") {
+		t.Fatalf("an unknown actor: exit %d\n%s", code, errOut)
+	}
+}

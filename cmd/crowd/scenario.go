@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/crowdfed/crowd/loadrun"
+)
+
+// scenarioFlags are the flags of crowd flood and crowd run that name a
+// scenario and what it adds beyond the other flags.
+type scenarioFlags struct {
+	scenario    string
+	tamper      string
+	tamperShare float64
+	originZipf  float64
+	targetPosts int
+}
+
+func (s *scenarioFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&s.scenario, "scenario", "", "a preset scenario by name, or a scenario file: mix, senders, timing and forgeries as data ('--scenario help' lists them); flags given on the command line win")
+	fl.StringVar(&s.tamper, "tamper", "", "forged requests to send among the others: all, or some of body, digest-unsigned, wrong-key, date, created, target, replay, unknown-key (each counted apart; a 2xx to one is a security finding)")
+	fl.Float64Var(&s.tamperShare, "tamper-share", 0.5, "with --tamper: the share of sends forged, above 0 and at most 1")
+	fl.Float64Var(&s.originZipf, "origin-zipf", 0, "draw the senders' origins from a Zipf distribution with this exponent (> 1): a few busy servers and a long tail; 0 = uniform")
+	fl.IntVar(&s.targetPosts, "target-posts", 0, "Likes (and Announces) go to each persona's N newest posts only (0: any of its posts)")
+}
+
+// apply reads --scenario and sets each flag of cmd it names that neither
+// the command line nor the environment set. help is true for
+// '--scenario help', whose list it prints to cmd's output. It returns the
+// scenario's name ("" with none).
+func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err error) {
+	if s.scenario == "" {
+		return "", false, nil
+	}
+	cat, err := loadrun.Scenarios()
+	if err != nil {
+		return "", false, err
+	}
+	if s.scenario == "help" {
+		fmt.Fprint(cmd.OutOrStdout(), cat.Help())
+		return "", true, nil
+	}
+	sc, err := cat.Load(s.scenario)
+	if err != nil {
+		return "", false, usageError{fmt.Errorf("--scenario: %w", err)}
+	}
+	set := map[string]bool{}
+	for _, st := range sc.Settings {
+		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
+		f := cmd.Flags().Lookup(st.Key)
+		if f == nil || st.Key == "scenario" {
+			return "", false, usageError{fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name())}
+		}
+		_, list := f.Value.(pflag.SliceValue)
+		if f.Changed && !set[st.Key] {
+			continue // the command line (or CROWD_<FLAG>) wins
+		}
+		if set[st.Key] && !list {
+			return "", false, usageError{fmt.Errorf("%s: --%s is set twice", where, st.Key)}
+		}
+		if err := cmd.Flags().Set(st.Key, st.Value); err != nil {
+			return "", false, usageError{fmt.Errorf("%s: --%s %q: %v", where, st.Key, st.Value, err)}
+		}
+		set[st.Key] = true
+	}
+	return sc.Name, false, nil
+}
+
+// config is what the scenario flags add to a load run.
+func (s *scenarioFlags) config(name string) *loadrun.ScenarioConfig {
+	c := &loadrun.ScenarioConfig{Name: name, Tamper: s.tamper, TamperShare: s.tamperShare, OriginZipf: s.originZipf,
+		TargetPosts: s.targetPosts}
+	if *c == (loadrun.ScenarioConfig{TamperShare: c.TamperShare}) {
+		return nil
+	}
+	return c
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/loadrun"
+)
+
+// TestScenarioApply: a scenario sets the flags the command line left,
+// the command line wins, list flags take every line, and a file's
+// mistakes are usage errors naming file and line.
+func TestScenarioApply(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.scenario", "name = mine\nrate = 7\nmix = like=1\nexpect = p95<1s\nexpect = errors<1%\ntamper = date\n")
+	cmd := newFloodCmd(&globalOptions{})
+	f := &floodFlags{}
+	cmd.ResetFlags()
+	f.register(cmd)
+	if err := cmd.ParseFlags([]string{"--scenario", good, "--mix", "create=1"}); err != nil {
+		t.Fatal(err)
+	}
+	name, help, err := f.scn.apply(cmd)
+	if err != nil || help || name != "mine" {
+		t.Fatalf("apply: %q %v %v", name, help, err)
+	}
+	if f.rate != "7" || f.mix != "create=1" || strings.Join(f.expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
+		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", f.rate, f.mix, f.expect, f.scn.tamper)
+	}
+	if c := f.scn.config(name); c == nil || c.Name != "mine" || c.Tamper != "date" {
+		t.Fatalf("config %+v", c)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"}, // not a flag
+		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},   // a scalar set twice
+		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},    // a value the flag refuses
+		{"syntax.scenario", "rate = 1\n", "no name"},                        // not a scenario
+	} {
+		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, want 2 naming %q:\n%s", tc.name, code, tc.want, errOut)
+		}
+	}
+	for _, c := range []string{"flood", "run"} {
+		code, out, errOut := runCLI(t, c, "--scenario", "help")
+		if code != 0 || !strings.Contains(out, "boost-storm") || !strings.Contains(out, "incident:") {
+			t.Errorf("crowd %s --scenario help: exit %d\n%s\n%s", c, code, out, errOut)
+		}
+		if code, _, errOut := runCLI(t, c, "--scenario", "nope"); code != 2 || !strings.Contains(errOut, "neither a preset") {
+			t.Errorf("crowd %s --scenario nope: exit %d\n%s", c, code, errOut)
+		}
+	}
+	// A flag that does not exist on crowd run (its personas are its own).
+	run := write("run.scenario", "name = r\npersonas-file = x\n")
+	if code, _, errOut := runCLI(t, "run", "--scenario", run); code != 2 || !strings.Contains(errOut, "not a flag of crowd run") {
+		t.Errorf("crowd run with a flood-only flag: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestPresetsApply applies every preset to crowd flood and crowd run: each
+// key is a flag of both and each value one the flag takes, and every
+// preset validates whole (the vocabulary's verbs included).
+func TestPresetsApply(t *testing.T) {
+	cat, err := loadrun.Scenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range cat.Names() {
+		for _, mk := range []func() (*cobra.Command, *floodFlags){
+			func() (*cobra.Command, *floodFlags) {
+				f := &floodFlags{}
+				c := &cobra.Command{Use: "flood"}
+				f.register(c)
+				return c, f
+			},
+			func() (*cobra.Command, *floodFlags) {
+				r := &runFlags{}
+				c := r.command(&globalOptions{})
+				return c, &r.flood
+			},
+		} {
+			cmd, f := mk()
+			if err := cmd.ParseFlags([]string{"--scenario", name, "--standalone", "--out", t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := f.scn.apply(cmd)
+			if err != nil || got != name {
+				t.Fatalf("%s on crowd %s: %v", name, cmd.Name(), err)
+			}
+			c, err := f.config(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Scenario = f.scn.config(got)
+			if errs := c.Validate(); len(errs) != 0 {
+				t.Errorf("%s on crowd %s: %v", name, cmd.Name(), errs)
+			}
+		}
+	}
+}
+
+// TestPresetsSelfFlood floods the crowd's own inboxes with two presets of
+// the vocabulary's verbs (shortened by flags, which win): each sends its
+// verbs, every one answered 2xx, and the record names the scenario.
+func TestPresetsSelfFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		types []string // the per-type rows the preset's mix makes
+	}{
+		// Boosts and Likes, senders drawn by origin.
+		{"boost-storm", []string{"Announce", "Like"}},
+		// Account deletions of leavers.
+		{"delete-storm", []string{"Delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, out := t.TempDir(), t.TempDir()
+			code, stdout, stderr := runCLIContext(t, context.Background(),
+				standalone(state, out, "--scenario", tc.name, "--seconds", "2", "--rate", "20", "--signing", "jit")...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			recs := records(t, out)
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			r := recs[0]
+			o := r.Overall
+			if r.Settings.Scenario != tc.name || o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent {
+				t.Fatalf("scenario %q, sent %d, tally %+v: want %s, every send answered 202", r.Settings.Scenario, o.Counts.Sent, o.Tally, tc.name)
+			}
+			for _, typ := range tc.types {
+				if tr, ok := r.Types[typ]; !ok || tr.Counts.Sent == 0 {
+					t.Errorf("no %s sent (types %v)", typ, r.TypeNames())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/crowdfed/crowd/adminapi"
+)
+
+// tamperUsage is --tamper's help on crowd send.
+const tamperUsage = "forge the send (a Create or a Like) as one kind a correct server refuses: body (changed after signing), " +
+	"digest-unsigned, wrong-key (another actor's key), date or created (a day old), target (signed for another inbox), " +
+	"replay (sent twice, the second time once the first was accepted) or unknown-key (a keyId that answers 404)"
+
+// registerTamper adds crowd send's --tamper to fl.
+func registerTamper(fl *pflag.FlagSet, tamper *string) {
+	fl.StringVar(tamper, "tamper", "", tamperUsage)
+}
+
+// printForged says what a forged send drew, after the send itself.
+func printForged(w io.Writer, f *adminapi.ForgedSend) {
+	if f == nil {
+		return
+	}
+	switch f.Verdict {
+	case adminapi.ForgedAccepted:
+		fmt.Fprintf(w, "SECURITY: the target accepted a %s forgery: it must refuse it\n", f.Kind)
+	case adminapi.ForgedRefused:
+		fmt.Fprintf(w, "forgery %s refused, as it should be\n", f.Kind)
+	case adminapi.ForgedNotReplayed:
+		fmt.Fprintf(w, "forgery %s: the original was answered %d, not accepted: nothing to replay\n", f.Kind, f.OriginalStatus)
+	default:
+		fmt.Fprintf(w, "forgery %s: no verdict (neither 2xx nor 4xx)\n", f.Kind)
+	}
+}
+
+// forgedExit is crowd send's outcome for a forged send: exit 1 when the
+// target accepted it (a finding) or gave no verdict, 0 when it refused it.
+func forgedExit(res *adminapi.SendResult) error {
+	switch res.Forged.Verdict {
+	case adminapi.ForgedRefused:
+		return nil
+	case adminapi.ForgedAccepted:
+		return exitCode{1, fmt.Errorf("%s accepted a %s forgery (HTTP %d): a security finding", res.Inbox, res.Forged.Kind, res.Status)}
+	}
+	return exitCode{1, fmt.Errorf("%s gave the %s forgery no verdict (HTTP %d)", res.Inbox, res.Forged.Kind, res.Status)}
+}
+
+// tamperRefusal turns the API's refusal of a tamper kind into a usage
+// error naming the flag.
+func tamperRefusal(tamper, reason string) error {
+	if tamper != "" && strings.Contains(reason, "tamper") {
+		return usageError{fmt.Errorf("--tamper %q: %s", tamper, reason)}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// securityRecord is the part of a record's security section
+// (flood/record/SCHEMA.md) this test reads.
+type securityRecord struct {
+	Settings struct {
+		Scenario string `json:"scenario"`
+	} `json:"settings"`
+	Security *struct {
+		Kinds map[string]struct {
+			Sent, Accepted, Refused, Failed int64
+		} `json:"kinds"`
+		Findings []struct {
+			Kind, Activity string
+			Status         int
+		} `json:"findings"`
+	} `json:"security"`
+}
+
+// TestForgeryRealFedify floods a real Fedify 1.5.9 with the forgery
+// scenario and replays on top (--tamper all), among honest traffic. The
+// judge is Fedify's own log: every forgery but the replays must be refused
+// (Fedify counts each refusal with its reason), so the record's
+// forged_accepted over those kinds is 0 and the preset's gate holds; a
+// replay Fedify answers 202 is one it counts as a duplicate (it drops an
+// activity id it has processed, after answering), never processed twice.
+func TestForgeryRealFedify(t *testing.T) {
+	f := startFederation(t, 3)
+	out := t.TempDir()
+	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--scenario", "forgery", "--tamper", "all",
+		"--seconds", "10", "--timeout", "60s", "--personas", "load%d@sut.test", "--count", "3", "--admin", "127.0.0.1:9180",
+		"--state", f.state, "--out", out, "--label", "forgery", "--log-format", "json",
+		"--expect", "forged_sent>0", "--expect", "body.forged_accepted=0", "--expect", "digest_unsigned.forged_accepted=0",
+		"--expect", "wrong_key.forged_accepted=0", "--expect", "date.forged_accepted=0", "--expect", "created.forged_accepted=0",
+		"--expect", "target.forged_accepted=0", "--expect", "unknown_key.forged_accepted=0")
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("crowd flood --scenario forgery: %v\n%s", err, output)
+	}
+	var rec securityRecord
+	readRecord(t, out, "forgery", &rec)
+	var stats struct {
+		RejectedTotal  int64 `json:"rejectedTotal"`
+		DuplicateTotal int64 `json:"duplicateTotal"`
+		Rejections     []struct {
+			Type, Reason string
+		} `json:"rejections"`
+	}
+	f.call(t, "GET", fedifyCtl+"/stats", nil, &stats)
+	if rec.Settings.Scenario != "forgery" || rec.Security == nil {
+		t.Fatalf("record: scenario %q, security %v\n%s", rec.Settings.Scenario, rec.Security, output)
+	}
+	var refused int64
+	for kind, c := range rec.Security.Kinds {
+		t.Logf("%-16s sent %d refused %d accepted %d no verdict %d", kind, c.Sent, c.Refused, c.Accepted, c.Failed)
+		refused += c.Refused
+		switch {
+		case c.Sent == 0:
+			t.Errorf("%s: none sent", kind)
+		case kind == "replay":
+			if c.Accepted != stats.DuplicateTotal {
+				t.Errorf("replay: %d answered 2xx, Fedify counted %d duplicates (a replay it processed again?)", c.Accepted, stats.DuplicateTotal)
+			}
+		case c.Refused != c.Sent:
+			t.Errorf("%s: %d of %d refused: Fedify 1.5.9 accepted a forgery", kind, c.Refused, c.Sent)
+		}
+	}
+	if len(rec.Security.Kinds) != 8 {
+		t.Errorf("kinds %v, want all eight", rec.Security.Kinds)
+	}
+	for _, fd := range rec.Security.Findings {
+		if fd.Kind != "replay" {
+			t.Errorf("finding %+v", fd)
+		}
+	}
+	// Every refusal the crowd counted is one Fedify logged, with its reason.
+	if refused != stats.RejectedTotal {
+		t.Errorf("the crowd counted %d forgeries refused, Fedify logged %d rejections", refused, stats.RejectedTotal)
+	}
+	for _, r := range stats.Rejections[:min(8, len(stats.Rejections))] {
+		t.Logf("Fedify refused a %s: %s", r.Type, r.Reason)
+	}
+	if !strings.Contains(string(output), "Forged requests:") {
+		t.Errorf("the table has no security section:\n%s", output)
+	}
+}
+
+// readRecord decodes into v the one record labelled label that a flood
+// wrote in dir.
+func readRecord(t *testing.T, dir, label string, v any) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*-"+label+".json"))
+	if len(paths) != 1 {
+		t.Fatalf("want one record labelled %s in %s, got %v", label, dir, paths)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", paths[0], err)
+	}
+}

@@ -1,0 +1,293 @@
+package record
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MaxFindings bounds the findings a record lists; the rest are counted
+// (Security.FindingsOmitted), so a SUT that accepts every forgery of a
+// long run does not make a record of gigabytes.
+const MaxFindings = 1000
+
+// Security is the record's section on forged requests (`--tamper`,
+// `--scenario forgery`): what each tamper kind drew from the SUT, and every
+// forgery it answered 2xx, a security finding. See SCHEMA.md.
+type Security struct {
+	// Kinds counts the forged requests by tamper kind (signing.Tamper).
+	Kinds map[string]*ForgeryCounts `json:"kinds"`
+	// Findings are the forged requests the SUT answered 2xx, in the order
+	// the answers came, at most MaxFindings.
+	Findings []Finding `json:"findings"`
+	// FindingsOmitted counts the findings past MaxFindings.
+	FindingsOmitted int64 `json:"findings_omitted,omitempty"`
+	// ReplaysUnready counts replays drawn before the SUT had accepted any
+	// request to replay: they went out as the honest request they were
+	// drawn with, and are not in Kinds.
+	ReplaysUnready int64 `json:"replays_unready,omitempty"`
+	// KeyRefusals lists the crowd's keys (honest requests) the SUT
+	// answered 401 before it first answered 2xx to one, at most
+	// MaxKeyRefusals, sorted by keyId: after a key rotation, how long the
+	// SUT kept a stale key.
+	KeyRefusals []KeyRefusal `json:"key_refusals,omitempty"`
+}
+
+// ForgeryCounts is what one tamper kind drew: sent = accepted + refused +
+// failed (sends interrupted before their answer are not counted).
+type ForgeryCounts struct {
+	Sent     int64 `json:"sent"`
+	Accepted int64 `json:"accepted"` // answered 2xx: each is a finding
+	Refused  int64 `json:"refused"`  // answered 4xx
+	Failed   int64 `json:"failed"`   // 5xx, 1xx/3xx, timeouts, connection errors: no verdict
+}
+
+// Finding is one forged request the SUT answered 2xx.
+type Finding struct {
+	Kind     string `json:"kind"`     // the tamper kind
+	Activity string `json:"activity"` // the forged activity's id
+	Inbox    string `json:"inbox"`    // where it was posted
+	Status   int    `json:"status"`   // the SUT's answer
+}
+
+// Add counts one forged request of kind that got class (status when it
+// was answered) at inbox, listing it as a finding when it was accepted.
+func (s *Security) Add(kind, activity, inbox string, class Class, status int) {
+	if s.Kinds == nil {
+		s.Kinds = map[string]*ForgeryCounts{}
+	}
+	c := s.Kinds[kind]
+	if c == nil {
+		c = &ForgeryCounts{}
+		s.Kinds[kind] = c
+	}
+	c.Sent++
+	switch {
+	case class.OK():
+		c.Accepted++
+		if len(s.Findings) < MaxFindings {
+			s.Findings = append(s.Findings, Finding{Kind: kind, Activity: activity, Inbox: inbox, Status: status})
+		} else {
+			s.FindingsOmitted++
+		}
+	case class >= Class401 && class <= ClassOther4xx:
+		c.Refused++
+	default:
+		c.Failed++
+	}
+}
+
+// Clone is a deep copy of s (nil for nil).
+func (s *Security) Clone() *Security {
+	if s == nil {
+		return nil
+	}
+	out := &Security{Findings: slices.Clone(s.Findings), FindingsOmitted: s.FindingsOmitted, ReplaysUnready: s.ReplaysUnready,
+		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds)), KeyRefusals: slices.Clone(s.KeyRefusals)}
+	for k, c := range s.Kinds {
+		cc := *c
+		out.Kinds[k] = &cc
+	}
+	return out
+}
+
+// Total sums the counts of every kind.
+func (s *Security) Total() ForgeryCounts {
+	var t ForgeryCounts
+	if s == nil {
+		return t
+	}
+	for _, c := range s.Kinds {
+		t.Sent += c.Sent
+		t.Accepted += c.Accepted
+		t.Refused += c.Refused
+		t.Failed += c.Failed
+	}
+	return t
+}
+
+// merge adds o to s: counts add up, findings are appended up to
+// MaxFindings.
+func (s *Security) merge(o *Security) {
+	if o == nil {
+		return
+	}
+	if s.Kinds == nil {
+		s.Kinds = map[string]*ForgeryCounts{}
+	}
+	for k, c := range o.Kinds {
+		t := s.Kinds[k]
+		if t == nil {
+			t = &ForgeryCounts{}
+			s.Kinds[k] = t
+		}
+		t.Sent += c.Sent
+		t.Accepted += c.Accepted
+		t.Refused += c.Refused
+		t.Failed += c.Failed
+	}
+	room := max(0, MaxFindings-len(s.Findings))
+	take := min(room, len(o.Findings))
+	s.Findings = append(s.Findings, o.Findings[:take]...)
+	s.FindingsOmitted += o.FindingsOmitted + int64(len(o.Findings)-take)
+	s.ReplaysUnready += o.ReplaysUnready
+	s.KeyRefusals = mergeKeyRefusals(s.KeyRefusals, o.KeyRefusals)
+}
+
+// mergeKeyRefusals joins two generators' lists: a key's refusals add up,
+// and it was accepted when either saw it accepted.
+func mergeKeyRefusals(a, b []KeyRefusal) []KeyRefusal {
+	by := map[string]KeyRefusal{}
+	for _, k := range append(slices.Clone(a), b...) {
+		m := by[k.KeyID]
+		m.KeyID, m.Refused, m.Accepted = k.KeyID, m.Refused+k.Refused, m.Accepted || k.Accepted
+		by[k.KeyID] = m
+	}
+	out := make([]KeyRefusal, 0, len(by))
+	for _, k := range by {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(x, y KeyRefusal) int { return strings.Compare(x.KeyID, y.KeyID) })
+	if len(out) > MaxKeyRefusals {
+		out = out[:MaxKeyRefusals]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// mergeSecurity is the security section of records merged: nil when none
+// has one.
+func mergeSecurity(recs []*Record) *Security {
+	var out *Security
+	for _, r := range recs {
+		if r.Security == nil {
+			continue
+		}
+		if out == nil {
+			out = &Security{Kinds: map[string]*ForgeryCounts{}, Findings: []Finding{}}
+		}
+		out.merge(r.Security)
+	}
+	return out
+}
+
+// SecurityLines describe the section for people: one line per kind, then
+// the findings (at most limit of them; the rest counted). None without
+// forged requests.
+func (s *Security) SecurityLines(limit int) []string {
+	if s == nil {
+		return nil
+	}
+	lines := s.keyRefusalLines()
+	if len(s.Kinds) == 0 {
+		return lines
+	}
+	return append(s.forgeryLines(limit), lines...)
+}
+
+// keyRefusalLines describe KeyRefusals in one line.
+func (s *Security) keyRefusalLines() []string {
+	keys, refused, never := s.KeyRefusalsTotal()
+	if keys == 0 {
+		return nil
+	}
+	worst := slices.MaxFunc(s.KeyRefusals, func(x, y KeyRefusal) int { return int(x.Refused - y.Refused) })
+	return []string{fmt.Sprintf("Keys refused before accepted: %d key(s) answered 401 %d times before a 2xx (%d never accepted; most: %s, %d) — a SUT holding stale keys until it refetched.",
+		keys, refused, never, worst.KeyID, worst.Refused)}
+}
+
+// forgeryLines describe Kinds and the findings.
+func (s *Security) forgeryLines(limit int) []string {
+	t := s.Total()
+	verdict := "every forged request was refused"
+	if t.Accepted > 0 {
+		verdict = fmt.Sprintf("SECURITY: %d forged request(s) accepted", t.Accepted)
+	}
+	lines := []string{fmt.Sprintf("Forged requests: %d sent, %d refused, %d accepted, %d without a verdict: %s.",
+		t.Sent, t.Refused, t.Accepted, t.Failed, verdict)}
+	kinds := make([]string, 0, len(s.Kinds))
+	for k := range s.Kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		c := s.Kinds[k]
+		mark := ""
+		if c.Accepted > 0 {
+			mark = "  <- ACCEPTED"
+		}
+		lines = append(lines, fmt.Sprintf("  %-16s sent %d, refused %d, accepted %d, no verdict %d%s", k, c.Sent, c.Refused, c.Accepted, c.Failed, mark))
+	}
+	if s.ReplaysUnready > 0 {
+		lines = append(lines, fmt.Sprintf("  (%d replays drawn before any request was accepted went out honest)", s.ReplaysUnready))
+	}
+	for i, f := range s.Findings {
+		if i == limit {
+			lines = append(lines, fmt.Sprintf("  … %d more findings in the record", int64(len(s.Findings)-limit)+s.FindingsOmitted))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  finding: %s forgery %s answered %d at %s", f.Kind, f.Activity, f.Status, f.Inbox))
+	}
+	if s.FindingsOmitted > 0 && len(s.Findings) <= limit {
+		lines = append(lines, fmt.Sprintf("  … %d more findings not listed (the record keeps %d)", s.FindingsOmitted, MaxFindings))
+	}
+	return lines
+}
+
+// forgedCounter is the gate counter forged_accepted (and forged_sent):
+// over every kind, or one kind. Without a security section there is no
+// data: a gate on forgeries of a run that sent none is missed, not met.
+func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
+	if s == nil {
+		return 0, 0, false
+	}
+	c := s.Total()
+	if kind != "" {
+		k, found := s.Kinds[strings.ReplaceAll(strings.ToLower(kind), "_", "-")]
+		if !found {
+			return 0, 0, false
+		}
+		c = *k
+	}
+	if metric == "forged_sent" {
+		return c.Sent, c.Sent, true
+	}
+	return c.Accepted, c.Sent, true
+}
+
+// isForgedCounter reports the counters of the security section.
+func isForgedCounter(m string) bool { return m == "forged_accepted" || m == "forged_sent" }
+
+// MaxKeyRefusals bounds the keys Security.KeyRefusals lists.
+const MaxKeyRefusals = 1000
+
+// KeyRefusal is one of the crowd's keys the SUT answered 401 before it
+// accepted a request signed with it (or never did): the SUT did not know
+// the key yet, or held a stale one (after `crowd keys rotate`) until it
+// refetched the actor.
+type KeyRefusal struct {
+	KeyID string `json:"key_id"`
+	// Refused counts the 401s before the first 2xx (all of them when
+	// Accepted is false).
+	Refused int64 `json:"refused"`
+	// Accepted says a request signed with the key was answered 2xx after
+	// the refusals.
+	Accepted bool `json:"accepted"`
+}
+
+// KeyRefusalsTotal sums Refused over the listed keys.
+func (s *Security) KeyRefusalsTotal() (keys, refused, never int64) {
+	if s == nil {
+		return 0, 0, 0
+	}
+	for _, k := range s.KeyRefusals {
+		keys++
+		refused += k.Refused
+		if !k.Accepted {
+			never++
+		}
+	}
+	return keys, refused, never
+}

@@ -1,0 +1,121 @@
+package pasture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/statedir"
+)
+
+// RotateConfig asks for a key rotation of a stopped crowd.
+type RotateConfig struct {
+	// World is the crowd's world, as its crowd serve was given it.
+	World WorldConfig
+	// Origins are the hosts whose actors rotate; Actors are accounts
+	// (name@host) that rotate. Both empty: every person of the world.
+	Origins, Actors []string
+	// Retire, instead of a new key, stops serving the keys a rotation
+	// retained: requests signed with them are refused from then on.
+	Retire bool
+}
+
+// Rotated is what RotateKeys did to one actor.
+type Rotated struct {
+	Acct   string
+	KeyID  string // the key id now
+	Queued int    // Update(Person) deliveries queued
+}
+
+// RotateKeys rotates (or retires) the keys of the chosen actors of the
+// crowd whose state is cfg.World.StateDir, which must be stopped: the
+// state directory is taken as a running crowd would take it (an error
+// wrapping statedir.ErrNotDir, or naming the running owner). For each
+// rotated actor it queues an Update(Person) to every server the crowd knows
+// it has to do with (inbox.AnnounceKey), in the crowd's persistent delivery
+// queue: the next crowd serve delivers them, signed with the new key, while
+// the old key keeps answering at its id until --retire. A name that is no
+// crowd actor is an error (wrapping ErrConfig) before anything changes.
+func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
+	lock, err := statedir.Acquire(cfg.World.StateDir)
+	if errors.Is(err, statedir.ErrNotDir) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (stop the crowd first: keys rotate only while it does not serve them)", err)
+	}
+	defer lock.Release()
+	acfg, err := cfg.World.ActorsConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	w, err := actors.Open(acfg)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	chosen, err := chooseActors(w, cfg.Origins, cfg.Actors)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	in, err := inbox.New(inbox.Config{World: w})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		in.Shutdown(ctx)
+	}()
+	var out []Rotated
+	for _, a := range chosen {
+		r := Rotated{Acct: a.Acct()}
+		if cfg.Retire {
+			err = w.RetireKeys(a)
+		} else if err = w.RotateKey(a, false); err == nil {
+			r.Queued, err = in.AnnounceKey(a)
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", a.Acct(), err)
+		}
+		r.KeyID = a.KeyID
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// chooseActors are the persons of the origins and the accounts named;
+// none named: every person.
+func chooseActors(w *actors.World, origins, accts []string) ([]*actors.Actor, error) {
+	if len(origins) == 0 && len(accts) == 0 {
+		return w.Actors(), nil
+	}
+	var out []*actors.Actor
+	for _, h := range origins {
+		o, ok := w.Origin(h)
+		if !ok {
+			return nil, fmt.Errorf("--origin %s: no such origin (the world has %s … %s)", h, w.Hosts()[0], w.Hosts()[len(w.Hosts())-1])
+		}
+		out = append(out, o.Persons()...)
+	}
+	for _, acct := range accts {
+		name, host, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(acct, "acct:"), "@"), "@")
+		o, ok := w.Origin(host)
+		var a *actors.Actor
+		if ok {
+			a, ok = o.Actor(name)
+		}
+		if !ok || a.Kind != actors.KindPerson {
+			return nil, fmt.Errorf("--actor %s: no such crowd actor (name@floodN.test)", acct)
+		}
+		if !slices.ContainsFunc(out, func(b *actors.Actor) bool { return b.ID == a.ID }) { // actors are values: compare ids
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
