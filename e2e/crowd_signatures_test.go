@@ -62,9 +62,9 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 		}
 		var m map[string]any
 		json.Unmarshal(raw, &m)
-		m["publicKeyPem"] = alice.PublicKeyPEM
+		m["publicKeyPem"] = alice.PublicKeyPEM()
 		if method == http.MethodGet {
-			m["publicKeyPem"] = world.Origins[0].Instance.PublicKeyPEM
+			m["publicKeyPem"] = world.Origins[0].Instance.PublicKeyPEM()
 		}
 		if tamper != nil {
 			tamper(m)
