@@ -194,8 +194,10 @@ func (b *bench) serveReady(ctx context.Context, world ...string) (time.Duration,
 	if err != nil {
 		return 0, 0, err
 	}
-	args := append(append([]string{"serve"}, world...), "--domain", benchDomain,
-		"--https", "127.0.0.1:0", "--http", "", "--dns", "", "--admin", admin, "--log-level", "warn", "--log-format", "json")
+	// The world's flags come last: a flag given twice takes its last value,
+	// so a row can turn on what these defaults leave off (--dns).
+	args := append([]string{"serve", "--domain", benchDomain,
+		"--https", "127.0.0.1:0", "--http", "", "--dns", "", "--admin", admin, "--log-level", "warn", "--log-format", "json"}, world...)
 	cmd := exec.Command(b.crowd, args...)
 	cmd.Env = cleanEnv()
 	cmd.SysProcAttr = childAttr()

@@ -255,16 +255,34 @@ func TestPrometheusConfig(t *testing.T) {
 	}
 }
 
-// composeFile is the part of pasture/compose.yaml the monitoring check reads.
+// composeFile is the part of the compose files (pasture/compose*.yaml) the checks here read.
 type composeFile struct {
 	Services map[string]struct {
 		Profiles    []string          `json:"profiles"`
 		Volumes     []string          `json:"volumes"`
+		NetworkMode string            `json:"network_mode"`
+		CapAdd      []string          `json:"cap_add"`
+		Command     []string          `json:"command"`
 		Environment map[string]string `json:"environment"`
 		Networks    map[string]struct {
 			IPv4 string `json:"ipv4_address"`
 		} `json:"networks"`
 	} `json:"services"`
+}
+
+// readCompose parses a compose file with python3's YAML parser, the one podman-compose itself
+// uses.
+func readCompose(t *testing.T, path string) composeFile {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys, json, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", path).Output()
+	if err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	var c composeFile
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestComposeMonitoringProfile parses pasture/compose.yaml (with python3's YAML parser, which
@@ -274,15 +292,7 @@ type composeFile struct {
 func TestComposeMonitoringProfile(t *testing.T) {
 	RequireTools(t, "python3")
 	dir := filepath.Join(ModuleRoot(t), "pasture")
-	out, err := exec.Command("python3", "-c", "import sys, json, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)",
-		filepath.Join(dir, "compose.yaml")).Output()
-	if err != nil {
-		t.Fatalf("parsing compose.yaml: %v", err)
-	}
-	var c composeFile
-	if err := json.Unmarshal(out, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readCompose(t, filepath.Join(dir, "compose.yaml"))
 	ip := func(svc string) string {
 		for _, n := range c.Services[svc].Networks {
 			return n.IPv4
