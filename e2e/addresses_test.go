@@ -180,8 +180,13 @@ func TestOriginsSendFromTheirOwnAddresses(t *testing.T) {
 		if len(posts) != origins || len(seen) != origins {
 			t.Errorf("the SUT received %d Follows from %d distinct addresses, want %d from %d", len(posts), len(seen), origins, origins)
 		}
-		// Discovery's signed GETs too leave from their signer's origin's address.
-		checkFromSigner(t, plan, w.sut.received(func(r sutRequest) bool { return r.Method == http.MethodGet && r.Signer != "" }))
+		// Discovery's signed GETs too leave from their signer's origin's address (persona
+		// discovery signs at least the actor fetch of load0).
+		gets := w.sut.received(func(r sutRequest) bool { return r.Method == http.MethodGet && r.Signer != "" })
+		if len(gets) == 0 {
+			t.Error("the SUT received no signed GET: persona discovery did not sign its fetches")
+		}
+		checkFromSigner(t, plan, gets)
 	})
 
 	// The same flood twice, at the same total rate, against a limit of 40 requests per minute
