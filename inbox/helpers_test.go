@@ -57,7 +57,13 @@ func openWorld(t testing.TB, stateDir string) *actors.World {
 			}
 		}
 	}
-	w, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: stateDir})
+	// The backend CROWD_CRYPTO names (auto when unset: libcrypto in a cgo build), so the
+	// benchmarks compare backends: CROWD_CRYPTO=go go test -bench InboxServeHTTP ./inbox/.
+	backend, err := signing.NewBackend(os.Getenv("CROWD_CRYPTO"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := actors.Open(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: stateDir, Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
