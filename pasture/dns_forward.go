@@ -1,0 +1,363 @@
+// The forwarding half of the crowd's DNS: the upstreams (configured or from resolv.conf),
+// the relay to them, and the check that none of them is the crowd itself.
+
+package pasture
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+	"go.uber.org/zap"
+)
+
+// dnsConfiguredUpstreams is cfg.Upstreams or, when nil, the nameservers of cfg.ResolvConf
+// (none when that file does not exist).
+func dnsConfiguredUpstreams(cfg DNSConfig) ([]string, error) {
+	if cfg.Upstreams != nil {
+		return cfg.Upstreams, nil
+	}
+	path := cfg.ResolvConf
+	if path == "" {
+		path = DefaultResolvConf
+	}
+	ups, err := UpstreamsFromResolvConf(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrDNSConfig, err)
+	}
+	return ups, nil
+}
+
+// setUpstreams keeps each upstream once, in order, and sets aside as skipped the ones self
+// would receive: forwarding to them would be a loop.
+func (h *dnsHandler) setUpstreams(ups []string, self *dnsSelf) error {
+	seen := make(map[string]bool)
+	for _, u := range ups {
+		ap, err := dnsParseUpstream(u)
+		if err != nil {
+			return err
+		}
+		s := ap.String()
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if self.has(ap) {
+			h.skipped = append(h.skipped, s)
+			continue
+		}
+		h.upstreams = append(h.upstreams, s)
+	}
+	return nil
+}
+
+// Upstreams returns the upstreams h forwards to, after defaults and the self filter, for the
+// start-up log. The handler returned by NewDNSHandler has this method and Skipped.
+func (h *dnsHandler) Upstreams() []string { return append([]string(nil), h.upstreams...) }
+
+// Skipped returns the configured upstreams that were dropped as the crowd's own address.
+func (h *dnsHandler) Skipped() []string { return append([]string(nil), h.skipped...) }
+
+// forward relays req to the upstreams and returns the first usable answer with req's id.
+func (h *dnsHandler) forward(req *dns.Msg) *dns.Msg {
+	q := req.Question[0]
+	// A failure says why, to the asker (an Extended DNS Error, RFC 8914, when it speaks EDNS)
+	// and in the log: a resolver only shows "server misbehaving".
+	fail := func(rcode int, ede uint16, why string) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetRcode(req, rcode)
+		m.RecursionAvailable = len(h.upstreams) > 0
+		if req.IsEdns0() != nil {
+			m.SetEdns0(dnsEDNSSize, false)
+			opt := m.IsEdns0()
+			opt.Option = append(opt.Option, &dns.EDNS0_EDE{InfoCode: ede, ExtraText: why})
+		}
+		h.logRefusal(q.Name, dns.RcodeToString[rcode], why)
+		return m
+	}
+	if len(h.upstreams) == 0 { // not a recursive server without upstreams
+		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative,
+			"the crowd's DNS forwards no names (no --dns-upstream): answer this one with --dns-record NAME=IP, or give --dns-upstream IP")
+	}
+	key := dnsLoopKey{id: req.Id, qtype: q.Qtype, name: strings.ToLower(q.Name)}
+	h.mu.Lock()
+	_, looped := h.inflight[key]
+	h.mu.Unlock()
+	if looped { // our own forwarded query came back: stop here
+		return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeOther,
+			"the query came back to the crowd's DNS: a --dns-upstream leads back to the crowd; answer this name with --dns-record NAME=IP")
+	}
+	select {
+	case h.forwards <- struct{}{}:
+		defer func() { <-h.forwards }()
+	default:
+		return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, "the crowd's DNS is forwarding too many queries at once")
+	}
+
+	out := req.Copy()
+	h.mu.Lock()
+	for {
+		out.Id = dns.Id()
+		key.id = out.Id
+		if _, dup := h.inflight[key]; !dup {
+			break
+		}
+	}
+	h.inflight[key] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.inflight, key)
+		h.mu.Unlock()
+	}()
+
+	for _, up := range h.upstreams {
+		r := h.ask(out, up)
+		if r == nil {
+			continue
+		}
+		if r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
+			continue
+		}
+		r.Id = req.Id
+		r.Question = req.Question
+		r.Response = true
+		return r
+	}
+	return fail(dns.RcodeServerFailure, dns.ExtendedErrorCodeNoReachableAuthority, fmt.Sprintf(
+		"no --dns-upstream answered (%s): answer this name with --dns-record NAME=IP, or fix --dns-upstream",
+		strings.Join(h.upstreams, ", ")))
+}
+
+// logRefusal logs, once per name, that name could not be answered and why.
+func (h *dnsHandler) logRefusal(name, rcode, why string) {
+	name = strings.ToLower(name)
+	h.logMu.Lock()
+	seen := h.logged[name]
+	if !seen && len(h.logged) < dnsMaxLoggedNames {
+		h.logged[name] = true
+	}
+	h.logMu.Unlock()
+	if !seen {
+		h.log.Warn("a name the crowd's DNS cannot answer", zap.String("name", name), zap.String("rcode", rcode), zap.String("why", why))
+	}
+}
+
+// ask exchanges m with one upstream over UDP, and again over TCP when the answer is truncated.
+// It returns nil when the upstream gave no usable answer.
+func (h *dnsHandler) ask(m *dns.Msg, upstream string) *dns.Msg {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	r, err := h.exchange(ctx, m, "udp", upstream)
+	if err != nil || !dnsAnswers(r, m) {
+		return nil
+	}
+	if r.Truncated {
+		// The full answer over TCP; if TCP fails, the truncated one still tells the client
+		// to retry over TCP itself.
+		if full, err := h.exchange(ctx, m, "tcp", upstream); err == nil && dnsAnswers(full, m) {
+			return full
+		}
+	}
+	return r
+}
+
+// dnsAnswers reports whether r is a reply to query m (a stray or forged packet is not).
+func dnsAnswers(r, m *dns.Msg) bool {
+	return r != nil && r.Response && r.Id == m.Id && len(r.Question) == 1 &&
+		r.Question[0].Qtype == m.Question[0].Qtype &&
+		strings.EqualFold(r.Question[0].Name, m.Question[0].Name)
+}
+
+func (h *dnsHandler) exchangeNet(ctx context.Context, m *dns.Msg, network, upstream string) (*dns.Msg, error) {
+	c := &dns.Client{Net: network, Timeout: h.timeout, UDPSize: dns.MaxMsgSize}
+	r, _, err := c.ExchangeContext(ctx, m, upstream)
+	return r, err
+}
+
+// dnsSelf decides whether an upstream address is one of the crowd's own DNS sockets.
+type dnsSelf struct {
+	exact    map[netip.AddrPort]bool
+	wildcard map[uint16]bool // ports listened on all addresses
+	local    map[netip.Addr]bool
+}
+
+func newDNSSelf(self []string, advertise []net.IP, localAddrs func() []netip.Addr) (*dnsSelf, error) {
+	s := &dnsSelf{exact: map[netip.AddrPort]bool{}, wildcard: map[uint16]bool{}, local: map[netip.Addr]bool{}}
+	for _, a := range self {
+		host, portStr, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: own address %q: %w", ErrDNSConfig, a, err)
+		}
+		port, err := dnsPort(portStr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: own address %q: %w", ErrDNSConfig, a, err)
+		}
+		switch ip, err := netip.ParseAddr(host); {
+		case host == "" || (err == nil && ip.IsUnspecified()):
+			s.wildcard[port] = true
+		case err == nil:
+			s.exact[netip.AddrPortFrom(ip.Unmap(), port)] = true
+		case strings.EqualFold(host, "localhost"):
+			s.exact[netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)] = true
+			s.exact[netip.AddrPortFrom(netip.IPv6Loopback(), port)] = true
+		default:
+			// A name: resolving it could ask this very server before it runs. Treat it as a
+			// wildcard, the safe side: at worst an upstream on the same port is skipped.
+			s.wildcard[port] = true
+		}
+	}
+	if len(s.wildcard) > 0 {
+		for _, a := range localAddrs() {
+			s.local[a.Unmap()] = true
+		}
+		for _, ip := range advertise {
+			if a, ok := netip.AddrFromSlice(ip); ok {
+				s.local[a.Unmap()] = true
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *dnsSelf) has(ap netip.AddrPort) bool {
+	ip := ap.Addr().Unmap()
+	if s.exact[netip.AddrPortFrom(ip, ap.Port())] {
+		return true
+	}
+	if !s.wildcard[ap.Port()] {
+		return false
+	}
+	// A wildcard socket receives whatever reaches this machine on its port: any loopback
+	// address (all of 127/8), the unspecified address (which means "this host"), local
+	// interface addresses, and the address SUTs reach the crowd at.
+	return ip.IsLoopback() || ip.IsUnspecified() || s.local[ip]
+}
+
+func dnsLocalAddrs() []netip.Addr {
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range ifaddrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+// dnsParseUpstream accepts "ip", "ip:port" and "[ipv6]:port".
+func dnsParseUpstream(u string) (netip.AddrPort, error) {
+	u = strings.TrimSpace(u)
+	if ip, err := netip.ParseAddr(u); err == nil {
+		return netip.AddrPortFrom(ip.Unmap(), 53), nil
+	}
+	host, portStr, err := net.SplitHostPort(u)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: want ip or ip:port", ErrDNSConfig, u)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: not an IP address (a name would need DNS to find DNS)", ErrDNSConfig, u)
+	}
+	port, err := dnsPort(portStr)
+	if err != nil || port == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: bad port", ErrDNSConfig, u)
+	}
+	return netip.AddrPortFrom(ip.Unmap(), port), nil
+}
+
+func dnsPort(s string) (uint16, error) {
+	switch strings.ToLower(s) {
+	case "domain":
+		return 53, nil
+	}
+	p, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("bad port %q", s)
+	}
+	return uint16(p), nil
+}
+
+// ParseResolvConf returns the nameservers of a resolv.conf(5) file as "ip:port" (port 53;
+// the "[ip]:port" form some systems allow is kept), in file order, without duplicates.
+// Comments (# or ;), other keywords, and lines whose address does not parse are ignored, as
+// the C resolver does; a zone on a link-local IPv6 address is kept. Only the first 1 MiB is read.
+func ParseResolvConf(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(io.LimitReader(r, resolvConfLimit))
+	sc.Buffer(make([]byte, 0, 4096), resolvConfLimit)
+	var out []string
+	seen := make(map[string]bool)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		var ap netip.AddrPort
+		if ip, err := netip.ParseAddr(f[1]); err == nil {
+			ap = netip.AddrPortFrom(ip.Unmap(), 53)
+		} else if p, ok := resolvConfBracketed(f[1]); ok {
+			ap = p
+		} else {
+			continue
+		}
+		s := ap.String()
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("resolv.conf: %w", err)
+	}
+	return out, nil
+}
+
+// resolvConfBracketed parses the "[ip]:port" form (OpenBSD's resolv.conf allows it).
+func resolvConfBracketed(s string) (netip.AddrPort, bool) {
+	if !strings.HasPrefix(s, "[") {
+		return netip.AddrPort{}, false
+	}
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(port)), true
+}
+
+// UpstreamsFromResolvConf reads path with ParseResolvConf. A missing file is an error
+// wrapping os.ErrNotExist.
+func UpstreamsFromResolvConf(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ups, err := ParseResolvConf(f)
+	if err != nil {
+		return ups, fmt.Errorf("%s: %w", path, err)
+	}
+	return ups, nil
+}
