@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -23,25 +20,8 @@ func TestFloodPostsForPersonasWithout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("crowd flood: %v\n%s", err, output)
 	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-posts.json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record, got %v\n%s", paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		Types map[string]struct {
-			Tally map[string]int64 `json:"tally"`
-		} `json:"types"`
-		Deviations struct {
-			PersonasWithoutPosts []string `json:"personas_without_posts"`
-		} `json:"deviations"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
+	var rec postsRecord
+	readRecord(t, out, "posts", &rec)
 	if got := rec.Deviations.PersonasWithoutPosts; !slices.Equal(got, []string{"load1@sut.test"}) {
 		t.Errorf("personas without posts %v, want load1 only (load0 posted first)\n%s", got, output)
 	}
@@ -79,25 +59,8 @@ func TestRunPostsForPersonasWithout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("crowd run: %v\n%s", err, output)
 	}
-	paths, _ := filepath.Glob(filepath.Join(out, "*-run-posts.json"))
-	if len(paths) != 1 {
-		t.Fatalf("want one record, got %v\n%s", paths, output)
-	}
-	raw, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		Types map[string]struct {
-			Tally map[string]int64 `json:"tally"`
-		} `json:"types"`
-		Deviations struct {
-			PersonasWithoutPosts []string `json:"personas_without_posts"`
-		} `json:"deviations"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
+	var rec postsRecord
+	readRecord(t, out, "run-posts", &rec)
 	if got := rec.Deviations.PersonasWithoutPosts; len(got) != 0 {
 		t.Errorf("personas without posts %v, want none\n%s", got, output)
 	}
@@ -114,4 +77,14 @@ func TestRunPostsForPersonasWithout(t *testing.T) {
 	if rec.Types["Like"].Tally["202"] == 0 {
 		t.Errorf("no Like accepted: %v\n%s", rec.Types, output)
 	}
+}
+
+// postsRecord is the part of a run record these tests read.
+type postsRecord struct {
+	Types map[string]struct {
+		Tally map[string]int64 `json:"tally"`
+	} `json:"types"`
+	Deviations struct {
+		PersonasWithoutPosts []string `json:"personas_without_posts"`
+	} `json:"deviations"`
 }
