@@ -87,7 +87,6 @@ type Generator struct {
 	noLike   [2]float64            // cumulative weights without likes: create, follow
 	base     uint64                // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
-	streams  atomic.Uint64
 	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
 	vocab    vocabState   // what the run sent that later verbs act on
@@ -272,17 +271,24 @@ type Draft struct {
 // concurrent use (make one per goroutine with Generator.Stream).
 type Stream struct {
 	g    *Generator
+	src  *rand.PCG // reseeded for each draft (Next)
 	r    *rand.Rand
 	zipf *rand.Zipf
 	buf  bytes.Buffer
 	dr   *streamDraws // draws by origin; nil: none
 }
 
-// Stream returns a new stream. The k-th stream of a generator (counting
-// from 0) is seeded with (Seed, k).
+// Stream returns a new stream. Every stream of a generator draws its n-th
+// draft of the run (n counted across the streams, in the order they start
+// drafting) from a source seeded with (Seed, n) alone, so a draft's draws
+// never depend on how many numbers the drafts before it took, which the
+// crowd's state decides (a Follow whose drawn sender follows already takes a
+// search for another): --seed replays the same types, personas and senders
+// on a state earlier runs changed, and the same set of drafts whichever
+// stream drew each.
 func (g *Generator) Stream() *Stream {
-	k := g.streams.Add(1) - 1
-	s := &Stream{g: g, r: rand.New(rand.NewPCG(g.cfg.Seed, k))}
+	src := rand.NewPCG(g.cfg.Seed, 0)
+	s := &Stream{g: g, src: src, r: rand.New(src)}
 	if n := g.senders.Len(); g.cfg.Zipf > 1 && n > 1 {
 		s.zipf = rand.NewZipf(s.r, g.cfg.Zipf, 1, uint64(n-1))
 	}
@@ -290,18 +296,26 @@ func (g *Generator) Stream() *Stream {
 	return s
 }
 
-// seqNext is the next sequence number: unique within the run (a counter),
-// and apart from those of any other run (see runKey). With the activity's
-// timestamp, which the id also encodes, it makes every id unique.
-func (g *Generator) seqNext() uint64 { return g.base + g.seq.Add(1) - 1 }
+// draftNext numbers the run's next draft: n counts the drafts from 0, and
+// seq, its sequence number, is unique within the run (the counter) and apart
+// from those of any other run (see runKey). With the activity's timestamp,
+// which the id also encodes, seq makes every id unique.
+func (g *Generator) draftNext() (n, seq uint64) {
+	n = g.seq.Add(1) - 1
+	return n, g.base + n
+}
 
 // runKey scatters the run's start time (ns) over 64 bits (the splitmix64
 // finalizer): two runs' counters, each starting at its key, overlap only
 // when the keys are within the number of sends of each other, about one
 // chance in 2^31 for runs of 2^32 sends, even for runs started a nanosecond
 // apart (a plain start time + counter would overlap there).
-func runKey(start time.Time) uint64 {
-	z := uint64(start.UnixNano()) + 0x9e3779b97f4a7c15
+func runKey(start time.Time) uint64 { return splitmix64(uint64(start.UnixNano())) }
+
+// splitmix64 scatters x over 64 bits (splitmix64's increment and finalizer):
+// neighbouring inputs give unrelated outputs.
+func splitmix64(x uint64) uint64 {
+	z := x + 0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
@@ -317,6 +331,8 @@ func runKey(start time.Time) uint64 {
 // none is free does the Follow become a Create (Draft.Diverted).
 func (s *Stream) Next() (Draft, error) {
 	g := s.g
+	n, seq := g.draftNext()
+	s.src.Seed(splitmix64(g.cfg.Seed), splitmix64(n))
 	pi := s.r.IntN(len(g.cfg.Personas))
 	typ := s.drawType()
 	if typ == record.TypeLike && len(g.cfg.Personas[pi].Posts) == 0 {
@@ -342,7 +358,6 @@ func (s *Stream) Next() (Draft, error) {
 		}
 	}
 	now := g.cfg.Now()
-	seq := g.seqNext()
 	var act actors.Activity
 	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
 	switch typ {

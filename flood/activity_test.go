@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -189,8 +190,9 @@ func TestFollowsOnlyNewPairs(t *testing.T) {
 		wantFollows  int // distinct pairs, none of them in before
 		wantDiverted int // drafts marked Diverted
 	}{
-		// Fewer draws than free pairs: every Follow is a new pair.
-		{"pairs left", senders, personas, before, 8, 8, 0},
+		// No more draws than either persona's free pairs (5 each): every
+		// Follow is a new pair, however the draws fall on the personas.
+		{"pairs left", senders, personas, before, 5, 5, 0},
 		// Every free pair is found before any Follow is diverted.
 		{"all pairs used", senders, personas[:1], before, 5, 5, 0},
 		// More draws than the 10 free pairs: the rest become Creates.
@@ -551,4 +553,53 @@ func TestRegistrar(t *testing.T) {
 			t.Errorf("stats %+v, want ≥ 7 of 10 dropped", st)
 		}
 	})
+}
+
+// TestDraftsDependOnSeedAndNumberAlone: draft n of a run draws from (seed,
+// n) alone. The same seed gives the same types, personas and first-drawn
+// senders whether the crowd's state makes some Follows search for another
+// sender or not, and the same drafts whether one stream or several drew them.
+func TestDraftsDependOnSeedAndNumberAlone(t *testing.T) {
+	senders, personas := fakeSenders(6), fakePersonas(3)
+	type key struct{ typ, persona string }
+	draws := func(following func(local, remote string) bool, streams int) map[uint64]key {
+		t.Helper()
+		g := mustGenerator(t, GeneratorConfig{Senders: senders, Personas: personas, Mix: record.DefaultMix(), Seed: 11, Following: following})
+		ss := make([]*Stream, streams)
+		for i := range ss {
+			ss[i] = g.Stream()
+		}
+		out := map[uint64]key{}
+		for i := range 200 {
+			d := mustDraft(t, ss[i%streams])
+			typ := d.Type
+			if d.Diverted {
+				typ = record.TypeFollow
+			}
+			out[uint64(i)] = key{string(typ), d.Persona.ID}
+		}
+		return out
+	}
+	// Senders 0-3 follow every persona already: a Follow drawn for one of them searches
+	// further, from a random offset, for one of the two left.
+	busy := func(local, _ string) bool {
+		return slices.ContainsFunc(senders[:4], func(a *actors.Actor) bool { return a.ID == local })
+	}
+	for _, c := range []struct {
+		name      string
+		following func(local, remote string) bool
+		streams   int
+	}{
+		// The state changes which sender a Follow goes from, not what was drawn.
+		{"followed before", busy, 1},
+		// Three streams taking turns draw what one stream draws.
+		{"three streams", nil, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, got := draws(nil, 1), draws(c.following, c.streams)
+			if !maps.Equal(want, got) {
+				t.Errorf("the drafts differ:\nwant %v\n got %v", want, got)
+			}
+		})
+	}
 }

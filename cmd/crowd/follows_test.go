@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,6 +186,39 @@ func TestFloodSeed(t *testing.T) {
 	s3, d3 := draws("--seed", itoa(s1))
 	if s3 != s1 || !slices.Equal(d3, d1) {
 		t.Errorf("--seed %d recorded %d and drew\n%v\nnot the same as\n%v", s1, s3, d3, d1)
+	}
+}
+
+// TestFloodSeedReplaysOnAChangedState: the same --seed on a state that the
+// first run changed (its Follows registered, so some drawn senders follow
+// their persona already) draws the same types: a Follow finds another sender
+// or goes out as a Create, counted as diverted, and no later draw shifts.
+func TestFloodSeedReplaysOnAChangedState(t *testing.T) {
+	state := t.TempDir()
+	types := func(seed string) map[string]int64 {
+		t.Helper()
+		out := t.TempDir()
+		code, stdout, stderr := runCLI(t, "flood", "--standalone", "--origins", "4", "--actors", "3", "--state", state, "--out", out,
+			"--log-level", "error", "--signing", "jit", "--max-sends", "60", "--seconds", "0", "--rate", "100", "--seed", seed)
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		rec := records(t, out)[0]
+		got := map[string]int64{}
+		for name, tr := range rec.Types {
+			got[name] = tr.Counts.Sent
+		}
+		// A diverted Follow was drawn a Follow.
+		got["Follow"] += rec.Deviations.FollowsDiverted
+		got["Create"] -= rec.Deviations.FollowsDiverted
+		return got
+	}
+	first, second := types("7"), types("7")
+	if first["Follow"] == 0 {
+		t.Fatalf("the first run drew no Follow (%v): nothing for the second to meet", first)
+	}
+	if !maps.Equal(first, second) {
+		t.Errorf("--seed 7 drew %v on a fresh state and %v on the state the first run left", first, second)
 	}
 }
 

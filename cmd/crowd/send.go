@@ -45,7 +45,9 @@ by a crowd actor, and print the activity, the inbox it went to, and the target's
 The target (--to) is acct:name@host, name@host or an actor URL; it is resolved as a real server
 would (WebFinger, then a signed fetch of the actor). As for a flood, every host the send talks to
 must resolve to loopback or a private network unless --allow-public-target: a signed activity
-speaks for the crowd's actors. Exits 1 when the target answered non-2xx, 2 when it was refused.`,
+speaks for the crowd's actors. Exits 2 for a mistake in the command (a flag, an unknown --from, a
+public target without --allow-public-target), 1 when the crowd could not send it (nothing to
+undo, a target it cannot reach) or the target answered non-2xx.`,
 		Example: `  crowd send --from alice@flood3.test --type Follow --to acct:admin@sut.test
   crowd send --from alice@flood3.test --type Like --to acct:admin@sut.test --object https://sut.test/notes/1
   crowd send --from alice@flood3.test --type Undo --to acct:admin@sut.test`,
