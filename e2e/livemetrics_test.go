@@ -1,19 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"image"
-	"image/png"
 	"io"
-	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +122,8 @@ func TestFloodLiveMetrics(t *testing.T) {
 		}
 	}
 	checkPanelPlots(t, page, classes)
+	checkPanelVerdict(t, page, samples, rec)
+	checkPanelFetchback(t, page, samples, rec)
 }
 
 // nsGet is the body of a 200 answer to GET url through client (a
@@ -322,172 +317,5 @@ func checkAgainstRecord(t *testing.T, where, exposition string, rec *record.Reco
 		if g := sum(base, class); g != float64(w) {
 			t.Errorf("%s: the sum of %s{class=%q} over the types is %v, the record's overall figure %d", where, base, class, g, w)
 		}
-	}
-}
-
-// panelSample is what the live panel showed, and the flood's latest live
-// line just before the panel was read.
-type panelSample struct {
-	figs  map[string]float64
-	final bool
-	line  string
-}
-
-// takePanel reads the flood's latest live line, then the panel's figures.
-func takePanel(t *testing.T, page *chromiumPage, fl *Process) (panelSample, bool) {
-	lines := liveLines(fl.Output())
-	var v struct {
-		State string             `json:"state"`
-		Final string             `json:"final"`
-		Figs  map[string]float64 `json:"figs"`
-	}
-	page.eval(t, `JSON.stringify({state: document.getElementById("flood-live").dataset.state,
-		final: document.getElementById("flood-live").dataset.final || "",
-		figs: Object.fromEntries([...document.querySelectorAll("#flood-live [data-fig]")].map(e => [e.dataset.fig, Number(e.dataset.value)]))})`, &v)
-	if v.State != "live" || len(lines) == 0 {
-		return panelSample{}, false
-	}
-	return panelSample{figs: v.Figs, final: v.Final == "true", line: lines[len(lines)-1]}, true
-}
-
-// liveLines are the flood's plain live lines ("t=3s rate=… …").
-func liveLines(out string) []string {
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "t=") {
-			lines = append(lines, l)
-		}
-	}
-	return lines
-}
-
-// lineFields splits a live line into its key=value fields.
-func lineFields(l string) map[string]string {
-	f := map[string]string{}
-	for _, kv := range strings.Fields(l) {
-		k, v, _ := strings.Cut(kv, "=")
-		f[k] = v
-	}
-	return f
-}
-
-// checkPanel: every sample's figures are those of the live line of the
-// same second, and no more than one second behind the line the flood had
-// printed last before the panel was read.
-func checkPanel(t *testing.T, samples []panelSample, out string) {
-	t.Helper()
-	bySecond := map[string]map[string]string{}
-	var final map[string]string
-	for _, l := range liveLines(out) {
-		f := lineFields(l)
-		if f["end"] == "1" {
-			final = f
-		} else {
-			bySecond[f["t"]] = f
-		}
-	}
-	if len(samples) < 15 {
-		t.Fatalf("%d samples of the panel over a 10 s flood", len(samples))
-	}
-	for _, s := range samples {
-		sec := fmt.Sprintf("%ds", int(math.Round(s.figs["elapsed"])))
-		line := bySecond[sec]
-		if s.final {
-			line = final
-		}
-		if line == nil {
-			t.Errorf("the panel shows t=%s (final %v), a second the flood printed no line for", sec, s.final)
-			continue
-		}
-		us := func(k string) string { return record.FormatMicros(int64(s.figs[k])) }
-		n := func(k string) string { return strconv.FormatInt(int64(s.figs[k]), 10) }
-		for _, c := range []struct{ field, panel string }{
-			{"rate", fmt.Sprintf("%.0f/s", s.figs["rate"])},
-			{"offered", n("offered")}, {"sent", n("sent")}, {"dropped", n("dropped")}, {"starved", n("starved")},
-			{"p50", us("p50_us")}, {"p99", us("p99_us")}, {"max", us("max_us")}, {"late_p99", us("late_p99_us")},
-			{"ok", n("ok")}, {"429", n("status_429")}, {"errors", n("errors")}, {"inflight", n("inflight")},
-		} {
-			if line[c.field] != c.panel {
-				t.Errorf("t=%s: the panel shows %s %s, the live line %s", sec, c.field, c.panel, line[c.field])
-			}
-		}
-		// Within one second: at most one tick behind.
-		latest := lineFields(s.line)
-		if latest["end"] != "1" && !s.final {
-			lt, _ := strconv.Atoi(strings.TrimSuffix(latest["t"], "s"))
-			if pt := int(math.Round(s.figs["elapsed"])); lt-pt > 1 {
-				t.Errorf("the panel showed t=%ds while the flood had printed t=%ds", pt, lt)
-			}
-		}
-	}
-}
-
-// checkPanelPlots screenshots the page and checks each of the panel's
-// plots has its series drawn in its frame, the classes plot a bar for
-// each of classes (the record's).
-func checkPanelPlots(t *testing.T, page *chromiumPage, classes []string) {
-	t.Helper()
-	page.evalString(t, `(document.getElementById("flood-live").scrollIntoView(), "")`)
-	type seriesView struct {
-		Name  string  `json:"name"`
-		Color string  `json:"color"`
-		W     float64 `json:"w"`
-		H     float64 `json:"h"`
-	}
-	var plots []struct {
-		ID     string       `json:"id"`
-		Frame  rect         `json:"frame"`
-		Series []seriesView `json:"series"`
-	}
-	page.eval(t, `JSON.stringify([...document.querySelectorAll("#flood-live svg.plot")].map(svg => {
-		const f = svg.querySelector("rect.frame").getBoundingClientRect();
-		return {id: svg.id, frame: {x: f.left, y: f.top, w: f.width, h: f.height},
-			series: [...svg.querySelectorAll(".series")].map(p => { const b = p.getBoundingClientRect();
-				return {name: p.dataset.series, color: p.getAttribute("stroke") && p.getAttribute("stroke") !== "none" ? p.getAttribute("stroke") : p.getAttribute("fill"), w: b.width, h: b.height}; })};
-	}))`, &plots)
-	shot := page.screenshot(t)
-	dir := t.TempDir()
-	shotPath := filepath.Join(dir, "adminpage-live.png")
-	os.WriteFile(shotPath, shot, 0o644)
-	img, err := png.Decode(bytes.NewReader(shot))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sd := lumaStdDev(img, img.Bounds()); sd < 10 {
-		t.Errorf("screenshot %s is nearly blank (luminance std dev %.1f)", shotPath, sd)
-	}
-	want := map[string]string{"flood-plot-rate": "offered sent", "flood-plot-latency": "latency p50 latency p99 lateness p50 lateness p99",
-		"flood-plot-classes": strings.Join(slices.Sorted(slices.Values(classes)), " ")}
-	if len(plots) != len(want) {
-		t.Fatalf("%d plots in the panel, want %d", len(plots), len(want))
-	}
-	for _, p := range plots {
-		var names []string
-		for _, s := range p.Series {
-			names = append(names, s.Name)
-		}
-		if p.ID == "flood-plot-classes" {
-			slices.Sort(names) // drawn largest first
-		}
-		if strings.Join(names, " ") != want[p.ID] {
-			t.Errorf("%s draws %q, want %q", p.ID, names, want[p.ID])
-		}
-		inner := image.Rect(int(p.Frame.X)+2, int(p.Frame.Y)+2, int(p.Frame.X+p.Frame.W)-2, int(p.Frame.Y+p.Frame.H)-2)
-		for _, s := range p.Series {
-			c, err := paintedColor(s.Color, "1")
-			if err != nil {
-				t.Errorf("%s %s: %v", p.ID, s.Name, err)
-				continue
-			}
-			if s.W <= 0 && s.H <= 0 {
-				t.Errorf("%s %s: nothing drawn", p.ID, s.Name)
-			}
-			if n := countNear(img, inner, c, 40); n < 20 {
-				t.Errorf("%s %s: only %d pixels of its colour %v inside the plot in %s", p.ID, s.Name, n, c, shotPath)
-			}
-		}
-	}
-	if t.Failed() {
-		t.Logf("screenshot: %s", shotPath)
 	}
 }

@@ -55,14 +55,15 @@ type live struct {
 	linger time.Duration   // how long they stay served after the run
 	ctx    context.Context // the run's: an interruption cuts the linger short
 
-	mu      sync.Mutex
-	rate    float64
-	verdict *adminapi.FloodVerdict
-	pending *adminapi.FloodLive // the latest push not yet taken
-	last    *adminapi.FloodLive // the latest push queued
-	wake    chan struct{}
-	done    chan struct{}
-	warned  bool
+	mu       sync.Mutex
+	rate     float64
+	fetchWin string // the current run's fetch-back window in the crowd pushed to ("" none)
+	verdict  *adminapi.FloodVerdict
+	pending  *adminapi.FloodLive // the latest push not yet taken
+	last     *adminapi.FloodLive // the latest push queued
+	wake     chan struct{}
+	done     chan struct{}
+	warned   bool
 }
 
 // startLive starts the run's live metrics; stop serves and pushes the
@@ -106,6 +107,18 @@ func (l *live) watch(plan *flood.Plan, rate float64, tick func(record.Progress))
 	}
 }
 
+// fetchback names the run's fetch-back window (nil: none), so the serve
+// shows its counts beside the pushed state.
+func (l *live) fetchback(w *fetchbackWindow) {
+	id := ""
+	if w != nil {
+		id = w.id
+	}
+	l.mu.Lock()
+	l.fetchWin = id
+	l.mu.Unlock()
+}
+
 // checkpoint takes the bottleneck verdict of the run so far.
 func (l *live) checkpoint(rec *record.Record, at time.Duration) {
 	d := rec.Bottleneck
@@ -138,7 +151,7 @@ func (l *live) queue(p record.Progress) {
 		Metrics: metrics,
 	}
 	l.mu.Lock()
-	push.Rate, push.Bottleneck = l.rate, l.verdict
+	push.Rate, push.Bottleneck, push.FetchbackWindow = l.rate, l.verdict, l.fetchWin
 	l.pending, l.last = push, push
 	l.mu.Unlock()
 	l.poke()
