@@ -99,6 +99,41 @@ type FloodState struct {
 	// ("202", "429", "timeout", ...).
 	Classes    map[string]int64 `json:"classes,omitempty"`
 	Bottleneck *FloodVerdict    `json:"bottleneck,omitempty"`
+	// FetchbackWindow is the id of the run's fetch-back window in the serve
+	// pushed to ("": the run counts none there).
+	FetchbackWindow string `json:"fetchback_window,omitempty"`
+	// Fetchback is that window's counts: filled by the serve, which
+	// counts the fetches itself (a flood's push does not carry it).
+	Fetchback *FloodFetchback `json:"fetch_back,omitempty"`
+}
+
+// FloodFetchback is what the SUT fetched back from the crowd's origins
+// while a run went on, as the serve's window of the run counts it (the
+// record's fetchback section comes from the same window's final tally).
+type FloodFetchback struct {
+	// Ended: the run ended (later fetches count as after_end); Closed: the
+	// window closed after its grace, so these are the final counts.
+	Ended  bool `json:"ended,omitempty"`
+	Closed bool `json:"closed,omitempty"`
+	// Fetches, AfterEnd and Signed are over every kind.
+	Fetches  int64 `json:"fetches"`
+	AfterEnd int64 `json:"after_end"`
+	Signed   int64 `json:"signed"`
+	// Kinds are the fetches by kind (FetchKinds); a kind with none is left out.
+	Kinds map[string]int64 `json:"kinds,omitempty"`
+}
+
+// NewFloodFetchback sums a window's tally for the live panel; closed says
+// it is the window's final tally.
+func NewFloodFetchback(t FetchbackTally, closed bool) *FloodFetchback {
+	f := &FloodFetchback{Ended: t.Ended != nil, Closed: closed, Kinds: make(map[string]int64, len(t.Kinds))}
+	for name, k := range t.Kinds {
+		f.Fetches += k.Fetches
+		f.AfterEnd += k.AfterEnd
+		f.Signed += k.Signed
+		f.Kinds[name] = k.Fetches
+	}
+	return f
 }
 
 // FloodLive is one push of RouteFloodLivePush: the state, the tick that

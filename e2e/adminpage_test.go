@@ -5,17 +5,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // TestAdminPage opens the admin page of a real `crowd serve` in headless
@@ -261,4 +267,252 @@ func readyAdmin(admin string) ReadyFunc {
 		}
 		return nil
 	}
+}
+
+// panelSample is what the live panel showed, and the flood's latest live
+// line just before the panel was read.
+type panelSample struct {
+	figs    map[string]float64
+	final   bool
+	line    string
+	verdict string  // the verdict box's class: "pending", "" (not the generator), "generator"
+	fbState string  // the fetch-back box's state: none, counting, ended, closed
+	fetches float64 // the fetches back it shows
+}
+
+// takePanel reads the flood's latest live line, then the panel's figures.
+func takePanel(t *testing.T, page *chromiumPage, fl *Process) (panelSample, bool) {
+	lines := liveLines(fl.Output())
+	var v struct {
+		State   string             `json:"state"`
+		Final   string             `json:"final"`
+		Figs    map[string]float64 `json:"figs"`
+		Verdict string             `json:"verdict"`
+		FBState string             `json:"fb_state"`
+		Fetches float64            `json:"fetches"`
+	}
+	page.eval(t, `JSON.stringify({state: document.getElementById("flood-live").dataset.state,
+		final: document.getElementById("flood-live").dataset.final || "",
+		figs: Object.fromEntries([...document.querySelectorAll("#flood-live [data-fig]")].map(e => [e.dataset.fig, Number(e.dataset.value)])),
+		verdict: document.getElementById("flood-verdict").className,
+		fb_state: document.getElementById("flood-fetchback").dataset.state,
+		fetches: Number(document.querySelector('#flood-fetchback [data-fb="fetches"]')?.dataset.value || 0)})`, &v)
+	if v.State != "live" || len(lines) == 0 {
+		return panelSample{}, false
+	}
+	return panelSample{figs: v.Figs, final: v.Final == "true", line: lines[len(lines)-1],
+		verdict: v.Verdict, fbState: v.FBState, fetches: v.Fetches}, true
+}
+
+// liveLines are the flood's plain live lines ("t=3s rate=… …").
+func liveLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "t=") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// lineFields splits a live line into its key=value fields.
+func lineFields(l string) map[string]string {
+	f := map[string]string{}
+	for _, kv := range strings.Fields(l) {
+		k, v, _ := strings.Cut(kv, "=")
+		f[k] = v
+	}
+	return f
+}
+
+// checkPanel: every sample's figures are those of the live line of the
+// same second, and no more than one second behind the line the flood had
+// printed last before the panel was read.
+func checkPanel(t *testing.T, samples []panelSample, out string) {
+	t.Helper()
+	bySecond := map[string]map[string]string{}
+	var final map[string]string
+	for _, l := range liveLines(out) {
+		f := lineFields(l)
+		if f["end"] == "1" {
+			final = f
+		} else {
+			bySecond[f["t"]] = f
+		}
+	}
+	if len(samples) < 15 {
+		t.Fatalf("%d samples of the panel over a 10 s flood", len(samples))
+	}
+	for _, s := range samples {
+		sec := fmt.Sprintf("%ds", int(math.Round(s.figs["elapsed"])))
+		line := bySecond[sec]
+		if s.final {
+			line = final
+		}
+		if line == nil {
+			t.Errorf("the panel shows t=%s (final %v), a second the flood printed no line for", sec, s.final)
+			continue
+		}
+		us := func(k string) string { return record.FormatMicros(int64(s.figs[k])) }
+		n := func(k string) string { return strconv.FormatInt(int64(s.figs[k]), 10) }
+		for _, c := range []struct{ field, panel string }{
+			{"rate", fmt.Sprintf("%.0f/s", s.figs["rate"])},
+			{"offered", n("offered")}, {"sent", n("sent")}, {"dropped", n("dropped")}, {"starved", n("starved")},
+			{"p50", us("p50_us")}, {"p99", us("p99_us")}, {"max", us("max_us")}, {"late_p99", us("late_p99_us")},
+			{"ok", n("ok")}, {"429", n("status_429")}, {"errors", n("errors")}, {"inflight", n("inflight")},
+		} {
+			if line[c.field] != c.panel {
+				t.Errorf("t=%s: the panel shows %s %s, the live line %s", sec, c.field, c.panel, line[c.field])
+			}
+		}
+		// Within one second: at most one tick behind.
+		latest := lineFields(s.line)
+		if latest["end"] != "1" && !s.final {
+			lt, _ := strconv.Atoi(strings.TrimSuffix(latest["t"], "s"))
+			if pt := int(math.Round(s.figs["elapsed"])); lt-pt > 1 {
+				t.Errorf("the panel showed t=%ds while the flood had printed t=%ds", pt, lt)
+			}
+		}
+	}
+}
+
+// checkPanelPlots screenshots the page and checks each of the panel's
+// plots has its series drawn in its frame, the classes plot a bar for
+// each of classes (the record's).
+func checkPanelPlots(t *testing.T, page *chromiumPage, classes []string) {
+	t.Helper()
+	page.evalString(t, `(document.getElementById("flood-live").scrollIntoView(), "")`)
+	type seriesView struct {
+		Name  string  `json:"name"`
+		Color string  `json:"color"`
+		W     float64 `json:"w"`
+		H     float64 `json:"h"`
+	}
+	var plots []struct {
+		ID     string       `json:"id"`
+		Frame  rect         `json:"frame"`
+		Series []seriesView `json:"series"`
+	}
+	page.eval(t, `JSON.stringify([...document.querySelectorAll("#flood-live svg.plot")].map(svg => {
+		const f = svg.querySelector("rect.frame").getBoundingClientRect();
+		return {id: svg.id, frame: {x: f.left, y: f.top, w: f.width, h: f.height},
+			series: [...svg.querySelectorAll(".series")].map(p => { const b = p.getBoundingClientRect();
+				return {name: p.dataset.series, color: p.getAttribute("stroke") && p.getAttribute("stroke") !== "none" ? p.getAttribute("stroke") : p.getAttribute("fill"), w: b.width, h: b.height}; })};
+	}))`, &plots)
+	shot := page.screenshot(t)
+	dir := t.TempDir()
+	shotPath := filepath.Join(dir, "adminpage-live.png")
+	os.WriteFile(shotPath, shot, 0o644)
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sd := lumaStdDev(img, img.Bounds()); sd < 10 {
+		t.Errorf("screenshot %s is nearly blank (luminance std dev %.1f)", shotPath, sd)
+	}
+	want := map[string]string{"flood-plot-rate": "offered sent", "flood-plot-latency": "latency p50 latency p99 lateness p50 lateness p99",
+		"flood-plot-classes": strings.Join(slices.Sorted(slices.Values(classes)), " ")}
+	if len(plots) != len(want) {
+		t.Fatalf("%d plots in the panel, want %d", len(plots), len(want))
+	}
+	for _, p := range plots {
+		var names []string
+		for _, s := range p.Series {
+			names = append(names, s.Name)
+		}
+		if p.ID == "flood-plot-classes" {
+			slices.Sort(names) // drawn largest first
+		}
+		if strings.Join(names, " ") != want[p.ID] {
+			t.Errorf("%s draws %q, want %q", p.ID, names, want[p.ID])
+		}
+		inner := image.Rect(int(p.Frame.X)+2, int(p.Frame.Y)+2, int(p.Frame.X+p.Frame.W)-2, int(p.Frame.Y+p.Frame.H)-2)
+		for _, s := range p.Series {
+			c, err := paintedColor(s.Color, "1")
+			if err != nil {
+				t.Errorf("%s %s: %v", p.ID, s.Name, err)
+				continue
+			}
+			if s.W <= 0 && s.H <= 0 {
+				t.Errorf("%s %s: nothing drawn", p.ID, s.Name)
+			}
+			if n := countNear(img, inner, c, 40); n < 20 {
+				t.Errorf("%s %s: only %d pixels of its colour %v inside the plot in %s", p.ID, s.Name, n, c, shotPath)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("screenshot: %s", shotPath)
+	}
+}
+
+// checkPanelVerdict: the panel's bottleneck verdict is pending before the
+// first checkpoint (5 s) and given from the tick after it on; once the
+// flood has gone it is the record's verdict, with its reasons and notes.
+func checkPanelVerdict(t *testing.T, page *chromiumPage, samples []panelSample, rec *record.Record) {
+	t.Helper()
+	var before, after int
+	for _, s := range samples {
+		switch el := s.figs["elapsed"]; {
+		case el < 5 && !s.final:
+			before++
+			if s.verdict != "pending" {
+				t.Errorf("at %.0f s, before the first checkpoint, the panel gives a verdict (%q)", el, s.verdict)
+			}
+		case el >= 6:
+			after++
+			if s.verdict == "pending" {
+				t.Errorf("at %.0f s (final %v), after the first checkpoint, the panel's verdict is still pending", el, s.final)
+			}
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d samples of the panel before the first checkpoint, %d after it", before, after)
+	}
+	var v struct {
+		Class, Generator string
+		Items            []string
+	}
+	page.eval(t, `(() => { const b = document.getElementById("flood-verdict");
+		return JSON.stringify({class: b.className, generator: b.dataset.generator || "",
+			items: [...b.querySelectorAll("li")].map(li => li.textContent)}); })()`, &v)
+	want := append(append([]string{}, rec.Bottleneck.Reasons...), rec.Bottleneck.Notes...)
+	if v.Generator != strconv.FormatBool(rec.Bottleneck.Generator) || strings.Join(v.Items, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the panel's final verdict: generator %s, %q; the record's: generator %v, %q",
+			v.Generator, v.Items, rec.Bottleneck.Generator, want)
+	}
+}
+
+// checkPanelFetchback: while the flood ran, the panel showed the SUT's
+// fetches back counting up; once its window has closed, the panel's
+// figures are the record's fetchback section: the fetches by kind, the
+// signed ones and those after the end.
+func checkPanelFetchback(t *testing.T, page *chromiumPage, samples []panelSample, rec *record.Record) {
+	t.Helper()
+	fb := rec.Fetchback
+	if fb == nil || fb.Total.Fetches == 0 {
+		t.Fatalf("the record counts no fetches back (%+v): the panel has nothing to match", fb)
+	}
+	counting := 0
+	for _, s := range samples {
+		if !s.final && s.fbState == "counting" && s.fetches > 0 {
+			counting++
+		}
+	}
+	if counting == 0 {
+		t.Error("the panel never showed fetches back while the flood ran")
+	}
+	page.waitUntil(t, `document.getElementById("flood-fetchback").dataset.state === "closed"`)
+	var shown map[string]int64
+	page.eval(t, `JSON.stringify(Object.fromEntries([...document.querySelectorAll("#flood-fetchback [data-fb]")].map(e => [e.dataset.fb, Number(e.dataset.value)])))`, &shown)
+	want := map[string]int64{"fetches": fb.Total.Fetches, "signed": fb.Total.Signed, "after_end": fb.Total.AfterEnd}
+	for k, kind := range fb.Kinds {
+		if kind.Fetches > 0 {
+			want["kind:"+k] = kind.Fetches
+		}
+	}
+	if !maps.Equal(shown, want) {
+		t.Errorf("the panel's final fetches back %v, the record's %v", shown, want)
+	}
+	t.Logf("fetches back: %v", shown)
 }

@@ -8,6 +8,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,13 @@ type cdpAnswer struct {
 // profile in the test's temporary folder.
 func startChromium(t *testing.T) *chromium {
 	t.Helper()
+	return startChromiumIn(t, nil)
+}
+
+// startChromiumIn is startChromium inside ns (nil: the host's network), for
+// pages served in a test's namespace.
+func startChromiumIn(t *testing.T, ns *Netns) *chromium {
+	t.Helper()
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -53,9 +61,13 @@ func startChromium(t *testing.T) *chromium {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--window-size=1280,900", "--remote-debugging-pipe", "about:blank")
+		"--user-data-dir=" + t.TempDir(), "--window-size=1280,900", "--remote-debugging-pipe", "about:blank"}
+	cmd := exec.Command("chromium", args...)
+	if ns != nil {
+		cmd = ns.Command(context.Background(), "chromium", args...)
+	}
 	cmd.ExtraFiles = []*os.File{cmdR, outW} // fd 3, fd 4
 	StartProcess(t, cmd, nil)
 	cmdR.Close()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -134,6 +135,53 @@ func TestGrafanaDashboardIsValid(t *testing.T) {
 	}
 	if queries < 10 {
 		t.Errorf("%d queries: the dashboard is nearly empty", queries)
+	}
+}
+
+// TestGrafanaDashboardExpressionsParse: every query of the dashboard, its variables filled in as
+// Grafana fills them ($run a regex of runs, $__rate_interval a duration), is an expression
+// Prometheus accepts: they go into a rules file, one recording rule each, that `promtool check
+// rules` must pass; a variable left unfilled fails here. The same check refuses a broken
+// expression, so it is not one that passes whatever it is given.
+func TestGrafanaDashboardExpressionsParse(t *testing.T) {
+	RequireTools(t, "promtool")
+	d := loadDashboard(t)
+	fill := strings.NewReplacer("$__rate_interval", "1m", "$run", "live|bench")
+	type rule struct {
+		Record string `json:"record"`
+		Expr   string `json:"expr"`
+	}
+	var rules []rule
+	for _, p := range flattenPanels(d.Panels) {
+		for _, q := range p.Targets {
+			e := fill.Replace(q.Expr)
+			if strings.Contains(e, "$") {
+				t.Errorf("%q %s: a variable this test does not fill: %s", p.Title, q.RefID, q.Expr)
+			}
+			rules = append(rules, rule{Record: fmt.Sprintf("crowd_dashboard:panel_%d_%s", p.ID, q.RefID), Expr: e})
+		}
+	}
+	if len(rules) < 10 {
+		t.Fatalf("%d expressions in the dashboard", len(rules))
+	}
+	check := func(rules []rule) ([]byte, error) {
+		// YAML is a superset of JSON: the rules file is written as JSON.
+		b, err := json.Marshal(map[string]any{"groups": []any{map[string]any{"name": "crowd-dashboard", "rules": rules}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "dashboard.rules.yml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return exec.Command("promtool", "check", "rules", path).CombinedOutput()
+	}
+	if out, err := check(rules); err != nil {
+		t.Errorf("promtool check rules on the dashboard's expressions: %v\n%s", err, out)
+	}
+	broken := append(slices.Clone(rules), rule{Record: "crowd_dashboard:broken", Expr: "sum(rate(crowd_flood_sent_total[1m])"})
+	if out, err := check(broken); err == nil {
+		t.Errorf("promtool check rules passed an unclosed parenthesis:\n%s", out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -55,37 +56,59 @@ type live struct {
 	linger time.Duration   // how long they stay served after the run
 	ctx    context.Context // the run's: an interruption cuts the linger short
 
-	mu      sync.Mutex
-	rate    float64
-	verdict *adminapi.FloodVerdict
-	pending *adminapi.FloodLive // the latest push not yet taken
-	last    *adminapi.FloodLive // the latest push queued
-	wake    chan struct{}
-	done    chan struct{}
-	warned  bool
+	mu       sync.Mutex
+	rate     float64
+	fetchWin string // the current run's fetch-back window in the crowd pushed to ("" none)
+	verdict  *adminapi.FloodVerdict
+	pending  *adminapi.FloodLive // the latest push not yet taken
+	last     *adminapi.FloodLive // the latest push queued
+	wake     chan struct{}
+	done     chan struct{}
+	warned   bool
+}
+
+// liveConfig is what a run's live metrics need: the run's labels, the
+// signing pipeline whose buffer they export (nil none), the admin API to
+// push to (nil none), the address to serve them on ("" none) and for how
+// long after the run.
+type liveConfig struct {
+	run    adminapi.FloodRun
+	buffer livemetrics.Buffer
+	admin  *adminapi.Client
+	addr   string
+	linger time.Duration
+	log    *zap.Logger
+	stderr io.Writer // where the address served is told ("": nowhere)
 }
 
 // startLive starts the run's live metrics; stop serves and pushes the
 // last state (up to a few seconds), then closes the listener.
 func (r *runner) startLive(ctx context.Context) (*live, error) {
-	run := adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard}
-	o := livemetrics.Options{Labels: livemetrics.Labels(run)}
+	c := liveConfig{run: adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard},
+		admin: r.env.Admin, addr: r.p.metricsAddr, linger: r.c.Metrics.Linger, log: r.log, stderr: r.c.Stderr}
 	if pl, ok := r.shared.(*flood.Pipeline); ok {
-		o.Buffer = pl
+		c.buffer = pl
 	}
-	l := &live{m: livemetrics.New(o), run: run, log: r.log, admin: r.env.Admin, linger: r.c.Metrics.Linger, ctx: ctx,
+	return newLive(ctx, c)
+}
+
+// newLive starts live metrics as c says: the listener, the push loop.
+func newLive(ctx context.Context, c liveConfig) (*live, error) {
+	l := &live{m: livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels(c.run), Buffer: c.buffer}), run: c.run, log: c.log, admin: c.admin, linger: c.linger, ctx: ctx,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if r.p.metricsAddr != "" {
-		ln, err := net.Listen("tcp", r.p.metricsAddr)
+	if c.addr != "" {
+		ln, err := net.Listen("tcp", c.addr)
 		if err != nil {
-			return nil, fmt.Errorf("--metrics-addr %s: %w", r.p.metricsAddr, err)
+			return nil, fmt.Errorf("--metrics-addr %s: %w", c.addr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", l.m.Handler())
 		l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		l.addr = ln.Addr().String()
 		go l.srv.Serve(ln)
-		fmt.Fprintf(r.c.Stderr, "metrics: http://%s/metrics\n", l.addr)
+		if c.stderr != nil {
+			fmt.Fprintf(c.stderr, "metrics: http://%s/metrics\n", l.addr)
+		}
 	}
 	go l.pushLoop()
 	return l, nil
@@ -104,6 +127,18 @@ func (l *live) watch(plan *flood.Plan, rate float64, tick func(record.Progress))
 		l.m.Progress(p)
 		l.queue(p)
 	}
+}
+
+// fetchback names the run's fetch-back window (nil: none), so the serve
+// shows its counts beside the pushed state.
+func (l *live) fetchback(w *fetchbackWindow) {
+	id := ""
+	if w != nil {
+		id = w.id
+	}
+	l.mu.Lock()
+	l.fetchWin = id
+	l.mu.Unlock()
 }
 
 // checkpoint takes the bottleneck verdict of the run so far.
@@ -138,7 +173,7 @@ func (l *live) queue(p record.Progress) {
 		Metrics: metrics,
 	}
 	l.mu.Lock()
-	push.Rate, push.Bottleneck = l.rate, l.verdict
+	push.Rate, push.Bottleneck, push.FetchbackWindow = l.rate, l.verdict, l.fetchWin
 	l.pending, l.last = push, push
 	l.mu.Unlock()
 	l.poke()
@@ -212,3 +247,47 @@ func (l *live) stop() {
 		}
 	}
 }
+
+// LiveMetrics is a flood's live metrics wired as Run wires them for
+// --metrics-addr and an attached serve: the engine's Watch on every send,
+// and each tick the metrics' Progress, their encoding, the status classes
+// and the push built and sent to the serve. It is for a flood run outside
+// Run: the bench prices the live metrics with it.
+type LiveMetrics struct{ l *live }
+
+// LiveMetricsConfig says where a LiveMetrics goes.
+type LiveMetricsConfig struct {
+	Run    adminapi.FloodRun
+	Buffer livemetrics.Buffer // the signing pipeline's buffer (nil: none)
+	Admin  *adminapi.Client   // the serve pushed to once a second (nil: none)
+	Addr   string             // host:port to serve /metrics on ("": none)
+	Log    *zap.Logger        // nil: none
+}
+
+// StartLiveMetrics starts serving and pushing as c says; Stop ends both.
+func StartLiveMetrics(ctx context.Context, c LiveMetricsConfig) (*LiveMetrics, error) {
+	if c.Log == nil {
+		c.Log = zap.NewNop()
+	}
+	l, err := newLive(ctx, liveConfig{run: c.Run, buffer: c.Buffer, admin: c.Admin, addr: c.Addr, log: c.Log})
+	if err != nil {
+		return nil, err
+	}
+	return &LiveMetrics{l: l}, nil
+}
+
+// Watch wires the metrics into plan at its pacer's rate, after plan's own
+// Progress (the live line's, in a run).
+func (m *LiveMetrics) Watch(plan *flood.Plan) {
+	tick := plan.Progress
+	if tick == nil {
+		tick = func(record.Progress) {}
+	}
+	m.l.watch(plan, plan.Pacer.Rate(), tick)
+}
+
+// Addr is where /metrics is served ("" when it is not).
+func (m *LiveMetrics) Addr() string { return m.l.addr }
+
+// Stop sends the pending push and closes the listener.
+func (m *LiveMetrics) Stop() { m.l.stop() }

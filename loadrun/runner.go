@@ -104,6 +104,9 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 		}
 	}
 	fetch := r.openFetchback(ctx, s.Label)
+	if r.live != nil {
+		r.live.fetchback(fetch)
+	}
 	res, err := flood.Run(ctx, plan)
 	live.Done()
 	if err != nil {

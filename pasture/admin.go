@@ -78,7 +78,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		}
 		w.Write([]byte("ready\n"))
 	}))
-	live := newFloodLive(time.Now) // what attached floods push: the admin page's live panel, and their metrics here
+	live := newFloodLive(time.Now, p.fetch) // what attached floods push: the admin page's live panel, and their metrics here
 	live.routes(r.Handle)
 	// A pushed family that clashes with another run's (a crowd of another
 	// version) must not blank the serve's own metrics: the rest is served.

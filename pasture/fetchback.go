@@ -38,6 +38,7 @@ type FetchWindows struct {
 
 	mu      sync.Mutex
 	windows []*fetchWindow
+	closed  []adminapi.FetchbackTally // the final tallies of the latest closed windows, oldest first
 }
 
 // NewFetchWindows returns FetchWindows with none open; now is the clock
@@ -134,7 +135,31 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	if w == nil {
 		return t, false
 	}
-	return w.tally(f.now()), true
+	t = w.tally(f.now())
+	f.mu.Lock()
+	f.closed = append(f.closed, t)
+	if n := len(f.closed) - adminapi.MaxFetchbackWindows; n > 0 {
+		f.closed = slices.Delete(f.closed, 0, n)
+	}
+	f.mu.Unlock()
+	return t, true
+}
+
+// Lookup is window id's tally: so far while it is open, its final one
+// (closed) once it closed, for the latest MaxFetchbackWindows closed; ok
+// is false for an id it has neither of. The live panel reads a running
+// flood's fetches back with it, the final counts included.
+func (f *FetchWindows) Lookup(id string) (t adminapi.FetchbackTally, closed, ok bool) {
+	if w := f.find(id); w != nil {
+		return w.tally(f.now()), false, true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.IndexFunc(f.closed, func(c adminapi.FetchbackTally) bool { return c.ID == id })
+	if i < 0 {
+		return t, false, false
+	}
+	return f.closed[i], true, true
 }
 
 // Tallies is the typed accessor of the open windows' tallies (the admin

@@ -26,9 +26,10 @@ import (
 // their labels: a new push of the same labels replaces the old run's
 // metrics, and a run silent for adminapi.FloodLiveKeep is forgotten.
 type floodLive struct {
-	now  func() time.Time
-	mu   sync.Mutex
-	runs map[adminapi.FloodRun]*liveRun
+	now   func() time.Time
+	fetch *FetchWindows // the serve's fetch-back windows: a run's fetches back, as the serve counts them
+	mu    sync.Mutex
+	runs  map[adminapi.FloodRun]*liveRun
 }
 
 // liveRun is one pushed run.
@@ -37,6 +38,9 @@ type liveRun struct {
 	ticks   []adminapi.FloodTick // oldest first, at most FloodLiveTicks
 	mfs     []*dto.MetricFamily
 	updated time.Time
+	// fetchback is the latest read of the run's fetch-back window, kept
+	// once the window is gone (closed long ago, or the serve restarted).
+	fetchback *adminapi.FloodFetchback
 }
 
 // Bounds of what a push may carry: a run's exposition is a few hundred
@@ -50,8 +54,9 @@ const (
 // errBadPush marks a push refused with 400.
 var errBadPush = errors.New("bad flood push")
 
-func newFloodLive(now func() time.Time) *floodLive {
-	return &floodLive{now: now, runs: make(map[adminapi.FloodRun]*liveRun)}
+// newFloodLive keeps pushed runs; fetch (nil: none) counts their fetches back.
+func newFloodLive(now func() time.Time, fetch *FetchWindows) *floodLive {
+	return &floodLive{now: now, fetch: fetch, runs: make(map[adminapi.FloodRun]*liveRun)}
 }
 
 // routes adds the two live routes.
@@ -100,7 +105,11 @@ func (l *floodLive) push(p adminapi.FloodLive) error {
 	if p.Elapsed < run.state.Elapsed {
 		run.ticks = run.ticks[:0] // the same labels ran again
 	}
+	if p.FetchbackWindow != run.state.FetchbackWindow {
+		run.fetchback = nil // another run of the same labels
+	}
 	run.state, run.mfs, run.updated = p.FloodState, mfs, now
+	run.state.Fetchback = nil // the serve's to fill, from its own window
 	run.ticks = append(run.ticks, p.Tick)
 	if n := len(run.ticks) - adminapi.FloodLiveTicks; n > 0 {
 		run.ticks = slices.Delete(run.ticks, 0, n)
@@ -151,7 +160,14 @@ func (l *floodLive) list() []adminapi.FloodLiveRun {
 	l.expire(l.now())
 	out := make([]adminapi.FloodLiveRun, 0, len(l.runs))
 	for _, run := range l.runs {
-		out = append(out, adminapi.FloodLiveRun{FloodState: run.state, Ticks: slices.Clone(run.ticks), Updated: run.updated})
+		if id := run.state.FetchbackWindow; id != "" && l.fetch != nil {
+			if t, closed, ok := l.fetch.Lookup(id); ok {
+				run.fetchback = adminapi.NewFloodFetchback(t, closed)
+			}
+		}
+		st := run.state
+		st.Fetchback = run.fetchback
+		out = append(out, adminapi.FloodLiveRun{FloodState: st, Ticks: slices.Clone(run.ticks), Updated: run.updated})
 	}
 	slices.SortFunc(out, func(a, b adminapi.FloodLiveRun) int { return b.Updated.Compare(a.Updated) })
 	return out

@@ -119,3 +119,63 @@ func TestAdminPageHasTheLivePanel(t *testing.T) {
 		t.Error("the live panel names a URL: it must load nothing from elsewhere")
 	}
 }
+
+// TestFloodLiveFetchback: a run that names its fetch-back window gets the
+// serve's own counts of it in /api/flood/live: so far while it is open,
+// the final ones (closed) after it closed, kept over later pushes; a run
+// that names no window has none.
+func TestFloodLiveFetchback(t *testing.T) {
+	p := testPasture(t, Config{Version: "test"})
+	win, err := p.Fetchbacks().Open("live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origins := p.Fetchbacks().Middleware(http.NotFoundHandler())
+	fetch := func(path string) {
+		origins.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "https://flood1.test"+path, nil))
+	}
+	run := adminapi.FloodRun{Label: "live", Seed: "1"}
+	push := func(elapsed float64, window string) {
+		b, _ := json.Marshal(adminapi.FloodLive{FloodState: adminapi.FloodState{Run: run, Elapsed: elapsed, FetchbackWindow: window},
+			Metrics: exposition(t, "crowd_flood_sent_total", run, elapsed)})
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "http://localhost:9180/api/flood/live", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		p.admin.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("push: %d %s", rec.Code, rec.Body)
+		}
+	}
+	shown := func() *adminapi.FloodFetchback {
+		rec := httptest.NewRecorder()
+		p.admin.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:9180/api/flood/live", nil))
+		var runs []adminapi.FloodLiveRun
+		if err := json.Unmarshal(rec.Body.Bytes(), &runs); err != nil || len(runs) != 1 {
+			t.Fatalf("/api/flood/live: %v %s", err, rec.Body)
+		}
+		return runs[0].Fetchback
+	}
+
+	push(1, win.ID)
+	fetch("/.well-known/webfinger?resource=acct:a@flood1.test")
+	fetch("/.well-known/nodeinfo")
+	if fb := shown(); fb == nil || fb.Fetches != 2 || fb.Closed || fb.Ended || fb.Kinds[adminapi.FetchWebFinger] != 1 || fb.Kinds[adminapi.FetchNodeInfo] != 1 {
+		t.Fatalf("while open: %+v", fb)
+	}
+	p.Fetchbacks().End(win.ID)
+	fetch("/.well-known/nodeinfo")
+	final, ok := p.Fetchbacks().Close(win.ID)
+	if !ok {
+		t.Fatal("the window did not close")
+	}
+	fetch("/.well-known/nodeinfo") // after the close: counted nowhere
+	push(2, win.ID)                // the flood's final push comes after the close
+	want := adminapi.NewFloodFetchback(final, true)
+	if fb := shown(); fb == nil || !fb.Closed || !fb.Ended || fb.Fetches != 3 || fb.AfterEnd != 1 || fb.Fetches != want.Fetches {
+		t.Fatalf("after the close: %+v, the window's final tally %+v", fb, want)
+	}
+	push(1, "") // the same labels again, counting nothing
+	if fb := shown(); fb != nil {
+		t.Fatalf("a run without a window shows %+v", fb)
+	}
+}
