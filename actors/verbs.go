@@ -254,5 +254,10 @@ func (o *Origin) parseLeaver(name string) (*Actor, bool) {
 	return l, true
 }
 
+// IsLeaverName reports whether an actor's name (the last segment of its
+// /users/{name}) is a leaver's: by the name's shape alone, as a request
+// for it is classified (pasture's fetch-back tally).
+func IsLeaverName(name string) bool { return strings.HasPrefix(name, leaverPrefix) }
+
 // IsLeaver reports whether the actor is a leaver (see Leaver).
 func (a *Actor) IsLeaver() bool { return a.leaver }

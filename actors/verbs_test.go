@@ -39,12 +39,18 @@ func TestVocabularyMatchesGoldenFiles(t *testing.T) {
 		Author: "https://sut.test/users/load0"})
 	parent := bob.NoteID(vocabSpec())
 	leaver := alice.Leaver(12345)
+	follow := FollowSpec{Published: spec.Published, Seq: 5, Object: "https://sut.test/users/load0"}
+	media := vocabSpec()
+	media.Media = MediaSpec{Count: 2, Width: 64, Height: 48}
 	for _, c := range []struct {
 		file string
 		doc  any
 	}{
 		{"announce.json", boost},                                      // a boost of a persona's post
+		{"like.json", like},                                           // a Like of a persona's post
 		{"undo_like.json", alice.Undo(like)},                          // the Like embedded
+		{"undo_follow.json", alice.UndoFollow(follow)},                // the Follow embedded: an unfollow
+		{"media.json", alice.CreateNote(media)},                       // a note with images and nothing else of a reply's
 		{"undo_announce.json", alice.Undo(boost)},                     // the Announce embedded, its audience kept
 		{"delete_note.json", alice.DeleteNote(alice.NoteID(spec))},    // a Tombstone embedded, as Mastodon
 		{"delete_actor.json", leaver.DeleteSelf()},                    // self-signed: actor == object
@@ -70,6 +76,8 @@ func TestVocabularyIsRegeneratedFromItsIDs(t *testing.T) {
 	like := alice.Like(LikeSpec{Published: spec.Published, Seq: 3, Object: "https://sut.test/notes/1"})
 	boost := alice.Announce(AnnounceSpec{Published: spec.Published, Seq: 4, Object: "https://sut.test/notes/1", Author: "https://sut.test/users/a"})
 	rich := richSpec(alice.NoteID(spec))
+	media := vocabSpec()
+	media.Media = MediaSpec{Count: 1, Width: 320, Height: 240}
 	for _, c := range []struct {
 		name string
 		want Activity
@@ -77,6 +85,8 @@ func TestVocabularyIsRegeneratedFromItsIDs(t *testing.T) {
 		{"an Announce", boost},
 		{"the Undo of a Like", alice.Undo(like)},
 		{"the Undo of an Announce", alice.Undo(boost)},
+		{"the Undo of a Follow", alice.UndoFollow(FollowSpec{Published: spec.Published, Seq: 5, Object: "https://sut.test/users/a"})},
+		{"the Create of a note with images", alice.CreateNote(media)},
 		{"an Update of a note", alice.UpdateNote(spec, 3, at)},
 		{"the Create of a reply with extras", alice.CreateNote(rich)},
 	} {

@@ -51,6 +51,7 @@ const (
 	FetchHostMeta   = "host-meta"  // /.well-known/host-meta(.json)
 	FetchNodeInfo   = "nodeinfo"   // /.well-known/nodeinfo, /nodeinfo/2.x
 	FetchActor      = "actor"      // an actor document (and its #main-key)
+	FetchLeaver     = "leaver"     // a leaver's actor document: an account made to be deleted (actors.IsLeaverName; record.FetchLeaver)
 	FetchKey        = "key"        // a key document at a URL of its own
 	FetchObject     = "object"     // an object a crowd actor sent (note, like, follow…)
 	FetchCollection = "collection" // outbox, followers, following, featured
@@ -60,7 +61,7 @@ const (
 
 // FetchKinds lists the kinds in the order reports show them.
 func FetchKinds() []string {
-	return []string{FetchWebFinger, FetchHostMeta, FetchNodeInfo, FetchActor, FetchKey, FetchObject,
+	return []string{FetchWebFinger, FetchHostMeta, FetchNodeInfo, FetchActor, FetchLeaver, FetchKey, FetchObject,
 		FetchCollection, FetchMedia, FetchOther}
 }
 

@@ -31,7 +31,7 @@ const (
 func rowKeys() []string {
 	return append([]string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
 		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics}, scaleRowKeys()...)
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics}, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling
@@ -241,6 +241,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.0f ms", v)
 	case "ms/activity":
 		return fmt.Sprintf("%.3f ms/activity", v)
+	case "µs":
+		return fmt.Sprintf("%.1f µs", v)
 	}
 	return fmt.Sprintf("%g %s", v, unit)
 }

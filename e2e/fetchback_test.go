@@ -61,6 +61,8 @@ func sutFetchKind(t *testing.T, raw string) string {
 		return "host-meta"
 	case u.Path == "/.well-known/nodeinfo" || seg[0] == "nodeinfo":
 		return "nodeinfo"
+	case seg[0] == "users" && len(seg) == 2 && strings.HasPrefix(seg[1], "leaver_"):
+		return "leaver" // an account made to be deleted
 	case seg[0] == "users" && len(seg) == 2:
 		return "actor"
 	case seg[0] == "users" && len(seg) == 3 && slices.Contains([]string{"outbox", "followers", "following"}, seg[2]):
@@ -139,18 +141,22 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 		// Account deletions of leavers Fedify never met (no note of the run
 		// to delete yet): Mastodon skips an unknown account's self-Delete
 		// unverified; Fedify verifies it, so it fetches each leaver's key
-		// (its actor, still served until the Delete is answered).
+		// (its actor, still served until the Delete is answered). The record
+		// counts those fetches apart (kind leaver), each Delete's one fetch
+		// of the gone account: exactly what Fedify logged (compareFetchback),
+		// one a Delete, and no world actor counted among them.
 		{name: "delete", mix: "delete=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
-			leavers := 0
+			got, amp := rec.Fetchback.Kinds["leaver"], rec.Fetchback.Amplification[0]
+			if got.Fetches == 0 || got.Fetches != int64(len(sut["leaver"])) || amp.Type != "Delete" || got.Fetches != amp.Accepted || amp.Fetches != got.Fetches {
+				t.Errorf("the record counts %d fetches of deleted accounts, Fedify logged %d; the Deletes' amplification %+v: want one a Delete",
+					got.Fetches, len(sut["leaver"]), amp)
+			}
 			for _, e := range sut["actor"] {
 				if strings.Contains(e.URL, "/users/leaver_") {
-					leavers++
+					t.Errorf("a leaver counted as a world actor: %s", e.URL)
 				}
 			}
-			if leavers == 0 {
-				t.Errorf("Deletes of never-met accounts: Fedify fetched no leaver")
-			}
-			t.Logf("Fedify fetched %d leavers (of %d actor fetches)", leavers, len(sut["actor"]))
+			t.Logf("Fedify fetched %d deleted accounts (status %v), %d other actors", got.Fetches, got.Status, len(sut["actor"]))
 		}},
 		// Notes with an image: Fedify downloads each.
 		{name: "media", mix: "media=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {

@@ -14,9 +14,17 @@ type floodRecord struct {
 		Counts struct {
 			Offered, Sent, Dropped, Completed int64
 		} `json:"counts"`
-		Tally map[string]int64 `json:"tally"`
+		Tally   map[string]int64 `json:"tally"`
+		Latency struct {
+			P50 int64 `json:"p50_us"`
+			P95 int64 `json:"p95_us"`
+			P99 int64 `json:"p99_us"`
+		} `json:"latency"`
 	} `json:"overall"`
 	Types map[string]struct {
+		Counts struct {
+			Sent int64 `json:"sent"`
+		} `json:"counts"`
 		Tally map[string]int64 `json:"tally"`
 	} `json:"types"`
 }

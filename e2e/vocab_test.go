@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,25 +197,41 @@ func (f *federation) flood(t *testing.T, label string, args ...string) (floodRec
 // answers the record's bytes and the flood's output.
 func (f *federation) floodInto(t *testing.T, label string, rec any, args ...string) ([]byte, []byte) {
 	t.Helper()
+	raw, output, code := f.floodExit(t, label, rec, args...)
+	if code != 0 {
+		t.Fatalf("crowd flood: exit %d\n%s", code, output)
+	}
+	return raw, output
+}
+
+// floodExit is floodInto answering the flood's exit status instead of
+// failing the test on one but 0 (a missed gate exits 1 and still writes
+// its record).
+func (f *federation) floodExit(t *testing.T, label string, rec any, args ...string) (raw, output []byte, code int) {
+	t.Helper()
 	out := t.TempDir()
 	args = append(append([]string{"flood"}, args...), "--personas", "load%d@sut.test", "--count", "3",
 		"--admin", "127.0.0.1:9180", "--state", f.state, "--out", out, "--label", label, "--log-format", "json")
 	output, err := f.ns.Command(context.Background(), BuildCrowd(t), args...).CombinedOutput()
-	if err != nil {
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
 		t.Fatalf("crowd flood: %v\n%s", err, output)
 	}
 	paths, _ := filepath.Glob(filepath.Join(out, "*-"+label+".json"))
 	if len(paths) != 1 {
 		t.Fatalf("want one record in %s, got %v\n%s", out, paths, output)
 	}
-	raw, err := os.ReadFile(paths[0])
+	raw, err = os.ReadFile(paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(raw, rec); err != nil {
 		t.Fatal(err)
 	}
-	return raw, output
+	return raw, output, code
 }
 
 // get fetches a document the crowd serves, over HTTPS by name, on any of

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/recordtest"
 	"github.com/crowdfed/crowd/pasture"
@@ -62,5 +63,13 @@ func TestFetchbackWindowInProcess(t *testing.T) {
 	}
 	if (&runner{c: Config{Fetchback: FetchbackConfig{Off: true}}, env: r.env}).openFetchback(context.Background(), "off") != nil {
 		t.Errorf("--fetchback=false opened a window")
+	}
+}
+
+// TestFetchLeaverNamesAgree: the record attributes leaver fetches by the
+// name the crowd's tally gives them; the two packages must not drift.
+func TestFetchLeaverNamesAgree(t *testing.T) {
+	if adminapi.FetchLeaver != record.FetchLeaver {
+		t.Errorf("adminapi.FetchLeaver %q, record.FetchLeaver %q", adminapi.FetchLeaver, record.FetchLeaver)
 	}
 }

@@ -29,6 +29,8 @@ func TestClassifyFetch(t *testing.T) {
 		{"/.well-known/nodeinfo", adminapi.FetchNodeInfo, ""},               // discovery
 		{"/nodeinfo/2.1", adminapi.FetchNodeInfo, ""},                       // the document
 		{"/users/alice", adminapi.FetchActor, ""},                           // an actor, and its #main-key
+		{"/users/leaver_3_2s", adminapi.FetchLeaver, ""},                    // a leaver (an account made to be deleted), and its key
+		{"/users/leaver_3_2s/notes/AQID", adminapi.FetchObject, "notes"},    // a leaver's note is an object like any
 		{"/actor", adminapi.FetchActor, ""},                                 // the instance actor
 		{"/users/alice/main-key", adminapi.FetchKey, ""},                    // a key at a URL of its own
 		{"/users/alice/outbox", adminapi.FetchCollection, ""},               // collections, paged or not

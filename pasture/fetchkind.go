@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 )
 
@@ -53,7 +54,12 @@ func classifyFetch(urlPath string) (kind, object string) {
 		}
 		return underActor(seg[1:])
 	case seg[0] == "users" && len(seg) >= 2 && seg[1] != "":
-		if len(seg) == 2 {
+		switch {
+		case len(seg) == 2 && actors.IsLeaverName(seg[1]):
+			// An account made to be deleted: counted apart, so a run shows
+			// whether the SUT fetched the (gone) account a Delete named.
+			return adminapi.FetchLeaver, ""
+		case len(seg) == 2:
 			return adminapi.FetchActor, ""
 		}
 		return underActor(seg[2:])

@@ -30,7 +30,8 @@ type Fetchback struct {
 	Objects map[string]int64 `json:"objects,omitempty"`
 	// Amplification is fetches per 2xx-accepted send: one row per activity
 	// type the record has (fetches of objects that type sends, see
-	// ObjectActivity), and a last row "all" (every fetch, every type).
+	// ObjectActivity, and of the leavers it deletes, see LeaverActivity),
+	// and a last row "all" (every fetch, every type).
 	Amplification []Amplification `json:"amplification"`
 }
 
@@ -68,8 +69,8 @@ const FetchAll = "all"
 // most likely to first: object fetches go to the first of them the record
 // has. A crowd note is fetched for an Announce of it (the SUT has not seen
 // it) before a Create (which embeds it); a new kind of object or activity
-// is a line here. An actor, key, WebFinger, NodeInfo or collection fetch
-// names no activity (a SUT fetches a key once, for whatever it gets first
+// is a line here. An actor (but a leaver's), key, WebFinger, NodeInfo or
+// collection fetch names no activity (a SUT fetches a key once, for whatever it gets first
 // from that actor), so those count in the "all" row only.
 func ObjectActivity(segment string) []ActivityKind {
 	switch segment {
@@ -84,6 +85,19 @@ func ObjectActivity(segment string) []ActivityKind {
 	}
 	return nil
 }
+
+// FetchLeaver is the kind of a fetch of a leaver's actor document (an
+// account the crowd made to be deleted; adminapi.FetchLeaver): unlike
+// other actor fetches, it names the activity that caused it (see
+// LeaverActivity).
+const FetchLeaver = "leaver"
+
+// LeaverActivity lists the activity types whose sends make a SUT fetch a
+// leaver, the one most likely to first: its account deletion (a SUT that
+// verifies a self-Delete fetches the gone account's key), else a boost of
+// a note it authored that the SUT had not seen (the SUT may meet the
+// author). Leaver fetches go to the first of them the record has.
+func LeaverActivity() []ActivityKind { return []ActivityKind{TypeDelete, TypeAnnounce} }
 
 // FetchKindTally is one kind's counts as the crowd's admin API answers
 // them (adminapi.FetchbackKind), the input of NewFetchback.
@@ -150,13 +164,19 @@ func (r *Record) SetFetchback(fb *Fetchback) {
 func (fb *Fetchback) amplify(r *Record) {
 	fb.Amplification = nil
 	byType := map[ActivityKind]int64{}
-	for seg, n := range fb.Objects {
-		for _, t := range ObjectActivity(seg) {
+	attribute := func(to []ActivityKind, n int64) {
+		for _, t := range to {
 			if _, ok := r.Types[string(t)]; ok {
 				byType[t] += n
-				break
+				return
 			}
 		}
+	}
+	for seg, n := range fb.Objects {
+		attribute(ObjectActivity(seg), n)
+	}
+	if k := fb.Kinds[FetchLeaver]; k != nil {
+		attribute(LeaverActivity(), k.Fetches)
 	}
 	for _, name := range r.TypeNames() {
 		row := Amplification{Type: name, Accepted: r.Types[name].Tally.OK(), Fetches: byType[ActivityKind(name)]}

@@ -141,3 +141,57 @@ func TestFetchbackAttributesNotesToAnnounces(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchbackLeavers: fetches of leavers (accounts made to be deleted)
+// are their own kind, and the amplification gives them to the Deletes
+// that named those accounts, else to the Announces of their notes.
+func TestFetchbackLeavers(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		types []string
+		want  map[string]int64 // fetches by amplification row
+	}{
+		// A Delete storm: each Delete's fetch of the gone account is the Delete's.
+		{"deletes", []string{"Delete"}, map[string]int64{"Delete": 7, record.FetchAll: 9}},
+		// Deletes and boosts: the Deletes first, as a SUT verifying a self-Delete fetches it.
+		{"deletes and boosts", []string{"Announce", "Delete"}, map[string]int64{"Announce": 0, "Delete": 7, record.FetchAll: 9}},
+		// Boosts of unseen notes alone: a SUT that meets the author.
+		{"boosts", []string{"Announce"}, map[string]int64{"Announce": 7, record.FetchAll: 9}},
+		// No type that names a leaver: only the "all" row counts them.
+		{"creates", []string{"Create"}, map[string]int64{"Create": 0, record.FetchAll: 9}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := func(int) time.Duration { return time.Millisecond }
+			stats := map[string]*record.Stats{}
+			for _, typ := range c.types {
+				stats[typ] = recordtest.Sends(10, ms, recordtest.Always(record.Class202))
+			}
+			res := recordtest.Run(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5*time.Second, stats)
+			r := recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant"})
+			fb, err := record.NewFetchback(map[string]record.FetchKindTally{
+				record.FetchLeaver: served(t, 7, time.Millisecond, 7, 0),
+				"actor":            served(t, 2, time.Millisecond, 2, 0),
+			}, nil, 3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SetFetchback(fb)
+			fb = recordtest.RoundTrip(t, r).Fetchback
+			if fb.Kinds[record.FetchLeaver].Fetches != 7 || fb.Kinds["actor"].Fetches != 2 {
+				t.Errorf("kinds %+v", fb.Kinds)
+			}
+			got := map[string]int64{}
+			for _, a := range fb.Amplification {
+				got[a.Type] = a.Fetches
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("amplification %+v, want %v", fb.Amplification, c.want)
+			}
+			for typ, n := range c.want {
+				if got[typ] != n {
+					t.Errorf("%s: %d fetches, want %d (%+v)", typ, got[typ], n, fb.Amplification)
+				}
+			}
+		})
+	}
+}

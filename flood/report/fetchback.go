@@ -58,6 +58,10 @@ func fetchViewOf(r *record.Record) *fetchView {
 	if r.Settings.Warmup > 0 {
 		v.Notes = append(v.Notes, "the fetches of the warm-up are counted, its sends are not: amplification is an upper bound")
 	}
+	if k := fb.Kinds[record.FetchLeaver]; k != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("leaver: %d fetches of accounts the run deleted or whose notes it boosted (%d answered 410: fetched after the deletion was recorded)",
+			k.Fetches, k.Status["410"]))
+	}
 	if len(fb.Objects) > 0 {
 		var parts []string
 		for _, seg := range slices.Sorted(maps.Keys(fb.Objects)) {

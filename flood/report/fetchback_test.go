@@ -25,6 +25,7 @@ func TestFetchbackIsShownEverywhere(t *testing.T) {
 	fb, err := record.NewFetchback(map[string]record.FetchKindTally{
 		"actor":     {Fetches: 2, Signed: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 2}, LatencyHDR: enc},
 		"webfinger": {Fetches: 2, Status: map[string]int64{"2xx": 1, "4xx": 1}, LatencyHDR: enc},
+		"leaver":    {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "410": 1}, LatencyHDR: enc},
 	}, nil, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,8 @@ func TestFetchbackIsShownEverywhere(t *testing.T) {
 		}
 	}
 	for name, doc := range map[string]string{"table": table.String(), "markdown": md.String(), "html": html.String()} {
-		for _, want := range []string{"fetch amplification", "webfinger", "actor", "2xx 1, 4xx 1", "0.040", "3s after the last answer"} {
+		for _, want := range []string{"fetch amplification", "webfinger", "actor", "2xx 1, 4xx 1", "0.060", "3s after the last answer",
+			"leaver: 2 fetches of accounts the run deleted or whose notes it boosted (1 answered 410"} {
 			if !strings.Contains(doc, want) {
 				t.Errorf("%s lacks %q:\n%s", name, want, doc)
 			}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/signing"
+)
+
+// verbKinds are the kinds of the vocabulary compared with Create, each a
+// row ("verbs_KIND"), and the mix that drafts it: the kind, beside the
+// feeder whose 2xx sends fill the pool it acts on (an Undo takes back a
+// Like, an Update edits and a Delete deletes a note a Create sent), so no
+// pool runs dry and every draft timed is of its kind.
+var verbKinds = []struct {
+	kind record.ActivityKind
+	mix  string
+}{
+	{record.TypeLike, "like=1"},
+	{record.TypeFollow, "follow=1"},
+	{record.TypeAnnounce, "announce=1"},
+	{record.TypeUndo, "undo=1,like=2"},
+	{record.TypeDelete, "delete=1,create=1"},
+	{record.TypeUpdate, "update=1,create=1"},
+	{record.TypeReply, "reply=1"},
+	{record.TypeMedia, "media=1"},
+}
+
+// verbRowKeys are the verbs section's rows, in table order.
+func verbRowKeys() []string {
+	out := make([]string, len(verbKinds))
+	for i, v := range verbKinds {
+		out[i] = verbRowKey(v.kind)
+	}
+	return out
+}
+
+func verbRowKey(k record.ActivityKind) string { return "verbs_" + strings.ToLower(string(k)) }
+
+// Drafts timed per kind and round: drafting alone, and drafting then
+// signing (RSA-2048, as a pipeline's signer does). Rounds are short and
+// many (verbRoundsPer × -rounds), so a shared machine's load, which
+// changes by the second, falls on every kind alike.
+const (
+	verbDrafts    = 200
+	verbSigned    = 40
+	verbRoundsPer = 5
+)
+
+// verbCost is one round's cost per send of one kind, in µs.
+type verbCost struct{ Draft, Signed float64 }
+
+// verbsSection: what each kind of the vocabulary costs the generator per
+// send, beside Create. Rounds alternate the kinds (Create, Like, …,
+// Create, Like, …) and each reports its median, so a shared machine's
+// noise falls on all. A row's figure is the cost of drafting and signing
+// one send of its kind ÷ Create's; drafting alone is in its notes.
+// Target: ≤ 1.2 (issue 14: the new verbs cost no more per send than
+// Create).
+func (b *bench) verbsSection(ctx context.Context) {
+	const target = "≤ 1.2 × Create"
+	kinds := append([]struct {
+		kind record.ActivityKind
+		mix  string
+	}{{record.TypeCreate, "create=1"}}, verbKinds...)
+	gens := make([]*flood.Generator, len(kinds))
+	for i, k := range kinds {
+		g, err := newGenerator(b.world, k.mix, sinkTarget(b.sinkAddr))
+		if err != nil {
+			for _, v := range verbKinds {
+				b.rep.fail(verbRowKey(v.kind), verbRowName(v.kind), target, err)
+			}
+			return
+		}
+		gens[i] = g
+	}
+	signer := newSigner()
+	costs := make([][]verbCost, len(kinds))
+	for round := range verbRoundsPer * max(1, b.cfg.Rounds) {
+		for i, k := range kinds {
+			if ctx.Err() != nil {
+				return
+			}
+			c, err := draftCost(gens[i], signer, k.kind)
+			if err != nil {
+				for _, v := range verbKinds {
+					b.rep.fail(verbRowKey(v.kind), verbRowName(v.kind), target, err)
+				}
+				return
+			}
+			costs[i] = append(costs[i], c)
+		}
+		b.logf("  round %d: Create %.0f µs drafted and signed", round+1, costs[0][round].Signed)
+	}
+	med := func(cs []verbCost, signed bool) float64 {
+		var xs []float64
+		for _, c := range cs {
+			xs = append(xs, map[bool]float64{false: c.Draft, true: c.Signed}[signed])
+		}
+		return median(xs)
+	}
+	create, createDraft := med(costs[0], true), med(costs[0], false)
+	for i, k := range kinds[1:] {
+		signed, draft := med(costs[i+1], true), med(costs[i+1], false)
+		row := Row{Key: verbRowKey(k.kind), Name: verbRowName(k.kind), Value: signed, Unit: "µs",
+			Ceiling: create, CeilingName: "a Create drafted and signed, rounds alternating", Target: target}
+		if create > 0 {
+			row.Ratio = signed / create
+			row.Met = met(row.Ratio <= 1.2)
+		}
+		row.Notes = fmt.Sprintf("drafting alone %.1f µs vs Create's %.1f µs (%.2f); mix %s; medians of %d rounds of %d drafts and %d drafts signed (RSA-2048, the Go backend)",
+			draft, createDraft, draft/createDraft, k.mix, len(costs[i+1]), verbDrafts, verbSigned)
+		b.rep.set(row)
+	}
+}
+
+func verbRowName(k record.ActivityKind) string {
+	return fmt.Sprintf("generator cost per send: %s ÷ Create (drafted and signed)", k)
+}
+
+// draftCost drafts from gen until it has timed verbDrafts drafts of kind,
+// then verbSigned drafts of kind signed, and answers their mean costs.
+// Every draft is settled as a sent one would be (2xx; a Follow as never
+// sent, so its sender may follow the persona again), feeding the pools
+// later drafts act on; drafts of another kind (the mix's feeder) are not
+// timed.
+func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.ActivityKind) (verbCost, error) {
+	s := gen.Stream()
+	var c verbCost
+	for _, signed := range []bool{false, true} {
+		want := map[bool]int{false: verbDrafts, true: verbSigned}[signed]
+		var spent time.Duration
+		for n, tries := 0, 0; n < want; tries++ {
+			if tries > 20*want {
+				return c, fmt.Errorf("%s: %d of %d drafts were of the kind: its pool runs dry", kind, n, tries)
+			}
+			t0 := time.Now()
+			d, err := s.Next()
+			if err == nil && signed {
+				_, err = flood.Prepare(signer, d)
+			}
+			took := time.Since(t0)
+			if err != nil {
+				return c, err
+			}
+			if d.Type == kind {
+				spent += took
+				n++
+			}
+			settleDraft(gen, d)
+		}
+		us := float64(spent.Microseconds()) / float64(want)
+		if signed {
+			c.Signed = us
+		} else {
+			c.Draft = us
+		}
+	}
+	return c, nil
+}
+
+// settleDraft answers d as the flood's Settled hook would once it was
+// sent and answered 202; a Follow as one that never left.
+func settleDraft(gen *flood.Generator, d flood.Draft) {
+	p, dl := &flood.Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, flood.Delivery{Sent: true, Class: record.Class202}
+	if d.Type == record.TypeFollow {
+		p.Follow, dl = &flood.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, flood.Delivery{}
+	}
+	gen.Settled(p, dl)
+}
