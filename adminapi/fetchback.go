@@ -113,7 +113,8 @@ type FetchbackKind struct {
 	Status map[string]int64 `json:"status"`
 	// Latency is the time to serve each request, from its headers read to
 	// its answer written, in µs: an HdrHistogram V2 compressed, base64
-	// encoding with the flood's geometry, so it merges with the record's.
+	// encoding with the flood's geometry, so it merges with the record's;
+	// empty where the reader asked for counts only (the live panel's).
 	Latency string `json:"latency_hdr"`
 }
 

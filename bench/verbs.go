@@ -11,29 +11,34 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// verbKinds are the kinds of the vocabulary compared with Create, each a
+// verbKind is one compared kind and the mix that drafts it.
+type verbKind struct {
+	kind record.ActivityKind
+	mix  string
+}
+
+// verbKinds is the kinds of the vocabulary compared with Create, each a
 // row ("verbs_KIND"), and the mix that drafts it: the kind, beside the
 // feeder whose 2xx sends fill the pool it acts on (an Undo takes back a
 // Like, an Update edits and a Delete deletes a note a Create sent), so no
 // pool runs dry and every draft timed is of its kind.
-var verbKinds = []struct {
-	kind record.ActivityKind
-	mix  string
-}{
-	{record.TypeLike, "like=1"},
-	{record.TypeFollow, "follow=1"},
-	{record.TypeAnnounce, "announce=1"},
-	{record.TypeUndo, "undo=1,like=2"},
-	{record.TypeDelete, "delete=1,create=1"},
-	{record.TypeUpdate, "update=1,create=1"},
-	{record.TypeReply, "reply=1"},
-	{record.TypeMedia, "media=1"},
+func verbKinds() []verbKind {
+	return []verbKind{
+		{record.TypeLike, "like=1"},
+		{record.TypeFollow, "follow=1"},
+		{record.TypeAnnounce, "announce=1"},
+		{record.TypeUndo, "undo=1,like=2"},
+		{record.TypeDelete, "delete=1,create=1"},
+		{record.TypeUpdate, "update=1,create=1"},
+		{record.TypeReply, "reply=1"},
+		{record.TypeMedia, "media=1"},
+	}
 }
 
 // verbRowKeys are the verbs section's rows, in table order.
 func verbRowKeys() []string {
-	out := make([]string, len(verbKinds))
-	for i, v := range verbKinds {
+	out := make([]string, len(verbKinds()))
+	for i, v := range verbKinds() {
 		out[i] = verbRowKey(v.kind)
 	}
 	return out
@@ -63,15 +68,12 @@ type verbCost struct{ Draft, Signed float64 }
 // Create).
 func (b *bench) verbsSection(ctx context.Context) {
 	const target = "≤ 1.2 × Create"
-	kinds := append([]struct {
-		kind record.ActivityKind
-		mix  string
-	}{{record.TypeCreate, "create=1"}}, verbKinds...)
+	kinds := append([]verbKind{{record.TypeCreate, "create=1"}}, verbKinds()...)
 	gens := make([]*flood.Generator, len(kinds))
 	for i, k := range kinds {
 		g, err := newGenerator(b.world, k.mix, sinkTarget(b.sinkAddr))
 		if err != nil {
-			for _, v := range verbKinds {
+			for _, v := range verbKinds() {
 				b.rep.fail(verbRowKey(v.kind), verbRowName(v.kind), target, err)
 			}
 			return
@@ -87,7 +89,7 @@ func (b *bench) verbsSection(ctx context.Context) {
 			}
 			c, err := draftCost(gens[i], signer, k.kind)
 			if err != nil {
-				for _, v := range verbKinds {
+				for _, v := range verbKinds() {
 					b.rep.fail(verbRowKey(v.kind), verbRowName(v.kind), target, err)
 				}
 				return

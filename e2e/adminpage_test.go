@@ -340,7 +340,9 @@ func checkPanel(t *testing.T, samples []panelSample, out string) {
 			bySecond[f["t"]] = f
 		}
 	}
-	if len(samples) < 15 {
+	// Read every 250 ms or as fast as the page answers: a loaded machine's DevTools calls
+	// may take most of a second, and ten reads of a 10 s flood still see it move.
+	if len(samples) < 10 {
 		t.Fatalf("%d samples of the panel over a 10 s flood", len(samples))
 	}
 	for _, s := range samples {

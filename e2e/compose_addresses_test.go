@@ -18,9 +18,9 @@ import (
 // are read from the file and run verbatim, each in a network namespace standing for the
 // container it joins (network_mode: service:…), linked at the addresses compose.yaml gives
 // those containers; then a SUT's namespace reaches origins of the crowd at their own addresses
-// over TLS with the right certificate, and the crowd's own flood test runs on the same routes
-// (TestOriginsSendFromTheirOwnAddresses: each origin's requests leave from its address). The
-// file's pieces must also agree with each other: one range in both routes, in GoToSocial's
+// over TLS with the right certificate. That requests leave from each origin's own address
+// over such routes is TestOriginsSendFromTheirOwnAddresses's part (the same two routes, its
+// own namespaces). The file's pieces must also agree with each other: one range in both routes, in GoToSocial's
 // allowed addresses and in the header's CROWD_ADVERTISE, and the SUT's route through the
 // crowd's compose address.
 func TestComposeAddressesRecipe(t *testing.T) {

@@ -144,11 +144,12 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 		// (its actor, still served until the Delete is answered). The record
 		// counts those fetches apart (kind leaver), each Delete's one fetch
 		// of the gone account: exactly what Fedify logged (compareFetchback),
-		// one a Delete, and no world actor counted among them.
+		// at least one a Delete (a retry under load adds one), and no world
+		// actor counted among them.
 		{name: "delete", mix: "delete=1", check: func(t *testing.T, rec fetchbackRecord, sut map[string][]sutFetch) {
 			got, amp := rec.Fetchback.Kinds["leaver"], rec.Fetchback.Amplification[0]
-			if got.Fetches == 0 || got.Fetches != int64(len(sut["leaver"])) || amp.Type != "Delete" || got.Fetches != amp.Accepted || amp.Fetches != got.Fetches {
-				t.Errorf("the record counts %d fetches of deleted accounts, Fedify logged %d; the Deletes' amplification %+v: want one a Delete",
+			if got.Fetches == 0 || got.Fetches != int64(len(sut["leaver"])) || amp.Type != "Delete" || got.Fetches < amp.Accepted || amp.Fetches != got.Fetches {
+				t.Errorf("the record counts %d fetches of deleted accounts, Fedify logged %d; the Deletes' amplification %+v: want at least one a Delete",
 					got.Fetches, len(sut["leaver"]), amp)
 			}
 			for _, e := range sut["actor"] {

@@ -66,7 +66,34 @@ func TestFloodLiveMetrics(t *testing.T) {
 		"--fetchback-grace", "2s", "--out", out, "--label", "live", "--seed", "7",
 		"--metrics-addr", metrics, "--metrics-linger", "3s", "--log-format", "json"), ReadyOutput(`"msg":"flooding"`))
 
-	var scrapes []liveScrape
+	// The scrapes keep their own 250 ms beat, apart from the panel's reads: a DevTools call
+	// waits on the page's thread, and a slow one must not cost a second of scrapes.
+	type rawScrape struct {
+		body  string
+		ended bool
+	}
+	scraped := make(chan []rawScrape, 1)
+	go func() {
+		var raw []rawScrape
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for done := false; !done; {
+			select {
+			case <-fl.done:
+				done = true
+			case <-tick.C:
+			}
+			ended := finalLine(fl.Output()) // before the scrape: a scrape that fails before the end is the flood's failure
+			body, err := nsGet(f.control, "http://"+metrics+"/metrics")
+			switch {
+			case err == nil:
+				raw = append(raw, rawScrape{body, ended})
+			case !ended && !done:
+				t.Errorf("a scrape of --metrics-addr while the flood ran: %v", err)
+			}
+		}
+		scraped <- raw
+	}()
 	var samples []panelSample
 	for done := false; !done; {
 		select {
@@ -77,14 +104,10 @@ func TestFloodLiveMetrics(t *testing.T) {
 		if s, ok := takePanel(t, page, fl); ok {
 			samples = append(samples, s)
 		}
-		ended := finalLine(fl.Output()) // before the scrape: a scrape that fails before the end is the flood's failure
-		body, err := nsGet(f.control, "http://"+metrics+"/metrics")
-		switch {
-		case err == nil:
-			scrapes = append(scrapes, parseScrape(t, body, ended))
-		case !ended && !done:
-			t.Errorf("a scrape of --metrics-addr while the flood ran: %v", err)
-		}
+	}
+	var scrapes []liveScrape
+	for _, r := range <-scraped {
+		scrapes = append(scrapes, parseScrape(t, r.body, r.ended))
 	}
 	if code := fl.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("crowd flood exited %d:\n%s", code, fl.Output())

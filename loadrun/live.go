@@ -78,7 +78,7 @@ type liveConfig struct {
 	addr   string
 	linger time.Duration
 	log    *zap.Logger
-	stderr io.Writer // where the address served is told ("": nowhere)
+	stderr io.Writer // where the address served is told (nil: nowhere)
 }
 
 // startLive starts the run's live metrics; stop serves and pushes the

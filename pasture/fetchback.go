@@ -117,7 +117,7 @@ func (f *FetchWindows) End(id string) (t adminapi.FetchbackTally, ok bool) {
 		w.ended = now
 	}
 	w.mu.Unlock()
-	return w.tally(now), true
+	return w.tally(now, true), true
 }
 
 // Close forgets window id and returns its final tally; ok is false for a
@@ -135,7 +135,7 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	if w == nil {
 		return t, false
 	}
-	t = w.tally(f.now())
+	t = w.tally(f.now(), true)
 	f.mu.Lock()
 	f.closed = append(f.closed, t)
 	if n := len(f.closed) - adminapi.MaxFetchbackWindows; n > 0 {
@@ -145,13 +145,15 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	return t, true
 }
 
-// Lookup is window id's tally: so far while it is open, its final one
-// (closed) once it closed, for the latest MaxFetchbackWindows closed; ok
-// is false for an id it has neither of. The live panel reads a running
-// flood's fetches back with it, the final counts included.
+// Lookup is window id's tally: so far while it is open (counts only, no
+// latency histograms: the live panel polls it twice a second and needs
+// none), its final one (closed) once it closed, for the latest
+// MaxFetchbackWindows closed; ok is false for an id it has neither of. The
+// live panel reads a running flood's fetches back with it, the final
+// counts included.
 func (f *FetchWindows) Lookup(id string) (t adminapi.FetchbackTally, closed, ok bool) {
 	if w := f.find(id); w != nil {
-		return w.tally(f.now()), false, true
+		return w.tally(f.now(), false), false, true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -173,7 +175,7 @@ func (f *FetchWindows) Tallies(id string) []adminapi.FetchbackTally {
 	out := []adminapi.FetchbackTally{}
 	for _, w := range ws {
 		if id == "" || w.win.ID == id {
-			out = append(out, w.tally(now))
+			out = append(out, w.tally(now, true))
 		}
 	}
 	return out
@@ -249,8 +251,10 @@ func statusClass(status int) string {
 	return "other"
 }
 
-// tally copies the window's counts, read at now.
-func (w *fetchWindow) tally(now time.Time) adminapi.FetchbackTally {
+// tally copies the window's counts, read at now, and with latency their
+// encoded histograms: encoding costs most of a tally, under the lock every
+// counted fetch takes, so a reader that needs counts only goes without.
+func (w *fetchWindow) tally(now time.Time, latency bool) adminapi.FetchbackTally {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := adminapi.FetchbackTally{FetchbackWindow: w.win, At: now.UTC(), Kinds: map[string]adminapi.FetchbackKind{},
@@ -260,7 +264,10 @@ func (w *fetchWindow) tally(now time.Time) adminapi.FetchbackTally {
 		t.Ended = &e
 	}
 	for name, k := range w.kinds {
-		enc, _ := histgeom.Encode(k.latency) // encoding an in-memory histogram into a buffer does not fail
+		var enc string
+		if latency {
+			enc, _ = histgeom.Encode(k.latency) // encoding an in-memory histogram into a buffer does not fail
+		}
 		t.Kinds[name] = adminapi.FetchbackKind{Fetches: k.fetches, AfterEnd: k.afterEnd, Signed: k.signed,
 			Status: maps.Clone(k.status), Latency: enc}
 	}

@@ -187,6 +187,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		p.dns = d
 		p.addrs["dns"] = d.Addr()
 		p.mu.Unlock()
+		p.log.Info("listening", zap.String("listener", "dns"), zap.String("addr", d.Addr()+" (udp, tcp)"))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
