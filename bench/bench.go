@@ -180,7 +180,7 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"backends", "signing backends: ceilings and pipeline floods, Go vs libcrypto", b.backendsSection},
 		{"onecore", "pipeline flood with libcrypto pinned to one core", b.oneCoreSection},
 		{"inbox-backends", "inbox verifying with libcrypto vs bare and vs Go", b.inboxBackendsSection},
-		{"scale", "a large world: start-up at 10 000 origins, TLS per SNI name, DNS", b.scaleSection},
+		{"scale", "a large world (-large-origins): start-up, TLS per SNI name, DNS", b.scaleSection},
 		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},
 		{"verbs", "the vocabulary's cost per send beside Create's", b.verbsSection},
 	}

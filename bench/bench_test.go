@@ -25,7 +25,7 @@ func tinyArgs(state, jsonPath string) []string {
 	return []string{
 		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",
 		"-measure", "200ms", "-rounds", "1", "-conc", "4", "-pool", "16", "-start-rate", "500",
-		"-origins", "1", "-actors", "2", "-scale", "3",
+		"-origins", "1", "-actors", "2", "-scale", "3", "-large-origins", "40", "-large-pool", "4",
 		"-cpu-rates", "20,40", "-cpu-seconds", "300ms",
 		"-state", state, "-json", jsonPath,
 	}

@@ -58,6 +58,9 @@ type config struct {
 	// Origins and Actors shape the world whose actors sign; Scale is the
 	// origins factor of the "origins ×N" rows.
 	Origins, Actors, Scale int
+	// LargeOrigins and LargePool shape the large world of the scale
+	// section: its origins (× 100 actors) and its key pool.
+	LargeOrigins, LargePool int
 	// State holds the keys (generated once, reused by later runs).
 	State string
 	// Crowd is a prebuilt crowd binary for the start-up rows; "" builds
@@ -93,7 +96,7 @@ func defaultConfig() config {
 		Measure: 2 * time.Second, Rounds: 3,
 		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, SignerNice: 19,
 		Conc: 32, Client: clientAuto, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
-		Origins: 20, Actors: 10, Scale: 10,
+		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
 		CPURates: [2]float64{500, 1000}, CPUSeconds: 4 * time.Second,
 		LongSeconds: 60 * time.Second, MemRate: 1000,
@@ -128,6 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Origins, "origins", c.Origins, "origins of the world that signs")
 	fs.IntVar(&c.Actors, "actors", c.Actors, "actors per origin")
 	fs.IntVar(&c.Scale, "scale", c.Scale, "origins factor of the 'origins ×N' rows")
+	fs.IntVar(&c.LargeOrigins, "large-origins", c.LargeOrigins, "origins of the scale section's large world (each with 100 actors)")
+	fs.IntVar(&c.LargePool, "large-pool", c.LargePool, "RSA keys the scale section's worlds share (made once under -state)")
 	fs.StringVar(&c.State, "state", c.State, "directory for the keys (generated once, reused by later runs)")
 	fs.StringVar(&c.Crowd, "crowd", c.Crowd, "prebuilt crowd binary for the start-up rows (default: go build it)")
 	cpuRates := fmt.Sprintf("%g,%g", c.CPURates[0], c.CPURates[1])
@@ -186,6 +191,8 @@ func (c config) check() error {
 		return fmt.Errorf("-client %q: want auto, go or wrk", c.Client)
 	case c.Origins < 1 || c.Actors < 1 || c.Scale < 1 || c.Origins*c.Scale > 10000:
 		return errors.New("-origins, -actors and -scale must be >= 1, and -origins × -scale <= 10000")
+	case c.LargeOrigins <= scaleSmall || c.LargeOrigins > 10000 || c.LargePool < 1:
+		return fmt.Errorf("-large-origins must be from %d to 10000 and -large-pool >= 1", scaleSmall+1)
 	case c.State == "":
 		return errors.New("-state must name a directory")
 	case c.CPUSeconds <= 0 || c.LongSeconds <= 0 || !positive(c.MemRate) || !positive(c.StartRate):

@@ -32,24 +32,23 @@ func scaleRowKeys() []string {
 	return []string{rowScaleStartup, rowScaleMemory, rowScaleTLS, rowScaleDNS}
 }
 
-// The shapes compared: the default world's origins and the largest world,
-// each origin with scaleActors actors, both in a pool of scaleKeyPool keys
-// (made once under -state), so the origins alone differ.
+// The shapes compared: the default world's origins and the large world
+// (-large-origins, 10 000 by default), each origin with scaleActors actors,
+// both in a pool of -large-pool keys (made once under -state), so the
+// origins alone differ.
 const (
-	scaleSmall   = 20
-	scaleLarge   = 10000
-	scaleActors  = 100
-	scaleKeyPool = 1024
+	scaleSmall  = 20
+	scaleActors = 100
 )
 
 // scaleDir is where a scale world's state lives under the bench's -state.
-func scaleDir(state string, origins int) string {
-	return filepath.Join(state, fmt.Sprintf("o%d-a%d-pool%d", origins, scaleActors, scaleKeyPool))
+func (b *bench) scaleDir(origins int) string {
+	return filepath.Join(b.cfg.State, fmt.Sprintf("o%d-a%d-pool%d", origins, scaleActors, b.cfg.LargePool))
 }
 
 // scaleNames are the host names of the large world, in origin order.
-func scaleNames() []string {
-	names := make([]string, scaleLarge)
+func (b *bench) scaleNames() []string {
+	names := make([]string, b.cfg.LargeOrigins)
 	for i := range names {
 		names[i] = fmt.Sprintf(benchDomain, i+1)
 	}
@@ -58,7 +57,7 @@ func scaleNames() []string {
 
 func (b *bench) scaleSection(ctx context.Context) {
 	b.scaleStartup(ctx)
-	names := scaleNames()
+	names := b.scaleNames()
 	if ctx.Err() == nil {
 		b.scaleTLS(ctx, names)
 	}
@@ -70,8 +69,8 @@ func (b *bench) scaleSection(ctx context.Context) {
 // scaleStartup: exec → /readyz 200 of `crowd serve` with persisted state,
 // 20 and 10 000 origins × 100 actors, alternating, and VmHWM then.
 func (b *bench) scaleStartup(ctx context.Context) {
-	nameT := fmt.Sprintf("start-up, %d → %d origins × %d actors, persisted state (exec → /readyz 200)", scaleSmall, scaleLarge, scaleActors)
-	nameM := fmt.Sprintf("crowd serve peak RSS at ready, %d origins × %d actors", scaleLarge, scaleActors)
+	nameT := fmt.Sprintf("start-up, %d → %d origins × %d actors, persisted state (exec → /readyz 200)", scaleSmall, b.cfg.LargeOrigins, scaleActors)
+	nameM := fmt.Sprintf("crowd serve peak RSS at ready, %d origins × %d actors", b.cfg.LargeOrigins, scaleActors)
 	fail := func(err error) {
 		b.rep.fail(rowScaleStartup, nameT, "< 2 s", err)
 		b.rep.fail(rowScaleMemory, nameM, "≤ 1 GiB", err)
@@ -80,11 +79,11 @@ func (b *bench) scaleStartup(ctx context.Context) {
 		fail(b.crowdErr)
 		return
 	}
-	sizes := []int{scaleSmall, scaleLarge}
+	sizes := []int{scaleSmall, b.cfg.LargeOrigins}
 	for _, n := range sizes {
 		t0 := time.Now()
-		w, err := actors.Open(actors.Config{Origins: n, Actors: scaleActors, Domain: benchDomain, StateDir: scaleDir(b.cfg.State, n),
-			KeyPool: scaleKeyPool, EphemeralGraph: true})
+		w, err := actors.Open(actors.Config{Origins: n, Actors: scaleActors, Domain: benchDomain, StateDir: b.scaleDir(n),
+			KeyPool: b.cfg.LargePool, EphemeralGraph: true})
 		if err != nil {
 			fail(err)
 			return
@@ -109,26 +108,26 @@ func (b *bench) scaleStartup(ctx context.Context) {
 			b.logf("  crowd serve, %5d origins × %d: ready in %6.1f ms, VmHWM %.1f MiB", n, scaleActors, ms(t), kbToMiB(hwm))
 		}
 	}
-	b.rep.Details[rowScaleStartup] = map[string]any{"origins": sizes, "actors": scaleActors, "key_pool": scaleKeyPool, "ms": times, "vmhwm_mib": mems}
+	b.rep.Details[rowScaleStartup] = map[string]any{"origins": sizes, "actors": scaleActors, "key_pool": b.cfg.LargePool, "ms": times, "vmhwm_mib": mems}
 	tS, tL := median(times[0]), median(times[1])
 	mS, mL := median(mems[0]), median(mems[1])
 	rounds := fmt.Sprintf("median of %d alternating starts", len(times[0]))
-	perActor := (mL - mS) * 1024 * 1024 / float64((scaleLarge-scaleSmall)*(scaleActors+1))
+	perActor := (mL - mS) * 1024 * 1024 / float64((b.cfg.LargeOrigins-scaleSmall)*(scaleActors+1))
 	b.rep.set(Row{Key: rowScaleStartup, Name: nameT, Value: tL, Unit: "ms", Ceiling: tS, CeilingName: fmt.Sprintf("%d origins", scaleSmall),
 		Ratio: tL / tS, Target: "< 2 s", Met: met(tL < 2000),
-		Notes: fmt.Sprintf("%s; --key-pool %d; 10 000 origins: %.0f ms, 20: %.0f ms", rounds, scaleKeyPool, tL, tS)})
+		Notes: fmt.Sprintf("%s; --key-pool %d; %d origins: %.0f ms, %d: %.0f ms", rounds, b.cfg.LargePool, b.cfg.LargeOrigins, tL, scaleSmall, tS)})
 	b.rep.set(Row{Key: rowScaleMemory, Name: nameM, Value: mL, Unit: "MiB", Ceiling: 1024, CeilingName: "1 GiB",
 		Ratio: mL / 1024, Target: "≤ 1 GiB", Met: met(mL <= 1024),
 		Notes: fmt.Sprintf("%s; %d origins: %.1f MiB; (%.1f − %.1f) MiB over %d more actors: %.1f bytes an actor at ready (actors are computed on demand; a rendered document costs about 2 KB while cached)",
-			rounds, scaleSmall, mS, mL, mS, (scaleLarge-scaleSmall)*(scaleActors+1), perActor)})
+			rounds, scaleSmall, mS, mL, mS, (b.cfg.LargeOrigins-scaleSmall)*(scaleActors+1), perActor)})
 }
 
 // serveScale starts crowd serve as a large world runs: its DNS on, each
 // origin at its own address (the DNS table and the address plan are made
 // at start), so the row times what such a start does.
 func (b *bench) serveScale(ctx context.Context, origins int) (time.Duration, int64, error) {
-	return b.serveReady(ctx, "--state", scaleDir(b.cfg.State, origins), "--origins", strconv.Itoa(origins),
-		"--actors", strconv.Itoa(scaleActors), "--key-pool", strconv.Itoa(scaleKeyPool),
+	return b.serveReady(ctx, "--state", b.scaleDir(origins), "--origins", strconv.Itoa(origins),
+		"--actors", strconv.Itoa(scaleActors), "--key-pool", strconv.Itoa(b.cfg.LargePool),
 		"--dns", "127.0.0.1:0", "--advertise", scaleAdvertise)
 }
 
