@@ -101,7 +101,11 @@ func (b *bench) verbsSection(ctx context.Context) {
 	med := func(cs []verbCost, signed bool) float64 {
 		var xs []float64
 		for _, c := range cs {
-			xs = append(xs, map[bool]float64{false: c.Draft, true: c.Signed}[signed])
+			x := c.Draft
+			if signed {
+				x = c.Signed
+			}
+			xs = append(xs, x)
 		}
 		return median(xs)
 	}
@@ -134,7 +138,10 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 	s := gen.Stream()
 	var c verbCost
 	for _, signed := range []bool{false, true} {
-		want := map[bool]int{false: verbDrafts, true: verbSigned}[signed]
+		want := verbDrafts
+		if signed {
+			want = verbSigned
+		}
 		var spent time.Duration
 		for n, tries := 0, 0; n < want; tries++ {
 			if tries > 20*want {

@@ -67,47 +67,36 @@ type live struct {
 	warned   bool
 }
 
-// liveConfig is what a run's live metrics need: the run's labels, the
-// signing pipeline whose buffer they export (nil none), the admin API to
-// push to (nil none), the address to serve them on ("" none) and for how
-// long after the run.
-type liveConfig struct {
-	run    adminapi.FloodRun
-	buffer livemetrics.Buffer
-	admin  *adminapi.Client
-	addr   string
-	linger time.Duration
-	log    *zap.Logger
-	stderr io.Writer // where the address served is told (nil: nowhere)
-}
-
 // startLive starts the run's live metrics; stop serves and pushes the
 // last state (up to a few seconds), then closes the listener.
 func (r *runner) startLive(ctx context.Context) (*live, error) {
-	c := liveConfig{run: adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard},
-		admin: r.env.Admin, addr: r.p.metricsAddr, linger: r.c.Metrics.Linger, log: r.log, stderr: r.c.Stderr}
+	c := LiveMetricsConfig{Run: adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard},
+		Admin: r.env.Admin, Addr: r.p.metricsAddr, Linger: r.c.Metrics.Linger, Log: r.log, Stderr: r.c.Stderr}
 	if pl, ok := r.shared.(*flood.Pipeline); ok {
-		c.buffer = pl
+		c.Buffer = pl
 	}
 	return newLive(ctx, c)
 }
 
 // newLive starts live metrics as c says: the listener, the push loop.
-func newLive(ctx context.Context, c liveConfig) (*live, error) {
-	l := &live{m: livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels(c.run), Buffer: c.buffer}), run: c.run, log: c.log, admin: c.admin, linger: c.linger, ctx: ctx,
+func newLive(ctx context.Context, c LiveMetricsConfig) (*live, error) {
+	if c.Log == nil {
+		c.Log = zap.NewNop()
+	}
+	l := &live{m: livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels(c.Run), Buffer: c.Buffer}), run: c.Run, log: c.Log, admin: c.Admin, linger: c.Linger, ctx: ctx,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if c.addr != "" {
-		ln, err := net.Listen("tcp", c.addr)
+	if c.Addr != "" {
+		ln, err := net.Listen("tcp", c.Addr)
 		if err != nil {
-			return nil, fmt.Errorf("--metrics-addr %s: %w", c.addr, err)
+			return nil, fmt.Errorf("--metrics-addr %s: %w", c.Addr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", l.m.Handler())
 		l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		l.addr = ln.Addr().String()
 		go l.srv.Serve(ln)
-		if c.stderr != nil {
-			fmt.Fprintf(c.stderr, "metrics: http://%s/metrics\n", l.addr)
+		if c.Stderr != nil {
+			fmt.Fprintf(c.Stderr, "metrics: http://%s/metrics\n", l.addr)
 		}
 	}
 	go l.pushLoop()
@@ -255,21 +244,21 @@ func (l *live) stop() {
 // Run: the bench prices the live metrics with it.
 type LiveMetrics struct{ l *live }
 
-// LiveMetricsConfig says where a LiveMetrics goes.
+// LiveMetricsConfig says what a run's live metrics label and where they go;
+// Run's and StartLiveMetrics's alike.
 type LiveMetricsConfig struct {
 	Run    adminapi.FloodRun
 	Buffer livemetrics.Buffer // the signing pipeline's buffer (nil: none)
 	Admin  *adminapi.Client   // the serve pushed to once a second (nil: none)
 	Addr   string             // host:port to serve /metrics on ("": none)
+	Linger time.Duration      // how long /metrics stays served after the run
 	Log    *zap.Logger        // nil: none
+	Stderr io.Writer          // where the address served is told (nil: nowhere)
 }
 
 // StartLiveMetrics starts serving and pushing as c says; Stop ends both.
 func StartLiveMetrics(ctx context.Context, c LiveMetricsConfig) (*LiveMetrics, error) {
-	if c.Log == nil {
-		c.Log = zap.NewNop()
-	}
-	l, err := newLive(ctx, liveConfig{run: c.Run, buffer: c.Buffer, admin: c.Admin, addr: c.Addr, log: c.Log})
+	l, err := newLive(ctx, c)
 	if err != nil {
 		return nil, err
 	}
