@@ -138,7 +138,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tr := flood.NewTransport(flood.DefaultMaxInflight, nil)
+	tr := flood.NewTransport(flood.DefaultMaxInflight, 0, nil)
 	defer tr.CloseIdleConnections()
 	var before, after syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {

@@ -171,7 +171,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		o.Why = err.Error()
 		return o, nil
 	}
-	tr := flood.NewTransport(flood.DefaultMaxInflight, nil)
+	tr := flood.NewTransport(flood.DefaultMaxInflight, 0, nil)
 	defer tr.CloseIdleConnections()
 	plan := flood.Plan{Pacer: pacer, Duration: cfg.Trial, Warmup: cfg.Warmup, Source: src,
 		Transport: tr, Timeout: 10 * time.Second}

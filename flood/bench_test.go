@@ -41,7 +41,7 @@ func benchEngine(b *testing.B, sink string, rate float64) {
 			w.WriteHeader(http.StatusAccepted)
 		}))
 		defer srv.Close()
-		tr := NewTransport(256, nil)
+		tr := NewTransport(256, 0, nil)
 		defer tr.CloseIdleConnections()
 		rt, target = tr, srv.URL+"/users/alice/inbox"
 	default:

@@ -108,7 +108,7 @@ func TestLadderCapacityVerdict(t *testing.T) {
 				srv := &http.Server{Handler: limitSink(capacity, 10, tc.over)}
 				go srv.Serve(ln)
 				defer srv.Close()
-				tr := NewTransport(256, nil)
+				tr := NewTransport(256, 0, nil)
 				tr.DialContext = ln.dial
 				defer tr.CloseIdleConnections()
 

@@ -147,7 +147,7 @@ func TestKillHelperProcess(t *testing.T) {
 	file := record.NewRecordFile(out)
 	res, err := Run(context.Background(), Plan{
 		Pacer: mustConstant(t, 200), Duration: time.Minute, MaxInflight: 64,
-		Source: newCycleSource(t, srv.URL+"/inbox", "Create", "Follow"), Transport: NewTransport(64, nil),
+		Source: newCycleSource(t, srv.URL+"/inbox", "Create", "Follow"), Transport: NewTransport(64, 0, nil),
 		CheckpointEvery: time.Second,
 		Checkpoint: func(res *record.Result) {
 			rec, err := res.Record(record.Settings{Label: "killed"})

@@ -53,7 +53,7 @@
 //	res, err := flood.Run(ctx, flood.Plan{
 //		Pacer: pacer, Duration: seconds, Warmup: warmup,
 //		MaxInflight: maxInflight, Timeout: timeout,
-//		Source: source, Transport: flood.NewTransport(maxInflight, tlsConfig),
+//		Source: source, Transport: flood.NewTransport(maxInflight, timeout, tlsConfig),
 //		Progress: live.Update,
 //	})                                                // ErrInvalidPlan: exit 2
 //	live.Done()

@@ -359,7 +359,7 @@ func TestRealTransportErrors(t *testing.T) {
 		{"refused", closed, record.ClassConnError},
 		{"hanging", srv.URL + "/inbox", record.ClassTimeout},
 	} {
-		tr := NewTransport(4, nil)
+		tr := NewTransport(4, 0, nil)
 		res := mustRun(t, context.Background(), Plan{
 			Pacer: mustConstant(t, 20), MaxSends: 3, MaxInflight: 4, Timeout: 200 * time.Millisecond,
 			Source: newCycleSource(t, tc.url), Transport: tr,
@@ -487,7 +487,7 @@ func TestSinkStallAnd429(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 		}))
 
-		tr := NewTransport(1000, nil)
+		tr := NewTransport(1000, 0, nil)
 		tr.DialContext = sink.DialContext
 		tr.MaxConnsPerHost = 1
 		defer tr.CloseIdleConnections()
@@ -578,7 +578,7 @@ func TestTransportAgainstHTTP2Server(t *testing.T) {
 	}
 	before := slices.Clone(shared.NextProtos)
 
-	tr := NewTransport(4, shared)
+	tr := NewTransport(4, 0, shared)
 	defer tr.CloseIdleConnections()
 	res := mustRun(t, context.Background(), Plan{
 		Pacer: mustConstant(t, 50), MaxSends: 5, MaxInflight: 4, Timeout: 5 * time.Second,

@@ -201,7 +201,7 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		n++
 		return phases[ph].prep, nil
 	})
-	tr := NewTransport(200, nil)
+	tr := NewTransport(200, 0, nil)
 	defer tr.CloseIdleConnections()
 	counted := rtFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := tr.RoundTrip(r)

@@ -66,7 +66,7 @@ func newSchemeSink(t *testing.T, w *actors.World, s *schemeSink) *schemeSink {
 
 // transport dials the sink for every host (the requests name sut.test).
 func (s *schemeSink) transport(t *testing.T) http.RoundTripper {
-	tr := NewTransport(64, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
+	tr := NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, s.srv.Listener.Addr().String())
 	}

@@ -29,7 +29,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer sink.Close()
-	tr := NewTransport(100, nil)
+	tr := NewTransport(100, 0, nil)
 	defer tr.CloseIdleConnections()
 
 	const sends = 50

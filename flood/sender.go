@@ -26,19 +26,28 @@ import (
 // connection error of the SUT's.
 const idleConnTimeout = 4 * time.Second
 
+// connectTimeout bounds a dial, and is the least a TLS handshake gets.
+const connectTimeout = 5 * time.Second
+
 // NewTransport returns an HTTP/1.1 transport with a keep-alive pool big
 // enough for maxInflight concurrent sends, no proxy, no compression, and
-// tlsConfig for https targets (nil = system roots). Dial and TLS handshake
-// are bounded; the whole send is bounded by Plan.Timeout.
+// tlsConfig for https targets (nil = system roots). The dial is bounded by
+// 5 s; a TLS handshake may take as long as a whole send, timeout (the
+// run's Plan.Timeout; ≤ 0 is DefaultTimeout), and at least those 5 s: an
+// overloaded SUT slow to handshake is what a run measures, and a user who
+// allowed a minute meant the handshake too.
 //
 // It offers only http/1.1 in the TLS handshake, whatever tlsConfig's
 // NextProtos say (it uses a copy): a transport with HTTP/2 enabled that
 // shared the same tls.Config has added "h2" to it, and a server that
 // chose h2 from that offer (GoToSocial does) would then answer this
 // HTTP/1.1 transport with HTTP/2 frames, failing every send.
-func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
+func NewTransport(maxInflight int, timeout time.Duration, tlsConfig *tls.Config) *http.Transport {
 	if maxInflight <= 0 {
 		maxInflight = DefaultMaxInflight
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{}
@@ -46,11 +55,11 @@ func NewTransport(maxInflight int, tlsConfig *tls.Config) *http.Transport {
 		tlsConfig = tlsConfig.Clone()
 	}
 	tlsConfig.NextProtos = []string{"http/1.1"}
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		DialContext:         d.DialContext,
 		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: 5 * time.Second,
+		TLSHandshakeTimeout: max(connectTimeout, timeout),
 		MaxIdleConns:        maxInflight,
 		MaxIdleConnsPerHost: maxInflight,
 		IdleConnTimeout:     idleConnTimeout,

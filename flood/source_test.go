@@ -325,7 +325,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 		rw.WriteHeader(http.StatusAccepted)
 	}))
 	defer sink.Close()
-	tr := NewTransport(64, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
+	tr := NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, sink.Listener.Addr().String())
 	}

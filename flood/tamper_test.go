@@ -123,7 +123,7 @@ func forgeryRun(t *testing.T, w *actors.World, sink string, scheme SignatureSche
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 240, Transport: NewTransport(8, nil), MaxInflight: 8,
+	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 240, Transport: NewTransport(8, 0, nil), MaxInflight: 8,
 		Source: forg.Source(src), Settled: JoinSettled(gen.Settled, forg.Settled)})
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestKeyRefusals(t *testing.T) {
 	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
 	forg := NewForgeries()
 	pacer, _ := NewPacer(ArrivalsConstant, 500, 1)
-	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 60, Transport: NewTransport(1, nil), MaxInflight: 1,
+	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 60, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
 		Source: NewJIT(gen, signing.NewSigner(signing.SignerOptions{})), Settled: forg.Settled})
 	if err != nil {
 		t.Fatal(err)

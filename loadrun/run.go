@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"runtime"
 	"time"
 
@@ -77,7 +76,7 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer r.warnDiverted()
-	tr := sendTransport(c, r.tls)
+	tr := flood.NewTransport(c.MaxInflight, c.Timeout, r.tls)
 	tr.DialContext = r.guard.DialContext
 	sending := fromOrigins(tr, env.Plan)
 	defer sending.CloseIdleConnections()
@@ -226,14 +225,4 @@ func freshSeed() uint64 {
 			return s
 		}
 	}
-}
-
-// sendTransport is the flood's transport for c: a TLS handshake may take as
-// long as the whole send (--timeout), not the transport's own 5 s, since an
-// overloaded SUT that is slow to handshake is what the run measures, and a
-// user who allowed a minute meant the handshake too.
-func sendTransport(c Config, tlsConfig *tls.Config) *http.Transport {
-	tr := flood.NewTransport(c.MaxInflight, tlsConfig)
-	tr.TLSHandshakeTimeout = max(tr.TLSHandshakeTimeout, c.Timeout)
-	return tr
 }

@@ -90,7 +90,7 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 	}
 	m := livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels{Label: "t", Seed: "1"}})
 	res, err := flood.Run(context.Background(), flood.Plan{Pacer: pacer, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond,
-		MaxInflight: 4, Source: src, Transport: flood.NewTransport(4, nil), Watch: m, Progress: m.Progress})
+		MaxInflight: 4, Source: src, Transport: flood.NewTransport(4, 0, nil), Watch: m, Progress: m.Progress})
 	if err != nil {
 		t.Fatal(err)
 	}
