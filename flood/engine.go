@@ -293,6 +293,10 @@ func newEngine(ctx context.Context, p Plan) *engine {
 }
 
 func (e *engine) run() {
+	// The first request is taken before the clock starts: the schedule
+	// begins when its first send is ready, so no Source (a jit one signing
+	// in Next) is blamed for the send due at the very start.
+	first, firstErr := e.p.Source.Next(e.ctx)
 	e.start = time.Now()
 	stop := make(chan struct{})
 	tickDone := make(chan struct{})
@@ -300,7 +304,7 @@ func (e *engine) run() {
 		defer close(tickDone)
 		e.ticker(stop)
 	}()
-	e.dispatch()
+	e.dispatch(first, firstErr)
 	close(e.jobs)
 	e.wg.Wait()
 	e.end = time.Now()
@@ -308,13 +312,20 @@ func (e *engine) run() {
 	<-tickDone
 }
 
-// dispatch runs the schedule. It is the only goroutine that starts sends, so
-// checking inflight and then incrementing it cannot overshoot MaxInflight.
-func (e *engine) dispatch() {
+// dispatch runs the schedule, starting with the first request (or error)
+// taken before the clock started. It is the only goroutine that starts sends,
+// so checking inflight and then incrementing it cannot overshoot MaxInflight.
+func (e *engine) dispatch(first *Prepared, firstErr error) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	done := e.ctx.Done()
 	maxIn := int64(e.p.MaxInflight)
+	ahead, aheadErr := first, firstErr
+	defer func() {
+		if ahead != nil { // taken but the schedule ended before it was due
+			e.settle(ahead, Delivery{})
+		}
+	}()
 	for n := int64(0); ; n++ {
 		if e.p.MaxSends > 0 && n >= e.p.MaxSends {
 			e.windowEnd = e.p.Pacer.Offset(n)
@@ -337,7 +348,13 @@ func (e *engine) dispatch() {
 		// Fetch ahead of the intended time, so the wait below absorbs the
 		// Source's work; only what runs past the intended time is starvation.
 		t0 := time.Since(e.start)
-		prep, err := e.p.Source.Next(e.ctx)
+		var prep *Prepared
+		var err error
+		if n == 0 {
+			prep, err, ahead, aheadErr = ahead, aheadErr, nil, nil
+		} else {
+			prep, err = e.p.Source.Next(e.ctx)
+		}
 		if err != nil {
 			switch {
 			case e.ctx.Err() != nil:
@@ -350,7 +367,7 @@ func (e *engine) dispatch() {
 			return
 		}
 		now := time.Since(e.start)
-		starved := now > off && now-max(t0, off) > starveSlack
+		starved := n > 0 && now > off && now-max(t0, off) > starveSlack
 		if now < off && !e.waitUntil(timer, off, done) {
 			e.settle(prep, Delivery{})
 			e.stop(record.ReasonInterrupted, nil)

@@ -690,3 +690,41 @@ func TestSettledHearsEveryTakenRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestJITStarvedOnlyWhenSigningLate: a Source that signs each request in
+// Next (as --signing jit does) is starved only for sends its signing made
+// late; the first send, due at the schedule's start, is no exception.
+func TestJITStarvedOnlyWhenSigningLate(t *testing.T) {
+	cases := []struct {
+		name    string
+		sign    time.Duration // time each Next takes
+		rate    float64
+		seconds time.Duration
+		want    int64
+	}{
+		// 1 ms of signing in a 200 ms gap: never late, the first send included.
+		{"fits the gap", time.Millisecond, 5, 10 * time.Second, 0},
+		// 300 ms of signing in a 200 ms gap: every send after the first is late
+		// (the first is ready when the schedule starts).
+		{"exceeds the gap", 300 * time.Millisecond, 5, 2 * time.Second, 9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner := newCycleSource(t, "http://sut.test/inbox")
+				src := SourceFunc(func(ctx context.Context) (*Prepared, error) {
+					time.Sleep(tc.sign)
+					return inner.Next(ctx)
+				})
+				res := mustRun(t, context.Background(), Plan{
+					Sleep: time.Sleep, // synctest: fake clock
+					Pacer: mustConstant(t, tc.rate), Duration: tc.seconds, MaxInflight: 10,
+					Source: src, Transport: rtFunc(func(r *http.Request) (*http.Response, error) { return answer(r, 202, nil), nil }),
+				})
+				if got := res.Overall.Counts.Starved; got != tc.want {
+					t.Errorf("starved %d of %d, want %d", got, res.Overall.Counts.Offered, tc.want)
+				}
+			})
+		})
+	}
+}
