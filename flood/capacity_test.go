@@ -99,6 +99,14 @@ func TestLadderCapacityVerdict(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 		}, true, "past it: graceful"},
+		// Load shed as Mastodon and GoToSocial do: 429 with X-RateLimit-* and no
+		// Retry-After; the reset says when to come back, and the limit is named.
+		{"429 with X-RateLimit-*", func(w http.ResponseWriter) {
+			w.Header().Set("X-RateLimit-Limit", "200")
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.Header().Set("X-RateLimit-Reset", time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano))
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, true, "past it: graceful (shed with 429/503 saying when to retry, accepted latency within budget); the SUT advertises a limit of 200 per window"},
 		// Overload as a crash: 500 for everything past the limit.
 		{"500", func(w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) }, false, "past it: not graceful"},
 	} {

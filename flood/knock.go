@@ -155,14 +155,14 @@ func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.
 // attempt's. A signature that cannot be made at send time (the same key
 // signed the request ahead, so only a broken Key fails) ends the send
 // with its error, which the record counts as a connection error.
-func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (status int, retry bool, err error) {
+func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (status int, rl record.RateLimitSample, err error) {
 	n := p.Knock
 	k := n.k
 	scheme, header := n.Scheme, p.Header
 	if k.mode == SignatureBoth {
 		if want := k.firstScheme(p.URL.Host); want != scheme {
 			if header, err = n.resign(p, want, measured); err != nil {
-				return 0, false, err
+				return 0, rl, err
 			}
 			scheme = want
 		}
@@ -174,9 +174,9 @@ func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (sta
 			k.firstCavage.Add(1)
 		}
 	}
-	status, retry, err = w.roundTrip(ctx, p, header)
+	status, rl, err = w.roundTrip(ctx, p, header)
 	if err != nil || k.mode != SignatureBoth || !refused(status) {
-		return status, retry, err
+		return status, rl, err
 	}
 	second := other(scheme)
 	if measured {
@@ -189,9 +189,9 @@ func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (sta
 	}
 	first := w.gotConn.Load()
 	if header, err = n.resign(p, second, measured); err != nil {
-		return 0, false, err
+		return 0, rl, err
 	}
-	status, retry, err = w.roundTrip(ctx, p, header)
+	status, rl, err = w.roundTrip(ctx, p, header)
 	if first >= 0 {
 		w.gotConn.Store(first)
 	}
@@ -201,7 +201,7 @@ func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (sta
 		}
 		k.hosts.Store(p.URL.Host, second)
 	}
-	return status, retry, err
+	return status, rl, err
 }
 
 // Signatures is the record's section: the counters so far.

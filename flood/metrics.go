@@ -16,8 +16,8 @@ type outcome struct {
 	measured bool
 	aborted  bool
 	class    record.Class
-	status   int // the answer's status code, 0 without one
-	retry    bool
+	status   int                    // the answer's status code, 0 without one
+	rl       record.RateLimitSample // what the answer said of the rate limit, Retry-After included
 	intended time.Duration
 	picked   time.Duration // the worker took the send (before RoundTrip)
 	actual   time.Duration // the request got its connection (or picked)
@@ -28,7 +28,7 @@ type outcome struct {
 func (o *outcome) completion() Completion {
 	c := Completion{Type: o.typ, Measured: o.measured, Aborted: o.aborted}
 	if !o.aborted {
-		c.Class, c.RetryAfter = o.class, o.retry
+		c.Class, c.RetryAfter = o.class, o.rl.Said&record.SaidRetryAfter != 0
 		c.Latency, c.Service, c.Lateness = o.done-o.intended, o.done-o.actual, o.actual-o.intended
 	}
 	return c
@@ -92,7 +92,8 @@ func (r *recorder) record(o *outcome) {
 			st.Counts.Aborted++
 		} else {
 			st.Counts.Completed++
-			st.Tally.Add(o.class, o.retry)
+			st.Tally.Add(o.class, o.rl.Said&record.SaidRetryAfter != 0)
+			st.RateLimits.Add(o.class, o.rl)
 			st.Observe(o.class, lat, o.done-o.actual, late)
 			record.RecordDuration(r.dispatch, o.picked-o.intended)
 			r.lastPicked = max(r.lastPicked, o.picked)

@@ -114,18 +114,18 @@ func (w *worker) send(j *job, o *outcome) {
 	e := w.e
 	p := j.prep
 	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
-	o.aborted, o.retry, o.class, o.status = false, false, record.ClassOther, 0
+	o.aborted, o.rl, o.class, o.status = false, record.RateLimitSample{}, record.ClassOther, 0
 	o.picked = time.Since(e.start)
 	w.gotConn.Store(-1)
 
 	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
 	var status int
-	var retry bool
+	var rl record.RateLimitSample
 	var err error
 	if p.Knock != nil {
-		status, retry, err = w.knockSend(ctx, p, j.measured)
+		status, rl, err = w.knockSend(ctx, p, j.measured)
 	} else {
-		status, retry, err = w.roundTrip(ctx, p, p.Header)
+		status, rl, err = w.roundTrip(ctx, p, p.Header)
 	}
 	o.done = time.Since(e.start)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
@@ -140,7 +140,7 @@ func (w *worker) send(j *job, o *outcome) {
 	case err == nil:
 		o.class = record.ClassOfStatus(status)
 		o.status = status
-		o.retry = retry
+		o.rl = rl
 	case e.ctx.Err() != nil && !timedOut:
 		o.aborted = true
 	case timedOut || isTimeout(err):
@@ -151,8 +151,8 @@ func (w *worker) send(j *job, o *outcome) {
 }
 
 // roundTrip sends p with header and drains the answer: its status and
-// whether it carried Retry-After.
-func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header) (status int, retry bool, err error) {
+// what it said of the SUT's rate limit (Retry-After included).
+func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header) (status int, rl record.RateLimitSample, err error) {
 	w.base = http.Request{
 		Method:     p.Method,
 		URL:        p.URL,
@@ -173,7 +173,7 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header)
 	resp, err := w.e.p.Transport.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
-		_, retry = resp.Header["Retry-After"]
+		rl = parseRateLimit(resp.Header, time.Now())
 		if resp.Body != nil {
 			// Drain so the connection goes back to the keep-alive pool.
 			_, err = io.Copy(io.Discard, resp.Body)
@@ -181,7 +181,7 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header)
 		}
 	}
 	w.base = http.Request{} // drop references to the send's data
-	return status, retry, err
+	return status, rl, err
 }
 
 func isTimeout(err error) bool {

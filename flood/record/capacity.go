@@ -18,7 +18,8 @@ import (
 //   - The ceiling is the highest 2xx/s of any rung.
 //   - Past the sustained rung, the SUT degraded gracefully when on every
 //     rung it shed load by 429 or 503 answers, at least RetryShare of them
-//     with Retry-After, while the rest of its failures (other 4xx and 5xx,
+//     saying when to come back (Retry-After, or a rate-limit reset as
+//     Mastodon and GoToSocial send instead), while the rest of its failures (other 4xx and 5xx,
 //     timeouts, refused or reset connections) stayed at most FailShare of
 //     the completed sends and its 2xx p95 within the budget. Anything else
 //     is not graceful.
@@ -35,7 +36,7 @@ type CapacityRule struct {
 
 // DefaultCapacityRule is the rule ladders are judged by: 2xx ≥ 95 % of
 // offered, 2xx p95 within 10 × the lowest rung's (at least 100 ms), shed
-// answers with Retry-After ≥ 90 %, other failures ≤ 1 %.
+// answers saying when to retry ≥ 90 %, other failures ≤ 1 %.
 func DefaultCapacityRule() CapacityRule {
 	return CapacityRule{Track: 0.95, LatencyFactor: 10, LatencyFloor: 100 * time.Millisecond, RetryShare: 0.9, FailShare: 0.01}
 }
@@ -43,7 +44,7 @@ func DefaultCapacityRule() CapacityRule {
 // String states the rule with its thresholds.
 func (c CapacityRule) String() string {
 	return fmt.Sprintf("sustained: 2xx ≥ %s of offered and 2xx p95 ≤ %g× the lowest rung's (at least %s); "+
-		"graceful past it: load shed as 429/503 with Retry-After on ≥ %s of them, other failures (4xx, 5xx, timeouts, refused or reset connections) ≤ %s of completed, 2xx p95 within the same budget",
+		"graceful past it: load shed as 429/503 with Retry-After or a rate-limit reset on ≥ %s of them, other failures (4xx, 5xx, timeouts, refused or reset connections) ≤ %s of completed, 2xx p95 within the same budget",
 		FormatPercent(c.Track), c.LatencyFactor, FormatDuration(c.LatencyFloor), FormatPercent(c.RetryShare), FormatPercent(c.FailShare))
 }
 
@@ -60,6 +61,7 @@ type Capacity struct {
 	Graceful    bool     `json:"graceful"`                     // past it, the SUT degraded gracefully (false when Past is 0)
 	Degraded    []string `json:"degraded,omitempty"`           // how each rung past it degraded
 	GeneratorAt float64  `json:"generator_bound_at,omitempty"` // the first rung the generator limited (not judged, nor any above)
+	Advertised  string   `json:"advertised,omitempty"`         // the rate limit the SUT's answers advertised on the judged rungs (RateLimit.Advertised)
 	Verdict     string   `json:"verdict"`                      // the verdict in one sentence
 	Rule        string   `json:"rule"`                         // CapacityRule.String
 }
@@ -86,6 +88,11 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 		}
 		return v
 	}
+	var limits RateLimits
+	for _, row := range judged {
+		limits.Merge(row.Record.Overall.RateLimits)
+	}
+	v.Advertised = limits.All().Advertised()
 	budget := max(c.LatencyFactor*float64(judged[0].Record.Overall.Accepted.P95), float64(c.LatencyFloor/time.Microsecond))
 	v.Budget = budget
 	within := func(r *Record) bool { return r.Overall.Accepted.Count > 0 && float64(r.Overall.Accepted.P95) <= budget }
@@ -116,7 +123,7 @@ func (c CapacityRule) Assess(rows []RungRow) Capacity {
 
 // pastRung judges a rung past the sustained one: how it degraded, and
 // whether gracefully (failures other than shedding within FailShare, shed
-// answers carrying Retry-After, accepted latency within budget).
+// answers saying when to come back, accepted latency within budget).
 func (c CapacityRule) pastRung(row RungRow, within func(*Record) bool, budget float64) (how string, graceful bool) {
 	r := row.Record
 	t := r.Overall.Tally
@@ -126,8 +133,10 @@ func (c CapacityRule) pastRung(row RungRow, within func(*Record) bool, budget fl
 	if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
 		bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), failures(t)))
 	}
-	if shed > 0 && float64(t.RetryAfter) < c.RetryShare*float64(shed) {
-		bad = append(bad, fmt.Sprintf("%d shed answers, %d with Retry-After", shed, t.RetryAfter))
+	rl := r.Overall.RateLimits.Classes
+	told := t.RetryAfter + rl[Class429].ResetOnly + rl[Class503].ResetOnly
+	if shed > 0 && float64(told) < c.RetryShare*float64(shed) {
+		bad = append(bad, fmt.Sprintf("%d shed answers, %d with Retry-After or a rate-limit reset", shed, told))
 	}
 	if !within(r) {
 		bad = append(bad, fmt.Sprintf("2xx p95 %s over the %s budget", FormatMicros(r.Overall.Accepted.P95), FormatMicros(int64(budget))))
@@ -153,9 +162,12 @@ func (v Capacity) verdict(sustained bool, lowest float64) string {
 	case v.Past == 0:
 		b.WriteString("; every rung judged was sustained: the limit lies above")
 	case v.Graceful:
-		b.WriteString("; past it: graceful (shed with 429/503 and Retry-After, accepted latency within budget)")
+		b.WriteString("; past it: graceful (shed with 429/503 saying when to retry, accepted latency within budget)")
 	default:
 		b.WriteString("; past it: not graceful")
+	}
+	if v.Advertised != "" {
+		fmt.Fprintf(&b, "; the SUT advertises %s", v.Advertised)
 	}
 	if v.GeneratorAt > 0 {
 		fmt.Fprintf(&b, "; from %s/s the generator was the bottleneck (not judged)", FormatNumber(v.GeneratorAt))

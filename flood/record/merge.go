@@ -165,6 +165,7 @@ func mergeTypes(recs []*Record, name string) (*Stats, error) {
 		}
 		st.Counts.Merge(tr.Counts)
 		st.Tally.Merge(tr.Tally)
+		st.RateLimits.Merge(tr.RateLimits)
 		for _, p := range []struct {
 			dst *hdr.Histogram
 			src HistRecord

@@ -151,13 +151,16 @@ type HistRecord struct {
 
 // TypeRecord holds the measurements of one activity type (or all of them).
 type TypeRecord struct {
-	Counts   Counts     `json:"counts"`
-	Tally    Tally      `json:"tally"`
-	Latency  HistRecord `json:"latency"`  // answered sends, from the intended send time (CO-corrected)
-	Service  HistRecord `json:"service"`  // answered sends, from the actual send
-	Lateness HistRecord `json:"lateness"` // actual - intended, every completed send
-	Accepted HistRecord `json:"accepted"` // 2xx answers' latency
-	Failed   HistRecord `json:"failed"`   // latency of the sends that got no answer (timeouts, connection errors)
+	Counts Counts `json:"counts"`
+	Tally  Tally  `json:"tally"`
+	// RateLimits: the rate-limit fields the answers carried, per class
+	// (absent when none did).
+	RateLimits RateLimits `json:"rate_limits,omitzero"`
+	Latency    HistRecord `json:"latency"`  // answered sends, from the intended send time (CO-corrected)
+	Service    HistRecord `json:"service"`  // answered sends, from the actual send
+	Lateness   HistRecord `json:"lateness"` // actual - intended, every completed send
+	Accepted   HistRecord `json:"accepted"` // 2xx answers' latency
+	Failed     HistRecord `json:"failed"`   // latency of the sends that got no answer (timeouts, connection errors)
 }
 
 // Rates are per second over the measured window (Record.Measured: the
@@ -270,7 +273,7 @@ func (r *Record) finish() {
 }
 
 func typeRecord(st *Stats) (TypeRecord, error) {
-	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally}
+	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally, RateLimits: st.RateLimits}
 	var err error
 	if tr.Latency, err = encodeHist(st.Latency); err != nil {
 		return tr, err

@@ -229,13 +229,15 @@ func (c Class) Answered() bool { return c != ClassTimeout && c != ClassConnError
 // the intended to the actual send, holds every completed send. Aborted and
 // dropped sends are in none.
 type Stats struct {
-	Counts   Counts
-	Tally    Tally
-	Latency  *hdr.Histogram
-	Service  *hdr.Histogram
-	Lateness *hdr.Histogram
-	Accepted *hdr.Histogram
-	Failed   *hdr.Histogram
+	Counts Counts
+	Tally  Tally
+	// RateLimits are the rate-limit fields the answers carried, per class.
+	RateLimits RateLimits
+	Latency    *hdr.Histogram
+	Service    *hdr.Histogram
+	Lateness   *hdr.Histogram
+	Accepted   *hdr.Histogram
+	Failed     *hdr.Histogram
 }
 
 // NewStats returns empty Stats with the flood's histogram geometry.
@@ -247,6 +249,7 @@ func NewStats() *Stats {
 func (s *Stats) Merge(o *Stats) {
 	s.Counts.Merge(o.Counts)
 	s.Tally.Merge(o.Tally)
+	s.RateLimits.Merge(o.RateLimits)
 	s.Latency.Merge(o.Latency)
 	s.Service.Merge(o.Service)
 	s.Lateness.Merge(o.Lateness)

@@ -41,6 +41,9 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
+	if s := r.Overall.RateLimits.Summary(); s != "" {
+		fmt.Fprintf(&b, "Rate limits advertised: %s.\n\n", record.EscapeMarkdown(s))
+	}
 	writeFetchbackMarkdown(&b, r)
 	for _, l := range r.Deviations.Lines() {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))

@@ -213,7 +213,7 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 }
 
 // writeStatus is the line of status classes that occurred, Retry-After and
-// aborted sends.
+// aborted sends, and the rate limits the answers advertised.
 func writeStatus(b *strings.Builder, r *record.Record) {
 	b.WriteString("\nstatus:")
 	t := r.Overall.Tally
@@ -230,6 +230,9 @@ func writeStatus(b *strings.Builder, r *record.Record) {
 		fmt.Fprintf(b, "; aborted %d", n)
 	}
 	b.WriteString("\n")
+	if s := r.Overall.RateLimits.Summary(); s != "" {
+		fmt.Fprintf(b, "rate limits advertised: %s\n", s)
+	}
 }
 
 // writeVerdict is the bottleneck verdict, its reasons, notes and rule.
