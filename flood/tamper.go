@@ -222,6 +222,9 @@ type Forgeries struct {
 	// kept to replay.
 	refused  atomic.Bool // some key was refused: 2xx answers are looked up
 	replayed atomic.Bool // Source wraps the run's source: 2xx answers are kept
+	// The schemes the SUT answered an honest request 2xx in: a key's 401s
+	// in a scheme it never accepted blame the scheme, not a stale key.
+	okCavage, okRFC9421 atomic.Bool
 }
 
 // NewForgeries returns an empty collector.
@@ -232,6 +235,14 @@ func NewForgeries() *Forgeries { return &Forgeries{} }
 func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	if !d.Sent || d.Aborted {
 		return
+	}
+	if p.Forgery == nil && d.Class.OK() && !(f.okCavage.Load() && f.okRFC9421.Load()) {
+		switch schemeOf(p) {
+		case signing.SchemeCavage:
+			f.okCavage.Store(true)
+		case signing.SchemeRFC9421:
+			f.okRFC9421.Store(true)
+		}
 	}
 	if p.Forgery == nil && d.Class != record.Class401 && !(d.Class.OK() && (f.refused.Load() || f.replayed.Load())) {
 		return
@@ -299,11 +310,29 @@ func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
 		if f.keys == nil {
 			f.keys = map[string]*record.KeyRefusal{}
 		}
-		f.keys[id] = &record.KeyRefusal{KeyID: id, Refused: 1}
+		f.keys[id] = &record.KeyRefusal{KeyID: id, Refused: 1, Scheme: string(schemeOf(p))}
 		f.refused.Store(true)
 	case k != nil && !k.Accepted:
 		k.Refused++
+		if k.Scheme != string(schemeOf(p)) {
+			k.Scheme = "" // refused in both schemes: the scheme is not the cause
+		}
 	}
+}
+
+// schemeOf is the scheme an honest request's final answer judged: what it
+// was signed with, "" for a double knock (--signature both), whose final
+// attempt may have gone out in the other scheme.
+func schemeOf(p *Prepared) signing.Scheme {
+	switch {
+	case p.Knock != nil && p.Knock.k.mode == SignatureBoth:
+		return ""
+	case p.Knock != nil:
+		return p.Knock.Scheme
+	case p.Header.Get("Signature-Input") != "":
+		return signing.SchemeRFC9421
+	}
+	return signing.SchemeCavage
 }
 
 // keyIDOf is the key id of a signed request: keyId of a cavage
@@ -343,6 +372,12 @@ func (f *Forgeries) Snapshot() *record.Security {
 		return nil
 	}
 	s := f.sec.Clone()
+	if f.okCavage.Load() {
+		s.SchemesAccepted = append(s.SchemesAccepted, string(signing.SchemeCavage))
+	}
+	if f.okRFC9421.Load() {
+		s.SchemesAccepted = append(s.SchemesAccepted, string(signing.SchemeRFC9421))
+	}
 	for _, k := range f.keys {
 		s.KeyRefusals = append(s.KeyRefusals, *k)
 	}
@@ -363,5 +398,7 @@ func (f *Forgeries) Reset() {
 	f.sec = record.Security{}
 	f.keys = nil
 	f.refused.Store(false)
+	f.okCavage.Store(false)
+	f.okRFC9421.Store(false)
 	f.mu.Unlock()
 }

@@ -279,7 +279,7 @@ func TestKeyRefusals(t *testing.T) {
 	personas[0].Target = srv.URL + "/inbox"
 	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
 	forg := NewForgeries()
-	pacer, _ := NewPacer(ArrivalsConstant, 500, 1)
+	pacer, _ := NewPacer(ArrivalsConstant, 100, 1) // slow enough that the one slot is free at each due time
 	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 60, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
 		Source: NewJIT(gen, signing.NewSigner(signing.SignerOptions{})), Settled: forg.Settled})
 	if err != nil {
@@ -289,7 +289,7 @@ func TestKeyRefusals(t *testing.T) {
 	if res.Overall.Tally.Classes[record.Class401] != 5 || sec == nil {
 		t.Fatalf("401s %d, security %+v", res.Overall.Tally.Classes[record.Class401], sec)
 	}
-	if want := []record.KeyRefusal{{KeyID: stale, Refused: 5, Accepted: true}}; !slices.Equal(sec.KeyRefusals, want) {
+	if want := []record.KeyRefusal{{KeyID: stale, Refused: 5, Accepted: true, Scheme: "cavage"}}; !slices.Equal(sec.KeyRefusals, want) {
 		t.Fatalf("key refusals %+v, want %+v", sec.KeyRefusals, want)
 	}
 	if len(sec.Kinds) != 0 || !strings.Contains(strings.Join(sec.SecurityLines(5), "\n"), "1 key(s) answered 401 5 times") {
@@ -315,5 +315,60 @@ func TestKeyIDOf(t *testing.T) {
 		if got := keyIDOf(tc.header); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestKeyRefusalsBlameTheScheme floods real inboxes with --signature
+// rfc9421: one without RFC 9421 (every request 401, as a SUT that only
+// verifies draft-cavage), one holding a stale key for one actor. The
+// first's 401s are explained by the scheme, never by stale keys; the
+// second's, where the scheme was accepted, by a stale key.
+func TestKeyRefusalsBlameTheScheme(t *testing.T) {
+	w := testWorld(t, 1, 2)
+	stale := w.Actors()[0].KeyID
+	for _, tc := range []struct {
+		name    string
+		refuse  func(r *http.Request, n int) bool // n: earlier refusals
+		says    string
+		notSays string
+	}{
+		// No RFC 9421 at all: every request signed so is refused.
+		{"no rfc9421", func(r *http.Request, _ int) bool { return r.Header.Get("Signature-Input") != "" },
+			"every one signed RFC 9421, a scheme the SUT accepted no request in", "holding stale keys"},
+		// RFC 9421 verified, one key stale for its first 5 requests.
+		{"stale key", func(r *http.Request, n int) bool {
+			return strings.Contains(r.Header.Get("Signature-Input"), `keyid="`+stale+`"`) && n < 5
+		}, "1 key(s) answered 401 5 times before a 2xx", "for their scheme"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			refused := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				if tc.refuse(r, refused) {
+					refused++
+					http.Error(rw, "refused", http.StatusUnauthorized)
+					return
+				}
+				rw.WriteHeader(http.StatusAccepted)
+			}))
+			t.Cleanup(srv.Close)
+			personas := fakePersonas(1)
+			personas[0].Target = srv.URL + "/inbox"
+			gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
+			forg := NewForgeries()
+			pacer, _ := NewPacer(ArrivalsConstant, 100, 1)
+			k := NewKnocker(SignatureRFC9421, signing.NewSigner(signing.SignerOptions{}))
+			if _, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 30, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
+				Source: NewKnockingJIT(gen, k), Settled: forg.Settled}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Join(forg.Snapshot().SecurityLines(5), "\n")
+			if !strings.Contains(lines, tc.says) || strings.Contains(lines, tc.notSays) {
+				t.Errorf("lines %q: want %q, not %q", lines, tc.says, tc.notSays)
+			}
+		})
 	}
 }

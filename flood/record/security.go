@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -31,6 +32,10 @@ type Security struct {
 	// MaxKeyRefusals, sorted by keyId: after a key rotation, how long the
 	// SUT kept a stale key.
 	KeyRefusals []KeyRefusal `json:"key_refusals,omitempty"`
+	// SchemesAccepted are the signature schemes ("cavage", "rfc9421") of
+	// the honest requests the SUT answered 2xx, sorted: a key refused only
+	// in a scheme missing here was refused for its scheme, not its key.
+	SchemesAccepted []string `json:"schemes_accepted,omitempty"`
 }
 
 // ForgeryCounts is what one tamper kind drew: sent = accepted + refused +
@@ -83,7 +88,7 @@ func (s *Security) Clone() *Security {
 		return nil
 	}
 	out := &Security{Findings: slices.Clone(s.Findings), FindingsOmitted: s.FindingsOmitted, ReplaysUnready: s.ReplaysUnready,
-		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds)), KeyRefusals: slices.Clone(s.KeyRefusals)}
+		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds)), KeyRefusals: slices.Clone(s.KeyRefusals), SchemesAccepted: slices.Clone(s.SchemesAccepted)}
 	for k, c := range s.Kinds {
 		cc := *c
 		out.Kinds[k] = &cc
@@ -132,6 +137,12 @@ func (s *Security) merge(o *Security) {
 	s.FindingsOmitted += o.FindingsOmitted + int64(len(o.Findings)-take)
 	s.ReplaysUnready += o.ReplaysUnready
 	s.KeyRefusals = mergeKeyRefusals(s.KeyRefusals, o.KeyRefusals)
+	for _, sc := range o.SchemesAccepted {
+		if !slices.Contains(s.SchemesAccepted, sc) {
+			s.SchemesAccepted = append(s.SchemesAccepted, sc)
+		}
+	}
+	slices.Sort(s.SchemesAccepted)
 }
 
 // mergeKeyRefusals joins two generators' lists: a key's refusals add up,
@@ -139,8 +150,11 @@ func (s *Security) merge(o *Security) {
 func mergeKeyRefusals(a, b []KeyRefusal) []KeyRefusal {
 	by := map[string]KeyRefusal{}
 	for _, k := range append(slices.Clone(a), b...) {
-		m := by[k.KeyID]
-		m.KeyID, m.Refused, m.Accepted = k.KeyID, m.Refused+k.Refused, m.Accepted || k.Accepted
+		m, seen := by[k.KeyID]
+		if seen && m.Scheme != k.Scheme {
+			k.Scheme = "" // refused in both schemes across generators
+		}
+		m.KeyID, m.Refused, m.Accepted, m.Scheme = k.KeyID, m.Refused+k.Refused, m.Accepted || k.Accepted, k.Scheme
 		by[k.KeyID] = m
 	}
 	out := make([]KeyRefusal, 0, len(by))
@@ -187,15 +201,61 @@ func (s *Security) SecurityLines(limit int) []string {
 	return append(s.forgeryLines(limit), lines...)
 }
 
-// keyRefusalLines describe KeyRefusals in one line.
+// keyRefusalLines describe KeyRefusals: one line for the keys refused only
+// in a scheme the SUT never accepted (the scheme is the cause), one for the
+// rest (a SUT holding stale keys).
 func (s *Security) keyRefusalLines() []string {
-	keys, refused, never := s.KeyRefusalsTotal()
-	if keys == 0 {
-		return nil
+	var lines []string
+	byScheme := map[string][]KeyRefusal{}
+	var stale []KeyRefusal
+	for _, k := range s.KeyRefusals {
+		if k.Scheme != "" && !slices.Contains(s.SchemesAccepted, k.Scheme) {
+			byScheme[k.Scheme] = append(byScheme[k.Scheme], k)
+		} else {
+			stale = append(stale, k)
+		}
 	}
-	worst := slices.MaxFunc(s.KeyRefusals, func(x, y KeyRefusal) int { return int(x.Refused - y.Refused) })
-	return []string{fmt.Sprintf("Keys refused before accepted: %d key(s) answered 401 %d times before a 2xx (%d never accepted; most: %s, %d) — a SUT holding stale keys until it refetched.",
-		keys, refused, never, worst.KeyID, worst.Refused)}
+	for _, scheme := range slices.Sorted(maps.Keys(byScheme)) {
+		keys, refused, never, worst := refusalTotals(byScheme[scheme])
+		advice := "sign with --signature cavage or both"
+		if scheme != "rfc9421" {
+			advice = "check that the SUT can fetch the crowd's actors and keys"
+		}
+		lines = append(lines, fmt.Sprintf("Keys refused for their scheme: %d key(s) answered 401 %d times (%d never accepted; most: %s, %d), every one signed %s, a scheme the SUT accepted no request in — the SUT refuses %s signatures (not stale keys); %s.",
+			keys, refused, never, worst.KeyID, worst.Refused, schemeName(scheme), schemeName(scheme), advice))
+	}
+	if len(stale) > 0 {
+		keys, refused, never, worst := refusalTotals(stale)
+		lines = append(lines, fmt.Sprintf("Keys refused before accepted: %d key(s) answered 401 %d times before a 2xx (%d never accepted; most: %s, %d) — a SUT holding stale keys until it refetched.",
+			keys, refused, never, worst.KeyID, worst.Refused))
+	}
+	return lines
+}
+
+// refusalTotals sums a list of key refusals and picks the most refused.
+func refusalTotals(ks []KeyRefusal) (keys, refused, never int64, worst KeyRefusal) {
+	for _, k := range ks {
+		keys++
+		refused += k.Refused
+		if !k.Accepted {
+			never++
+		}
+		if k.Refused > worst.Refused {
+			worst = k
+		}
+	}
+	return keys, refused, never, worst
+}
+
+// schemeName is a signature scheme as people name it.
+func schemeName(scheme string) string {
+	switch scheme {
+	case "rfc9421":
+		return "RFC 9421"
+	case "cavage":
+		return "draft-cavage"
+	}
+	return scheme
 }
 
 // forgeryLines describe Kinds and the findings.
@@ -275,6 +335,10 @@ type KeyRefusal struct {
 	// Accepted says a request signed with the key was answered 2xx after
 	// the refusals.
 	Accepted bool `json:"accepted"`
+	// Scheme is the signature scheme of every refused request ("cavage",
+	// "rfc9421"); empty when they mixed schemes or it is unknown (a double
+	// knock, --signature both, whose fallback counts tell the scheme apart).
+	Scheme string `json:"scheme,omitempty"`
 }
 
 // KeyRefusalsTotal sums Refused over the listed keys.
