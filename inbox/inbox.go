@@ -97,8 +97,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// MaxBodyBytes is the largest activity accepted; default 1 MiB.
 	MaxBodyBytes int64
-	// DateWindow is how far a signature's Date may be from now; default
-	// 1 h, as Mastodon.
+	// DateWindow is the clock-skew margin of Mastodon's window (a Date is
+	// good from this far ahead to 5 min + this old; signing.Verifier);
+	// default 1 h, as Mastodon's.
 	DateWindow time.Duration
 	// KeyTTL and KeyCacheSize bound the cache of remote keys; default 1 h
 	// and 10000 entries.

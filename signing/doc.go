@@ -42,9 +42,10 @@
 //   - one signature is checked: the first Signature-Input label with a
 //     byte sequence in Signature;
 //   - the keyid and created parameters are required; created (and
-//     expires, when given) are judged by the Verifier's clock and Window
-//     (±1 h by default; Mastodon: created at most 1 h ahead, and no older
-//     than its expiry, created + 5 min by default, plus 1 h);
+//     expires, when given) are judged by the Verifier's clock with
+//     Mastodon's window: created at most Window (1 h) ahead, and now no
+//     later than its expiry (expires, else created + 5 min, at most
+//     created + 12 h) plus Window;
 //   - @method and @target-uri must be covered, and content-digest on a
 //     POST or any request with a body; Content-Digest must carry sha-256
 //     (Mastodon supports no other) matching the body, and a sha-512 beside

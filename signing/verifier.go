@@ -22,8 +22,9 @@ import (
 type Verifier struct {
 	// Keys resolves keyIds (normally a *KeyCache).
 	Keys KeyResolver
-	// Window is how far the Date (or created) may lie in the past or the
-	// future; default 1 h, like Mastodon.
+	// Window is the clock-skew margin of Mastodon's window (see
+	// checkTimes): how far a signed time may lie ahead of Now, and how far
+	// past its expiry Now may lie; default 1 h, as Mastodon's.
 	Window time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -194,11 +195,23 @@ func (v *Verifier) resolveAndCheck(ctx context.Context, keyID string, check func
 	return pk, err
 }
 
-// checkTimes applies the Date window, and the created/expires parameters.
+// Mastodon's clock window (SignedRequest#matches_time_window?): a signature
+// expires at its expires parameter, else DefaultExpiry after it was made,
+// and never later than MaxExpiry after; it is refused once now lies more
+// than the skew margin (Verifier.Window) past that, or when it was made more
+// than the margin ahead of now. A plain Date is so good from 1 h ahead to
+// 65 min old.
+const (
+	DefaultExpiry = 5 * time.Minute
+	MaxExpiry     = 12 * time.Hour
+)
+
+// checkTimes applies Mastodon's window to each signed time: the Date
+// header, and the created parameter (with expires) when present.
 func (v *Verifier) checkTimes(h http.Header, created, expires int64) error {
-	window := v.Window
-	if window <= 0 {
-		window = time.Hour
+	margin := v.Window
+	if margin <= 0 {
+		margin = time.Hour
 	}
 	now := time.Now
 	if v.Now != nil {
@@ -210,20 +223,47 @@ func (v *Verifier) checkTimes(h http.Header, created, expires int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: Date %q is not an HTTP date", ErrDateSkew, d)
 		}
-		if skew := t.Sub(dt); skew > window || skew < -window {
-			return fmt.Errorf("%w: Date %s is %s from now (window ±%s)", ErrDateSkew, d, skew.Round(time.Second), window)
+		if err := inWindow(t, dt, time.Time{}, margin); err != nil {
+			return fmt.Errorf("%w: Date %s %s", ErrDateSkew, d, err)
 		}
 	}
 	if created != 0 {
-		ct := time.Unix(created, 0)
-		if skew := t.Sub(ct); skew > window || skew < -window {
-			return fmt.Errorf("%w: created %d is %s from now (window ±%s)", ErrDateSkew, created, skew.Round(time.Second), window)
+		var exp time.Time
+		if expires != 0 {
+			exp = time.Unix(expires, 0)
 		}
-	}
-	if expires != 0 && t.Unix() > expires {
-		return fmt.Errorf("%w: signature expired at %d, now %d", ErrDateSkew, expires, t.Unix())
+		if err := inWindow(t, time.Unix(created, 0), exp, margin); err != nil {
+			return fmt.Errorf("%w: created %d %s", ErrDateSkew, created, err)
+		}
+	} else if expires != 0 && t.After(time.Unix(expires, 0).Add(margin)) {
+		return fmt.Errorf("%w: signature expired at %d, %s before now, more than the %s skew margin", ErrDateSkew, expires, t.Sub(time.Unix(expires, 0)).Round(time.Second), margin)
 	}
 	return nil
+}
+
+// inWindow judges a signature made at made (expiring at exp, or zero for
+// DefaultExpiry) at time now, with Mastodon's rule; the error says how far
+// off it was, in words whose sign cannot be misread.
+func inWindow(now, made, exp time.Time, margin time.Duration) error {
+	if ahead := made.Sub(now); ahead > margin {
+		return fmt.Errorf("is %s ahead of now: at most %s ahead is accepted", ahead.Round(time.Second), margin)
+	}
+	if exp.IsZero() {
+		exp = made.Add(DefaultExpiry)
+	}
+	exp = minTime(exp, made.Add(MaxExpiry))
+	if late := now.Sub(exp); late > margin {
+		return fmt.Errorf("is %s old: it expired at %s, %s ago, more than the %s skew margin", now.Sub(made).Round(time.Second),
+			exp.UTC().Format(time.RFC3339), late.Round(time.Second), margin)
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // checkCavage rebuilds the signing string from the parsed parameters (the

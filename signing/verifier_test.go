@@ -216,8 +216,9 @@ func TestVerifyCreatedExpires(t *testing.T) {
 	if ver.Algorithm != HS2019 {
 		t.Errorf("algorithm %q", ver.Algorithm)
 	}
-	// Ten minutes later the signature has expired.
-	v.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	// Its expires (5 min) plus Mastodon's 1 h skew margin and a little later,
+	// the signature has expired.
+	v.Now = func() time.Time { return time.Now().Add(time.Hour + 10*time.Minute) }
 	if _, err := v.Verify(context.Background(), sreq, testBody); !errors.Is(err, ErrDateSkew) {
 		t.Fatalf("expired: err = %v", err)
 	}
@@ -336,5 +337,59 @@ func TestVerifyHTTPServer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %s", resp.Status)
+	}
+}
+
+// TestClockWindowIsMastodons: the verifier's window is Mastodon's
+// (SignedRequest#matches_time_window?): a signature made at Date or
+// (created) expires at expires, else 5 min later, never past 12 h, and is
+// refused once now is more than 1 h past that, or when it was made more
+// than 1 h ahead. Each row is a signed time relative to now.
+func TestClockWindowIsMastodons(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Now: func() time.Time { return now }}
+	for _, tc := range []struct {
+		name             string
+		date             time.Duration // Date relative to now; 0 = no Date
+		created, expires time.Duration // (created)/(expires) relative to now; 0 = absent
+		says             string        // "" = accepted; else a piece of the reason
+	}{
+		// 61-64 min old: Mastodon accepts (5 min expiry + 1 h margin).
+		{name: "Date 61 min old", date: -61 * time.Minute},
+		{name: "Date 64 min old", date: -64 * time.Minute},
+		// Past 65 min: expired more than the margin ago; the reason says how old.
+		{name: "Date 66 min old", date: -66 * time.Minute, says: "is 1h6m0s old: it expired at 2026-12-02T10:59:00Z, 1h1m0s ago, more than the 1h0m0s skew margin"},
+		// Up to 1 h ahead is accepted; 2 h ahead is refused, and said to be ahead.
+		{name: "Date 59 min ahead", date: 59 * time.Minute},
+		{name: "Date 2 h ahead", date: 2 * time.Hour, says: "is 2h0m0s ahead of now: at most 1h0m0s ahead is accepted"},
+		// (created) is judged the same way.
+		{name: "created 64 min old", created: -64 * time.Minute},
+		{name: "created 70 min old", created: -70 * time.Minute, says: "created"},
+		// An expires stretches the window, up to 12 h after created.
+		{name: "created 3 h old, expires in 1 h", created: -3 * time.Hour, expires: time.Hour},
+		{name: "created 14 h old, expires in 1 h (capped at 12 h)", created: -14 * time.Hour, expires: time.Hour, says: "expired"},
+		// An expires long past is refused even with a fresh created.
+		{name: "expired 2 h ago", created: -time.Minute, expires: -2 * time.Hour, says: "expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			if tc.date != 0 {
+				h.Set("Date", now.Add(tc.date).Format(http.TimeFormat))
+			}
+			var created, expires int64
+			if tc.created != 0 {
+				created = now.Add(tc.created).Unix()
+			}
+			if tc.expires != 0 {
+				expires = now.Add(tc.expires).Unix()
+			}
+			err := v.checkTimes(h, created, expires)
+			switch {
+			case tc.says == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.says != "" && (!errors.Is(err, ErrDateSkew) || !strings.Contains(err.Error(), tc.says)):
+				t.Errorf("err = %v, want ErrDateSkew saying %q", err, tc.says)
+			}
+		})
 	}
 }

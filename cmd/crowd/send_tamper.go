@@ -25,6 +25,11 @@ func printForged(w io.Writer, f *adminapi.ForgedSend) {
 	if f == nil {
 		return
 	}
+	switch {
+	case f.Verdict == adminapi.ForgedAccepted && f.Kind == tamperReplay:
+		fmt.Fprintln(w, replayTaken)
+		return
+	}
 	switch f.Verdict {
 	case adminapi.ForgedAccepted:
 		fmt.Fprintf(w, "SECURITY: the target accepted a %s forgery: it must refuse it\n", f.Kind)
@@ -37,12 +42,27 @@ func printForged(w io.Writer, f *adminapi.ForgedSend) {
 	}
 }
 
+// tamperReplay is the replay kind (signing.TamperReplay), the one forgery
+// whose 2xx proves nothing.
+const tamperReplay = "replay"
+
+// replayTaken is what a replay answered 2xx means: a real server answers a
+// verified duplicate 202 and drops it by its id later, so no finding.
+const replayTaken = "replay answered 2xx: not a finding. The target took the same signed request twice; " +
+	"Mastodon and Fedify answer a verified duplicate 202 and drop it by its activity id, so only the target's log " +
+	"or the activity's effect (processed once or twice) tells whether it guards against replays"
+
 // forgedExit is crowd send's outcome for a forged send: exit 1 when the
-// target accepted it (a finding) or gave no verdict, 0 when it refused it.
+// target accepted it (a finding) or gave no verdict, 0 when it refused it
+// and for a replay answered 2xx (which proves nothing, see replayTaken).
 func forgedExit(res *adminapi.SendResult) error {
-	switch res.Forged.Verdict {
-	case adminapi.ForgedRefused:
+	switch {
+	case res.Forged.Verdict == adminapi.ForgedRefused:
 		return nil
+	case res.Forged.Verdict == adminapi.ForgedAccepted && res.Forged.Kind == tamperReplay:
+		return nil
+	}
+	switch res.Forged.Verdict {
 	case adminapi.ForgedAccepted:
 		return exitCode{1, fmt.Errorf("%s accepted a %s forgery (HTTP %d): a security finding", res.Inbox, res.Forged.Kind, res.Status)}
 	}
