@@ -1,6 +1,6 @@
-// Key rotation (`crowd keys rotate`): an actor gets a new key under a new
-// key id, and its old public keys keep answering at their ids until
-// retired.
+// Key rotation (`crowd keys rotate`): an actor gets a new key, under the
+// key id it had (as real servers rotate) or a new one, and its old public
+// keys under other ids keep answering at their ids until retired.
 
 package actors
 
@@ -30,8 +30,12 @@ import (
 // (keys/<host>/<name>.rotation.json) once it was first rotated.
 type rotation struct {
 	// Generation is the current key's: 1 is the key the actor was made
-	// with (keyId #main-key), n > 1 the n-th (keyId #main-key-n).
+	// with, n > 1 the n-th.
 	Generation int `json:"generation"`
+	// KeyIDGeneration is the generation whose key id the current key goes
+	// by: 1 is #main-key, n > 1 #main-key-n. 0 (rotations before it was
+	// kept) means Generation: each rotation then took a new id.
+	KeyIDGeneration int `json:"key_id_generation,omitempty"`
 	// Current is the SHA-256 (hex) of the current public key's SPKI DER:
 	// the key file must hold that key (see loadRotations).
 	Current string `json:"current_sha256"`
@@ -40,6 +44,14 @@ type rotation struct {
 	// keys, which the crowd's verifier reads too): a SUT that verifies a
 	// request signed before the rotation still finds the key at its id.
 	Retained []PublicKeyDoc `json:"retained"`
+}
+
+// idGen is the generation whose key id the current key goes by.
+func (r rotation) idGen() int {
+	if r.KeyIDGeneration > 0 {
+		return r.KeyIDGeneration
+	}
+	return r.Generation
 }
 
 func rotationPath(stateDir, host, name string) string {
@@ -68,7 +80,7 @@ func spkiSHA256(pub *rsa.PublicKey) (string, error) {
 // (keys/<host>/<name>.pem, in a key-pool world too: the pool key it had
 // is then the first it retained).
 type rotatedKey struct {
-	gen      int
+	idGen    int // the generation whose key id the key goes by (rotation.KeyIDGeneration)
 	retained []PublicKeyDoc
 	key      *keyEntry
 }
@@ -88,7 +100,7 @@ func (r *rotations) apply(a *Actor) {
 		return
 	}
 	if rk, ok := (*m)[a.ID]; ok {
-		a.KeyID, a.key, a.Key, a.retained = keyIDOf(a.ID, rk.gen), rk.key, rk.key, rk.retained
+		a.KeyID, a.key, a.Key, a.retained = keyIDOf(a.ID, rk.idGen), rk.key, rk.key, rk.retained
 	}
 }
 
@@ -190,31 +202,34 @@ func loadRotation(rp, kp, acct string, repair bool) (*rotatedKey, error) {
 	if repair {
 		os.Remove(kp + ".new")
 	}
-	return &rotatedKey{gen: r.Generation, retained: r.Retained}, nil
+	return &rotatedKey{idGen: r.idGen(), retained: r.Retained}, nil
 }
 
 // RotateKey gives a new key to a crowd actor of w's state directory: a
-// fresh RSA key under the next key id (#main-key-2, -3 …), persisted in
-// keys/<host>/<name>.pem before it returns (in a key-pool world too: the
-// rotated actor leaves the pool); the old public key stays in the actor's
-// document (additionalPublicKeys) unless retire, which also drops every
-// key retained earlier. It changes a and every later lookup of the actor,
-// and drops its cached document: call it on a world that is not serving
-// (`crowd keys rotate` on a stopped crowd), since a SUT must learn of the
-// new key by an Update, not find it changed.
-func (w *World) RotateKey(a *Actor, retire bool) error {
+// fresh RSA key, persisted in keys/<host>/<name>.pem before it returns (in
+// a key-pool world too: the rotated actor leaves the pool). By default the
+// key keeps the actor's key id, as real servers rotate (a Go server refused
+// every request after a new id until an admin expired the domain's keys);
+// the old key, which shared that id, is then dropped. With newKeyID it goes
+// by the next key id (#main-key-2, -3 …) and the old public key stays in
+// the actor's document (additionalPublicKeys). Either way retire drops
+// every key retained earlier. It changes a and every later lookup of the
+// actor, and drops its cached document: call it on a world that is not
+// serving (`crowd keys rotate` on a stopped crowd), since a SUT must learn
+// of the new key by an Update, not find it changed.
+func (w *World) RotateKey(a *Actor, retire, newKeyID bool) error {
 	dir := w.Config.StateDir
 	w.rotations.apply(a) // a may predate an earlier rotation
-	gen := 1
+	gen, idGen := 1, 1
 	if r, err := os.ReadFile(rotationPath(dir, a.Origin.Host, a.Name)); err == nil {
 		var old rotation
 		if err := json.Unmarshal(r, &old); err != nil {
 			return fmt.Errorf("%w: %v", ErrKeyFile, err)
 		}
-		gen = old.Generation
+		gen, idGen = old.Generation, old.idGen()
 	}
 	oldPEM := a.PublicKeyPEM()
-	if oldPEM == "" && !retire {
+	if oldPEM == "" && newKeyID && !retire {
 		return fmt.Errorf("%w: %s: its current key cannot be loaded, so it cannot be retained", ErrKeyFile, a.Acct())
 	}
 	key, err := rsa.GenerateKey(rand.Reader, KeyBits)
@@ -236,9 +251,20 @@ func (w *World) RotateKey(a *Actor, retire bool) error {
 	if err != nil {
 		return err
 	}
-	r := rotation{Generation: gen + 1, Current: sum}
-	if !retire {
+	r := rotation{Generation: gen + 1, KeyIDGeneration: idGen, Current: sum}
+	switch {
+	case retire:
+	case newKeyID:
+		r.KeyIDGeneration = idGen + 1 // ids are taken in order, so the next is unused
 		r.Retained = append([]PublicKeyDoc{{ID: a.KeyID, Owner: a.ID, PublicKeyPem: oldPEM}}, a.retained...)
+	default:
+		// The old key shares the id the new one keeps: only keys under
+		// other ids (from earlier --new-key-id rotations) stay.
+		for _, k := range a.retained {
+			if k.ID != a.KeyID {
+				r.Retained = append(r.Retained, k)
+			}
+		}
 	}
 	if err := writeRotation(rotationPath(dir, a.Origin.Host, a.Name), r); err != nil {
 		return fmt.Errorf("persist the key rotation of %s: %w", a.Acct(), err)
@@ -246,7 +272,7 @@ func (w *World) RotateKey(a *Actor, retire bool) error {
 	if err := os.Rename(kp+".new", kp); err != nil {
 		return fmt.Errorf("persist key for %s: %w", a.Acct(), err)
 	}
-	rk := &rotatedKey{gen: r.Generation, retained: r.Retained,
+	rk := &rotatedKey{idGen: r.idGen(), retained: r.Retained,
 		key: &keyEntry{path: kp, log: w.keyLog(a), backend: w.Config.Backend}}
 	w.rotations.set(a.ID, rk)
 	w.rotations.apply(a)
@@ -275,7 +301,7 @@ func (w *World) RetireKeys(a *Actor) error {
 	}
 	if m := w.rotations.m.Load(); m != nil {
 		if rk, ok := (*m)[a.ID]; ok {
-			w.rotations.set(a.ID, &rotatedKey{gen: rk.gen, key: rk.key})
+			w.rotations.set(a.ID, &rotatedKey{idGen: rk.idGen, key: rk.key})
 		}
 	}
 	a.retained = nil

@@ -54,8 +54,8 @@ func privateKey(t *testing.T, a *Actor) *rsa.PrivateKey {
 	return k
 }
 
-// TestRotateKey: a rotated key verifies new signatures under its new key
-// id (the actor's cached document rendered again), the old key keeps
+// TestRotateKey: a key rotated to a new key id (--new-key-id) verifies new
+// signatures under its new key id (the actor's cached document rendered again), the old key keeps
 // verifying at its id until retired and is refused after the cut, another
 // actor's key is left alone, and all of it survives a restart.
 func TestRotateKey(t *testing.T) {
@@ -72,7 +72,7 @@ func TestRotateKey(t *testing.T) {
 			if _, err := verifyWith(t, w, oldID, oldKey); err != nil { // its document is cached now
 				t.Fatal(err)
 			}
-			if err := w.RotateKey(a, false); err != nil {
+			if err := w.RotateKey(a, false, true); err != nil {
 				t.Fatal(err)
 			}
 			newKey := privateKey(t, a)
@@ -122,6 +122,64 @@ func TestRotateKey(t *testing.T) {
 	}
 }
 
+// TestRotateKeyKeepsID: by default a rotation keeps the actor's key id, as
+// real servers rotate: the new key verifies under #main-key, the old key
+// under it is a bad signature and no longer served, a key retained under
+// another id by an earlier --new-key-id rotation stays (and keeps its id
+// for the next default rotation), and a restart loads all of it.
+func TestRotateKeyKeepsID(t *testing.T) {
+	for _, tc := range rotationWorlds {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.StateDir = t.TempDir()
+			w, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := w.Actors()[0]
+			mainID, oldKey := a.KeyID, privateKey(t, a)
+			if err := w.RotateKey(a, false, false); err != nil {
+				t.Fatal(err)
+			}
+			newKey := privateKey(t, a)
+			if a.KeyID != mainID || newKey.Equal(oldKey) || len(a.RetainedKeys()) != 0 {
+				t.Fatalf("after rotation: keyId %s (want %s), same key %v, retained %v", a.KeyID, mainID, newKey.Equal(oldKey), a.RetainedKeys())
+			}
+			if v, err := verifyWith(t, w, mainID, newKey); err != nil || v.Owner != a.ID {
+				t.Fatalf("new key under #main-key: %v %+v", err, v)
+			}
+			if _, err := verifyWith(t, w, mainID, oldKey); !errors.Is(err, signing.ErrBadSignature) {
+				t.Fatalf("the old key under #main-key: %v, want a bad signature", err)
+			}
+			// A --new-key-id rotation, then a default one: the id of the
+			// second stays #main-key-2, and #main-key stays retained.
+			if err := w.RotateKey(a, false, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.RotateKey(a, false, false); err != nil {
+				t.Fatal(err)
+			}
+			last := privateKey(t, a)
+			if a.KeyID != a.ID+"#main-key-2" || len(a.RetainedKeys()) != 1 || a.RetainedKeys()[0].ID != mainID {
+				t.Fatalf("after --new-key-id and a default rotation: %s, retained %v", a.KeyID, a.RetainedKeys())
+			}
+			w.Close()
+			w2, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w2.Close()
+			b := w2.Actors()[0]
+			if b.KeyID != a.ID+"#main-key-2" || !privateKey(t, b).Equal(last) || len(b.RetainedKeys()) != 1 {
+				t.Fatalf("after restart: %s, same key %v, retained %v", b.KeyID, privateKey(t, b).Equal(last), b.RetainedKeys())
+			}
+			if _, err := verifyWith(t, w2, b.KeyID, last); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestRotateKeyTorn: a crash after the rotation file was written but
 // before the key file was replaced is finished at the next start, and a
 // new key left without a rotation file is dropped.
@@ -141,7 +199,7 @@ func TestRotateKeyTorn(t *testing.T) {
 			if err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
-			if err := w.RotateKey(a, false); err != nil {
+			if err := w.RotateKey(a, false, true); err != nil {
 				t.Fatal(err)
 			}
 			newKey := privateKey(t, a)

@@ -79,8 +79,9 @@ type Actor struct {
 	Kind string
 	// ID is the actor's URL and ActivityPub id.
 	ID string
-	// KeyID is the id of the actor's public key: ID + "#main-key", or
-	// ID + "#main-key-N" after its (N-1)-th rotation (rotate.go).
+	// KeyID is the id of the actor's public key: ID + "#main-key", kept
+	// by a rotation, or ID + "#main-key-N" after a rotation to a new key id
+	// (rotate.go).
 	KeyID string
 	// Key is the actor's private key (several actors may share its
 	// material; each has its own KeyID). It is parsed from the state

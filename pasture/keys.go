@@ -23,6 +23,10 @@ type RotateConfig struct {
 	// Retire, instead of a new key, stops serving the keys a rotation
 	// retained: requests signed with them are refused from then on.
 	Retire bool
+	// NewKeyID gives the new key the next key id (#main-key-2 …) and
+	// retains the old one; by default the key keeps its id, as real
+	// servers rotate (actors.World.RotateKey).
+	NewKeyID bool
 }
 
 // Rotated is what RotateKeys did to one actor.
@@ -38,8 +42,8 @@ type Rotated struct {
 // wrapping statedir.ErrNotDir, or naming the running owner). For each
 // rotated actor it queues an Update(Person) to every server the crowd knows
 // it has to do with (inbox.AnnounceKey), in the crowd's persistent delivery
-// queue: the next crowd serve delivers them, signed with the new key, while
-// the old key keeps answering at its id until --retire. A name that is no
+// queue: the next crowd serve delivers them, signed with the new key; with
+// NewKeyID the old key keeps answering at its id until --retire. A name that is no
 // crowd actor is an error (wrapping ErrConfig) before anything changes.
 func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 	lock, err := statedir.Acquire(cfg.World.StateDir)
@@ -77,7 +81,7 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 		r := Rotated{Acct: a.Acct()}
 		if cfg.Retire {
 			err = w.RetireKeys(a)
-		} else if err = w.RotateKey(a, false); err == nil {
+		} else if err = w.RotateKey(a, false, cfg.NewKeyID); err == nil {
 			r.Queued, err = in.AnnounceKey(a)
 		}
 		if err != nil {

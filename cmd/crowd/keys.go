@@ -29,6 +29,7 @@ type rotateFlags struct {
 	origins []string
 	actors  []string
 	retire  bool
+	newID   bool
 }
 
 func newKeysRotateCmd() *cobra.Command {
@@ -38,10 +39,13 @@ func newKeysRotateCmd() *cobra.Command {
 		Short: "Give chosen actors new keys, and tell the servers that know them (Update(Person)); or retire the old keys",
 		Long: `Rotate the keys of a stopped crowd's actors (--state, with the world flags its crowd serve was
 given): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
-new RSA key under the next key id (#main-key-2, #main-key-3 …), kept in --state. Its old public
-key keeps answering at its key id (the actor document lists it in additionalPublicKeys) until
-'crowd keys rotate --retire', which stops serving the retained keys: requests signed with them are
-refused from then on.
+new RSA key, kept in --state, under the key id it had (#main-key), as real servers rotate: a SUT
+that refetches an actor when a signature fails with a known key id (Mastodon, Fedify) takes the
+new key at the first request signed with it. With --new-key-id the new key goes by the next key id
+(#main-key-2, #main-key-3 …) instead, and the old public key keeps answering at its key id (the
+actor document lists it in additionalPublicKeys) until 'crowd keys rotate --retire', which stops
+serving the retained keys: requests signed with them are refused from then on. The README says
+what each kind of server needs to accept a rotation.
 
 Each rotated actor's Update(Person), carrying its new document, is queued in the crowd's delivery
 queue for every server its follow graph relates it to and every inbox its activity log sent to; the
@@ -62,11 +66,15 @@ The crowd must be stopped: its state directory is taken as crowd serve takes it.
 	fl.StringArrayVar(&f.origins, "origin", nil, "rotate every actor of this origin (repeatable)")
 	fl.StringArrayVar(&f.actors, "actor", nil, "rotate this actor, NAME@HOST (repeatable)")
 	fl.BoolVar(&f.retire, "retire", false, "instead of new keys, stop serving the old keys the last rotations kept")
+	fl.BoolVar(&f.newID, "new-key-id", false, "give the new key the next key id (#main-key-2 …) and keep serving the old one at its id, instead of keeping the key id")
 	return cmd
 }
 
 func runRotate(w io.Writer, f *rotateFlags) error {
-	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, Origins: f.origins, Actors: f.actors, Retire: f.retire})
+	if f.retire && f.newID {
+		return usageError{errors.New("--new-key-id makes a new key; --retire makes none: give one of them")}
+	}
+	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, Origins: f.origins, Actors: f.actors, Retire: f.retire, NewKeyID: f.newID})
 	for _, r := range done {
 		if f.retire {
 			fmt.Fprintf(w, "%s: old keys retired; its key is %s\n", r.Acct, r.KeyID)

@@ -9,10 +9,12 @@ import (
 	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
-// TestKeysRotate rotates alice@flood1.test's key on a stopped crowd: the
-// restarted crowd serves her new key under #main-key-2 with the old one
-// retained, and has queued her Update(Person), carrying that document,
-// for the remote actor she follows; --retire then drops the old key.
+// TestKeysRotate rotates alice@flood1.test's key on a stopped crowd: by
+// default the new key keeps #main-key (nothing retained); with
+// --new-key-id the restarted crowd serves her next key under #main-key-2
+// with the old one retained, and has queued her Update(Person), carrying
+// that document, for the remote actor she follows; --retire then drops
+// the old key.
 func TestKeysRotate(t *testing.T) {
 	state := t.TempDir()
 	c := crowdtest.Start(t, crowdtest.Options{StateDir: state})
@@ -23,8 +25,15 @@ func TestKeysRotate(t *testing.T) {
 	c.Stop()
 	world := []string{"--state", state, "--origins", "2", "--actors", "2"}
 	code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test"}, world...)...)
-	if code != 0 || !strings.Contains(out, "alice@flood1.test: new key "+alice+"#main-key-2; Update(Person) queued for 1 recipient(s)") {
+	if code != 0 || !strings.Contains(out, "alice@flood1.test: new key "+alice+"#main-key; Update(Person) queued for 1 recipient(s)") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--new-key-id"}, world...)...)
+	if code != 0 || !strings.Contains(out, "alice@flood1.test: new key "+alice+"#main-key-2; Update(Person) queued for 1 recipient(s)") {
+		t.Fatalf("--new-key-id: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--retire", "--new-key-id"}, world...)...); code != 2 || !strings.Contains(errOut, "--new-key-id") {
+		t.Fatalf("--retire --new-key-id: exit %d\n%s", code, errOut)
 	}
 	c = crowdtest.Start(t, crowdtest.Options{StateDir: state})
 	a, _ := c.World.ActorByID(alice)
