@@ -109,10 +109,9 @@ func (w *fetchbackWindow) finish(ctx context.Context, rec *record.Record) {
 		return
 	}
 	// The window is ended and closed even when ctx ended (an interrupted
-	// run), or it would stay open in the crowd.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := w.counter.End(cctx, w.id); err != nil {
+	// run), or it would stay open in the crowd; each call has its own
+	// bound, so a grace of any length leaves the close its whole bound.
+	if err := w.call(ctx, func(cctx context.Context) error { return w.counter.End(cctx, w.id) }); err != nil {
 		w.log.Warn("ending the fetch-back window", zap.Error(err))
 	}
 	grace := time.NewTimer(w.grace)
@@ -121,7 +120,11 @@ func (w *fetchbackWindow) finish(ctx context.Context, rec *record.Record) {
 	case <-ctx.Done():
 		grace.Stop()
 	}
-	t, err := w.counter.Close(cctx, w.id)
+	var t adminapi.FetchbackTally
+	err := w.call(ctx, func(cctx context.Context) (err error) {
+		t, err = w.counter.Close(cctx, w.id)
+		return err
+	})
 	if err != nil {
 		w.log.Warn("reading the fetch-back window: the record has no fetchback section", zap.Error(err))
 		return
@@ -139,4 +142,14 @@ func (w *fetchbackWindow) finish(ctx context.Context, rec *record.Record) {
 		return
 	}
 	rec.SetFetchback(fb)
+}
+
+// callBound bounds one call to the crowd's fetch-back routes.
+const callBound = 10 * time.Second
+
+// call runs f with a context of its own bound, not cancelled with ctx.
+func (w *fetchbackWindow) call(ctx context.Context, f func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callBound)
+	defer cancel()
+	return f(cctx)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -71,5 +72,53 @@ func TestFetchbackWindowInProcess(t *testing.T) {
 func TestFetchLeaverNamesAgree(t *testing.T) {
 	if adminapi.FetchLeaver != record.FetchLeaver {
 		t.Errorf("adminapi.FetchLeaver %q, record.FetchLeaver %q", adminapi.FetchLeaver, record.FetchLeaver)
+	}
+}
+
+// ctxFetchbacks is the in-process counter as the admin API's client
+// behaves: a call whose context is done fails with its error.
+type ctxFetchbacks struct{ localFetchbacks }
+
+func (c ctxFetchbacks) End(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.localFetchbacks.End(ctx, id)
+}
+
+func (c ctxFetchbacks) Close(ctx context.Context, id string) (adminapi.FetchbackTally, error) {
+	if err := ctx.Err(); err != nil {
+		return adminapi.FetchbackTally{}, err
+	}
+	return c.localFetchbacks.Close(ctx, id)
+}
+
+// TestFetchbackGraceAnyLength: the grace may be any length (up to the
+// flag's 10 min) and the window is still closed and read, on synctest's
+// fake clock: a grace longer than one call's bound to the crowd once lost
+// the whole section ("context deadline exceeded").
+func TestFetchbackGraceAnyLength(t *testing.T) {
+	for _, grace := range []time.Duration{0, 3 * time.Second, 10 * time.Second, 53 * time.Second, 10 * time.Minute} {
+		t.Run(grace.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fw := pasture.NewFetchWindows(nil)
+				r := &runner{c: Config{Fetchback: FetchbackConfig{Grace: grace}}, log: zap.NewNop(),
+					env: &Environment{Fetchbacks: ctxFetchbacks{localFetchbacks{fw}}}}
+				w := r.openFetchback(context.Background(), "grace")
+				rec := recordtest.MustRecord(t, recordtest.Run(time.Now(), time.Second, map[string]*record.Stats{
+					"Create": recordtest.Sends(1, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))}), record.Settings{})
+				start := time.Now()
+				w.finish(context.Background(), rec)
+				if rec.Fetchback == nil || rec.Fetchback.GraceSeconds != grace.Seconds() {
+					t.Fatalf("fetchback section %+v after a %s grace", rec.Fetchback, grace)
+				}
+				if waited := time.Since(start); waited != grace {
+					t.Errorf("waited %s, want the grace %s", waited, grace)
+				}
+				if len(fw.Tallies("")) != 0 {
+					t.Error("the window is still open")
+				}
+			})
+		})
 	}
 }
