@@ -96,7 +96,16 @@ type FetchbackTally struct {
 	// segment under /users/{name}/ ("notes", "likes", "follows"…), the key
 	// that attributes them to the activity type that made them.
 	Objects map[string]int64 `json:"objects,omitempty"`
+	// Late counts the fetches served after the window closed, for
+	// FetchbackLateLinger after its close: what the run's grace missed
+	// (a closed window's tally only).
+	Late int64 `json:"late,omitempty"`
 }
+
+// FetchbackLateLinger is how long the crowd keeps counting a closed
+// window's late fetches: a SUT's media downloads may go on for a minute
+// after a flood.
+const FetchbackLateLinger = 10 * time.Minute
 
 // FetchbackKind is the tally of one kind of request.
 type FetchbackKind struct {

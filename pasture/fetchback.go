@@ -36,9 +36,13 @@ type FetchWindows struct {
 	now  func() time.Time
 	open atomic.Int32 // len(windows), read without the lock on every request
 
+	// lateUntil is when the last closed window stops counting late
+	// fetches (UnixNano; 0: none does), read without the lock.
+	lateUntil atomic.Int64
+
 	mu      sync.Mutex
 	windows []*fetchWindow
-	closed  []adminapi.FetchbackTally // the final tallies of the latest closed windows, oldest first
+	closed  []adminapi.FetchbackTally // the final tallies of the latest closed windows, oldest first; Late grows for FetchbackLateLinger after each one's At
 }
 
 // NewFetchWindows returns FetchWindows with none open; now is the clock
@@ -137,6 +141,7 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	}
 	t = w.tally(f.now(), true)
 	f.mu.Lock()
+	f.lateUntil.Store(t.At.Add(adminapi.FetchbackLateLinger).UnixNano())
 	f.closed = append(f.closed, t)
 	if n := len(f.closed) - adminapi.MaxFetchbackWindows; n > 0 {
 		f.closed = slices.Delete(f.closed, 0, n)
@@ -186,7 +191,7 @@ func (f *FetchWindows) Tallies(id string) []adminapi.FetchbackTally {
 // activity log has them.
 func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.open.Load() == 0 || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		if f.open.Load() == 0 && !f.lingering() || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -200,8 +205,19 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 		for _, win := range f.windows {
 			win.add(kind, object, sw.status, signed, start, end)
 		}
+		for i := range f.closed {
+			if c := &f.closed[i]; end.Before(c.At.Add(adminapi.FetchbackLateLinger)) {
+				c.Late++
+			}
+		}
 		f.mu.Unlock()
 	})
+}
+
+// lingering reports whether a closed window still counts late fetches.
+func (f *FetchWindows) lingering() bool {
+	u := f.lateUntil.Load()
+	return u != 0 && f.now().UnixNano() < u
 }
 
 // add counts one request served from start to end.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -205,4 +206,41 @@ func FuzzClassifyFetch(f *testing.F) {
 			t.Fatalf("%q: kind %q with object %q", path, kind, object)
 		}
 	})
+}
+
+// TestLateFetches: fetches served after a window closed are counted as its
+// late ones for FetchbackLateLinger (what the run's grace missed: a SUT's
+// media downloads go on after a flood), read back with Lookup; a POST is
+// no fetch, and past the linger nothing is counted.
+func TestLateFetches(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFetchWindows(func() time.Time { return now })
+	h := f.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	serve := func(method, path string) { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, nil)) }
+	w, err := f.Open("media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve("GET", "/media/a.png") // during the run
+	f.End(w.ID)
+	if c, _ := f.Close(w.ID); c.Late != 0 || c.Kinds["media"].Fetches != 1 {
+		t.Fatalf("closed tally %+v", c)
+	}
+	for _, step := range []struct {
+		after  time.Duration // since the close
+		method string
+		want   int64 // late fetches counted so far
+	}{
+		{time.Second, "GET", 1},                                // a download right after the close
+		{53 * time.Second, "HEAD", 2},                          // still downloading 53 s on
+		{time.Minute, "POST", 2},                               // a delivery, not a fetch
+		{adminapi.FetchbackLateLinger + time.Second, "GET", 2}, // past the linger: no longer counted
+	} {
+		now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(step.after)
+		serve(step.method, "/media/b.png")
+		got, closed, ok := f.Lookup(w.ID)
+		if !ok || !closed || got.Late != step.want {
+			t.Fatalf("%s after the close (%s): late %d (closed %v ok %v), want %d", step.after, step.method, got.Late, closed, ok, step.want)
+		}
+	}
 }
