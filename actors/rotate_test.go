@@ -61,12 +61,7 @@ func privateKey(t *testing.T, a *Actor) *rsa.PrivateKey {
 func TestRotateKey(t *testing.T) {
 	for _, tc := range rotationWorlds {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.StateDir = t.TempDir()
-			w, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, w := openRotationWorld(t, tc.cfg)
 			a := w.Actors()[0]
 			oldID, oldKey := a.KeyID, privateKey(t, a)
 			if _, err := verifyWith(t, w, oldID, oldKey); err != nil { // its document is cached now
@@ -103,21 +98,8 @@ func TestRotateKey(t *testing.T) {
 			if _, err := verifyWith(t, w, oldID, oldKey); !errors.Is(err, signing.ErrKeyUnavailable) {
 				t.Fatalf("the old key after the cut: %v, want refused (no such key)", err)
 			}
-			w.Close()
-
 			// A restart loads the rotation: the new key under its id, nothing retained.
-			w2, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w2.Close()
-			b := w2.Actors()[0]
-			if b.KeyID != a.KeyID || !privateKey(t, b).Equal(newKey) || len(b.RetainedKeys()) != 0 {
-				t.Fatalf("after restart: %s, same key %v, retained %v", b.KeyID, privateKey(t, b).Equal(newKey), b.RetainedKeys())
-			}
-			if _, err := verifyWith(t, w2, b.KeyID, privateKey(t, b)); err != nil {
-				t.Fatal(err)
-			}
+			checkRestart(t, w, cfg, a.KeyID, newKey, 0)
 		})
 	}
 }
@@ -130,12 +112,7 @@ func TestRotateKey(t *testing.T) {
 func TestRotateKeyKeepsID(t *testing.T) {
 	for _, tc := range rotationWorlds {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.StateDir = t.TempDir()
-			w, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, w := openRotationWorld(t, tc.cfg)
 			a := w.Actors()[0]
 			mainID, oldKey := a.KeyID, privateKey(t, a)
 			if err := w.RotateKey(a, false, false); err != nil {
@@ -163,19 +140,7 @@ func TestRotateKeyKeepsID(t *testing.T) {
 			if a.KeyID != a.ID+"#main-key-2" || len(a.RetainedKeys()) != 1 || a.RetainedKeys()[0].ID != mainID {
 				t.Fatalf("after --new-key-id and a default rotation: %s, retained %v", a.KeyID, a.RetainedKeys())
 			}
-			w.Close()
-			w2, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w2.Close()
-			b := w2.Actors()[0]
-			if b.KeyID != a.ID+"#main-key-2" || !privateKey(t, b).Equal(last) || len(b.RetainedKeys()) != 1 {
-				t.Fatalf("after restart: %s, same key %v, retained %v", b.KeyID, privateKey(t, b).Equal(last), b.RetainedKeys())
-			}
-			if _, err := verifyWith(t, w2, b.KeyID, last); err != nil {
-				t.Fatal(err)
-			}
+			checkRestart(t, w, cfg, a.ID+"#main-key-2", last, 1)
 		})
 	}
 }
@@ -253,5 +218,36 @@ func TestRotationsCostNothingUnrotated(t *testing.T) {
 	defer w.Close()
 	if m := w.rotations.m.Load(); m != nil {
 		t.Fatalf("rotations of a world never rotated: %v", *m)
+	}
+}
+
+// openRotationWorld opens a world of cfg in a fresh state directory and
+// returns the configuration it was opened with, to open it again.
+func openRotationWorld(t *testing.T, cfg Config) (Config, *World) {
+	t.Helper()
+	cfg.StateDir = t.TempDir()
+	w, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, w
+}
+
+// checkRestart closes w and opens its state again: the first actor must
+// come back with key under keyID, retaining that many keys, and verify.
+func checkRestart(t *testing.T, w *World, cfg Config, keyID string, key *rsa.PrivateKey, retained int) {
+	t.Helper()
+	w.Close()
+	w2, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	b := w2.Actors()[0]
+	if b.KeyID != keyID || !privateKey(t, b).Equal(key) || len(b.RetainedKeys()) != retained {
+		t.Fatalf("after restart: %s (want %s), same key %v, retained %v (want %d)", b.KeyID, keyID, privateKey(t, b).Equal(key), b.RetainedKeys(), retained)
+	}
+	if _, err := verifyWith(t, w2, b.KeyID, key); err != nil {
+		t.Fatal(err)
 	}
 }

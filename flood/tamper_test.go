@@ -261,31 +261,9 @@ func TestDrawsByOrigin(t *testing.T) {
 func TestKeyRefusals(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	stale := w.Actors()[0].KeyID
-	var mu sync.Mutex
-	refused := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.Contains(r.Header.Get("Signature"), `keyId="`+stale+`"`) && refused < 5 {
-			refused++
-			http.Error(rw, "stale key", http.StatusUnauthorized)
-			return
-		}
-		rw.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(srv.Close)
-	personas := fakePersonas(1)
-	personas[0].Target = srv.URL + "/inbox"
-	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
-	forg := NewForgeries()
-	pacer, _ := NewPacer(ArrivalsConstant, 100, 1) // slow enough that the one slot is free at each due time
-	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 60, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
-		Source: NewJIT(gen, signing.NewSigner(signing.SignerOptions{})), Settled: forg.Settled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sec := forg.Snapshot()
+	res, sec := floodRefusing(t, w, NewJIT, signing.NewSigner(signing.SignerOptions{}), 60, func(r *http.Request, n int) bool {
+		return strings.Contains(r.Header.Get("Signature"), `keyId="`+stale+`"`) && n < 5
+	})
 	if res.Overall.Tally.Classes[record.Class401] != 5 || sec == nil {
 		t.Fatalf("401s %d, security %+v", res.Overall.Tally.Classes[record.Class401], sec)
 	}
@@ -341,34 +319,46 @@ func TestKeyRefusalsBlameTheScheme(t *testing.T) {
 		}, "1 key(s) answered 401 5 times before a 2xx", "for their scheme"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			refused := 0
-			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				mu.Lock()
-				defer mu.Unlock()
-				if tc.refuse(r, refused) {
-					refused++
-					http.Error(rw, "refused", http.StatusUnauthorized)
-					return
-				}
-				rw.WriteHeader(http.StatusAccepted)
-			}))
-			t.Cleanup(srv.Close)
-			personas := fakePersonas(1)
-			personas[0].Target = srv.URL + "/inbox"
-			gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
-			forg := NewForgeries()
-			pacer, _ := NewPacer(ArrivalsConstant, 100, 1)
 			k := NewKnocker(SignatureRFC9421, signing.NewSigner(signing.SignerOptions{}))
-			if _, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 30, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
-				Source: NewKnockingJIT(gen, k), Settled: forg.Settled}); err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Join(forg.Snapshot().SecurityLines(5), "\n")
+			_, sec := floodRefusing(t, w, func(gen *Generator, _ *signing.Signer) *JIT { return NewKnockingJIT(gen, k) }, nil, 30, tc.refuse)
+			lines := strings.Join(sec.SecurityLines(5), "\n")
 			if !strings.Contains(lines, tc.says) || strings.Contains(lines, tc.notSays) {
 				t.Errorf("lines %q: want %q, not %q", lines, tc.says, tc.notSays)
 			}
 		})
 	}
+}
+
+// floodRefusing floods an inbox that answers 401 to the requests refuse
+// picks (n: its earlier refusals) and 202 to the rest with sends Creates
+// from w's actors, one at a time at 100/s (slow enough that the one slot is
+// free at each due time), and returns the result and the security section.
+func floodRefusing(t *testing.T, w *actors.World, source func(*Generator, *signing.Signer) *JIT, signer *signing.Signer, sends int64,
+	refuse func(r *http.Request, n int) bool) (*record.Result, *record.Security) {
+	t.Helper()
+	var mu sync.Mutex
+	refused := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse(r, refused) {
+			refused++
+			http.Error(rw, "refused", http.StatusUnauthorized)
+			return
+		}
+		rw.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	personas := fakePersonas(1)
+	personas[0].Target = srv.URL + "/inbox"
+	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
+	forg := NewForgeries()
+	pacer, _ := NewPacer(ArrivalsConstant, 100, 1)
+	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: sends, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
+		Source: source(gen, signer), Settled: forg.Settled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, forg.Snapshot()
 }
