@@ -119,6 +119,9 @@ type FloodFetchback struct {
 	Fetches  int64 `json:"fetches"`
 	AfterEnd int64 `json:"after_end"`
 	Signed   int64 `json:"signed"`
+	// Late counts the fetches after the window closed (FetchbackTally.Late):
+	// what the run's grace missed.
+	Late int64 `json:"late,omitempty"`
 	// Kinds are the fetches by kind (FetchKinds); a kind with none is left out.
 	Kinds map[string]int64 `json:"kinds,omitempty"`
 }
@@ -126,7 +129,7 @@ type FloodFetchback struct {
 // NewFloodFetchback sums a window's tally for the live panel; closed says
 // it is the window's final tally.
 func NewFloodFetchback(t FetchbackTally, closed bool) *FloodFetchback {
-	f := &FloodFetchback{Ended: t.Ended != nil, Closed: closed, Kinds: make(map[string]int64, len(t.Kinds))}
+	f := &FloodFetchback{Ended: t.Ended != nil, Closed: closed, Late: t.Late, Kinds: make(map[string]int64, len(t.Kinds))}
 	for name, k := range t.Kinds {
 		f.Fetches += k.Fetches
 		f.AfterEnd += k.AfterEnd

@@ -211,7 +211,8 @@ func FuzzClassifyFetch(f *testing.F) {
 // TestLateFetches: fetches served after a window closed are counted as its
 // late ones for FetchbackLateLinger (what the run's grace missed: a SUT's
 // media downloads go on after a flood), read back with Lookup; a POST is
-// no fetch, and past the linger nothing is counted.
+// no fetch, and past the linger nothing is counted; the admin page's
+// live panel reports them.
 func TestLateFetches(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := NewFetchWindows(func() time.Time { return now })
@@ -241,6 +242,9 @@ func TestLateFetches(t *testing.T) {
 		got, closed, ok := f.Lookup(w.ID)
 		if !ok || !closed || got.Late != step.want {
 			t.Fatalf("%s after the close (%s): late %d (closed %v ok %v), want %d", step.after, step.method, got.Late, closed, ok, step.want)
+		}
+		if live := adminapi.NewFloodFetchback(got, closed); live.Late != step.want { // the admin page's figure
+			t.Fatalf("the live panel's late %d, want %d", live.Late, step.want)
 		}
 	}
 }
