@@ -93,4 +93,39 @@ func TestFloodRealFedify(t *testing.T) {
 	if !strings.Contains(string(output), "record:") {
 		t.Errorf("crowd flood should name the record it wrote:\n%s", output)
 	}
+	t.Run("rate limit headers", func(t *testing.T) { floodRateLimited(t, f) })
+}
+
+// floodRateLimited floods the same Fedify behind a Mastodon-shaped rate
+// limit (20 deliveries a window, then 429 with X-RateLimit-* and no
+// Retry-After): the record keeps, per class, the limit advertised and the
+// resets the 429s named in place of a Retry-After.
+func floodRateLimited(t *testing.T, f *federation) {
+	f.call(t, "POST", fedifyCtl+"/inbox/ratelimit", map[string]int{"limit": 20, "window": 300}, nil)
+	defer f.call(t, "POST", fedifyCtl+"/inbox/ratelimit", map[string]int{"limit": 0}, nil)
+	type limits struct {
+		Answers   int64 `json:"answers"`
+		ResetOnly int64 `json:"reset_only"`
+		Limit     *struct{ Min, Max int64 }
+		ResetInMS *struct{ Min, Max int64 } `json:"reset_in_ms"`
+	}
+	var rec struct {
+		Overall struct {
+			Tally      map[string]int64  `json:"tally"`
+			RateLimits map[string]limits `json:"rate_limits"`
+		} `json:"overall"`
+	}
+	f.floodInto(t, "ratelimit", &rec, "--rate", "10", "--seconds", "3", "--mix", "create=1", "--timeout", "60s")
+	o := rec.Overall
+	t.Logf("tally %v, rate limits %+v", o.Tally, o.RateLimits)
+	ok, shed := o.RateLimits["202"], o.RateLimits["429"]
+	if o.Tally["429"] != 10 || o.Tally["retry_after"] != 0 || shed.Answers != 10 || shed.ResetOnly != 10 {
+		t.Errorf("want 10 × 429, each naming its reset without Retry-After: tally %v, 429s %+v", o.Tally, shed)
+	}
+	if ok.Answers != 20 || ok.Limit == nil || ok.Limit.Min != 20 || ok.Limit.Max != 20 {
+		t.Errorf("want 20 × 202 advertising a limit of 20: %+v", ok)
+	}
+	if shed.ResetInMS == nil || shed.ResetInMS.Max > 300_000 || shed.ResetInMS.Min < 290_000 {
+		t.Errorf("the 429s' reset should be about 5 min away: %+v", shed.ResetInMS)
+	}
 }

@@ -779,6 +779,7 @@ async function handle(req, res) {
     res.writeHead(inboxPause.status, { 'content-type': 'text/plain', 'retry-after': '1' });
     return res.end('inbox paused by the control API\n');
   }
+  if (inboxRateLimited(res)) return;
   const store = { type, listened: false, path: url.pathname };
   const response = await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
   if (response.status >= 400 && response.status < 500) {
@@ -825,6 +826,35 @@ async function resolveActor(ctx, persona, to) {
   return actor;
 }
 
+/**
+ * The inbox's rate limit set by the control API (POST /inbox/ratelimit), shaped as Mastodon's
+ * rack-attack throttle answers: every delivery carries X-RateLimit-Limit, -Remaining and -Reset
+ * (an ISO 8601 time with microseconds, the window's end), and one past the limit is answered 429
+ * with those and no Retry-After. The window starts at the first delivery (Mastodon aligns it to
+ * the clock; a test wants its count exact). limit 0 is no limit.
+ */
+const inboxLimit = { limit: 0, windowMs: 0, windowStart: 0, used: 0, limited: 0 };
+
+/** Sets the rate-limit headers on res and answers 429 past the limit (true: answered). */
+function inboxRateLimited(res) {
+  if (inboxLimit.limit === 0) return false;
+  const now = Date.now();
+  if (inboxLimit.windowStart === 0 || now >= inboxLimit.windowStart + inboxLimit.windowMs) {
+    inboxLimit.windowStart = now;
+    inboxLimit.used = 0;
+  }
+  inboxLimit.used += 1;
+  const reset = new Date(inboxLimit.windowStart + inboxLimit.windowMs).toISOString().replace('Z', '000Z');
+  res.setHeader('x-ratelimit-limit', String(inboxLimit.limit));
+  res.setHeader('x-ratelimit-remaining', String(Math.max(inboxLimit.limit - inboxLimit.used, 0)));
+  res.setHeader('x-ratelimit-reset', reset);
+  if (inboxLimit.used <= inboxLimit.limit) return false;
+  inboxLimit.limited += 1;
+  res.writeHead(429, { 'content-type': 'application/json' });
+  res.end('{"error":"Throttled"}\n');
+  return true;
+}
+
 /** The inbox pause set by the control API: status 0 is not paused; types null pauses every type. */
 const inboxPause = { status: 0, types: null, refused: 0 };
 
@@ -840,6 +870,15 @@ const controlRoutes = {
     inboxPause.status = status;
     inboxPause.types = types;
     return [200, { paused: true, status, types }];
+  },
+  'POST /inbox/ratelimit': async (q, body) => {
+    const limit = body.limit ?? 0;
+    const window = body.window ?? 300;
+    if (!Number.isInteger(limit) || limit < 0 || !Number.isInteger(window) || window < 1) {
+      return [400, { error: 'want {"limit": deliveries per window (0: none), "window": seconds}' }];
+    }
+    Object.assign(inboxLimit, { limit, windowMs: window * 1000, windowStart: 0, used: 0, limited: 0 });
+    return [200, { limit, window }];
   },
   'POST /inbox/resume': async () => {
     inboxPause.status = 0;
