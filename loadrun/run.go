@@ -44,7 +44,9 @@ func Run(ctx context.Context, c Config) error {
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
 	r.knock = flood.NewKnocker(p.scheme, r.signer)
 	if p.audience != nil {
-		r.obs = newAudience(p.audience, c, c.Log.Named("audience"))
+		obs := newAudience(p.audience, c, c.Log.Named("audience"))
+		obs.boosts = p.mix.Announce > 0
+		r.obs = obs
 		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
 			return err
 		}
