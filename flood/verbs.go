@@ -98,6 +98,13 @@ type VocabSent struct {
 	Unfollow *FollowRegistration
 	// UndoDiverted marks an Announce drafted in place of an Undo.
 	UndoDiverted bool
+	// Reaction is the Like or Announce of a persona's post this send makes
+	// (Undone: the reaction its Undo takes back), which the crowd keeps so
+	// that no later draw repeats it (ReactionFeed).
+	Reaction *adminapi.ReactionItem
+	// DivertedFrom is the reaction (TypeLike or TypeAnnounce) a Create was
+	// drafted in place of: every sender had reacted so to the post drawn.
+	DivertedFrom record.ActivityKind
 	// Met is a leaver the SUT met through this send (the author of a
 	// boosted note it fetches): a later Delete may delete it.
 	Met *actors.Actor
@@ -114,12 +121,13 @@ const poolSize = 4096
 
 // sentItem is one entry of a pool.
 type sentItem struct {
-	kind    record.ActivityKind
-	sender  *actors.Actor
-	persona *Persona
-	url     *url.URL
-	id      string
-	version int // a note's edits so far
+	kind     record.ActivityKind
+	sender   *actors.Actor
+	persona  *Persona
+	url      *url.URL
+	id       string
+	version  int                    // a note's edits so far
+	reaction *adminapi.ReactionItem // the pair a Like or Announce of a persona's post holds
 }
 
 // sentPool is a bounded pool of what the run sent: past poolSize, a new
@@ -174,6 +182,16 @@ type vocabState struct {
 	notes, undoable sentPool
 	met             sentPool     // leavers the SUT met, to delete later
 	fallbacks       atomic.Int64 // Undos drawn with nothing to undo and sent as Announces
+	likesDiverted   atomic.Int64 // Likes sent as Creates: no sender left that had not liked the post
+	boostsDiverted  atomic.Int64 // Announces sent as Creates: no sender left that had not boosted the post
+}
+
+// ReactionsDiverted is how many Creates were sent in place of a drawn Like
+// and of a drawn Announce of a persona's post because every sender had
+// already reacted so to that post (in an earlier run, or earlier in this
+// one). Only sends count.
+func (g *Generator) ReactionsDiverted() (likes, announces int64) {
+	return g.vocab.likesDiverted.Load(), g.vocab.boostsDiverted.Load()
 }
 
 // UndosDiverted is how many Announces were sent in place of a drawn Undo
@@ -215,10 +233,15 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 	switch d.Type {
 	case record.TypeAnnounce:
 		obj, author := "", p.ID
-		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
-			obj = p.Posts[s.r.IntN(len(p.Posts))]
-		}
 		d.Vocab = &VocabSent{Undoable: true}
+		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
+			var a *actors.Actor
+			if a, obj = s.reactor(d.Sender, p, s.r.IntN(len(p.Posts)), record.TypeAnnounce); a == nil {
+				return s.divertReaction(d, pi, now, seq)
+			}
+			d.Sender = a
+			d.Vocab.Reaction = &adminapi.ReactionItem{Actor: a.ID, Object: obj, Kind: actors.ReactionAnnounce}
+		}
 		if obj == "" {
 			// A crowd note never sent to the SUT: it must fetch it, and meet
 			// its author, a leaver a later Delete may delete.
@@ -226,7 +249,11 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 			obj, author, d.Vocab.Met = a.NoteID(s.noteSpec(pi, now, seq)), a.ID, a
 		}
 		d.Object = obj
-		return d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author}), nil
+		act := d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author})
+		if d.Vocab.Reaction != nil {
+			d.Vocab.Reaction.ID = act.ID
+		}
+		return act, nil
 	case record.TypeReply, record.TypeMedia:
 		spec := s.noteSpec(pi, now, seq)
 		if d.Type == record.TypeMedia {
@@ -243,6 +270,17 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 		return s.draftChange(d, now, seq)
 	}
 	return actors.Activity{}, fmt.Errorf("flood: no activity of kind %q", d.Type)
+}
+
+// divertReaction drafts, in place of d's reaction (a Like or an
+// Announce of a persona's post that every sender has reacted so to), a
+// Create to the persona, as a Follow with no free sender becomes one.
+func (s *Stream) divertReaction(d *Draft, pi int, now time.Time, seq uint64) (actors.Activity, error) {
+	from := d.Type
+	act := d.Sender.CreateNote(s.noteSpec(pi, now, seq))
+	d.Type, d.Object = record.TypeCreate, act.Object.(actors.Note).ID
+	d.Vocab = &VocabSent{Note: true, DivertedFrom: from}
+	return act, nil
 }
 
 // thread is the parent of a reply to persona pi: a chain of
@@ -274,7 +312,9 @@ func (s *Stream) draftUndo(d *Draft, pi int, now time.Time, seq uint64) (actors.
 	if !ok {
 		d.Type = record.TypeAnnounce
 		act, err := s.draftVocab(d, pi, now, seq)
-		d.Vocab.UndoDiverted = true
+		if d.Vocab != nil {
+			d.Vocab.UndoDiverted = true
+		}
 		return act, err
 	}
 	obj, err := it.sender.Object(strings.TrimPrefix(it.id, it.sender.ID) + "/undo")
@@ -282,8 +322,13 @@ func (s *Stream) draftUndo(d *Draft, pi int, now time.Time, seq uint64) (actors.
 		return actors.Activity{}, fmt.Errorf("flood: undo %s: %w", it.id, err)
 	}
 	d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-	if it.kind == record.TypeFollow {
+	switch {
+	case it.kind == record.TypeFollow:
 		d.Vocab = &VocabSent{Unfollow: &FollowRegistration{Local: it.sender.ID, Remote: it.persona.ID, FollowID: it.id}}
+	case it.reaction != nil:
+		undo := *it.reaction
+		undo.Undone = true
+		d.Vocab = &VocabSent{Reaction: &undo}
 	}
 	return obj.(actors.Activity), nil
 }
@@ -338,13 +383,19 @@ func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem,
 // hands its unfollow on (its change is a ChangeFeed's).
 func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 	v := p.Vocab
-	if v != nil && v.UndoDiverted && d.Sent {
-		g.vocab.fallbacks.Add(1)
+	if v != nil && d.Sent {
+		g.countDiverted(v)
+	}
+	if v != nil && v.Reaction != nil && !v.Reaction.Undone && (!d.Sent || d.Aborted || d.Class == record.ClassConnError) {
+		g.freeReaction(*v.Reaction) // it never reached the target: a later draw may make it
 	}
 	if v == nil || !d.Sent || d.Aborted || !d.Class.OK() {
 		return
 	}
-	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id}
+	if v.Reaction != nil && v.Reaction.Undone {
+		g.freeReaction(*v.Reaction) // undone: the pair may react again
+	}
+	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id, reaction: v.Reaction}
 	switch {
 	case v.Note:
 		g.vocab.notes.add(it)
@@ -360,6 +411,60 @@ func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 			g.cfg.Vocab.OnUnfollow(*f)
 		}
 	}
+}
+
+// countDiverted counts a sent activity drafted in place of another.
+func (g *Generator) countDiverted(v *VocabSent) {
+	if v.UndoDiverted {
+		g.vocab.fallbacks.Add(1)
+	}
+	switch v.DivertedFrom {
+	case record.TypeLike:
+		g.vocab.likesDiverted.Add(1)
+	case record.TypeAnnounce:
+		g.vocab.boostsDiverted.Add(1)
+	}
+}
+
+// freeReaction gives a reaction's pair back to the run's draws.
+func (g *Generator) freeReaction(r adminapi.ReactionItem) {
+	g.reacted.Delete(reactionPair{r.Actor, r.Object, record.ActivityKind(r.Kind)})
+	g.full.Delete(fullKey{r.Object, record.ActivityKind(r.Kind)})
+}
+
+// ReactionSink takes a batch of the reactions a run sent (and undid) into
+// the crowd's state: adminapi.Client.RecordReactions for a crowd serving
+// elsewhere, WorldReactions for the world in this process.
+type ReactionSink func(context.Context, []adminapi.ReactionItem) error
+
+// WorldReactions is the sink of a world that runs in this process.
+func WorldReactions(w *actors.World) ReactionSink {
+	return func(_ context.Context, items []adminapi.ReactionItem) error {
+		xs := make([]actors.Reaction, len(items))
+		for i, it := range items {
+			xs[i] = actors.Reaction(it)
+		}
+		return w.RecordReactions(xs)
+	}
+}
+
+// ReactionFeed is a Plan.Settled consumer that records in the crowd the
+// Likes and Announces of personas' posts a run sent, and their Undos, once
+// the target answered them 2xx, in batches (one journal write a second at
+// most): only what was sent is kept.
+type ReactionFeed = Feed[adminapi.ReactionItem]
+
+// NewReactionFeed starts the worker of a ReactionFeed feeding sink.
+func NewReactionFeed(sink ReactionSink, o OutboxFeedOptions) *ReactionFeed {
+	if o.What == "" {
+		o.What = "reactions"
+	}
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.ReactionItem, bool) {
+		if p.Vocab == nil || p.Vocab.Reaction == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+			return adminapi.ReactionItem{}, false
+		}
+		return *p.Vocab.Reaction, true
+	})
 }
 
 // keepVocab completes d.Vocab with who sent what to whom, once the draft

@@ -167,7 +167,30 @@ const stats = {
   outboxErrors: [], // deliveries Fedify gave up on or that failed an attempt
   notes: [], // Notes received in Create: {id, activity, actor, receivedAt} (for the audience probes)
   vocab: [], // what the listeners of the vocabulary verified and fetched: see vocabLog
+  reactions: [], // every Like and Announce verified: {kind, actor, object, id, repeated, at}
+  reactionsRepeated: 0, // of those, the ones whose (actor, object, kind) this server kept already
 };
+/** "kind actor object" -> the activity id: one reaction per account, post and kind, until its Undo, as a real server keeps them. */
+const reactionsKept = new Map();
+
+/** Keeps a Like or Announce as a real server does (a repeat is answered 202 and dropped) and logs it. */
+function keepReaction(kind, activity) {
+  const actor = activity.actorId?.href ?? null;
+  const object = activity.objectId?.href ?? null;
+  const key = `${kind} ${actor} ${object}`;
+  const repeated = reactionsKept.has(key);
+  if (repeated) stats.reactionsRepeated += 1;
+  else reactionsKept.set(key, activity.id?.href ?? null);
+  remember(stats.reactions, { kind, actor, object, id: activity.id?.href ?? null, repeated, at: new Date().toISOString() });
+}
+
+/** Frees the pair of the Like or Announce an Undo takes back, when the Undo's actor made it. */
+function undoReaction(undo, inner) {
+  const kind = inner instanceof Like ? 'Like' : inner instanceof Announce ? 'Announce' : null;
+  if (kind == null || inner.actorId?.href !== undo.actorId?.href) return;
+  const key = `${kind} ${inner.actorId?.href} ${inner.objectId?.href}`;
+  if (reactionsKept.get(key) === inner.id?.href) reactionsKept.delete(key);
+}
 const MAX_LIST = 100000;
 /** Adds one to counter[type]. */
 function bump(counter, type) { counter[type] = (counter[type] ?? 0) + 1; }
@@ -396,6 +419,7 @@ federation
       object: inner?.id?.href ?? null, objectType: inner?.constructor?.name ?? null,
       sameActor: inner?.actorId?.href === undo.actorId?.href,
     });
+    undoReaction(undo, inner);
     if (!(inner instanceof Follow) || undo.actorId == null) return;
     const target = inner.objectId ? ctx.parseUri(inner.objectId) : null;
     const m = target?.type === 'actor' ? followers.get(target.identifier) : null;
@@ -425,6 +449,7 @@ federation
   })
   .on(Announce, async (ctx, announce) => {
     markVerified(announce);
+    keepReaction('Announce', announce);
     // A boost of a post this server has not seen: fetch it, as a server must to show it.
     const id = announce.objectId;
     const local = id != null && id.hostname === domain;
@@ -455,7 +480,10 @@ federation
       sameActor: obj instanceof Person ? obj.id?.href === update.actorId?.href : obj?.attributionId?.href === update.actorId?.href,
     });
   })
-  .on(Like, async (ctx, like) => { markVerified(like); })
+  .on(Like, async (ctx, like) => {
+    markVerified(like);
+    keepReaction('Like', like);
+  })
   .on(Activity, async (ctx, activity) => { markVerified(activity); })
   .onError((ctx, error) => {
     process.stderr.write(`fedify-peer: inbox listener error: ${error?.stack ?? error}\n`);
@@ -867,7 +895,8 @@ const controlRoutes = {
   },
   'POST /stats/reset': async () => {
     for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
-    for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab']) stats[k] = [];
+    for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab', 'reactions']) stats[k] = [];
+    stats.reactionsRepeated = 0;
     fetches.length = 0;
     return [200, { ok: true }];
   },
@@ -875,6 +904,9 @@ const controlRoutes = {
   'GET /fetches': async () => [200, fetches],
   'GET /notes': async () => [200, stats.notes],
   'GET /vocab': async () => [200, stats.vocab],
+  // Every Like and Announce received since the start or the last /stats/reset, how many repeated a
+  // reaction this server kept (a real server answers those 202 and drops them), and how many it keeps.
+  'GET /reactions': async () => [200, { received: stats.reactions, repeated: stats.reactionsRepeated, kept: reactionsKept.size }],
   'POST /follow': async (q, body) => {
     const { from, to } = body;
     if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];
