@@ -202,7 +202,7 @@ func (s *seat) judge(p ForgeryProbe) (ForgeryVerdict, bool) {
 		places = append(places, ns)
 		for _, n := range ns.notes {
 			if n.Status != nil && strings.Contains(n.Status.Content, p.Marker) {
-				seen = fmt.Sprintf("the notifications of %s (a %s of %s whose content carries the forgery's marker %s)", s.persona, n.Type, n.Status.URI, p.Marker)
+				seen = fmt.Sprintf("the notifications of %s (a %s of %s carrying the forgery's marker)", s.persona, n.Type, n.Status.URI)
 				break
 			}
 		}

@@ -347,8 +347,11 @@ func (s *Security) forgeryLines(limit int) []string {
 			lines = append(lines, fmt.Sprintf("  finding: %s forgery %s answered %d at %s, effect unknown", f.Kind, f.Activity, f.Status, f.Inbox))
 		}
 	}
-	if more > 0 {
-		lines = append(lines, fmt.Sprintf("  … %d more findings in the record (it lists %d at most)", more, MaxFindings))
+	switch {
+	case s.FindingsOmitted > 0:
+		lines = append(lines, fmt.Sprintf("  … %d more findings (the record lists %d at most)", more, MaxFindings))
+	case more > 0:
+		lines = append(lines, fmt.Sprintf("  … %d more findings in the record", more))
 	}
 	return lines
 }
