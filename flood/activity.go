@@ -402,7 +402,11 @@ func (s *Stream) Next() (Draft, error) {
 	}
 	now := g.cfg.Now()
 	var act actors.Activity
-	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
+	forgery := s.drawForgery(sender, seq)
+	if forgery != nil {
+		sender = s.forger(typ, sender, p.ID, seq)
+	}
+	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted, Forgery: forgery}
 	switch typ {
 	case record.TypeCreate:
 		act = sender.CreateNote(s.noteSpec(pi, now, seq))
@@ -422,6 +426,7 @@ func (s *Stream) Next() (Draft, error) {
 			return Draft{}, err
 		}
 	}
+	markNote(&act, d.Forgery)
 	d.ID = act.ID
 	keepVocab(&d)
 	s.buf.Reset()
@@ -431,7 +436,6 @@ func (s *Stream) Next() (Draft, error) {
 		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
 	}
 	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
-	s.drawForgery(&d)
 	return d, nil
 }
 

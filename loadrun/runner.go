@@ -111,6 +111,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 		r.live.fetchback(fetch)
 	}
 	res, err := flood.Run(ctx, plan)
+	ended := time.Now()
 	live.Done()
 	if err != nil {
 		fetch.finish(ctx, nil)
@@ -121,6 +122,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	}
 	rec, err := r.record(res, s)
 	fetch.finish(ctx, rec)
+	r.judgeForgeries(ctx, rec, ended)
 
 	if err == nil && r.live != nil {
 		r.live.final(rec, res.Elapsed)
