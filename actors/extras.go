@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"html"
@@ -213,7 +215,15 @@ func (o *Origin) hashtagsHTML(tags []string) string {
 	return b.String()
 }
 
-// MediaURL is the URL of the i-th image of size w×h of the note id: the
+// MediaSeed names the i-th image of the note noteID: 96 bits of the id's
+// hash, so every attachment of every note has a URL (and bytes) of its own,
+// as servers deduplicate downloads by URL.
+func MediaSeed(noteID string, i int) string {
+	sum := sha256.Sum256([]byte(noteID))
+	return base64.RawURLEncoding.EncodeToString(sum[:12]) + "-" + strconv.Itoa(i)
+}
+
+// MediaURL is the URL of the image of size w×h named seed (MediaSeed): the
 // crowd generates it from the URL (Images.PNG), on the note's origin.
 func MediaURL(host string, w, h int, seed string) string {
 	return "https://" + host + "/media/" + strconv.Itoa(w) + "x" + strconv.Itoa(h) + "/" + seed + ".png"
@@ -242,9 +252,8 @@ func (a *Actor) addExtras(n *Note, x NoteExtras) {
 	for _, h := range x.Hashtags {
 		n.Tag = append(n.Tag, Tag{Type: "Hashtag", Href: a.Origin.TagURL(h), Name: "#" + h})
 	}
-	tok := n.ID[strings.LastIndexByte(n.ID, '/')+1:]
 	for i := range x.Media.Count {
-		seed := fmt.Sprintf("%.16s-%d", tok[max(0, len(tok)-16):], i)
+		seed := MediaSeed(n.ID, i)
 		n.Attachment = append(n.Attachment, Image{Type: "Document", MediaType: "image/png",
 			URL: MediaURL(a.Origin.Host, x.Media.Width, x.Media.Height, seed), Name: fmt.Sprintf("Image %d of a crowd note", i+1),
 			Width: x.Media.Width, Height: x.Media.Height})

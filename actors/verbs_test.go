@@ -373,3 +373,51 @@ func BenchmarkImages(b *testing.B) {
 		})
 	}
 }
+
+// TestEveryAttachmentHasItsOwnURL: servers deduplicate downloads by URL
+// (and some by the bytes' hash), so no two attachments of the crowd share
+// either, even between notes of one origin to one persona with the same
+// extras; each URL answers a PNG of the size its attachment declares.
+func TestEveryAttachmentHasItsOwnURL(t *testing.T) {
+	w := testWorld(t)
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	bob, _ := w.ActorByID("https://flood1.test/users/bob")
+	im := NewImages(1)
+	urls, bodies := map[string]string{}, map[string]string{}
+	for _, c := range []struct {
+		a   *Actor
+		seq uint64
+	}{
+		{alice, 1}, // two notes of one actor, one second, one persona: only the seq differs
+		{alice, 2},
+		{bob, 1},   // another actor of the origin, the same spec
+		{alice, 3}, // a third, so three images each
+	} {
+		spec := vocabSpec()
+		spec.Seq = c.seq
+		spec.Media = MediaSpec{Count: 3, Width: 16, Height: 12}
+		n := c.a.Note(spec)
+		if len(n.Attachment) != 3 {
+			t.Fatalf("%d attachments, want 3", len(n.Attachment))
+		}
+		for _, att := range n.Attachment {
+			img := att.(Image)
+			if prev, dup := urls[img.URL]; dup {
+				t.Errorf("%s: the URL of an attachment of %s too", img.URL, prev)
+			}
+			urls[img.URL] = n.ID
+			wd, ht, seed, err := ParseMediaPath(strings.TrimPrefix(img.URL, "https://flood1.test"))
+			must(t, err)
+			b, err := im.PNG(wd, ht, seed)
+			must(t, err)
+			if prev, dup := bodies[string(b)]; dup {
+				t.Errorf("%s answers the bytes of %s", img.URL, prev)
+			}
+			bodies[string(b)] = img.URL
+			dec, err := png.Decode(bytes.NewReader(b))
+			if err != nil || img.MediaType != "image/png" || dec.Bounds().Dx() != img.Width || dec.Bounds().Dy() != img.Height {
+				t.Errorf("%s: %v, a %s of %v for %dx%d", img.URL, err, img.MediaType, dec.Bounds(), img.Width, img.Height)
+			}
+		}
+	}
+}
