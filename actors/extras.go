@@ -51,13 +51,25 @@ type NoteExtras struct {
 	Hashtags []string
 	// Media are the note's image attachments.
 	Media MediaSpec
+	// Thread marks a thread's parent that no activity carried: the crowd
+	// made it for a reply to stand under, so a SUT's fetch of it is the
+	// reply's doing (ObjectCredit), not a Create's.
+	Thread bool
 }
 
-// extrasV1 marks the first encoding of NoteExtras in a note's token.
-const extrasV1 = 1
+// The encodings of NoteExtras in a note's token: v1, and v2 (v1's fields,
+// then a flags varint) for a note with a flag set, so that every note
+// without one keeps the id it had before flags existed.
+const (
+	extrasV1 = 1
+	extrasV2 = 2
+)
+
+// flagThread is NoteExtras.Thread among v2's flags.
+const flagThread = 1
 
 func (x NoteExtras) empty() bool {
-	return x.InReplyTo == "" && len(x.Mentions) == 0 && len(x.Hashtags) == 0 && x.Media == (MediaSpec{})
+	return x.InReplyTo == "" && len(x.Mentions) == 0 && len(x.Hashtags) == 0 && x.Media == (MediaSpec{}) && !x.Thread
 }
 
 // append encodes x after a note token's fields.
@@ -66,7 +78,11 @@ func (x NoteExtras) append(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = append(b, extrasV1)
+	version := byte(extrasV1)
+	if x.Thread {
+		version = extrasV2
+	}
+	b = append(b, version)
 	str(x.InReplyTo)
 	b = binary.AppendUvarint(b, uint64(len(x.Mentions)))
 	for _, m := range x.Mentions {
@@ -80,6 +96,9 @@ func (x NoteExtras) append(b []byte) []byte {
 	for _, v := range []int{x.Media.Count, x.Media.Width, x.Media.Height} {
 		b = binary.AppendUvarint(b, uint64(v))
 	}
+	if version == extrasV2 {
+		b = binary.AppendUvarint(b, flagThread)
+	}
 	return b
 }
 
@@ -91,7 +110,8 @@ func parseExtras(b []byte) (NoteExtras, error) {
 		return x, nil
 	}
 	bad := fmt.Errorf("%w: malformed note extras", ErrNoObject)
-	if b[0] != extrasV1 {
+	version := b[0]
+	if version != extrasV1 && version != extrasV2 {
 		return x, bad
 	}
 	b = b[1:]
@@ -145,6 +165,13 @@ func parseExtras(b []byte) (NoteExtras, error) {
 		if *p, ok = num(MaxMediaSide); !ok {
 			return x, bad
 		}
+	}
+	if version == extrasV2 {
+		// The one flag there is, set: a v2 without it would be a second id of a v1 note.
+		if flags, ok := num(flagThread); !ok || flags != flagThread {
+			return x, bad
+		}
+		x.Thread = true
 	}
 	if len(b) != 0 || m.Count > MaxMedia || m.Count > 0 && (m.Width < 1 || m.Height < 1) {
 		return x, bad

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"image/png"
@@ -418,6 +419,39 @@ func TestEveryAttachmentHasItsOwnURL(t *testing.T) {
 			if err != nil || img.MediaType != "image/png" || dec.Bounds().Dx() != img.Width || dec.Bounds().Dy() != img.Height {
 				t.Errorf("%s: %v, a %s of %v for %dx%d", img.URL, err, img.MediaType, dec.Bounds(), img.Width, img.Height)
 			}
+		}
+	}
+}
+
+// TestThreadMarkKeepsOtherIDs: a thread's parent carries its mark in its
+// id and regenerates with it; a note without the mark keeps the id it had
+// before marks existed (the first encoding of extras, or none).
+func TestThreadMarkKeepsOtherIDs(t *testing.T) {
+	a := &Actor{ID: "https://flood1.test/users/alice", Kind: KindPerson}
+	for _, c := range []struct {
+		name    string
+		spec    NoteSpec
+		version byte // the extras' encoding; 0 for none
+	}{
+		{"a plain note", vocabSpec(), 0},                                                                 // no extras at all
+		{"a reply", richSpec("https://sut.test/notes/1"), extrasV1},                                      // extras, no mark
+		{"a thread's root", func() NoteSpec { s := vocabSpec(); s.Thread = true; return s }(), extrasV2}, // the mark alone
+		{"a thread's parent", func() NoteSpec { s := richSpec("https://sut.test/notes/1"); s.Thread = true; return s }(), extrasV2},
+	} {
+		id := a.NoteID(c.spec)
+		got, err := a.NoteSpecOf(id)
+		if err != nil || got.Thread != c.spec.Thread || a.NoteID(got) != id {
+			t.Errorf("%s: read back %+v, %v", c.name, got, err)
+		}
+		b := tokenBytes(c.spec.Published, c.spec.Seq, c.spec.Bytes, c.spec.MentionID, c.spec.MentionHandle)
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, a.ID+"/notes/"))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.version == 0 && len(raw) != len(b):
+			t.Errorf("%s: extras where there are none", c.name)
+		case c.version != 0 && raw[len(b)] != c.version:
+			t.Errorf("%s: extras encoded as v%d, want v%d", c.name, raw[len(b)], c.version)
 		}
 	}
 }

@@ -253,14 +253,18 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 func (s *Stream) thread(pi int, now time.Time, seq uint64) string {
 	p := s.g.cfg.Personas[pi]
 	var parent string
+	// Each crowd note of the thread is marked Thread, so the SUT's fetch
+	// of it is credited to the Reply (record: fetch amplification).
 	if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
 		parent = p.Posts[s.r.IntN(len(p.Posts))]
 	} else {
-		parent = s.drawSender(p.ID).NoteID(s.noteSpec(pi, now, seq))
+		spec := s.noteSpec(pi, now, seq)
+		spec.Thread = true
+		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	for range s.g.cfg.Vocab.ReplyDepth - 1 {
 		spec := s.noteSpec(pi, now, seq)
-		spec.InReplyTo = parent
+		spec.InReplyTo, spec.Thread = parent, true
 		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	return parent

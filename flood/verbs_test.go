@@ -127,7 +127,8 @@ func checkActsOnSent(t *testing.T, w *actors.World, d Draft, sent map[string]sen
 
 // threadDepth follows a reply's parents through the crowd's regenerated
 // notes up to the root (a persona's post, or a crowd note that answers
-// none) and counts the levels.
+// none) and counts the levels. Every crowd note of the thread is marked a
+// thread's (so its fetch is credited to the Reply, not to a Create).
 func threadDepth(t *testing.T, w *actors.World, parent string) int {
 	t.Helper()
 	depth := 1
@@ -140,6 +141,9 @@ func threadDepth(t *testing.T, w *actors.World, parent string) int {
 		spec, err := a.NoteSpecOf(parent)
 		if err != nil {
 			t.Fatalf("parent %s is not served: %v", parent, err)
+		}
+		if !spec.Thread {
+			t.Fatalf("parent %s is not marked a thread's: its fetch would be a Create's", parent)
 		}
 		if spec.InReplyTo == "" {
 			return depth
