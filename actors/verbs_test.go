@@ -164,6 +164,12 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 	rel := strings.TrimPrefix(id, alice.ID)
 	must(t, w.RecordChanges([]Change{{ID: other, Version: 2, Updated: at}, {ID: other, Version: 1, Updated: at}}))
 	must(t, w.RecordChanges([]Change{{ID: id, Deleted: at}, {ID: leaver.ID, Deleted: at}, {ID: alice.ID, Version: 1, Updated: at}}))
+	// A deletion whose Delete was never sent is taken back: a note, an
+	// edited note (its edit stays), a leaver.
+	unsent, unsentLeaver := alice.NoteID(NoteSpec{Seq: 99, MentionID: spec.MentionID, MentionHandle: spec.MentionHandle}), alice.Leaver(8)
+	must(t, w.RecordChanges([]Change{{ID: unsent, Deleted: at}, {ID: unsentLeaver.ID, Deleted: at}, {ID: other, Deleted: at},
+		{ID: unsent, Restored: true}, {ID: unsentLeaver.ID, Restored: true}}))
+	must(t, w.RecordChanges([]Change{{ID: other, Restored: true}}))
 	for _, c := range []struct {
 		name string
 		ch   Change
@@ -172,6 +178,8 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 		{"no object of the crowd", Change{ID: "https://sut.test/notes/1", Deleted: at}},
 		{"a deletion and an edit at once", Change{ID: id, Deleted: at, Version: 1, Updated: at}},
 		{"an edit with no time", Change{ID: id, Version: 1}},
+		{"a world actor restored", Change{ID: alice.ID, Restored: true}},           // it was never deleted
+		{"a restoration with a time", Change{ID: id, Restored: true, Deleted: at}}, // one or the other
 	} {
 		if err := w.RecordChanges([]Change{c.ch}); !errors.Is(err, ErrChange) {
 			t.Errorf("%s: %v, want ErrChange", c.name, err)
@@ -196,6 +204,14 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 		}
 		if p := w.Profile(alice); p == nil || p.Updated == "" {
 			t.Errorf("the edited profile: %+v", p)
+		}
+		for _, c := range []struct {
+			a    *Actor
+			path string
+		}{{alice, strings.TrimPrefix(unsent, alice.ID)}, {alice.Leaver(8), ""}, {alice, strings.TrimPrefix(other, alice.ID)}} {
+			if ts, gone := w.Gone(c.a, c.path); gone {
+				t.Errorf("%s%s: restored, yet %+v", c.a.ID, c.path, ts)
+			}
 		}
 	}
 	check(w)

@@ -32,8 +32,9 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	w := testWorld(t, 2, 2)
 	var mu sync.Mutex
 	var unfollowed []FollowRegistration
+	deletions := NewDeletions(WorldChanges(w), 0)
 	g := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(3), Mix: allVerbs(), Seed: 1,
-		Vocab: VocabConfig{ReplyDepth: 3, Mentions: 1, Hashtags: 2, OnUnfollow: func(f FollowRegistration) {
+		Vocab: VocabConfig{ReplyDepth: 3, Mentions: 1, Hashtags: 2, Deletions: deletions, OnUnfollow: func(f FollowRegistration) {
 			mu.Lock()
 			defer mu.Unlock()
 			unfollowed = append(unfollowed, f)
@@ -60,6 +61,9 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	}
 	if st := feed.Close(context.Background()); st.Failed > 0 {
 		t.Fatalf("changes not recorded: %+v", st)
+	}
+	if st := deletions.Close(context.Background()); st.Failed > 0 {
+		t.Fatalf("deletions not recorded: %+v", st)
 	}
 	for _, k := range allVerbs().Weights() {
 		if kinds[k.Kind] == 0 {

@@ -64,15 +64,17 @@ func worldVocab(w *actors.World) vocabSinks {
 
 // vocabRun is a run's feeds of the vocabulary's effects.
 type vocabRun struct {
-	changes  *flood.ChangeFeed
-	unfollow *flood.Registrar
+	changes   *flood.ChangeFeed
+	deletions *flood.Deletions
+	unfollow  *flood.Registrar
 }
 
 // startVocab starts the feeds of env's sinks.
 func (r *runner) startVocab() {
 	s := r.env.vocab
 	r.vocab = &vocabRun{changes: flood.NewChangeFeed(s.changes, flood.OutboxFeedOptions{}),
-		unfollow: flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second})}
+		deletions: flood.NewDeletions(s.changes, 10*time.Second),
+		unfollow:  flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second})}
 }
 
 // closeVocab sends the feeds' last batches and says what could not be
@@ -83,6 +85,15 @@ func (r *runner) closeVocab() {
 	if st := r.vocab.changes.Close(cctx); st.Failed > 0 {
 		r.log.Warn("some edits and deletions could not be recorded by the crowd: those objects still answer as before",
 			zap.Int64("failed", st.Failed), zap.Int64("recorded", st.Fed), zap.String("first_error", st.FirstError))
+	}
+	// After the sources closed (deferred later), so the Deletes they drafted
+	// and never sent are restored.
+	if st := r.vocab.deletions.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some deletions could not be recorded (or restored) by the crowd: those objects answer as before their Delete",
+			zap.Int64("failed", st.Failed), zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored), zap.String("first_error", st.FirstError))
+	} else if st.Marked > 0 {
+		r.log.Info("deleted in the crowd's state as their Deletes were drafted; those never sent were restored",
+			zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored))
 	}
 	if st := r.vocab.unfollow.Close(cctx); st.Failed > 0 {
 		r.log.Warn("some undone Follows could not be forgotten by the crowd's follow graph",
@@ -95,5 +106,6 @@ func (r *runner) closeVocab() {
 func (r *runner) vocabConfig() flood.VocabConfig {
 	c := r.p.vocab
 	c.OnUnfollow = r.vocab.unfollow.Add
+	c.Deletions = r.vocab.deletions
 	return c
 }
