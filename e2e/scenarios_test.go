@@ -101,7 +101,7 @@ func TestScenariosRealFedify(t *testing.T) {
 					if e.Type == "Delete" && e.Kind == "actor" && e.SameOrigin {
 						self++
 						if e.FetchStatus == nil || *e.FetchStatus != http.StatusGone {
-							t.Errorf("Fedify fetched %s while handling its Delete: %v, want 410", e.Object, e.FetchStatus)
+							t.Errorf("Fedify fetched %s while handling its Delete: %s, want 410", e.Object, statusSeen(e.FetchStatus))
 						}
 					}
 				}

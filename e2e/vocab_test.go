@@ -106,7 +106,7 @@ func TestVocabularyRealFedify(t *testing.T) {
 		}
 		deletes++
 		if e.FetchStatus == nil || *e.FetchStatus != http.StatusGone {
-			t.Errorf("Fedify fetched the %s %s while handling its Delete: %v, want 410", e.Kind, e.Object, e.FetchStatus)
+			t.Errorf("Fedify fetched the %s %s while handling its Delete: %s, want 410", e.Kind, e.Object, statusSeen(e.FetchStatus))
 		}
 	}
 	if deletes == 0 {
@@ -155,6 +155,14 @@ func TestVocabularyRealFedify(t *testing.T) {
 			t.Errorf("the edited note %s: %d\n%s", id, code, body)
 		}
 	}
+}
+
+// statusSeen is a status Fedify logged, or "no answer".
+func statusSeen(status *int) string {
+	if status == nil {
+		return "no answer"
+	}
+	return fmt.Sprint(*status)
 }
 
 // whatFedifyDid reads the Fedify SUT's vocabulary log: what it was seen to
