@@ -38,6 +38,10 @@ type VocabConfig struct {
 	Hashtags int
 	// Media is the images a media note carries; default 1 of 320×240.
 	Media actors.MediaSpec
+	// Deletions, when set, records each Delete's object (a note, a
+	// leaver) deleted in the crowd's state as the Delete is drafted, and
+	// restores it should the Delete never be sent; nil records none.
+	Deletions *Deletions
 	// OnUnfollow, when set, is called with a Follow the run undid, once
 	// the target answered the Undo 2xx (from Settled: it must not block),
 	// so the crowd's follow graph forgets it (see Registrar).
@@ -92,8 +96,11 @@ type VocabSent struct {
 	Note bool
 	// Undoable: a Like, Announce or Follow a later Undo takes back.
 	Undoable bool
-	// Change is the edit or deletion the crowd records (ChangeFeed).
+	// Change is the edit the crowd records once answered 2xx (ChangeFeed).
 	Change *adminapi.ChangeItem
+	// Deletion is the deletion a Delete makes, recorded when drafted
+	// (VocabConfig.Deletions) whatever the answer, restored if never sent.
+	Deletion *adminapi.ChangeItem
 	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
 	Unfollow *FollowRegistration
 	// UndoDiverted marks an Announce drafted in place of an Undo.
@@ -112,7 +119,8 @@ type VocabSent struct {
 	sender  *actors.Actor
 	persona *Persona
 	url     *url.URL
-	id      string // the note's id, or the activity's
+	id      string          // the note's id, or the activity's
+	gone    <-chan struct{} // closes once Deletion is recorded: the Delete may leave
 }
 
 // poolSize bounds each pool of what the run sent: memory stays bounded
@@ -291,14 +299,18 @@ func (s *Stream) divertReaction(d *Draft, pi int, now time.Time, seq uint64) (ac
 func (s *Stream) thread(pi int, now time.Time, seq uint64) string {
 	p := s.g.cfg.Personas[pi]
 	var parent string
+	// Each crowd note of the thread is marked Thread, so the SUT's fetch
+	// of it is credited to the Reply (record: fetch amplification).
 	if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
 		parent = p.Posts[s.r.IntN(len(p.Posts))]
 	} else {
-		parent = s.drawSender(p.ID).NoteID(s.noteSpec(pi, now, seq))
+		spec := s.noteSpec(pi, now, seq)
+		spec.Thread = true
+		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	for range s.g.cfg.Vocab.ReplyDepth - 1 {
 		spec := s.noteSpec(pi, now, seq)
-		spec.InReplyTo = parent
+		spec.InReplyTo, spec.Thread = parent, true
 		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	return parent
@@ -342,7 +354,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	if d.Type == record.TypeDelete {
 		if it, ok := s.noteToChange(g.vocab.notes.take); ok {
 			d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-			d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Deleted: at}}
+			d.Vocab = g.deletion(adminapi.ChangeItem{ID: it.id, Deleted: at})
 			return it.sender.DeleteNote(it.id), nil
 		}
 		// An account deletion: of a leaver the SUT met, half of the time
@@ -352,7 +364,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			l = it.sender
 		}
 		d.Sender, d.Object = l, l.ID
-		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: l.ID, Deleted: at}}
+		d.Vocab = g.deletion(adminapi.ChangeItem{ID: l.ID, Deleted: at})
 		return l.DeleteSelf(), nil
 	}
 	if it, ok := s.noteToChange(g.vocab.notes.edit); ok {
@@ -369,6 +381,27 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	d.Object = d.Sender.ID
 	d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: d.Sender.ID, Version: v, Updated: at}}
 	return d.Sender.UpdateProfile(v, now), nil
+}
+
+// deletion is the VocabSent of a Delete of it.ID, its deletion recorded
+// from now (VocabConfig.Deletions): a real server deletes first and
+// federates after, and the SUT may fetch the object while it handles the
+// Delete.
+func (g *Generator) deletion(it adminapi.ChangeItem) *VocabSent {
+	v := &VocabSent{Deletion: &it}
+	if del := g.cfg.Vocab.Deletions; del != nil {
+		v.gone = del.mark(it)
+	}
+	return v
+}
+
+// ready is what must close before p may leave (a Delete's object recorded
+// deleted: Deletions), or nil when nothing holds it.
+func (p *Prepared) ready() <-chan struct{} {
+	if p.Vocab == nil {
+		return nil
+	}
+	return p.Vocab.gone
 }
 
 // noteToChange draws, half of the time, a note the run sent with pick.
@@ -388,6 +421,9 @@ func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 	}
 	if v != nil && v.Reaction != nil && !v.Reaction.Undone && (!d.Sent || d.Aborted || d.Class == record.ClassConnError) {
 		g.freeReaction(*v.Reaction) // it never reached the target: a later draw may make it
+	}
+	if del := g.cfg.Vocab.Deletions; v != nil && v.Deletion != nil && !d.Sent && del != nil {
+		del.restore(v.Deletion.ID) // never sent: the SUT was never told
 	}
 	if v == nil || !d.Sent || d.Aborted || !d.Class.OK() {
 		return
@@ -496,8 +532,9 @@ func WorldChanges(w *actors.World) ChangeSink {
 }
 
 // ChangeFeed is a Plan.Settled consumer that records in the crowd the
-// edits and deletions a run's Updates and Deletes made, once the target
-// answered them 2xx, in batches (one journal write a second at most).
+// edits a run's Updates made, once the target answered them 2xx, in
+// batches (one journal write a second at most). Deletions are recorded
+// earlier, when drafted (Deletions).
 type ChangeFeed = Feed[adminapi.ChangeItem]
 
 // NewChangeFeed starts the worker of a ChangeFeed feeding sink.

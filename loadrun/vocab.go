@@ -69,6 +69,7 @@ func worldVocab(w *actors.World) vocabSinks {
 // vocabRun is a run's feeds of the vocabulary's effects.
 type vocabRun struct {
 	changes   *flood.ChangeFeed
+	deletions *flood.Deletions
 	unfollow  *flood.Registrar
 	reactions *flood.ReactionFeed
 }
@@ -77,6 +78,7 @@ type vocabRun struct {
 func (r *runner) startVocab() {
 	s := r.env.vocab
 	r.vocab = &vocabRun{changes: flood.NewChangeFeed(s.changes, flood.OutboxFeedOptions{}),
+		deletions: flood.NewDeletions(s.changes, 10*time.Second),
 		unfollow:  flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second}),
 		reactions: flood.NewReactionFeed(s.reactions, flood.OutboxFeedOptions{})}
 }
@@ -94,6 +96,15 @@ func (r *runner) closeVocab() {
 		r.log.Warn("some Likes and Announces sent could not be kept by the crowd: a later run may send them again",
 			zap.Int64("failed", st.Failed), zap.Int64("kept", st.Fed), zap.String("first_error", st.FirstError))
 	}
+	// After the sources closed (deferred later), so the Deletes they drafted
+	// and never sent are restored.
+	if st := r.vocab.deletions.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some deletions could not be recorded (or restored) by the crowd: those objects answer as before their Delete",
+			zap.Int64("failed", st.Failed), zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored), zap.String("first_error", st.FirstError))
+	} else if st.Marked > 0 {
+		r.log.Info("deleted in the crowd's state as their Deletes were drafted; those never sent were restored",
+			zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored))
+	}
 	if st := r.vocab.unfollow.Close(cctx); st.Failed > 0 {
 		r.log.Warn("some undone Follows could not be forgotten by the crowd's follow graph",
 			zap.Int64("failed", st.Failed), zap.Int64("forgotten", st.Registered), zap.String("first_error", st.FirstError))
@@ -105,6 +116,7 @@ func (r *runner) closeVocab() {
 func (r *runner) vocabConfig() flood.VocabConfig {
 	c := r.p.vocab
 	c.OnUnfollow = r.vocab.unfollow.Add
+	c.Deletions = r.vocab.deletions
 	return c
 }
 

@@ -175,6 +175,7 @@ const stats = {
   rejected: {}, // type -> n: an inbox POST answered 4xx (bad signature, unknown actor, ...)
   duplicate: {}, // type -> n: answered 202 without calling a listener (already processed)
   failed: {}, // type -> n: answered 5xx (a listener threw)
+  goneSelfDeletes: 0, // self-Deletes of accounts whose origin answers 410: answered 202 unverified, as Mastodon does
   received: [], // ids of verified activities, in order of arrival
   rejections: [], // the latest rejections with status and Fedify's reason
   outboxErrors: [], // deliveries Fedify gave up on or that failed an attempt
@@ -479,10 +480,15 @@ federation
   .on(Delete, async (ctx, del) => {
     markVerified(del);
     const self = del.objectId != null && del.objectId.href === del.actorId?.href;
+    // A server that handles a Delete looks at the object (some refuse to delete what still
+    // answers 200): this one fetches it and logs the status it saw. A self-Delete's account was
+    // fetched before Fedify ran (goneSelfDelete).
+    const store = inboxRequest.getStore();
+    const fetchStatus = self ? (store?.fetchStatus ?? null) : await objectStatus(del.objectId);
     // A Delete counts only from the object's own origin (its author or the account itself).
     vocabLog(del, {
       object: del.objectId?.href ?? null, kind: self ? 'actor' : 'note',
-      sameOrigin: del.objectId?.hostname === del.actorId?.hostname,
+      sameOrigin: del.objectId?.hostname === del.actorId?.hostname, fetchStatus,
     });
   })
   .on(Update, async (ctx, update) => {
@@ -512,6 +518,40 @@ function vocabLog(activity, detail) {
     type: inboxRequest.getStore()?.type ?? activity.constructor.name, id: activity.id?.href ?? null,
     actor: activity.actorId?.href ?? null, at: new Date().toISOString(), ...detail,
   }, 10000);
+}
+
+/** The status the object's origin answers a plain GET of it with (null when it did not answer). */
+async function objectStatus(id) {
+  if (id == null) return null;
+  try {
+    const res = await fetch(id.href ?? String(id), { headers: { accept: 'application/activity+json' } });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A self-Delete (an account deletion: actor == object), looked at before Fedify verifies it:
+ * the account is fetched and its status kept for the listener's log. An account whose origin
+ * answers 410 cannot be verified (its key is gone with it), so the Delete is answered 202
+ * unverified and logged, as Mastodon answers the self-Delete of an account it does not hold.
+ * Returns that response, or null to let Fedify handle the Delete.
+ */
+async function goneSelfDelete(json, store) {
+  const actor = typeof json?.actor === 'string' ? json.actor : null;
+  const object = typeof json?.object === 'string' ? json.object : json?.object?.id;
+  if (json?.type !== 'Delete' || actor == null || object !== actor) return null;
+  store.fetchStatus = await objectStatus(new URL(actor));
+  if (store.fetchStatus !== 410) return null;
+  stats.goneSelfDeletes += 1;
+  store.listened = true; // taken, by this server's own rule: no duplicate
+  remember(stats.vocab, {
+    type: 'Delete', id: typeof json.id === 'string' ? json.id : null, actor, at: new Date().toISOString(),
+    object: actor, kind: 'actor', sameOrigin: true, fetchStatus: 410, verified: false,
+  }, 10000);
+  return new Response(null, { status: 202 });
 }
 
 /** The most parents of a reply this server fetches, as Mastodon bounds its thread resolution. */
@@ -1012,8 +1052,9 @@ async function handle(req, res) {
   }
   let type = 'invalid';
   let id = null;
+  let json = null;
   try {
-    const json = JSON.parse(body.toString('utf8'));
+    json = JSON.parse(body.toString('utf8'));
     type = typeof json?.type === 'string' ? json.type : 'unknown';
     id = typeof json?.id === 'string' ? json.id : null;
   } catch { /* counted under "invalid" */ }
@@ -1026,7 +1067,8 @@ async function handle(req, res) {
     return res.end('inbox paused by the control API\n');
   }
   const store = { type, listened: false, path: url.pathname };
-  const response = await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
+  const response = await goneSelfDelete(json, store) ??
+    await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
   const forged = await answerForgery(req, url, body, response);
   if (forged) return writeResponse(res, forged);
   if (response.status >= 400 && response.status < 500) {
@@ -1107,6 +1149,7 @@ const controlRoutes = {
     const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
     return [200, {
       verified: stats.verified, rejected: stats.rejected, duplicate: stats.duplicate, failed: stats.failed,
+      goneSelfDeletes: stats.goneSelfDeletes,
       verifiedTotal: total(stats.verified), rejectedTotal: total(stats.rejected),
       duplicateTotal: total(stats.duplicate), failedTotal: total(stats.failed),
       received: stats.received, rejections: stats.rejections, outboxErrors: stats.outboxErrors,
@@ -1117,6 +1160,7 @@ const controlRoutes = {
     for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
     for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab', 'reactions']) stats[k] = [];
     stats.reactionsRepeated = 0;
+    stats.goneSelfDeletes = 0;
     fetches.length = 0;
     return [200, { ok: true }];
   },
