@@ -45,9 +45,13 @@ func BenchmarkVerbs(b *testing.B) {
 				only := func(kind record.ActivityKind) { g.cum, g.kinds = []float64{1}, []record.ActivityKind{kind} }
 				settle := func(d Draft) {
 					p, dl := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, Delivery{Sent: true, Class: record.Class202}
-					if d.Type == record.TypeFollow {
+					switch {
+					case d.Type == record.TypeFollow:
 						// Never left: the pair may follow again.
 						p.Follow, dl = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, Delivery{}
+					case d.Type == k.Kind && (k.Kind == record.TypeLike || k.Kind == record.TypeAnnounce):
+						// Never left: the sender may react to the post again.
+						dl = Delivery{}
 					}
 					g.Settled(p, dl)
 				}
