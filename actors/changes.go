@@ -42,13 +42,18 @@ type Change struct {
 	Version int `json:"version,omitempty"`
 	// Updated is when it was edited (RFC 3339).
 	Updated string `json:"updated,omitempty"`
+	// Restored takes an earlier deletion back: the flood records a
+	// deletion when it drafts the Delete, and restores the object when that
+	// Delete is never sent, so the SUT was never told.
+	Restored bool `json:"restored,omitempty"`
 }
 
 // changeState is what Changes keeps of an object.
 type changeState struct {
-	deleted time.Time // zero while it exists
-	version int
-	updated time.Time
+	deleted  time.Time // zero while it exists
+	version  int
+	updated  time.Time
+	restored bool // a change that takes a deletion back (never kept as state)
 }
 
 // Changes keeps which sent objects were edited (their latest version) and
@@ -131,13 +136,17 @@ func parseChange(ch Change) (changeState, error) {
 	}
 	var err error
 	switch {
+	case ch.Restored && ch.Deleted == "" && ch.Version == 0 && ch.Updated == "":
+		st.restored = true
+	case ch.Restored:
+		return st, fmt.Errorf("change of %s: a restoration carries nothing else", ch.ID)
 	case ch.Deleted != "" && ch.Version == 0 && ch.Updated == "":
 		st.deleted, err = time.Parse(time.RFC3339, ch.Deleted)
 	case ch.Deleted == "" && ch.Version > 0 && ch.Updated != "":
 		st.version = ch.Version
 		st.updated, err = time.Parse(time.RFC3339, ch.Updated)
 	default:
-		return st, fmt.Errorf("change of %s: want deleted, or version >= 1 and updated", ch.ID)
+		return st, fmt.Errorf("change of %s: want deleted, version >= 1 and updated, or restored", ch.ID)
 	}
 	if err != nil {
 		return st, fmt.Errorf("change of %s: %v", ch.ID, err)
@@ -145,11 +154,17 @@ func parseChange(ch Change) (changeState, error) {
 	return st, nil
 }
 
-// apply merges st into the object's state: a deletion stays, the highest
-// version wins (edits may arrive out of order).
+// apply merges st into the object's state: a deletion stays until a
+// restoration takes it back, the highest version wins (edits may arrive
+// out of order).
 func (c *Changes) apply(id string, st changeState) {
 	old := c.state[id]
 	switch {
+	case st.restored && old.version == 0:
+		delete(c.state, id)
+	case st.restored:
+		old.deleted = time.Time{}
+		c.state[id] = old
 	case !old.deleted.IsZero():
 	case !st.deleted.IsZero():
 		old.deleted = st.deleted
@@ -229,7 +244,7 @@ func (w *World) RecordChanges(chs []Change) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrChange, err)
 		}
-		if err := w.checkChangeTarget(ch.ID, !st.deleted.IsZero()); err != nil {
+		if err := w.checkChangeTarget(ch.ID, !st.deleted.IsZero() || st.restored); err != nil {
 			return err
 		}
 		states[i] = st

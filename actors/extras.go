@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"html"
@@ -49,13 +51,25 @@ type NoteExtras struct {
 	Hashtags []string
 	// Media are the note's image attachments.
 	Media MediaSpec
+	// Thread marks a thread's parent that no activity carried: the crowd
+	// made it for a reply to stand under, so a SUT's fetch of it is the
+	// reply's doing (ObjectCredit), not a Create's.
+	Thread bool
 }
 
-// extrasV1 marks the first encoding of NoteExtras in a note's token.
-const extrasV1 = 1
+// The encodings of NoteExtras in a note's token: v1, and v2 (v1's fields,
+// then a flags varint) for a note with a flag set, so that every note
+// without one keeps the id it had before flags existed.
+const (
+	extrasV1 = 1
+	extrasV2 = 2
+)
+
+// flagThread is NoteExtras.Thread among v2's flags.
+const flagThread = 1
 
 func (x NoteExtras) empty() bool {
-	return x.InReplyTo == "" && len(x.Mentions) == 0 && len(x.Hashtags) == 0 && x.Media == (MediaSpec{})
+	return x.InReplyTo == "" && len(x.Mentions) == 0 && len(x.Hashtags) == 0 && x.Media == (MediaSpec{}) && !x.Thread
 }
 
 // append encodes x after a note token's fields.
@@ -64,7 +78,11 @@ func (x NoteExtras) append(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = append(b, extrasV1)
+	version := byte(extrasV1)
+	if x.Thread {
+		version = extrasV2
+	}
+	b = append(b, version)
 	str(x.InReplyTo)
 	b = binary.AppendUvarint(b, uint64(len(x.Mentions)))
 	for _, m := range x.Mentions {
@@ -78,6 +96,9 @@ func (x NoteExtras) append(b []byte) []byte {
 	for _, v := range []int{x.Media.Count, x.Media.Width, x.Media.Height} {
 		b = binary.AppendUvarint(b, uint64(v))
 	}
+	if version == extrasV2 {
+		b = binary.AppendUvarint(b, flagThread)
+	}
 	return b
 }
 
@@ -89,7 +110,8 @@ func parseExtras(b []byte) (NoteExtras, error) {
 		return x, nil
 	}
 	bad := fmt.Errorf("%w: malformed note extras", ErrNoObject)
-	if b[0] != extrasV1 {
+	version := b[0]
+	if version != extrasV1 && version != extrasV2 {
 		return x, bad
 	}
 	b = b[1:]
@@ -143,6 +165,13 @@ func parseExtras(b []byte) (NoteExtras, error) {
 		if *p, ok = num(MaxMediaSide); !ok {
 			return x, bad
 		}
+	}
+	if version == extrasV2 {
+		// The one flag there is, set: a v2 without it would be a second id of a v1 note.
+		if flags, ok := num(flagThread); !ok || flags != flagThread {
+			return x, bad
+		}
+		x.Thread = true
 	}
 	if len(b) != 0 || m.Count > MaxMedia || m.Count > 0 && (m.Width < 1 || m.Height < 1) {
 		return x, bad
@@ -213,7 +242,15 @@ func (o *Origin) hashtagsHTML(tags []string) string {
 	return b.String()
 }
 
-// MediaURL is the URL of the i-th image of size w×h of the note id: the
+// MediaSeed names the i-th image of the note noteID: 96 bits of the id's
+// hash, so every attachment of every note has a URL (and bytes) of its own,
+// as servers deduplicate downloads by URL.
+func MediaSeed(noteID string, i int) string {
+	sum := sha256.Sum256([]byte(noteID))
+	return base64.RawURLEncoding.EncodeToString(sum[:12]) + "-" + strconv.Itoa(i)
+}
+
+// MediaURL is the URL of the image of size w×h named seed (MediaSeed): the
 // crowd generates it from the URL (Images.PNG), on the note's origin.
 func MediaURL(host string, w, h int, seed string) string {
 	return "https://" + host + "/media/" + strconv.Itoa(w) + "x" + strconv.Itoa(h) + "/" + seed + ".png"
@@ -242,9 +279,8 @@ func (a *Actor) addExtras(n *Note, x NoteExtras) {
 	for _, h := range x.Hashtags {
 		n.Tag = append(n.Tag, Tag{Type: "Hashtag", Href: a.Origin.TagURL(h), Name: "#" + h})
 	}
-	tok := n.ID[strings.LastIndexByte(n.ID, '/')+1:]
 	for i := range x.Media.Count {
-		seed := fmt.Sprintf("%.16s-%d", tok[max(0, len(tok)-16):], i)
+		seed := MediaSeed(n.ID, i)
 		n.Attachment = append(n.Attachment, Image{Type: "Document", MediaType: "image/png",
 			URL: MediaURL(a.Origin.Host, x.Media.Width, x.Media.Height, seed), Name: fmt.Sprintf("Image %d of a crowd note", i+1),
 			Width: x.Media.Width, Height: x.Media.Height})

@@ -123,6 +123,11 @@ func noteSpecOf(tok string) (NoteSpec, error) {
 	return NoteSpec{Published: pub, Seq: seq, Bytes: n, MentionID: s[0], MentionHandle: s[1], NoteExtras: x}, nil
 }
 
+// ParseNoteToken reads the last segment of a note's id (what follows
+// /users/{name}/notes/) back into the note's spec, whoever its author; it
+// fails with ErrNoObject for a token no NoteID made.
+func ParseNoteToken(tok string) (NoteSpec, error) { return noteSpecOf(tok) }
+
 // NoteSpecOf reads a note id of the actor back into its spec; it fails
 // with ErrNoObject for an id the actor's NoteID did not make.
 func (a *Actor) NoteSpecOf(noteID string) (NoteSpec, error) {

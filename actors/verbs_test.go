@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"image/png"
@@ -163,6 +164,12 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 	rel := strings.TrimPrefix(id, alice.ID)
 	must(t, w.RecordChanges([]Change{{ID: other, Version: 2, Updated: at}, {ID: other, Version: 1, Updated: at}}))
 	must(t, w.RecordChanges([]Change{{ID: id, Deleted: at}, {ID: leaver.ID, Deleted: at}, {ID: alice.ID, Version: 1, Updated: at}}))
+	// A deletion whose Delete was never sent is taken back: a note, an
+	// edited note (its edit stays), a leaver.
+	unsent, unsentLeaver := alice.NoteID(NoteSpec{Seq: 99, MentionID: spec.MentionID, MentionHandle: spec.MentionHandle}), alice.Leaver(8)
+	must(t, w.RecordChanges([]Change{{ID: unsent, Deleted: at}, {ID: unsentLeaver.ID, Deleted: at}, {ID: other, Deleted: at},
+		{ID: unsent, Restored: true}, {ID: unsentLeaver.ID, Restored: true}}))
+	must(t, w.RecordChanges([]Change{{ID: other, Restored: true}}))
 	for _, c := range []struct {
 		name string
 		ch   Change
@@ -171,6 +178,8 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 		{"no object of the crowd", Change{ID: "https://sut.test/notes/1", Deleted: at}},
 		{"a deletion and an edit at once", Change{ID: id, Deleted: at, Version: 1, Updated: at}},
 		{"an edit with no time", Change{ID: id, Version: 1}},
+		{"a world actor restored", Change{ID: alice.ID, Restored: true}},           // it was never deleted
+		{"a restoration with a time", Change{ID: id, Restored: true, Deleted: at}}, // one or the other
 	} {
 		if err := w.RecordChanges([]Change{c.ch}); !errors.Is(err, ErrChange) {
 			t.Errorf("%s: %v, want ErrChange", c.name, err)
@@ -195,6 +204,14 @@ func TestChangesAnswerTombstonesAndLatestVersionsAcrossRestarts(t *testing.T) {
 		}
 		if p := w.Profile(alice); p == nil || p.Updated == "" {
 			t.Errorf("the edited profile: %+v", p)
+		}
+		for _, c := range []struct {
+			a    *Actor
+			path string
+		}{{alice, strings.TrimPrefix(unsent, alice.ID)}, {alice.Leaver(8), ""}, {alice, strings.TrimPrefix(other, alice.ID)}} {
+			if ts, gone := w.Gone(c.a, c.path); gone {
+				t.Errorf("%s%s: restored, yet %+v", c.a.ID, c.path, ts)
+			}
 		}
 	}
 	check(w)
@@ -371,5 +388,86 @@ func BenchmarkImages(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryAttachmentHasItsOwnURL: servers deduplicate downloads by URL
+// (and some by the bytes' hash), so no two attachments of the crowd share
+// either, even between notes of one origin to one persona with the same
+// extras; each URL answers a PNG of the size its attachment declares.
+func TestEveryAttachmentHasItsOwnURL(t *testing.T) {
+	w := testWorld(t)
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	bob, _ := w.ActorByID("https://flood1.test/users/bob")
+	im := NewImages(1)
+	urls, bodies := map[string]string{}, map[string]string{}
+	for _, c := range []struct {
+		a   *Actor
+		seq uint64
+	}{
+		{alice, 1}, // two notes of one actor, one second, one persona: only the seq differs
+		{alice, 2},
+		{bob, 1},   // another actor of the origin, the same spec
+		{alice, 3}, // a third, so three images each
+	} {
+		spec := vocabSpec()
+		spec.Seq = c.seq
+		spec.Media = MediaSpec{Count: 3, Width: 16, Height: 12}
+		n := c.a.Note(spec)
+		if len(n.Attachment) != 3 {
+			t.Fatalf("%d attachments, want 3", len(n.Attachment))
+		}
+		for _, att := range n.Attachment {
+			img := att.(Image)
+			if prev, dup := urls[img.URL]; dup {
+				t.Errorf("%s: the URL of an attachment of %s too", img.URL, prev)
+			}
+			urls[img.URL] = n.ID
+			wd, ht, seed, err := ParseMediaPath(strings.TrimPrefix(img.URL, "https://flood1.test"))
+			must(t, err)
+			b, err := im.PNG(wd, ht, seed)
+			must(t, err)
+			if prev, dup := bodies[string(b)]; dup {
+				t.Errorf("%s answers the bytes of %s", img.URL, prev)
+			}
+			bodies[string(b)] = img.URL
+			dec, err := png.Decode(bytes.NewReader(b))
+			if err != nil || img.MediaType != "image/png" || dec.Bounds().Dx() != img.Width || dec.Bounds().Dy() != img.Height {
+				t.Errorf("%s: %v, a %s of %v for %dx%d", img.URL, err, img.MediaType, dec.Bounds(), img.Width, img.Height)
+			}
+		}
+	}
+}
+
+// TestThreadMarkKeepsOtherIDs: a thread's parent carries its mark in its
+// id and regenerates with it; a note without the mark keeps the id it had
+// before marks existed (the first encoding of extras, or none).
+func TestThreadMarkKeepsOtherIDs(t *testing.T) {
+	a := &Actor{ID: "https://flood1.test/users/alice", Kind: KindPerson}
+	for _, c := range []struct {
+		name    string
+		spec    NoteSpec
+		version byte // the extras' encoding; 0 for none
+	}{
+		{"a plain note", vocabSpec(), 0},                                                                 // no extras at all
+		{"a reply", richSpec("https://sut.test/notes/1"), extrasV1},                                      // extras, no mark
+		{"a thread's root", func() NoteSpec { s := vocabSpec(); s.Thread = true; return s }(), extrasV2}, // the mark alone
+		{"a thread's parent", func() NoteSpec { s := richSpec("https://sut.test/notes/1"); s.Thread = true; return s }(), extrasV2},
+	} {
+		id := a.NoteID(c.spec)
+		got, err := a.NoteSpecOf(id)
+		if err != nil || got.Thread != c.spec.Thread || a.NoteID(got) != id {
+			t.Errorf("%s: read back %+v, %v", c.name, got, err)
+		}
+		b := tokenBytes(c.spec.Published, c.spec.Seq, c.spec.Bytes, c.spec.MentionID, c.spec.MentionHandle)
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, a.ID+"/notes/"))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.version == 0 && len(raw) != len(b):
+			t.Errorf("%s: extras where there are none", c.name)
+		case c.version != 0 && raw[len(b)] != c.version:
+			t.Errorf("%s: extras encoded as v%d, want v%d", c.name, raw[len(b)], c.version)
+		}
 	}
 }

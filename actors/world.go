@@ -43,6 +43,9 @@ type World struct {
 	// Changes are the edits and deletions of what the actors sent
 	// (RecordChanges), which the objects' ids then answer.
 	Changes *Changes
+	// Reactions are the actors' Likes and Announces of objects, each kept
+	// until its Undo (RecordReactions), so none is sent twice.
+	Reactions *Reactions
 
 	byHost    map[string]*Origin
 	keys      *keyRing
@@ -129,7 +132,7 @@ func Open(cfg Config) (*World, error) {
 	}
 	oo := OutboxOptions{Keep: cfg.OutboxKeep, Logger: log}
 	if cfg.EphemeralGraph {
-		w.Graph, w.Outbox, w.Changes = NewMemoryGraph(), NewMemoryOutbox(oo), NewMemoryChanges()
+		w.Graph, w.Outbox, w.Changes, w.Reactions = NewMemoryGraph(), NewMemoryOutbox(oo), NewMemoryChanges(), NewMemoryReactions()
 		return w, nil
 	}
 	g, err := OpenGraph(cfg.StateDir, log)
@@ -147,7 +150,14 @@ func Open(cfg Config) (*World, error) {
 		ob.Close()
 		return nil, err
 	}
-	w.Graph, w.Outbox, w.Changes = g, ob, ch
+	rs, err := OpenReactions(cfg.StateDir, log)
+	if err != nil {
+		g.Close()
+		ob.Close()
+		ch.Close()
+		return nil, err
+	}
+	w.Graph, w.Outbox, w.Changes, w.Reactions = g, ob, ch, rs
 	return w, nil
 }
 
@@ -189,7 +199,7 @@ func (o *Origin) newActor(j int) *Actor {
 // Close writes what the outboxes hold and releases their journal and the
 // follow graph's.
 func (w *World) Close() error {
-	return errors.Join(w.Outbox.Close(), w.Graph.Close(), w.Changes.Close())
+	return errors.Join(w.Outbox.Close(), w.Graph.Close(), w.Changes.Close(), w.Reactions.Close())
 }
 
 // Origin finds an origin by host name (any case; a port is ignored).

@@ -7,7 +7,8 @@ const (
 	// RouteChanges records edits and deletions that another process (a
 	// separate `crowd flood`) made to objects crowd actors sent (a
 	// ChangesRequest): an edited note's id then serves its latest version,
-	// a deleted note's or leaver's a Tombstone with 410. It answers the
+	// a deleted note's or leaver's a Tombstone with 410 (until a later
+	// item restores it: its Delete was never sent). It answers the
 	// ChangesResult. A body that is not a ChangesRequest, more than
 	// MaxChangeItems items, or an item that names no crowd note or actor (or
 	// deletes one of the world's own actors) is 400, and then nothing is
@@ -24,13 +25,16 @@ const (
 // MaxChangeItems is the most items one ChangesRequest may carry.
 const MaxChangeItems = 10000
 
-// ChangeItem is one change: a deletion (Deleted, RFC 3339) or the
-// Version-th edit made at Updated, of the note or actor ID.
+// ChangeItem is one change: a deletion (Deleted, RFC 3339), the
+// Version-th edit made at Updated, or the restoration (Restored) of an
+// object whose deletion was recorded when its Delete was drafted and whose
+// Delete was never sent, of the note or actor ID.
 type ChangeItem struct {
-	ID      string `json:"id"`
-	Deleted string `json:"deleted,omitempty"`
-	Version int    `json:"version,omitempty"`
-	Updated string `json:"updated,omitempty"`
+	ID       string `json:"id"`
+	Deleted  string `json:"deleted,omitempty"`
+	Version  int    `json:"version,omitempty"`
+	Updated  string `json:"updated,omitempty"`
+	Restored bool   `json:"restored,omitempty"`
 }
 
 // ChangesRequest is the body of RouteChanges.

@@ -65,6 +65,27 @@ func FetchKinds() []string {
 		FetchCollection, FetchMedia, FetchOther}
 }
 
+// The activity types a fetch is credited to (FetchbackTally.Credits),
+// spelled as the run record names its types: the type whose sends made
+// the fetched object (see README, "What the SUT fetches back").
+const (
+	CreditCreate   = "Create"   // a plain note's fetch (its Create embeds it)
+	CreditReply    = "Reply"    // a reply's note, or a thread's parent made for one
+	CreditMedia    = "Media"    // an attachment's download, or a media note's fetch
+	CreditAnnounce = "Announce" // a boost, or the unseen note it boosts and its author (a leaver not yet deleted)
+	CreditLike     = "Like"     // a Like
+	CreditFollow   = "Follow"   // a Follow
+	CreditUndo     = "Undo"     // an Undo (served at the undone activity's id + /undo)
+	CreditDelete   = "Delete"   // anything answered 410 (a deleted note, a deleted leaver), or a Delete itself
+	CreditUpdate   = "Update"   // an Update of a note
+)
+
+// Credits lists the activity types a fetch may be credited to.
+func Credits() []string {
+	return []string{CreditCreate, CreditReply, CreditMedia, CreditAnnounce, CreditLike, CreditFollow, CreditUndo,
+		CreditDelete, CreditUpdate}
+}
+
 // FetchbackOpenRequest is RouteFetchbackOpen's body.
 type FetchbackOpenRequest struct {
 	// Label names the run, for a person reading the open windows.
@@ -93,13 +114,16 @@ type FetchbackTally struct {
 	// Kinds are the counts by kind (FetchKinds); a kind with none is left out.
 	Kinds map[string]FetchbackKind `json:"kinds"`
 	// Objects counts the object fetches by the object's kind, the path
-	// segment under /users/{name}/ ("notes", "likes", "follows"…), the key
-	// that attributes them to the activity type that made them.
+	// segment under /users/{name}/ ("notes", "likes", "follows"…).
 	Objects map[string]int64 `json:"objects,omitempty"`
 	// Late counts the fetches served after the window closed, for
 	// FetchbackLateLinger after its close: what the run's grace missed
 	// (a closed window's tally only).
 	Late int64 `json:"late,omitempty"`
+	// Credits counts the fetches credited to the activity type whose
+	// object they fetched (Credits()): a fetch no one type causes (an
+	// actor's key, WebFinger, NodeInfo, a collection) is in none.
+	Credits map[string]int64 `json:"credits,omitempty"`
 }
 
 // FetchbackLateLinger is how long the crowd keeps counting a closed

@@ -115,7 +115,8 @@ func Routes() []Route {
 		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
 		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
 		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks,
-		RouteFloodLivePush, RouteFloodLive, RouteChanges, RouteUnfollow}
+		RouteFloodLivePush, RouteFloodLive, RouteChanges, RouteUnfollow,
+		RouteReactions, RouteRecordReactions}
 }
 
 // Query parameters of the routes.

@@ -144,13 +144,20 @@ func (c *Client) do(ctx context.Context, method, path string, query, form url.Va
 		// id[]=1&id[]=2: Mastodon's array parameters keep their brackets.
 		u.RawQuery = strings.ReplaceAll(strings.ReplaceAll(query.Encode(), "%5B", "["), "%5D", "]")
 	}
+	b, _, code, err := c.doURL(ctx, method, &u, form, token)
+	return b, code, err
+}
+
+// doURL is do for a whole URL, also returning the answer's headers (a
+// list's Link to its next page).
+func (c *Client) doURL(ctx context.Context, method string, u *url.URL, form url.Values, token string) ([]byte, http.Header, int, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -164,17 +171,17 @@ func (c *Client) do(ctx context.Context, method, path string, query, form url.Va
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
+		return nil, nil, 0, fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, resp.StatusCode, fmt.Errorf("%s %s: reading the answer: %w", method, u.Redacted(), err)
+		return nil, resp.Header, resp.StatusCode, fmt.Errorf("%s %s: reading the answer: %w", method, u.Redacted(), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, resp.StatusCode, &APIError{Method: method, URL: u.Redacted(), Status: resp.StatusCode, Message: errorMessage(b)}
+		return nil, resp.Header, resp.StatusCode, &APIError{Method: method, URL: u.Redacted(), Status: resp.StatusCode, Message: errorMessage(b)}
 	}
-	return b, resp.StatusCode, nil
+	return b, resp.Header, resp.StatusCode, nil
 }
 
 // errorMessage is the API's {"error": …}, else the start of the body.

@@ -39,6 +39,11 @@ type SetupStats struct {
 	CrowdFollowsAccepted  int `json:"crowd_follows_accepted"`
 	// Posts the personas made before the flood (for the crowd to like).
 	Posts int `json:"posts"`
+	// Boosters are the crowd actors that may boost in a run with
+	// Announces, and BoostersFollowed those a persona follows (accepted):
+	// Mastodon drops a boost of a post not its own from anyone else.
+	Boosters         int `json:"boosters,omitempty"`
+	BoostersFollowed int `json:"boosters_followed,omitempty"`
 }
 
 // RunSection is what `crowd run` adds to the flood's record: the audience's

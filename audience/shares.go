@@ -78,6 +78,29 @@ func AssignFollows(n, follows int, actors []CrowdActor) ([][]CrowdActor, error) 
 	return assign(n, follows, Interleave(actors), "--follows")
 }
 
+// FollowsCovering is the fewest follows each of n personas takes
+// (AssignFollows) for every one of a crowd of size actors to be followed
+// by at least one of them: a real server keeps a boost only from an
+// account a local one follows (or of a local post).
+func FollowsCovering(n, size int) int {
+	if n <= 0 || size <= 0 {
+		return 0
+	}
+	return (size + n - 1) / n
+}
+
+// Followed is how many distinct crowd actors the personas follow, the
+// Accepts of res counted.
+func Followed(res []FollowResult) int {
+	seen := map[string]bool{}
+	for _, r := range res {
+		for _, a := range r.Accepted {
+			seen[a.ID] = true
+		}
+	}
+	return len(seen)
+}
+
 // AssignFollowers picks, for each of n personas, k crowd actors that will
 // follow it (the persona's posts are delivered to them), in Interleave
 // order from the end of the crowd, so they are on k different origins when

@@ -160,7 +160,7 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 				spent += took
 				n++
 			}
-			settleDraft(gen, d)
+			settleDraft(gen, d, kind)
 		}
 		us := float64(spent.Microseconds()) / float64(want)
 		if signed {
@@ -173,11 +173,17 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 }
 
 // settleDraft answers d as the flood's Settled hook would once it was
-// sent and answered 202; a Follow as one that never left.
-func settleDraft(gen *flood.Generator, d flood.Draft) {
+// sent and answered 202; a Follow, and a Like or Announce of the kind
+// timed, as one that never left, so its pair is free again and the
+// senders never run out of posts to react to (an Undo's feeder Likes stay
+// sent: the Undo frees their pairs).
+func settleDraft(gen *flood.Generator, d flood.Draft, timed record.ActivityKind) {
 	p, dl := &flood.Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, flood.Delivery{Sent: true, Class: record.Class202}
-	if d.Type == record.TypeFollow {
+	switch {
+	case d.Type == record.TypeFollow:
 		p.Follow, dl = &flood.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, flood.Delivery{}
+	case d.Type == timed && (timed == record.TypeLike || timed == record.TypeAnnounce):
+		dl = flood.Delivery{}
 	}
 	gen.Settled(p, dl)
 }

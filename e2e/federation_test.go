@@ -28,6 +28,7 @@ type federation struct {
 	fedify  *Process
 	web     *http.Client // the namespace's HTTPS, trusting the crowd's CA
 	control *http.Client // plain HTTP to loopback ports in the namespace
+	serve   []string     // more flags of crowd serve, at every (re)start
 }
 
 const (
@@ -46,9 +47,16 @@ func startFederation(t *testing.T, personas int) *federation {
 // startFederationWith is startFederation with more flags for Fedify.
 func startFederationWith(t *testing.T, personas int, peerArgs ...string) *federation {
 	t.Helper()
+	return startFederationServing(t, personas, nil, peerArgs...)
+}
+
+// startFederationServing is startFederationWith with more flags for crowd
+// serve (such as a smaller world), kept for its restarts.
+func startFederationServing(t *testing.T, personas int, serve []string, peerArgs ...string) *federation {
+	t.Helper()
 	peers := NodePeers(t)
 	ns := NewNetns(t)
-	f := &federation{ns: ns, state: t.TempDir(), control: ns.HTTPClient(nil, nil)}
+	f := &federation{ns: ns, state: t.TempDir(), control: ns.HTTPClient(nil, nil), serve: serve}
 	certs := t.TempDir()
 	if out, err := exec.Command(BuildCrowd(t), "ca", "issue", "--state", f.state, "--out", certs, "sut.test").CombinedOutput(); err != nil {
 		t.Fatalf("crowd ca issue: %v\n%s", err, out)
@@ -78,7 +86,7 @@ func startFederationWith(t *testing.T, personas int, peerArgs ...string) *federa
 
 func (f *federation) startCrowd(t *testing.T) *Process {
 	t.Helper()
-	return crowdServe(t, f.ns, f.state, "--dns-record", "sut.test="+sutIP, "--dns-upstream", "127.0.0.1:1")
+	return crowdServe(t, f.ns, f.state, append([]string{"--dns-record", "sut.test=" + sutIP, "--dns-upstream", "127.0.0.1:1"}, f.serve...)...)
 }
 
 // call sends JSON to a control or admin API and decodes the JSON answer.

@@ -45,8 +45,9 @@ type forgeryRow struct {
 func TestForgeryRealFedify(t *testing.T) {
 	rows := []forgeryRow{
 		// The preset as shipped: its tamper list (no replays), its share,
-		// rate and 30 s, its own gate forged_accepted=0; nothing overridden.
-		{name: "preset", kinds: 7, gate: "forged_accepted"},
+		// rate and 30 s, its own gate forged_effective=0 (no 2xx, so nothing
+		// to judge by effect); nothing overridden.
+		{name: "preset", kinds: 7, gate: "forged_effective"},
 		// Replays on top (--tamper all), 10 s, each kind's gate apart (they
 		// replace the preset's, which the replays Fedify answers 202 miss).
 		{name: "all", kinds: 8, gate: "body.forged_accepted", args: []string{"--tamper", "all", "--seconds", "10",

@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // FollowRegistration is a Follow the flood sent, to be recorded as pending
@@ -63,6 +64,13 @@ type GeneratorConfig struct {
 	// and not twice in a run: servers do not repeat a Follow they have,
 	// and GoToSocial answers a second one with a 500.
 	Following func(local, remote string) bool
+	// Reacted, when set, says whether crowd actor actor already keeps a
+	// reaction of kind (TypeLike or TypeAnnounce) to object before the run.
+	// The generator sends a Like or an Announce of a persona's post only
+	// from a sender that has not reacted so to it, and not twice in a run:
+	// a real account likes or boosts a post once (until an Undo), and
+	// servers answer a repeat 2xx and drop it.
+	Reacted func(actor, object string, kind record.ActivityKind) bool
 	// SenderSet, when set, replaces Senders: senders computed on demand
 	// (WorldSenders), for a world too large to list.
 	SenderSet SenderSet
@@ -88,6 +96,8 @@ type Generator struct {
 	base     uint64                // sequence numbers start here: runKey(Start)
 	seq      atomic.Uint64
 	followed sync.Map     // followPair → struct{}: the Follows drawn this run and not given back
+	reacted  sync.Map     // reactionPair → struct{}: the reactions drawn this run and not given back
+	full     sync.Map     // fullKey → struct{}: posts every sender reacted to so
 	diverted atomic.Int64 // diverted Follows sent (see Settled)
 	vocab    vocabState   // what the run sent that later verbs act on
 
@@ -104,6 +114,29 @@ func (g *Generator) claimFollow(local, remote string) bool {
 		return false
 	}
 	_, taken := g.followed.LoadOrStore(followPair{local, remote}, struct{}{})
+	return !taken
+}
+
+// reactionPair is a crowd actor, the object it reacted to, and how.
+type reactionPair struct {
+	actor, object string
+	kind          record.ActivityKind
+}
+
+// fullKey is a post and a kind of reaction every sender has made to it.
+type fullKey struct {
+	object string
+	kind   record.ActivityKind
+}
+
+// claimReaction reports whether actor may react (kind) to object now (it
+// did not before the run, nor earlier in it) and, if so, marks the pair
+// taken.
+func (g *Generator) claimReaction(actor, object string, kind record.ActivityKind) bool {
+	if g.cfg.Reacted != nil && g.cfg.Reacted(actor, object, kind) {
+		return false
+	}
+	_, taken := g.reacted.LoadOrStore(reactionPair{actor, object, kind}, struct{}{})
 	return !taken
 }
 
@@ -351,24 +384,38 @@ func (s *Stream) Next() (Draft, error) {
 	sender := s.drawSender(p.ID)
 	diverted := false
 	if typ == record.TypeFollow && !g.claimFollow(sender.ID, p.ID) {
-		if free := s.freeSender(p.ID); free != nil {
+		if free := s.freeSender(p.ID, func(id string) bool { return g.claimFollow(id, p.ID) }); free != nil {
 			sender = free
 		} else {
 			typ, diverted = record.TypeCreate, true
 		}
 	}
+	var liked string
+	var reactionDiverted record.ActivityKind
+	if typ == record.TypeLike {
+		var a *actors.Actor
+		if a, liked = s.reactor(sender, p, s.r.IntN(len(p.Posts)), typ); a != nil {
+			sender = a
+		} else {
+			typ, reactionDiverted = record.TypeCreate, record.TypeLike
+		}
+	}
 	now := g.cfg.Now()
 	var act actors.Activity
-	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted}
+	forgery := s.drawForgery(sender, seq)
+	if forgery != nil {
+		sender = s.forger(typ, sender, p.ID, seq)
+	}
+	d := Draft{Type: typ, Sender: sender, Persona: p, URL: g.targets[pi], Diverted: diverted, Forgery: forgery}
 	switch typ {
 	case record.TypeCreate:
 		act = sender.CreateNote(s.noteSpec(pi, now, seq))
 		d.Object = act.Object.(actors.Note).ID
-		d.Vocab = &VocabSent{Note: true}
+		d.Vocab = &VocabSent{Note: true, DivertedFrom: reactionDiverted}
 	case record.TypeLike:
-		d.Object = p.Posts[s.r.IntN(len(p.Posts))]
+		d.Object = liked
 		act = sender.Like(actors.LikeSpec{Published: now, Seq: seq, Object: d.Object})
-		d.Vocab = &VocabSent{Undoable: true}
+		d.Vocab = &VocabSent{Undoable: true, Reaction: &adminapi.ReactionItem{Actor: sender.ID, Object: liked, Kind: actors.ReactionLike, ID: act.ID}}
 	case record.TypeFollow:
 		d.Object = p.ID
 		act = sender.Follow(actors.FollowSpec{Published: now, Seq: seq, Object: p.ID})
@@ -379,6 +426,7 @@ func (s *Stream) Next() (Draft, error) {
 			return Draft{}, err
 		}
 	}
+	markNote(&act, d.Forgery)
 	d.ID = act.ID
 	keepVocab(&d)
 	s.buf.Reset()
@@ -388,7 +436,6 @@ func (s *Stream) Next() (Draft, error) {
 		return Draft{}, fmt.Errorf("flood: encode %s: %w", typ, err)
 	}
 	d.Body = bytes.Clone(bytes.TrimRight(s.buf.Bytes(), "\n"))
-	s.drawForgery(&d)
 	return d, nil
 }
 
@@ -424,21 +471,47 @@ func (s *Stream) drawSender(avoid string) *actors.Actor {
 	return a
 }
 
-// freeSender claims and returns the first sender, in order from a random
-// offset, that may follow persona; nil when none may. Searching the list,
-// not drawing again, diverts a Follow only when the persona truly has no
-// free follower left, however few there are.
-func (s *Stream) freeSender(persona string) *actors.Actor {
+// freeSender claims and returns the first sender other than persona, in
+// order from a random offset, that claim takes (one that may follow the
+// persona, or react to its post); nil when none may. Searching the list,
+// not drawing again, diverts a Follow or a reaction only when truly no
+// free sender is left, however few there are.
+func (s *Stream) freeSender(persona string, claim func(id string) bool) *actors.Actor {
 	senders := s.g.senders
 	n := senders.Len()
 	start := s.r.IntN(n)
 	for k := range n {
 		a := senders.At((start + k) % n)
-		if a.ID != persona && s.g.claimFollow(a.ID, persona) {
+		if a.ID != persona && claim(a.ID) {
 			return a
 		}
 	}
 	return nil
+}
+
+// reactor claims and returns who reacts (kind) to which post of persona p:
+// post i with the drawn sender when it has not reacted so to it yet, else
+// with a free sender (freeSender), else the next post that has one; nil
+// when every sender has reacted so to every post of p. Searching the posts
+// too keeps the mix a mix of reactions until p's pairs are all taken.
+func (s *Stream) reactor(drawn *actors.Actor, p *Persona, i int, kind record.ActivityKind) (*actors.Actor, string) {
+	g := s.g
+	for k := range len(p.Posts) {
+		post := p.Posts[(i+k)%len(p.Posts)]
+		if _, full := g.full.Load(fullKey{post, kind}); full {
+			continue
+		}
+		if drawn.ID != p.ID && g.claimReaction(drawn.ID, post, kind) {
+			return drawn, post
+		}
+		if a := s.freeSender(p.ID, func(id string) bool { return g.claimReaction(id, post, kind) }); a != nil {
+			return a, post
+		}
+		// Remembered until a pair of the post is given back, so a world of
+		// many senders is searched once, not at every draw.
+		g.full.Store(fullKey{post, kind}, struct{}{})
+	}
+	return nil, ""
 }
 
 // RegistrarOptions configures a Registrar.

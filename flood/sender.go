@@ -119,6 +119,14 @@ func (w *worker) send(j *job, o *outcome) {
 	w.gotConn.Store(-1)
 
 	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
+	if ready := p.ready(); ready != nil {
+		// Held until the crowd's state says what the request does (a
+		// Delete's object gone); a drafted-ahead one has long been.
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}
 	var status int
 	var rl record.RateLimitSample
 	var err error

@@ -4,6 +4,7 @@
 package flood
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -145,38 +146,87 @@ type DraftForgery struct {
 	// WrongSigner signs a wrong-key forgery: another crowd actor, or the
 	// origin's instance actor when the sender is alone.
 	WrongSigner *actors.Actor
+	// Marker is the forgery's own token, unique in the run and apart from
+	// other runs' (ForgeryMarker): in a forged note's content, and in the
+	// name of the actor a forged Like, Announce or Follow speaks for, so
+	// the look-up for its effect finds this forgery and nothing honest.
+	Marker string
 }
 
-// drawForgery marks d forged with the generator's tamper share. It draws
-// nothing when no tamper kind is set, so honest runs keep their draws.
-func (s *Stream) drawForgery(d *Draft) {
+// ForgeryMarker is the marker of the forgery drafted with seq: a word no
+// sanitizer changes, in no honest note.
+func ForgeryMarker(seq uint64) string { return "crowdforgery" + strconv.FormatUint(seq, 36) }
+
+// drawForgery draws whether the draft of sender is forged, with the
+// generator's tamper share. It draws nothing when no tamper kind is set,
+// so honest runs keep their draws.
+func (s *Stream) drawForgery(sender *actors.Actor, seq uint64) *DraftForgery {
 	dr := s.g.cfg.Draws
 	if dr == nil || len(dr.Tamper) == 0 || s.r.Float64() >= dr.TamperShare {
-		return
+		return nil
 	}
-	f := &DraftForgery{Kind: dr.Tamper[s.r.IntN(len(dr.Tamper))]}
+	f := &DraftForgery{Kind: dr.Tamper[s.r.IntN(len(dr.Tamper))], Marker: ForgeryMarker(seq)}
 	if f.Kind == signing.TamperWrongKey {
-		f.WrongSigner = d.Sender.Origin.Instance
+		f.WrongSigner = sender.Origin.Instance
 		if senders := s.g.senders; senders.Len() > 1 {
-			for f.WrongSigner = senders.At(s.r.IntN(senders.Len())); f.WrongSigner.ID == d.Sender.ID; {
+			for f.WrongSigner = senders.At(s.r.IntN(senders.Len())); f.WrongSigner.ID == sender.ID; {
 				f.WrongSigner = senders.At(s.r.IntN(senders.Len()))
 			}
 		}
 	}
-	d.Forgery = f
+	return f
 }
 
-// ForgeryMark names a forged request (Prepared.Forgery).
+// forger is who a forged draft of typ speaks for: a Like, Announce or
+// Follow, whose effect shows as its actor, speaks for a leaver of the
+// sender named after seq, an actor no honest activity uses (a forged
+// Follow gives the pair it claimed back); the rest for the sender.
+func (s *Stream) forger(typ record.ActivityKind, sender *actors.Actor, persona string, seq uint64) *actors.Actor {
+	switch typ {
+	case record.TypeFollow:
+		s.g.followed.Delete(followPair{sender.ID, persona})
+	case record.TypeLike, record.TypeAnnounce:
+	default:
+		return sender
+	}
+	return sender.Leaver(seq)
+}
+
+// markNote puts a forged draft's marker in its note's content: the note
+// the origin serves at that id lacks it, so a SUT that fetched the
+// authentic note shows no marker, and one that kept the forged body does.
+func markNote(act *actors.Activity, f *DraftForgery) {
+	if n, ok := act.Object.(actors.Note); ok && f != nil {
+		n.Content += "<p>" + f.Marker + "</p>"
+		act.Object = n
+	}
+}
+
+// ForgeryMark names a forged request (Prepared.Forgery): its kind, and
+// what the look-up for its effect looks for, and where.
 type ForgeryMark struct {
 	Kind     signing.Tamper
 	Activity string // the forged activity's id
+	// Type is the forged activity's type; Actor, the actor it speaks for;
+	// Object, its object's id (the note, the liked post, the followed
+	// persona); Persona, the acct of the persona it targets; Marker, the
+	// token a forged note carries (DraftForgery.Marker). A replay has none
+	// of them: its effect is the SUT's to log.
+	Type    record.ActivityKind
+	Actor   string
+	Object  string
+	Persona string
+	Marker  string
 }
 
 // prepareForged signs a forged draft. A replay is prepared as the honest
 // request it was drawn with, marked: Forgeries.Source swaps it for a
 // request the SUT accepted before, when there is one.
 func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
-	mark := &ForgeryMark{Kind: d.Forgery.Kind, Activity: d.ID}
+	mark := &ForgeryMark{Kind: d.Forgery.Kind, Activity: d.ID, Type: d.Type, Actor: d.Sender.ID, Object: d.Object, Marker: d.Forgery.Marker}
+	if d.Persona != nil {
+		mark.Persona = d.Persona.Acct
+	}
 	if d.Forgery.Kind == signing.TamperReplay {
 		honest := d
 		honest.Forgery = nil
@@ -196,11 +246,39 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Kind == signing.TamperBody {
+		body = remark(body, d.Forgery.Marker)
+	}
 	p := &Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body, Forgery: mark}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
 	}
 	return p, nil
+}
+
+// remark puts marker back into an altered body's note content
+// (signing.AlterBody rewrites it): what the SUT keeps of a body forgery
+// carries the marker too. A body without a note's content is left as it is.
+func remark(body []byte, marker string) []byte {
+	var act map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if marker == "" || dec.Decode(&act) != nil {
+		return body
+	}
+	obj, ok := act["object"].(map[string]any)
+	content, isText := obj["content"].(string)
+	if !ok || !isText || strings.Contains(content, marker) {
+		return body
+	}
+	obj["content"] = content + "<p>" + marker + "</p>"
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(act) != nil {
+		return body
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // replayRing is how many accepted requests Forgeries keeps to replay.
@@ -216,6 +294,7 @@ type Forgeries struct {
 	accepted []*Prepared // the latest honest requests answered 2xx, a ring
 	next     int
 	keys     map[string]*record.KeyRefusal // keyIds answered 401, at most record.MaxKeyRefusals
+	marks    []ForgeryMark                 // the forgeries answered 2xx, as the findings list them
 
 	// Read without the lock, so an honest send's answer costs two atomic
 	// loads unless it matters: a 401, a 2xx after a refusal, or a 2xx
@@ -263,7 +342,23 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 		}
 		return
 	}
+	listed := len(f.sec.Findings)
 	f.sec.Add(string(p.Forgery.Kind), p.Forgery.Activity, p.URL.String(), d.Class, d.Status)
+	if len(f.sec.Findings) > listed {
+		f.marks = append(f.marks, *p.Forgery)
+	}
+}
+
+// Accepted are the forgeries the SUT answered 2xx so far, each listed in
+// the security section's findings (at most record.MaxFindings): what a
+// look-up for their effect looks for (record.Security.Judge).
+func (f *Forgeries) Accepted() []ForgeryMark {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.marks)
 }
 
 // Source wraps a run's source: a replay drawn is swapped for the request
@@ -397,6 +492,7 @@ func (f *Forgeries) Reset() {
 	f.mu.Lock()
 	f.sec = record.Security{}
 	f.keys = nil
+	f.marks = nil
 	f.refused.Store(false)
 	f.okCavage.Store(false)
 	f.okRFC9421.Store(false)

@@ -37,6 +37,10 @@ func inboxSink(t *testing.T, w *actors.World, laxDigest bool) *httptest.Server {
 	resolve := signing.KeyResolverFunc(func(_ context.Context, keyID string, _ bool) (signing.PublicKey, error) {
 		a, ok := keys[keyID]
 		if !ok {
+			// A leaver (a forged Like's or Follow's actor) is served from its name.
+			a, ok = w.ActorByKeyID(keyID)
+		}
+		if !ok {
 			return signing.PublicKey{}, signing.ErrKeyUnavailable
 		}
 		return signing.PublicKey{Key: a.Key.Public(), Owner: a.ID, ID: keyID}, nil
@@ -361,4 +365,80 @@ func floodRefusing(t *testing.T, w *actors.World, source func(*Generator, *signi
 		t.Fatal(err)
 	}
 	return res, forg.Snapshot()
+}
+
+// TestForgeryMarkers: every forged draft carries its own marker where the
+// look-up for its effect finds it and nothing honest does: a forged note's
+// content (also after a body forgery rewrote it), which the note its
+// origin serves at that id lacks; the actor of a forged Like or Follow, a
+// leaver no honest activity speaks for.
+func TestForgeryMarkers(t *testing.T) {
+	w := testWorld(t, 2, 3)
+	for _, tc := range []struct {
+		name string
+		mix  record.Mix
+		kind signing.Tamper
+	}{
+		{"create wrong-key", record.Mix{Create: 1}, signing.TamperWrongKey}, // the note's content, as signed
+		{"create body", record.Mix{Create: 1}, signing.TamperBody},          // the content altered after signing keeps it
+		{"like date", record.Mix{Like: 1}, signing.TamperDate},              // a Like speaks for a leaver
+		{"follow target", record.Mix{Follow: 1}, signing.TamperTarget},      // so does a Follow
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(2), Seed: 3, Mix: tc.mix,
+				Draws: &Draws{Tamper: []signing.Tamper{tc.kind}, TamperShare: 1}})
+			s := gen.Stream()
+			signer := signing.NewSigner(signing.SignerOptions{})
+			seen := map[string]bool{}
+			for range 20 {
+				d := mustDraft(t, s)
+				p, err := Prepare(signer, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := p.Forgery
+				if m == nil || m.Marker == "" || seen[m.Marker] {
+					t.Fatalf("mark %+v: none, or a marker drawn twice", m)
+				}
+				seen[m.Marker] = true
+				var act struct {
+					Actor  string `json:"actor"`
+					Object json.RawMessage
+				}
+				if err := json.Unmarshal(p.Body, &act); err != nil {
+					t.Fatal(err)
+				}
+				if m.Actor != act.Actor || m.Persona == "" || m.Type != d.Type {
+					t.Fatalf("mark %+v, activity's actor %s", m, act.Actor)
+				}
+				if d.Type == record.TypeCreate {
+					var note struct{ Content string }
+					_ = json.Unmarshal(act.Object, &note)
+					if !strings.Contains(note.Content, m.Marker) || (tc.kind == signing.TamperBody) != strings.Contains(note.Content, "altered after signing") {
+						t.Fatalf("sent content %q lacks marker %s", note.Content, m.Marker)
+					}
+					spec, err := d.Sender.NoteSpecOf(m.Object)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if served := d.Sender.Note(spec).Content; strings.Contains(served, m.Marker) {
+						t.Fatalf("the origin serves the marker at %s: %q", m.Object, served)
+					}
+					continue
+				}
+				if !strings.Contains(act.Actor, "/users/leaver_") || act.Actor == d.Persona.ID {
+					t.Fatalf("a forged %s speaks for %s, not a leaver", d.Type, act.Actor)
+				}
+				if a, ok := w.ActorByID(act.Actor); !ok || a.KeyID == "" || !keyServed(w, a.KeyID) {
+					t.Fatalf("the crowd does not serve %s", act.Actor)
+				}
+			}
+		})
+	}
+}
+
+// keyServed tells whether the crowd serves the key with keyID.
+func keyServed(w *actors.World, keyID string) bool {
+	_, ok := w.ActorByKeyID(keyID)
+	return ok
 }

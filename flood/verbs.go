@@ -38,6 +38,10 @@ type VocabConfig struct {
 	Hashtags int
 	// Media is the images a media note carries; default 1 of 320×240.
 	Media actors.MediaSpec
+	// Deletions, when set, records each Delete's object (a note, a
+	// leaver) deleted in the crowd's state as the Delete is drafted, and
+	// restores it should the Delete never be sent; nil records none.
+	Deletions *Deletions
 	// OnUnfollow, when set, is called with a Follow the run undid, once
 	// the target answered the Undo 2xx (from Settled: it must not block),
 	// so the crowd's follow graph forgets it (see Registrar).
@@ -92,12 +96,22 @@ type VocabSent struct {
 	Note bool
 	// Undoable: a Like, Announce or Follow a later Undo takes back.
 	Undoable bool
-	// Change is the edit or deletion the crowd records (ChangeFeed).
+	// Change is the edit the crowd records once answered 2xx (ChangeFeed).
 	Change *adminapi.ChangeItem
+	// Deletion is the deletion a Delete makes, recorded when drafted
+	// (VocabConfig.Deletions) whatever the answer, restored if never sent.
+	Deletion *adminapi.ChangeItem
 	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
 	Unfollow *FollowRegistration
 	// UndoDiverted marks an Announce drafted in place of an Undo.
 	UndoDiverted bool
+	// Reaction is the Like or Announce of a persona's post this send makes
+	// (Undone: the reaction its Undo takes back), which the crowd keeps so
+	// that no later draw repeats it (ReactionFeed).
+	Reaction *adminapi.ReactionItem
+	// DivertedFrom is the reaction (TypeLike or TypeAnnounce) a Create was
+	// drafted in place of: every sender had reacted so to the post drawn.
+	DivertedFrom record.ActivityKind
 	// Met is a leaver the SUT met through this send (the author of a
 	// boosted note it fetches): a later Delete may delete it.
 	Met *actors.Actor
@@ -105,7 +119,8 @@ type VocabSent struct {
 	sender  *actors.Actor
 	persona *Persona
 	url     *url.URL
-	id      string // the note's id, or the activity's
+	id      string          // the note's id, or the activity's
+	gone    <-chan struct{} // closes once Deletion is recorded: the Delete may leave
 }
 
 // poolSize bounds each pool of what the run sent: memory stays bounded
@@ -114,12 +129,13 @@ const poolSize = 4096
 
 // sentItem is one entry of a pool.
 type sentItem struct {
-	kind    record.ActivityKind
-	sender  *actors.Actor
-	persona *Persona
-	url     *url.URL
-	id      string
-	version int // a note's edits so far
+	kind     record.ActivityKind
+	sender   *actors.Actor
+	persona  *Persona
+	url      *url.URL
+	id       string
+	version  int                    // a note's edits so far
+	reaction *adminapi.ReactionItem // the pair a Like or Announce of a persona's post holds
 }
 
 // sentPool is a bounded pool of what the run sent: past poolSize, a new
@@ -174,6 +190,16 @@ type vocabState struct {
 	notes, undoable sentPool
 	met             sentPool     // leavers the SUT met, to delete later
 	fallbacks       atomic.Int64 // Undos drawn with nothing to undo and sent as Announces
+	likesDiverted   atomic.Int64 // Likes sent as Creates: no sender left that had not liked the post
+	boostsDiverted  atomic.Int64 // Announces sent as Creates: no sender left that had not boosted the post
+}
+
+// ReactionsDiverted is how many Creates were sent in place of a drawn Like
+// and of a drawn Announce of a persona's post because every sender had
+// already reacted so to that post (in an earlier run, or earlier in this
+// one). Only sends count.
+func (g *Generator) ReactionsDiverted() (likes, announces int64) {
+	return g.vocab.likesDiverted.Load(), g.vocab.boostsDiverted.Load()
 }
 
 // UndosDiverted is how many Announces were sent in place of a drawn Undo
@@ -215,10 +241,15 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 	switch d.Type {
 	case record.TypeAnnounce:
 		obj, author := "", p.ID
-		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
-			obj = p.Posts[s.r.IntN(len(p.Posts))]
-		}
 		d.Vocab = &VocabSent{Undoable: true}
+		if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
+			var a *actors.Actor
+			if a, obj = s.reactor(d.Sender, p, s.r.IntN(len(p.Posts)), record.TypeAnnounce); a == nil {
+				return s.divertReaction(d, pi, now, seq)
+			}
+			d.Sender = a
+			d.Vocab.Reaction = &adminapi.ReactionItem{Actor: a.ID, Object: obj, Kind: actors.ReactionAnnounce}
+		}
 		if obj == "" {
 			// A crowd note never sent to the SUT: it must fetch it, and meet
 			// its author, a leaver a later Delete may delete.
@@ -226,7 +257,11 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 			obj, author, d.Vocab.Met = a.NoteID(s.noteSpec(pi, now, seq)), a.ID, a
 		}
 		d.Object = obj
-		return d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author}), nil
+		act := d.Sender.Announce(actors.AnnounceSpec{Published: now, Seq: seq, Object: obj, Author: author})
+		if d.Vocab.Reaction != nil {
+			d.Vocab.Reaction.ID = act.ID
+		}
+		return act, nil
 	case record.TypeReply, record.TypeMedia:
 		spec := s.noteSpec(pi, now, seq)
 		if d.Type == record.TypeMedia {
@@ -245,6 +280,17 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 	return actors.Activity{}, fmt.Errorf("flood: no activity of kind %q", d.Type)
 }
 
+// divertReaction drafts, in place of d's reaction (a Like or an
+// Announce of a persona's post that every sender has reacted so to), a
+// Create to the persona, as a Follow with no free sender becomes one.
+func (s *Stream) divertReaction(d *Draft, pi int, now time.Time, seq uint64) (actors.Activity, error) {
+	from := d.Type
+	act := d.Sender.CreateNote(s.noteSpec(pi, now, seq))
+	d.Type, d.Object = record.TypeCreate, act.Object.(actors.Note).ID
+	d.Vocab = &VocabSent{Note: true, DivertedFrom: from}
+	return act, nil
+}
+
 // thread is the parent of a reply to persona pi: a chain of
 // VocabConfig.ReplyDepth-1 crowd notes, by crowd actors drawn in turn,
 // below a root that is one of the persona's posts or a crowd note. None of
@@ -253,14 +299,18 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 func (s *Stream) thread(pi int, now time.Time, seq uint64) string {
 	p := s.g.cfg.Personas[pi]
 	var parent string
+	// Each crowd note of the thread is marked Thread, so the SUT's fetch
+	// of it is credited to the Reply (record: fetch amplification).
 	if len(p.Posts) > 0 && s.r.IntN(2) == 0 {
 		parent = p.Posts[s.r.IntN(len(p.Posts))]
 	} else {
-		parent = s.drawSender(p.ID).NoteID(s.noteSpec(pi, now, seq))
+		spec := s.noteSpec(pi, now, seq)
+		spec.Thread = true
+		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	for range s.g.cfg.Vocab.ReplyDepth - 1 {
 		spec := s.noteSpec(pi, now, seq)
-		spec.InReplyTo = parent
+		spec.InReplyTo, spec.Thread = parent, true
 		parent = s.drawSender(p.ID).NoteID(spec)
 	}
 	return parent
@@ -274,7 +324,9 @@ func (s *Stream) draftUndo(d *Draft, pi int, now time.Time, seq uint64) (actors.
 	if !ok {
 		d.Type = record.TypeAnnounce
 		act, err := s.draftVocab(d, pi, now, seq)
-		d.Vocab.UndoDiverted = true
+		if d.Vocab != nil {
+			d.Vocab.UndoDiverted = true
+		}
 		return act, err
 	}
 	obj, err := it.sender.Object(strings.TrimPrefix(it.id, it.sender.ID) + "/undo")
@@ -282,8 +334,13 @@ func (s *Stream) draftUndo(d *Draft, pi int, now time.Time, seq uint64) (actors.
 		return actors.Activity{}, fmt.Errorf("flood: undo %s: %w", it.id, err)
 	}
 	d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-	if it.kind == record.TypeFollow {
+	switch {
+	case it.kind == record.TypeFollow:
 		d.Vocab = &VocabSent{Unfollow: &FollowRegistration{Local: it.sender.ID, Remote: it.persona.ID, FollowID: it.id}}
+	case it.reaction != nil:
+		undo := *it.reaction
+		undo.Undone = true
+		d.Vocab = &VocabSent{Reaction: &undo}
 	}
 	return obj.(actors.Activity), nil
 }
@@ -297,7 +354,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	if d.Type == record.TypeDelete {
 		if it, ok := s.noteToChange(g.vocab.notes.take); ok {
 			d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-			d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Deleted: at}}
+			d.Vocab = g.deletion(adminapi.ChangeItem{ID: it.id, Deleted: at})
 			return it.sender.DeleteNote(it.id), nil
 		}
 		// An account deletion: of a leaver the SUT met, half of the time
@@ -307,7 +364,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			l = it.sender
 		}
 		d.Sender, d.Object = l, l.ID
-		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: l.ID, Deleted: at}}
+		d.Vocab = g.deletion(adminapi.ChangeItem{ID: l.ID, Deleted: at})
 		return l.DeleteSelf(), nil
 	}
 	if it, ok := s.noteToChange(g.vocab.notes.edit); ok {
@@ -326,6 +383,27 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	return d.Sender.UpdateProfile(v, now), nil
 }
 
+// deletion is the VocabSent of a Delete of it.ID, its deletion recorded
+// from now (VocabConfig.Deletions): a real server deletes first and
+// federates after, and the SUT may fetch the object while it handles the
+// Delete.
+func (g *Generator) deletion(it adminapi.ChangeItem) *VocabSent {
+	v := &VocabSent{Deletion: &it}
+	if del := g.cfg.Vocab.Deletions; del != nil {
+		v.gone = del.mark(it)
+	}
+	return v
+}
+
+// ready is what must close before p may leave (a Delete's object recorded
+// deleted: Deletions), or nil when nothing holds it.
+func (p *Prepared) ready() <-chan struct{} {
+	if p.Vocab == nil {
+		return nil
+	}
+	return p.Vocab.gone
+}
+
 // noteToChange draws, half of the time, a note the run sent with pick.
 func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem, bool) {
 	if s.r.IntN(2) == 0 {
@@ -338,13 +416,22 @@ func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem,
 // hands its unfollow on (its change is a ChangeFeed's).
 func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 	v := p.Vocab
-	if v != nil && v.UndoDiverted && d.Sent {
-		g.vocab.fallbacks.Add(1)
+	if v != nil && d.Sent {
+		g.countDiverted(v)
+	}
+	if v != nil && v.Reaction != nil && !v.Reaction.Undone && (!d.Sent || d.Aborted || d.Class == record.ClassConnError) {
+		g.freeReaction(*v.Reaction) // it never reached the target: a later draw may make it
+	}
+	if del := g.cfg.Vocab.Deletions; v != nil && v.Deletion != nil && !d.Sent && del != nil {
+		del.restore(v.Deletion.ID) // never sent: the SUT was never told
 	}
 	if v == nil || !d.Sent || d.Aborted || !d.Class.OK() {
 		return
 	}
-	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id}
+	if v.Reaction != nil && v.Reaction.Undone {
+		g.freeReaction(*v.Reaction) // undone: the pair may react again
+	}
+	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id, reaction: v.Reaction}
 	switch {
 	case v.Note:
 		g.vocab.notes.add(it)
@@ -360,6 +447,60 @@ func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 			g.cfg.Vocab.OnUnfollow(*f)
 		}
 	}
+}
+
+// countDiverted counts a sent activity drafted in place of another.
+func (g *Generator) countDiverted(v *VocabSent) {
+	if v.UndoDiverted {
+		g.vocab.fallbacks.Add(1)
+	}
+	switch v.DivertedFrom {
+	case record.TypeLike:
+		g.vocab.likesDiverted.Add(1)
+	case record.TypeAnnounce:
+		g.vocab.boostsDiverted.Add(1)
+	}
+}
+
+// freeReaction gives a reaction's pair back to the run's draws.
+func (g *Generator) freeReaction(r adminapi.ReactionItem) {
+	g.reacted.Delete(reactionPair{r.Actor, r.Object, record.ActivityKind(r.Kind)})
+	g.full.Delete(fullKey{r.Object, record.ActivityKind(r.Kind)})
+}
+
+// ReactionSink takes a batch of the reactions a run sent (and undid) into
+// the crowd's state: adminapi.Client.RecordReactions for a crowd serving
+// elsewhere, WorldReactions for the world in this process.
+type ReactionSink func(context.Context, []adminapi.ReactionItem) error
+
+// WorldReactions is the sink of a world that runs in this process.
+func WorldReactions(w *actors.World) ReactionSink {
+	return func(_ context.Context, items []adminapi.ReactionItem) error {
+		xs := make([]actors.Reaction, len(items))
+		for i, it := range items {
+			xs[i] = actors.Reaction(it)
+		}
+		return w.RecordReactions(xs)
+	}
+}
+
+// ReactionFeed is a Plan.Settled consumer that records in the crowd the
+// Likes and Announces of personas' posts a run sent, and their Undos, once
+// the target answered them 2xx, in batches (one journal write a second at
+// most): only what was sent is kept.
+type ReactionFeed = Feed[adminapi.ReactionItem]
+
+// NewReactionFeed starts the worker of a ReactionFeed feeding sink.
+func NewReactionFeed(sink ReactionSink, o OutboxFeedOptions) *ReactionFeed {
+	if o.What == "" {
+		o.What = "reactions"
+	}
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.ReactionItem, bool) {
+		if p.Vocab == nil || p.Vocab.Reaction == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+			return adminapi.ReactionItem{}, false
+		}
+		return *p.Vocab.Reaction, true
+	})
 }
 
 // keepVocab completes d.Vocab with who sent what to whom, once the draft
@@ -391,8 +532,9 @@ func WorldChanges(w *actors.World) ChangeSink {
 }
 
 // ChangeFeed is a Plan.Settled consumer that records in the crowd the
-// edits and deletions a run's Updates and Deletes made, once the target
-// answered them 2xx, in batches (one journal write a second at most).
+// edits a run's Updates made, once the target answered them 2xx, in
+// batches (one journal write a second at most). Deletions are recorded
+// earlier, when drafted (Deletions).
 type ChangeFeed = Feed[adminapi.ChangeItem]
 
 // NewChangeFeed starts the worker of a ChangeFeed feeding sink.

@@ -1,6 +1,7 @@
 package flood
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -35,14 +36,22 @@ func BenchmarkVerbs(b *testing.B) {
 		var create time.Duration // Create's cost per send in this mode, measured first
 		for _, k := range allVerbs().Weights() {
 			b.Run(mode+"/"+string(k.Kind), func(b *testing.B) {
-				g := mustGenerator(b, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(3), Mix: allVerbs(), Seed: 3})
+				// A Delete records its object's deletion as it is drafted, as a run does.
+				deletions := NewDeletions(WorldChanges(w), 0)
+				defer deletions.Close(context.Background())
+				g := mustGenerator(b, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(3), Mix: allVerbs(), Seed: 3,
+					Vocab: VocabConfig{Deletions: deletions}})
 				s := g.Stream()
 				only := func(kind record.ActivityKind) { g.cum, g.kinds = []float64{1}, []record.ActivityKind{kind} }
 				settle := func(d Draft) {
 					p, dl := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, Delivery{Sent: true, Class: record.Class202}
-					if d.Type == record.TypeFollow {
+					switch {
+					case d.Type == record.TypeFollow:
 						// Never left: the pair may follow again.
 						p.Follow, dl = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, Delivery{}
+					case d.Type == k.Kind && (k.Kind == record.TypeLike || k.Kind == record.TypeAnnounce):
+						// Never left: the sender may react to the post again.
+						dl = Delivery{}
 					}
 					g.Settled(p, dl)
 				}

@@ -32,8 +32,9 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	w := testWorld(t, 2, 2)
 	var mu sync.Mutex
 	var unfollowed []FollowRegistration
+	deletions := NewDeletions(WorldChanges(w), 0)
 	g := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(3), Mix: allVerbs(), Seed: 1,
-		Vocab: VocabConfig{ReplyDepth: 3, Mentions: 1, Hashtags: 2, OnUnfollow: func(f FollowRegistration) {
+		Vocab: VocabConfig{ReplyDepth: 3, Mentions: 1, Hashtags: 2, Deletions: deletions, OnUnfollow: func(f FollowRegistration) {
 			mu.Lock()
 			defer mu.Unlock()
 			unfollowed = append(unfollowed, f)
@@ -60,6 +61,9 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 	}
 	if st := feed.Close(context.Background()); st.Failed > 0 {
 		t.Fatalf("changes not recorded: %+v", st)
+	}
+	if st := deletions.Close(context.Background()); st.Failed > 0 {
+		t.Fatalf("deletions not recorded: %+v", st)
 	}
 	for _, k := range allVerbs().Weights() {
 		if kinds[k.Kind] == 0 {
@@ -127,7 +131,8 @@ func checkActsOnSent(t *testing.T, w *actors.World, d Draft, sent map[string]sen
 
 // threadDepth follows a reply's parents through the crowd's regenerated
 // notes up to the root (a persona's post, or a crowd note that answers
-// none) and counts the levels.
+// none) and counts the levels. Every crowd note of the thread is marked a
+// thread's (so its fetch is credited to the Reply, not to a Create).
 func threadDepth(t *testing.T, w *actors.World, parent string) int {
 	t.Helper()
 	depth := 1
@@ -140,6 +145,9 @@ func threadDepth(t *testing.T, w *actors.World, parent string) int {
 		spec, err := a.NoteSpecOf(parent)
 		if err != nil {
 			t.Fatalf("parent %s is not served: %v", parent, err)
+		}
+		if !spec.Thread {
+			t.Fatalf("parent %s is not marked a thread's: its fetch would be a Create's", parent)
 		}
 		if spec.InReplyTo == "" {
 			return depth

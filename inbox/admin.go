@@ -22,8 +22,8 @@ import (
 // AdminRoutes adds the inbox's routes of the admin API with handle
 // (pasture.Config.Admin, or an http.ServeMux's Handle): RouteActivities,
 // RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune, RouteSend,
-// RouteLookup, RouteDeliveries, RouteChanges and RouteUnfollow, as adminapi
-// documents them. Errors are
+// RouteLookup, RouteDeliveries, RouteChanges, RouteUnfollow, RouteReactions and
+// RouteRecordReactions, as adminapi documents them. Errors are
 // JSON {"error": "..."} with 400 for a bad request, 403 for a send to a
 // public address without allow_public_target, 404 for an unknown crowd
 // actor and 502 when a remote could not be reached.
@@ -44,6 +44,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 	}))
 	handle(string(adminapi.RoutePrune), http.HandlerFunc(in.handlePrune))
 	in.vocabRoutes(handle)
+	in.reactionRoutes(handle)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -21,6 +21,7 @@ type audienceObserver struct {
 	cfg    AudienceConfig
 	log    *zap.Logger
 	public bool // AllowPublic, for the crowd's Follows of the personas
+	boosts bool // the mix has Announces: every crowd actor gets a local follower first
 	stdout io.Writer
 
 	env       *Environment
@@ -83,7 +84,13 @@ func (a *audienceObserver) Setup(ctx context.Context, s Setup) error {
 // followCrowd makes each persona follow its share of the crowd and waits
 // (within sctx) for the Accepts.
 func (a *audienceObserver) followCrowd(ctx, sctx context.Context, crowd []audience.CrowdActor) error {
-	shares, err := audience.AssignFollows(len(a.personas), a.cfg.Follows, crowd)
+	follows := a.cfg.Follows
+	if a.boosts {
+		// Mastodon keeps a boost of a post not its own only from an
+		// account a local one follows: every crowd actor may boost.
+		follows = max(follows, audience.FollowsCovering(len(a.personas), len(crowd)))
+	}
+	shares, err := audience.AssignFollows(len(a.personas), follows, crowd)
 	if err != nil {
 		return usage(err)
 	}
@@ -103,6 +110,9 @@ func (a *audienceObserver) followCrowd(ctx, sctx context.Context, crowd []audien
 		a.follows[r.Persona] = r.Accepted
 		a.stats.FollowsRequested += len(r.Requested)
 		a.stats.FollowsAccepted += len(r.Accepted)
+	}
+	if a.boosts {
+		a.stats.Boosters, a.stats.BoostersFollowed = len(crowd), audience.Followed(res)
 	}
 	if a.stats.FollowsAccepted < a.stats.FollowsRequested {
 		a.log.Warn("not every follow was accepted within --setup-timeout: the notes of the others are not owed to the homes",

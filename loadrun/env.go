@@ -160,7 +160,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		vocab: vocabSinks{changes: c.Admin.RecordChanges, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+		vocab: vocabSinks{changes: c.Admin.RecordChanges, reactions: c.Admin.RecordReactions, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
 			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
 			return err
 		}},

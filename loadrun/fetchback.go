@@ -136,7 +136,7 @@ func (w *fetchbackWindow) finish(ctx context.Context, rec *record.Record) {
 	for name, k := range t.Kinds {
 		kinds[name] = record.FetchKindTally{Fetches: k.Fetches, AfterEnd: k.AfterEnd, Signed: k.Signed, Status: k.Status, LatencyHDR: k.Latency}
 	}
-	fb, err := record.NewFetchback(kinds, t.Objects, w.grace)
+	fb, err := record.NewFetchback(kinds, t.Objects, t.Credits, w.grace)
 	if err != nil {
 		w.log.Warn("the crowd's fetch-back tally: the record has no fetchback section", zap.Error(err))
 		return

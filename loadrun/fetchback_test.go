@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/recordtest"
@@ -40,7 +42,8 @@ func TestFetchbackWindowInProcess(t *testing.T) {
 		t.Fatal("no window opened")
 	}
 	get("/users/alice")
-	get("/users/alice/notes/AQID")
+	note := (&actors.Actor{ID: srv.URL + "/users/alice"}).NoteID(actors.NoteSpec{Seq: 1, MentionID: "m", MentionHandle: "@m@sut.test"})
+	get(strings.TrimPrefix(note, srv.URL)) // a plain note: its Create's
 	res := recordtest.Run(time.Now(), time.Second, map[string]*record.Stats{
 		"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
 	rec := recordtest.MustRecord(t, res, record.Settings{})
@@ -120,5 +123,19 @@ func TestFetchbackGraceAnyLength(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestFetchCreditsAreRecordTypes: every type the crowd credits a fetch to
+// is an activity type of the record's mix, so its amplification row finds it.
+func TestFetchCreditsAreRecordTypes(t *testing.T) {
+	kinds := map[string]bool{}
+	for _, k := range (record.Mix{Create: 1, Like: 1, Follow: 1, Announce: 1, Undo: 1, Delete: 1, Update: 1, Reply: 1, Media: 1}).Weights() {
+		kinds[string(k.Kind)] = true
+	}
+	for _, c := range adminapi.Credits() {
+		if !kinds[c] {
+			t.Errorf("the crowd credits fetches to %q, no type of the record", c)
+		}
 	}
 }

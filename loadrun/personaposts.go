@@ -49,11 +49,7 @@ func (p PersonaPostsConfig) tokens() (map[string]string, error) {
 // token for every persona (its audience's), so none of its personas is
 // left without a post, whatever --posts says.
 func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) error {
-	tokens, err := r.c.PersonaPosts.tokens()
-	api := r.c.PersonaPosts.ClientAPI
-	if a := r.p.audience; a != nil {
-		tokens, api = a.tokens, a.api
-	}
+	tokens, api, err := r.clientTokens()
 	if err != nil || len(tokens) == 0 {
 		return err
 	}

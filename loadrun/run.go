@@ -44,7 +44,9 @@ func Run(ctx context.Context, c Config) error {
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
 	r.knock = flood.NewKnocker(p.scheme, r.signer)
 	if p.audience != nil {
-		r.obs = newAudience(p.audience, c, c.Log.Named("audience"))
+		obs := newAudience(p.audience, c, c.Log.Named("audience"))
+		obs.boosts = p.mix.Announce > 0
+		r.obs = obs
 		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
 			return err
 		}
@@ -165,10 +167,17 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	if r.env.Admin != nil {
 		warnStalePending(ctx, r.log, r.env.Admin)
 	}
+	var reacted func(actor, object string, kind record.ActivityKind) bool
+	if (r.p.mix.Like > 0 || r.p.mix.Announce > 0 || r.p.mix.Undo > 0) && r.env.Admin != nil {
+		var err error
+		if reacted, err = crowdReactions(ctx, r.env.Admin); err != nil {
+			return err
+		}
+	}
 	c := r.c
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
 		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
-		Vocab: r.vocabConfig(), Draws: r.p.draws()})
+		Reacted: reacted, Vocab: r.vocabConfig(), Draws: r.p.draws()})
 	if err != nil {
 		var ue *record.UsageError
 		if errors.As(err, &ue) {
@@ -183,11 +192,16 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 	return nil
 }
 
-// warnDiverted says, at the end, how many Follows went out as Creates.
+// warnDiverted says, at the end, how many Follows, Likes and Announces
+// went out as Creates.
 func (r *runner) warnDiverted() {
 	if n := r.gen.FollowsDiverted(); n > 0 {
 		r.log.Warn("some Follows were sent as Creates: every crowd actor already followed the persona, and a server does not take a Follow it already has",
 			zap.Int64("diverted", n))
+	}
+	if likes, boosts := r.gen.ReactionsDiverted(); likes+boosts > 0 {
+		r.log.Warn("some Likes and Announces were sent as Creates: every crowd actor had already reacted so to every post of the persona, and a server keeps one reaction per account and post (a larger world has more)",
+			zap.Int64("likes", likes), zap.Int64("announces", boosts))
 	}
 }
 

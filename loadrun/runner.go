@@ -38,6 +38,8 @@ type runner struct {
 	seed      uint64       // the draws' seed, in every record
 	diverted  int64        // gen.FollowsDiverted() when the current run began
 	undos     int64        // gen.UndosDiverted() when the current run began
+	likes     int64        // the Likes of gen.ReactionsDiverted() when the current run began
+	boosts    int64        // its Announces
 	settings  record.Settings
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 	live      *live              // the live metrics (nil: neither served nor pushed)
@@ -79,7 +81,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
 	}
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled, r.forg.Settled)
+	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled, r.vocab.reactions.Settled, r.forg.Settled)
 	if r.p.forging() {
 		plan.Source = r.forg.Source(plan.Source)
 	}
@@ -90,6 +92,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	file := record.NewRecordFile(r.c.Out)
 	r.file = file
 	r.diverted, r.undos = r.gen.FollowsDiverted(), r.gen.UndosDiverted()
+	r.likes, r.boosts = r.gen.ReactionsDiverted()
 	r.knocked = r.knock.Signatures()
 	plan.Checkpoint = func(res *record.Result) {
 		rec, err := r.record(res, s)
@@ -108,6 +111,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 		r.live.fetchback(fetch)
 	}
 	res, err := flood.Run(ctx, plan)
+	ended := time.Now()
 	live.Done()
 	if err != nil {
 		fetch.finish(ctx, nil)
@@ -118,6 +122,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	}
 	rec, err := r.record(res, s)
 	fetch.finish(ctx, rec)
+	r.judgeForgeries(ctx, rec, ended)
 
 	if err == nil && r.live != nil {
 		r.live.final(rec, res.Elapsed)
@@ -138,8 +143,9 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		rec.Parts[i].Seed = r.seed
 		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
 	}
+	likes, boosts := r.gen.ReactionsDiverted()
 	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted, UndosDiverted: r.gen.UndosDiverted() - r.undos,
-		PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
+		LikesDiverted: likes - r.likes, AnnouncesDiverted: boosts - r.boosts, PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
 	sig := r.knock.Signatures().Sub(r.knocked)
 	rec.Signatures = &sig
 	rec.Security = r.forg.Snapshot()

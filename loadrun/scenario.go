@@ -3,6 +3,7 @@ package loadrun
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/scenario"
@@ -28,13 +29,22 @@ type ScenarioConfig struct {
 	// persona's TargetPosts newest posts only (--target-posts): one post
 	// boosted by the crowd, as a boost storm is.
 	TargetPosts int
+	// ForgerySettle is how long the SUT has, after the flood, to process
+	// the forgeries it answered 2xx before their effect is looked for
+	// through its client API (--forgery-settle, 0 to MaxForgerySettle).
+	ForgerySettle time.Duration
 }
+
+// MaxForgerySettle bounds --forgery-settle: a look-up that waits longer
+// waits for nothing a server queues.
+const MaxForgerySettle = 10 * time.Minute
 
 // scenarioPlan is a checked ScenarioConfig.
 type scenarioPlan struct {
 	name        string
 	draws       *flood.Draws // nil: none
 	targetPosts int
+	settle      time.Duration // before the forgeries' effects are looked for
 }
 
 // checkScenario reads c.Scenario into p, every problem naming its flag.
@@ -43,7 +53,7 @@ func (c Config) checkScenario(p *plan, bad func(string, ...any)) {
 	if s == nil {
 		return
 	}
-	sp := &scenarioPlan{name: s.Name, targetPosts: s.TargetPosts}
+	sp := &scenarioPlan{name: s.Name, targetPosts: s.TargetPosts, settle: s.ForgerySettle}
 	p.scenario = sp
 	kinds, err := signing.ParseTampers(s.Tamper)
 	if err != nil {
@@ -54,6 +64,9 @@ func (c Config) checkScenario(p *plan, bad func(string, ...any)) {
 	}
 	if s.OriginZipf != 0 && !(s.OriginZipf > 1 && !math.IsInf(s.OriginZipf, 0)) {
 		bad("--origin-zipf %g: want a number > 1, or 0 for uniform origins", s.OriginZipf)
+	}
+	if s.ForgerySettle < 0 || s.ForgerySettle > MaxForgerySettle {
+		bad("--forgery-settle %v: want 0 to %v", s.ForgerySettle, MaxForgerySettle)
 	}
 	if s.TargetPosts < 0 {
 		bad("--target-posts %d: want >= 0 (0: every post)", s.TargetPosts)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/signing"
@@ -14,13 +15,13 @@ import (
 // problem naming its flag, and read into the generator's draws.
 func TestScenarioConfig(t *testing.T) {
 	c := valid(t)
-	c.Scenario = &ScenarioConfig{Name: "x", Tamper: "body,nope", TamperShare: 0, OriginZipf: 0.5, TargetPosts: -1}
+	c.Scenario = &ScenarioConfig{Name: "x", Tamper: "body,nope", TamperShare: 0, OriginZipf: 0.5, TargetPosts: -1, ForgerySettle: -time.Second}
 	var all []string
 	for _, e := range c.Validate() {
 		all = append(all, e.Error())
 	}
 	text := strings.Join(all, "\n")
-	for _, flag := range []string{"--tamper ", "--origin-zipf", "--target-posts"} {
+	for _, flag := range []string{"--tamper ", "--origin-zipf", "--target-posts", "--forgery-settle"} {
 		if !strings.Contains(text, flag) {
 			t.Errorf("no problem names %s:\n%s", flag, text)
 		}

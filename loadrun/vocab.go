@@ -2,12 +2,15 @@ package loadrun
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // VocabOptions are the flags of the vocabulary beyond Create, Like and
@@ -47,13 +50,14 @@ func (o VocabOptions) config() (flood.VocabConfig, error) {
 // vocabSinks are where the vocabulary's effects on the crowd go: the
 // edits and deletions, and the Follows undone.
 type vocabSinks struct {
-	changes  flood.ChangeSink
-	unfollow func(context.Context, flood.FollowRegistration) error
+	changes   flood.ChangeSink
+	unfollow  func(context.Context, flood.FollowRegistration) error
+	reactions flood.ReactionSink // the Likes and Announces sent, and their Undos
 }
 
 // worldVocab is the sinks of a world in this process.
 func worldVocab(w *actors.World) vocabSinks {
-	return vocabSinks{changes: flood.WorldChanges(w), unfollow: func(_ context.Context, f flood.FollowRegistration) error {
+	return vocabSinks{changes: flood.WorldChanges(w), reactions: flood.WorldReactions(w), unfollow: func(_ context.Context, f flood.FollowRegistration) error {
 		if r, ok := w.Graph.FollowingByRemote(f.Local, f.Remote); ok && r.FollowID == f.FollowID {
 			_, err := w.Graph.RemoveFollowing(f.Local, f.Remote)
 			return err
@@ -64,15 +68,19 @@ func worldVocab(w *actors.World) vocabSinks {
 
 // vocabRun is a run's feeds of the vocabulary's effects.
 type vocabRun struct {
-	changes  *flood.ChangeFeed
-	unfollow *flood.Registrar
+	changes   *flood.ChangeFeed
+	deletions *flood.Deletions
+	unfollow  *flood.Registrar
+	reactions *flood.ReactionFeed
 }
 
 // startVocab starts the feeds of env's sinks.
 func (r *runner) startVocab() {
 	s := r.env.vocab
 	r.vocab = &vocabRun{changes: flood.NewChangeFeed(s.changes, flood.OutboxFeedOptions{}),
-		unfollow: flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second})}
+		deletions: flood.NewDeletions(s.changes, 10*time.Second),
+		unfollow:  flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second}),
+		reactions: flood.NewReactionFeed(s.reactions, flood.OutboxFeedOptions{})}
 }
 
 // closeVocab sends the feeds' last batches and says what could not be
@@ -83,6 +91,19 @@ func (r *runner) closeVocab() {
 	if st := r.vocab.changes.Close(cctx); st.Failed > 0 {
 		r.log.Warn("some edits and deletions could not be recorded by the crowd: those objects still answer as before",
 			zap.Int64("failed", st.Failed), zap.Int64("recorded", st.Fed), zap.String("first_error", st.FirstError))
+	}
+	if st := r.vocab.reactions.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some Likes and Announces sent could not be kept by the crowd: a later run may send them again",
+			zap.Int64("failed", st.Failed), zap.Int64("kept", st.Fed), zap.String("first_error", st.FirstError))
+	}
+	// After the sources closed (deferred later), so the Deletes they drafted
+	// and never sent are restored.
+	if st := r.vocab.deletions.Close(cctx); st.Failed > 0 {
+		r.log.Warn("some deletions could not be recorded (or restored) by the crowd: those objects answer as before their Delete",
+			zap.Int64("failed", st.Failed), zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored), zap.String("first_error", st.FirstError))
+	} else if st.Marked > 0 {
+		r.log.Info("deleted in the crowd's state as their Deletes were drafted; those never sent were restored",
+			zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored))
 	}
 	if st := r.vocab.unfollow.Close(cctx); st.Failed > 0 {
 		r.log.Warn("some undone Follows could not be forgotten by the crowd's follow graph",
@@ -95,5 +116,24 @@ func (r *runner) closeVocab() {
 func (r *runner) vocabConfig() flood.VocabConfig {
 	c := r.p.vocab
 	c.OnUnfollow = r.vocab.unfollow.Add
+	c.Deletions = r.vocab.deletions
 	return c
+}
+
+// crowdReactions reads the reactions the crowd keeps through its admin API
+// and answers whether crowd actor actor keeps one of kind to object, as
+// they stood when read (the run's own are the generator's to track).
+func crowdReactions(ctx context.Context, admin *adminapi.Client) (func(actor, object string, kind record.ActivityKind) bool, error) {
+	info, err := admin.Reactions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the crowd's reactions: %w", err)
+	}
+	type key struct{ actor, object, kind string }
+	kept := make(map[key]bool, len(info.Reactions))
+	for _, x := range info.Reactions {
+		kept[key{x.Actor, x.Object, x.Kind}] = true
+	}
+	return func(actor, object string, kind record.ActivityKind) bool {
+		return kept[key{actor, object, string(kind)}]
+	}, nil
 }

@@ -62,6 +62,7 @@ type fetchWindow struct {
 	ended   time.Time // zero until End
 	kinds   map[string]*kindTally
 	objects map[string]int64
+	credits map[string]int64 // fetches by the activity type credited (creditOf)
 }
 
 // kindTally counts one kind of request.
@@ -91,7 +92,7 @@ func (f *FetchWindows) Open(label string) (adminapi.FetchbackWindow, error) {
 			ErrTooManyWindows, adminapi.MaxFetchbackWindows, adminapi.RouteFetchbackClose)
 	}
 	w := &fetchWindow{win: adminapi.FetchbackWindow{ID: rand.Text(), Label: label, Opened: now.UTC()},
-		kinds: map[string]*kindTally{}, objects: map[string]int64{}}
+		kinds: map[string]*kindTally{}, objects: map[string]int64{}, credits: map[string]int64{}}
 	f.windows = append(f.windows, w)
 	f.open.Store(int32(len(f.windows)))
 	return w.win, nil
@@ -200,10 +201,11 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		end := f.now()
 		kind, object := classifyFetch(r.URL.Path)
+		credit := creditOf(r.URL.Path, sw.status)
 		signed := r.Header.Get("Signature") != "" || r.Header.Get("Signature-Input") != ""
 		f.mu.Lock() // then each window's: the order Open takes them in too
 		for _, win := range f.windows {
-			win.add(kind, object, sw.status, signed, start, end)
+			win.add(kind, object, credit, sw.status, signed, start, end)
 		}
 		for i := range f.closed {
 			if c := &f.closed[i]; end.Before(c.At.Add(adminapi.FetchbackLateLinger)) {
@@ -221,7 +223,7 @@ func (f *FetchWindows) lingering() bool {
 }
 
 // add counts one request served from start to end.
-func (w *fetchWindow) add(kind, object string, status int, signed bool, start, end time.Time) {
+func (w *fetchWindow) add(kind, object, credit string, status int, signed bool, start, end time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if start.Before(w.win.Opened) {
@@ -243,6 +245,9 @@ func (w *fetchWindow) add(kind, object string, status int, signed bool, start, e
 	histgeom.Record(k.latency, end.Sub(start))
 	if object != "" {
 		w.objects[object]++
+	}
+	if credit != "" {
+		w.credits[credit]++
 	}
 }
 
@@ -274,7 +279,7 @@ func (w *fetchWindow) tally(now time.Time, latency bool) adminapi.FetchbackTally
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := adminapi.FetchbackTally{FetchbackWindow: w.win, At: now.UTC(), Kinds: map[string]adminapi.FetchbackKind{},
-		Objects: map[string]int64{}}
+		Objects: map[string]int64{}, Credits: maps.Clone(w.credits)}
 	if !w.ended.IsZero() {
 		e := w.ended.UTC()
 		t.Ended = &e

@@ -58,6 +58,56 @@ func TestClassifyFetch(t *testing.T) {
 	}
 }
 
+// TestCreditOf: each fetch is credited to the activity type whose object
+// it fetched, read from the object's id and the answer: a thread's parents
+// to Reply, attachments to Media, what answered 410 to Delete, a boosted
+// unseen note (by a leaver) to Announce.
+func TestCreditOf(t *testing.T) {
+	w := testPasture(t, Config{}).cfg.World
+	alice, _ := w.ActorByID("https://flood1.test/users/alice")
+	path := func(id string) string { return strings.TrimPrefix(id, "https://flood1.test") }
+	spec := actors.NoteSpec{Seq: 1, MentionID: "https://sut.test/users/a", MentionHandle: "@a@sut.test"}
+	root, reply, media := spec, spec, spec
+	root.Thread = true
+	reply.InReplyTo = alice.NoteID(root)
+	media.Media = actors.MediaSpec{Count: 1, Width: 2, Height: 2}
+	leaver := alice.Leaver(9)
+	like := alice.Like(actors.LikeSpec{Seq: 2, Object: "https://sut.test/posts/1"})
+	boost := alice.Announce(actors.AnnounceSpec{Seq: 3, Object: "https://sut.test/posts/1", Author: "https://sut.test/users/a"})
+	follow := alice.Follow(actors.FollowSpec{Seq: 4, Object: "https://sut.test/users/a"})
+	note := alice.NoteID(spec)
+	for _, c := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{path(note), 200, adminapi.CreditCreate},                                       // a plain note: its Create's
+		{path(note) + "/activity", 200, adminapi.CreditCreate},                         // the Create itself
+		{path(note), 410, adminapi.CreditDelete},                                       // the same note, deleted
+		{path(alice.NoteID(root)), 200, adminapi.CreditReply},                          // a thread's root, made for a reply
+		{path(alice.NoteID(reply)), 200, adminapi.CreditReply},                         // a reply, or a parent between
+		{path(alice.NoteID(media)), 200, adminapi.CreditMedia},                         // a media note
+		{path(actors.MediaURL("flood1.test", 2, 2, "x-0")), 200, adminapi.CreditMedia}, // its image
+		{path(leaver.NoteID(spec)), 200, adminapi.CreditAnnounce},                      // a boosted unseen note
+		{path(leaver.ID), 200, adminapi.CreditAnnounce},                                // its author, met through it
+		{path(leaver.ID), 410, adminapi.CreditDelete},                                  // the same account, deleted
+		{path(note) + "/delete", 200, adminapi.CreditDelete},                           // a Delete served at its id
+		{path(note) + "/updates/AQID", 200, adminapi.CreditUpdate},                     // an Update
+		{path(like.ID), 200, adminapi.CreditLike},                                      // a Like
+		{path(like.ID) + "/undo", 200, adminapi.CreditUndo},                            // its Undo
+		{path(boost.ID), 200, adminapi.CreditAnnounce},                                 // a boost
+		{path(follow.ID), 200, adminapi.CreditFollow},                                  // a Follow
+		{path(alice.ID), 200, ""},                                                      // an actor (its key): no one type's
+		{"/users/alice/outbox", 200, ""},                                               // a collection
+		{"/.well-known/webfinger", 200, ""},                                            // discovery
+		{"/users/alice/notes/not-a-token", 404, ""},                                    // no note at all
+	} {
+		if got := creditOf(c.path, c.status); got != c.want {
+			t.Errorf("%.60s (%d): %q, want %q", c.path, c.status, got, c.want)
+		}
+	}
+}
+
 // TestFetchbackWindowOverRealListeners opens a window through the admin
 // API, fetches from the origins over HTTPS as a SUT does, ends the window,
 // fetches once more, and reads the tally: every GET in its kind, with its
@@ -144,6 +194,9 @@ func TestFetchbackWindowOverRealListeners(t *testing.T) {
 	}
 	if tally.Objects["notes"] != 2 || len(tally.Objects) != 1 {
 		t.Errorf("objects %v, want notes 2", tally.Objects)
+	}
+	if tally.Credits[adminapi.CreditCreate] != 1 || len(tally.Credits) != 1 {
+		t.Errorf("credits %v, want Create 1 (the note; the 404 names none)", tally.Credits)
 	}
 	var ae *adminapi.Error
 	if _, err := admin.CloseFetchback(ctx, win.ID); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {

@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"net/http"
 	"path"
 	"strings"
 
@@ -82,4 +83,59 @@ func underActor(rest []string) (kind, object string) {
 		return adminapi.FetchObject, rest[0]
 	}
 	return adminapi.FetchOther, ""
+}
+
+// creditOf names the activity type whose sends made the SUT fetch urlPath,
+// answered status (adminapi.Credits), or "" for a fetch no one type
+// causes (an actor's key, WebFinger, NodeInfo, a collection). The object's
+// id says which builder made it: a thread's parents (marked Thread) and
+// replies are Reply's, an attachment or a media note Media's, a note by a
+// leaver the unseen note an Announce boosted; whatever answered 410 was
+// fetched for a Delete (a deleted note or account).
+func creditOf(urlPath string, status int) string {
+	kind, object := classifyFetch(urlPath)
+	switch {
+	case kind == adminapi.FetchMedia:
+		return adminapi.CreditMedia
+	case (kind == adminapi.FetchLeaver || kind == adminapi.FetchObject) && status == http.StatusGone:
+		return adminapi.CreditDelete
+	case kind == adminapi.FetchLeaver:
+		return adminapi.CreditAnnounce // its note was boosted: the SUT meets its author
+	case kind != adminapi.FetchObject:
+		return ""
+	}
+	seg := strings.Split(strings.Trim(urlPath, "/"), "/")
+	if seg[0] != "users" || len(seg) < 4 {
+		return "" // the instance actor sends no objects
+	}
+	suffix := strings.Join(seg[4:], "/")
+	switch object {
+	case "likes", "follows", "announces":
+		if suffix == "undo" {
+			return adminapi.CreditUndo
+		}
+		return map[string]string{"likes": adminapi.CreditLike, "follows": adminapi.CreditFollow,
+			"announces": adminapi.CreditAnnounce}[object]
+	case "notes":
+	default:
+		return ""
+	}
+	switch {
+	case suffix == "delete":
+		return adminapi.CreditDelete
+	case strings.HasPrefix(suffix, "updates/"):
+		return adminapi.CreditUpdate
+	case actors.IsLeaverName(seg[1]):
+		return adminapi.CreditAnnounce
+	}
+	spec, err := actors.ParseNoteToken(seg[3])
+	switch {
+	case err != nil:
+		return ""
+	case spec.Media.Count > 0:
+		return adminapi.CreditMedia
+	case spec.InReplyTo != "" || spec.Thread:
+		return adminapi.CreditReply
+	}
+	return adminapi.CreditCreate
 }

@@ -19,9 +19,12 @@ func TestLibcryptoFreesPublicKeys(t *testing.T) {
 	d := digestOf(crypto.SHA256, []byte("free"))
 	sig, _ := k.rsaA.Sign(rand.Reader, d, crypto.SHA256)
 	keep := &rsa.PublicKey{N: k.rsaA.N, E: k.rsaA.E}
-	for range 50 {
-		pub := &rsa.PublicKey{N: k.rsaA.N, E: k.rsaA.E}
-		if err := b.VerifyPKCS1v15(pub, crypto.SHA256, d, sig); err != nil {
+	// All 50 stay reachable until counted: a collection during the loop
+	// would free some early and make the count below a matter of timing.
+	pubs := make([]*rsa.PublicKey, 50)
+	for i := range pubs {
+		pubs[i] = &rsa.PublicKey{N: k.rsaA.N, E: k.rsaA.E}
+		if err := b.VerifyPKCS1v15(pubs[i], crypto.SHA256, d, sig); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,6 +39,7 @@ func TestLibcryptoFreesPublicKeys(t *testing.T) {
 	if n := cached(); n != 51 {
 		t.Fatalf("%d public keys cached, want 51 (one per *rsa.PublicKey)", n)
 	}
+	runtime.KeepAlive(pubs)
 	for i := 0; i < 100 && cached() > 1; i++ {
 		runtime.GC() // cleanups run after a collection, on their own goroutine
 		runtime.Gosched()

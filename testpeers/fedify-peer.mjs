@@ -7,7 +7,7 @@
 // and a plain-HTTP JSON control API on --control (loopback) that tests use to drive it and read
 // what it verified. See README.md in this folder for the flags and the control API.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,7 +17,7 @@ import { configure, getConsoleSink } from '@logtape/logtape';
 import {
   Accept, Activity, Announce, Application, Create, Delete, Endpoints, Follow, Like, Note, Person, PUBLIC_COLLECTION,
   Reject, Undo, Update, createExponentialBackoffPolicy, createFederation, generateCryptoKeyPair,
-  InProcessMessageQueue, isActor, MemoryKvStore,
+  InProcessMessageQueue, isActor, MemoryKvStore, CryptographicKey, fetchKey,
 } from '@fedify/fedify';
 
 // ---------------------------------------------------------------------------------------------
@@ -37,6 +37,7 @@ const { values: opts } = parseArgs({
     'follow-policy': { type: 'string' },
     'log-level': { type: 'string' },
     'rsa-bits': { type: 'string' },
+    'forgery-mode': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -62,6 +63,12 @@ if (opts.help) {
   --log-level L        Fedify's log level: debug | info | warning | error (default warning)
   --rsa-bits N         RSA key size (default 2048, like Mastodon; Fedify's own default is 4096,
                        which takes seconds per key to generate)
+  --forgery-mode M     what the inbox makes of forged requests: refuse (default: Fedify's own
+                       verdicts) | drop-wrong-key (a request signed with a valid key whose owner
+                       is not the activity's actor is answered 202 and dropped, as Mastodon does)
+                       | keep-body (a request whose Digest does not match its body is verified
+                       over its signed headers alone, as go-fed/httpsig does, and kept: the
+                       note stored as the actor's post, the Like, boost or Follow counted)
 Every flag can also be given as PEER_<FLAG> in the environment (PEER_FOLLOW_POLICY=...).
 Trust the crowd's CA with NODE_EXTRA_CA_CERTS=ca.pem.
 `);
@@ -86,6 +93,12 @@ const logLevel = flag('log-level', 'warning');
 const rsaBits = Number(flag('rsa-bits', '2048'));
 if (!certFile || !keyFile) {
   process.stderr.write('fedify-peer: --cert and --key are required (PEM files for --domain)\n');
+  process.exit(2);
+}
+const FORGERY_MODES = ['refuse', 'drop-wrong-key', 'keep-body'];
+let forgeryMode = flag('forgery-mode', 'refuse');
+if (!FORGERY_MODES.includes(forgeryMode)) {
+  process.stderr.write(`fedify-peer: --forgery-mode must be refuse, drop-wrong-key or keep-body\n`);
   process.exit(2);
 }
 if (!['accept', 'reject', 'ignore'].includes(followPolicy)) {
@@ -162,12 +175,36 @@ const stats = {
   rejected: {}, // type -> n: an inbox POST answered 4xx (bad signature, unknown actor, ...)
   duplicate: {}, // type -> n: answered 202 without calling a listener (already processed)
   failed: {}, // type -> n: answered 5xx (a listener threw)
+  goneSelfDeletes: 0, // self-Deletes of accounts whose origin answers 410: answered 202 unverified, as Mastodon does
   received: [], // ids of verified activities, in order of arrival
   rejections: [], // the latest rejections with status and Fedify's reason
   outboxErrors: [], // deliveries Fedify gave up on or that failed an attempt
   notes: [], // Notes received in Create: {id, activity, actor, receivedAt} (for the audience probes)
   vocab: [], // what the listeners of the vocabulary verified and fetched: see vocabLog
+  reactions: [], // every Like and Announce verified: {kind, actor, object, id, repeated, at}
+  reactionsRepeated: 0, // of those, the ones whose (actor, object, kind) this server kept already
 };
+/** "kind actor object" -> the activity id: one reaction per account, post and kind, until its Undo, as a real server keeps them. */
+const reactionsKept = new Map();
+
+/** Keeps a Like or Announce as a real server does (a repeat is answered 202 and dropped) and logs it. */
+function keepReaction(kind, activity) {
+  const actor = activity.actorId?.href ?? null;
+  const object = activity.objectId?.href ?? null;
+  const key = `${kind} ${actor} ${object}`;
+  const repeated = reactionsKept.has(key);
+  if (repeated) stats.reactionsRepeated += 1;
+  else reactionsKept.set(key, activity.id?.href ?? null);
+  remember(stats.reactions, { kind, actor, object, id: activity.id?.href ?? null, repeated, at: new Date().toISOString() });
+}
+
+/** Frees the pair of the Like or Announce an Undo takes back, when the Undo's actor made it. */
+function undoReaction(undo, inner) {
+  const kind = inner instanceof Like ? 'Like' : inner instanceof Announce ? 'Announce' : null;
+  if (kind == null || inner.actorId?.href !== undo.actorId?.href) return;
+  const key = `${kind} ${inner.actorId?.href} ${inner.objectId?.href}`;
+  if (reactionsKept.get(key) === inner.id?.href) reactionsKept.delete(key);
+}
 const MAX_LIST = 100000;
 /** Adds one to counter[type]. */
 function bump(counter, type) { counter[type] = (counter[type] ?? 0) + 1; }
@@ -381,6 +418,7 @@ federation
         followId: follow.id?.href ?? null,
         since: new Date().toISOString(),
       });
+      notify(persona, 'follow', follower.id.href, null);
     }
     await ctx.sendActivity({ identifier: persona }, follower, new answer({
       id: new URL(`${ctx.getActorUri(persona).href}/${followPolicy}s/${randomUUID()}`),
@@ -396,6 +434,7 @@ federation
       object: inner?.id?.href ?? null, objectType: inner?.constructor?.name ?? null,
       sameActor: inner?.actorId?.href === undo.actorId?.href,
     });
+    undoReaction(undo, inner);
     if (!(inner instanceof Follow) || undo.actorId == null) return;
     const target = inner.objectId ? ctx.parseUri(inner.objectId) : null;
     const m = target?.type === 'actor' ? followers.get(target.identifier) : null;
@@ -422,9 +461,12 @@ federation
     });
     await checkNote(ctx, create);
     await toHomes(ctx, create);
+    await notifyMentions(ctx, create);
   })
   .on(Announce, async (ctx, announce) => {
     markVerified(announce);
+    keepReaction('Announce', announce);
+    react('reblog', announce.actorId?.href, announce.objectId?.href);
     // A boost of a post this server has not seen: fetch it, as a server must to show it.
     const id = announce.objectId;
     const local = id != null && id.hostname === domain;
@@ -438,10 +480,15 @@ federation
   .on(Delete, async (ctx, del) => {
     markVerified(del);
     const self = del.objectId != null && del.objectId.href === del.actorId?.href;
+    // A server that handles a Delete looks at the object (some refuse to delete what still
+    // answers 200): this one fetches it and logs the status it saw. A self-Delete's account was
+    // fetched before Fedify ran (goneSelfDelete).
+    const store = inboxRequest.getStore();
+    const fetchStatus = self ? (store?.fetchStatus ?? null) : await objectStatus(del.objectId);
     // A Delete counts only from the object's own origin (its author or the account itself).
     vocabLog(del, {
       object: del.objectId?.href ?? null, kind: self ? 'actor' : 'note',
-      sameOrigin: del.objectId?.hostname === del.actorId?.hostname,
+      sameOrigin: del.objectId?.hostname === del.actorId?.hostname, fetchStatus,
     });
   })
   .on(Update, async (ctx, update) => {
@@ -455,7 +502,11 @@ federation
       sameActor: obj instanceof Person ? obj.id?.href === update.actorId?.href : obj?.attributionId?.href === update.actorId?.href,
     });
   })
-  .on(Like, async (ctx, like) => { markVerified(like); })
+  .on(Like, async (ctx, like) => {
+    markVerified(like);
+    keepReaction('Like', like);
+    react('favourite', like.actorId?.href, like.objectId?.href);
+  })
   .on(Activity, async (ctx, activity) => { markVerified(activity); })
   .onError((ctx, error) => {
     process.stderr.write(`fedify-peer: inbox listener error: ${error?.stack ?? error}\n`);
@@ -467,6 +518,40 @@ function vocabLog(activity, detail) {
     type: inboxRequest.getStore()?.type ?? activity.constructor.name, id: activity.id?.href ?? null,
     actor: activity.actorId?.href ?? null, at: new Date().toISOString(), ...detail,
   }, 10000);
+}
+
+/** The status the object's origin answers a plain GET of it with (null when it did not answer). */
+async function objectStatus(id) {
+  if (id == null) return null;
+  try {
+    const res = await fetch(id.href ?? String(id), { headers: { accept: 'application/activity+json' } });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A self-Delete (an account deletion: actor == object), looked at before Fedify verifies it:
+ * the account is fetched and its status kept for the listener's log. An account whose origin
+ * answers 410 cannot be verified (its key is gone with it), so the Delete is answered 202
+ * unverified and logged, as Mastodon answers the self-Delete of an account it does not hold.
+ * Returns that response, or null to let Fedify handle the Delete.
+ */
+async function goneSelfDelete(json, store) {
+  const actor = typeof json?.actor === 'string' ? json.actor : null;
+  const object = typeof json?.object === 'string' ? json.object : json?.object?.id;
+  if (json?.type !== 'Delete' || actor == null || object !== actor) return null;
+  store.fetchStatus = await objectStatus(new URL(actor));
+  if (store.fetchStatus !== 410) return null;
+  stats.goneSelfDeletes += 1;
+  store.listened = true; // taken, by this server's own rule: no duplicate
+  remember(stats.vocab, {
+    type: 'Delete', id: typeof json.id === 'string' ? json.id : null, actor, at: new Date().toISOString(),
+    object: actor, kind: 'actor', sameOrigin: true, fetchStatus: 410, verified: false,
+  }, 10000);
+  return new Response(null, { status: 202 });
 }
 
 /** The most parents of a reply this server fetches, as Mastodon bounds its thread resolution. */
@@ -722,12 +807,213 @@ async function clientApi(req, res, url, body) {
     const home = homes.get(persona);
     return send(200, home.slice(-limit).reverse().map(statusJson));
   }
+  if (req.method === 'GET' && await effectsApi(req, res, url, path, persona, send)) return true;
   return send(404, { error: 'Record not found' });
 }
 
 /** Escapes text for HTML content. */
 function escapeHtml(s) {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where activities land, as Mastodon's client API shows them (notifications; a post's favourites
+// and boosts; followers), and the forgery modes (--forgery-mode): the crowd looks for a forged
+// activity's effect there.
+
+/** persona -> [{id, type, actor, status, at}], oldest first: the persona's notifications. */
+const notifications = new Map(personaNames.map((p) => [p, []]));
+/** Mastodon keeps every notification; this keeps the newest 20000 of each persona. */
+const NOTIFICATIONS_MAX = 20000;
+let nextNotification = 1;
+/** local post uri -> {favourite: Set(actor id), reblog: Set(actor id)} */
+const reactions = new Map();
+/** status id <-> local post uri, assigned on first sight as Mastodon numbers its statuses. */
+const localStatusIds = new Map();
+const localStatusUris = new Map();
+/** What --forgery-mode did: requests answered 202 and dropped, requests kept. */
+const forgeryLog = { dropped: [], kept: [] };
+
+/** Adds a notification of type by actor (a remote actor id) to persona, about status (or null). */
+function notify(persona, type, actor, status) {
+  const list = notifications.get(persona);
+  if (list == null || actor == null) return;
+  const st = status ? { statusId: status.statusId ?? String(nextStatusId++), ...status } : null;
+  list.push({ id: String(nextNotification++), type, actor, status: st, at: new Date() });
+  if (list.length > NOTIFICATIONS_MAX) list.shift();
+}
+
+/** The persona a local post uri belongs to, or null. */
+function localPostOwner(uri) {
+  if (uri == null) return null;
+  const parsed = ctxNow().parseUri(new URL(uri));
+  const id = parsed?.type === 'object' ? parsed.values?.identifier : null;
+  return id != null && personas.has(id) ? id : null;
+}
+
+/** Counts a favourite or boost of a local post by actor, and notifies its author. */
+function react(type, actor, object) {
+  const owner = localPostOwner(object);
+  if (owner == null || actor == null) return;
+  let r = reactions.get(object);
+  if (!r) reactions.set(object, (r = { favourite: new Set(), reblog: new Set() }));
+  if (r[type].has(actor)) return;
+  r[type].add(actor);
+  notify(owner, type, actor, localStatus(ctxNow(), owner, object));
+}
+
+/** A mention notification for every persona a verified Create's note mentions. */
+async function notifyMentions(ctx, create) {
+  const note = await create.getObject(ctx).catch(() => null);
+  if (!(note instanceof Note) || note.id == null || create.actorId == null) return;
+  const mentioned = [];
+  for await (const tag of note.getTags(ctx)) if (tag?.href != null) mentioned.push(tag.href.href);
+  const status = {
+    uri: note.id.href, url: note.url?.href ?? note.id.href, content: note.content?.toString() ?? '',
+    createdAt: note.published ? new Date(note.published.epochMilliseconds) : new Date(), account: remoteAccount(create.actorId.href),
+  };
+  for (const p of personaNames) if (mentioned.includes(ctx.getActorUri(p).href)) notify(p, 'mention', create.actorId.href, status);
+}
+
+/** A local post as a status: its id assigned on first sight. */
+function localStatus(ctx, persona, uri) {
+  let id = localStatusIds.get(uri);
+  if (id == null) {
+    id = String(nextStatusId++);
+    localStatusIds.set(uri, id);
+    localStatusUris.set(id, uri);
+  }
+  const note = notesOf(ctx, persona).find((n) => n.id.href === uri);
+  return {
+    statusId: id, uri, url: uri, content: note?.content?.toString() ?? '',
+    createdAt: note?.published ? new Date(note.published.epochMilliseconds) : started, account: localAccountJson(ctx, persona),
+  };
+}
+
+/** A notification, as Mastodon's Notification entity. */
+function notificationJson(n) {
+  return {
+    id: n.id, type: n.type, created_at: n.at.toISOString(), account: remoteAccountJson(remoteAccount(n.actor)),
+    status: n.status ? statusJson(n.status) : null,
+  };
+}
+
+/**
+ * The client-API routes that show where activities land: GET /api/v1/notifications (paged by
+ * max_id, newest first, with Link rel="next" as Mastodon pages it), /api/v1/accounts/:id/followers
+ * and /statuses of a persona, /api/v1/statuses/:id/favourited_by and /reblogged_by of its posts.
+ * Returns false when path is none of them.
+ */
+async function effectsApi(req, res, url, path, persona, send) {
+  const ctx = ctxNow();
+  if (path === '/api/v1/notifications') {
+    const limit = Math.max(1, Math.min(80, Number(url.searchParams.get('limit') ?? 40) || 40));
+    const maxId = Number(url.searchParams.get('max_id') ?? Infinity);
+    const older = notifications.get(persona).filter((n) => Number(n.id) < maxId).reverse();
+    const page = older.slice(0, limit);
+    if (older.length > limit) {
+      res.setHeader('link', `<https://${req.headers.host ?? domain}/api/v1/notifications?limit=${limit}&max_id=${page[page.length - 1].id}>; rel="next"`);
+    }
+    return send(200, page.map(notificationJson));
+  }
+  let m = /^\/api\/v1\/accounts\/([^/]+)\/(followers|statuses)$/.exec(path);
+  if (m) {
+    const ref = accountsById.get(m[1]);
+    if (ref?.local == null) return send(404, { error: 'Record not found' });
+    if (m[2] === 'followers') return send(200, [...followers.get(ref.local).keys()].map((a) => remoteAccountJson(remoteAccount(a))));
+    return send(200, notesOf(ctx, ref.local).reverse().map((n) => statusJson(localStatus(ctx, ref.local, n.id.href))));
+  }
+  m = /^\/api\/v1\/statuses\/([^/]+)\/(favourited_by|reblogged_by)$/.exec(path);
+  if (m) {
+    const uri = localStatusUris.get(m[1]);
+    if (uri == null) return send(404, { error: 'Record not found' });
+    const who = reactions.get(uri)?.[m[2] === 'favourited_by' ? 'favourite' : 'reblog'] ?? new Set();
+    return send(200, [...who].map((a) => remoteAccountJson(remoteAccount(a))));
+  }
+  return false;
+}
+
+/**
+ * Applies --forgery-mode to an inbox POST Fedify answered: drop-wrong-key turns Fedify's 401 for a
+ * valid signature by a key its actor does not own into a 202 and drops the activity (Mastodon
+ * answers 202 before ProcessCollectionService drops it); keep-body keeps a request whose only
+ * fault is a Digest that does not match the body. Returns the answer to send instead, or null.
+ */
+async function answerForgery(req, url, body, response) {
+  if (forgeryMode === 'refuse' || response.status !== 401) return null;
+  let json = null;
+  try { json = JSON.parse(body.toString('utf8')); } catch { return null; }
+  const entry = { type: json?.type ?? null, id: json?.id ?? null, actor: json?.actor ?? null, at: new Date().toISOString() };
+  const reason = await response.clone().text();
+  if (forgeryMode === 'drop-wrong-key' && reason.startsWith('The signer and the actor do not match')) {
+    remember(forgeryLog.dropped, entry, 10000);
+    return new Response(null, { status: 202 });
+  }
+  if (forgeryMode !== 'keep-body' || digestMatches(req.headers.digest, body)) return null;
+  const owner = await verifyIgnoringDigest(req, url).catch(() => null);
+  if (owner == null || owner !== json?.actor) return null;
+  keep(json);
+  remember(forgeryLog.kept, entry, 10000);
+  return new Response(null, { status: 202 });
+}
+
+/** Whether a Digest header's SHA-256 is the body's (no Digest: there is nothing to mismatch). */
+function digestMatches(digest, body) {
+  const m = /SHA-256=([A-Za-z0-9+/=]+)/i.exec(digest ?? '');
+  return m == null || createHash('sha256').update(body).digest('base64') === m[1];
+}
+
+/**
+ * Verifies a draft-cavage signature as go-fed/httpsig does: over the signed headers as sent, with
+ * the Date window an inbox built on it checks, never comparing the Digest with the body. Returns
+ * the key's owner, or null.
+ */
+async function verifyIgnoringDigest(req, url) {
+  const params = Object.fromEntries([...(req.headers.signature ?? '').matchAll(/(\w+)\s*=\s*"([^"]*)"/g)].map((m) => [m[1], m[2]]));
+  if (!params.keyId || !params.signature) return null;
+  const date = Date.parse(req.headers.date ?? '');
+  if (!(Math.abs(Date.now() - date) < 3600_000)) return null;
+  if (params.created && Math.abs(Date.now() / 1000 - Number(params.created)) > 3600) return null;
+  const lines = [];
+  for (const h of (params.headers ?? 'date').toLowerCase().split(/\s+/)) {
+    if (h === '(request-target)') lines.push(`(request-target): ${req.method.toLowerCase()} ${url.pathname}${url.search}`);
+    else if (h === '(created)') lines.push(`(created): ${params.created}`);
+    else if (req.headers[h] == null) return null;
+    else lines.push(`${h}: ${req.headers[h]}`);
+  }
+  const ctx = ctxNow();
+  const documentLoader = await ctx.getDocumentLoader({ identifier: instanceId });
+  const { key } = await fetchKey(params.keyId, CryptographicKey, { documentLoader, contextLoader: ctx.contextLoader });
+  if (key?.publicKey == null) return null;
+  const ok = await crypto.subtle.verify('RSASSA-PKCS1-v1_5', key.publicKey, Buffer.from(params.signature, 'base64'), new TextEncoder().encode(lines.join('\n')));
+  return ok ? (key.ownerId?.href ?? null) : null;
+}
+
+/** Keeps an activity as a server that trusted it would: a note as the actor's post, a reaction, a follower. */
+function keep(json) {
+  const actor = typeof json?.actor === 'string' ? json.actor : null;
+  const objectId = typeof json?.object === 'string' ? json.object : json?.object?.id;
+  const ctx = ctxNow();
+  switch (json?.type) {
+    case 'Create': {
+      const note = json.object;
+      if (note?.type !== 'Note' || typeof note.id !== 'string') return;
+      const tags = Array.isArray(note.tag) ? note.tag : note.tag ? [note.tag] : [];
+      const status = { uri: note.id, url: note.url ?? note.id, content: String(note.content ?? ''), createdAt: new Date(), account: remoteAccount(actor) };
+      for (const p of personaNames) {
+        if (tags.some((t) => t?.type === 'Mention' && t.href === ctx.getActorUri(p).href)) notify(p, 'mention', actor, status);
+      }
+      return;
+    }
+    case 'Like': return react('favourite', actor, objectId);
+    case 'Announce': return react('reblog', actor, objectId);
+    case 'Follow': {
+      const target = objectId ? ctx.parseUri(new URL(objectId)) : null;
+      if (target?.type !== 'actor' || !personas.has(target.identifier) || actor == null) return;
+      followers.get(target.identifier).set(actor, { actor, inbox: `${actor}/inbox`, sharedInbox: null, followId: json.id ?? null, since: new Date().toISOString() });
+      notify(target.identifier, 'follow', actor, null);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -766,8 +1052,9 @@ async function handle(req, res) {
   }
   let type = 'invalid';
   let id = null;
+  let json = null;
   try {
-    const json = JSON.parse(body.toString('utf8'));
+    json = JSON.parse(body.toString('utf8'));
     type = typeof json?.type === 'string' ? json.type : 'unknown';
     id = typeof json?.id === 'string' ? json.id : null;
   } catch { /* counted under "invalid" */ }
@@ -781,7 +1068,10 @@ async function handle(req, res) {
   }
   if (inboxRateLimited(res)) return;
   const store = { type, listened: false, path: url.pathname };
-  const response = await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
+  const response = await goneSelfDelete(json, store) ??
+    await inboxRequest.run(store, () => federation.fetch(request, { contextData: undefined }));
+  const forged = await answerForgery(req, url, body, response);
+  if (forged) return writeResponse(res, forged);
   if (response.status >= 400 && response.status < 500) {
     bump(stats.rejected, type);
     const reason = await response.clone().text();
@@ -898,6 +1188,7 @@ const controlRoutes = {
     const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
     return [200, {
       verified: stats.verified, rejected: stats.rejected, duplicate: stats.duplicate, failed: stats.failed,
+      goneSelfDeletes: stats.goneSelfDeletes,
       verifiedTotal: total(stats.verified), rejectedTotal: total(stats.rejected),
       duplicateTotal: total(stats.duplicate), failedTotal: total(stats.failed),
       received: stats.received, rejections: stats.rejections, outboxErrors: stats.outboxErrors,
@@ -906,14 +1197,29 @@ const controlRoutes = {
   },
   'POST /stats/reset': async () => {
     for (const k of ['verified', 'rejected', 'duplicate', 'failed']) stats[k] = {};
-    for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab']) stats[k] = [];
+    for (const k of ['received', 'rejections', 'outboxErrors', 'notes', 'vocab', 'reactions']) stats[k] = [];
+    stats.reactionsRepeated = 0;
+    stats.goneSelfDeletes = 0;
     fetches.length = 0;
     return [200, { ok: true }];
   },
   // What this server fetched from other hosts since the start or the last /stats/reset.
   'GET /fetches': async () => [200, fetches],
+  // What --forgery-mode made of forged requests: those dropped after a 202, those kept.
+  'GET /forgeries': async () => [200, { mode: forgeryMode, ...forgeryLog }],
+  // Switches --forgery-mode and clears its log: one server plays each kind of inbox in turn.
+  'POST /forgery-mode': async (q, body) => {
+    if (!FORGERY_MODES.includes(body.mode)) return [400, { error: `want {"mode": one of ${FORGERY_MODES.join(', ')}}` }];
+    forgeryMode = body.mode;
+    forgeryLog.dropped = [];
+    forgeryLog.kept = [];
+    return [200, { mode: forgeryMode }];
+  },
   'GET /notes': async () => [200, stats.notes],
   'GET /vocab': async () => [200, stats.vocab],
+  // Every Like and Announce received since the start or the last /stats/reset, how many repeated a
+  // reaction this server kept (a real server answers those 202 and drops them), and how many it keeps.
+  'GET /reactions': async () => [200, { received: stats.reactions, repeated: stats.reactionsRepeated, kept: reactionsKept.size }],
   'POST /follow': async (q, body) => {
     const { from, to } = body;
     if (!personas.has(from) || typeof to !== 'string') return [400, { error: 'want {"from": persona, "to": acct or actor URL}' }];

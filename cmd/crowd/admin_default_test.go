@@ -115,6 +115,8 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "GET /api/flood/live"},                                                                                                                 // the runs pushed
 		{pattern: "POST /api/changes", body: `{"items":[]}`},                                                                                             // the count of edits and deletions taken
 		{pattern: "POST /api/following/undo", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // whether an undone Follow was there
+		{pattern: "GET /api/reactions"},                                                                                                                  // the Likes and Announces kept: ids only
+		{pattern: "POST /api/reactions", body: `{"items":[]}`},                                                                                           // the count of reactions taken
 	}
 	var listed []string
 	for _, r := range routes {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,6 +18,7 @@ type scenarioFlags struct {
 	tamperShare float64
 	originZipf  float64
 	targetPosts int
+	settle      time.Duration
 }
 
 func (s *scenarioFlags) register(cmd *cobra.Command) {
@@ -25,6 +27,7 @@ func (s *scenarioFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&s.tamper, "tamper", "", "forged requests to send among the others: all, or some of body, digest-unsigned, wrong-key, date, created, target, replay, unknown-key (each counted apart; a 2xx to one is a security finding)")
 	fl.Float64Var(&s.tamperShare, "tamper-share", 0.5, "with --tamper: the share of sends forged, above 0 and at most 1")
 	fl.Float64Var(&s.originZipf, "origin-zipf", 0, "draw the senders' origins from a Zipf distribution with this exponent (> 1): a few busy servers and a long tail; 0 = uniform")
+	fl.DurationVar(&s.settle, "forgery-settle", 5*time.Second, "with --tamper and a client-API token (--post-token, or crowd run's audience): how long the SUT has after the flood to process the forgeries it answered 2xx before their effect is looked for")
 	fl.IntVar(&s.targetPosts, "target-posts", 0, "Likes (and Announces) go to each persona's N newest posts only (0: any of its posts)")
 }
 
@@ -73,8 +76,8 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 // config is what the scenario flags add to a load run.
 func (s *scenarioFlags) config(name string) *loadrun.ScenarioConfig {
 	c := &loadrun.ScenarioConfig{Name: name, Tamper: s.tamper, TamperShare: s.tamperShare, OriginZipf: s.originZipf,
-		TargetPosts: s.targetPosts}
-	if *c == (loadrun.ScenarioConfig{TamperShare: c.TamperShare}) {
+		TargetPosts: s.targetPosts, ForgerySettle: s.settle}
+	if *c == (loadrun.ScenarioConfig{TamperShare: c.TamperShare, ForgerySettle: c.ForgerySettle}) {
 		return nil
 	}
 	return c

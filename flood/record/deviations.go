@@ -25,17 +25,26 @@ type Deviations struct {
 	// Undo, because nothing the run had sent (and seen answered 2xx) was
 	// left to undo when it was drafted.
 	UndosDiverted int64 `json:"undos_diverted,omitempty"`
+	// LikesDiverted and AnnouncesDiverted are how many Creates were sent in
+	// place of a drawn Like or Announce of a persona's post, because every
+	// crowd actor had already reacted so to every post of the persona (a
+	// reaction is kept, across runs, until its Undo). Only sends count.
+	LikesDiverted     int64 `json:"likes_diverted,omitempty"`
+	AnnouncesDiverted int64 `json:"announces_diverted,omitempty"`
 }
 
 // Empty reports whether the run did what it was asked.
 func (d Deviations) Empty() bool {
-	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0 && d.UndosDiverted == 0
+	return d.FollowsDiverted == 0 && len(d.PersonasWithoutPosts) == 0 && len(d.RungsSkipped) == 0 && d.UndosDiverted == 0 &&
+		d.LikesDiverted == 0 && d.AnnouncesDiverted == 0
 }
 
 // merge adds o's deviations (a run of another generator) to d's.
 func (d *Deviations) merge(o Deviations) {
 	d.FollowsDiverted += o.FollowsDiverted
 	d.UndosDiverted += o.UndosDiverted
+	d.LikesDiverted += o.LikesDiverted
+	d.AnnouncesDiverted += o.AnnouncesDiverted
 	for _, p := range o.PersonasWithoutPosts {
 		if !slices.Contains(d.PersonasWithoutPosts, p) {
 			d.PersonasWithoutPosts = append(d.PersonasWithoutPosts, p)
@@ -60,6 +69,12 @@ func (d Deviations) Lines() []string {
 	if d.UndosDiverted > 0 {
 		out = append(out, fmt.Sprintf("%d %s sent as %s: nothing the run had sent was left to undo when drafted",
 			d.UndosDiverted, plural(int(d.UndosDiverted), "Undo was", "Undos were"), plural(int(d.UndosDiverted), "an Announce", "Announces")))
+	}
+	for _, r := range d.reactions() {
+		if r.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor had already %s every post of the persona drawn",
+				r.n, plural(int(r.n), r.kind+" was", r.kind+"s were"), plural(int(r.n), "a Create", "Creates"), r.done))
+		}
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		names := d.PersonasWithoutPosts
@@ -95,6 +110,11 @@ func (d Deviations) short() string {
 	if d.UndosDiverted > 0 {
 		parts = append(parts, fmt.Sprintf("%d Undos sent as Announces", d.UndosDiverted))
 	}
+	for _, r := range d.reactions() {
+		if r.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %ss sent as Creates", r.n, r.kind))
+		}
+	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
 	}
@@ -123,6 +143,13 @@ func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
 	if (a.UndosDiverted > 0 || b.UndosDiverted > 0) && (ua-ub > divertedShareTolerance || ub-ua > divertedShareTolerance) {
 		d = append(d, fmt.Sprintf("Undos sent as Announces %d (%s of sends) ≠ %d (%s)", a.UndosDiverted, fmtShare(ua), b.UndosDiverted, fmtShare(ub)))
 	}
+	for i, ra := range a.reactions() {
+		rb := b.reactions()[i]
+		sa, sb := share(ra.n, sentA), share(rb.n, sentB)
+		if (ra.n > 0 || rb.n > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
+			d = append(d, fmt.Sprintf("%ss sent as Creates %d (%s of sends) ≠ %d (%s)", ra.kind, ra.n, fmtShare(sa), rb.n, fmtShare(sb)))
+		}
+	}
 	if !slices.Equal(a.PersonasWithoutPosts, b.PersonasWithoutPosts) {
 		d = append(d, fmt.Sprintf("personas without posts (no Likes) %d ≠ %d", len(a.PersonasWithoutPosts), len(b.PersonasWithoutPosts)))
 	}
@@ -133,3 +160,15 @@ func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
 // from Follows to Creates that two runs may have and still be the same mix:
 // one percentage point moves a default mix's Follow share (10 %) by a tenth.
 const divertedShareTolerance = 0.01
+
+// divertedReaction is a count of reactions sent as Creates, with the
+// words that say it.
+type divertedReaction struct {
+	kind, done string
+	n          int64
+}
+
+// reactions are d's diverted Likes and Announces, in that order.
+func (d Deviations) reactions() [2]divertedReaction {
+	return [2]divertedReaction{{"Like", "liked", d.LikesDiverted}, {"Announce", "boosted", d.AnnouncesDiverted}}
+}

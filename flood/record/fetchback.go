@@ -28,10 +28,16 @@ type Fetchback struct {
 	// Objects counts object fetches by the object's kind (the path segment
 	// under /users/{name}/: notes, likes, follows…).
 	Objects map[string]int64 `json:"objects,omitempty"`
+	// Credits counts the fetches credited to the activity type whose
+	// object they fetched, as the crowd that served them read it from the
+	// object's id and its answer (adminapi.Credits: a thread's parents to
+	// Reply, attachments to Media, whatever answered 410 to Delete, an
+	// unseen boosted note to Announce…); fetches of no one type's object
+	// (keys, WebFinger, NodeInfo, collections) are in none.
+	Credits map[string]int64 `json:"credits,omitempty"`
 	// Amplification is fetches per 2xx-accepted send: one row per activity
-	// type the record has (fetches of objects that type sends, see
-	// ObjectActivity, and of the leavers it deletes, see LeaverActivity),
-	// and a last row "all" (every fetch, every type).
+	// type the record has (the fetches Credits gives it), and a last row
+	// "all" (every fetch, every type).
 	Amplification []Amplification `json:"amplification"`
 }
 
@@ -64,40 +70,9 @@ type Amplification struct {
 // FetchAll names the amplification row of every fetch and every type.
 const FetchAll = "all"
 
-// ObjectActivity lists the activity types whose sends make a SUT fetch an
-// object of kind segment (the path segment under /users/{name}/), the one
-// most likely to first: object fetches go to the first of them the record
-// has. A crowd note is fetched for an Announce of it (the SUT has not seen
-// it) before a Create (which embeds it); a new kind of object or activity
-// is a line here. An actor (but a leaver's), key, WebFinger, NodeInfo or
-// collection fetch names no activity (a SUT fetches a key once, for whatever it gets first
-// from that actor), so those count in the "all" row only.
-func ObjectActivity(segment string) []ActivityKind {
-	switch segment {
-	case "notes":
-		return []ActivityKind{TypeAnnounce, TypeCreate}
-	case "likes":
-		return []ActivityKind{TypeLike}
-	case "follows":
-		return []ActivityKind{TypeFollow}
-	case "announces":
-		return []ActivityKind{TypeAnnounce}
-	}
-	return nil
-}
-
 // FetchLeaver is the kind of a fetch of a leaver's actor document (an
-// account the crowd made to be deleted; adminapi.FetchLeaver): unlike
-// other actor fetches, it names the activity that caused it (see
-// LeaverActivity).
+// account the crowd made to be deleted; adminapi.FetchLeaver).
 const FetchLeaver = "leaver"
-
-// LeaverActivity lists the activity types whose sends make a SUT fetch a
-// leaver, the one most likely to first: its account deletion (a SUT that
-// verifies a self-Delete fetches the gone account's key), else a boost of
-// a note it authored that the SUT had not seen (the SUT may meet the
-// author). Leaver fetches go to the first of them the record has.
-func LeaverActivity() []ActivityKind { return []ActivityKind{TypeDelete, TypeAnnounce} }
 
 // FetchKindTally is one kind's counts as the crowd's admin API answers
 // them (adminapi.FetchbackKind), the input of NewFetchback.
@@ -108,10 +83,11 @@ type FetchKindTally struct {
 }
 
 // NewFetchback builds the section of one window's tally (kinds by name,
-// object fetches by kind) read grace after the run's end.
-func NewFetchback(kinds map[string]FetchKindTally, objects map[string]int64, grace time.Duration) (*Fetchback, error) {
+// object fetches by kind, fetches by the activity type credited) read
+// grace after the run's end.
+func NewFetchback(kinds map[string]FetchKindTally, objects, credits map[string]int64, grace time.Duration) (*Fetchback, error) {
 	fb := &Fetchback{GraceSeconds: grace.Seconds(), Windows: 1, Kinds: map[string]*FetchKind{},
-		Objects: maps.Clone(objects)}
+		Objects: maps.Clone(objects), Credits: maps.Clone(credits)}
 	for name, k := range kinds {
 		h, err := HistRecord{HDR: k.LatencyHDR}.Decode()
 		if err != nil {
@@ -163,23 +139,8 @@ func (r *Record) SetFetchback(fb *Fetchback) {
 // amplify computes the amplification rows from r's accepted sends.
 func (fb *Fetchback) amplify(r *Record) {
 	fb.Amplification = nil
-	byType := map[ActivityKind]int64{}
-	attribute := func(to []ActivityKind, n int64) {
-		for _, t := range to {
-			if _, ok := r.Types[string(t)]; ok {
-				byType[t] += n
-				return
-			}
-		}
-	}
-	for seg, n := range fb.Objects {
-		attribute(ObjectActivity(seg), n)
-	}
-	if k := fb.Kinds[FetchLeaver]; k != nil {
-		attribute(LeaverActivity(), k.Fetches)
-	}
 	for _, name := range r.TypeNames() {
-		row := Amplification{Type: name, Accepted: r.Types[name].Tally.OK(), Fetches: byType[ActivityKind(name)]}
+		row := Amplification{Type: name, Accepted: r.Types[name].Tally.OK(), Fetches: fb.Credits[name]}
 		fb.Amplification = append(fb.Amplification, row.divided())
 	}
 	all := Amplification{Type: FetchAll, Accepted: r.Overall.Tally.OK(), Fetches: fb.Total.Fetches}
@@ -206,12 +167,15 @@ func mergeFetchback(out *Record, recs []*Record) error {
 			continue
 		}
 		if fb == nil {
-			fb = &Fetchback{Kinds: map[string]*FetchKind{}, Objects: map[string]int64{}}
+			fb = &Fetchback{Kinds: map[string]*FetchKind{}, Objects: map[string]int64{}, Credits: map[string]int64{}}
 		}
 		fb.GraceSeconds = max(fb.GraceSeconds, in.GraceSeconds)
 		fb.Windows += in.Windows
 		for seg, n := range in.Objects {
 			fb.Objects[seg] += n
+		}
+		for typ, n := range in.Credits {
+			fb.Credits[typ] += n
 		}
 		for name, k := range in.Kinds {
 			if err := fb.addKind(name, k); err != nil {

@@ -40,7 +40,7 @@ func fetchRecord(t *testing.T, shard string, actorFetches int) *record.Record {
 		"actor":     served(t, actorFetches, time.Millisecond, int64(actorFetches), 1),
 		"webfinger": served(t, 3, 10*time.Millisecond, 0, 0),
 		"object":    served(t, 4, 100*time.Microsecond, 4, 0),
-	}, map[string]int64{"notes": 3, "likes": 1}, 3*time.Second)
+	}, map[string]int64{"notes": 3, "likes": 1}, map[string]int64{"Create": 3, "Like": 1}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestFetchbackMergesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := m.Fetchback
-	if fb == nil || fb.Windows != 2 || fb.Kinds["actor"].Fetches != 50 || fb.Total.Fetches != 27+37 || fb.Objects["notes"] != 6 {
+	if fb == nil || fb.Windows != 2 || fb.Kinds["actor"].Fetches != 50 || fb.Total.Fetches != 27+37 || fb.Objects["notes"] != 6 || fb.Credits["Create"] != 6 {
 		t.Fatalf("merged %+v", fb)
 	}
 	one := histgeom.New()
@@ -108,57 +108,32 @@ func TestFetchbackMergesExactly(t *testing.T) {
 	}
 }
 
-// TestFetchbackAttributesNotesToAnnounces: with Announces in the run, the
-// note fetches are theirs (a Create embeds its note); without, Creates'.
-func TestFetchbackAttributesNotesToAnnounces(t *testing.T) {
-	ms := func(int) time.Duration { return time.Millisecond }
+// TestFetchbackCredits: each type's amplification row has the fetches
+// the crowd credited to it, whatever other types the run has; credits of a
+// type the run did not send (its objects came from an earlier run) are in
+// the "all" row only.
+func TestFetchbackCredits(t *testing.T) {
 	for _, c := range []struct {
-		types []string
-		want  string // the type the note fetches go to
+		name    string
+		types   []string
+		credits map[string]int64
+		want    map[string]int64 // fetches by amplification row
 	}{
-		{[]string{"Create", "Announce"}, "Announce"}, // the unseen note of an Announce
-		{[]string{"Create", "Like"}, "Create"},       // no Announce: the Creates'
-	} {
-		stats := map[string]*record.Stats{}
-		for _, typ := range c.types {
-			stats[typ] = recordtest.Sends(10, ms, recordtest.Always(record.Class202))
-		}
-		r := recordtest.MustRecord(t, recordtest.Run(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Second, stats), record.Settings{})
-		fb, err := record.NewFetchback(map[string]record.FetchKindTally{"object": served(t, 5, time.Millisecond, 0, 0)},
-			map[string]int64{"notes": 5}, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.SetFetchback(fb)
-		for _, a := range fb.Amplification {
-			want := int64(0)
-			if a.Type == c.want || a.Type == record.FetchAll {
-				want = 5
-			}
-			if a.Fetches != want {
-				t.Errorf("types %v: %s has %d fetches, want %d", c.types, a.Type, a.Fetches, want)
-			}
-		}
-	}
-}
-
-// TestFetchbackLeavers: fetches of leavers (accounts made to be deleted)
-// are their own kind, and the amplification gives them to the Deletes
-// that named those accounts, else to the Announces of their notes.
-func TestFetchbackLeavers(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		types []string
-		want  map[string]int64 // fetches by amplification row
-	}{
-		// A Delete storm: each Delete's fetch of the gone account is the Delete's.
-		{"deletes", []string{"Delete"}, map[string]int64{"Delete": 7, record.FetchAll: 9}},
-		// Deletes and boosts: the Deletes first, as a SUT verifying a self-Delete fetches it.
-		{"deletes and boosts", []string{"Announce", "Delete"}, map[string]int64{"Announce": 0, "Delete": 7, record.FetchAll: 9}},
-		// Boosts of unseen notes alone: a SUT that meets the author.
-		{"boosts", []string{"Announce"}, map[string]int64{"Announce": 7, record.FetchAll: 9}},
-		// No type that names a leaver: only the "all" row counts them.
-		{"creates", []string{"Create"}, map[string]int64{"Create": 0, record.FetchAll: 9}},
+		// A thread run: the parents' fetches are the Replies', none the Creates'.
+		{"thread", []string{"Create", "Reply"}, map[string]int64{"Reply": 6},
+			map[string]int64{"Create": 0, "Reply": 6, record.FetchAll: 9}},
+		// Boosts beside Creates: the unseen notes are the Announces'.
+		{"boosts", []string{"Announce", "Create"}, map[string]int64{"Announce": 4, "Create": 1},
+			map[string]int64{"Announce": 4, "Create": 1, record.FetchAll: 9}},
+		// Media: every download is the media notes'.
+		{"media", []string{"Create", "Media"}, map[string]int64{"Media": 7},
+			map[string]int64{"Create": 0, "Media": 7, record.FetchAll: 9}},
+		// Deletes and boosts: the gone notes and accounts are the Deletes'.
+		{"deletes", []string{"Announce", "Delete"}, map[string]int64{"Delete": 5, "Announce": 2},
+			map[string]int64{"Announce": 2, "Delete": 5, record.FetchAll: 9}},
+		// A note of an earlier run's Create, fetched in a Like run: "all" only.
+		{"another run's", []string{"Like"}, map[string]int64{"Create": 3},
+			map[string]int64{"Like": 0, record.FetchAll: 9}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ms := func(int) time.Duration { return time.Millisecond }
@@ -169,17 +144,14 @@ func TestFetchbackLeavers(t *testing.T) {
 			res := recordtest.Run(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5*time.Second, stats)
 			r := recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant"})
 			fb, err := record.NewFetchback(map[string]record.FetchKindTally{
-				record.FetchLeaver: served(t, 7, time.Millisecond, 7, 0),
-				"actor":            served(t, 2, time.Millisecond, 2, 0),
-			}, nil, 3*time.Second)
+				"object": served(t, 7, time.Millisecond, 7, 0),
+				"actor":  served(t, 2, time.Millisecond, 2, 0),
+			}, map[string]int64{"notes": 7}, c.credits, 3*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.SetFetchback(fb)
 			fb = recordtest.RoundTrip(t, r).Fetchback
-			if fb.Kinds[record.FetchLeaver].Fetches != 7 || fb.Kinds["actor"].Fetches != 2 {
-				t.Errorf("kinds %+v", fb.Kinds)
-			}
 			got := map[string]int64{}
 			for _, a := range fb.Amplification {
 				got[a.Type] = a.Fetches

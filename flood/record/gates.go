@@ -47,9 +47,9 @@ const (
 //	counter  = "sent" | "dropped" | "starved" | "completed" | "aborted" |
 //	           "errors" (not 2xx) | "ok" (2xx) | "timeout" | "connerr" |
 //	           "retry_after" | "other" | "status" CODE |
-//	           "forged_accepted" | "forged_sent" (forged requests, by tamper
-//	           kind instead of Type: 'date.forged_accepted', digest_unsigned
-//	           for digest-unsigned; see security.go)
+//	           "forged_accepted" | "forged_effective" | "forged_sent" (forged
+//	           requests, by tamper kind instead of Type: 'date.forged_accepted',
+//	           digest_unsigned for digest-unsigned; see security.go)
 //	           (CODE: 202 401 403 404 410 429 503 or 2xx 4xx 5xx, a whole range)
 //	rate     = "rate" (sent/s) | "offered" (offered/s) | "throughput" (2xx/s)
 //	value    = a Go duration (100ms, 2s) for a duration metric;
@@ -464,7 +464,7 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 func counterName(expr, leaf string) (string, error) {
 	switch leaf {
 	case "sent", "dropped", "starved", "completed", "aborted", "errors", "ok", "retry_after",
-		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent":
+		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent", "forged_effective":
 		return leaf, nil
 	case "timeouts":
 		return "timeout", nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -36,16 +37,52 @@ type Security struct {
 	// the honest requests the SUT answered 2xx, sorted: a key refused only
 	// in a scheme missing here was refused for its scheme, not its key.
 	SchemesAccepted []string `json:"schemes_accepted,omitempty"`
+	// Effects says how the effect of the forgeries answered 2xx was looked
+	// for; nil when it was not (no client-API token): every 2xx is then
+	// "accepted, effect unknown".
+	Effects *EffectLookup `json:"effects,omitempty"`
 }
 
+// EffectLookup is how a run looked for its accepted forgeries' effects
+// through the SUT's client API, after letting it process them.
+type EffectLookup struct {
+	// Via names the API looked at ("the Mastodon client API at https://sut.test").
+	Via string `json:"via"`
+	// SettleSeconds is how long the SUT had, after the flood, before the look-up.
+	SettleSeconds float64 `json:"settle_seconds"`
+	// Unread lists the places the look-up could not read (their forgeries
+	// stay "effect unknown"), at most MaxUnread.
+	Unread []string `json:"unread,omitempty"`
+}
+
+// MaxUnread bounds EffectLookup.Unread.
+const MaxUnread = 20
+
 // ForgeryCounts is what one tamper kind drew: sent = accepted + refused +
-// failed (sends interrupted before their answer are not counted).
+// failed (sends interrupted before their answer are not counted), and of
+// the accepted, effective + no_effect + the rest, whose effect is unknown.
 type ForgeryCounts struct {
 	Sent     int64 `json:"sent"`
-	Accepted int64 `json:"accepted"` // answered 2xx: each is a finding
+	Accepted int64 `json:"accepted"` // answered 2xx
 	Refused  int64 `json:"refused"`  // answered 4xx
 	Failed   int64 `json:"failed"`   // 5xx, 1xx/3xx, timeouts, connection errors: no verdict
+	// Effective counts the accepted forgeries whose marker the look-up
+	// found where they would land: each is a finding.
+	Effective int64 `json:"effective,omitempty"`
+	// NoEffect counts the accepted forgeries looked for where they would
+	// land and not found: the SUT answered 2xx and dropped them.
+	NoEffect int64 `json:"no_effect,omitempty"`
 }
+
+// Unknown is the accepted forgeries whose effect was not judged.
+func (c ForgeryCounts) Unknown() int64 { return c.Accepted - c.Effective - c.NoEffect }
+
+// The effects of a forgery the SUT answered 2xx (Finding.Effect).
+const (
+	EffectUnknown = ""     // not looked for, or not where the look-up could read
+	EffectNone    = "none" // looked for where it would land, not found
+	EffectSeen    = "seen" // found where it would land (Finding.Seen says where)
+)
 
 // Finding is one forged request the SUT answered 2xx.
 type Finding struct {
@@ -53,6 +90,35 @@ type Finding struct {
 	Activity string `json:"activity"` // the forged activity's id
 	Inbox    string `json:"inbox"`    // where it was posted
 	Status   int    `json:"status"`   // the SUT's answer
+	// Effect is EffectUnknown (omitted), EffectNone or EffectSeen.
+	Effect string `json:"effect,omitempty"`
+	// Seen says where the effect was seen (EffectSeen only).
+	Seen string `json:"seen,omitempty"`
+}
+
+// Judge sets the effect of the finding of activity (EffectNone, or
+// EffectSeen with where) and counts it under its kind. A finding already
+// judged, or not listed, is left as it is; it reports whether it judged.
+func (s *Security) Judge(activity, effect, where string) bool {
+	for i := range s.Findings {
+		f := &s.Findings[i]
+		if f.Activity != activity || f.Effect != EffectUnknown {
+			continue
+		}
+		c := s.Kinds[f.Kind]
+		if c == nil || (effect != EffectNone && effect != EffectSeen) {
+			return false
+		}
+		f.Effect = effect
+		if effect == EffectSeen {
+			f.Seen = where
+			c.Effective++
+		} else {
+			c.NoEffect++
+		}
+		return true
+	}
+	return false
 }
 
 // Add counts one forged request of kind that got class (status when it
@@ -89,6 +155,11 @@ func (s *Security) Clone() *Security {
 	}
 	out := &Security{Findings: slices.Clone(s.Findings), FindingsOmitted: s.FindingsOmitted, ReplaysUnready: s.ReplaysUnready,
 		Kinds: make(map[string]*ForgeryCounts, len(s.Kinds)), KeyRefusals: slices.Clone(s.KeyRefusals), SchemesAccepted: slices.Clone(s.SchemesAccepted)}
+	if s.Effects != nil {
+		e := *s.Effects
+		e.Unread = slices.Clone(e.Unread)
+		out.Effects = &e
+	}
 	for k, c := range s.Kinds {
 		cc := *c
 		out.Kinds[k] = &cc
@@ -107,6 +178,8 @@ func (s *Security) Total() ForgeryCounts {
 		t.Accepted += c.Accepted
 		t.Refused += c.Refused
 		t.Failed += c.Failed
+		t.Effective += c.Effective
+		t.NoEffect += c.NoEffect
 	}
 	return t
 }
@@ -130,7 +203,10 @@ func (s *Security) merge(o *Security) {
 		t.Accepted += c.Accepted
 		t.Refused += c.Refused
 		t.Failed += c.Failed
+		t.Effective += c.Effective
+		t.NoEffect += c.NoEffect
 	}
+	s.Effects = mergeEffects(s.Effects, o.Effects)
 	room := max(0, MaxFindings-len(s.Findings))
 	take := min(room, len(o.Findings))
 	s.Findings = append(s.Findings, o.Findings[:take]...)
@@ -143,6 +219,29 @@ func (s *Security) merge(o *Security) {
 		}
 	}
 	slices.Sort(s.SchemesAccepted)
+}
+
+// mergeEffects joins two generators' look-ups: each API named once, the
+// longest settle, the places either could not read (bounded).
+func mergeEffects(a, b *EffectLookup) *EffectLookup {
+	if a == nil || b == nil {
+		if a == nil && b != nil {
+			c := *b
+			c.Unread = slices.Clone(b.Unread)
+			return &c
+		}
+		return a
+	}
+	out := &EffectLookup{Via: a.Via, SettleSeconds: max(a.SettleSeconds, b.SettleSeconds), Unread: slices.Clone(a.Unread)}
+	if b.Via != a.Via && !strings.Contains(a.Via, b.Via) {
+		out.Via = a.Via + "; " + b.Via
+	}
+	for _, u := range b.Unread {
+		if len(out.Unread) < MaxUnread && !slices.Contains(out.Unread, u) {
+			out.Unread = append(out.Unread, u)
+		}
+	}
+	return out
 }
 
 // mergeKeyRefusals joins two generators' lists: a key's refusals add up,
@@ -261,12 +360,17 @@ func schemeName(scheme string) string {
 // forgeryLines describe Kinds and the findings.
 func (s *Security) forgeryLines(limit int) []string {
 	t := s.Total()
-	verdict := "every forged request was refused"
-	if t.Accepted > 0 {
-		verdict = fmt.Sprintf("SECURITY: %d forged request(s) accepted", t.Accepted)
+	lines := []string{fmt.Sprintf("Forged requests: %d sent, %d refused, %d answered 2xx (%d took effect, %d without effect, %d effect unknown), %d without a verdict: %s.",
+		t.Sent, t.Refused, t.Accepted, t.Effective, t.NoEffect, t.Unknown(), t.Failed, s.verdict(t))}
+	if s.Effects != nil {
+		l := fmt.Sprintf("  effects looked for through %s, %s after the flood", s.Effects.Via, formatSeconds(s.Effects.SettleSeconds))
+		if len(s.Effects.Unread) > 0 {
+			l += "; could not read: " + strings.Join(s.Effects.Unread, ", ")
+		}
+		lines = append(lines, l)
+	} else if t.Accepted > 0 {
+		lines = append(lines, "  effects not looked for: a 2xx is \"accepted, effect unknown\" (give the personas' client-API tokens, --post-token, to judge them)")
 	}
-	lines := []string{fmt.Sprintf("Forged requests: %d sent, %d refused, %d accepted, %d without a verdict: %s.",
-		t.Sent, t.Refused, t.Accepted, t.Failed, verdict)}
 	kinds := make([]string, 0, len(s.Kinds))
 	for k := range s.Kinds {
 		kinds = append(kinds, k)
@@ -275,30 +379,69 @@ func (s *Security) forgeryLines(limit int) []string {
 	for _, k := range kinds {
 		c := s.Kinds[k]
 		mark := ""
-		if c.Accepted > 0 {
-			mark = "  <- ACCEPTED"
+		switch {
+		case c.Effective > 0:
+			mark = "  <- TOOK EFFECT"
+		case c.Unknown() > 0:
+			mark = "  <- ACCEPTED, EFFECT UNKNOWN"
 		}
-		lines = append(lines, fmt.Sprintf("  %-16s sent %d, refused %d, accepted %d, no verdict %d%s", k, c.Sent, c.Refused, c.Accepted, c.Failed, mark))
+		lines = append(lines, fmt.Sprintf("  %-16s sent %d, refused %d, 2xx without effect %d, took effect %d, accepted effect unknown %d, no verdict %d%s",
+			k, c.Sent, c.Refused, c.NoEffect, c.Effective, c.Unknown(), c.Failed, mark))
 	}
 	if s.ReplaysUnready > 0 {
 		lines = append(lines, fmt.Sprintf("  (%d replays drawn before any request was accepted went out honest)", s.ReplaysUnready))
 	}
-	for i, f := range s.Findings {
-		if i == limit {
-			lines = append(lines, fmt.Sprintf("  … %d more findings in the record", int64(len(s.Findings)-limit)+s.FindingsOmitted))
-			break
+	shown, more := 0, s.FindingsOmitted
+	for _, f := range s.Findings {
+		if f.Effect == EffectNone {
+			continue // answered 2xx and dropped: counted, not a finding
 		}
-		lines = append(lines, fmt.Sprintf("  finding: %s forgery %s answered %d at %s", f.Kind, f.Activity, f.Status, f.Inbox))
+		if shown == limit {
+			more++
+			continue
+		}
+		shown++
+		if f.Effect == EffectSeen {
+			lines = append(lines, fmt.Sprintf("  finding: %s forgery %s answered %d at %s took effect: seen in %s", f.Kind, f.Activity, f.Status, f.Inbox, f.Seen))
+		} else {
+			lines = append(lines, fmt.Sprintf("  finding: %s forgery %s answered %d at %s, effect unknown", f.Kind, f.Activity, f.Status, f.Inbox))
+		}
 	}
-	if s.FindingsOmitted > 0 && len(s.Findings) <= limit {
-		lines = append(lines, fmt.Sprintf("  … %d more findings not listed (the record keeps %d)", s.FindingsOmitted, MaxFindings))
+	switch {
+	case s.FindingsOmitted > 0:
+		lines = append(lines, fmt.Sprintf("  … %d more findings (the record lists %d at most)", more, MaxFindings))
+	case more > 0:
+		lines = append(lines, fmt.Sprintf("  … %d more findings in the record", more))
 	}
 	return lines
 }
 
-// forgedCounter is the gate counter forged_accepted (and forged_sent):
-// over every kind, or one kind. Without a security section there is no
-// data: a gate on forgeries of a run that sent none is missed, not met.
+// verdict is the summary's verdict on the forgeries t counts: a refusal
+// claimed only when every one was refused.
+func (s *Security) verdict(t ForgeryCounts) string {
+	switch {
+	case t.Effective > 0:
+		return fmt.Sprintf("SECURITY: %d forged request(s) took effect", t.Effective)
+	case t.Unknown() > 0:
+		return fmt.Sprintf("SECURITY: %d forged request(s) accepted, effect unknown", t.Unknown())
+	case t.Failed > 0:
+		return fmt.Sprintf("%d forged request(s) got no verdict; none seen accepted", t.Failed)
+	case t.NoEffect > 0:
+		return "every forged request was refused or answered 2xx and dropped"
+	}
+	return "every forged request was refused"
+}
+
+// formatSeconds writes a settle time as a duration ("5s", "1.5s").
+func formatSeconds(sec float64) string {
+	return strconv.FormatFloat(sec, 'f', -1, 64) + "s"
+}
+
+// forgedCounter is a gate counter of the section, over every kind or one:
+// forged_sent; forged_accepted, the 2xx answers not shown to be without
+// effect; forged_effective, those that took effect, known only when every
+// 2xx was judged. Without a security section there is no data: a gate on
+// forgeries of a run that sent none is missed, not met.
 func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 	if s == nil {
 		return 0, 0, false
@@ -311,14 +454,19 @@ func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 		}
 		c = *k
 	}
-	if metric == "forged_sent" {
+	switch metric {
+	case "forged_sent":
 		return c.Sent, c.Sent, true
+	case "forged_effective":
+		return c.Effective, c.Sent, c.Unknown() == 0
 	}
-	return c.Accepted, c.Sent, true
+	return c.Accepted - c.NoEffect, c.Sent, true
 }
 
 // isForgedCounter reports the counters of the security section.
-func isForgedCounter(m string) bool { return m == "forged_accepted" || m == "forged_sent" }
+func isForgedCounter(m string) bool {
+	return m == "forged_accepted" || m == "forged_sent" || m == "forged_effective"
+}
 
 // MaxKeyRefusals bounds the keys Security.KeyRefusals lists.
 const MaxKeyRefusals = 1000

@@ -50,7 +50,7 @@ func TestSecurityCounts(t *testing.T) {
 		t.Fatalf("merged %+v", got)
 	}
 	lines := strings.Join(merged.Security.SecurityLines(1), "\n")
-	for _, want := range []string{"SECURITY: 2 forged request(s) accepted", "body             sent 4, refused 2, accepted 2", "… 1 more findings"} {
+	for _, want := range []string{"SECURITY: 2 forged request(s) accepted, effect unknown", "body             sent 4, refused 2, 2xx without effect 0, took effect 0, accepted effect unknown 2", "… 1 more findings"} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("lines lack %q:\n%s", want, lines)
 		}
@@ -101,5 +101,99 @@ func TestSecurityBounds(t *testing.T) {
 	}
 	if len(m.Security.Findings) != record.MaxFindings || m.Security.FindingsOmitted != record.MaxFindings+4 {
 		t.Fatalf("merged: %d findings, %d omitted", len(m.Security.Findings), m.Security.FindingsOmitted)
+	}
+}
+
+// TestSecurityVerdicts: the summary's verdict and the gates follow what
+// the look-up made of the 2xx answers, and never claim every forgery
+// refused while some got no verdict.
+func TestSecurityVerdicts(t *testing.T) {
+	const inbox = "https://sut.test/inbox"
+	for _, tc := range []struct {
+		name      string
+		answers   []record.Class // one forged "body" request each, activity a0, a1, …
+		effects   []string       // Judge's effect for a0, a1, … ("" leaves it)
+		judged    bool           // the section has an EffectLookup
+		verdict   string         // in the summary line
+		accepted  int64          // forged_accepted
+		effective int64          // forged_effective; -1: no data
+	}{
+		// Two refused, eight timed out: no claim that every one was refused.
+		{"no verdict", []record.Class{record.Class401, record.Class401, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout, record.ClassTimeout},
+			nil, false, "8 forged request(s) got no verdict; none seen accepted", 0, 0},
+		// Every one refused: the only case that says so.
+		{"all refused", []record.Class{record.Class401, record.Class401}, nil, false, "every forged request was refused", 0, 0},
+		// A 2xx without a look-up: accepted, effect unknown; forged_effective has no data.
+		{"unknown", []record.Class{record.Class202, record.Class401}, nil, false, "SECURITY: 1 forged request(s) accepted, effect unknown", 1, -1},
+		// A 2xx looked for and not found: dropped, so neither gate counts it.
+		{"dropped", []record.Class{record.Class202, record.Class401}, []string{record.EffectNone}, true, "every forged request was refused or answered 2xx and dropped", 0, 0},
+		// A 2xx whose marker was found: the finding.
+		{"took effect", []record.Class{record.Class202, record.Class202}, []string{record.EffectSeen, record.EffectNone}, true, "SECURITY: 1 forged request(s) took effect", 1, 1},
+		// One judged, one not: forged_effective cannot say.
+		{"partly judged", []record.Class{record.Class202, record.Class202}, []string{record.EffectNone}, true, "SECURITY: 1 forged request(s) accepted, effect unknown", 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s record.Security
+			for i, c := range tc.answers {
+				s.Add("body", "a"+string(rune('0'+i)), inbox, c, 202)
+			}
+			for i, e := range tc.effects {
+				if e != "" && !s.Judge("a"+string(rune('0'+i)), e, "the notifications of load0@sut.test") {
+					t.Fatalf("Judge a%d %q: not judged", i, e)
+				}
+			}
+			if tc.judged {
+				s.Effects = &record.EffectLookup{Via: "the Mastodon client API at https://sut.test", SettleSeconds: 5}
+			}
+			lines := strings.Join(s.SecurityLines(10), "\n")
+			if !strings.Contains(lines, tc.verdict+".") {
+				t.Errorf("lines lack %q:\n%s", tc.verdict, lines)
+			}
+			if strings.Contains(lines, "every forged request was refused.") && tc.verdict != "every forged request was refused" {
+				t.Errorf("claims every forgery refused:\n%s", lines)
+			}
+			gates, err := record.ParseGates([]string{"forged_accepted=0", "forged_effective=0", "body.forged_effective=0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &record.Record{Security: &s}
+			res, _ := record.CheckGates(r, gates)
+			if res[0].Actual != float64(tc.accepted) {
+				t.Errorf("forged_accepted = %v, want %d", res[0].Actual, tc.accepted)
+			}
+			for _, g := range res[1:] {
+				if (tc.effective < 0) == g.Known || (g.Known && g.Actual != float64(tc.effective)) {
+					t.Errorf("%s: known %v actual %v, want %d (-1: no data)", g.Gate.Expr, g.Known, g.Actual, tc.effective)
+				}
+			}
+		})
+	}
+}
+
+// TestSecurityEffectsMerge: the look-up's counts, findings' effects and
+// lookup survive JSON and add up in Merge.
+func TestSecurityEffectsMerge(t *testing.T) {
+	var a, b record.Security
+	a.Add("wrong-key", "x1", "i", record.Class202, 202)
+	a.Judge("x1", record.EffectNone, "")
+	a.Effects = &record.EffectLookup{Via: "api A", SettleSeconds: 5, Unread: []string{"followers of p"}}
+	b.Add("body", "y1", "i", record.Class202, 202)
+	b.Add("body", "y2", "i", record.Class202, 202)
+	b.Judge("y1", record.EffectSeen, "the notifications of load0@sut.test")
+	b.Effects = &record.EffectLookup{Via: "api B", SettleSeconds: 8}
+	m, err := record.Merge(mergeable(t, &a, &b)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Security.Total()
+	if got != (record.ForgeryCounts{Sent: 3, Accepted: 3, Effective: 1, NoEffect: 1}) || got.Unknown() != 1 {
+		t.Fatalf("merged %+v", got)
+	}
+	e := m.Security.Effects
+	if e == nil || e.Via != "api A; api B" || e.SettleSeconds != 8 || len(e.Unread) != 1 {
+		t.Fatalf("merged lookup %+v", e)
+	}
+	if f := m.Security.Findings[1]; f.Effect != record.EffectSeen || f.Seen != "the notifications of load0@sut.test" {
+		t.Fatalf("finding %+v", f)
 	}
 }

@@ -59,7 +59,7 @@ func fetchViewOf(r *record.Record) *fetchView {
 		v.Notes = append(v.Notes, "the fetches of the warm-up are counted, its sends are not: amplification is an upper bound")
 	}
 	if k := fb.Kinds[record.FetchLeaver]; k != nil {
-		v.Notes = append(v.Notes, fmt.Sprintf("leaver: %d fetches of accounts the run deleted or whose notes it boosted (%d answered 410: fetched after the deletion was recorded)",
+		v.Notes = append(v.Notes, fmt.Sprintf("leaver: %d fetches of accounts the run deleted or whose notes it boosted (%d answered 410: fetched once their Delete was drafted, credited to Delete; the others to Announce)",
 			k.Fetches, k.Status["410"]))
 	}
 	if len(fb.Objects) > 0 {

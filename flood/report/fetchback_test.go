@@ -26,7 +26,7 @@ func TestFetchbackIsShownEverywhere(t *testing.T) {
 		"actor":     {Fetches: 2, Signed: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 2}, LatencyHDR: enc},
 		"webfinger": {Fetches: 2, Status: map[string]int64{"2xx": 1, "4xx": 1}, LatencyHDR: enc},
 		"leaver":    {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "410": 1}, LatencyHDR: enc},
-	}, nil, 3*time.Second)
+	}, nil, nil, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestSecurityShown(t *testing.T) {
 		write func(*bytes.Buffer) error
 		want  []string
 	}{
-		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{"scenario forgery", "SECURITY: 1 forged request(s) accepted", "<- ACCEPTED", "finding: body forgery https://flood1.test/users/alice/notes/1/activity answered 202"}},
+		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{"scenario forgery", "SECURITY: 1 forged request(s) accepted, effect unknown", "<- ACCEPTED, EFFECT UNKNOWN", "finding: body forgery https://flood1.test/users/alice/notes/1/activity answered 202"}},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"**Forged requests: 2 sent", "- finding: body forgery"}},
 		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{`id="security"`, "scenario forgery", "finding: body forgery"}},
 	} {
