@@ -12,6 +12,10 @@ import (
 // the scenario runs read.
 type scenarioRecord struct {
 	floodRecord
+	Deviations struct {
+		LikesDiverted     int64 `json:"likes_diverted"`
+		AnnouncesDiverted int64 `json:"announces_diverted"`
+	} `json:"deviations"`
 	Settings struct {
 		Scenario string  `json:"scenario"`
 		Rate     float64 `json:"rate"`
@@ -74,8 +78,11 @@ func TestScenariosRealFedify(t *testing.T) {
 	rows := []scenarioRow{
 		// One post of each persona boosted and liked from every origin:
 		// every Announce Fedify took names a persona's newest post (one of
-		// three), or a crowd note it fetched (the unseen half).
-		{scenario: "boost-storm", types: []string{"Announce", "Like"},
+		// three), or a crowd note it fetched (the unseen half). A crowd
+		// actor reacts so to a post once: once every sender has liked
+		// (boosted) the three posts, the rest are Creates, each one counted
+		// in the record as a diverted Like or Announce.
+		{scenario: "boost-storm", types: []string{"Announce", "Like", "Create"},
 			args: []string{"--rate", "50", "--expect", "p95<5s", "--expect", "Announce.errors<1%", "--expect", "Like.errors<1%", "--expect", "Announce.p95<5s"},
 			check: func(t *testing.T, rec scenarioRecord, vocab []vocabEntry) {
 				posts := map[string]int{}
@@ -88,6 +95,22 @@ func TestScenariosRealFedify(t *testing.T) {
 					t.Errorf("the boosts named %d persona posts, want 1 to 3 (--target-posts 1 over 3 personas): %v", len(posts), posts)
 				}
 				t.Logf("boosted persona posts: %v", posts)
+				d := rec.Deviations
+				if creates := rec.Types["Create"].Counts.Sent; creates != d.LikesDiverted+d.AnnouncesDiverted || d.LikesDiverted == 0 {
+					t.Errorf("%d Creates sent, %d Likes and %d Announces diverted: want every Create a diverted reaction, and the Likes' pairs used up",
+						creates, d.LikesDiverted, d.AnnouncesDiverted)
+				}
+				// A boost is diverted only once every sender boosted every
+				// post: each post then has the same count, the senders'.
+				if d.AnnouncesDiverted > 0 {
+					for post, n := range posts {
+						for other, m := range posts {
+							if n != m {
+								t.Errorf("%s boosted %d times, %s %d: a boost was diverted before every sender boosted every post", post, n, other, m)
+							}
+						}
+					}
+				}
 			}},
 		// Account deletions: every Delete an account's own (actor = object),
 		// of leavers Fedify never met, each gone from the moment its Delete
