@@ -164,6 +164,7 @@ func checkFromSigner(t *testing.T, plan *originaddr.Plan, reqs []sutRequest) map
 // same create flood from one shared address and not when it is spread over the origins'
 // addresses; and the crowd's own signed GET and Accept leave from the origin's address too.
 func TestOriginsSendFromTheirOwnAddresses(t *testing.T) {
+	t.Parallel()
 	const origins = 1000
 	w := startAddrWorld(t, origins)
 	plan := w.plan(t, originRange)

@@ -131,6 +131,7 @@ func countStatus(fs []sutFetch, status int) int64 {
 // Fedify keeps the keys it fetched, so each row starts with a Fedify that
 // forgot them (a fresh one).
 func TestFetchbackMatchesFedify(t *testing.T) {
+	t.Parallel()
 	rows := []fetchbackRow{
 		// A Create from a sender Fedify never saw: it fetches the sender's
 		// key (its actor document), signed by its instance actor.

@@ -36,6 +36,7 @@ type floodRecord struct {
 // nothing rejected, and what the crowd tallied as 202 is exactly what
 // Fedify verified, type by type.
 func TestFloodRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	rec, output := f.flood(t, "fedify", "--rate", "20", "--seconds", "10", "--timeout", "60s")
 	var stats struct {

@@ -43,6 +43,7 @@ type forgeryRow struct {
 // it counts as a duplicate (it drops an activity id it has processed,
 // after answering), never processed twice.
 func TestForgeryRealFedify(t *testing.T) {
+	t.Parallel()
 	rows := []forgeryRow{
 		// The preset as shipped: its tamper list (no replays), its share,
 		// rate and 30 s, its own gate forged_effective=0 (no 2xx, so nothing

@@ -11,6 +11,7 @@ import (
 // first (through Fedify's Mastodon client API) and likes that post; load1,
 // with no token, keeps none and gets no Likes, as the record says.
 func TestFloodPostsForPersonasWithout(t *testing.T) {
+	t.Parallel()
 	f := startFederationWith(t, 2, "--posts", "0")
 	out := t.TempDir()
 	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "10", "--seconds", "2", "--timeout", "60s",
@@ -50,6 +51,7 @@ func TestFloodPostsForPersonasWithout(t *testing.T) {
 // posts one for each (with the audience's tokens) before the flood, so
 // every persona gets its Likes and none is recorded without posts.
 func TestRunPostsForPersonasWithout(t *testing.T) {
+	t.Parallel()
 	f := startFederationWith(t, 2, "--posts", "0")
 	out := t.TempDir()
 	output, err := f.crowdRun(t, out, "--rate", "10", "--seconds", "2", "--timeout", "60s", "--mix", "like=1",

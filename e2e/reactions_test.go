@@ -46,6 +46,7 @@ type fedifyReactions struct {
 // sends draw about 200 Likes and 100 boosts of the posts, so the first run
 // uses (about) all 100 pairs of each kind and the second must divert.
 func TestReactionsOncePerActor(t *testing.T) {
+	t.Parallel()
 	const actors, posts, sends = 20, 5, 400
 	f := startFederationServing(t, 1, []string{"--origins", "2", "--actors", "10"}, "--posts", fmt.Sprint(posts))
 	var personas []struct {

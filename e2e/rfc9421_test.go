@@ -125,6 +125,7 @@ func deref(s *string) string {
 // say how many fell back, which must be how many RFC 9421 attempts Fedify
 // refused.
 func TestFloodRealFedifyDoubleKnock(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 2)
 	crowd := BuildCrowd(t)
 	for _, mode := range []string{"pipeline", "presign", "jit"} {

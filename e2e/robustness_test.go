@@ -41,6 +41,7 @@ func waitExit(t *testing.T, p *Process, d time.Duration) int {
 // missed: a SUT that falls over is a measurement, not a failure of the
 // generator.
 func TestRobustFloodOutlivesItsSUT(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	out := t.TempDir()
 	fl := f.startFlood(t, out, "sut-stops", "--rate", "20", "--seconds", "10")
@@ -114,6 +115,7 @@ func (f *federation) crowdRelations(t *testing.T) map[string]string {
 // following crowd actors, and the flood's own Follows of Fedify's
 // personas) is still in its graph, and its queued Accepts reach Fedify.
 func TestKill9DuringFloodLosesNothing(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	targets := []string{"https://flood1.test/users/alice", "https://flood2.test/users/bob", "https://flood3.test/users/carol"}
 	const load0 = "https://sut.test/users/load0"

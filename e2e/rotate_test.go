@@ -20,6 +20,7 @@ import (
 // the crowd is refused before it is accepted (security.key_refusals)
 // and Fedify rejects nothing.
 func TestKeyRotationRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 1)
 	out := t.TempDir()
 	flood := func(label, mix string) []byte {

@@ -108,6 +108,7 @@ func (f *federation) crowdRun(t *testing.T, out string, args ...string) (string,
 // record's visibility and drain figures are checked note by note against
 // Fedify's own log of when each note became visible in each home.
 func TestRunRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	out := t.TempDir()
 	const probeHz = 4

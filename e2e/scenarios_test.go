@@ -196,6 +196,7 @@ func TestScenariosRealFedify(t *testing.T) {
 // (p95 under a microsecond) exits 1, its record written, the gate named
 // missed; the others hold.
 func TestScenarioGateFails(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	var rec scenarioRecord
 	_, output, code := f.floodExit(t, "gate", &rec, "--scenario", "boost-storm", "--seconds", "3", "--rate", "20",

@@ -48,6 +48,7 @@ type vocabEntry struct {
 // profiles. Then the crowd answers the deleted notes and accounts with 410
 // and a Tombstone, and an edited note with its latest version.
 func TestVocabularyRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	// JIT signing drafts each send when it is due, so Undos, Updates and
 	// Deletes find what the run sent a moment before (a pipeline drafts a
