@@ -47,6 +47,7 @@ type forgeryEffects struct {
 // what it dropped or kept. The personas' client-API tokens (`--post-token`)
 // let the crowd look where each forgery would land.
 func TestForgeryEffectsRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	var personas []struct{ Name, Token string }
 	f.call(t, "GET", fedifyCtl+"/personas", nil, &personas)
