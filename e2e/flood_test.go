@@ -95,6 +95,33 @@ func TestFloodRealFedify(t *testing.T) {
 		t.Errorf("crowd flood should name the record it wrote:\n%s", output)
 	}
 	t.Run("rate limit headers", func(t *testing.T) { floodRateLimited(t, f) })
+	t.Run("boosters followed", func(t *testing.T) { floodFollowsBoosters(t, f) })
+}
+
+// floodFollowsBoosters floods the same Fedify with Announces, the
+// personas' client-API tokens given: before the flood every crowd actor
+// that may boost is followed by a persona (Mastodon keeps a boost of a
+// post not its own only from such an account), as Fedify's own answers
+// through its client API say, and the record counts them.
+func floodFollowsBoosters(t *testing.T, f *federation) {
+	var personas []struct{ Name, Token string }
+	f.call(t, "GET", fedifyCtl+"/personas", nil, &personas)
+	var args []string
+	for _, p := range personas {
+		args = append(args, "--post-token", p.Name+"="+p.Token)
+	}
+	var rec struct {
+		Boosters *struct{ Actors, Followed, Personas int } `json:"boosters"`
+		Overall  struct {
+			Tally map[string]int64 `json:"tally"`
+		} `json:"overall"`
+	}
+	f.floodInto(t, "boosters", &rec, append(args, "--rate", "10", "--seconds", "2", "--mix", "announce=1", "--timeout", "60s")...)
+	b := rec.Boosters
+	if b == nil || b.Actors == 0 || b.Followed != b.Actors || b.Personas != len(personas) {
+		t.Fatalf("boosters %+v: want every crowd actor followed by one of the %d personas with a token", b, len(personas))
+	}
+	t.Logf("%d boosters, each followed by a persona; tally %v", b.Actors, rec.Overall.Tally)
 }
 
 // floodRateLimited floods the same Fedify behind a Mastodon-shaped rate

@@ -58,6 +58,9 @@ func Run(ctx context.Context, c Config) error {
 	if err := r.postForEmpty(ctx, personas); err != nil {
 		return err
 	}
+	if r.boosters, err = r.followBoosters(ctx, personas); err != nil {
+		return err
+	}
 	r.trimPosts(personas)
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.

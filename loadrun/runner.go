@@ -44,6 +44,7 @@ type runner struct {
 	file      *record.RecordFile // the current run's record: checkpoints, then the final write
 	live      *live              // the live metrics (nil: neither served nor pushed)
 	forg      *flood.Forgeries   // what the SUT's verification made of the run: forgeries, keys refused
+	boosters  *record.Boosters   // the personas' follows of the boosters before the flood (nil: none)
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -149,6 +150,10 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	sig := r.knock.Signatures().Sub(r.knocked)
 	rec.Signatures = &sig
 	rec.Security = r.forg.Snapshot()
+	if r.boosters != nil {
+		b := *r.boosters
+		rec.Boosters = &b
+	}
 	return rec, nil
 }
 

@@ -83,6 +83,7 @@ func mergeRuns(out *Record, recs []*Record) error {
 		}
 		out.Warmup.Merge(r.Warmup)
 		out.Deviations.merge(r.Deviations)
+		out.Boosters = mergeBoosters(out.Boosters, r.Boosters)
 	}
 	out.PartialReason = StopReason(strings.Join(reasons, "; "))
 	return nil

@@ -201,6 +201,9 @@ type Record struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Deviations are what the run changed from what it was asked.
 	Deviations Deviations `json:"deviations"`
+	// Boosters is the set-up that had the personas follow the crowd's
+	// boosters before a flood with Announces (nil: none was made).
+	Boosters *Boosters `json:"boosters,omitempty"`
 	// Fetchback is what the SUT fetched back from the crowd's origins
 	// during the run (fetchback.go); nil when the crowd could not count
 	// them (a crowd without the fetch-back routes, or none asked).
