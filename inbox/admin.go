@@ -523,35 +523,14 @@ func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 // outboxes: all of req's items, or none when one names no crowd actor or
 // no note its builders made (ErrBadRequest).
 func (in *Inbox) RecordOutbox(req adminapi.OutboxRequest) (adminapi.OutboxResult, error) {
-	if len(req.Items) > adminapi.MaxOutboxItems {
-		return adminapi.OutboxResult{}, fmt.Errorf("%w: %d items, at most %d per request", ErrBadRequest, len(req.Items), adminapi.MaxOutboxItems)
-	}
-	notes := make([]actors.SentNote, len(req.Items))
-	for i, it := range req.Items {
-		notes[i] = actors.SentNote{Actor: it.Actor, Note: it.Note}
-	}
-	if err := in.world.RecordSent(notes); err != nil {
-		if errors.Is(err, actors.ErrNotSent) {
-			err = fmt.Errorf("%w: %v", ErrBadRequest, err)
-		}
-		return adminapi.OutboxResult{}, err
-	}
-	return adminapi.OutboxResult{Recorded: len(notes)}, nil
+	n, err := recordBatch(req.Items, adminapi.MaxOutboxItems, func(it adminapi.OutboxItem) actors.SentNote {
+		return actors.SentNote{Actor: it.Actor, Note: it.Note}
+	}, in.world.RecordSent, actors.ErrNotSent)
+	return adminapi.OutboxResult{Recorded: n}, err
 }
 
 func (in *Inbox) handleOutbox(w http.ResponseWriter, r *http.Request) {
-	var req adminapi.OutboxRequest
-	// An item is two ids of a few hundred bytes: 8 MiB holds the most a request may carry.
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {items: [{actor, note}]}: %v", ErrBadRequest, err))
-		return
-	}
-	res, err := in.RecordOutbox(req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	serveBatch(w, r, "{items: [{actor, note}]}", in.RecordOutbox)
 }
 
 func (in *Inbox) handleLookup(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -20,35 +19,13 @@ func (in *Inbox) vocabRoutes(handle func(pattern string, h http.Handler)) {
 // objects crowd actors sent (RouteChanges): all of them, or, when one is
 // bad, none (ErrBadRequest naming it).
 func (in *Inbox) RecordChanges(req adminapi.ChangesRequest) (adminapi.ChangesResult, error) {
-	if len(req.Items) > adminapi.MaxChangeItems {
-		return adminapi.ChangesResult{}, fmt.Errorf("%w: %d items, at most %d a request", ErrBadRequest, len(req.Items), adminapi.MaxChangeItems)
-	}
-	chs := make([]actors.Change, len(req.Items))
-	for i, it := range req.Items {
-		chs[i] = actors.Change(it)
-	}
-	if err := in.world.RecordChanges(chs); err != nil {
-		if errors.Is(err, actors.ErrChange) {
-			err = fmt.Errorf("%w: %w", ErrBadRequest, err)
-		}
-		return adminapi.ChangesResult{}, err
-	}
-	return adminapi.ChangesResult{Recorded: len(chs)}, nil
+	n, err := recordBatch(req.Items, adminapi.MaxChangeItems, func(it adminapi.ChangeItem) actors.Change { return actors.Change(it) },
+		in.world.RecordChanges, actors.ErrChange)
+	return adminapi.ChangesResult{Recorded: n}, err
 }
 
 func (in *Inbox) handleChanges(w http.ResponseWriter, r *http.Request) {
-	var req adminapi.ChangesRequest
-	// An item is an id of a few hundred bytes and two dates: 8 MiB holds the most a request may carry.
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {items: [{id, deleted | version, updated}]}: %v", ErrBadRequest, err))
-		return
-	}
-	res, err := in.RecordChanges(req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	serveBatch(w, r, "{items: [{id, deleted | version, updated}]}", in.RecordChanges)
 }
 
 // Unfollow forgets the crowd actor's Follow of req.Remote once it was

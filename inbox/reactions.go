@@ -1,9 +1,6 @@
 package inbox
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/crowdfed/crowd/actors"
@@ -32,33 +29,11 @@ func (in *Inbox) Reactions() adminapi.ReactionsInfo {
 // crowd actors (RouteRecordReactions): all of them, or, when one is bad,
 // none (ErrBadRequest naming it).
 func (in *Inbox) RecordReactions(req adminapi.ReactionsRequest) (adminapi.ReactionsResult, error) {
-	if len(req.Items) > adminapi.MaxReactionItems {
-		return adminapi.ReactionsResult{}, fmt.Errorf("%w: %d items, at most %d a request", ErrBadRequest, len(req.Items), adminapi.MaxReactionItems)
-	}
-	xs := make([]actors.Reaction, len(req.Items))
-	for i, it := range req.Items {
-		xs[i] = actors.Reaction(it)
-	}
-	if err := in.world.RecordReactions(xs); err != nil {
-		if errors.Is(err, actors.ErrReaction) {
-			err = fmt.Errorf("%w: %w", ErrBadRequest, err)
-		}
-		return adminapi.ReactionsResult{}, err
-	}
-	return adminapi.ReactionsResult{Recorded: len(xs)}, nil
+	n, err := recordBatch(req.Items, adminapi.MaxReactionItems, func(it adminapi.ReactionItem) actors.Reaction { return actors.Reaction(it) },
+		in.world.RecordReactions, actors.ErrReaction)
+	return adminapi.ReactionsResult{Recorded: n}, err
 }
 
 func (in *Inbox) handleRecordReactions(w http.ResponseWriter, r *http.Request) {
-	var req adminapi.ReactionsRequest
-	// An item is three ids of a few hundred bytes: 8 MiB holds the most a request may carry.
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {items: [{actor, object, kind, id, undone}]}: %v", ErrBadRequest, err))
-		return
-	}
-	res, err := in.RecordReactions(req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	serveBatch(w, r, "{items: [{actor, object, kind, id, undone}]}", in.RecordReactions)
 }
