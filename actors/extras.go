@@ -53,7 +53,7 @@ type NoteExtras struct {
 	Media MediaSpec
 	// Thread marks a thread's parent that no activity carried: the crowd
 	// made it for a reply to stand under, so a SUT's fetch of it is the
-	// reply's doing (ObjectCredit), not a Create's.
+	// reply's doing (the fetch-back window credits it to Reply), not a Create's.
 	Thread bool
 }
 

@@ -40,6 +40,7 @@ const DefaultMaxPages = 50
 // notifications, a forged Follow among the persona's followers and the
 // notifications.
 type EffectLookup struct {
+	// Client reads the SUT's client API.
 	Client *Client
 	// Tokens are the personas' bearer tokens by local name.
 	Tokens map[string]string

@@ -367,9 +367,14 @@ func (s *Stream) Next() (Draft, error) {
 			typ, diverted = record.TypeCreate, true
 		}
 	}
+	forgery := s.drawForgery(sender, seq)
 	var liked string
 	var reactionDiverted record.ActivityKind
-	if typ == record.TypeLike {
+	switch {
+	case typ == record.TypeLike && forgery != nil:
+		// A forged Like speaks for a leaver (forger): it takes no crowd actor's pair.
+		liked = p.Posts[s.r.IntN(len(p.Posts))]
+	case typ == record.TypeLike:
 		var a *actors.Actor
 		if a, liked = s.reactor(sender, p, s.r.IntN(len(p.Posts)), typ); a != nil {
 			sender = a
@@ -379,7 +384,6 @@ func (s *Stream) Next() (Draft, error) {
 	}
 	now := g.cfg.Now()
 	var act actors.Activity
-	forgery := s.drawForgery(sender, seq)
 	if forgery != nil {
 		sender = s.forger(typ, sender, p.ID, seq)
 	}

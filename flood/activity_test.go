@@ -394,8 +394,12 @@ func TestSelfFloodNeverTargetsTheSender(t *testing.T) {
 }
 
 func TestSeedMakesStreamsReproducible(t *testing.T) {
+	// One clock for every draw: note ids carry their second, which a real
+	// clock may cross between two draws.
+	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
 	draw := func(seed uint64) []string {
-		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(10), Personas: fakePersonas(10), Seed: seed, Zipf: 1.2})
+		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(10), Personas: fakePersonas(10), Seed: seed, Zipf: 1.2,
+			Now: func() time.Time { return at }})
 		s := g.Stream()
 		var out []string
 		for range 100 {

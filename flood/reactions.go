@@ -51,6 +51,12 @@ func (s *Stream) reactor(drawn *actors.Actor, p *Persona, i int, kind record.Act
 		// Remembered until a pair of the post is given back, so a world of
 		// many senders is searched once, not at every draw.
 		g.full.Store(fullKey{post, kind}, struct{}{})
+		// A pair given back during the search cleared no mark yet: search
+		// once more, so a free pair is never hidden behind the mark.
+		if a := s.freeSender(p.ID, func(id string) bool { return g.claimReaction(id, post, kind) }); a != nil {
+			g.full.Delete(fullKey{post, kind})
+			return a, post
+		}
 	}
 	return nil, ""
 }

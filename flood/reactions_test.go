@@ -8,6 +8,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // TestReactionsOnlyNewPairs: a Like or an Announce of a persona's post goes
@@ -215,4 +216,40 @@ func TestUndoOfAReactionNamesIt(t *testing.T) {
 		}
 	}
 	t.Fatalf("no Undo of a Like in 50 draws (first Like %+v)", sent)
+}
+
+// TestForgedDraftsClaimNothing: a forged draft is not its sender's doing,
+// so it takes nothing an honest one would: a forged Like speaks for a
+// leaver and claims no crowd actor's pair, and a forged Delete leaves its
+// object as it was (a correct SUT refuses it; the object must stay for
+// the SUT to tell).
+func TestForgedDraftsClaimNothing(t *testing.T) {
+	w := testWorld(t, 1, 3)
+	for _, tc := range []struct {
+		name string
+		mix  record.Mix
+	}{
+		// Likes of the personas' posts, every one forged.
+		{"like", record.Mix{Like: 1}},
+		// Deletes, every one forged: account deletions of leavers.
+		{"delete", record.Mix{Delete: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deletions := NewDeletions(WorldChanges(w), 0)
+			g := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: fakePersonas(1), Seed: 5, Mix: tc.mix,
+				Draws: &Draws{Tamper: []signing.Tamper{signing.TamperBody}, TamperShare: 1}, Vocab: VocabConfig{Deletions: deletions}})
+			s := g.Stream()
+			for range 10 {
+				if d := mustDraft(t, s); d.Forgery == nil {
+					t.Fatalf("drafted an honest %s", d.Type)
+				}
+			}
+			pairs := 0
+			g.reacted.Range(func(_, _ any) bool { pairs++; return true })
+			st := deletions.Close(t.Context())
+			if pairs != 0 || st.Marked != 0 {
+				t.Errorf("10 forged drafts claimed %d reaction pairs and marked %d objects deleted, want none", pairs, st.Marked)
+			}
+		})
+	}
 }

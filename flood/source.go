@@ -160,7 +160,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				d, err := st.Next()
 				var prep *Prepared
 				if err == nil {
-					prep, err = prepareWith(signer, o.Knocker, d)
+					prep, err = gen.prepare(signer, o.Knocker, d)
 				}
 				if err != nil {
 					p.fail(err)
@@ -305,6 +305,21 @@ func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error)
 	return Prepare(signer, d)
 }
 
+// prepare signs d as prepareWith does; a draft it cannot sign never
+// leaves, so what drafting it claimed (a Follow's or reaction's pair, a
+// Delete's deletion) is given back, as for a send that was dropped.
+func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error) {
+	p, err := prepareWith(signer, k, d)
+	if err != nil {
+		unsent := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}
+		if d.Type == record.TypeFollow && d.Forgery == nil {
+			unsent.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+		}
+		g.discard(unsent)
+	}
+	return p, err
+}
+
 // PresignCount is how many requests a presigned run needs: maxSends when
 // set (and the schedule is not shorter), else every send a constant pacer
 // offers in d at rate (ceil(rate × d)), plus five standard deviations for
@@ -386,7 +401,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 				d, err := st.Next()
 				var prep *Prepared
 				if err == nil {
-					prep, err = prepareWith(signer, o.Knocker, d)
+					prep, err = gen.prepare(signer, o.Knocker, d)
 				}
 				if err != nil {
 					mu.Lock()
@@ -473,5 +488,5 @@ func (j *JIT) Next(ctx context.Context) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return prepareWith(j.signer, j.knock, d)
+	return j.st.g.prepare(j.signer, j.knock, d)
 }

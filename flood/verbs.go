@@ -354,7 +354,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	if d.Type == record.TypeDelete {
 		if it, ok := s.noteToChange(g.vocab.notes.take); ok {
 			d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-			d.Vocab = g.deletion(adminapi.ChangeItem{ID: it.id, Deleted: at})
+			d.Vocab = g.deletion(adminapi.ChangeItem{ID: it.id, Deleted: at}, d.Forgery != nil)
 			return it.sender.DeleteNote(it.id), nil
 		}
 		// An account deletion: of a leaver the SUT met, half of the time
@@ -364,7 +364,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			l = it.sender
 		}
 		d.Sender, d.Object = l, l.ID
-		d.Vocab = g.deletion(adminapi.ChangeItem{ID: l.ID, Deleted: at})
+		d.Vocab = g.deletion(adminapi.ChangeItem{ID: l.ID, Deleted: at}, d.Forgery != nil)
 		return l.DeleteSelf(), nil
 	}
 	if it, ok := s.noteToChange(g.vocab.notes.edit); ok {
@@ -387,7 +387,12 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 // from now (VocabConfig.Deletions): a real server deletes first and
 // federates after, and the SUT may fetch the object while it handles the
 // Delete.
-func (g *Generator) deletion(it adminapi.ChangeItem) *VocabSent {
+func (g *Generator) deletion(it adminapi.ChangeItem, forged bool) *VocabSent {
+	if forged {
+		// Not the author's Delete: a correct SUT refuses it, and the
+		// object stays as it was for the SUT to tell.
+		return &VocabSent{}
+	}
 	v := &VocabSent{Deletion: &it}
 	if del := g.cfg.Vocab.Deletions; del != nil {
 		v.gone = del.mark(it)

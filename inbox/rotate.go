@@ -17,9 +17,11 @@ import (
 // graph relates to a (followers, followed, pending or not) and the inboxes
 // the activity log has a sending to from a (announceTargets: shared inboxes
 // first, each inbox once). The queue signs each delivery as a does now:
-// with the new key, under its new key id, which a SUT does not know yet
-// and so fetches, learning the new key from the document it then gets;
-// an old key may be the reason for the rotation, so it signs nothing more.
+// with the new key, under the actor's key id (kept, as real servers
+// rotate) or a new one (--new-key-id): a SUT whose cached key fails the
+// signature refetches the actor, a new id it fetches at once, and either
+// way learns the new key from the document it then gets; an old key may
+// be the reason for the rotation, so it signs nothing more.
 // Mastodon signs its Update(Person) with the actor's current key and
 // refetches an actor whose signature fails, so either way a SUT that
 // follows the usual rules ends with the new key. It returns how many

@@ -86,26 +86,37 @@ func (r *runner) startVocab() {
 // closeVocab sends the feeds' last batches and says what could not be
 // recorded.
 func (r *runner) closeVocab() {
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if st := r.vocab.changes.Close(cctx); st.Failed > 0 {
-		r.log.Warn("some edits and deletions could not be recorded by the crowd: those objects still answer as before",
+	// Each feed its own bound: a slow crowd must not leave the next one,
+	// the deletions' restorations among them, no time at all.
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	bound := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cancels = append(cancels, cancel)
+		return ctx
+	}
+	if st := r.vocab.changes.Close(bound()); st.Failed > 0 {
+		r.log.Warn("some edits could not be recorded by the crowd: those notes still answer as before their Update",
 			zap.Int64("failed", st.Failed), zap.Int64("recorded", st.Fed), zap.String("first_error", st.FirstError))
 	}
-	if st := r.vocab.reactions.Close(cctx); st.Failed > 0 {
+	if st := r.vocab.reactions.Close(bound()); st.Failed > 0 {
 		r.log.Warn("some Likes and Announces sent could not be kept by the crowd: a later run may send them again",
 			zap.Int64("failed", st.Failed), zap.Int64("kept", st.Fed), zap.String("first_error", st.FirstError))
 	}
 	// After the sources closed (deferred later), so the Deletes they drafted
 	// and never sent are restored.
-	if st := r.vocab.deletions.Close(cctx); st.Failed > 0 {
+	if st := r.vocab.deletions.Close(bound()); st.Failed > 0 {
 		r.log.Warn("some deletions could not be recorded (or restored) by the crowd: those objects answer as before their Delete",
 			zap.Int64("failed", st.Failed), zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored), zap.String("first_error", st.FirstError))
 	} else if st.Marked > 0 {
 		r.log.Info("deleted in the crowd's state as their Deletes were drafted; those never sent were restored",
 			zap.Int64("marked", st.Marked), zap.Int64("restored", st.Restored))
 	}
-	if st := r.vocab.unfollow.Close(cctx); st.Failed > 0 {
+	if st := r.vocab.unfollow.Close(bound()); st.Failed > 0 {
 		r.log.Warn("some undone Follows could not be forgotten by the crowd's follow graph",
 			zap.Int64("failed", st.Failed), zap.Int64("forgotten", st.Registered), zap.String("first_error", st.FirstError))
 	}
