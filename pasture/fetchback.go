@@ -43,6 +43,10 @@ type FetchWindows struct {
 	mu      sync.Mutex
 	windows []*fetchWindow
 	closed  []adminapi.FetchbackTally // the final tallies of the latest closed windows, oldest first; Late grows for FetchbackLateLinger after each one's At
+	// lateEnds is when each closed window stops counting late fetches:
+	// FetchbackLateLinger after its close, or when a newer window opened
+	// (a ladder's next rung), whose fetches are that window's, not late.
+	lateEnds []time.Time
 }
 
 // NewFetchWindows returns FetchWindows with none open; now is the clock
@@ -90,6 +94,11 @@ func (f *FetchWindows) Open(label string) (adminapi.FetchbackWindow, error) {
 	if len(f.windows) >= adminapi.MaxFetchbackWindows {
 		return adminapi.FetchbackWindow{}, fmt.Errorf("%w (%d): close one (%s) or wait for a run to end",
 			ErrTooManyWindows, adminapi.MaxFetchbackWindows, adminapi.RouteFetchbackClose)
+	}
+	for i, e := range f.lateEnds {
+		if now.Before(e) {
+			f.lateEnds[i] = now // what comes now is the new window's
+		}
 	}
 	w := &fetchWindow{win: adminapi.FetchbackWindow{ID: rand.Text(), Label: label, Opened: now.UTC()},
 		kinds: map[string]*kindTally{}, objects: map[string]int64{}, credits: map[string]int64{}}
@@ -144,8 +153,10 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	f.mu.Lock()
 	f.lateUntil.Store(t.At.Add(adminapi.FetchbackLateLinger).UnixNano())
 	f.closed = append(f.closed, t)
+	f.lateEnds = append(f.lateEnds, t.At.Add(adminapi.FetchbackLateLinger))
 	if n := len(f.closed) - adminapi.MaxFetchbackWindows; n > 0 {
 		f.closed = slices.Delete(f.closed, 0, n)
+		f.lateEnds = slices.Delete(f.lateEnds, 0, n)
 	}
 	f.mu.Unlock()
 	return t, true
@@ -208,8 +219,8 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 			win.add(kind, object, credit, sw.status, signed, start, end)
 		}
 		for i := range f.closed {
-			if c := &f.closed[i]; end.Before(c.At.Add(adminapi.FetchbackLateLinger)) {
-				c.Late++
+			if end.Before(f.lateEnds[i]) {
+				f.closed[i].Late++
 			}
 		}
 		f.mu.Unlock()

@@ -301,3 +301,33 @@ func TestLateFetches(t *testing.T) {
 		}
 	}
 }
+
+// TestLateFetchesEndAtTheNextWindow: a ladder's next rung opens a window
+// right after the last one closed; what the SUT fetches from then on is
+// the new window's, not the old one's late fetches.
+func TestLateFetchesEndAtTheNextWindow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFetchWindows(func() time.Time { return now })
+	h := f.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	serve := func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/media/a.png", nil)) }
+	first, err := f.Open("rung 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.End(first.ID)
+	f.Close(first.ID)
+	now = now.Add(time.Second)
+	serve() // after the close, before the next rung: late
+	now = now.Add(time.Second)
+	next, err := f.Open("rung 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	serve() // the next rung's
+	old, _, _ := f.Lookup(first.ID)
+	cur, _, _ := f.Lookup(next.ID)
+	if old.Late != 1 || cur.Kinds["media"].Fetches != 1 {
+		t.Fatalf("the first window's late fetches %d (want 1), the next window's media fetches %d (want 1)", old.Late, cur.Kinds["media"].Fetches)
+	}
+}
