@@ -26,32 +26,53 @@ const epochThreshold = 1e9
 // from now), the IETF RateLimit and RateLimit-Policy structured fields
 // (draft-ietf-httpapi-ratelimit-headers, RFC 8941 syntax, either of the
 // draft's shapes), and whether Retry-After came with them. A field it cannot
-// read is left out, never guessed. now is when the answer came.
-func parseRateLimit(h http.Header, now time.Time) record.RateLimitSample {
+// read is left out, never guessed. clock tells when the answer came; it is
+// read only for an answer that names a reset.
+func parseRateLimit(h http.Header, clock func() time.Time) record.RateLimitSample {
 	var s record.RateLimitSample
+	var now time.Time
+	at := func() time.Time {
+		if now.IsZero() {
+			now = clock()
+		}
+		return now
+	}
 	if _, ok := h["Retry-After"]; ok {
 		s.Said |= record.SaidRetryAfter
 	}
-	for _, prefix := range [...]string{"X-Ratelimit-", "Ratelimit-"} {
-		if v, ok := count(h.Get(prefix + "Limit")); ok && s.Said&record.SaidLimit == 0 {
+	// Keys as net/http stores them (canonical), read by index: this runs on
+	// every answer, and most carry none of them.
+	for _, keys := range [...][3]string{
+		{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"},
+		{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset"},
+	} {
+		if v, ok := count(first(h, keys[0])); ok && s.Said&record.SaidLimit == 0 {
 			s.Limit, s.Said = v, s.Said|record.SaidLimit
 		}
-		if v, ok := count(h.Get(prefix + "Remaining")); ok && s.Said&record.SaidRemaining == 0 {
+		if v, ok := count(first(h, keys[1])); ok && s.Said&record.SaidRemaining == 0 {
 			s.Remaining, s.Said = v, s.Said|record.SaidRemaining
 		}
-		if s.Said&record.SaidReset == 0 {
-			if at, ok := resetTime(h.Get(prefix+"Reset"), now); ok {
-				setReset(&s, at, now)
+		if v := first(h, keys[2]); v != "" && s.Said&record.SaidReset == 0 {
+			if reset, ok := resetTime(v, at()); ok {
+				setReset(&s, reset, at())
 			}
 		}
 	}
 	if v, ok := h["Ratelimit"]; ok {
-		ietfLimit(&s, v, now)
+		ietfLimit(&s, v, at())
 	}
 	if v, ok := h["Ratelimit-Policy"]; ok {
 		ietfPolicy(&s, v)
 	}
 	return s
+}
+
+// first is the first value of the header stored under the canonical key.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // count reads a non-negative integer, the first member of a list ("300" or

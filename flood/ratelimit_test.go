@@ -65,7 +65,7 @@ func TestParseRateLimit(t *testing.T) {
 			for k, v := range tc.hdr {
 				h.Set(k, v)
 			}
-			got := parseRateLimit(h, now)
+			got := parseRateLimit(h, func() time.Time { return now })
 			if !got.ResetAt.Equal(tc.want.ResetAt) {
 				t.Errorf("reset at %v, want %v", got.ResetAt, tc.want.ResetAt)
 			}
@@ -87,7 +87,7 @@ func FuzzParseRateLimit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, limit, remaining, reset, ietf, policy string) {
 		h := http.Header{"X-Ratelimit-Limit": {limit}, "X-Ratelimit-Remaining": {remaining}, "X-Ratelimit-Reset": {reset},
 			"Ratelimit": {ietf}, "Ratelimit-Policy": {policy}}
-		s := parseRateLimit(h, now)
+		s := parseRateLimit(h, func() time.Time { return now })
 		if s.Limit < 0 || s.Remaining < 0 || s.Window < 0 || s.ResetIn < 0 {
 			t.Fatalf("negative fact %+v", s)
 		}

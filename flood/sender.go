@@ -181,7 +181,7 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header)
 	resp, err := w.e.p.Transport.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
-		rl = parseRateLimit(resp.Header, time.Now())
+		rl = parseRateLimit(resp.Header, time.Now)
 		if resp.Body != nil {
 			// Drain so the connection goes back to the keep-alive pool.
 			_, err = io.Copy(io.Discard, resp.Body)
