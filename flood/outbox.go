@@ -19,13 +19,7 @@ type OutboxSink func(context.Context, []adminapi.OutboxItem) error
 // WorldOutbox is the sink of a world that runs in this process
 // (--standalone): the world's outboxes take the items directly.
 func WorldOutbox(w *actors.World) OutboxSink {
-	return func(_ context.Context, items []adminapi.OutboxItem) error {
-		notes := make([]actors.SentNote, len(items))
-		for i, it := range items {
-			notes[i] = actors.SentNote{Actor: it.Actor, Note: it.Note}
-		}
-		return w.RecordSent(notes)
-	}
+	return worldSink(w.RecordSent, func(it adminapi.OutboxItem) actors.SentNote { return actors.SentNote{Actor: it.Actor, Note: it.Note} })
 }
 
 // OutboxFeedOptions configures an OutboxFeed; the zero value is the default.

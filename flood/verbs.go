@@ -480,13 +480,7 @@ type ReactionSink func(context.Context, []adminapi.ReactionItem) error
 
 // WorldReactions is the sink of a world that runs in this process.
 func WorldReactions(w *actors.World) ReactionSink {
-	return func(_ context.Context, items []adminapi.ReactionItem) error {
-		xs := make([]actors.Reaction, len(items))
-		for i, it := range items {
-			xs[i] = actors.Reaction(it)
-		}
-		return w.RecordReactions(xs)
-	}
+	return worldSink(w.RecordReactions, func(it adminapi.ReactionItem) actors.Reaction { return actors.Reaction(it) })
 }
 
 // ReactionFeed is a Plan.Settled consumer that records in the crowd the
@@ -497,14 +491,36 @@ type ReactionFeed = Feed[adminapi.ReactionItem]
 
 // NewReactionFeed starts the worker of a ReactionFeed feeding sink.
 func NewReactionFeed(sink ReactionSink, o OutboxFeedOptions) *ReactionFeed {
-	if o.What == "" {
-		o.What = "reactions"
-	}
-	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.ReactionItem, bool) {
-		if p.Vocab == nil || p.Vocab.Reaction == nil || !d.Sent || d.Aborted || !d.Class.OK() {
-			return adminapi.ReactionItem{}, false
+	return newVocabFeed(sink, o, "reactions", func(v *VocabSent) *adminapi.ReactionItem { return v.Reaction })
+}
+
+// worldSink is a sink that hands its batches, each item converted, to a
+// world's record method.
+func worldSink[In, Out any](record func([]Out) error, conv func(In) Out) func(context.Context, []In) error {
+	return func(_ context.Context, items []In) error {
+		out := make([]Out, len(items))
+		for i, it := range items {
+			out[i] = conv(it)
 		}
-		return *p.Vocab.Reaction, true
+		return record(out)
+	}
+}
+
+// newVocabFeed starts a Feed of what pick finds in a send's VocabSent, once
+// the target answered it 2xx; o.What defaults to what.
+func newVocabFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOptions, what string, pick func(*VocabSent) *T) *Feed[T] {
+	if o.What == "" {
+		o.What = what
+	}
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (T, bool) {
+		var zero T
+		if p.Vocab == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+			return zero, false
+		}
+		if x := pick(p.Vocab); x != nil {
+			return *x, true
+		}
+		return zero, false
 	})
 }
 
@@ -527,13 +543,7 @@ type ChangeSink func(context.Context, []adminapi.ChangeItem) error
 
 // WorldChanges is the sink of a world that runs in this process.
 func WorldChanges(w *actors.World) ChangeSink {
-	return func(_ context.Context, items []adminapi.ChangeItem) error {
-		chs := make([]actors.Change, len(items))
-		for i, it := range items {
-			chs[i] = actors.Change(it)
-		}
-		return w.RecordChanges(chs)
-	}
+	return worldSink(w.RecordChanges, func(it adminapi.ChangeItem) actors.Change { return actors.Change(it) })
 }
 
 // ChangeFeed is a Plan.Settled consumer that records in the crowd the
@@ -544,13 +554,5 @@ type ChangeFeed = Feed[adminapi.ChangeItem]
 
 // NewChangeFeed starts the worker of a ChangeFeed feeding sink.
 func NewChangeFeed(sink ChangeSink, o OutboxFeedOptions) *ChangeFeed {
-	if o.What == "" {
-		o.What = "changes"
-	}
-	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.ChangeItem, bool) {
-		if p.Vocab == nil || p.Vocab.Change == nil || !d.Sent || d.Aborted || !d.Class.OK() {
-			return adminapi.ChangeItem{}, false
-		}
-		return *p.Vocab.Change, true
-	})
+	return newVocabFeed(sink, o, "changes", func(v *VocabSent) *adminapi.ChangeItem { return v.Change })
 }
