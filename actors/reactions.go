@@ -135,10 +135,13 @@ func (r *Reactions) apply(x Reaction) {
 }
 
 // snapshot is every kept reaction as journal lines.
-func (r *Reactions) snapshot() []byte {
+func (r *Reactions) snapshot() []byte { return reactionLines(r.listLocked()) }
+
+// reactionLines is xs as journal lines, one JSON object each.
+func reactionLines(xs []Reaction) []byte {
 	var b []byte
-	for _, x := range r.listLocked() {
-		line, _ := json.Marshal(x) // cannot fail: strings
+	for _, x := range xs {
+		line, _ := json.Marshal(x) // cannot fail: strings and a bool
 		b = append(append(b, line...), '\n')
 	}
 	return b
@@ -164,12 +167,7 @@ func (r *Reactions) Record(xs []Reaction) error {
 		return fmt.Errorf("%w: the crowd already keeps %d reactions (MaxReactions)", ErrReaction, len(r.kept))
 	}
 	if r.file != nil {
-		var b []byte
-		for _, x := range xs {
-			line, _ := json.Marshal(x) // cannot fail: strings and a bool
-			b = append(append(b, line...), '\n')
-		}
-		if _, err := r.file.Write(b); err != nil {
+		if _, err := r.file.Write(reactionLines(xs)); err != nil {
 			return fmt.Errorf("%w: %v", ErrReaction, err)
 		}
 		if err := r.file.Sync(); err != nil {
