@@ -1,6 +1,8 @@
 package audience
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -66,6 +68,25 @@ func blocks(n, k, l int) [][]int {
 		}
 	}
 	return out
+}
+
+// ErrShares: the crowd cannot be shared out as asked (a follows count
+// below 0 or above the crowd's size); the error names the flag.
+var ErrShares = errors.New("cannot share the crowd out")
+
+// FollowShares has each of personas follow its share of crowd
+// (AssignFollows, follows each) through c, and waits within ctx for the
+// Accepts (Follow). A share that cannot be made wraps ErrShares.
+func FollowShares(ctx context.Context, c *Client, personas []Persona, follows int, crowd []CrowdActor, o FollowOptions) ([]FollowResult, error) {
+	shares, err := AssignFollows(len(personas), follows, crowd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrShares, err)
+	}
+	plans := make([]FollowPlan, len(personas))
+	for i := range personas {
+		plans[i] = FollowPlan{Persona: &personas[i], Actors: shares[i]}
+	}
+	return Follow(ctx, c, plans, o)
 }
 
 // AssignFollows gives each of n personas its share of the crowd: follows

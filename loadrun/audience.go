@@ -2,6 +2,7 @@ package loadrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -90,15 +91,10 @@ func (a *audienceObserver) followCrowd(ctx, sctx context.Context, crowd []audien
 		// account a local one follows: every crowd actor may boost.
 		follows = max(follows, audience.FollowsCovering(len(a.personas), len(crowd)))
 	}
-	shares, err := audience.AssignFollows(len(a.personas), follows, crowd)
-	if err != nil {
+	res, err := audience.FollowShares(sctx, a.client, a.personas, follows, crowd, audience.FollowOptions{Progress: func(s string) { a.log.Info(s) }})
+	if errors.Is(err, audience.ErrShares) {
 		return usage(err)
 	}
-	plans := make([]audience.FollowPlan, len(a.personas))
-	for i := range a.personas {
-		plans[i] = audience.FollowPlan{Persona: &a.personas[i], Actors: shares[i]}
-	}
-	res, err := audience.Follow(sctx, a.client, plans, audience.FollowOptions{Progress: func(s string) { a.log.Info(s) }})
 	if err != nil {
 		if ctx.Err() != nil {
 			return setupInterrupted()

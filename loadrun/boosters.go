@@ -65,15 +65,8 @@ func (r *runner) followBoosters(ctx context.Context, targets []*flood.Persona) (
 				return nil, err
 			}
 		}
-		shares, err := audience.AssignFollows(len(personas), audience.FollowsCovering(len(personas), len(crowd)), crowd)
-		if err != nil {
-			return nil, usage(err)
-		}
-		plans := make([]audience.FollowPlan, len(personas))
-		for i := range personas {
-			plans[i] = audience.FollowPlan{Persona: &personas[i], Actors: shares[i]}
-		}
-		got, err := audience.Follow(sctx, c, plans, audience.FollowOptions{Progress: func(s string) { r.log.Info(s) }})
+		got, err := audience.FollowShares(sctx, c, personas, audience.FollowsCovering(len(personas), len(crowd)), crowd,
+			audience.FollowOptions{Progress: func(s string) { r.log.Info(s) }})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
