@@ -39,15 +39,12 @@ func (r *runner) followBoosters(ctx context.Context, targets []*flood.Persona) (
 	byBase := map[string][]audience.Persona{}
 	for _, t := range targets {
 		acct := t.Acct
-		name, host, _ := strings.Cut(acct, "@")
+		name, _, _ := strings.Cut(acct, "@")
 		tok, ok := tokens[name]
 		if !ok {
 			continue
 		}
-		base := api
-		if base == "" {
-			base = "https://" + host
-		}
+		base := clientAPI(api, acct)
 		byBase[base] = append(byBase[base], audience.Persona{Name: name, Acct: acct, Token: tok})
 	}
 	out := &record.Boosters{Actors: len(crowd)}
@@ -55,9 +52,9 @@ func (r *runner) followBoosters(ctx context.Context, targets []*flood.Persona) (
 	defer cancel()
 	var res []audience.FollowResult
 	for base, personas := range byBase {
-		c, err := audience.NewClient(base, r.client(r.c.Timeout, 8), r.c.UserAgent)
+		c, err := r.clientAt(base)
 		if err != nil {
-			return nil, usage(fmt.Errorf("--post-api: %w", err))
+			return nil, err
 		}
 		for i, p := range personas {
 			_, host, _ := strings.Cut(p.Acct, "@")

@@ -54,11 +54,7 @@ func (r *runner) judgeForgeries(ctx context.Context, rec *record.Record, ended t
 	}
 	byBase := map[string][]audience.ForgeryProbe{}
 	for _, m := range marks {
-		base := api
-		if base == "" {
-			_, host, _ := strings.Cut(m.Persona, "@")
-			base = "https://" + host
-		}
+		base := clientAPI(api, m.Persona)
 		byBase[base] = append(byBase[base], probeOf(m))
 	}
 	bases := make([]string, 0, len(byBase))
@@ -68,7 +64,7 @@ func (r *runner) judgeForgeries(ctx context.Context, rec *record.Record, ended t
 	slices.Sort(bases)
 	lookup := &record.EffectLookup{Via: "the Mastodon client API at " + strings.Join(bases, ", "), SettleSeconds: settle.Seconds()}
 	for _, base := range bases {
-		c, err := audience.NewClient(base, r.client(r.c.Timeout, 4), r.c.UserAgent)
+		c, err := r.clientAt(base)
 		if err != nil {
 			lookup.Unread = append(lookup.Unread, err.Error())
 			continue

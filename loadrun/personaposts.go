@@ -54,18 +54,15 @@ func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) er
 		return err
 	}
 	for _, ps := range personas {
-		name, host, _ := strings.Cut(ps.Acct, "@")
+		name, _, _ := strings.Cut(ps.Acct, "@")
 		tok, ok := tokens[name]
 		if len(ps.Posts) > 0 || !ok {
 			continue
 		}
-		base := api
-		if base == "" {
-			base = "https://" + host
-		}
-		c, err := audience.NewClient(base, r.client(r.c.Timeout, 4), r.c.UserAgent)
+		base := clientAPI(api, ps.Acct)
+		c, err := r.clientAt(base)
 		if err != nil {
-			return usage(fmt.Errorf("--post-api: %w", err))
+			return err
 		}
 		st, err := c.PostStatus(ctx, tok, audience.PostText(name, 1), "public")
 		if err != nil {
@@ -75,4 +72,24 @@ func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) er
 		r.log.Info("posted for a persona that had none", zap.String("persona", ps.Acct), zap.String("post", st.URI))
 	}
 	return nil
+}
+
+// clientAPI is the client API that serves the persona acct: --post-api
+// when given, else the persona's own host.
+func clientAPI(api, acct string) string {
+	if api != "" {
+		return api
+	}
+	_, host, _ := strings.Cut(acct, "@")
+	return "https://" + host
+}
+
+// clientAt is a client of the SUT's client API at base (--post-api, or a
+// persona's host); a base that is no URL is a usage error naming the flag.
+func (r *runner) clientAt(base string) (*audience.Client, error) {
+	c, err := audience.NewClient(base, r.client(r.c.Timeout, 4), r.c.UserAgent)
+	if err != nil {
+		return nil, usage(fmt.Errorf("--post-api: %w", err))
+	}
+	return c, nil
 }
