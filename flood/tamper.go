@@ -315,13 +315,8 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	if !d.Sent || d.Aborted {
 		return
 	}
-	if p.Forgery == nil && d.Class.OK() && !(f.okCavage.Load() && f.okRFC9421.Load()) {
-		switch schemeOf(p) {
-		case signing.SchemeCavage:
-			f.okCavage.Store(true)
-		case signing.SchemeRFC9421:
-			f.okRFC9421.Store(true)
-		}
+	if p.Forgery == nil && d.Class.OK() {
+		f.accepted2xx(p)
 	}
 	if p.Forgery == nil && d.Class != record.Class401 && !(d.Class.OK() && (f.refused.Load() || f.replayed.Load())) {
 		return
@@ -346,6 +341,27 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 	f.sec.Add(string(p.Forgery.Kind), p.Forgery.Activity, p.URL.String(), d.Class, d.Status)
 	if len(f.sec.Findings) > listed {
 		f.marks = append(f.marks, *p.Forgery)
+	}
+}
+
+// accepted2xx notes the scheme of an honest request the SUT answered 2xx.
+// Every such answer comes here: a flag already set is only read, so the
+// workers do not write one cache line at each send.
+func (f *Forgeries) accepted2xx(p *Prepared) {
+	if f.okCavage.Load() && f.okRFC9421.Load() {
+		return
+	}
+	var ok *atomic.Bool
+	switch schemeOf(p) {
+	case signing.SchemeCavage:
+		ok = &f.okCavage
+	case signing.SchemeRFC9421:
+		ok = &f.okRFC9421
+	default:
+		return
+	}
+	if !ok.Load() {
+		ok.Store(true)
 	}
 }
 
@@ -424,7 +440,7 @@ func schemeOf(p *Prepared) signing.Scheme {
 		return ""
 	case p.Knock != nil:
 		return p.Knock.Scheme
-	case p.Header.Get("Signature-Input") != "":
+	case len(p.Header["Signature-Input"]) > 0: // canonical, as the signer sets it
 		return signing.SchemeRFC9421
 	}
 	return signing.SchemeCavage
