@@ -153,3 +153,25 @@ func TestRateLimitsRecorded(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkParseRateLimit prices what every answer of the send loop pays
+// for its rate-limit fields: an answer without any (the common 202), and
+// one with Mastodon's three.
+//
+//	go test -run '^$' -bench ParseRateLimit ./flood/
+func BenchmarkParseRateLimit(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"none", http.Header{"Date": {"Wed, 02 Dec 2026 05:00:00 GMT"}, "Content-Length": {"0"}, "Content-Type": {"text/plain"}}},
+		{"mastodon", http.Header{"X-Ratelimit-Limit": {"300"}, "X-Ratelimit-Remaining": {"12"}, "X-Ratelimit-Reset": {"2026-12-02T05:05:00.000Z"}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = parseRateLimit(tc.h, time.Now)
+			}
+		})
+	}
+}
