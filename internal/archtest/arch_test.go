@@ -17,33 +17,32 @@ import (
 	"testing/fstest"
 )
 
-// rule is one sentence of DESIGN.md §2 as a predicate: a non-test file of a room that from
-// accepts may not import a package that to accepts.
-type rule struct {
+// never is one "Never" sentence of DESIGN.md §2 as a predicate: a non-test file in a package
+// directory that from accepts may not import a package that to accepts. The nevers hold on top
+// of the drawing, whatever its rows allow, and say why.
+type never struct {
 	says string // the design's sentence, printed with every violation
-	from func(room string) bool
+	from func(dir string) bool
 	to   func(imp imported) bool
 }
 
-// imported is one import of a file, seen both as written and as a room of the layout.
+// imported is one import of a file: the path as written, and the path inside the module ("" for
+// a package outside it).
 type imported struct {
-	path string // the import path as written
-	rel  string // the path inside the module ("" for a package outside it)
-	room string // the room of the layout: rel ("" outside the module)
+	path string
+	rel  string
 }
 
-// designRules is DESIGN.md §2 ("Arrows ... Never ...") as a table. Rooms that do not exist yet
-// (loadrun, apclient, flood/record, flood/report) are named already, so the rules hold
-// while the re-layout of issue 12 moves code into them.
-func designRules() []rule {
-	return []rule{
+// nevers is DESIGN.md §2's "Never ..." sentences and the rooms' own limits as a table.
+func nevers() []never {
+	return []never{
 		// cmd is CLI only: flags -> Config -> Run. It reaches the rest through loadrun, the
 		// environment through pasture, records and reports through their own rooms.
 		{
-			says: "cmd imports only loadrun, pasture, adminapi, flood/record, flood/report",
+			says: "cmd imports only loadrun, pasture, adminapi, flood/record, flood/report, actors, signing",
 			from: under("cmd"),
 			to: inModule(not(under("loadrun", "pasture", "adminapi", "flood/record",
-				"flood/report", "internal"))),
+				"flood/report", "actors", "signing", "internal"))),
 		},
 		// The flood only speaks HTTP, so it can flood any server, not only the crowd's own.
 		{
@@ -127,22 +126,9 @@ func designRules() []rule {
 	}
 }
 
-// exception is one import today's tree still makes against a rule. The list only shrinks:
-// the test fails when an exception is no longer needed, so the fix of an arrow also deletes
-// its line here.
-type exception struct {
-	file    string // slash path inside the module
-	imports string // the import path inside the module
-}
-
-// knownExceptions are the arrows today's tree still makes against a rule: none since cmd/crowd
-// became the CLI only (loadrun holds the run, pasture the serve root). A new one needs a reason.
-func knownExceptions() []exception {
-	return nil
-}
-
-// TestDesignArrows checks every non-test Go file of the module against DESIGN.md §2. Test files
-// are left out: a test may build any fixture it needs, and no binary carries its imports.
+// TestDesignArrows checks every non-test Go file of the module against DESIGN.md §2: its nevers,
+// then the drawing's rows. Test files are left out: a test may build any fixture it needs, and
+// no binary carries its imports.
 func TestDesignArrows(t *testing.T) {
 	root, module, err := findModule()
 	if err != nil {
@@ -156,13 +142,12 @@ func TestDesignArrows(t *testing.T) {
 		// A scan that found almost nothing would pass vacuously.
 		t.Fatalf("scanned only %d files under %s", len(files), root)
 	}
-	violations, stale := check(files, designRules(), knownExceptions())
+	violations, stale := check(files, nevers(), drawing(), exceptions())
 	for _, v := range violations {
 		t.Errorf("%s imports %s: %s (DESIGN.md §2)", v.file, v.imp.path, v.says)
 	}
 	for _, e := range stale {
-		t.Errorf("known exception no longer needed, delete it from knownExceptions: %s imports %s",
-			e.file, e.imports)
+		t.Errorf("exception no longer needed, delete it from exceptions(): %s -> %s (%s)", e.from, e.to, e.why)
 	}
 }
 
@@ -183,62 +168,103 @@ func TestCheck(t *testing.T) {
 		name       string
 		tree       fstest.MapFS
 		exceptions []exception
-		violations []string // "file imports path"
-		stale      []string
+		violations []string // "file imports path: says"
+		stale      []string // "from -> to"
 	}{
 		{
-			// The arrows the design draws are allowed.
-			name: "allowed arrows",
+			// The arrows the drawing draws are allowed, and so are imports outside the module.
+			name: "drawn arrows",
 			tree: fstest.MapFS{
 				"go.mod":             {Data: []byte("module " + mod + "\n")},
 				"cmd/crowd/main.go":  src(mod+"/pasture", mod+"/flood/record", "fmt"),
 				"pasture/origins.go": src(mod+"/inbox", "github.com/go-chi/chi/v5"),
 				"flood/engine.go":    src(mod+"/signing", mod+"/actors"),
+				"audience/probe.go":  src(mod + "/flood/record"),
 			},
 		},
 		{
-			// A new forbidden arrow is reported with its file and import path.
-			name: "new forbidden arrows",
+			// A room's sub-package belongs to it: pasture's parts import each other and inbox.
+			name: "sub-packages of a room",
+			tree: fstest.MapFS{
+				"pasture/nameserver/zone.go":   src(mod+"/pasture/tlsca", mod+"/actors"),
+				"pasture/pasture.go":           src(mod + "/pasture/nameserver"),
+				"flood/record/recordtest/r.go": src(mod + "/flood/record"),
+			},
+		},
+		{
+			// An arrow no row draws fails with the file that makes it and the row it breaks,
+			// even where no never forbids it.
+			name: "undrawn arrow",
+			tree: fstest.MapFS{
+				"webfinger/lookup.go": src(mod + "/apclient"),
+			},
+			violations: []string{
+				"webfinger/lookup.go imports " + mod + "/apclient: not on the drawing: webfinger -> actors, internal",
+			},
+		},
+		{
+			// A never breaks with its own sentence, which says why; one report per import.
+			name: "nevers",
 			tree: fstest.MapFS{
 				"cmd/crowd/main.go": src(mod + "/inbox"),
 				"flood/engine.go":   src(mod + "/audience"),
 				"inbox/routes.go":   src("github.com/go-chi/chi/v5"),
 				"actors/world.go":   src(mod + "/webfinger"),
+				"pasture/p.go":      src(mod + "/audience"),
 			},
 			violations: []string{
-				"actors/world.go imports " + mod + "/webfinger",
-				"cmd/crowd/main.go imports " + mod + "/inbox",
-				"flood/engine.go imports " + mod + "/audience",
-				"inbox/routes.go imports github.com/go-chi/chi/v5",
+				"actors/world.go imports " + mod + "/webfinger: actors imports only signing",
+				"cmd/crowd/main.go imports " + mod + "/inbox: cmd imports only loadrun, pasture, adminapi, flood/record, flood/report, actors, signing",
+				"flood/engine.go imports " + mod + "/audience: flood never imports inbox, pasture or audience",
+				"inbox/routes.go imports github.com/go-chi/chi/v5: only pasture imports chi",
+				"pasture/p.go imports " + mod + "/audience: pasture never imports audience",
 			},
 		},
 		{
-			// The environment does not know who measures it; the audience reads records.
-			name: "pasture and audience",
+			// A package outside every row, or importing one, is a room the drawing lacks.
+			name: "unknown rooms",
 			tree: fstest.MapFS{
-				"pasture/pasture.go": src(mod + "/audience"),
-				"audience/probe.go":  src(mod + "/flood/record"),
+				"weather/storm.go": src(mod + "/actors"),
+				"flood/engine.go":  src(mod + "/weather"),
 			},
-			violations: []string{"pasture/pasture.go imports " + mod + "/audience"},
+			violations: []string{
+				"flood/engine.go imports " + mod + "/weather: weather is in no room of the drawing",
+				"weather/storm.go imports " + mod + "/actors: weather is in no room of the drawing",
+			},
 		},
 		{
-			// A listed exception silences exactly its own file and import.
-			name: "exception covers only its file",
+			// Test helpers are in rooms no production row names; the bench may use any room.
+			name: "test helpers",
 			tree: fstest.MapFS{
-				"cmd/crowd/run.go":  src(mod + "/inbox"),
-				"cmd/crowd/tail.go": src(mod + "/inbox"),
+				"loadrun/run.go":   src(mod + "/internal/crowdtest"),
+				"bench/section.go": src(mod+"/internal/crowdtest", mod+"/loadrun", mod+"/inbox"),
 			},
-			exceptions: []exception{{"cmd/crowd/run.go", "inbox"}},
-			violations: []string{"cmd/crowd/tail.go imports " + mod + "/inbox"},
+			violations: []string{
+				"loadrun/run.go imports " + mod + "/internal/crowdtest: not on the drawing: loadrun -> flood, flood/record, flood/livemetrics, flood/scenario, audience, adminapi, pasture, actors, signing, internal",
+			},
 		},
 		{
-			// An exception whose import is gone must be deleted: the list only shrinks.
-			name: "stale exception",
+			// An exception passes its arrow, from every file of its room, and nothing else.
+			name: "exception",
 			tree: fstest.MapFS{
-				"cmd/crowd/run.go": src(mod + "/pasture"),
+				"webfinger/lookup.go": src(mod + "/apclient"),
+				"webfinger/jrd.go":    src(mod + "/apclient"),
+				"webfinger/host.go":   src(mod + "/adminapi"),
 			},
-			exceptions: []exception{{"cmd/crowd/run.go", "inbox"}},
-			stale:      []string{"cmd/crowd/run.go imports inbox"},
+			exceptions: []exception{{"webfinger", "apclient", "a reason"}},
+			violations: []string{
+				"webfinger/host.go imports " + mod + "/adminapi: not on the drawing: webfinger -> actors, internal",
+			},
+		},
+		{
+			// An exception whose arrow no file makes, or that the drawing now draws, must be
+			// deleted: the list only shrinks.
+			name: "stale exceptions",
+			tree: fstest.MapFS{
+				"webfinger/jrd.go": src(mod + "/actors"),
+			},
+			exceptions: []exception{{"webfinger", "apclient", "gone"}, {"webfinger", "actors", "drawn"}},
+			stale:      []string{"webfinger -> apclient", "webfinger -> actors"},
 		},
 		{
 			// Test files, testdata and node_modules are not part of the dependency graph.
@@ -262,13 +288,13 @@ func TestCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			violations, stale := check(files, designRules(), tt.exceptions)
+			violations, stale := check(files, nevers(), drawing(), tt.exceptions)
 			var gotV, gotS []string
 			for _, v := range violations {
-				gotV = append(gotV, v.file+" imports "+v.imp.path)
+				gotV = append(gotV, v.file+" imports "+v.imp.path+": "+v.says)
 			}
 			for _, e := range stale {
-				gotS = append(gotS, e.file+" imports "+e.imports)
+				gotS = append(gotS, e.from+" -> "+e.to)
 			}
 			if !slices.Equal(gotV, tt.violations) {
 				t.Errorf("violations\n got %q\nwant %q", gotV, tt.violations)
@@ -280,36 +306,158 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestDrawing checks the table against itself: every room it names has a row, its arrows point
+// one way (no circle), no row allows what a never forbids, and every exception names rooms.
+func TestDrawing(t *testing.T) {
+	rows := drawing()
+	byName := make(map[string]room, len(rows))
+	for _, r := range rows {
+		if _, dup := byName[r.name]; dup {
+			t.Errorf("room %s has two rows", r.name)
+		}
+		byName[r.name] = r
+	}
+	for _, r := range rows {
+		for _, to := range r.imports {
+			if _, ok := byName[to]; !ok && to != everyRoom {
+				t.Errorf("row %s names %s, which has no row", r.name, to)
+			}
+			for _, n := range nevers() {
+				if to != everyRoom && n.from(r.name) && n.to(imported{path: "m/" + to, rel: to}) {
+					t.Errorf("row %s allows %s, which a never forbids: %s", r.name, to, n.says)
+				}
+			}
+		}
+	}
+	if c := circle(rows); c != nil {
+		t.Errorf("the drawing's arrows make a circle: %s", strings.Join(c, " -> "))
+	}
+	for _, e := range exceptions() {
+		if _, ok := byName[e.from]; !ok {
+			t.Errorf("exception %s -> %s: %s has no row", e.from, e.to, e.from)
+		}
+		if _, ok := byName[e.to]; !ok {
+			t.Errorf("exception %s -> %s: %s has no row", e.from, e.to, e.to)
+		}
+		if e.why == "" {
+			t.Errorf("exception %s -> %s gives no reason", e.from, e.to)
+		}
+	}
+}
+
+// TestCircle specifies circle, so a broken search cannot pass TestDrawing vacuously.
+func TestCircle(t *testing.T) {
+	tests := []struct {
+		name string
+		rows []room
+		want []string
+	}{
+		// A chain and a room importing itself point one way.
+		{"chain", []room{{"a", []string{"b", "a"}}, {"b", []string{"c"}}, {"c", nil}}, nil},
+		// A room that imports every room stands outside the graph.
+		{"every room", []room{{"a", []string{"b"}}, {"b", nil}, {"e", []string{everyRoom}}}, nil},
+		// Two rooms importing each other are a circle, named from where it closes.
+		{"circle", []room{{"a", []string{"b"}}, {"b", []string{"c"}}, {"c", []string{"a"}}}, []string{"a", "b", "c", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := circle(tt.rows); !slices.Equal(got, tt.want) {
+				t.Errorf("circle = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// circle returns a path of rows that comes back to its start, or nil when the arrows point one
+// way. A room's import of itself is no circle.
+func circle(rows []room) []string {
+	next := make(map[string][]string, len(rows))
+	for _, r := range rows {
+		next[r.name] = r.imports
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make(map[string]int)
+	var path []string
+	var visit func(string) []string
+	visit = func(n string) []string {
+		state[n] = onPath
+		path = append(path, n)
+		for _, m := range next[n] {
+			if m == n || m == everyRoom {
+				continue
+			}
+			switch state[m] {
+			case onPath:
+				i := slices.Index(path, m)
+				return append(slices.Clone(path[i:]), m)
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[n] = done
+		return nil
+	}
+	for _, r := range rows {
+		if state[r.name] == unseen {
+			if c := visit(r.name); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
 // goFile is one parsed non-test Go file.
 type goFile struct {
 	path    string // slash path inside the module
-	room    string
+	dir     string // its package directory
 	imports []imported
 }
 
-// violation is one import a rule forbids.
+// violation is one import the design forbids, with the sentence or row it breaks.
 type violation struct {
 	file string
 	imp  imported
 	says string
 }
 
-// check applies the rules to the files and returns the violations no exception covers (one per
-// import, under the first rule it breaks), and the exceptions that covered nothing.
-func check(files []goFile, rules []rule, exceptions []exception) (violations []violation, stale []exception) {
+// check applies the nevers and then the drawing to the files. It returns one violation per
+// import no row or exception allows (under the first never it breaks, if any), and the
+// exceptions whose arrow no file needed.
+func check(files []goFile, nevers []never, rows []room, exceptions []exception) (violations []violation, stale []exception) {
 	used := make(map[exception]bool)
 	for _, f := range files {
 		for _, imp := range f.imports {
-			for _, r := range rules {
-				if !r.from(f.room) || !r.to(imp) {
+			if says := brokenNever(nevers, f.dir, imp); says != "" {
+				violations = append(violations, violation{f.path, imp, says})
+				continue
+			}
+			if imp.rel == "" {
+				continue // outside the module; only the nevers speak of it
+			}
+			from, to := roomOf(rows, f.dir), roomOf(rows, imp.rel)
+			switch {
+			case from == nil:
+				violations = append(violations, violation{f.path, imp, f.dir + " is in no room of the drawing"})
+			case to == nil:
+				violations = append(violations, violation{f.path, imp, imp.rel + " is in no room of the drawing"})
+			case from.name == to.name || slices.Contains(from.imports, to.name) ||
+				slices.Contains(from.imports, everyRoom):
+			default:
+				i := slices.IndexFunc(exceptions, func(e exception) bool { return e.from == from.name && e.to == to.name })
+				if i >= 0 {
+					used[exceptions[i]] = true
 					continue
 				}
-				if e := (exception{f.path, imp.rel}); slices.Contains(exceptions, e) {
-					used[e] = true
-					continue
-				}
-				violations = append(violations, violation{file: f.path, imp: imp, says: r.says})
-				break // one report per import, under the first rule it breaks
+				violations = append(violations, violation{f.path, imp,
+					"not on the drawing: " + from.name + " -> " + strings.Join(from.imports, ", ")})
 			}
 		}
 	}
@@ -319,6 +467,28 @@ func check(files []goFile, rules []rule, exceptions []exception) (violations []v
 		}
 	}
 	return violations, stale
+}
+
+// brokenNever returns the sentence of the first never the import breaks, or "".
+func brokenNever(nevers []never, dir string, imp imported) string {
+	for _, n := range nevers {
+		if n.from(dir) && n.to(imp) {
+			return n.says
+		}
+	}
+	return ""
+}
+
+// roomOf returns the row a package directory belongs to: the longest row name that is the
+// directory or one of its parents; nil when none is.
+func roomOf(rows []room, dir string) *room {
+	var best *room
+	for i, r := range rows {
+		if (dir == r.name || strings.HasPrefix(dir, r.name+"/")) && (best == nil || len(r.name) > len(best.name)) {
+			best = &rows[i]
+		}
+	}
+	return best
 }
 
 // scan parses the imports of every non-test Go file under fsys, in lexical order. It skips
@@ -349,7 +519,7 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 		if err != nil {
 			return err
 		}
-		f := goFile{path: p, room: path.Dir(p)}
+		f := goFile{path: p, dir: path.Dir(p)}
 		for _, spec := range ast.Imports {
 			ip, err := strconv.Unquote(spec.Path.Value)
 			if err != nil {
@@ -357,7 +527,7 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 			}
 			imp := imported{path: ip}
 			if rel, ok := strings.CutPrefix(ip, module+"/"); ok {
-				imp.rel, imp.room = rel, rel
+				imp.rel = rel
 			}
 			f.imports = append(f.imports, imp)
 		}
@@ -367,11 +537,11 @@ func scan(fsys fs.FS, module string) ([]goFile, error) {
 	return files, err
 }
 
-// under accepts the rooms named and their subpackages.
-func under(rooms ...string) func(string) bool {
-	return func(room string) bool {
-		for _, r := range rooms {
-			if room == r || strings.HasPrefix(room, r+"/") {
+// under accepts the directories named and their subpackages.
+func under(dirs ...string) func(string) bool {
+	return func(dir string) bool {
+		for _, d := range dirs {
+			if dir == d || strings.HasPrefix(dir, d+"/") {
 				return true
 			}
 		}
@@ -379,19 +549,19 @@ func under(rooms ...string) func(string) bool {
 	}
 }
 
-// exactly accepts the room named and not its subpackages.
-func exactly(r string) func(string) bool {
-	return func(room string) bool { return room == r }
+// exactly accepts the directory named and not its subpackages.
+func exactly(d string) func(string) bool {
+	return func(dir string) bool { return dir == d }
 }
 
-// not negates a room predicate.
+// not negates a directory predicate.
 func not(f func(string) bool) func(string) bool {
-	return func(room string) bool { return !f(room) }
+	return func(dir string) bool { return !f(dir) }
 }
 
-// inModule lifts a room predicate to imports: packages outside the module never match.
+// inModule lifts a directory predicate to imports: packages outside the module never match.
 func inModule(f func(string) bool) func(imported) bool {
-	return func(imp imported) bool { return imp.rel != "" && f(imp.room) }
+	return func(imp imported) bool { return imp.rel != "" && f(imp.rel) }
 }
 
 // findModule walks up from the working directory to go.mod and returns its directory and

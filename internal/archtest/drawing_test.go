@@ -1,0 +1,73 @@
+package archtest
+
+// room is one row of DESIGN.md §2's drawing: a package directory of the module (its
+// sub-packages belong to it unless they have a row of their own) and the rooms its non-test
+// files may import. A room always imports itself.
+type room struct {
+	name    string
+	imports []string // rooms; everyRoom for a room that measures or drives every other
+}
+
+// everyRoom in a row's imports lets the room import any room: the bench and the e2e tests
+// drive the whole crowd from outside it.
+const everyRoom = "*"
+
+// drawing is DESIGN.md §2's arrows as one table, the allow-list every import between rooms
+// must be on. The README's layout table prints the same rows; change both together.
+func drawing() []room {
+	return []room{
+		// The CLI only: flags -> a Config -> Run. actors and signing for their leaf types
+		// (the world's configuration, the key backends) instead of forwarders in pasture.
+		{"cmd/crowd", []string{"loadrun", "pasture", "adminapi", "flood/record", "flood/report", "actors", "signing", "internal"}},
+		// One load run: the flood, its observers (the audience, live metrics), the record, and
+		// the standalone environment (pasture) when no crowd is attached.
+		{"loadrun", []string{"flood", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "actors", "signing", "internal"}},
+		// An observer of a run from its members' seats: it writes the record's audience section.
+		{"audience", []string{"apclient", "adminapi", "flood/record", "internal"}},
+		// The engine and its traffic: it speaks HTTP through apclient and signing, drafts the
+		// world's documents (actors) and feeds the record.
+		{"flood", []string{"apclient", "actors", "signing", "flood/record", "internal"}},
+		{"flood/record", []string{"internal"}},
+		{"flood/report", []string{"flood/record", "internal"}},
+		// Live metrics listen to a running flood.
+		{"flood/livemetrics", []string{"flood", "flood/record", "internal"}},
+		{"flood/scenario", []string{"internal"}},
+		{"apclient", []string{"signing", "internal"}},
+		{"adminapi", []string{"internal"}},
+		// The environment composes the servers and implements the admin API's handlers.
+		{"pasture", []string{"inbox", "webfinger", "actors", "apclient", "signing", "adminapi", "internal"}},
+		// Inboxes fetch and verify through apclient and signing, and implement admin routes.
+		{"inbox", []string{"apclient", "actors", "signing", "adminapi", "internal"}},
+		{"webfinger", []string{"actors", "internal"}},
+		{"actors", []string{"signing", "internal"}},
+		{"signing", []string{"internal"}},
+		// Small leaves any room may use; they import only each other.
+		{"internal", []string{"internal"}},
+		// Test helpers: only tests, the bench and e2e import them, so no production row names them.
+		{"internal/crowdtest", []string{"pasture", "inbox", "actors", "signing", "internal"}},
+		{"internal/testkeys", []string{"internal"}},
+		{"internal/dialguard/dialguardtest", []string{"internal"}},
+		{"flood/record/recordtest", []string{"flood/record", "internal"}},
+		{"bench", []string{everyRoom}},
+		{"e2e", []string{everyRoom}},
+	}
+}
+
+// exception is one arrow today's tree makes that the drawing does not draw. The list only
+// shrinks: TestDesignArrows fails when no file makes an exception's arrow any more.
+type exception struct {
+	from, to string // rooms
+	why      string
+}
+
+// exceptions are the undrawn arrows of today's tree, each with the reason it still stands.
+func exceptions() []exception {
+	return []exception{
+		{"flood", "adminapi", "Prepared carries the crowd's bookkeeping (outbox, vocabulary items); the engine's token replaces it"},
+		{"flood", "webfinger", "persona discovery reads acct: URIs and looks them up; apclient's WebFinger client replaces it"},
+		{"adminapi", "webfinger", "the lookup answer embeds a JRD; the JRD type moves to the client side"},
+		{"flood/report", "adminapi", "the text table prints the admin API's counters; the record carries what it prints"},
+		{"loadrun", "flood/report", "loadrun prints the table and ladder rows itself; cmd prints the record"},
+		{"inbox", "webfinger", "the admin lookup route parses acct: URIs and resolves WebFinger; undecided: draw it or route it through apclient"},
+	}
+}
