@@ -118,8 +118,8 @@ func writeJournal(t *testing.T, n int) (string, []byte) {
 }
 
 // A damaged line anywhere but at the torn end refuses the opening with
-// file:line and how to repair, and leaves the journal byte-identical (it
-// used to be cut at the bad line, silently losing every later follow).
+// file:line and how to repair, and leaves the journal byte-identical: cutting
+// it at the bad line would silently lose every later follow.
 func TestGraphRefusesADamagedLine(t *testing.T) {
 	for _, c := range []struct {
 		name   string

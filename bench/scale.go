@@ -19,7 +19,7 @@ import (
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// The large world of issue 15: the scale section's rows.
+// The scale section's rows: a large world's start-up, memory, TLS and DNS.
 const (
 	rowScaleStartup = "scale_startup"
 	rowScaleMemory  = "scale_memory"

@@ -64,8 +64,7 @@ type verbCost struct{ Draft, Signed float64 }
 // Create, Like, …) and each reports its median, so a shared machine's
 // noise falls on all. A row's figure is the cost of drafting and signing
 // one send of its kind ÷ Create's; drafting alone is in its notes.
-// Target: ≤ 1.2 (issue 14: the new verbs cost no more per send than
-// Create).
+// Target: ≤ 1.2 (the other verbs cost no more per send than Create).
 func (b *bench) verbsSection(ctx context.Context) {
 	const target = "≤ 1.2 × Create"
 	kinds := append([]verbKind{{record.TypeCreate, "create=1"}}, verbKinds()...)
