@@ -103,7 +103,8 @@ func (e *keyEntry) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]b
 	return e.signer.Sign(r, digest, opts)
 }
 
-// BackendName names the backend the entry signs with (signing.BackendName).
+// BackendName names the backend the entry signs with, as a key of a backend
+// other than Go names it.
 func (e *keyEntry) BackendName() string {
 	if e.backend == nil {
 		return signing.BackendGo

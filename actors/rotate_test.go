@@ -22,7 +22,7 @@ func verifyWith(t *testing.T, w *World, keyID string, key *rsa.PrivateKey) (sign
 	if err := signing.NewSigner(signing.SignerOptions{}).SignPost(req, body, keyID, key); err != nil {
 		t.Fatal(err)
 	}
-	cache := signing.NewKeyCache(signing.KeyCacheOptions{Fetcher: signing.KeyFetcherFunc(func(_ context.Context, url string) ([]byte, error) {
+	cache := signing.NewKeyCache(signing.KeyCacheOptions{Fetcher: fetchKeyFunc(func(_ context.Context, url string) ([]byte, error) {
 		a, ok := w.ActorByID(url)
 		if !ok {
 			return nil, errors.New("404")
@@ -251,3 +251,9 @@ func checkRestart(t *testing.T, w *World, cfg Config, keyID string, key *rsa.Pri
 		t.Fatal(err)
 	}
 }
+
+// fetchKeyFunc adapts a function to signing.KeyFetcher, for fetchers made in a test.
+type fetchKeyFunc func(ctx context.Context, url string) ([]byte, error)
+
+// FetchKey calls f.
+func (f fetchKeyFunc) FetchKey(ctx context.Context, url string) ([]byte, error) { return f(ctx, url) }

@@ -9,15 +9,12 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
-	"encoding/asn1"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 )
 
 // The other algorithms of RFC 9421 §3.3 (beside RFC9421RSAv15SHA256,
-// RFC9421RSAPSSSHA512 and RFC9421Ed25519). VerifyRFC9421 verifies them;
+// RFC9421RSAPSSSHA512 and RFC9421Ed25519). verifyRFC9421With verifies them;
 // the inbox accepts none of them from remote actors (see doc.go).
 const (
 	RFC9421HMACSHA256      Algorithm = "hmac-sha256"
@@ -65,22 +62,18 @@ func RFC9421AlgorithmFor(key crypto.PublicKey) (Algorithm, error) {
 	return "", fmt.Errorf("%w: key type %T", ErrUnsupportedAlgorithm, key)
 }
 
-// VerifyRFC9421 checks sig over an RFC 9421 signature base under alg, or,
-// when alg is "", under the algorithm the key implies
-// (RFC9421AlgorithmFor). Every algorithm of RFC 9421 §3.3 is verified:
+// verifyRFC9421With checks sig over an RFC 9421 signature base under alg,
+// or, when alg is "", under the algorithm the key implies
+// (RFC9421AlgorithmFor), with the RSA operations done by b (nil: Go's
+// crypto/rsa), as the Verifier's backend does them. Every algorithm of RFC 9421 §3.3 is verified:
 // rsa-pss-sha512 (an RSA or RSA-PSS key; salt length 64, the digest's, as
 // §3.3.1 says, or any when the signer chose another), rsa-v1_5-sha256 (an
 // RSA key, not an RSA-PSS one), hmac-sha256 (a SharedSecret),
 // ecdsa-p256-sha256 and ecdsa-p384-sha384 (r‖s, each the curve's size, as
 // §3.3.4 says), ed25519. A signature that does not verify, or an alg the
 // key does not fit, wraps ErrBadSignature; an unknown alg or key,
-// ErrUnsupportedAlgorithm.
-func VerifyRFC9421(alg Algorithm, key crypto.PublicKey, base, sig []byte) error {
-	return verifyRFC9421With(nil, alg, key, base, sig)
-}
-
-// verifyRFC9421With is VerifyRFC9421 with the RSA operations done by b
-// (nil: Go's crypto/rsa), as the Verifier's backend does them.
+// ErrUnsupportedAlgorithm. The Verifier lets remote actors use only RSA and
+// Ed25519 keys (verify9421); the rest is checked against RFC 9421's examples.
 func verifyRFC9421With(b Backend, alg Algorithm, key crypto.PublicKey, base, sig []byte) error {
 	if alg == "" {
 		var err error
@@ -150,44 +143,4 @@ func verifyECDSARaw(k *ecdsa.PublicKey, digest, sig []byte) bool {
 	}
 	r, s := new(big.Int).SetBytes(sig[:n]), new(big.Int).SetBytes(sig[n:])
 	return ecdsa.Verify(k, digest, r, s)
-}
-
-// oidRSASSAPSS is id-RSASSA-PSS (RFC 8017 A.2.3): a key for RSA-PSS alone.
-var oidRSASSAPSS = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 10}
-
-// ParsePrivateKeyPEM parses a PEM private key: PKCS#8 (RSA, ECDSA,
-// Ed25519, and id-RSASSA-PSS keys, which crypto/x509 does not read),
-// PKCS#1 RSA or SEC 1 EC. It returns the signer and the public key to
-// verify its signatures with: an id-RSASSA-PSS key's is an
-// RSAPSSPublicKey, so that the key's type picks rsa-pss-sha512. Errors wrap
-// ErrKeyUnavailable.
-func ParsePrivateKeyPEM(s string) (crypto.Signer, crypto.PublicKey, error) {
-	block, _ := pem.Decode([]byte(s))
-	if block == nil {
-		return nil, nil, fmt.Errorf("%w: no PEM block", ErrKeyUnavailable)
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-		if sg, ok := k.(crypto.Signer); ok {
-			return sg, sg.Public(), nil
-		}
-	}
-	var p8 struct {
-		Version    int
-		Algorithm  struct{ Algorithm asn1.ObjectIdentifier }
-		PrivateKey []byte
-	}
-	if rest, err := asn1.Unmarshal(block.Bytes, &p8); err == nil && len(rest) == 0 && p8.Algorithm.Algorithm.Equal(oidRSASSAPSS) {
-		k, err := x509.ParsePKCS1PrivateKey(p8.PrivateKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: id-RSASSA-PSS key: %v", ErrKeyUnavailable, err)
-		}
-		return k, RSAPSSPublicKey{&k.PublicKey}, nil
-	}
-	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return k, &k.PublicKey, nil
-	}
-	if k, err := x509.ParseECPrivateKey(block.Bytes); err == nil {
-		return k, &k.PublicKey, nil
-	}
-	return nil, nil, fmt.Errorf("%w: cannot parse %q PEM block as PKCS#8, PKCS#1 or SEC 1", ErrKeyUnavailable, block.Type)
 }

@@ -92,13 +92,3 @@ func (goBackend) VerifyPKCS1v15(pub *rsa.PublicKey, hash crypto.Hash, hashed, si
 func (goBackend) VerifyPSS(pub *rsa.PublicKey, hash crypto.Hash, digest, sig []byte, opts *rsa.PSSOptions) error {
 	return rsa.VerifyPSS(pub, hash, digest, sig, opts)
 }
-
-// BackendName names the backend that signs with key: the Name of the
-// backend whose PrivateKey made it, BackendGo for a plain *rsa.PrivateKey or
-// ed25519 key.
-func BackendName(key Key) string {
-	if n, ok := key.(interface{ BackendName() string }); ok {
-		return n.BackendName()
-	}
-	return BackendGo
-}

@@ -64,8 +64,9 @@
 // A refusal wraps ErrRFC9421, so the inbox answers 401 and a double-knocking
 // sender falls back to draft-cavage. RFC 9421's own examples (Appendix B.2)
 // cover neither @method nor @target-uri, so the profile refuses all of them;
-// VerifyRFC9421 verifies each of them cryptographically, with every
-// algorithm of RFC 9421 §3.3 (see testdata/README.md).
+// below the profile, the algorithm check verifies each of them
+// cryptographically, with every algorithm of RFC 9421 §3.3 (see
+// testdata/README.md).
 //
 // Errors wrap the Err* sentinels with %w and carry a reason for the 401 body.
 package signing

@@ -25,12 +25,6 @@ type KeyFetcher interface {
 	FetchKey(ctx context.Context, url string) ([]byte, error)
 }
 
-// KeyFetcherFunc adapts a function to KeyFetcher.
-type KeyFetcherFunc func(ctx context.Context, url string) ([]byte, error)
-
-// FetchKey calls f.
-func (f KeyFetcherFunc) FetchKey(ctx context.Context, url string) ([]byte, error) { return f(ctx, url) }
-
 // KeyCacheOptions configures a KeyCache. Zero fields take the defaults shown.
 type KeyCacheOptions struct {
 	// Fetcher fetches key and owner documents (required; without one every

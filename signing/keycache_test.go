@@ -99,7 +99,7 @@ func (w *web) client() *http.Client {
 func (w *web) cache(o KeyCacheOptions) *KeyCache {
 	c := w.client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	o.Fetcher = KeyFetcherFunc(func(ctx context.Context, url string) ([]byte, error) {
+	o.Fetcher = fetchKeyFunc(func(ctx context.Context, url string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return nil, err
@@ -429,3 +429,9 @@ func TestKeyCacheRefreshFailureKeepsKey(t *testing.T) {
 		t.Errorf("%d fetches, want 2", w.hits("/users/alice"))
 	}
 }
+
+// fetchKeyFunc adapts a function to KeyFetcher, for fetchers made in a test.
+type fetchKeyFunc func(ctx context.Context, url string) ([]byte, error)
+
+// FetchKey calls f.
+func (f fetchKeyFunc) FetchKey(ctx context.Context, url string) ([]byte, error) { return f(ctx, url) }

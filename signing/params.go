@@ -263,45 +263,6 @@ func (b *paramsBuilder) finish() (Params, error) {
 	return p, nil
 }
 
-// String serialises p as a Signature header value in the usual order
-// (keyId, algorithm, created, expires, headers, signature). Quotes and
-// backslashes in values are backslash-escaped, so ParseSignatureHeader(p.String())
-// returns p.
-func (p Params) String() string {
-	var b strings.Builder
-	b.WriteString(`keyId="`)
-	writeEscaped(&b, p.KeyID)
-	b.WriteByte('"')
-	if p.Algorithm != "" {
-		b.WriteString(`,algorithm="`)
-		writeEscaped(&b, string(p.Algorithm))
-		b.WriteByte('"')
-	}
-	if p.Created != 0 {
-		b.WriteString(",created=")
-		b.WriteString(strconv.FormatInt(p.Created, 10))
-	}
-	if p.Expires != 0 {
-		b.WriteString(",expires=")
-		b.WriteString(strconv.FormatInt(p.Expires, 10))
-	}
-	b.WriteString(`,headers="`)
-	writeEscaped(&b, strings.Join(p.Headers, " "))
-	b.WriteString(`",signature="`)
-	b.WriteString(base64.StdEncoding.EncodeToString(p.Signature))
-	b.WriteByte('"')
-	return b.String()
-}
-
-func writeEscaped(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' || s[i] == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-}
-
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformedSignature, fmt.Sprintf(format, args...))
 }

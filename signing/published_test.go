@@ -3,11 +3,15 @@ package signing
 import (
 	"bufio"
 	"context"
+	"crypto"
 	"crypto/rsa"
 	"crypto/sha512"
+	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -69,7 +73,7 @@ func appendixBKey(t *testing.T, keyID string) any {
 		return SharedSecret(b)
 	case "test-key-rsa-pss":
 		text := readTestdata(t, appendixB, keyID+".pem")
-		_, pub, err := ParsePrivateKeyPEM(pemBlock(t, text, 1))
+		_, pub, err := parsePrivateKeyPEM(pemBlock(t, text, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,10 +176,10 @@ func TestRFC9421AppendixB(t *testing.T) {
 			if alg, err := RFC9421AlgorithmFor(key); err != nil || alg != tc.alg {
 				t.Fatalf("key type picks %q (%v), want %q", alg, err, tc.alg)
 			}
-			if err := VerifyRFC9421("", key, base, s.sig); err != nil {
+			if err := verifyRFC9421With(nil, "", key, base, s.sig); err != nil {
 				t.Fatalf("published signature: %v", err)
 			}
-			if err := VerifyRFC9421(tc.alg, key, base, s.sig); err != nil {
+			if err := verifyRFC9421With(nil, tc.alg, key, base, s.sig); err != nil {
 				t.Fatalf("published signature with alg %s named: %v", tc.alg, err)
 			}
 			for _, b := range backends(t) { // the RSA ones through each backend of this build, as the inbox verifies
@@ -185,10 +189,10 @@ func TestRFC9421AppendixB(t *testing.T) {
 			}
 			bad := slices.Clone(s.sig)
 			bad[len(bad)/2] ^= 1
-			if err := VerifyRFC9421("", key, base, bad); !errors.Is(err, ErrBadSignature) {
+			if err := verifyRFC9421With(nil, "", key, base, bad); !errors.Is(err, ErrBadSignature) {
 				t.Fatalf("a changed signature: err = %v, want ErrBadSignature", err)
 			}
-			if err := VerifyRFC9421("", key, append(base, ' '), s.sig); !errors.Is(err, ErrBadSignature) {
+			if err := verifyRFC9421With(nil, "", key, append(base, ' '), s.sig); !errors.Is(err, ErrBadSignature) {
 				t.Fatalf("a changed base: err = %v, want ErrBadSignature", err)
 			}
 		})
@@ -214,19 +218,19 @@ func TestRFC9421KeyTypeDecides(t *testing.T) {
 	if _, ok := plain.(*rsa.PublicKey); !ok {
 		t.Fatalf("public PEM is a %T", plain)
 	}
-	if err := VerifyRFC9421("", plain, base, s.sig); !errors.Is(err, ErrBadSignature) {
+	if err := verifyRFC9421With(nil, "", plain, base, s.sig); !errors.Is(err, ErrBadSignature) {
 		t.Errorf("plain RSA key, no alg: err = %v, want ErrBadSignature (rsa-v1_5-sha256 picked)", err)
 	}
-	if err := VerifyRFC9421(RFC9421RSAPSSSHA512, plain, base, s.sig); err != nil {
+	if err := verifyRFC9421With(nil, RFC9421RSAPSSSHA512, plain, base, s.sig); err != nil {
 		t.Errorf("plain RSA key, alg rsa-pss-sha512: %v", err)
 	}
 	pss := appendixBKey(t, "test-key-rsa-pss")
 	for _, alg := range []Algorithm{RFC9421RSAv15SHA256, RFC9421Ed25519, RFC9421HMACSHA256, RFC9421ECDSAP256SHA256} {
-		if err := VerifyRFC9421(alg, pss, base, s.sig); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "does not fit") {
+		if err := verifyRFC9421With(nil, alg, pss, base, s.sig); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "does not fit") {
 			t.Errorf("RSA-PSS key, alg %s: err = %v, want ErrBadSignature (does not fit)", alg, err)
 		}
 	}
-	if err := VerifyRFC9421("rsa-v1_5-sha1", pss, base, s.sig); !errors.Is(err, ErrUnsupportedAlgorithm) {
+	if err := verifyRFC9421With(nil, "rsa-v1_5-sha1", pss, base, s.sig); !errors.Is(err, ErrUnsupportedAlgorithm) {
 		t.Errorf("unknown alg: err = %v, want ErrUnsupportedAlgorithm", err)
 	}
 }
@@ -315,4 +319,44 @@ func TestCavageAppendixC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oidRSASSAPSS is id-RSASSA-PSS (RFC 8017 A.2.3): a key for RSA-PSS alone.
+var oidRSASSAPSS = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 10}
+
+// parsePrivateKeyPEM parses a PEM private key of RFC 9421's examples: PKCS#8 (RSA, ECDSA,
+// Ed25519, and id-RSASSA-PSS keys, which crypto/x509 does not read),
+// PKCS#1 RSA or SEC 1 EC. It returns the signer and the public key to
+// verify its signatures with: an id-RSASSA-PSS key's is an
+// RSAPSSPublicKey, so that the key's type picks rsa-pss-sha512. Errors wrap
+// ErrKeyUnavailable.
+func parsePrivateKeyPEM(s string) (crypto.Signer, crypto.PublicKey, error) {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil {
+		return nil, nil, fmt.Errorf("%w: no PEM block", ErrKeyUnavailable)
+	}
+	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		if sg, ok := k.(crypto.Signer); ok {
+			return sg, sg.Public(), nil
+		}
+	}
+	var p8 struct {
+		Version    int
+		Algorithm  struct{ Algorithm asn1.ObjectIdentifier }
+		PrivateKey []byte
+	}
+	if rest, err := asn1.Unmarshal(block.Bytes, &p8); err == nil && len(rest) == 0 && p8.Algorithm.Algorithm.Equal(oidRSASSAPSS) {
+		k, err := x509.ParsePKCS1PrivateKey(p8.PrivateKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: id-RSASSA-PSS key: %v", ErrKeyUnavailable, err)
+		}
+		return k, RSAPSSPublicKey{&k.PublicKey}, nil
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k, &k.PublicKey, nil
+	}
+	if k, err := x509.ParseECPrivateKey(block.Bytes); err == nil {
+		return k, &k.PublicKey, nil
+	}
+	return nil, nil, fmt.Errorf("%w: cannot parse %q PEM block as PKCS#8, PKCS#1 or SEC 1", ErrKeyUnavailable, block.Type)
 }

@@ -270,7 +270,7 @@ func coveredComponents(in httpsfv.InnerList) ([]string, error) {
 // verify9421 checks a remote actor's RFC 9421 signature: an RSA key
 // (rsa-v1_5-sha256, or rsa-pss-sha512 when alg says so) or an Ed25519 key,
 // the keys actors publish; any other key is refused here whatever
-// VerifyRFC9421 could check (see doc.go, the inbox's profile). RSA
+// verifyRFC9421With could check (see doc.go, the inbox's profile). RSA
 // operations go through b (nil: Go's crypto/rsa).
 func verify9421(b Backend, alg Algorithm, pk PublicKey, base, sig []byte) error {
 	switch pk.Key.(type) {
