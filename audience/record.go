@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -82,47 +81,10 @@ type Record struct {
 	Run *RunSection `json:"run"`
 }
 
-// LoadRecord reads a run record from path.
-func LoadRecord(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := record.DecodeRecord(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	var run struct {
-		Run *RunSection `json:"run"`
-	}
-	if err := json.Unmarshal(b, &run); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if run.Run == nil || run.Run.Schema != RunSchema {
-		return nil, fmt.Errorf("%s: not a crowd run record (no run section)", path)
-	}
-	if run.Run.Version != RunVersion {
-		return nil, fmt.Errorf("%s: run section version %d, this crowd reads %d", path, run.Run.Version, RunVersion)
-	}
-	return &Record{Record: fr, Run: run.Run}, nil
-}
-
 // NotesPath is the notes file of the record at recordPath: the same name
 // with ".notes.jsonl" for ".json".
 func NotesPath(recordPath string) string {
 	return strings.TrimSuffix(recordPath, ".json") + ".notes.jsonl"
-}
-
-// WriteRecord writes r to path, replacing the flood's record there
-// atomically and durably (a temporary file in the same folder, fsync,
-// rename, fsync of the folder): a reader sees the flood's record or the
-// run's, never a torn file.
-func WriteRecord(path string, r *Record) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
 
 // WriteNotes writes the per-note log (one JSON object a line) to path.

@@ -93,17 +93,14 @@ func TestSummary(t *testing.T) {
 	golden(t, "summary.txt.golden", b.Bytes())
 }
 
-// TestRecordFiles: a run record replaces the flood's record in place, is
+// TestRecordFiles: a run record, written as the run's final record, is
 // still a flood record for every reader of those, and round-trips; the
 // row goes to crowd-run.md with its header once.
 func TestRecordFiles(t *testing.T) {
 	dir := t.TempDir()
 	rec := sampleRecord()
-	path, err := record.WriteRecord(dir, rec.Record)
+	path, err := record.NewRecordFile(dir).FinalWith(rec.Record, rec)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteRecord(path, rec); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(path)
@@ -115,17 +112,9 @@ func TestRecordFiles(t *testing.T) {
 	if err != nil || fr.Overall.Tally.Classes[record.Class202] != 14100 {
 		t.Fatalf("record.LoadRecord of a run record: %v", err)
 	}
-	got, err := LoadRecord(path)
-	if err != nil || got.Run.Visibility.NeverSeen != 2 || got.Run.Visibility.Buried != 3 || got.Run.Sweep == nil || got.Run.Sweep.Found != 3 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
-		t.Fatalf("LoadRecord = %+v, %v", got, err)
-	}
-	if _, err := LoadRecord(filepath.Join(dir, "missing.json")); err == nil {
-		t.Error("LoadRecord of a missing file")
-	}
-	// A flood record alone is not a run record.
-	plain, _ := record.WriteRecord(dir, sampleRecord().Record)
-	if _, err := LoadRecord(plain); err == nil || !strings.Contains(err.Error(), "not a crowd run record") {
-		t.Errorf("LoadRecord of a flood record: %v", err)
+	var got Record
+	if err := json.Unmarshal(raw, &got); err != nil || got.Run.Visibility.NeverSeen != 2 || got.Run.Visibility.Buried != 3 || got.Run.Sweep == nil || got.Run.Sweep.Found != 3 || got.Run.Home.ErrorClasses["429"] != 10 || got.Settings.Label != "reference" {
+		t.Fatalf("the run record read back: %+v, %v", got, err)
 	}
 	for range 2 {
 		if err := AppendRow(dir, rec, filepath.Base(path)); err != nil {

@@ -59,7 +59,7 @@
 //	live.Done()
 //	rec, err := res.Record(record.Settings{Label: label, Arrivals: arrivals,
 //		Mix: mix, Signing: signing, Target: target, Shard: shard})
-//	path, err := record.WriteRecord("out/load", rec)  // also after Ctrl-C: rec.Partial
+//	path, err := record.NewRecordFile("out/load").FinalWith(rec, rec) // also after Ctrl-C
 //	report.WriteTable(os.Stdout, rec)
 //	results, _ := record.CheckGates(rec, gates)
 //	os.Exit(flood.ExitCode(nil, results))             // 0 met, 1 missed

@@ -240,7 +240,7 @@ func TestCancelGivesPartialRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path, err := record.WriteRecord(dir, rec)
+		path, err := record.NewRecordFile(dir).FinalWith(rec, rec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,8 @@ import (
 // RecordFile is the file of one run's record in an out directory, written
 // more than once: checkpoints while the run goes, each replacing the last,
 // then the final record, which replaces the last checkpoint and adds the
-// run's row to runs.md. The file is where WriteRecord would put the final
-// record (dir/Record.FileName(), "-2" … when another run took the name), so
-// whatever ends the run, killed with SIGKILL included, dir holds one record
+// run's row to runs.md. The file is dir/Record.FileName() ("-2" … when
+// another file took the name, which is never replaced), so whatever ends the run, killed with SIGKILL included, dir holds one record
 // of it, readable with LoadRecord. Every write is atomic and durable: a
 // temporary file in dir, fsync, rename over the old version, fsync of dir;
 // a reader (or a crash at any moment) sees the previous version or the new
@@ -49,15 +48,11 @@ func (f *RecordFile) Checkpoint(r *Record) error {
 	return err
 }
 
-// Final writes r, the run's record, replacing the last checkpoint, and
-// appends its row to dir/runs.md (writing the table header first when the
-// file is new). It returns the record's path. With no checkpoint before, it
-// is WriteRecord.
-func (f *RecordFile) Final(r *Record) (string, error) { return f.FinalWith(r, r) }
-
-// FinalWith is Final writing doc, a document that carries r with more
-// sections (a `crowd run` record: the flood's fields and a "run" section),
-// in the file; runs.md gets r's row. The whole is written once.
+// FinalWith writes doc, the run's record, replacing the last checkpoint,
+// and appends r's row to dir/runs.md (writing the table header first when
+// the file is new). doc is r itself, or a document that carries r with more
+// sections (a `crowd run` record: the flood's fields and a "run" section);
+// the whole is written once. It returns the record's path.
 func (f *RecordFile) FinalWith(r *Record, doc any) (string, error) {
 	path, err := f.writeDoc(r, doc)
 	if err != nil {
@@ -66,8 +61,8 @@ func (f *RecordFile) FinalWith(r *Record, doc any) (string, error) {
 	return path, appendRunsMD(filepath.Join(f.dir, "runs.md"), r, filepath.Base(path))
 }
 
-// write puts r in the file: the first time under a new name, as WriteRecord
-// picks it (never replacing another file), later over the file itself.
+// write puts r in the file: the first time under a new name (never
+// replacing another file), later over the file itself.
 func (f *RecordFile) write(r *Record) (string, error) { return f.writeDoc(r, r) }
 
 // writeDoc is write of doc, named after r.
@@ -112,30 +107,6 @@ func sanitizeLabel(s string) string {
 		return "flood"
 	}
 	return s
-}
-
-// WriteRecord writes r as indented JSON to dir/FileName() (never replacing a
-// file: "-2", "-3" ... are appended to a name already taken), durably (fsync,
-// then linked into place), and appends its Markdown row to dir/runs.md
-// (writing the table header first when the file is new). dir is created if
-// needed. It returns the JSON file's path.
-func WriteRecord(dir string, r *Record) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	data = append(data, '\n')
-	path, err := atomicfile.CreateNumbered(dir, strings.TrimSuffix(r.FileName(), ".json"), ".json", data, 0o644)
-	if err != nil {
-		return "", err
-	}
-	if err := appendRunsMD(filepath.Join(dir, "runs.md"), r, filepath.Base(path)); err != nil {
-		return path, err
-	}
-	return path, nil
 }
 
 // CheckOutDir makes sure records can be written to dir before a run

@@ -84,9 +84,11 @@ func TestRecordFile(t *testing.T) {
 						t.Error("Checkpoint modified the caller's record")
 					}
 				case whole:
-					path, err = f.Final(rec(t, false, ""))
+					r := rec(t, false, "")
+					path, err = f.FinalWith(r, r)
 				case intr:
-					path, err = f.Final(rec(t, true, "interrupted"))
+					r := rec(t, true, "interrupted")
+					path, err = f.FinalWith(r, r)
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", w, err)

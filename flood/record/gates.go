@@ -243,10 +243,6 @@ func (g *Gate) parseValue(rhs string) error {
 	return nil
 }
 
-// String returns the canonical form of the gate, which parses back to an
-// equal gate.
-func (g Gate) String() string { return g.metricString() + g.Op + g.valueString() }
-
 // metricString is the canonical left-hand side: [Type.][family.]metric.
 func (g Gate) metricString() string {
 	s := g.Metric

@@ -194,16 +194,18 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWriteRecord: a final record without checkpoints takes the name its
+// start and label give, "-2" when that is taken, and adds its row to runs.md.
 func TestWriteRecord(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out", "load")
 	r := recordtest.MustRecord(t, recordtest.Run(t0, 2*time.Second, map[string]*record.Stats{
 		"Like": recordtest.Sends(200, func(int) time.Duration { return 3 * time.Millisecond }, recordtest.Always(record.Class202)),
 	}), record.Settings{Label: "smoke/run 1"})
-	p1, err := record.WriteRecord(dir, r)
+	p1, err := record.NewRecordFile(dir).FinalWith(r, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := record.WriteRecord(dir, r)
+	p2, err := record.NewRecordFile(dir).FinalWith(r, r)
 	if err != nil {
 		t.Fatal(err)
 	}
