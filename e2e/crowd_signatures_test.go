@@ -33,7 +33,7 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 	}
 	defer world.Close()
 	alice := world.Actors()[0]
-	if got := signing.BackendName(alice.SigningKey()); got != backend.Name() {
+	if got := signsWith(alice.SigningKey()); got != backend.Name() {
 		t.Fatalf("alice signs with %s, want %s", got, backend.Name())
 	}
 	t.Logf("signing backend %s", backend.Describe())
@@ -56,7 +56,7 @@ func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
 		} else {
 			req = fetchedGet(t, signer, world.Origins[0].Instance, url)
 		}
-		raw, err := signing.DumpRequest(req, body)
+		raw, err := dumpRequest(req, body)
 		if err != nil {
 			t.Fatal(err)
 		}

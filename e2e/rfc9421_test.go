@@ -51,7 +51,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 	dump := func(p *flood.Prepared, header http.Header, tamper func(map[string]any)) []byte {
 		t.Helper()
 		req := &http.Request{Method: p.Method, URL: p.URL, Header: header, Host: p.URL.Host}
-		raw, err := signing.DumpRequest(req, p.Body)
+		raw, err := dumpRequest(req, p.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
