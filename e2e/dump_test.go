@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// dumpRequest renders a client request as JSON so that independent verifiers
+// dumpRequest renders a request as JSON so that independent verifiers
 // (testpeers' Node scripts) can check the crowd's signatures. The shape is
 //
 //	{
@@ -25,9 +26,11 @@ import (
 //	  "body":    "{\"type\":\"Follow\",...}"
 //	}
 //
-// headers maps each lower-cased header name to its values joined with ", "
-// (as signing strings combine them); host is always present (from req.Host,
-// or the URL's host, when the header map lacks it).
+// url is absolute for client requests; for server requests it is made
+// absolute with req.Host and the scheme the request came over. headers maps
+// each lower-cased header name to its values joined with ", " (as signing
+// strings combine them); host is always present (from req.Host, or the URL's
+// host, when the header map lacks it).
 func dumpRequest(req *http.Request, body []byte) ([]byte, error) {
 	type dump struct {
 		Method  string            `json:"method"`
@@ -35,10 +38,17 @@ func dumpRequest(req *http.Request, body []byte) ([]byte, error) {
 		Headers map[string]string `json:"headers"`
 		Body    string            `json:"body"`
 	}
-	if req == nil || req.URL == nil || !req.URL.IsAbs() {
-		return nil, errors.New("dump of a request without an absolute URL")
+	if req == nil || req.URL == nil || req.URL.Host == "" && req.Host == "" {
+		return nil, errors.New("dump of a request without a URL or a host")
 	}
-	d := dump{Method: req.Method, URL: req.URL.String(), Headers: make(map[string]string, len(req.Header)+1), Body: string(body)}
+	u := *req.URL
+	if u.Host == "" {
+		u.Host, u.Scheme = req.Host, "http"
+		if p := req.Header.Get("X-Forwarded-Proto"); p == "https" || req.TLS != nil {
+			u.Scheme = "https"
+		}
+	}
+	d := dump{Method: req.Method, URL: u.String(), Headers: make(map[string]string, len(req.Header)+1), Body: string(body)}
 	if d.Method == "" {
 		d.Method = http.MethodGet
 	}
@@ -59,7 +69,8 @@ func dumpRequest(req *http.Request, body []byte) ([]byte, error) {
 
 // TestDumpRequest: a signed POST's dump carries what a verifier needs (the
 // method, the absolute URL, every signed header lower-cased, the body as sent);
-// a request with no absolute URL is refused.
+// a request as a server received it gets its URL from its Host; a request
+// with no host is refused.
 func TestDumpRequest(t *testing.T) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -94,8 +105,16 @@ func TestDumpRequest(t *testing.T) {
 		d.Headers["host"] != "sut.test" || d.Headers["accept"] != "application/activity+json, application/ld+json" {
 		t.Errorf("dump = %+v", d)
 	}
+	in := httptest.NewRequest(http.MethodGet, "/users/bob", nil)
+	in.Host = "sut.test"
+	if raw, err = dumpRequest(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || d.Method != "GET" || d.URL != "http://sut.test/users/bob" || d.Headers["host"] != "sut.test" {
+		t.Errorf("server-side dump = %+v (%v)", d, err)
+	}
 	if _, err := dumpRequest(&http.Request{Method: "GET", URL: &url.URL{Path: "/users/bob"}}, nil); err == nil {
-		t.Error("a request with a relative URL was dumped")
+		t.Error("a request with no host was dumped")
 	}
 }
 
