@@ -5,7 +5,7 @@
 // the versioned JSON Record (SCHEMA.md) with Merge, the verdicts computed
 // over a record (BottleneckRule, CapacityRule, Deviations), the --expect and
 // --stop-when Gates, Compare of two runs, and the record's files in an out
-// directory (WriteRecord, RecordFile checkpoints, the runs.md index row).
+// directory (RecordFile: its checkpoints and final record, the runs.md row).
 //
 // The direction of the knot: the engine (package flood) imports record and
 // hands its results out in record's types (Plan.Progress receives a
@@ -14,7 +14,7 @@
 // and its reports (package flood/report) are read and written by tools that
 // never run a flood, and the audience reads record types without the engine.
 //
-// The runs.md row stays here, beside WriteRecord: the row is written with
+// The runs.md row stays here, beside RecordFile: the row is written with
 // each record file, as the out directory's index, and report renders from
 // record, never the other way round.
 package record

@@ -36,7 +36,7 @@ func (f *RecordFile) Path() string { return f.path }
 // Checkpoint writes r as the run's record so far. The file says partial
 // whatever r says (a checkpoint is never the whole run), with r's reason or
 // ReasonCheckpoint; r itself is not modified. runs.md is not touched: a run
-// gets its row when it ends (Final), so a killed run has a record but no
+// gets its row when it ends (FinalWith), so a killed run has a record but no
 // row.
 func (f *RecordFile) Checkpoint(r *Record) error {
 	c := *r

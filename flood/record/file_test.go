@@ -47,7 +47,7 @@ func TestRecordFile(t *testing.T) {
 		{"checkpoints then the end", false, []string{cp, cp, whole}, "20261130-120000-cp.json", false, "", 1},
 		// A run killed after a checkpoint: a partial record, no row.
 		{"killed after a checkpoint", false, []string{cp, cp}, "20261130-120000-cp.json", true, record.ReasonCheckpoint, 0},
-		// A run too short for a checkpoint: WriteRecord's result.
+		// A run too short for a checkpoint: the final record alone.
 		{"the end only", false, []string{whole}, "20261130-120000-cp.json", false, "", 1},
 		// Interrupted (SIGINT): the final partial record replaces the checkpoint.
 		{"interrupted after a checkpoint", false, []string{cp, intr}, "20261130-120000-cp.json", true, "interrupted", 1},
