@@ -63,11 +63,11 @@ type exception struct {
 // exceptions are the undrawn arrows of today's tree, each with the reason it still stands.
 func exceptions() []exception {
 	return []exception{
-		{"flood", "adminapi", "Prepared carries the crowd's bookkeeping (outbox, vocabulary items); the engine's token replaces it"},
-		{"flood", "webfinger", "persona discovery reads acct: URIs and looks them up; apclient's WebFinger client replaces it"},
-		{"adminapi", "webfinger", "the lookup answer embeds a JRD; the JRD type moves to the client side"},
-		{"flood/report", "adminapi", "the text table prints the admin API's counters; the record carries what it prints"},
-		{"loadrun", "flood/report", "loadrun prints the table and ladder rows itself; cmd prints the record"},
-		{"inbox", "webfinger", "the admin lookup route parses acct: URIs and resolves WebFinger; undecided: draw it or route it through apclient"},
+		{"flood", "adminapi", "Prepared and the verbs carry the crowd's bookkeeping (outbox, change, reaction items) in the admin API's types; an opaque token replaces them"},
+		{"flood", "webfinger", "persona discovery parses acct: URIs and looks them up with webfinger's client; apclient's WebFinger client replaces it"},
+		{"adminapi", "webfinger", "the lookup answer embeds webfinger.JRD; the JRD moves to the client side"},
+		{"flood/report", "adminapi", "the fetch-back table orders kinds by adminapi.FetchKinds; the record carries the order"},
+		{"loadrun", "flood/report", "loadrun prints the table and the ladder's rows itself; the CLI prints the record"},
+		{"inbox", "webfinger", "the admin lookup route parses acct: URIs and resolves them; undecided: draw it, or go through apclient's WebFinger client"},
 	}
 }
