@@ -53,7 +53,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 		}
 		// Elapsed is the run as the engine took it: from the start to the
 		// last answer, which came one answer's time after the last draft.
-		if min, max := answer, answer+(sends+1)*draft; res.Elapsed < min || res.Elapsed > max {
+		if lo, hi := answer, answer+(sends+1)*draft; res.Elapsed < lo || res.Elapsed > hi {
 			t.Errorf("elapsed %v, want the %v of an answer after the %v of the drafts", res.Elapsed, answer, sends*draft)
 		}
 		want := sends / res.Elapsed.Seconds()
