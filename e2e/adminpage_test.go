@@ -37,6 +37,7 @@ import (
 // pending, while without it --dump-dom prints the DOM at the load event,
 // before the page's own requests have come back.
 func TestAdminPage(t *testing.T) {
+	t.Parallel()
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
 	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
@@ -209,6 +210,7 @@ func freeLoopbackAddr(t *testing.T) string {
 // activity log holds (its totals, which survive restarts), not only the
 // 1 000 the page keeps: 1 200 refused deliveries show as 1 200 problems.
 func TestAdminPageCountsEveryEntry(t *testing.T) {
+	t.Parallel()
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
 	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)

@@ -24,6 +24,7 @@ import (
 // it: Misskey's, Joyent's, activitypub-http-signatures and python3-httpsig.
 // A tampered copy must be refused by each, so the test can fail.
 func TestCrowdSignaturesPassIndependentVerifiers(t *testing.T) {
+	t.Parallel()
 	peers := NodePeers(t)
 	python := PythonHTTPSig(t)
 	backend := SigningBackend(t) // libcrypto in CI (CROWD_CRYPTO)

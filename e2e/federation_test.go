@@ -178,6 +178,7 @@ func (f *federation) fedifyFollowing(t *testing.T, persona string) map[string]st
 // Fedify's Accept; and a kill -9 just after a Follow was answered 202
 // loses neither the follow nor its Accept.
 func TestFollowsWithRealFedify(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	load0 := "https://sut.test/users/load0"
 	targets := []string{"https://flood1.test/users/alice", "https://flood2.test/users/bob", "https://flood3.test/users/carol"}

@@ -8,9 +8,10 @@
 // so a skip there would hide a broken install. Everything a helper starts or creates is removed
 // by t.Cleanup, and only that.
 //
-// A test that runs in a namespace of its own at a modest rate calls t.Parallel, so two share
-// CI's two cores; one whose gates would read a shared CPU as the SUT's slowness (the scenario
-// presets at their rates, live metrics' overload, the podman tests' shared image store) stays
+// A test that runs in a namespace of its own (or on free loopback ports) and floods, if at all,
+// at a modest rate calls t.Parallel, so two share CI's two cores (go test -parallel defaults to
+// GOMAXPROCS); one whose gates would read a shared CPU as the SUT's slowness (the scenario
+// presets at their rates, live metrics' overload) or that shares the podman image store stays
 // serial.
 //
 // The helpers are Linux-only (network namespaces, process groups, parent-death signals).

@@ -104,6 +104,7 @@ func TestMissingTools(t *testing.T) {
 // inside it (by a process started there, and by the test's own Dial), its resolv.conf and hosts
 // files are the namespace's, and the host's loopback does not see the server.
 func TestNetnsIsolation(t *testing.T) {
+	t.Parallel()
 	ns := NewNetns(t)
 	token := randomToken(t)
 	StartProcess(t, helperCommand(ns, "http-server", "CROWD_E2E_ADDR=127.0.0.1:80", "CROWD_E2E_TOKEN="+token),
@@ -288,6 +289,7 @@ func runVerifier(t *testing.T, argv []string, input []byte) (int, []verdict) {
 }
 
 func TestVerifiers(t *testing.T) {
+	t.Parallel()
 	peers := NodePeers(t)
 	python := PythonHTTPSig(t)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -435,6 +437,7 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // follows the other through the control API and gets Fedify's signed Accept, and an unsigned
 // POST is counted as rejected.
 func TestFedifyPeers(t *testing.T) {
+	t.Parallel()
 	peers := NodePeers(t)
 	ns := NewNetns(t)
 	ns.WriteEtc(t, "hosts", "127.0.0.1 localhost\n127.0.0.2 sut.test\n127.0.0.3 peer2.test\n")

@@ -16,6 +16,7 @@ import (
 // round trip and actor document; a name outside the world gets no
 // certificate; /api/world pages the million actors.
 func TestLargeWorld(t *testing.T) {
+	t.Parallel()
 	RequireTools(t, "curl", "dig")
 	bin := BuildCrowd(t)
 	state := t.TempDir()

@@ -70,6 +70,7 @@ func warmState(t *testing.T, ns *Netns, args ...string) {
 // namespace's resolv.conf) and TLS: each checked for the WebFinger round trip and the key's
 // owner. The crowd's DNS answers each sampled origin with its own address.
 func TestFedifyResolvesAcrossALargeWorld(t *testing.T) {
+	t.Parallel()
 	origins := largeWorldOrigins(t)
 	peers := NodePeers(t)
 	ns := NewNetns(t)

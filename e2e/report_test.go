@@ -22,6 +22,7 @@ import (
 // the plot, and a full-page screenshot is a sound PNG in which each
 // series' colour is actually painted inside its plot's frame.
 func TestReportRendersInChromium(t *testing.T) {
+	t.Parallel()
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
 	record := filepath.Join(ModuleRoot(t), "flood", "report", "testdata", "report.json")

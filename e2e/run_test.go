@@ -280,6 +280,7 @@ func (f *federation) outgoingFollowsSince(t *testing.T, t0 time.Time) int {
 // status 1, before anything is flooded: a refused token, a persona the SUT
 // does not have, a SUT without the client API.
 func TestRunBadInput(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	tokens := f.tokensFile(t)
 	for _, tc := range []struct {

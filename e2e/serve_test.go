@@ -86,6 +86,7 @@ func worldKeys(t *testing.T, ns *Netns, state string) string {
 // of two origins over HTTPS trusting the crowd's CA. A restart keeps the
 // CA and every public key byte for byte.
 func TestServeToRealPeers(t *testing.T) {
+	t.Parallel()
 	RequireTools(t, "curl", "dig")
 	peers := NodePeers(t)
 	ns := NewNetns(t)

@@ -19,55 +19,54 @@ import (
 )
 
 // TestFetchbackWindowInProcess: a standalone run's window, opened in the
-// crowd of this process, counts the fetches served over a real listener
-// during the run and the grace after its end, and puts them in the record
-// with the amplification over its sends.
+// crowd of this process, counts the fetches its middleware serves during the
+// run and the grace after its end, and puts them in the record with the
+// amplification over its sends. On synctest's fake clock the fetch made
+// 100 ms into a 300 ms grace is inside it on any machine.
 func TestFetchbackWindowInProcess(t *testing.T) {
-	fw := pasture.NewFetchWindows(nil)
-	srv := httptest.NewServer(fw.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("{}"))
-	})))
-	defer srv.Close()
-	get := func(path string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "http://crowd.test"
+		fw := pasture.NewFetchWindows(nil)
+		served := fw.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte("{}"))
+		}))
+		get := func(path string) {
+			served.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, origin+path, nil))
 		}
-		resp.Body.Close()
-	}
-	r := &runner{c: Config{Fetchback: FetchbackConfig{Grace: 300 * time.Millisecond}}, log: zap.NewNop(),
-		env: &Environment{Fetchbacks: localFetchbacks{fw}}}
-	w := r.openFetchback(context.Background(), "test")
-	if w == nil {
-		t.Fatal("no window opened")
-	}
-	get("/users/alice")
-	note := (&actors.Actor{ID: srv.URL + "/users/alice"}).NoteID(actors.NoteSpec{Seq: 1, MentionID: "m", MentionHandle: "@m@sut.test"})
-	get(strings.TrimPrefix(note, srv.URL)) // a plain note: its Create's
-	res := recordtest.Run(time.Now(), time.Second, map[string]*record.Stats{
-		"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
-	rec := recordtest.MustRecord(t, res, record.Settings{})
-	done := make(chan struct{})
-	go func() { w.finish(context.Background(), rec); close(done) }()
-	time.Sleep(100 * time.Millisecond) // within the grace, after the end
-	get("/.well-known/webfinger")
-	<-done
-	fb := rec.Fetchback
-	if fb == nil {
-		t.Fatal("no fetchback section")
-	}
-	if fb.Total.Fetches != 3 || fb.Kinds["webfinger"].AfterEnd != 1 || fb.Kinds["actor"].AfterEnd != 0 || fb.Objects["notes"] != 1 {
-		t.Errorf("section %+v total %+v", fb.Kinds, fb.Total)
-	}
-	if a := fb.Amplification[0]; a.Type != "Create" || a.Fetches != 1 || a.PerActivity != 0.1 {
-		t.Errorf("Create amplification %+v", a)
-	}
-	if len(fw.Tallies("")) != 0 {
-		t.Errorf("the window is still open after the run")
-	}
-	if (&runner{c: Config{Fetchback: FetchbackConfig{Off: true}}, env: r.env}).openFetchback(context.Background(), "off") != nil {
-		t.Errorf("--fetchback=false opened a window")
-	}
+		r := &runner{c: Config{Fetchback: FetchbackConfig{Grace: 300 * time.Millisecond}}, log: zap.NewNop(),
+			env: &Environment{Fetchbacks: localFetchbacks{fw}}}
+		w := r.openFetchback(context.Background(), "test")
+		if w == nil {
+			t.Fatal("no window opened")
+		}
+		get("/users/alice")
+		note := (&actors.Actor{ID: origin + "/users/alice"}).NoteID(actors.NoteSpec{Seq: 1, MentionID: "m", MentionHandle: "@m@sut.test"})
+		get(strings.TrimPrefix(note, origin)) // a plain note: its Create's
+		res := recordtest.Run(time.Now(), time.Second, map[string]*record.Stats{
+			"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
+		rec := recordtest.MustRecord(t, res, record.Settings{})
+		done := make(chan struct{})
+		go func() { w.finish(context.Background(), rec); close(done) }()
+		time.Sleep(100 * time.Millisecond) // within the grace, after the end
+		get("/.well-known/webfinger")
+		<-done
+		fb := rec.Fetchback
+		if fb == nil {
+			t.Fatal("no fetchback section")
+		}
+		if fb.Total.Fetches != 3 || fb.Kinds["webfinger"].AfterEnd != 1 || fb.Kinds["actor"].AfterEnd != 0 || fb.Objects["notes"] != 1 {
+			t.Errorf("section %+v total %+v", fb.Kinds, fb.Total)
+		}
+		if a := fb.Amplification[0]; a.Type != "Create" || a.Fetches != 1 || a.PerActivity != 0.1 {
+			t.Errorf("Create amplification %+v", a)
+		}
+		if len(fw.Tallies("")) != 0 {
+			t.Errorf("the window is still open after the run")
+		}
+		if (&runner{c: Config{Fetchback: FetchbackConfig{Off: true}}, env: r.env}).openFetchback(context.Background(), "off") != nil {
+			t.Errorf("--fetchback=false opened a window")
+		}
+	})
 }
 
 // TestFetchLeaverNamesAgree: the record attributes leaver fetches by the

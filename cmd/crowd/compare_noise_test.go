@@ -8,9 +8,10 @@ import (
 )
 
 // TestCompareOfTwoIdenticalSelfFloodsPasses: the same command run twice in a
-// row on one state (a standalone self-flood, 5 s at 50/s) is the same
-// experiment: crowd compare finds no regression in what differs between
-// them, which is noise, and says by which rule.
+// row on one state (a standalone self-flood of 100 sends at 50/s, bounded by
+// its sends and not by seconds) is the same experiment: crowd compare finds
+// no regression in what differs between them, which is noise, and says by
+// which rule.
 func TestCompareOfTwoIdenticalSelfFloodsPasses(t *testing.T) {
 	state := t.TempDir()
 	var paths []string
@@ -18,7 +19,7 @@ func TestCompareOfTwoIdenticalSelfFloodsPasses(t *testing.T) {
 		out := t.TempDir()
 		// 20 actors: 380 pairs, so neither run runs out of Follows.
 		code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--standalone", "--origins", "4", "--actors", "5",
-			"--state", state, "--out", out, "--log-level", "error", "--seconds", "5", "--rate", "50", "--label", "noise")
+			"--state", state, "--out", out, "--log-level", "error", "--seconds", "0", "--max-sends", "100", "--rate", "50", "--label", "noise")
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
 		}

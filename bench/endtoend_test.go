@@ -1,0 +1,104 @@
+//go:build !race
+
+// TestBenchEndToEnd runs without the race detector (.ci/run's no-race
+// pass): the detector slows the bench's RSA signing and its helper
+// processes (this test binary re-executed) tenfold, and adds nothing here.
+// What runs concurrently in the bench is the flood's pipeline and engine,
+// signing, inbox and pasture, each tested under -race in its own package;
+// the bench's own measurement loops join their workers with atomics and a
+// WaitGroup only; and the test checks that every row has figures, not how
+// the code it drives is synchronised.
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tinyArgs is the whole bench in a tiny configuration: every section
+// runs, each measurement for a fraction of a second, on a 1-origin world.
+func tinyArgs(state, jsonPath string) []string {
+	return []string{
+		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",
+		"-measure", "200ms", "-rounds", "1", "-conc", "4", "-pool", "16", "-start-rate", "500",
+		"-origins", "1", "-actors", "2", "-scale", "3", "-large-origins", "40", "-large-pool", "4",
+		"-cpu-rates", "20,40", "-cpu-seconds", "300ms",
+		"-state", state, "-json", jsonPath,
+	}
+}
+
+// TestBenchEndToEnd runs the whole bench (sink and flood helpers, the
+// crowd binary, vegeta) in a tiny configuration and checks that the table
+// and the JSON have every row with figures, not what the figures are:
+// timing claims come from a real run, never from a test.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the crowd binary and runs every section: not in -short")
+	}
+	state := t.TempDir()
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), tinyArgs(state, jsonPath), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	table := stdout.String()
+	if len(rep.Rows) != len(rowKeys()) {
+		t.Errorf("%d rows in the JSON, want %d", len(rep.Rows), len(rowKeys()))
+	}
+	for i, key := range rowKeys() {
+		if i >= len(rep.Rows) {
+			break
+		}
+		row := rep.Rows[i]
+		switch {
+		case !withCgo && libcryptoRow(key):
+			// A CGO_ENABLED=0 build has no libcrypto: the row says so.
+			if !strings.Contains(row.Error, "cgo") {
+				t.Errorf("row %s in a build without cgo: error %q, want one naming cgo", key, row.Error)
+			}
+		case row.Key != key:
+			t.Errorf("row %d is %q, want %q", i, row.Key, key)
+		case row.Error != "":
+			t.Errorf("row %s: %s", key, row.Error)
+		case row.Name == "" || row.Unit == "" || row.Target == "":
+			t.Errorf("row %s lacks a name, unit or target: %+v", key, row)
+		case !strings.Contains(table, "| "+cell(row.Name, key)+" |"):
+			t.Errorf("the table has no row %q:\n%s", row.Name, table)
+		}
+	}
+	// Header, separator, one line per row.
+	if n := strings.Count(table, "\n|"); n != len(rowKeys())+1 {
+		t.Errorf("the table has %d lines after its header, want %d:\n%s", n, len(rowKeys())+1, table)
+	}
+	for _, want := range []string{"Machine:", "Command: `go run ./bench ", "keys: "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the output lacks %q:\n%s", want, table)
+		}
+	}
+	// The keys are made once: a second world of the same shape reuses them.
+	if n := countKeys(worldDir(state, 1, 2)); n != 3 {
+		t.Errorf("%d key files for 1 origin × 2 actors, want 3 (2 actors + the instance actor)", n)
+	}
+}
+
+// libcryptoRow reports whether row key measures the libcrypto backend.
+func libcryptoRow(key string) bool {
+	switch key {
+	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
+		return true
+	}
+	return false
+}
