@@ -55,9 +55,11 @@ func (c *Client) Reactions(ctx context.Context) (ReactionsInfo, error) {
 	return r, c.call(ctx, RouteReactions, nil, nil, &r)
 }
 
-// RecordReactions calls RouteRecordReactions with items; it has the shape
-// of the flood's reaction sink (flood.ReactionSink).
+// RecordReactions calls RouteRecordReactions with items, MaxReactionItems
+// at a time.
 func (c *Client) RecordReactions(ctx context.Context, items []ReactionItem) error {
-	var r ReactionsResult
-	return c.call(ctx, RouteRecordReactions, nil, ReactionsRequest{Items: items}, &r)
+	return inBatches(items, MaxReactionItems, func(items []ReactionItem) error {
+		var r ReactionsResult
+		return c.call(ctx, RouteRecordReactions, nil, ReactionsRequest{Items: items}, &r)
+	})
 }

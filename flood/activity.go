@@ -17,7 +17,6 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 )
 
 // FollowRegistration is a Follow the flood sent, to be recorded as pending
@@ -396,7 +395,7 @@ func (s *Stream) Next() (Draft, error) {
 	case record.TypeLike:
 		d.Object = liked
 		act = sender.Like(actors.LikeSpec{Published: now, Seq: seq, Object: d.Object})
-		d.Vocab = &VocabSent{Undoable: true, Reaction: &adminapi.ReactionItem{Actor: sender.ID, Object: liked, Kind: actors.ReactionLike, ID: act.ID}}
+		d.Vocab = &VocabSent{Undoable: true, Reaction: &actors.Reaction{Actor: sender.ID, Object: liked, Kind: actors.ReactionLike, ID: act.ID}}
 	case record.TypeFollow:
 		d.Object = p.ID
 		act = sender.Follow(actors.FollowSpec{Published: now, Seq: seq, Object: p.ID})

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/signing"
@@ -75,7 +75,7 @@ func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Pre
 	case record.TypeFollow:
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 	case record.TypeCreate, record.TypeReply, record.TypeMedia:
-		p.Outbox = &adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}
+		p.Outbox = &actors.SentNote{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host

@@ -18,7 +18,6 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -94,7 +93,7 @@ func TestPrepareSignsWhatAVerifierAccepts(t *testing.T) {
 		if (p.Outbox != nil) != (p.Type == record.TypeCreate) {
 			t.Errorf("%s: outbox item %+v", p.Type, p.Outbox)
 		} else if p.Outbox != nil {
-			if err := WorldOutbox(w)(context.Background(), []adminapi.OutboxItem{*p.Outbox}); err != nil || *p.Outbox != (adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}) {
+			if err := WorldOutbox(w)(context.Background(), []actors.SentNote{*p.Outbox}); err != nil || *p.Outbox != (actors.SentNote{Actor: d.Sender.ID, Note: d.Object}) {
 				t.Errorf("outbox item %+v of %s: %v", p.Outbox, d.ID, err)
 			}
 		}
