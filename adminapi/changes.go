@@ -2,7 +2,7 @@ package adminapi
 
 import "context"
 
-// The vocabulary's routes (see Routes).
+// The vocabulary's routes.
 const (
 	// RouteChanges records edits and deletions that another process (a
 	// separate `crowd flood`) made to objects crowd actors sent (a

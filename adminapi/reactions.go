@@ -2,7 +2,7 @@ package adminapi
 
 import "context"
 
-// The reactions' routes (see Routes).
+// The reactions' routes.
 const (
 	// RouteReactions answers ReactionsInfo: every Like and Announce of the
 	// crowd's actors that the crowd keeps (sent, and not undone since), so

@@ -469,14 +469,11 @@ type JIT struct {
 	knock  *Knocker
 }
 
-// NewJIT returns a JIT source drawing from one Stream of gen.
-func NewJIT(gen *Generator, signer *signing.Signer) *JIT {
-	return &JIT{st: gen.Stream(), signer: signer}
-}
-
-// NewKnockingJIT is NewJIT signing with k's scheme (--signature).
-func NewKnockingJIT(gen *Generator, k *Knocker) *JIT {
-	return &JIT{st: gen.Stream(), signer: k.signer, knock: k}
+// NewJIT returns a JIT source drawing from one Stream of gen, signing
+// with k's scheme (--signature), or with signer's draft-cavage when k is
+// nil, as a Pipeline or Presign does.
+func NewJIT(gen *Generator, signer *signing.Signer, k *Knocker) *JIT {
+	return &JIT{st: gen.Stream(), signer: signer, knock: k}
 }
 
 // Next draws and signs one request, or returns ctx's error.

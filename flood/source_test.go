@@ -292,7 +292,7 @@ func TestPresignCount(t *testing.T) {
 func TestJIT(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	v := worldVerifier(w)
-	j := NewJIT(signedGenerator(t, w, nil), testSigner())
+	j := NewJIT(signedGenerator(t, w, nil), testSigner(), nil)
 	for range 5 {
 		p, err := j.Next(context.Background())
 		if err != nil {
@@ -346,7 +346,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 				}
 				src = ps
 			case SigningJIT:
-				src = NewJIT(g, testSigner())
+				src = NewJIT(g, testSigner(), nil)
 			}
 			res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 200), MaxSends: n, Source: src, Transport: tr, MaxInflight: 64})
 			if err != nil {

@@ -70,10 +70,6 @@ type Amplification struct {
 // FetchAll names the amplification row of every fetch and every type.
 const FetchAll = "all"
 
-// FetchLeaver is the kind of a fetch of a leaver's actor document (an
-// account the crowd made to be deleted; adminapi.FetchLeaver).
-const FetchLeaver = "leaver"
-
 // FetchKindTally is one kind's counts as the crowd's admin API answers
 // them (adminapi.FetchbackKind), the input of NewFetchback.
 type FetchKindTally struct {
