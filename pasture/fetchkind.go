@@ -87,7 +87,7 @@ func underActor(rest []string) (kind, object string) {
 }
 
 // creditOf names the activity type whose sends made the SUT fetch urlPath,
-// answered status (adminapi.Credits), or "" for a fetch no one type
+// answered status (an adminapi.Credit constant), or "" for a fetch no one type
 // causes (an actor's key, WebFinger, NodeInfo, a collection). The object's
 // id says which builder made it: a thread's parents (marked Thread) and
 // replies are Reply's, an attachment or a media note Media's, a note by a
