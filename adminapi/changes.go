@@ -2,7 +2,7 @@ package adminapi
 
 import "context"
 
-// The vocabulary's routes (see Routes).
+// The vocabulary's routes.
 const (
 	// RouteChanges records edits and deletions that another process (a
 	// separate `crowd flood`) made to objects crowd actors sent (a
@@ -54,11 +54,12 @@ type UnfollowResult struct {
 	Removed bool `json:"removed"`
 }
 
-// RecordChanges calls RouteChanges with items; it has the shape of the
-// flood's change sink (flood.ChangeSink).
+// RecordChanges calls RouteChanges with items, MaxChangeItems at a time.
 func (c *Client) RecordChanges(ctx context.Context, items []ChangeItem) error {
-	var r ChangesResult
-	return c.call(ctx, RouteChanges, nil, ChangesRequest{Items: items}, &r)
+	return inBatches(items, MaxChangeItems, func(items []ChangeItem) error {
+		var r ChangesResult
+		return c.call(ctx, RouteChanges, nil, ChangesRequest{Items: items}, &r)
+	})
 }
 
 // Unfollow calls RouteUnfollow.

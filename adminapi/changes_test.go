@@ -84,3 +84,34 @@ func TestChangesThroughTheAdminAPI(t *testing.T) {
 	again := crowdtest.Start(t, crowdtest.Options{StateDir: state, Unstarted: true})
 	check(again.Pasture.Handler())
 }
+
+// TestRecordChangesSplitsToTheServersLimit: more changes than one request
+// may carry (a presign run's Delete marks, gathered in one group commit)
+// are recorded all the same, MaxChangeItems a request, in order: the
+// latest edit of each note wins as if sent at once.
+func TestRecordChangesSplitsToTheServersLimit(t *testing.T) {
+	cr := crowdtest.Start(t, crowdtest.Options{})
+	c := crowd{cr}.client(t)
+	a, _ := cr.World.ActorByID(alice)
+	note := func(seq uint64) string {
+		return a.NoteID(actors.NoteSpec{Published: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Seq: seq, Bytes: 50,
+			MentionID: bob, MentionHandle: "@bob@flood2.test"})
+	}
+	at := "2026-03-01T13:00:00Z"
+	items := make([]adminapi.ChangeItem, 0, adminapi.MaxChangeItems+2)
+	for i := range adminapi.MaxChangeItems {
+		items = append(items, adminapi.ChangeItem{ID: note(uint64(i % 100)), Version: 1 + i/100, Updated: at})
+	}
+	last := 1 + (adminapi.MaxChangeItems-1)/100
+	items = append(items, adminapi.ChangeItem{ID: note(0), Version: last + 1, Updated: at}, // past the limit
+		adminapi.ChangeItem{ID: note(1), Deleted: at})
+	if err := c.RecordChanges(context.Background(), items); err != nil {
+		t.Fatalf("%d changes: %v", len(items), err)
+	}
+	if v, _ := cr.World.Changes.Version(note(0)); v != last+1 {
+		t.Errorf("note 0 at version %d, want %d: the items past the limit were lost", v, last+1)
+	}
+	if _, gone := cr.World.Changes.Deleted(note(1)); !gone {
+		t.Error("note 1 not deleted: the items past the limit were lost")
+	}
+}

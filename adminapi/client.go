@@ -178,11 +178,26 @@ func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 	return r, c.call(ctx, RouteSend, nil, req, &r)
 }
 
-// RecordOutbox calls RouteOutbox with items; it has the shape of the
-// flood's outbox sink (flood.OutboxFeed).
+// RecordOutbox calls RouteOutbox with items, MaxOutboxItems at a time.
 func (c *Client) RecordOutbox(ctx context.Context, items []OutboxItem) error {
-	var r OutboxResult
-	return c.call(ctx, RouteOutbox, nil, OutboxRequest{Items: items}, &r)
+	return inBatches(items, MaxOutboxItems, func(items []OutboxItem) error {
+		var r OutboxResult
+		return c.call(ctx, RouteOutbox, nil, OutboxRequest{Items: items}, &r)
+	})
+}
+
+// inBatches calls record with items, at most limit at a time, in order, and
+// stops at the first error: a caller never sends what the server refuses
+// for its size.
+func inBatches[T any](items []T, limit int, record func([]T) error) error {
+	for len(items) > 0 {
+		n := min(len(items), limit)
+		if err := record(items[:n]); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
 }
 
 // Lookup calls RouteLookup for resource.

@@ -9,7 +9,7 @@ import (
 // The fetch-back routes: a run opens a window before its first send, ends
 // it after its last answer and closes it after a grace period; every GET or
 // HEAD a crowd origin serves while a window is open is counted in it, by
-// kind (FetchKinds), with its latency as served, its status class and
+// kind (internal/fetchkind), with its latency as served, its status class and
 // whether it was signed. Requests served after the window ended are counted
 // apart (after_end). Every open window counts every request: two runs at
 // once each see the other's fetches.
@@ -42,29 +42,6 @@ const ParamID = "id"
 // ago, gives way to a new one.
 const MaxFetchbackWindows = 16
 
-// The kinds of request a crowd origin serves, as FetchbackTally.Kinds keys
-// them. A key id of the form actor#main-key (every crowd actor's) reaches
-// the server as the actor's URL: its fetches count as FetchActor, and
-// FetchKey counts a key served at a URL of its own.
-const (
-	FetchWebFinger  = "webfinger"  // /.well-known/webfinger
-	FetchHostMeta   = "host-meta"  // /.well-known/host-meta(.json)
-	FetchNodeInfo   = "nodeinfo"   // /.well-known/nodeinfo, /nodeinfo/2.x
-	FetchActor      = "actor"      // an actor document (and its #main-key)
-	FetchLeaver     = "leaver"     // a leaver's actor document: an account made to be deleted (actors.IsLeaverName; record.FetchLeaver)
-	FetchKey        = "key"        // a key document at a URL of its own
-	FetchObject     = "object"     // an object a crowd actor sent (note, like, follow…)
-	FetchCollection = "collection" // outbox, followers, following, featured
-	FetchMedia      = "media"      // an attachment's bytes
-	FetchOther      = "other"      // anything else: pages, unknown paths and hosts
-)
-
-// FetchKinds lists the kinds in the order reports show them.
-func FetchKinds() []string {
-	return []string{FetchWebFinger, FetchHostMeta, FetchNodeInfo, FetchActor, FetchLeaver, FetchKey, FetchObject,
-		FetchCollection, FetchMedia, FetchOther}
-}
-
 // The activity types a fetch is credited to (FetchbackTally.Credits),
 // spelled as the run record names its types: the type whose sends made
 // the fetched object (see README, "What the SUT fetches back").
@@ -79,12 +56,6 @@ const (
 	CreditDelete   = "Delete"   // anything answered 410 (a deleted note, a deleted leaver), or a Delete itself
 	CreditUpdate   = "Update"   // an Update of a note
 )
-
-// Credits lists the activity types a fetch may be credited to.
-func Credits() []string {
-	return []string{CreditCreate, CreditReply, CreditMedia, CreditAnnounce, CreditLike, CreditFollow, CreditUndo,
-		CreditDelete, CreditUpdate}
-}
 
 // FetchbackOpenRequest is RouteFetchbackOpen's body.
 type FetchbackOpenRequest struct {
@@ -111,7 +82,8 @@ type FetchbackTally struct {
 	FetchbackWindow
 	// At is when the tally was read.
 	At time.Time `json:"at"`
-	// Kinds are the counts by kind (FetchKinds); a kind with none is left out.
+	// Kinds are the counts by kind (internal/fetchkind); a kind with none is
+	// left out.
 	Kinds map[string]FetchbackKind `json:"kinds"`
 	// Objects counts the object fetches by the object's kind, the path
 	// segment under /users/{name}/ ("notes", "likes", "follows"…).
@@ -121,7 +93,7 @@ type FetchbackTally struct {
 	// (a closed window's tally only).
 	Late int64 `json:"late,omitempty"`
 	// Credits counts the fetches credited to the activity type whose
-	// object they fetched (Credits()): a fetch no one type causes (an
+	// object they fetched (the Credit constants): a fetch no one type causes (an
 	// actor's key, WebFinger, NodeInfo, a collection) is in none.
 	Credits map[string]int64 `json:"credits,omitempty"`
 }

@@ -122,7 +122,8 @@ type FloodFetchback struct {
 	// Late counts the fetches after the window closed (FetchbackTally.Late):
 	// what the run's grace missed.
 	Late int64 `json:"late,omitempty"`
-	// Kinds are the fetches by kind (FetchKinds); a kind with none is left out.
+	// Kinds are the fetches by kind (internal/fetchkind); a kind with none is
+	// left out.
 	Kinds map[string]int64 `json:"kinds,omitempty"`
 }
 

@@ -2,7 +2,7 @@ package adminapi
 
 import "context"
 
-// The reactions' routes (see Routes).
+// The reactions' routes.
 const (
 	// RouteReactions answers ReactionsInfo: every Like and Announce of the
 	// crowd's actors that the crowd keeps (sent, and not undone since), so
@@ -55,9 +55,11 @@ func (c *Client) Reactions(ctx context.Context) (ReactionsInfo, error) {
 	return r, c.call(ctx, RouteReactions, nil, nil, &r)
 }
 
-// RecordReactions calls RouteRecordReactions with items; it has the shape
-// of the flood's reaction sink (flood.ReactionSink).
+// RecordReactions calls RouteRecordReactions with items, MaxReactionItems
+// at a time.
 func (c *Client) RecordReactions(ctx context.Context, items []ReactionItem) error {
-	var r ReactionsResult
-	return c.call(ctx, RouteRecordReactions, nil, ReactionsRequest{Items: items}, &r)
+	return inBatches(items, MaxReactionItems, func(items []ReactionItem) error {
+		var r ReactionsResult
+		return c.call(ctx, RouteRecordReactions, nil, ReactionsRequest{Items: items}, &r)
+	})
 }

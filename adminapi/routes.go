@@ -108,17 +108,6 @@ const (
 	RouteDeliveries Route = "GET /api/deliveries"
 )
 
-// Routes lists every route of the admin API, as the admin server must serve
-// them.
-func Routes() []Route {
-	return []Route{RoutePage, RouteHealth, RouteReady, RouteMetrics, RouteCA, RouteWorld,
-		RouteActivities, RouteStream, RouteTotals, RouteFollows, RouteFollowing, RoutePrune,
-		RouteSend, RouteOutbox, RouteLookup, RouteDeliveries,
-		RouteFetchbackOpen, RouteFetchbackEnd, RouteFetchbackClose, RouteFetchbacks,
-		RouteFloodLivePush, RouteFloodLive, RouteChanges, RouteUnfollow,
-		RouteReactions, RouteRecordReactions}
-}
-
 // Query parameters of the routes.
 const (
 	ParamLimit     = "limit"

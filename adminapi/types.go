@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/crowdfed/crowd/webfinger"
+	"github.com/crowdfed/crowd/apclient"
 )
 
 // WorldInfo is the answer of RouteWorld: the served world. It never carries
@@ -180,7 +180,7 @@ type LookupResult struct {
 	// Resource is what was looked up (acct:name@host or a URL).
 	Resource string `json:"resource"`
 	// WebFinger is the account's JRD, for an acct resource.
-	WebFinger *webfinger.JRD `json:"webfinger,omitempty"`
+	WebFinger *apclient.JRD `json:"webfinger,omitempty"`
 	// URL is the actor document's URL (the WebFinger self href, or the
 	// resource itself), and FinalURL where it was served after redirects.
 	URL      string `json:"url,omitempty"`

@@ -195,8 +195,8 @@ func linkURL(raw json.RawMessage) (string, bool) {
 const AcceptJRD = "application/jrd+json, application/json"
 
 // WebFinger asks host's WebFinger endpoint (over https, as every server
-// does) about acct:user@host and returns the JRD's bytes; parsing and
-// judging it is the webfinger package's. The GET is not signed: no server
+// does) about acct:user@host and returns the JRD's bytes; Lookup parses
+// and judges them. The GET is not signed: no server
 // asks for a signature there. Any JSON Content-Type is taken (JRDs are
 // served as jrd+json, json and even activity+json; Mastodon does not check).
 func (f *Fetcher) WebFinger(ctx context.Context, user, host string) ([]byte, error) {

@@ -6,7 +6,7 @@ import (
 )
 
 // Errors of a fetch. Each error a Fetcher returns wraps one of them (%w) and
-// names the URL; errors.Is tells them apart.
+// names the URL or the account; errors.Is tells them apart.
 var (
 	// ErrNotHTTP marks a URL that is not absolute http(s) with a host.
 	ErrNotHTTP = errors.New("not an http(s) URL")
@@ -22,6 +22,10 @@ var (
 	// ErrDocument marks a body that is not the document asked for (not a
 	// JSON object, or missing what the typed helper needs).
 	ErrDocument = errors.New("malformed document")
+	// ErrBadAcct marks an account that is not of the form name@host.
+	ErrBadAcct = errors.New("bad resource")
+	// ErrNoAccount marks a WebFinger lookup its server answered with 404.
+	ErrNoAccount = errors.New("not found")
 )
 
 // StatusError is a non-200 answer: the URL fetched, its status code and the

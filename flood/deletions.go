@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 )
 
 // Deletions records in the crowd's state the objects a run's Deletes
@@ -26,7 +26,7 @@ type Deletions struct {
 	timeout time.Duration
 
 	mu      sync.Mutex
-	pending []adminapi.ChangeItem
+	pending []actors.Change
 	batch   *markBatch // the batch pending joins
 	closed  bool
 	stats   DeletionStats
@@ -64,17 +64,17 @@ func NewDeletions(sink ChangeSink, timeout time.Duration) *Deletions {
 
 // mark queues the deletion it and returns what closes once it was
 // recorded (or the sink failed): the Delete may leave then.
-func (d *Deletions) mark(it adminapi.ChangeItem) <-chan struct{} {
+func (d *Deletions) mark(it actors.Change) <-chan struct{} {
 	return d.queue(it, func(s *DeletionStats) { s.Marked++ })
 }
 
 // restore queues taking back the deletion of the object id, whose Delete
 // was drafted and never sent.
 func (d *Deletions) restore(id string) {
-	d.queue(adminapi.ChangeItem{ID: id, Restored: true}, func(s *DeletionStats) { s.Restored++ })
+	d.queue(actors.Change{ID: id, Restored: true}, func(s *DeletionStats) { s.Restored++ })
 }
 
-func (d *Deletions) queue(it adminapi.ChangeItem, count func(*DeletionStats)) <-chan struct{} {
+func (d *Deletions) queue(it actors.Change, count func(*DeletionStats)) <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -119,19 +119,16 @@ func (d *Deletions) work() {
 	}
 }
 
-// record calls the sink with items, adminapi.MaxChangeItems at a time.
-func (d *Deletions) record(items []adminapi.ChangeItem) {
-	for len(items) > 0 {
-		n := min(len(items), adminapi.MaxChangeItems)
-		ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-		err := d.sink(ctx, items[:n])
-		cancel()
-		if err != nil {
-			d.mu.Lock()
-			d.failLocked(int64(n), fmt.Errorf("deletions: %w", err))
-			d.mu.Unlock()
-		}
-		items = items[n:]
+// record calls the sink with items; a sink that carries them over a wire
+// splits them to its limit (adminapi.Client does).
+func (d *Deletions) record(items []actors.Change) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	err := d.sink(ctx, items)
+	cancel()
+	if err != nil {
+		d.mu.Lock()
+		d.failLocked(int64(len(items)), fmt.Errorf("deletions: %w", err))
+		d.mu.Unlock()
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -43,7 +43,7 @@ func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 			w := testWorld(t, 1, 3)
 			var marked []string // every object a drafted Delete named
 			toWorld := WorldChanges(w)
-			del := NewDeletions(func(ctx context.Context, items []adminapi.ChangeItem) error {
+			del := NewDeletions(func(ctx context.Context, items []actors.Change) error {
 				for _, it := range items {
 					if it.Deleted != "" {
 						marked = append(marked, it.ID) // one call at a time: the worker's

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -39,7 +39,7 @@ type Prepared struct {
 	Diverted bool
 	// Outbox is set on a Create: the sender's outbox lists its note once
 	// it was sent (OutboxFeed).
-	Outbox *adminapi.OutboxItem
+	Outbox *actors.SentNote
 	// Knock is set when a Knocker signed the request (--signature): its
 	// scheme and signer, so that the sender can knock twice (see Knocker).
 	Knock *Knock

@@ -89,7 +89,7 @@ func knockingSource(t *testing.T, mode SigningMode, g *Generator, k *Knocker, n 
 		}
 		return ps
 	}
-	return NewKnockingJIT(g, k)
+	return NewJIT(g, nil, k)
 }
 
 // TestDoubleKnock floods, in every signing mode, sinks that refuse one
@@ -199,7 +199,7 @@ func TestDoubleKnockLatency(t *testing.T) {
 	sink := newSchemeSink(t, w, &schemeSink{refuse: signing.SchemeRFC9421, delay: delay})
 	k := NewKnocker(SignatureBoth, testSigner())
 	res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 5), MaxSends: 3,
-		Source: NewKnockingJIT(signedGenerator(t, w, nil), k), Transport: sink.transport(t)})
+		Source: NewJIT(signedGenerator(t, w, nil), nil, k), Transport: sink.transport(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 )
 
 // OutboxSink takes a batch of Creates the flood sent, in the order they
-// left, into the crowd's outboxes: adminapi.Client.RecordOutbox for a crowd
-// serving elsewhere, WorldOutbox for the world in this process.
-type OutboxSink func(context.Context, []adminapi.OutboxItem) error
+// left, into the crowd's outboxes: the crowd's admin API for a crowd
+// serving elsewhere (adapted by loadrun), WorldOutbox for the world in this
+// process.
+type OutboxSink func(context.Context, []actors.SentNote) error
 
 // WorldOutbox is the sink of a world that runs in this process
 // (--standalone): the world's outboxes take the items directly.
 func WorldOutbox(w *actors.World) OutboxSink {
-	return worldSink(w.RecordSent, func(it adminapi.OutboxItem) actors.SentNote { return actors.SentNote{Actor: it.Actor, Note: it.Note} })
+	return func(_ context.Context, items []actors.SentNote) error { return w.RecordSent(items) }
 }
 
 // OutboxFeedOptions configures an OutboxFeed; the zero value is the default.
@@ -59,7 +59,7 @@ type OutboxFeedStats struct {
 // fed. Settled only appends to a batch; one worker hands full batches (or,
 // every Every, what there is) to the sink in the order the sends settled,
 // so the outbox lists them newest first.
-type OutboxFeed = Feed[adminapi.OutboxItem]
+type OutboxFeed = Feed[actors.SentNote]
 
 // Feed is a Plan.Settled consumer that hands the items pick finds in the
 // settled sends to a sink, in batches, off the send path (see OutboxFeed,
@@ -84,9 +84,9 @@ type Feed[T any] struct {
 
 // NewOutboxFeed starts the worker of an OutboxFeed feeding sink.
 func NewOutboxFeed(sink OutboxSink, o OutboxFeedOptions) *OutboxFeed {
-	return newFeed(sink, o, func(p *Prepared, d Delivery) (adminapi.OutboxItem, bool) {
+	return newFeed(sink, o, func(p *Prepared, d Delivery) (actors.SentNote, bool) {
 		if p.Outbox == nil || !d.Sent {
-			return adminapi.OutboxItem{}, false
+			return actors.SentNote{}, false
 		}
 		return *p.Outbox, true
 	})

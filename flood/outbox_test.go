@@ -2,7 +2,6 @@ package flood
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -27,39 +26,26 @@ func (s *createSource) Next(context.Context) (*Prepared, error) {
 	n := len(s.taken)
 	p := &Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{},
 		Body:   []byte(`{"type":"Create"}`),
-		Outbox: &adminapi.OutboxItem{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}
+		Outbox: &actors.SentNote{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}
 	s.taken = append(s.taken, p)
 	return p, nil
 }
 
 // TestOutboxFeedFeedsOnlySentCreates: a run with answered, aborted,
-// dropped and never-due Creates feeds the admin API's outbox route with
-// exactly those that left (answered or aborted: the target may have them),
+// dropped and never-due Creates feeds the outbox sink with exactly those
+// that left (answered or aborted: the target may have them),
 // in batches of at most OutboxFeedOptions.Batch, each full but the last.
 func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// The crowd's admin API: it takes every batch and keeps it.
+		// The crowd's outboxes: the sink takes every batch and keeps it.
 		var mu sync.Mutex
-		var batches [][]adminapi.OutboxItem
-		admin := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req adminapi.OutboxRequest
-			if r.URL.Path != adminapi.RouteOutbox.Path() || json.NewDecoder(r.Body).Decode(&req) != nil {
-				http.Error(w, `{"error":"not an outbox request"}`, http.StatusBadRequest)
-				return
-			}
+		var batches [][]actors.SentNote
+		feed := NewOutboxFeed(func(_ context.Context, items []actors.SentNote) error {
 			mu.Lock()
-			batches = append(batches, req.Items)
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"recorded":%d}`, len(req.Items))
-		}))
-		tr := &http.Transport{DialContext: admin.DialContext}
-		defer tr.CloseIdleConnections()
-		client, err := adminapi.New("http://127.0.0.1:9180", adminapi.Options{HTTP: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		feed := NewOutboxFeed(client.RecordOutbox, OutboxFeedOptions{Batch: 4, Every: time.Hour})
+			defer mu.Unlock()
+			batches = append(batches, slices.Clone(items))
+			return nil
+		}, OutboxFeedOptions{Batch: 4, Every: time.Hour})
 
 		// The SUT answers after 35 ms: with 3 slots at 100/s some sends are
 		// dropped, and the interruption aborts some and leaves one undue.
@@ -107,9 +93,9 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 // TestOutboxFeedCountsWhatTheSinkRefused: a sink that fails counts its
 // items failed with the first reason; nothing blocks.
 func TestOutboxFeedCountsWhatTheSinkRefused(t *testing.T) {
-	feed := NewOutboxFeed(func(context.Context, []adminapi.OutboxItem) error { return errors.New("refused") },
+	feed := NewOutboxFeed(func(context.Context, []actors.SentNote) error { return errors.New("refused") },
 		OutboxFeedOptions{Batch: 2, Every: time.Hour})
-	p := &Prepared{Type: record.TypeCreate, Outbox: &adminapi.OutboxItem{Actor: "a", Note: "a/notes/1"}}
+	p := &Prepared{Type: record.TypeCreate, Outbox: &actors.SentNote{Actor: "a", Note: "a/notes/1"}}
 	for _, d := range []Delivery{{Sent: true}, {Sent: true, Aborted: true}, {Sent: true, Class: record.ClassConnError}, {}} {
 		feed.Settled(p, d)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/signing"
-	"github.com/crowdfed/crowd/webfinger"
 )
 
 // InboxMode says which of a persona's inboxes the flood posts to
@@ -103,7 +102,7 @@ func ExpandPersonas(pattern string, count int) ([]string, error) {
 	out := make([]string, count)
 	for i := range out {
 		out[i] = fmt.Sprintf(pattern, i)
-		if _, _, err := webfinger.ParseAcct(out[i]); err != nil {
+		if _, _, err := apclient.ParseAcct(out[i]); err != nil {
 			return nil, usage(pattern, "%v", err)
 		}
 	}
@@ -127,7 +126,7 @@ func ParsePersonaList(r io.Reader) ([]string, error) {
 		if f := strings.Fields(line); len(f) > 0 {
 			line = f[0]
 		}
-		user, host, err := webfinger.ParseAcct(line)
+		user, host, err := apclient.ParseAcct(line)
 		if err != nil {
 			return nil, usage(line, "line %d: %v", n, err)
 		}
@@ -279,12 +278,12 @@ type discoverer struct {
 }
 
 func (d *discoverer) persona(ctx context.Context, acct string) (*Persona, error) {
-	user, host, err := webfinger.ParseAcct(acct)
+	user, host, err := apclient.ParseAcct(acct)
 	if err != nil {
 		return nil, fmt.Errorf("persona %s: %w", acct, err)
 	}
 	acct = user + "@" + host
-	jrd, err := webfinger.Lookup(ctx, d.f, acct)
+	jrd, err := d.f.Lookup(ctx, acct)
 	if err != nil {
 		return nil, fmt.Errorf("persona %s: %w", acct, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -200,7 +199,7 @@ func TestUndoOfAReactionNamesIt(t *testing.T) {
 		Start: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)})
 	s := g.Stream()
 	ok := Delivery{Sent: true, Class: record.Class202}
-	var sent *adminapi.ReactionItem
+	var sent *actors.Reaction
 	for range 50 {
 		d := mustDraft(t, s)
 		g.Settled(&Prepared{Type: d.Type, Vocab: d.Vocab}, ok)

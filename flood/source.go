@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/signing"
@@ -75,7 +75,7 @@ func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Pre
 	case record.TypeFollow:
 		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 	case record.TypeCreate, record.TypeReply, record.TypeMedia:
-		p.Outbox = &adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}
+		p.Outbox = &actors.SentNote{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
@@ -469,14 +469,11 @@ type JIT struct {
 	knock  *Knocker
 }
 
-// NewJIT returns a JIT source drawing from one Stream of gen.
-func NewJIT(gen *Generator, signer *signing.Signer) *JIT {
-	return &JIT{st: gen.Stream(), signer: signer}
-}
-
-// NewKnockingJIT is NewJIT signing with k's scheme (--signature).
-func NewKnockingJIT(gen *Generator, k *Knocker) *JIT {
-	return &JIT{st: gen.Stream(), signer: k.signer, knock: k}
+// NewJIT returns a JIT source drawing from one Stream of gen, signing
+// with k's scheme (--signature), or with signer's draft-cavage when k is
+// nil, as a Pipeline or Presign does.
+func NewJIT(gen *Generator, signer *signing.Signer, k *Knocker) *JIT {
+	return &JIT{st: gen.Stream(), signer: signer, knock: k}
 }
 
 // Next draws and signs one request, or returns ctx's error.

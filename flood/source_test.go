@@ -18,7 +18,6 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -94,7 +93,7 @@ func TestPrepareSignsWhatAVerifierAccepts(t *testing.T) {
 		if (p.Outbox != nil) != (p.Type == record.TypeCreate) {
 			t.Errorf("%s: outbox item %+v", p.Type, p.Outbox)
 		} else if p.Outbox != nil {
-			if err := WorldOutbox(w)(context.Background(), []adminapi.OutboxItem{*p.Outbox}); err != nil || *p.Outbox != (adminapi.OutboxItem{Actor: d.Sender.ID, Note: d.Object}) {
+			if err := WorldOutbox(w)(context.Background(), []actors.SentNote{*p.Outbox}); err != nil || *p.Outbox != (actors.SentNote{Actor: d.Sender.ID, Note: d.Object}) {
 				t.Errorf("outbox item %+v of %s: %v", p.Outbox, d.ID, err)
 			}
 		}
@@ -293,7 +292,7 @@ func TestPresignCount(t *testing.T) {
 func TestJIT(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	v := worldVerifier(w)
-	j := NewJIT(signedGenerator(t, w, nil), testSigner())
+	j := NewJIT(signedGenerator(t, w, nil), testSigner(), nil)
 	for range 5 {
 		p, err := j.Next(context.Background())
 		if err != nil {
@@ -347,7 +346,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 				}
 				src = ps
 			case SigningJIT:
-				src = NewJIT(g, testSigner())
+				src = NewJIT(g, testSigner(), nil)
 			}
 			res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 200), MaxSends: n, Source: src, Transport: tr, MaxInflight: 64})
 			if err != nil {

@@ -119,9 +119,9 @@ func forgeryRun(t *testing.T, w *actors.World, sink string, scheme SignatureSche
 		Mix:   record.Mix{Create: 1, Like: 1},
 		Draws: &Draws{Tamper: kinds, TamperShare: 0.6}})
 	forg := NewForgeries()
-	var src Source = NewJIT(gen, signing.NewSigner(signing.SignerOptions{}))
+	var src Source = NewJIT(gen, signing.NewSigner(signing.SignerOptions{}), nil)
 	if scheme != "" {
-		src = NewKnockingJIT(gen, NewKnocker(scheme, signing.NewSigner(signing.SignerOptions{})))
+		src = NewJIT(gen, nil, NewKnocker(scheme, signing.NewSigner(signing.SignerOptions{})))
 	}
 	pacer, err := NewPacer(ArrivalsConstant, 400, 1)
 	if err != nil {
@@ -265,7 +265,7 @@ func TestDrawsByOrigin(t *testing.T) {
 func TestKeyRefusals(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	stale := w.Actors()[0].KeyID
-	res, sec := floodRefusing(t, w, NewJIT, signing.NewSigner(signing.SignerOptions{}), 60, func(r *http.Request, n int) bool {
+	res, sec := floodRefusing(t, w, func(gen *Generator, s *signing.Signer) *JIT { return NewJIT(gen, s, nil) }, signing.NewSigner(signing.SignerOptions{}), 60, func(r *http.Request, n int) bool {
 		return strings.Contains(r.Header.Get("Signature"), `keyId="`+stale+`"`) && n < 5
 	})
 	if res.Overall.Tally.Classes[record.Class401] != 5 || sec == nil {
@@ -324,7 +324,7 @@ func TestKeyRefusalsBlameTheScheme(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := NewKnocker(SignatureRFC9421, signing.NewSigner(signing.SignerOptions{}))
-			_, sec := floodRefusing(t, w, func(gen *Generator, _ *signing.Signer) *JIT { return NewKnockingJIT(gen, k) }, nil, 30, tc.refuse)
+			_, sec := floodRefusing(t, w, func(gen *Generator, _ *signing.Signer) *JIT { return NewJIT(gen, nil, k) }, nil, 30, tc.refuse)
 			lines := strings.Join(sec.SecurityLines(5), "\n")
 			if !strings.Contains(lines, tc.says) || strings.Contains(lines, tc.notSays) {
 				t.Errorf("lines %q: want %q, not %q", lines, tc.says, tc.notSays)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -97,10 +96,10 @@ type VocabSent struct {
 	// Undoable: a Like, Announce or Follow a later Undo takes back.
 	Undoable bool
 	// Change is the edit the crowd records once answered 2xx (ChangeFeed).
-	Change *adminapi.ChangeItem
+	Change *actors.Change
 	// Deletion is the deletion a Delete makes, recorded when drafted
 	// (VocabConfig.Deletions) whatever the answer, restored if never sent.
-	Deletion *adminapi.ChangeItem
+	Deletion *actors.Change
 	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
 	Unfollow *FollowRegistration
 	// UndoDiverted marks an Announce drafted in place of an Undo.
@@ -108,7 +107,7 @@ type VocabSent struct {
 	// Reaction is the Like or Announce of a persona's post this send makes
 	// (Undone: the reaction its Undo takes back), which the crowd keeps so
 	// that no later draw repeats it (ReactionFeed).
-	Reaction *adminapi.ReactionItem
+	Reaction *actors.Reaction
 	// DivertedFrom is the reaction (TypeLike or TypeAnnounce) a Create was
 	// drafted in place of: every sender had reacted so to the post drawn.
 	DivertedFrom record.ActivityKind
@@ -134,8 +133,8 @@ type sentItem struct {
 	persona  *Persona
 	url      *url.URL
 	id       string
-	version  int                    // a note's edits so far
-	reaction *adminapi.ReactionItem // the pair a Like or Announce of a persona's post holds
+	version  int              // a note's edits so far
+	reaction *actors.Reaction // the pair a Like or Announce of a persona's post holds
 }
 
 // sentPool is a bounded pool of what the run sent: past poolSize, a new
@@ -248,7 +247,7 @@ func (s *Stream) draftVocab(d *Draft, pi int, now time.Time, seq uint64) (actors
 				return s.divertReaction(d, pi, now, seq)
 			}
 			d.Sender = a
-			d.Vocab.Reaction = &adminapi.ReactionItem{Actor: a.ID, Object: obj, Kind: actors.ReactionAnnounce}
+			d.Vocab.Reaction = &actors.Reaction{Actor: a.ID, Object: obj, Kind: actors.ReactionAnnounce}
 		}
 		if obj == "" {
 			// A crowd note never sent to the SUT: it must fetch it, and meet
@@ -354,7 +353,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 	if d.Type == record.TypeDelete {
 		if it, ok := s.noteToChange(g.vocab.notes.take); ok {
 			d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-			d.Vocab = g.deletion(adminapi.ChangeItem{ID: it.id, Deleted: at}, d.Forgery != nil)
+			d.Vocab = g.deletion(actors.Change{ID: it.id, Deleted: at}, d.Forgery != nil)
 			return it.sender.DeleteNote(it.id), nil
 		}
 		// An account deletion: of a leaver the SUT met, half of the time
@@ -364,7 +363,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			l = it.sender
 		}
 		d.Sender, d.Object = l, l.ID
-		d.Vocab = g.deletion(adminapi.ChangeItem{ID: l.ID, Deleted: at}, d.Forgery != nil)
+		d.Vocab = g.deletion(actors.Change{ID: l.ID, Deleted: at}, d.Forgery != nil)
 		return l.DeleteSelf(), nil
 	}
 	if it, ok := s.noteToChange(g.vocab.notes.edit); ok {
@@ -373,13 +372,13 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 			return actors.Activity{}, fmt.Errorf("flood: update %s: %w", it.id, err)
 		}
 		d.Sender, d.Persona, d.URL, d.Object = it.sender, it.persona, it.url, it.id
-		d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: it.id, Version: it.version, Updated: at}}
+		d.Vocab = &VocabSent{Change: &actors.Change{ID: it.id, Version: it.version, Updated: at}}
 		return it.sender.UpdateNote(spec, it.version, now), nil
 	}
 	// A profile's version is its time: versions of later runs stay higher.
 	v := int(now.UnixMilli())
 	d.Object = d.Sender.ID
-	d.Vocab = &VocabSent{Change: &adminapi.ChangeItem{ID: d.Sender.ID, Version: v, Updated: at}}
+	d.Vocab = &VocabSent{Change: &actors.Change{ID: d.Sender.ID, Version: v, Updated: at}}
 	return d.Sender.UpdateProfile(v, now), nil
 }
 
@@ -387,7 +386,7 @@ func (s *Stream) draftChange(d *Draft, now time.Time, seq uint64) (actors.Activi
 // from now (VocabConfig.Deletions): a real server deletes first and
 // federates after, and the SUT may fetch the object while it handles the
 // Delete.
-func (g *Generator) deletion(it adminapi.ChangeItem, forged bool) *VocabSent {
+func (g *Generator) deletion(it actors.Change, forged bool) *VocabSent {
 	if forged {
 		// Not the author's Delete: a correct SUT refuses it, and the
 		// object stays as it was for the SUT to tell.
@@ -468,42 +467,30 @@ func (g *Generator) countDiverted(v *VocabSent) {
 }
 
 // freeReaction gives a reaction's pair back to the run's draws.
-func (g *Generator) freeReaction(r adminapi.ReactionItem) {
+func (g *Generator) freeReaction(r actors.Reaction) {
 	g.reacted.Delete(reactionPair{r.Actor, r.Object, record.ActivityKind(r.Kind)})
 	g.full.Delete(fullKey{r.Object, record.ActivityKind(r.Kind)})
 }
 
 // ReactionSink takes a batch of the reactions a run sent (and undid) into
-// the crowd's state: adminapi.Client.RecordReactions for a crowd serving
-// elsewhere, WorldReactions for the world in this process.
-type ReactionSink func(context.Context, []adminapi.ReactionItem) error
+// the crowd's state: the crowd's admin API for a crowd serving elsewhere
+// (adapted by loadrun), WorldReactions for the world in this process.
+type ReactionSink func(context.Context, []actors.Reaction) error
 
 // WorldReactions is the sink of a world that runs in this process.
 func WorldReactions(w *actors.World) ReactionSink {
-	return worldSink(w.RecordReactions, func(it adminapi.ReactionItem) actors.Reaction { return actors.Reaction(it) })
+	return func(_ context.Context, items []actors.Reaction) error { return w.RecordReactions(items) }
 }
 
 // ReactionFeed is a Plan.Settled consumer that records in the crowd the
 // Likes and Announces of personas' posts a run sent, and their Undos, once
 // the target answered them 2xx, in batches (one journal write a second at
 // most): only what was sent is kept.
-type ReactionFeed = Feed[adminapi.ReactionItem]
+type ReactionFeed = Feed[actors.Reaction]
 
 // NewReactionFeed starts the worker of a ReactionFeed feeding sink.
 func NewReactionFeed(sink ReactionSink, o OutboxFeedOptions) *ReactionFeed {
-	return newVocabFeed(sink, o, "reactions", func(v *VocabSent) *adminapi.ReactionItem { return v.Reaction })
-}
-
-// worldSink is a sink that hands its batches, each item converted, to a
-// world's record method.
-func worldSink[In, Out any](record func([]Out) error, conv func(In) Out) func(context.Context, []In) error {
-	return func(_ context.Context, items []In) error {
-		out := make([]Out, len(items))
-		for i, it := range items {
-			out[i] = conv(it)
-		}
-		return record(out)
-	}
+	return newVocabFeed(sink, o, "reactions", func(v *VocabSent) *actors.Reaction { return v.Reaction })
 }
 
 // newVocabFeed starts a Feed of what pick finds in a send's VocabSent, once
@@ -537,22 +524,22 @@ func keepVocab(d *Draft) {
 }
 
 // ChangeSink takes a batch of the edits and deletions a run made into the
-// crowd's state: adminapi.Client.RecordChanges for a crowd serving
-// elsewhere, WorldChanges for the world in this process.
-type ChangeSink func(context.Context, []adminapi.ChangeItem) error
+// crowd's state: the crowd's admin API for a crowd serving elsewhere
+// (adapted by loadrun), WorldChanges for the world in this process.
+type ChangeSink func(context.Context, []actors.Change) error
 
 // WorldChanges is the sink of a world that runs in this process.
 func WorldChanges(w *actors.World) ChangeSink {
-	return worldSink(w.RecordChanges, func(it adminapi.ChangeItem) actors.Change { return actors.Change(it) })
+	return func(_ context.Context, items []actors.Change) error { return w.RecordChanges(items) }
 }
 
 // ChangeFeed is a Plan.Settled consumer that records in the crowd the
 // edits a run's Updates made, once the target answered them 2xx, in
 // batches (one journal write a second at most). Deletions are recorded
 // earlier, when drafted (Deletions).
-type ChangeFeed = Feed[adminapi.ChangeItem]
+type ChangeFeed = Feed[actors.Change]
 
 // NewChangeFeed starts the worker of a ChangeFeed feeding sink.
 func NewChangeFeed(sink ChangeSink, o OutboxFeedOptions) *ChangeFeed {
-	return newVocabFeed(sink, o, "changes", func(v *VocabSent) *adminapi.ChangeItem { return v.Change })
+	return newVocabFeed(sink, o, "changes", func(v *VocabSent) *actors.Change { return v.Change })
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/signing"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -40,7 +41,7 @@ func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupRe
 	case strings.HasPrefix(resource, "https://") || strings.HasPrefix(resource, "http://"):
 		res.URL = resource
 	default:
-		if _, _, err := webfinger.ParseAcct(resource); err != nil {
+		if _, _, err := apclient.ParseAcct(resource); err != nil {
 			return res, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
 		jrd, err := in.webfinger(ctx, resource)
@@ -85,19 +86,19 @@ func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupRe
 
 // webfinger looks acct up: a crowd account from the world, any other
 // over the network.
-func (in *Inbox) webfinger(ctx context.Context, acct string) (webfinger.JRD, error) {
-	user, host, err := webfinger.ParseAcct(acct)
+func (in *Inbox) webfinger(ctx context.Context, acct string) (apclient.JRD, error) {
+	user, host, err := apclient.ParseAcct(acct)
 	if err != nil {
-		return webfinger.JRD{}, err
+		return apclient.JRD{}, err
 	}
 	if o, ok := in.world.Origin(host); ok {
 		a, ok := o.Actor(user)
 		if !ok {
-			return webfinger.JRD{}, fmt.Errorf("%w: no account %q on %s", webfinger.ErrNotFound, user, host)
+			return apclient.JRD{}, fmt.Errorf("%w: no account %q on %s", apclient.ErrNoAccount, user, host)
 		}
 		return webfinger.Describe(a), nil
 	}
-	return webfinger.Lookup(ctx, in.fetcher, acct)
+	return in.fetcher.Lookup(ctx, acct)
 }
 
 // actorTypes are the ActivityStreams actor types servers accept.

@@ -158,9 +158,9 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		Register: func(ctx context.Context, f flood.FollowRegistration) error {
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
-		}, Outbox: c.Admin.RecordOutbox, Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
+		}, Outbox: adminOutbox(c.Admin), Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		vocab: vocabSinks{changes: c.Admin.RecordChanges, reactions: c.Admin.RecordReactions, unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+		vocab: vocabSinks{changes: adminChanges(c.Admin), reactions: adminReactions(c.Admin), unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
 			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
 			return err
 		}},

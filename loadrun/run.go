@@ -215,7 +215,7 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	case flood.SigningPresign:
 		return func() {}, nil
 	case flood.SigningJIT:
-		r.shared = flood.NewKnockingJIT(r.gen, r.knock)
+		r.shared = flood.NewJIT(r.gen, r.signer, r.knock)
 		return func() {}, nil
 	}
 	maxRate := 0.0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/fetchkind"
 	"github.com/crowdfed/crowd/internal/histgeom"
 )
 
@@ -24,32 +25,32 @@ func TestClassifyFetch(t *testing.T) {
 	for _, c := range []struct {
 		path, kind, object string
 	}{
-		{"/.well-known/webfinger", adminapi.FetchWebFinger, ""},             // the query is not part of the path
-		{"/.well-known/host-meta", adminapi.FetchHostMeta, ""},              // XRD
-		{"/.well-known/host-meta.json", adminapi.FetchHostMeta, ""},         // JRD
-		{"/.well-known/nodeinfo", adminapi.FetchNodeInfo, ""},               // discovery
-		{"/nodeinfo/2.1", adminapi.FetchNodeInfo, ""},                       // the document
-		{"/users/alice", adminapi.FetchActor, ""},                           // an actor, and its #main-key
-		{"/users/leaver_3_2s", adminapi.FetchLeaver, ""},                    // a leaver (an account made to be deleted), and its key
-		{"/users/leaver_3_2s/notes/AQID", adminapi.FetchObject, "notes"},    // a leaver's note is an object like any
-		{"/actor", adminapi.FetchActor, ""},                                 // the instance actor
-		{"/users/alice/main-key", adminapi.FetchKey, ""},                    // a key at a URL of its own
-		{"/users/alice/outbox", adminapi.FetchCollection, ""},               // collections, paged or not
-		{"/users/alice/followers", adminapi.FetchCollection, ""},            //
-		{"/actor/following", adminapi.FetchCollection, ""},                  // the instance actor's
-		{"/users/alice/collections/featured", adminapi.FetchCollection, ""}, // pinned posts
-		{"/users/alice/notes/AQID", adminapi.FetchObject, "notes"},          // a note the crowd sent
-		{"/users/alice/likes/AQID", adminapi.FetchObject, "likes"},          // a Like
-		{"/users/alice/follows/AQID", adminapi.FetchObject, "follows"},      // a Follow
-		{"/users/alice/announces/AQID", adminapi.FetchObject, "announces"},  // a kind added later: counted by its segment
-		{"/users/alice/media/AQID", adminapi.FetchMedia, ""},                // an attachment under its actor
-		{"/media/AQID", adminapi.FetchMedia, ""},                            // or at the root
-		{"/users/alice/notes/AQID/image.png", adminapi.FetchMedia, ""},      // an image by its name
-		{"/users/alice/inbox", adminapi.FetchOther, ""},                     // a GET of an inbox
-		{"/@alice", adminapi.FetchOther, ""},                                // the profile page
-		{"/", adminapi.FetchOther, ""},                                      // the home page
-		{"/users/", adminapi.FetchOther, ""},                                // no name
-		{"/wp-login.php", adminapi.FetchOther, ""},                          // a scanner
+		{"/.well-known/webfinger", fetchkind.WebFinger, ""},             // the query is not part of the path
+		{"/.well-known/host-meta", fetchkind.HostMeta, ""},              // XRD
+		{"/.well-known/host-meta.json", fetchkind.HostMeta, ""},         // JRD
+		{"/.well-known/nodeinfo", fetchkind.NodeInfo, ""},               // discovery
+		{"/nodeinfo/2.1", fetchkind.NodeInfo, ""},                       // the document
+		{"/users/alice", fetchkind.Actor, ""},                           // an actor, and its #main-key
+		{"/users/leaver_3_2s", fetchkind.Leaver, ""},                    // a leaver (an account made to be deleted), and its key
+		{"/users/leaver_3_2s/notes/AQID", fetchkind.Object, "notes"},    // a leaver's note is an object like any
+		{"/actor", fetchkind.Actor, ""},                                 // the instance actor
+		{"/users/alice/main-key", fetchkind.Key, ""},                    // a key at a URL of its own
+		{"/users/alice/outbox", fetchkind.Collection, ""},               // collections, paged or not
+		{"/users/alice/followers", fetchkind.Collection, ""},            //
+		{"/actor/following", fetchkind.Collection, ""},                  // the instance actor's
+		{"/users/alice/collections/featured", fetchkind.Collection, ""}, // pinned posts
+		{"/users/alice/notes/AQID", fetchkind.Object, "notes"},          // a note the crowd sent
+		{"/users/alice/likes/AQID", fetchkind.Object, "likes"},          // a Like
+		{"/users/alice/follows/AQID", fetchkind.Object, "follows"},      // a Follow
+		{"/users/alice/announces/AQID", fetchkind.Object, "announces"},  // a kind added later: counted by its segment
+		{"/users/alice/media/AQID", fetchkind.Media, ""},                // an attachment under its actor
+		{"/media/AQID", fetchkind.Media, ""},                            // or at the root
+		{"/users/alice/notes/AQID/image.png", fetchkind.Media, ""},      // an image by its name
+		{"/users/alice/inbox", fetchkind.Other, ""},                     // a GET of an inbox
+		{"/@alice", fetchkind.Other, ""},                                // the profile page
+		{"/", fetchkind.Other, ""},                                      // the home page
+		{"/users/", fetchkind.Other, ""},                                // no name
+		{"/wp-login.php", fetchkind.Other, ""},                          // a scanner
 	} {
 		kind, object := classifyFetch(c.path)
 		if kind != c.kind || object != c.object {
@@ -173,11 +174,11 @@ func TestFetchbackWindowOverRealListeners(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]adminapi.FetchbackKind{
-		adminapi.FetchWebFinger:  {Fetches: 1, Status: map[string]int64{"2xx": 1}},
-		adminapi.FetchActor:      {Fetches: 2, Signed: 1, Status: map[string]int64{"2xx": 2}},
-		adminapi.FetchObject:     {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "404": 1}},
-		adminapi.FetchCollection: {Fetches: 1, Signed: 1, Status: map[string]int64{"2xx": 1}},
-		adminapi.FetchNodeInfo:   {Fetches: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 1}},
+		fetchkind.WebFinger:  {Fetches: 1, Status: map[string]int64{"2xx": 1}},
+		fetchkind.Actor:      {Fetches: 2, Signed: 1, Status: map[string]int64{"2xx": 2}},
+		fetchkind.Object:     {Fetches: 2, Signed: 2, Status: map[string]int64{"2xx": 1, "404": 1}},
+		fetchkind.Collection: {Fetches: 1, Signed: 1, Status: map[string]int64{"2xx": 1}},
+		fetchkind.NodeInfo:   {Fetches: 1, AfterEnd: 1, Status: map[string]int64{"2xx": 1}},
 	}
 	if len(tally.Kinds) != len(want) {
 		t.Errorf("kinds %v, want %v", tally.Kinds, want)
@@ -252,10 +253,10 @@ func FuzzClassifyFetch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, path string) {
 		kind, object := classifyFetch(path)
-		if !slices.Contains(adminapi.FetchKinds(), kind) {
-			t.Fatalf("%q: kind %q is not one of %v", path, kind, adminapi.FetchKinds())
+		if !slices.Contains(fetchkind.All(), kind) {
+			t.Fatalf("%q: kind %q is not one of %v", path, kind, fetchkind.All())
 		}
-		if (object != "") != (kind == adminapi.FetchObject) {
+		if (object != "") != (kind == fetchkind.Object) {
 			t.Fatalf("%q: kind %q with object %q", path, kind, object)
 		}
 	})

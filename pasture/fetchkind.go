@@ -7,6 +7,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/fetchkind"
 )
 
 // isMediaSegment says whether a path segment under /users/{name}/ (or at
@@ -28,7 +29,7 @@ func isMediaExt(ext string) bool {
 func isKeySegment(s string) bool { return s == "main-key" || s == "publickey" || s == "key" }
 
 // classifyFetch says what kind of document a request for urlPath asks for
-// (adminapi.FetchKinds), and for an object, the object's kind (the segment
+// (fetchkind.All), and for an object, the object's kind (the segment
 // under /users/{name}/: "notes", "likes", "follows"…). It is the one place
 // that knows the shape of the crowd's URLs for the fetch-back tally: a new
 // kind of URL is a line here. Any /users/{name}/{segment}/{id} that is not
@@ -37,21 +38,21 @@ func isKeySegment(s string) bool { return s == "main-key" || s == "publickey" ||
 func classifyFetch(urlPath string) (kind, object string) {
 	p := strings.Trim(urlPath, "/")
 	if isMediaExt(path.Ext(p)) {
-		return adminapi.FetchMedia, ""
+		return fetchkind.Media, ""
 	}
 	seg := strings.Split(p, "/")
 	switch {
 	case p == ".well-known/webfinger":
-		return adminapi.FetchWebFinger, ""
+		return fetchkind.WebFinger, ""
 	case p == ".well-known/host-meta" || p == ".well-known/host-meta.json":
-		return adminapi.FetchHostMeta, ""
+		return fetchkind.HostMeta, ""
 	case p == ".well-known/nodeinfo" || seg[0] == "nodeinfo":
-		return adminapi.FetchNodeInfo, ""
+		return fetchkind.NodeInfo, ""
 	case isMediaSegment(seg[0]) && len(seg) > 1:
-		return adminapi.FetchMedia, ""
+		return fetchkind.Media, ""
 	case seg[0] == "actor": // the instance actor: /actor, /actor/outbox, /actor/collections/…
 		if len(seg) == 1 {
-			return adminapi.FetchActor, ""
+			return fetchkind.Actor, ""
 		}
 		return underActor(seg[1:])
 	case seg[0] == "users" && len(seg) >= 2 && seg[1] != "":
@@ -59,34 +60,34 @@ func classifyFetch(urlPath string) (kind, object string) {
 		case len(seg) == 2 && actors.IsLeaverName(seg[1]):
 			// An account made to be deleted: counted apart, so a run shows
 			// whether the SUT fetched the (gone) account a Delete named.
-			return adminapi.FetchLeaver, ""
+			return fetchkind.Leaver, ""
 		case len(seg) == 2:
-			return adminapi.FetchActor, ""
+			return fetchkind.Actor, ""
 		}
 		return underActor(seg[2:])
 	}
-	return adminapi.FetchOther, ""
+	return fetchkind.Other, ""
 }
 
 // underActor classifies the segments after an actor's path.
 func underActor(rest []string) (kind, object string) {
 	switch {
 	case len(rest) == 1 && (rest[0] == "outbox" || rest[0] == "followers" || rest[0] == "following"):
-		return adminapi.FetchCollection, ""
+		return fetchkind.Collection, ""
 	case rest[0] == "collections":
-		return adminapi.FetchCollection, ""
+		return fetchkind.Collection, ""
 	case len(rest) == 1 && isKeySegment(rest[0]):
-		return adminapi.FetchKey, ""
+		return fetchkind.Key, ""
 	case isMediaSegment(rest[0]) && len(rest) > 1:
-		return adminapi.FetchMedia, ""
+		return fetchkind.Media, ""
 	case len(rest) >= 2 && rest[0] != "" && rest[0] != "inbox" && rest[1] != "":
-		return adminapi.FetchObject, rest[0]
+		return fetchkind.Object, rest[0]
 	}
-	return adminapi.FetchOther, ""
+	return fetchkind.Other, ""
 }
 
 // creditOf names the activity type whose sends made the SUT fetch urlPath,
-// answered status (adminapi.Credits), or "" for a fetch no one type
+// answered status (an adminapi.Credit constant), or "" for a fetch no one type
 // causes (an actor's key, WebFinger, NodeInfo, a collection). The object's
 // id says which builder made it: a thread's parents (marked Thread) and
 // replies are Reply's, an attachment or a media note Media's, a note by a
@@ -95,13 +96,13 @@ func underActor(rest []string) (kind, object string) {
 func creditOf(urlPath string, status int) string {
 	kind, object := classifyFetch(urlPath)
 	switch {
-	case kind == adminapi.FetchMedia:
+	case kind == fetchkind.Media:
 		return adminapi.CreditMedia
-	case (kind == adminapi.FetchLeaver || kind == adminapi.FetchObject) && status == http.StatusGone:
+	case (kind == fetchkind.Leaver || kind == fetchkind.Object) && status == http.StatusGone:
 		return adminapi.CreditDelete
-	case kind == adminapi.FetchLeaver:
+	case kind == fetchkind.Leaver:
 		return adminapi.CreditAnnounce // its note was boosted: the SUT meets its author
-	case kind != adminapi.FetchObject:
+	case kind != fetchkind.Object:
 		return ""
 	}
 	seg := strings.Split(strings.Trim(urlPath, "/"), "/")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/fetchkind"
 )
 
 // exposition is a registry's families in the delimited protobuf format,
@@ -159,7 +160,7 @@ func TestFloodLiveFetchback(t *testing.T) {
 	push(1, win.ID)
 	fetch("/.well-known/webfinger?resource=acct:a@flood1.test")
 	fetch("/.well-known/nodeinfo")
-	if fb := shown(); fb == nil || fb.Fetches != 2 || fb.Closed || fb.Ended || fb.Kinds[adminapi.FetchWebFinger] != 1 || fb.Kinds[adminapi.FetchNodeInfo] != 1 {
+	if fb := shown(); fb == nil || fb.Fetches != 2 || fb.Closed || fb.Ended || fb.Kinds[fetchkind.WebFinger] != 1 || fb.Kinds[fetchkind.NodeInfo] != 1 {
 		t.Fatalf("while open: %+v", fb)
 	}
 	p.Fetchbacks().End(win.ID)

@@ -11,7 +11,6 @@ import (
 	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/statedir"
-	"github.com/crowdfed/crowd/webfinger"
 )
 
 // PruneState forgets the Follows of the crowd whose state is dir that are
@@ -52,7 +51,7 @@ func CheckActorRef(s string) error {
 		}
 		return nil
 	}
-	if _, _, err := webfinger.ParseAcct(s); err != nil {
+	if _, _, err := apclient.ParseAcct(s); err != nil {
 		return errors.New("neither name@host nor an actor URL")
 	}
 	return nil

@@ -2,6 +2,8 @@ package webfinger
 
 import (
 	"net/http"
+
+	"github.com/crowdfed/crowd/apclient"
 )
 
 // NodeInfo schema URIs the crowd serves.
@@ -56,8 +58,8 @@ func (h Handlers) NodeInfoDiscovery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, "application/json", struct {
-		Links []Link `json:"links"`
-	}{[]Link{
+		Links []apclient.Link `json:"links"`
+	}{[]apclient.Link{
 		{Rel: NodeInfo20, Href: "https://" + o.Host + "/nodeinfo/2.0"},
 		{Rel: NodeInfo21, Href: "https://" + o.Host + "/nodeinfo/2.1"},
 	}})

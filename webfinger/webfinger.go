@@ -1,6 +1,6 @@
 // Package webfinger serves the discovery documents of the crowd's origins
-// (WebFinger, host-meta, NodeInfo) and reads the JRDs of accounts on other
-// servers; the GET itself is apclient's (Lookup takes a Fetcher).
+// (WebFinger, host-meta, NodeInfo). The JRD is apclient's, the client that
+// reads it from other servers, so both sides speak one wire type.
 package webfinger
 
 import (
@@ -13,14 +13,13 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/apclient"
 )
 
 // Media types of the discovery documents.
 const (
 	ContentTypeJRD = "application/jrd+json; charset=utf-8"
 	ContentTypeXRD = "application/xrd+xml; charset=utf-8"
-	// RelSelf is the link relation of an account's ActivityPub actor.
-	RelSelf = "self"
 	// RelProfile is the link relation of an account's web page.
 	RelProfile = "http://webfinger.net/rel/profile-page"
 )
@@ -30,31 +29,6 @@ var (
 	ErrBadResource = errors.New("bad resource")
 	ErrNotFound    = errors.New("not found")
 )
-
-// Link is one link of a JRD.
-type Link struct {
-	Rel      string `json:"rel"`
-	Type     string `json:"type,omitempty"`
-	Href     string `json:"href,omitempty"`
-	Template string `json:"template,omitempty"`
-}
-
-// JRD is a JSON Resource Descriptor (RFC 7033).
-type JRD struct {
-	Subject string   `json:"subject"`
-	Aliases []string `json:"aliases,omitempty"`
-	Links   []Link   `json:"links"`
-}
-
-// Self is the href of the JRD's ActivityPub self link, or "".
-func (j JRD) Self() string {
-	for _, l := range j.Links {
-		if l.Rel == RelSelf && (l.Type == actors.ContentTypeActivity || strings.HasPrefix(l.Type, "application/ld+json")) {
-			return l.Href
-		}
-	}
-	return ""
-}
 
 // Resolve finds the crowd actor a WebFinger resource names on origin o:
 // "acct:name@host" (host must be o's) or the actor's id URL. Errors wrap
@@ -111,13 +85,13 @@ func byPath(o *actors.Origin, path string) (*actors.Actor, bool) {
 
 // Describe is the JRD of a crowd actor: its subject is its acct: URI, its
 // self link's href is exactly the actor id (servers check the round trip).
-func Describe(a *actors.Actor) JRD {
-	return JRD{
+func Describe(a *actors.Actor) apclient.JRD {
+	return apclient.JRD{
 		Subject: "acct:" + a.Acct(),
 		Aliases: []string{a.ID, a.ProfileURL()},
-		Links: []Link{
+		Links: []apclient.Link{
 			{Rel: RelProfile, Type: "text/html", Href: a.ProfileURL()},
-			{Rel: RelSelf, Type: actors.ContentTypeActivity, Href: a.ID},
+			{Rel: apclient.RelSelf, Type: actors.ContentTypeActivity, Href: a.ID},
 		},
 	}
 }
@@ -203,10 +177,10 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 // url.Values.Get(key) of url.ParseQuery(raw) would return it (a value
 // that does not unescape is skipped, as ParseQuery drops it), without
 // building the map: WebFinger is the document a SUT fetches most. Kept
-// for the WebFinger row of `go run ./bench -only documents`, which was
-// 0.73-0.75 of a bare handler with url.Query (and uncached metric
-// children), 0.91 since (pasture's BenchmarkHandlerOnly: 17 -> 13
-// allocations). FuzzQueryValue holds it to url.ParseQuery.
+// for the WebFinger row of `go run ./bench -only documents`: 0.91 of a
+// bare handler with it, 0.73-0.75 with url.Query (pasture's
+// BenchmarkHandlerOnly: 13 allocations against 17). FuzzQueryValue holds
+// it to url.ParseQuery.
 func queryValue(raw, key string) string {
 	for raw != "" {
 		var pair string
@@ -236,8 +210,8 @@ func (h Handlers) HostMeta(w http.ResponseWriter, r *http.Request) {
 	tmpl := "https://" + o.Host + "/.well-known/webfinger?resource={uri}"
 	if strings.HasSuffix(r.URL.Path, ".json") || strings.Contains(r.Header.Get("Accept"), "json") {
 		writeJSON(w, ContentTypeJRD, struct {
-			Links []Link `json:"links"`
-		}{[]Link{{Rel: "lrdd", Template: tmpl}}})
+			Links []apclient.Link `json:"links"`
+		}{[]apclient.Link{{Rel: "lrdd", Template: tmpl}}})
 		return
 	}
 	w.Header().Set("Content-Type", ContentTypeXRD)

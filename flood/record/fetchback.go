@@ -30,7 +30,7 @@ type Fetchback struct {
 	Objects map[string]int64 `json:"objects,omitempty"`
 	// Credits counts the fetches credited to the activity type whose
 	// object they fetched, as the crowd that served them read it from the
-	// object's id and its answer (adminapi.Credits: a thread's parents to
+	// object's id and its answer (the adminapi.Credit constants: a thread's parents to
 	// Reply, attachments to Media, whatever answered 410 to Delete, an
 	// unseen boosted note to Announce…); fetches of no one type's object
 	// (keys, WebFinger, NodeInfo, collections) are in none.
@@ -69,10 +69,6 @@ type Amplification struct {
 
 // FetchAll names the amplification row of every fetch and every type.
 const FetchAll = "all"
-
-// FetchLeaver is the kind of a fetch of a leaver's actor document (an
-// account the crowd made to be deleted; adminapi.FetchLeaver).
-const FetchLeaver = "leaver"
 
 // FetchKindTally is one kind's counts as the crowd's admin API answers
 // them (adminapi.FetchbackKind), the input of NewFetchback.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/fetchkind"
 )
 
 // fetchRow is one kind of request the SUT made, formatted.
@@ -58,7 +58,7 @@ func fetchViewOf(r *record.Record) *fetchView {
 	if r.Settings.Warmup > 0 {
 		v.Notes = append(v.Notes, "the fetches of the warm-up are counted, its sends are not: amplification is an upper bound")
 	}
-	if k := fb.Kinds[record.FetchLeaver]; k != nil {
+	if k := fb.Kinds[fetchkind.Leaver]; k != nil {
 		v.Notes = append(v.Notes, fmt.Sprintf("leaver: %d fetches of accounts the run deleted or whose notes it boosted (%d answered 410: fetched once their Delete was drafted, credited to Delete; the others to Announce)",
 			k.Fetches, k.Status["410"]))
 	}
@@ -73,10 +73,10 @@ func fetchViewOf(r *record.Record) *fetchView {
 }
 
 // fetchKinds are fb's kinds in the order the crowd names them
-// (adminapi.FetchKinds), then any other by name.
+// (fetchkind.All), then any other by name.
 func fetchKinds(fb *record.Fetchback) []string {
 	var out []string
-	for _, k := range adminapi.FetchKinds() {
+	for _, k := range fetchkind.All() {
 		if fb.Kinds[k] != nil {
 			out = append(out, k)
 		}
