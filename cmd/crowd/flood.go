@@ -195,7 +195,7 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 		return err
 	}
 	if errs := c.Validate(); len(errs) > 0 {
-		return usageError{errors.Join(errs...)}
+		return usage(errors.Join(errs...))
 	}
 	log, err := g.logger()
 	if err != nil {
@@ -216,12 +216,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 // runError maps a load run's error to the CLI's: a usage mistake exits 2,
 // an interruption 130, anything else 1.
 func runError(err error) error {
-	var ue *loadrun.UsageError
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ue):
-		return usageError{err}
+	case err == nil, isUsageError(err):
+		return err
 	case errors.Is(err, loadrun.ErrInterrupted):
 		return exitCode{exitInterrupted, err}
 	}

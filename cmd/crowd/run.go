@@ -130,14 +130,14 @@ func (f *runFlags) personaSpec(cmd *cobra.Command) (pattern string, count int, e
 	pattern, count = strings.TrimSpace(f.personas), f.count
 	if n, convErr := strconv.Atoi(pattern); convErr == nil {
 		if cmd.Flags().Changed("count") {
-			return "", 0, usageError{fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count)}
+			return "", 0, usage(fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count))
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "crowd run: --personas %d read as --count %d; --personas is the persona pattern, as in crowd flood (write --count %d)\n", n, n, n)
 		pattern, count = "", n
 	}
 	if f.personaPattern != "" {
 		if pattern != "" {
-			return "", 0, usageError{errors.New("--persona-pattern and --personas both give the pattern: keep --personas")}
+			return "", 0, usage(errors.New("--persona-pattern and --personas both give the pattern: keep --personas"))
 		}
 		pattern = f.personaPattern
 	}

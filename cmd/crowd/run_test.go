@@ -34,7 +34,7 @@ func runCheck(t *testing.T, args ...string) (*loadrun.AudienceConfig, error) {
 	}
 	c.Audience = a
 	if errs := c.Validate(); len(errs) > 0 {
-		return a, usageError{errors.Join(errs...)}
+		return a, usage(errors.Join(errs...))
 	}
 	return a, nil
 }
