@@ -35,6 +35,13 @@ type AudienceConfig struct {
 	SetupTimeout, DrainTimeout time.Duration
 }
 
+// DefaultAudience is the audience a command line starts from (its flags'
+// defaults): three personas on sut.test, each following ten crowd actors.
+func DefaultAudience() AudienceConfig {
+	return AudienceConfig{Count: 3, SUTHost: "sut.test", Follows: 10, Followers: 2, Posts: 2, PostEvery: 5 * time.Second,
+		ProbeHz: 4, SetupTimeout: time.Minute, DrainTimeout: time.Minute}
+}
+
 // audiencePlan is a checked AudienceConfig.
 type audiencePlan struct {
 	cfg    AudienceConfig

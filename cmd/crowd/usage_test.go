@@ -43,7 +43,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{[]string{"ca", "issue", "--out"}, "--out"},                    // a subcommand's flag without its value
 		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},
 		{[]string{"run", "--count", "0"}, "--count"},                       // no personas
-		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the old count and the new one  // a value out of its set
+		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the deprecated count and the count
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
