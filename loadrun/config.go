@@ -144,7 +144,9 @@ type MetricsConfig struct {
 	Linger time.Duration
 }
 
-// plan is a checked Config, in the flood's types.
+// plan is a checked Config as the run follows it: zero values read as
+// their defaults, and what the fields make together (the ladder, the
+// measured duration, the accounts, the audience's plan).
 type plan struct {
 	rates    []float64
 	ladder   bool
