@@ -31,5 +31,5 @@ func Usagef(format string, args ...any) error { return &UsageError{Err: fmt.Erro
 // usage is a *UsageError that quotes the input in and says what is wrong
 // with it.
 func usage(in, format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf("%q: %s", in, fmt.Sprintf(format, args...))}
+	return Usagef("%q: %s", in, fmt.Sprintf(format, args...))
 }
