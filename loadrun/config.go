@@ -300,16 +300,17 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 	}
 }
 
-// start is Run's start-up: c, checked whole as Validate checks it, as the
-// plan the run follows, and what Validate must not do: read the
+// start is Run's start-up: Validate (its one call in a run), c as the plan
+// the run follows, and what Validate must not do: read the
 // --personas-file and the --tokens-file, look tokens up in the
 // environment, and probe --out (a record that cannot be written after the
 // flood is a flood lost). Every problem is in one usage error.
 func (c Config) start() (*plan, error) {
-	p, errs := c.plan()
-	if len(errs) > 0 {
+	if errs := c.Validate(); len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
 	}
+	p, _ := c.plan() // Validate's pure reading again, this time for its values
+	var errs []error
 	if p.audience != nil {
 		errs = p.audience.resolveTokens(*c.Audience)
 	} else {
