@@ -173,7 +173,7 @@ type plan struct {
 // Validate reports every problem of c, each naming its flag; none is nil.
 // It is pure (no disk, no network, no clock): what needs the disk (the
 // --personas-file, the --tokens-file, whether --out takes a record) is
-// checked when the run starts.
+// checked when the run starts. Run calls it once; a caller need not.
 func (c Config) Validate() []error {
 	_, errs := c.plan()
 	return errs
