@@ -6,9 +6,9 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 )
 
-// usage is a *record.UsageError: the flood's parsers (--mix, --rates,
-// --personas, --signing) report bad input in the same type as the record's
-// (--expect, --compare), so a CLI maps them all to exit status 2.
+// usage is a *record.UsageError, the program's one usage-error type: the
+// flood's parsers (--mix, --rates, --personas, --signing) report bad input
+// as the record's (--expect, --compare) do, and a CLI maps it to exit 2.
 func usage(in, format string, args ...any) error {
-	return &record.UsageError{Input: in, Msg: fmt.Sprintf(format, args...)}
+	return record.Usagef("%q: %s", in, fmt.Sprintf(format, args...))
 }

@@ -35,18 +35,26 @@ type AudienceConfig struct {
 	SetupTimeout, DrainTimeout time.Duration
 }
 
+// DefaultAudience is the audience a command line starts from (its flags'
+// defaults): three personas on sut.test, each following ten crowd actors.
+func DefaultAudience() AudienceConfig {
+	return AudienceConfig{Count: 3, SUTHost: "sut.test", Follows: 10, Followers: 2, Posts: 2, PostEvery: 5 * time.Second,
+		ProbeHz: 4, SetupTimeout: time.Minute, DrainTimeout: time.Minute}
+}
+
 // audiencePlan is a checked AudienceConfig.
 type audiencePlan struct {
 	cfg    AudienceConfig
-	host   string   // the personas' host
-	names  []string // persona user names, in order
-	accts  []string // name@host, what the flood floods
-	tokens map[string]string
-	api    string // client API base URL
+	host   string            // the personas' host
+	names  []string          // persona user names, in order
+	accts  []string          // name@host, what the flood floods
+	tokens map[string]string // each persona's, once the run starts
+	flags  map[string]string // --token's, NAME → TOKEN
+	api    string            // client API base URL
 }
 
-// plan checks a, resolves every persona's token, and returns every
-// problem.
+// plan checks a and returns every problem; like Config.Validate it reads
+// no file (resolveTokens does, when the run starts).
 func (a AudienceConfig) plan() (*audiencePlan, []error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -70,7 +78,7 @@ func (a AudienceConfig) plan() (*audiencePlan, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	p := &audiencePlan{cfg: a, tokens: map[string]string{}}
+	p := &audiencePlan{cfg: a, tokens: map[string]string{}, flags: map[string]string{}}
 	pattern, sut := strings.TrimSpace(a.Pattern), strings.TrimSpace(a.SUTHost)
 	if pattern == "" {
 		if sut == "" {
@@ -101,41 +109,37 @@ func (a AudienceConfig) plan() (*audiencePlan, []error) {
 	if _, err := audience.NewClient(p.api, nil, ""); err != nil {
 		bad("--client-api: %v", err)
 	}
-	errs = append(errs, p.resolveTokens(a)...)
+	for _, t := range a.Tokens {
+		name, tok, err := audience.ParseTokenArg(t)
+		if err != nil {
+			bad("--token %q: %v", t, err)
+			continue
+		}
+		p.flags[name] = tok
+	}
 	return p, errs
 }
 
-// resolveTokens finds every persona's token: --token, --tokens-file, then
-// the environment.
+// resolveTokens finds every persona's token when the run starts: --token,
+// --tokens-file, then the environment.
 func (p *audiencePlan) resolveTokens(a AudienceConfig) []error {
 	env := a.Env
 	if env == nil {
 		env = os.LookupEnv
 	}
-	src := audience.TokenSources{Flags: map[string]string{}, Env: env}
-	var errs []error
-	for _, t := range a.Tokens {
-		name, tok, err := audience.ParseTokenArg(t)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--token %q: %v", t, err))
-			continue
-		}
-		src.Flags[name] = tok
-	}
+	src := audience.TokenSources{Flags: p.flags, Env: env}
 	if a.TokensFile != "" {
 		fh, err := os.Open(a.TokensFile)
 		if err != nil {
-			return append(errs, fmt.Errorf("--tokens-file: %v", err))
+			return []error{fmt.Errorf("--tokens-file: %v", err)}
 		}
 		src.File, err = audience.ParseTokens(fh)
 		fh.Close()
 		if err != nil {
-			return append(errs, fmt.Errorf("--tokens-file %s: %v", a.TokensFile, err))
+			return []error{fmt.Errorf("--tokens-file %s: %v", a.TokensFile, err)}
 		}
 	}
-	if len(errs) > 0 {
-		return errs
-	}
+	var errs []error
 	for _, name := range p.names {
 		tok, _, ok := src.Token(name)
 		if !ok {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +25,21 @@ import (
 // then a standalone flood) in one folder never share one.
 const StandaloneState = "crowd-state-standalone"
 
-// Config is one load run as asked, in the words of the command line (each
-// field's message names its flag). Validate checks it whole; Run runs it.
+// Defaults of a run that the flood's own do not give: the flags' defaults
+// (Defaults) and a Config's zero values both come from these.
+const (
+	// DefaultRate is the sends per second of a run that names no rate.
+	DefaultRate = 100.0
+	// DefaultSeconds is the measured length of a run, after its warm-up.
+	DefaultSeconds = 60.0
+	// DefaultStep is the measured length of each ladder rung.
+	DefaultStep = 20 * time.Second
+	// DefaultNoteBytes is the approximate length of each note's text.
+	DefaultNoteBytes = 200
+)
+
+// Config is one load run as asked, parsed from the command line into
+// typed values (each problem Validate finds names its flag); Run runs it.
 type Config struct {
 	// Standalone runs the world in this process (World, HTTPS, HTTP, DNS,
 	// AdminAddr as its admin listener) instead of driving the crowd whose
@@ -43,47 +58,47 @@ type Config struct {
 	// when this machine cannot resolve its names.
 	CrowdHTTPS string
 
-	// Rate is a rate or a comma list (a ladder); Ramp a ladder
-	// from:to:step; at most one of them ("" both: 100/s).
-	Rate, Ramp string
+	// Rates are the run's sends per second (--rate, or --ramp when Ramp);
+	// nil is DefaultRate. More than one, or a ramp, is a ladder.
+	Rates []float64
+	Ramp  bool
 	// Step and Warmup are each rung's measured length and the discarded
 	// start of the run (of each rung).
 	Step, Warmup time.Duration
 	// StopWhen stops a ladder after the rung where one holds; Expect are
 	// the gates (exit 1 when one is missed).
-	StopWhen, Expect []string
-	// Seconds is the measured length after Warmup; SecondsSet says the
-	// command line gave it (a ladder refuses it).
-	Seconds    float64
-	SecondsSet bool
-	MaxSends   int64
-	Arrivals   string
+	StopWhen, Expect []record.Gate
+	// Seconds is the measured length after Warmup (a ladder's rungs are
+	// Step long instead); MaxSends bounds the sends (0: no bound).
+	Seconds  float64
+	MaxSends int64
+	Arrivals flood.Arrivals // "" is constant
 	// MaxInflight bounds concurrent sends; Timeout each send and discovery
 	// request.
 	MaxInflight int
 	Timeout     time.Duration
-	Signing     string
+	Signing     flood.SigningMode // "" is pipeline
 	SignerNice  int
-	Mix         string
+	Mix         record.Mix // the zero Mix is record.DefaultMix
 	Zipf        float64
 	// Seed of the draws; 0 draws a fresh one (printed and recorded).
 	Seed      uint64
 	NoteBytes int
-	// Persona, Personas (a pattern with Count) and PersonasFile name the
-	// targets, in that order; none floods the crowd's own actors.
+	// Persona, Personas (a pattern with Count) and PersonasFile (read
+	// when the run starts) name the targets, in that order; none floods
+	// the crowd's own actors.
 	Persona         []string
 	Personas        string
 	Count           int
 	PersonasFile    string
-	Inbox           string
+	Inbox           flood.InboxMode // "" is auto
 	Out, Label      string
 	AllowPublic     bool
-	Algorithm       string
+	Algorithm       signing.Algorithm // "" is rsa-sha256
 	PresignMaxBytes int64
 
 	// Audience, when set, makes this a `crowd run`: one rate, personas
-	// with bearer tokens, watched from their seats (Personas and Count are
-	// its own).
+	// with bearer tokens, watched from their seats (it names the personas).
 	Audience *AudienceConfig
 
 	// Version and UserAgent are the crowd's; Log the run's logger (nil:
@@ -103,7 +118,7 @@ type Config struct {
 
 	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
 	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
-	Signature string
+	Signature flood.SignatureScheme
 
 	// Metrics are the run's live Prometheus metrics (--metrics-addr,
 	// --metrics-linger). They are pushed to the crowd's admin API, when
@@ -129,7 +144,9 @@ type MetricsConfig struct {
 	Linger time.Duration
 }
 
-// plan is a checked Config, in the flood's types.
+// plan is a checked Config as the run follows it: zero values read as
+// their defaults, and what the fields make together (the ladder, the
+// measured duration, the accounts, the audience's plan).
 type plan struct {
 	rates    []float64
 	ladder   bool
@@ -154,14 +171,18 @@ type plan struct {
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
+// It is pure (no disk, no network, no clock): what needs the disk (the
+// --personas-file, the --tokens-file, whether --out takes a record) is
+// checked when the run starts. Run calls it once; a caller need not.
 func (c Config) Validate() []error {
 	_, errs := c.plan()
 	return errs
 }
 
-// plan reads c into a plan, collecting every problem.
+// plan reads c into a plan, collecting every problem; it is Validate's
+// body and as pure.
 func (c Config) plan() (*plan, []error) {
-	p := &plan{}
+	p := &plan{rates: c.Rates, gates: c.Expect, stops: c.StopWhen, mix: c.Mix, alg: c.Algorithm}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	try := func(err error) {
@@ -170,40 +191,23 @@ func (c Config) plan() (*plan, []error) {
 		}
 	}
 	c.checkRates(p, bad)
-	var err error
-	if p.gates, err = record.ParseGates(c.Expect); err != nil {
-		bad("--expect %w", err)
-	}
-	if p.stops, err = record.ParseGates(c.StopWhen); err != nil {
-		bad("--stop-when %w", err)
-	}
 	if len(p.stops) > 0 && !p.ladder {
 		bad("--stop-when needs a ladder (--rate=a,b,c or --ramp)")
 	}
-	if p.mix, err = record.ParseMix(c.Mix); err != nil {
-		bad("--mix %w", err)
+	c.checkEnums(p, try)
+	if p.alg == "" {
+		p.alg = signing.RSASHA256
 	}
-	p.vocab, err = c.Vocab.config()
-	try(err)
-	p.signing, err = flood.ParseSigning(c.Signing)
-	try(err)
-	p.inbox, err = flood.ParseInboxMode(c.Inbox)
-	try(err)
-	p.arrivals, err = flood.ParseArrivals(c.Arrivals)
-	try(err)
-	p.scheme, err = flood.ParseSignature(c.Signature)
-	try(err)
-	switch a := signing.Algorithm(strings.ToLower(c.Algorithm)); a {
-	case signing.RSASHA256, signing.HS2019:
-		p.alg = a
-	default:
+	if p.alg != signing.RSASHA256 && p.alg != signing.HS2019 {
 		bad("--algorithm %q: want rsa-sha256 or hs2019", c.Algorithm)
 	}
+	var err error
+	p.vocab, err = c.Vocab.config()
+	try(err)
 	c.checkBounds(p, bad)
 	try(c.Fetchback.validate())
 	_, err = c.PersonaPosts.tokens()
 	try(err)
-
 	p.metricsAddr, err = c.metricsAddr()
 	try(err)
 	c.checkScenario(p, bad)
@@ -219,41 +223,48 @@ func (c Config) plan() (*plan, []error) {
 			p.accts = p.audience.accts
 		}
 	} else {
-		p.accts, err = c.personas()
+		accts, err := c.personas()
 		try(err)
-	}
-	if len(errs) == 0 {
-		// Before the first send: a record that cannot be written after the
-		// flood is a flood lost.
-		if err := record.CheckOutDir(c.Out); err != nil {
-			bad("--out %s cannot take the run's record: %w", c.Out, err)
-		}
+		p.accts = accts
 	}
 	return p, errs
 }
 
-// checkRates reads --rate or --ramp.
+// checkRates checks the rates (nil: DefaultRate) and whether they are a
+// ladder.
 func (c Config) checkRates(p *plan, bad func(string, ...any)) {
+	flag := "--rate"
+	if c.Ramp {
+		flag = "--ramp"
+	}
+	if len(p.rates) == 0 {
+		p.rates = []float64{DefaultRate}
+	}
+	for _, r := range p.rates {
+		if !(r > 0) || math.IsInf(r, 0) {
+			bad("%s %g: want a rate above 0", flag, r)
+		}
+	}
+	p.ladder = c.Ramp || len(p.rates) > 1
+}
+
+// checkEnums checks the named choices (a Config built in code may hold
+// any string) and reads their zero values as the flood's defaults.
+func (c Config) checkEnums(p *plan, try func(error)) {
 	var err error
-	if c.Ramp != "" {
-		if c.Rate != "" {
-			bad("--rate and --ramp are exclusive: a ramp is its own list of rates")
-			return
-		}
-		if p.rates, err = flood.ParseRamp(c.Ramp); err != nil {
-			bad("--ramp %w", err)
-		}
-		p.ladder = true
-		return
+	p.signing, err = flood.ParseSigning(string(c.Signing))
+	try(err)
+	p.inbox, err = flood.ParseInboxMode(string(c.Inbox))
+	try(err)
+	p.arrivals, err = flood.ParseArrivals(string(c.Arrivals))
+	try(err)
+	p.scheme, err = flood.ParseSignature(string(c.Signature))
+	try(err)
+	if p.mix == (record.Mix{}) {
+		p.mix = record.DefaultMix()
+	} else if _, err := record.ParseMix(p.mix.String()); err != nil {
+		try(fmt.Errorf("--mix %w", err))
 	}
-	rate := c.Rate
-	if rate == "" {
-		rate = "100"
-	}
-	if p.rates, err = flood.ParseRates(rate); err != nil {
-		bad("--rate %w", err)
-	}
-	p.ladder = len(p.rates) > 1
 }
 
 // checkBounds checks the numbers, each against its own bound.
@@ -276,7 +287,6 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 		{c.Timeout <= 0, fmt.Sprintf("--timeout %v: want > 0", c.Timeout)},
 		{c.Warmup < 0, fmt.Sprintf("--warmup %v: want >= 0", c.Warmup)},
 		{p.ladder && c.MaxSends > 0, "--max-sends does not apply to a ladder: each rung runs --step after --warmup"},
-		{p.ladder && c.SecondsSet, "--seconds does not apply to a ladder: each rung runs --step after --warmup"},
 		{p.ladder && c.Step <= 0, fmt.Sprintf("--step %v: a ladder needs rungs > 0", c.Step)},
 		{c.NoteBytes < 1 || c.NoteBytes > 1<<20, fmt.Sprintf("--note-bytes %d: want 1 to 1048576", c.NoteBytes)},
 		{strings.TrimSpace(c.Out) == "", "--out is empty"},
@@ -290,24 +300,48 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 	}
 }
 
-// personas is the union of the three ways to name the targets, in order.
-func (c Config) personas() ([]string, error) {
-	var accts []string
-	seen := map[string]bool{}
-	add := func(list []string) {
-		for _, a := range list {
-			if !seen[a] {
-				seen[a] = true
-				accts = append(accts, a)
+// start is Run's start-up: Validate (its one call in a run), c as the plan
+// the run follows, and what Validate must not do: read the
+// --personas-file and the --tokens-file, look tokens up in the
+// environment, and probe --out (a record that cannot be written after the
+// flood is a flood lost). Every problem is in one usage error.
+func (c Config) start() (*plan, error) {
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, usage(errors.Join(errs...))
+	}
+	p, _ := c.plan() // Validate's pure reading again, this time for its values
+	var errs []error
+	if p.audience != nil {
+		errs = p.audience.resolveTokens(*c.Audience)
+	} else {
+		var more []string
+		if c.PersonasFile != "" {
+			var err error
+			if more, err = readPersonasFile(c.PersonasFile); err != nil {
+				errs = append(errs, err)
 			}
 		}
+		p.accts = union(p.accts, more)
 	}
+	if err := record.CheckOutDir(c.Out); err != nil {
+		errs = append(errs, fmt.Errorf("--out %s cannot take the run's record: %w", c.Out, err))
+	}
+	if len(errs) > 0 {
+		return nil, usage(errors.Join(errs...))
+	}
+	return p, nil
+}
+
+// personas is the union of the targets the command line names, in
+// order; the --personas-file is read when the run starts.
+func (c Config) personas() ([]string, error) {
+	var accts []string
 	for _, a := range c.Persona {
 		l, err := flood.ParsePersonaList(strings.NewReader(a))
 		if err != nil || len(l) != 1 {
 			return nil, fmt.Errorf("--persona %q: want acct:name@host", a)
 		}
-		add(l)
+		accts = append(accts, l...)
 	}
 	switch {
 	case c.Personas != "":
@@ -315,32 +349,49 @@ func (c Config) personas() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		add(l)
+		accts = append(accts, l...)
 	case c.Count != 0:
 		return nil, errors.New("--count needs --personas 'name%d@host'")
 	}
-	if c.PersonasFile != "" {
-		fh, err := os.Open(c.PersonasFile)
-		if err != nil {
-			return nil, fmt.Errorf("--personas-file: %w", err)
-		}
-		l, err := flood.ParsePersonaList(fh)
-		fh.Close()
-		if err != nil {
-			return nil, fmt.Errorf("--personas-file %s: %w", c.PersonasFile, err)
-		}
-		if len(l) == 0 {
-			return nil, fmt.Errorf("--personas-file %s names no persona", c.PersonasFile)
-		}
-		add(l)
+	return union(accts, nil), nil
+}
+
+// readPersonasFile reads --personas-file; an error names the flag.
+func readPersonasFile(path string) ([]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--personas-file: %w", err)
 	}
-	return accts, nil
+	defer fh.Close()
+	l, err := flood.ParsePersonaList(fh)
+	if err != nil {
+		return nil, fmt.Errorf("--personas-file %s: %w", path, err)
+	}
+	if len(l) == 0 {
+		return nil, fmt.Errorf("--personas-file %s names no persona", path)
+	}
+	return l, nil
+}
+
+// union is a then the accounts of b not in a, each once, in order.
+func union(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range slices.Concat(a, b) {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Defaults are the values a command line starts from (its flags'
-// defaults): what the flood's own defaults say, in Config's words.
+// defaults): this package's and the flood's defaults, in Config's words.
 func Defaults() Config {
-	return Config{MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout,
-		Signing: string(flood.SigningPipeline), Inbox: string(flood.InboxAuto), Algorithm: string(signing.RSASHA256),
-		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix().String(), Signature: string(flood.SignatureCavage)}
+	return Config{Rates: []float64{DefaultRate}, Seconds: DefaultSeconds, Step: DefaultStep, NoteBytes: DefaultNoteBytes,
+		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: flood.SigningPipeline,
+		Arrivals: flood.ArrivalsConstant, Inbox: flood.InboxAuto, Algorithm: signing.RSASHA256,
+		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: flood.SignatureCavage,
+		Out: filepath.Join("out", "load")}
 }

@@ -1,18 +1,23 @@
 package loadrun
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
-// valid is a standalone flood Config that Validate accepts.
+// valid is a standalone flood Config that Validate accepts: the
+// command line's defaults, standalone.
 func valid(t *testing.T) Config {
 	c := Defaults()
 	c.Standalone, c.HTTPS, c.Out = true, "127.0.0.1:0", t.TempDir()
-	c.Seconds, c.NoteBytes, c.Step = 10, 200, 20*time.Second
+	c.Seconds = 10
 	return c
 }
 
@@ -23,7 +28,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("a valid Config: %v", errs)
 	}
 	c := valid(t)
-	c.Rate, c.Arrivals, c.Signing, c.Mix, c.MaxInflight, c.Zipf = "0", "uniform", "batch", "nonsense", 0, 0.5
+	c.Rates, c.Arrivals, c.Signing, c.Mix, c.MaxInflight, c.Zipf = []float64{0}, "uniform", "batch", record.Mix{Like: -1}, 0, 0.5
 	errs := c.Validate()
 	var all []string
 	for _, e := range errs {
@@ -42,10 +47,11 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 
 // TestValidateRules: each rule of the command line, alone.
 func TestValidateRules(t *testing.T) {
+	p95, _ := record.ParseGates([]string{"p95>2s"})
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
-		want string
+		want string // "" : valid
 	}{
 		// The fetch-back grace is a wait after the run: bounded, never negative.
 		{"negative grace", func(c *Config) { c.Fetchback.Grace = -time.Second }, "--fetchback-grace -1s: want 0 to 10m"},
@@ -53,32 +59,153 @@ func TestValidateRules(t *testing.T) {
 		{"post token", func(c *Config) { c.PersonaPosts.Tokens = []string{"load0"} }, `--post-token "load0": want name=TOKEN`},
 		// The client API is a base URL.
 		{"post api", func(c *Config) { c.PersonaPosts.ClientAPI = "sut.test/api" }, "--post-api"},
-		// A ramp is its own list of rates.
-		{"rate and ramp", func(c *Config) { c.Rate, c.Ramp = "10", "10:20:10" }, "--rate and --ramp are exclusive"},
+		// A rate is above 0, whoever built the Config.
+		{"zero rate", func(c *Config) { c.Rates = []float64{10, 0} }, "--rate 0: want a rate above 0"},
+		// … and a ramp's rung names --ramp.
+		{"zero ramp", func(c *Config) { c.Rates, c.Ramp = []float64{0}, true }, "--ramp 0"},
+		// No rate is DefaultRate, not a run of nothing.
+		{"no rate", func(c *Config) { c.Rates = nil }, ""},
+		// The zero values of the named choices are the flood's defaults.
+		{"zero choices", func(c *Config) {
+			c.Signing, c.Inbox, c.Arrivals, c.Signature, c.Algorithm, c.Mix = "", "", "", "", "", record.Mix{}
+		}, ""},
 		// A run must end.
 		{"endless", func(c *Config) { c.Seconds = 0 }, "--seconds 0 needs --max-sends"},
+		// … and a ladder ends with its rungs.
+		{"endless ladder", func(c *Config) { c.Seconds, c.Rates = 0, []float64{10, 20} }, ""},
 		// --stop-when is a ladder's.
-		{"stop without ladder", func(c *Config) { c.StopWhen = []string{"p95>2s"} }, "--stop-when needs a ladder"},
-		// A ladder's rungs are --step long.
-		{"ladder with seconds", func(c *Config) { c.Rate, c.SecondsSet = "10,20", true }, "--seconds does not apply to a ladder"},
+		{"stop without ladder", func(c *Config) { c.StopWhen = p95 }, "--stop-when needs a ladder"},
+		// A ramp of one rung is still a ladder.
+		{"stop with one-rung ramp", func(c *Config) { c.StopWhen, c.Rates, c.Ramp = p95, []float64{10}, true }, ""},
+		// A ladder counts its rungs in time, not sends.
+		{"ladder with max-sends", func(c *Config) { c.Rates, c.MaxSends = []float64{10, 20}, 5 }, "--max-sends does not apply to a ladder"},
 		// The in-process crowd is reached over HTTPS.
 		{"standalone without https", func(c *Config) { c.HTTPS = "" }, "--standalone needs --https"},
+		// Attached needs a crowd to attach to.
+		{"attached without admin", func(c *Config) { c.Standalone = false }, "--admin: no crowd to attach to"},
 		// --count names how many of a pattern.
 		{"count alone", func(c *Config) { c.Count = 3 }, "--count needs --personas"},
+		// A persona is an account.
+		{"persona", func(c *Config) { c.Persona = []string{"not an account"} }, `--persona "not an account"`},
+		// A pattern has its %d.
+		{"pattern", func(c *Config) { c.Personas, c.Count = "load@sut.test", 2 }, "--personas needs exactly one %d"},
 		// crowd run floods at one rate.
-		{"audience ladder", func(c *Config) { c.Rate = "10,20"; c.Audience = &AudienceConfig{} }, "crowd run floods at one rate"},
+		{"audience ladder", func(c *Config) { c.Rates = []float64{10, 20}; c.Audience = &AudienceConfig{} }, "crowd run floods at one rate"},
 		// --signature names a scheme, not an algorithm label.
 		{"signature", func(c *Config) { c.Signature = "hs2019" }, "--signature: want cavage, rfc9421 or both"},
+		// --algorithm names a label the crowd signs with.
+		{"algorithm", func(c *Config) { c.Algorithm = "ed25519" }, `--algorithm "ed25519": want rsa-sha256 or hs2019`},
+		// A file that is not there is the run's start's to find, not Validate's.
+		{"personas file", func(c *Config) { c.PersonasFile = "/nonexistent/personas.txt" }, ""},
+		// The record's directory is empty: nowhere to write.
+		{"empty out", func(c *Config) { c.Out = " " }, "--out is empty"},
 	} {
 		c := valid(t)
 		tc.edit(&c)
-		errs := c.Validate()
 		var all []string
-		for _, e := range errs {
+		for _, e := range c.Validate() {
 			all = append(all, e.Error())
 		}
-		if !strings.Contains(strings.Join(all, "\n"), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, all, tc.want)
+		got := strings.Join(all, "\n")
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestValidateTouchesNoDisk: Validate of a Config whose --out is not there
+// yet leaves it so; the run's start makes it.
+func TestValidateTouchesNoDisk(t *testing.T) {
+	dir := t.TempDir()
+	c := valid(t)
+	c.Out = filepath.Join(dir, "records")
+	if errs := c.Validate(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("Validate left %v in the --out's parent (%v)", ents, err)
+	}
+	if _, err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.Out); err != nil {
+		t.Errorf("the run's start did not make --out: %v", err)
+	}
+}
+
+// TestRunReportsUnwritableOut: a --out that cannot take the record stops
+// the run before it starts, as a usage error naming the flag.
+func TestRunReportsUnwritableOut(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := valid(t)
+	c.Out = filepath.Join(file, "records") // under a file: no directory can be made
+	err := Run(context.Background(), c)
+	var ue *record.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--out "+c.Out) {
+		t.Fatalf("Run: %v, want a usage error naming --out", err)
+	}
+}
+
+// TestStartReadsTheFiles: the files the flags name are read when the run
+// starts, each problem naming its flag.
+func TestStartReadsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	personas := write("personas.txt", "# the SUT's\nacct:b@sut.test\nc@sut.test\n")
+	empty := write("empty.txt", "# none\n")
+	tokens := write("tokens.txt", "load0=file0\n")
+	env := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		accts string // what the flood floods
+		want  string // the error names this ("" none)
+	}{
+		// The file's personas follow the command line's, each once.
+		{"personas file", func(c *Config) { c.Persona, c.PersonasFile = []string{"b@sut.test", "a@sut.test"}, personas },
+			"b@sut.test a@sut.test c@sut.test", ""},
+		// A file that is not there.
+		{"no personas file", func(c *Config) { c.PersonasFile = filepath.Join(dir, "nope") }, "", "--personas-file"},
+		// A file that names nobody.
+		{"empty personas file", func(c *Config) { c.PersonasFile = empty }, "", "names no persona"},
+		// crowd run's tokens come from the file at the start.
+		{"tokens file", func(c *Config) {
+			c.Audience = &AudienceConfig{Count: 1, SUTHost: "sut.test", TokensFile: tokens, Env: env, ProbeHz: 1, SetupTimeout: time.Second}
+		}, "load0@sut.test", ""},
+		// A tokens file that is not there.
+		{"no tokens file", func(c *Config) {
+			c.Audience = &AudienceConfig{Count: 1, SUTHost: "sut.test", TokensFile: filepath.Join(dir, "nope"), Env: env, ProbeHz: 1, SetupTimeout: time.Second}
+		}, "", "--tokens-file"},
+		// load1 has no token anywhere: say every way to give it one.
+		{"missing token", func(c *Config) {
+			c.Audience = &AudienceConfig{Count: 2, SUTHost: "sut.test", TokensFile: tokens, Env: env, ProbeHz: 1, SetupTimeout: time.Second}
+		}, "", "no token for persona load1"},
+	} {
+		c := valid(t)
+		tc.edit(&c)
+		p, err := c.start()
+		if tc.want != "" {
+			var ue *record.UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want a usage error naming %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := strings.Join(p.accts, " "); got != tc.accts {
+			t.Errorf("%s: personas %q, want %q", tc.name, got, tc.accts)
 		}
 	}
 }
@@ -121,6 +248,9 @@ func TestAudienceConfig(t *testing.T) {
 		a := base
 		tc.edit(&a)
 		p, errs := a.plan()
+		if len(errs) == 0 {
+			errs = p.resolveTokens(a) // as the run's start does
+		}
 		var all []string
 		for _, e := range errs {
 			all = append(all, e.Error())

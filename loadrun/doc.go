@@ -9,7 +9,7 @@
 // record.
 //
 // The CLI (cmd/crowd) reads flags into a Config and calls Run; it maps a
-// *UsageError to exit status 2, ErrInterrupted to 130, any other error to
+// *record.UsageError to exit status 2, ErrInterrupted to 130, any other error to
 // 1. Everything between (queue sizing, the key check of an attached
 // crowd, GOMAXPROCS, the drain) is here.
 package loadrun

@@ -17,15 +17,16 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// Run runs the load run c asks for: it validates c (every problem in one
-// *UsageError), opens the environment, sets the observers up, looks the
+// Run runs the load run c asks for: it validates c and starts it (reads
+// the files its flags name, probes --out; every problem in one usage
+// error), opens the environment, sets the observers up, looks the
 // targets up, floods (one rate or a ladder), and writes the record. An
 // interrupted run returns an error wrapping ErrInterrupted; a missed
 // expectation or a run stopped early, a plain error.
 func Run(ctx context.Context, c Config) error {
-	p, errs := c.plan()
-	if len(errs) > 0 {
-		return usage(errors.Join(errs...))
+	p, err := c.start()
+	if err != nil {
+		return err
 	}
 	if c.Log == nil {
 		c.Log = zap.NewNop()

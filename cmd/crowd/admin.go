@@ -31,18 +31,18 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 func (f *adminFlags) client() (*adminapi.Client, error) {
 	raw := strings.TrimSpace(f.addr)
 	if raw == "" {
-		return nil, usageError{errors.New("--admin is empty: give the host:port of `crowd serve --admin`")}
+		return nil, usage(errors.New("--admin is empty: give the host:port of `crowd serve --admin`"))
 	}
 	base := raw
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
 	if u, err := url.Parse(base); err == nil && u.Host != "" && u.Port() == "" {
-		return nil, usageError{fmt.Errorf("--admin %q has no port (the default is %s)", f.addr, defaultAdmin)}
+		return nil, usage(fmt.Errorf("--admin %q has no port (the default is %s)", f.addr, defaultAdmin))
 	}
 	c, err := adminapi.New(base, adminapi.Options{Name: raw + " (--admin)"})
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--admin %q is not host:port or http://host:port", f.addr)}
+		return nil, usage(fmt.Errorf("--admin %q is not host:port or http://host:port", f.addr))
 	}
 	return c, nil
 }

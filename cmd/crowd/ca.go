@@ -40,7 +40,7 @@ certificate is trusted by the crowd and by every peer that trusts the crowd's CA
 			for _, name := range names {
 				certPath, keyPath, err := ca.IssueFiles(name, out)
 				if err != nil {
-					return usageError{fmt.Errorf("NAME %q: %w", name, err)}
+					return usage(fmt.Errorf("NAME %q: %w", name, err))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", name, certPath, keyPath)
 			}

@@ -19,7 +19,7 @@ func (g *globalOptions) registerCrypto(root *cobra.Command) {
 // an unknown name, or libcrypto in a build without cgo.
 func (g *globalOptions) checkCrypto() error {
 	if _, err := pasture.SigningBackend(g.crypto); err != nil {
-		return usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+		return usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}
 	return nil
 }
@@ -28,7 +28,7 @@ func (g *globalOptions) checkCrypto() error {
 func (g *globalOptions) applyCrypto(w *pasture.WorldConfig) error {
 	b, err := pasture.SigningBackend(g.crypto)
 	if err != nil {
-		return usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+		return usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}
 	w.Backend = b
 	return nil
@@ -39,7 +39,7 @@ func (g *globalOptions) applyCrypto(w *pasture.WorldConfig) error {
 func (g *globalOptions) signingLine() (string, error) {
 	b, err := pasture.SigningBackend(g.crypto)
 	if err != nil {
-		return "", usageError{fmt.Errorf("--crypto %q: %w", g.crypto, err)}
+		return "", usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}
 	return "signing backend " + b.Describe(), nil
 }

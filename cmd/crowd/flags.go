@@ -41,13 +41,13 @@ func bindEnv(cmd *cobra.Command) error {
 				}
 			}
 			if e := sv.Replace(items); e != nil {
-				err = usageError{fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e)}
+				err = usage(fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e))
 			}
 			f.Changed = true
 			return
 		}
 		if e := cmd.Flags().Set(f.Name, v); e != nil {
-			err = usageError{fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e)}
+			err = usage(fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e))
 		}
 	})
 	return err
@@ -70,7 +70,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 // any command runs, also those that log nothing.
 func (g *globalOptions) check() error {
 	if _, err := zapcore.ParseLevel(g.logLevel); err != nil {
-		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+		return usage(fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
 	}
 	if err := g.checkCrypto(); err != nil {
 		return err
@@ -79,7 +79,7 @@ func (g *globalOptions) check() error {
 	case "auto", "json", "console":
 		return nil
 	}
-	return usageError{fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat)}
+	return usage(fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat))
 }
 
 // logger builds the zap logger the flags ask for, writing to stderr.

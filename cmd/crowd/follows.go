@@ -23,7 +23,7 @@ func newFollowsCmd() *cobra.Command {
 		Short: "The crowd's own Follows: find and clear those a server never answered",
 		Args:  noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("crowd follows wants a subcommand: prune (see crowd follows --help)")}
+			return usage(errors.New("crowd follows wants a subcommand: prune (see crowd follows --help)"))
 		},
 	}
 	cmd.AddCommand(newFollowsPruneCmd())
@@ -67,13 +67,13 @@ crowd that is not running.`,
 
 func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 	if f.olderThan < 0 {
-		return usageError{fmt.Errorf("--older-than %v: want 0 or more", f.olderThan)}
+		return usage(fmt.Errorf("--older-than %v: want 0 or more", f.olderThan))
 	}
 	var res adminapi.PruneResult
 	if strings.TrimSpace(f.state) != "" {
 		var err error
 		if res, err = pasture.PruneState(f.state, f.olderThan, f.dryRun); errors.Is(err, statedir.ErrNotDir) {
-			return usageError{err}
+			return usage(err)
 		} else if err != nil {
 			return err
 		}

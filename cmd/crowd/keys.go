@@ -17,7 +17,7 @@ func newKeysCmd() *cobra.Command {
 		Short: "Manage the crowd's actor keys: rotate them",
 		Args:  noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("crowd keys wants a subcommand: rotate (see crowd keys --help)")}
+			return usage(errors.New("crowd keys wants a subcommand: rotate (see crowd keys --help)"))
 		},
 	}
 	cmd.AddCommand(newKeysRotateCmd())
@@ -72,7 +72,7 @@ The crowd must be stopped: its state directory is taken as crowd serve takes it.
 
 func runRotate(w io.Writer, f *rotateFlags) error {
 	if f.retire && f.newID {
-		return usageError{errors.New("--new-key-id makes a new key; --retire makes none: give one of them")}
+		return usage(errors.New("--new-key-id makes a new key; --retire makes none: give one of them"))
 	}
 	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, Origins: f.origins, Actors: f.actors, Retire: f.retire, NewKeyID: f.newID})
 	for _, r := range done {
@@ -83,7 +83,7 @@ func runRotate(w io.Writer, f *rotateFlags) error {
 		}
 	}
 	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
-		return usageError{err}
+		return usage(err)
 	}
 	return err
 }

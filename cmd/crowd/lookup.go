@@ -31,10 +31,10 @@ problems or the fetch failed.`,
   crowd lookup https://sut.test/users/admin --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{fmt.Errorf("crowd lookup takes one actor, acct:name@host or a URL; got %d arguments", len(args))}
+				return usage(fmt.Errorf("crowd lookup takes one actor, acct:name@host or a URL; got %d arguments", len(args)))
 			}
 			if err := pasture.CheckActorRef(args[0]); err != nil {
-				return usageError{fmt.Errorf("crowd lookup %q: %v", args[0], err)}
+				return usage(fmt.Errorf("crowd lookup %q: %v", args[0], err))
 			}
 			return nil
 		},
@@ -55,7 +55,7 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 	res, err := c.Lookup(ctx, resource)
 	if err != nil {
 		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
-			return usageError{fmt.Errorf("crowd lookup %q: %s", resource, ae.Reason)}
+			return usage(fmt.Errorf("crowd lookup %q: %s", resource, ae.Reason))
 		}
 		return err
 	}

@@ -97,7 +97,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+		return usage(fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
 	})
 	opts.register(root)
 	root.AddCommand(newServeCmd(opts), newCACmd())

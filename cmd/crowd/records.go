@@ -162,7 +162,7 @@ func runReport(stdout io.Writer, path, format, out string) error {
 	case "html":
 		render = report.WriteHTML
 	default:
-		return usageError{fmt.Errorf("--format %q: want text, markdown or html", format)}
+		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
 	recs, err := loadRecords([]string{path})
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 type runFlags struct {
 	flood floodFlags
 
-	personas       string // the pattern, as in crowd flood (an integer: the old count)
+	personas       string // the pattern, as in crowd flood (an integer: the count, a deprecated form)
 	count          int
 	sutHost        string
 	personaPattern string // deprecated: --personas
@@ -92,21 +92,22 @@ without the client API, a refused token, a persona that does not exist), 2 for a
 		}
 	})
 	fl := cmd.Flags()
+	def := loadrun.DefaultAudience()
 	fl.StringVar(&f.personas, "personas", "", "persona pattern with one %d, as in crowd flood, e.g. 'load%d@sut.test', numbered 0 … --count-1 (default load%d@<sut-host>; without @host, on --sut-host)")
-	fl.IntVar(&f.count, "count", 3, "how many personas --personas names")
-	fl.StringVar(&f.sutHost, "sut-host", "sut.test", "the SUT's host name: the personas are NAME@sut-host")
+	fl.IntVar(&f.count, "count", def.Count, "how many personas --personas names")
+	fl.StringVar(&f.sutHost, "sut-host", def.SUTHost, "the SUT's host name: the personas are NAME@sut-host")
 	fl.StringVar(&f.personaPattern, "persona-pattern", "", "persona names with one %d")
 	fl.MarkDeprecated("persona-pattern", "use --personas PATTERN, as in crowd flood")
 	fl.StringVar(&f.clientAPI, "client-api", "", "base URL of the SUT's Mastodon client API (default https://<the personas' host>)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "a persona's bearer token, NAME=TOKEN (repeatable)")
 	fl.StringVar(&f.tokensFile, "tokens-file", "", "file of tokens, one NAME=TOKEN a line")
-	fl.IntVar(&f.follows, "follows", 10, "crowd actors each persona follows (its share of the crowd)")
-	fl.IntVar(&f.followers, "followers", 2, "crowd actors that follow each persona (they receive its posts)")
-	fl.IntVar(&f.posts, "posts", 2, "posts each persona makes before the flood (the crowd likes them)")
-	fl.DurationVar(&f.postEvery, "post-every", 5*time.Second, "each persona posts this often during the flood (0: never), to measure deliveries")
-	fl.Float64Var(&f.probeHz, "probe-hz", 4, "home timeline reads per second per persona")
-	fl.DurationVar(&f.setupTimeout, "setup-timeout", 60*time.Second, "bound on the set-up's wait for Accepts")
-	fl.DurationVar(&f.drainTimeout, "drain-timeout", 60*time.Second, "bound on the wait, after the flood, for the last accepted note to be visible")
+	fl.IntVar(&f.follows, "follows", def.Follows, "crowd actors each persona follows (its share of the crowd)")
+	fl.IntVar(&f.followers, "followers", def.Followers, "crowd actors that follow each persona (they receive its posts)")
+	fl.IntVar(&f.posts, "posts", def.Posts, "posts each persona makes before the flood (the crowd likes them)")
+	fl.DurationVar(&f.postEvery, "post-every", def.PostEvery, "each persona posts this often during the flood (0: never), to measure deliveries")
+	fl.Float64Var(&f.probeHz, "probe-hz", def.ProbeHz, "home timeline reads per second per persona")
+	fl.DurationVar(&f.setupTimeout, "setup-timeout", def.SetupTimeout, "bound on the set-up's wait for Accepts")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", def.DrainTimeout, "bound on the wait, after the flood, for the last accepted note to be visible")
 	return cmd
 }
 
@@ -123,21 +124,21 @@ func (f *runFlags) audience(cmd *cobra.Command) (*loadrun.AudienceConfig, error)
 		DrainTimeout: f.drainTimeout}, nil
 }
 
-// personaSpec reads --personas and --count as crowd flood does, and the
-// forms of older crowds: --personas N (the count, before --personas was
-// the pattern in both commands) with a warning, and --persona-pattern.
+// personaSpec reads --personas and --count as crowd flood does, and two
+// deprecated forms: --personas N, read as the count with a warning, and
+// --persona-pattern.
 func (f *runFlags) personaSpec(cmd *cobra.Command) (pattern string, count int, err error) {
 	pattern, count = strings.TrimSpace(f.personas), f.count
 	if n, convErr := strconv.Atoi(pattern); convErr == nil {
 		if cmd.Flags().Changed("count") {
-			return "", 0, usageError{fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count)}
+			return "", 0, usage(fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count))
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "crowd run: --personas %d read as --count %d; --personas is the persona pattern, as in crowd flood (write --count %d)\n", n, n, n)
 		pattern, count = "", n
 	}
 	if f.personaPattern != "" {
 		if pattern != "" {
-			return "", 0, usageError{errors.New("--persona-pattern and --personas both give the pattern: keep --personas")}
+			return "", 0, usage(errors.New("--persona-pattern and --personas both give the pattern: keep --personas"))
 		}
 		pattern = f.personaPattern
 	}

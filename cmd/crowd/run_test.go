@@ -14,15 +14,16 @@ import (
 	"github.com/crowdfed/crowd/loadrun"
 )
 
-// runCheck parses args as crowd run's flags and checks them as RunE does:
-// the audience the run gets, and every problem Validate finds, as one
-// usage error.
+// runCheck parses args as crowd run's flags and checks them as RunE does
+// before the run starts: the audience the run gets, and every problem
+// Validate finds, as one usage error (the files the flags name are read
+// when the run starts: loadrun's TestStartReadsTheFiles).
 func runCheck(t *testing.T, args ...string) (*loadrun.AudienceConfig, error) {
 	t.Helper()
 	f := &runFlags{}
 	cmd := f.command(&globalOptions{})
 	if err := cmd.ParseFlags(args); err != nil {
-		return nil, err
+		return nil, usage(err) // as the root's FlagErrorFunc has it
 	}
 	a, err := f.audience(cmd)
 	if err != nil {
@@ -34,7 +35,7 @@ func runCheck(t *testing.T, args ...string) (*loadrun.AudienceConfig, error) {
 	}
 	c.Audience = a
 	if errs := c.Validate(); len(errs) > 0 {
-		return a, usageError{errors.Join(errs...)}
+		return a, usage(errors.Join(errs...))
 	}
 	return a, nil
 }
@@ -67,13 +68,8 @@ func TestRunCheck(t *testing.T) {
 		// A pattern without a host takes --sut-host.
 		{"pattern without host", []string{"--personas", "p%d", "--count", "1", "--token", "p0=a"},
 			"p0", "a", "https://sut.test", "p%d@sut.test", ""},
-		// load3 has no token anywhere: say every way to give it one.
-		{"missing token", []string{"--count", "4", "--tokens-file", tokens},
-			"", "", "", "", "no token for persona load3: pass --token load3=TOKEN"},
 		// A --token that is not NAME=TOKEN.
 		{"bad token flag", []string{"--token", "load0"}, "", "", "", "", `--token "load0": want name=TOKEN`},
-		// A tokens file that is not there.
-		{"no tokens file", []string{"--tokens-file", filepath.Join(dir, "nope")}, "", "", "", "", "--tokens-file"},
 		// No personas.
 		{"zero personas", []string{"--count", "0"}, "", "", "", "", "--count 0"},
 		// Probes must happen.

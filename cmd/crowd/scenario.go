@@ -49,24 +49,24 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	}
 	sc, err := cat.Load(s.scenario)
 	if err != nil {
-		return "", false, usageError{fmt.Errorf("--scenario: %w", err)}
+		return "", false, usage(fmt.Errorf("--scenario: %w", err))
 	}
 	set := map[string]bool{}
 	for _, st := range sc.Settings {
 		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
 		f := cmd.Flags().Lookup(st.Key)
 		if f == nil || st.Key == "scenario" {
-			return "", false, usageError{fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name())}
+			return "", false, usage(fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name()))
 		}
 		_, list := f.Value.(pflag.SliceValue)
 		if f.Changed && !set[st.Key] {
 			continue // the command line (or CROWD_<FLAG>) wins
 		}
 		if set[st.Key] && !list {
-			return "", false, usageError{fmt.Errorf("%s: --%s is set twice", where, st.Key)}
+			return "", false, usage(fmt.Errorf("%s: --%s is set twice", where, st.Key))
 		}
 		if err := cmd.Flags().Set(st.Key, st.Value); err != nil {
-			return "", false, usageError{fmt.Errorf("%s: --%s %q: %v", where, st.Key, st.Value, err)}
+			return "", false, usage(fmt.Errorf("%s: --%s %q: %v", where, st.Key, st.Value, err))
 		}
 		set[st.Key] = true
 	}

@@ -37,8 +37,9 @@ func TestScenarioApply(t *testing.T) {
 	if err != nil || help || name != "mine" {
 		t.Fatalf("apply: %q %v %v", name, help, err)
 	}
-	if f.rate != "7" || f.mix != "create=1" || strings.Join(f.expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
-		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", f.rate, f.mix, f.expect, f.scn.tamper)
+	rate, mix := cmd.Flags().Lookup("rate").Value.String(), f.cfg.Mix.String()
+	if rate != "7" || mix != "create=1" || strings.Join(f.expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
+		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", rate, mix, f.expect, f.scn.tamper)
 	}
 	if c := f.scn.config(name); c == nil || c.Name != "mine" || c.Tamper != "date" {
 		t.Fatalf("config %+v", c)

@@ -78,10 +78,10 @@ func sendTypes() []string { return []string{"Follow", "Undo", "Create", "Like"} 
 func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	var req adminapi.SendRequest
 	if strings.TrimSpace(f.from) == "" {
-		return req, usageError{errors.New("--from is required: the crowd actor that sends, such as alice@flood1.test")}
+		return req, usage(errors.New("--from is required: the crowd actor that sends, such as alice@flood1.test"))
 	}
 	if err := pasture.CheckActorRef(f.from); err != nil {
-		return req, usageError{fmt.Errorf("--from %q: %v", f.from, err)}
+		return req, usage(fmt.Errorf("--from %q: %v", f.from, err))
 	}
 	for _, t := range sendTypes() {
 		if strings.EqualFold(strings.TrimSpace(f.typ), t) {
@@ -90,42 +90,42 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	}
 	if req.Type == "" {
 		if f.typ == "" {
-			return req, usageError{fmt.Errorf("--type is required: %s", strings.Join(sendTypes(), ", "))}
+			return req, usage(fmt.Errorf("--type is required: %s", strings.Join(sendTypes(), ", ")))
 		}
-		return req, usageError{fmt.Errorf("--type %q: want %s", f.typ, strings.Join(sendTypes(), ", "))}
+		return req, usage(fmt.Errorf("--type %q: want %s", f.typ, strings.Join(sendTypes(), ", ")))
 	}
 	if strings.TrimSpace(f.to) == "" {
-		return req, usageError{errors.New("--to is required: the target actor, acct:name@host or an actor URL")}
+		return req, usage(errors.New("--to is required: the target actor, acct:name@host or an actor URL"))
 	}
 	if err := pasture.CheckActorRef(f.to); err != nil {
-		return req, usageError{fmt.Errorf("--to %q: %v", f.to, err)}
+		return req, usage(fmt.Errorf("--to %q: %v", f.to, err))
 	}
 	req.From, req.To = strings.TrimSpace(f.from), strings.TrimSpace(f.to)
 	obj := strings.TrimSpace(f.object)
 	switch req.Type {
 	case "Like":
 		if obj == "" {
-			return req, usageError{errors.New("--object is required for a Like: the URL of the post to like")}
+			return req, usage(errors.New("--object is required for a Like: the URL of the post to like"))
 		}
 		if !pasture.IsHTTPURL(obj) {
-			return req, usageError{fmt.Errorf("--object %q: a Like needs the http(s) URL of the post", f.object)}
+			return req, usage(fmt.Errorf("--object %q: a Like needs the http(s) URL of the post", f.object))
 		}
 		req.Object, _ = json.Marshal(obj)
 	case "Create":
 		if obj != "" {
 			if !strings.HasPrefix(obj, "{") || !json.Valid([]byte(obj)) {
-				return req, usageError{fmt.Errorf("--object for a Create is a JSON object to wrap (or leave it out for a generated Note); %q is not one", f.object)}
+				return req, usage(fmt.Errorf("--object for a Create is a JSON object to wrap (or leave it out for a generated Note); %q is not one", f.object))
 			}
 			req.Object = json.RawMessage(obj)
 		}
 	default:
 		if obj != "" {
-			return req, usageError{fmt.Errorf("--object is for Like and Create, not %s", req.Type)}
+			return req, usage(fmt.Errorf("--object is for Like and Create, not %s", req.Type))
 		}
 	}
 	if f.inboxURL != "" {
 		if !pasture.IsHTTPURL(f.inboxURL) {
-			return req, usageError{fmt.Errorf("--inbox %q is not an http(s) URL", f.inboxURL)}
+			return req, usage(fmt.Errorf("--inbox %q is not an http(s) URL", f.inboxURL))
 		}
 		req.Inbox = f.inboxURL
 	}
@@ -135,10 +135,10 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 	case "", "cavage", "rfc9421":
 		req.Signature = sig
 	default:
-		return req, usageError{fmt.Errorf("--signature %q: want cavage or rfc9421", f.sig)}
+		return req, usage(fmt.Errorf("--signature %q: want cavage or rfc9421", f.sig))
 	}
 	if req.Tamper != "" && req.Signature == "rfc9421" {
-		return req, usageError{fmt.Errorf("--tamper %s with --signature rfc9421: a forged send is signed draft-cavage (leave --signature out)", req.Tamper)}
+		return req, usage(fmt.Errorf("--tamper %s with --signature rfc9421: a forged send is signed draft-cavage (leave --signature out)", req.Tamper))
 	}
 	return req, nil
 }
@@ -157,9 +157,9 @@ func runSend(ctx context.Context, stdout io.Writer, f *sendFlags) error {
 		if ae, ok := apiRefusal(err); ok {
 			switch ae.Status {
 			case http.StatusNotFound: // the API's "no such crowd actor": only the sender is looked up in the world
-				return usageError{fmt.Errorf("--from %q: %s", f.from, ae.Reason)}
+				return usage(fmt.Errorf("--from %q: %s", f.from, ae.Reason))
 			case http.StatusForbidden: // a public target: the refusal names --allow-public-target
-				return usageError{fmt.Errorf("--to %q: %s", f.to, ae.Reason)}
+				return usage(fmt.Errorf("--to %q: %s", f.to, ae.Reason))
 			case http.StatusBadGateway:
 				return fmt.Errorf("the crowd could not reach the target: %s", ae.Reason)
 			case http.StatusBadRequest:

@@ -73,7 +73,7 @@ func forgedExit(res *adminapi.SendResult) error {
 // error naming the flag.
 func tamperRefusal(tamper, reason string) error {
 	if tamper != "" && strings.Contains(reason, "tamper") {
-		return usageError{fmt.Errorf("--tamper %q: %s", tamper, reason)}
+		return usage(fmt.Errorf("--tamper %q: %s", tamper, reason))
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	cfg.ShutdownGrace, cfg.AdminHosts = f.shutdownGrace, f.adminHosts
 	rng, err := originaddr.ParseRange(strings.Join(f.advertise, ","))
 	if err != nil {
-		return cfg, usageError{err}
+		return cfg, usage(err)
 	}
 	cfg.Range = &rng
 	cfg.DNSRecords = map[string][]net.IP{}
@@ -81,7 +81,7 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 		name, addr, ok := strings.Cut(r, "=")
 		ip := net.ParseIP(strings.TrimSpace(addr))
 		if !ok || strings.TrimSpace(name) == "" || ip == nil {
-			return cfg, usageError{fmt.Errorf("--dns-record %q is not NAME=IP", r)}
+			return cfg, usage(fmt.Errorf("--dns-record %q is not NAME=IP", r))
 		}
 		name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 		cfg.DNSRecords[name] = append(cfg.DNSRecords[name], ip)
@@ -93,7 +93,7 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 		}
 		host, _, _ := net.SplitHostPort(u)
 		if net.ParseIP(host) == nil {
-			return cfg, usageError{fmt.Errorf("--dns-upstream %q is not IP[:port]", u)}
+			return cfg, usage(fmt.Errorf("--dns-upstream %q is not IP[:port]", u))
 		}
 		cfg.DNSUpstreams = append(cfg.DNSUpstreams, u)
 	}
@@ -147,7 +147,7 @@ const standaloneState = "crowd-state-standalone"
 func startCrowd(ctx context.Context, log *zap.Logger, wcfg pasture.WorldConfig, pcfg pasture.Config) (*pasture.Crowd, error) {
 	c, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: wcfg, Listen: pcfg, Version: version, UserAgent: userAgent(), Logger: log})
 	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
-		return nil, usageError{err}
+		return nil, usage(err)
 	}
 	return c, err
 }

@@ -56,10 +56,10 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 	switch f.direction {
 	case "", adminapi.DirIn, adminapi.DirOut:
 	default:
-		return usageError{fmt.Errorf("--direction %q: want in or out", f.direction)}
+		return usage(fmt.Errorf("--direction %q: want in or out", f.direction))
 	}
 	if f.backlog < 0 {
-		return usageError{fmt.Errorf("--backlog %d: want 0 or more", f.backlog)}
+		return usage(fmt.Errorf("--backlog %d: want 0 or more", f.backlog))
 	}
 	c, err := f.admin.client()
 	if err != nil {
@@ -74,7 +74,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 			return nil
 		}
 		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
-			return usageError{err} // the API's filter check: a flag's value
+			return usage(err) // the API's filter check: a flag's value
 		}
 		return err
 	}

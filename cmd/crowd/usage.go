@@ -6,28 +6,29 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
-// Usage mistakes (a flag, an argument, a value) are one error type,
-// usageError, whatever finds them: cobra's flag parsing (the root's
-// FlagErrorFunc), the Args validators below, or a command's own checks.
+// Usage mistakes (a flag, an argument, a value) are the program's one
+// usage-error type, *record.UsageError, whatever finds them: cobra's flag
+// parsing (the root's FlagErrorFunc), the Args validators below, a
+// command's own checks, or the flood's and the load run's parsers.
 // execute maps it to exit status 2.
 
-// usageError marks a mistake in how the command was called (exit 2).
-type usageError struct{ err error }
+// usage marks err as a mistake in how the command was called (exit 2).
+func usage(err error) error { return record.Usage(err) }
 
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
+// isUsageError reports whether err is, or wraps, a usage error.
 func isUsageError(err error) bool {
-	var u usageError
+	var u *record.UsageError
 	return errors.As(err, &u)
 }
 
 // noArgsUsage refuses positional arguments as a usage error (exit 2).
 func noArgsUsage(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args, cmd.CommandPath())}
+		return usage(fmt.Errorf("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args, cmd.CommandPath()))
 	}
 	return nil
 }
@@ -37,7 +38,7 @@ func noArgsUsage(cmd *cobra.Command, args []string) error {
 func noArgsHint(hint string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := noArgsUsage(cmd, args); err != nil {
-			return usageError{fmt.Errorf("%w; %s", err, hint)}
+			return usage(fmt.Errorf("%w; %s", err, hint))
 		}
 		return nil
 	}
@@ -53,7 +54,7 @@ func argsWanted(cmd *cobra.Command) string {
 func minArgsUsage(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usageError{fmt.Errorf("%s wants %s (see %s --help)", cmd.CommandPath(), argsWanted(cmd), cmd.CommandPath())}
+			return usage(fmt.Errorf("%s wants %s (see %s --help)", cmd.CommandPath(), argsWanted(cmd), cmd.CommandPath()))
 		}
 		return nil
 	}
@@ -63,8 +64,9 @@ func minArgsUsage(n int) cobra.PositionalArgs {
 func exactArgsUsage(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageError{fmt.Errorf("%s wants %s, got %d arguments (see %s --help)",
-				cmd.CommandPath(), argsWanted(cmd), len(args), cmd.CommandPath())}
+			return usage(fmt.Errorf("%s wants %s, got %d arguments (see %s --help)",
+				cmd.CommandPath(), argsWanted(cmd), len(args), cmd.CommandPath()))
+
 		}
 		return nil
 	}
@@ -82,7 +84,7 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
+	return usage(fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath()))
 }
 
 // showHelp is the RunE of a command that only groups subcommands.

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // TestUsageMistakesExit2 lists the mistakes people make on the command
@@ -38,7 +43,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{[]string{"ca", "issue", "--out"}, "--out"},                    // a subcommand's flag without its value
 		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},
 		{[]string{"run", "--count", "0"}, "--count"},                       // no personas
-		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the old count and the new one  // a value out of its set
+		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the deprecated count and the count
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
@@ -76,4 +81,32 @@ func TestEveryCommandRefusesUnknownFlagsAndArguments(t *testing.T) {
 		}
 	}
 	walk(newRoot(), nil)
+}
+
+// TestOneUsageErrorType: a usage mistake found in any room (the flood's
+// parsers, the record's, the CLI's own checks) is the one usage-error
+// type, so the CLI exits 2 on it however deeply it is wrapped.
+func TestOneUsageErrorType(t *testing.T) {
+	_, signingErr := flood.ParseSigning("batch")
+	_, gateErr := record.ParseGates([]string{"p95<<1s"})
+	for _, c := range []struct {
+		name  string
+		err   error
+		usage bool
+	}{
+		// A flood parser's refusal (--signing).
+		{"flood parser", signingErr, true},
+		// A record parser's refusal (--expect).
+		{"record parser", gateErr, true},
+		// A load run wraps a parser's refusal in its own words.
+		{"wrapped", fmt.Errorf("the run: %w", signingErr), true},
+		// The CLI's own check.
+		{"cli", usage(errors.New("--out is empty")), true},
+		// A failure of the run is not the user's mistake.
+		{"failure", errors.New("connection refused"), false},
+	} {
+		if got := isUsageError(c.err); got != c.usage {
+			t.Errorf("%s: isUsageError(%v) = %v, want %v", c.name, c.err, got, c.usage)
+		}
+	}
 }

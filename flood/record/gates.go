@@ -9,21 +9,6 @@ import (
 	"time"
 )
 
-// UsageError is a command-line input the flood cannot understand: a --expect
-// or --stop-when expression, a --rate list or a --ramp. A CLI exits 2 on it
-// (see ExitCode), unlike a missed gate, which exits 1.
-type UsageError struct {
-	Input string // what was given
-	Msg   string // what is wrong with it
-}
-
-// Error returns the input and the problem.
-func (e *UsageError) Error() string { return fmt.Sprintf("%q: %s", e.Input, e.Msg) }
-
-func usage(in, format string, args ...any) error {
-	return &UsageError{Input: in, Msg: fmt.Sprintf(format, args...)}
-}
-
 // gateKind is what a metric measures, which decides what it compares with.
 type gateKind uint8
 
