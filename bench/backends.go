@@ -18,7 +18,7 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// The rows of the signing backends (issue 13): libcrypto beside Go and
+// The rows of the signing backends: libcrypto beside Go and
 // beside OpenSSL's own figures, all in one run.
 const (
 	rowSignLibcrypto      = "sign_libcrypto"

@@ -19,7 +19,7 @@ import (
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// The large world of issue 15: the scale section's rows.
+// The large world (thousands of origins): the scale section's rows.
 const (
 	rowScaleStartup = "scale_startup"
 	rowScaleMemory  = "scale_memory"

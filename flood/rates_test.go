@@ -34,7 +34,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 
 	const sends = 50
 	began := time.Now()
-	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 1e9), MaxSends: sends, MaxInflight: 100,
+	res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: sends, MaxInflight: 100}, Pacer: mustConstant(t, 1e9),
 		Source: newCycleSource(t, sink.URL+"/inbox"), Transport: tr})
 	wall := time.Since(began)
 	rec := recordtest.MustRecord(t, res, record.Settings{Label: "impossible"})
