@@ -40,8 +40,12 @@ func (t *Ticket) Attach(p *Prepared) *Prepared {
 	return p
 }
 
-// TicketOf is p's Ticket, nil when p has none (a request not the crowd's).
+// TicketOf is p's Ticket, nil when p is nil or has none (a request not
+// the crowd's).
 func TicketOf(p *Prepared) *Ticket {
+	if p == nil {
+		return nil
+	}
 	t, _ := p.Token.(*Ticket)
 	return t
 }
