@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // Helper processes. The bench re-executes its own binary with childEnv set
@@ -154,7 +155,9 @@ func runFloodChild(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	res, err := flood.Run(context.Background(), flood.Plan{Pacer: pacer, Duration: *seconds, Source: pl, Transport: tr})
+	rec := record.NewRecorder(record.RecorderOptions{})
+	err = flood.Run(context.Background(), flood.Plan{Limits: flood.Limits{Duration: *seconds}, Pacer: pacer, Source: pl, Transport: tr}, rec)
+	res := rec.Result()
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

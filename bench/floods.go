@@ -48,9 +48,9 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 // signers that kept up: they signed at least 0.99 × rate during the run
 // (a full buffer alone would carry a rate above the ceiling through a
 // short trial). workers signers (0: one per core) run under procs
-// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it); tune,
-// when set, adds to the flood's plan.
-func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int, tune func(*flood.Plan)) outcome {
+// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it); watch,
+// when set, watches the flood.
+func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int, watch trialWatch) outcome {
 	runtime.GC()
 	if procs <= 0 {
 		procs = flood.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
@@ -66,7 +66,7 @@ func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Gener
 		return o
 	}
 	s0 := pl.Signed()
-	o, res := floodTrial(ctx, side, pl, rate, b.cfg, tune)
+	o, res := floodTrial(ctx, side, pl, rate, b.cfg, watch)
 	var pace, timing []string
 	if res != nil {
 		o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()

@@ -12,6 +12,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/livemetrics"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/loadrun"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -58,14 +59,15 @@ func (b *bench) liveMetricsSection(ctx context.Context) {
 		var lm *loadrun.LiveMetrics
 		var lerr error
 		b.logf("  with live metrics:")
-		o := b.pipelineTrial(ctx, "metrics", gen, signer, rate, 0, 0, func(p *flood.Plan) {
+		o := b.pipelineTrial(ctx, "metrics", gen, signer, rate, 0, 0, func(p *flood.Plan) (flood.Collector, func(record.Progress)) {
 			buf, _ := p.Source.(livemetrics.Buffer) // the trial's pipeline, as a run's
 			lm, lerr = loadrun.StartLiveMetrics(ctx, loadrun.LiveMetricsConfig{Run: adminapi.FloodRun{Label: "bench", Seed: "1"},
 				Buffer: buf, Admin: serve.admin, Addr: "127.0.0.1:0"})
-			if lerr == nil {
-				lm.Watch(p)
-				serve.scrape(lm.Addr())
+			if lerr != nil {
+				return nil, nil
 			}
+			serve.scrape(lm.Addr())
+			return lm.Watch(p.Pacer.Rate(), nil)
 		})
 		serve.stopScraping()
 		if lm != nil {

@@ -161,10 +161,14 @@ func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.C
 	}
 }
 
+// trialWatch watches a trial's flood (the live-metrics row): it returns a
+// collector to feed beside the record's and the record's progress.
+type trialWatch func(*flood.Plan) (flood.Collector, func(record.Progress))
+
 // floodTrial runs the flood engine for one trial of rate from src against
-// the null sink (its URLs name it), with a fresh keep-alive pool; tune,
-// when set, adds to the plan (the live-metrics row's Watch).
-func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config, tune func(*flood.Plan)) (outcome, *record.Result) {
+// the null sink (its URLs name it), with a fresh keep-alive pool; watch,
+// when set, watches it.
+func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config, watch trialWatch) (outcome, *record.Result) {
 	o := outcome{Side: side, Rate: rate}
 	pacer, err := flood.NewConstantPacer(rate)
 	if err != nil {
@@ -173,16 +177,19 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	tr := flood.NewTransport(flood.DefaultMaxInflight, 0, nil)
 	defer tr.CloseIdleConnections()
-	plan := flood.Plan{Pacer: pacer, Duration: cfg.Trial, Warmup: cfg.Warmup, Source: src,
-		Transport: tr, Timeout: 10 * time.Second}
-	if tune != nil {
-		tune(&plan)
+	plan := flood.Plan{Limits: flood.Limits{Duration: cfg.Trial, Warmup: cfg.Warmup, Timeout: 10 * time.Second}, Pacer: pacer, Source: src,
+		Transport: tr}
+	var also flood.Collector
+	var progress func(record.Progress)
+	if watch != nil {
+		also, progress = watch(&plan)
 	}
-	res, err := flood.Run(ctx, plan)
-	if err != nil {
+	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
+	if err := flood.Run(ctx, plan, flood.Collectors(rec, also)); err != nil {
 		o.Why = err.Error()
 		return o, nil
 	}
+	res := rec.Result()
 	c := res.Overall.Counts
 	o.Offered, o.Completed, o.OK = c.Offered, c.Completed, res.Overall.Tally.OK()
 	o.Dropped, o.Starved = c.Dropped, c.Starved

@@ -177,12 +177,12 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 // senders never run out of posts to react to (an Undo's feeder Likes stay
 // sent: the Undo frees their pairs).
 func settleDraft(gen *flood.Generator, d flood.Draft, timed record.ActivityKind) {
-	p, dl := &flood.Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, flood.Delivery{Sent: true, Class: record.Class202}
+	p, dl := (&flood.Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
 	switch {
 	case d.Type == record.TypeFollow:
-		p.Follow, dl = &flood.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, flood.Delivery{}
+		flood.TicketOf(p).Follow, dl = &flood.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, record.Outcome{}
 	case d.Type == timed && (timed == record.TypeLike || timed == record.TypeAnnounce):
-		dl = flood.Delivery{}
+		dl = record.Outcome{}
 	}
-	gen.Settled(p, dl)
+	gen.Settled(flood.TicketOf(p), dl)
 }

@@ -58,7 +58,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 		}
 		var m map[string]any
 		json.Unmarshal(raw, &m)
-		m["publicKeyPem"] = keyOf[p.Knock.Sender.KeyID]
+		m["publicKeyPem"] = keyOf[flood.TicketOf(p).Knock.Sender.KeyID]
 		if tamper != nil {
 			tamper(m)
 		}
@@ -103,7 +103,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 			h := p.Header.Clone()
 			h.Del("Date")
 			req := &http.Request{Method: p.Method, URL: p.URL, Header: h, Host: p.URL.Host}
-			if err := signer.Sign(signing.SchemeCavage, req, p.Body, p.Knock.Sender.KeyID, p.Knock.Sender.SigningKey()); err != nil {
+			if err := signer.Sign(signing.SchemeCavage, req, p.Body, flood.TicketOf(p).Knock.Sender.KeyID, flood.TicketOf(p).Knock.Sender.SigningKey()); err != nil {
 				t.Fatal(err)
 			}
 			verdicts(t, "verify.mjs", dump(p, req.Header, nil), 0, 3)

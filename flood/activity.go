@@ -125,7 +125,7 @@ func (g *Generator) PersonasWithoutPosts() []string {
 	return out
 }
 
-// Settled is the generator's Plan.Settled hook: its bookkeeping follows
+// Settled is the generator's Settle hook: its bookkeeping follows
 // what was sent, never what was drafted (a pipeline's buffer, a presigned
 // run's tail and dropped sends are drafts that never left).
 //
@@ -143,12 +143,12 @@ func (g *Generator) PersonasWithoutPosts() []string {
 // A Follow that did not reach the target (dropped, not sent, aborted, a
 // connection error) gives its (sender, persona) pair back, so a later draw
 // may use it. A diverted Follow counts once sent (FollowsDiverted).
-func (g *Generator) Settled(p *Prepared, d Delivery) {
-	if p.Diverted && d.Sent {
+func (g *Generator) Settled(t *Ticket, d record.Outcome) {
+	if t.Diverted && d.Sent {
 		g.diverted.Add(1)
 	}
-	g.settleVocab(p, d)
-	f := p.Follow
+	g.settleVocab(t, d)
+	f := t.Follow
 	if f == nil {
 		return
 	}
@@ -166,8 +166,8 @@ func (g *Generator) Settled(p *Prepared, d Delivery) {
 // discard settles requests a source drew and will never hand out.
 func (g *Generator) discard(ps ...*Prepared) {
 	for _, p := range ps {
-		if p != nil {
-			g.Settled(p, Delivery{})
+		if t := TicketOf(p); t != nil {
+			g.Settled(t, record.Outcome{})
 		}
 	}
 }

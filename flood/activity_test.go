@@ -419,26 +419,26 @@ func TestSeedMakesStreamsReproducible(t *testing.T) {
 func TestSettledRegistersOnlySentFollows(t *testing.T) {
 	for _, c := range []struct {
 		name       string
-		d          Delivery
+		d          record.Outcome
 		registered bool // passed to OnFollowSent
 		released   bool // the pair may be drawn again
 	}{
 		// Answered 202: the SUT has it and will Accept or Reject it.
-		{"202", Delivery{Sent: true, Class: record.Class202}, true, false},
+		{"202", record.Outcome{Sent: true, Class: record.Class202}, true, false},
 		// Another 2xx: the same.
-		{"other 2xx", Delivery{Sent: true, Class: record.ClassOther2xx}, true, false},
+		{"other 2xx", record.Outcome{Sent: true, Class: record.ClassOther2xx}, true, false},
 		// Refused: no relation, but the SUT saw the pair (a second Follow
 		// would meet the same answer, or GoToSocial's 500).
-		{"500", Delivery{Sent: true, Class: record.ClassOther5xx}, false, false},
+		{"500", record.Outcome{Sent: true, Class: record.ClassOther5xx}, false, false},
 		// No answer in time: the SUT may have it; its Accept would
 		// record it, so it is not registered, and not drawn again.
-		{"timeout", Delivery{Sent: true, Class: record.ClassTimeout}, false, false},
+		{"timeout", record.Outcome{Sent: true, Class: record.ClassTimeout}, false, false},
 		// Refused connection: the SUT never got it.
-		{"connection refused", Delivery{Sent: true, Class: record.ClassConnError}, false, true},
+		{"connection refused", record.Outcome{Sent: true, Class: record.ClassConnError}, false, true},
 		// Interrupted in flight: not registered, pair given back.
-		{"aborted", Delivery{Sent: true, Aborted: true}, false, true},
+		{"aborted", record.Outcome{Sent: true, Aborted: true}, false, true},
 		// Dropped (no free slot) or left in a buffer at the end.
-		{"never sent", Delivery{}, false, true},
+		{"never sent", record.Outcome{}, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []FollowRegistration
@@ -446,12 +446,12 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 				OnFollowSent: func(f FollowRegistration) { got = append(got, f) }})
 			s := g.Stream()
 			d := mustDraft(t, s)
-			p := &Prepared{Type: d.Type, Follow: &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}}
+			p := (&Ticket{Follow: &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}}).Attach(&Prepared{Type: d.Type})
 			if len(got) != 0 {
 				t.Fatal("a Follow was registered when drawn")
 			}
-			g.Settled(p, c.d)
-			if want := []FollowRegistration{*p.Follow}; c.registered != slices.Equal(got, want) || !c.registered && len(got) > 0 {
+			g.Settled(TicketOf(p), c.d)
+			if want := []FollowRegistration{*TicketOf(p).Follow}; c.registered != slices.Equal(got, want) || !c.registered && len(got) > 0 {
 				t.Errorf("registered %+v; want registered %v", got, c.registered)
 			}
 			// One sender, one persona: a single pair. A second draw
@@ -463,9 +463,9 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 	}
 	t.Run("diverted counts when sent", func(t *testing.T) {
 		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: record.Mix{Follow: 1}})
-		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{})
-		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{Sent: true, Class: record.Class202})
-		g.Settled(&Prepared{Type: record.TypeCreate, Diverted: true}, Delivery{Sent: true, Class: record.Class401})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class202})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class401})
 		if n := g.FollowsDiverted(); n != 2 {
 			t.Errorf("FollowsDiverted %d after two diverted sends and one unsent draft; want 2", n)
 		}

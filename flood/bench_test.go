@@ -60,8 +60,8 @@ func benchEngine(b *testing.B, sink string, rate float64) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	res, err := Run(context.Background(), Plan{
-		Pacer: mustConstant(b, rate), MaxSends: int64(b.N), MaxInflight: 256,
+	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: int64(b.N), MaxInflight: 256},
+		Pacer:  mustConstant(b, rate),
 		Source: src, Transport: rt,
 	})
 	b.StopTimer()

@@ -122,8 +122,8 @@ func TestLadderCapacityVerdict(t *testing.T) {
 
 				l := &Ladder{Rates: []float64{50, 100, 200, 400, 800}, Step: 2 * time.Second}
 				res, err := l.Run(context.Background(), func(ctx context.Context, rate float64, d time.Duration) (*record.Record, error) {
-					plan := l.RungPlan(Plan{Sleep: time.Sleep, MaxInflight: 256, Source: newCycleSource(t, "http://sut.test/inbox"), Transport: tr}, mustConstant(t, rate))
-					res, err := Run(ctx, plan)
+					plan := l.RungPlan(Plan{Limits: Limits{MaxInflight: 256}, Sleep: time.Sleep, Source: newCycleSource(t, "http://sut.test/inbox"), Transport: tr}, mustConstant(t, rate))
+					res, err := recorded(ctx, plan)
 					if err != nil {
 						return nil, err
 					}

@@ -52,16 +52,20 @@ func TestCheckpointsMidRun(t *testing.T) {
 				})
 				var cps []*record.Result
 				var timelineAt []int // len(Timeline) when each was taken
-				res := mustRun(t, context.Background(), Plan{
-					Sleep: time.Sleep, // synctest: fake clock
-					Pacer: mustConstant(t, 100), Duration: 12 * time.Second, Warmup: time.Second, MaxInflight: 100,
+				res, err := recordedWith(context.Background(), Plan{Limits: Limits{Duration: 12 * time.Second, Warmup: time.Second, MaxInflight: 100},
+					Sleep:  time.Sleep, // synctest: fake clock
+					Pacer:  mustConstant(t, 100),
 					Source: newCycleSource(t, "http://sut.test/inbox", "Create", "Like", "Follow"), Transport: rt,
+				}, record.RecorderOptions{
 					CheckpointEvery: tc.every,
 					Checkpoint: func(r *record.Result) {
 						cps = append(cps, r)
 						timelineAt = append(timelineAt, len(r.Timeline))
 					},
 				})
+				if err != nil {
+					t.Fatal(err)
+				}
 				var at []int
 				for _, cp := range cps {
 					at = append(at, int(cp.Elapsed.Round(time.Second)/time.Second))
@@ -145,9 +149,10 @@ func TestKillHelperProcess(t *testing.T) {
 	}))
 	defer srv.Close()
 	file := record.NewRecordFile(out)
-	res, err := Run(context.Background(), Plan{
-		Pacer: mustConstant(t, 200), Duration: time.Minute, MaxInflight: 64,
+	res, err := recordedWith(context.Background(), Plan{Limits: Limits{Duration: time.Minute, MaxInflight: 64},
+		Pacer:  mustConstant(t, 200),
 		Source: newCycleSource(t, srv.URL+"/inbox", "Create", "Follow"), Transport: NewTransport(64, 0, nil),
+	}, record.RecorderOptions{
 		CheckpointEvery: time.Second,
 		Checkpoint: func(res *record.Result) {
 			rec, err := res.Record(record.Settings{Label: "killed"})

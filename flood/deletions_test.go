@@ -84,8 +84,8 @@ func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 				return answer(r, http.StatusAccepted, nil), nil
 			})
 			src, closeSrc := c.source(t, g)
-			_, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 5000), MaxSends: 160, Source: src, Transport: target,
-				Settled: g.Settled, Sleep: time.Sleep})
+			_, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 160}, Pacer: mustConstant(t, 5000), Source: src, Transport: target,
+				Sleep: time.Sleep}, Settle(g.Settled))
 			if err != nil {
 				t.Fatal(err)
 			}

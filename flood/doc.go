@@ -6,12 +6,14 @@
 //
 //   - Pacer (pacer.go): the schedule. Send n is due at start + Offset(n),
 //     never "send, wait, sleep"; constant rate or Poisson arrivals.
-//   - Source: prepared requests, already signed. Run only sends them.
+//   - Source: prepared requests, already signed. Run only sends them; a
+//     request's Token is the source's own bookkeeping (a Ticket, for the
+//     crowd's sources: ticket.go), which the engine hands back settled.
 //   - Activities (activity.go): the Generator draws Creates, Likes and
 //     Follows by a weighted Mix, senders uniform or Zipf, personas
 //     uniform; a Registrar records the Follows in the crowd's graph off
 //     the send path.
-//   - Outboxes (outbox.go): an OutboxFeed, a Plan.Settled consumer, hands
+//   - Outboxes (outbox.go): an OutboxFeed, a Settle hook, hands
 //     the Creates that left, in batches, to the crowd's outboxes (its
 //     admin API, or the world in this process).
 //   - Personas (personas.go): the targets, discovered by WebFinger and
@@ -23,25 +25,22 @@
 //     dispatcher), each a Source.
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
-//   - Run (engine.go): a dispatcher waits for each intended time and hands
-//     the send to a free worker slot; with MaxInflight slots busy the send
-//     is dropped and counted, never delayed. Latency is measured from the
-//     intended time (coordinated-omission corrected), service time from the
-//     actual send, lateness in between.
-//   - Recorders (metrics.go): HDR histograms per worker shard and
-//     activity type, merged at each one-second tick and at the end into
-//     flood/record's types.
+//   - Run (engine.go, sender.go): a dispatcher waits for each intended
+//     time and hands the send to a free worker slot; with MaxInflight
+//     slots busy the send is dropped and counted, never delayed. Times go
+//     from the intended time (latency, coordinated-omission corrected),
+//     from the actual send (service), and in between (lateness).
+//   - Collector (collector.go): what Run feeds every offer, answer and
+//     settlement, as vegeta's Attack feeds Metrics.Add. The record's
+//     record.Recorder (HDR histograms per worker shard and activity type,
+//     the timeline, checkpoints), the live metrics and the sources'
+//     bookkeeping (Settle) are collectors; Collectors joins them.
 //   - Ladder (ladder.go): rungs of rates stopping at the shoulder.
-//   - The checkpoint snapshot (checkpoint.go): a consistent Result of a
-//     run still going, for Plan.Checkpoint.
 //
-// What the engine measured leaves it in flood/record's types: a
-// record.Progress each second (Plan.Progress), a record.Result snapshot
-// every few seconds (Plan.Checkpoint) and the final record.Result from
-// Run. The engine imports flood/record, never the reverse; the record
-// (schema, Merge, Gates, Compare, checkpoint files, verdicts) and
-// flood/report (live line, tables, Markdown, HTML) leave the engine
-// through those values, as vegeta's Attack feeds Metrics.Add.
+// The engine imports flood/record, never the reverse: the collector's
+// values (record.Offer, Delivery, Outcome) are record's types, so the
+// record (schema, Merge, Gates, Compare, checkpoint files, verdicts) and
+// flood/report (live line, tables, Markdown, HTML) never need the engine.
 //
 // A command runs a flood like this (errors handled, flags parsed):
 //
@@ -50,14 +49,13 @@
 //	defer stop()
 //	pacer, err := flood.NewPacer(arrivals, rate, seed)
 //	live := report.NewLive(os.Stderr, isTerminal)
-//	res, err := flood.Run(ctx, flood.Plan{
-//		Pacer: pacer, Duration: seconds, Warmup: warmup,
-//		MaxInflight: maxInflight, Timeout: timeout,
-//		Source: source, Transport: flood.NewTransport(maxInflight, timeout, tlsConfig),
-//		Progress: live.Update,
-//	})                                                // ErrInvalidPlan: exit 2
+//	recorder := record.NewRecorder(record.RecorderOptions{Progress: live.Update})
+//	err = flood.Run(ctx, flood.Plan{
+//		Pacer: pacer, Source: source, Transport: flood.NewTransport(maxInflight, timeout, tlsConfig),
+//		Limits: flood.Limits{Duration: seconds, Warmup: warmup, MaxInflight: maxInflight, Timeout: timeout},
+//	}, recorder)                                     // ErrInvalidPlan: exit 2
 //	live.Done()
-//	rec, err := res.Record(record.Settings{Label: label, Arrivals: arrivals,
+//	rec, err := recorder.Result().Record(record.Settings{Label: label, Arrivals: arrivals,
 //		Mix: mix, Signing: signing, Target: target, Shard: shard})
 //	path, err := record.NewRecordFile("out/load").FinalWith(rec, rec) // also after Ctrl-C
 //	report.WriteTable(os.Stdout, rec)

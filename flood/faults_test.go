@@ -210,9 +210,9 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		}
 		return resp, err
 	})
-	res := mustRun(t, context.Background(), Plan{
-		Pacer: phasePacer{perPhase}, MaxSends: perPhase * int64(len(phases)), MaxInflight: 200,
-		Timeout: 500 * time.Millisecond, Source: src, Transport: counted,
+	res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: perPhase * int64(len(phases)), MaxInflight: 200, Timeout: 500 * time.Millisecond},
+		Pacer:  phasePacer{perPhase},
+		Source: src, Transport: counted,
 	})
 
 	o := res.Overall

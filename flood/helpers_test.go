@@ -94,13 +94,28 @@ func mustConstant(t testing.TB, rate float64) *ConstantPacer {
 	return p
 }
 
-func mustRun(t testing.TB, ctx context.Context, p Plan) *record.Result {
+func mustRun(t testing.TB, ctx context.Context, p Plan, also ...Collector) *record.Result {
 	t.Helper()
-	res, err := Run(ctx, p)
+	res, err := recorded(ctx, p, also...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// recorded runs p into a fresh record.Recorder, with also beside it, and
+// returns the Recorder's Result.
+func recorded(ctx context.Context, p Plan, also ...Collector) (*record.Result, error) {
+	return recordedWith(ctx, p, record.RecorderOptions{}, also...)
+}
+
+// recordedWith is recorded with the Recorder's options o.
+func recordedWith(ctx context.Context, p Plan, o record.RecorderOptions, also ...Collector) (*record.Result, error) {
+	rec := record.NewRecorder(o)
+	if err := Run(ctx, p, Collectors(append([]Collector{rec}, also...)...)); err != nil {
+		return nil, err
+	}
+	return rec.Result(), nil
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
@@ -173,3 +188,12 @@ func servePipe(t *testing.T, h http.Handler) *pipeListener {
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// settledFunc is a Collector that hears only the settlements.
+type settledFunc func(token any, o record.Outcome)
+
+func (f settledFunc) Begin(record.Schedule)               {}
+func (f settledFunc) Offered(record.Offer)                {}
+func (f settledFunc) Answered(int, *record.Delivery)      {}
+func (f settledFunc) Settled(token any, o record.Outcome) { f(token, o) }
+func (f settledFunc) End(record.Stop)                     {}

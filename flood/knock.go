@@ -4,7 +4,6 @@
 package flood
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -80,23 +79,28 @@ func NewKnocker(mode SignatureScheme, signer *signing.Signer) *Knocker {
 // Mode is the Knocker's --signature.
 func (k *Knocker) Mode() SignatureScheme { return k.mode }
 
-// Knock is what the sender needs to sign a prepared request again with
-// the other scheme (Prepared.Knock).
+// Knock is what it takes to sign a prepared request again with the other
+// scheme (Ticket.Knock).
 type Knock struct {
 	Scheme signing.Scheme // what the request is signed with now
 	Sender *actors.Actor  // who signed it
 	k      *Knocker
+	tried  signing.Scheme // what the first attempt went with; its sender's alone
 }
 
 // Prepare signs a draft as Prepare does, with the scheme the Knocker
-// picks for its host, and marks it for the sender (Prepared.Knock).
+// picks for its host, and marks its ticket (Ticket.Knock).
 func (k *Knocker) Prepare(d Draft) (*Prepared, error) {
 	scheme := k.firstScheme(d.URL.Host)
 	p, err := prepareScheme(k.signer, scheme, d)
-	if err != nil || p.Forgery != nil {
-		return p, err // a forgery is sent once, as forged: never knocked again
+	if err != nil {
+		return p, err
 	}
-	p.Knock = &Knock{Scheme: scheme, Sender: d.Sender, k: k}
+	t := TicketOf(p)
+	if t.Forgery != nil {
+		return p, nil // a forgery is sent once, as forged: never knocked again
+	}
+	t.Knock = &Knock{Scheme: scheme, Sender: d.Sender, k: k}
 	return p, nil
 }
 
@@ -147,26 +151,59 @@ func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.
 	return req.Header, nil
 }
 
-// knockSend sends p (which a Knocker signed) and returns its final answer:
-// the first attempt, signed again first when its host's scheme changed
-// since p was signed, and for SignatureBoth a second attempt with the
-// other scheme when the first was refused. measured says whether the send
-// counts in the record. The worker's GotConn offset stays the first
-// attempt's. A signature that cannot be made at send time (the same key
-// signed the request ahead, so only a broken Key fails) ends the send
-// with its error, which the record counts as a connection error.
-func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (status int, rl record.RateLimitSample, err error) {
-	n := p.Knock
+// attempt is the double knock as the engine asks it (Fallback): attempt 0
+// goes signed as p is, or signed again first when its host's scheme
+// changed since p was signed; for SignatureBoth, a refused first answer
+// (status) has attempt 1 signed with the other scheme, and a second
+// attempt answered 2xx has its host remembered with that scheme. measured
+// says whether the send counts in the record. A signature that cannot be
+// made at send time (the same key signed the request ahead, so only a
+// broken Key fails) ends the send with its error, which the record counts
+// as a connection error.
+func (n *Knock) attempt(p *Prepared, i, status int, measured bool) (http.Header, bool, error) {
+	k := n.k
+	switch i {
+	case 0:
+		return n.first(p, measured)
+	case 1:
+		if k.mode != SignatureBoth || !refused(status) {
+			return nil, false, nil
+		}
+		second := other(n.tried)
+		if measured {
+			k.triggers[status-400].Add(1)
+			if second == signing.SchemeCavage {
+				k.fellBack.Add(1)
+			} else {
+				k.fellForward.Add(1)
+			}
+		}
+		h, err := n.resign(p, second, measured)
+		return h, err == nil, err
+	}
+	if status >= 200 && status < 300 {
+		if measured {
+			k.second.Add(1)
+		}
+		k.hosts.Store(p.URL.Host, other(n.tried))
+	}
+	return nil, false, nil
+}
+
+// first is the header of the first attempt, counted by its scheme.
+func (n *Knock) first(p *Prepared, measured bool) (http.Header, bool, error) {
 	k := n.k
 	scheme, header := n.Scheme, p.Header
 	if k.mode == SignatureBoth {
 		if want := k.firstScheme(p.URL.Host); want != scheme {
+			var err error
 			if header, err = n.resign(p, want, measured); err != nil {
-				return 0, rl, err
+				return nil, false, err
 			}
 			scheme = want
 		}
 	}
+	n.tried = scheme
 	if measured {
 		if scheme == signing.SchemeRFC9421 {
 			k.firstRFC9421.Add(1)
@@ -174,34 +211,7 @@ func (w *worker) knockSend(ctx context.Context, p *Prepared, measured bool) (sta
 			k.firstCavage.Add(1)
 		}
 	}
-	status, rl, err = w.roundTrip(ctx, p, header)
-	if err != nil || k.mode != SignatureBoth || !refused(status) {
-		return status, rl, err
-	}
-	second := other(scheme)
-	if measured {
-		k.triggers[status-400].Add(1)
-		if second == signing.SchemeCavage {
-			k.fellBack.Add(1)
-		} else {
-			k.fellForward.Add(1)
-		}
-	}
-	first := w.gotConn.Load()
-	if header, err = n.resign(p, second, measured); err != nil {
-		return 0, rl, err
-	}
-	status, rl, err = w.roundTrip(ctx, p, header)
-	if first >= 0 {
-		w.gotConn.Store(first)
-	}
-	if err == nil && status >= 200 && status < 300 {
-		if measured {
-			k.second.Add(1)
-		}
-		k.hosts.Store(p.URL.Host, second)
-	}
-	return status, rl, err
+	return header, true, nil
 }
 
 // Signatures is the record's section: the counters so far.

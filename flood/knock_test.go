@@ -160,7 +160,7 @@ func TestDoubleKnock(t *testing.T) {
 					k.hosts.Store("sut.test", signing.SchemeCavage)
 				}
 				src := knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
-				res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 100), MaxSends: n, Source: src, Transport: sink.transport(t), MaxInflight: 64})
+				res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,7 +175,7 @@ func TestDoubleKnock(t *testing.T) {
 				// The host is remembered: a later flood knocks once, with the
 				// scheme that worked, whatever was in flight during the first.
 				src = knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
-				res, err = Run(context.Background(), Plan{Pacer: mustConstant(t, 100), MaxSends: n, Source: src, Transport: sink.transport(t), MaxInflight: 64})
+				res, err = recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -198,7 +198,7 @@ func TestDoubleKnockLatency(t *testing.T) {
 	const delay = 40 * time.Millisecond
 	sink := newSchemeSink(t, w, &schemeSink{refuse: signing.SchemeRFC9421, delay: delay})
 	k := NewKnocker(SignatureBoth, testSigner())
-	res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 5), MaxSends: 3,
+	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 3}, Pacer: mustConstant(t, 5),
 		Source: NewJIT(signedGenerator(t, w, nil), nil, k), Transport: sink.transport(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -157,7 +157,7 @@ func TestLadderEarlyEnds(t *testing.T) {
 
 func TestRungPlan(t *testing.T) {
 	l := &Ladder{Step: 20 * time.Second, Warmup: 5 * time.Second}
-	p := l.RungPlan(Plan{MaxSends: 7, MaxInflight: 9}, mustConstant(t, 300))
+	p := l.RungPlan(Plan{Limits: Limits{MaxSends: 7, MaxInflight: 9}}, mustConstant(t, 300))
 	if p.Duration != 25*time.Second || p.Warmup != 5*time.Second || p.MaxSends != 0 || p.MaxInflight != 9 || p.Pacer.Rate() != 300 {
 		t.Errorf("rung plan %+v", p)
 	}

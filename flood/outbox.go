@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // OutboxSink takes a batch of Creates the flood sent, in the order they
@@ -53,7 +54,7 @@ type OutboxFeedStats struct {
 	FirstError string
 }
 
-// OutboxFeed is a Plan.Settled consumer that puts in the crowd's outboxes
+// OutboxFeed is a Settle hook that puts in the crowd's outboxes
 // the Creates a run sent: a Create counts once it left (Delivery.Sent),
 // whatever the target answered; a draft dropped or never sent is never
 // fed. Settled only appends to a batch; one worker hands full batches (or,
@@ -61,12 +62,12 @@ type OutboxFeedStats struct {
 // so the outbox lists them newest first.
 type OutboxFeed = Feed[actors.SentNote]
 
-// Feed is a Plan.Settled consumer that hands the items pick finds in the
+// Feed is a Settle hook that hands the items pick finds in the
 // settled sends to a sink, in batches, off the send path (see OutboxFeed,
 // ChangeFeed).
 type Feed[T any] struct {
 	sink    func(context.Context, []T) error
-	pick    func(*Prepared, Delivery) (T, bool)
+	pick    func(*Ticket, record.Outcome) (T, bool)
 	opts    OutboxFeedOptions
 	ch      chan []T
 	done    chan struct{}
@@ -84,16 +85,16 @@ type Feed[T any] struct {
 
 // NewOutboxFeed starts the worker of an OutboxFeed feeding sink.
 func NewOutboxFeed(sink OutboxSink, o OutboxFeedOptions) *OutboxFeed {
-	return newFeed(sink, o, func(p *Prepared, d Delivery) (actors.SentNote, bool) {
-		if p.Outbox == nil || !d.Sent {
+	return newFeed(sink, o, func(t *Ticket, d record.Outcome) (actors.SentNote, bool) {
+		if t.Outbox == nil || !d.Sent {
 			return actors.SentNote{}, false
 		}
-		return *p.Outbox, true
+		return *t.Outbox, true
 	})
 }
 
 // newFeed starts the worker of a Feed.
-func newFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOptions, pick func(*Prepared, Delivery) (T, bool)) *Feed[T] {
+func newFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOptions, pick func(*Ticket, record.Outcome) (T, bool)) *Feed[T] {
 	if o.Batch <= 0 {
 		o.Batch = 1000
 	}
@@ -113,16 +114,16 @@ func newFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOptions, 
 	return f
 }
 
-// Settled is the feed's Plan.Settled hook; it never blocks on the sink.
-func (f *Feed[T]) Settled(p *Prepared, d Delivery) {
-	it, ok := f.pick(p, d)
+// Settled is the feed's Settle hook; it never blocks on the sink.
+func (f *Feed[T]) Settled(t *Ticket, d record.Outcome) {
+	it, ok := f.pick(t, d)
 	if !ok {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		f.fail(1, fmt.Errorf("feed closed before %s %s was fed", p.Type, p.URL))
+		f.fail(1, fmt.Errorf("feed closed before %s %s was fed", t.req.Type, t.req.URL))
 		return
 	}
 	if f.pending == nil {
@@ -221,14 +222,4 @@ func (f *Feed[T]) Close(ctx context.Context) OutboxFeedStats {
 	f.errMu.Lock()
 	defer f.errMu.Unlock()
 	return OutboxFeedStats{Fed: f.fed.Load(), Failed: f.failed.Load(), FirstError: f.firstErr}
-}
-
-// JoinSettled is one Plan.Settled hook that calls each of hooks in turn
-// (the generator's and an OutboxFeed's, say).
-func JoinSettled(hooks ...func(*Prepared, Delivery)) func(*Prepared, Delivery) {
-	return func(p *Prepared, d Delivery) {
-		for _, h := range hooks {
-			h(p, d)
-		}
-	}
 }

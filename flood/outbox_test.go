@@ -24,9 +24,7 @@ type createSource struct {
 
 func (s *createSource) Next(context.Context) (*Prepared, error) {
 	n := len(s.taken)
-	p := &Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{},
-		Body:   []byte(`{"type":"Create"}`),
-		Outbox: &actors.SentNote{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}
+	p := (&Ticket{Outbox: &actors.SentNote{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}).Attach(&Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{}, Body: []byte(`{"type":"Create"}`)})
 	s.taken = append(s.taken, p)
 	return p, nil
 }
@@ -54,20 +52,20 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 		src := &createSource{url: u}
 		var sent, unsent []string
 		var hmu sync.Mutex
-		heard := func(p *Prepared, d Delivery) {
+		heard := func(tk *Ticket, d record.Outcome) {
 			hmu.Lock()
 			defer hmu.Unlock()
 			if d.Sent {
-				sent = append(sent, p.Outbox.Note)
+				sent = append(sent, tk.Outbox.Note)
 			} else {
-				unsent = append(unsent, p.Outbox.Note)
+				unsent = append(unsent, tk.Outbox.Note)
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		time.AfterFunc(1005*time.Millisecond, cancel)
-		mustRun(t, ctx, Plan{Sleep: time.Sleep, Pacer: mustConstant(t, 100), Duration: 10 * time.Second, MaxInflight: 3,
-			Source: src, Transport: sut, Settled: JoinSettled(heard, feed.Settled)})
+		mustRun(t, ctx, Plan{Limits: Limits{Duration: 10 * time.Second, MaxInflight: 3}, Sleep: time.Sleep, Pacer: mustConstant(t, 100),
+			Source: src, Transport: sut}, Settle(heard, feed.Settled))
 		st := feed.Close(context.Background())
 
 		var fed []string
@@ -95,11 +93,11 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 func TestOutboxFeedCountsWhatTheSinkRefused(t *testing.T) {
 	feed := NewOutboxFeed(func(context.Context, []actors.SentNote) error { return errors.New("refused") },
 		OutboxFeedOptions{Batch: 2, Every: time.Hour})
-	p := &Prepared{Type: record.TypeCreate, Outbox: &actors.SentNote{Actor: "a", Note: "a/notes/1"}}
-	for _, d := range []Delivery{{Sent: true}, {Sent: true, Aborted: true}, {Sent: true, Class: record.ClassConnError}, {}} {
-		feed.Settled(p, d)
+	p := (&Ticket{Outbox: &actors.SentNote{Actor: "a", Note: "a/notes/1"}}).Attach(&Prepared{Type: record.TypeCreate})
+	for _, d := range []record.Outcome{{Sent: true}, {Sent: true, Aborted: true}, {Sent: true, Class: record.ClassConnError}, {}} {
+		feed.Settled(TicketOf(p), d)
 	}
-	feed.Settled(&Prepared{Type: record.TypeLike}, Delivery{Sent: true}) // not a Create: nothing to feed
+	feed.Settled(TicketOf((&Ticket{}).Attach(&Prepared{Type: record.TypeLike})), record.Outcome{Sent: true}) // not a Create: nothing to feed
 	st := feed.Close(context.Background())
 	if st.Fed != 0 || st.Failed != 3 || st.FirstError != "outbox: refused" {
 		t.Errorf("stats %+v, want 3 failed (the sent ones) with the sink's reason", st)

@@ -154,9 +154,9 @@ func TestEngineNoDrift(t *testing.T) {
 			return answer(req, 202, nil), nil
 		})
 		pacer := mustConstant(t, 1000)
-		res := mustRun(t, context.Background(), Plan{
-			Sleep: time.Sleep, // synctest: fake clock
-			Pacer: pacer, MaxSends: n, MaxInflight: 8,
+		res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 8},
+			Sleep:  time.Sleep, // synctest: fake clock
+			Pacer:  pacer,
 			Source: newCycleSource(t, "http://sut.test/inbox"), Transport: rt,
 		})
 		if !res.Start.Equal(start) {
@@ -192,9 +192,9 @@ func TestEngineNoDrift(t *testing.T) {
 func TestEnginePoissonOnSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, _ := NewPoissonPacer(500, 7)
-		res := mustRun(t, context.Background(), Plan{
-			Sleep: time.Sleep, // synctest: fake clock
-			Pacer: p, Duration: 20 * time.Second, MaxInflight: 16,
+		res := mustRun(t, context.Background(), Plan{Limits: Limits{Duration: 20 * time.Second, MaxInflight: 16},
+			Sleep:  time.Sleep, // synctest: fake clock
+			Pacer:  p,
 			Source: newCycleSource(t, "http://sut.test/inbox"),
 			Transport: rtFunc(func(req *http.Request) (*http.Response, error) {
 				return answer(req, 202, nil), nil

@@ -124,9 +124,9 @@ func TestRateLimitsRecorded(t *testing.T) {
 		tr := NewTransport(10, 0, nil)
 		tr.DialContext = sink.DialContext
 		defer tr.CloseIdleConnections()
-		res := mustRun(t, context.Background(), Plan{
-			Sleep: time.Sleep, // synctest: fake clock
-			Pacer: mustConstant(t, 100), Duration: 4 * time.Second, MaxInflight: 10,
+		res := mustRun(t, context.Background(), Plan{Limits: Limits{Duration: 4 * time.Second, MaxInflight: 10},
+			Sleep:  time.Sleep, // synctest: fake clock
+			Pacer:  mustConstant(t, 100),
 			Source: newCycleSource(t, "http://sink.test/inbox"), Transport: tr,
 		})
 		rec, err := res.Record(record.Settings{Label: "limits"})

@@ -43,7 +43,7 @@ func TestImpossibleRateReportsElapsed(t *testing.T) {
 		})
 		res := mustRun(t, context.Background(), Plan{
 			Sleep: time.Sleep, // synctest: fake clock
-			Pacer: mustConstant(t, 1e9), MaxSends: sends, MaxInflight: 100,
+			Pacer: mustConstant(t, 1e9), Limits: Limits{MaxSends: sends, MaxInflight: 100},
 			Source: src, Transport: tr})
 		rec := recordtest.MustRecord(t, res, record.Settings{Label: "impossible"})
 		t.Logf("elapsed %v, measured %.4fs, rates %+v, window %+v", res.Elapsed, rec.Measured, rec.Rates, rec.Window)

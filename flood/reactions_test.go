@@ -109,22 +109,22 @@ func firstKind(m record.Mix) int {
 func TestSettledKeepsOnlySentReactions(t *testing.T) {
 	for _, c := range []struct {
 		name     string
-		d        Delivery
+		d        record.Outcome
 		kept     bool // in the crowd's reactions
 		released bool // the pair may be drawn again
 	}{
 		// Answered 202: the SUT has it.
-		{"202", Delivery{Sent: true, Class: record.Class202}, true, false},
+		{"202", record.Outcome{Sent: true, Class: record.Class202}, true, false},
 		// Refused: not kept, and not drawn again (the SUT saw it).
-		{"500", Delivery{Sent: true, Class: record.ClassOther5xx}, false, false},
+		{"500", record.Outcome{Sent: true, Class: record.ClassOther5xx}, false, false},
 		// No answer in time: the SUT may have it; not drawn again.
-		{"timeout", Delivery{Sent: true, Class: record.ClassTimeout}, false, false},
+		{"timeout", record.Outcome{Sent: true, Class: record.ClassTimeout}, false, false},
 		// Refused connection: the SUT never got it.
-		{"connection refused", Delivery{Sent: true, Class: record.ClassConnError}, false, true},
+		{"connection refused", record.Outcome{Sent: true, Class: record.ClassConnError}, false, true},
 		// Interrupted in flight.
-		{"aborted", Delivery{Sent: true, Aborted: true}, false, true},
+		{"aborted", record.Outcome{Sent: true, Aborted: true}, false, true},
 		// Dropped (no free slot) or left in a buffer at the end.
-		{"never sent", Delivery{}, false, true},
+		{"never sent", record.Outcome{}, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := testWorld(t, 1, 1)
@@ -134,8 +134,8 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 			feed := NewReactionFeed(WorldReactions(w), OutboxFeedOptions{})
 			s := g.Stream()
 			d := mustDraft(t, s)
-			p := &Prepared{Type: d.Type, Vocab: d.Vocab}
-			JoinSettled(g.Settled, feed.Settled)(p, c.d)
+			p := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type})
+			Settle(g.Settled, feed.Settled).Settled(p.Token, c.d)
 			if st := feed.Close(context.Background()); st.Failed != 0 {
 				t.Fatalf("feed: %+v", st)
 			}
@@ -154,17 +154,17 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 		personas[0].Posts = personas[0].Posts[:1]
 		g := mustGenerator(t, GeneratorConfig{Senders: w.Origins[0].Persons(), Personas: personas, Mix: record.Mix{Like: 1}})
 		feed := NewReactionFeed(WorldReactions(w), OutboxFeedOptions{})
-		settle := JoinSettled(g.Settled, feed.Settled)
-		ok := Delivery{Sent: true, Class: record.Class202}
+		settle := Settle(g.Settled, feed.Settled).Settled
+		ok := record.Outcome{Sent: true, Class: record.Class202}
 		s := g.Stream()
 		like := mustDraft(t, s)
-		settle(&Prepared{Type: like.Type, Vocab: like.Vocab}, ok)
+		settle((&Ticket{Vocab: like.Vocab}).Attach(&Prepared{Type: like.Type}).Token, ok)
 		if d := mustDraft(t, s); d.Type != record.TypeCreate {
 			t.Fatalf("the pair taken: a %s, want a Create", d.Type)
 		}
 		undo := *like.Vocab.Reaction
 		undo.Undone = true
-		settle(&Prepared{Type: record.TypeUndo, Vocab: &VocabSent{Reaction: &undo}}, ok)
+		settle((&Ticket{Vocab: &VocabSent{Reaction: &undo}}).Attach(&Prepared{Type: record.TypeUndo}).Token, ok)
 		feed.Close(context.Background())
 		if d := mustDraft(t, s); d.Type != record.TypeLike {
 			t.Errorf("after the Undo: a %s, want the Like again", d.Type)
@@ -177,13 +177,13 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: record.Mix{Like: 1}})
 		for _, c := range []struct {
 			from record.ActivityKind
-			d    Delivery
+			d    record.Outcome
 		}{
-			{record.TypeLike, Delivery{}}, // never sent: not counted
-			{record.TypeLike, Delivery{Sent: true, Class: record.Class202}},
-			{record.TypeAnnounce, Delivery{Sent: true, Class: record.Class401}},
+			{record.TypeLike, record.Outcome{}}, // never sent: not counted
+			{record.TypeLike, record.Outcome{Sent: true, Class: record.Class202}},
+			{record.TypeAnnounce, record.Outcome{Sent: true, Class: record.Class401}},
 		} {
-			g.Settled(&Prepared{Type: record.TypeCreate, Vocab: &VocabSent{Note: true, DivertedFrom: c.from}}, c.d)
+			g.Settled(TicketOf((&Ticket{Vocab: &VocabSent{Note: true, DivertedFrom: c.from}}).Attach(&Prepared{Type: record.TypeCreate})), c.d)
 		}
 		if likes, boosts := g.ReactionsDiverted(); likes != 1 || boosts != 1 {
 			t.Errorf("ReactionsDiverted %d, %d; want 1 Like and 1 Announce", likes, boosts)
@@ -198,11 +198,11 @@ func TestUndoOfAReactionNamesIt(t *testing.T) {
 	g := mustGenerator(t, GeneratorConfig{Senders: w.Origins[0].Persons(), Personas: fakePersonas(1), Mix: record.Mix{Like: 1, Undo: 1},
 		Start: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)})
 	s := g.Stream()
-	ok := Delivery{Sent: true, Class: record.Class202}
+	ok := record.Outcome{Sent: true, Class: record.Class202}
 	var sent *actors.Reaction
 	for range 50 {
 		d := mustDraft(t, s)
-		g.Settled(&Prepared{Type: d.Type, Vocab: d.Vocab}, ok)
+		g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type})), ok)
 		switch {
 		case d.Type == record.TypeLike && sent == nil:
 			sent = d.Vocab.Reaction

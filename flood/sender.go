@@ -67,20 +67,20 @@ func NewTransport(maxInflight int, timeout time.Duration, tlsConfig *tls.Config)
 	}
 }
 
-// worker sends jobs one at a time. Each has its own recorder shard (shared
-// only when there are more workers than shards), its own reusable request
-// template and trace hooks, so the hot path takes no lock shared with other
-// workers except the job channel itself.
+// worker sends jobs one at a time, with its own reusable request template,
+// trace hooks and Delivery, so the hot path takes no lock shared with other
+// workers except the job channel itself (its index picks its collector's
+// shard).
 type worker struct {
 	e       *engine
-	rec     *recorder
+	index   int
 	ctx     context.Context // the run's context with this worker's trace hooks
 	base    http.Request
 	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
 }
 
 func (e *engine) startWorker() {
-	w := &worker{e: e, rec: e.recs[e.nworkers%len(e.recs)]}
+	w := &worker{e: e, index: e.nworkers}
 	// The trace is attached once: a worker makes one send at a time, and
 	// WithClientTrace per send would allocate (and compose with a caller's
 	// trace again each time).
@@ -89,14 +89,11 @@ func (e *engine) startWorker() {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		var o outcome
+		var d record.Delivery
 		for j := range e.jobs {
-			w.send(&j, &o)
-			w.rec.record(&o)
-			if e.p.Watch != nil {
-				e.p.Watch.Completed(o.completion())
-			}
-			e.settle(j.prep, Delivery{Sent: true, Aborted: o.aborted, Class: o.class, Status: o.status})
+			w.send(&j, &d)
+			e.c.Answered(w.index, &d)
+			e.c.Settled(j.prep.Token, record.Outcome{Sent: true, Aborted: d.Aborted, Class: d.Class, Status: d.Status})
 			e.inflight.Add(-1)
 		}
 	}()
@@ -106,61 +103,86 @@ func (w *worker) onGotConn(httptrace.GotConnInfo) {
 	w.gotConn.Store(int64(time.Since(w.e.start)))
 }
 
-// send makes one request and fills o. The actual send time is when the
+// send makes one request and fills d. The actual send time is when the
 // request got its connection (httptrace GotConn): waiting for a pooled
 // connection is lateness, not service time. A RoundTripper that never reports
 // GotConn is taken to send when it is called.
-func (w *worker) send(j *job, o *outcome) {
+func (w *worker) send(j *job, d *record.Delivery) {
 	e := w.e
 	p := j.prep
-	o.typ, o.measured, o.intended = j.typ, j.measured, j.intended
-	o.aborted, o.rl, o.class, o.status = false, record.RateLimitSample{}, record.ClassOther, 0
-	o.picked = time.Since(e.start)
+	*d = record.Delivery{Type: j.typ, Measured: j.measured, Method: p.Method, URL: p.URL, Intended: j.intended,
+		Class: record.ClassOther, SentBytes: int64(len(p.Body))}
+	d.Picked = time.Since(e.start)
 	w.gotConn.Store(-1)
 
 	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
-	if ready := p.ready(); ready != nil {
-		// Held until the crowd's state says what the request does (a
-		// Delete's object gone); a drafted-ahead one has long been.
-		select {
-		case <-ready:
-		case <-ctx.Done():
+	if h, ok := p.Token.(Holder); ok {
+		if ready := h.Hold(); ready != nil {
+			// Held until the crowd's state says what the request does (a
+			// Delete's object gone); a drafted-ahead one has long been.
+			select {
+			case <-ready:
+			case <-ctx.Done():
+			}
 		}
 	}
-	var status int
-	var rl record.RateLimitSample
-	var err error
-	if p.Knock != nil {
-		status, rl, err = w.knockSend(ctx, p, j.measured)
-	} else {
-		status, rl, err = w.roundTrip(ctx, p, p.Header)
-	}
-	o.done = time.Since(e.start)
+	status, err := w.attempts(ctx, p, d)
+	d.Done = time.Since(e.start)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 
 	if a := w.gotConn.Load(); a >= 0 {
-		o.actual = time.Duration(a)
+		d.Actual = time.Duration(a)
 	} else {
-		o.actual = o.picked
+		d.Actual = d.Picked
 	}
 	switch {
 	case err == nil:
-		o.class = record.ClassOfStatus(status)
-		o.status = status
-		o.rl = rl
+		d.Class = record.ClassOfStatus(status)
+		d.Status = status
 	case e.ctx.Err() != nil && !timedOut:
-		o.aborted = true
+		d.Aborted = true
 	case timedOut || isTimeout(err):
-		o.class = record.ClassTimeout
+		d.Class = record.ClassTimeout
 	default:
-		o.class = record.ClassConnError
+		d.Class = record.ClassConnError
 	}
 }
 
-// roundTrip sends p with header and drains the answer: its status and
-// what it said of the SUT's rate limit (Retry-After included).
-func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header) (status int, rl record.RateLimitSample, err error) {
+// attempts sends p, and again as long as its token's Fallback asks, and
+// returns the last answer's status. The GotConn offset stays the first
+// attempt's.
+func (w *worker) attempts(ctx context.Context, p *Prepared, d *record.Delivery) (status int, err error) {
+	fb, _ := p.Token.(Fallback)
+	header := p.Header
+	if fb != nil {
+		if header, _, err = fb.Attempt(p, 0, 0, d.Measured); err != nil {
+			return 0, err
+		}
+	}
+	first := int64(-1)
+	for n := 1; ; n++ {
+		d.Attempts = n
+		status, err = w.roundTrip(ctx, p, header, d)
+		if n == 1 {
+			first = w.gotConn.Load()
+		} else if first >= 0 {
+			w.gotConn.Store(first)
+		}
+		if err != nil || fb == nil {
+			return status, err
+		}
+		again := false
+		if header, again, err = fb.Attempt(p, n, status, d.Measured); err != nil || !again {
+			return status, err
+		}
+	}
+}
+
+// roundTrip sends p with header and drains the answer: its status, and
+// into d what it said of the SUT's rate limit (Retry-After included) and
+// its size.
+func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header, d *record.Delivery) (status int, err error) {
 	w.base = http.Request{
 		Method:     p.Method,
 		URL:        p.URL,
@@ -177,19 +199,20 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header)
 		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
 		w.base.ContentLength = int64(len(p.Body))
 	}
+	d.RateLimit, d.GotBytes = record.RateLimitSample{}, 0
 	req := w.base.WithContext(ctx)
 	resp, err := w.e.p.Transport.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
-		rl = parseRateLimit(resp.Header, time.Now)
+		d.RateLimit = parseRateLimit(resp.Header, time.Now)
 		if resp.Body != nil {
 			// Drain so the connection goes back to the keep-alive pool.
-			_, err = io.Copy(io.Discard, resp.Body)
+			d.GotBytes, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	}
 	w.base = http.Request{} // drop references to the send's data
-	return status, rl, err
+	return status, err
 }
 
 func isTimeout(err error) bool {

@@ -69,13 +69,13 @@ func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Pre
 	if err := signer.Sign(scheme, req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
-	p := &Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body, Diverted: d.Diverted,
-		Vocab: d.Vocab}
+	t := &Ticket{Diverted: d.Diverted, Vocab: d.Vocab}
+	p := t.Attach(&Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body})
 	switch d.Type {
 	case record.TypeFollow:
-		p.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+		t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 	case record.TypeCreate, record.TypeReply, record.TypeMedia:
-		p.Outbox = &actors.SentNote{Actor: d.Sender.ID, Note: d.Object}
+		t.Outbox = &actors.SentNote{Actor: d.Sender.ID, Note: d.Object}
 	}
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
@@ -311,9 +311,10 @@ func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error)
 func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error) {
 	p, err := prepareWith(signer, k, d)
 	if err != nil {
-		unsent := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}
+		t := &Ticket{Vocab: d.Vocab}
+		unsent := t.Attach(&Prepared{Type: d.Type, URL: d.URL})
 		if d.Type == record.TypeFollow && d.Forgery == nil {
-			unsent.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+			t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 		}
 		g.discard(unsent)
 	}

@@ -90,11 +90,11 @@ func TestPrepareSignsWhatAVerifierAccepts(t *testing.T) {
 		}
 		// A Create names its sender and note for the outbox, which the
 		// world takes as a note its actor sent; nothing else does.
-		if (p.Outbox != nil) != (p.Type == record.TypeCreate) {
-			t.Errorf("%s: outbox item %+v", p.Type, p.Outbox)
-		} else if p.Outbox != nil {
-			if err := WorldOutbox(w)(context.Background(), []actors.SentNote{*p.Outbox}); err != nil || *p.Outbox != (actors.SentNote{Actor: d.Sender.ID, Note: d.Object}) {
-				t.Errorf("outbox item %+v of %s: %v", p.Outbox, d.ID, err)
+		if (TicketOf(p).Outbox != nil) != (p.Type == record.TypeCreate) {
+			t.Errorf("%s: outbox item %+v", p.Type, TicketOf(p).Outbox)
+		} else if TicketOf(p).Outbox != nil {
+			if err := WorldOutbox(w)(context.Background(), []actors.SentNote{*TicketOf(p).Outbox}); err != nil || *TicketOf(p).Outbox != (actors.SentNote{Actor: d.Sender.ID, Note: d.Object}) {
+				t.Errorf("outbox item %+v of %s: %v", TicketOf(p).Outbox, d.ID, err)
 			}
 		}
 		// A tampered body no longer verifies: the Digest covers it.
@@ -188,7 +188,7 @@ func TestPipelineStarvationIsTheGenerators(t *testing.T) {
 	pl := NewPipeline(signedGenerator(t, w, nil), testSigner(), PipelineOptions{Buffer: 8})
 	defer pl.Close()
 	sink := rtFunc(func(r *http.Request) (*http.Response, error) { return answer(r, http.StatusAccepted, nil), nil })
-	res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 200000), MaxSends: 1000, Source: pl, Transport: sink,
+	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 1000}, Pacer: mustConstant(t, 200000), Source: pl, Transport: sink,
 		Sleep: time.Sleep})
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +348,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 			case SigningJIT:
 				src = NewJIT(g, testSigner(), nil)
 			}
-			res, err := Run(context.Background(), Plan{Pacer: mustConstant(t, 200), MaxSends: n, Source: src, Transport: tr, MaxInflight: 64})
+			res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 200), Source: src, Transport: tr})
 			if err != nil {
 				t.Fatal(err)
 			}

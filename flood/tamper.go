@@ -202,7 +202,7 @@ func markNote(act *actors.Activity, f *DraftForgery) {
 	}
 }
 
-// ForgeryMark names a forged request (Prepared.Forgery): its kind, and
+// ForgeryMark names a forged request (Ticket.Forgery): its kind, and
 // what the look-up for its effect looks for, and where.
 type ForgeryMark struct {
 	Kind     signing.Tamper
@@ -234,7 +234,7 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.Forgery = mark
+		TicketOf(p).Forgery = mark
 		return p, nil
 	}
 	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host, Body: http.NoBody}
@@ -249,7 +249,7 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 	if f.Kind == signing.TamperBody {
 		body = remark(body, d.Forgery.Marker)
 	}
-	p := &Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body, Forgery: mark}
+	p := (&Ticket{Forgery: mark}).Attach(&Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
 	}
@@ -309,25 +309,26 @@ type Forgeries struct {
 // NewForgeries returns an empty collector.
 func NewForgeries() *Forgeries { return &Forgeries{} }
 
-// Settled is a Plan.Settled hook: it counts each forged request by kind
-// and answer, and keeps honest requests answered 2xx to replay.
-func (f *Forgeries) Settled(p *Prepared, d Delivery) {
+// Settled is a Settle hook: it counts each forged request by kind and
+// answer, and keeps honest requests answered 2xx to replay.
+func (f *Forgeries) Settled(t *Ticket, d record.Outcome) {
 	if !d.Sent || d.Aborted {
 		return
 	}
-	if p.Forgery == nil && d.Class.OK() {
+	p := t.req
+	if t.Forgery == nil && d.Class.OK() {
 		f.accepted2xx(p)
 	}
-	if p.Forgery == nil && d.Class != record.Class401 && !(d.Class.OK() && (f.refused.Load() || f.replayed.Load())) {
+	if t.Forgery == nil && d.Class != record.Class401 && !(d.Class.OK() && (f.refused.Load() || f.replayed.Load())) {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if p.Forgery == nil {
+	if t.Forgery == nil {
 		f.keyAnswer(p, d.Class)
 		// A request knocked twice may have been accepted with other
 		// headers than its own: only one sent as signed is replayed.
-		if d.Class.OK() && f.replayed.Load() && (p.Knock == nil || p.Knock.k.mode != SignatureBoth) {
+		if d.Class.OK() && f.replayed.Load() && (t.Knock == nil || t.Knock.k.mode != SignatureBoth) {
 			if len(f.accepted) < replayRing {
 				f.accepted = append(f.accepted, p)
 			} else {
@@ -338,9 +339,9 @@ func (f *Forgeries) Settled(p *Prepared, d Delivery) {
 		return
 	}
 	listed := len(f.sec.Findings)
-	f.sec.Add(string(p.Forgery.Kind), p.Forgery.Activity, p.URL.String(), d.Class, d.Status)
+	f.sec.Add(string(t.Forgery.Kind), t.Forgery.Activity, p.URL.String(), d.Class, d.Status)
 	if len(f.sec.Findings) > listed {
-		f.marks = append(f.marks, *p.Forgery)
+		f.marks = append(f.marks, *t.Forgery)
 	}
 }
 
@@ -387,20 +388,24 @@ func (f *Forgeries) Source(in Source) Source {
 	f.replayed.Store(true)
 	return SourceFunc(func(ctx context.Context) (*Prepared, error) {
 		p, err := in.Next(ctx)
-		if err != nil || p.Forgery == nil || p.Forgery.Kind != signing.TamperReplay {
+		if err != nil {
 			return p, err
+		}
+		t := TicketOf(p)
+		if t == nil || t.Forgery == nil || t.Forgery.Kind != signing.TamperReplay {
+			return p, nil
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if len(f.accepted) == 0 {
 			f.sec.ReplaysUnready++
-			honest := *p
-			honest.Forgery = nil
-			return &honest, nil
+			honest, ht := *p, *t
+			ht.Forgery = nil
+			return ht.Attach(&honest), nil
 		}
 		last := f.accepted[(f.next+len(f.accepted)-1)%len(f.accepted)]
-		return &Prepared{Type: KindForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body,
-			Forgery: &ForgeryMark{Kind: signing.TamperReplay, Activity: activityID(last.Body)}}, nil
+		replay := &Ticket{Forgery: &ForgeryMark{Kind: signing.TamperReplay, Activity: activityID(last.Body)}}
+		return replay.Attach(&Prepared{Type: KindForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body}), nil
 	})
 }
 
@@ -435,11 +440,15 @@ func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
 // was signed with, "" for a double knock (--signature both), whose final
 // attempt may have gone out in the other scheme.
 func schemeOf(p *Prepared) signing.Scheme {
+	var n *Knock
+	if t := TicketOf(p); t != nil {
+		n = t.Knock
+	}
 	switch {
-	case p.Knock != nil && p.Knock.k.mode == SignatureBoth:
+	case n != nil && n.k.mode == SignatureBoth:
 		return ""
-	case p.Knock != nil:
-		return p.Knock.Scheme
+	case n != nil:
+		return n.Scheme
 	case len(p.Header["Signature-Input"]) > 0: // canonical, as the signer sets it
 		return signing.SchemeRFC9421
 	}

@@ -127,8 +127,8 @@ func forgeryRun(t *testing.T, w *actors.World, sink string, scheme SignatureSche
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: 240, Transport: NewTransport(8, 0, nil), MaxInflight: 8,
-		Source: forg.Source(src), Settled: JoinSettled(gen.Settled, forg.Settled)})
+	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 240, MaxInflight: 8}, Pacer: pacer, Transport: NewTransport(8, 0, nil),
+		Source: forg.Source(src)}, Settle(gen.Settled, forg.Settled))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +359,8 @@ func floodRefusing(t *testing.T, w *actors.World, source func(*Generator, *signi
 	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
 	forg := NewForgeries()
 	pacer, _ := NewPacer(ArrivalsConstant, 100, 1)
-	res, err := Run(context.Background(), Plan{Pacer: pacer, MaxSends: sends, Transport: NewTransport(1, 0, nil), MaxInflight: 1,
-		Source: source(gen, signer), Settled: forg.Settled})
+	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: sends, MaxInflight: 1}, Pacer: pacer, Transport: NewTransport(1, 0, nil),
+		Source: source(gen, signer)}, Settle(forg.Settled))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestForgeryMarkers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := p.Forgery
+				m := TicketOf(p).Forgery
 				if m == nil || m.Marker == "" || seen[m.Marker] {
 					t.Fatalf("mark %+v: none, or a marker drawn twice", m)
 				}

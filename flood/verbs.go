@@ -399,15 +399,6 @@ func (g *Generator) deletion(it actors.Change, forged bool) *VocabSent {
 	return v
 }
 
-// ready is what must close before p may leave (a Delete's object recorded
-// deleted: Deletions), or nil when nothing holds it.
-func (p *Prepared) ready() <-chan struct{} {
-	if p.Vocab == nil {
-		return nil
-	}
-	return p.Vocab.gone
-}
-
 // noteToChange draws, half of the time, a note the run sent with pick.
 func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem, bool) {
 	if s.r.IntN(2) == 0 {
@@ -418,8 +409,8 @@ func (s *Stream) noteToChange(pick func(*rand.Rand) (sentItem, bool)) (sentItem,
 
 // settleVocab keeps what a send answered 2xx left for later verbs, and
 // hands its unfollow on (its change is a ChangeFeed's).
-func (g *Generator) settleVocab(p *Prepared, d Delivery) {
-	v := p.Vocab
+func (g *Generator) settleVocab(t *Ticket, d record.Outcome) {
+	v := t.Vocab
 	if v != nil && d.Sent {
 		g.countDiverted(v)
 	}
@@ -435,7 +426,7 @@ func (g *Generator) settleVocab(p *Prepared, d Delivery) {
 	if v.Reaction != nil && v.Reaction.Undone {
 		g.freeReaction(*v.Reaction) // undone: the pair may react again
 	}
-	it := sentItem{kind: p.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id, reaction: v.Reaction}
+	it := sentItem{kind: t.req.Type, sender: v.sender, persona: v.persona, url: v.url, id: v.id, reaction: v.Reaction}
 	switch {
 	case v.Note:
 		g.vocab.notes.add(it)
@@ -482,7 +473,7 @@ func WorldReactions(w *actors.World) ReactionSink {
 	return func(_ context.Context, items []actors.Reaction) error { return w.RecordReactions(items) }
 }
 
-// ReactionFeed is a Plan.Settled consumer that records in the crowd the
+// ReactionFeed is a Settle hook that records in the crowd the
 // Likes and Announces of personas' posts a run sent, and their Undos, once
 // the target answered them 2xx, in batches (one journal write a second at
 // most): only what was sent is kept.
@@ -499,12 +490,12 @@ func newVocabFeed[T any](sink func(context.Context, []T) error, o OutboxFeedOpti
 	if o.What == "" {
 		o.What = what
 	}
-	return newFeed(sink, o, func(p *Prepared, d Delivery) (T, bool) {
+	return newFeed(sink, o, func(t *Ticket, d record.Outcome) (T, bool) {
 		var zero T
-		if p.Vocab == nil || !d.Sent || d.Aborted || !d.Class.OK() {
+		if t.Vocab == nil || !d.Sent || d.Aborted || !d.Class.OK() {
 			return zero, false
 		}
-		if x := pick(p.Vocab); x != nil {
+		if x := pick(t.Vocab); x != nil {
 			return *x, true
 		}
 		return zero, false
@@ -533,7 +524,7 @@ func WorldChanges(w *actors.World) ChangeSink {
 	return func(_ context.Context, items []actors.Change) error { return w.RecordChanges(items) }
 }
 
-// ChangeFeed is a Plan.Settled consumer that records in the crowd the
+// ChangeFeed is a Settle hook that records in the crowd the
 // edits a run's Updates made, once the target answered them 2xx, in
 // batches (one journal write a second at most). Deletions are recorded
 // earlier, when drafted (Deletions).

@@ -44,16 +44,16 @@ func BenchmarkVerbs(b *testing.B) {
 				s := g.Stream()
 				only := func(kind record.ActivityKind) { g.cum, g.kinds = []float64{1}, []record.ActivityKind{kind} }
 				settle := func(d Draft) {
-					p, dl := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, Delivery{Sent: true, Class: record.Class202}
+					p, dl := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
 					switch {
 					case d.Type == record.TypeFollow:
 						// Never left: the pair may follow again.
-						p.Follow, dl = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, Delivery{}
+						TicketOf(p).Follow, dl = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, record.Outcome{}
 					case d.Type == k.Kind && (k.Kind == record.TypeLike || k.Kind == record.TypeAnnounce):
 						// Never left: the sender may react to the post again.
-						dl = Delivery{}
+						dl = record.Outcome{}
 					}
-					g.Settled(p, dl)
+					g.Settled(TicketOf(p), dl)
 				}
 				feeder, fed := verbFeeders[k.Kind]
 				b.ReportAllocs()

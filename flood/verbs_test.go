@@ -50,10 +50,10 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 		kinds[d.Type]++
 		act := checkActsOnSent(t, w, d, sent, notes, &deleted)
 		checkServed(t, w, d, act.actor)
-		p := &Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab, Body: d.Body}
-		dl := Delivery{Sent: true, Class: record.Class202}
-		g.Settled(p, dl)
-		feed.Settled(p, dl)
+		p := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL, Body: d.Body})
+		dl := record.Outcome{Sent: true, Class: record.Class202}
+		g.Settled(TicketOf(p), dl)
+		feed.Settled(TicketOf(p), dl)
 		sent[d.ID] = act
 		if d.Vocab != nil && d.Vocab.Note {
 			notes[d.Object] = d.URL.String()
@@ -193,11 +193,11 @@ func TestUndoWithNothingToUndoIsAnAnnounce(t *testing.T) {
 	if d.Type != record.TypeAnnounce || d.Vocab == nil || !d.Vocab.UndoDiverted {
 		t.Fatalf("draft %s %+v, want an Announce in place of the Undo", d.Type, d.Vocab)
 	}
-	g.Settled(&Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, Delivery{})
+	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL})), record.Outcome{})
 	if g.UndosDiverted() != 0 {
 		t.Error("a draft never sent is counted")
 	}
-	g.Settled(&Prepared{Type: d.Type, URL: d.URL, Vocab: d.Vocab}, Delivery{Sent: true, Class: record.Class202})
+	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL})), record.Outcome{Sent: true, Class: record.Class202})
 	if g.UndosDiverted() != 1 {
 		t.Errorf("UndosDiverted = %d, want 1", g.UndosDiverted())
 	}

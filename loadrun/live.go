@@ -103,15 +103,15 @@ func newLive(ctx context.Context, c LiveMetricsConfig) (*live, error) {
 	return l, nil
 }
 
-// watch wires the live metrics into plan at rate: every send, every tick
-// (after tick, the live line), every checkpoint's verdict (after cp).
-func (l *live) watch(plan *flood.Plan, rate float64, tick func(record.Progress)) {
+// watch readies the live metrics for a run at rate: the collector that
+// hears its every send, and its once-a-second progress (after tick, the
+// live line).
+func (l *live) watch(rate float64, tick func(record.Progress)) (flood.Collector, func(record.Progress)) {
 	l.m.SetRate(rate)
 	l.mu.Lock()
 	l.rate, l.verdict = rate, nil
 	l.mu.Unlock()
-	plan.Watch = l.m
-	plan.Progress = func(p record.Progress) {
+	return l.m, func(p record.Progress) {
 		tick(p)
 		l.m.Progress(p)
 		l.queue(p)
@@ -265,14 +265,14 @@ func StartLiveMetrics(ctx context.Context, c LiveMetricsConfig) (*LiveMetrics, e
 	return &LiveMetrics{l: l}, nil
 }
 
-// Watch wires the metrics into plan at its pacer's rate, after plan's own
-// Progress (the live line's, in a run).
-func (m *LiveMetrics) Watch(plan *flood.Plan) {
-	tick := plan.Progress
+// Watch readies the metrics for a run at rate: the collector to feed
+// (beside the run's record.Recorder) and the progress to give that
+// Recorder, which calls tick (nil: none) first.
+func (m *LiveMetrics) Watch(rate float64, tick func(record.Progress)) (flood.Collector, func(record.Progress)) {
 	if tick == nil {
 		tick = func(record.Progress) {}
 	}
-	m.l.watch(plan, plan.Pacer.Rate(), tick)
+	return m.l.watch(rate, tick)
 }
 
 // Addr is where /metrics is served ("" when it is not).

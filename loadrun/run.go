@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -44,13 +45,8 @@ func Run(ctx context.Context, c Config) error {
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
 	r.knock = flood.NewKnocker(p.scheme, r.signer)
-	if p.audience != nil {
-		obs := newAudience(p.audience, c, c.Log.Named("audience"))
-		obs.boosts = p.mix.Announce > 0
-		r.obs = obs
-		if err := r.obs.Setup(ctx, Setup{Env: env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: c.UserAgent}); err != nil {
-			return err
-		}
+	if err := r.setupAudience(ctx); err != nil {
+		return err
 	}
 	personas, target, err := r.targets(ctx)
 	if err != nil {
@@ -65,10 +61,7 @@ func Run(ctx context.Context, c Config) error {
 	r.trimPosts(personas)
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
-	r.seed = c.Seed
-	if r.seed == 0 {
-		r.seed = freshSeed()
-	}
+	r.seed = cmp.Or(c.Seed, freshSeed())
 	fmt.Fprintf(c.Stderr, "seed %d (--seed %d replays the draws)\n", r.seed, r.seed)
 	reg := flood.NewRegistrar(env.Register, flood.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
 	defer r.closeRegistrar(reg)
@@ -82,11 +75,7 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer r.warnDiverted()
-	tr := flood.NewTransport(c.MaxInflight, c.Timeout, r.tls)
-	tr.DialContext = r.guard.DialContext
-	sending := fromOrigins(tr, env.Plan)
-	defer sending.CloseIdleConnections()
-	r.transport = sending
+	defer r.dial()()
 	logPlan(c.Log, env.Plan, env.World.Config.Shard.I)
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
@@ -109,6 +98,28 @@ func Run(ctx context.Context, c Config) error {
 		return r.ladder(ctx)
 	}
 	return r.single(ctx)
+}
+
+// setupAudience sets the observer up, when the run has an audience.
+func (r *runner) setupAudience(ctx context.Context) error {
+	if r.p.audience == nil {
+		return nil
+	}
+	obs := newAudience(r.p.audience, r.c, r.log.Named("audience"))
+	obs.boosts = r.p.mix.Announce > 0
+	r.obs = obs
+	return r.obs.Setup(ctx, Setup{Env: r.env, Guard: r.guard, Client: r.client(30*time.Second, 64), UserAgent: r.c.UserAgent})
+}
+
+// dial makes the flood's transport: a keep-alive pool sized to the run,
+// its dials guarded and routed by the origins' addresses. The function
+// returned closes its idle connections.
+func (r *runner) dial() func() {
+	tr := flood.NewTransport(r.c.MaxInflight, r.c.Timeout, r.tls)
+	tr.DialContext = r.guard.DialContext
+	sending := fromOrigins(tr, r.env.Plan)
+	r.transport = sending
+	return sending.CloseIdleConnections
 }
 
 // queueSize is the registrar's queue. Follows are registered off the send

@@ -18,33 +18,30 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// runner carries a run from its environment to its records.
+// runner carries a run from its environment to its records; its ledger
+// keeps the crowd's bookkeeping.
 type runner struct {
-	c         Config
-	p         *plan
-	log       *zap.Logger
-	env       *Environment
+	c   Config
+	p   *plan
+	log *zap.Logger
+	env *Environment
+	sending
+	ledger
+	obs      Observer // nil: none
+	settings record.Settings
+	file     *record.RecordFile // the current run's record: checkpoints, then the final write
+	live     *live              // the live metrics (nil: neither served nor pushed)
+}
+
+// sending is how the flood reaches the SUT: the guard on its dials, the
+// TLS it trusts, the signer, the transport, and the source every run
+// shares.
+type sending struct {
 	guard     *flood.Guard
 	tls       *tls.Config
 	signer    *signing.Signer
-	knock     *flood.Knocker // signs with --signature's scheme and counts the double knocks
-	knocked   record.Signatures
-	obs       Observer // nil: none
-	gen       *flood.Generator
-	feed      *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
-	vocab     *vocabRun         // records the edits, deletions and undone Follows
 	transport http.RoundTripper
 	shared    flood.Source // pipeline or jit; nil for presign (a source per run)
-	seed      uint64       // the draws' seed, in every record
-	diverted  int64        // gen.FollowsDiverted() when the current run began
-	undos     int64        // gen.UndosDiverted() when the current run began
-	likes     int64        // the Likes of gen.ReactionsDiverted() when the current run began
-	boosts    int64        // its Announces
-	settings  record.Settings
-	file      *record.RecordFile // the current run's record: checkpoints, then the final write
-	live      *live              // the live metrics (nil: neither served nor pushed)
-	forg      *flood.Forgeries   // what the SUT's verification made of the run: forgeries, keys refused
-	boosters  *record.Boosters   // the personas' follows of the boosters before the flood (nil: none)
 }
 
 // source returns the run's Source: the shared one, or n freshly presigned
@@ -74,15 +71,15 @@ func closeSource(src flood.Source) {
 }
 
 // run runs one plan with a live line and returns its record. Checkpoints
-// (every flood.DefaultCheckpointEvery) go where the final record will, so
+// (every record.DefaultCheckpointEvery) go where the final record will, so
 // a flood killed with SIGKILL leaves a partial record.
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
-	live := report.NewLive(r.c.Stderr, r.c.Live)
-	plan.Progress = live.Update
+	line := report.NewLive(r.c.Stderr, r.c.Live)
+	var watch flood.Collector
+	progress := line.Update
 	if r.live != nil {
-		r.live.watch(&plan, plan.Pacer.Rate(), live.Update)
+		watch, progress = r.live.watch(plan.Pacer.Rate(), line.Update)
 	}
-	plan.Settled = flood.JoinSettled(r.gen.Settled, r.feed.Settled, r.vocab.changes.Settled, r.vocab.reactions.Settled, r.forg.Settled)
 	if r.p.forging() {
 		plan.Source = r.forg.Source(plan.Source)
 	}
@@ -90,34 +87,20 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	plan.Transport = r.transport
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout
-	file := record.NewRecordFile(r.c.Out)
-	r.file = file
-	r.diverted, r.undos = r.gen.FollowsDiverted(), r.gen.UndosDiverted()
-	r.likes, r.boosts = r.gen.ReactionsDiverted()
-	r.knocked = r.knock.Signatures()
-	plan.Checkpoint = func(res *record.Result) {
-		rec, err := r.record(res, s)
-		if err == nil {
-			if r.live != nil {
-				r.live.checkpoint(rec, res.Elapsed)
-			}
-			err = file.Checkpoint(rec)
-		}
-		if err != nil {
-			r.log.Warn("checkpoint of the record", zap.String("out", r.c.Out), zap.Error(err))
-		}
-	}
+	r.file = record.NewRecordFile(r.c.Out)
+	recorder := record.NewRecorder(record.RecorderOptions{Progress: progress, Checkpoint: r.checkpointer(s)})
 	fetch := r.openFetchback(ctx, s.Label)
 	if r.live != nil {
 		r.live.fetchback(fetch)
 	}
-	res, err := flood.Run(ctx, plan)
+	err := flood.Run(ctx, plan, flood.Collectors(recorder, watch, &r.ledger))
 	ended := time.Now()
-	live.Done()
+	line.Done()
 	if err != nil {
 		fetch.finish(ctx, nil)
 		return nil, usage(err)
 	}
+	res := recorder.Result()
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
 	}
@@ -131,29 +114,31 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	return rec, err
 }
 
-// record is res's record with what the flood knows beyond the engine: the
-// seed, what the run changed from what was asked (the Follows it sent
-// as Creates since it began, the personas without posts), and the
-// signatures it sent since it began.
+// checkpointer writes each checkpoint of the current run where its
+// record will go, and gives the live metrics its verdict.
+func (r *runner) checkpointer(s record.Settings) func(*record.Result) {
+	file := r.file
+	return func(res *record.Result) {
+		rec, err := r.record(res, s)
+		if err == nil {
+			if r.live != nil {
+				r.live.checkpoint(rec, res.Elapsed)
+			}
+			err = file.Checkpoint(rec)
+		}
+		if err != nil {
+			r.log.Warn("checkpoint of the record", zap.String("out", r.c.Out), zap.Error(err))
+		}
+	}
+}
+
+// record is res's record with what the ledger adds.
 func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, error) {
 	rec, err := res.Record(s)
 	if err != nil {
 		return nil, err
 	}
-	for i := range rec.Parts {
-		rec.Parts[i].Seed = r.seed
-		rec.Parts[i].SigningBackend = r.env.World.Backend().Name()
-	}
-	likes, boosts := r.gen.ReactionsDiverted()
-	rec.Deviations = record.Deviations{FollowsDiverted: r.gen.FollowsDiverted() - r.diverted, UndosDiverted: r.gen.UndosDiverted() - r.undos,
-		LikesDiverted: likes - r.likes, AnnouncesDiverted: boosts - r.boosts, PersonasWithoutPosts: r.gen.PersonasWithoutPosts()}
-	sig := r.knock.Signatures().Sub(r.knocked)
-	rec.Signatures = &sig
-	rec.Security = r.forg.Snapshot()
-	if r.boosters != nil {
-		b := *r.boosters
-		rec.Boosters = &b
-	}
+	r.fill(rec, r.env.World.Backend().Name())
 	return rec, nil
 }
 
@@ -193,7 +178,7 @@ func (r *runner) single(ctx context.Context) error {
 		return r.interrupted(ctx, err)
 	}
 	defer closeSource(src)
-	rec, add, err := r.observed(ctx, flood.Plan{Pacer: pacer, Duration: window, MaxSends: c.MaxSends, Warmup: c.Warmup, Source: src})
+	rec, add, err := r.observed(ctx, flood.Plan{Limits: flood.Limits{Duration: window, MaxSends: c.MaxSends, Warmup: c.Warmup}, Pacer: pacer, Source: src})
 	if rec == nil {
 		return err
 	}

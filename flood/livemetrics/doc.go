@@ -1,5 +1,6 @@
 // Package livemetrics exposes a running flood as Prometheus metrics: it is a
-// flood.Watch (every send, as the engine files it) and a Progress sink (the
+// flood.Collector (every send, as the engine offers and answers it) and a
+// Progress sink (the
 // once-a-second tick), recording into its own prometheus.Registry (never the
 // global one), which a flood serves on --metrics-addr and pushes to the
 // attached crowd serve's admin API (Push), so one scrape target shows the

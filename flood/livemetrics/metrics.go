@@ -11,7 +11,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -145,8 +144,11 @@ func (m *Metrics) series(t string) *typeSeries {
 	return got.(*typeSeries)
 }
 
-// Offered counts one offered send of the measured window (flood.Watch).
-func (m *Metrics) Offered(o flood.Offer) {
+// Begin sets the rate the run offers (flood.Collector).
+func (m *Metrics) Begin(s record.Schedule) { m.SetRate(s.Rate) }
+
+// Offered counts one offered send of the measured window (flood.Collector).
+func (m *Metrics) Offered(o record.Offer) {
 	if !o.Measured {
 		return
 	}
@@ -164,31 +166,37 @@ func (m *Metrics) Offered(o flood.Offer) {
 
 // Completed files one completed send of the measured window as the record
 // does (record.Stats.Observe): latency and service of answered sends,
-// lateness of every completed one (flood.Watch).
-func (m *Metrics) Completed(c flood.Completion) {
-	if !c.Measured {
+// lateness of every completed one (flood.Collector).
+func (m *Metrics) Answered(_ int, d *record.Delivery) {
+	if !d.Measured {
 		return
 	}
-	s := m.series(c.Type)
-	if c.Aborted {
+	s := m.series(d.Type)
+	if d.Aborted {
 		s.aborted.Inc()
 		return
 	}
-	s.classes[c.Class].Inc()
-	if c.RetryAfter {
+	s.classes[d.Class].Inc()
+	if d.RetryAfter() {
 		s.retryAfter.Inc()
 	}
-	s.lateness.Observe(seconds(c.Lateness))
-	if c.Class.Answered() {
-		s.latency.Observe(seconds(c.Latency))
-		s.service.Observe(seconds(c.Service))
+	s.lateness.Observe(seconds(d.Lateness()))
+	if d.Class.Answered() {
+		s.latency.Observe(seconds(d.Latency()))
+		s.service.Observe(seconds(d.Service()))
 	}
 }
+
+// Settled is nothing to the metrics: the answer was counted.
+func (m *Metrics) Settled(any, record.Outcome) {}
+
+// End is nothing to the metrics: the last Progress has the end.
+func (m *Metrics) End(record.Stop) {}
 
 // seconds is d in seconds at the record's microsecond resolution.
 func seconds(d time.Duration) float64 { return float64(d/time.Microsecond) / 1e6 }
 
-// Progress takes the engine's once-a-second report (Plan.Progress).
+// Progress takes the engine's once-a-second report (record.RecorderOptions.Progress).
 func (m *Metrics) Progress(p record.Progress) {
 	m.inflight.Set(float64(p.Inflight))
 	m.elapsed.Set(p.Elapsed.Seconds())
@@ -219,8 +227,6 @@ func (m *Metrics) Encode() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
-
-var _ flood.Watch = (*Metrics)(nil)
 
 // Classes is the measured window's status tally so far, by class key,
 // summed over the activity types (classes never seen are left out).

@@ -89,11 +89,13 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := livemetrics.New(livemetrics.Options{Labels: livemetrics.Labels{Label: "t", Seed: "1"}})
-	res, err := flood.Run(context.Background(), flood.Plan{Pacer: pacer, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond,
-		MaxInflight: 4, Source: src, Transport: flood.NewTransport(4, 0, nil), Watch: m, Progress: m.Progress})
+	rec := record.NewRecorder(record.RecorderOptions{Progress: m.Progress})
+	err = flood.Run(context.Background(), flood.Plan{Limits: flood.Limits{Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, MaxInflight: 4}, Pacer: pacer,
+		Source: src, Transport: flood.NewTransport(4, 0, nil)}, flood.Collectors(rec, m))
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := rec.Result()
 	got := series(t, m)
 	if res.WarmupCounts.Offered == 0 || res.Overall.Counts.Dropped == 0 {
 		t.Fatalf("the run must have a warm-up and drops to show they are counted right: %+v warm-up %+v", res.Overall.Counts, res.WarmupCounts)
@@ -132,8 +134,8 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 // same families (the serve reads pushes with expfmt).
 func TestEncodeIsDelimitedProtobuf(t *testing.T) {
 	m := livemetrics.New(livemetrics.Options{})
-	m.Offered(flood.Offer{Type: "Create", Measured: true})
-	m.Completed(flood.Completion{Type: "Create", Measured: true, Class: record.Class202, Latency: time.Millisecond})
+	m.Offered(record.Offer{Type: "Create", Measured: true})
+	m.Answered(0, &record.Delivery{Type: "Create", Measured: true, Class: record.Class202, Done: time.Millisecond})
 	b, err := m.Encode()
 	if err != nil || len(b) == 0 {
 		t.Fatalf("Encode: %d bytes, %v", len(b), err)

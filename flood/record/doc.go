@@ -8,9 +8,10 @@
 // directory (RecordFile: its checkpoints and final record, the runs.md row).
 //
 // The direction of the knot: the engine (package flood) imports record and
-// hands its results out in record's types (Plan.Progress receives a
-// Progress each second, Plan.Checkpoint a Result snapshot, Run returns the
-// final Result); record never imports the engine, so the record, its gates
+// feeds its collector record's types (Offer, Delivery, Outcome: sends.go);
+// the Recorder is that collector for the record (a Progress each second, a
+// Result snapshot each checkpoint, the final Result after End). record
+// never imports the engine, so the record, its gates
 // and its reports (package flood/report) are read and written by tools that
 // never run a flood, and the audience reads record types without the engine.
 //

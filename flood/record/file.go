@@ -19,7 +19,7 @@ import (
 // temporary file in dir, fsync, rename over the old version, fsync of dir;
 // a reader (or a crash at any moment) sees the previous version or the new
 // one, never a torn file. A RecordFile is for one run and one goroutine at a
-// time (Plan.Checkpoint runs on the engine's ticker, and the final write
+// time (RecorderOptions.Checkpoint runs on the Recorder's ticker, and the final write
 // comes after Run returned).
 type RecordFile struct {
 	dir  string

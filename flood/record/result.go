@@ -52,7 +52,7 @@ const (
 	ReasonInterrupted StopReason = "interrupted"
 	// ReasonExhausted: the Source had no more requests (io.EOF).
 	ReasonExhausted StopReason = "source exhausted"
-	// ReasonCheckpoint is the Reason of a Result that Plan.Checkpoint
+	// ReasonCheckpoint is the Reason of a Result that RecorderOptions.Checkpoint
 	// receives, and so the partial_reason of a record written from it: the
 	// run was still going. A record that says so after the run should have
 	// ended is what a killed generator left behind.

@@ -352,7 +352,7 @@ func (t *Tick) Absorb(o Tick) {
 	t.LatenessP50 = max(t.LatenessP50, o.LatenessP50)
 }
 
-// Progress is what the engine reports once a second (Plan.Progress): the tick
+// Progress is what the engine reports once a second (record.RecorderOptions.Progress): the tick
 // that just ended and the running totals since the start (warm-up included).
 type Progress struct {
 	Elapsed   time.Duration // since the start of the run

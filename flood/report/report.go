@@ -13,7 +13,7 @@ import (
 
 // Live renders Progress once a second: on a terminal a single line redrawn in
 // place with a progress bar and ETA, otherwise one plain key=value line per
-// second (for logs and CI). Use its Update as Plan.Progress and call Done when
+// second (for logs and CI). Use its Update as record.RecorderOptions.Progress and call Done when
 // the run returns. Writes go to W unbuffered; errors are ignored (a closed
 // terminal must not stop a run).
 type Live struct {

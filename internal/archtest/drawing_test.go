@@ -29,8 +29,8 @@ func drawing() []room {
 		{"flood", []string{"apclient", "actors", "signing", "flood/record", "internal"}},
 		{"flood/record", []string{"internal"}},
 		{"flood/report", []string{"flood/record", "internal"}},
-		// Live metrics listen to a running flood.
-		{"flood/livemetrics", []string{"flood", "flood/record", "internal"}},
+		// Live metrics are a collector of a running flood: they hear the record's values only.
+		{"flood/livemetrics", []string{"flood/record", "internal"}},
 		{"flood/scenario", []string{"internal"}},
 		{"apclient", []string{"signing", "internal"}},
 		{"adminapi", []string{"internal"}},

@@ -1,0 +1,115 @@
+package flood
+
+import (
+	"net/http"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// Collector is fed everything a run does, as vegeta's Attack feeds
+// Metrics.Add: what records it (record.Recorder), what serves it live, and
+// the sources' bookkeeping all listen here, so the engine only sends.
+//
+// Begin comes first and End last, each once, on Run's goroutine. Offered
+// runs on the dispatcher, once per send whose intended time was reached;
+// Answered on a worker, once per send handed to it; Settled on a worker or
+// the dispatcher, once per request taken from the Source (answered,
+// aborted, dropped or left unsent), after its Answered. The send path
+// calls them, so they must be cheap, must not block, and Offered,
+// Answered and Settled must be safe for concurrent use. The Delivery is
+// the worker's: valid only during the call.
+type Collector interface {
+	Begin(record.Schedule)
+	Offered(record.Offer)
+	Answered(worker int, d *record.Delivery)
+	Settled(token any, o record.Outcome)
+	End(record.Stop)
+}
+
+// Nop is a Collector that ignores everything: embed it to implement only
+// the methods a collector needs.
+type Nop struct{}
+
+// Begin does nothing.
+func (Nop) Begin(record.Schedule) {}
+
+// Offered does nothing.
+func (Nop) Offered(record.Offer) {}
+
+// Answered does nothing.
+func (Nop) Answered(int, *record.Delivery) {}
+
+// Settled does nothing.
+func (Nop) Settled(any, record.Outcome) {}
+
+// End does nothing.
+func (Nop) End(record.Stop) {}
+
+// Collectors is one Collector feeding each of cs in turn (nil ones
+// skipped); with a single one, that one.
+func Collectors(cs ...Collector) Collector {
+	var all fanout
+	for _, c := range cs {
+		if c != nil {
+			all = append(all, c)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return Nop{}
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+type fanout []Collector
+
+func (f fanout) Begin(s record.Schedule) {
+	for _, c := range f {
+		c.Begin(s)
+	}
+}
+
+func (f fanout) Offered(o record.Offer) {
+	for _, c := range f {
+		c.Offered(o)
+	}
+}
+
+func (f fanout) Answered(worker int, d *record.Delivery) {
+	for _, c := range f {
+		c.Answered(worker, d)
+	}
+}
+
+func (f fanout) Settled(token any, o record.Outcome) {
+	for _, c := range f {
+		c.Settled(token, o)
+	}
+}
+
+func (f fanout) End(s record.Stop) {
+	for _, c := range f {
+		c.End(s)
+	}
+}
+
+// Fallback is implemented by a token whose request may be sent again,
+// signed otherwise, once answered (the double knock: RFC 9421 first,
+// draft-cavage on a 4xx). The engine asks before attempt 0 and after each
+// answer: Attempt(p, n, status, measured) returns the header attempt n
+// goes with, status being attempt n-1's answer (0 for n = 0), or ok false
+// for no attempt n. measured says whether the send counts in the record.
+// An error ends the send as a connection error.
+type Fallback interface {
+	Attempt(p *Prepared, n, status int, measured bool) (header http.Header, ok bool, err error)
+}
+
+// Holder is implemented by a token whose request must wait before it
+// leaves (a Delete until its object is recorded deleted): Hold is what
+// must close first, nil when nothing holds it. The wait counts in the
+// send's service time and is bounded by the send's timeout.
+type Holder interface {
+	Hold() <-chan struct{}
+}
