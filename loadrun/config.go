@@ -102,12 +102,12 @@ type Config struct {
 	Audience *AudienceConfig
 
 	// Version and UserAgent are the crowd's; Log the run's logger (nil:
-	// none); Stdout and Stderr take the table and the live line, Live
-	// whether stderr is a terminal (the live line redraws in place).
+	// none); Stdout and Stderr take the table and the live line, drawn
+	// as Show draws them (nothing, when it is empty).
 	Version, UserAgent string
 	Log                *zap.Logger
 	Stdout, Stderr     io.Writer
-	Live               bool
+	Show               Show
 
 	// Fetchback says whether and how the run counts what the SUT fetches
 	// back from the crowd's origins (fetchback.go).

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
-	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -74,7 +72,7 @@ func closeSource(src flood.Source) {
 // (every record.DefaultCheckpointEvery) go where the final record will, so
 // a flood killed with SIGKILL leaves a partial record.
 func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*record.Record, error) {
-	line := report.NewLive(r.c.Stderr, r.c.Live)
+	line := r.c.Show.live(r.c.Stderr)
 	var watch flood.Collector
 	progress := line.Update
 	if r.live != nil {
@@ -211,7 +209,7 @@ func (r *runner) observed(ctx context.Context, plan flood.Plan) (*record.Record,
 	}
 	rec, err := r.run(ctx, plan, r.settings)
 	if rec != nil {
-		if terr := report.WriteTable(r.c.Stdout, rec); terr != nil {
+		if terr := r.c.Show.table(r.c.Stdout, rec); terr != nil {
 			err = errors.Join(err, terr)
 		}
 	}
@@ -264,17 +262,14 @@ func (r *runner) ladder(ctx context.Context) error {
 			return err
 		}
 		paths = append(paths, path)
-		if !header {
-			fmt.Fprint(c.Stderr, strings.ReplaceAll(report.LadderHeader(), "\t", "  "))
-			header = true
-		}
-		fmt.Fprint(c.Stderr, strings.ReplaceAll(report.LadderRowLine(row), "\t", "  "))
+		c.Show.rung(c.Stderr, row, !header)
+		header = true
 		return nil
 	}
 	res, err := lad.Run(ctx, run, onRow)
 	if len(res.Rows) > 0 {
 		fmt.Fprintln(c.Stdout)
-		if werr := report.WriteLadder(c.Stdout, res); werr != nil {
+		if werr := c.Show.ladder(c.Stdout, res); werr != nil {
 			return werr
 		}
 		for _, path := range paths {

@@ -127,7 +127,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	c.World, c.AdminAddr = f.world.cfg, f.admin.addr
 	c.Version, c.UserAgent, c.Stdout, c.Stderr = version, userAgent(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	c.Fetchback, c.PersonaPosts, c.Vocab = f.fetchback.config(), f.posts.config(), loadrun.VocabOptions(f.vocab)
-	c.Live = isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr)
+	c.Show = runShow(isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr))
 	var errs []error
 	var err error
 	if c.Expect, err = record.ParseGates(f.expect); err != nil {
