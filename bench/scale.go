@@ -17,6 +17,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/nameserver"
 )
 
 // The large world of issue 15: the scale section's rows.
@@ -267,7 +268,7 @@ func measureRate(ctx context.Context, workers, count int, d time.Duration, newWo
 func (b *bench) scaleDNS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("DNS answers/s, %d origins", len(names))
 	target := "≥ 0.8"
-	crowdH, err := pasture.NewDNSHandler(pasture.DNSConfig{Hosts: names, Zone: "test.", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, Upstreams: []string{}})
+	crowdH, err := nameserver.NewHandler(nameserver.Config{Hosts: names, Zone: "test.", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, Upstreams: []string{}})
 	if err != nil {
 		b.rep.fail(rowScaleDNS, name, target, err)
 		return
@@ -321,7 +322,7 @@ func bareDNSHandler(names []string) dns.Handler {
 }
 
 func serveDNS(ctx context.Context, h dns.Handler) (string, func(), error) {
-	s := pasture.NewDNSServer("127.0.0.1:0", h)
+	s := nameserver.NewServer("127.0.0.1:0", h)
 	if err := s.Start(ctx); err != nil {
 		return "", nil, err
 	}

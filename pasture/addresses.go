@@ -16,6 +16,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/originaddr"
+	"github.com/crowdfed/crowd/pasture/nameserver"
 )
 
 // originPlan plans r (--advertise) for the world w; nil r plans nothing
@@ -45,7 +46,7 @@ func ipSlice(addrs []netip.Addr) []net.IP {
 // shard's first origin's address; each origin at its own. With shards,
 // every origin of the world is answered (each shard computes every
 // origin's address alike), so one shard's DNS serves the whole fleet.
-func (p *Pasture) planDNS(c *DNSConfig) {
+func (p *Pasture) planDNS(c *nameserver.Config) {
 	w := p.cfg.World.Config
 	c.Advertise = ipSlice(p.plan.Addrs(w.Shard.I + 1))
 	if !p.plan.PerOrigin() {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/originaddr"
+	"github.com/crowdfed/crowd/pasture/nameserver"
 )
 
 // ErrListen marks a listener that could not be started; the message names
@@ -81,7 +82,7 @@ type Pasture struct {
 
 	mu      sync.Mutex
 	servers []*http.Server
-	dns     *DNSServer
+	dns     *nameserver.Server
 	addrs   map[string]string
 	plan    *originaddr.Plan // nil: every origin at Advertise
 	ready   bool
@@ -175,11 +176,11 @@ func (p *Pasture) Start(ctx context.Context) error {
 		listeners = append(listeners, l)
 	}
 	if p.cfg.DNSAddr != "" {
-		h, err := NewDNSHandler(p.dnsConfig())
+		h, err := nameserver.NewHandler(p.dnsConfig())
 		if err != nil {
 			return fail(err)
 		}
-		d := NewDNSServer(p.cfg.DNSAddr, h)
+		d := nameserver.NewServer(p.cfg.DNSAddr, h)
 		if err := d.Start(ctx); err != nil {
 			return fail(err)
 		}
@@ -240,8 +241,8 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 
 // dnsConfig describes the DNS to serve. Self is just the listen address:
 // the DNS handler widens a wildcard address to every local one itself.
-func (p *Pasture) dnsConfig() DNSConfig {
-	c := DNSConfig{
+func (p *Pasture) dnsConfig() nameserver.Config {
+	c := nameserver.Config{
 		Hosts:     p.cfg.World.Hosts(),
 		Zone:      p.cfg.World.Config.Zone(),
 		Advertise: p.cfg.Advertise,
