@@ -360,11 +360,11 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.now()
 	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
 		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header)}
-	rep, verified := in.receive(w, r, &e)
+	sig := signing.ParseRequest(r.Header)
+	rep, verified := in.receive(w, r, sig, &e)
 	if !verified {
-		// The verifier parsed the signature already when it checked it;
-		// a request it did not check is logged with the keyId it names.
-		e.KeyID = headerKeyID(r.Header)
+		// A request the verifier did not check is logged with the keyId it names.
+		e.KeyID = sig.KeyID()
 	}
 	h := w.Header()
 	if rep.retryAfter > 0 {
@@ -395,27 +395,6 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// headerKeyID is the keyId of a request's cavage signature, "" when it
-// has none that parses.
-func headerKeyID(h http.Header) string {
-	if p, err := signing.ParseSignatureHeader(signatureParams(h)); err == nil {
-		return p.KeyID
-	}
-	return ""
-}
-
-// signatureParams is the cavage signature parameters of a request, from
-// Signature or Authorization: Signature, or "".
-func signatureParams(h http.Header) string {
-	if s := h.Get("Signature"); s != "" {
-		return s
-	}
-	if a := h.Get("Authorization"); len(a) > 10 && strings.EqualFold(a[:10], "signature ") {
-		return a
-	}
-	return ""
-}
-
 // recipient finds the crowd actor an inbox path belongs to; for the
 // shared inbox (/inbox) it is nil.
 func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, error) {
@@ -439,9 +418,9 @@ func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, erro
 	return nil, nil, fmt.Errorf("%s is not an inbox on %s", p, o.Host)
 }
 
-// receive runs the checks in order and acts on the activity. verified
-// says the signature was checked, and e.KeyID set to its keyId.
-func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) (rep reply, verified bool) {
+// receive runs the checks in order and acts on the activity; sig is r's signature header,
+// parsed once. verified says the signature was checked, and e.KeyID set to its keyId.
+func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.RequestSignature, e *Entry) (rep reply, verified bool) {
 	if r.Method != http.MethodPost {
 		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method), false
 	}
@@ -478,12 +457,12 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) (rep 
 	if perr == nil {
 		describe(e, act)
 	}
-	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, headerKeyID(r.Header)) {
+	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, sig.KeyID()) {
 		return reply{status: http.StatusAccepted, note: "Delete of an actor by itself: accepted without fetching its key, " +
 			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}, false
 	}
 	ctx := context.WithValue(r.Context(), originKey{}, origin)
-	v, err := in.verifier.Verify(ctx, r, body)
+	v, err := in.verifier.VerifyParsed(ctx, r, body, sig)
 	if err != nil {
 		return reject(http.StatusUnauthorized, "signature: %v", err), false
 	}
