@@ -21,14 +21,14 @@ import (
 
 // originPlan plans r (--advertise) for the world w; nil r plans nothing
 // (Config.Advertise is every origin's address). A range too small for the
-// origins is an error wrapping ErrConfig that names --advertise.
+// origins is an error wrapping actors.ErrConfig that names --advertise.
 func originPlan(r *originaddr.Range, w actors.Config) (*originaddr.Plan, error) {
 	if r == nil {
 		return nil, nil
 	}
 	plan, err := originaddr.NewPlan(*r, w.Domain, w.Origins, w.Shard.N)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", actors.ErrConfig, err)
 	}
 	return plan, nil
 }

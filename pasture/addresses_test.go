@@ -116,7 +116,7 @@ func TestRangeTooSmallNamesTheFlag(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Close() })
 	_, err = New(Config{World: w, Range: &rng})
-	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
+	if !errors.Is(err, actors.ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
 		t.Fatalf("New = %v, want ErrConfig naming --advertise", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -94,7 +93,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		writeAdminJSON(w, p.WorldPage(q))
+		adminapi.WriteJSON(w, http.StatusOK, p.WorldPage(q))
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	p.handleFetchbacks(r.Handle)
@@ -118,11 +117,4 @@ func (p *Pasture) AdminRoutes() []string {
 	})
 	slices.Sort(out)
 	return out
-}
-
-func writeAdminJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
 }

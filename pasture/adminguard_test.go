@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -112,7 +113,8 @@ func TestAdminGuard(t *testing.T) {
 			if rec.Code != c.status {
 				t.Fatalf("status %d %q, want %d", rec.Code, rec.Body, c.status)
 			}
-			if c.status != 200 && !strings.Contains(rec.Body.String(), `{"error":`) {
+			var refusal struct{ Error string }
+			if c.status != 200 && (json.Unmarshal(rec.Body.Bytes(), &refusal) != nil || refusal.Error == "") {
 				t.Errorf("the refusal %q is not the admin API's JSON error", rec.Body)
 			}
 			if reached := sends.Load() - before; c.method == "POST" && (reached == 1) != (c.status == 200) {

@@ -21,15 +21,12 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// ActivityLogFile is the activity log's file name in the state directory
-// (the inbox writes it): messages that send a reader to the log name it.
-const ActivityLogFile = inbox.LogFile
-
 // CrowdConfig is everything a running crowd is built from: the world, the
 // listeners and who the crowd says it is.
 type CrowdConfig struct {
-	// World is the world's shape and state directory.
-	World WorldConfig
+	// World is the world's shape and state directory, checked by StartCrowd; its Logger is
+	// set from WorldLogger.
+	World actors.Config
 	// Listen are the listeners' addresses and the DNS's records; its World,
 	// Version, Logger, Registry, Inbox and Admin are filled by StartCrowd.
 	Listen Config
@@ -66,8 +63,8 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	wcfg, err := cfg.World.ActorsConfig()
-	if err != nil {
+	wcfg := cfg.World
+	if err := wcfg.Validate(); err != nil {
 		return nil, err
 	}
 	wcfg.Logger = cmp.Or(cfg.WorldLogger, cfg.Logger)

@@ -1,10 +1,8 @@
 package pasture
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/crowdfed/crowd/adminapi"
@@ -20,30 +18,30 @@ func (p *Pasture) handleFetchbacks(handle func(pattern string, h http.Handler)) 
 	f := p.fetch
 	handle(string(adminapi.RouteFetchbackOpen), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req adminapi.FetchbackOpenRequest
-		if err := decodeAdminBody(r, &req); err != nil {
-			refuseAdmin(w, http.StatusBadRequest, err.Error())
+		if err := decodeAdminBody(w, r, &req); err != nil {
+			adminapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		win, err := f.Open(req.Label)
 		if err != nil {
-			refuseAdmin(w, http.StatusConflict, err.Error())
+			adminapi.WriteError(w, http.StatusConflict, err.Error())
 			return
 		}
-		writeAdminJSON(w, win)
+		adminapi.WriteJSON(w, http.StatusOK, win)
 	}))
 	byRef := func(op func(string) (adminapi.FetchbackTally, bool)) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var ref adminapi.FetchbackRef
-			if err := decodeAdminBody(r, &ref); err != nil || ref.ID == "" {
-				refuseAdmin(w, http.StatusBadRequest, `want {"id": "<the id the window was opened with>"}`)
+			if err := decodeAdminBody(w, r, &ref); err != nil || ref.ID == "" {
+				adminapi.WriteError(w, http.StatusBadRequest, `want {"id": "<the id the window was opened with>"}`)
 				return
 			}
 			t, ok := op(ref.ID)
 			if !ok {
-				refuseAdmin(w, http.StatusNotFound, fmt.Sprintf("no fetch-back window %q is open", ref.ID))
+				adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no fetch-back window %q is open", ref.ID))
 				return
 			}
-			writeAdminJSON(w, t)
+			adminapi.WriteJSON(w, http.StatusOK, t)
 		})
 	}
 	handle(string(adminapi.RouteFetchbackEnd), byRef(f.End))
@@ -52,21 +50,18 @@ func (p *Pasture) handleFetchbacks(handle func(pattern string, h http.Handler)) 
 		id := r.URL.Query().Get(adminapi.ParamID)
 		ts := f.Tallies(id)
 		if id != "" && len(ts) == 0 {
-			refuseAdmin(w, http.StatusNotFound, fmt.Sprintf("no fetch-back window %q is open", id))
+			adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no fetch-back window %q is open", id))
 			return
 		}
-		writeAdminJSON(w, ts)
+		adminapi.WriteJSON(w, http.StatusOK, ts)
 	}))
 }
 
-// decodeAdminBody reads a JSON body of at most 64 KiB into v; an empty
-// body leaves v as it is.
-func decodeAdminBody(r *http.Request, v any) error {
-	err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v)
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	if err != nil {
+// decodeAdminBody reads a route's JSON body into v; no body leaves v as it is (every field
+// of the fetch-back routes' bodies has a meaning when absent).
+func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any) error {
+	err := adminapi.DecodeBody(w, r, 0, v)
+	if err != nil && !errors.Is(err, adminapi.ErrEmptyBody) {
 		return fmt.Errorf("the body is not the route's JSON: %v", err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package pasture
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,25 +62,23 @@ func newFloodLive(now func() time.Time, fetch *FetchWindows) *floodLive {
 func (l *floodLive) routes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteFloodLivePush), http.HandlerFunc(l.handlePush))
 	handle(string(adminapi.RouteFloodLive), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeAdminJSON(w, l.list())
+		adminapi.WriteJSON(w, http.StatusOK, l.list())
 	}))
 }
 
 func (l *floodLive) handlePush(w http.ResponseWriter, r *http.Request) {
 	var push adminapi.FloodLive
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLivePush)).Decode(&push)
+	err := adminapi.DecodeBody(w, r, maxLivePush, &push)
 	if err != nil {
 		err = fmt.Errorf("%w: body is not a FloodLive JSON document: %v", errBadPush, err)
 	} else {
 		err = l.push(push)
 	}
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		adminapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeAdminJSON(w, struct{}{})
+	adminapi.WriteJSON(w, http.StatusOK, struct{}{})
 }
 
 // push files one push.

@@ -113,7 +113,7 @@ func New(cfg Config) (*Pasture, error) {
 	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
 		return nil, err
 	}
-	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World), p.fetch); err != nil {
+	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch); err != nil {
 		return nil, err
 	}
 	p.adminHandler(reg)
