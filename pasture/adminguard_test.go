@@ -123,3 +123,17 @@ func TestAdminGuard(t *testing.T) {
 		})
 	}
 }
+
+// A path the admin API does not serve is its JSON error, naming the routes it does serve.
+func TestAdminNotFoundNamesItsRoutes(t *testing.T) {
+	p, _ := guardedPasture(t)
+	rec := httptest.NewRecorder()
+	p.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/no-such-route", nil))
+	var refusal struct{ Error string }
+	if rec.Code != http.StatusNotFound || json.Unmarshal(rec.Body.Bytes(), &refusal) != nil {
+		t.Fatalf("%d %q, want 404 in the API's error shape", rec.Code, rec.Body)
+	}
+	if !strings.Contains(refusal.Error, "GET /api/no-such-route") || !strings.Contains(refusal.Error, string(adminapi.RouteWorld)) {
+		t.Fatalf("the 404 %q names neither the request nor the routes", refusal.Error)
+	}
+}

@@ -185,17 +185,6 @@ func (c *CA) clock() time.Time {
 // owns the returned slice.
 func (c *CA) CertPEM() []byte { return bytes.Clone(c.certPEM) }
 
-// Certificate returns the parsed CA certificate. The caller must not modify it.
-func (c *CA) Certificate() *x509.Certificate { return c.cert }
-
-// Pool returns a new certificate pool holding only the CA: what a client that trusts the crowd
-// (and nothing else) uses as RootCAs.
-func (c *CA) Pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(c.cert)
-	return p
-}
-
 // leafFresh reports whether leaf was signed by this CA, names host, and is not within
 // leafRenewBefore of its expiry.
 func (c *CA) leafFresh(leaf *x509.Certificate, host string) bool {

@@ -32,7 +32,7 @@ func newTestCA(t *testing.T) (*CA, string) {
 func TestCACreateAndReloadByteIdentical(t *testing.T) {
 	ca, dir := newTestCA(t)
 
-	cert := ca.Certificate()
+	cert := ca.cert
 	if cert.Subject.CommonName != CACommonName || !cert.IsCA {
 		t.Fatalf("CA subject %q IsCA=%v", cert.Subject.CommonName, cert.IsCA)
 	}
@@ -122,7 +122,7 @@ func TestCAKeyWithoutCertRemakesCert(t *testing.T) {
 	if !bytes.Equal(keyBefore, keyAfter) {
 		t.Fatal("key replaced")
 	}
-	if !again.Certificate().PublicKey.(*ecdsa.PublicKey).Equal(ca.Certificate().PublicKey) {
+	if !again.cert.PublicKey.(*ecdsa.PublicKey).Equal(ca.cert.PublicKey) {
 		t.Fatal("re-made certificate has another key")
 	}
 }
@@ -271,7 +271,7 @@ func TestCAIssueFiles(t *testing.T) {
 			if name == "" {
 				name = tc.ip
 			}
-			if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), DNSName: name}); err != nil {
+			if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: caPool(ca), DNSName: name}); err != nil {
 				t.Fatalf("verify: %v", err)
 			}
 			// A second call keeps the files: the SUT's certificate is stable.
@@ -296,7 +296,7 @@ func TestCAIssueFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveTLS(t, &tls.Config{Certificates: []tls.Certificate{pair}})
-	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "sut.test", RootCAs: ca.Pool()})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "sut.test", RootCAs: caPool(ca)})
 	if err != nil {
 		t.Fatalf("handshake with issued files: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveTLS(t, cfg)
-	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "flood1.test", RootCAs: ca.Pool()})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "flood1.test", RootCAs: caPool(ca)})
 	if err != nil {
 		t.Fatalf("handshake: %v", err)
 	}
@@ -360,4 +360,11 @@ func FuzzCANormalizeHost(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q, %v", host, name, again, err)
 		}
 	})
+}
+
+// caPool is a pool holding only ca: a client that trusts the crowd and nothing else.
+func caPool(ca *CA) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
 }

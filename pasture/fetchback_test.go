@@ -122,7 +122,7 @@ func TestFetchbackWindowOverRealListeners(t *testing.T) {
 	t.Cleanup(func() { p.Shutdown(ctx) })
 	httpsAddr := p.Addr("https")
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: p.CA().Pool()},
+		TLSClientConfig: &tls.Config{RootCAs: caPool(p.CA())},
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, httpsAddr)
 		},

@@ -30,7 +30,7 @@ func TestServesOverRealListeners(t *testing.T) {
 
 	httpsAddr := p.Addr("https")
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: p.CA().Pool()},
+		TLSClientConfig: &tls.Config{RootCAs: caPool(p.CA())},
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, httpsAddr)
 		},
