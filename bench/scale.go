@@ -16,8 +16,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // The large world of issue 15: the scale section's rows.
@@ -143,7 +143,7 @@ const scaleAdvertise = "127.1.0.0/16"
 func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("TLS handshakes/s across %d SNI names (leaves on demand)", len(names))
 	target := "≥ 0.8"
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(b.tmp, "scale-ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(b.tmp, "scale-ca"))
 	if err != nil {
 		b.rep.fail(rowScaleTLS, name, target, err)
 		return

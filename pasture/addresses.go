@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // originPlan plans r (--advertise) for the world w; nil r plans nothing
@@ -92,7 +93,7 @@ func (p *Pasture) addressInfo() *adminapi.AddressInfo {
 // originClient is OutgoingClient sending each signed request (an Accept,
 // a signed GET) from its signing origin's address, when the plan gives
 // origins their own.
-func originClient(ca *CA, timeout time.Duration, plan *originaddr.Plan) *http.Client {
+func originClient(ca *tlsca.CA, timeout time.Duration, plan *originaddr.Plan) *http.Client {
 	c := OutgoingClient(ca, timeout)
 	if plan != nil && plan.PerOrigin() {
 		c.Transport = originaddr.NewTransport(c.Transport.(*http.Transport), plan)

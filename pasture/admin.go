@@ -95,7 +95,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		adminapi.WriteJSON(w, http.StatusOK, p.WorldPage(q))
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
-	p.handleFetchbacks(r.Handle)
+	p.fetch.Routes(r.Handle)
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -93,7 +94,7 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 // serveWorld builds the inboxes of world and serves them with the
 // listeners of cfg.Listen.
 func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Crowd, error) {
-	ca, err := LoadOrCreateCA(filepath.Join(world.Config.StateDir, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(world.Config.StateDir, "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (c *Crowd) Shutdown(ctx context.Context) error {
 // OutgoingClient is the crowd's client for the SUT and other peers: the
 // machine's roots plus the crowd's own CA (its origins talk to each other
 // over TLS too), keep-alive, and bounded timeouts.
-func OutgoingClient(ca *CA, timeout time.Duration) *http.Client {
+func OutgoingClient(ca *tlsca.CA, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{

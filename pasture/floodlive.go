@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 )
 
 // floodLive keeps what attached floods push (adminapi.RouteFloodLivePush):
@@ -26,7 +27,7 @@ import (
 // metrics, and a run silent for adminapi.FloodLiveKeep is forgotten.
 type floodLive struct {
 	now   func() time.Time
-	fetch *FetchWindows // the serve's fetch-back windows: a run's fetches back, as the serve counts them
+	fetch *fetchback.Windows // the serve's fetch-back windows: a run's fetches back, as the serve counts them
 	mu    sync.Mutex
 	runs  map[adminapi.FloodRun]*liveRun
 }
@@ -54,7 +55,7 @@ const (
 var errBadPush = errors.New("bad flood push")
 
 // newFloodLive keeps pushed runs; fetch (nil: none) counts their fetches back.
-func newFloodLive(now func() time.Time, fetch *FetchWindows) *floodLive {
+func newFloodLive(now func() time.Time, fetch *fetchback.Windows) *floodLive {
 	return &floodLive{now: now, fetch: fetch, runs: make(map[adminapi.FloodRun]*liveRun)}
 }
 

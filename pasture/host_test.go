@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 )
 
 // A request's Host is looked up once, by the router, and what it found reaches every handler
@@ -30,7 +31,7 @@ func TestHostResolvedOncePerRequest(t *testing.T) {
 		lookups.Add(1)
 		return world.Origin(host)
 	}
-	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), NewFetchWindows(nil))
+	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

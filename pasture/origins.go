@@ -12,17 +12,18 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	crowdinbox "github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 	"github.com/crowdfed/crowd/webfinger"
 )
 
 // originRouter routes the requests of every origin (HTTPS and HTTP
 // listeners alike) by path; the Host is resolved to its origin once, by
 // lookup (the world's Origin), and handed down in the request's context.
-func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *FetchWindows) (http.Handler, error) {
+func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *fetchback.Windows) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(resolveHost(lookup))
 	r.Use(m.middleware)
-	r.Use(fetch.Middleware) // what the SUT fetches back, by run (fetchback.go)
+	r.Use(fetch.Middleware) // what the SUT fetches back, by run (pasture/fetchback)
 	r.Use(knownOrigin(world))
 	wf, err := webfinger.NewHandlers(world, version)
 	if err != nil {

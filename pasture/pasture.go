@@ -23,7 +23,9 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/originaddr"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // ErrListen marks a listener that could not be started; the message names
@@ -75,10 +77,10 @@ type Config struct {
 type Pasture struct {
 	cfg     Config
 	log     *zap.Logger
-	ca      *CA
+	ca      *tlsca.CA
 	origins http.Handler
 	admin   http.Handler
-	fetch   *FetchWindows
+	fetch   *fetchback.Windows
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -100,7 +102,7 @@ func New(cfg Config) (*Pasture, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 5 * time.Second
 	}
-	ca, err := LoadOrCreateCA(filepath.Join(cfg.World.Config.StateDir, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(cfg.World.Config.StateDir, "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func New(cfg Config) (*Pasture, error) {
 		reg = NewRegistry()
 	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
-		fetch: NewFetchWindows(nil)}
+		fetch: fetchback.New(nil)}
 	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
 		return nil, err
 	}
@@ -120,8 +122,13 @@ func New(cfg Config) (*Pasture, error) {
 	return p, nil
 }
 
+// Fetchbacks is the crowd's fetch-back windows: a run in this process (a
+// standalone flood) opens its window here directly; others go through the
+// admin API's fetch-back routes.
+func (p *Pasture) Fetchbacks() *fetchback.Windows { return p.fetch }
+
 // CA is the crowd's certificate authority.
-func (p *Pasture) CA() *CA { return p.ca }
+func (p *Pasture) CA() *tlsca.CA { return p.ca }
 
 // Handler serves the origins' routes (as both HTTP listeners do); tests
 // and benchmarks can call it directly.

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/spf13/cobra"
-
-	"github.com/crowdfed/crowd/pasture"
 )
 
 // redirectStderr points os.Stderr at a pipe and returns its reading end;
@@ -220,7 +219,7 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(state, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pasture
+package tlsca
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 	if again := leafDER(t, cfg, "flood7.test"); !bytes.Equal(first, again) {
 		t.Error("a leaf made again after its eviction differs")
 	}
-	ca2, err := LoadOrCreateCA(dir)
+	ca2, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

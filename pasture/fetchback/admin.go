@@ -1,4 +1,4 @@
-package pasture
+package fetchback
 
 import (
 	"errors"
@@ -8,14 +8,8 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 )
 
-// Fetchbacks is the crowd's fetch-back windows: a run in this process (a
-// standalone flood) opens its window here directly; others go through the
-// admin API's fetch-back routes.
-func (p *Pasture) Fetchbacks() *FetchWindows { return p.fetch }
-
-// handleFetchbacks adds the fetch-back routes to the admin router.
-func (p *Pasture) handleFetchbacks(handle func(pattern string, h http.Handler)) {
-	f := p.fetch
+// Routes adds the admin API's fetch-back routes (open, end, close, list) with handle.
+func (f *Windows) Routes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteFetchbackOpen), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req adminapi.FetchbackOpenRequest
 		if err := decodeAdminBody(w, r, &req); err != nil {
