@@ -10,19 +10,14 @@ import (
 	"github.com/miekg/dns"
 )
 
+// packedQuery is a query for name and qtype, changed by mod (nil: none), packed.
 func packedQuery(name string, qtype uint16, mod func(*dns.Msg)) []byte {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
-	if mod != nil {
-		mod(m)
-	}
-	b, err := m.Pack()
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return packed(m, mod)
 }
 
+// packedReply is an answer to an A query for name, changed by mod (nil: none), packed.
 func packedReply(name string, mod func(*dns.Msg)) []byte {
 	q := new(dns.Msg)
 	q.SetQuestion(name, dns.TypeA)
@@ -30,6 +25,10 @@ func packedReply(name string, mod func(*dns.Msg)) []byte {
 	m.SetReply(q)
 	rr, _ := dns.NewRR(name + " 300 IN A 192.0.2.1")
 	m.Answer = append(m.Answer, rr)
+	return packed(m, mod)
+}
+
+func packed(m *dns.Msg, mod func(*dns.Msg)) []byte {
 	if mod != nil {
 		mod(m)
 	}
