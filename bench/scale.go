@@ -16,7 +16,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // The scale section's rows: a large world's start-up, memory, TLS and DNS.
@@ -142,7 +143,7 @@ const scaleAdvertise = "127.1.0.0/16"
 func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("TLS handshakes/s across %d SNI names (leaves on demand)", len(names))
 	target := "≥ 0.8"
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(b.tmp, "scale-ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(b.tmp, "scale-ca"))
 	if err != nil {
 		b.rep.fail(rowScaleTLS, name, target, err)
 		return
@@ -267,7 +268,7 @@ func measureRate(ctx context.Context, workers, count int, d time.Duration, newWo
 func (b *bench) scaleDNS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("DNS answers/s, %d origins", len(names))
 	target := "≥ 0.8"
-	crowdH, err := pasture.NewDNSHandler(pasture.DNSConfig{Hosts: names, Zone: "test.", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, Upstreams: []string{}})
+	crowdH, err := nameserver.NewHandler(nameserver.Config{Hosts: names, Zone: "test.", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, Upstreams: []string{}})
 	if err != nil {
 		b.rep.fail(rowScaleDNS, name, target, err)
 		return
@@ -321,7 +322,7 @@ func bareDNSHandler(names []string) dns.Handler {
 }
 
 func serveDNS(ctx context.Context, h dns.Handler) (string, func(), error) {
-	s := pasture.NewDNSServer("127.0.0.1:0", h)
+	s := nameserver.NewServer("127.0.0.1:0", h)
 	if err := s.Start(ctx); err != nil {
 		return "", nil, err
 	}

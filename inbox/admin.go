@@ -32,7 +32,7 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteStream), http.HandlerFunc(in.handleStream))
 	handle(string(adminapi.RouteTotals), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t, seq := in.alog.TotalsAt()
-		writeJSON(w, http.StatusOK, adminapi.TotalsReply{Totals: t, Seq: seq})
+		adminapi.WriteJSON(w, http.StatusOK, adminapi.TotalsReply{Totals: t, Seq: seq})
 	}))
 	handle(string(adminapi.RouteFollows), http.HandlerFunc(in.handleFollows))
 	handle(string(adminapi.RouteFollowing), http.HandlerFunc(in.handleFollowing))
@@ -40,27 +40,14 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteOutbox), http.HandlerFunc(in.handleOutbox))
 	handle(string(adminapi.RouteLookup), http.HandlerFunc(in.handleLookup))
 	handle(string(adminapi.RouteDeliveries), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, in.Pending())
+		adminapi.WriteJSON(w, http.StatusOK, in.Pending())
 	}))
 	handle(string(adminapi.RoutePrune), http.HandlerFunc(in.handlePrune))
 	in.vocabRoutes(handle)
 	in.reactionRoutes(handle)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
-
+// writeError answers err in the admin API's error shape, with the status its sentinel chooses.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
@@ -73,7 +60,7 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrTarget):
 		status = http.StatusBadGateway
 	}
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	adminapi.WriteError(w, status, err.Error())
 }
 
 func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +69,7 @@ func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, in.alog.Latest(q.Limit, q.Filter))
+	adminapi.WriteJSON(w, http.StatusOK, in.alog.Latest(q.Limit, q.Filter))
 }
 
 // handleStream follows the log as Server-Sent Events: "activity" events
@@ -203,7 +190,7 @@ func (in *Inbox) handleFollows(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, fi)
+	adminapi.WriteJSON(w, http.StatusOK, fi)
 }
 
 // errUnknownActor marks a name that is no crowd actor (404).
@@ -263,7 +250,7 @@ func (in *Inbox) RegisterFollowing(req adminapi.FollowingRequest) (actors.Relati
 
 func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.FollowingRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
 		return
 	}
@@ -272,7 +259,7 @@ func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wireRelation(rel))
+	adminapi.WriteJSON(w, http.StatusOK, wireRelation(rel))
 }
 
 // Prune lists, and unless req.DryRun removes, the crowd's own Follows
@@ -289,7 +276,7 @@ func (in *Inbox) Prune(req adminapi.PruneRequest) (adminapi.PruneResult, error) 
 
 func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.PruneRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {older_than, dry_run}: %v", ErrBadRequest, err))
 		return
 	}
@@ -298,7 +285,7 @@ func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	adminapi.WriteJSON(w, http.StatusOK, res)
 }
 
 // target is a resolved recipient.
@@ -393,34 +380,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if err != nil {
 		return adminapi.SendResult{}, err
 	}
-	typ := ""
-	for _, t := range []string{"Follow", "Undo", "Create", "Like"} {
-		if strings.EqualFold(req.Type, t) {
-			typ = t
-		}
-	}
-	if typ == "" {
-		return adminapi.SendResult{}, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
-	}
-	if req.Tamper != "" && typ != "Create" && typ != "Like" {
-		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, typ)
-	}
-	scheme := signing.Scheme(req.Signature)
-	switch scheme {
-	case "":
-		scheme = signing.SchemeCavage
-	case signing.SchemeCavage, signing.SchemeRFC9421:
-	default:
-		return adminapi.SendResult{}, fmt.Errorf("%w: signature %q is not cavage or rfc9421", ErrBadRequest, req.Signature)
-	}
-	if req.Tamper != "" && scheme != signing.SchemeCavage {
-		return adminapi.SendResult{}, fmt.Errorf("%w: a forged send (tamper) is signed cavage: signature %q cannot be forged", ErrBadRequest, req.Signature)
-	}
-	var likeOf string
-	if typ == "Like" {
-		if json.Unmarshal(req.Object, &likeOf) != nil || absoluteURL("object", likeOf) != nil {
-			return adminapi.SendResult{}, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
-		}
+	o, err := parseSendOrder(req)
+	if err != nil {
+		return adminapi.SendResult{}, err
 	}
 	// One guard per send: its answers are pinned for the send's hosts.
 	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: req.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
@@ -428,45 +390,19 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if err != nil {
 		return adminapi.SendResult{}, err
 	}
-	now := in.now().UTC()
 	inbox := req.Inbox
 	if inbox == "" {
 		inbox = t.inbox
-		if (typ == "Create" && t.sharedInbox != "") || inbox == "" {
+		if (o.typ == "Create" && t.sharedInbox != "") || inbox == "" {
 			inbox = t.sharedInbox
 		}
 	}
 	if err := in.checkHost(ctx, g, inbox); err != nil {
 		return adminapi.SendResult{}, err
 	}
-	var act any
-	var sentNote *actors.SentNote // a generated Note, for the sender's outbox once it left
-	graph := in.world.Graph
-	switch typ {
-	case "Follow":
-		f := from.Follow(actors.FollowSpec{Published: now, Seq: randSeq(), Object: t.id})
-		if err := graph.AddFollowing(from.ID, t.id, f.ID); err != nil {
-			return adminapi.SendResult{}, err
-		}
-		act = f
-	case "Undo":
-		rel, ok := graph.FollowingByRemote(from.ID, t.id)
-		if !ok {
-			return adminapi.SendResult{}, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
-		}
-		act = in.undoOf(from, rel)
-	case "Create":
-		if len(bytes.TrimSpace(req.Object)) > 0 && bytes.TrimSpace(req.Object)[0] == '{' {
-			act = actors.Activity{Context: "https://www.w3.org/ns/activitystreams",
-				ID:   from.ID + "/notes/manual-" + strconv.FormatUint(randSeq(), 36) + "/activity",
-				Type: "Create", Actor: from.ID, Published: now.Format(time.RFC3339),
-				To: []string{actors.PublicAudience}, Cc: []string{from.Followers(), t.id}, Object: req.Object}
-		} else {
-			c := from.CreateNote(actors.NoteSpec{Published: now, Seq: randSeq(), Bytes: 120, MentionID: t.id, MentionHandle: t.handle})
-			act, sentNote = c, &actors.SentNote{Actor: from.ID, Note: c.Object.(actors.Note).ID}
-		}
-	case "Like":
-		act = from.Like(actors.LikeSpec{Published: now, Seq: randSeq(), Object: likeOf})
+	act, sentNote, err := in.draftSend(from, t, o, req.Object)
+	if err != nil {
+		return adminapi.SendResult{}, err
 	}
 	body, err := marshalActivity(act)
 	if err != nil {
@@ -475,7 +411,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if req.Tamper != "" {
 		return in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
 	}
-	res, err := in.sendTo(ctx, from, t.id, inbox, body, scheme)
+	res, err := in.sendTo(ctx, from, t.id, inbox, body, o.scheme)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrTarget, err)
 	}
@@ -485,12 +421,85 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 			return res, err
 		}
 	}
-	if typ == "Undo" && res.Status >= 200 && res.Status < 300 {
-		if _, err := graph.RemoveFollowing(from.ID, t.id); err != nil {
+	if o.typ == "Undo" && res.Status >= 200 && res.Status < 300 {
+		if _, err := in.world.Graph.RemoveFollowing(from.ID, t.id); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// sendOrder is a SendRequest checked: the activity's type in its canonical case, the
+// signature scheme, and a Like's object.
+type sendOrder struct {
+	typ    string // Follow, Undo, Create or Like
+	scheme signing.Scheme
+	likeOf string
+}
+
+// parseSendOrder checks what req asks before anything is resolved or sent; errors wrap
+// ErrBadRequest.
+func parseSendOrder(req adminapi.SendRequest) (sendOrder, error) {
+	var o sendOrder
+	for _, t := range []string{"Follow", "Undo", "Create", "Like"} {
+		if strings.EqualFold(req.Type, t) {
+			o.typ = t
+		}
+	}
+	if o.typ == "" {
+		return o, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
+	}
+	if req.Tamper != "" && o.typ != "Create" && o.typ != "Like" {
+		return o, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, o.typ)
+	}
+	o.scheme = signing.Scheme(req.Signature)
+	switch o.scheme {
+	case "":
+		o.scheme = signing.SchemeCavage
+	case signing.SchemeCavage, signing.SchemeRFC9421:
+	default:
+		return o, fmt.Errorf("%w: signature %q is not cavage or rfc9421", ErrBadRequest, req.Signature)
+	}
+	if req.Tamper != "" && o.scheme != signing.SchemeCavage {
+		return o, fmt.Errorf("%w: a forged send (tamper) is signed cavage: signature %q cannot be forged", ErrBadRequest, req.Signature)
+	}
+	if o.typ == "Like" {
+		if json.Unmarshal(req.Object, &o.likeOf) != nil || absoluteURL("object", o.likeOf) != nil {
+			return o, fmt.Errorf("%w: a Like needs object: the URL of the post to like", ErrBadRequest)
+		}
+	}
+	return o, nil
+}
+
+// draftSend builds o's activity from from to t (a Follow is registered as pending first, so
+// its Accept finds it); a generated Note comes back too, for the sender's outbox once sent.
+func (in *Inbox) draftSend(from *actors.Actor, t target, o sendOrder, object json.RawMessage) (any, *actors.SentNote, error) {
+	now := in.now().UTC()
+	graph := in.world.Graph
+	switch o.typ {
+	case "Follow":
+		f := from.Follow(actors.FollowSpec{Published: now, Seq: randSeq(), Object: t.id})
+		if err := graph.AddFollowing(from.ID, t.id, f.ID); err != nil {
+			return nil, nil, err
+		}
+		return f, nil, nil
+	case "Undo":
+		rel, ok := graph.FollowingByRemote(from.ID, t.id)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %s does not follow %s: there is no Follow to undo", ErrBadRequest, from.Acct(), t.id)
+		}
+		return in.undoOf(from, rel), nil, nil
+	case "Create":
+		if len(bytes.TrimSpace(object)) > 0 && bytes.TrimSpace(object)[0] == '{' {
+			return actors.Activity{Context: "https://www.w3.org/ns/activitystreams",
+				ID:   from.ID + "/notes/manual-" + strconv.FormatUint(randSeq(), 36) + "/activity",
+				Type: "Create", Actor: from.ID, Published: now.Format(time.RFC3339),
+				To: []string{actors.PublicAudience}, Cc: []string{from.Followers(), t.id}, Object: object}, nil, nil
+		}
+		c := from.CreateNote(actors.NoteSpec{Published: now, Seq: randSeq(), Bytes: 120, MentionID: t.id, MentionHandle: t.handle})
+		return c, &actors.SentNote{Actor: from.ID, Note: c.Object.(actors.Note).ID}, nil
+	}
+	return from.Like(actors.LikeSpec{Published: now, Seq: randSeq(), Object: o.likeOf}), nil, nil
 }
 
 // undoOf builds the Undo of rel's Follow: regenerated exactly when the
@@ -505,9 +514,12 @@ func (in *Inbox) undoOf(from *actors.Actor, rel actors.Relation) any {
 		Actor: from.ID, Object: actors.Activity{ID: rel.FollowID, Type: "Follow", Actor: from.ID, Object: rel.Remote}}
 }
 
+// maxSendBody bounds a sent activity's request: it carries its object, content and all.
+const maxSendBody = 1 << 20
+
 func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.SendRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+	if err := adminapi.DecodeBody(w, r, maxSendBody, &req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {from, type, to, object}: %v", ErrBadRequest, err))
 		return
 	}
@@ -516,7 +528,7 @@ func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	adminapi.WriteJSON(w, http.StatusOK, res)
 }
 
 // RecordOutbox adds Creates another process sent to their actors'
@@ -539,5 +551,5 @@ func (in *Inbox) handleLookup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	adminapi.WriteJSON(w, http.StatusOK, res)
 }

@@ -1,10 +1,11 @@
 package inbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // maxBatchBody bounds a batch request's body: an item is a few ids of a
@@ -36,7 +37,7 @@ func recordBatch[In, Out any](items []In, most int, conv func(In) Out, record fu
 // that is not JSON of the shape named (400), and answers take's result.
 func serveBatch[Req, Res any](w http.ResponseWriter, r *http.Request, shape string, take func(Req) (Res, error)) {
 	var req Req
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBody)).Decode(&req); err != nil {
+	if err := adminapi.DecodeBody(w, r, maxBatchBody, &req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON %s: %v", ErrBadRequest, shape, err))
 		return
 	}
@@ -45,5 +46,5 @@ func serveBatch[Req, Res any](w http.ResponseWriter, r *http.Request, shape stri
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	adminapi.WriteJSON(w, http.StatusOK, res)
 }

@@ -24,6 +24,7 @@ import (
 // BenchmarkVerifyOnly, the bare verifier on the same requests.
 func BenchmarkServeHTTP(b *testing.B) {
 	in, reqs := benchSetup(b, 2000)
+	h := addressed(in.world, in)
 	b.ResetTimer()
 	var n atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
@@ -33,7 +34,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 			r.Host = "flood1.test"
 			r.Header = p.header.Clone()
 			w := httptest.NewRecorder()
-			in.ServeHTTP(w, r)
+			h.ServeHTTP(w, r)
 			if w.Code != http.StatusAccepted {
 				b.Fatalf("%d %s", w.Code, w.Body)
 			}
@@ -163,7 +164,7 @@ func BenchmarkInboxServeHTTP(b *testing.B) {
 		for _, h := range []struct {
 			name  string
 			serve http.HandlerFunc
-		}{{"inbox", in.ServeHTTP}, {"bare", bare}} {
+		}{{"inbox", addressed(w, in).ServeHTTP}, {"bare", bare}} {
 			b.Run("handler="+h.name+"/body="+kind, func(b *testing.B) {
 				b.ReportAllocs()
 				rw := &discardWriter{header: http.Header{}}

@@ -89,6 +89,7 @@ func TestBoundedUnderTenThousandActors(t *testing.T) {
 	defer in.Shutdown(context.Background())
 
 	signer := signing.NewSigner(signing.SignerOptions{Algorithm: signing.Ed25519})
+	h := addressed(world, in)
 	statuses := map[int]int{}
 	heapAt := map[int]uint64{}
 	for i := range actorsN {
@@ -105,7 +106,7 @@ func TestBoundedUnderTenThousandActors(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		in.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		statuses[rec.Code]++
 		if n := i + 1; n%2500 == 0 {
 			if got := in.Keys().Len(); got > keyBound {

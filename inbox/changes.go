@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -46,7 +45,7 @@ func (in *Inbox) Unfollow(req adminapi.FollowingRequest) (adminapi.UnfollowResul
 
 func (in *Inbox) handleUnfollow(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.FollowingRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
 		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
 		return
 	}
@@ -55,5 +54,5 @@ func (in *Inbox) handleUnfollow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	adminapi.WriteJSON(w, http.StatusOK, res)
 }

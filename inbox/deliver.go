@@ -233,8 +233,8 @@ func (in *Inbox) postSigned(req *http.Request, body []byte) answer {
 	ans := answer{header: safeHeaders(req.Header)}
 	start := in.now()
 	var resp *http.Response
-	if _, local := in.world.Origin(req.URL.Host); local && !in.cfg.NetworkSelfDelivery {
-		resp = in.serveLocal(req, body)
+	if o, local := in.world.Origin(req.URL.Host); local && !in.cfg.NetworkSelfDelivery {
+		resp = in.serveLocal(req, body, o)
 	} else {
 		resp, err = in.client.Do(req)
 	}
@@ -251,10 +251,10 @@ func (in *Inbox) postSigned(req *http.Request, body []byte) answer {
 	return ans
 }
 
-// serveLocal hands a signed request for one of the crowd's own inboxes
-// to ServeHTTP, as the network would.
-func (in *Inbox) serveLocal(req *http.Request, body []byte) *http.Response {
-	sreq := req.Clone(req.Context())
+// serveLocal hands a signed request for an inbox of o, one of the crowd's own origins, to
+// ServeHTTP, as the network and the origin router would.
+func (in *Inbox) serveLocal(req *http.Request, body []byte, o *actors.Origin) *http.Response {
+	sreq := req.Clone(WithRecipient(req.Context(), localRecipient(o, req.URL.Path)))
 	sreq.Body = io.NopCloser(bytes.NewReader(body))
 	sreq.RequestURI = req.URL.RequestURI()
 	sreq.RemoteAddr = "in-process"
@@ -268,6 +268,18 @@ func (in *Inbox) serveLocal(req *http.Request, body []byte) *http.Response {
 		rec.status = http.StatusOK
 	}
 	return &http.Response{StatusCode: rec.status, Header: rec.header, Body: io.NopCloser(&rec.body), Request: req}
+}
+
+// localRecipient is the inbox of o that path names, as the origin router would route it: an
+// in-process delivery passes no router, and its URL is one of the crowd's own documents.
+func localRecipient(o *actors.Origin, path string) Recipient {
+	switch path {
+	case "/inbox":
+		return Recipient{Origin: o}
+	case "/actor/inbox":
+		return Recipient{Origin: o, Instance: true}
+	}
+	return Recipient{Origin: o, Name: strings.TrimSuffix(strings.TrimPrefix(path, "/users/"), "/inbox")}
 }
 
 // recorder is the ResponseWriter of an in-process delivery.

@@ -124,7 +124,7 @@ func TestDeliverySurvivesCrash(t *testing.T) {
 			alice, _ := world.ActorByID("https://flood1.test/users/alice")
 			bob := remoteID("bob")
 			fx := &fixture{t: t, remote: remote}
-			srv := httptest.NewServer(first)
+			srv := httptest.NewServer(addressed(world, first))
 			defer srv.Close()
 			fx.srv = srv
 			if s, b := fx.deliver("/users/alice/inbox", "bob", followJSON(bob+"/f/1", bob, alice.ID)); s != http.StatusAccepted {

@@ -309,7 +309,7 @@ func newFixture(t *testing.T, start bool, mutate ...func(*Config)) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.srv = httptest.NewUnstartedServer(in)
+	f.srv = httptest.NewUnstartedServer(addressed(f.world, in))
 	f.srv.Listener = countingListener{Listener: f.srv.Listener, n: f.read}
 	f.srv.Start()
 	t.Cleanup(f.srv.Close)
@@ -445,4 +445,26 @@ func mustJSON(t *testing.T, b []byte, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%v in %s", err, b)
 	}
+}
+
+// addressed hands each request to in as the crowd's origin router does: the Host's origin and
+// the path's inbox in the request's context (WithRecipient); an unknown Host is addressed to
+// no origin. pasture's router is the real one; the inbox's tests stand apart from it.
+func addressed(world *actors.World, in http.Handler) http.Handler {
+	at := func(rc func(r *http.Request) Recipient) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if o, ok := world.Origin(r.Host); ok {
+				a := rc(r)
+				a.Origin = o
+				r = r.WithContext(WithRecipient(r.Context(), a))
+			}
+			in.ServeHTTP(w, r)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/inbox", at(func(*http.Request) Recipient { return Recipient{} }))
+	mux.Handle("/actor/inbox", at(func(*http.Request) Recipient { return Recipient{Instance: true} }))
+	mux.Handle("/users/{name}/inbox", at(func(r *http.Request) Recipient { return Recipient{Name: r.PathValue("name")} }))
+	mux.Handle("/", in)
+	return mux
 }

@@ -43,7 +43,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -157,55 +156,8 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.World == nil || len(cfg.World.Origins) == 0 {
 		return nil, errors.New("inbox: no world")
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Signer == nil {
-		cfg.Signer = signing.NewSigner(signing.SignerOptions{})
-	}
-	if cfg.StateDir == "" {
-		cfg.StateDir = cfg.World.Config.StateDir
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.NewRegistry()
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.setDefaults()
 	d := &cfg.Delivery
-	if d.Workers <= 0 {
-		d.Workers = 8
-	}
-	if d.MaxPending <= 0 {
-		d.MaxPending = 10000
-	}
-	if d.MaxAttempts <= 0 {
-		d.MaxAttempts = 8
-	}
-	if d.BaseDelay <= 0 {
-		d.BaseDelay = 5 * time.Second
-	}
-	if d.MaxDelay <= 0 {
-		d.MaxDelay = 5 * time.Minute
-	}
-	if d.Jitter <= 0 {
-		d.Jitter = 0.2
-	}
-	if d.Timeout <= 0 {
-		d.Timeout = 30 * time.Second
-	}
-	if cfg.Log.Dir == "" {
-		cfg.Log.Dir = cfg.StateDir
-	}
-	if cfg.Log.Logger == nil {
-		cfg.Log.Logger = cfg.Logger
-	}
 	in := &Inbox{cfg: cfg, world: cfg.World, log: cfg.Logger, client: cfg.Client, signer: cfg.Signer,
 		now: cfg.Now, inboxes: newInboxCache(10000, 10*time.Minute), done: make(chan struct{})}
 	in.fetcher = apclient.New(apclient.Options{Client: cfg.Client, Signer: cfg.Signer, As: in.fetchAs})
@@ -239,6 +191,63 @@ func New(cfg Config) (*Inbox, error) {
 		in.log.Info("deliveries pending from a previous run", zap.Int("pending", n))
 	}
 	return in, nil
+}
+
+// setDefaults fills what cfg leaves zero with the documented defaults.
+func (cfg *Config) setDefaults() {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Signer == nil {
+		cfg.Signer = signing.NewSigner(signing.SignerOptions{})
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = cfg.World.Config.StateDir
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log.Dir == "" {
+		cfg.Log.Dir = cfg.StateDir
+	}
+	if cfg.Log.Logger == nil {
+		cfg.Log.Logger = cfg.Logger
+	}
+	cfg.Delivery.setDefaults()
+}
+
+// setDefaults fills what d leaves zero with the documented defaults.
+func (d *DeliveryConfig) setDefaults() {
+	if d.Workers <= 0 {
+		d.Workers = 8
+	}
+	if d.MaxPending <= 0 {
+		d.MaxPending = 10000
+	}
+	if d.MaxAttempts <= 0 {
+		d.MaxAttempts = 8
+	}
+	if d.BaseDelay <= 0 {
+		d.BaseDelay = 5 * time.Second
+	}
+	if d.MaxDelay <= 0 {
+		d.MaxDelay = 5 * time.Minute
+	}
+	if d.Jitter <= 0 {
+		d.Jitter = 0.2
+	}
+	if d.Timeout <= 0 {
+		d.Timeout = 30 * time.Second
+	}
 }
 
 func cfgOutboxDir(stateDir string) string { return filepath.Join(stateDir, "outbox") }
@@ -354,17 +363,17 @@ func reject(status int, format string, args ...any) reply {
 	return reply{status: status, reason: fmt.Sprintf(format, args...)}
 }
 
-// ServeHTTP answers a POST to an inbox (/inbox, /actor/inbox or
-// /users/{name}/inbox on the origin named by Host) and logs it.
+// ServeHTTP answers a POST to the inbox its context's Recipient names (see WithRecipient: an
+// inbox, /actor/inbox or /users/{name}/inbox of one origin) and logs it.
 func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.now()
 	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
 		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header)}
-	rep, verified := in.receive(w, r, &e)
+	sig := signing.ParseRequest(r.Header)
+	rep, verified := in.receive(w, r, sig, &e)
 	if !verified {
-		// The verifier parsed the signature already when it checked it;
-		// a request it did not check is logged with the keyId it names.
-		e.KeyID = headerKeyID(r.Header)
+		// A request the verifier did not check is logged with the keyId it names.
+		e.KeyID = sig.KeyID()
 	}
 	h := w.Header()
 	if rep.retryAfter > 0 {
@@ -395,53 +404,48 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// headerKeyID is the keyId of a request's cavage signature, "" when it
-// has none that parses.
-func headerKeyID(h http.Header) string {
-	if p, err := signing.ParseSignatureHeader(signatureParams(h)); err == nil {
-		return p.KeyID
-	}
-	return ""
+// Recipient is whose inbox a request is for, as the origin router found it from the Host and
+// the path: the router resolves it once and hands it down with WithRecipient.
+type Recipient struct {
+	// Origin is the origin the request's Host names.
+	Origin *actors.Origin
+	// Name is the actor of a personal inbox (/users/{name}/inbox); "" with Instance false is
+	// the origin's shared inbox (/inbox).
+	Name string
+	// Instance is the instance actor's inbox (/actor/inbox).
+	Instance bool
 }
 
-// signatureParams is the cavage signature parameters of a request, from
-// Signature or Authorization: Signature, or "".
-func signatureParams(h http.Header) string {
-	if s := h.Get("Signature"); s != "" {
-		return s
-	}
-	if a := h.Get("Authorization"); len(a) > 10 && strings.EqualFold(a[:10], "signature ") {
-		return a
-	}
-	return ""
+// recipientKey carries a request's Recipient in its context.
+type recipientKey struct{}
+
+// WithRecipient returns ctx carrying rc, which ServeHTTP reads instead of the Host and path.
+func WithRecipient(ctx context.Context, rc Recipient) context.Context {
+	return context.WithValue(ctx, recipientKey{}, rc)
 }
 
-// recipient finds the crowd actor an inbox path belongs to; for the
-// shared inbox (/inbox) it is nil.
+// recipient finds the crowd actor the request's Recipient names; for the shared inbox it is
+// nil. A request no router addressed names no origin.
 func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, error) {
-	o, ok := in.world.Origin(r.Host)
-	if !ok {
+	rc, ok := r.Context().Value(recipientKey{}).(Recipient)
+	if !ok || rc.Origin == nil {
 		return nil, nil, fmt.Errorf("no origin %q is served here", r.Host)
 	}
-	p := r.URL.Path
 	switch {
-	case p == "/inbox":
-		return o, nil, nil
-	case p == "/actor/inbox":
-		return o, o.Instance, nil
-	case strings.HasPrefix(p, "/users/") && strings.HasSuffix(p, "/inbox"):
-		name := strings.TrimSuffix(strings.TrimPrefix(p, "/users/"), "/inbox")
-		if a, ok := o.Actor(name); ok && a.Kind == actors.KindPerson {
-			return o, a, nil
-		}
-		return nil, nil, fmt.Errorf("no actor %q on %s", name, o.Host)
+	case rc.Instance:
+		return rc.Origin, rc.Origin.Instance, nil
+	case rc.Name == "":
+		return rc.Origin, nil, nil
 	}
-	return nil, nil, fmt.Errorf("%s is not an inbox on %s", p, o.Host)
+	if a, ok := rc.Origin.Actor(rc.Name); ok && a.Kind == actors.KindPerson {
+		return rc.Origin, a, nil
+	}
+	return nil, nil, fmt.Errorf("no actor %q on %s", rc.Name, rc.Origin.Host)
 }
 
-// receive runs the checks in order and acts on the activity. verified
-// says the signature was checked, and e.KeyID set to its keyId.
-func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) (rep reply, verified bool) {
+// receive runs the checks in order and acts on the activity; sig is r's signature header,
+// parsed once. verified says the signature was checked, and e.KeyID set to its keyId.
+func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.RequestSignature, e *Entry) (rep reply, verified bool) {
 	if r.Method != http.MethodPost {
 		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method), false
 	}
@@ -478,12 +482,12 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, e *Entry) (rep 
 	if perr == nil {
 		describe(e, act)
 	}
-	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, headerKeyID(r.Header)) {
+	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, sig.KeyID()) {
 		return reply{status: http.StatusAccepted, note: "Delete of an actor by itself: accepted without fetching its key, " +
 			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}, false
 	}
 	ctx := context.WithValue(r.Context(), originKey{}, origin)
-	v, err := in.verifier.Verify(ctx, r, body)
+	v, err := in.verifier.VerifyParsed(ctx, r, body, sig)
 	if err != nil {
 		return reject(http.StatusUnauthorized, "signature: %v", err), false
 	}

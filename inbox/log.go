@@ -166,58 +166,27 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 	defer close(l.done)
 	path := filepath.Join(l.o.Dir, LogFile)
 	w := bufio.NewWriterSize(f, 64<<10)
-	fail := func(err error) {
-		l.emu.Lock()
-		first := l.werr == nil
-		if first {
-			l.werr = err
-		}
-		l.emu.Unlock()
-		if first {
-			l.log.Error("activity log: writing to disk failed; entries stay in memory only", zap.Error(err))
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // bodies stay readable in `tail -f`
-	var fast []byte
+	enc := newLineEncoder()
 	saved := time.Now()
 	save := func() {
 		if err := w.Flush(); err != nil {
-			fail(err)
+			l.fail(err)
 			return
 		}
 		if err := writeCheckpoint(l.o.Dir, cp); err != nil {
-			fail(err)
+			l.fail(err)
 		}
 		saved = time.Now()
 	}
 	for e := range l.lines {
-		var line []byte
-		var ok bool
-		if fast, ok = appendEntryJSON(fast[:0], &e); ok {
-			line = fast
-		} else {
-			// What appendEntryJSON does not encode, json.Encoder
-			// encodes or refuses.
-			buf.Reset()
-			if err := enc.Encode(e); err != nil {
-				fail(err)
-				continue
-			}
-			line = buf.Bytes()
+		line, err := enc.line(&e)
+		if err != nil {
+			l.fail(err)
+			continue
 		}
 		if size > 0 && size+int64(len(line)) > l.o.RotateBytes {
-			if err := w.Flush(); err != nil {
-				fail(err)
-			}
-			f.Close()
-			if err := rotate(path, l.o.Keep); err != nil {
-				fail(err)
-			}
-			nf, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			nf, err := l.rotateFile(w, f, path)
 			if err != nil {
-				fail(err)
 				// Keep draining so Append never blocks on a dead disk.
 				for range l.lines {
 				}
@@ -227,7 +196,7 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 			w.Reset(f)
 		}
 		if _, err := w.Write(line); err != nil {
-			fail(err)
+			l.fail(err)
 		}
 		size += int64(len(line))
 		cp.Seq = e.Seq
@@ -236,14 +205,71 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 			if time.Since(saved) >= checkpointEvery {
 				save()
 			} else if err := w.Flush(); err != nil {
-				fail(err)
+				l.fail(err)
 			}
 		}
 	}
 	save()
 	if err := f.Close(); err != nil {
-		fail(err)
+		l.fail(err)
 	}
+}
+
+// fail keeps the first write error and logs it once: from then on entries stay in memory.
+func (l *ActivityLog) fail(err error) {
+	l.emu.Lock()
+	first := l.werr == nil
+	if first {
+		l.werr = err
+	}
+	l.emu.Unlock()
+	if first {
+		l.log.Error("activity log: writing to disk failed; entries stay in memory only", zap.Error(err))
+	}
+}
+
+// rotateFile flushes w and closes f, shifts the rotations and opens a fresh file at path;
+// an error is failed already, and means no file to write to.
+func (l *ActivityLog) rotateFile(w *bufio.Writer, f *os.File, path string) (*os.File, error) {
+	if err := w.Flush(); err != nil {
+		l.fail(err)
+	}
+	f.Close()
+	if err := rotate(path, l.o.Keep); err != nil {
+		l.fail(err)
+	}
+	nf, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		l.fail(err)
+	}
+	return nf, err
+}
+
+// lineEncoder encodes entries as JSON lines: appendEntryJSON's fast path, and json.Encoder
+// for what that does not encode. A line is valid until the next call.
+type lineEncoder struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	fast []byte
+}
+
+func newLineEncoder() *lineEncoder {
+	le := &lineEncoder{}
+	le.enc = json.NewEncoder(&le.buf)
+	le.enc.SetEscapeHTML(false) // bodies stay readable in `tail -f`
+	return le
+}
+
+func (le *lineEncoder) line(e *Entry) ([]byte, error) {
+	var ok bool
+	if le.fast, ok = appendEntryJSON(le.fast[:0], e); ok {
+		return le.fast, nil
+	}
+	le.buf.Reset()
+	if err := le.enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return le.buf.Bytes(), nil
 }
 
 // rotate shifts path.(keep-1) → path.keep, …, path → path.1. Not

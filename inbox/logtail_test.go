@@ -42,8 +42,8 @@ func openLog(t *testing.T, o LogOptions) *ActivityLog {
 
 // After a restart the log holds what it held: the ring of the latest
 // entries, seq continuing from the last one on disk, and totals over
-// every entry ever logged, across rotated files (it used to start empty
-// at seq 1).
+// every entry ever logged, across rotated files: a restart never starts
+// empty at seq 1.
 func TestLogReloadsItsTailOnRestart(t *testing.T) {
 	dir := t.TempDir()
 	o := LogOptions{Dir: dir, Ring: 10, RotateBytes: 2 << 10, Keep: 3}

@@ -10,7 +10,7 @@ import (
 // reactionRoutes adds RouteReactions and RouteRecordReactions.
 func (in *Inbox) reactionRoutes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteReactions), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, in.Reactions())
+		adminapi.WriteJSON(w, http.StatusOK, in.Reactions())
 	}))
 	handle(string(adminapi.RouteRecordReactions), http.HandlerFunc(in.handleRecordReactions))
 }

@@ -13,10 +13,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
-	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -45,7 +45,7 @@ type Config struct {
 	// AdminAddr as its admin listener) instead of driving the crowd whose
 	// admin API is Admin (attached; World.StateDir holds its keys).
 	Standalone bool
-	World      pasture.WorldConfig
+	World      actors.Config
 	// Admin is the running crowd's admin API (attached).
 	Admin *adminapi.Client
 	// AdminAddr is Admin's address, for messages; standalone, the admin

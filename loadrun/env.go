@@ -69,7 +69,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	// output is the report; but a first start's key making is worth seeing.
 	cw, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: c.World, Listen: listen, Version: c.Version,
 		UserAgent: c.UserAgent, Logger: quietLogger(log.Named("crowd")), WorldLogger: log.Named("crowd")})
-	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, actors.ErrConfig) {
 		return nil, usage(err)
 	}
 	if err != nil {
@@ -86,7 +86,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
-		What: "the in-process crowd", Shard: c.World.Shard, Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
+		What: "the in-process crowd", Shard: c.World.Shard.String(), Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
 		vocab: worldVocab(cw.World),
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
-	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 )
 
 // FetchbackConfig says whether and how a run counts what the SUT fetches
@@ -58,7 +58,7 @@ func (a adminFetchbacks) Close(ctx context.Context, id string) (adminapi.Fetchba
 }
 
 // localFetchbacks counts in the crowd of this process.
-type localFetchbacks struct{ f *pasture.FetchWindows }
+type localFetchbacks struct{ f *fetchback.Windows }
 
 func (l localFetchbacks) Open(_ context.Context, label string) (string, error) {
 	w, err := l.f.Open(label)

@@ -15,7 +15,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/recordtest"
-	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 )
 
 // TestFetchbackWindowInProcess: a standalone run's window, opened in the
@@ -26,7 +26,7 @@ import (
 func TestFetchbackWindowInProcess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const origin = "http://crowd.test"
-		fw := pasture.NewFetchWindows(nil)
+		fw := fetchback.New(nil)
 		served := fw.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte("{}"))
 		}))
@@ -95,7 +95,7 @@ func TestFetchbackGraceAnyLength(t *testing.T) {
 	for _, grace := range []time.Duration{0, 3 * time.Second, 10 * time.Second, 53 * time.Second, 10 * time.Minute} {
 		t.Run(grace.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fw := pasture.NewFetchWindows(nil)
+				fw := fetchback.New(nil)
 				r := &runner{c: Config{Fetchback: FetchbackConfig{Grace: grace}}, log: zap.NewNop(),
 					env: &Environment{Fetchbacks: ctxFetchbacks{localFetchbacks{fw}}}}
 				w := r.openFetchback(context.Background(), "grace")

@@ -16,18 +16,20 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/originaddr"
+	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // originPlan plans r (--advertise) for the world w; nil r plans nothing
 // (Config.Advertise is every origin's address). A range too small for the
-// origins is an error wrapping ErrConfig that names --advertise.
+// origins is an error wrapping actors.ErrConfig that names --advertise.
 func originPlan(r *originaddr.Range, w actors.Config) (*originaddr.Plan, error) {
 	if r == nil {
 		return nil, nil
 	}
 	plan, err := originaddr.NewPlan(*r, w.Domain, w.Origins, w.Shard.N)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", actors.ErrConfig, err)
 	}
 	return plan, nil
 }
@@ -45,7 +47,7 @@ func ipSlice(addrs []netip.Addr) []net.IP {
 // shard's first origin's address; each origin at its own. With shards,
 // every origin of the world is answered (each shard computes every
 // origin's address alike), so one shard's DNS serves the whole fleet.
-func (p *Pasture) planDNS(c *DNSConfig) {
+func (p *Pasture) planDNS(c *nameserver.Config) {
 	w := p.cfg.World.Config
 	c.Advertise = ipSlice(p.plan.Addrs(w.Shard.I + 1))
 	if !p.plan.PerOrigin() {
@@ -91,7 +93,7 @@ func (p *Pasture) addressInfo() *adminapi.AddressInfo {
 // originClient is OutgoingClient sending each signed request (an Accept,
 // a signed GET) from its signing origin's address, when the plan gives
 // origins their own.
-func originClient(ca *CA, timeout time.Duration, plan *originaddr.Plan) *http.Client {
+func originClient(ca *tlsca.CA, timeout time.Duration, plan *originaddr.Plan) *http.Client {
 	c := OutgoingClient(ca, timeout)
 	if plan != nil && plan.PerOrigin() {
 		c.Transport = originaddr.NewTransport(c.Transport.(*http.Transport), plan)

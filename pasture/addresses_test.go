@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/originaddr"
 )
 
@@ -57,7 +58,7 @@ func TestShardServesItsSliceAndNamesTheWorld(t *testing.T) {
 	_, port, _ := net.SplitHostPort(p.Addr("https"))
 	for _, host := range []string{"flood2.test", "flood5.test"} {
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: p.CA().Pool()},
+			TLSClientConfig: &tls.Config{RootCAs: caPool(p.CA())},
 			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(want[host], port))
 			},
@@ -73,7 +74,7 @@ func TestShardServesItsSliceAndNamesTheWorld(t *testing.T) {
 		}
 	}
 
-	info := p.World()
+	info := p.WorldPage(adminapi.WorldQuery{})
 	if info.Addresses == nil || info.Addresses.Advertise != "127.1.0.0/24" || info.Addresses.Origins != 6 {
 		t.Errorf("World().Addresses = %+v, want the range and the world's 6 origins", info.Addresses)
 	}
@@ -100,7 +101,7 @@ func TestSharedAddress(t *testing.T) {
 			t.Errorf("A %s = %v (%v), want 127.0.0.9", name, in, err)
 		}
 	}
-	if a := p.World().Addresses; a != nil {
+	if a := p.WorldPage(adminapi.WorldQuery{}).Addresses; a != nil {
 		t.Errorf("World().Addresses = %+v with a shared address", a)
 	}
 }
@@ -116,7 +117,7 @@ func TestRangeTooSmallNamesTheFlag(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Close() })
 	_, err = New(Config{World: w, Range: &rng})
-	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
+	if !errors.Is(err, actors.ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
 		t.Fatalf("New = %v, want ErrConfig naming --advertise", err)
 	}
 }

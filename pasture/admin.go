@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -17,9 +18,6 @@ import (
 
 	"github.com/crowdfed/crowd/adminapi"
 )
-
-// World describes the first page of the served world for the admin API.
-func (p *Pasture) World() adminapi.WorldInfo { return p.WorldPage(adminapi.WorldQuery{}) }
 
 // WorldPage describes the page q of the served world: its origins from
 // q.Offset, at most q.Limit of them (0: adminapi.DefaultWorldPage), each
@@ -94,22 +92,27 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		writeAdminJSON(w, p.WorldPage(q))
+		adminapi.WriteJSON(w, http.StatusOK, p.WorldPage(q))
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
-	p.handleFetchbacks(r.Handle)
+	p.fetch.Routes(r.Handle)
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}
 	p.admin = r
+	// A path the API does not serve answers in its error shape, naming what it does serve.
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("the admin API serves no %s %s; it serves %s",
+			req.Method, req.URL.Path, strings.Join(p.AdminRoutes(), ", ")))
+	})
 }
 
 // AdminHandler serves the admin API (as the --admin listener does); tests
 // call it directly.
 func (p *Pasture) AdminHandler() http.Handler { return p.admin }
 
-// AdminRoutes lists the admin API's routes as "METHOD /path", sorted: the
-// ones the router really serves, so a test over them misses none.
+// AdminRoutes lists the admin API's routes as "METHOD /path", sorted: the ones the router
+// really serves, as a 404 names them and a test over them misses none.
 func (p *Pasture) AdminRoutes() []string {
 	var out []string
 	chi.Walk(p.admin.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -118,11 +121,4 @@ func (p *Pasture) AdminRoutes() []string {
 	})
 	slices.Sort(out)
 	return out
-}
-
-func writeAdminJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
 }

@@ -1,7 +1,6 @@
 package pasture
 
 import (
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net"
@@ -9,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // adminGuard keeps web pages away from the admin API, which signs and
@@ -75,7 +76,7 @@ func (g *adminGuard) ownHost(host string) bool {
 func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.ownHost(r.Host) {
-			refuseAdmin(w, http.StatusMisdirectedRequest, fmt.Sprintf(
+			adminapi.WriteError(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 				"Host %q is not a name of this admin API (use 127.0.0.1, localhost or the --admin host, or add the name with crowd serve --admin-host)", r.Host))
 			return
 		}
@@ -85,12 +86,12 @@ func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if reason := foreignOrigin(r); reason != "" {
-			refuseAdmin(w, http.StatusForbidden, reason+": a web page may not drive the crowd's admin API")
+			adminapi.WriteError(w, http.StatusForbidden, reason+": a web page may not drive the crowd's admin API")
 			return
 		}
 		if hasBody(r) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				refuseAdmin(w, http.StatusForbidden, fmt.Sprintf("Content-Type %q: the admin API takes writes only as application/json", r.Header.Get("Content-Type")))
+				adminapi.WriteError(w, http.StatusForbidden, fmt.Sprintf("Content-Type %q: the admin API takes writes only as application/json", r.Header.Get("Content-Type")))
 				return
 			}
 		}
@@ -121,11 +122,4 @@ func foreignOrigin(r *http.Request) string {
 // hasBody reports whether r carries a body (a DELETE usually does not).
 func hasBody(r *http.Request) bool {
 	return r.ContentLength != 0 || len(r.TransferEncoding) > 0 || r.Method != http.MethodDelete
-}
-
-// refuseAdmin answers the admin API's JSON error, {"error": reason}.
-func refuseAdmin(w http.ResponseWriter, status int, reason string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": reason})
 }

@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -112,12 +113,27 @@ func TestAdminGuard(t *testing.T) {
 			if rec.Code != c.status {
 				t.Fatalf("status %d %q, want %d", rec.Code, rec.Body, c.status)
 			}
-			if c.status != 200 && !strings.Contains(rec.Body.String(), `{"error":`) {
+			var refusal struct{ Error string }
+			if c.status != 200 && (json.Unmarshal(rec.Body.Bytes(), &refusal) != nil || refusal.Error == "") {
 				t.Errorf("the refusal %q is not the admin API's JSON error", rec.Body)
 			}
 			if reached := sends.Load() - before; c.method == "POST" && (reached == 1) != (c.status == 200) {
 				t.Errorf("%d requests reached /api/send, answered %d", reached, rec.Code)
 			}
 		})
+	}
+}
+
+// A path the admin API does not serve is its JSON error, naming the routes it does serve.
+func TestAdminNotFoundNamesItsRoutes(t *testing.T) {
+	p, _ := guardedPasture(t)
+	rec := httptest.NewRecorder()
+	p.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/no-such-route", nil))
+	var refusal struct{ Error string }
+	if rec.Code != http.StatusNotFound || json.Unmarshal(rec.Body.Bytes(), &refusal) != nil {
+		t.Fatalf("%d %q, want 404 in the API's error shape", rec.Code, rec.Body)
+	}
+	if !strings.Contains(refusal.Error, "GET /api/no-such-route") || !strings.Contains(refusal.Error, string(adminapi.RouteWorld)) {
+		t.Fatalf("the 404 %q names neither the request nor the routes", refusal.Error)
 	}
 }

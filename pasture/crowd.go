@@ -18,18 +18,16 @@ import (
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/crowdfed/crowd/signing"
 )
-
-// ActivityLogFile is the activity log's file name in the state directory
-// (the inbox writes it): messages that send a reader to the log name it.
-const ActivityLogFile = inbox.LogFile
 
 // CrowdConfig is everything a running crowd is built from: the world, the
 // listeners and who the crowd says it is.
 type CrowdConfig struct {
-	// World is the world's shape and state directory.
-	World WorldConfig
+	// World is the world's shape and state directory, checked by StartCrowd; its Logger is
+	// set from WorldLogger.
+	World actors.Config
 	// Listen are the listeners' addresses and the DNS's records; its World,
 	// Version, Logger, Registry, Inbox and Admin are filled by StartCrowd.
 	Listen Config
@@ -66,8 +64,8 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	wcfg, err := cfg.World.ActorsConfig()
-	if err != nil {
+	wcfg := cfg.World
+	if err := wcfg.Validate(); err != nil {
 		return nil, err
 	}
 	wcfg.Logger = cmp.Or(cfg.WorldLogger, cfg.Logger)
@@ -96,7 +94,7 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 // serveWorld builds the inboxes of world and serves them with the
 // listeners of cfg.Listen.
 func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Crowd, error) {
-	ca, err := LoadOrCreateCA(filepath.Join(world.Config.StateDir, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(world.Config.StateDir, "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +149,7 @@ func (c *Crowd) Shutdown(ctx context.Context) error {
 // OutgoingClient is the crowd's client for the SUT and other peers: the
 // machine's roots plus the crowd's own CA (its origins talk to each other
 // over TLS too), keep-alive, and bounded timeouts.
-func OutgoingClient(ca *CA, timeout time.Duration) *http.Client {
+func OutgoingClient(ca *tlsca.CA, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{

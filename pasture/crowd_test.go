@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/statedir"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestStartCrowdOwnsItsState(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
-	world := WorldConfig{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state}
+	world := actors.Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state}
 	listen := Config{HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"}
 	c, err := StartCrowd(ctx, CrowdConfig{World: world, Listen: listen})
 	if err != nil {
@@ -44,15 +45,15 @@ func TestStartCrowdOwnsItsState(t *testing.T) {
 	os.WriteFile(file, nil, 0o600)
 	for _, tc := range []struct {
 		name  string
-		world WorldConfig
+		world actors.Config
 		want  error
 	}{
 		// --state names a file: the lock cannot be taken there.
-		{"state is a file", WorldConfig{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: file}, statedir.ErrNotDir},
+		{"state is a file", actors.Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: file}, statedir.ErrNotDir},
 		// --domain without its %d: a flag's mistake, found before the state is touched.
-		{"bad domain", WorldConfig{Origins: 1, Actors: 1, Domain: "flood.test", StateDir: t.TempDir()}, ErrConfig},
+		{"bad domain", actors.Config{Origins: 1, Actors: 1, Domain: "flood.test", StateDir: t.TempDir()}, actors.ErrConfig},
 		// --shard out of range.
-		{"bad shard", WorldConfig{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), Shard: "2/2"}, ErrConfig},
+		{"bad shard", actors.Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), Shard: actors.Shard{I: 2, N: 2}}, actors.ErrConfig},
 	} {
 		if _, err := StartCrowd(ctx, CrowdConfig{World: tc.world, Listen: listen}); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

@@ -2,7 +2,6 @@ package pasture
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 )
 
 // floodLive keeps what attached floods push (adminapi.RouteFloodLivePush):
@@ -27,7 +27,7 @@ import (
 // metrics, and a run silent for adminapi.FloodLiveKeep is forgotten.
 type floodLive struct {
 	now   func() time.Time
-	fetch *FetchWindows // the serve's fetch-back windows: a run's fetches back, as the serve counts them
+	fetch *fetchback.Windows // the serve's fetch-back windows: a run's fetches back, as the serve counts them
 	mu    sync.Mutex
 	runs  map[adminapi.FloodRun]*liveRun
 }
@@ -55,7 +55,7 @@ const (
 var errBadPush = errors.New("bad flood push")
 
 // newFloodLive keeps pushed runs; fetch (nil: none) counts their fetches back.
-func newFloodLive(now func() time.Time, fetch *FetchWindows) *floodLive {
+func newFloodLive(now func() time.Time, fetch *fetchback.Windows) *floodLive {
 	return &floodLive{now: now, fetch: fetch, runs: make(map[adminapi.FloodRun]*liveRun)}
 }
 
@@ -63,25 +63,23 @@ func newFloodLive(now func() time.Time, fetch *FetchWindows) *floodLive {
 func (l *floodLive) routes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteFloodLivePush), http.HandlerFunc(l.handlePush))
 	handle(string(adminapi.RouteFloodLive), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeAdminJSON(w, l.list())
+		adminapi.WriteJSON(w, http.StatusOK, l.list())
 	}))
 }
 
 func (l *floodLive) handlePush(w http.ResponseWriter, r *http.Request) {
 	var push adminapi.FloodLive
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLivePush)).Decode(&push)
+	err := adminapi.DecodeBody(w, r, maxLivePush, &push)
 	if err != nil {
 		err = fmt.Errorf("%w: body is not a FloodLive JSON document: %v", errBadPush, err)
 	} else {
 		err = l.push(push)
 	}
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		adminapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeAdminJSON(w, struct{}{})
+	adminapi.WriteJSON(w, http.StatusOK, struct{}{})
 }
 
 // push files one push.

@@ -16,7 +16,7 @@ import (
 // RotateConfig asks for a key rotation of a stopped crowd.
 type RotateConfig struct {
 	// World is the crowd's world, as its crowd serve was given it.
-	World WorldConfig
+	World actors.Config
 	// Origins are the hosts whose actors rotate; Actors are accounts
 	// (name@host) that rotate. Both empty: every person of the world.
 	Origins, Actors []string
@@ -44,7 +44,7 @@ type Rotated struct {
 // it has to do with (inbox.AnnounceKey), in the crowd's persistent delivery
 // queue: the next crowd serve delivers them, signed with the new key; with
 // NewKeyID the old key keeps answering at its id until --retire. A name that is no
-// crowd actor is an error (wrapping ErrConfig) before anything changes.
+// crowd actor is an error (wrapping actors.ErrConfig) before anything changes.
 func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 	lock, err := statedir.Acquire(cfg.World.StateDir)
 	if errors.Is(err, statedir.ErrNotDir) {
@@ -54,18 +54,17 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 		return nil, fmt.Errorf("%w (stop the crowd first: keys rotate only while it does not serve them)", err)
 	}
 	defer lock.Release()
-	acfg, err := cfg.World.ActorsConfig()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	if err := cfg.World.Validate(); err != nil {
+		return nil, err
 	}
-	w, err := actors.Open(acfg)
+	w, err := actors.Open(cfg.World)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
 	chosen, err := chooseActors(w, cfg.Origins, cfg.Actors)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %v", actors.ErrConfig, err)
 	}
 	in, err := inbox.New(inbox.Config{World: w})
 	if err != nil {

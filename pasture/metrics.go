@@ -9,15 +9,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/crowdfed/crowd/actors"
 )
 
 // httpMetrics counts the origins' requests by origin, route and status,
 // and times them by route. It lives in the pasture's own registry (no
 // global one), so several pastures in one test process stay apart.
 type httpMetrics struct {
-	world    *actors.World
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	// The children already made, by label values: WithLabelValues hashes
@@ -33,8 +30,8 @@ type requestLabels struct {
 	status        int
 }
 
-func newHTTPMetrics(reg *prometheus.Registry, world *actors.World) *httpMetrics {
-	m := &httpMetrics{world: world,
+func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
+	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowd_http_requests_total",
 			Help: "Requests to the crowd's origins, by origin, route pattern and status code.",
@@ -106,7 +103,7 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		}
 		// Unknown hosts share one label, so a scan can't grow the series.
 		origin := "unknown"
-		if o, ok := m.world.Origin(r.Host); ok {
+		if o := originOf(r); o != nil {
 			origin = o.Host
 		}
 		m.counter(requestLabels{origin, route, sw.status}).Inc()

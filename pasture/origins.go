@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,15 +11,19 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/crowdfed/crowd/actors"
+	crowdinbox "github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/pasture/fetchback"
 	"github.com/crowdfed/crowd/webfinger"
 )
 
 // originRouter routes the requests of every origin (HTTPS and HTTP
-// listeners alike) by path; handlers find their origin by Host.
-func originRouter(world *actors.World, version string, inbox http.Handler, m *httpMetrics, fetch *FetchWindows) (http.Handler, error) {
+// listeners alike) by path; the Host is resolved to its origin once, by
+// lookup (the world's Origin), and handed down in the request's context.
+func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *fetchback.Windows) (http.Handler, error) {
 	r := chi.NewRouter()
+	r.Use(resolveHost(lookup))
 	r.Use(m.middleware)
-	r.Use(fetch.Middleware) // what the SUT fetches back, by run (fetchback.go)
+	r.Use(fetch.Middleware) // what the SUT fetches back, by run (pasture/fetchback)
 	r.Use(knownOrigin(world))
 	wf, err := webfinger.NewHandlers(world, version)
 	if err != nil {
@@ -48,9 +53,11 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 			http.Error(w, "this crowd serves no inboxes", http.StatusServiceUnavailable)
 		})
 	}
-	r.Post("/inbox", inbox.ServeHTTP)
-	r.Post("/actor/inbox", inbox.ServeHTTP)
-	r.Post("/users/{name}/inbox", inbox.ServeHTTP)
+	r.Post("/inbox", addressed(inbox, func(*http.Request) crowdinbox.Recipient { return crowdinbox.Recipient{} }))
+	r.Post("/actor/inbox", addressed(inbox, func(*http.Request) crowdinbox.Recipient { return crowdinbox.Recipient{Instance: true} }))
+	r.Post("/users/{name}/inbox", addressed(inbox, func(r *http.Request) crowdinbox.Recipient {
+		return crowdinbox.Recipient{Name: chi.URLParam(r, "name")}
+	}))
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("nothing at %s on %s", req.URL.Path, req.Host), http.StatusNotFound)
 	})
@@ -60,11 +67,32 @@ func originRouter(world *actors.World, version string, inbox http.Handler, m *ht
 	return r, nil
 }
 
+// hostKey carries the origin a request's Host names, as resolveHost found it.
+type hostKey struct{}
+
+// resolveHost looks a request's Host up once, before anything else, for the metrics, the
+// 404 of an unknown host, the documents and the inboxes alike.
+func resolveHost(lookup func(host string) (*actors.Origin, bool)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o, _ := lookup(r.Host)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostKey{}, o)))
+		})
+	}
+}
+
+// originOf is the origin resolveHost found for r; nil for a host the crowd doesn't serve
+// (knownOrigin answers those before any handler).
+func originOf(r *http.Request) *actors.Origin {
+	o, _ := r.Context().Value(hostKey{}).(*actors.Origin)
+	return o
+}
+
 // knownOrigin answers 404 naming the host for a Host the crowd doesn't serve.
 func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, ok := world.Origin(r.Host); !ok {
+			if originOf(r) == nil {
 				http.Error(w, fmt.Sprintf("no origin %q is served here (this crowd serves %d origins such as %s)",
 					r.Host, len(world.Origins), world.Origins[0].Host), http.StatusNotFound)
 				return
@@ -74,13 +102,23 @@ func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
 	}
 }
 
+// addressed hands an inbox request to in with its recipient: the origin resolved from the
+// Host and the inbox chi routed the path to, so the inbox reads neither again.
+func addressed(in http.Handler, at func(r *http.Request) crowdinbox.Recipient) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rc := at(r)
+		rc.Origin = originOf(r)
+		in.ServeHTTP(w, r.WithContext(crowdinbox.WithRecipient(r.Context(), rc)))
+	}
+}
+
 type documents struct {
 	world  *actors.World
 	images *actors.Images // the media's pixels, kept per size
 }
 
 func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	name := chi.URLParam(r, "name")
 	a, ok := o.Actor(name)
 	if !ok || a.Kind != actors.KindPerson {
@@ -136,7 +174,7 @@ func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	writeRaw(w, r, o.Instance.DocumentJSON())
 }
 
@@ -174,7 +212,7 @@ func (d documents) collection(w http.ResponseWriter, r *http.Request) {
 // instanceCollection serves the collections the instance actor's document
 // links, with true counts, like any actor's.
 func (d documents) instanceCollection(w http.ResponseWriter, r *http.Request) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	d.writeCollection(w, r, o.Instance)
 }
 
@@ -205,7 +243,7 @@ func (d documents) featured(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d documents) instanceFeatured(w http.ResponseWriter, r *http.Request) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	writeFeatured(w, r, o.Instance)
 }
 
@@ -241,7 +279,7 @@ func (d documents) object(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d documents) home(w http.ResponseWriter, r *http.Request) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n<h1>%s</h1>\n<p>One of the crowd's fake fediverse servers.</p>\n<ul>\n", o.Host, o.Host)
 	for _, a := range o.Persons() {

@@ -41,7 +41,7 @@ func TestAdminPageIsServedAtTheRoot(t *testing.T) {
 		// A reload with the ETag costs nothing.
 		{"revalidation", "GET", "/", http.Header{"If-None-Match": {etag}}, 304, ""},
 		// Only the root is the page: other paths are not found.
-		{"another path", "GET", "/index.html", nil, 404, "404"},
+		{"another path", "GET", "/index.html", nil, 404, "serves no GET /index.html"},
 		// The page is read-only.
 		{"POST /", "POST", "/", http.Header{"Content-Type": {"application/json"}}, 405, ""},
 		// The API is still there next to it.

@@ -23,6 +23,9 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/originaddr"
+	"github.com/crowdfed/crowd/pasture/fetchback"
+	"github.com/crowdfed/crowd/pasture/nameserver"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // ErrListen marks a listener that could not be started; the message names
@@ -74,14 +77,14 @@ type Config struct {
 type Pasture struct {
 	cfg     Config
 	log     *zap.Logger
-	ca      *CA
+	ca      *tlsca.CA
 	origins http.Handler
 	admin   http.Handler
-	fetch   *FetchWindows
+	fetch   *fetchback.Windows
 
 	mu      sync.Mutex
 	servers []*http.Server
-	dns     *DNSServer
+	dns     *nameserver.Server
 	addrs   map[string]string
 	plan    *originaddr.Plan // nil: every origin at Advertise
 	ready   bool
@@ -99,7 +102,7 @@ func New(cfg Config) (*Pasture, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 5 * time.Second
 	}
-	ca, err := LoadOrCreateCA(filepath.Join(cfg.World.Config.StateDir, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(cfg.World.Config.StateDir, "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -108,19 +111,24 @@ func New(cfg Config) (*Pasture, error) {
 		reg = NewRegistry()
 	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
-		fetch: NewFetchWindows(nil)}
+		fetch: fetchback.New(nil)}
 	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
 		return nil, err
 	}
-	if p.origins, err = originRouter(cfg.World, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World), p.fetch); err != nil {
+	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch); err != nil {
 		return nil, err
 	}
 	p.adminHandler(reg)
 	return p, nil
 }
 
+// Fetchbacks is the crowd's fetch-back windows: a run in this process (a
+// standalone flood) opens its window here directly; others go through the
+// admin API's fetch-back routes.
+func (p *Pasture) Fetchbacks() *fetchback.Windows { return p.fetch }
+
 // CA is the crowd's certificate authority.
-func (p *Pasture) CA() *CA { return p.ca }
+func (p *Pasture) CA() *tlsca.CA { return p.ca }
 
 // Handler serves the origins' routes (as both HTTP listeners do); tests
 // and benchmarks can call it directly.
@@ -175,11 +183,11 @@ func (p *Pasture) Start(ctx context.Context) error {
 		listeners = append(listeners, l)
 	}
 	if p.cfg.DNSAddr != "" {
-		h, err := NewDNSHandler(p.dnsConfig())
+		h, err := nameserver.NewHandler(p.dnsConfig())
 		if err != nil {
 			return fail(err)
 		}
-		d := NewDNSServer(p.cfg.DNSAddr, h)
+		d := nameserver.NewServer(p.cfg.DNSAddr, h)
 		if err := d.Start(ctx); err != nil {
 			return fail(err)
 		}
@@ -240,8 +248,8 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 
 // dnsConfig describes the DNS to serve. Self is just the listen address:
 // the DNS handler widens a wildcard address to every local one itself.
-func (p *Pasture) dnsConfig() DNSConfig {
-	c := DNSConfig{
+func (p *Pasture) dnsConfig() nameserver.Config {
+	c := nameserver.Config{
 		Hosts:     p.cfg.World.Hosts(),
 		Zone:      p.cfg.World.Config.Zone(),
 		Advertise: p.cfg.Advertise,

@@ -46,7 +46,7 @@ func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.Prun
 func CheckActorRef(s string) error {
 	s = strings.TrimSpace(s)
 	if strings.Contains(s, "://") {
-		if !IsHTTPURL(s) {
+		if !apclient.IsHTTPURL(s) {
 			return errors.New("not an http(s) actor URL")
 		}
 		return nil
@@ -56,7 +56,3 @@ func CheckActorRef(s string) error {
 	}
 	return nil
 }
-
-// IsHTTPURL reports whether s is an absolute http or https URL with a host.
-// It is apclient's test, for the CLI, which does not import apclient.
-func IsHTTPURL(s string) bool { return apclient.IsHTTPURL(s) }

@@ -54,7 +54,7 @@ func (d documents) media(w http.ResponseWriter, r *http.Request) {
 // tag answers the page a Hashtag's href names: a small HTML page, as
 // Mastodon's /tags/NAME is one.
 func (d documents) tag(w http.ResponseWriter, r *http.Request) {
-	o, _ := d.world.Origin(r.Host)
+	o := originOf(r)
 	name := html.EscapeString(strings.ToLower(chi.URLParam(r, "tag")))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>#%s on %s</title></head><body>\n<h1>#%s</h1>\n<p>Posts of the crowd tagged #%s.</p>\n</body></html>\n",

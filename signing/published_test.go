@@ -295,7 +295,8 @@ func TestCavageAppendixC(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := cavageRequest(t, tc.header, readTestdata(t, appendixC, tc.file))
-			p, err := ParseSignatureHeader(signatureHeader(req.Header))
+			sig := ParseRequest(req.Header)
+			p, err := sig.Params, sig.Err
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -69,20 +69,22 @@ type Verified struct {
 // ErrDigestMismatch, ErrDateSkew, ErrKeyUnavailable, ErrBadSignature,
 // ErrUnsupportedAlgorithm or ErrRFC9421) and gives a reason.
 func (v *Verifier) Verify(ctx context.Context, req *http.Request, body []byte) (Verified, error) {
+	return v.VerifyParsed(ctx, req, body, ParseRequest(req.Header))
+}
+
+// VerifyParsed is Verify with req's signature header already parsed by ParseRequest, so a
+// handler that also reads the keyId (to log it, or before verifying) parses it once.
+func (v *Verifier) VerifyParsed(ctx context.Context, req *http.Request, body []byte, sig RequestSignature) (Verified, error) {
 	if v.Keys == nil {
 		return Verified{}, fmt.Errorf("%w: verifier has no key resolver", ErrKeyUnavailable)
 	}
-	if len(req.Header["Signature-Input"]) > 0 {
+	if sig.rfc9421 {
 		return v.verifyRFC9421(ctx, req, body)
 	}
-	raw := signatureHeader(req.Header)
-	if raw == "" {
-		return Verified{}, fmt.Errorf("%w: no Signature header", ErrNoSignature)
+	if sig.Err != nil {
+		return Verified{}, sig.Err
 	}
-	p, err := ParseSignatureHeader(raw)
-	if err != nil {
-		return Verified{}, err
-	}
+	p := sig.Params
 	switch p.Algorithm {
 	case "", RSASHA256, RSASHA512, HS2019, Ed25519:
 	default:
@@ -317,17 +319,40 @@ func verifyCavage(b Backend, p Params, pk PublicKey, msg []byte) error {
 	}
 }
 
-// signatureHeader returns the cavage signature parameters, from Signature or
-// else from an Authorization header of the Signature scheme.
-func signatureHeader(h http.Header) string {
-	if s := h.Get("Signature"); s != "" {
-		return s
+// RequestSignature is a request's signature header parsed once: for draft-cavage, Params
+// when Err is nil; an RFC 9421 request (Signature-Input) is left to the verifier whole.
+type RequestSignature struct {
+	// Params are the cavage parameters; valid only when Err is nil.
+	Params Params
+	// Err wraps ErrNoSignature or ErrMalformedSignature when there is no usable cavage header.
+	Err error
+
+	rfc9421 bool
+}
+
+// ParseRequest parses h's cavage signature, from Signature or else from an Authorization
+// header of the Signature scheme; a request with Signature-Input is RFC 9421 and not parsed.
+func ParseRequest(h http.Header) RequestSignature {
+	if len(h["Signature-Input"]) > 0 {
+		return RequestSignature{rfc9421: true, Err: fmt.Errorf("%w: an RFC 9421 signature", ErrRFC9421)}
 	}
-	a := h.Get("Authorization")
-	if len(a) > len("signature ") && strings.EqualFold(a[:len("signature ")], "signature ") {
-		return a
+	raw := h.Get("Signature")
+	if a := h.Get("Authorization"); raw == "" && len(a) > len("signature ") && strings.EqualFold(a[:len("signature ")], "signature ") {
+		raw = a
 	}
-	return ""
+	if raw == "" {
+		return RequestSignature{Err: fmt.Errorf("%w: no Signature header", ErrNoSignature)}
+	}
+	p, err := ParseSignatureHeader(raw)
+	return RequestSignature{Params: p, Err: err}
+}
+
+// KeyID is the keyId of a cavage signature that parses, "" otherwise.
+func (s RequestSignature) KeyID() string {
+	if s.Err != nil {
+		return ""
+	}
+	return s.Params.KeyID
 }
 
 func keyErr(keyID string, err error) error {

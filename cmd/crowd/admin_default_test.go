@@ -125,7 +125,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	state := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cw, err := startCrowd(ctx, zap.NewNop(), pasture.WorldConfig{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
+	cw, err := startCrowd(ctx, zap.NewNop(), actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
 		pasture.Config{HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
 		t.Fatal(err)

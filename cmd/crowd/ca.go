@@ -5,9 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/spf13/cobra"
-
-	"github.com/crowdfed/crowd/pasture"
 )
 
 func newCACmd() *cobra.Command {
@@ -27,7 +26,7 @@ with the CA itself as ca.pem beside them for the SUT to trust the crowd. A SUT t
 certificate is trusted by the crowd and by every peer that trusts the crowd's CA.`,
 		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
-			ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
+			ca, err := tlsca.LoadOrCreate(filepath.Join(state, "tls"))
 			if err != nil {
 				return err
 			}

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/signing"
 	"github.com/spf13/cobra"
-
-	"github.com/crowdfed/crowd/pasture"
 )
 
 // registerCrypto adds --crypto, the backend of every RSA key operation
@@ -18,15 +18,15 @@ func (g *globalOptions) registerCrypto(root *cobra.Command) {
 // checkCrypto refuses a --crypto this build cannot honour (a usage error):
 // an unknown name, or libcrypto in a build without cgo.
 func (g *globalOptions) checkCrypto() error {
-	if _, err := pasture.SigningBackend(g.crypto); err != nil {
+	if _, err := signing.NewBackend(g.crypto); err != nil {
 		return usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}
 	return nil
 }
 
 // applyCrypto gives the world w the backend --crypto names.
-func (g *globalOptions) applyCrypto(w *pasture.WorldConfig) error {
-	b, err := pasture.SigningBackend(g.crypto)
+func (g *globalOptions) applyCrypto(w *actors.Config) error {
+	b, err := signing.NewBackend(g.crypto)
 	if err != nil {
 		return usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}
@@ -37,7 +37,7 @@ func (g *globalOptions) applyCrypto(w *pasture.WorldConfig) error {
 // signingLine is `crowd version`'s second line: the backend that signs
 // with this build and these flags, and its library.
 func (g *globalOptions) signingLine() (string, error) {
-	b, err := pasture.SigningBackend(g.crypto)
+	b, err := signing.NewBackend(g.crypto)
 	if err != nil {
 		return "", usage(fmt.Errorf("--crypto %q: %w", g.crypto, err))
 	}

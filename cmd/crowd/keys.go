@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -82,7 +83,7 @@ func runRotate(w io.Writer, f *rotateFlags) error {
 			fmt.Fprintf(w, "%s: new key %s; Update(Person) queued for %d recipient(s)\n", r.Acct, r.KeyID, r.Queued)
 		}
 	}
-	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, actors.ErrConfig) {
 		return usage(err)
 	}
 	return err

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/spf13/cobra"
-
-	"github.com/crowdfed/crowd/pasture"
 )
 
 // redirectStderr points os.Stderr at a pipe and returns its reading end;
@@ -220,7 +219,7 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	ca, err := pasture.LoadOrCreateCA(filepath.Join(state, "tls"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(state, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +232,9 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "sut.test", Roots: ca.Pool()}); err != nil {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM())
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "sut.test", Roots: roots}); err != nil {
 		t.Errorf("the issued certificate does not verify against the crowd's CA: %v", err)
 	}
 	if copied, _ := os.ReadFile(filepath.Join(out, "ca.pem")); !bytes.Equal(copied, ca.CertPEM()) {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/pasture"
 )
 
@@ -107,7 +108,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		if obj == "" {
 			return req, usage(errors.New("--object is required for a Like: the URL of the post to like"))
 		}
-		if !pasture.IsHTTPURL(obj) {
+		if !apclient.IsHTTPURL(obj) {
 			return req, usage(fmt.Errorf("--object %q: a Like needs the http(s) URL of the post", f.object))
 		}
 		req.Object, _ = json.Marshal(obj)
@@ -124,7 +125,7 @@ func (f *sendFlags) request() (adminapi.SendRequest, error) {
 		}
 	}
 	if f.inboxURL != "" {
-		if !pasture.IsHTTPURL(f.inboxURL) {
+		if !apclient.IsHTTPURL(f.inboxURL) {
 			return req, usage(fmt.Errorf("--inbox %q is not an http(s) URL", f.inboxURL))
 		}
 		req.Inbox = f.inboxURL

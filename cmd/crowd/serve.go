@@ -11,25 +11,48 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// worldFlags are the flags that say which world to build.
-type worldFlags struct{ cfg pasture.WorldConfig }
+// worldFlags are the flags that say which world to build, read into the world's own
+// configuration (its Validate names the flag at fault).
+type worldFlags struct{ cfg actors.Config }
 
 func (f *worldFlags) register(cmd *cobra.Command) {
-	def := pasture.DefaultWorld()
-	f.cfg = def
+	def := actors.DefaultConfig()
+	f.cfg = actors.Config{Origins: def.Origins, Actors: def.Actors, Domain: def.Domain, StateDir: def.StateDir}
 	fl := cmd.Flags()
 	fl.IntVar(&f.cfg.Origins, "origins", def.Origins, "how many fake servers to serve")
 	fl.IntVar(&f.cfg.Actors, "actors", def.Actors, "how many actors each origin has")
 	fl.StringVar(&f.cfg.Domain, "domain", def.Domain, "host-name pattern of the origins, with one %d for the origin number")
 	fl.StringVar(&f.cfg.StateDir, "state", def.StateDir, "directory for keys, the CA, the follow graph and the activity log")
-	fl.StringVar(&f.cfg.Shard, "shard", "", "serve only shard i of n of the origins (i/n, 0-based)")
-	fl.IntVar(&f.cfg.KeyPool, "key-pool", 0, fmt.Sprintf("how many RSA keys the actors share, each actor keeping its own key id (0: a key per actor up to %d actors, a pool of %d beyond); made once and kept in --state", pasture.DefaultKeyPoolBound, pasture.DefaultKeyPoolBound))
+	fl.Var(shardFlag{&f.cfg.Shard}, "shard", "serve only shard i of n of the origins (i/n, 0-based)")
+	fl.IntVar(&f.cfg.KeyPool, "key-pool", 0, fmt.Sprintf("how many RSA keys the actors share, each actor keeping its own key id (0: a key per actor up to %d actors, a pool of %d beyond); made once and kept in --state", actors.DefaultKeyPoolBound, actors.DefaultKeyPoolBound))
 }
+
+// shardFlag is --shard read as the world's Shard ("i/n"; empty is every origin).
+type shardFlag struct{ s *actors.Shard }
+
+func (f shardFlag) String() string {
+	if f.s == nil {
+		return ""
+	}
+	return f.s.String()
+}
+
+func (f shardFlag) Set(v string) error {
+	sh, err := actors.ParseShard(v)
+	if err != nil {
+		return err
+	}
+	*f.s = sh
+	return nil
+}
+
+func (shardFlag) Type() string { return "i/n" }
 
 type serveFlags struct {
 	world                    worldFlags
@@ -144,9 +167,9 @@ const standaloneState = "crowd-state-standalone"
 
 // startCrowd is pasture.StartCrowd with the CLI's version and User-Agent;
 // a --state that is no directory is a usage error.
-func startCrowd(ctx context.Context, log *zap.Logger, wcfg pasture.WorldConfig, pcfg pasture.Config) (*pasture.Crowd, error) {
+func startCrowd(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg pasture.Config) (*pasture.Crowd, error) {
 	c, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: wcfg, Listen: pcfg, Version: version, UserAgent: userAgent(), Logger: log})
-	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, pasture.ErrConfig) {
+	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, actors.ErrConfig) {
 		return nil, usage(err)
 	}
 	return c, err

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/pasture"
 )
 
 type tailFlags struct {
@@ -81,7 +80,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 	defer stream.Close()
 	err = stream.Read(func(ev adminapi.Event) error {
 		if ev.Lost > 0 {
-			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the state dir's %s has them all)", ev.Lost, pasture.ActivityLogFile)
+			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the activity log in the crowd's state dir has them all)", ev.Lost)
 			if f.json {
 				fmt.Fprintln(stderr, "crowd tail:", msg)
 			} else {

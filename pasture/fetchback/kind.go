@@ -1,4 +1,4 @@
-package pasture
+package fetchback
 
 import (
 	"net/http"

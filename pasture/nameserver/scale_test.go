@@ -1,4 +1,4 @@
-package pasture
+package nameserver
 
 import (
 	"fmt"

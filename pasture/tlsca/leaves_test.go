@@ -1,4 +1,4 @@
-package pasture
+package tlsca
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestOnDemandLeavesBySNI(t *testing.T) {
 		{"flood1.test\x00.evil", ""},         // not a host name
 	} {
 		t.Run(c.sni, func(t *testing.T) {
-			conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: c.sni, RootCAs: ca.Pool()})
+			conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: c.sni, RootCAs: caPool(ca)})
 			if c.want == "" {
 				if err == nil {
 					conn.Close()
@@ -94,7 +94,7 @@ func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 	if again := leafDER(t, cfg, "flood7.test"); !bytes.Equal(first, again) {
 		t.Error("a leaf made again after its eviction differs")
 	}
-	ca2, err := LoadOrCreateCA(dir)
+	ca2, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 	if a.SerialNumber.Cmp(b.SerialNumber) == 0 || bytes.Equal(a.RawSubjectPublicKeyInfo, b.RawSubjectPublicKeyInfo) {
 		t.Error("two names share a serial or a key")
 	}
-	if _, err := a.Verify(x509.VerifyOptions{DNSName: "flood7.test", Roots: ca.Pool()}); err != nil {
+	if _, err := a.Verify(x509.VerifyOptions{DNSName: "flood7.test", Roots: caPool(ca)}); err != nil {
 		t.Errorf("the leaf does not verify under the CA: %v", err)
 	}
 	other, _ := newTestCA(t)

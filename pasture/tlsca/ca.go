@@ -1,4 +1,7 @@
-package pasture
+// Package tlsca is the crowd's own certificate authority: made once and kept in the state
+// directory (ca.pem for the SUT to trust), issuing leaf files for a SUT (crowd ca issue) and,
+// on demand by SNI, the origins' leaf certificates, derived so a restart serves the same ones.
+package tlsca
 
 import (
 	"bytes"
@@ -34,8 +37,8 @@ const (
 	CACertsDir = "certs"      // leaf certificates of earlier crowds, one HOST.pem per host; leaves are now made on demand (OnDemandTLSConfig), writing none
 )
 
-// CACommonName is the subject common name of the crowd's CA, the name a user sees in a trust store.
-const CACommonName = "crowd local CA"
+// CommonName is the subject common name of the crowd's CA, the name a user sees in a trust store.
+const CommonName = "crowd local CA"
 
 const (
 	caLifetime   = 10 * 365 * 24 * time.Hour
@@ -70,13 +73,13 @@ type CA struct {
 	now     func() time.Time // tests move the clock; nil means time.Now
 }
 
-// LoadOrCreateCA loads the CA from dir/ca.pem and dir/ca-key.pem, or creates one (ECDSA P-256,
+// LoadOrCreate loads the CA from dir/ca.pem and dir/ca-key.pem, or creates one (ECDSA P-256,
 // subject "crowd local CA", valid 10 years) when neither exists. Files are written atomically
 // (temp file, fsync, rename, fsync of the directory), the key first and with mode 0600, so a
 // kill at any moment leaves either nothing, a key alone (its certificate is then re-made from
 // that key), or both. A corrupted, mismatched or expired pair is an error wrapping ErrCA and is
 // never silently replaced: SUTs may already trust the old CA.
-func LoadOrCreateCA(dir string) (*CA, error) {
+func LoadOrCreate(dir string) (*CA, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: empty state directory", ErrCA)
 	}
@@ -159,7 +162,7 @@ func (c *CA) selfSign() ([]byte, error) {
 	now := c.clock()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: CACommonName, Organization: []string{"crowd"}},
+		Subject:               pkix.Name{CommonName: CommonName, Organization: []string{"crowd"}},
 		NotBefore:             now.Add(-certBackdate),
 		NotAfter:              now.Add(caLifetime),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -184,17 +187,6 @@ func (c *CA) clock() time.Time {
 // CertPEM returns the CA certificate in PEM form, exactly the bytes of dir/ca.pem. The caller
 // owns the returned slice.
 func (c *CA) CertPEM() []byte { return bytes.Clone(c.certPEM) }
-
-// Certificate returns the parsed CA certificate. The caller must not modify it.
-func (c *CA) Certificate() *x509.Certificate { return c.cert }
-
-// Pool returns a new certificate pool holding only the CA: what a client that trusts the crowd
-// (and nothing else) uses as RootCAs.
-func (c *CA) Pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(c.cert)
-	return p
-}
 
 // leafFresh reports whether leaf was signed by this CA, names host, and is not within
 // leafRenewBefore of its expiry.

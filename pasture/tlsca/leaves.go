@@ -1,4 +1,4 @@
-package pasture
+package tlsca
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package pasture
+package nameserver
 
 import (
 	"context"
@@ -10,19 +10,14 @@ import (
 	"github.com/miekg/dns"
 )
 
+// packedQuery is a query for name and qtype, changed by mod (nil: none), packed.
 func packedQuery(name string, qtype uint16, mod func(*dns.Msg)) []byte {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
-	if mod != nil {
-		mod(m)
-	}
-	b, err := m.Pack()
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return packed(m, mod)
 }
 
+// packedReply is an answer to an A query for name, changed by mod (nil: none), packed.
 func packedReply(name string, mod func(*dns.Msg)) []byte {
 	q := new(dns.Msg)
 	q.SetQuestion(name, dns.TypeA)
@@ -30,6 +25,10 @@ func packedReply(name string, mod func(*dns.Msg)) []byte {
 	m.SetReply(q)
 	rr, _ := dns.NewRR(name + " 300 IN A 192.0.2.1")
 	m.Answer = append(m.Answer, rr)
+	return packed(m, mod)
+}
+
+func packed(m *dns.Msg, mod func(*dns.Msg)) []byte {
 	if mod != nil {
 		mod(m)
 	}
@@ -68,7 +67,7 @@ func FuzzDNSHandler(f *testing.F) {
 		if err := req.Unpack(query); err != nil {
 			return // the server drops (or FORMERRs) what does not parse, before the handler
 		}
-		h, err := newDNSHandler(cfg, func() []netip.Addr { return nil })
+		h, err := newHandler(cfg, func() []netip.Addr { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,8 +116,8 @@ func FuzzDNSHandler(f *testing.F) {
 	})
 }
 
-// FuzzParseResolvConf: any input parses without panic into distinct, usable upstreams.
-func FuzzParseResolvConf(f *testing.F) {
+// FuzzResolvConfUpstreams: any input reads without panic into distinct, usable upstreams.
+func FuzzResolvConfUpstreams(f *testing.F) {
 	f.Add("nameserver 10.0.0.1\n")
 	f.Add("# comment\nsearch a b\nnameserver 2001:db8::1\nnameserver fe80::1%eth0\noptions edns0\n")
 	f.Add("nameserver [::1]:5353\nnameserver [127.0.0.1]:53\n")
@@ -126,7 +125,7 @@ func FuzzParseResolvConf(f *testing.F) {
 	f.Add("nameserver ::ffff:1.2.3.4\nnameserver 0.0.0.0\nnameserver [::]:0\n")
 	f.Add(strings.Repeat("x", 70000) + "\nnameserver 1.1.1.1\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		ups, _ := ParseResolvConf(strings.NewReader(in))
+		ups, _ := resolvConfUpstreams(strings.NewReader(in))
 		seen := map[string]bool{}
 		for _, u := range ups {
 			if seen[u] {
@@ -135,7 +134,7 @@ func FuzzParseResolvConf(f *testing.F) {
 			seen[u] = true
 			ap, err := dnsParseUpstream(u)
 			if err != nil {
-				t.Fatalf("ParseResolvConf gave %q, which the handler rejects: %v", u, err)
+				t.Fatalf("resolvConfUpstreams gave %q, which the handler rejects: %v", u, err)
 			}
 			if ap.String() != u {
 				t.Fatalf("not canonical: %q vs %q", u, ap.String())

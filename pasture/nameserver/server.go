@@ -1,4 +1,4 @@
-package pasture
+package nameserver
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DNSServer serves a dns.Handler over UDP and TCP on one address.
-type DNSServer struct {
+// Server serves a dns.Handler over UDP and TCP on one address.
+type Server struct {
 	addr string
 	h    dns.Handler
 
@@ -21,16 +21,16 @@ type DNSServer struct {
 	done     chan error // receives each server's exit, two in all
 }
 
-// NewDNSServer returns a server for addr (host:port; ":53" listens on every address) that
+// NewServer returns a server for addr (host:port; ":53" listens on every address) that
 // will pass queries to h. Nothing listens before Start.
-func NewDNSServer(addr string, h dns.Handler) *DNSServer {
-	return &DNSServer{addr: addr, h: h}
+func NewServer(addr string, h dns.Handler) *Server {
+	return &Server{addr: addr, h: h}
 }
 
 // Start binds UDP and TCP on the same address (with port 0, TCP takes the port UDP got) and
-// returns once both are serving. A bind failure wraps ErrDNSListen and the cause, and names
+// returns once both are serving. A bind failure wraps ErrListen and the cause, and names
 // the --dns flag. ctx bounds only the start; Shutdown stops the server.
-func (s *DNSServer) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.udp != nil {
@@ -59,7 +59,7 @@ func (s *DNSServer) Start(ctx context.Context) error {
 		case <-started:
 		case err := <-s.done:
 			s.stopLocked(context.Background())
-			return fmt.Errorf("%w on %s (change the --dns flag): %w", ErrDNSListen, s.addr, err)
+			return fmt.Errorf("%w on %s (change the --dns flag): %w", ErrListen, s.addr, err)
 		case <-ctx.Done():
 			s.stopLocked(context.Background())
 			return ctx.Err()
@@ -70,7 +70,7 @@ func (s *DNSServer) Start(ctx context.Context) error {
 
 func dnsListen(addr string) (net.PacketConn, net.Listener, error) {
 	fail := func(network string, err error) error {
-		return fmt.Errorf("%w: %s %s (change the --dns flag): %w", ErrDNSListen, network, addr, err)
+		return fmt.Errorf("%w: %s %s (change the --dns flag): %w", ErrListen, network, addr, err)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -95,7 +95,7 @@ func dnsListen(addr string) (net.PacketConn, net.Listener, error) {
 }
 
 // Addr returns the bound address (port 0 resolved) once started, else the configured one.
-func (s *DNSServer) Addr() string {
+func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bound != "" {
@@ -106,13 +106,13 @@ func (s *DNSServer) Addr() string {
 
 // Shutdown stops both listeners and waits, within ctx, for queries in progress. Calling it
 // on a server that is not running is a no-op.
-func (s *DNSServer) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stopLocked(ctx)
 }
 
-func (s *DNSServer) stopLocked(ctx context.Context) error {
+func (s *Server) stopLocked(ctx context.Context) error {
 	if s.udp == nil {
 		return nil
 	}

@@ -1,8 +1,8 @@
-// The crowd's DNS as a zone: what it answers with authority (the origins, their addresses,
-// static records, SOA/NS) and how a query is routed to an answer or to forwarding
-// (dns_forward.go); the server that carries it is dns_server.go.
-
-package pasture
+// Package nameserver is the crowd's DNS: a zone it answers with authority (the origins, their
+// addresses, static records, SOA/NS), forwarding of every other name (forward.go), and the
+// UDP+TCP server that carries it (server.go). It knows nothing of the world or of HTTP, so
+// pasture hands it names and addresses as data.
+package nameserver
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// DefaultResolvConf is where default upstreams come from when DNSConfig.Upstreams is nil.
+// DefaultResolvConf is where default upstreams come from when Config.Upstreams is nil.
 const DefaultResolvConf = "/etc/resolv.conf"
 
 const (
@@ -35,16 +35,16 @@ const (
 	dnsServerUDPReadBytes = dns.DefaultMsgSize
 )
 
-// ErrDNSConfig is wrapped by NewDNSHandler's errors: a name, address or upstream it cannot use.
-var ErrDNSConfig = errors.New("pasture: invalid DNS configuration")
+// ErrConfig is wrapped by NewHandler's errors: a name, address or upstream it cannot use.
+var ErrConfig = errors.New("pasture: invalid DNS configuration")
 
-// ErrDNSListen is wrapped when the DNS server cannot bind its address; the message names the
+// ErrListen is wrapped when the DNS server cannot bind its address; the message names the
 // --dns flag, the one to change.
-var ErrDNSListen = errors.New("pasture: cannot listen for DNS")
+var ErrListen = errors.New("pasture: cannot listen for DNS")
 
-// DNSConfig is what the crowd's DNS answers. Names are case-insensitive, with or without the
+// Config is what the crowd's DNS answers. Names are case-insensitive, with or without the
 // trailing dot.
-type DNSConfig struct {
+type Config struct {
 	// Hosts are the crowd's origins: A and AAAA answer Advertise, authoritatively.
 	Hosts []string
 	// Zone (e.g. "test.") is the zone the crowd is authoritative for: its apex answers SOA and
@@ -124,7 +124,7 @@ type dnsHandler struct {
 	inflight map[dnsLoopKey]struct{}
 }
 
-// NewDNSHandler validates cfg and returns the crowd's DNS handler. It is authoritative (AA)
+// NewHandler validates cfg and returns the crowd's DNS handler. It is authoritative (AA)
 // for Hosts, Records and the Zone: A/AAAA from Advertise or the record, NOERROR with the SOA
 // in the authority section when the name exists without that type, NXDOMAIN with the SOA for
 // other names in the zone, SOA and NS (with glue) at the apex. Everything else is forwarded to
@@ -134,11 +134,11 @@ type dnsHandler struct {
 // are REFUSED. It never forwards to itself. The handler never panics: a bug answers SERVFAIL.
 // The result also has the methods Upstreams() and Skipped() []string (the effective and the
 // self-skipped upstreams), for the start-up log.
-func NewDNSHandler(cfg DNSConfig) (dns.Handler, error) {
-	return newDNSHandler(cfg, dnsLocalAddrs)
+func NewHandler(cfg Config) (dns.Handler, error) {
+	return newHandler(cfg, dnsLocalAddrs)
 }
 
-func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, error) {
+func newHandler(cfg Config, localAddrs func() []netip.Addr) (*dnsHandler, error) {
 	h := newDNSHandlerTunables(cfg)
 	advertise, err := dnsAdvertise(cfg)
 	if err != nil {
@@ -170,7 +170,7 @@ func newDNSHandler(cfg DNSConfig, localAddrs func() []netip.Addr) (*dnsHandler, 
 
 // newDNSHandlerTunables is a handler with no names and no upstreams yet: cfg's TTL, timeout,
 // forward limit and logger, with their defaults, and empty tables.
-func newDNSHandlerTunables(cfg DNSConfig) *dnsHandler {
+func newDNSHandlerTunables(cfg Config) *dnsHandler {
 	h := &dnsHandler{
 		addrs:    make(map[string][]net.IP),
 		ents:     make(map[string]bool),
@@ -200,17 +200,17 @@ func newDNSHandlerTunables(cfg DNSConfig) *dnsHandler {
 
 // dnsAdvertise validates cfg.Advertise (no unspecified address; IPv4-mapped ones as IPv4)
 // and requires one when the crowd has hosts or a zone to answer with it.
-func dnsAdvertise(cfg DNSConfig) ([]net.IP, error) {
+func dnsAdvertise(cfg Config) ([]net.IP, error) {
 	advertise := make([]net.IP, 0, len(cfg.Advertise))
 	for _, ip := range cfg.Advertise {
 		a, ok := netip.AddrFromSlice(ip)
 		if !ok || !a.IsValid() || a.Unmap().IsUnspecified() {
-			return nil, fmt.Errorf("%w: advertise address %q", ErrDNSConfig, ip.String())
+			return nil, fmt.Errorf("%w: advertise address %q", ErrConfig, ip.String())
 		}
 		advertise = append(advertise, a.Unmap().AsSlice())
 	}
 	if len(advertise) == 0 && (len(cfg.Hosts) > 0 || cfg.Zone != "") {
-		return nil, fmt.Errorf("%w: no advertise address for the crowd's hosts", ErrDNSConfig)
+		return nil, fmt.Errorf("%w: no advertise address for the crowd's hosts", ErrConfig)
 	}
 	return advertise, nil
 }
@@ -261,7 +261,7 @@ func (h *dnsHandler) addRecords(records map[string][]net.IP) error {
 		for _, ip := range ips {
 			a, ok := netip.AddrFromSlice(ip)
 			if !ok || !a.IsValid() {
-				return fmt.Errorf("%w: record %s: address %q", ErrDNSConfig, name, ip.String())
+				return fmt.Errorf("%w: record %s: address %q", ErrConfig, name, ip.String())
 			}
 			list = append(list, a.Unmap().AsSlice())
 		}
@@ -433,7 +433,7 @@ const dnsMaxLoggedNames = 1024
 func dnsCanonical(name string) (string, error) {
 	n := strings.ToLower(dns.Fqdn(strings.TrimSpace(name)))
 	if _, ok := dns.IsDomainName(n); !ok || n == "." || strings.ContainsAny(n, " \t") {
-		return "", fmt.Errorf("%w: %q is not a domain name", ErrDNSConfig, name)
+		return "", fmt.Errorf("%w: %q is not a domain name", ErrConfig, name)
 	}
 	return n, nil
 }

@@ -1,10 +1,9 @@
 // The forwarding half of the crowd's DNS: the upstreams (configured or from resolv.conf),
 // the relay to them, and the check that none of them is the crowd itself.
 
-package pasture
+package nameserver
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,7 +21,7 @@ import (
 
 // dnsConfiguredUpstreams is cfg.Upstreams or, when nil, the nameservers of cfg.ResolvConf
 // (none when that file does not exist).
-func dnsConfiguredUpstreams(cfg DNSConfig) ([]string, error) {
+func dnsConfiguredUpstreams(cfg Config) ([]string, error) {
 	if cfg.Upstreams != nil {
 		return cfg.Upstreams, nil
 	}
@@ -29,9 +29,9 @@ func dnsConfiguredUpstreams(cfg DNSConfig) ([]string, error) {
 	if path == "" {
 		path = DefaultResolvConf
 	}
-	ups, err := UpstreamsFromResolvConf(path)
+	ups, err := upstreamsFromResolvConf(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %w", ErrDNSConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return ups, nil
 }
@@ -60,7 +60,7 @@ func (h *dnsHandler) setUpstreams(ups []string, self *dnsSelf) error {
 }
 
 // Upstreams returns the upstreams h forwards to, after defaults and the self filter, for the
-// start-up log. The handler returned by NewDNSHandler has this method and Skipped.
+// start-up log. The handler returned by NewHandler has this method and Skipped.
 func (h *dnsHandler) Upstreams() []string { return append([]string(nil), h.upstreams...) }
 
 // Skipped returns the configured upstreams that were dropped as the crowd's own address.
@@ -195,11 +195,11 @@ func newDNSSelf(self []string, advertise []net.IP, localAddrs func() []netip.Add
 	for _, a := range self {
 		host, portStr, err := net.SplitHostPort(a)
 		if err != nil {
-			return nil, fmt.Errorf("%w: own address %q: %w", ErrDNSConfig, a, err)
+			return nil, fmt.Errorf("%w: own address %q: %w", ErrConfig, a, err)
 		}
 		port, err := dnsPort(portStr)
 		if err != nil {
-			return nil, fmt.Errorf("%w: own address %q: %w", ErrDNSConfig, a, err)
+			return nil, fmt.Errorf("%w: own address %q: %w", ErrConfig, a, err)
 		}
 		switch ip, err := netip.ParseAddr(host); {
 		case host == "" || (err == nil && ip.IsUnspecified()):
@@ -264,15 +264,15 @@ func dnsParseUpstream(u string) (netip.AddrPort, error) {
 	}
 	host, portStr, err := net.SplitHostPort(u)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: want ip or ip:port", ErrDNSConfig, u)
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: want ip or ip:port", ErrConfig, u)
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: not an IP address (a name would need DNS to find DNS)", ErrDNSConfig, u)
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: not an IP address (a name would need DNS to find DNS)", ErrConfig, u)
 	}
 	port, err := dnsPort(portStr)
 	if err != nil || port == 0 {
-		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: bad port", ErrDNSConfig, u)
+		return netip.AddrPort{}, fmt.Errorf("%w: upstream %q: bad port", ErrConfig, u)
 	}
 	return netip.AddrPortFrom(ip.Unmap(), port), nil
 }
@@ -289,73 +289,54 @@ func dnsPort(s string) (uint16, error) {
 	return uint16(p), nil
 }
 
-// ParseResolvConf returns the nameservers of a resolv.conf(5) file as "ip:port" (port 53;
-// the "[ip]:port" form some systems allow is kept), in file order, without duplicates.
-// Comments (# or ;), other keywords, and lines whose address does not parse are ignored, as
-// the C resolver does; a zone on a link-local IPv6 address is kept. Only the first 1 MiB is read.
-func ParseResolvConf(r io.Reader) ([]string, error) {
-	sc := bufio.NewScanner(io.LimitReader(r, resolvConfLimit))
-	sc.Buffer(make([]byte, 0, 4096), resolvConfLimit)
-	var out []string
-	seen := make(map[string]bool)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexAny(line, "#;"); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "nameserver" {
-			continue
-		}
-		var ap netip.AddrPort
-		if ip, err := netip.ParseAddr(f[1]); err == nil {
-			ap = netip.AddrPortFrom(ip.Unmap(), 53)
-		} else if p, ok := resolvConfBracketed(f[1]); ok {
-			ap = p
-		} else {
-			continue
-		}
-		s := ap.String()
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
+// resolvConfUpstreams returns the nameservers miekg/dns's resolv.conf(5) reader finds in r, as
+// "ip:port" (port 53; OpenBSD's "[ip]:port" form is kept), in file order, without duplicates;
+// a nameserver that is not an address is left out. Only the first 1 MiB is read.
+func resolvConfUpstreams(r io.Reader) ([]string, error) {
+	cc, err := dns.ClientConfigFromReader(io.LimitReader(r, resolvConfLimit))
+	if err != nil {
+		return nil, fmt.Errorf("resolv.conf: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("resolv.conf: %w", err)
+	var out []string
+	for _, name := range cc.Servers {
+		ap, ok := resolvConfAddr(name)
+		if ok && !slices.Contains(out, ap.String()) {
+			out = append(out, ap.String())
+		}
 	}
 	return out, nil
 }
 
-// resolvConfBracketed parses the "[ip]:port" form (OpenBSD's resolv.conf allows it).
-func resolvConfBracketed(s string) (netip.AddrPort, bool) {
-	if !strings.HasPrefix(s, "[") {
+// resolvConfAddr reads one nameserver: a bare address (port 53) or, starting with "[", an
+// "[ip]:port" with a port other than 0.
+func resolvConfAddr(name string) (netip.AddrPort, bool) {
+	if ip, err := netip.ParseAddr(name); err == nil {
+		return netip.AddrPortFrom(ip.Unmap(), 53), true
+	}
+	if !strings.HasPrefix(name, "[") {
 		return netip.AddrPort{}, false
 	}
-	host, portStr, err := net.SplitHostPort(s)
+	host, port, err := net.SplitHostPort(name)
 	if err != nil {
 		return netip.AddrPort{}, false
 	}
 	ip, err := netip.ParseAddr(host)
-	if err != nil {
+	p, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil || p == 0 {
 		return netip.AddrPort{}, false
 	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || port == 0 {
-		return netip.AddrPort{}, false
-	}
-	return netip.AddrPortFrom(ip.Unmap(), uint16(port)), true
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), true
 }
 
-// UpstreamsFromResolvConf reads path with ParseResolvConf. A missing file is an error
+// upstreamsFromResolvConf reads path with resolvConfUpstreams. A missing file is an error
 // wrapping os.ErrNotExist.
-func UpstreamsFromResolvConf(path string) ([]string, error) {
+func upstreamsFromResolvConf(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ups, err := ParseResolvConf(f)
+	ups, err := resolvConfUpstreams(f)
 	if err != nil {
 		return ups, fmt.Errorf("%s: %w", path, err)
 	}

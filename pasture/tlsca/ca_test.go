@@ -1,4 +1,4 @@
-package pasture
+package tlsca
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ import (
 func newTestCA(t *testing.T) (*CA, string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := LoadOrCreateCA(dir)
+	ca, err := LoadOrCreate(dir)
 	if err != nil {
-		t.Fatalf("LoadOrCreateCA: %v", err)
+		t.Fatalf("LoadOrCreate: %v", err)
 	}
 	return ca, dir
 }
@@ -32,8 +32,8 @@ func newTestCA(t *testing.T) (*CA, string) {
 func TestCACreateAndReloadByteIdentical(t *testing.T) {
 	ca, dir := newTestCA(t)
 
-	cert := ca.Certificate()
-	if cert.Subject.CommonName != CACommonName || !cert.IsCA {
+	cert := ca.cert
+	if cert.Subject.CommonName != CommonName || !cert.IsCA {
 		t.Fatalf("CA subject %q IsCA=%v", cert.Subject.CommonName, cert.IsCA)
 	}
 	if life := cert.NotAfter.Sub(cert.NotBefore); life < 9*365*24*time.Hour {
@@ -55,9 +55,9 @@ func TestCACreateAndReloadByteIdentical(t *testing.T) {
 	}
 	keyBefore, _ := os.ReadFile(filepath.Join(dir, CAKeyFile))
 
-	again, err := LoadOrCreateCA(dir)
+	again, err := LoadOrCreate(dir)
 	if err != nil {
-		t.Fatalf("second LoadOrCreateCA: %v", err)
+		t.Fatalf("second LoadOrCreate: %v", err)
 	}
 	if !bytes.Equal(again.CertPEM(), ca.CertPEM()) {
 		t.Fatal("CA PEM changed across restart")
@@ -84,7 +84,7 @@ func TestCAConcurrentFirstStartAgrees(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ca, err := LoadOrCreateCA(dir)
+			ca, err := LoadOrCreate(dir)
 			errs[i] = err
 			if err == nil {
 				pems[i] = ca.CertPEM()
@@ -100,7 +100,7 @@ func TestCAConcurrentFirstStartAgrees(t *testing.T) {
 			t.Fatalf("replica %d has another CA", i)
 		}
 	}
-	again, err := LoadOrCreateCA(dir)
+	again, err := LoadOrCreate(dir)
 	if err != nil || !bytes.Equal(again.CertPEM(), pems[0]) {
 		t.Fatalf("restart after concurrent start: %v", err)
 	}
@@ -114,15 +114,15 @@ func TestCAKeyWithoutCertRemakesCert(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, CACertFile)); err != nil {
 		t.Fatal(err)
 	}
-	again, err := LoadOrCreateCA(dir)
+	again, err := LoadOrCreate(dir)
 	if err != nil {
-		t.Fatalf("LoadOrCreateCA: %v", err)
+		t.Fatalf("LoadOrCreate: %v", err)
 	}
 	keyAfter, _ := os.ReadFile(filepath.Join(dir, CAKeyFile))
 	if !bytes.Equal(keyBefore, keyAfter) {
 		t.Fatal("key replaced")
 	}
-	if !again.Certificate().PublicKey.(*ecdsa.PublicKey).Equal(ca.Certificate().PublicKey) {
+	if !again.cert.PublicKey.(*ecdsa.PublicKey).Equal(ca.cert.PublicKey) {
 		t.Fatal("re-made certificate has another key")
 	}
 }
@@ -163,9 +163,9 @@ func TestCABadFilesAreClearErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(p)
-			_, err := LoadOrCreateCA(dir)
+			_, err := LoadOrCreate(dir)
 			if err == nil {
-				t.Fatal("LoadOrCreateCA succeeded on a bad CA")
+				t.Fatal("LoadOrCreate succeeded on a bad CA")
 			}
 			if !errors.Is(err, ErrCA) {
 				t.Fatalf("error %v does not wrap ErrCA", err)
@@ -271,7 +271,7 @@ func TestCAIssueFiles(t *testing.T) {
 			if name == "" {
 				name = tc.ip
 			}
-			if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), DNSName: name}); err != nil {
+			if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: caPool(ca), DNSName: name}); err != nil {
 				t.Fatalf("verify: %v", err)
 			}
 			// A second call keeps the files: the SUT's certificate is stable.
@@ -296,7 +296,7 @@ func TestCAIssueFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveTLS(t, &tls.Config{Certificates: []tls.Certificate{pair}})
-	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "sut.test", RootCAs: ca.Pool()})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "sut.test", RootCAs: caPool(ca)})
 	if err != nil {
 		t.Fatalf("handshake with issued files: %v", err)
 	}
@@ -306,7 +306,7 @@ func TestCAIssueFiles(t *testing.T) {
 // An RSA CA brought by an operator (PKCS#1 key, as older openssl writes) is accepted.
 func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := LoadOrCreateCA(dir); err != nil {
+	if _, err := LoadOrCreate(dir); err != nil {
 		t.Fatal(err)
 	}
 	// Replace with an RSA pair made the way an operator would: key only, certificate re-made.
@@ -316,7 +316,7 @@ func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, CACertFile))
 	os.WriteFile(filepath.Join(dir, CAKeyFile), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rsaKey)}), 0o600)
-	ca, err := LoadOrCreateCA(dir)
+	ca, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatalf("RSA CA: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveTLS(t, cfg)
-	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "flood1.test", RootCAs: ca.Pool()})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "flood1.test", RootCAs: caPool(ca)})
 	if err != nil {
 		t.Fatalf("handshake: %v", err)
 	}
@@ -360,4 +360,11 @@ func FuzzCANormalizeHost(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q, %v", host, name, again, err)
 		}
 	})
+}
+
+// caPool is a pool holding only ca: a client that trusts the crowd and nothing else.
+func caPool(ca *CA) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
 }

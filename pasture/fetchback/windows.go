@@ -1,4 +1,8 @@
-package pasture
+// Package fetchback attributes what the SUT fetches back from the crowd's origins to the runs
+// going on: windows a run opens, ends and closes (the admin API's fetch-back routes), a
+// middleware on the origin router that tallies each GET by kind, object and status, and the
+// late fetches after a close.
+package fetchback
 
 import (
 	"crypto/rand"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/histgeom"
@@ -28,11 +33,11 @@ const (
 	staleOpened = 24 * time.Hour
 )
 
-// FetchWindows attributes the requests the crowd's origins serve to the
+// Windows attributes the requests the crowd's origins serve to the
 // runs that are going on (adminapi's fetch-back routes). Its Middleware
 // sees every request; while no window is open it costs one atomic load.
 // Safe for concurrent use.
-type FetchWindows struct {
+type Windows struct {
 	now  func() time.Time
 	open atomic.Int32 // len(windows), read without the lock on every request
 
@@ -49,13 +54,13 @@ type FetchWindows struct {
 	lateEnds []time.Time
 }
 
-// NewFetchWindows returns FetchWindows with none open; now is the clock
+// New returns Windows with none open; now is the clock
 // (nil: time.Now).
-func NewFetchWindows(now func() time.Time) *FetchWindows {
+func New(now func() time.Time) *Windows {
 	if now == nil {
 		now = time.Now
 	}
-	return &FetchWindows{now: now}
+	return &Windows{now: now}
 }
 
 // fetchWindow is one run's tally.
@@ -79,7 +84,7 @@ type kindTally struct {
 // Open opens a window labelled label. With MaxFetchbackWindows open it
 // first drops those that are stale (ended more than 10 min ago, opened more
 // than a day ago), then refuses with ErrTooManyWindows.
-func (f *FetchWindows) Open(label string) (adminapi.FetchbackWindow, error) {
+func (f *Windows) Open(label string) (adminapi.FetchbackWindow, error) {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -108,7 +113,7 @@ func (f *FetchWindows) Open(label string) (adminapi.FetchbackWindow, error) {
 }
 
 // find is the open window id, or nil.
-func (f *FetchWindows) find(id string) *fetchWindow {
+func (f *Windows) find(id string) *fetchWindow {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i := slices.IndexFunc(f.windows, func(w *fetchWindow) bool { return w.win.ID == id })
@@ -120,7 +125,7 @@ func (f *FetchWindows) find(id string) *fetchWindow {
 
 // End marks the end of window id's run (the first call only) and returns
 // its tally so far; ok is false for a window that is not open.
-func (f *FetchWindows) End(id string) (t adminapi.FetchbackTally, ok bool) {
+func (f *Windows) End(id string) (t adminapi.FetchbackTally, ok bool) {
 	w := f.find(id)
 	if w == nil {
 		return t, false
@@ -136,7 +141,7 @@ func (f *FetchWindows) End(id string) (t adminapi.FetchbackTally, ok bool) {
 
 // Close forgets window id and returns its final tally; ok is false for a
 // window that is not open.
-func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
+func (f *Windows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 	f.mu.Lock()
 	i := slices.IndexFunc(f.windows, func(w *fetchWindow) bool { return w.win.ID == id })
 	var w *fetchWindow
@@ -168,7 +173,7 @@ func (f *FetchWindows) Close(id string) (t adminapi.FetchbackTally, ok bool) {
 // MaxFetchbackWindows closed; ok is false for an id it has neither of. The
 // live panel reads a running flood's fetches back with it, the final
 // counts included.
-func (f *FetchWindows) Lookup(id string) (t adminapi.FetchbackTally, closed, ok bool) {
+func (f *Windows) Lookup(id string) (t adminapi.FetchbackTally, closed, ok bool) {
 	if w := f.find(id); w != nil {
 		return w.tally(f.now(), false), false, true
 	}
@@ -184,7 +189,7 @@ func (f *FetchWindows) Lookup(id string) (t adminapi.FetchbackTally, closed, ok 
 // Tallies is the typed accessor of the open windows' tallies (the admin
 // page's live panel, RouteFetchbacks): all of them, oldest first, or id's
 // alone ("" for all; none for an id that is not open).
-func (f *FetchWindows) Tallies(id string) []adminapi.FetchbackTally {
+func (f *Windows) Tallies(id string) []adminapi.FetchbackTally {
 	f.mu.Lock()
 	ws := slices.Clone(f.windows)
 	f.mu.Unlock()
@@ -201,22 +206,22 @@ func (f *FetchWindows) Tallies(id string) []adminapi.FetchbackTally {
 // Middleware counts every GET and HEAD next serves in each open window.
 // Other methods (the inboxes' POSTs) are deliveries, not fetches: the
 // activity log has them.
-func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
+func (f *Windows) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.open.Load() == 0 && !f.lingering() || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		start := f.now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(sw, r)
 		end := f.now()
 		kind, object := classifyFetch(r.URL.Path)
-		credit := creditOf(r.URL.Path, sw.status)
+		credit := creditOf(r.URL.Path, sw.Status())
 		signed := r.Header.Get("Signature") != "" || r.Header.Get("Signature-Input") != ""
 		f.mu.Lock() // then each window's: the order Open takes them in too
 		for _, win := range f.windows {
-			win.add(kind, object, credit, sw.status, signed, start, end)
+			win.add(kind, object, credit, sw.Status(), signed, start, end)
 		}
 		for i := range f.closed {
 			if end.Before(f.lateEnds[i]) {
@@ -228,7 +233,7 @@ func (f *FetchWindows) Middleware(next http.Handler) http.Handler {
 }
 
 // lingering reports whether a closed window still counts late fetches.
-func (f *FetchWindows) lingering() bool {
+func (f *Windows) lingering() bool {
 	u := f.lateUntil.Load()
 	return u != 0 && f.now().UnixNano() < u
 }

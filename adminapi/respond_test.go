@@ -1,0 +1,95 @@
+package adminapi
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// WriteJSON and WriteError are the one way the admin API answers: indented JSON, HTML
+// characters as themselves, and a value that cannot encode answered 500 whole.
+func TestWriteJSON(t *testing.T) {
+	tests := []struct {
+		name   string
+		write  func(w http.ResponseWriter)
+		status int
+		body   string
+	}{
+		// A URL's query keeps its & (no \u0026 for a program to undo).
+		{"no HTML escaping", func(w http.ResponseWriter) {
+			WriteJSON(w, http.StatusOK, map[string]string{"url": "https://a.test/?a=1&b=<2>"})
+		}, http.StatusOK, "{\n  \"url\": \"https://a.test/?a=1&b=<2>\"\n}\n"},
+		// The status is the caller's.
+		{"status kept", func(w http.ResponseWriter) { WriteJSON(w, http.StatusAccepted, []int{1}) },
+			http.StatusAccepted, "[\n  1\n]\n"},
+		// An error is {"error": reason}, in the same encoding.
+		{"error shape", func(w http.ResponseWriter) { WriteError(w, http.StatusNotFound, "no window \"x\" & more") },
+			http.StatusNotFound, "{\n  \"error\": \"no window \\\"x\\\" & more\"\n}\n"},
+		// A value JSON cannot carry is a 500 that says so, never half a document.
+		{"unencodable", func(w http.ResponseWriter) { WriteJSON(w, http.StatusOK, map[string]any{"c": make(chan int)}) },
+			http.StatusInternalServerError, "{\n  \"error\": \"encoding the answer: json: unsupported type: chan int\"\n}\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			tc.write(rec)
+			if rec.Code != tc.status {
+				t.Errorf("status %d, want %d", rec.Code, tc.status)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if got := rec.Body.String(); got != tc.body {
+				t.Errorf("body %q, want %q", got, tc.body)
+			}
+		})
+	}
+}
+
+// DecodeBody is the one read of a route's body: its limit, and no body told apart from a
+// bad one.
+func TestDecodeBody(t *testing.T) {
+	type shape struct {
+		ID string `json:"id"`
+	}
+	tests := []struct {
+		name  string
+		body  string
+		limit int64
+		want  string // the id after decoding ("before": untouched)
+		err   error  // a sentinel the error wraps; nil: no error
+		bad   bool   // an error with no sentinel
+	}{
+		// The route's shape.
+		{"object", `{"id":"w1"}`, 0, "w1", nil, false},
+		// No body at all: the caller decides whether that is the empty object.
+		{"empty", "", 0, "before", ErrEmptyBody, false},
+		// Not JSON is an error, and not ErrEmptyBody.
+		{"not JSON", "id=w1", 0, "before", nil, true},
+		// One byte over the default limit is refused, not cut to a prefix that may parse.
+		{"over BodyLimit", `{"id":"` + strings.Repeat("x", BodyLimit) + `"}`, 0, "before", nil, true},
+		// A route's own limit applies instead.
+		{"over own limit", `{"id":"w1"}`, 5, "before", nil, true},
+		{"within own limit", `{"id":"w1"}`, 11, "w1", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+			v := shape{ID: "before"}
+			err := DecodeBody(httptest.NewRecorder(), r, tc.limit, &v)
+			switch {
+			case tc.err != nil && !errors.Is(err, tc.err):
+				t.Fatalf("err %v, want %v", err, tc.err)
+			case tc.bad && (err == nil || errors.Is(err, ErrEmptyBody)):
+				t.Fatalf("err %v, want a decoding error", err)
+			case tc.err == nil && !tc.bad && err != nil:
+				t.Fatalf("err %v", err)
+			}
+			if v.ID != tc.want {
+				t.Fatalf("id %q, want %q", v.ID, tc.want)
+			}
+		})
+	}
+}
