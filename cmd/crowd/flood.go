@@ -75,7 +75,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool"} {
 		fl.Lookup(name).Usage = "with --standalone: " + fl.Lookup(name).Usage
 	}
-	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state, read only), CA, follow graph and activity log (--standalone: default ./" + standaloneState + ")"
+	fl.Lookup("state").Usage = "directory of the crowd's keys (attached: the running crowd's --state, read only), CA, follow graph and activity log (--standalone: default ./" + loadrun.StandaloneState + ")"
 	c := &f.cfg
 	*c = def
 	fl.Var(loadrun.RateValue(c), "rate", "sends per second; a comma list (100,300,600) runs a ladder")

@@ -160,11 +160,6 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	return err
 }
 
-// standaloneState is the state of `crowd flood --standalone` when no
-// --state is given: its own, so that the README's first two commands
-// (`crowd serve`, then a standalone flood) in one folder never share one.
-const standaloneState = "crowd-state-standalone"
-
 // startCrowd is pasture.StartCrowd with the CLI's version and User-Agent;
 // a --state that is no directory is a usage error.
 func startCrowd(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg pasture.Config) (*pasture.Crowd, error) {
