@@ -7,8 +7,8 @@ import (
 )
 
 // usage is a *record.UsageError, the program's one usage-error type: the
-// flood's parsers (--mix, --rates, --personas, --signing) report bad input
-// as the record's (--expect, --compare) do, and a CLI maps it to exit 2.
+// engine's parsers (--rates, --arrivals) report bad input as the record's
+// (--expect, --compare) do, and a CLI maps it to exit 2.
 func usage(in, format string, args ...any) error {
 	return record.Usagef("%q: %s", in, fmt.Sprintf(format, args...))
 }

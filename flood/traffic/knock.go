@@ -1,7 +1,7 @@
 // The signature scheme of a flood (--signature) and the double knock:
 // RFC 9421 first, draft-cavage again on a 4xx, per target host remembered.
 
-package flood
+package traffic
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -90,7 +91,7 @@ type Knock struct {
 
 // Prepare signs a draft as Prepare does, with the scheme the Knocker
 // picks for its host, and marks its ticket (Ticket.Knock).
-func (k *Knocker) Prepare(d Draft) (*Prepared, error) {
+func (k *Knocker) Prepare(d Draft) (*flood.Prepared, error) {
 	scheme := k.firstScheme(d.URL.Host)
 	p, err := prepareScheme(k.signer, scheme, d)
 	if err != nil {
@@ -135,7 +136,7 @@ func refused(status int) bool {
 // resign signs p's activity again with scheme, now: a copy of its headers
 // with a fresh Date and the other scheme's headers gone. A measured send's
 // signature is counted, with the time it took.
-func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.Header, error) {
+func (n *Knock) resign(p *flood.Prepared, scheme signing.Scheme, measured bool) (http.Header, error) {
 	start := time.Now()
 	h := p.Header.Clone()
 	delete(h, "Date")
@@ -160,7 +161,7 @@ func (n *Knock) resign(p *Prepared, scheme signing.Scheme, measured bool) (http.
 // made at send time (the same key signed the request ahead, so only a
 // broken Key fails) ends the send with its error, which the record counts
 // as a connection error.
-func (n *Knock) attempt(p *Prepared, i, status int, measured bool) (http.Header, bool, error) {
+func (n *Knock) attempt(p *flood.Prepared, i, status int, measured bool) (http.Header, bool, error) {
 	k := n.k
 	switch i {
 	case 0:
@@ -191,7 +192,7 @@ func (n *Knock) attempt(p *Prepared, i, status int, measured bool) (http.Header,
 }
 
 // first is the header of the first attempt, counted by its scheme.
-func (n *Knock) first(p *Prepared, measured bool) (http.Header, bool, error) {
+func (n *Knock) first(p *flood.Prepared, measured bool) (http.Header, bool, error) {
 	k := n.k
 	scheme, header := n.Scheme, p.Header
 	if k.mode == SignatureBoth {

@@ -1,9 +1,10 @@
-package flood
+package traffic
 
 import (
 	"net/http"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -30,11 +31,11 @@ type Ticket struct {
 	// activity, for the record's security section (Forgeries).
 	Forgery *ForgeryMark
 
-	req *Prepared // the request it rides on: what a replay sends again
+	req *flood.Prepared // the request it rides on: what a replay sends again
 }
 
 // Attach makes t p's token and returns p.
-func (t *Ticket) Attach(p *Prepared) *Prepared {
+func (t *Ticket) Attach(p *flood.Prepared) *flood.Prepared {
 	t.req = p
 	p.Token = t
 	return p
@@ -42,7 +43,7 @@ func (t *Ticket) Attach(p *Prepared) *Prepared {
 
 // TicketOf is p's Ticket, nil when p is nil or has none (a request not
 // the crowd's).
-func TicketOf(p *Prepared) *Ticket {
+func TicketOf(p *flood.Prepared) *Ticket {
 	if p == nil {
 		return nil
 	}
@@ -51,11 +52,11 @@ func TicketOf(p *Prepared) *Ticket {
 }
 
 // Request is the request t rides on.
-func (t *Ticket) Request() *Prepared { return t.req }
+func (t *Ticket) Request() *flood.Prepared { return t.req }
 
 // Attempt sends a request once, as signed, unless a Knocker signed it:
 // then the Knocker decides (Fallback).
-func (t *Ticket) Attempt(p *Prepared, n, status int, measured bool) (http.Header, bool, error) {
+func (t *Ticket) Attempt(p *flood.Prepared, n, status int, measured bool) (http.Header, bool, error) {
 	if t.Knock != nil {
 		return t.Knock.attempt(p, n, status, measured)
 	}
@@ -74,12 +75,12 @@ func (t *Ticket) Hold() <-chan struct{} {
 // Settle is a Collector that tells hooks what became of every request
 // carrying a Ticket: how the crowd's state follows what was sent (the
 // generator's, the feeds', the forgeries' hooks).
-func Settle(hooks ...func(*Ticket, record.Outcome)) Collector {
+func Settle(hooks ...func(*Ticket, record.Outcome)) flood.Collector {
 	return settle{hooks: hooks}
 }
 
 type settle struct {
-	Nop
+	flood.Nop
 	hooks []func(*Ticket, record.Outcome)
 }
 

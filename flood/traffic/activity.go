@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -164,7 +165,7 @@ func (g *Generator) Settled(t *Ticket, d record.Outcome) {
 }
 
 // discard settles requests a source drew and will never hand out.
-func (g *Generator) discard(ps ...*Prepared) {
+func (g *Generator) discard(ps ...*flood.Prepared) {
 	for _, p := range ps {
 		if t := TicketOf(p); t != nil {
 			g.Settled(t, record.Outcome{})

@@ -1,7 +1,7 @@
 // Forged requests among a flood's sends (--tamper), and the draws a
 // scenario adds beyond the mix: senders by origin (--origin-zipf).
 
-package flood
+package traffic
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -222,7 +223,7 @@ type ForgeryMark struct {
 // prepareForged signs a forged draft. A replay is prepared as the honest
 // request it was drawn with, marked: Forgeries.Source swaps it for a
 // request the SUT accepted before, when there is one.
-func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
+func prepareForged(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
 	mark := &ForgeryMark{Kind: d.Forgery.Kind, Activity: d.ID, Type: d.Type, Actor: d.Sender.ID, Object: d.Object, Marker: d.Forgery.Marker}
 	if d.Persona != nil {
 		mark.Persona = d.Persona.Acct
@@ -249,7 +250,7 @@ func prepareForged(signer *signing.Signer, d Draft) (*Prepared, error) {
 	if f.Kind == signing.TamperBody {
 		body = remark(body, d.Forgery.Marker)
 	}
-	p := (&Ticket{Forgery: mark}).Attach(&Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
+	p := (&Ticket{Forgery: mark}).Attach(&flood.Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
 	}
@@ -291,7 +292,7 @@ const replayRing = 64
 type Forgeries struct {
 	mu       sync.Mutex
 	sec      record.Security
-	accepted []*Prepared // the latest honest requests answered 2xx, a ring
+	accepted []*flood.Prepared // the latest honest requests answered 2xx, a ring
 	next     int
 	keys     map[string]*record.KeyRefusal // keyIds answered 401, at most record.MaxKeyRefusals
 	marks    []ForgeryMark                 // the forgeries answered 2xx, as the findings list them
@@ -348,7 +349,7 @@ func (f *Forgeries) Settled(t *Ticket, d record.Outcome) {
 // accepted2xx notes the scheme of an honest request the SUT answered 2xx.
 // Every such answer comes here: a flag already set is only read, so the
 // workers do not write one cache line at each send.
-func (f *Forgeries) accepted2xx(p *Prepared) {
+func (f *Forgeries) accepted2xx(p *flood.Prepared) {
 	if f.okCavage.Load() && f.okRFC9421.Load() {
 		return
 	}
@@ -384,9 +385,9 @@ func (f *Forgeries) Accepted() []ForgeryMark {
 // honest request it was drawn with, counted in ReplaysUnready. The swapped
 // draft is never sent, nor settled: a Follow it carried keeps its pair
 // claimed for the run.
-func (f *Forgeries) Source(in Source) Source {
+func (f *Forgeries) Source(in flood.Source) flood.Source {
 	f.replayed.Store(true)
-	return SourceFunc(func(ctx context.Context) (*Prepared, error) {
+	return flood.SourceFunc(func(ctx context.Context) (*flood.Prepared, error) {
 		p, err := in.Next(ctx)
 		if err != nil {
 			return p, err
@@ -405,13 +406,13 @@ func (f *Forgeries) Source(in Source) Source {
 		}
 		last := f.accepted[(f.next+len(f.accepted)-1)%len(f.accepted)]
 		replay := &Ticket{Forgery: &ForgeryMark{Kind: signing.TamperReplay, Activity: activityID(last.Body)}}
-		return replay.Attach(&Prepared{Type: KindForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body}), nil
+		return replay.Attach(&flood.Prepared{Type: KindForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body}), nil
 	})
 }
 
 // keyAnswer counts a 401 to an honest request against its keyId until
 // the SUT first accepts one signed with it. Holding f.mu.
-func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
+func (f *Forgeries) keyAnswer(p *flood.Prepared, class record.Class) {
 	if class != record.Class401 && (len(f.keys) == 0 || !class.OK()) {
 		return // the common case: no refusal yet, nothing to look up
 	}
@@ -439,7 +440,7 @@ func (f *Forgeries) keyAnswer(p *Prepared, class record.Class) {
 // schemeOf is the scheme an honest request's final answer judged: what it
 // was signed with, "" for a double knock (--signature both), whose final
 // attempt may have gone out in the other scheme.
-func schemeOf(p *Prepared) signing.Scheme {
+func schemeOf(p *flood.Prepared) signing.Scheme {
 	var n *Knock
 	if t := TicketOf(p); t != nil {
 		n = t.Knock

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package flood
+package traffic
 
 // backgroundThread does nothing off Linux, where the crowd sets no thread
 // priorities.

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -66,7 +67,7 @@ func newSchemeSink(t *testing.T, w *actors.World, s *schemeSink) *schemeSink {
 
 // transport dials the sink for every host (the requests name sut.test).
 func (s *schemeSink) transport(t *testing.T) http.RoundTripper {
-	tr := NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
+	tr := flood.NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, s.srv.Listener.Addr().String())
 	}
@@ -75,7 +76,7 @@ func (s *schemeSink) transport(t *testing.T) http.RoundTripper {
 }
 
 // knockingSource is a source of mode signing with k.
-func knockingSource(t *testing.T, mode SigningMode, g *Generator, k *Knocker, n int64) Source {
+func knockingSource(t *testing.T, mode SigningMode, g *Generator, k *Knocker, n int64) flood.Source {
 	t.Helper()
 	switch mode {
 	case SigningPipeline:
@@ -160,7 +161,7 @@ func TestDoubleKnock(t *testing.T) {
 					k.hosts.Store("sut.test", signing.SchemeCavage)
 				}
 				src := knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
-				res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
+				res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,7 +176,7 @@ func TestDoubleKnock(t *testing.T) {
 				// The host is remembered: a later flood knocks once, with the
 				// scheme that worked, whatever was in flight during the first.
 				src = knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
-				res, err = recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
+				res, err = recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 100), Source: src, Transport: sink.transport(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -198,7 +199,7 @@ func TestDoubleKnockLatency(t *testing.T) {
 	const delay = 40 * time.Millisecond
 	sink := newSchemeSink(t, w, &schemeSink{refuse: signing.SchemeRFC9421, delay: delay})
 	k := NewKnocker(SignatureBoth, testSigner())
-	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 3}, Pacer: mustConstant(t, 5),
+	res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: 3}, Pacer: mustConstant(t, 5),
 		Source: NewJIT(signedGenerator(t, w, nil), nil, k), Transport: sink.transport(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -50,7 +51,7 @@ func TestVocabularyActsOnWhatTheRunSent(t *testing.T) {
 		kinds[d.Type]++
 		act := checkActsOnSent(t, w, d, sent, notes, &deleted)
 		checkServed(t, w, d, act.actor)
-		p := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL, Body: d.Body})
+		p := (&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL, Body: d.Body})
 		dl := record.Outcome{Sent: true, Class: record.Class202}
 		g.Settled(TicketOf(p), dl)
 		feed.Settled(TicketOf(p), dl)
@@ -193,11 +194,11 @@ func TestUndoWithNothingToUndoIsAnAnnounce(t *testing.T) {
 	if d.Type != record.TypeAnnounce || d.Vocab == nil || !d.Vocab.UndoDiverted {
 		t.Fatalf("draft %s %+v, want an Announce in place of the Undo", d.Type, d.Vocab)
 	}
-	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL})), record.Outcome{})
+	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL})), record.Outcome{})
 	if g.UndosDiverted() != 0 {
 		t.Error("a draft never sent is counted")
 	}
-	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL})), record.Outcome{Sent: true, Class: record.Class202})
+	g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL})), record.Outcome{Sent: true, Class: record.Class202})
 	if g.UndosDiverted() != 1 {
 		t.Errorf("UndosDiverted = %d, want 1", g.UndosDiverted())
 	}

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -13,18 +13,19 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
 // createSource hands out Creates, each with its own note for the outbox.
 type createSource struct {
 	url   *url.URL
-	taken []*Prepared
+	taken []*flood.Prepared
 }
 
-func (s *createSource) Next(context.Context) (*Prepared, error) {
+func (s *createSource) Next(context.Context) (*flood.Prepared, error) {
 	n := len(s.taken)
-	p := (&Ticket{Outbox: &actors.SentNote{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}).Attach(&Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{}, Body: []byte(`{"type":"Create"}`)})
+	p := (&Ticket{Outbox: &actors.SentNote{Actor: "https://flood1.test/users/alice", Note: fmt.Sprintf("https://flood1.test/users/alice/notes/n%d", n)}}).Attach(&flood.Prepared{Type: record.TypeCreate, Method: http.MethodPost, URL: s.url, Header: http.Header{}, Body: []byte(`{"type":"Create"}`)})
 	s.taken = append(s.taken, p)
 	return p, nil
 }
@@ -64,7 +65,7 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		time.AfterFunc(1005*time.Millisecond, cancel)
-		mustRun(t, ctx, Plan{Limits: Limits{Duration: 10 * time.Second, MaxInflight: 3}, Sleep: time.Sleep, Pacer: mustConstant(t, 100),
+		mustRun(t, ctx, flood.Plan{Limits: flood.Limits{Duration: 10 * time.Second, MaxInflight: 3}, Sleep: time.Sleep, Pacer: mustConstant(t, 100),
 			Source: src, Transport: sut}, Settle(heard, feed.Settled))
 		st := feed.Close(context.Background())
 
@@ -93,11 +94,11 @@ func TestOutboxFeedFeedsOnlySentCreates(t *testing.T) {
 func TestOutboxFeedCountsWhatTheSinkRefused(t *testing.T) {
 	feed := NewOutboxFeed(func(context.Context, []actors.SentNote) error { return errors.New("refused") },
 		OutboxFeedOptions{Batch: 2, Every: time.Hour})
-	p := (&Ticket{Outbox: &actors.SentNote{Actor: "a", Note: "a/notes/1"}}).Attach(&Prepared{Type: record.TypeCreate})
+	p := (&Ticket{Outbox: &actors.SentNote{Actor: "a", Note: "a/notes/1"}}).Attach(&flood.Prepared{Type: record.TypeCreate})
 	for _, d := range []record.Outcome{{Sent: true}, {Sent: true, Aborted: true}, {Sent: true, Class: record.ClassConnError}, {}} {
 		feed.Settled(TicketOf(p), d)
 	}
-	feed.Settled(TicketOf((&Ticket{}).Attach(&Prepared{Type: record.TypeLike})), record.Outcome{Sent: true}) // not a Create: nothing to feed
+	feed.Settled(TicketOf((&Ticket{}).Attach(&flood.Prepared{Type: record.TypeLike})), record.Outcome{Sent: true}) // not a Create: nothing to feed
 	st := feed.Close(context.Background())
 	if st.Fed != 0 || st.Failed != 3 || st.FirstError != "outbox: refused" {
 		t.Errorf("stats %+v, want 3 failed (the sent ones) with the sink's reason", st)

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"runtime"

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/go-fed/httpsig"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -119,15 +120,15 @@ func forgeryRun(t *testing.T, w *actors.World, sink string, scheme SignatureSche
 		Mix:   record.Mix{Create: 1, Like: 1},
 		Draws: &Draws{Tamper: kinds, TamperShare: 0.6}})
 	forg := NewForgeries()
-	var src Source = NewJIT(gen, signing.NewSigner(signing.SignerOptions{}), nil)
+	var src flood.Source = NewJIT(gen, signing.NewSigner(signing.SignerOptions{}), nil)
 	if scheme != "" {
 		src = NewJIT(gen, nil, NewKnocker(scheme, signing.NewSigner(signing.SignerOptions{})))
 	}
-	pacer, err := NewPacer(ArrivalsConstant, 400, 1)
+	pacer, err := flood.NewPacer(flood.ArrivalsConstant, 400, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 240, MaxInflight: 8}, Pacer: pacer, Transport: NewTransport(8, 0, nil),
+	res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: 240, MaxInflight: 8}, Pacer: pacer, Transport: flood.NewTransport(8, 0, nil),
 		Source: forg.Source(src)}, Settle(gen.Settled, forg.Settled))
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestForgeryAgainstInboxes(t *testing.T) {
 				t.Fatalf("the Forged row %+v does not count the %d forgeries", tl, rec.Security.Total().Sent)
 			}
 			results, ok := record.CheckGates(rec, gate)
-			if clean := len(tc.want) == 0; ok != clean || (!clean && ExitCode(nil, results) != 1) {
+			if clean := len(tc.want) == 0; ok != clean || (!clean && flood.ExitCode(nil, results) != 1) {
 				t.Fatalf("gates %v: want forged_accepted=0 met %v", results, clean)
 			}
 			if body := results[1]; body.Holds == tc.lax {
@@ -358,8 +359,8 @@ func floodRefusing(t *testing.T, w *actors.World, source func(*Generator, *signi
 	personas[0].Target = srv.URL + "/inbox"
 	gen := mustGenerator(t, GeneratorConfig{Senders: w.Actors(), Personas: personas, Seed: 1, Mix: record.Mix{Create: 1}})
 	forg := NewForgeries()
-	pacer, _ := NewPacer(ArrivalsConstant, 100, 1)
-	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: sends, MaxInflight: 1}, Pacer: pacer, Transport: NewTransport(1, 0, nil),
+	pacer, _ := flood.NewPacer(flood.ArrivalsConstant, 100, 1)
+	res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: sends, MaxInflight: 1}, Pacer: pacer, Transport: flood.NewTransport(1, 0, nil),
 		Source: source(gen, signer)}, Settle(forg.Settled))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Reaction pairs: a crowd actor likes or boosts a post once, until its Undo.
 
-package flood
+package traffic
 
 import (
 	"github.com/crowdfed/crowd/actors"

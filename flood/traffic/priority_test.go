@@ -1,6 +1,6 @@
 //go:build linux
 
-package flood
+package traffic
 
 import (
 	"os"

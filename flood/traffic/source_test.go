@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
@@ -34,7 +35,7 @@ func worldVerifier(w *actors.World) *signing.Verifier {
 }
 
 // requestOf is the request the engine sends for p.
-func requestOf(p *Prepared) *http.Request {
+func requestOf(p *flood.Prepared) *http.Request {
 	host := p.Host
 	if host == "" {
 		host = p.URL.Host
@@ -54,7 +55,7 @@ func testSigner() *signing.Signer {
 	return signing.NewSigner(signing.SignerOptions{UserAgent: "crowd/test (+https://github.com/crowdfed/crowd)"})
 }
 
-func checkPrepared(t testing.TB, v *signing.Verifier, p *Prepared) {
+func checkPrepared(t testing.TB, v *signing.Verifier, p *flood.Prepared) {
 	t.Helper()
 	if p.Method != http.MethodPost || p.URL.String() != "https://sut.test/inbox" {
 		t.Fatalf("%s %s", p.Method, p.URL)
@@ -188,7 +189,7 @@ func TestPipelineStarvationIsTheGenerators(t *testing.T) {
 	pl := NewPipeline(signedGenerator(t, w, nil), testSigner(), PipelineOptions{Buffer: 8})
 	defer pl.Close()
 	sink := rtFunc(func(r *http.Request) (*http.Response, error) { return answer(r, http.StatusAccepted, nil), nil })
-	res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 1000}, Pacer: mustConstant(t, 200000), Source: pl, Transport: sink,
+	res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: 1000}, Pacer: mustConstant(t, 200000), Source: pl, Transport: sink,
 		Sleep: time.Sleep})
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func TestPresignRefusesBeforeSigning(t *testing.T) {
 		var follows atomic.Int64
 		g := signedGenerator(t, w, func(FollowRegistration) { follows.Add(1) })
 		_, err := Presign(context.Background(), g, testSigner(), c.n, c.o)
-		if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), c.say) {
+		if !errors.Is(err, flood.ErrInvalidPlan) || !strings.Contains(err.Error(), c.say) {
 			t.Errorf("%s: %v, want ErrInvalidPlan saying %q", c.name, err, c.say)
 		}
 		if g.seq.Load() != 0 || follows.Load() != 0 {
@@ -270,7 +271,7 @@ func TestPresignRefusesBeforeSigning(t *testing.T) {
 
 func TestPresignCount(t *testing.T) {
 	for _, c := range []struct {
-		arrivals Arrivals
+		arrivals flood.Arrivals
 		rate     float64
 		d        time.Duration
 		max      int64
@@ -324,7 +325,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 		rw.WriteHeader(http.StatusAccepted)
 	}))
 	defer sink.Close()
-	tr := NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
+	tr := flood.NewTransport(64, 0, &tls.Config{InsecureSkipVerify: true}) // the sink's test certificate names example.com
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, sink.Listener.Addr().String())
 	}
@@ -333,7 +334,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 	for _, mode := range []SigningMode{SigningPipeline, SigningPresign, SigningJIT} {
 		t.Run(string(mode), func(t *testing.T) {
 			g := signedGenerator(t, w, nil)
-			var src Source
+			var src flood.Source
 			switch mode {
 			case SigningPipeline:
 				pl := NewPipeline(g, testSigner(), PipelineOptions{Buffer: 8})
@@ -348,7 +349,7 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 			case SigningJIT:
 				src = NewJIT(g, testSigner(), nil)
 			}
-			res, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 200), Source: src, Transport: tr})
+			res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 200), Source: src, Transport: tr})
 			if err != nil {
 				t.Fatal(err)
 			}

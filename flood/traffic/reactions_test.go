@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -134,7 +135,7 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 			feed := NewReactionFeed(WorldReactions(w), OutboxFeedOptions{})
 			s := g.Stream()
 			d := mustDraft(t, s)
-			p := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type})
+			p := (&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type})
 			Settle(g.Settled, feed.Settled).Settled(p.Token, c.d)
 			if st := feed.Close(context.Background()); st.Failed != 0 {
 				t.Fatalf("feed: %+v", st)
@@ -158,13 +159,13 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 		ok := record.Outcome{Sent: true, Class: record.Class202}
 		s := g.Stream()
 		like := mustDraft(t, s)
-		settle((&Ticket{Vocab: like.Vocab}).Attach(&Prepared{Type: like.Type}).Token, ok)
+		settle((&Ticket{Vocab: like.Vocab}).Attach(&flood.Prepared{Type: like.Type}).Token, ok)
 		if d := mustDraft(t, s); d.Type != record.TypeCreate {
 			t.Fatalf("the pair taken: a %s, want a Create", d.Type)
 		}
 		undo := *like.Vocab.Reaction
 		undo.Undone = true
-		settle((&Ticket{Vocab: &VocabSent{Reaction: &undo}}).Attach(&Prepared{Type: record.TypeUndo}).Token, ok)
+		settle((&Ticket{Vocab: &VocabSent{Reaction: &undo}}).Attach(&flood.Prepared{Type: record.TypeUndo}).Token, ok)
 		feed.Close(context.Background())
 		if d := mustDraft(t, s); d.Type != record.TypeLike {
 			t.Errorf("after the Undo: a %s, want the Like again", d.Type)
@@ -183,7 +184,7 @@ func TestSettledKeepsOnlySentReactions(t *testing.T) {
 			{record.TypeLike, record.Outcome{Sent: true, Class: record.Class202}},
 			{record.TypeAnnounce, record.Outcome{Sent: true, Class: record.Class401}},
 		} {
-			g.Settled(TicketOf((&Ticket{Vocab: &VocabSent{Note: true, DivertedFrom: c.from}}).Attach(&Prepared{Type: record.TypeCreate})), c.d)
+			g.Settled(TicketOf((&Ticket{Vocab: &VocabSent{Note: true, DivertedFrom: c.from}}).Attach(&flood.Prepared{Type: record.TypeCreate})), c.d)
 		}
 		if likes, boosts := g.ReactionsDiverted(); likes != 1 || boosts != 1 {
 			t.Errorf("ReactionsDiverted %d, %d; want 1 Like and 1 Announce", likes, boosts)
@@ -202,7 +203,7 @@ func TestUndoOfAReactionNamesIt(t *testing.T) {
 	var sent *actors.Reaction
 	for range 50 {
 		d := mustDraft(t, s)
-		g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type})), ok)
+		g.Settled(TicketOf((&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type})), ok)
 		switch {
 		case d.Type == record.TypeLike && sent == nil:
 			sent = d.Vocab.Reaction

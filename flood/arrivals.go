@@ -4,7 +4,7 @@ import "strings"
 
 // Arrivals is the arrival process of a flood's sends (--arrivals): when
 // each send is due. Parse it once with ParseArrivals; NewPacer and
-// PresignCount take the parsed value.
+// traffic.PresignCount take the parsed value.
 type Arrivals string
 
 const (
@@ -25,8 +25,3 @@ func ParseArrivals(s string) (Arrivals, error) {
 	}
 	return "", usage(s, "--arrivals: want constant or poisson")
 }
-
-// SigningMode says when a flood's requests are signed (--signing); see
-// SigningPipeline, SigningPresign and SigningJIT. Parse it once with
-// ParseSigning.
-type SigningMode string

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
@@ -357,11 +358,11 @@ func TestDiscoverRefusesAPublicPersonaWithoutSending(t *testing.T) {
 	w := testWorld(t, 1, 1)
 	inst := w.Origins[0].Instance
 	fn := &dialguardtest.FakeNet{Names: map[string][]string{"public.example": {"8.8.8.8"}}}
-	g := NewGuard(GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial})
+	g := flood.NewGuard(flood.GuardOptions{Resolve: fn.Resolve, Dial: fn.Dial})
 	o := DiscoverOptions{Client: &http.Client{Transport: &http.Transport{DialContext: g.DialContext}},
 		Signer: signing.NewSigner(signing.SignerOptions{}), KeyID: inst.KeyID, Key: inst.Key}
 	_, _, err := Discover(context.Background(), []string{"x@public.example"}, o)
-	if !errors.Is(err, ErrPublicTarget) || !strings.Contains(err.Error(), "x@public.example") {
+	if !errors.Is(err, flood.ErrPublicTarget) || !strings.Contains(err.Error(), "x@public.example") {
 		t.Errorf("err %v: want ErrPublicTarget naming the persona", err)
 	}
 	if len(fn.Dials()) != 0 {

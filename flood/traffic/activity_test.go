@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/actors"
@@ -446,7 +447,7 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 				OnFollowSent: func(f FollowRegistration) { got = append(got, f) }})
 			s := g.Stream()
 			d := mustDraft(t, s)
-			p := (&Ticket{Follow: &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}}).Attach(&Prepared{Type: d.Type})
+			p := (&Ticket{Follow: &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}}).Attach(&flood.Prepared{Type: d.Type})
 			if len(got) != 0 {
 				t.Fatal("a Follow was registered when drawn")
 			}
@@ -463,9 +464,9 @@ func TestSettledRegistersOnlySentFollows(t *testing.T) {
 	}
 	t.Run("diverted counts when sent", func(t *testing.T) {
 		g := mustGenerator(t, GeneratorConfig{Senders: fakeSenders(2), Personas: fakePersonas(1), Mix: record.Mix{Follow: 1}})
-		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{})
-		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class202})
-		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class401})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&flood.Prepared{Type: record.TypeCreate})), record.Outcome{})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&flood.Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class202})
+		g.Settled(TicketOf((&Ticket{Diverted: true}).Attach(&flood.Prepared{Type: record.TypeCreate})), record.Outcome{Sent: true, Class: record.Class401})
 		if n := g.FollowsDiverted(); n != 2 {
 			t.Errorf("FollowsDiverted %d after two diverted sends and one unsent draft; want 2", n)
 		}

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -23,15 +24,15 @@ import (
 func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		source func(t *testing.T, g *Generator) (Source, func())
+		source func(t *testing.T, g *Generator) (flood.Source, func())
 	}{
 		// A pipeline drafts a buffer ahead and discards it at the end.
-		{"pipeline", func(t *testing.T, g *Generator) (Source, func()) {
+		{"pipeline", func(t *testing.T, g *Generator) (flood.Source, func()) {
 			pl := NewPipeline(g, testSigner(), PipelineOptions{Workers: 2, Buffer: 32})
 			return pl, pl.Close
 		}},
 		// Presign drafts every send before the first leaves; its tail of 40 is never sent.
-		{"presign", func(t *testing.T, g *Generator) (Source, func()) {
+		{"presign", func(t *testing.T, g *Generator) (flood.Source, func()) {
 			ps, err := Presign(context.Background(), g, testSigner(), 200, PresignOptions{Window: time.Minute})
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +85,7 @@ func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 				return answer(r, http.StatusAccepted, nil), nil
 			})
 			src, closeSrc := c.source(t, g)
-			_, err := recorded(context.Background(), Plan{Limits: Limits{MaxSends: 160}, Pacer: mustConstant(t, 5000), Source: src, Transport: target,
+			_, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: 160}, Pacer: mustConstant(t, 5000), Source: src, Transport: target,
 				Sleep: time.Sleep}, Settle(g.Settled))
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,11 @@
-package flood
+package traffic
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -44,7 +45,7 @@ func BenchmarkVerbs(b *testing.B) {
 				s := g.Stream()
 				only := func(kind record.ActivityKind) { g.cum, g.kinds = []float64{1}, []record.ActivityKind{kind} }
 				settle := func(d Draft) {
-					p, dl := (&Ticket{Vocab: d.Vocab}).Attach(&Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
+					p, dl := (&Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
 					switch {
 					case d.Type == record.TypeFollow:
 						// Never left: the pair may follow again.

@@ -1,4 +1,4 @@
-package flood
+package traffic
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/signing"
@@ -53,14 +54,14 @@ func ParseSigning(s string) (SigningMode, error) {
 // Prepare signs a draft: a POST of its body to its persona's inbox, signed
 // by its sender with signer (Date set now, Digest, Content-Type, Host,
 // User-Agent and Signature: see signing.Signer.SignPost).
-func Prepare(signer *signing.Signer, d Draft) (*Prepared, error) {
+func Prepare(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
 	return prepareScheme(signer, signing.SchemeCavage, d)
 }
 
 // prepareScheme is Prepare with scheme's signature (Knocker.Prepare). A
 // forged draft is signed as its forgery says (draft-cavage), whatever the
 // scheme.
-func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Prepared, error) {
+func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*flood.Prepared, error) {
 	if d.Forgery != nil {
 		return prepareForged(signer, d)
 	}
@@ -70,7 +71,7 @@ func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*Pre
 		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
 	}
 	t := &Ticket{Diverted: d.Diverted, Vocab: d.Vocab}
-	p := t.Attach(&Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body})
+	p := t.Attach(&flood.Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body})
 	switch d.Type {
 	case record.TypeFollow:
 		t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
@@ -119,7 +120,7 @@ func PipelineBuffer(rate float64) int {
 // send's intended time, as starvation). Close it when done.
 type Pipeline struct {
 	gen    *Generator
-	ch     chan *Prepared
+	ch     chan *flood.Prepared
 	ctx    context.Context // done when the workers stop (Close or a signing error)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -149,7 +150,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		o.Buffer = 1024
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pipeline{gen: gen, ch: make(chan *Prepared, o.Buffer), ctx: ctx, cancel: cancel}
+	p := &Pipeline{gen: gen, ch: make(chan *flood.Prepared, o.Buffer), ctx: ctx, cancel: cancel}
 	for range o.Workers {
 		st := gen.Stream()
 		p.wg.Add(1)
@@ -158,7 +159,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 			defer backgroundThread(o.Nice)()
 			for ctx.Err() == nil {
 				d, err := st.Next()
-				var prep *Prepared
+				var prep *flood.Prepared
 				if err == nil {
 					prep, err = gen.prepare(signer, o.Knocker, d)
 				}
@@ -196,7 +197,7 @@ func (p *Pipeline) fail(err error) {
 // Next returns a ready request, waiting for one if needed; ctx's error when
 // ctx ends first; once the workers stopped and the buffer is empty, the
 // signing error that stopped them, or io.EOF after Close.
-func (p *Pipeline) Next(ctx context.Context) (*Prepared, error) {
+func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
 	select {
 	case r := <-p.ch:
 		return r, nil
@@ -298,7 +299,7 @@ type PresignOptions struct {
 }
 
 // prepareWith signs d with k's scheme, or with Prepare's when k is nil.
-func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error) {
+func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
 	if k != nil {
 		return k.Prepare(d)
 	}
@@ -308,11 +309,11 @@ func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error)
 // prepare signs d as prepareWith does; a draft it cannot sign never
 // leaves, so what drafting it claimed (a Follow's or reaction's pair, a
 // Delete's deletion) is given back, as for a send that was dropped.
-func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*Prepared, error) {
+func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
 	p, err := prepareWith(signer, k, d)
 	if err != nil {
 		t := &Ticket{Vocab: d.Vocab}
-		unsent := t.Attach(&Prepared{Type: d.Type, URL: d.URL})
+		unsent := t.Attach(&flood.Prepared{Type: d.Type, URL: d.URL})
 		if d.Type == record.TypeFollow && d.Forgery == nil {
 			t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
 		}
@@ -325,9 +326,9 @@ func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*Prepa
 // set (and the schedule is not shorter), else every send a constant pacer
 // offers in d at rate (ceil(rate × d)), plus five standard deviations for
 // Poisson arrivals.
-func PresignCount(arrivals Arrivals, rate float64, d time.Duration, maxSends int64) int64 {
+func PresignCount(arrivals flood.Arrivals, rate float64, d time.Duration, maxSends int64) int64 {
 	n := math.Ceil(rate * d.Seconds())
-	if arrivals == ArrivalsPoisson {
+	if arrivals == flood.ArrivalsPoisson {
 		n += 5*math.Sqrt(n) + 10
 	}
 	if maxSends > 0 && (d <= 0 || float64(maxSends) < n) {
@@ -353,7 +354,7 @@ func EstimatePresignBytes(gen *Generator, n int64) int64 {
 // returns io.EOF when every request is used.
 type Presigned struct {
 	gen   *Generator
-	reqs  []*Prepared
+	reqs  []*flood.Prepared
 	next  int
 	Took  time.Duration // how long signing took
 	Bytes int64         // the estimated memory
@@ -366,7 +367,7 @@ type Presigned struct {
 // PresignShelfLife. ctx interrupts it.
 func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int64, o PresignOptions) (*Presigned, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: nothing to presign", ErrInvalidPlan)
+		return nil, fmt.Errorf("%w: nothing to presign", flood.ErrInvalidPlan)
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultPresignMaxBytes
@@ -376,15 +377,15 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 	}
 	if o.Window+presignMargin > PresignShelfLife {
 		return nil, fmt.Errorf("%w: presigned requests would be sent up to %v after signing, and Mastodon rejects a Date more than %v old (with a %v margin): use --signing=pipeline or a shorter run",
-			ErrInvalidPlan, o.Window, PresignShelfLife, presignMargin)
+			flood.ErrInvalidPlan, o.Window, PresignShelfLife, presignMargin)
 	}
 	est := EstimatePresignBytes(gen, n)
 	if est > o.MaxBytes {
 		return nil, fmt.Errorf("%w: presigning %d requests would take about %.1f GiB (limit %.1f GiB): lower --rate × --seconds, or use --signing=pipeline",
-			ErrInvalidPlan, n, float64(est)/(1<<30), float64(o.MaxBytes)/(1<<30))
+			flood.ErrInvalidPlan, n, float64(est)/(1<<30), float64(o.MaxBytes)/(1<<30))
 	}
 	start := time.Now()
-	p := &Presigned{gen: gen, reqs: make([]*Prepared, n), Bytes: est}
+	p := &Presigned{gen: gen, reqs: make([]*flood.Prepared, n), Bytes: est}
 	var idx atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -400,7 +401,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 					return
 				}
 				d, err := st.Next()
-				var prep *Prepared
+				var prep *flood.Prepared
 				if err == nil {
 					prep, err = gen.prepare(signer, o.Knocker, d)
 				}
@@ -430,7 +431,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 	if p.Took+o.Window > PresignShelfLife {
 		p.Close()
 		return nil, fmt.Errorf("%w: presigning took %v; with the %v window the last requests would carry a Date older than %v: use --signing=pipeline",
-			ErrInvalidPlan, p.Took.Round(time.Second), o.Window, PresignShelfLife)
+			flood.ErrInvalidPlan, p.Took.Round(time.Second), o.Window, PresignShelfLife)
 	}
 	return p, nil
 }
@@ -440,7 +441,7 @@ func (p *Presigned) Len() int { return len(p.reqs) }
 
 // Next returns the next presigned request (and drops the source's reference
 // to it), io.EOF when none is left, or ctx's error.
-func (p *Presigned) Next(ctx context.Context) (*Prepared, error) {
+func (p *Presigned) Next(ctx context.Context) (*flood.Prepared, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -478,7 +479,7 @@ func NewJIT(gen *Generator, signer *signing.Signer, k *Knocker) *JIT {
 }
 
 // Next draws and signs one request, or returns ctx's error.
-func (j *JIT) Next(ctx context.Context) (*Prepared, error) {
+func (j *JIT) Next(ctx context.Context) (*flood.Prepared, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
