@@ -1,8 +1,6 @@
 package flood
 
 import (
-	"net/http"
-
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -93,23 +91,4 @@ func (f fanout) End(s record.Stop) {
 	for _, c := range f {
 		c.End(s)
 	}
-}
-
-// Fallback is implemented by a token whose request may be sent again,
-// signed otherwise, once answered (the double knock: RFC 9421 first,
-// draft-cavage on a 4xx). The engine asks before attempt 0 and after each
-// answer: Attempt(p, n, status, measured) returns the header attempt n
-// goes with, status being attempt n-1's answer (0 for n = 0), or ok false
-// for no attempt n. measured says whether the send counts in the record.
-// An error ends the send as a connection error.
-type Fallback interface {
-	Attempt(p *Prepared, n, status int, measured bool) (header http.Header, ok bool, err error)
-}
-
-// Holder is implemented by a token whose request must wait before it
-// leaves (a Delete until its object is recorded deleted): Hold is what
-// must close first, nil when nothing holds it. The wait counts in the
-// send's service time and is bounded by the send's timeout.
-type Holder interface {
-	Hold() <-chan struct{}
 }

@@ -1,6 +1,7 @@
 package flood
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -12,3 +13,7 @@ import (
 func usage(in, format string, args ...any) error {
 	return record.Usagef("%q: %s", in, fmt.Sprintf(format, args...))
 }
+
+// ErrInvalidPlan is wrapped by every error about a Plan (or pacer, ladder)
+// that cannot run; a CLI maps it to exit status 2.
+var ErrInvalidPlan = errors.New("flood: invalid plan")
