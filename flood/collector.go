@@ -10,16 +10,18 @@ import (
 //
 // Begin comes first and End last, each once, on Run's goroutine. Offered
 // runs on the dispatcher, once per send whose intended time was reached;
-// Answered on a worker, once per send handed to it; Settled on a worker or
-// the dispatcher, once per request taken from the Source (answered,
-// aborted, dropped or left unsent), after its Answered. The send path
+// Answered on a worker, once per send handed to it, with the worker's
+// index (shard: a collector may keep one shard per worker, no lock
+// shared); Settled on a worker or the dispatcher, once per request taken
+// from the Source (answered, aborted, dropped or left unsent), after its
+// Answered. The send path
 // calls them, so they must be cheap, must not block, and Offered,
 // Answered and Settled must be safe for concurrent use. The Delivery is
 // the worker's: valid only during the call.
 type Collector interface {
 	Begin(record.Schedule)
 	Offered(record.Offer)
-	Answered(worker int, d *record.Delivery)
+	Answered(shard int, d *record.Delivery)
 	Settled(token any, o record.Outcome)
 	End(record.Stop)
 }
@@ -75,9 +77,9 @@ func (f fanout) Offered(o record.Offer) {
 	}
 }
 
-func (f fanout) Answered(worker int, d *record.Delivery) {
+func (f fanout) Answered(shard int, d *record.Delivery) {
 	for _, c := range f {
-		c.Answered(worker, d)
+		c.Answered(shard, d)
 	}
 }
 
