@@ -458,3 +458,11 @@ func (s *Stream) freeSender(persona string, claim func(id string) bool) *actors.
 	}
 	return nil
 }
+
+// senderSet is cfg's senders: SenderSet when set, else Senders.
+func (cfg GeneratorConfig) senderSet() SenderSet {
+	if cfg.SenderSet != nil {
+		return cfg.SenderSet
+	}
+	return senderSlice(cfg.Senders)
+}

@@ -10,7 +10,7 @@
 //     replies) by a weighted Mix, senders uniform or Zipf, personas
 //     uniform; a Registrar (registrar.go) records the Follows in the
 //     crowd's graph off the send path.
-//   - Signing modes (source.go, vocab.go): Pipeline (background signers
+//   - Signing modes (modes.go, source.go): Pipeline (background signers
 //     keep a buffer full: the default), Presign (all before the run), JIT
 //     (in the dispatcher), each a flood.Source.
 //   - Ticket (ticket.go): a request's bookkeeping, its Prepared.Token; it

@@ -27,11 +27,3 @@ func (s worldSenders) At(i int) *actors.Actor { return s.w.Person(i) }
 // WorldSenders is every Person of w as a SenderSet, in origin order,
 // without computing them up front.
 func WorldSenders(w *actors.World) SenderSet { return worldSenders{w} }
-
-// senderSet is cfg's senders: SenderSet when set, else Senders.
-func (cfg GeneratorConfig) senderSet() SenderSet {
-	if cfg.SenderSet != nil {
-		return cfg.SenderSet
-	}
-	return senderSlice(cfg.Senders)
-}
