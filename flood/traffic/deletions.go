@@ -17,7 +17,7 @@ import (
 // next batch gathering meanwhile), so a pipeline or presign run, which
 // drafts ahead, pays no round trip per Delete on its send path; the engine
 // holds a Delete whose mark is not recorded yet until it is (see
-// Prepared.ready). A Delete drafted and never sent (dropped, or left in a
+// Ticket.Hold). A Delete drafted and never sent (dropped, or left in a
 // source when the run ended) has its deletion taken back (a Restored
 // change): the crowd's state holds exactly the deletions of the Deletes
 // the run sent, whatever their answer. Safe for concurrent use.

@@ -152,7 +152,7 @@ func (n *Knock) resign(p *flood.Prepared, scheme signing.Scheme, measured bool) 
 	return req.Header, nil
 }
 
-// attempt is the double knock as the engine asks it (Fallback): attempt 0
+// attempt is the double knock as the engine asks it (flood.Fallback): attempt 0
 // goes signed as p is, or signed again first when its host's scheme
 // changed since p was signed; for SignatureBoth, a refused first answer
 // (status) has attempt 1 signed with the other scheme, and a second

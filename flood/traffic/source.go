@@ -81,7 +81,7 @@ func PipelineBuffer(rate float64) int {
 	return int(min(16384, max(256, math.Ceil(rate))))
 }
 
-// Pipeline is the default Source: its workers draw activities, sign them
+// Pipeline is the default flood.Source: its workers draw activities, sign them
 // and keep a bounded buffer of ready requests full. Next takes the oldest
 // ready one, waiting when none is (the engine counts that wait, past the
 // send's intended time, as starvation). Close it when done.
@@ -316,7 +316,7 @@ func EstimatePresignBytes(gen *Generator, n int64) int64 {
 	return n * per
 }
 
-// Presigned is a Source of requests all signed before the run (see
+// Presigned is a flood.Source of requests all signed before the run (see
 // Presign). Its Next is for one goroutine, the engine's dispatcher; it
 // returns io.EOF when every request is used.
 type Presigned struct {
@@ -328,7 +328,7 @@ type Presigned struct {
 }
 
 // Presign draws and signs n requests with o.Workers goroutines, before the
-// run. It refuses (wrapping ErrInvalidPlan) a window the Dates would not
+// run. It refuses (wrapping flood.ErrInvalidPlan) a window the Dates would not
 // survive and an estimated memory above o.MaxBytes, before signing
 // anything; and a window that, added to the time signing took, exceeds
 // PresignShelfLife. ctx interrupts it.
@@ -428,7 +428,7 @@ func (p *Presigned) Close() {
 	p.next = len(p.reqs)
 }
 
-// JIT is a Source that draws and signs each request in Next, that is in the
+// JIT is a flood.Source that draws and signs each request in Next, that is in the
 // engine's single dispatcher goroutine: signing cost is hidden while it fits
 // in the gap between sends, and once it exceeds the gap it shows as lateness
 // of every send, counted as starvation (see SigningJIT).

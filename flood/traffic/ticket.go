@@ -8,10 +8,10 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 )
 
-// Ticket is the crowd's bookkeeping of one request, its Prepared.Token:
+// Ticket is the crowd's bookkeeping of one request, its flood.Prepared.Token:
 // what the crowd's state takes once the engine says what became of the
-// request (Settle). The engine never reads it; it asks it as a Fallback
-// (the double knock) and a Holder (a Delete's wait).
+// request (Settle). The engine never reads it; it asks it as a flood.Fallback
+// (the double knock) and a flood.Holder (a Delete's wait).
 type Ticket struct {
 	// Follow is set on a Follow: what registering it with the crowd's
 	// follow graph takes, once it was sent (Generator.Settled).
@@ -55,7 +55,7 @@ func TicketOf(p *flood.Prepared) *Ticket {
 func (t *Ticket) Request() *flood.Prepared { return t.req }
 
 // Attempt sends a request once, as signed, unless a Knocker signed it:
-// then the Knocker decides (Fallback).
+// then the Knocker decides (flood.Fallback).
 func (t *Ticket) Attempt(p *flood.Prepared, n, status int, measured bool) (http.Header, bool, error) {
 	if t.Knock != nil {
 		return t.Knock.attempt(p, n, status, measured)
@@ -64,7 +64,7 @@ func (t *Ticket) Attempt(p *flood.Prepared, n, status int, measured bool) (http.
 }
 
 // Hold is what must close before the request may leave (a Delete's object
-// recorded deleted: Deletions), or nil when nothing holds it (Holder).
+// recorded deleted: Deletions), or nil when nothing holds it (flood.Holder).
 func (t *Ticket) Hold() <-chan struct{} {
 	if t.Vocab == nil {
 		return nil
@@ -72,7 +72,7 @@ func (t *Ticket) Hold() <-chan struct{} {
 	return t.Vocab.gone
 }
 
-// Settle is a Collector that tells hooks what became of every request
+// Settle is a flood.Collector that tells hooks what became of every request
 // carrying a Ticket: how the crowd's state follows what was sent (the
 // generator's, the feeds', the forgeries' hooks).
 func Settle(hooks ...func(*Ticket, record.Outcome)) flood.Collector {
