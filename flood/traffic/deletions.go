@@ -156,3 +156,13 @@ func (d *Deletions) Close(ctx context.Context) DeletionStats {
 	defer d.mu.Unlock()
 	return d.stats
 }
+
+// ChangeSink takes a batch of the edits and deletions a run made into the
+// crowd's state: the crowd's admin API for a crowd serving elsewhere
+// (adapted by loadrun), WorldChanges for the world in this process.
+type ChangeSink func(context.Context, []actors.Change) error
+
+// WorldChanges is the sink of a world that runs in this process.
+func WorldChanges(w *actors.World) ChangeSink {
+	return func(_ context.Context, items []actors.Change) error { return w.RecordChanges(items) }
+}

@@ -514,16 +514,6 @@ func keepVocab(d *Draft) {
 	}
 }
 
-// ChangeSink takes a batch of the edits and deletions a run made into the
-// crowd's state: the crowd's admin API for a crowd serving elsewhere
-// (adapted by loadrun), WorldChanges for the world in this process.
-type ChangeSink func(context.Context, []actors.Change) error
-
-// WorldChanges is the sink of a world that runs in this process.
-func WorldChanges(w *actors.World) ChangeSink {
-	return func(_ context.Context, items []actors.Change) error { return w.RecordChanges(items) }
-}
-
 // ChangeFeed is a Settle hook that records in the crowd the
 // edits a run's Updates made, once the target answered them 2xx, in
 // batches (one journal write a second at most). Deletions are recorded
