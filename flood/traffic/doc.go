@@ -13,6 +13,8 @@
 //   - Signing modes (modes.go, source.go): Pipeline (background signers
 //     keep a buffer full: the default), Presign (all before the run), JIT
 //     (in the dispatcher), each a flood.Source.
+//   - Prepare (prepare.go): a draft signed into a flood.Prepared, honest
+//     with a scheme or forged as its draft says.
 //   - Ticket (ticket.go): a request's bookkeeping, its Prepared.Token; it
 //     is the engine's Fallback (the double knock, knock.go) and Holder (a
 //     Delete waits for its object's deletion, deletions.go), and Settle

@@ -5,51 +5,16 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 
 	"github.com/crowdfed/crowd/signing"
 )
-
-// Prepare signs a draft: a POST of its body to its persona's inbox, signed
-// by its sender with signer (Date set now, Digest, Content-Type, Host,
-// User-Agent and Signature: see signing.Signer.SignPost).
-func Prepare(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
-	return prepareScheme(signer, signing.SchemeCavage, d)
-}
-
-// prepareScheme is Prepare with scheme's signature (Knocker.Prepare). A
-// forged draft is signed as its forgery says (draft-cavage), whatever the
-// scheme.
-func prepareScheme(signer *signing.Signer, scheme signing.Scheme, d Draft) (*flood.Prepared, error) {
-	if d.Forgery != nil {
-		return prepareForged(signer, d)
-	}
-	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host,
-		Body: http.NoBody}
-	if err := signer.Sign(scheme, req, d.Body, d.Sender.KeyID, d.Sender.SigningKey()); err != nil {
-		return nil, fmt.Errorf("flood: sign %s by %s: %w", d.Type, d.Sender.Acct(), err)
-	}
-	t := &Ticket{Diverted: d.Diverted, Vocab: d.Vocab}
-	p := t.Attach(&flood.Prepared{Type: d.Type, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: d.Body})
-	switch d.Type {
-	case record.TypeFollow:
-		t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
-	case record.TypeCreate, record.TypeReply, record.TypeMedia:
-		t.Outbox = &actors.SentNote{Actor: d.Sender.ID, Note: d.Object}
-	}
-	if req.Host != d.URL.Host {
-		p.Host = req.Host
-	}
-	return p, nil
-}
 
 // PipelineOptions configures a Pipeline.
 type PipelineOptions struct {

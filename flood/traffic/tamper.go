@@ -220,43 +220,6 @@ type ForgeryMark struct {
 	Marker  string
 }
 
-// prepareForged signs a forged draft. A replay is prepared as the honest
-// request it was drawn with, marked: Forgeries.Source swaps it for a
-// request the SUT accepted before, when there is one.
-func prepareForged(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
-	mark := &ForgeryMark{Kind: d.Forgery.Kind, Activity: d.ID, Type: d.Type, Actor: d.Sender.ID, Object: d.Object, Marker: d.Forgery.Marker}
-	if d.Persona != nil {
-		mark.Persona = d.Persona.Acct
-	}
-	if d.Forgery.Kind == signing.TamperReplay {
-		honest := d
-		honest.Forgery = nil
-		p, err := Prepare(signer, honest)
-		if err != nil {
-			return nil, err
-		}
-		TicketOf(p).Forgery = mark
-		return p, nil
-	}
-	req := &http.Request{Method: http.MethodPost, URL: d.URL, Header: make(http.Header, 8), Host: d.URL.Host, Body: http.NoBody}
-	f := signing.Forgery{Kind: d.Forgery.Kind}
-	if w := d.Forgery.WrongSigner; w != nil {
-		f.WrongKeyID, f.WrongKey = w.KeyID, w.SigningKey()
-	}
-	body, err := signer.SignForged(req, d.Body, d.Sender.KeyID, d.Sender.SigningKey(), f)
-	if err != nil {
-		return nil, err
-	}
-	if f.Kind == signing.TamperBody {
-		body = remark(body, d.Forgery.Marker)
-	}
-	p := (&Ticket{Forgery: mark}).Attach(&flood.Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
-	if req.Host != d.URL.Host {
-		p.Host = req.Host
-	}
-	return p, nil
-}
-
 // remark puts marker back into an altered body's note content
 // (signing.AlterBody rewrites it): what the SUT keeps of a body forgery
 // carries the marker too. A body without a note's content is left as it is.
