@@ -63,12 +63,7 @@ func mustRun(t testing.TB, ctx context.Context, p flood.Plan, also ...flood.Coll
 // recorded runs p into a fresh record.Recorder, with also beside it, and
 // returns the Recorder's Result.
 func recorded(ctx context.Context, p flood.Plan, also ...flood.Collector) (*record.Result, error) {
-	return recordedWith(ctx, p, record.RecorderOptions{}, also...)
-}
-
-// recordedWith is recorded with the Recorder's options o.
-func recordedWith(ctx context.Context, p flood.Plan, o record.RecorderOptions, also ...flood.Collector) (*record.Result, error) {
-	rec := record.NewRecorder(o)
+	rec := record.NewRecorder(record.RecorderOptions{})
 	if err := flood.Run(ctx, p, flood.Collectors(append([]flood.Collector{rec}, also...)...)); err != nil {
 		return nil, err
 	}
