@@ -203,23 +203,6 @@ func markNote(act *actors.Activity, f *DraftForgery) {
 	}
 }
 
-// ForgeryMark names a forged request (Ticket.Forgery): its kind, and
-// what the look-up for its effect looks for, and where.
-type ForgeryMark struct {
-	Kind     signing.Tamper
-	Activity string // the forged activity's id
-	// Type is the forged activity's type; Actor, the actor it speaks for;
-	// Object, its object's id (the note, the liked post, the followed
-	// persona); Persona, the acct of the persona it targets; Marker, the
-	// token a forged note carries (DraftForgery.Marker). A replay has none
-	// of them: its effect is the SUT's to log.
-	Type    record.ActivityKind
-	Actor   string
-	Object  string
-	Persona string
-	Marker  string
-}
-
 // remark puts marker back into an altered body's note content
 // (signing.AlterBody rewrites it): what the SUT keeps of a body forgery
 // carries the marker too. A body without a note's content is left as it is.

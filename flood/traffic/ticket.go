@@ -2,10 +2,12 @@ package traffic
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/signing"
 )
 
 // Ticket is the crowd's bookkeeping of one request, its flood.Prepared.Token:
@@ -32,6 +34,59 @@ type Ticket struct {
 	Forgery *ForgeryMark
 
 	req *flood.Prepared // the request it rides on: what a replay sends again
+}
+
+// VocabSent is what the run keeps of an activity once the target answered
+// it 2xx (Generator.Settled): a note it may later edit or delete, an
+// activity it may later undo, a change the crowd must record, a Follow to
+// forget.
+type VocabSent struct {
+	// Note: a note (Create, reply, media) later Updates and Deletes act on.
+	Note bool
+	// Undoable: a Like, Announce or Follow a later Undo takes back.
+	Undoable bool
+	// Change is the edit the crowd records once answered 2xx (ChangeFeed).
+	Change *actors.Change
+	// Deletion is the deletion a Delete makes, recorded when drafted
+	// (VocabConfig.Deletions) whatever the answer, restored if never sent.
+	Deletion *actors.Change
+	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
+	Unfollow *FollowRegistration
+	// UndoDiverted marks an Announce drafted in place of an Undo.
+	UndoDiverted bool
+	// Reaction is the Like or Announce of a persona's post this send makes
+	// (Undone: the reaction its Undo takes back), which the crowd keeps so
+	// that no later draw repeats it (ReactionFeed).
+	Reaction *actors.Reaction
+	// DivertedFrom is the reaction (TypeLike or TypeAnnounce) a Create was
+	// drafted in place of: every sender had reacted so to the post drawn.
+	DivertedFrom record.ActivityKind
+	// Met is a leaver the SUT met through this send (the author of a
+	// boosted note it fetches): a later Delete may delete it.
+	Met *actors.Actor
+
+	sender  *actors.Actor
+	persona *Persona
+	url     *url.URL
+	id      string          // the note's id, or the activity's
+	gone    <-chan struct{} // closes once Deletion is recorded: the Delete may leave
+}
+
+// ForgeryMark names a forged request (Ticket.Forgery): its kind, and
+// what the look-up for its effect looks for, and where.
+type ForgeryMark struct {
+	Kind     signing.Tamper
+	Activity string // the forged activity's id
+	// Type is the forged activity's type; Actor, the actor it speaks for;
+	// Object, its object's id (the note, the liked post, the followed
+	// persona); Persona, the acct of the persona it targets; Marker, the
+	// token a forged note carries (DraftForgery.Marker). A replay has none
+	// of them: its effect is the SUT's to log.
+	Type    record.ActivityKind
+	Actor   string
+	Object  string
+	Persona string
+	Marker  string
 }
 
 // Attach makes t p's token and returns p.

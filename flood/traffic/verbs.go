@@ -86,42 +86,6 @@ func ParseMediaSize(s string) (w, h int, err error) {
 	return w, h, nil
 }
 
-// VocabSent is what the run keeps of an activity once the target answered
-// it 2xx (Generator.Settled): a note it may later edit or delete, an
-// activity it may later undo, a change the crowd must record, a Follow to
-// forget.
-type VocabSent struct {
-	// Note: a note (Create, reply, media) later Updates and Deletes act on.
-	Note bool
-	// Undoable: a Like, Announce or Follow a later Undo takes back.
-	Undoable bool
-	// Change is the edit the crowd records once answered 2xx (ChangeFeed).
-	Change *actors.Change
-	// Deletion is the deletion a Delete makes, recorded when drafted
-	// (VocabConfig.Deletions) whatever the answer, restored if never sent.
-	Deletion *actors.Change
-	// Unfollow is the Follow an Undo took back (VocabConfig.OnUnfollow).
-	Unfollow *FollowRegistration
-	// UndoDiverted marks an Announce drafted in place of an Undo.
-	UndoDiverted bool
-	// Reaction is the Like or Announce of a persona's post this send makes
-	// (Undone: the reaction its Undo takes back), which the crowd keeps so
-	// that no later draw repeats it (ReactionFeed).
-	Reaction *actors.Reaction
-	// DivertedFrom is the reaction (TypeLike or TypeAnnounce) a Create was
-	// drafted in place of: every sender had reacted so to the post drawn.
-	DivertedFrom record.ActivityKind
-	// Met is a leaver the SUT met through this send (the author of a
-	// boosted note it fetches): a later Delete may delete it.
-	Met *actors.Actor
-
-	sender  *actors.Actor
-	persona *Persona
-	url     *url.URL
-	id      string          // the note's id, or the activity's
-	gone    <-chan struct{} // closes once Deletion is recorded: the Delete may leave
-}
-
 // poolSize bounds each pool of what the run sent: memory stays bounded
 // however long the run, and later verbs act on recent objects.
 const poolSize = 4096
