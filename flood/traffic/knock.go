@@ -89,22 +89,6 @@ type Knock struct {
 	tried  signing.Scheme // what the first attempt went with; its sender's alone
 }
 
-// Prepare signs a draft as Prepare does, with the scheme the Knocker
-// picks for its host, and marks its ticket (Ticket.Knock).
-func (k *Knocker) Prepare(d Draft) (*flood.Prepared, error) {
-	scheme := k.firstScheme(d.URL.Host)
-	p, err := prepareScheme(k.signer, scheme, d)
-	if err != nil {
-		return p, err
-	}
-	t := TicketOf(p)
-	if t.Forgery != nil {
-		return p, nil // a forgery is sent once, as forged: never knocked again
-	}
-	t.Knock = &Knock{Scheme: scheme, Sender: d.Sender, k: k}
-	return p, nil
-}
-
 // firstScheme is the scheme a first attempt to host is signed with.
 func (k *Knocker) firstScheme(host string) signing.Scheme {
 	switch k.mode {

@@ -1,5 +1,6 @@
-// Signing a draft into the engine's request: honest with a scheme, or
-// forged as its draft says, with the ticket the request rides with.
+// Signing a draft into the engine's request: honest with a scheme (the
+// Knocker's for its host), or forged as its draft says, with the ticket
+// the request rides with.
 
 package traffic
 
@@ -18,6 +19,22 @@ import (
 // User-Agent and Signature: see signing.Signer.SignPost).
 func Prepare(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
 	return prepareScheme(signer, signing.SchemeCavage, d)
+}
+
+// Prepare signs a draft as Prepare does, with the scheme the Knocker
+// picks for its host, and marks its ticket (Ticket.Knock).
+func (k *Knocker) Prepare(d Draft) (*flood.Prepared, error) {
+	scheme := k.firstScheme(d.URL.Host)
+	p, err := prepareScheme(k.signer, scheme, d)
+	if err != nil {
+		return p, err
+	}
+	t := TicketOf(p)
+	if t.Forgery != nil {
+		return p, nil // a forgery is sent once, as forged: never knocked again
+	}
+	t.Knock = &Knock{Scheme: scheme, Sender: d.Sender, k: k}
+	return p, nil
 }
 
 // prepareScheme is Prepare with scheme's signature (Knocker.Prepare). A
