@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -49,8 +49,8 @@ func (b *bench) libcryptoWorld() (*actors.World, error) {
 // signing-only samples, and those samples.
 type backendFlood struct {
 	name     string
-	gen      *flood.Generator
-	draft    flood.Draft
+	gen      *traffic.Generator
+	draft    traffic.Draft
 	ceilings []float64 // signing-only, all cores
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // Helper processes. The bench re-executes its own binary with childEnv set
@@ -126,8 +127,8 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(gen, newSigner(), flood.PipelineOptions{Buffer: flood.PipelineBuffer(*rate), Nice: *nice})
+	runtime.GOMAXPROCS(traffic.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
+	pl := traffic.NewPipeline(gen, newSigner(), traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(*rate), Nice: *nice})
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = pl.Fill(ctx)

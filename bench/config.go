@@ -39,7 +39,7 @@ type config struct {
 	// LatenessBound is the pipeline's extra condition: p99 lateness (the
 	// generator's own delay) at most this.
 	LatenessBound time.Duration
-	// SignerNice is the pipeline signers' nice value (flood.PipelineOptions.Nice,
+	// SignerNice is the pipeline signers' nice value (traffic.PipelineOptions.Nice,
 	// `crowd flood --signer-nice`): the bench measures the generator on a
 	// machine it has to itself, the case the setting is for.
 	SignerNice int

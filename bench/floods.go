@@ -11,14 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
 // signCeiling is the machine's RSA-2048 signing ceiling: workers
 // goroutines (GOMAXPROCS: the whole machine) calling SignPost on d's body
 // and key back to back for dur; signatures per second.
-func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur time.Duration, workers int) float64 {
+func signCeiling(ctx context.Context, signer *signing.Signer, d traffic.Draft, dur time.Duration, workers int) float64 {
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -42,21 +42,21 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d flood.Draft, dur
 	return float64(total.Load()) / time.Since(start).Seconds()
 }
 
-// pipelineTrial floods the null sink at rate with a fresh flood.Pipeline
+// pipelineTrial floods the null sink at rate with a fresh traffic.Pipeline
 // (filled first, as `crowd flood` does). Beyond the common rule, a
 // sustained rate has no drops, p99 lateness within cfg.LatenessBound, and
 // signers that kept up: they signed at least 0.99 × rate during the run
 // (a full buffer alone would carry a rate above the ceiling through a
 // short trial). workers signers (0: one per core) run under procs
-// GOMAXPROCS (0: flood.PipelineProcs(), as `crowd flood` sets it); watch,
+// GOMAXPROCS (0: traffic.PipelineProcs(), as `crowd flood` sets it); watch,
 // when set, watches the flood.
-func (b *bench) pipelineTrial(ctx context.Context, side string, gen *flood.Generator, signer *signing.Signer, rate float64, workers, procs int, watch trialWatch) outcome {
+func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Generator, signer *signing.Signer, rate float64, workers, procs int, watch trialWatch) outcome {
 	runtime.GC()
 	if procs <= 0 {
-		procs = flood.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
+		procs = traffic.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
 	}
 	runtime.GOMAXPROCS(procs)
-	pl := flood.NewPipeline(gen, signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(rate), Nice: b.cfg.SignerNice, Workers: workers})
+	pl := traffic.NewPipeline(gen, signer, traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(rate), Nice: b.cfg.SignerNice, Workers: workers})
 	defer pl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := pl.Fill(fctx)

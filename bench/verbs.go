@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -68,7 +69,7 @@ type verbCost struct{ Draft, Signed float64 }
 func (b *bench) verbsSection(ctx context.Context) {
 	const target = "≤ 1.2 × Create"
 	kinds := append([]verbKind{{record.TypeCreate, "create=1"}}, verbKinds()...)
-	gens := make([]*flood.Generator, len(kinds))
+	gens := make([]*traffic.Generator, len(kinds))
 	for i, k := range kinds {
 		g, err := newGenerator(b.world, k.mix, sinkTarget(b.sinkAddr))
 		if err != nil {
@@ -133,7 +134,7 @@ func verbRowName(k record.ActivityKind) string {
 // sent, so its sender may follow the persona again), feeding the pools
 // later drafts act on; drafts of another kind (the mix's feeder) are not
 // timed.
-func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.ActivityKind) (verbCost, error) {
+func draftCost(gen *traffic.Generator, signer *signing.Signer, kind record.ActivityKind) (verbCost, error) {
 	s := gen.Stream()
 	var c verbCost
 	for _, signed := range []bool{false, true} {
@@ -149,7 +150,7 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 			t0 := time.Now()
 			d, err := s.Next()
 			if err == nil && signed {
-				_, err = flood.Prepare(signer, d)
+				_, err = traffic.Prepare(signer, d)
 			}
 			took := time.Since(t0)
 			if err != nil {
@@ -176,13 +177,13 @@ func draftCost(gen *flood.Generator, signer *signing.Signer, kind record.Activit
 // timed, as one that never left, so its pair is free again and the
 // senders never run out of posts to react to (an Undo's feeder Likes stay
 // sent: the Undo frees their pairs).
-func settleDraft(gen *flood.Generator, d flood.Draft, timed record.ActivityKind) {
-	p, dl := (&flood.Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
+func settleDraft(gen *traffic.Generator, d traffic.Draft, timed record.ActivityKind) {
+	p, dl := (&traffic.Ticket{Vocab: d.Vocab}).Attach(&flood.Prepared{Type: d.Type, URL: d.URL}), record.Outcome{Sent: true, Class: record.Class202}
 	switch {
 	case d.Type == record.TypeFollow:
-		flood.TicketOf(p).Follow, dl = &flood.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, record.Outcome{}
+		traffic.TicketOf(p).Follow, dl = &traffic.FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}, record.Outcome{}
 	case d.Type == timed && (timed == record.TypeLike || timed == record.TypeAnnounce):
 		dl = record.Outcome{}
 	}
-	gen.Settled(flood.TicketOf(p), dl)
+	gen.Settled(traffic.TicketOf(p), dl)
 }

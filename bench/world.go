@@ -9,6 +9,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -40,33 +41,33 @@ func newSigner() *signing.Signer {
 
 // newGenerator draws activities of mix from the world's actors to the
 // world's actors (a self-flood's shape), each posted to target(persona).
-func newGenerator(world *actors.World, mix string, target func(*flood.Persona) string) (*flood.Generator, error) {
+func newGenerator(world *actors.World, mix string, target func(*traffic.Persona) string) (*traffic.Generator, error) {
 	m, err := record.ParseMix(mix)
 	if err != nil {
 		return nil, err
 	}
-	personas := flood.WorldPersonas(world, flood.InboxShared)
+	personas := traffic.WorldPersonas(world, traffic.InboxShared)
 	for _, p := range personas {
 		p.Target = target(p)
 	}
-	return flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(world), Personas: personas, Mix: m, Seed: 1})
+	return traffic.NewGenerator(traffic.GeneratorConfig{SenderSet: traffic.WorldSenders(world), Personas: personas, Mix: m, Seed: 1})
 }
 
 // sinkTarget posts everything to the null sink at addr.
-func sinkTarget(addr string) func(*flood.Persona) string {
-	return func(*flood.Persona) string { return "http://" + addr + "/inbox" }
+func sinkTarget(addr string) func(*traffic.Persona) string {
+	return func(*traffic.Persona) string { return "http://" + addr + "/inbox" }
 }
 
 // sharedInboxTarget posts to the persona's origin's shared inbox over
 // plain HTTP (the client dials the listener under test whatever the host).
-func sharedInboxTarget(p *flood.Persona) string {
+func sharedInboxTarget(p *traffic.Persona) string {
 	return "http://" + actors.HostOf(p.ID) + "/inbox"
 }
 
-// presignPool signs n requests of gen with flood.Presign (the shipped
+// presignPool signs n requests of gen with traffic.Presign (the shipped
 // presigning) and returns them in order, for replaying round robin.
-func presignPool(ctx context.Context, gen *flood.Generator, n int) ([]*flood.Prepared, time.Duration, error) {
-	ps, err := flood.Presign(ctx, gen, newSigner(), int64(n), flood.PresignOptions{Window: 30 * time.Minute})
+func presignPool(ctx context.Context, gen *traffic.Generator, n int) ([]*flood.Prepared, time.Duration, error) {
+	ps, err := traffic.Presign(ctx, gen, newSigner(), int64(n), traffic.PresignOptions{Window: 30 * time.Minute})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -82,7 +83,7 @@ func presignPool(ctx context.Context, gen *flood.Generator, n int) ([]*flood.Pre
 }
 
 // cycle is a Source replaying a presigned pool round robin: what
-// flood.Presigned does (hand out the next ready request) without needing
+// traffic.Presigned does (hand out the next ready request) without needing
 // rate × trial signatures per trial. It never ends; the plan's Duration
 // bounds the run.
 type cycle struct {

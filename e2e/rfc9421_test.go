@@ -14,11 +14,12 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
 // TestFloodRFC9421PassesIndependentVerifiers prepares requests exactly as
-// the flood does with --signature rfc9421 (flood.Knocker, the pipeline's
+// the flood does with --signature rfc9421 (traffic.Knocker, the pipeline's
 // and presigner's path) and has two RFC 9421 implementations nobody here
 // wrote judge each: npm http-message-signatures and Misskey's
 // node-http-message-signatures (its signature base; see verify9421.mjs),
@@ -35,15 +36,15 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer world.Close()
-	persona := &flood.Persona{Acct: "load0@sut.test", ID: "https://sut.test/users/load0", Inbox: "https://sut.test/users/load0/inbox",
+	persona := &traffic.Persona{Acct: "load0@sut.test", ID: "https://sut.test/users/load0", Inbox: "https://sut.test/users/load0/inbox",
 		SharedInbox: "https://sut.test/inbox", Target: "https://sut.test/inbox", Posts: []string{"https://sut.test/users/load0/posts/1"}}
-	gen, err := flood.NewGenerator(flood.GeneratorConfig{Senders: world.Actors(), Personas: []*flood.Persona{persona},
+	gen, err := traffic.NewGenerator(traffic.GeneratorConfig{Senders: world.Actors(), Personas: []*traffic.Persona{persona},
 		Mix: record.Mix{Create: 1, Like: 1, Follow: 1}, Seed: 1, NoteBytes: 200, Start: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	signer := signing.NewSigner(signing.SignerOptions{UserAgent: "crowd/test"})
-	k := flood.NewKnocker(flood.SignatureRFC9421, signer)
+	k := traffic.NewKnocker(traffic.SignatureRFC9421, signer)
 	st := gen.Stream()
 	keyOf := map[string]string{}
 	for _, a := range world.Actors() {
@@ -58,7 +59,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 		}
 		var m map[string]any
 		json.Unmarshal(raw, &m)
-		m["publicKeyPem"] = keyOf[flood.TicketOf(p).Knock.Sender.KeyID]
+		m["publicKeyPem"] = keyOf[traffic.TicketOf(p).Knock.Sender.KeyID]
 		if tamper != nil {
 			tamper(m)
 		}
@@ -103,7 +104,7 @@ func TestFloodRFC9421PassesIndependentVerifiers(t *testing.T) {
 			h := p.Header.Clone()
 			h.Del("Date")
 			req := &http.Request{Method: p.Method, URL: p.URL, Header: h, Host: p.URL.Host}
-			if err := signer.Sign(signing.SchemeCavage, req, p.Body, flood.TicketOf(p).Knock.Sender.KeyID, flood.TicketOf(p).Knock.Sender.SigningKey()); err != nil {
+			if err := signer.Sign(signing.SchemeCavage, req, p.Body, traffic.TicketOf(p).Knock.Sender.KeyID, traffic.TicketOf(p).Knock.Sender.SigningKey()); err != nil {
 				t.Fatal(err)
 			}
 			verdicts(t, "verify.mjs", dump(p, req.Header, nil), 0, 3)

@@ -1,8 +1,6 @@
 package flood
 
 import (
-	"net/http"
-
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -12,16 +10,18 @@ import (
 //
 // Begin comes first and End last, each once, on Run's goroutine. Offered
 // runs on the dispatcher, once per send whose intended time was reached;
-// Answered on a worker, once per send handed to it; Settled on a worker or
-// the dispatcher, once per request taken from the Source (answered,
-// aborted, dropped or left unsent), after its Answered. The send path
+// Answered on a worker, once per send handed to it, with the worker's
+// index (shard: a collector may keep one shard per worker, no lock
+// shared); Settled on a worker or the dispatcher, once per request taken
+// from the Source (answered, aborted, dropped or left unsent), after its
+// Answered. The send path
 // calls them, so they must be cheap, must not block, and Offered,
 // Answered and Settled must be safe for concurrent use. The Delivery is
 // the worker's: valid only during the call.
 type Collector interface {
 	Begin(record.Schedule)
 	Offered(record.Offer)
-	Answered(worker int, d *record.Delivery)
+	Answered(shard int, d *record.Delivery)
 	Settled(token any, o record.Outcome)
 	End(record.Stop)
 }
@@ -77,9 +77,9 @@ func (f fanout) Offered(o record.Offer) {
 	}
 }
 
-func (f fanout) Answered(worker int, d *record.Delivery) {
+func (f fanout) Answered(shard int, d *record.Delivery) {
 	for _, c := range f {
-		c.Answered(worker, d)
+		c.Answered(shard, d)
 	}
 }
 
@@ -93,23 +93,4 @@ func (f fanout) End(s record.Stop) {
 	for _, c := range f {
 		c.End(s)
 	}
-}
-
-// Fallback is implemented by a token whose request may be sent again,
-// signed otherwise, once answered (the double knock: RFC 9421 first,
-// draft-cavage on a 4xx). The engine asks before attempt 0 and after each
-// answer: Attempt(p, n, status, measured) returns the header attempt n
-// goes with, status being attempt n-1's answer (0 for n = 0), or ok false
-// for no attempt n. measured says whether the send counts in the record.
-// An error ends the send as a connection error.
-type Fallback interface {
-	Attempt(p *Prepared, n, status int, measured bool) (header http.Header, ok bool, err error)
-}
-
-// Holder is implemented by a token whose request must wait before it
-// leaves (a Delete until its object is recorded deleted): Hold is what
-// must close first, nil when nothing holds it. The wait counts in the
-// send's service time and is bounded by the send's timeout.
-type Holder interface {
-	Hold() <-chan struct{}
 }

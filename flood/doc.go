@@ -1,28 +1,17 @@
 // Package flood is the crowd's load engine: it sends prepared (signed)
 // requests to a server under test on an absolute open-loop schedule and
-// measures it honestly.
+// measures it honestly. It knows requests and answers only: what to send
+// (activities, signatures, personas, forgeries) is flood/traffic's, which
+// implements the engine's Source, Fallback and Holder, never the reverse.
 //
 // The seams, each in its own file:
 //
 //   - Pacer (pacer.go): the schedule. Send n is due at start + Offset(n),
 //     never "send, wait, sleep"; constant rate or Poisson arrivals.
 //   - Source: prepared requests, already signed. Run only sends them; a
-//     request's Token is the source's own bookkeeping (a Ticket, for the
-//     crowd's sources: ticket.go), which the engine hands back settled.
-//   - Activities (activity.go): the Generator draws Creates, Likes and
-//     Follows by a weighted Mix, senders uniform or Zipf, personas
-//     uniform; a Registrar records the Follows in the crowd's graph off
-//     the send path.
-//   - Outboxes (outbox.go): an OutboxFeed, a Settle hook, hands
-//     the Creates that left, in batches, to the crowd's outboxes (its
-//     admin API, or the world in this process).
-//   - Personas (personas.go): the targets, discovered by WebFinger and
-//     signed fetches of their actors and outboxes (through apclient, the
-//     crowd's one ActivityPub client), or the crowd's own actors for a
-//     self-flood.
-//   - Signing modes (source.go): Pipeline (background signers keep a
-//     buffer full: the default), Presign (all before the run), JIT (in the
-//     dispatcher), each a Source.
+//     request's Token is the source's own bookkeeping, which the engine
+//     hands back settled and asks only as a Fallback (a second attempt
+//     with other headers) or a Holder (a wait before it leaves).
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
@@ -34,7 +23,7 @@
 //     settlement, as vegeta's Attack feeds Metrics.Add. The record's
 //     record.Recorder (HDR histograms per worker shard and activity type,
 //     the timeline, checkpoints), the live metrics and the sources'
-//     bookkeeping (Settle) are collectors; Collectors joins them.
+//     bookkeeping (traffic.Settle) are collectors; Collectors joins them.
 //   - Ladder (ladder.go): rungs of rates stopping at the shoulder.
 //
 // The engine imports flood/record, never the reverse: the collector's

@@ -6,50 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 )
-
-// ErrInvalidPlan is wrapped by every error about a Plan (or pacer, ladder)
-// that cannot run; a CLI maps it to exit status 2.
-var ErrInvalidPlan = errors.New("flood: invalid plan")
-
-// Prepared is one request ready to go on the wire: already signed, so the
-// engine only sends it. The engine reads it and never modifies it; URL and
-// Header may be shared between many Prepared values (a Source typically
-// parses each inbox URL once).
-type Prepared struct {
-	Type   record.ActivityKind // activity type, the per-type breakdown key
-	Method string              // usually POST
-	URL    *url.URL            // target inbox; shared, read-only
-	Host   string              // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
-	Header http.Header         // complete headers incl. Date, Digest, Signature; read-only
-	Body   []byte              // the exact signed body; read-only (the transport may read it after the answer)
-	// Token is the Source's, opaque to the engine: it comes back in
-	// Collector.Settled with what became of the request. A token may
-	// also be a Fallback or a Holder, which the engine asks.
-	Token any
-}
-
-// Source produces the prepared requests of a run. Next is called from a
-// single goroutine (the dispatcher), ahead of each send's intended time; if it
-// returns after that time, the send is late and counted as starved (the
-// generator's bottleneck, not the SUT's). Next returns io.EOF when it has no
-// more requests (the run ends, marked partial) and ctx's error when ctx is
-// done.
-type Source interface {
-	Next(ctx context.Context) (*Prepared, error)
-}
-
-// SourceFunc adapts a function to Source.
-type SourceFunc func(ctx context.Context) (*Prepared, error)
-
-// Next calls f.
-func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx) }
 
 // Plan describes one open-loop run. The run always ends by itself: at the
 // end of Duration, after MaxSends sends, or when its context is cancelled
@@ -91,12 +51,6 @@ type Limits struct {
 	// set.
 	Warmup time.Duration
 }
-
-// Defaults for a Plan's zero fields.
-const (
-	DefaultMaxInflight = 1024
-	DefaultTimeout     = 10 * time.Second
-)
 
 // starveSlack is how long a Source may keep the dispatcher past a send's
 // intended time before that send counts as starved. A ready pipeline answers
@@ -163,33 +117,22 @@ func (p *Plan) schedule(start time.Time) record.Schedule {
 		MaxInflight: p.MaxInflight, Timeout: p.Timeout, Total: total}
 }
 
-// job is one send handed from the dispatcher to a worker.
-type job struct {
-	prep     *Prepared
-	typ      string
-	intended time.Duration
-	measured bool
-}
-
+// engine is one run: the dispatcher's state beside the crew of workers
+// it hands sends to.
 type engine struct {
+	crew
 	p     Plan
-	c     Collector
-	ctx   context.Context
 	sleep func(time.Duration)
-	start time.Time
-
-	jobs     chan job
-	inflight atomic.Int64
-	wg       sync.WaitGroup
 
 	// Dispatcher-owned; read by others only after the dispatcher returned.
-	nworkers int
-	kinds    kinds
-	stopped  record.Stop
+	kinds   kinds
+	stopped record.Stop
 }
 
 func newEngine(ctx context.Context, p Plan, c Collector) *engine {
-	e := &engine{p: p, c: c, ctx: ctx, jobs: make(chan job, p.MaxInflight), sleep: p.Sleep, kinds: kinds{}}
+	e := &engine{p: p, sleep: p.Sleep, kinds: kinds{}, crew: crew{
+		ctx: ctx, c: c, transport: p.Transport, timeout: p.Timeout, jobs: make(chan job, p.MaxInflight),
+	}}
 	if e.sleep == nil {
 		e.sleep = preciseSleep
 	}

@@ -12,10 +12,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+)
+
+// Defaults for a Plan's zero fields.
+const (
+	DefaultMaxInflight = 1024
+	DefaultTimeout     = 10 * time.Second
 )
 
 // idleConnTimeout closes the flood's idle connections before the servers
@@ -67,19 +74,43 @@ func NewTransport(maxInflight int, timeout time.Duration, tlsConfig *tls.Config)
 	}
 }
 
+// job is one send handed from the dispatcher to a worker.
+type job struct {
+	prep     *Prepared
+	typ      string
+	intended time.Duration
+	measured bool
+}
+
+// crew is what the workers of a run share: the run's context, clock,
+// transport and collector, the job queue and the count of sends in flight.
+// The dispatcher starts workers as the concurrency grows (startWorker).
+type crew struct {
+	ctx       context.Context
+	c         Collector
+	transport http.RoundTripper
+	timeout   time.Duration
+	start     time.Time
+
+	jobs     chan job
+	inflight atomic.Int64
+	wg       sync.WaitGroup
+	nworkers int // the dispatcher's
+}
+
 // worker sends jobs one at a time, with its own reusable request template,
 // trace hooks and Delivery, so the hot path takes no lock shared with other
 // workers except the job channel itself (its index picks its collector's
 // shard).
 type worker struct {
-	e       *engine
+	e       *crew
 	index   int
 	ctx     context.Context // the run's context with this worker's trace hooks
 	base    http.Request
 	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
 }
 
-func (e *engine) startWorker() {
+func (e *crew) startWorker() {
 	w := &worker{e: e, index: e.nworkers}
 	// The trace is attached once: a worker makes one send at a time, and
 	// WithClientTrace per send would allocate (and compose with a caller's
@@ -115,7 +146,7 @@ func (w *worker) send(j *job, d *record.Delivery) {
 	d.Picked = time.Since(e.start)
 	w.gotConn.Store(-1)
 
-	ctx, cancel := context.WithTimeout(w.ctx, e.p.Timeout)
+	ctx, cancel := context.WithTimeout(w.ctx, e.timeout)
 	if h, ok := p.Token.(Holder); ok {
 		if ready := h.Hold(); ready != nil {
 			// Held until the crowd's state says what the request does (a
@@ -201,7 +232,7 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header,
 	}
 	d.RateLimit, d.GotBytes = record.RateLimitSample{}, 0
 	req := w.base.WithContext(ctx)
-	resp, err := w.e.p.Transport.RoundTrip(req)
+	resp, err := w.e.transport.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
 		d.RateLimit = parseRateLimit(resp.Header, time.Now)

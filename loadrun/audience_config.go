@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/audience"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // AudienceConfig is the audience of a `crowd run`: the personas on the
@@ -88,7 +88,7 @@ func (a AudienceConfig) plan() (*audiencePlan, []error) {
 	} else if !strings.Contains(pattern, "@") {
 		pattern += "@" + sut
 	}
-	accts, err := flood.ExpandPersonas(pattern, a.Count)
+	accts, err := traffic.ExpandPersonas(pattern, a.Count)
 	if err != nil {
 		return nil, append(errs, fmt.Errorf("--personas %q: %v", pattern, err))
 	}

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/audience"
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // boosterFollowTimeout bounds the wait for the Accepts of the personas'
@@ -23,7 +23,7 @@ const boosterFollowTimeout = time.Minute
 // a post not its own only from such an account. crowd run's audience does
 // this in its own set-up; without a token nothing is done (the README
 // says what the SUT then drops).
-func (r *runner) followBoosters(ctx context.Context, targets []*flood.Persona) (*record.Boosters, error) {
+func (r *runner) followBoosters(ctx context.Context, targets []*traffic.Persona) (*record.Boosters, error) {
 	if r.p.mix.Announce == 0 || r.p.audience != nil {
 		return nil, nil
 	}

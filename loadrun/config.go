@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -77,7 +78,7 @@ type Config struct {
 	// request.
 	MaxInflight int
 	Timeout     time.Duration
-	Signing     flood.SigningMode // "" is pipeline
+	Signing     traffic.SigningMode // "" is pipeline
 	SignerNice  int
 	Mix         record.Mix // the zero Mix is record.DefaultMix
 	Zipf        float64
@@ -91,7 +92,7 @@ type Config struct {
 	Personas        string
 	Count           int
 	PersonasFile    string
-	Inbox           flood.InboxMode // "" is auto
+	Inbox           traffic.InboxMode // "" is auto
 	Out, Label      string
 	AllowPublic     bool
 	Algorithm       signing.Algorithm // "" is rsa-sha256
@@ -117,8 +118,8 @@ type Config struct {
 	PersonaPosts PersonaPostsConfig
 
 	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
-	// first, cavage again on a 4xx, as Fedify sends; see flood.Knocker).
-	Signature flood.SignatureScheme
+	// first, cavage again on a 4xx, as Fedify sends; see traffic.Knocker).
+	Signature traffic.SignatureScheme
 
 	// Metrics are the run's live Prometheus metrics (--metrics-addr,
 	// --metrics-linger). They are pushed to the crowd's admin API, when
@@ -153,19 +154,19 @@ type plan struct {
 	gates    []record.Gate
 	stops    []record.Gate
 	mix      record.Mix
-	signing  flood.SigningMode
+	signing  traffic.SigningMode
 	arrivals flood.Arrivals
-	inbox    flood.InboxMode
+	inbox    traffic.InboxMode
 	accts    []string
 	alg      signing.Algorithm
 	duration time.Duration // measured
 	audience *audiencePlan
-	scheme   flood.SignatureScheme
+	scheme   traffic.SignatureScheme
 
 	// metricsAddr is --metrics-addr with its host ("" none).
 	metricsAddr string
 
-	vocab flood.VocabConfig
+	vocab traffic.VocabConfig
 
 	scenario *scenarioPlan // nil: none
 }
@@ -252,13 +253,13 @@ func (c Config) checkRates(p *plan, bad func(string, ...any)) {
 // any string) and reads their zero values as the flood's defaults.
 func (c Config) checkEnums(p *plan, try func(error)) {
 	var err error
-	p.signing, err = flood.ParseSigning(string(c.Signing))
+	p.signing, err = traffic.ParseSigning(string(c.Signing))
 	try(err)
-	p.inbox, err = flood.ParseInboxMode(string(c.Inbox))
+	p.inbox, err = traffic.ParseInboxMode(string(c.Inbox))
 	try(err)
 	p.arrivals, err = flood.ParseArrivals(string(c.Arrivals))
 	try(err)
-	p.scheme, err = flood.ParseSignature(string(c.Signature))
+	p.scheme, err = traffic.ParseSignature(string(c.Signature))
 	try(err)
 	if p.mix == (record.Mix{}) {
 		p.mix = record.DefaultMix()
@@ -337,7 +338,7 @@ func (c Config) start() (*plan, error) {
 func (c Config) personas() ([]string, error) {
 	var accts []string
 	for _, a := range c.Persona {
-		l, err := flood.ParsePersonaList(strings.NewReader(a))
+		l, err := traffic.ParsePersonaList(strings.NewReader(a))
 		if err != nil || len(l) != 1 {
 			return nil, fmt.Errorf("--persona %q: want acct:name@host", a)
 		}
@@ -345,7 +346,7 @@ func (c Config) personas() ([]string, error) {
 	}
 	switch {
 	case c.Personas != "":
-		l, err := flood.ExpandPersonas(c.Personas, c.Count)
+		l, err := traffic.ExpandPersonas(c.Personas, c.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +364,7 @@ func readPersonasFile(path string) ([]string, error) {
 		return nil, fmt.Errorf("--personas-file: %w", err)
 	}
 	defer fh.Close()
-	l, err := flood.ParsePersonaList(fh)
+	l, err := traffic.ParsePersonaList(fh)
 	if err != nil {
 		return nil, fmt.Errorf("--personas-file %s: %w", path, err)
 	}
@@ -390,8 +391,8 @@ func union(a, b []string) []string {
 // defaults): this package's and the flood's defaults, in Config's words.
 func Defaults() Config {
 	return Config{Rates: []float64{DefaultRate}, Seconds: DefaultSeconds, Step: DefaultStep, NoteBytes: DefaultNoteBytes,
-		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: flood.SigningPipeline,
-		Arrivals: flood.ArrivalsConstant, Inbox: flood.InboxAuto, Algorithm: signing.RSASHA256,
-		PresignMaxBytes: flood.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: flood.SignatureCavage,
+		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: traffic.SigningPipeline,
+		Arrivals: flood.ArrivalsConstant, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
+		PresignMaxBytes: traffic.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: traffic.SignatureCavage,
 		Out: filepath.Join("out", "load")}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -100,17 +101,17 @@ func MixValue(p *record.Mix) Value {
 }
 
 // SigningValue is --signing: pipeline, presign or jit.
-func SigningValue(p *flood.SigningMode) Value { return textValue(p, flood.ParseSigning, "mode") }
+func SigningValue(p *traffic.SigningMode) Value { return textValue(p, traffic.ParseSigning, "mode") }
 
 // ArrivalsValue is --arrivals: constant or poisson.
 func ArrivalsValue(p *flood.Arrivals) Value { return textValue(p, flood.ParseArrivals, "process") }
 
 // InboxValue is --inbox: auto, shared or personal.
-func InboxValue(p *flood.InboxMode) Value { return textValue(p, flood.ParseInboxMode, "mode") }
+func InboxValue(p *traffic.InboxMode) Value { return textValue(p, traffic.ParseInboxMode, "mode") }
 
 // SignatureValue is --signature: cavage, rfc9421 or both.
-func SignatureValue(p *flood.SignatureScheme) Value {
-	return textValue(p, flood.ParseSignature, "scheme")
+func SignatureValue(p *traffic.SignatureScheme) Value {
+	return textValue(p, traffic.ParseSignature, "scheme")
 }
 
 // AlgorithmValue is --algorithm, the signature's algorithm label, in

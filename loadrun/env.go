@@ -16,7 +16,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
@@ -30,10 +30,10 @@ type Environment struct {
 	World    *actors.World
 	Roots    *x509.CertPool    // the machine's roots and the crowd's CA
 	Hosts    map[string]string // host → ip:port of the crowd's own origins, when known
-	Register func(context.Context, flood.FollowRegistration) error
-	Outbox   flood.OutboxSink // where the Creates sent are listed: the crowd's outboxes
-	Admin    *adminapi.Client // the crowd's admin API (nil: none)
-	What     string           // which crowd, for the log
+	Register func(context.Context, traffic.FollowRegistration) error
+	Outbox   traffic.OutboxSink // where the Creates sent are listed: the crowd's outboxes
+	Admin    *adminapi.Client   // the crowd's admin API (nil: none)
+	What     string             // which crowd, for the log
 	Shard    string
 	close    func()
 	// Fetchbacks counts what the SUT fetches back from the crowd's origins
@@ -85,7 +85,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
-		Register: flood.GraphRegister(cw.World.Graph), Outbox: flood.WorldOutbox(cw.World),
+		Register: traffic.GraphRegister(cw.World.Graph), Outbox: traffic.WorldOutbox(cw.World),
 		What: "the in-process crowd", Shard: c.World.Shard.String(), Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
 		vocab: worldVocab(cw.World),
 		close: func() {
@@ -155,12 +155,12 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		zap.Int("actors", world.NumPersons()), zap.String("state", c.World.StateDir))
 	return &Environment{
 		World: world, Roots: pasture.RootsWith(caPEM), Hosts: hosts,
-		Register: func(ctx context.Context, f flood.FollowRegistration) error {
+		Register: func(ctx context.Context, f traffic.FollowRegistration) error {
 			_, err := c.Admin.RegisterFollowing(ctx, adminapi.FollowingRequest(f))
 			return err
 		}, Outbox: adminOutbox(c.Admin), Admin: c.Admin, What: "the crowd at " + c.AdminAddr, Shard: info.Shard,
 		Fetchbacks: adminFetchbacks{c.Admin},
-		vocab: vocabSinks{changes: adminChanges(c.Admin), reactions: adminReactions(c.Admin), unfollow: func(ctx context.Context, f flood.FollowRegistration) error {
+		vocab: vocabSinks{changes: adminChanges(c.Admin), reactions: adminReactions(c.Admin), unfollow: func(ctx context.Context, f traffic.FollowRegistration) error {
 			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
 			return err
 		}},

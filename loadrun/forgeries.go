@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/audience"
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // clientTokens are the personas' client-API tokens by local name and the
@@ -80,6 +80,6 @@ func (r *runner) judgeForgeries(ctx context.Context, rec *record.Record, ended t
 }
 
 // probeOf is what the look-up looks for of a forgery.
-func probeOf(m flood.ForgeryMark) audience.ForgeryProbe {
+func probeOf(m traffic.ForgeryMark) audience.ForgeryProbe {
 	return audience.ForgeryProbe{Activity: m.Activity, Type: string(m.Type), Actor: m.Actor, Object: m.Object, Persona: m.Persona, Marker: m.Marker}
 }

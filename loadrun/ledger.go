@@ -3,6 +3,7 @@ package loadrun
 import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // ledger is the crowd's bookkeeping of a flood, a collector beside the
@@ -10,13 +11,13 @@ import (
 // follow graph, the outboxes, the vocabulary, the forgeries) and adds to
 // each run's record what the engine does not know.
 type ledger struct {
-	gen      *flood.Generator
-	knock    *flood.Knocker    // signs with --signature's scheme and counts the double knocks
-	feed     *flood.OutboxFeed // lists the Creates sent in the crowd's outboxes
-	vocab    *vocabRun         // records the edits, deletions and undone Follows
-	forg     *flood.Forgeries  // what the SUT's verification made of the run: forgeries, keys refused
-	boosters *record.Boosters  // the personas' follows of the boosters before the flood (nil: none)
-	seed     uint64            // the draws' seed, in every record
+	gen      *traffic.Generator
+	knock    *traffic.Knocker    // signs with --signature's scheme and counts the double knocks
+	feed     *traffic.OutboxFeed // lists the Creates sent in the crowd's outboxes
+	vocab    *vocabRun           // records the edits, deletions and undone Follows
+	forg     *traffic.Forgeries  // what the SUT's verification made of the run: forgeries, keys refused
+	boosters *record.Boosters    // the personas' follows of the boosters before the flood (nil: none)
+	seed     uint64              // the draws' seed, in every record
 
 	settle flood.Collector
 	since  tally // the counters when the current run began
@@ -39,7 +40,7 @@ func (l *ledger) tally() tally {
 func (l *ledger) Begin(record.Schedule) {
 	l.since = l.tally()
 	if l.settle == nil {
-		l.settle = flood.Settle(l.gen.Settled, l.feed.Settled, l.vocab.changes.Settled, l.vocab.reactions.Settled, l.forg.Settled)
+		l.settle = traffic.Settle(l.gen.Settled, l.feed.Settled, l.vocab.changes.Settled, l.vocab.reactions.Settled, l.forg.Settled)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -27,26 +28,26 @@ func TestLedgerCountsEachRunFromItsBegin(t *testing.T) {
 	}
 	defer w.Close()
 	var mu sync.Mutex
-	var registered []flood.FollowRegistration
+	var registered []traffic.FollowRegistration
 	id := "https://sut.test/users/load0"
-	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(w), Mix: record.Mix{Follow: 1}, Seed: 1,
-		Personas:     []*flood.Persona{{Acct: "load0@sut.test", ID: id, Inbox: id + "/inbox", Target: id + "/inbox"}},
-		OnFollowSent: func(f flood.FollowRegistration) { mu.Lock(); registered = append(registered, f); mu.Unlock() }})
+	gen, err := traffic.NewGenerator(traffic.GeneratorConfig{SenderSet: traffic.WorldSenders(w), Mix: record.Mix{Follow: 1}, Seed: 1,
+		Personas:     []*traffic.Persona{{Acct: "load0@sut.test", ID: id, Inbox: id + "/inbox", Target: id + "/inbox"}},
+		OnFollowSent: func(f traffic.FollowRegistration) { mu.Lock(); registered = append(registered, f); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	knock := flood.NewKnocker(flood.SignatureCavage, signing.NewSigner(signing.SignerOptions{}))
-	l := &ledger{gen: gen, knock: knock, forg: flood.NewForgeries(), seed: 7,
-		feed: flood.NewOutboxFeed(func(context.Context, []actors.SentNote) error { return nil }, flood.OutboxFeedOptions{}),
-		vocab: &vocabRun{changes: flood.NewChangeFeed(func(context.Context, []actors.Change) error { return nil }, flood.OutboxFeedOptions{}),
-			reactions: flood.NewReactionFeed(func(context.Context, []actors.Reaction) error { return nil }, flood.OutboxFeedOptions{})}}
+	knock := traffic.NewKnocker(traffic.SignatureCavage, signing.NewSigner(signing.SignerOptions{}))
+	l := &ledger{gen: gen, knock: knock, forg: traffic.NewForgeries(), seed: 7,
+		feed: traffic.NewOutboxFeed(func(context.Context, []actors.SentNote) error { return nil }, traffic.OutboxFeedOptions{}),
+		vocab: &vocabRun{changes: traffic.NewChangeFeed(func(context.Context, []actors.Change) error { return nil }, traffic.OutboxFeedOptions{}),
+			reactions: traffic.NewReactionFeed(func(context.Context, []actors.Reaction) error { return nil }, traffic.OutboxFeedOptions{})}}
 	accept := func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusAccepted, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
 	}
 	run := func(sends int64) (r *record.Record) {
 		t.Helper()
 		synctest.Test(t, func(t *testing.T) {
-			r = runLedger(t, l, sends, flood.NewJIT(gen, nil, knock), roundTripFunc(accept))
+			r = runLedger(t, l, sends, traffic.NewJIT(gen, nil, knock), roundTripFunc(accept))
 		})
 		return r
 	}

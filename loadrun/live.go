@@ -17,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/livemetrics"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // metricsAddr checks --metrics-addr: host:port, a missing host meaning
@@ -72,7 +73,7 @@ type live struct {
 func (r *runner) startLive(ctx context.Context) (*live, error) {
 	c := LiveMetricsConfig{Run: adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard},
 		Admin: r.env.Admin, Addr: r.p.metricsAddr, Linger: r.c.Metrics.Linger, Log: r.log, Stderr: r.c.Stderr}
-	if pl, ok := r.shared.(*flood.Pipeline); ok {
+	if pl, ok := r.shared.(*traffic.Pipeline); ok {
 		c.Buffer = pl
 	}
 	return newLive(ctx, c)

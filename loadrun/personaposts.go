@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/audience"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // PersonaPostsConfig lets a flood post, through the SUT's Mastodon client
@@ -48,7 +48,7 @@ func (p PersonaPostsConfig) tokens() (map[string]string, error) {
 // post: the Likes drawn for it then have an object. A `crowd run` has a
 // token for every persona (its audience's), so none of its personas is
 // left without a post, whatever --posts says.
-func (r *runner) postForEmpty(ctx context.Context, personas []*flood.Persona) error {
+func (r *runner) postForEmpty(ctx context.Context, personas []*traffic.Persona) error {
 	tokens, api, err := r.clientTokens()
 	if err != nil || len(tokens) == 0 {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -44,7 +45,7 @@ func Run(ctx context.Context, c Config) error {
 	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
-	r.knock = flood.NewKnocker(p.scheme, r.signer)
+	r.knock = traffic.NewKnocker(p.scheme, r.signer)
 	if err := r.setupAudience(ctx); err != nil {
 		return err
 	}
@@ -63,11 +64,11 @@ func Run(ctx context.Context, c Config) error {
 	// would draw the same pairs again. It is printed first and recorded.
 	r.seed = cmp.Or(c.Seed, freshSeed())
 	fmt.Fprintf(c.Stderr, "seed %d (--seed %d replays the draws)\n", r.seed, r.seed)
-	reg := flood.NewRegistrar(env.Register, flood.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
+	reg := traffic.NewRegistrar(env.Register, traffic.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
 	defer r.closeRegistrar(reg)
 	// Closed before the environment (defers run last first), so the last
 	// batch reaches an in-process world before it closes.
-	r.feed = flood.NewOutboxFeed(env.Outbox, flood.OutboxFeedOptions{})
+	r.feed = traffic.NewOutboxFeed(env.Outbox, traffic.OutboxFeedOptions{})
 	defer r.closeFeed()
 	r.startVocab()
 	defer r.closeVocab()
@@ -79,7 +80,7 @@ func Run(ctx context.Context, c Config) error {
 	logPlan(c.Log, env.Plan, env.World.Config.Shard.I)
 	r.settings = record.Settings{Label: c.Label, Arrivals: string(p.arrivals), Mix: p.mix.String(), Signing: string(p.signing),
 		Target: target, Shard: env.Shard, Scenario: p.scenarioName()}
-	r.forg = flood.NewForgeries() // forged requests, and keys the SUT refused before it accepted them
+	r.forg = traffic.NewForgeries() // forged requests, and keys the SUT refused before it accepted them
 	stop, err := r.sharedSource(ctx)
 	if err != nil {
 		return err
@@ -123,12 +124,12 @@ func (r *runner) dial() func() {
 }
 
 // queueSize is the registrar's queue. Follows are registered off the send
-// path, once sent and answered 2xx (flood.Generator.Settled); a presigned
+// path, once sent and answered 2xx (traffic.Generator.Settled); a presigned
 // run may answer all of its Follows in one window, so its queue holds them
 // all.
 func (r *runner) queueSize() int {
 	queue := 10000
-	if r.p.signing == flood.SigningPresign {
+	if r.p.signing == traffic.SigningPresign {
 		total := 0.0
 		for _, rate := range r.p.rates {
 			total += rate * (r.c.Warmup + max(r.p.duration, r.c.Step)).Seconds()
@@ -141,7 +142,7 @@ func (r *runner) queueSize() int {
 
 // closeRegistrar drains the registrar and says what could not be
 // registered.
-func (r *runner) closeRegistrar(reg *flood.Registrar) {
+func (r *runner) closeRegistrar(reg *traffic.Registrar) {
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st := reg.Close(cctx)
@@ -167,7 +168,7 @@ func (r *runner) closeFeed() {
 // generator draws the run's activities. A Follow the crowd has sent
 // already, answered or not, is not sent again: no server takes a Follow
 // it has.
-func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *flood.Registrar) error {
+func (r *runner) generator(ctx context.Context, personas []*traffic.Persona, reg *traffic.Registrar) error {
 	var following func(local, remote string) bool
 	if r.p.mix.Follow > 0 && r.env.Admin != nil {
 		rel, err := crowdRelations(ctx, r.env.Admin)
@@ -190,7 +191,7 @@ func (r *runner) generator(ctx context.Context, personas []*flood.Persona, reg *
 		}
 	}
 	c := r.c
-	gen, err := flood.NewGenerator(flood.GeneratorConfig{SenderSet: flood.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
+	gen, err := traffic.NewGenerator(traffic.GeneratorConfig{SenderSet: traffic.WorldSenders(r.env.World), Personas: personas, Mix: r.p.mix,
 		Zipf: c.Zipf, Seed: r.seed, NoteBytes: c.NoteBytes, Start: time.Now(), OnFollowSent: reg.Add, Following: following,
 		Reacted: reacted, Vocab: r.vocabConfig(), Draws: r.p.draws()})
 	if err != nil {
@@ -224,18 +225,18 @@ func (r *runner) warnDiverted() {
 // shares (a presigned run signs its own); stop closes it.
 func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	switch r.p.signing {
-	case flood.SigningPresign:
+	case traffic.SigningPresign:
 		return func() {}, nil
-	case flood.SigningJIT:
-		r.shared = flood.NewJIT(r.gen, r.signer, r.knock)
+	case traffic.SigningJIT:
+		r.shared = traffic.NewJIT(r.gen, r.signer, r.knock)
 		return func() {}, nil
 	}
 	maxRate := 0.0
 	for _, x := range r.p.rates {
 		maxRate = max(maxRate, x)
 	}
-	runtime.GOMAXPROCS(flood.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
-	pl := flood.NewPipeline(r.gen, r.signer, flood.PipelineOptions{Buffer: flood.PipelineBuffer(maxRate), Nice: r.c.SignerNice, Knocker: r.knock})
+	runtime.GOMAXPROCS(traffic.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
+	pl := traffic.NewPipeline(r.gen, r.signer, traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(maxRate), Nice: r.c.SignerNice, Knocker: r.knock})
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = pl.Fill(fctx)
 	cancel()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -48,7 +49,7 @@ func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.So
 	if r.shared != nil {
 		return r.shared, nil
 	}
-	ps, err := flood.Presign(ctx, r.gen, r.signer, n, flood.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes, Knocker: r.knock})
+	ps, err := traffic.Presign(ctx, r.gen, r.signer, n, traffic.PresignOptions{Window: w, MaxBytes: r.c.PresignMaxBytes, Knocker: r.knock})
 	if err != nil {
 		if errors.Is(err, flood.ErrInvalidPlan) {
 			return nil, usage(err)
@@ -63,7 +64,7 @@ func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.So
 // closeSource gives back what a run's own source drew and never sent (a
 // presigned run's tail); the shared pipeline is closed when the flood ends.
 func closeSource(src flood.Source) {
-	if ps, ok := src.(*flood.Presigned); ok {
+	if ps, ok := src.(*traffic.Presigned); ok {
 		ps.Close()
 	}
 }
@@ -164,7 +165,7 @@ func (r *runner) single(ctx context.Context) error {
 	if p.duration > 0 {
 		window = c.Warmup + p.duration
 	}
-	n := flood.PresignCount(p.arrivals, p.rates[0], window, c.MaxSends)
+	n := traffic.PresignCount(p.arrivals, p.rates[0], window, c.MaxSends)
 	// How long presigned requests wait: the window, or the time max-sends
 	// take at the rate when no window bounds the run.
 	wait := window
@@ -241,7 +242,7 @@ func (r *runner) ladder(ctx context.Context) error {
 			return nil, usage(err)
 		}
 		plan := lad.RungPlan(flood.Plan{}, pacer)
-		src, err := r.source(ctx, flood.PresignCount(p.arrivals, rate, plan.Duration, 0), plan.Duration)
+		src, err := r.source(ctx, traffic.PresignCount(p.arrivals, rate, plan.Duration, 0), plan.Duration)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/scenario"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -42,7 +42,7 @@ const MaxForgerySettle = 10 * time.Minute
 // scenarioPlan is a checked ScenarioConfig.
 type scenarioPlan struct {
 	name        string
-	draws       *flood.Draws // nil: none
+	draws       *traffic.Draws // nil: none
 	targetPosts int
 	settle      time.Duration // before the forgeries' effects are looked for
 }
@@ -72,12 +72,12 @@ func (c Config) checkScenario(p *plan, bad func(string, ...any)) {
 		bad("--target-posts %d: want >= 0 (0: every post)", s.TargetPosts)
 	}
 	if len(kinds) > 0 || s.OriginZipf != 0 {
-		sp.draws = &flood.Draws{OriginZipf: s.OriginZipf, Tamper: kinds, TamperShare: s.TamperShare}
+		sp.draws = &traffic.Draws{OriginZipf: s.OriginZipf, Tamper: kinds, TamperShare: s.TamperShare}
 	}
 }
 
 // draws are the generator's Draws (nil: none).
-func (p *plan) draws() *flood.Draws {
+func (p *plan) draws() *traffic.Draws {
 	if p.scenario == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (p *plan) scenarioName() string {
 
 // trimPosts keeps each persona's TargetPosts newest posts (the outbox
 // lists them newest first), and says so.
-func (r *runner) trimPosts(personas []*flood.Persona) {
+func (r *runner) trimPosts(personas []*traffic.Persona) {
 	if r.p.scenario == nil || r.p.scenario.targetPosts == 0 {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -41,7 +41,7 @@ func TestScenarioConfig(t *testing.T) {
 	}
 	r := &runner{c: c, p: p}
 	r.c.Stderr = io.Discard
-	ps := []*flood.Persona{{Posts: []string{"new", "old"}}, {}}
+	ps := []*traffic.Persona{{Posts: []string{"new", "old"}}, {}}
 	r.trimPosts(ps)
 	if !slices.Equal(ps[0].Posts, []string{"new"}) || len(ps[1].Posts) != 0 {
 		t.Fatalf("--target-posts 1 kept %v, %v", ps[0].Posts, ps[1].Posts)

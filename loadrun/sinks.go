@@ -5,7 +5,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // The sinks of a flood attached to a crowd serving elsewhere: the flood
@@ -14,19 +14,19 @@ import (
 
 // adminOutbox is the outbox sink that lists the Creates sent in the
 // attached crowd's outboxes (adminapi.RouteOutbox).
-func adminOutbox(c *adminapi.Client) flood.OutboxSink {
+func adminOutbox(c *adminapi.Client) traffic.OutboxSink {
 	return adminSink(c.RecordOutbox, func(n actors.SentNote) adminapi.OutboxItem { return adminapi.OutboxItem(n) })
 }
 
 // adminReactions is the reaction sink that keeps the Likes and Announces
 // sent, and their Undos, in the attached crowd (adminapi.RouteRecordReactions).
-func adminReactions(c *adminapi.Client) flood.ReactionSink {
+func adminReactions(c *adminapi.Client) traffic.ReactionSink {
 	return adminSink(c.RecordReactions, func(r actors.Reaction) adminapi.ReactionItem { return adminapi.ReactionItem(r) })
 }
 
 // adminChanges is the change sink that records the edits and deletions
 // made in the attached crowd (adminapi.RouteChanges).
-func adminChanges(c *adminapi.Client) flood.ChangeSink {
+func adminChanges(c *adminapi.Client) traffic.ChangeSink {
 	return adminSink(c.RecordChanges, func(ch actors.Change) adminapi.ChangeItem { return adminapi.ChangeItem(ch) })
 }
 

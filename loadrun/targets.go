@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // client is the run's guarded client for everything but the flood's sends
@@ -32,10 +33,10 @@ func refusePublic(err error) error {
 
 // targets returns the personas to flood and a description for the record:
 // the named ones, checked and looked up, or the crowd's own actors.
-func (r *runner) targets(ctx context.Context) ([]*flood.Persona, string, error) {
+func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error) {
 	env, p := r.env, r.p
 	if len(p.accts) == 0 {
-		personas := flood.WorldPersonas(env.World, p.inbox)
+		personas := traffic.WorldPersonas(env.World, p.inbox)
 		for _, o := range env.World.Origins {
 			if _, err := r.guard.Check(ctx, o.Host); err != nil {
 				return nil, "", refusePublic(fmt.Errorf("self-flood of %s: %w (start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone)", env.What, err))
@@ -60,7 +61,7 @@ func (r *runner) targets(ctx context.Context) ([]*flood.Persona, string, error) 
 	defer client.CloseIdleConnections()
 	inst := env.World.Origins[0].Instance
 	start := time.Now()
-	personas, warns, err := flood.Discover(ctx, p.accts, flood.DiscoverOptions{Client: client, Signer: r.signer,
+	personas, warns, err := traffic.Discover(ctx, p.accts, traffic.DiscoverOptions{Client: client, Signer: r.signer,
 		KeyID: inst.KeyID, Key: inst.SigningKey(), Inbox: p.inbox, Timeout: r.c.Timeout})
 	for _, w := range warns {
 		r.log.Warn(w)

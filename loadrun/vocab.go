@@ -9,12 +9,12 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // VocabOptions are the flags of the vocabulary beyond Create, Like and
-// Follow (see flood.VocabConfig); the zero value is the default.
+// Follow (see traffic.VocabConfig); the zero value is the default.
 type VocabOptions struct {
 	// ReplyDepth is --reply-depth: how deep a reply sits in its thread.
 	ReplyDepth int
@@ -29,12 +29,12 @@ type VocabOptions struct {
 }
 
 // config reads o into the generator's VocabConfig, checked.
-func (o VocabOptions) config() (flood.VocabConfig, error) {
-	c := flood.VocabConfig{ReplyDepth: o.ReplyDepth, Mentions: o.Mentions, Hashtags: o.Hashtags}
+func (o VocabOptions) config() (traffic.VocabConfig, error) {
+	c := traffic.VocabConfig{ReplyDepth: o.ReplyDepth, Mentions: o.Mentions, Hashtags: o.Hashtags}
 	if o.MediaCount != 0 || o.MediaSize != "" {
 		c.Media = actors.MediaSpec{Count: max(o.MediaCount, 1), Width: 320, Height: 240}
 		if o.MediaSize != "" {
-			w, h, err := flood.ParseMediaSize(o.MediaSize)
+			w, h, err := traffic.ParseMediaSize(o.MediaSize)
 			if err != nil {
 				return c, err
 			}
@@ -44,20 +44,20 @@ func (o VocabOptions) config() (flood.VocabConfig, error) {
 			c.Media.Count = o.MediaCount // refused by the generator's check, naming the flag
 		}
 	}
-	return flood.CheckVocab(c)
+	return traffic.CheckVocab(c)
 }
 
 // vocabSinks are where the vocabulary's effects on the crowd go: the
 // edits and deletions, and the Follows undone.
 type vocabSinks struct {
-	changes   flood.ChangeSink
-	unfollow  func(context.Context, flood.FollowRegistration) error
-	reactions flood.ReactionSink // the Likes and Announces sent, and their Undos
+	changes   traffic.ChangeSink
+	unfollow  func(context.Context, traffic.FollowRegistration) error
+	reactions traffic.ReactionSink // the Likes and Announces sent, and their Undos
 }
 
 // worldVocab is the sinks of a world in this process.
 func worldVocab(w *actors.World) vocabSinks {
-	return vocabSinks{changes: flood.WorldChanges(w), reactions: flood.WorldReactions(w), unfollow: func(_ context.Context, f flood.FollowRegistration) error {
+	return vocabSinks{changes: traffic.WorldChanges(w), reactions: traffic.WorldReactions(w), unfollow: func(_ context.Context, f traffic.FollowRegistration) error {
 		if r, ok := w.Graph.FollowingByRemote(f.Local, f.Remote); ok && r.FollowID == f.FollowID {
 			_, err := w.Graph.RemoveFollowing(f.Local, f.Remote)
 			return err
@@ -68,19 +68,19 @@ func worldVocab(w *actors.World) vocabSinks {
 
 // vocabRun is a run's feeds of the vocabulary's effects.
 type vocabRun struct {
-	changes   *flood.ChangeFeed
-	deletions *flood.Deletions
-	unfollow  *flood.Registrar
-	reactions *flood.ReactionFeed
+	changes   *traffic.ChangeFeed
+	deletions *traffic.Deletions
+	unfollow  *traffic.Registrar
+	reactions *traffic.ReactionFeed
 }
 
 // startVocab starts the feeds of env's sinks.
 func (r *runner) startVocab() {
 	s := r.env.vocab
-	r.vocab = &vocabRun{changes: flood.NewChangeFeed(s.changes, flood.OutboxFeedOptions{}),
-		deletions: flood.NewDeletions(s.changes, 10*time.Second),
-		unfollow:  flood.NewRegistrar(s.unfollow, flood.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second}),
-		reactions: flood.NewReactionFeed(s.reactions, flood.OutboxFeedOptions{})}
+	r.vocab = &vocabRun{changes: traffic.NewChangeFeed(s.changes, traffic.OutboxFeedOptions{}),
+		deletions: traffic.NewDeletions(s.changes, 10*time.Second),
+		unfollow:  traffic.NewRegistrar(s.unfollow, traffic.RegistrarOptions{Workers: 1, Timeout: 10 * time.Second}),
+		reactions: traffic.NewReactionFeed(s.reactions, traffic.OutboxFeedOptions{})}
 }
 
 // closeVocab sends the feeds' last batches and says what could not be
@@ -124,7 +124,7 @@ func (r *runner) closeVocab() {
 
 // vocabConfig is the generator's VocabConfig: the plan's, with the
 // undone Follows going to the run's feed.
-func (r *runner) vocabConfig() flood.VocabConfig {
+func (r *runner) vocabConfig() traffic.VocabConfig {
 	c := r.p.vocab
 	c.OnUnfollow = r.vocab.unfollow.Add
 	c.Deletions = r.vocab.deletions

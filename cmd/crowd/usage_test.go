@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // TestUsageMistakesExit2 lists the mistakes people make on the command
@@ -87,7 +87,7 @@ func TestEveryCommandRefusesUnknownFlagsAndArguments(t *testing.T) {
 // parsers, the record's, the CLI's own checks) is the one usage-error
 // type, so the CLI exits 2 on it however deeply it is wrapped.
 func TestOneUsageErrorType(t *testing.T) {
-	_, signingErr := flood.ParseSigning("batch")
+	_, signingErr := traffic.ParseSigning("batch")
 	_, gateErr := record.ParseGates([]string{"p95<<1s"})
 	for _, c := range []struct {
 		name  string

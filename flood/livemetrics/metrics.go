@@ -30,7 +30,7 @@ func (l Labels) constLabels() prometheus.Labels {
 }
 
 // Buffer reports a signing pipeline's buffer: requests ready, and its
-// capacity (flood.Pipeline's Ready and Cap).
+// capacity (traffic.Pipeline's Ready and Cap).
 type Buffer interface {
 	Ready() int
 	Cap() int

@@ -180,8 +180,21 @@ func TestCheck(t *testing.T) {
 				"go.mod":             {Data: []byte("module " + mod + "\n")},
 				"cmd/crowd/main.go":  src(mod+"/pasture", mod+"/flood/record", "fmt"),
 				"pasture/origins.go": src(mod+"/inbox", "github.com/go-chi/chi/v5"),
-				"flood/engine.go":    src(mod+"/signing", mod+"/actors"),
+				"flood/engine.go":    src(mod + "/flood/record"),
+				"flood/traffic/a.go": src(mod+"/flood", mod+"/signing", mod+"/actors"),
 				"audience/probe.go":  src(mod + "/flood/record"),
+			},
+		},
+		{
+			// The engine knows requests and answers only: what to send, and the signing and
+			// world it takes, are the traffic's, which imports the engine, never the reverse.
+			name: "the engine is not the traffic",
+			tree: fstest.MapFS{
+				"flood/engine.go": src(mod+"/flood/traffic", mod+"/signing"),
+			},
+			violations: []string{
+				"flood/engine.go imports " + mod + "/flood/traffic: not on the drawing: flood -> flood/record, internal",
+				"flood/engine.go imports " + mod + "/signing: not on the drawing: flood -> flood/record, internal",
 			},
 		},
 		{
@@ -253,7 +266,7 @@ func TestCheck(t *testing.T) {
 				"bench/section.go": src(mod+"/internal/crowdtest", mod+"/loadrun", mod+"/inbox"),
 			},
 			violations: []string{
-				"loadrun/run.go imports " + mod + "/internal/crowdtest: not on the drawing: loadrun -> flood, flood/record, flood/livemetrics, flood/scenario, audience, adminapi, pasture, pasture/fetchback, actors, signing, internal",
+				"loadrun/run.go imports " + mod + "/internal/crowdtest: not on the drawing: loadrun -> flood, flood/traffic, flood/record, flood/livemetrics, flood/scenario, audience, adminapi, pasture, pasture/fetchback, actors, signing, internal",
 			},
 		},
 		{

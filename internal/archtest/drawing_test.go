@@ -21,12 +21,14 @@ func drawing() []room {
 		{"cmd/crowd", []string{"loadrun", "pasture", "pasture/tlsca", "adminapi", "flood/record", "flood/report", "actors", "signing", "apclient", "internal"}},
 		// One load run: the flood, its observers (the audience, live metrics), the record, and
 		// the standalone environment (pasture) when no crowd is attached.
-		{"loadrun", []string{"flood", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "pasture/fetchback", "actors", "signing", "internal"}},
+		{"loadrun", []string{"flood", "flood/traffic", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "pasture/fetchback", "actors", "signing", "internal"}},
 		// An observer of a run from its members' seats: it writes the record's audience section.
 		{"audience", []string{"apclient", "adminapi", "flood/record", "internal"}},
-		// The engine and its traffic: it speaks HTTP through apclient and signing, drafts the
-		// world's documents (actors) and feeds the record.
-		{"flood", []string{"apclient", "actors", "signing", "flood/record", "internal"}},
+		// The engine: it sends requests and hears answers, and feeds the record's collectors.
+		{"flood", []string{"flood/record", "internal"}},
+		// The traffic: it drafts the world's activities (actors) and signs them (signing,
+		// apclient) into the engine's requests, and settles them from the record's outcomes.
+		{"flood/traffic", []string{"flood", "flood/record", "apclient", "actors", "signing", "internal"}},
 		{"flood/record", []string{"internal"}},
 		{"flood/report", []string{"flood/record", "internal"}},
 		// Live metrics are a collector of a running flood: they hear the record's values only.

@@ -1,0 +1,64 @@
+// The request the engine sends and what its token may ask of it: the
+// seam between the engine and the traffic that fills it (flood/traffic).
+
+package flood
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// Prepared is one request ready to go on the wire: already signed, so the
+// engine only sends it. The engine reads it and never modifies it; URL and
+// Header may be shared between many Prepared values (a Source typically
+// parses each inbox URL once).
+type Prepared struct {
+	Type   record.ActivityKind // activity type, the per-type breakdown key
+	Method string              // usually POST
+	URL    *url.URL            // target inbox; shared, read-only
+	Host   string              // Host header if it differs from URL.Host (signed as "host"); "" = URL.Host
+	Header http.Header         // complete headers incl. Date, Digest, Signature; read-only
+	Body   []byte              // the exact signed body; read-only (the transport may read it after the answer)
+	// Token is the Source's, opaque to the engine: it comes back in
+	// Collector.Settled with what became of the request. A token may
+	// also be a Fallback or a Holder, which the engine asks.
+	Token any
+}
+
+// Source produces the prepared requests of a run. Next is called from a
+// single goroutine (the dispatcher), ahead of each send's intended time; if it
+// returns after that time, the send is late and counted as starved (the
+// generator's bottleneck, not the SUT's). Next returns io.EOF when it has no
+// more requests (the run ends, marked partial) and ctx's error when ctx is
+// done.
+type Source interface {
+	Next(ctx context.Context) (*Prepared, error)
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context) (*Prepared, error)
+
+// Next calls f.
+func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx) }
+
+// Fallback is implemented by a token whose request may be sent again,
+// signed otherwise, once answered (the double knock: RFC 9421 first,
+// draft-cavage on a 4xx). The engine asks before attempt 0 and after each
+// answer: Attempt(p, n, status, measured) returns the header attempt n
+// goes with, status being attempt n-1's answer (0 for n = 0), or ok false
+// for no attempt n. measured says whether the send counts in the record.
+// An error ends the send as a connection error.
+type Fallback interface {
+	Attempt(p *Prepared, n, status int, measured bool) (header http.Header, ok bool, err error)
+}
+
+// Holder is implemented by a token whose request must wait before it
+// leaves (a Delete until its object is recorded deleted): Hold is what
+// must close first, nil when nothing holds it. The wait counts in the
+// send's service time and is bounded by the send's timeout.
+type Holder interface {
+	Hold() <-chan struct{}
+}

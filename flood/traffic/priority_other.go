@@ -1,0 +1,7 @@
+//go:build !linux
+
+package traffic
+
+// backgroundThread does nothing off Linux, where the crowd sets no thread
+// priorities.
+func backgroundThread(int) (restore func()) { return func() {} }

@@ -1,0 +1,423 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
+
+	"github.com/crowdfed/crowd/signing"
+)
+
+// PipelineOptions configures a Pipeline.
+type PipelineOptions struct {
+	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	Workers int
+	// Buffer is how many signed requests are kept ready; default 1024. Size
+	// it to cover a fraction of a second at the run's rate: each request's
+	// Date ages while it waits (see PipelineBuffer).
+	Buffer int
+	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it).
+	// On a machine the crowd has to itself it keeps sends on time while
+	// the signers fill every core; beside a SUT it hands the SUT every
+	// cycle it wants first, so the crowd, not the SUT, becomes the
+	// bottleneck (the report then says so). Hence 0 by default.
+	Nice int
+	// Knocker, when set, signs with its scheme (--signature) instead of
+	// Prepare's draft-cavage.
+	Knocker *Knocker
+}
+
+// PipelineBuffer is a buffer size for rate sends per second: one second's
+// worth, between 256 and 16384. A second absorbs a signer's hiccups (a GC,
+// a core taken by another process) while the Dates stay far fresher than
+// the hour servers allow.
+func PipelineBuffer(rate float64) int {
+	if math.IsNaN(rate) || rate <= 0 {
+		return 256
+	}
+	return int(min(16384, max(256, math.Ceil(rate))))
+}
+
+// Pipeline is the default flood.Source: its workers draw activities, sign them
+// and keep a bounded buffer of ready requests full. Next takes the oldest
+// ready one, waiting when none is (the engine counts that wait, past the
+// send's intended time, as starvation). Close it when done.
+type Pipeline struct {
+	gen    *Generator
+	ch     chan *flood.Prepared
+	ctx    context.Context // done when the workers stop (Close or a signing error)
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	signed atomic.Int64
+
+	mu  sync.Mutex
+	err error
+}
+
+// PipelineProcs is the GOMAXPROCS a pipeline-signing flood should run
+// with: a P for each core's signer plus two, so that while the signers
+// fill every core the dispatcher has a P even as it sleeps the last
+// stretch before a send in a system call, and the sender it wakes has
+// another (with one spare P, the bench measured a p99 lateness of 4-7 ms
+// at any rate; with two, about 1 ms). Set it before NewPipeline:
+//
+//	runtime.GOMAXPROCS(flood.PipelineProcs())
+func PipelineProcs() int { return runtime.NumCPU() + 2 }
+
+// NewPipeline starts o.Workers signers (default: one per core), each with its own Stream of gen
+// and the shared (goroutine-safe) signer; they run until Close.
+func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pipeline {
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 1024
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pipeline{gen: gen, ch: make(chan *flood.Prepared, o.Buffer), ctx: ctx, cancel: cancel}
+	for range o.Workers {
+		st := gen.Stream()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer backgroundThread(o.Nice)()
+			for ctx.Err() == nil {
+				d, err := st.Next()
+				var prep *flood.Prepared
+				if err == nil {
+					prep, err = gen.prepare(signer, o.Knocker, d)
+				}
+				if err != nil {
+					p.fail(err)
+					return
+				}
+				select {
+				case p.ch <- prep:
+					p.signed.Add(1)
+				case <-ctx.Done():
+					gen.discard(prep)
+					return
+				}
+				// A signature is ~0.7 ms of CPU with no scheduling point in
+				// it: yielding after each one lets the dispatcher, woken for
+				// a send, have a core within one signature instead of
+				// waiting for the runtime's 10 ms preemption.
+				runtime.Gosched()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *Pipeline) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.cancel()
+}
+
+// Next returns a ready request, waiting for one if needed; ctx's error when
+// ctx ends first; once the workers stopped and the buffer is empty, the
+// signing error that stopped them, or io.EOF after Close.
+func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
+	select {
+	case r := <-p.ch:
+		return r, nil
+	default:
+	}
+	select {
+	case r := <-p.ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.ctx.Done():
+		select {
+		case r := <-p.ch:
+			return r, nil
+		default:
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.err != nil {
+			return nil, p.err
+		}
+		return nil, io.EOF
+	}
+}
+
+// Fill waits until the buffer is full, so that a run starts with a full
+// buffer instead of racing its signers; it returns early when ctx ends or
+// the workers stopped.
+func (p *Pipeline) Fill(ctx context.Context) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for len(p.ch) < cap(p.ch) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.ctx.Done():
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.err != nil {
+				return p.err
+			}
+			return io.EOF
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Ready is how many signed requests wait in the buffer now.
+func (p *Pipeline) Ready() int { return len(p.ch) }
+
+// Cap is the buffer's size.
+func (p *Pipeline) Cap() int { return cap(p.ch) }
+
+// Signed is how many requests the workers have signed and buffered.
+func (p *Pipeline) Signed() int64 { return p.signed.Load() }
+
+// Close stops the workers and waits for them, then discards the requests
+// still buffered (their Follows were never sent: see Generator.Settled);
+// Next then returns io.EOF.
+func (p *Pipeline) Close() {
+	p.cancel()
+	p.wg.Wait()
+	for {
+		select {
+		case r := <-p.ch:
+			p.gen.discard(r)
+		default:
+			return
+		}
+	}
+}
+
+// Presigned requests age: Mastodon rejects a Date more than PresignShelfLife
+// old, so a presigned window (plus a margin for the signing itself and clock
+// skew) must fit in it.
+const (
+	PresignShelfLife = time.Hour
+	presignMargin    = 5 * time.Minute
+)
+
+// DefaultPresignMaxBytes is the memory presigning may take by default.
+const DefaultPresignMaxBytes = 2 << 30
+
+// PresignOptions configures Presign.
+type PresignOptions struct {
+	// Window is the timed window the requests will be sent in (warm-up
+	// included). A window that, with a 5 min margin, exceeds
+	// PresignShelfLife is refused.
+	Window time.Duration
+	// MaxBytes bounds the estimated memory of the presigned requests;
+	// default DefaultPresignMaxBytes.
+	MaxBytes int64
+	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	Workers int
+	// Knocker, when set, signs with its scheme (--signature) instead of
+	// Prepare's draft-cavage.
+	Knocker *Knocker
+}
+
+// prepareWith signs d with k's scheme, or with Prepare's when k is nil.
+func prepareWith(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
+	if k != nil {
+		return k.Prepare(d)
+	}
+	return Prepare(signer, d)
+}
+
+// prepare signs d as prepareWith does; a draft it cannot sign never
+// leaves, so what drafting it claimed (a Follow's or reaction's pair, a
+// Delete's deletion) is given back, as for a send that was dropped.
+func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
+	p, err := prepareWith(signer, k, d)
+	if err != nil {
+		t := &Ticket{Vocab: d.Vocab}
+		unsent := t.Attach(&flood.Prepared{Type: d.Type, URL: d.URL})
+		if d.Type == record.TypeFollow && d.Forgery == nil {
+			t.Follow = &FollowRegistration{Local: d.Sender.ID, Remote: d.Persona.ID, FollowID: d.ID}
+		}
+		g.discard(unsent)
+	}
+	return p, err
+}
+
+// PresignCount is how many requests a presigned run needs: maxSends when
+// set (and the schedule is not shorter), else every send a constant pacer
+// offers in d at rate (ceil(rate × d)), plus five standard deviations for
+// Poisson arrivals.
+func PresignCount(arrivals flood.Arrivals, rate float64, d time.Duration, maxSends int64) int64 {
+	n := math.Ceil(rate * d.Seconds())
+	if arrivals == flood.ArrivalsPoisson {
+		n += 5*math.Sqrt(n) + 10
+	}
+	if maxSends > 0 && (d <= 0 || float64(maxSends) < n) {
+		return maxSends
+	}
+	return int64(n)
+}
+
+// EstimatePresignBytes estimates the memory of n presigned requests of gen:
+// the largest body (a Create with its note) plus the signed headers and the
+// structures that hold them.
+func EstimatePresignBytes(gen *Generator, n int64) int64 {
+	const overhead = 2048 // headers (the Signature alone is ~450 B), maps, Prepared
+	per := int64(gen.cfg.NoteBytes) + 1024 + overhead
+	if n > math.MaxInt64/per {
+		return math.MaxInt64
+	}
+	return n * per
+}
+
+// Presigned is a flood.Source of requests all signed before the run (see
+// Presign). Its Next is for one goroutine, the engine's dispatcher; it
+// returns io.EOF when every request is used.
+type Presigned struct {
+	gen   *Generator
+	reqs  []*flood.Prepared
+	next  int
+	Took  time.Duration // how long signing took
+	Bytes int64         // the estimated memory
+}
+
+// Presign draws and signs n requests with o.Workers goroutines, before the
+// run. It refuses (wrapping flood.ErrInvalidPlan) a window the Dates would not
+// survive and an estimated memory above o.MaxBytes, before signing
+// anything; and a window that, added to the time signing took, exceeds
+// PresignShelfLife. ctx interrupts it.
+func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int64, o PresignOptions) (*Presigned, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: nothing to presign", flood.ErrInvalidPlan)
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultPresignMaxBytes
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.Window+presignMargin > PresignShelfLife {
+		return nil, fmt.Errorf("%w: presigned requests would be sent up to %v after signing, and Mastodon rejects a Date more than %v old (with a %v margin): use --signing=pipeline or a shorter run",
+			flood.ErrInvalidPlan, o.Window, PresignShelfLife, presignMargin)
+	}
+	est := EstimatePresignBytes(gen, n)
+	if est > o.MaxBytes {
+		return nil, fmt.Errorf("%w: presigning %d requests would take about %.1f GiB (limit %.1f GiB): lower --rate × --seconds, or use --signing=pipeline",
+			flood.ErrInvalidPlan, n, float64(est)/(1<<30), float64(o.MaxBytes)/(1<<30))
+	}
+	start := time.Now()
+	p := &Presigned{gen: gen, reqs: make([]*flood.Prepared, n), Bytes: est}
+	var idx atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range min(int64(o.Workers), n) {
+		st := gen.Stream()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := idx.Add(1) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				d, err := st.Next()
+				var prep *flood.Prepared
+				if err == nil {
+					prep, err = gen.prepare(signer, o.Knocker, d)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					idx.Store(n) // stop the others
+					return
+				}
+				p.reqs[i] = prep
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if firstErr != nil {
+		p.Close()
+		return nil, firstErr
+	}
+	p.Took = time.Since(start)
+	if p.Took+o.Window > PresignShelfLife {
+		p.Close()
+		return nil, fmt.Errorf("%w: presigning took %v; with the %v window the last requests would carry a Date older than %v: use --signing=pipeline",
+			flood.ErrInvalidPlan, p.Took.Round(time.Second), o.Window, PresignShelfLife)
+	}
+	return p, nil
+}
+
+// Len is the number of presigned requests.
+func (p *Presigned) Len() int { return len(p.reqs) }
+
+// Next returns the next presigned request (and drops the source's reference
+// to it), io.EOF when none is left, or ctx's error.
+func (p *Presigned) Next(ctx context.Context) (*flood.Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.next >= len(p.reqs) {
+		return nil, io.EOF
+	}
+	r := p.reqs[p.next]
+	p.reqs[p.next] = nil
+	p.next++
+	return r, nil
+}
+
+// Close discards the requests not handed out (their Follows were never
+// sent: see Generator.Settled); Next then returns io.EOF.
+func (p *Presigned) Close() {
+	p.gen.discard(p.reqs[p.next:]...)
+	p.next = len(p.reqs)
+}
+
+// JIT is a flood.Source that draws and signs each request in Next, that is in the
+// engine's single dispatcher goroutine: signing cost is hidden while it fits
+// in the gap between sends, and once it exceeds the gap it shows as lateness
+// of every send, counted as starvation (see SigningJIT).
+type JIT struct {
+	st     *Stream
+	signer *signing.Signer
+	knock  *Knocker
+}
+
+// NewJIT returns a JIT source drawing from one Stream of gen, signing
+// with k's scheme (--signature), or with signer's draft-cavage when k is
+// nil, as a Pipeline or Presign does.
+func NewJIT(gen *Generator, signer *signing.Signer, k *Knocker) *JIT {
+	return &JIT{st: gen.Stream(), signer: signer, knock: k}
+}
+
+// Next draws and signs one request, or returns ctx's error.
+func (j *JIT) Next(ctx context.Context) (*flood.Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d, err := j.st.Next()
+	if err != nil {
+		return nil, err
+	}
+	return j.st.g.prepare(j.signer, j.knock, d)
+}
