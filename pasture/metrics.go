@@ -9,6 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/crowdfed/crowd/internal/statuswriter"
 )
 
 // httpMetrics counts the origins' requests by origin, route and status,
@@ -70,43 +72,21 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
 func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := statuswriter.New(w)
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
-		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
 		}
 		// Unknown hosts share one label, so a scan can't grow the series.
 		origin := "unknown"
 		if o := originOf(r); o != nil {
 			origin = o.Host
 		}
-		m.counter(requestLabels{origin, route, sw.status}).Inc()
+		m.counter(requestLabels{origin, route, sw.Status()}).Inc()
 		m.observer(route).Observe(time.Since(start).Seconds())
 	})
 }

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/histgeom"
+	"github.com/crowdfed/crowd/internal/statuswriter"
 )
 
 // ErrTooManyWindows is Open's error when MaxFetchbackWindows are open and
@@ -213,7 +213,7 @@ func (f *Windows) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		start := f.now()
-		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		sw := statuswriter.New(w)
 		next.ServeHTTP(sw, r)
 		end := f.now()
 		kind, object := classifyFetch(r.URL.Path)

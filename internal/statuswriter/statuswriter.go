@@ -1,0 +1,43 @@
+// Package statuswriter records the status a handler answered with, for the middleware that
+// count answers (the origins' metrics and the fetch-back windows) without a router's wrapper.
+package statuswriter
+
+import "net/http"
+
+// Writer passes everything to the ResponseWriter it wraps and keeps the first status written:
+// WriteHeader's code, or 200 when the handler wrote a body first.
+type Writer struct {
+	http.ResponseWriter
+	status int
+}
+
+// New wraps w.
+func New(w http.ResponseWriter) *Writer { return &Writer{ResponseWriter: w} }
+
+// WriteHeader records code (the first one) and passes it on.
+func (s *Writer) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write records 200 when no status was written yet, and passes b on.
+func (s *Writer) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Status is the status the handler answered with; 200 for one that wrote nothing, as net/http
+// answers then.
+func (s *Writer) Status() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}
+
+// Unwrap lets http.ResponseController reach the wrapped writer (Flush, deadlines).
+func (s *Writer) Unwrap() http.ResponseWriter { return s.ResponseWriter }
