@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/pipenet"
 )
 
 // TestParseRateLimit: each row is an answer as a real server (or the IETF
@@ -109,7 +110,7 @@ func FuzzParseRateLimit(f *testing.F) {
 func TestRateLimitsRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int64
-		sink := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sink := pipenet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i := n.Add(1)
 			h := w.Header()
 			h.Set("X-RateLimit-Limit", "300")

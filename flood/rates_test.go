@@ -10,10 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/crowdfed/crowd/flood/report"
-
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/recordtest"
+	"github.com/crowdfed/crowd/flood/report"
+	"github.com/crowdfed/crowd/internal/pipenet"
 )
 
 // TestImpossibleRateReportsElapsed: --rate 1e9 --max-sends 50 against a
@@ -27,7 +27,7 @@ import (
 func TestImpossibleRateReportsElapsed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const sends, answer, draft = 50, 50 * time.Millisecond, 10 * time.Microsecond
-		sink := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sink := pipenet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			time.Sleep(answer)
 			w.WriteHeader(http.StatusAccepted)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/pipenet"
 )
 
 // TestStatusTally: one send per class, with Retry-After on the 429 and the
@@ -159,7 +160,7 @@ func TestSinkStallAnd429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var n, n429 atomic.Int64
 		var bodies sync.Map
-		sink := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sink := pipenet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i := n.Add(1)
 			b, _ := io.ReadAll(r.Body)
 			bodies.Store(string(b)+" "+r.Host, true)

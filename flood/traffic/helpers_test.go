@@ -2,9 +2,7 @@ package traffic
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,70 +66,4 @@ func recorded(ctx context.Context, p flood.Plan, also ...flood.Collector) (*reco
 		return nil, err
 	}
 	return rec.Result(), nil
-}
-
-// pipeListener is an in-memory network for a real http.Server and a real
-// http.Transport: each dial is one net.Pipe whose other end Accept returns.
-// It lets tests of the whole HTTP stack run under testing/synctest, whose
-// fake clock stands still while a goroutine waits on a real socket.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// DialContext connects to the listener, whatever the address; it has the
-// signature of http.Transport.DialContext.
-func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
-// servePipe serves h on a new pipeListener until the test ends, and returns
-// the listener to dial. Under synctest, call it inside the bubble.
-func servePipe(t *testing.T, h http.Handler) *pipeListener {
-	l := newPipeListener()
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(l)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
-	return l
 }

@@ -17,12 +17,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/crowdfed/crowd/flood"
-	"github.com/crowdfed/crowd/flood/record"
-
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/apclient"
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/dialguard/dialguardtest"
+	"github.com/crowdfed/crowd/internal/pipenet"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -304,7 +304,7 @@ func TestDiscoverIsBoundedInParallel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sut := unstartedFakeSUT(inst)
 		sut.held = make(chan chan struct{}, 100)
-		sink := servePipe(t, http.HandlerFunc(sut.serve))
+		sink := pipenet.Serve(t, http.HandlerFunc(sut.serve))
 		// Plain HTTP inside the pipe: the lookups' https URLs dial it as if
 		// TLS were done.
 		tr := &http.Transport{DialTLSContext: sink.DialContext}

@@ -56,6 +56,7 @@ func drawing() []room {
 		// Test helpers: only tests, the bench and e2e import them, so no production row names them.
 		{"internal/crowdtest", []string{"pasture", "inbox", "actors", "signing", "internal"}},
 		{"internal/testkeys", []string{"internal"}},
+		{"internal/pipenet", []string{"internal"}},
 		{"internal/dialguard/dialguardtest", []string{"internal"}},
 		{"flood/record/recordtest", []string{"flood/record", "internal"}},
 		{"bench", []string{everyRoom}},
