@@ -26,6 +26,7 @@ import (
 	"github.com/crowdfed/crowd/pasture/fetchback"
 	"github.com/crowdfed/crowd/pasture/nameserver"
 	"github.com/crowdfed/crowd/pasture/tlsca"
+	"github.com/crowdfed/crowd/pasture/weather"
 )
 
 // ErrListen marks a listener that could not be started; the message names
@@ -71,6 +72,9 @@ type Config struct {
 	// its own address of it (see originaddr.Plan), and Advertise is
 	// ignored. A range of one address per family is shared, as Advertise.
 	Range *originaddr.Range
+	// Weather is the weather the origins start in (--weather); the zero
+	// Spec is clear. It changes at run time through Sky.
+	Weather weather.Spec
 }
 
 // Pasture runs the crowd's listeners. Start it, then Shutdown it.
@@ -81,6 +85,7 @@ type Pasture struct {
 	origins http.Handler
 	admin   http.Handler
 	fetch   *fetchback.Windows
+	sky     *weather.Sky
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -111,7 +116,10 @@ func New(cfg Config) (*Pasture, error) {
 		reg = NewRegistry()
 	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
-		fetch: fetchback.New(nil)}
+		fetch: fetchback.New(nil), sky: &weather.Sky{}}
+	if err := p.SetWeather(cfg.Weather); err != nil {
+		return nil, err
+	}
 	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
 		return nil, err
 	}
@@ -126,6 +134,25 @@ func New(cfg Config) (*Pasture, error) {
 // standalone flood) opens its window here directly; others go through the
 // admin API's fetch-back routes.
 func (p *Pasture) Fetchbacks() *fetchback.Windows { return p.fetch }
+
+// Sky is the weather in force over the origins.
+func (p *Pasture) Sky() *weather.Sky { return p.sky }
+
+// SetWeather puts spec in force over the world's origins at once (the
+// zero Spec clears it); an error wrapping weather.ErrSpec names an origin
+// the world does not have or shares it cannot fill, and changes nothing.
+func (p *Pasture) SetWeather(spec weather.Spec) error {
+	f, err := weather.Assign(spec, p.cfg.World.Hosts(), weatherSeed)
+	if err != nil {
+		return err
+	}
+	p.sky.Set(f)
+	return nil
+}
+
+// weatherSeed fixes which origins a share of the weather takes: the same
+// spec on the same world names the same origins at every start.
+const weatherSeed = 1
 
 // CA is the crowd's certificate authority.
 func (p *Pasture) CA() *tlsca.CA { return p.ca }

@@ -17,8 +17,8 @@ const everyRoom = "*"
 func drawing() []room {
 	return []room{
 		// The CLI only: flags -> a Config -> Run. actors, signing and apclient for their leaf
-		// types (the world's configuration, the key backends, a URL check), the CA for `crowd ca`.
-		{"cmd/crowd", []string{"loadrun", "pasture", "pasture/tlsca", "adminapi", "flood/record", "flood/report", "actors", "signing", "apclient", "internal"}},
+		// types (the world's configuration, the key backends, a URL check), the CA for `crowd ca`, the weather's spec for `--weather`.
+		{"cmd/crowd", []string{"loadrun", "pasture", "pasture/tlsca", "pasture/weather", "adminapi", "flood/record", "flood/report", "actors", "signing", "apclient", "internal"}},
 		// One load run: the flood, its observers (the audience, live metrics), the record, and
 		// the standalone environment (pasture) when no crowd is attached.
 		{"loadrun", []string{"flood", "flood/traffic", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "pasture/fetchback", "actors", "signing", "internal"}},
@@ -38,12 +38,15 @@ func drawing() []room {
 		// The admin API's lookup answer carries the JRD the one client read.
 		{"adminapi", []string{"apclient", "internal"}},
 		// The environment composes the servers and implements the admin API's handlers.
-		{"pasture", []string{"pasture/nameserver", "pasture/tlsca", "pasture/fetchback", "inbox", "webfinger", "actors", "apclient", "signing", "adminapi", "internal"}},
+		{"pasture", []string{"pasture/nameserver", "pasture/tlsca", "pasture/fetchback", "pasture/weather", "inbox", "webfinger", "actors", "apclient", "signing", "adminapi", "internal"}},
 		// pasture's concerns, each on its own: DNS and the CA know nothing of the crowd; the
 		// fetch-back windows classify the world's URLs and serve their admin routes.
 		{"pasture/nameserver", []string{"internal"}},
 		{"pasture/tlsca", []string{"internal"}},
 		{"pasture/fetchback", []string{"actors", "adminapi", "internal"}},
+		// The weather is a value the listeners, the DNS and the CA's handshakes consult: it knows
+		// host names only.
+		{"pasture/weather", []string{"internal"}},
 		// Inboxes fetch and verify through apclient and signing, and implement admin routes; the
 		// lookup route answers a crowd account's JRD as the WebFinger handler does, with no round trip.
 		{"inbox", []string{"apclient", "actors", "signing", "adminapi", "webfinger", "internal"}},
