@@ -84,6 +84,14 @@ type Entry struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Response is the start of the answer's body (out only).
 	Response string `json:"response,omitempty"`
+	// Weather is the receiving origin's bad weather, as a spec writes its
+	// condition ("flaky:0.3"), when it answered the delivery in the inbox's
+	// stead (Status is then the crowd's answer, 0 for none: a reset or a
+	// hold) or held it before the inbox answered (a slow origin).
+	Weather string `json:"weather,omitempty"`
+	// WeatherHeldMS is how long a slow origin held the delivery before the
+	// inbox took it, in milliseconds; DurationMS includes it.
+	WeatherHeldMS float64 `json:"weather_held_ms,omitempty"`
 }
 
 // Filter selects entries, as `crowd tail --actor A --type T` does: the query

@@ -20,7 +20,7 @@ import (
 // added to Entry and not here.
 func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
 	t, err := e.Time.MarshalJSON()
-	if err != nil || math.IsNaN(e.DurationMS) || math.IsInf(e.DurationMS, 0) {
+	if err != nil || !finite(e.DurationMS) || !finite(e.WeatherHeldMS) {
 		return b, false
 	}
 	b = append(b, `{"seq":`...)
@@ -86,8 +86,16 @@ func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
 	b = append(b, `,"duration_ms":`...)
 	b = appendJSONFloat(b, e.DurationMS)
 	b = appendJSONField(b, "response", e.Response, true)
+	b = appendJSONField(b, "weather", e.Weather, true)
+	if e.WeatherHeldMS != 0 {
+		b = append(b, `,"weather_held_ms":`...)
+		b = appendJSONFloat(b, e.WeatherHeldMS)
+	}
 	return append(b, "}\n"...), true
 }
+
+// finite reports whether f is neither NaN nor infinite (what json encodes).
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // appendJSONField appends ,"name":"value", or nothing for an empty value
 // of an omitempty field.

@@ -28,7 +28,7 @@ func fullEntry() Entry {
 		Method: "POST", URL: "flood1.test/inbox", Headers: http.Header{"Date": {"x"}, "Accept": {"a", "b"}},
 		Body: `{"a":"<b>&"}`, BodyBytes: 12, Truncated: true, ID: "i", Type: "Create", Actor: "a", Object: "o",
 		ObjectType: "Note", Local: "l", To: "t", KeyID: "k", Verdict: VerdictAccepted, Reason: "r", Note: "n",
-		Status: 202, Attempt: 2, DurationMS: 1.25, Response: "resp"}
+		Status: 202, Attempt: 2, DurationMS: 1.25, Response: "resp", Weather: "slow:30s:0.5", WeatherHeldMS: 30000.5}
 }
 
 // TestAppendEntryJSON: the log's encoder writes what json.Encoder
@@ -108,6 +108,8 @@ func TestAppendEntryJSONDeclines(t *testing.T) {
 		{"NaN", Entry{DurationMS: math.NaN()}},
 		// And infinities.
 		{"+Inf", Entry{DurationMS: math.Inf(1)}},
+		// In a slow origin's hold too.
+		{"held NaN", Entry{WeatherHeldMS: math.NaN()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, ok := appendEntryJSON(nil, &tt.e); ok {

@@ -396,6 +396,10 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.Verdict = VerdictRejected
 	}
 	e.DurationMS = float64(in.now().Sub(start).Microseconds()) / 1000
+	if wd, ok := r.Context().Value(weatheredKey{}).(Weathered); ok {
+		e.Weather, e.WeatherHeldMS = wd.Condition, float64(wd.Held.Microseconds())/1000
+		e.DurationMS += e.WeatherHeldMS
+	}
 	in.alog.Append(e)
 	in.metrics.observeInbox(e.Type, rep.status)
 	if rep.status >= 500 {

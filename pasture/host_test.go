@@ -14,6 +14,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture/fetchback"
+	"github.com/crowdfed/crowd/pasture/weather"
 )
 
 // A request's Host is looked up once, by the router, and what it found reaches every handler
@@ -31,7 +32,7 @@ func TestHostResolvedOncePerRequest(t *testing.T) {
 		lookups.Add(1)
 		return world.Origin(host)
 	}
-	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil))
+	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil), &weather.HTTP{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,17 +13,27 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	crowdinbox "github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/pasture/fetchback"
+	"github.com/crowdfed/crowd/pasture/weather"
 	"github.com/crowdfed/crowd/webfinger"
 )
 
 // originRouter routes the requests of every origin (HTTPS and HTTP
 // listeners alike) by path; the Host is resolved to its origin once, by
 // lookup (the world's Origin), and handed down in the request's context.
-func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *fetchback.Windows) (http.Handler, error) {
+// The weather answers after the metrics and the fetch-back windows, so
+// they count its answers with their status.
+func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *fetchback.Windows, sky *weather.HTTP) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(resolveHost(lookup))
 	r.Use(m.middleware)
 	r.Use(fetch.Middleware) // what the SUT fetches back, by run (pasture/fetchback)
+	sky.Host = originHost
+	if wl, ok := inbox.(weatherLog); ok {
+		sky.Deliveries = func(r *http.Request, c weather.Condition) func(int, string) {
+			return wl.LogWeathered(r, c.String())
+		}
+	}
+	r.Use(sky.Wrap)
 	r.Use(knownOrigin(world))
 	wf, err := webfinger.NewHandlers(world, version)
 	if err != nil {
@@ -88,6 +98,21 @@ func originOf(r *http.Request) *actors.Origin {
 	return o
 }
 
+// originHost is the host name of the origin resolveHost found for r; "" for a host the crowd
+// doesn't serve.
+func originHost(r *http.Request) string {
+	if o := originOf(r); o != nil {
+		return o.Host
+	}
+	return ""
+}
+
+// weatherLog is an inbox that logs the deliveries the weather answers in its stead (the
+// crowd's inbox.Inbox): LogWeathered reads the body and returns the func that logs the line.
+type weatherLog interface {
+	LogWeathered(r *http.Request, condition string) func(status int, reason string)
+}
+
 // knownOrigin answers 404 naming the host for a Host the crowd doesn't serve.
 func knownOrigin(world *actors.World) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -108,7 +133,11 @@ func addressed(in http.Handler, at func(r *http.Request) crowdinbox.Recipient) h
 	return func(w http.ResponseWriter, r *http.Request) {
 		rc := at(r)
 		rc.Origin = originOf(r)
-		in.ServeHTTP(w, r.WithContext(crowdinbox.WithRecipient(r.Context(), rc)))
+		ctx := crowdinbox.WithRecipient(r.Context(), rc)
+		if c, waited, ok := weather.Held(ctx); ok { // a slow origin's wait, for the inbox's log line
+			ctx = crowdinbox.WithWeathered(ctx, crowdinbox.Weathered{Condition: c.String(), Held: waited})
+		}
+		in.ServeHTTP(w, r.WithContext(ctx))
 	}
 }
 

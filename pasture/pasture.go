@@ -53,7 +53,9 @@ type Config struct {
 	Version string
 	// Logger receives the pasture's logs; nil means none.
 	Logger *zap.Logger
-	// Inbox answers POSTs to the inboxes; nil answers 405.
+	// Inbox answers POSTs to the inboxes; nil answers 405. When it also
+	// logs weathered deliveries (inbox.Inbox.LogWeathered), the deliveries
+	// the weather answers in its stead are logged there too.
 	Inbox http.Handler
 	// Admin adds routes to the admin API (the inbox's activity log, the
 	// follow graph's controls) by calling handle with "METHOD /path"
@@ -86,6 +88,7 @@ type Pasture struct {
 	admin   http.Handler
 	fetch   *fetchback.Windows
 	sky     *weather.Sky
+	closing chan struct{} // closed by Shutdown: the weather's held connections end
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -116,14 +119,15 @@ func New(cfg Config) (*Pasture, error) {
 		reg = NewRegistry()
 	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
-		fetch: fetchback.New(nil), sky: &weather.Sky{}}
+		fetch: fetchback.New(nil), sky: &weather.Sky{}, closing: make(chan struct{})}
 	if err := p.SetWeather(cfg.Weather); err != nil {
 		return nil, err
 	}
 	if p.plan, err = originPlan(cfg.Range, cfg.World.Config); err != nil {
 		return nil, err
 	}
-	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch); err != nil {
+	weatherHTTP := &weather.HTTP{Sky: p.sky, Closing: p.closing}
+	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch, weatherHTTP); err != nil {
 		return nil, err
 	}
 	p.adminHandler(reg)
@@ -257,6 +261,11 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 	defer cancel()
 	p.mu.Lock()
 	p.ready = false
+	select {
+	case <-p.closing:
+	default:
+		close(p.closing) // hijacked black holes are not the servers' to close
+	}
 	servers, d := p.servers, p.dns
 	p.servers, p.dns = nil, nil
 	p.mu.Unlock()

@@ -1,0 +1,59 @@
+package inbox
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/crowdfed/crowd/signing"
+)
+
+// Weathered is what the receiving origin's bad weather did to a delivery
+// the inbox still answered: a slow origin's wait.
+type Weathered struct {
+	// Condition is the origin's weather, as a spec writes it ("slow:30s:0.5").
+	Condition string
+	// Held is how long the weather held the delivery before the inbox took it.
+	Held time.Duration
+}
+
+// weatheredKey carries a request's Weathered in its context.
+type weatheredKey struct{}
+
+// WithWeathered returns ctx carrying w: ServeHTTP's log line of the
+// delivery names the weather, and its duration includes the wait.
+func WithWeathered(ctx context.Context, w Weathered) context.Context {
+	return context.WithValue(ctx, weatheredKey{}, w)
+}
+
+// LogWeathered begins the log line of a delivery that the origin's weather
+// (condition, as a spec writes it) answers in the inbox's stead: it reads
+// r's body now, up to the inbox's limit, so that the line names the
+// activity as the inbox's own lines do (its signature is not checked), and
+// returns the func that logs the line once the weather has answered, with
+// the status the crowd answered (0 for none: a reset, or a hold that ended)
+// and why.
+func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int, reason string) {
+	start := in.now()
+	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
+		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header), Weather: condition}
+	var body []byte
+	if r.Body != nil {
+		// What was read is logged even when the client broke off.
+		body, _ = io.ReadAll(io.LimitReader(r.Body, in.cfg.MaxBodyBytes+1))
+	}
+	if int64(len(body)) > in.cfg.MaxBodyBytes {
+		body, e.Truncated = body[:in.cfg.MaxBodyBytes], true
+	}
+	e.Body, e.BodyBytes = string(body[:min(len(body), in.alog.BodyLimit())]), len(body)
+	if act, err := ParseActivity(body); err == nil {
+		describe(&e, act)
+	}
+	e.KeyID = signing.ParseRequest(r.Header).KeyID()
+	return func(status int, reason string) {
+		e.Status, e.Reason, e.Verdict = status, reason, VerdictRejected
+		e.DurationMS = float64(in.now().Sub(start).Microseconds()) / 1000
+		in.alog.Append(e)
+	}
+}
