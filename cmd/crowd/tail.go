@@ -143,8 +143,8 @@ func entryLine(e *adminapi.Entry) string {
 		status = strconv.Itoa(e.Status)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-3s %-14s %s → %s  %s %s %s", e.Time.Local().Format("15:04:05.000"), e.Direction, typ,
-		shortActor(from), shortActor(to), e.Verdict, status, formatMS(e.DurationMS))
+	fmt.Fprintf(&b, "%s %-3s %-14s %s → %s  %s%s %s %s", e.Time.Local().Format("15:04:05.000"), e.Direction, typ,
+		shortActor(from), shortActor(to), weatherMark(e), e.Verdict, status, formatMS(e.DurationMS))
 	if e.Attempt > 1 {
 		fmt.Fprintf(&b, " attempt %d", e.Attempt)
 	}
@@ -155,6 +155,22 @@ func entryLine(e *adminapi.Entry) string {
 		}
 	}
 	return b.String()
+}
+
+// weatherMark marks a delivery the origin's bad weather answered rather than the inbox
+// ("[flaky 503] ", "[down no answer] ") or held before the inbox answered ("[slow +30.0s] ").
+func weatherMark(e *adminapi.Entry) string {
+	if e.Weather == "" {
+		return ""
+	}
+	kind, _, _ := strings.Cut(e.Weather, ":")
+	switch {
+	case e.WeatherHeldMS > 0:
+		return "[" + kind + " +" + strconv.FormatFloat(e.WeatherHeldMS/1000, 'f', 1, 64) + "s] "
+	case e.Status == 0:
+		return "[" + kind + " no answer] "
+	}
+	return "[" + kind + " " + strconv.Itoa(e.Status) + "] "
 }
 
 // shortActor shows an actor URL the way people name actors: the common

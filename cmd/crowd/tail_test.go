@@ -257,6 +257,19 @@ func TestEntryLine(t *testing.T) {
 		{"shared inbox", inbox.Entry{Time: at, Direction: "in", Type: "Create", ObjectType: "Note", Actor: "https://flood2.test/users/bob",
 			URL: "flood1.test/inbox", Verdict: "accepted", Status: 202},
 			"03:04:05.060 in  Create(Note)   bob@flood2.test → flood1.test/inbox  accepted 202 -"},
+		// A delivery the origin's weather answered instead of the inbox: marked with the
+		// condition and the crowd's answer.
+		{"flaky", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+			Weather: "flaky:0.3", Verdict: "rejected", Status: 503, DurationMS: 0.4, Reason: "the origin is flaky:0.3: answered 503"},
+			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [flaky 503] rejected 503 0.4ms  the origin is flaky:0.3: answered 503"},
+		// A reset or a black hole's hold: no answer at all.
+		{"blackhole", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+			Weather: "blackhole", Verdict: "rejected", DurationMS: 10000},
+			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [blackhole no answer] rejected --- 10000ms"},
+		// A slow origin's wait before the inbox answered.
+		{"slow", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+			Weather: "slow:30s:0.5", WeatherHeldMS: 30000.2, Verdict: "accepted", Status: 202, DurationMS: 30001},
+			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [slow +30.0s] accepted 202 30001ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := entryLine(&tc.e); got != tc.want {
