@@ -27,13 +27,16 @@ func originRouter(world *actors.World, lookup func(host string) (*actors.Origin,
 	r.Use(resolveHost(lookup))
 	r.Use(m.middleware)
 	r.Use(fetch.Middleware) // what the SUT fetches back, by run (pasture/fetchback)
-	sky.Host = originHost
-	if wl, ok := inbox.(weatherLog); ok {
-		sky.Deliveries = func(r *http.Request, c weather.Condition) func(int, string) {
-			return wl.LogWeathered(r, c.String())
+	// A nil sky is no weather at all: the benchmark's baseline.
+	if sky != nil {
+		sky.Host = originHost
+		if wl, ok := inbox.(weatherLog); ok {
+			sky.Deliveries = func(r *http.Request, c weather.Condition) func(int, string) {
+				return wl.LogWeathered(r, c.String())
+			}
 		}
+		r.Use(sky.Wrap)
 	}
-	r.Use(sky.Wrap)
 	r.Use(knownOrigin(world))
 	wf, err := webfinger.NewHandlers(world, version)
 	if err != nil {
