@@ -114,7 +114,8 @@ type FetchbackKind struct {
 	Signed int64 `json:"signed"`
 	// Status counts the answers by class: "2xx", "3xx", "404" (no such
 	// document), "410" (gone: a deleted object's or actor's Tombstone),
-	// "4xx" (any other), "5xx".
+	// "4xx" (any other), "5xx", and "none" for no answer (a reset or a black
+	// hole of the weather).
 	Status map[string]int64 `json:"status"`
 	// Latency is the time to serve each request, from its headers read to
 	// its answer written, in µs: an HdrHistogram V2 compressed, base64

@@ -414,3 +414,36 @@ func TestShutdownEndsBlackholes(t *testing.T) {
 		t.Errorf("the held request ended with %v; want its connection closed by the shutdown", err)
 	}
 }
+
+// TestWeatherAnswersAreCounted: the origins' metrics and the fetch-back windows see what the
+// weather answered, with its status: 0 ("none") for a reset, the proxy's 5xx for flaky.
+func TestWeatherAnswersAreCounted(t *testing.T) {
+	wc := startWeather(t, "down=flood1.test,flaky=flood2.test:1")
+	win, err := wc.p.Fetchbacks().Open("weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wc.do("GET", "flood1.test", "/users/alice", "", 5*time.Second); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("down answered %v", err)
+	}
+	resp, _, err := wc.do("GET", "flood2.test", "/users/alice", "", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally, _ := wc.p.Fetchbacks().Close(win.ID)
+	if got := tally.Kinds["actor"].Status; got["none"] != 1 || got[strconv.Itoa(resp.StatusCode)[:1]+"xx"] != 1 {
+		t.Errorf("fetch-back tally %v; want one with no answer and one %dxx", got, resp.StatusCode/100)
+	}
+	var metrics strings.Builder
+	mrec := httptest.NewRecorder()
+	wc.p.AdminHandler().ServeHTTP(mrec, httptest.NewRequest("GET", "http://localhost/metrics", nil))
+	metrics.WriteString(mrec.Body.String())
+	for _, want := range []string{
+		`crowd_http_requests_total{origin="flood1.test",route="unmatched",status="0"} 1`,
+		`crowd_http_requests_total{origin="flood2.test",route="unmatched",status="` + strconv.Itoa(resp.StatusCode) + `"} 1`,
+	} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
+	}
+}

@@ -2,13 +2,18 @@
 // count answers (the origins' metrics and the fetch-back windows) without a router's wrapper.
 package statuswriter
 
-import "net/http"
+import (
+	"bufio"
+	"net"
+	"net/http"
+)
 
 // Writer passes everything to the ResponseWriter it wraps and keeps the first status written:
 // WriteHeader's code, or 200 when the handler wrote a body first.
 type Writer struct {
 	http.ResponseWriter
-	status int
+	status   int
+	hijacked bool
 }
 
 // New wraps w.
@@ -30,9 +35,22 @@ func (s *Writer) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Hijack takes the connection over (http.ResponseController finds it here before Unwrap) and
+// records that the handler answered nothing on it: the weather's resets and black holes.
+func (s *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil && s.status == 0 {
+		s.hijacked = true
+	}
+	return c, rw, err
+}
+
 // Status is the status the handler answered with; 200 for one that wrote nothing, as net/http
-// answers then.
+// answers then; 0 for one that took the connection over without answering.
 func (s *Writer) Status() int {
+	if s.hijacked {
+		return 0
+	}
 	if s.status == 0 {
 		return http.StatusOK
 	}

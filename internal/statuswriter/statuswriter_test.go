@@ -41,3 +41,27 @@ func TestFlushReachesTheWrappedWriter(t *testing.T) {
 		t.Fatalf("flush: %v, flushed %v", err, rec.Flushed)
 	}
 }
+
+// TestHijackedIsNoAnswer: a handler that takes the connection over and closes it answered
+// nothing (status 0), and the client sees no status either.
+func TestHijackedIsNoAnswer(t *testing.T) {
+	got := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := New(w)
+		c, _, err := http.NewResponseController(sw).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.Close()
+		got <- sw.Status()
+	}))
+	defer srv.Close()
+	if resp, err := srv.Client().Get(srv.URL); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the client got %s", resp.Status)
+	}
+	if s := <-got; s != 0 {
+		t.Fatalf("recorded %d for a hijacked connection, want 0", s)
+	}
+}

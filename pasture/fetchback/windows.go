@@ -268,11 +268,13 @@ func (w *fetchWindow) add(kind, object, credit string, status int, signed bool, 
 }
 
 // statusClass is "2xx" … "5xx", with 404 (no such document) and 410 (a
-// deleted object or actor's Tombstone) apart from the other 4xx; a handler
-// that wrote nothing answered 200.
+// deleted object or actor's Tombstone) apart from the other 4xx; "none" for
+// no answer at all (the weather's resets and black holes).
 func statusClass(status int) string {
 	switch {
-	case status == 0 || status >= 200 && status < 300:
+	case status == 0:
+		return "none"
+	case status >= 200 && status < 300:
 		return "2xx"
 	case status >= 300 && status < 400:
 		return "3xx"
