@@ -272,6 +272,15 @@ func TestSlowWeather(t *testing.T) {
 		t.Errorf("the inbox's line: weather %q held %vms duration %vms status %d; want slow:300ms:1, held ≥ 300 ms, the inbox's 401",
 			e.Weather, e.WeatherHeldMS, e.DurationMS, e.Status)
 	}
+	// A client that gives up during the wait is noticed (its body was read ahead) and its
+	// delivery logged with no answer, long before the minute is out.
+	wc.set(t, "slow=flood1.test:1m:1")
+	if _, _, err := wc.do("POST", "flood1.test", "/inbox", like("gave-up"), 300*time.Millisecond); err == nil {
+		t.Fatal("a minute's wait answered")
+	}
+	if e := wc.logged(t, "gave-up"); e.Weather != "slow:1m0s:1" || e.Status != 0 || !strings.Contains(e.Reason, "went away") {
+		t.Errorf("the given-up delivery's line: weather %q status %d reason %q", e.Weather, e.Status, e.Reason)
+	}
 	// A slow document share of 0.5: roughly half wait (the draw is per request).
 	wc.set(t, "slow=flood1.test:100ms:0.5")
 	waited := 0

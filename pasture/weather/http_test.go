@@ -1,7 +1,9 @@
 package weather
 
 import (
+	"context"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -140,5 +142,61 @@ func TestClearCostsNothing(t *testing.T) {
 	h.Wrap(served).ServeHTTP(rec, httptest.NewRequest("GET", "https://flood1.test/users/alice", nil))
 	if rec.Body.String() != "served" {
 		t.Fatalf("answered %q", rec.Body)
+	}
+}
+
+// TestSlowWaitEnds: a slow origin's wait (an hour here) ends early: served at once when the
+// weather changes or the server shuts down, and not served at all when the client goes away.
+func TestSlowWaitEnds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(sky *Sky, closing chan struct{}, cancel context.CancelFunc)
+		// served says the handler behind the weather answered.
+		served bool
+	}{
+		// The weather clears: the request is served at once.
+		{"weather changes", func(sky *Sky, _ chan struct{}, _ context.CancelFunc) { sky.Set(nil) }, true},
+		// The server shuts down: served at once too.
+		{"shutdown", func(_ *Sky, closing chan struct{}, _ context.CancelFunc) { close(closing) }, true},
+		// The client gives up: nothing is served.
+		{"client goes away", func(_ *Sky, _ chan struct{}, cancel context.CancelFunc) { cancel() }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sky, closing := skyOf(t, "slow=flood1.test:1h:1"), make(chan struct{})
+			waiting, done := make(chan struct{}, 1), make(chan struct{})
+			var served bool
+			h := &HTTP{Sky: sky, Closing: closing, Host: func(*http.Request) string { return "flood1.test" },
+				Rand: func() float64 { waiting <- struct{}{}; return 0 }} // drawn just before the wait
+			inner := h.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = true; w.Write([]byte("served")) }))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(done)
+				inner.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan string, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/users/alice", nil)
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got <- string(b)
+			}()
+			<-waiting
+			c.end(sky, closing, cancel)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the wait did not end")
+			}
+			if answer := <-got; served != c.served || c.served && answer != "served" {
+				t.Errorf("served %v (the client got %q), want %v", served, answer, c.served)
+			}
+		})
 	}
 }
