@@ -456,3 +456,33 @@ func TestWeatherAnswersAreCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestWeatherOverTLS: over TLS a down origin still resets the TCP connection (no TLS alert
+// first) and a black hole still answers nothing.
+func TestWeatherOverTLS(t *testing.T) {
+	wc := startWeather(t, "down=flood1.test,blackhole=flood2.test")
+	srv := httptest.NewTLSServer(wc.p.Handler())
+	defer srv.Close()
+	for _, c := range []struct {
+		name, host string
+		check      func(*testing.T, *http.Response, string, error)
+	}{
+		// down: a reset, not a close_notify and an EOF.
+		{"down", "flood1.test", wantReset},
+		// blackhole: the client's timeout.
+		{"blackhole", "flood2.test", wantTimeout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := srv.Client()
+			client.Timeout = 500 * time.Millisecond
+			client.Transport.(*http.Transport).DisableKeepAlives = true
+			req, _ := http.NewRequest("GET", srv.URL+"/users/alice", nil)
+			req.Host = c.host
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			c.check(t, resp, "", err)
+		})
+	}
+}

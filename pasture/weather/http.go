@@ -3,7 +3,6 @@ package weather
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -151,20 +150,24 @@ func (h *HTTP) down(w http.ResponseWriter, r *http.Request, c Condition) {
 		panic(http.ErrAbortHandler)
 	}
 	raw := rawConn(conn)
-	if tcp, ok := raw.(*net.TCPConn); ok {
-		tcp.SetLinger(0) // close with a RST, not a FIN
+	if l, ok := raw.(interface{ SetLinger(int) error }); ok {
+		l.SetLinger(0) // close with a RST, not a FIN
 	}
 	raw.Close()
 	logged(0, fmt.Sprintf("the origin is %s: the connection was reset without an answer", c))
 }
 
-// rawConn is the TCP connection under a TLS one: closing it writes no
+// rawConn is the TCP connection under a TLS one (or under any wrapper
+// that hands its connection out as tls.Conn does): closing it writes no
 // close_notify, so a dead origin writes no byte at all.
 func rawConn(c net.Conn) net.Conn {
-	if tc, ok := c.(*tls.Conn); ok {
-		return tc.NetConn()
+	for {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return c
+		}
+		c = w.NetConn()
 	}
-	return c
 }
 
 // blackhole takes the request and never answers: the connection is held
