@@ -177,23 +177,24 @@ func (p *Pasture) Start(ctx context.Context) error {
 		name, flag, addr string
 		handler          http.Handler
 		tls              *tls.Config
+		origins          bool // serves the origins: a down origin's address is refused
 	}
 	var plans []plan
 	if p.cfg.HTTPSAddr != "" {
-		tc, err := p.ca.OnDemandTLSConfig(func(name string) bool {
+		tc, err := p.ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(name string) bool {
 			_, ok := p.cfg.World.Origin(name)
 			return ok
-		}, 0)
+		}, Handshake: skyHandshake(p.sky)})
 		if err != nil {
 			return err
 		}
-		plans = append(plans, plan{"https", "--https", p.cfg.HTTPSAddr, p.origins, tc})
+		plans = append(plans, plan{"https", "--https", p.cfg.HTTPSAddr, p.origins, tc, true})
 	}
 	if p.cfg.HTTPAddr != "" {
-		plans = append(plans, plan{"http", "--http", p.cfg.HTTPAddr, p.origins, nil})
+		plans = append(plans, plan{"http", "--http", p.cfg.HTTPAddr, p.origins, nil, true})
 	}
 	if p.cfg.AdminAddr != "" {
-		plans = append(plans, plan{"admin", "--admin", p.cfg.AdminAddr, p.admin, nil})
+		plans = append(plans, plan{"admin", "--admin", p.cfg.AdminAddr, p.admin, nil, false})
 	}
 	var listeners []net.Listener
 	fail := func(err error) error {
@@ -224,6 +225,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		p.mu.Unlock()
 		p.log.Info("listening", zap.String("listener", "dns"), zap.String("addr", d.Addr()+" (udp, tcp)"))
 	}
+	hostAt := p.hostsByAddress()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, pl := range plans {
@@ -231,6 +233,9 @@ func (p *Pasture) Start(ctx context.Context) error {
 			IdleTimeout: 120 * time.Second, ErrorLog: zap.NewStdLog(p.log.Named(pl.name))}
 		l := listeners[i]
 		p.addrs[pl.name] = l.Addr().String()
+		if pl.origins && hostAt != nil {
+			l = &downListener{Listener: l, sky: p.sky, hostAt: hostAt}
+		}
 		if pl.tls != nil {
 			l = tls.NewListener(l, pl.tls)
 		}
@@ -284,6 +289,7 @@ func (p *Pasture) dnsConfig() nameserver.Config {
 		Upstreams: p.cfg.DNSUpstreams,
 		Self:      []string{p.cfg.DNSAddr},
 		Logger:    p.log.Named("dns"),
+		Lapsed:    skyLapsed(p.sky),
 	}
 	if p.plan != nil {
 		p.planDNS(&c)
