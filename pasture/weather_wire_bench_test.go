@@ -1,0 +1,138 @@
+package pasture
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/pasture/weather"
+)
+
+// benchWeather puts 10 % of the origins in the conditions met below HTTP
+// (and a black hole), 2 % each.
+const benchWeather = "down=2%,tls-expired=2%,tls-wrong-name=2%,nxdomain=2%,blackhole=2%"
+
+// BenchmarkWireWeather measures full TLS handshakes/s and DNS answers/s
+// for clear origins, in clear weather and with 10 % of the origins in bad
+// weather: what healthy origins pay for the weather of others. Each
+// iteration is a pair of equal slices, clear then weather, so that a busy
+// machine's drift falls on both; "ratio" is the median of the pairs'
+// weather/clear rates (target ≥ 0.95):
+//
+//	go test -run '^$' -bench BenchmarkWireWeather -benchtime 10x ./pasture/
+func BenchmarkWireWeather(b *testing.B) {
+	w, err := actors.Open(actors.Config{Origins: 100, Actors: 1, KeyPool: 2, Domain: "flood%d.test", StateDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	p := testPasture(b, Config{World: w, HTTPSAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0",
+		Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSUpstreams: []string{}})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Shutdown(ctx) })
+	spec, err := weather.ParseSpec(benchWeather)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := weather.Assign(spec, w.Hosts(), weatherSeed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var clear []string // the origins clear in both weathers: the ones measured
+	for _, h := range w.Hosts() {
+		if f.Condition(h).Kind == weather.Clear {
+			clear = append(clear, h)
+		}
+	}
+	benchHandshakes(b, p.Addr("https"), clear) // every leaf made first, as in a long run
+	for _, probe := range []struct {
+		name, unit string
+		slice      int // requests in a slice
+		do         func(b *testing.B, names []string)
+	}{
+		{"tls", "handshakes/s", 400, func(b *testing.B, names []string) { benchHandshakes(b, p.Addr("https"), names) }},
+		{"dns", "answers/s", 8000, func(b *testing.B, names []string) { benchQueries(b, p.Addr("dns"), names) }},
+	} {
+		b.Run(probe.name, func(b *testing.B) {
+			names := make([]string, probe.slice)
+			for i := range names {
+				names[i] = clear[i%len(clear)]
+			}
+			defer p.SetWeather(weather.Spec{})
+			var clearRates, ratios []float64
+			for b.Loop() {
+				var rate [2]float64
+				for j, sky := range []weather.Spec{{}, spec} {
+					if err := p.SetWeather(sky); err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					var wg sync.WaitGroup
+					for half := range 2 { // two clients at a time
+						wg.Go(func() { probe.do(b, names[half*len(names)/2:(half+1)*len(names)/2]) })
+					}
+					wg.Wait()
+					rate[j] = float64(len(names)) / time.Since(start).Seconds()
+				}
+				clearRates = append(clearRates, rate[0])
+				ratios = append(ratios, rate[1]/rate[0])
+			}
+			b.ReportMetric(median(clearRates), probe.unit)
+			b.ReportMetric(median(ratios), "ratio")
+		})
+	}
+}
+
+// median is the middle of vs (sorted in place).
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	return vs[len(vs)/2]
+}
+
+// benchHandshakes completes a full handshake (no resumption) with addr for
+// each of names.
+func benchHandshakes(b *testing.B, addr string, names []string) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	for _, name := range names {
+		c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: name, InsecureSkipVerify: true})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		c.Close()
+	}
+}
+
+// benchQueries asks addr over UDP for the A record of each of names.
+func benchQueries(b *testing.B, addr string, names []string) {
+	co, err := dns.Dial("udp", addr)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer co.Close()
+	m := new(dns.Msg)
+	for _, name := range names {
+		m.SetQuestion(name+".", dns.TypeA)
+		co.SetDeadline(time.Now().Add(2 * time.Second))
+		if err := co.WriteMsg(m); err != nil {
+			b.Error(err)
+			return
+		}
+		in, err := co.ReadMsg()
+		if err != nil || in.Rcode != dns.RcodeSuccess || len(in.Answer) != 1 {
+			b.Errorf("%s: %v %v", name, in, err)
+			return
+		}
+	}
+}
