@@ -181,10 +181,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 	}
 	var plans []plan
 	if p.cfg.HTTPSAddr != "" {
-		tc, err := p.ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(name string) bool {
-			_, ok := p.cfg.World.Origin(name)
-			return ok
-		}, Handshake: skyHandshake(p.sky)})
+		tc, err := p.originTLS()
 		if err != nil {
 			return err
 		}
@@ -250,6 +247,15 @@ func (p *Pasture) Start(ctx context.Context) error {
 	p.logPlan(map[string]string{"--https": p.cfg.HTTPSAddr, "--http": p.cfg.HTTPAddr, "--dns": p.cfg.DNSAddr})
 	p.ready = true
 	return nil
+}
+
+// originTLS is the HTTPS listener's configuration: a leaf for each origin
+// by SNI, made on demand, as the origin's weather has it.
+func (p *Pasture) originTLS() (*tls.Config, error) {
+	return p.ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(name string) bool {
+		_, ok := p.cfg.World.Origin(name)
+		return ok
+	}, Handshake: skyHandshake(p.sky)})
 }
 
 // Errors delivers listener failures after Start.
