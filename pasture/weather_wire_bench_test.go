@@ -38,20 +38,7 @@ func BenchmarkWireWeather(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.Shutdown(ctx) })
-	spec, err := weather.ParseSpec(benchWeather)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := weather.Assign(spec, w.Hosts(), weatherSeed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var clear []string // the origins clear in both weathers: the ones measured
-	for _, h := range w.Hosts() {
-		if f.Condition(h).Kind == weather.Clear {
-			clear = append(clear, h)
-		}
-	}
+	spec, clear := benchSky(b, w)
 	benchHandshakes(b, p.Addr("https"), clear) // every leaf made first, as in a long run
 	for _, probe := range []struct {
 		name, unit string
@@ -106,20 +93,7 @@ func BenchmarkWireWeather(b *testing.B) {
 func BenchmarkWireWeatherCalls(b *testing.B) {
 	w := openWorld(b, actors.Config{Origins: 100, Actors: 1, KeyPool: 2, Domain: "flood%d.test"})
 	p := testPasture(b, Config{World: w, DNSAddr: "127.0.0.1:0", Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSUpstreams: []string{}})
-	spec, err := weather.ParseSpec(benchWeather)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := weather.Assign(spec, w.Hosts(), weatherSeed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var clear []string
-	for _, h := range w.Hosts() {
-		if f.Condition(h).Kind == weather.Clear {
-			clear = append(clear, h)
-		}
-	}
+	spec, clear := benchSky(b, w)
 	tc, err := p.originTLS()
 	if err != nil {
 		b.Fatal(err)
@@ -183,6 +157,26 @@ func (w *discardDNS) Close() error                { return nil }
 func (w *discardDNS) TsigStatus() error           { return nil }
 func (w *discardDNS) TsigTimersOnly(bool)         {}
 func (w *discardDNS) Hijack()                     {}
+
+// benchSky is benchWeather and the origins of w it leaves clear: the ones
+// measured, in both weathers.
+func benchSky(b *testing.B, w *actors.World) (weather.Spec, []string) {
+	spec, err := weather.ParseSpec(benchWeather)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := weather.Assign(spec, w.Hosts(), weatherSeed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var clear []string
+	for _, h := range w.Hosts() {
+		if f.Condition(h).Kind == weather.Clear {
+			clear = append(clear, h)
+		}
+	}
+	return spec, clear
+}
 
 // median is the middle of vs (sorted in place).
 func median(vs []float64) float64 {
