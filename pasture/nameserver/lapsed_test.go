@@ -19,7 +19,7 @@ func TestDNSLapsedDomains(t *testing.T) {
 	lapsed.Store(&map[string]bool{})
 	var asked atomic.Int64
 	cfg := crowdDNSConfig()
-	cfg.Hosts = append(cfg.Hosts, "flood3.test")
+	cfg.Hosts = append(cfg.Hosts, "flood3.test", "flood9.example")
 	cfg.Records["api.flood3.test"] = []net.IP{net.ParseIP("127.0.0.12")}
 	cfg.Lapsed = func(host string) bool {
 		asked.Add(1)
@@ -39,8 +39,11 @@ func TestDNSLapsedDomains(t *testing.T) {
 		{name: "lapsed host A", qname: "flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
 		// every type of it: the name does not exist at all
 		{name: "lapsed host AAAA", qname: "FLOOD3.test.", qtype: dns.TypeAAAA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
-		// a name under it (a CDN or media host of the lapsed domain)
+		// a name under it (a media host of the lapsed domain): denied too, as it is in clear weather inside the zone
 		{name: "under the lapsed host", qname: "media.flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
+		// a host outside the zone: itself and a name under it (forwarded in clear weather) are denied
+		{name: "lapsed host outside the zone", qname: "flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA flood9.example."}},
+		{name: "under a lapsed host outside the zone", qname: "www.flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA www.flood9.example."}},
 		// a record under it is the operator's and stays
 		{name: "record under it", qname: "api.flood3.test.", qtype: dns.TypeA, answer: []string{"127.0.0.12"}},
 		// another origin is untouched
@@ -53,7 +56,7 @@ func TestDNSLapsedDomains(t *testing.T) {
 		{name: "record outside", qname: "sut.example.", qtype: dns.TypeA, answer: []string{"127.0.0.9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lapsed.Store(&map[string]bool{"flood3.test": true, "Flood2.TEST.": true})
+			lapsed.Store(&map[string]bool{"flood3.test": true, "Flood2.TEST.": true, "flood9.example": true})
 			for _, network := range []string{"udp", "tcp"} {
 				r := askDNS(t, network, addr, tc.qname, tc.qtype)
 				if r.Rcode != tc.rcode || !r.Authoritative {
