@@ -152,7 +152,7 @@ func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	for _, n := range names {
 		serves[n] = true
 	}
-	crowdCfg, err := ca.OnDemandTLSConfig(func(n string) bool { return serves[n] }, 0)
+	crowdCfg, err := ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(n string) bool { return serves[n] }})
 	if err != nil {
 		b.rep.fail(rowScaleTLS, name, target, err)
 		return

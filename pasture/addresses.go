@@ -62,6 +62,30 @@ func (p *Pasture) planDNS(c *nameserver.Config) {
 	}
 }
 
+// hostsByAddress maps each address that is one origin's own to its host,
+// for the listeners to know which origin a connection was made to; nil
+// when origins share their addresses. An address two origins share (a
+// family given as one address) names none.
+func (p *Pasture) hostsByAddress() map[netip.Addr]string {
+	if p.plan == nil || !p.plan.PerOrigin() {
+		return nil
+	}
+	out := map[netip.Addr]string{}
+	shared := map[netip.Addr]bool{}
+	for _, host := range p.cfg.World.Hosts() {
+		for _, a := range p.plan.HostAddrs(host) {
+			if _, dup := out[a]; dup {
+				shared[a] = true
+			}
+			out[a] = host
+		}
+	}
+	for a := range shared {
+		delete(out, a)
+	}
+	return out
+}
+
 // logPlan says where the origins are reached, and warns about a listener
 // bound to one address: it does not receive the origins' own addresses
 // (a socket on 127.0.0.1 never sees 127.1.2.3), unless NAT or a proxy

@@ -23,17 +23,8 @@ import (
 // own address, and its wildcard HTTPS listener answers its own origins at
 // theirs.
 func TestShardServesItsSliceAndNamesTheWorld(t *testing.T) {
-	w, err := actors.Open(actors.Config{Origins: 6, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(),
-		Shard: actors.Shard{I: 1, N: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	rng, err := originaddr.ParseRange("127.1.0.0/24")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testPasture(t, Config{World: w, HTTPSAddr: "0.0.0.0:0", DNSAddr: "127.0.0.1:0", Range: &rng, DNSUpstreams: []string{}})
+	w := openWorld(t, actors.Config{Origins: 6, Actors: 1, Domain: "flood%d.test", Shard: actors.Shard{I: 1, N: 3}})
+	p := testPasture(t, Config{World: w, HTTPSAddr: "0.0.0.0:0", DNSAddr: "127.0.0.1:0", Range: parseRange(t, "127.1.0.0/24"), DNSUpstreams: []string{}})
 	ctx := context.Background()
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -181,23 +181,21 @@ func (p *Pasture) Start(ctx context.Context) error {
 		name, flag, addr string
 		handler          http.Handler
 		tls              *tls.Config
+		origins          bool // serves the origins: a down origin's address is refused
 	}
 	var plans []plan
 	if p.cfg.HTTPSAddr != "" {
-		tc, err := p.ca.OnDemandTLSConfig(func(name string) bool {
-			_, ok := p.cfg.World.Origin(name)
-			return ok
-		}, 0)
+		tc, err := p.originTLS()
 		if err != nil {
 			return err
 		}
-		plans = append(plans, plan{"https", "--https", p.cfg.HTTPSAddr, p.origins, tc})
+		plans = append(plans, plan{"https", "--https", p.cfg.HTTPSAddr, p.origins, tc, true})
 	}
 	if p.cfg.HTTPAddr != "" {
-		plans = append(plans, plan{"http", "--http", p.cfg.HTTPAddr, p.origins, nil})
+		plans = append(plans, plan{"http", "--http", p.cfg.HTTPAddr, p.origins, nil, true})
 	}
 	if p.cfg.AdminAddr != "" {
-		plans = append(plans, plan{"admin", "--admin", p.cfg.AdminAddr, p.admin, nil})
+		plans = append(plans, plan{"admin", "--admin", p.cfg.AdminAddr, p.admin, nil, false})
 	}
 	var listeners []net.Listener
 	fail := func(err error) error {
@@ -228,6 +226,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		p.mu.Unlock()
 		p.log.Info("listening", zap.String("listener", "dns"), zap.String("addr", d.Addr()+" (udp, tcp)"))
 	}
+	hostAt := p.hostsByAddress()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, pl := range plans {
@@ -235,6 +234,9 @@ func (p *Pasture) Start(ctx context.Context) error {
 			IdleTimeout: 120 * time.Second, ErrorLog: zap.NewStdLog(p.log.Named(pl.name))}
 		l := listeners[i]
 		p.addrs[pl.name] = l.Addr().String()
+		if pl.origins && hostAt != nil {
+			l = &downListener{Listener: l, sky: p.sky, hostAt: hostAt}
+		}
 		if pl.tls != nil {
 			l = tls.NewListener(l, pl.tls)
 		}
@@ -249,6 +251,15 @@ func (p *Pasture) Start(ctx context.Context) error {
 	p.logPlan(map[string]string{"--https": p.cfg.HTTPSAddr, "--http": p.cfg.HTTPAddr, "--dns": p.cfg.DNSAddr})
 	p.ready = true
 	return nil
+}
+
+// originTLS is the HTTPS listener's configuration: a leaf for each origin
+// by SNI, made on demand, as the origin's weather has it.
+func (p *Pasture) originTLS() (*tls.Config, error) {
+	return p.ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(name string) bool {
+		_, ok := p.cfg.World.Origin(name)
+		return ok
+	}, Handshake: skyHandshake(p.sky)})
 }
 
 // Errors delivers listener failures after Start.
@@ -293,6 +304,7 @@ func (p *Pasture) dnsConfig() nameserver.Config {
 		Upstreams: p.cfg.DNSUpstreams,
 		Self:      []string{p.cfg.DNSAddr},
 		Logger:    p.log.Named("dns"),
+		Lapsed:    skyLapsed(p.sky),
 	}
 	if p.plan != nil {
 		p.planDNS(&c)

@@ -60,8 +60,11 @@ func FuzzDNSHandler(f *testing.F) {
 	f.Add(packedQuery("flood1.test.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(512, false); m.IsEdns0().SetVersion(3) }), []byte{})
 	f.Add([]byte{0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}, []byte{0xff, 0xff})
 
+	f.Add(packedQuery("www.flood2.test.", dns.TypeA, nil), []byte{})
+
 	cfg := crowdDNSConfig()
 	cfg.Upstreams = []string{"127.0.0.2:53", "[::1]:5353"}
+	cfg.Lapsed = func(host string) bool { return host == "Flood2.TEST." } // names under it are NXDOMAIN
 	f.Fuzz(func(t *testing.T, query, upstreamReply []byte) {
 		req := new(dns.Msg)
 		if err := req.Unpack(query); err != nil {

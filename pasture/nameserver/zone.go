@@ -85,6 +85,13 @@ type Config struct {
 	// with Advertise. It is asked once per host, when the handler is made:
 	// answers stay one map lookup at any world size.
 	HostAddresses func(host string) []net.IP
+	// Lapsed, when set, is asked at each query for one of Hosts, or a name
+	// under one, whether that host's domain has lapsed now (the host as
+	// Hosts gives it); a lapsed host and every name under it are NXDOMAIN,
+	// with the zone's SOA, until it says otherwise. Records (even one under
+	// a lapsed host, or of a host's own name), the apex and the other hosts
+	// are untouched. nil: no host ever lapses.
+	Lapsed func(host string) bool
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -103,6 +110,9 @@ type dnsHandler struct {
 	nsName    string              // "ns.<zone>"
 	addrs     map[string][]net.IP // canonical name -> addresses (hosts, records, ns name)
 	ents      map[string]bool     // empty non-terminals inside the zone: NODATA, not NXDOMAIN
+	hosts     map[string]string   // canonical name -> the host as Config.Hosts gives it, for lapsed
+	records   map[string]bool     // names of Config.Records: never lapsed
+	lapsed    func(host string) bool
 	upstreams []string
 	skipped   []string // upstreams dropped because they are the crowd itself
 	ttl       uint32
@@ -174,6 +184,9 @@ func newDNSHandlerTunables(cfg Config) *dnsHandler {
 	h := &dnsHandler{
 		addrs:    make(map[string][]net.IP),
 		ents:     make(map[string]bool),
+		hosts:    make(map[string]string),
+		records:  make(map[string]bool),
+		lapsed:   cfg.Lapsed,
 		ttl:      cfg.TTL,
 		timeout:  cfg.Timeout,
 		inflight: make(map[dnsLoopKey]struct{}),
@@ -240,6 +253,7 @@ func (h *dnsHandler) addHosts(hosts []string, advertise []net.IP, addrOf func(st
 			return err
 		}
 		h.addrs[n] = advertise
+		h.hosts[n] = host
 		if addrOf != nil {
 			if ips := addrOf(host); len(ips) > 0 {
 				h.addrs[n] = ips
@@ -266,6 +280,7 @@ func (h *dnsHandler) addRecords(records map[string][]net.IP) error {
 			list = append(list, a.Unmap().AsSlice())
 		}
 		h.addrs[n] = list
+		h.records[n] = true
 	}
 	return nil
 }
@@ -342,6 +357,9 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 		return m.SetRcode(req, dns.RcodeRefused)
 	}
 	name := strings.ToLower(dns.Fqdn(q.Name))
+	if h.lapsed != nil && h.lapsedName(name) {
+		return h.nxdomain(req, name)
+	}
 	addrs, isAddr := h.addrs[name]
 	apex := h.zone != "" && name == h.zone
 	inZone := h.zone != "" && dns.IsSubDomain(h.zone, name)
@@ -377,9 +395,33 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 	case isAddr || apex || h.ents[name]:
 		m.Ns = append(m.Ns, h.soaFor(name)) // NODATA
 	default:
-		m.Rcode = dns.RcodeNameError
-		m.Ns = append(m.Ns, h.soaFor(name))
+		return h.nxdomain(req, name)
 	}
+	return m
+}
+
+// lapsedName reports whether name (canonical) is a host whose domain has
+// lapsed, or a name under one; records are never lapsed.
+func (h *dnsHandler) lapsedName(name string) bool {
+	if h.records[name] {
+		return false
+	}
+	for n := name; n != "" && n != "."; n = dnsParent(n) {
+		if host, ok := h.hosts[n]; ok {
+			return h.lapsed(host)
+		}
+	}
+	return false
+}
+
+// nxdomain is the authoritative answer that name does not exist, with the
+// SOA a resolver caches the denial by.
+func (h *dnsHandler) nxdomain(req *dns.Msg, name string) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetRcode(req, dns.RcodeNameError)
+	m.Authoritative = true
+	m.RecursionAvailable = len(h.upstreams) > 0
+	m.Ns = append(m.Ns, h.soaFor(name))
 	return m
 }
 

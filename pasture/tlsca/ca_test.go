@@ -320,7 +320,7 @@ func TestCAAcceptsOperatorRSAKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RSA CA: %v", err)
 	}
-	cfg, err := ca.OnDemandTLSConfig(func(n string) bool { return n == "flood1.test" }, 0)
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: func(n string) bool { return n == "flood1.test" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // crowdNames is the membership test of a 10 000-origin world flood%d.test.
@@ -28,7 +33,7 @@ func crowdNames(asked *atomic.Int64) func(string) bool {
 func TestOnDemandLeavesBySNI(t *testing.T) {
 	ca, _ := newTestCA(t)
 	var asked atomic.Int64
-	cfg, err := ca.OnDemandTLSConfig(crowdNames(&asked), 0)
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +88,7 @@ func TestOnDemandLeavesBySNI(t *testing.T) {
 func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 	ca, dir := newTestCA(t)
 	var asked atomic.Int64
-	cfg, err := ca.OnDemandTLSConfig(crowdNames(&asked), 2)
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), CacheSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +103,7 @@ func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg2, err := ca2.OnDemandTLSConfig(crowdNames(&asked), 0)
+	cfg2, err := ca2.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +119,195 @@ func TestOnDemandLeavesAreDeterministic(t *testing.T) {
 		t.Errorf("the leaf does not verify under the CA: %v", err)
 	}
 	other, _ := newTestCA(t)
-	cfg3, err := other.OnDemandTLSConfig(crowdNames(&asked), 0)
+	cfg3, err := other.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Equal(first, leafDER(t, cfg3, "flood7.test")) {
 		t.Error("two CAs made the same leaf")
 	}
+}
+
+// countingConn counts the bytes its client reads from the server.
+type countingConn struct {
+	net.Conn
+	read int
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read += n
+	return n, err
+}
+
+// Each handshake asks the weather of its SNI name: a refused name's
+// connection is reset before the server writes a byte, an expired or
+// wrong-name leaf fails the client's verification with x509's own error,
+// and each is lifted at the next handshake once the weather clears. A
+// client holding a session of the name, from before the weather, cannot
+// resume its way past it.
+func TestOnDemandHandshakeWeather(t *testing.T) {
+	ca, _ := newTestCA(t)
+	var asked atomic.Int64
+	var weather atomic.Pointer[map[string]Handshake]
+	weather.Store(&map[string]Handshake{})
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(n string) Handshake {
+		return (*weather.Load())[n]
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveTLS(t, cfg)
+	for _, c := range []struct {
+		name    string
+		kind    Handshake
+		version uint16
+		check   func(err error, read int) string // "" when the failure is the expected one
+	}{
+		// refused over TLS 1.3: a reset, and not one byte of the server's handshake
+		{"refuse 1.3", Refuse, tls.VersionTLS13, wantReset},
+		// refused over TLS 1.2 alike
+		{"refuse 1.2", Refuse, tls.VersionTLS12, wantReset},
+		// an expired leaf: x509's Expired, as any client reports a lapsed certificate
+		{"expired", Expired, tls.VersionTLS13, func(err error, _ int) string {
+			var inv x509.CertificateInvalidError
+			if !errors.As(err, &inv) || inv.Reason != x509.Expired {
+				return fmt.Sprintf("%v, want x509's Expired", err)
+			}
+			return ""
+		}},
+		// expired over TLS 1.2, where tickets would otherwise resume
+		{"expired 1.2", Expired, tls.VersionTLS12, func(err error, _ int) string {
+			var inv x509.CertificateInvalidError
+			if !errors.As(err, &inv) || inv.Reason != x509.Expired {
+				return fmt.Sprintf("%v, want x509's Expired", err)
+			}
+			return ""
+		}},
+		// another name's valid leaf: x509's HostnameError naming what was served
+		{"wrong name", WrongName, tls.VersionTLS13, func(err error, _ int) string {
+			var hn x509.HostnameError
+			if !errors.As(err, &hn) || hn.Certificate.Subject.CommonName != WrongNameHost {
+				return fmt.Sprintf("%v, want a HostnameError for %s", err, WrongNameHost)
+			}
+			return ""
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sni := "flood77.test"
+			client := &tls.Config{ServerName: sni, RootCAs: caPool(ca), MinVersion: c.version, MaxVersion: c.version,
+				ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+			dial := func() (int, error) {
+				raw, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cc := &countingConn{Conn: raw}
+				conn := tls.Client(cc, client)
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(5 * time.Second))
+				if err := conn.Handshake(); err != nil {
+					return cc.read, err
+				}
+				if _, err := io.ReadAll(conn); err != nil { // reads "ok", and the session ticket
+					return cc.read, err
+				}
+				return cc.read, nil
+			}
+			weather.Store(&map[string]Handshake{})
+			if _, err := dial(); err != nil {
+				t.Fatalf("clear weather: %v", err)
+			}
+			weather.Store(&map[string]Handshake{sni: c.kind, "flood78.test": Refuse})
+			read, err := dial()
+			if err == nil {
+				t.Fatal("the handshake succeeded in bad weather (resumed past it?)")
+			}
+			if msg := c.check(err, read); msg != "" {
+				t.Fatal(msg)
+			}
+			other := client.Clone()
+			other.ServerName, other.ClientSessionCache = "flood79.test", nil
+			if conn, err := tls.Dial("tcp", addr, other); err != nil {
+				t.Fatalf("a clear origin beside it: %v", err)
+			} else {
+				conn.Close()
+			}
+			weather.Store(&map[string]Handshake{})
+			if _, err := dial(); err != nil {
+				t.Fatalf("cleared: the next handshake fails: %v", err)
+			}
+		})
+	}
+}
+
+// wantReset checks a refused handshake: the connection was reset
+// (ECONNRESET) before the client read one byte.
+func wantReset(err error, read int) string {
+	if !errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Sprintf("%v, want ECONNRESET", err)
+	}
+	if read != 0 {
+		return fmt.Sprintf("the client read %d bytes before the reset", read)
+	}
+	return ""
+}
+
+// The broken leaves are the CA's: the expired one of a name is the name's,
+// lapsed (NotBefore before NotAfter, NotAfter in the past), with its own
+// serial; the wrong-name one is valid for WrongNameHost and no origin; both
+// are made again byte for byte.
+func TestBrokenLeaves(t *testing.T) {
+	ca, _ := newTestCA(t)
+	var asked atomic.Int64
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(string) Handshake { return Good }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := x509.ParseCertificate(leafDER(t, cfg, "flood5.test"))
+	l := &leafMint{ca: ca, serves: crowdNames(&asked), cache: mustCache(t), secret: mustSecret(t, ca)}
+	exp, err := l.leaf(leafKey{"flood5.test", Expired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exp.Leaf.NotBefore.Before(exp.Leaf.NotAfter) || !exp.Leaf.NotAfter.Before(time.Now()) {
+		t.Errorf("expired leaf valid %s to %s", exp.Leaf.NotBefore, exp.Leaf.NotAfter)
+	}
+	if exp.Leaf.SerialNumber.Cmp(good.SerialNumber) == 0 || exp.Leaf.DNSNames[0] != "flood5.test" {
+		t.Errorf("expired leaf: serial reused or names %v", exp.Leaf.DNSNames)
+	}
+	if err := exp.Leaf.CheckSignatureFrom(ca.cert); err != nil || exp.Leaf.VerifyHostname("flood5.test") != nil {
+		t.Errorf("the expired leaf is not the CA's for flood5.test: %v", err)
+	}
+	if _, err := l.leaf(leafKey{"flood10001.test", Expired}); !errors.Is(err, ErrUnknownServerName) {
+		t.Errorf("an expired leaf for a name outside the crowd: %v", err)
+	}
+	wrong, err := l.leaf(leafKey{WrongNameHost, Good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.Leaf.Verify(x509.VerifyOptions{DNSName: WrongNameHost, Roots: caPool(ca)}); err != nil {
+		t.Errorf("the wrong-name leaf is not valid for %s: %v", WrongNameHost, err)
+	}
+	l2 := &leafMint{ca: ca, serves: crowdNames(&asked), cache: mustCache(t), secret: mustSecret(t, ca)}
+	again, _ := l2.leaf(leafKey{"flood5.test", Expired})
+	if !bytes.Equal(again.Certificate[0], exp.Certificate[0]) {
+		t.Error("an expired leaf made again differs")
+	}
+}
+
+func mustCache(t *testing.T) *lru.Cache[leafKey, *tls.Certificate] {
+	c, err := lru.New[leafKey, *tls.Certificate](8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustSecret(t *testing.T, ca *CA) []byte {
+	s, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
