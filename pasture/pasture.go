@@ -86,6 +86,7 @@ type Pasture struct {
 	admin   http.Handler
 	fetch   *fetchback.Windows
 	sky     *weather.Sky
+	wx      weatherClock
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -146,7 +147,7 @@ func (p *Pasture) SetWeather(spec weather.Spec) error {
 	if err != nil {
 		return err
 	}
-	p.sky.Set(f)
+	p.putWeather(f)
 	return nil
 }
 
