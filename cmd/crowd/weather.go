@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -103,27 +104,25 @@ func newWeatherSetCmd() *cobra.Command {
 }
 
 func newWeatherShowCmd() *cobra.Command {
-	f := &weatherFlags{}
-	cmd := &cobra.Command{
-		Use:   "show",
-		Short: "Show the weather in force: each origin in weather with its condition, and the counts",
-		Args:  noArgsUsage,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(c *adminapi.Client) (adminapi.WeatherInfo, error) { return c.Weather(cmd.Context()) })
-		},
-	}
-	f.register(cmd)
-	return cmd
+	return newWeatherCallCmd("show", "Show the weather in force: each origin in weather with its condition, and the counts",
+		(*adminapi.Client).Weather)
 }
 
 func newWeatherClearCmd() *cobra.Command {
+	return newWeatherCallCmd("clear", "Clear the weather: every origin answers as a healthy server again",
+		(*adminapi.Client).ClearWeather)
+}
+
+// newWeatherCallCmd is a weather subcommand that takes no argument: it
+// makes one call of the admin API and prints the weather answered.
+func newWeatherCallCmd(use, short string, call func(*adminapi.Client, context.Context) (adminapi.WeatherInfo, error)) *cobra.Command {
 	f := &weatherFlags{}
 	cmd := &cobra.Command{
-		Use:   "clear",
-		Short: "Clear the weather: every origin answers as a healthy server again",
+		Use:   use,
+		Short: short,
 		Args:  noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(c *adminapi.Client) (adminapi.WeatherInfo, error) { return c.ClearWeather(cmd.Context()) })
+			return f.run(cmd, func(c *adminapi.Client) (adminapi.WeatherInfo, error) { return call(c, cmd.Context()) })
 		},
 	}
 	f.register(cmd)
