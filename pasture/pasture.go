@@ -85,8 +85,8 @@ type Pasture struct {
 	origins http.Handler
 	admin   http.Handler
 	fetch   *fetchback.Windows
+	wx      weatherClock // when the sky's forecast was put in force
 	sky     *weather.Sky
-	wx      weatherClock
 
 	mu      sync.Mutex
 	servers []*http.Server
