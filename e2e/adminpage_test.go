@@ -191,6 +191,27 @@ func TestAdminPage(t *testing.T) {
 			t.Errorf("filter %q shows %s rows, want %d", c.filter, n, c.rows)
 		}
 	}
+
+	// The weather: clear at first; after `crowd weather set` (PUT /api/weather)
+	// the page, reloaded, shows the spec and the origins per condition.
+	if w := page.evalString(t, `document.getElementById("weather").innerText`); !strings.Contains(w, "clear") || !strings.Contains(w, "every origin clear (2)") {
+		t.Errorf("the weather section shows %q before any weather was set", w)
+	}
+	const spec = "down=flood2.test,slow=flood1.test:5s:0.5"
+	crowdCLI("weather", "set", "down=flood2.test,slow=flood1.test:5s")
+	page.c.call(t, page.session, "Page.reload", map[string]any{}, nil)
+	page.waitUntil(t, `document.body.dataset.loaded === "yes" && document.getElementById("weather-section").dataset.spec === "`+spec+`"`)
+	var wx struct {
+		Spec  string            `json:"spec"`
+		Kinds map[string]string `json:"kinds"` // condition → its origins, as the page lists them
+		Note  string            `json:"note"`
+	}
+	page.eval(t, `JSON.stringify({spec: document.querySelector("#weather .spec").textContent,
+		kinds: Object.fromEntries([...document.querySelectorAll("#weather [data-kind]")].map(d => [d.querySelector("h3").textContent, d.querySelector("ul").innerText.trim()])),
+		note: document.querySelector("#weather p").textContent})`, &wx)
+	if want := map[string]string{"down 1": "flood2.test", "slow 1": "flood1.test 5s:0.5"}; wx.Spec != spec || !maps.Equal(wx.Kinds, want) || wx.Note != "0 of 2 origins clear" {
+		t.Errorf("the weather section shows %+v, want spec %q and %v", wx, spec, want)
+	}
 }
 
 // freeLoopbackAddr returns 127.0.0.1:PORT for a port that was free a

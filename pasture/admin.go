@@ -56,7 +56,7 @@ func (p *Pasture) actorInfo(acct, id, keyID string, pub any) adminapi.ActorInfo 
 }
 
 // adminHandler builds the admin API: its own routes of adminapi's table
-// (the page, health, readiness, metrics, the CA and the world), plus
+// (the page, health, readiness, metrics, the CA, the world and its weather), plus
 // whatever Config.Admin adds (the inbox's routes), every route behind the
 // adminGuard (own host names only; no cross-origin or non-JSON writes).
 func (p *Pasture) adminHandler(reg *prometheus.Registry) {
@@ -96,6 +96,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	}))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	p.fetch.Routes(r.Handle)
+	p.weatherRoutes(r.Handle)
 	if p.cfg.Admin != nil {
 		p.cfg.Admin(r.Handle)
 	}

@@ -22,8 +22,8 @@ import (
 var adminPageHTML []byte
 
 // adminPage serves the admin page at GET / of the admin listener: the
-// origins and actors (/api/world), the follows (/api/follows) and the
-// latest activities with their verdicts (/api/activities), kept live from
+// origins and actors (/api/world), their weather (/api/weather), the
+// follows (/api/follows) and the latest activities with their verdicts (/api/activities), kept live from
 // /api/activities/stream. Its Content-Security-Policy allows exactly the
 // page's own inline script and style (by hash) and requests to the admin
 // API itself, so that whatever an activity carries cannot run or load

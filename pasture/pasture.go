@@ -87,6 +87,7 @@ type Pasture struct {
 	origins http.Handler
 	admin   http.Handler
 	fetch   *fetchback.Windows
+	wx      weatherClock // when the sky's forecast was put in force
 	sky     *weather.Sky
 	closing chan struct{} // closed by Shutdown: the weather's held connections end
 
@@ -150,7 +151,7 @@ func (p *Pasture) SetWeather(spec weather.Spec) error {
 	if err != nil {
 		return err
 	}
-	p.sky.Set(f)
+	p.putWeather(f)
 	return nil
 }
 

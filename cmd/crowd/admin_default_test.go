@@ -117,6 +117,9 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/following/undo", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // whether an undone Follow was there
 		{pattern: "GET /api/reactions"},                                                                                                                  // the Likes and Announces kept: ids only
 		{pattern: "POST /api/reactions", body: `{"items":[]}`},                                                                                           // the count of reactions taken
+		{pattern: "PUT /api/weather", body: `{"spec":"down=flood1.test"}`},                                                                               // the weather put in force: host names only
+		{pattern: "GET /api/weather"},                                                                                                                    // the weather in force
+		{pattern: "DELETE /api/weather"},                                                                                                                 // the weather cleared
 	}
 	var listed []string
 	for _, r := range routes {

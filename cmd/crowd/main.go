@@ -108,6 +108,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newVersionCmd(opts))
 	root.AddCommand(newFollowsCmd())
 	root.AddCommand(newKeysCmd())
+	root.AddCommand(newWeatherCmd())
 	return root
 }
 

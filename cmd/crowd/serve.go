@@ -15,6 +15,7 @@ import (
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/weather"
 )
 
 // worldFlags are the flags that say which world to build, read into the world's own
@@ -61,6 +62,7 @@ type serveFlags struct {
 	dnsRecords, dnsUpstreams []string
 	adminHosts               []string
 	shutdownGrace            time.Duration
+	weather                  weather.Spec
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -87,13 +89,14 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
 	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port] (default: the machine's resolv.conf)")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "how long a graceful shutdown may take")
+	fl.Var(weatherValue{&f.weather}, "weather", "bad weather the origins start in (crowd weather changes it at run time): "+weatherHelp)
 	return cmd
 }
 
 func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
-	cfg.ShutdownGrace, cfg.AdminHosts = f.shutdownGrace, f.adminHosts
+	cfg.ShutdownGrace, cfg.AdminHosts, cfg.Weather = f.shutdownGrace, f.adminHosts, f.weather
 	rng, err := originaddr.ParseRange(strings.Join(f.advertise, ","))
 	if err != nil {
 		return cfg, usage(err)
@@ -146,6 +149,9 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", world.NumPersons()),
 		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
 		zap.Duration("startup", time.Since(started)), zap.String("signing", world.Backend().Describe()))
+	if wx := p.WeatherInfo(); wx.Spec != "" {
+		log.Info("weather", zap.String("spec", wx.Spec), zap.Any("origins", wx.Counts))
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
@@ -167,5 +173,5 @@ func startCrowd(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg p
 	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, actors.ErrConfig) {
 		return nil, usage(err)
 	}
-	return c, err
+	return c, weatherUsage(err)
 }

@@ -1,0 +1,76 @@
+package adminapi
+
+import (
+	"context"
+	"time"
+)
+
+// The weather routes: the bad weather the crowd's origins are in (down,
+// slow, flaky…, see `crowd serve --weather`), read and changed while the
+// crowd runs. Each answers the WeatherInfo in force after the call.
+const (
+	// RouteWeather answers the WeatherInfo in force.
+	RouteWeather Route = "GET /api/weather"
+
+	// RouteWeatherSet puts a WeatherRequest's spec in force at once, in
+	// place of the one before. A spec that cannot be read, names an origin
+	// the crowd does not serve or asks for more origins than it has is 400
+	// with the reason, and the weather stays as it was.
+	RouteWeatherSet Route = "PUT /api/weather"
+
+	// RouteWeatherClear clears the weather: every origin answers as a
+	// healthy server again.
+	RouteWeatherClear Route = "DELETE /api/weather"
+)
+
+// WeatherRequest is RouteWeatherSet's body.
+type WeatherRequest struct {
+	// Spec is the weather, as `crowd serve --weather` takes it
+	// ("down=5%,slow=flood2.test:30s"); "" or "clear" clears it.
+	Spec string `json:"spec"`
+}
+
+// WeatherInfo is the weather in force.
+type WeatherInfo struct {
+	// Spec is the spec in force, written out with every parameter
+	// ("slow=5%:30s:0.5"); "" when the weather is clear.
+	Spec string `json:"spec"`
+	// Since is when it was put in force (at the crowd's start, or by the
+	// last set or clear).
+	Since time.Time `json:"since"`
+	// Served is how many origins the crowd serves (its shard's): those
+	// Origins does not list are clear.
+	Served int `json:"served"`
+	// Counts is how many origins are in each kind of condition ("down",
+	// "slow"…, and "clear"); a kind with none is left out.
+	Counts map[string]int `json:"counts"`
+	// Origins are the origins in a condition other than clear, by host.
+	Origins []WeatherOrigin `json:"origins"`
+}
+
+// WeatherOrigin is one origin in bad weather.
+type WeatherOrigin struct {
+	Host string `json:"host"`
+	// Kind is the condition's name ("slow"); Condition is it with its
+	// parameters, as a spec writes them ("slow:30s:0.5").
+	Kind      string `json:"kind"`
+	Condition string `json:"condition"`
+}
+
+// Weather calls RouteWeather.
+func (c *Client) Weather(ctx context.Context) (WeatherInfo, error) {
+	var w WeatherInfo
+	return w, c.call(ctx, RouteWeather, nil, nil, &w)
+}
+
+// SetWeather calls RouteWeatherSet with spec.
+func (c *Client) SetWeather(ctx context.Context, spec string) (WeatherInfo, error) {
+	var w WeatherInfo
+	return w, c.call(ctx, RouteWeatherSet, nil, WeatherRequest{Spec: spec}, &w)
+}
+
+// ClearWeather calls RouteWeatherClear.
+func (c *Client) ClearWeather(ctx context.Context) (WeatherInfo, error) {
+	var w WeatherInfo
+	return w, c.call(ctx, RouteWeatherClear, nil, nil, &w)
+}
