@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -90,7 +91,8 @@ func BenchmarkWeather(b *testing.B) {
 }
 
 // median is the middle of ds (which it sorts).
-func median(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+// median is the middle of vs (the upper one of an even count); it sorts vs.
+func median[T cmp.Ordered](vs []T) T {
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }

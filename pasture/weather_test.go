@@ -111,10 +111,10 @@ func (wc *weatherCrowd) logged(t *testing.T, id string) inbox.Entry {
 	return inbox.Entry{}
 }
 
-// TestWeatherOnTheWire: each condition as a client sees it over a real connection, for a
+// TestWeatherOnTheHTTPPath: each condition as a client sees it over a real connection, for a
 // document and for a delivery, and the activity log's line of each delivery the weather
 // answered; the other origin, in clear weather, answers as usual throughout.
-func TestWeatherOnTheWire(t *testing.T) {
+func TestWeatherOnTheHTTPPath(t *testing.T) {
 	wc := startWeather(t, "")
 	for _, c := range []struct {
 		name, spec, method, path string

@@ -178,12 +178,6 @@ func benchSky(b *testing.B, w *actors.World) (weather.Spec, []string) {
 	return spec, clear
 }
 
-// median is the middle of vs (sorted in place).
-func median(vs []float64) float64 {
-	slices.Sort(vs)
-	return vs[len(vs)/2]
-}
-
 // benchHandshakes completes a full handshake (no resumption) with addr for
 // each of names.
 func benchHandshakes(b *testing.B, addr string, names []string) {

@@ -96,7 +96,7 @@ func lookup(p *Pasture, host string) (*dns.Msg, error) {
 // time on flood2.test it gives that origin's clients the failure a real
 // one gives, leaves flood1.test and flood3.test as they were, and is
 // lifted at the next connection or query once the weather clears.
-func TestWeatherOnTheWire(t *testing.T) {
+func TestWeatherBelowHTTP(t *testing.T) {
 	p := wirePasture(t)
 	reset := func(err error) string {
 		if !errors.Is(err, syscall.ECONNRESET) {
