@@ -162,7 +162,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics", "verbs"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics", "verbs", "weather"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -183,6 +183,7 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"scale", "a large world (-large-origins): start-up, TLS per SNI name, DNS", b.scaleSection},
 		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},
 		{"verbs", "the vocabulary's cost per send beside Create's", b.verbsSection},
+		{"weather", "documents and inbox with 10 % of origins in weather vs clear", b.weatherSection},
 	}
 	for _, s := range sections {
 		if ctx.Err() != nil {

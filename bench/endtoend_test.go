@@ -21,12 +21,13 @@ import (
 )
 
 // tinyArgs is the whole bench in a tiny configuration: every section
-// runs, each measurement for a fraction of a second, on a 1-origin world.
+// runs, each measurement for a fraction of a second, on a 2-origin world
+// (the weather section needs one origin in weather and one clear).
 func tinyArgs(state, jsonPath string) []string {
 	return []string{
 		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",
 		"-measure", "200ms", "-rounds", "1", "-conc", "4", "-pool", "16", "-start-rate", "500",
-		"-origins", "1", "-actors", "2", "-scale", "3", "-large-origins", "40", "-large-pool", "4",
+		"-origins", "2", "-actors", "2", "-scale", "3", "-large-origins", "40", "-large-pool", "4",
 		"-cpu-rates", "20,40", "-cpu-seconds", "300ms",
 		"-state", state, "-json", jsonPath,
 	}

@@ -31,7 +31,7 @@ const (
 func rowKeys() []string {
 	return append([]string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
 		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics}, append(scaleRowKeys(), verbRowKeys()...)...)
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling
