@@ -210,6 +210,7 @@ func TestFetchbackMatchesFedify(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			t.Parallel() // each row has a crowd and a Fedify of its own, in a namespace of its own
 			f := startFederation(t, 3)
 			f.call(t, "POST", fedifyCtl+"/stats/reset", map[string]any{}, nil)
 			rec := fetchbackFlood(t, f, row)
