@@ -93,6 +93,7 @@ func cancelAtFirstCheckpoint(t *testing.T, out string) context.Context {
 // Follows its inboxes received and answered 2xx: nothing drafted and unsent
 // stays pending.
 func TestFloodRegistersOnlySentFollows(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		args      []string
@@ -104,6 +105,7 @@ func TestFloodRegistersOnlySentFollows(t *testing.T) {
 		{"interrupted", []string{"--rate", "100", "--seconds", "60"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // its own state
 			state, out := t.TempDir(), t.TempDir()
 			ctx := context.Background()
 			if c.interrupt {
@@ -143,6 +145,7 @@ func TestFloodRegistersOnlySentFollows(t *testing.T) {
 // TestFloodSeed: a run without --seed draws a fresh seed, prints it first
 // and records it; --seed N draws the same activities again.
 func TestFloodSeed(t *testing.T) {
+	t.Parallel()
 	// draws runs a 1 s self-flood on a fresh state and returns its seed
 	// and what the crowd's inboxes received: type, sender and recipient of
 	// each activity, sorted (concurrent sends may arrive in any order).
@@ -194,6 +197,7 @@ func TestFloodSeed(t *testing.T) {
 // their persona already) draws the same types: a Follow finds another sender
 // or goes out as a Create, counted as diverted, and no later draw shifts.
 func TestFloodSeedReplaysOnAChangedState(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	types := func(seed string) map[string]int64 {
 		t.Helper()
@@ -226,6 +230,7 @@ func TestFloodSeedReplaysOnAChangedState(t *testing.T) {
 // one state send their Follows to pairs not yet following; a Follow becomes
 // a Create only for a persona every other actor already follows.
 func TestTenSelfFloodsDivertNoFollowWhileFreePairsRemain(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	const actorsN = 12 // 4 origins × 3: 132 pairs, 60 Follows in all
 	for run := 1; run <= 10; run++ {
