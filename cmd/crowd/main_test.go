@@ -215,3 +215,44 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 		t.Errorf("a name that is no host name: exit %d, want 2", code)
 	}
 }
+
+// TestOnlyARealTerminalIsATerminal: the live line redraws and the log
+// goes to the console format only on a real terminal; a writer a test
+// (or a pipe) hands the command never passes for one.
+func TestOnlyARealTerminalIsATerminal(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, c := range []struct {
+		name string
+		w    io.Writer
+	}{
+		// a buffer, as the tests hand execute
+		{"buffer", &bytes.Buffer{}},
+		// a pipe, as a shell's `crowd flood 2>&1 | tee`
+		{"pipe", w},
+		// a file that is no file at all
+		{"discard", io.Discard},
+	} {
+		if isTerminal(c.w) {
+			t.Errorf("%s: isTerminal true", c.name)
+		}
+	}
+	// --log-format auto on a writer that is no terminal logs JSON to it.
+	g := &globalOptions{logLevel: "info", logFormat: "auto"}
+	var b syncBuffer
+	log, err := g.logger(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hello")
+	log.Sync()
+	var e map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &e); err != nil || e["msg"] != "hello" {
+		t.Errorf("the log written to the command's stderr is %q, want one JSON entry saying hello (%v)", b.String(), err)
+	}
+}
