@@ -61,6 +61,7 @@ func verdicts(c *record.Comparison) string {
 
 func TestCompareVerdicts(t *testing.T) {
 	base := cmpRun{n: 1000, scale: time.Millisecond, errEvery: 100} // 1 % errors
+	baseRec := base.record(t, record.Settings{})
 	for _, c := range []struct {
 		name     string
 		head     cmpRun
@@ -104,6 +105,7 @@ func TestCompareVerdicts(t *testing.T) {
 		{"dispatch is overall only", base, "dispatch.p99", 0.15, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // the rows share baseRec, read only
 			var ms []record.CompareMetric
 			if c.metrics != "" {
 				var err error
@@ -111,7 +113,7 @@ func TestCompareVerdicts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmp, err := record.Compare(base.record(t, record.Settings{}), c.head.record(t, record.Settings{}),
+			cmp, err := record.Compare(baseRec, c.head.record(t, record.Settings{}),
 				record.CompareOptions{Metrics: ms, MaxRegression: c.max, ShareFloor: 0.001})
 			if err != nil {
 				t.Fatal(err)
@@ -218,6 +220,7 @@ func TestComparableRefuses(t *testing.T) {
 			"effective mix: personas without posts (no Likes) 0 ≠ 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // the rows share base, read only
 			head := run.record(t, record.Settings{Mix: "create=2,like=1"})
 			if c.edit != nil {
 				c.edit(&head.Settings)
@@ -432,15 +435,15 @@ func noisyRun(t *testing.T, rng *rand.Rand, n int, median time.Duration, errShar
 
 // TestCompareIsNoiseAware: runs of one SUT differ only by sampling, and
 // their comparison never regresses; a SUT twice as slow, or failing ten
-// times as often, does, on the same number of sends.
+// times as often, does, on the same number of sends. Each row draws its own
+// pairs from its own stream, so the rows run side by side.
 func TestCompareIsNoiseAware(t *testing.T) {
 	ms, err := record.ParseCompareMetrics("p50,p95,p99,errors,rate,throughput")
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := record.CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range []struct {
+	for row, c := range []struct {
 		name      string
 		headScale float64 // head's median latency / base's
 		headErr   float64 // head's error share (base: 1 %)
@@ -454,6 +457,8 @@ func TestCompareIsNoiseAware(t *testing.T) {
 		{"errors ×10", 1, 0.10, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(1, uint64(row)))
 			for i := range 40 { // 40 pairs of 250-send runs, as a 5 s run at 50/s
 				base := noisyRun(t, rng, 125, 4*time.Millisecond, 0.01)
 				head := noisyRun(t, rng, 125, time.Duration(c.headScale*float64(4*time.Millisecond)), c.headErr)
