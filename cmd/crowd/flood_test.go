@@ -237,7 +237,7 @@ func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
-		"--rate", "20,40", "--step", "2s", "--warmup", "500ms", "--label", "steps")...)
+		"--rate", "20,40", "--step", "1s", "--warmup", "500ms", "--label", "steps")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -256,7 +256,7 @@ func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 		t.Fatalf("%d records, want one per rung", len(recs))
 	}
 	for _, r := range recs {
-		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 2500*time.Millisecond ||
+		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 1500*time.Millisecond ||
 			r.Overall.Tally.Classes[record.Class202] != r.Overall.Counts.Sent || !strings.HasPrefix(r.Settings.Label, "steps-") {
 			t.Errorf("rung record %+v, sent %d, tally %+v", r.Settings, r.Overall.Counts.Sent, r.Overall.Tally)
 		}
