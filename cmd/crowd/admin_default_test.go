@@ -37,6 +37,7 @@ import (
 // admin API defaults to an address on loopback, so the API (which can make
 // the crowd send signed activities) is never on the network unless asked.
 func TestAdminDefaultsToLoopback(t *testing.T) {
+	t.Parallel()
 	root := newRoot()
 	for _, c := range []struct {
 		command string
@@ -90,6 +91,7 @@ type adminRoute struct {
 // base64, hex and decimal. The routes are checked against those the
 // admin's router serves, so a new route cannot skip this test.
 func TestAdminNeverServesPrivateKeys(t *testing.T) {
+	t.Parallel()
 	routes := []adminRoute{
 		{pattern: "GET /"},                                              // the admin page
 		{pattern: "GET /healthz"},                                       // liveness
@@ -398,6 +400,7 @@ func privateKeyLeaks(body []byte, secrets []string) []string {
 // TestAdminNeverServesPrivateKeys finds each way a key could leak, and
 // passes what the admin API rightly serves.
 func TestPrivateKeyLeaksAreFound(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 1024)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -85,36 +84,38 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// redirect swaps os.Stdout and os.Stderr for pipes until restore is
-// called, which puts them back and returns what went to stderr; stdout is
-// the read end of the stdout pipe, for the caller to read (live, for a
-// tail). Commands print to cmd.OutOrStdout(), which is os.Stdout at run
-// time, and execute prints errors to os.Stderr: this is how the tests see
-// both while calling execute exactly as main does. Not for parallel tests.
-func redirect(t *testing.T) (stdout *os.File, restore func() (stderr string)) {
+// syncBuffer is a bytes.Buffer safe for a command's goroutines to write
+// while the test reads it: a command is handed writers, not the process's
+// standard streams, so tests running it side by side see only their own.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// keptStderr is a writer for a command whose output the test does not
+// check (a crowd serving in the background): shown in the test's log if the
+// test fails, so the failure comes with the crowd's side of it.
+func keptStderr(t *testing.T, name string) io.Writer {
 	t.Helper()
-	or, ow, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	er, ew, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldOut, oldErr := os.Stdout, os.Stderr
-	os.Stdout, os.Stderr = ow, ew
-	errc := make(chan string)
-	go func() {
-		var b bytes.Buffer
-		io.Copy(&b, er)
-		errc <- b.String()
-	}()
-	return or, func() string {
-		os.Stdout, os.Stderr = oldOut, oldErr
-		ow.Close()
-		ew.Close()
-		return <-errc
-	}
+	var b syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() && b.String() != "" {
+			t.Logf("%s's output:\n%s", name, b.String())
+		}
+	})
+	return &b
 }
 
 // runCLI runs the crowd command line as main does and returns its exit
@@ -127,16 +128,9 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // runCLIContext is runCLI with ctx (a test cancels it to play Ctrl-C).
 func runCLIContext(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	out, restore := redirect(t)
-	outc := make(chan string)
-	go func() {
-		var b bytes.Buffer
-		io.Copy(&b, out)
-		outc <- b.String()
-	}()
-	code = execute(ctx, args)
-	stderr = restore()
-	return code, <-outc, stderr
+	var out, errb syncBuffer
+	code = execute(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
 }
 
 // fakeRemote is another server, not a crowd: it serves the actor
@@ -177,6 +171,7 @@ func newFakeRemote(t *testing.T, docs map[string]string, contentType string, inb
 func (fr *fakeRemote) url(path string) string { return fr.srv.URL + path }
 
 func TestAdminFlagIsChecked(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		addr  string

@@ -59,12 +59,14 @@ func TestVersionNamesTheSigningBackend(t *testing.T) {
 // --crypto names, its inboxes verify with it (every send a 202), and the
 // record's part says which backend signed.
 func TestFloodRecordsTheSigningBackend(t *testing.T) {
+	t.Parallel()
 	names := []string{"go"}
 	if withCgo {
 		names = append(names, "libcrypto")
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own state
 			state, out := t.TempDir(), t.TempDir()
 			code, stdout, stderr := runCLI(t, standalone(state, out, "--seconds", "1", "--rate", "30", "--crypto", name, "--log-level", "info", "--log-format", "json")...)
 			if code != 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -82,8 +83,9 @@ func (g *globalOptions) check() error {
 	return usage(fmt.Errorf("--log-format %q: want console, json or auto", g.logFormat))
 }
 
-// logger builds the zap logger the flags ask for, writing to stderr.
-func (g *globalOptions) logger() (*zap.Logger, error) {
+// logger builds the zap logger the flags ask for, writing to stderr (the
+// command's error stream, so a test's runs do not share one).
+func (g *globalOptions) logger(stderr io.Writer) (*zap.Logger, error) {
 	if err := g.check(); err != nil {
 		return nil, err
 	}
@@ -91,26 +93,40 @@ func (g *globalOptions) logger() (*zap.Logger, error) {
 	format := g.logFormat
 	if format == "auto" {
 		format = "json"
-		if isTerminal(os.Stderr) {
+		if isTerminal(stderr) {
 			format = "console"
 		}
 	}
 	var cfg zap.Config
+	var enc zapcore.Encoder
 	switch format {
 	case "json":
 		cfg = zap.NewProductionConfig()
+		enc = zapcore.NewJSONEncoder(cfg.EncoderConfig)
 	default: // console
 		cfg = zap.NewDevelopmentConfig()
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		cfg.DisableStacktrace = true
+		enc = zapcore.NewConsoleEncoder(cfg.EncoderConfig)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
 	cfg.Sampling = nil
-	return cfg.Build()
+	// Build keeps the config's options (caller, stack traces, development);
+	// the core is swapped for one that writes to stderr instead of the
+	// process's standard error, which Build would open by name.
+	sink := zapcore.Lock(zapcore.AddSync(stderr))
+	return cfg.Build(zap.ErrorOutput(sink), zap.WrapCore(func(zapcore.Core) zapcore.Core {
+		return zapcore.NewCore(enc, sink, cfg.Level)
+	}))
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w is a real terminal: a file that is a
+// character device. Any other writer (a buffer, a pipe) is not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -127,7 +125,7 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	c.World, c.AdminAddr = f.world.cfg, f.admin.addr
 	c.Version, c.UserAgent, c.Stdout, c.Stderr = version, userAgent(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	c.Fetchback, c.PersonaPosts, c.Vocab = f.fetchback.config(), f.posts.config(), loadrun.VocabOptions(f.vocab)
-	c.Show = runShow(isTerminal(os.Stderr) && c.Stderr == io.Writer(os.Stderr))
+	c.Show = runShow(isTerminal(c.Stderr))
 	var errs []error
 	var err error
 	if c.Expect, err = record.ParseGates(f.expect); err != nil {
@@ -175,7 +173,7 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	if err := g.applyCrypto(&c.World); err != nil {
 		return err
 	}
-	log, err := g.logger()
+	log, err := g.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,7 @@ func records(t *testing.T, dir string) []*record.Record {
 }
 
 func TestFloodStandaloneSelfFlood(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--seconds", "3", "--rate", "50", "--label", "self")...)
 	if code != 0 {
@@ -104,6 +106,7 @@ func TestFloodStandaloneSelfFlood(t *testing.T) {
 // (the rest go out as Creates, and the second run says so, in its log,
 // record, table and runs.md row).
 func TestFloodFollowsOnlyNewPairs(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	follows := 0
 	for run := 1; run <= 2; run++ {
@@ -144,6 +147,7 @@ func TestFloodFollowsOnlyNewPairs(t *testing.T) {
 }
 
 func TestFloodExitCodes(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	// A file where --out wants a directory: found before the first send.
 	notDir := filepath.Join(t.TempDir(), "file")
@@ -192,6 +196,7 @@ func TestFloodExitCodes(t *testing.T) {
 }
 
 func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -229,9 +234,10 @@ func TestFloodInterruptedWritesAPartialRecord(t *testing.T) {
 }
 
 func TestFloodLadderPrintsARowPerRung(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,
-		"--rate", "20,40", "--step", "2s", "--warmup", "500ms", "--label", "steps")...)
+		"--rate", "20,40", "--step", "1s", "--warmup", "500ms", "--label", "steps")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -250,7 +256,7 @@ func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 		t.Fatalf("%d records, want one per rung", len(recs))
 	}
 	for _, r := range recs {
-		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 2500*time.Millisecond ||
+		if r.Settings.Warmup != 500*time.Millisecond || r.Settings.Duration != 1500*time.Millisecond ||
 			r.Overall.Tally.Classes[record.Class202] != r.Overall.Counts.Sent || !strings.HasPrefix(r.Settings.Label, "steps-") {
 			t.Errorf("rung record %+v, sent %d, tally %+v", r.Settings, r.Overall.Counts.Sent, r.Overall.Tally)
 		}
@@ -258,6 +264,7 @@ func TestFloodLadderPrintsARowPerRung(t *testing.T) {
 }
 
 func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	// An IP literal is checked without any lookup; the refusal comes
 	// before the persona's WebFinger, so nothing is sent anywhere.
@@ -273,6 +280,7 @@ func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
 }
 
 func TestFloodWithoutACrowdSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1")
 	if code != 1 || !strings.Contains(stderr, "crowd serve") || !strings.Contains(stderr, "--standalone") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
@@ -295,13 +303,14 @@ func freeLoopback(t *testing.T) string {
 // accepted, and the Follows it registered are accepted in the crowd's graph
 // (the Accepts came back to the serving crowd and found them).
 func TestFloodAttachedToARunningCrowd(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	admin, https := freeLoopback(t), freeLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan int, 1)
 	go func() {
 		served <- execute(ctx, []string{"serve", "--state", state, "--origins", "2", "--actors", "2", "--https", https,
-			"--http", "", "--dns", "", "--admin", admin, "--log-level", "error"})
+			"--http", "", "--dns", "", "--admin", admin, "--log-level", "error"}, io.Discard, keptStderr(t, "serve"))
 	}()
 	defer func() {
 		cancel()
@@ -380,6 +389,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 // (WebFinger, a signed actor fetch, the outbox). Their outboxes are empty,
 // so Likes of them are disabled with a warning.
 func TestFloodNamedPersonas(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--persona", "acct:alice@flood1.test",
 		"--persona", "bob@flood2.test", "--inbox", "personal", "--seconds", "2", "--rate", "30", "--log-level", "warn")...)
@@ -404,6 +414,7 @@ func TestFloodNamedPersonas(t *testing.T) {
 // shoulder says, in the shoulder's record and table, which rungs it did
 // not run, so a reader does not take the ladder for the whole range.
 func TestFloodLadderRecordsTheRungsItSkipped(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	// p50>=0s holds on any rung: the first is the shoulder.
 	code, stdout, stderr := runCLIContext(t, context.Background(), standalone(state, out,

@@ -12,6 +12,7 @@ import (
 // and cleared, through the running crowd's admin API or on a stopped
 // crowd's state; answered ones stay.
 func TestFollowsPrune(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	alice := c.world.Origins[0].Person(0).ID
 	g := c.world.Graph

@@ -93,6 +93,7 @@ func cancelAtFirstCheckpoint(t *testing.T, out string) context.Context {
 // Follows its inboxes received and answered 2xx: nothing drafted and unsent
 // stays pending.
 func TestFloodRegistersOnlySentFollows(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		args      []string
@@ -104,6 +105,7 @@ func TestFloodRegistersOnlySentFollows(t *testing.T) {
 		{"interrupted", []string{"--rate", "100", "--seconds", "60"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // its own state
 			state, out := t.TempDir(), t.TempDir()
 			ctx := context.Background()
 			if c.interrupt {
@@ -143,6 +145,7 @@ func TestFloodRegistersOnlySentFollows(t *testing.T) {
 // TestFloodSeed: a run without --seed draws a fresh seed, prints it first
 // and records it; --seed N draws the same activities again.
 func TestFloodSeed(t *testing.T) {
+	t.Parallel()
 	// draws runs a 1 s self-flood on a fresh state and returns its seed
 	// and what the crowd's inboxes received: type, sender and recipient of
 	// each activity, sorted (concurrent sends may arrive in any order).
@@ -194,6 +197,7 @@ func TestFloodSeed(t *testing.T) {
 // their persona already) draws the same types: a Follow finds another sender
 // or goes out as a Create, counted as diverted, and no later draw shifts.
 func TestFloodSeedReplaysOnAChangedState(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	types := func(seed string) map[string]int64 {
 		t.Helper()
@@ -222,16 +226,20 @@ func TestFloodSeedReplaysOnAChangedState(t *testing.T) {
 	}
 }
 
-// TestTenSelfFloodsDivertNoFollowWhileFreePairsRemain: repeated floods on
-// one state send their Follows to pairs not yet following; a Follow becomes
-// a Create only for a persona every other actor already follows.
-func TestTenSelfFloodsDivertNoFollowWhileFreePairsRemain(t *testing.T) {
+// TestRepeatedSelfFloodsDivertNoFollowWhileFreePairsRemain: repeated floods
+// on one state send their Follows to pairs not yet following; a Follow
+// becomes a Create only for a persona every other actor already follows.
+// Four runs of 15 take the 60 pairs ten runs of 6 took: each run still
+// starts on the graph every run before it left.
+func TestRepeatedSelfFloodsDivertNoFollowWhileFreePairsRemain(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	const actorsN = 12 // 4 origins × 3: 132 pairs, 60 Follows in all
-	for run := 1; run <= 10; run++ {
+	const runs, follows = 4, 15
+	for run := 1; run <= runs; run++ {
 		out := t.TempDir()
 		code, stdout, stderr := runCLI(t, "flood", "--standalone", "--origins", "4", "--actors", "3", "--state", state, "--out", out,
-			"--log-level", "error", "--mix", "follow=1", "--max-sends", "6", "--seconds", "0", "--rate", "50")
+			"--log-level", "error", "--mix", "follow=1", "--max-sends", itoa(follows), "--seconds", "0", "--rate", "50")
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", run, code, stdout, stderr)
 		}
@@ -252,8 +260,8 @@ func TestTenSelfFloodsDivertNoFollowWhileFreePairsRemain(t *testing.T) {
 		if d := rec.Deviations.FollowsDiverted; d > 0 && !full {
 			t.Errorf("run %d diverted %d Follows while every persona had a free follower (%v)", run, d, followers)
 		}
-		if sent := rec.Types["Follow"]; !full && (sent == nil || sent.Counts.Sent != 6) {
-			t.Errorf("run %d: Follows %+v; want 6", run, sent)
+		if sent := rec.Types["Follow"]; !full && (sent == nil || sent.Counts.Sent != follows) {
+			t.Errorf("run %d: Follows %+v; want %d", run, sent, follows)
 		}
 	}
 }

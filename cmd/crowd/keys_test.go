@@ -17,6 +17,7 @@ import (
 // that document, for the remote actor she follows; --retire then drops
 // the old key.
 func TestKeysRotate(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := crowdtest.Start(t, crowdtest.Options{StateDir: state})
 	const alice, remote = "https://flood1.test/users/alice", "https://sut.test/users/load0"

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,13 +37,17 @@ func (e exitCode) Unwrap() error { return e.err }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(execute(ctx, os.Args[1:]))
+	os.Exit(execute(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// execute runs the CLI with args and returns the process exit status.
-func execute(ctx context.Context, args []string) int {
+// execute runs the CLI with args, printing to stdout and stderr (every
+// command writes through the writers it is handed, so tests can run the CLI
+// side by side), and returns the process exit status.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -50,11 +55,11 @@ func execute(ctx context.Context, args []string) int {
 	var ec exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "crowd:", ec.err)
+			fmt.Fprintln(stderr, "crowd:", ec.err)
 		}
 		return ec.code
 	}
-	fmt.Fprintln(os.Stderr, "crowd:", err)
+	fmt.Fprintln(stderr, "crowd:", err)
 	if isUsageError(err) {
 		return 2
 	}

@@ -20,37 +20,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// redirectStderr points os.Stderr at a pipe and returns its reading end;
-// restore closes the writing end and puts os.Stderr back.
-func redirectStderr(t *testing.T) (r *os.File, restore func()) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stderr
-	os.Stderr = w
-	return r, func() {
-		w.Close()
-		os.Stderr = old
-	}
-}
-
-// captureStderr runs f with os.Stderr redirected and returns what it wrote.
-func captureStderr(t *testing.T, f func()) string {
-	t.Helper()
-	r, restore := redirectStderr(t)
-	done := make(chan string)
-	go func() {
-		var b bytes.Buffer
-		io.Copy(&b, r)
-		done <- b.String()
-	}()
-	f()
-	restore()
-	return <-done
-}
-
 func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 	state := t.TempDir()
 	for _, c := range []struct {
@@ -80,8 +49,7 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			var code int
-			out := captureStderr(t, func() { code = execute(context.Background(), c.args) })
+			code, _, out := runCLI(t, c.args...)
 			if code != c.code || !strings.Contains(out, c.say) {
 				t.Errorf("exit %d, stderr %q; want exit %d naming %s", code, out, c.code, c.say)
 			}
@@ -132,14 +100,16 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 // test learns the admin port, bound as 127.0.0.1:0, from serve's own JSON
 // log, as an operator would.
 func TestServeShutsDownOnCancel(t *testing.T) {
-	logs := streamStderr(t)
+	t.Parallel()
+	stderr, logs := logLines(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
 	go func() {
+		defer stderr.Close()
 		done <- execute(ctx, []string{"serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
 			"--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--dns", "", "--admin", "127.0.0.1:0",
-			"--log-level", "info", "--log-format", "json"})
+			"--log-level", "info", "--log-format", "json"}, io.Discard, stderr)
 	}()
 
 	// Serve is up once it logs "crowd serving"; the admin listener logs its address before that.
@@ -185,11 +155,12 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	}
 }
 
-// streamStderr redirects os.Stderr for the rest of the test and returns its
-// JSON lines (zap's log entries) as they are written; other lines are dropped.
-func streamStderr(t *testing.T) <-chan map[string]any {
+// logLines is a stderr for a command and the JSON lines (zap's log
+// entries) written to it, as they are written; other lines are dropped. The
+// caller closes the writer once the command has returned.
+func logLines(t *testing.T) (io.WriteCloser, <-chan map[string]any) {
 	t.Helper()
-	r, restore := redirectStderr(t)
+	r, w := io.Pipe()
 	entries := make(chan map[string]any, 1000)
 	read := make(chan struct{})
 	go func() {
@@ -206,16 +177,16 @@ func streamStderr(t *testing.T) <-chan map[string]any {
 		}
 	}()
 	t.Cleanup(func() {
-		restore()
+		w.Close()
 		<-read
-		r.Close()
 	})
-	return entries
+	return w, entries
 }
 
 func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
-	code := execute(context.Background(), []string{"ca", "issue", "--state", state, "--out", out, "sut.test"})
+	code, _, _ := runCLI(t, "ca", "issue", "--state", state, "--out", out, "sut.test")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -240,7 +211,48 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	if copied, _ := os.ReadFile(filepath.Join(out, "ca.pem")); !bytes.Equal(copied, ca.CertPEM()) {
 		t.Errorf("--out must hold the CA as ca.pem for the SUT to trust")
 	}
-	if code := execute(context.Background(), []string{"ca", "issue", "--state", state, "--out", out, "../etc"}); code != 2 {
+	if code, _, _ := runCLI(t, "ca", "issue", "--state", state, "--out", out, "../etc"); code != 2 {
 		t.Errorf("a name that is no host name: exit %d, want 2", code)
+	}
+}
+
+// TestOnlyARealTerminalIsATerminal: the live line redraws and the log
+// goes to the console format only on a real terminal; a writer a test
+// (or a pipe) hands the command never passes for one.
+func TestOnlyARealTerminalIsATerminal(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, c := range []struct {
+		name string
+		w    io.Writer
+	}{
+		// a buffer, as the tests hand execute
+		{"buffer", &bytes.Buffer{}},
+		// a pipe, as a shell's `crowd flood 2>&1 | tee`
+		{"pipe", w},
+		// a file that is no file at all
+		{"discard", io.Discard},
+	} {
+		if isTerminal(c.w) {
+			t.Errorf("%s: isTerminal true", c.name)
+		}
+	}
+	// --log-format auto on a writer that is no terminal logs JSON to it.
+	g := &globalOptions{logLevel: "info", logFormat: "auto"}
+	var b syncBuffer
+	log, err := g.logger(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hello")
+	log.Sync()
+	var e map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &e); err != nil || e["msg"] != "hello" {
+		t.Errorf("the log written to the command's stderr is %q, want one JSON entry saying hello (%v)", b.String(), err)
 	}
 }

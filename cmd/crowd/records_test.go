@@ -97,6 +97,7 @@ func latencies(rng *rand.Rand, n int, median float64) []int64 {
 // the percentiles of one histogram of every value both recorded, overall
 // and per type, and not an average of the shards' percentiles.
 func TestMergeCLIIsExact(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
 	s := record.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=3,like=1", Signing: "pipeline"}
@@ -183,6 +184,7 @@ func TestMergeCLIIsExact(t *testing.T) {
 }
 
 func TestMergeCLIRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lat := map[string][]int64{"Create": {1000, 2000, 3000}}
 	s := record.Settings{Label: "sharded", Arrivals: "constant", Mix: "create=1", Shard: "0/2"}
@@ -235,6 +237,7 @@ func TestMergeCLIRefuses(t *testing.T) {
 // renderings, to stdout or a file, the format picked by flag or by the
 // file's extension.
 func TestReportCLIGolden(t *testing.T) {
+	t.Parallel()
 	in := filepath.Join(fixtureDir, "report.json")
 	dir := t.TempDir()
 	golden := func(name string) string {
@@ -305,6 +308,7 @@ func TestReportCLIGolden(t *testing.T) {
 // TestCompareCLI: exit 0 when nothing regressed, 1 when something did, 2
 // when there is no verdict to give.
 func TestCompareCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := record.Settings{Label: "cmp", Arrivals: "constant", Mix: "create=3,like=1"}
@@ -384,6 +388,7 @@ func TestCompareCLI(t *testing.T) {
 
 // TestRecordCommandsHelp: the record commands are wired into the CLI.
 func TestRecordCommandsHelp(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"merge", "report", "compare"} {
 		code, stdout, _ := runCLI(t, cmd, "--help")
 		if code != 0 || !bytes.Contains([]byte(stdout), []byte("crowd "+cmd)) {

@@ -117,6 +117,7 @@ func TestRunCheck(t *testing.T) {
 // --personas became the pattern in both commands, still works and says
 // what to write instead.
 func TestRunOldPersonasCountWarns(t *testing.T) {
+	t.Parallel()
 	f := &runFlags{}
 	cmd := f.command(&globalOptions{})
 	var stderr strings.Builder
@@ -134,6 +135,7 @@ func TestRunOldPersonasCountWarns(t *testing.T) {
 
 // TestRunRefusesLadder: a run floods at one rate.
 func TestRunRefusesLadder(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runCLIContext(t, context.Background(), "run", "--token", "load0=a", "--count", "1", "--rate", "10,20")
 	if code != 2 || !strings.Contains(stderr, "crowd run floods at one rate") {
 		t.Errorf("exit %d: %s", code, stderr)
@@ -144,6 +146,7 @@ func TestRunRefusesLadder(t *testing.T) {
 // personas as the flood does (--personas PATTERN --count N), but for
 // --persona and --personas-file: every persona needs a token.
 func TestRunNamesTheFlood(t *testing.T) {
+	t.Parallel()
 	cmd := (&runFlags{}).command(&globalOptions{})
 	for _, name := range []string{"rate", "seconds", "mix", "signing", "expect", "standalone", "admin", "state", "out", "label", "timeout"} {
 		if cmd.Flags().Lookup(name) == nil {
@@ -189,6 +192,7 @@ func fakeClientAPI(t *testing.T, api bool) string {
 // the client API and a refused token each stop the run before the flood,
 // with exit status 1 and a message that says which.
 func TestRunStandaloneBadSUT(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		api  bool

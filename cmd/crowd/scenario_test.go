@@ -17,6 +17,7 @@ import (
 // the command line wins, list flags take every line, and a file's
 // mistakes are usage errors naming file and line.
 func TestScenarioApply(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -77,6 +78,7 @@ func TestScenarioApply(t *testing.T) {
 // key is a flag of both and each value one the flag takes, and every
 // preset validates whole (the vocabulary's verbs included).
 func TestPresetsApply(t *testing.T) {
+	t.Parallel()
 	cat, err := loadrun.Scenarios()
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +121,7 @@ func TestPresetsApply(t *testing.T) {
 // the vocabulary's verbs (shortened by flags, which win): each sends its
 // verbs, every one answered 2xx, and the record names the scenario.
 func TestPresetsSelfFlood(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		types []string // the per-type rows the preset's mix makes
@@ -129,6 +132,7 @@ func TestPresetsSelfFlood(t *testing.T) {
 		{"delete-storm", []string{"Delete"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // its own state
 			state, out := t.TempDir(), t.TempDir()
 			code, stdout, stderr := runCLIContext(t, context.Background(),
 				standalone(state, out, "--scenario", tc.name, "--seconds", "2", "--rate", "20", "--signing", "jit")...)

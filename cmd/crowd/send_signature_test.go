@@ -12,6 +12,7 @@ import (
 // Digest); bob's inbox verifies it as Mastodon would and answers 202. A
 // scheme the flag does not know is a usage error naming it.
 func TestSendSignatureRFC9421(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	const bob = "https://flood2.test/users/bob"
 	code, out, errOut := runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Create", "--to", bob, "--signature", "rfc9421")

@@ -14,6 +14,7 @@ import (
 // crowd inbox keeps no ids to refuse it by), which proves nothing (a real
 // server answers a duplicate 202 too): exit 0, and no "SECURITY".
 func TestSendTamper(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	const bob = "https://flood2.test/users/bob"
 	for _, tc := range []struct {

@@ -33,6 +33,7 @@ func following(c *testCrowd, from, to string) string {
 // signed Accept comes back to alice, and the follow is accepted on both
 // sides. Then an Undo removes it.
 func TestSendFollowBetweenCrowdActors(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	const alice, bob = "https://flood1.test/users/alice", "https://flood2.test/users/bob"
 
@@ -82,6 +83,7 @@ func TestSendFollowBetweenCrowdActors(t *testing.T) {
 // TestSendReportsTheTargetsRefusal: a target that answers 401 makes the
 // command exit 1, after showing the answer.
 func TestSendReportsTheTargetsRefusal(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	remote := newFakeRemote(t, map[string]string{
 		"/users/grumpy": `{"@context":"https://www.w3.org/ns/activitystreams","id":"BASE/users/grumpy","type":"Person",
@@ -102,6 +104,7 @@ func TestSendReportsTheTargetsRefusal(t *testing.T) {
 }
 
 func TestSendRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	down := freeAddr(t)
 	bob := "https://flood2.test/users/bob"
@@ -155,6 +158,7 @@ func TestSendRejectsBadInput(t *testing.T) {
 // (That the flag lets the send through is the inbox's test, on a fake
 // network: no test sends to a public address.)
 func TestSendRefusesAPublicTargetBeforeAnyDial(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	code, out, errOut := runCLI(t, "send", "--admin", c.admin, "--from", "alice@flood1.test", "--type", "Follow", "--to", "acct:x@192.0.2.1")
 	if code != 2 || !strings.Contains(errOut, "--allow-public-target") || !strings.Contains(errOut, "192.0.2.1") {
@@ -174,6 +178,7 @@ func TestSendRefusesAPublicTargetBeforeAnyDial(t *testing.T) {
 // nothing, and a rebound name (Host: evil.example) gets 421 on every route
 // the admin serves; the CLI's own requests still go through.
 func TestAdminAPIRefusesWebPages(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	send := `{"from":"alice@flood1.test","type":"Follow","to":"https://flood2.test/users/bob"}`
 	do := func(method, path, host string, header map[string]string) (int, string) {

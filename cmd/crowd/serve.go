@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ state in ./crowd-state, HTTPS on :443, HTTP on :80, DNS on :53 and the admin API
 Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.0.5).`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd.Context(), g, f)
+			return runServe(cmd.Context(), g, f, cmd.ErrOrStderr())
 		},
 	}
 	f.world.register(cmd)
@@ -126,8 +127,8 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	return cfg, nil
 }
 
-func runServe(ctx context.Context, g *globalOptions, f *serveFlags) error {
-	log, err := g.logger()
+func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Writer) error {
+	log, err := g.logger(stderr)
 	if err != nil {
 		return err
 	}

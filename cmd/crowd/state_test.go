@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -33,13 +34,13 @@ func serveArgs(state, admin string, more ...string) []string {
 
 // backgroundServe runs `crowd serve` in this process until the test ends
 // (or stop is called, which returns its exit status), and waits until its
-// admin API answers. Its output is not captured, so other commands of the
-// test may capture theirs.
+// admin API answers. Its output is shown only if the test fails.
 func backgroundServe(t *testing.T, args []string, admin string) (stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
-	go func() { code <- execute(ctx, args) }()
+	stderr := keptStderr(t, "serve")
+	go func() { code <- execute(ctx, args, io.Discard, stderr) }()
 	stopped := false
 	var status int
 	stop = func() int {
@@ -98,6 +99,7 @@ func graphLines(n int) []string {
 // file:line, and leaves the journal byte-identical (it used to start, log
 // nothing and cut the journal to the lines before it).
 func TestServeRefusesADamagedFollowGraph(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	lines := graphLines(9)
 	lines[4] = lines[4][:40] + "\x00\x00" + lines[4][42:]
@@ -119,6 +121,7 @@ func TestServeRefusesADamagedFollowGraph(t *testing.T) {
 // A torn last line (a crash mid-append): serve starts, keeps every whole
 // line, drops the torn one and says so, naming the file and line.
 func TestServeDropsATornFollowGraphTail(t *testing.T) {
+	t.Parallel()
 	state, admin := t.TempDir(), freeLoopback(t)
 	lines := graphLines(4)
 	path := filepath.Join(state, "graph.jsonl")
@@ -152,6 +155,7 @@ func TestServeDropsATornFollowGraphTail(t *testing.T) {
 // flood, on the state of a running serve are refused, naming its pid and
 // the directory.
 func TestStateIsOwnedByOneProcess(t *testing.T) {
+	t.Parallel()
 	state, admin := t.TempDir(), freeLoopback(t)
 	backgroundServe(t, serveArgs(state, admin, "--log-level", "error"), admin)
 	pid := "pid " + strconv.Itoa(os.Getpid())
@@ -258,6 +262,7 @@ func tailBacklog(t *testing.T, admin string, n int) []string {
 // showed before, /api/activities and the totals hold what was logged
 // before, and seq continues (the log used to come back empty at seq 1).
 func TestServeRestartKeepsTheActivityLog(t *testing.T) {
+	t.Parallel()
 	state, admin := t.TempDir(), freeLoopback(t)
 	args := serveArgs(state, admin, "--log-level", "error")
 	stop := backgroundServe(t, args, admin)

@@ -21,15 +21,16 @@ type tailRun struct {
 	lines  chan string // its stdout, line by line; closed when it ends
 	cancel context.CancelFunc
 	code   chan int
-	finish func() string // restores stdout/stderr, returns stderr
+	finish func() string // what it wrote to stderr
 }
 
 // startTail runs `crowd tail args…` as main would, in the background.
 func startTail(t *testing.T, args ...string) *tailRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, restore := redirect(t)
-	r := &tailRun{lines: make(chan string, 100), cancel: cancel, code: make(chan int, 1), finish: restore}
+	out, w := io.Pipe()
+	var stderr syncBuffer
+	r := &tailRun{lines: make(chan string, 100), cancel: cancel, code: make(chan int, 1), finish: stderr.String}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -37,7 +38,11 @@ func startTail(t *testing.T, args ...string) *tailRun {
 		}
 		close(r.lines)
 	}()
-	go func() { r.code <- execute(ctx, append([]string{"tail"}, args...)) }()
+	go func() {
+		code := execute(ctx, append([]string{"tail"}, args...), w, &stderr)
+		w.Close()
+		r.code <- code
+	}()
 	t.Cleanup(func() { cancel() })
 	return r
 }
@@ -90,6 +95,7 @@ func followAndWait(t *testing.T, c *testCrowd) {
 }
 
 func TestTailFollowsTheLogLive(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	followAndWait(t, c)
 
@@ -126,6 +132,7 @@ func TestTailFollowsTheLogLive(t *testing.T) {
 }
 
 func TestTailFiltersAndPrintsJSON(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	followAndWait(t, c)
 	tail := startTail(t, "--admin", c.admin, "--json", "--type", "accept", "--direction", "in", "--actor", "alice@flood1.test")
@@ -146,6 +153,7 @@ func TestTailFiltersAndPrintsJSON(t *testing.T) {
 }
 
 func TestTailSaysWhenTheStreamEnds(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	followAndWait(t, c)
 	tail := startTail(t, "--admin", c.admin, "--backlog", "1")
@@ -161,6 +169,7 @@ func TestTailSaysWhenTheStreamEnds(t *testing.T) {
 // for this client: the tail says how many, in place (on stderr with
 // --json, so that stdout stays JSON lines).
 func TestTailTellsOfLostEntries(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/activities/stream" {
 			http.NotFound(w, r)
@@ -209,6 +218,7 @@ func TestTailTellsOfLostEntries(t *testing.T) {
 }
 
 func TestTailRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	down := freeAddr(t)
 	for _, tc := range []struct {
 		name string
@@ -234,6 +244,7 @@ func TestTailRejectsBadInput(t *testing.T) {
 }
 
 func TestEntryLine(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 60e6, time.Local)
 	for _, tc := range []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 // line: each exits 2, before anything runs, with a message naming the
 // flag or argument at fault.
 func TestUsageMistakesExit2(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		say  string // the message names this
@@ -59,6 +60,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 // command that takes no arguments refuses one (exit 2, naming it); a
 // command that groups others refuses an unknown subcommand.
 func TestEveryCommandRefusesUnknownFlagsAndArguments(t *testing.T) {
+	t.Parallel()
 	var walk func(c *cobra.Command, path []string)
 	walk = func(c *cobra.Command, path []string) {
 		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
@@ -87,6 +89,7 @@ func TestEveryCommandRefusesUnknownFlagsAndArguments(t *testing.T) {
 // parsers, the record's, the CLI's own checks) is the one usage-error
 // type, so the CLI exits 2 on it however deeply it is wrapped.
 func TestOneUsageErrorType(t *testing.T) {
+	t.Parallel()
 	_, signingErr := traffic.ParseSigning("batch")
 	_, gateErr := record.ParseGates([]string{"p95<<1s"})
 	for _, c := range []struct {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +60,7 @@ func verdicts(c *record.Comparison) string {
 
 func TestCompareVerdicts(t *testing.T) {
 	base := cmpRun{n: 1000, scale: time.Millisecond, errEvery: 100} // 1 % errors
+	baseRec := base.record(t, record.Settings{})
 	for _, c := range []struct {
 		name     string
 		head     cmpRun
@@ -104,6 +104,7 @@ func TestCompareVerdicts(t *testing.T) {
 		{"dispatch is overall only", base, "dispatch.p99", 0.15, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // the rows share baseRec, read only
 			var ms []record.CompareMetric
 			if c.metrics != "" {
 				var err error
@@ -111,7 +112,7 @@ func TestCompareVerdicts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmp, err := record.Compare(base.record(t, record.Settings{}), c.head.record(t, record.Settings{}),
+			cmp, err := record.Compare(baseRec, c.head.record(t, record.Settings{}),
 				record.CompareOptions{Metrics: ms, MaxRegression: c.max, ShareFloor: 0.001})
 			if err != nil {
 				t.Fatal(err)
@@ -218,6 +219,7 @@ func TestComparableRefuses(t *testing.T) {
 			"effective mix: personas without posts (no Likes) 0 ≠ 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // the rows share base, read only
 			head := run.record(t, record.Settings{Mix: "create=2,like=1"})
 			if c.edit != nil {
 				c.edit(&head.Settings)
@@ -405,69 +407,6 @@ func TestCompareCrashingSUTIsNotFaster(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(cmp.Notes, "\n"), "head answered 30.00% of its sends") {
 		t.Errorf("no note on the unanswered sends: %q", cmp.Notes)
-	}
-}
-
-// noisyRun is a run of n sends per type (Create, Like) whose latencies are
-// drawn from one log-normal distribution (median median) with rng: two
-// calls with other rngs are two runs of the same SUT.
-func noisyRun(t *testing.T, rng *rand.Rand, n int, median time.Duration, errShare float64) *record.Record {
-	t.Helper()
-	types := map[string]*record.Stats{}
-	for _, typ := range []string{"Create", "Like"} {
-		lat := make([]time.Duration, n)
-		cls := make([]record.Class, n)
-		for i := range n {
-			lat[i] = time.Duration(float64(median) * math.Exp(0.6*rng.NormFloat64()))
-			cls[i] = record.Class202
-			if rng.Float64() < errShare {
-				cls[i] = record.Class503
-			}
-		}
-		types[typ] = recordtest.Sends(n, func(i int) time.Duration { return lat[i] }, func(i int) record.Class { return cls[i] })
-	}
-	s := record.Settings{Arrivals: "constant", Mix: "create=1,like=1"}
-	return recordtest.RoundTrip(t, recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, types), s))
-}
-
-// TestCompareIsNoiseAware: runs of one SUT differ only by sampling, and
-// their comparison never regresses; a SUT twice as slow, or failing ten
-// times as often, does, on the same number of sends.
-func TestCompareIsNoiseAware(t *testing.T) {
-	ms, err := record.ParseCompareMetrics("p50,p95,p99,errors,rate,throughput")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := record.CompareOptions{Metrics: ms, MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range []struct {
-		name      string
-		headScale float64 // head's median latency / base's
-		headErr   float64 // head's error share (base: 1 %)
-		regressed bool
-	}{
-		// The same SUT: sampling noise alone, never a regression.
-		{"same SUT", 1, 0.01, false},
-		// Twice as slow: a regression.
-		{"twice as slow", 2, 0.01, true},
-		// Ten times the errors: a regression.
-		{"errors ×10", 1, 0.10, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			for i := range 40 { // 40 pairs of 250-send runs, as a 5 s run at 50/s
-				base := noisyRun(t, rng, 125, 4*time.Millisecond, 0.01)
-				head := noisyRun(t, rng, 125, time.Duration(c.headScale*float64(4*time.Millisecond)), c.headErr)
-				cmp, err := record.Compare(base, head, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if cmp.Regressed() != c.regressed {
-					var b bytes.Buffer
-					cmp.WriteTable(&b)
-					t.Fatalf("pair %d: regressed %v, want %v:\n%s", i, cmp.Regressed(), c.regressed, b.String())
-				}
-			}
-		})
 	}
 }
 

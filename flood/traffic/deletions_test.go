@@ -41,6 +41,7 @@ func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a world of its own
 			w := testWorld(t, 1, 3)
 			var marked []string // every object a drafted Delete named
 			toWorld := WorldChanges(w)

@@ -155,6 +155,7 @@ func TestDoubleKnock(t *testing.T) {
 	for _, tc := range tests {
 		for _, mode := range []SigningMode{SigningPipeline, SigningPresign, SigningJIT} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				t.Parallel() // its own sink and knocker; the world is read only
 				sink := newSchemeSink(t, w, &schemeSink{refuse: tc.refuse, fixed: tc.fixed})
 				k := NewKnocker(tc.scheme, testSigner())
 				if tc.cavageFor {
