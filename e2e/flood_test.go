@@ -96,6 +96,48 @@ func TestFloodRealFedify(t *testing.T) {
 	}
 	t.Run("rate limit headers", func(t *testing.T) { floodRateLimited(t, f) })
 	t.Run("boosters followed", func(t *testing.T) { floodFollowsBoosters(t, f) })
+	t.Run("weather timeline", func(t *testing.T) { floodWeatherTimeline(t, f) })
+}
+
+// floodWeatherTimeline floods the same Fedify for 5 s with a weather
+// timeline (flood2.test gone from +1 s, clear again from +3 s): the running
+// crowd took both changes, the record's weather section lists them with
+// the origins they took, and the crowd's weather is clear after the run.
+func floodWeatherTimeline(t *testing.T, f *federation) {
+	type origin struct{ Host, Condition string }
+	var rec struct {
+		Weather *struct {
+			Changes []struct {
+				AtS     float64        `json:"at_s"`
+				Spec    string         `json:"spec"`
+				Counts  map[string]int `json:"counts"`
+				Origins []origin       `json:"origins"`
+				Error   string         `json:"error"`
+			} `json:"changes"`
+		} `json:"weather"`
+	}
+	f.floodInto(t, "weather", &rec, "--rate", "5", "--seconds", "5", "--mix", "create=1", "--timeout", "30s",
+		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear")
+	w := rec.Weather
+	if w == nil || len(w.Changes) != 2 {
+		t.Fatalf("weather section %+v: want the two changes", w)
+	}
+	gone, clear := w.Changes[0], w.Changes[1]
+	if gone.AtS != 1 || gone.Spec != "gone=flood2.test" || gone.Error != "" || gone.Counts["gone"] != 1 ||
+		len(gone.Origins) != 1 || gone.Origins[0] != (origin{"flood2.test", "gone"}) {
+		t.Errorf("first change %+v: want flood2.test gone at +1s", gone)
+	}
+	if clear.AtS != 3 || clear.Spec != "clear" || clear.Error != "" || clear.Counts["gone"] != 0 || clear.Counts["clear"] == 0 || len(clear.Origins) != 0 {
+		t.Errorf("second change %+v: want every origin clear at +3s", clear)
+	}
+	var now struct {
+		Spec    string   `json:"spec"`
+		Origins []origin `json:"origins"`
+	}
+	f.call(t, "GET", crowdAdmin+"/api/weather", nil, &now)
+	if now.Spec != "" || len(now.Origins) != 0 {
+		t.Errorf("the crowd's weather after the run is %+v, want clear", now)
+	}
 }
 
 // floodFollowsBoosters floods the same Fedify with Announces, the
