@@ -100,10 +100,16 @@ func TestFloodRealFedify(t *testing.T) {
 }
 
 // floodWeatherTimeline floods the same Fedify for 5 s with a weather
-// timeline (flood2.test gone from +1 s, clear again from +3 s): the running
-// crowd took both changes, the record's weather section lists them with
-// the origins they took, and the crowd's weather is clear after the run.
+// timeline (flood2.test gone from +1 s, every origin clear from +3 s) on a
+// crowd whose flood4.test was slow before: the running crowd took both
+// changes, the record's weather section lists them with the origins they
+// took, and the weather before the run (flood4.test slow) is back after it.
 func floodWeatherTimeline(t *testing.T, f *federation) {
+	const before = "slow=flood4.test:1s:1"
+	if code := f.call(t, "PUT", crowdAdmin+"/api/weather", map[string]string{"spec": before}, nil); code != 200 {
+		t.Fatalf("PUT /api/weather: %d", code)
+	}
+	defer f.call(t, "DELETE", crowdAdmin+"/api/weather", nil, nil)
 	type origin struct{ Host, Condition string }
 	var rec struct {
 		Weather *struct {
@@ -127,7 +133,7 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 		len(gone.Origins) != 1 || gone.Origins[0] != (origin{"flood2.test", "gone"}) {
 		t.Errorf("first change %+v: want flood2.test gone at +1s", gone)
 	}
-	if clear.AtS != 3 || clear.Spec != "clear" || clear.Error != "" || clear.Counts["gone"] != 0 || clear.Counts["clear"] == 0 || len(clear.Origins) != 0 {
+	if clear.AtS != 3 || clear.Spec != "clear" || clear.Error != "" || len(clear.Counts) != 1 || clear.Counts["clear"] == 0 || len(clear.Origins) != 0 {
 		t.Errorf("second change %+v: want every origin clear at +3s", clear)
 	}
 	var now struct {
@@ -135,8 +141,8 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 		Origins []origin `json:"origins"`
 	}
 	f.call(t, "GET", crowdAdmin+"/api/weather", nil, &now)
-	if now.Spec != "" || len(now.Origins) != 0 {
-		t.Errorf("the crowd's weather after the run is %+v, want clear", now)
+	if now.Spec != before || len(now.Origins) != 1 || now.Origins[0] != (origin{"flood4.test", "slow:1s:1"}) {
+		t.Errorf("the crowd's weather after the run is %+v, want the one before, %s", now, before)
 	}
 }
 
