@@ -96,6 +96,54 @@ func TestFloodRealFedify(t *testing.T) {
 	}
 	t.Run("rate limit headers", func(t *testing.T) { floodRateLimited(t, f) })
 	t.Run("boosters followed", func(t *testing.T) { floodFollowsBoosters(t, f) })
+	t.Run("weather timeline", func(t *testing.T) { floodWeatherTimeline(t, f) })
+}
+
+// floodWeatherTimeline floods the same Fedify for 5 s with a weather
+// timeline (flood2.test gone from +1 s, every origin clear from +3 s) on a
+// crowd whose flood4.test was slow before: the running crowd took both
+// changes, the record's weather section lists them with the origins they
+// took, and the weather before the run (flood4.test slow) is back after it.
+func floodWeatherTimeline(t *testing.T, f *federation) {
+	const before = "slow=flood4.test:1s:1"
+	if code := f.call(t, "PUT", crowdAdmin+"/api/weather", map[string]string{"spec": before}, nil); code != 200 {
+		t.Fatalf("PUT /api/weather: %d", code)
+	}
+	defer f.call(t, "DELETE", crowdAdmin+"/api/weather", nil, nil)
+	type origin struct{ Host, Condition string }
+	var rec struct {
+		Weather *struct {
+			Changes []struct {
+				AtS     float64        `json:"at_s"`
+				Spec    string         `json:"spec"`
+				Counts  map[string]int `json:"counts"`
+				Origins []origin       `json:"origins"`
+				Error   string         `json:"error"`
+			} `json:"changes"`
+		} `json:"weather"`
+	}
+	f.floodInto(t, "weather", &rec, "--rate", "5", "--seconds", "5", "--mix", "create=1", "--timeout", "30s",
+		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear")
+	w := rec.Weather
+	if w == nil || len(w.Changes) != 2 {
+		t.Fatalf("weather section %+v: want the two changes", w)
+	}
+	gone, clear := w.Changes[0], w.Changes[1]
+	if gone.AtS != 1 || gone.Spec != "gone=flood2.test" || gone.Error != "" || gone.Counts["gone"] != 1 ||
+		len(gone.Origins) != 1 || gone.Origins[0] != (origin{"flood2.test", "gone"}) {
+		t.Errorf("first change %+v: want flood2.test gone at +1s", gone)
+	}
+	if clear.AtS != 3 || clear.Spec != "clear" || clear.Error != "" || len(clear.Counts) != 1 || clear.Counts["clear"] == 0 || len(clear.Origins) != 0 {
+		t.Errorf("second change %+v: want every origin clear at +3s", clear)
+	}
+	var now struct {
+		Spec    string   `json:"spec"`
+		Origins []origin `json:"origins"`
+	}
+	f.call(t, "GET", crowdAdmin+"/api/weather", nil, &now)
+	if now.Spec != before || len(now.Origins) != 1 || now.Origins[0] != (origin{"flood4.test", "slow:1s:1"}) {
+		t.Errorf("the crowd's weather after the run is %+v, want the one before, %s", now, before)
+	}
 }
 
 // floodFollowsBoosters floods the same Fedify with Announces, the

@@ -133,6 +133,10 @@ type Config struct {
 	// Scenario, when set, is what a scenario (or --tamper, --origin-zipf,
 	// --target-posts) adds beyond the flags above: see ScenarioConfig.
 	Scenario *ScenarioConfig
+
+	// Weather is the weather put in force on the crowd during the flood
+	// (--weather-at, --weather-repeat); the zero value is none.
+	Weather WeatherTimeline
 }
 
 // MetricsConfig says where a run serves its live metrics.
@@ -212,6 +216,7 @@ func (c Config) plan() (*plan, []error) {
 	p.metricsAddr, err = c.metricsAddr()
 	try(err)
 	c.checkScenario(p, bad)
+	c.checkWeather(p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {

@@ -41,8 +41,9 @@ type Environment struct {
 	Fetchbacks FetchbackCounter
 	// Plan is where the origins are, when each has its own address: the
 	// run's signed requests leave from them. Nil: one shared address.
-	Plan  *originaddr.Plan
-	vocab vocabSinks // where edits, deletions and undone Follows go
+	Plan    *originaddr.Plan
+	vocab   vocabSinks     // where edits, deletions and undone Follows go
+	weather weatherControl // where a weather timeline is put in force
 }
 
 // Close ends the environment: the in-process crowd, or the borrowed keys.
@@ -87,7 +88,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: traffic.GraphRegister(cw.World.Graph), Outbox: traffic.WorldOutbox(cw.World),
 		What: "the in-process crowd", Shard: c.World.Shard.String(), Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
-		vocab: worldVocab(cw.World),
+		vocab: worldVocab(cw.World), weather: pastureWeather{p: cw.Pasture, world: cw.World},
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -164,7 +165,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
 			return err
 		}},
-		close: func() { world.Close() }, Plan: plan,
+		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin, http: adminapi.DefaultHTTPClient()},
 	}, nil
 }
 

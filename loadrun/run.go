@@ -98,7 +98,11 @@ func Run(ctx context.Context, c Config) error {
 	if p.ladder {
 		return r.ladder(ctx)
 	}
-	return r.single(ctx)
+	if err := r.startWeather(ctx); err != nil {
+		return err
+	}
+	defer r.weather.restore()
+	return errors.Join(r.single(ctx), r.weather.failed())
 }
 
 // setupAudience sets the observer up, when the run has an audience.

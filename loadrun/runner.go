@@ -30,6 +30,7 @@ type runner struct {
 	settings record.Settings
 	file     *record.RecordFile // the current run's record: checkpoints, then the final write
 	live     *live              // the live metrics (nil: neither served nor pushed)
+	weather  *timeline          // the weather timeline (nil: none)
 }
 
 // sending is how the flood reaches the SUT: the guard on its dials, the
@@ -92,7 +93,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.fetchback(fetch)
 	}
-	err := flood.Run(ctx, plan, flood.Collectors(recorder, watch, &r.ledger))
+	err := flood.Run(ctx, plan, flood.Collectors(recorder, watch, &r.ledger, r.weatherCollector()))
 	ended := time.Now()
 	line.Done()
 	if err != nil {
@@ -138,6 +139,9 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		return nil, err
 	}
 	r.fill(rec, r.env.World.Backend().Name())
+	if r.weather != nil {
+		rec.Weather = r.weather.section()
+	}
 	return rec, nil
 }
 

@@ -146,7 +146,13 @@ func (p *Pasture) Sky() *weather.Sky { return p.sky }
 // SetWeather puts spec in force over the world's origins at once (the
 // zero Spec clears it); an error wrapping weather.ErrSpec names an origin
 // the world does not have or shares it cannot fill, and changes nothing.
+// @followers rules are resolved from the follow graph first, so the
+// forecast's spec lists the origins they took.
 func (p *Pasture) SetWeather(spec weather.Spec) error {
+	spec, err := p.resolveWeather(spec)
+	if err != nil {
+		return err
+	}
 	f, err := weather.Assign(spec, p.cfg.World.Hosts(), weatherSeed)
 	if err != nil {
 		return err

@@ -109,6 +109,8 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.Var(loadrun.AlgorithmValue(&c.Algorithm), "algorithm", "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&c.PresignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
 	fl.Var(loadrun.SignatureValue(&c.Signature), "signature", "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
+	fl.Var(loadrun.WeatherAtValue(&c.Weather), "weather-at", "put a weather spec in force on the crowd's origins at an offset from the flood's start, e.g. '+60s down=@followers', '+10m clear' (repeatable; offsets increasing; the weather before the run is put back at its end)")
+	fl.DurationVar(&c.Weather.Repeat, "weather-repeat", 0, "start the --weather-at timeline over every this long (flapping); 0 runs it once")
 	f.fetchback.register(cmd)
 	f.scn.register(cmd)
 

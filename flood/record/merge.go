@@ -47,6 +47,9 @@ func Merge(recs ...*Record) (*Record, error) {
 	if err := mergeFetchback(out, recs); err != nil {
 		return nil, err
 	}
+	if err := mergeWeather(out, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -215,6 +215,9 @@ type Record struct {
 	// and how many sends fell back to the other one; nil in records made
 	// before it was kept.
 	Signatures *Signatures `json:"signatures,omitempty"`
+	// Weather is the weather timeline the run put in force on the crowd
+	// (weather.go); nil without one.
+	Weather *Weather `json:"weather,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,

@@ -49,6 +49,7 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 		fmt.Fprintf(&b, "**Changed from what was asked**: %s.\n\n", record.EscapeMarkdown(l))
 	}
 	writeSecurityMarkdown(&b, r)
+	writeWeatherMarkdown(&b, r)
 	if r.Signatures != nil {
 		fmt.Fprintf(&b, "Signatures: %s.\n\n", record.EscapeMarkdown(r.Signatures.Summary()))
 	}

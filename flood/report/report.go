@@ -142,6 +142,7 @@ func WriteTable(w io.Writer, r *record.Record) error {
 		return err
 	}
 	writeSecurity(&b, r)
+	writeWeather(&b, r)
 	writeVerdict(&b, r.Bottleneck)
 	_, err := io.WriteString(w, b.String())
 	return err

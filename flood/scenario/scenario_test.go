@@ -61,7 +61,7 @@ func TestPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"boost-storm", "delete-storm", "edit-storm", "forgery", "media", "steady", "thread"}
+	want := []string{"boost-storm", "delete-storm", "edit-storm", "flapping", "forgery", "media", "outage", "steady", "tarpit", "thread"}
 	if got := strings.Join(c.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("presets %s, want %v", got, want)
 	}

@@ -20,8 +20,9 @@ func drawing() []room {
 		// types (the world's configuration, the key backends, a URL check), the CA for `crowd ca`, the weather's spec for `--weather`.
 		{"cmd/crowd", []string{"loadrun", "pasture", "pasture/tlsca", "pasture/weather", "adminapi", "flood/record", "flood/report", "actors", "signing", "apclient", "internal"}},
 		// One load run: the flood, its observers (the audience, live metrics), the record, and
-		// the standalone environment (pasture) when no crowd is attached.
-		{"loadrun", []string{"flood", "flood/traffic", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "pasture/fetchback", "actors", "signing", "internal"}},
+		// the standalone environment (pasture) when no crowd is attached, the weather's spec for a
+		// run's timeline.
+		{"loadrun", []string{"flood", "flood/traffic", "flood/record", "flood/livemetrics", "flood/scenario", "audience", "adminapi", "pasture", "pasture/fetchback", "pasture/weather", "actors", "signing", "internal"}},
 		// An observer of a run from its members' seats: it writes the record's audience section.
 		{"audience", []string{"apclient", "adminapi", "flood/record", "internal"}},
 		// The engine: it sends requests and hears answers, and feeds the record's collectors.

@@ -31,6 +31,9 @@ func Assign(spec Spec, origins []string, seed uint64) (*Forecast, error) {
 		known[h] = true
 	}
 	for _, r := range spec.Rules {
+		if r.Followers > 0 {
+			return nil, fmt.Errorf("%w: %s: the crowd ranks its origins by followers (Resolve) before it assigns them", ErrSpec, r)
+		}
 		for _, h := range r.Origins {
 			if !known[h] {
 				return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins", ErrSpec, r, h)

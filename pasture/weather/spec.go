@@ -134,13 +134,20 @@ type Rule struct {
 	Percent float64
 	// Origins are the origins' host names, lower case, when listed.
 	Origins []string
+	// Followers, when > 0, takes the Followers origins most of the SUT's
+	// followers live on (FollowersTarget): a selector Resolve turns into
+	// Origins before Assign.
+	Followers int
 }
 
 // String writes the rule as a spec does: "slow=5%:30s:0.5",
 // "down=flood3.test+flood4.test".
 func (r Rule) String() string {
 	target := strings.Join(r.Origins, "+")
-	if len(r.Origins) == 0 {
+	switch {
+	case r.Followers > 0:
+		target = FollowersTarget + ":" + strconv.Itoa(r.Followers)
+	case len(r.Origins) == 0:
 		target = formatFloat(r.Percent) + "%"
 	}
 	s := r.Kind.String() + "=" + target
@@ -204,7 +211,11 @@ func parseRule(s string) (Rule, error) {
 	if err := r.parseTarget(strings.TrimSpace(fields[0])); err != nil {
 		return Rule{}, fmt.Errorf("%w: %q: %v", ErrSpec, s, err)
 	}
-	if err := r.parseParams(fields[1:]); err != nil {
+	params, err := r.parseRank(fields[1:])
+	if err != nil {
+		return Rule{}, fmt.Errorf("%w: %q: %v", ErrSpec, s, err)
+	}
+	if err := r.parseParams(params); err != nil {
 		return Rule{}, fmt.Errorf("%w: %q: %v", ErrSpec, s, err)
 	}
 	return r, nil
@@ -214,6 +225,9 @@ func parseRule(s string) (Rule, error) {
 func (r *Rule) parseTarget(t string) error {
 	if t == "" {
 		return errors.New("no target: give a share (5%) or origins (flood3.test+flood4.test)")
+	}
+	if strings.HasPrefix(t, "@") {
+		return r.parseSelector(t)
 	}
 	if pct, ok := strings.CutSuffix(t, "%"); ok {
 		v, err := strconv.ParseFloat(pct, 64)

@@ -17,31 +17,31 @@ func TestParseSpec(t *testing.T) {
 		// The example, every condition by share.
 		{"every kind by share", "down=5%,blackhole=2%,slow=5%:30s,flaky=5%:0.5,limited=2%:60s,gone=1%,nxdomain=1%,tls-expired=1%,tls-wrong-name=1%",
 			[]Rule{
-				{Condition{Kind: Down}, 5, nil},
-				{Condition{Kind: Blackhole}, 2, nil},
-				{Condition{Kind: Slow, Delay: 30 * time.Second, DocShare: DefaultSlowDocShare}, 5, nil},
-				{Condition{Kind: Flaky, P: 0.5}, 5, nil},
-				{Condition{Kind: Limited, Delay: time.Minute}, 2, nil},
-				{Condition{Kind: Gone}, 1, nil},
-				{Condition{Kind: NXDomain}, 1, nil},
-				{Condition{Kind: TLSExpired}, 1, nil},
-				{Condition{Kind: TLSWrongName}, 1, nil},
+				{Condition{Kind: Down}, 5, nil, 0},
+				{Condition{Kind: Blackhole}, 2, nil, 0},
+				{Condition{Kind: Slow, Delay: 30 * time.Second, DocShare: DefaultSlowDocShare}, 5, nil, 0},
+				{Condition{Kind: Flaky, P: 0.5}, 5, nil, 0},
+				{Condition{Kind: Limited, Delay: time.Minute}, 2, nil, 0},
+				{Condition{Kind: Gone}, 1, nil, 0},
+				{Condition{Kind: NXDomain}, 1, nil, 0},
+				{Condition{Kind: TLSExpired}, 1, nil, 0},
+				{Condition{Kind: TLSWrongName}, 1, nil, 0},
 			},
 			"down=5%,blackhole=2%,slow=5%:30s:0.5,flaky=5%:0.5,limited=2%:1m0s,gone=1%,nxdomain=1%,tls-expired=1%,tls-wrong-name=1%"},
 		// Origins by name, joined by +; names are lower-cased.
-		{"listed origins", "down=Flood3.test+flood4.test", []Rule{{Condition{Kind: Down}, 0, []string{"flood3.test", "flood4.test"}}}, "down=flood3.test+flood4.test"},
+		{"listed origins", "down=Flood3.test+flood4.test", []Rule{{Condition{Kind: Down}, 0, []string{"flood3.test", "flood4.test"}, 0}}, "down=flood3.test+flood4.test"},
 		// Parameters left out take their defaults.
 		{"defaults", "slow=1%,flaky=1%,limited=1%", []Rule{
-			{Condition{Kind: Slow, Delay: DefaultSlowDelay, DocShare: DefaultSlowDocShare}, 1, nil},
-			{Condition{Kind: Flaky, P: DefaultFlakyP}, 1, nil},
-			{Condition{Kind: Limited, Delay: DefaultRetryAfter}, 1, nil},
+			{Condition{Kind: Slow, Delay: DefaultSlowDelay, DocShare: DefaultSlowDocShare}, 1, nil, 0},
+			{Condition{Kind: Flaky, P: DefaultFlakyP}, 1, nil, 0},
+			{Condition{Kind: Limited, Delay: DefaultRetryAfter}, 1, nil, 0},
 		}, "slow=1%:30s:0.5,flaky=1%:0.5,limited=1%:1m0s"},
 		// slow's second parameter is the share of documents that wait.
-		{"slow documents", "slow=flood2.test:2s:1", []Rule{{Condition{Kind: Slow, Delay: 2 * time.Second, DocShare: 1}, 0, []string{"flood2.test"}}}, "slow=flood2.test:2s:1"},
+		{"slow documents", "slow=flood2.test:2s:1", []Rule{{Condition{Kind: Slow, Delay: 2 * time.Second, DocShare: 1}, 0, []string{"flood2.test"}, 0}}, "slow=flood2.test:2s:1"},
 		// A fractional share survives the round trip exactly.
-		{"fractional share", "gone=0.07%", []Rule{{Condition{Kind: Gone}, 0.07, nil}}, ""},
+		{"fractional share", "gone=0.07%", []Rule{{Condition{Kind: Gone}, 0.07, nil, 0}}, ""},
 		// Spaces around rules are allowed.
-		{"spaces", " down=1% , gone=1% ", []Rule{{Condition{Kind: Down}, 1, nil}, {Condition{Kind: Gone}, 1, nil}}, "down=1%,gone=1%"},
+		{"spaces", " down=1% , gone=1% ", []Rule{{Condition{Kind: Down}, 1, nil, 0}, {Condition{Kind: Gone}, 1, nil, 0}}, "down=1%,gone=1%"},
 		// Empty and "clear" are clear weather.
 		{"empty", "", nil, ""},
 		{"clear", "clear", nil, ""},

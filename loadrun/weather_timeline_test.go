@@ -1,0 +1,169 @@
+package loadrun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/crowdtest"
+	"github.com/crowdfed/crowd/pasture/weather"
+)
+
+// clocked is the in-process crowd's weather, noting when (from start)
+// each change reached it.
+type clocked struct {
+	weatherControl
+	start time.Time
+	mu    sync.Mutex
+	at    []string // "+1s gone=flood2.test"
+}
+
+func (c *clocked) SetWeather(ctx context.Context, spec string) (weatherNow, error) {
+	c.mu.Lock()
+	c.at = append(c.at, fmt.Sprintf("+%v %s", time.Since(c.start), spec))
+	c.mu.Unlock()
+	return c.weatherControl.SetWeather(ctx, spec)
+}
+
+func (c *clocked) calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.at...)
+}
+
+// TestWeatherTimeline runs timelines on the in-process crowd's real sky,
+// on a fake clock: each change applies exactly at its offset from the
+// flood's start, a repeated timeline starts over, nothing applies after
+// the flood's end or an interruption, and the weather before the run is
+// put back either way.
+func TestWeatherTimeline(t *testing.T) {
+	outage := WeatherTimeline{At: []WeatherAt{at(t, "+1s gone=flood2.test"), at(t, "+3s clear")}}
+	flapping := WeatherTimeline{At: []WeatherAt{at(t, "+0s flaky=flood1.test:0.5"), at(t, "+2m clear")}, Repeat: 4 * time.Minute}
+	for _, tc := range []struct {
+		name   string
+		t      WeatherTimeline
+		before string        // the weather in force before the run
+		end    time.Duration // when the flood ends
+		cancel bool          // ended by an interruption (Ctrl-C) instead
+		calls  string        // the changes, as the crowd got them, and the restore
+	}{
+		// Both changes, each at its offset; the clear weather before is put back.
+		{"outage", outage, "", 5 * time.Second, false,
+			"[+1s gone=flood2.test +3s clear +5s ]"},
+		// The flood ends between the changes: the second never applies, and
+		// the weather before the run (slow on flood1) comes back.
+		{"ended early", outage, "slow=flood1.test:30s:0.5", 2 * time.Second, false,
+			"[+1s gone=flood2.test +2s slow=flood1.test:30s:0.5]"},
+		// Interrupted the same way: restored all the same.
+		{"interrupted", outage, "down=flood1.test", 2500 * time.Millisecond, true,
+			"[+1s gone=flood2.test +2.5s down=flood1.test]"},
+		// Flapping: flaky and clear every 2 min, over again every 4 min.
+		{"repeat", flapping, "", 9 * time.Minute, false,
+			"[+0s flaky=flood1.test:0.5 +2m0s clear +4m0s flaky=flood1.test:0.5 +6m0s clear +8m0s flaky=flood1.test:0.5 +9m0s ]"},
+		// The flood ends before the first change: nothing to put back.
+		{"nothing applied", outage, "down=flood1.test", 500 * time.Millisecond, false, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+			ctl := &clocked{weatherControl: pastureWeather{p: cr.Pasture, world: cr.World}}
+			spec, err := weather.ParseSpec(tc.before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cr.Pasture.SetWeather(spec); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				tl, err := startTimeline(ctx, tc.t, ctl, zap.NewNop())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctl.start = time.Now()
+				tl.Begin(record.Schedule{Start: ctl.start})
+				time.Sleep(tc.end)
+				if tc.cancel {
+					cancel()
+				} else {
+					tl.End(record.Stop{})
+				}
+				tl.restore()
+				synctest.Wait()
+				if got := fmt.Sprint(ctl.calls()); got != tc.calls {
+					t.Errorf("the crowd got %s, want %s", got, tc.calls)
+				}
+				if got := cr.Pasture.Sky().Now().Spec().String(); got != tc.before {
+					t.Errorf("the weather after the run is %q, want the one before, %q", got, tc.before)
+				}
+			})
+		})
+	}
+}
+
+// TestWeatherTimelineSection: the record's section lists each change at
+// its offset, as written, with the origins it took.
+func TestWeatherTimelineSection(t *testing.T) {
+	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+	synctest.Test(t, func(t *testing.T) {
+		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s gone=flood2.test"), at(t, "+3s clear")}},
+			pastureWeather{p: cr.Pasture, world: cr.World}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.Begin(record.Schedule{Start: time.Now()})
+		time.Sleep(4 * time.Second)
+		tl.End(record.Stop{})
+		got := tl.section()
+		want := &record.Weather{Changes: []record.WeatherChange{
+			{AtS: 1, Spec: "gone=flood2.test", Counts: map[string]int{"gone": 1, "clear": 1}, Origins: []record.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}}},
+			{AtS: 3, Spec: "clear", Counts: map[string]int{"clear": 2}},
+		}}
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("section %+v, want %+v", got, want)
+		}
+		if err := tl.failed(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestWeatherTimelineRefusedChange: a change the crowd refuses (no origin
+// has followers) is recorded with its reason, the flood goes on, and the
+// run fails at the end.
+func TestWeatherTimelineRefusedChange(t *testing.T) {
+	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+	synctest.Test(t, func(t *testing.T) {
+		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s down=@followers"), at(t, "+2s gone=flood1.test")}},
+			pastureWeather{p: cr.Pasture, world: cr.World}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.Begin(record.Schedule{Start: time.Now()})
+		time.Sleep(3 * time.Second)
+		tl.End(record.Stop{})
+		s := tl.section()
+		if len(s.Changes) != 2 || s.Changes[0].Error == "" || s.Changes[1].Error != "" || s.Changes[1].Counts["gone"] != 1 {
+			t.Errorf("section %+v: want the first change refused with its reason, the second applied", s)
+		}
+		if tl.failed() == nil {
+			t.Error("a refused change does not fail the run")
+		}
+	})
+}
+
+// at is one --weather-at change.
+func at(t *testing.T, s string) WeatherAt {
+	t.Helper()
+	w, err := ParseWeatherAt(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
