@@ -165,7 +165,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			_, err := c.Admin.Unfollow(ctx, adminapi.FollowingRequest(f))
 			return err
 		}},
-		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin, http: adminapi.DefaultHTTPClient()},
+		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin},
 	}, nil
 }
 

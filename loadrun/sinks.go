@@ -1,13 +1,10 @@
 package loadrun
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
@@ -52,66 +49,26 @@ func adminSink[In, Out any](record func(context.Context, []Out) error, conv func
 // adminWeather is the attached crowd's weather, through its admin API
 // (GET and PUT /api/weather).
 type adminWeather struct {
-	c    *adminapi.Client
-	http *http.Client
+	c *adminapi.Client
 }
 
 func (a adminWeather) Weather(ctx context.Context) (weatherNow, error) {
-	return a.call(ctx, http.MethodGet, nil)
+	return weatherFrom(a.c.Weather(ctx))
 }
 
 func (a adminWeather) SetWeather(ctx context.Context, spec string) (weatherNow, error) {
-	return a.call(ctx, http.MethodPut, map[string]string{"spec": spec})
+	return weatherFrom(a.c.SetWeather(ctx, spec))
 }
 
-// call sends method to /api/weather with body as JSON and reads the
-// weather the crowd answers; a refusal carries the crowd's reason.
-func (a adminWeather) call(ctx context.Context, method string, body any) (weatherNow, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return weatherNow{}, err
-		}
-		rd = bytes.NewReader(b)
+// weatherFrom is the admin API's weather as the timeline records it; a
+// crowd too old to serve the route says so.
+func weatherFrom(info adminapi.WeatherInfo, err error) (weatherNow, error) {
+	var refused *adminapi.Error
+	if errors.As(err, &refused) && (refused.Status == http.StatusNotFound || refused.Status == http.StatusMethodNotAllowed) {
+		return weatherNow{}, fmt.Errorf("%w: it has no weather (a newer crowd serve has)", err)
 	}
-	where := method + " /api/weather"
-	req, err := http.NewRequestWithContext(ctx, method, a.c.Base()+"/api/weather", rd)
 	if err != nil {
 		return weatherNow{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return weatherNow{}, fmt.Errorf("the crowd at %s: %s: %w", a.c.Base(), where, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return weatherNow{}, fmt.Errorf("the crowd at %s: %s: %w", a.c.Base(), where, err)
-	}
-	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-		return weatherNow{}, fmt.Errorf("the crowd at %s does not serve %s: it has no weather (a newer crowd serve has)", a.c.Base(), where)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return weatherNow{}, fmt.Errorf("the crowd at %s: %s: %d: %s", a.c.Base(), where, resp.StatusCode, e.Error)
-	}
-	var info struct {
-		Spec    string         `json:"spec"`
-		Counts  map[string]int `json:"counts"`
-		Origins []struct {
-			Host      string `json:"host"`
-			Condition string `json:"condition"`
-		} `json:"origins"`
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return weatherNow{}, fmt.Errorf("the crowd at %s: %s: the answer is not the weather: %w", a.c.Base(), where, err)
 	}
 	now := weatherNow{Spec: info.Spec, Counts: info.Counts}
 	for _, o := range info.Origins {

@@ -113,6 +113,7 @@ func TestServeStartsInWeather(t *testing.T) {
 // running crowd's weather and read it back, as a table or the API's
 // document; mistakes exit 2 and change nothing.
 func TestWeatherCommands(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	for _, step := range []struct {
 		name   string
@@ -169,6 +170,7 @@ func TestWeatherCommands(t *testing.T) {
 
 // TestWeatherShowJSON: --json prints the admin API's document itself.
 func TestWeatherShowJSON(t *testing.T) {
+	t.Parallel()
 	c := startTestCrowd(t)
 	if code, _, stderr := runCLI(t, "weather", "set", "slow=flood2.test:5s", "--admin", c.admin); code != 0 {
 		t.Fatalf("set: exit %d: %s", code, stderr)
@@ -191,6 +193,7 @@ func TestWeatherShowJSON(t *testing.T) {
 // TestWeatherNeedsACrowd: with no crowd at --admin, the message says to
 // start one (exit 1); a bad --admin is a usage error.
 func TestWeatherNeedsACrowd(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		admin string
