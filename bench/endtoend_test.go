@@ -90,8 +90,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 	}
 	// The keys are made once: a second world of the same shape reuses them.
-	if n := countKeys(worldDir(state, 1, 2)); n != 3 {
-		t.Errorf("%d key files for 1 origin × 2 actors, want 3 (2 actors + the instance actor)", n)
+	if n := countKeys(worldDir(state, 2, 2)); n != 6 {
+		t.Errorf("%d key files for 2 origins × 2 actors, want 6 (2 actors + the instance actor, each)", n)
 	}
 }
 
