@@ -435,23 +435,37 @@ func TestWeatherAnswersAreCounted(t *testing.T) {
 	if _, _, err := wc.do("GET", "flood1.test", "/users/alice", "", 5*time.Second); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("down answered %v", err)
 	}
+	// The client sees the reset before the server's handler returns and counts it: wait for the
+	// count (bounded) before the window closes.
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		wc.p.AdminHandler().ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/metrics", nil))
+		return rec.Body.String()
+	}
+	counted := func(origin string) {
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(scrape(), `origin="`+origin+`",route="unmatched"`); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the answer of %s was never counted", origin)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	counted("flood1.test")
 	resp, _, err := wc.do("GET", "flood2.test", "/users/alice", "", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	counted("flood2.test")
 	tally, _ := wc.p.Fetchbacks().Close(win.ID)
 	if got := tally.Kinds["actor"].Status; got["none"] != 1 || got[strconv.Itoa(resp.StatusCode)[:1]+"xx"] != 1 {
 		t.Errorf("fetch-back tally %v; want one with no answer and one %dxx", got, resp.StatusCode/100)
 	}
-	var metrics strings.Builder
-	mrec := httptest.NewRecorder()
-	wc.p.AdminHandler().ServeHTTP(mrec, httptest.NewRequest("GET", "http://localhost/metrics", nil))
-	metrics.WriteString(mrec.Body.String())
+	metrics := scrape()
 	for _, want := range []string{
 		`crowd_http_requests_total{origin="flood1.test",route="unmatched",status="0"} 1`,
 		`crowd_http_requests_total{origin="flood2.test",route="unmatched",status="` + strconv.Itoa(resp.StatusCode) + `"} 1`,
 	} {
-		if !strings.Contains(metrics.String(), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("the metrics lack %s", want)
 		}
 	}
