@@ -397,7 +397,9 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.DurationMS = float64(in.now().Sub(start).Microseconds()) / 1000
 	if wd, ok := r.Context().Value(weatheredKey{}).(Weathered); ok {
+		// Held by a slow origin first: it arrived before the wait, which its duration includes.
 		e.Weather, e.WeatherHeldMS = wd.Condition, float64(wd.Held.Microseconds())/1000
+		e.Time = start.Add(-wd.Held).UTC()
 		e.DurationMS += e.WeatherHeldMS
 	}
 	in.alog.Append(e)

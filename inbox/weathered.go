@@ -33,11 +33,21 @@ func WithWeathered(ctx context.Context, w Weathered) context.Context {
 // activity as the inbox's own lines do (its signature is not checked), and
 // returns the func that logs the line once the weather has answered, with
 // the status the crowd answered (0 for none: a reset, or a hold that ended)
-// and why.
+// and why. A delivery a slow origin held first (WithWeathered in r's
+// context) is logged at its arrival, before the wait, which its duration
+// includes.
 func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int, reason string) {
 	start := in.now()
-	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
+	arrived := start
+	wd, held := r.Context().Value(weatheredKey{}).(Weathered)
+	if held { // a slow origin held it first: it arrived before the wait
+		arrived = start.Add(-wd.Held)
+	}
+	e := Entry{Time: arrived.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
 		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header), Weather: condition}
+	if held {
+		e.WeatherHeldMS = float64(wd.Held.Microseconds()) / 1000
+	}
 	var body []byte
 	if r.Body != nil {
 		// What was read is logged even when the client broke off.
@@ -53,7 +63,7 @@ func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int
 	e.KeyID = signing.ParseRequest(r.Header).KeyID()
 	return func(status int, reason string) {
 		e.Status, e.Reason, e.Verdict = status, reason, VerdictRejected
-		e.DurationMS = float64(in.now().Sub(start).Microseconds()) / 1000
+		e.DurationMS = float64(in.now().Sub(arrived).Microseconds()) / 1000
 		in.alog.Append(e)
 	}
 }

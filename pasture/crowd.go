@@ -131,6 +131,7 @@ func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Cro
 // world's follow graph, and the state directory's lock.
 func (c *Crowd) Shutdown(ctx context.Context) error {
 	var errs []error
+	c.Pasture.ReleaseHeld() // held deliveries are answered while the inbox still works
 	if err := c.inbox.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("inbox: %w", err))
 	}

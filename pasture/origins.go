@@ -32,6 +32,9 @@ func originRouter(world *actors.World, lookup func(host string) (*actors.Origin,
 		sky.Host = originHost
 		if wl, ok := inbox.(weatherLog); ok {
 			sky.Deliveries = func(r *http.Request, c weather.Condition) func(int, string) {
+				if held, waited, ok := weather.Held(r.Context()); ok { // a slow origin's client gave up
+					r = r.WithContext(crowdinbox.WithWeathered(r.Context(), crowdinbox.Weathered{Condition: held.String(), Held: waited}))
+				}
 				return wl.LogWeathered(r, c.String())
 			}
 		}

@@ -269,6 +269,20 @@ func (p *Pasture) originTLS() (*tls.Config, error) {
 	}, Handshake: skyHandshake(p.sky)})
 }
 
+// ReleaseHeld lets go of every request the weather holds (black holes are
+// closed, slow waits served at once), for good: a crowd shutting down
+// calls it before its inbox stops, so that a held delivery still meets a
+// working inbox. Shutdown calls it too.
+func (p *Pasture) ReleaseHeld() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.closing:
+	default:
+		close(p.closing) // hijacked black holes are not the servers' to close
+	}
+}
+
 // Errors delivers listener failures after Start.
 func (p *Pasture) Errors() <-chan error { return p.errc }
 
@@ -277,13 +291,9 @@ func (p *Pasture) Errors() <-chan error { return p.errc }
 func (p *Pasture) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownGrace)
 	defer cancel()
+	p.ReleaseHeld()
 	p.mu.Lock()
 	p.ready = false
-	select {
-	case <-p.closing:
-	default:
-		close(p.closing) // hijacked black holes are not the servers' to close
-	}
 	servers, d := p.servers, p.dns
 	p.servers, p.dns = nil, nil
 	p.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,7 +57,19 @@ type HTTP struct {
 	Closing <-chan struct{}
 	// MaxHold bounds a black hole's hold; 0 is MaxHold.
 	MaxHold time.Duration
+	// MaxHeld bounds how many connections black holes hold at once; past
+	// it a connection is reset as a down origin's is, so that a SUT's retry
+	// storm cannot take every descriptor from the healthy origins. 0 is
+	// DefaultMaxHeld.
+	MaxHeld int64
+
+	holding atomic.Int64
 }
+
+// DefaultMaxHeld is MaxHeld's default: well under a default descriptor
+// limit once raised for a server (65 536), with room for the healthy
+// origins' connections.
+const DefaultMaxHeld = 4096
 
 // Wrap answers the requests to origins in bad weather and hands the rest
 // to next: down resets the connection, blackhole holds it unanswered,
@@ -64,30 +77,34 @@ type HTTP struct {
 // stead. nxdomain and the tls-* conditions change nothing here: a client
 // that reached the origin anyway is answered as usual.
 func (h *HTTP) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := h.Sky.Now()
-		if f == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		c := f.Condition(h.Host(r))
-		switch c.Kind {
-		case Down:
-			h.down(w, r, c)
-		case Blackhole:
-			h.blackhole(w, r, c, f)
-		case Slow:
-			h.slow(w, r, next, c, f)
-		case Flaky:
-			h.flaky(w, r, next, c)
-		case Limited:
-			h.limited(w, r, c)
-		case Gone:
-			h.gone(w, r, c)
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, next) })
+}
+
+// serve answers r as its origin's weather now says.
+func (h *HTTP) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	f := h.Sky.Now()
+	if f == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	host := h.Host(r)
+	c := f.Condition(host)
+	switch c.Kind {
+	case Down:
+		h.down(w, r, c)
+	case Blackhole:
+		h.blackhole(w, r, host, c, f)
+	case Slow:
+		h.slow(w, r, next, host, c, f)
+	case Flaky:
+		h.flaky(w, r, next, c)
+	case Limited:
+		h.limited(w, r, c)
+	case Gone:
+		h.gone(w, r, c)
+	default:
+		next.ServeHTTP(w, r)
+	}
 }
 
 // isDelivery reports whether r is a delivery: a POST to an inbox
@@ -125,16 +142,30 @@ func (h *HTTP) now() time.Time {
 	return time.Now()
 }
 
-// changed is closed when the weather changes from f: at once when it
-// already has.
-func (h *HTTP) changed(f *Forecast) <-chan struct{} {
-	ch := h.Sky.Changed()
-	if h.Sky.Now() != f {
-		done := make(chan struct{})
-		close(done)
-		return done
-	}
-	return ch
+// untilChanged is closed once host's weather is no longer c (at once when
+// it already is not, f being the forecast c was read from): a change to
+// other origins, or a spec that leaves host as it was, does not close it,
+// so a hold or a wait goes on. Closing stop ends the watch.
+func (h *HTTP) untilChanged(host string, c Condition, f *Forecast, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for {
+			ch := h.Sky.Changed() // taken before Now, so a change between the two is not missed
+			if now := h.Sky.Now(); now != f {
+				if now.Condition(host) != c {
+					close(done)
+					return
+				}
+				f = now
+			}
+			select {
+			case <-ch:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return done
 }
 
 // down resets the connection without an answer, as a host whose server is
@@ -173,13 +204,26 @@ func rawConn(c net.Conn) net.Conn {
 // blackhole takes the request and never answers: the connection is held
 // until the client closes it, the weather changes, the server shuts down
 // or MaxHold passes, then closed without a byte written.
-func (h *HTTP) blackhole(w http.ResponseWriter, r *http.Request, c Condition, f *Forecast) {
+func (h *HTTP) blackhole(w http.ResponseWriter, r *http.Request, host string, c Condition, f *Forecast) {
+	limit := h.MaxHeld
+	if limit <= 0 {
+		limit = DefaultMaxHeld
+	}
+	if h.holding.Add(1) > limit {
+		h.holding.Add(-1)
+		h.down(w, r, c)
+		return
+	}
+	defer h.holding.Add(-1)
 	logged := h.begin(r, c, true)
 	start := time.Now()
+	stop := make(chan struct{})
+	defer close(stop)
+	changed := h.untilChanged(host, c, f, stop)
 	conn, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// HTTP/2: hold the stream unanswered, then reset it.
-		why := h.hold(r.Context(), nil, f)
+		why := h.hold(r.Context(), nil, changed)
 		logged(0, fmt.Sprintf("the origin is a %s: held %s without an answer until %s", c, time.Since(start).Round(time.Millisecond), why))
 		panic(http.ErrAbortHandler)
 	}
@@ -191,7 +235,7 @@ func (h *HTTP) blackhole(w http.ResponseWriter, r *http.Request, c Condition, f 
 		io.Copy(io.Discard, buf)
 		close(gone)
 	}()
-	why := h.hold(context.Background(), gone, f)
+	why := h.hold(context.Background(), gone, changed)
 	raw.Close()
 	<-gone
 	logged(0, fmt.Sprintf("the origin is a %s: held %s without an answer until %s", c, time.Since(start).Round(time.Millisecond), why))
@@ -200,7 +244,7 @@ func (h *HTTP) blackhole(w http.ResponseWriter, r *http.Request, c Condition, f 
 // hold waits for the end of a black hole's hold and says what ended it.
 // A hijacked connection's request context ends only with its server's
 // base context, so gone watches the client instead.
-func (h *HTTP) hold(ctx context.Context, gone <-chan struct{}, f *Forecast) string {
+func (h *HTTP) hold(ctx context.Context, gone, changed <-chan struct{}) string {
 	bound := h.MaxHold
 	if bound <= 0 {
 		bound = MaxHold
@@ -212,7 +256,7 @@ func (h *HTTP) hold(ctx context.Context, gone <-chan struct{}, f *Forecast) stri
 		return "the client closed the connection"
 	case <-ctx.Done():
 		return "the client went away"
-	case <-h.changed(f):
+	case <-changed:
 		return "the weather changed"
 	case <-h.Closing:
 		return "the crowd shut down"
@@ -240,8 +284,9 @@ func Held(ctx context.Context) (c Condition, waited time.Duration, ok bool) {
 
 // slow waits c.Delay before serving a delivery, and a document at the
 // share c.DocShare. The wait ends early when the client goes away (nothing
-// is served) or the weather changes (served at once).
-func (h *HTTP) slow(w http.ResponseWriter, r *http.Request, next http.Handler, c Condition, f *Forecast) {
+// is served), the crowd shuts down (served at once) or the origin's weather
+// becomes another (answered as that one answers).
+func (h *HTTP) slow(w http.ResponseWriter, r *http.Request, next http.Handler, host string, c Condition, f *Forecast) {
 	delivery := isDelivery(r)
 	if !delivery && h.rand() >= c.DocShare {
 		next.ServeHTTP(w, r)
@@ -253,12 +298,18 @@ func (h *HTTP) slow(w http.ResponseWriter, r *http.Request, next http.Handler, c
 	start := time.Now()
 	t := time.NewTimer(c.Delay)
 	defer t.Stop()
+	stop := make(chan struct{})
+	defer close(stop)
 	select {
 	case <-t.C:
-	case <-h.changed(f):
+	case <-h.untilChanged(host, c, f, stop):
+		// The origin's weather is another now: it answers as that one does.
+		h.serve(w, r.WithContext(context.WithValue(r.Context(), heldKey{}, held{c, time.Since(start)})), next)
+		return
 	case <-h.Closing:
 	case <-r.Context().Done():
 		if delivery {
+			r = r.WithContext(context.WithValue(r.Context(), heldKey{}, held{c, time.Since(start)}))
 			h.begin(r, c, false)(0, fmt.Sprintf("the origin is %s: the client went away after %s of the wait, before any answer",
 				c, time.Since(start).Round(time.Millisecond)))
 		}
@@ -294,18 +345,21 @@ func (e errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// flakyStatuses are what a proxy in front of a sick server answers: the
-// upstream refused (502), is overloaded (503), or timed out (504).
-var flakyStatuses = [3]int{http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
-
 // flakyStatus is the answer of a flaky origin with probability p for the
-// draw u in [0, 1): 0 (served as usual) when u ≥ p, else 502, 503 or 504,
-// each for a third of [0, p).
+// draw u in [0, 1): 0 (served as usual) when u ≥ p, else what a proxy in
+// front of a sick server answers, each for a third of [0, p): the upstream
+// refused (502), is overloaded (503), or timed out (504).
 func flakyStatus(u, p float64) int {
 	if u >= p {
 		return 0
 	}
-	return flakyStatuses[min(2, int(u/p*3))]
+	switch min(2, int(u/p*3)) {
+	case 0:
+		return http.StatusBadGateway
+	case 1:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusGatewayTimeout
 }
 
 // flaky answers 502, 503 or 504 with probability c.P, with the page nginx

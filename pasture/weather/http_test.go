@@ -2,6 +2,7 @@ package weather
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -198,5 +200,73 @@ func TestSlowWaitEnds(t *testing.T) {
 				t.Errorf("served %v (the client got %q), want %v", served, answer, c.served)
 			}
 		})
+	}
+}
+
+// TestWaitOutlastsOtherChanges: a slow origin's wait goes on when the weather changes for other
+// origins, or is set again to the same condition, and ends only when its own origin's changes.
+func TestWaitOutlastsOtherChanges(t *testing.T) {
+	sky := skyOf(t, "slow=flood1.test:1h:1")
+	waiting, done := make(chan struct{}, 1), make(chan struct{})
+	h := &HTTP{Sky: sky, Host: func(*http.Request) string { return "flood1.test" },
+		Rand: func() float64 { waiting <- struct{}{}; return 0 }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		h.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("served")) })).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	go func() {
+		if resp, err := srv.Client().Get(srv.URL + "/users/alice"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-waiting
+	for _, spec := range []string{
+		"slow=flood1.test:1h:1,gone=flood2.test", // another origin's weather changes
+		"slow=flood1.test:1h:1",                  // the same weather, set again
+	} {
+		sky.Set(skyOf(t, spec).Now())
+		select {
+		case <-done:
+			t.Fatalf("after %q the wait ended", spec)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	sky.Set(skyOf(t, "gone=flood1.test").Now()) // its own origin's weather changes
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not end when its origin's weather changed")
+	}
+}
+
+// TestBlackHolesAreBounded: past MaxHeld held connections, a black hole resets the next one as
+// a down origin does, and takes connections again once a hold ends.
+func TestBlackHolesAreBounded(t *testing.T) {
+	closing := make(chan struct{})
+	h := &HTTP{Sky: skyOf(t, "blackhole=flood1.test"), Host: func(*http.Request) string { return "flood1.test" },
+		MaxHeld: 1, Closing: closing}
+	srv := httptest.NewServer(h.Wrap(http.NotFoundHandler()))
+	defer srv.Close()
+	first := make(chan error, 1)
+	go func() {
+		c := srv.Client()
+		c.Timeout = 30 * time.Second
+		_, err := c.Get(srv.URL + "/users/alice")
+		first <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); h.holding.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first connection was never held")
+		}
+	}
+	c := srv.Client()
+	c.Timeout = 30 * time.Second
+	if _, err := c.Get(srv.URL + "/users/alice"); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("past the bound, a black hole answered %v; want a reset", err)
+	}
+	close(closing) // ends the first hold
+	if err := <-first; err == nil {
+		t.Error("the held request got an answer")
 	}
 }

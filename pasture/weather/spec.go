@@ -55,25 +55,40 @@ const (
 	TLSWrongName
 )
 
-// kindNames are the names specs use, indexed by Kind.
-var kindNames = [...]string{
-	Clear: "clear", Down: "down", Blackhole: "blackhole", Slow: "slow", Flaky: "flaky",
-	Limited: "limited", Gone: "gone", NXDomain: "nxdomain", TLSExpired: "tls-expired",
-	TLSWrongName: "tls-wrong-name",
-}
+// lastKind is the last condition of the constants, for Kinds.
+const lastKind = TLSWrongName
 
 // String is the kind's name in a spec ("tls-expired").
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	switch k {
+	case Clear:
+		return "clear"
+	case Down:
+		return "down"
+	case Blackhole:
+		return "blackhole"
+	case Slow:
+		return "slow"
+	case Flaky:
+		return "flaky"
+	case Limited:
+		return "limited"
+	case Gone:
+		return "gone"
+	case NXDomain:
+		return "nxdomain"
+	case TLSExpired:
+		return "tls-expired"
+	case TLSWrongName:
+		return "tls-wrong-name"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Kinds lists every condition but Clear, in the order of the constants.
 func Kinds() []Kind {
-	out := make([]Kind, 0, len(kindNames)-1)
-	for k := Down; int(k) < len(kindNames); k++ {
+	out := make([]Kind, 0, lastKind)
+	for k := Down; k <= lastKind; k++ {
 		out = append(out, k)
 	}
 	return out
@@ -81,9 +96,9 @@ func Kinds() []Kind {
 
 // ParseKind reads a condition's name as specs write it.
 func ParseKind(s string) (Kind, bool) {
-	for k, n := range kindNames {
-		if n == s {
-			return Kind(k), true
+	for k := Clear; k <= lastKind; k++ {
+		if k.String() == s {
+			return k, true
 		}
 	}
 	return Clear, false
