@@ -101,8 +101,8 @@ func Run(ctx context.Context, c Config) error {
 	if err := r.startWeather(ctx); err != nil {
 		return err
 	}
-	defer r.weather.restore()
-	return errors.Join(r.single(ctx), r.weather.failed())
+	err = r.single(ctx)
+	return errors.Join(err, r.weather.failed(), r.weather.restore())
 }
 
 // setupAudience sets the observer up, when the run has an audience.

@@ -151,9 +151,13 @@ func TestWeatherOriginsCheckedBeforeTheFlood(t *testing.T) {
 	for _, tc := range []struct {
 		name, at, want string // want: what the error names; "" none
 	}{
+		// An origin the crowd serves: accepted.
 		{"served", "+1s gone=flood2.test", ""},
+		// One it does not: refused before the flood, naming it.
 		{"not served", "+1s gone=flood3.test", "flood3.test is not one of the crowd's origins"},
+		// Shares the origins left cannot fill: refused.
 		{"too many", "+1s down=flood1.test,gone=100%", "needs 2 origins"},
+		// A selector is ranked by the crowd when the change applies: not checked here.
 		{"selector", "+1s down=@followers:5", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

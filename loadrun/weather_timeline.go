@@ -59,10 +59,11 @@ type timeline struct {
 	ctx    context.Context // the run's: an interruption stops the timeline
 	before weatherNow
 
-	mu      sync.Mutex
-	changes []record.WeatherChange
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu        sync.Mutex
+	changes   []record.WeatherChange
+	attempted bool // a change was sent, answered or not: restore must put the weather back
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // startTimeline reads the weather in force, to put it back at the end,
@@ -135,11 +136,20 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // apply puts w in force and notes it; a change the crowd refused is noted
 // with its reason, and the flood goes on.
 func (tl *timeline) apply(ctx context.Context, at time.Duration, w WeatherAt) {
+	tl.mu.Lock()
+	tl.attempted = true
+	tl.mu.Unlock()
 	now, err := tl.ctl.SetWeather(ctx, w.Text)
-	if ctx.Err() != nil {
-		return // the flood ended meanwhile: restore puts the weather back
-	}
 	ch := record.WeatherChange{AtS: at.Seconds(), Spec: w.Text}
+	if ctx.Err() != nil {
+		// The flood ended while the change was on its way: the crowd may have made it or not,
+		// and restore puts the weather before the run back either way.
+		ch.Error = "not confirmed: the flood ended while the change was applied"
+		tl.mu.Lock()
+		tl.changes = append(tl.changes, ch)
+		tl.mu.Unlock()
+		return
+	}
 	if err != nil {
 		ch.Error = err.Error()
 		tl.log.Error("the crowd refused a change of the weather timeline", zap.Duration("at", at), zap.String("spec", w.Text), zap.Error(err))
@@ -160,27 +170,29 @@ func (tl *timeline) section() *record.Weather {
 	return &record.Weather{RepeatS: tl.t.Repeat.Seconds(), Changes: slices.Clone(tl.changes)}
 }
 
-// restore stops the timeline and, once it changed anything, puts the
-// weather before the run back, even when the run was interrupted. A nil
-// timeline has nothing to restore.
-func (tl *timeline) restore() {
+// restore stops the timeline and, once it sent any change (answered or
+// not), puts the weather before the run back, even when the run was
+// interrupted. An error says the crowd is left in the timeline's weather:
+// the run fails with it. A nil timeline has nothing to restore.
+func (tl *timeline) restore() error {
 	if tl == nil {
-		return
+		return nil
 	}
 	tl.stop()
 	tl.mu.Lock()
-	changed := len(tl.changes) > 0
+	attempted := tl.attempted
 	tl.mu.Unlock()
-	if !changed {
-		return
+	if !attempted {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tl.ctx), 10*time.Second)
 	defer cancel()
 	if _, err := tl.ctl.SetWeather(ctx, tl.before.Spec); err != nil {
 		tl.log.Error("the weather before the run could not be put back", zap.String("spec", tl.before.Spec), zap.Error(err))
-		return
+		return fmt.Errorf("the weather before the run (%q) could not be put back, and the crowd is left in the timeline's: %w", tl.before.Spec, err)
 	}
 	tl.log.Info("weather restored", zap.String("spec", tl.before.Spec), zap.Any("origins", tl.before.byCondition()))
+	return nil
 }
 
 // failed says how many changes the crowd refused, as an error (nil for

@@ -3,6 +3,7 @@ package loadrun
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -166,4 +167,43 @@ func at(t *testing.T, s string) WeatherAt {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// slowAnswer makes the change and then holds its answer until ctx ends: an admin API whose
+// answer is lost when the flood ends.
+type slowAnswer struct{ weatherControl }
+
+func (s slowAnswer) SetWeather(ctx context.Context, spec string) (weatherNow, error) {
+	now, err := s.weatherControl.SetWeather(context.WithoutCancel(ctx), spec)
+	if spec == "gone=flood2.test" {
+		<-ctx.Done()
+		return weatherNow{}, ctx.Err()
+	}
+	return now, err
+}
+
+// TestWeatherTimelineRestoresAnUnconfirmedChange: the first change is made but its answer is
+// lost when the flood ends; the weather before the run is put back all the same, and the
+// record says the change was not confirmed.
+func TestWeatherTimelineRestoresAnUnconfirmedChange(t *testing.T) {
+	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+	synctest.Test(t, func(t *testing.T) {
+		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s gone=flood2.test")}},
+			slowAnswer{pastureWeather{p: cr.Pasture, world: cr.World}}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.Begin(record.Schedule{Start: time.Now()})
+		time.Sleep(1500 * time.Millisecond)
+		tl.End(record.Stop{})
+		if err := tl.restore(); err != nil {
+			t.Fatal(err)
+		}
+		if got := cr.Pasture.Sky().Now().Spec().String(); got != "" {
+			t.Errorf("after the run the weather is %q, want the clear weather before it", got)
+		}
+		if s := tl.section(); len(s.Changes) != 1 || !strings.Contains(s.Changes[0].Error, "not confirmed") {
+			t.Errorf("section %+v, want the change noted as not confirmed", s)
+		}
+	})
 }
