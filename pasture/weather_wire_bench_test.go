@@ -45,7 +45,9 @@ func BenchmarkWireWeather(b *testing.B) {
 		slice      int // requests in a slice
 		do         func(b *testing.B, names []string)
 	}{
+		// Full TLS handshakes by SNI name, each on a new connection.
 		{"tls", "handshakes/s", 200, func(b *testing.B, names []string) { benchHandshakes(b, p.Addr("https"), names) }},
+		// DNS A queries over UDP.
 		{"dns", "answers/s", 2000, func(b *testing.B, names []string) { benchQueries(b, p.Addr("dns"), names) }},
 	} {
 		b.Run(probe.name, func(b *testing.B) {

@@ -17,9 +17,17 @@ import (
 )
 
 // weatherHelp is what --weather and `crowd weather set` take, for their help.
-const weatherHelp = `rules KIND=TARGET[:PARAM[:PARAM]] joined by commas; TARGET a share of the origins (5%) or
-origins joined by + (flood3.test+flood4.test); KIND one of down, blackhole, slow[:DELAY[:DOC_SHARE]],
-flaky[:P], limited[:RETRY_AFTER], gone, nxdomain, tls-expired, tls-wrong-name`
+const weatherHelp = `rules KIND=TARGET[:PARAM[:PARAM]] joined by commas; TARGET a share of the origins (5%), or
+origins joined by + (flood3.test+flood4.test), or @followers[:N] (the N origins with most of the SUT's followers); KIND:
+  down                      connections reset (no answer)
+  blackhole                 requests read, never answered (held up to 15 min)
+  slow[:DELAY[:DOC_SHARE]]  deliveries answered after DELAY (30s, at most 1h), documents too at DOC_SHARE (0.5)
+  flaky[:P]                 502/503/504 with probability P (0.5) in (0, 1]
+  limited[:RETRY_AFTER]     429 with Retry-After (60s, whole seconds) and X-RateLimit-*
+  gone                      410 for everything (Tombstones for documents)
+  nxdomain                  the crowd's DNS answers NXDOMAIN
+  tls-expired, tls-wrong-name  an expired certificate, or one for wrong-name.invalid
+(README: "Weather")`
 
 // weatherValue is --weather read once into a weather.Spec; a spec that
 // cannot be read is refused as the flag is set, its error naming the rule.

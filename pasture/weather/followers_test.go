@@ -76,6 +76,7 @@ func TestRankByFollowers(t *testing.T) {
 		{"ties by name", map[string]int{"flood9.test": 2, "flood10.test": 2, "flood3.test": 2}, "flood10.test,flood3.test,flood9.test"},
 		// Origins without followers are not ranked.
 		{"none left out", map[string]int{"flood1.test": 0, "flood2.test": 1}, "flood2.test"},
+		// No follow graph at all: nothing ranked.
 		{"empty", nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
