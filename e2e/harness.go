@@ -18,7 +18,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -38,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
 // InCI reports whether the tests run in CI (CI=true), where a missing tool is a failure, not a skip.
@@ -351,7 +352,7 @@ const ReadyTimeout = 60 * time.Second
 type Process struct {
 	Cmd *exec.Cmd
 
-	out      *syncBuffer
+	out      *crowdtest.SyncBuffer
 	done     chan struct{}
 	err      error // Wait's result, valid once done is closed
 	stopOnce sync.Once
@@ -370,24 +371,6 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writers and the test's readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // StartProcess starts cmd in a process group of its own, captures its output (also passed on to
 // any Stdout/Stderr the caller set), and waits until ready returns nil (ready may be nil: no
 // wait), failing the test if the process exits first or ReadyTimeout passes. At cleanup it stops
@@ -395,7 +378,7 @@ func (s *syncBuffer) String() string {
 // If the test binary dies, the process gets SIGKILL (parent-death signal).
 func StartProcess(t testing.TB, cmd *exec.Cmd, ready ReadyFunc) *Process {
 	t.Helper()
-	p := &Process{Cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{Cmd: cmd, out: &crowdtest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = teeTo(p.out, cmd.Stdout)
 	cmd.Stderr = teeTo(p.out, cmd.Stderr)
 	if cmd.SysProcAttr == nil {

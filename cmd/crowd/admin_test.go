@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -84,32 +83,12 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for a command's goroutines to write
-// while the test reads it: a command is handed writers, not the process's
-// standard streams, so tests running it side by side see only their own.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // keptStderr is a writer for a command whose output the test does not
 // check (a crowd serving in the background): shown in the test's log if the
 // test fails, so the failure comes with the crowd's side of it.
 func keptStderr(t *testing.T, name string) io.Writer {
 	t.Helper()
-	var b syncBuffer
+	var b crowdtest.SyncBuffer
 	t.Cleanup(func() {
 		if t.Failed() && b.String() != "" {
 			t.Logf("%s's output:\n%s", name, b.String())
@@ -128,7 +107,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // runCLIContext is runCLI with ctx (a test cancels it to play Ctrl-C).
 func runCLIContext(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb crowdtest.SyncBuffer
 	code = execute(ctx, args, &out, &errb)
 	return code, out.String(), errb.String()
 }

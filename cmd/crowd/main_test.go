@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/internal/crowdtest"
 	"github.com/crowdfed/crowd/pasture/tlsca"
 	"github.com/spf13/cobra"
 )
@@ -244,7 +245,7 @@ func TestOnlyARealTerminalIsATerminal(t *testing.T) {
 	}
 	// --log-format auto on a writer that is no terminal logs JSON to it.
 	g := &globalOptions{logLevel: "info", logFormat: "auto"}
-	var b syncBuffer
+	var b crowdtest.SyncBuffer
 	log, err := g.logger(&b)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
 // tailRun is a `crowd tail` running in the background.
@@ -29,7 +30,7 @@ func startTail(t *testing.T, args ...string) *tailRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
-	var stderr syncBuffer
+	var stderr crowdtest.SyncBuffer
 	r := &tailRun{lines: make(chan string, 100), cancel: cancel, code: make(chan int, 1), finish: stderr.String}
 	go func() {
 		sc := bufio.NewScanner(out)
