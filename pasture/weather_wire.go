@@ -35,10 +35,13 @@ func skyHandshake(sky *weather.Sky) func(name string) tlsca.Handshake {
 
 // skyLapsed tells the DNS whether an origin's domain has lapsed now
 // (nxdomain): one atomic load when clear.
-func skyLapsed(sky *weather.Sky) func(host string) bool {
-	return func(host string) bool {
+func skyLapsed(sky *weather.Sky) func() func(host string) bool {
+	return func() func(host string) bool {
 		f := sky.Now()
-		return f != nil && f.Condition(strings.ToLower(host)).Kind == weather.NXDomain
+		if f == nil {
+			return nil // clear weather: one atomic load a query
+		}
+		return func(host string) bool { return f.Condition(strings.ToLower(host)).Kind == weather.NXDomain }
 	}
 }
 

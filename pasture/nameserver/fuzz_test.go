@@ -64,7 +64,9 @@ func FuzzDNSHandler(f *testing.F) {
 
 	cfg := crowdDNSConfig()
 	cfg.Upstreams = []string{"127.0.0.2:53", "[::1]:5353"}
-	cfg.Lapsed = func(host string) bool { return host == "Flood2.TEST." } // names under it are NXDOMAIN
+	cfg.Lapsed = func() func(string) bool { // names under Flood2.TEST. are NXDOMAIN
+		return func(host string) bool { return host == "Flood2.TEST." }
+	}
 	f.Fuzz(func(t *testing.T, query, upstreamReply []byte) {
 		req := new(dns.Msg)
 		if err := req.Unpack(query); err != nil {

@@ -21,9 +21,11 @@ func TestDNSLapsedDomains(t *testing.T) {
 	cfg := crowdDNSConfig()
 	cfg.Hosts = append(cfg.Hosts, "flood3.test", "flood9.example")
 	cfg.Records["api.flood3.test"] = []net.IP{net.ParseIP("127.0.0.12")}
-	cfg.Lapsed = func(host string) bool {
-		asked.Add(1)
-		return (*lapsed.Load())[host]
+	cfg.Lapsed = func() func(string) bool {
+		return func(host string) bool {
+			asked.Add(1)
+			return (*lapsed.Load())[host]
+		}
 	}
 	addr := startDNS(t, "127.0.0.1:0", mustDNSHandler(t, cfg))
 

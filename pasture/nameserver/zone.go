@@ -85,13 +85,15 @@ type Config struct {
 	// with Advertise. It is asked once per host, when the handler is made:
 	// answers stay one map lookup at any world size.
 	HostAddresses func(host string) []net.IP
-	// Lapsed, when set, is asked at each query for one of Hosts, or a name
-	// under one, whether that host's domain has lapsed now (the host as
-	// Hosts gives it); a lapsed host and every name under it are NXDOMAIN,
-	// with the zone's SOA, until it says otherwise. Records (even one under
-	// a lapsed host, or of a host's own name), the apex and the other hosts
-	// are untouched. nil: no host ever lapses.
-	Lapsed func(host string) bool
+	// Lapsed, when set, is asked at each query for the lapse check in force
+	// now: nil when no host has lapsed (the query then walks no names), else
+	// a func asked, for a query of one of Hosts or a name under one, whether
+	// that host's domain has lapsed (the host as Hosts gives it). A lapsed
+	// host and every name under it are NXDOMAIN, with the zone's SOA, until
+	// it says otherwise. Records (even one under a lapsed host, or of a
+	// host's own name), the apex and the other hosts are untouched. nil: no
+	// host ever lapses.
+	Lapsed func() (lapsed func(host string) bool)
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -112,7 +114,7 @@ type dnsHandler struct {
 	ents      map[string]bool     // empty non-terminals inside the zone: NODATA, not NXDOMAIN
 	hosts     map[string]string   // canonical name -> the host as Config.Hosts gives it, for lapsed
 	records   map[string]bool     // names of Config.Records: never lapsed
-	lapsed    func(host string) bool
+	lapsed    func() func(host string) bool
 	upstreams []string
 	skipped   []string // upstreams dropped because they are the crowd itself
 	ttl       uint32
@@ -357,8 +359,10 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 		return m.SetRcode(req, dns.RcodeRefused)
 	}
 	name := strings.ToLower(dns.Fqdn(q.Name))
-	if h.lapsed != nil && h.lapsedName(name) {
-		return h.nxdomain(req, name)
+	if h.lapsed != nil {
+		if lapsed := h.lapsed(); lapsed != nil && h.lapsedName(name, lapsed) {
+			return h.nxdomain(req, name)
+		}
 	}
 	addrs, isAddr := h.addrs[name]
 	apex := h.zone != "" && name == h.zone
@@ -401,14 +405,14 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 }
 
 // lapsedName reports whether name (canonical) is a host whose domain has
-// lapsed, or a name under one; records are never lapsed.
-func (h *dnsHandler) lapsedName(name string) bool {
+// lapsed by lapsed, or a name under one; records are never lapsed.
+func (h *dnsHandler) lapsedName(name string, lapsed func(host string) bool) bool {
 	if h.records[name] {
 		return false
 	}
 	for n := name; n != "" && n != "."; n = dnsParent(n) {
 		if host, ok := h.hosts[n]; ok {
-			return h.lapsed(host)
+			return lapsed(host)
 		}
 	}
 	return false
