@@ -44,6 +44,7 @@ type Deliveries struct {
 	npending  int
 	failed    int64
 	lost      uint64
+	attempts  []Attempt // every attempt seen, for UnderWeather
 }
 
 // NewDeliveries expects each persona's posts at the crowd actors that

@@ -3,8 +3,10 @@ package loadrun
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,9 @@ type watch struct {
 	stopFlood  context.CancelFunc
 	posting    sync.WaitGroup
 	homeDone   chan audience.HomeStats
+	// weather is each origin's weather at the flood's start (host →
+	// condition), for the deliveries' account.
+	weather map[string]string
 }
 
 // Start wraps the flood's transport to see each Create go out, and starts
@@ -38,7 +43,7 @@ func (a *audienceObserver) Start(ctx context.Context, tr http.RoundTripper) (htt
 			follows[name] = append(follows[name], f.ID)
 		}
 	}
-	w := &watch{vis: audience.NewVisibility(follows), dl: audience.NewDeliveries(a.followers)}
+	w := &watch{vis: audience.NewVisibility(follows), dl: audience.NewDeliveries(a.followers), weather: a.weatherNow(ctx)}
 	a.stats.Seconds = time.Since(a.start).Seconds()
 	streamCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopStream = stop
@@ -69,7 +74,9 @@ func (a *audienceObserver) stream(ctx context.Context, w *watch) error {
 	if a.env.Admin == nil || len(a.followers) == 0 {
 		return nil
 	}
-	stream, err := a.env.Admin.Stream(ctx, adminapi.StreamQuery{Filter: adminapi.Filter{Type: "Create", Direction: adminapi.DirIn}})
+	// Every incoming entry: the Creates, and the attempts the weather
+	// refused before a request was read (which name no type).
+	stream, err := a.env.Admin.Stream(ctx, adminapi.StreamQuery{Filter: adminapi.Filter{Direction: adminapi.DirIn}})
 	if err != nil {
 		return fmt.Errorf("following the crowd's activity log: %w", err)
 	}
@@ -79,14 +86,59 @@ func (a *audienceObserver) stream(ctx context.Context, w *watch) error {
 			if ev.Lost > 0 {
 				w.dl.Lost(ev.Lost)
 			}
-			e := ev.Entry
-			if e.Verdict == adminapi.VerdictAccepted {
-				w.dl.Arrived(audience.Arrival{Time: e.Time, Inbox: e.URL, ID: e.ID, Object: e.Object})
-			}
+			observeEntry(w.dl, ev.Entry)
 			return nil
 		})
 	})
 	return nil
+}
+
+// observeEntry hands an entry of the crowd's log to the deliveries: a
+// Create is an attempt (and an arrival when the inbox accepted it); an
+// entry of no request read (Method "") that the weather refused is an
+// attempt that named no activity.
+func observeEntry(dl *audience.Deliveries, e adminapi.Entry) {
+	refused := e.Method == "" && e.Weather != ""
+	if !strings.EqualFold(e.Type, "Create") && !refused {
+		return
+	}
+	accepted := e.Verdict == adminapi.VerdictAccepted
+	dl.Attempted(audience.Attempt{Time: e.Time, Host: inboxHost(e.URL), ID: e.ID, Object: e.Object,
+		Status: e.Status, Weather: e.Weather, Accepted: accepted})
+	if accepted {
+		dl.Arrived(audience.Arrival{Time: e.Time, Inbox: e.URL, ID: e.ID, Object: e.Object})
+	}
+}
+
+// inboxHost is the host of a logged URL ("flood3.test/users/a/inbox", or
+// the host alone).
+func inboxHost(u string) string {
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		u = rest
+	}
+	host, _, _ := strings.Cut(u, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(host)
+}
+
+// weatherNow is each origin's weather on the attached crowd now (host →
+// condition); none when there is no admin API or it cannot say.
+func (a *audienceObserver) weatherNow(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	if a.env.Admin == nil {
+		return out
+	}
+	info, err := a.env.Admin.Weather(ctx)
+	if err != nil {
+		a.log.Debug("reading the crowd's weather for the deliveries' account", zap.Error(err))
+		return out
+	}
+	for _, o := range info.Origins {
+		out[strings.ToLower(o.Host)] = o.Condition
+	}
+	return out
 }
 
 // Finish stops the probes and posts, drains (probes on until every
@@ -104,6 +156,11 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 	if rec == nil || path == "" {
 		return Addition{}, nil // the flood made no record: nothing to add to
 	}
+	under, err := w.dl.UnderWeather(audience.HistoryOf(rec.Start, rec.End, w.weather, rec.Weather), drainEnd)
+	if err != nil {
+		return Addition{}, fmt.Errorf("the deliveries under the weather: %w", err)
+	}
+	rec.Deliveries = under
 	sweep := a.sweep(ctx, w)
 	section := &audience.RunSection{Schema: audience.RunSchema, Version: audience.RunVersion, SUT: a.client.Base(),
 		Follows: a.cfg.Follows, Followers: a.cfg.Followers, ProbeHz: a.cfg.ProbeHz, Setup: a.stats, Home: home,
@@ -130,6 +187,9 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 		fmt.Fprintln(a.stdout)
 		if err := audience.WriteSummary(a.stdout, section); err != nil {
 			return err
+		}
+		for _, l := range rec.Deliveries.Lines() {
+			fmt.Fprintln(a.stdout, l)
 		}
 		_, err := fmt.Fprintf(a.stdout, "run record: %s\n", path)
 		return err
@@ -183,10 +243,12 @@ func (a *audienceObserver) sweep(ctx context.Context, w *watch) *audience.SweepS
 }
 
 // postEvery makes persona p post every PostEvery until ctx ends, the i-th
-// persona offset by i/n of the period so the posts spread.
+// of n personas first at (i+½)/n of the period, so the posts spread and
+// none is made at the flood's first instant (when a weather timeline's
+// change at +0s is being put in force).
 func (a *audienceObserver) postEvery(ctx context.Context, p audience.Persona, i int, dl *audience.Deliveries) {
 	every := a.cfg.PostEvery
-	next := time.Now().Add(every * time.Duration(i) / time.Duration(len(a.personas)))
+	next := time.Now().Add(every * time.Duration(2*i+1) / time.Duration(2*len(a.personas)))
 	for k := a.cfg.Posts + 1; ; k++ {
 		select {
 		case <-ctx.Done():

@@ -50,6 +50,9 @@ func Merge(recs ...*Record) (*Record, error) {
 	if err := mergeWeather(out, recs); err != nil {
 		return nil, err
 	}
+	if err := mergeDeliveries(out, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

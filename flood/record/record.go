@@ -218,6 +218,10 @@ type Record struct {
 	// Weather is the weather timeline the run put in force on the crowd
 	// (weather.go); nil without one.
 	Weather *Weather `json:"weather,omitempty"`
+	// Deliveries is what the SUT's own deliveries to the crowd did under
+	// the weather (deliveries.go): a `crowd run` with posting personas
+	// and weather fills it; nil otherwise.
+	Deliveries *Deliveries `json:"deliveries,omitempty"`
 }
 
 // Record turns a Result into a run record. The engine's own facts (rate,

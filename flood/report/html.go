@@ -198,6 +198,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 	if p.Plots, err = htmlPlots(r); err != nil {
 		return nil, err
 	}
+	p.Plots = append(p.Plots, deliveriesPlot(r)...)
 	return p, nil
 }
 
@@ -290,6 +291,18 @@ func htmlPlots(r *record.Record) ([]htmlPlot, error) {
 			"by completion, and sends dropped for lack of a free slot by intended time.",
 		SVG: statusTimePlot(r),
 	}}, nil
+}
+
+// deliveriesPlot is the plot of the SUT's delivery attempts under the
+// weather, when the record has them.
+func deliveriesPlot(r *record.Record) []htmlPlot {
+	if r.Deliveries == nil || len(r.Deliveries.Attempts) == 0 {
+		return nil
+	}
+	return []htmlPlot{{ID: "plot-attempts", Title: "Delivery attempts by weather",
+		Caption: "Per second: the SUT's delivery attempts the crowd received, by the weather of the origin they met " +
+			"(a refused connection or lookup counts once per attempt). " + r.Deliveries.Summary() + ".",
+		SVG: attemptsPlot(r.Deliveries)}}
 }
 
 // --- plots -----------------------------------------------------------------

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -16,23 +15,9 @@ func TestSecurityShown(t *testing.T) {
 	r.Security = &record.Security{}
 	r.Security.Add("body", "https://flood1.test/users/alice/notes/1/activity", "https://sut.test/inbox", record.Class202, 202)
 	r.Security.Add("date", "https://flood1.test/users/bob/notes/2/activity", "https://sut.test/inbox", record.Class401, 401)
-	for _, tc := range []struct {
-		name  string
-		write func(*bytes.Buffer) error
-		want  []string
-	}{
+	checkRenderings(t, []rendering{
 		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{"scenario forgery", "SECURITY: 1 forged request(s) accepted, effect unknown", "<- ACCEPTED, EFFECT UNKNOWN", "finding: body forgery https://flood1.test/users/alice/notes/1/activity answered 202"}},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"**Forged requests: 2 sent", "- finding: body forgery"}},
 		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{`id="security"`, "scenario forgery", "finding: body forgery"}},
-	} {
-		var b bytes.Buffer
-		if err := tc.write(&b); err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(b.String(), w) {
-				t.Errorf("%s lacks %q:\n%s", tc.name, w, b.String())
-			}
-		}
-	}
+	})
 }

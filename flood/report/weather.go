@@ -2,6 +2,9 @@ package report
 
 import (
 	"fmt"
+	"html/template"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,18 +58,73 @@ func writeWeather(b *strings.Builder, r *record.Record) {
 	for _, l := range weatherLines(r.Weather) {
 		fmt.Fprintln(b, l)
 	}
+	for _, l := range r.Deliveries.Lines() {
+		fmt.Fprintln(b, l)
+	}
 }
 
 // writeWeatherMarkdown is writeWeather for a pull request: the heading in
 // bold, a list item per change.
 func writeWeatherMarkdown(b *strings.Builder, r *record.Record) {
-	lines := weatherLines(r.Weather)
-	if len(lines) == 0 {
-		return
+	for _, lines := range [][]string{weatherLines(r.Weather), r.Deliveries.Lines()} {
+		if len(lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "**%s**\n\n", record.EscapeMarkdown(strings.ToUpper(lines[0][:1])+lines[0][1:]))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(b, "- %s\n", record.EscapeMarkdown(strings.TrimSpace(l)))
+		}
+		b.WriteString("\n")
 	}
-	fmt.Fprintf(b, "**%s**\n\n", record.EscapeMarkdown(strings.ToUpper(lines[0][:1])+lines[0][1:]))
-	for _, l := range lines[1:] {
-		fmt.Fprintf(b, "- %s\n", record.EscapeMarkdown(strings.TrimSpace(l)))
+}
+
+// classColors are the attempts plot's colours by weather class; a class
+// not listed is grey.
+func classColor(class string) string {
+	switch class {
+	case "clear":
+		return "#2ca02c"
+	case "down":
+		return "#d62728"
+	case "blackhole":
+		return "#000000"
+	case "slow":
+		return "#ff7f0e"
+	case "flaky":
+		return "#9467bd"
+	case "limited":
+		return "#e377c2"
+	case "gone":
+		return "#8c564b"
+	case "nxdomain":
+		return "#17becf"
 	}
-	b.WriteString("\n")
+	return "#7f7f7f"
+}
+
+// attemptsPlot draws the delivery attempts the crowd received per second,
+// a line per weather class.
+func attemptsPlot(d *record.Deliveries) template.HTML {
+	last := 1
+	classes := map[string]bool{}
+	for _, t := range d.Attempts {
+		last = max(last, t.T)
+		for k := range t.ByClass {
+			classes[k] = true
+		}
+	}
+	p := &svgPlot{id: "plot-attempts", title: "Delivery attempts by weather", x: linearAxis(float64(last), secondsLabel),
+		xName: "time since start", yName: "attempts per second"}
+	hi := 0.0
+	for _, class := range slices.Sorted(maps.Keys(classes)) {
+		s := series{name: class, color: classColor(class)}
+		for _, t := range d.Attempts {
+			n := float64(t.ByClass[class])
+			s.pts = append(s.pts, point{float64(t.T) - 0.5, n})
+			hi = max(hi, n)
+		}
+		p.lines = append(p.lines, s)
+	}
+	p.y = linearAxis(hi, numLabel)
+	return p.render()
 }

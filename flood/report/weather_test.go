@@ -23,11 +23,7 @@ func TestWeatherShown(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		r.Weather.Changes[1].Origins = append(r.Weather.Changes[1].Origins, record.WeatherOrigin{Host: fmt.Sprintf("flood%d.test", i), Condition: "slow:1m0s:0.5"})
 	}
-	for _, tc := range []struct {
-		name  string
-		write func(*bytes.Buffer) error
-		want  []string
-	}{
+	checkRenderings(t, []rendering{
 		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{
 			"weather timeline: 4 change(s), starting over every 4m0s; 1 REFUSED by the crowd",
 			"  +1m0s    down=@followers: down 1, clear 19 (flood7.test down)",
@@ -36,7 +32,57 @@ func TestWeatherShown(t *testing.T) {
 			"  +10m0s   clear: clear 20\n"}},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{
 			"**Weather timeline: 4 change(s)", "- +1m0s    down=@followers: down 1, clear 19"}},
-	} {
+	})
+	r.Weather = nil
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "weather") {
+		t.Errorf("a run without a timeline shows one (%v):\n%s", err, b.String())
+	}
+}
+
+// TestDeliveriesShown: a record with the SUT's deliveries under the
+// weather shows them in the table and the Markdown (a line per origin, the
+// observed schedule, the verdict and its rule) and plots the attempts in
+// the HTML page; one without shows none of it.
+func TestDeliveriesShown(t *testing.T) {
+	r := reportRecord(t)
+	r.Deliveries = &record.Deliveries{
+		Origins: []record.OriginDeliveries{{Host: "flood1.test", Conditions: []string{"clear", "down", "clear"}, Class: "down",
+			Attempts: 4, PerHour: 1200, DeliveredAfterRecovery: 1,
+			Recovery: &record.Recovery{AtS: 14, Backlog: 1, PeakPerS: 1, DrainS: 2.5},
+			Activities: []record.ActivityAttempts{{ID: "https://sut.test/p/1",
+				Attempts:   []record.Attempt{{AtS: 0.01, Weather: "down"}, {AtS: 0.4, Weather: "down"}, {AtS: 1.2, Status: 202}},
+				IntervalsS: []float64{0.39, 0.8}, Outcome: record.OutcomeAfterRecovery, DeliveredOn: 3, AfterRecoveryS: 2.5}}}},
+		Isolation: record.Isolation{Verdict: record.VerdictBlocking, BaselineP95US: 400000, WeatherP95US: 38000000, Ratio: 95,
+			Rule: record.IsolationRule()},
+		Attempts: []record.AttemptTick{{T: 1, ByClass: map[string]int{"clear": 3}}, {T: 2, ByClass: map[string]int{"down": 2}}},
+	}
+	want := []string{"flood1.test clear → down → clear: 4 attempts (1200/h in weather); schedule at post +0.01s (-), +0.39s (-), +0.8s (202)",
+		"cleared at +14s: backlog 1, peak 1/s, drained in 2.5 s", "healthy p95 400ms clear, 38s under weather (95.0×): head-of-line blocking"}
+	checkRenderings(t, []rendering{
+		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, append(want, "rule: head-of-line blocking when")},
+		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"**Deliveries under the weather:", "- flood1.test"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{`id="plot-attempts"`, "head-of-line blocking"}},
+	})
+	r.Deliveries = nil
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil || strings.Contains(b.String(), "plot-attempts") {
+		t.Errorf("a run without deliveries plots them (%v)", err)
+	}
+}
+
+// rendering is one way a record is written for people, and what it must
+// contain.
+type rendering struct {
+	name  string
+	write func(*bytes.Buffer) error
+	want  []string
+}
+
+// checkRenderings writes each rendering and reports what it lacks.
+func checkRenderings(t *testing.T, cases []rendering) {
+	t.Helper()
+	for _, tc := range cases {
 		var b bytes.Buffer
 		if err := tc.write(&b); err != nil {
 			t.Fatal(err)
@@ -46,10 +92,5 @@ func TestWeatherShown(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", tc.name, w, b.String())
 			}
 		}
-	}
-	r.Weather = nil
-	var b bytes.Buffer
-	if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "weather") {
-		t.Errorf("a run without a timeline shows one (%v):\n%s", err, b.String())
 	}
 }

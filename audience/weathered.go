@@ -1,0 +1,237 @@
+package audience
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// maxAttempts bounds the delivery attempts kept for the weather's account.
+const maxAttempts = 200000
+
+// refusedTogether is how close in time two refused connections or lookups
+// of one origin must be to count as one attempt: a client's one try can
+// make several (an A and an AAAA query, a second address), and a retry
+// policy waits far longer than this between tries.
+const refusedTogether = 250 * time.Millisecond
+
+// Attempt is one delivery attempt at one of the crowd's origins, as the
+// crowd's activity log has it: an inbox request (answered by the inbox or
+// by the origin's weather) or a connection, handshake or lookup the
+// weather refused before any request was read (ID empty).
+type Attempt struct {
+	Time time.Time
+	Host string // the receiving origin, lower case
+	// ID and Object are the activity's and its object's ids, when a
+	// request was read.
+	ID, Object string
+	// Status is the crowd's answer (0: none); Weather the origin's weather
+	// as the crowd logged it ("" clear); Accepted that the inbox took it.
+	Status   int
+	Weather  string
+	Accepted bool
+}
+
+// Attempted keeps a delivery attempt for UnderWeather (one that the inbox
+// accepted is also an arrival: pass it to Arrived too).
+func (d *Deliveries) Attempted(a Attempt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.attempts) < maxAttempts {
+		a.Host = strings.ToLower(a.Host)
+		d.attempts = append(d.attempts, a)
+	}
+}
+
+// WeatherHistory is the crowd's weather over a run: what was in force at
+// its start, then each change, each replacing the whole weather.
+type WeatherHistory struct {
+	// Start is the flood's start: the record's offsets count from it.
+	Start time.Time
+	// Initial is each origin's condition at the start, as a spec writes
+	// it; origins not listed were clear.
+	Initial map[string]string
+	// Changes are the changes in force, in order.
+	Changes []WeatherShift
+}
+
+// WeatherShift is a change of the whole weather at At: Origins (host →
+// condition) are in weather, every other origin is clear.
+type WeatherShift struct {
+	At      time.Time
+	Origins map[string]string
+}
+
+// HistoryOf is the weather of a run: initial was in force before it;
+// w (the record's timeline, nil for none) changed it from start on, and
+// the run put initial back at end.
+func HistoryOf(start, end time.Time, initial map[string]string, w *record.Weather) WeatherHistory {
+	h := WeatherHistory{Start: start, Initial: initial}
+	if w == nil {
+		return h
+	}
+	for _, c := range w.Changes {
+		if c.Error != "" {
+			continue
+		}
+		s := WeatherShift{At: start.Add(time.Duration(c.AtS * float64(time.Second))), Origins: map[string]string{}}
+		for _, o := range c.Origins {
+			s.Origins[strings.ToLower(o.Host)] = o.Condition
+		}
+		h.Changes = append(h.Changes, s)
+	}
+	if len(h.Changes) > 0 && !end.IsZero() {
+		h.Changes = append(h.Changes, WeatherShift{At: end, Origins: initial})
+	}
+	return h
+}
+
+// at is host's condition at t ("" clear).
+func (h WeatherHistory) at(host string, t time.Time) string {
+	c := h.Initial[host]
+	for _, s := range h.Changes {
+		if s.At.After(t) {
+			break
+		}
+		c = s.Origins[host]
+	}
+	return c
+}
+
+// anyAt reports whether some origin was in weather at t.
+func (h WeatherHistory) anyAt(t time.Time) bool {
+	n := len(h.Initial)
+	for _, s := range h.Changes {
+		if s.At.After(t) {
+			break
+		}
+		n = len(s.Origins)
+	}
+	return n > 0
+}
+
+// phase is one stretch of an origin's weather.
+type phase struct {
+	from      time.Time
+	condition string
+}
+
+// phases are host's stretches of weather from the start on.
+func (h WeatherHistory) phases(host string) []phase {
+	out := []phase{{h.Start, h.Initial[host]}}
+	for _, s := range h.Changes {
+		if c := s.Origins[host]; c != out[len(out)-1].condition {
+			out = append(out, phase{s.At, c})
+		}
+	}
+	return out
+}
+
+// weathered is every origin that had weather during the run, sorted.
+func (h WeatherHistory) weathered() []string {
+	set := map[string]bool{}
+	for host := range h.Initial {
+		set[host] = true
+	}
+	for _, s := range h.Changes {
+		for host := range s.Origins {
+			set[host] = true
+		}
+	}
+	hosts := make([]string, 0, len(set))
+	for host := range set {
+		hosts = append(hosts, host)
+	}
+	slices.Sort(hosts)
+	return hosts
+}
+
+// kindOf is a condition's kind, "clear" for none: "slow:30s" → "slow".
+func kindOf(condition string) string {
+	if condition == "" {
+		return "clear"
+	}
+	k, _, _ := strings.Cut(condition, ":")
+	return k
+}
+
+// UnderWeather is what the SUT's deliveries did in the weather h, up to end
+// (the drain's end): per origin in weather, its attempts linked by
+// activity, their outcomes and its recovery; the healthy origins'
+// latency under the weather beside the clear phase, judged
+// (record.Isolate); and the attempts per second by weather. Nil when no
+// origin had weather.
+func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deliveries, error) {
+	hosts := h.weathered()
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	attempts := slices.Clone(d.attempts)
+	slices.SortStableFunc(attempts, func(a, b Attempt) int { return a.Time.Compare(b.Time) })
+	attempts = groupRefused(attempts)
+	byHost := map[string][]Attempt{}
+	for _, a := range attempts {
+		byHost[a.Host] = append(byHost[a.Host], a)
+	}
+	out := &record.Deliveries{Origins: []record.OriginDeliveries{}}
+	for _, host := range hosts {
+		out.Origins = append(out.Origins, d.originUnder(h, host, byHost[host], end))
+	}
+	healthy, err := d.healthy(h, hosts)
+	if err != nil {
+		return nil, err
+	}
+	out.Healthy = healthy
+	out.Isolation = record.Isolate(healthy)
+	out.Attempts = attemptTicks(h.Start, end, attempts)
+	return out, nil
+}
+
+// groupRefused drops refused entries (no request read) that follow one of
+// the same origin within refusedTogether: one attempt each. attempts are
+// sorted by time.
+func groupRefused(attempts []Attempt) []Attempt {
+	last := map[string]time.Time{}
+	out := attempts[:0:0]
+	for _, a := range attempts {
+		if a.ID == "" {
+			if t, ok := last[a.Host]; ok && a.Time.Sub(t) < refusedTogether {
+				last[a.Host] = a.Time
+				continue
+			}
+			last[a.Host] = a.Time
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// owedTo is the posts owed to host (an expected follower lives there), in
+// the order they were posted.
+func (d *Deliveries) owedTo(host string) []*post {
+	var out []*post
+	for _, p := range d.order {
+		for _, f := range p.expected {
+			if f.host() == host {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// postOf is the post an attempt's activity delivers, nil if none.
+func (d *Deliveries) postOf(a Attempt) *post {
+	if p := d.posts[a.Object]; p != nil {
+		return p
+	}
+	return d.posts[strings.TrimSuffix(a.ID, "/activity")]
+}
+
+// seconds is d in seconds, rounded to the millisecond.
+func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

@@ -1,0 +1,331 @@
+package record
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// The isolation rule: healthy deliveries suffered head-of-line blocking
+// when their p95 under the weather is at least IsolationRatio times the
+// clear phase's and at least IsolationFloor more. The floor keeps a few
+// milliseconds' jitter on a fast SUT from reading as blocking.
+const (
+	IsolationRatio = 3.0
+	IsolationFloor = time.Second
+	// IsolationMinimum is the fewest deliveries each phase needs for a
+	// verdict.
+	IsolationMinimum = 5
+)
+
+// Verdicts of an Isolation.
+const (
+	VerdictIsolated = "isolated"
+	VerdictBlocking = "head-of-line blocking"
+	VerdictUnknown  = "not enough deliveries"
+)
+
+// Deliveries is what the SUT's own deliveries to the crowd did while some
+// of its origins were in bad weather, as the crowd received them: every
+// attempt at an origin in weather, linked by activity, and the latency of
+// the deliveries to the healthy origins beside a clear-weather phase. A
+// `crowd run` with posting personas and weather fills it; nil otherwise.
+type Deliveries struct {
+	// Origins are the origins that had weather during the run, by host.
+	Origins []OriginDeliveries `json:"origins"`
+	// Healthy are the deliveries to origins that had no weather at all.
+	Healthy HealthyDeliveries `json:"healthy"`
+	// Isolation is the verdict on Healthy (Isolate), its rule printed.
+	Isolation Isolation `json:"isolation"`
+	// Attempts are the attempts the crowd received per second of the run
+	// (from the flood's start), by the weather of the origin then.
+	Attempts []AttemptTick `json:"attempts,omitempty"`
+}
+
+// OriginDeliveries is what the SUT did to deliver to one origin in weather.
+type OriginDeliveries struct {
+	Host string `json:"host"`
+	// Conditions are the origin's weathers during the run, in order, as a
+	// spec writes them ("down", then "clear" when it recovered).
+	Conditions []string `json:"conditions"`
+	// Class is the kind of its first bad weather ("down", "slow"…).
+	Class string `json:"class"`
+	// Attempts is every delivery attempt the crowd received at it (a
+	// refused connection or lookup counts once per attempt, however many
+	// entries it made); Unlinked those not tied to one activity.
+	Attempts int `json:"attempts"`
+	Unlinked int `json:"unlinked,omitempty"`
+	// PerHour is the attempts per hour while it was in bad weather: whether
+	// the SUT stops trying a dead origin.
+	PerHour float64 `json:"attempts_per_hour"`
+	// Delivered, DeliveredAfterRecovery and Undelivered count the
+	// activities owed to it by outcome.
+	Delivered              int `json:"delivered"`
+	DeliveredAfterRecovery int `json:"delivered_after_recovery"`
+	Undelivered            int `json:"undelivered"`
+	// EarlyRetries counts attempts made before the Retry-After the crowd
+	// answered the previous one with allowed.
+	EarlyRetries int `json:"early_retries,omitempty"`
+	// Recovery is how the SUT drained its backlog once the origin's
+	// weather cleared; nil when it did not clear during the run.
+	Recovery *Recovery `json:"recovery,omitempty"`
+	// Activities are the activities owed to it, each with its attempts
+	// (at most ActivitiesKept; the counts above cover them all).
+	Activities []ActivityAttempts `json:"activities"`
+}
+
+// ActivitiesKept bounds the activities an origin lists in the record.
+const ActivitiesKept = 50
+
+// Recovery is an origin's backlog after its weather cleared.
+type Recovery struct {
+	// AtS is when it cleared, in seconds from the flood's start.
+	AtS float64 `json:"at_s"`
+	// Backlog is how many activities owed before then arrived after;
+	// PeakPerS the most of them in one second; DrainS from the recovery to
+	// the last of them.
+	Backlog  int     `json:"backlog"`
+	PeakPerS int     `json:"peak_per_s"`
+	DrainS   float64 `json:"drain_s"`
+}
+
+// ActivityAttempts is one activity's attempts at one origin: the SUT's
+// retry schedule as observed.
+type ActivityAttempts struct {
+	ID string `json:"id"`
+	// PostedS is when the SUT's post was made, from the flood's start.
+	PostedS  float64   `json:"posted_s"`
+	Attempts []Attempt `json:"attempts"`
+	// IntervalsS are the seconds between consecutive attempts.
+	IntervalsS []float64 `json:"intervals_s"`
+	// Outcome is OutcomeDelivered, OutcomeAfterRecovery or
+	// OutcomeUndelivered; DeliveredOn the attempt (from 1) that was
+	// accepted; AfterRecoveryS how long after the origin cleared.
+	Outcome        string  `json:"outcome"`
+	DeliveredOn    int     `json:"delivered_on,omitempty"`
+	AfterRecoveryS float64 `json:"after_recovery_s,omitempty"`
+	// Linked says how the attempts were tied to the activity: "id" (the
+	// request's body named it) or "origin" (refused before a request was
+	// read, while it was the only activity owed to the origin).
+	Linked string `json:"linked"`
+}
+
+// Outcomes of an ActivityAttempts.
+const (
+	OutcomeDelivered     = "delivered"
+	OutcomeAfterRecovery = "delivered_after_recovery"
+	OutcomeUndelivered   = "undelivered"
+)
+
+// Attempt is one delivery attempt as the crowd answered it.
+type Attempt struct {
+	// AtS is its arrival, in seconds from the activity's post.
+	AtS float64 `json:"at_s"`
+	// Status is the crowd's answer (0: none: a reset, a hold, a refused
+	// handshake or lookup).
+	Status int `json:"status"`
+	// Weather is the origin's weather then, as a spec writes it ("" clear).
+	Weather string `json:"weather,omitempty"`
+}
+
+// HealthyDeliveries are the deliveries owed to origins that had no weather,
+// split by when their post was made: while every origin was clear
+// (Baseline) or while some were in weather (Weather). Latency is from the
+// post's creation (the SUT's clock) to the crowd's receipt.
+type HealthyDeliveries struct {
+	Expected int64      `json:"expected"`
+	Reached  int64      `json:"reached"`
+	Baseline HistRecord `json:"baseline"`
+	Weather  HistRecord `json:"weather"`
+}
+
+// Isolation is the verdict on whether bad weather on some origins delayed
+// deliveries to the healthy ones.
+type Isolation struct {
+	Verdict string `json:"verdict"`
+	// BaselineP95US and WeatherP95US are the two phases' p95 (µs); Ratio
+	// the second over the first.
+	BaselineP95US int64   `json:"baseline_p95_us"`
+	WeatherP95US  int64   `json:"weather_p95_us"`
+	Ratio         float64 `json:"ratio"`
+	Rule          string  `json:"rule"`
+}
+
+// AttemptTick is the attempts received in one second, by weather class
+// ("clear", "down"…).
+type AttemptTick struct {
+	T       int            `json:"t"`
+	ByClass map[string]int `json:"by_class"`
+}
+
+// IsolationRule says the rule Isolate applies, for people.
+func IsolationRule() string {
+	return fmt.Sprintf("head-of-line blocking when healthy deliveries' p95 under the weather is >= %g× the clear phase's and >= %v more; each phase needs %d deliveries",
+		IsolationRatio, IsolationFloor, IsolationMinimum)
+}
+
+// Isolate judges the healthy deliveries by the isolation rule.
+func Isolate(h HealthyDeliveries) Isolation {
+	b, w := h.Baseline.Quantiles, h.Weather.Quantiles
+	iso := Isolation{Verdict: VerdictUnknown, BaselineP95US: b.P95, WeatherP95US: w.P95, Rule: IsolationRule()}
+	if b.Count < IsolationMinimum || w.Count < IsolationMinimum {
+		return iso
+	}
+	if b.P95 > 0 {
+		iso.Ratio = float64(w.P95) / float64(b.P95)
+	}
+	iso.Verdict = VerdictIsolated
+	if float64(w.P95) >= IsolationRatio*float64(b.P95) && time.Duration(w.P95-b.P95)*time.Microsecond >= IsolationFloor {
+		iso.Verdict = VerdictBlocking
+	}
+	return iso
+}
+
+// EncodeHist is a histogram (of the flood's geometry) as a record keeps it.
+func EncodeHist(h *hdr.Histogram) (HistRecord, error) { return encodeHist(h) }
+
+// Summary is the deliveries in a line for people.
+func (d *Deliveries) Summary() string {
+	if d == nil {
+		return ""
+	}
+	var delivered, after, undelivered, attempts int
+	for _, o := range d.Origins {
+		delivered += o.Delivered
+		after += o.DeliveredAfterRecovery
+		undelivered += o.Undelivered
+		attempts += o.Attempts
+	}
+	s := fmt.Sprintf("%d origins in weather: %d attempts; %d delivered, %d after recovery, %d undelivered; healthy origins %d of %d delivered",
+		len(d.Origins), attempts, delivered, after, undelivered, d.Healthy.Reached, d.Healthy.Expected)
+	iso := d.Isolation
+	switch iso.Verdict {
+	case VerdictUnknown, "":
+		s += "; isolation: not enough deliveries to judge"
+	default:
+		s += fmt.Sprintf("; isolation: healthy p95 %v clear, %v under weather (%.1f×): %s",
+			usDuration(iso.BaselineP95US), usDuration(iso.WeatherP95US), iso.Ratio, iso.Verdict)
+	}
+	return s
+}
+
+// usDuration is µs as a duration rounded for people.
+func usDuration(us int64) time.Duration {
+	d := time.Duration(us) * time.Microsecond
+	if d >= time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}
+
+// mergeDeliveries joins the shards' deliveries: each shard serves its own
+// origins, so the origins are joined, the healthy histograms added, the
+// attempt ticks summed, and the verdict judged again on the whole.
+func mergeDeliveries(out *Record, recs []*Record) error {
+	var d *Deliveries
+	base, weather := NewHist(), NewHist()
+	ticks := map[int]map[string]int{}
+	for i, r := range recs {
+		in := r.Deliveries
+		if in == nil {
+			continue
+		}
+		if d == nil {
+			d = &Deliveries{}
+		}
+		d.Origins = append(d.Origins, in.Origins...)
+		d.Healthy.Expected += in.Healthy.Expected
+		d.Healthy.Reached += in.Healthy.Reached
+		for _, p := range []struct {
+			into *hdr.Histogram
+			from HistRecord
+		}{{base, in.Healthy.Baseline}, {weather, in.Healthy.Weather}} {
+			h, err := p.from.Decode()
+			if err != nil {
+				return fmt.Errorf("%w: record %d's healthy deliveries: %w", ErrMerge, i+1, err)
+			}
+			p.into.Merge(h)
+		}
+		for _, t := range in.Attempts {
+			if ticks[t.T] == nil {
+				ticks[t.T] = map[string]int{}
+			}
+			for k, n := range t.ByClass {
+				ticks[t.T][k] += n
+			}
+		}
+	}
+	if d == nil {
+		return nil
+	}
+	slices.SortFunc(d.Origins, func(a, b OriginDeliveries) int { return cmp.Compare(a.Host, b.Host) })
+	var err error
+	if d.Healthy.Baseline, err = encodeHist(base); err != nil {
+		return err
+	}
+	if d.Healthy.Weather, err = encodeHist(weather); err != nil {
+		return err
+	}
+	for t, by := range ticks {
+		d.Attempts = append(d.Attempts, AttemptTick{T: t, ByClass: by})
+	}
+	slices.SortFunc(d.Attempts, func(a, b AttemptTick) int { return cmp.Compare(a.T, b.T) })
+	d.Isolation = Isolate(d.Healthy)
+	out.Deliveries = d
+	return nil
+}
+
+// Lines are the deliveries as a block for people: the summary, then a line
+// per origin in weather (its weathers, its attempts, the first activity's
+// observed schedule, the outcomes, the recovery), then the isolation rule.
+func (d *Deliveries) Lines() []string {
+	if d == nil {
+		return nil
+	}
+	lines := []string{"deliveries under the weather: " + d.Summary()}
+	for _, o := range d.Origins {
+		l := fmt.Sprintf("  %s %s: %d attempts (%.0f/h in weather)", o.Host, strings.Join(o.Conditions, " → "), o.Attempts, o.PerHour)
+		if len(o.Activities) > 0 {
+			l += "; schedule " + scheduleOf(o.Activities[0])
+		}
+		l += fmt.Sprintf("; %d delivered, %d after recovery, %d undelivered", o.Delivered, o.DeliveredAfterRecovery, o.Undelivered)
+		if o.EarlyRetries > 0 {
+			l += fmt.Sprintf("; %d retries before the Retry-After", o.EarlyRetries)
+		}
+		if r := o.Recovery; r != nil {
+			l += fmt.Sprintf("; cleared at +%gs: backlog %d, peak %d/s, drained in %g s", r.AtS, r.Backlog, r.PeakPerS, r.DrainS)
+		}
+		lines = append(lines, l)
+	}
+	if d.Isolation.Rule != "" {
+		lines = append(lines, "  rule: "+d.Isolation.Rule)
+	}
+	return lines
+}
+
+// scheduleOf is an activity's observed retry schedule: "attempt 1, +0.31 s
+// (502), +0.74 s (502)…", each attempt's offset from the one before and
+// the crowd's answer ("-" for none).
+func scheduleOf(a ActivityAttempts) string {
+	parts := make([]string, 0, len(a.Attempts))
+	for i, at := range a.Attempts {
+		status := "-"
+		if at.Status != 0 {
+			status = strconv.Itoa(at.Status)
+		}
+		off := "at post +" + strconv.FormatFloat(at.AtS, 'g', 4, 64) + "s"
+		if i > 0 {
+			off = "+" + strconv.FormatFloat(a.IntervalsS[i-1], 'g', 4, 64) + "s"
+		}
+		parts = append(parts, off+" ("+status+")")
+	}
+	if len(parts) == 0 {
+		return "no attempt"
+	}
+	return strings.Join(parts, ", ")
+}
