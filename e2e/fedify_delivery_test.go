@@ -144,6 +144,11 @@ func TestFedifyDeliveryQueue(t *testing.T) {
 	}
 	// Given up after the last: no attempt more, however long the longest wait.
 	time.Sleep(2*time.Duration(d.Policy.MaxDelayMs)*time.Millisecond + 500*time.Millisecond)
+	// The workers: a black hole holds one for the whole timeout while the others go on, and
+	// never more than --delivery-workers are in flight.
+	if n := mostInFlight(t, attemptsWhere(t, f, func(a deliveryAttempt) bool { return a.Activity == create })); n < 2 || n > d.Workers {
+		t.Errorf("at most %d of the Create's attempts in flight at once, want 2 to %d (the workers)", n, d.Workers)
+	}
 	for _, c := range []struct {
 		host     string
 		status   int    // the answer every attempt gets, 0 for none
@@ -238,4 +243,36 @@ func msBetween(t *testing.T, from, to string) float64 {
 		t.Fatalf("timestamps %q, %q: %v", from, to, err)
 	}
 	return float64(b.Sub(a)) / float64(time.Millisecond)
+}
+
+// mostInFlight is the most attempts in flight at once. The most overlap
+// at the start of one of them, so it counts, at each start, the attempts
+// started by then and not yet ended (one ending the millisecond another
+// starts does not overlap it).
+func mostInFlight(t *testing.T, attempts []deliveryAttempt) int {
+	t.Helper()
+	type span struct{ start, end time.Time }
+	spans := make([]span, len(attempts))
+	for i, a := range attempts {
+		if a.EndedAt == nil {
+			t.Fatalf("attempt still in flight: %+v", a)
+		}
+		start, err1 := time.Parse(time.RFC3339Nano, a.StartedAt)
+		end, err2 := time.Parse(time.RFC3339Nano, *a.EndedAt)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("attempt %+v: %v", a, err)
+		}
+		spans[i] = span{start, end}
+	}
+	most := 0
+	for _, at := range spans {
+		n := 0
+		for _, s := range spans {
+			if !s.start.After(at.start) && s.end.After(at.start) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
