@@ -6,6 +6,16 @@
 // It serves HTTPS (node:https; a certificate issued by the crowd's CA) on --listen for --domain,
 // and a plain-HTTP JSON control API on --control (loopback) that tests use to drive it and read
 // what it verified. See README.md in this folder for the flags and the control API.
+//
+// Outbound deliveries (Accepts, Follows, Undos, posts to followers) go through Fedify's retrying
+// outbox queue, set up by the --delivery-* and --retry-* flags (delivery.mjs) and reported with
+// every attempt by GET /delivery. The schedule, Fedify 1.5.9's own (createExponentialBackoffPolicy
+// and #listenOutboxMessage): attempts are numbered from 0, the first send. After attempt k fails (a
+// network error, a timeout, any status but 2xx), the retry waits round(initialDelay · factor^k ·
+// (1 + U[0,1))) capped at maxDelay: within [initialDelay·factor^k, 2·initialDelay·factor^k] (the
+// upper end reachable only by the rounding). After attempt k = maxAttempts fails it gives up: at
+// most maxAttempts retries, maxAttempts + 1 attempts in all. The wait runs from the failure to the
+// re-enqueue; with every worker busy, the attempt starts when one is free.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -17,8 +27,9 @@ import { configure, getConsoleSink } from '@logtape/logtape';
 import {
   Accept, Activity, Announce, Application, Create, Delete, Endpoints, Follow, Like, Note, Person, PUBLIC_COLLECTION,
   Reject, Undo, Update, createExponentialBackoffPolicy, createFederation, generateCryptoKeyPair,
-  InProcessMessageQueue, isActor, MemoryKvStore, CryptographicKey, fetchKey,
+  isActor, MemoryKvStore, CryptographicKey, fetchKey,
 } from '@fedify/fedify';
+import { deliveryHelp, deliveryOptions, newDelivery, parseDeliveryFlags, backoffOptions } from './delivery.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Flags (each also readable from the environment as PEER_<NAME>, upper-case, '-' -> '_').
@@ -38,6 +49,7 @@ const { values: opts } = parseArgs({
     'log-level': { type: 'string' },
     'rsa-bits': { type: 'string' },
     'forgery-mode': { type: 'string' },
+    ...deliveryOptions,
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -69,7 +81,7 @@ if (opts.help) {
                        | keep-body (a request whose Digest does not match its body is verified
                        over its signed headers alone, as go-fed/httpsig does, and kept: the
                        note stored as the actor's post, the Like, boost or Follow counted)
-Every flag can also be given as PEER_<FLAG> in the environment (PEER_FOLLOW_POLICY=...).
+${deliveryHelp}Every flag can also be given as PEER_<FLAG> in the environment (PEER_FOLLOW_POLICY=...).
 Trust the crowd's CA with NODE_EXTRA_CA_CERTS=ca.pem.
 `);
   process.exit(0);
@@ -81,6 +93,16 @@ function splitHostPort(s, what) {
   if (!m) throw new Error(`--${what}: want HOST:PORT, got ${JSON.stringify(s)}`);
   return { host: m[1], port: Number(m[2]) };
 }
+
+// Read first, so that a bad value is named even when the rest of the command line is missing.
+let deliveryConfig;
+try {
+  deliveryConfig = parseDeliveryFlags(flag);
+} catch (e) {
+  process.stderr.write(`fedify-peer: ${e.message}\n`);
+  process.exit(2);
+}
+const delivery = newDelivery(deliveryConfig);
 
 const domain = flag('domain', 'sut.test').toLowerCase();
 const listen = splitHostPort(flag('listen', '127.0.0.2:443'), 'listen');
@@ -217,7 +239,8 @@ function remember(list, item, max = MAX_LIST) { list.push(item); if (list.length
 // compares what the crowd counted as fetched back with what this SUT says it fetched.
 /** [{at, method, url, signed, status, error}], oldest first: requests to other hosts. */
 const fetches = [];
-const realFetch = globalThis.fetch;
+// Inside it, delivery POSTs are logged per attempt and, with --delivery-timeout-ms, time out.
+const realFetch = delivery.wrapFetch(globalThis.fetch);
 globalThis.fetch = async (input, init) => {
   const req = input instanceof Request ? input : null;
   const url = req ? req.url : input instanceof URL ? input.href : String(input);
@@ -265,9 +288,10 @@ const federation = createFederation({
   // Outgoing deliveries (Accept, Follow, Undo) go through a retrying in-process queue, as on a
   // real server: the Follow that triggered an Accept is answered before the Accept is sent.
   // Incoming activities are processed inline, so the counters are final when the POST is answered.
-  queue: { outbox: new InProcessMessageQueue() },
+  // Its workers and retry policy come from the --delivery-* and --retry-* flags (delivery.mjs).
+  queue: { outbox: delivery.queue },
   manuallyStartQueue: true,
-  outboxRetryPolicy: createExponentialBackoffPolicy({ maxAttempts: 6, initialDelay: { milliseconds: 500 } }),
+  outboxRetryPolicy: createExponentialBackoffPolicy(backoffOptions(deliveryConfig.policy)),
   onOutboxError: (error, activity) => {
     const id = activity?.id?.href ?? null;
     remember(stats.outboxErrors, { activity: id, type: activity?.constructor?.name ?? null, error: String(error), at: new Date().toISOString() }, 1000);
@@ -1201,10 +1225,14 @@ const controlRoutes = {
     stats.reactionsRepeated = 0;
     stats.goneSelfDeletes = 0;
     fetches.length = 0;
+    delivery.reset();
     return [200, { ok: true }];
   },
   // What this server fetched from other hosts since the start or the last /stats/reset.
   'GET /fetches': async () => [200, fetches],
+  // The outbox queue's workers, timeout and retry policy as configured, and every delivery
+  // attempt (the newest 20 000) since the start or the last /stats/reset.
+  'GET /delivery': async () => [200, delivery.report()],
   // What --forgery-mode made of forged requests: those dropped after a 202, those kept.
   'GET /forgeries': async () => [200, { mode: forgeryMode, ...forgeryLog }],
   // Switches --forgery-mode and clears its log: one server plays each kind of inbox in turn.
