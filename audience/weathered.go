@@ -112,6 +112,20 @@ func (h WeatherHistory) anyAt(t time.Time) bool {
 	return n > 0
 }
 
+// firstWeather is when some origin first had weather (the start, when
+// one had it then); zero when none ever did.
+func (h WeatherHistory) firstWeather() time.Time {
+	if len(h.Initial) > 0 {
+		return h.Start
+	}
+	for _, s := range h.Changes {
+		if len(s.Origins) > 0 {
+			return s.At
+		}
+	}
+	return time.Time{}
+}
+
 // phase is one stretch of an origin's weather.
 type phase struct {
 	from      time.Time

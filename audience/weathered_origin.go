@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/crowdfed/crowd/flood/record"
 )
 
@@ -193,18 +195,25 @@ func recovery(start, recovered time.Time, backlog []time.Time) *record.Recovery 
 	return r
 }
 
-// healthy is the deliveries owed to origins never in weather, by whether
-// their post was made while every origin was clear.
+// healthy is the deliveries owed to origins never in weather; their
+// latency by whether their post was made before any origin had weather or
+// while some had (posts made after the weather cleared count in neither).
 func (d *Deliveries) healthy(h WeatherHistory, weathered []string) (record.HealthyDeliveries, error) {
 	bad := map[string]bool{}
 	for _, host := range weathered {
 		bad[host] = true
 	}
 	base, under := record.NewHist(), record.NewHist()
+	first := h.firstWeather()
 	var out record.HealthyDeliveries
 	for _, p := range d.order {
-		hist := base
-		if h.anyAt(p.created) {
+		// A post made after the weather cleared is neither: its
+		// deliveries queue behind the recovery's backlog.
+		var hist *hdr.Histogram
+		switch {
+		case p.created.Before(first):
+			hist = base
+		case h.anyAt(p.created):
 			hist = under
 		}
 		for _, f := range p.expected {
@@ -214,7 +223,9 @@ func (d *Deliveries) healthy(h WeatherHistory, weathered []string) (record.Healt
 			out.Expected++
 			if at, ok := p.reached[f.ID]; ok {
 				out.Reached++
-				record.RecordDuration(hist, at.Sub(p.created))
+				if hist != nil {
+					record.RecordDuration(hist, at.Sub(p.created))
+				}
 			}
 		}
 	}

@@ -18,8 +18,10 @@ func TestUnderWeather(t *testing.T) {
 	d := NewDeliveries(map[string][]CrowdActor{"p": {f1, f2, f3}})
 	early := Status{URI: "https://sut.test/p/1", CreatedAt: at(0)}
 	late := Status{URI: "https://sut.test/p/2", CreatedAt: at(2000)}
+	after := Status{URI: "https://sut.test/p/3", CreatedAt: at(25000)}
 	d.Posted("p", early)
 	d.Posted("p", late)
+	d.Posted("p", after)
 	attempt := func(ms int, host string, s Status, status int, weather string) {
 		a := Attempt{Time: at(ms), Host: host, Status: status, Weather: weather, Accepted: status == 202}
 		if s.URI != "" {
@@ -48,6 +50,11 @@ func TestUnderWeather(t *testing.T) {
 	attempt(6000, "flood2.test", late, 429, "limited:2s")
 	// The healthy origin takes it 2 s after the post.
 	attempt(4000, "flood3.test", late, 202, "")
+	// A post after the weather cleared (the run's end at +20 s) reaches
+	// every origin.
+	attempt(25050, "flood1.test", after, 202, "")
+	attempt(25060, "flood2.test", after, 202, "")
+	attempt(25070, "flood3.test", after, 202, "")
 
 	w := &record.Weather{Changes: []record.WeatherChange{
 		{AtS: 1, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "down"}, {Host: "flood2.test", Condition: "limited:2s"}}},
@@ -65,12 +72,12 @@ func TestUnderWeather(t *testing.T) {
 
 	// flood1: its weathers in order, 4 attempts (two refusals 50 ms apart
 	// are one), the second post linked by origin (the only one owed).
-	if !slices.Equal(down.Conditions, []string{"clear", "down", "clear"}) || down.Class != "down" || down.Attempts != 5 {
-		t.Errorf("flood1: conditions %v class %q attempts %d: want clear → down → clear, down, 5 (one before the weather)",
+	if !slices.Equal(down.Conditions, []string{"clear", "down", "clear"}) || down.Class != "down" || down.Attempts != 6 {
+		t.Errorf("flood1: conditions %v class %q attempts %d: want clear → down → clear, down, 6 (one before the weather, one after)",
 			down.Conditions, down.Class, down.Attempts)
 	}
-	if down.Delivered != 1 || down.DeliveredAfterRecovery != 1 || down.Undelivered != 0 || down.Unlinked != 0 {
-		t.Errorf("flood1 outcomes %+v: want one delivered at once, one after its recovery", down)
+	if down.Delivered != 2 || down.DeliveredAfterRecovery != 1 || down.Undelivered != 0 || down.Unlinked != 0 {
+		t.Errorf("flood1 outcomes %+v: want two delivered at once, one after its recovery", down)
 	}
 	second := down.Activities[1]
 	if second.Outcome != record.OutcomeAfterRecovery || second.DeliveredOn != 4 || second.AfterRecoveryS != 1 ||
@@ -88,8 +95,8 @@ func TestUnderWeather(t *testing.T) {
 	// flood2: the second post never delivered; one retry came early; the
 	// run put the clear weather back at its end, with nothing owed left
 	// to deliver.
-	if limited.Undelivered != 1 || limited.Delivered != 1 || limited.EarlyRetries != 1 {
-		t.Errorf("flood2 %+v: want the first post delivered, the second not, one early retry", limited)
+	if limited.Undelivered != 1 || limited.Delivered != 2 || limited.EarlyRetries != 1 {
+		t.Errorf("flood2 %+v: want the first and third posts delivered, the second not, one early retry", limited)
 	}
 	if r := limited.Recovery; r == nil || r.AtS != 20 || r.Backlog != 0 {
 		t.Errorf("flood2 recovery %+v: want cleared at the run's end (+20 s), no backlog delivered", r)
@@ -98,10 +105,11 @@ func TestUnderWeather(t *testing.T) {
 		t.Errorf("flood2's second post %+v: want its three 429s with the weather, linked by id", a)
 	}
 
-	// The healthy origin: one delivery in each phase; too few to judge.
+	// The healthy origin: one delivery in each phase, and one after the
+	// weather cleared, which is in neither; too few to judge.
 	h := got.Healthy
-	if h.Expected != 2 || h.Reached != 2 || h.Baseline.Count != 1 || h.Weather.Count != 1 || h.Weather.P50 < 1990000 {
-		t.Errorf("healthy %+v: want one delivery before the weather and one 2 s one during it", h)
+	if h.Expected != 3 || h.Reached != 3 || h.Baseline.Count != 1 || h.Weather.Count != 1 || h.Weather.P50 < 1990000 {
+		t.Errorf("healthy %+v: want one delivery before the weather, one 2 s one during it, one after", h)
 	}
 	if got.Isolation.Verdict != record.VerdictUnknown {
 		t.Errorf("isolation %+v: want no verdict on one delivery a phase", got.Isolation)
@@ -113,8 +121,8 @@ func TestUnderWeather(t *testing.T) {
 			byClass[k] += n
 		}
 	}
-	if byClass["clear"] != 5 || byClass["down"] != 3 || byClass["limited"] != 3 {
-		t.Errorf("attempts by class %v: want 5 clear, 3 down, 3 limited", byClass)
+	if byClass["clear"] != 8 || byClass["down"] != 3 || byClass["limited"] != 3 {
+		t.Errorf("attempts by class %v: want 8 clear, 3 down, 3 limited", byClass)
 	}
 }
 
