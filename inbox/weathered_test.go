@@ -56,3 +56,28 @@ func TestLogRefused(t *testing.T) {
 		})
 	}
 }
+
+// An entry the weather refused names no actor, only its host: a filter on
+// that host finds it, any other actor filter does not, and a type filter
+// (it has no activity) leaves it out.
+func TestFilterRefused(t *testing.T) {
+	e := Entry{Direction: DirIn, URL: "flood3.test", Weather: "down", Verdict: VerdictRejected, Reason: "connection reset: the origin is down"}
+	for _, c := range []struct {
+		name string
+		f    Filter
+		want bool
+	}{
+		{"its host", Filter{Actor: "flood3.test"}, true},                    // the origin the weather refused
+		{"its host in capitals", Filter{Actor: "FLOOD3.test"}, true},        // host names have no case
+		{"another host", Filter{Actor: "flood4.test"}, false},               // not this origin
+		{"an actor of its host", Filter{Actor: "alice@flood3.test"}, false}, // no actor was named
+		{"a type", Filter{Type: "Create"}, false},                           // no activity was read
+		{"incoming", Filter{Direction: DirIn}, true},                        // it is an incoming attempt
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.f.Match(&e); got != c.want {
+				t.Errorf("Match = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -7,7 +7,8 @@ import (
 
 // Sky is the weather in force, changed at run time without a restart. Its
 // readers (every request, DNS answer and TLS handshake) pay one atomic
-// load when the weather is clear. The zero Sky is clear; a nil *Sky is
+// load when the weather is clear. It also counts, by origin, what the
+// weather answered (Count, Answered). The zero Sky is clear; a nil *Sky is
 // always clear.
 type Sky struct {
 	now   atomic.Pointer[Forecast]
