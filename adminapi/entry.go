@@ -47,7 +47,14 @@ type Entry struct {
 	// Remote is the peer's address (in) or the inbox's host (out).
 	Remote string `json:"remote,omitempty"`
 	// Method and URL are the request's; URL is absolute (scheme-less for
-	// incoming requests: host + request URI).
+	// incoming requests: host + request URI). An incoming entry with
+	// Method "" read no request: the origin's weather (Weather) refused a
+	// connection, a TLS handshake or a DNS lookup on the wire (down,
+	// tls-expired, tls-wrong-name, nxdomain); URL is then the host alone
+	// ("flood3.test"), Remote the client when known, Status 0 and Reason
+	// what happened ("connection reset: the origin is down"). One attempt
+	// of a client can make several such entries (an A and an AAAA query, a
+	// connect tried again): group those of one host close in time.
 	Method string `json:"method"`
 	URL    string `json:"url"`
 	// Headers are the request's headers, secrets removed.
@@ -87,7 +94,8 @@ type Entry struct {
 	// Weather is the receiving origin's bad weather, as a spec writes its
 	// condition ("flaky:0.3"), when it answered the delivery in the inbox's
 	// stead (Status is then the crowd's answer, 0 for none: a reset or a
-	// hold) or held it before the inbox answered (a slow origin).
+	// hold) or held it before the inbox answered (a slow origin), or
+	// refused it before any request was read (Method "").
 	Weather string `json:"weather,omitempty"`
 	// WeatherHeldMS is how long a slow origin held the delivery before the
 	// inbox took it, in milliseconds; DurationMS includes it.
@@ -101,7 +109,8 @@ type Filter struct {
 	// Actor matches an entry whose Actor, Local, To or Object is this
 	// actor: an id (a #fragment is ignored), an acct ("alice@flood3.test",
 	// optionally with "acct:" or "@"), or a bare host name (every actor of
-	// that host).
+	// that host, and the connections, handshakes and lookups its weather
+	// refused: the entries with no Method, which name no actor).
 	Actor string
 	// Type is a comma-separated list of activity types (any case).
 	Type string
@@ -127,6 +136,9 @@ func (f Filter) Match(e *Entry) bool {
 		}
 	}
 	if f.Actor != "" {
+		if e.Method == "" && e.Weather != "" { // refused on the wire: only its host to go by
+			return strings.EqualFold(f.Actor, e.URL)
+		}
 		return matchActor(f.Actor, e.Actor) || matchActor(f.Actor, e.Local) ||
 			matchActor(f.Actor, e.To) || matchActor(f.Actor, e.Object)
 	}

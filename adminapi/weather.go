@@ -46,6 +46,34 @@ type WeatherInfo struct {
 	Counts map[string]int `json:"counts"`
 	// Origins are the origins in a condition other than clear, by host.
 	Origins []WeatherOrigin `json:"origins"`
+	// Answered is, for each origin that has had weather since the crowd
+	// started (whatever its weather now, clear included), what the weather
+	// answered in its stead, by host: a run tells by it whether the SUT
+	// keeps knocking at an origin that is gone or lapsed. Empty until an
+	// origin has had weather.
+	Answered map[string]WeatherAnswered `json:"answered"`
+}
+
+// WeatherAnswered counts what the weather answered for one origin since
+// the crowd started. Each counts attempts as the crowd saw them, not as
+// the SUT made them: one delivery of the SUT's can meet a reset, then a
+// retried connect, and a resolver asks for A and AAAA.
+type WeatherAnswered struct {
+	// Deliveries are POSTs to its inboxes the weather answered, held or
+	// reset (any condition, a slow origin's wait included).
+	Deliveries int64 `json:"deliveries"`
+	// Documents are its other requests (actors, keys, WebFinger…) the
+	// weather answered, held or reset: a gone origin's 410s.
+	Documents int64 `json:"documents"`
+	// Connections are TCP connections to its own address the down
+	// listener reset, before any byte was read.
+	Connections int64 `json:"connections"`
+	// Handshakes are TLS handshakes for its name refused (down) or served
+	// a broken certificate (tls-expired, tls-wrong-name).
+	Handshakes int64 `json:"handshakes"`
+	// Lookups are DNS queries for its name, or a name under it, answered
+	// NXDOMAIN (nxdomain).
+	Lookups int64 `json:"lookups"`
 }
 
 // WeatherOrigin is one origin in bad weather.

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
@@ -193,12 +194,20 @@ func TestAdminPage(t *testing.T) {
 	}
 
 	// The weather: clear at first; after `crowd weather set` (PUT /api/weather)
-	// the page, reloaded, shows the spec and the origins per condition.
+	// the page, reloaded, shows the spec and the origins per condition, each
+	// with what the weather answered for it (a fetch of the down origin's
+	// actor, reset).
 	if w := page.evalString(t, `document.getElementById("weather").innerText`); !strings.Contains(w, "clear") || !strings.Contains(w, "every origin clear (2)") {
 		t.Errorf("the weather section shows %q before any weather was set", w)
 	}
 	const spec = "down=flood2.test,slow=flood1.test:5s:0.5"
 	crowdCLI("weather", "set", "down=flood2.test,slow=flood1.test:5s")
+	fetch, _ := http.NewRequest(http.MethodGet, "http://"+plain+"/users/alice", nil)
+	fetch.Host = "flood2.test"
+	if resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(fetch); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the down origin answered %d", resp.StatusCode)
+	}
 	page.c.call(t, page.session, "Page.reload", map[string]any{}, nil)
 	page.waitUntil(t, `document.body.dataset.loaded === "yes" && document.getElementById("weather-section").dataset.spec === "`+spec+`"`)
 	var wx struct {
@@ -209,7 +218,7 @@ func TestAdminPage(t *testing.T) {
 	page.eval(t, `JSON.stringify({spec: document.querySelector("#weather .spec").textContent,
 		kinds: Object.fromEntries([...document.querySelectorAll("#weather [data-kind]")].map(d => [d.querySelector("h3").textContent, d.querySelector("ul").innerText.trim()])),
 		note: document.querySelector("#weather p").textContent})`, &wx)
-	if want := map[string]string{"down 1": "flood2.test", "slow 1": "flood1.test 5s:0.5"}; wx.Spec != spec || !maps.Equal(wx.Kinds, want) || wx.Note != "0 of 2 origins clear" {
+	if want := map[string]string{"down 1": "flood2.test · documents 1", "slow 1": "flood1.test 5s:0.5"}; wx.Spec != spec || !maps.Equal(wx.Kinds, want) || wx.Note != "0 of 2 origins clear" {
 		t.Errorf("the weather section shows %+v, want spec %q and %v", wx, spec, want)
 	}
 }

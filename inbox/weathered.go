@@ -67,3 +67,20 @@ func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int
 		in.alog.Append(e)
 	}
 }
+
+// LogRefused logs a connection, TLS handshake or DNS lookup for the origin
+// host that its weather (condition, as a spec writes it) refused on the
+// wire, before any request was read: an incoming entry with no Method, the
+// host alone as URL, the peer's address as Remote when known ("" when
+// not), Verdict rejected, Status 0, and reason saying what happened on the
+// wire. It reads nothing and logs no body: it runs on the listener's, the
+// handshake's or the DNS query's path.
+//
+// One attempt of a client can make more than one such entry (its resolver
+// asks for A and AAAA; it connects again after a reset; a client that
+// rejects a certificate may retry the handshake), so a reader groups the
+// entries of one host close in time rather than counting them as tries.
+func (in *Inbox) LogRefused(host, condition, remote, reason string) {
+	in.alog.Append(Entry{Time: in.now().UTC(), Direction: DirIn, Remote: remote, URL: host,
+		Weather: condition, Verdict: VerdictRejected, Reason: reason})
+}

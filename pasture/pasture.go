@@ -55,7 +55,9 @@ type Config struct {
 	Logger *zap.Logger
 	// Inbox answers POSTs to the inboxes; nil answers 405. When it also
 	// logs weathered deliveries (inbox.Inbox.LogWeathered), the deliveries
-	// the weather answers in its stead are logged there too.
+	// the weather answers in its stead are logged there too; when it logs
+	// refusals (inbox.Inbox.LogRefused), so are the connections, TLS
+	// handshakes and DNS lookups the weather refuses below HTTP.
 	Inbox http.Handler
 	// Admin adds routes to the admin API (the inbox's activity log, the
 	// follow graph's controls) by calling handle with "METHOD /path"
@@ -89,6 +91,7 @@ type Pasture struct {
 	fetch   *fetchback.Windows
 	wx      weatherClock // when the sky's forecast was put in force
 	sky     *weather.Sky
+	wire    wireTrace     // what the weather refuses below HTTP leaves behind
 	closing chan struct{} // closed by Shutdown: the weather's held connections end
 
 	mu      sync.Mutex
@@ -121,6 +124,10 @@ func New(cfg Config) (*Pasture, error) {
 	}
 	p := &Pasture{cfg: cfg, log: cfg.Logger, ca: ca, addrs: map[string]string{}, errc: make(chan error, 8),
 		fetch: fetchback.New(nil), sky: &weather.Sky{}, closing: make(chan struct{})}
+	p.wire = wireTrace{sky: p.sky}
+	if rl, ok := cfg.Inbox.(refusedLog); ok {
+		p.wire.log = rl.LogRefused
+	}
 	if err := p.SetWeather(cfg.Weather); err != nil {
 		return nil, err
 	}
@@ -242,7 +249,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		l := listeners[i]
 		p.addrs[pl.name] = l.Addr().String()
 		if pl.origins && hostAt != nil {
-			l = &downListener{Listener: l, sky: p.sky, hostAt: hostAt}
+			l = &downListener{Listener: l, sky: p.sky, hostAt: hostAt, trace: p.wire}
 		}
 		if pl.tls != nil {
 			l = tls.NewListener(l, pl.tls)
@@ -266,7 +273,7 @@ func (p *Pasture) originTLS() (*tls.Config, error) {
 	return p.ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(name string) bool {
 		_, ok := p.cfg.World.Origin(name)
 		return ok
-	}, Handshake: skyHandshake(p.sky)})
+	}, Handshake: skyHandshake(p.sky, p.wire)})
 }
 
 // ReleaseHeld lets go of every request the weather holds (black holes are
@@ -322,6 +329,7 @@ func (p *Pasture) dnsConfig() nameserver.Config {
 		Self:      []string{p.cfg.DNSAddr},
 		Logger:    p.log.Named("dns"),
 		Lapsed:    skyLapsed(p.sky),
+		OnLapsed:  lapsedLookup(p.sky, p.wire),
 	}
 	if p.plan != nil {
 		p.planDNS(&c)

@@ -29,7 +29,8 @@ func (p *Pasture) putWeather(f *weather.Forecast) {
 }
 
 // WeatherInfo describes the weather in force: its spec, since when, and
-// every origin it puts in a condition, with the counts per kind.
+// every origin it puts in a condition, with the counts per kind; and what
+// the weather answered for each origin that has had weather.
 func (p *Pasture) WeatherInfo() adminapi.WeatherInfo {
 	p.wx.mu.Lock()
 	f, since := p.sky.Now(), p.wx.since
@@ -43,6 +44,11 @@ func (p *Pasture) WeatherInfo() adminapi.WeatherInfo {
 	}
 	if clear := served - len(info.Origins); clear > 0 {
 		info.Counts[weather.Clear.String()] = clear
+	}
+	info.Answered = map[string]adminapi.WeatherAnswered{}
+	for h, a := range p.sky.Answered() {
+		info.Answered[h] = adminapi.WeatherAnswered{Deliveries: a.Deliveries, Documents: a.Documents,
+			Connections: a.Connections, Handshakes: a.Handshakes, Lookups: a.Lookups}
 	}
 	return info
 }

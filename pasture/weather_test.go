@@ -59,11 +59,17 @@ func startWeather(t *testing.T, spec string) *weatherCrowd {
 // set puts spec in force.
 func (wc *weatherCrowd) set(t *testing.T, spec string) {
 	t.Helper()
+	setWeather(t, wc.p, spec)
+}
+
+// setWeather puts spec, as `--weather` takes it, in force over p.
+func setWeather(t *testing.T, p *Pasture, spec string) {
+	t.Helper()
 	s, err := weather.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wc.p.SetWeather(s); err != nil {
+	if err := p.SetWeather(s); err != nil {
 		t.Fatal(err)
 	}
 }

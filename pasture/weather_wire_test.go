@@ -159,14 +159,8 @@ func TestWeatherBelowHTTP(t *testing.T) {
 		{"nxdomain https", "nxdomain=flood2.test", https, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec, err := weather.ParseSpec(c.spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.SetWeather(spec); err != nil {
-				t.Fatal(err)
-			}
-			err = c.probe(p, "flood2.test")
+			setWeather(t, p, c.spec)
+			err := c.probe(p, "flood2.test")
 			switch {
 			case c.check == nil && err != nil:
 				t.Fatalf("flood2.test in %s: %v, want it served", c.spec, err)

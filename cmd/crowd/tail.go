@@ -111,6 +111,9 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 //
 //	15:04:05.000 in  Follow        alice@sut.test → bob@flood2.test  accepted 202 3.1ms  follower recorded
 func entryLine(e *adminapi.Entry) string {
+	if e.Method == "" && e.Weather != "" {
+		return refusedLine(e)
+	}
 	typ := e.Type
 	if typ == "" {
 		typ = "?"
@@ -155,6 +158,21 @@ func entryLine(e *adminapi.Entry) string {
 		}
 	}
 	return b.String()
+}
+
+// refusedLine renders an entry of a connection, handshake or lookup the
+// origin's weather refused before any request was read: no activity to
+// name, so the host, the condition and what happened on the wire:
+//
+//	15:04:05.000 in  flood3.test  refused (down): connection reset: the origin is down  from 127.0.0.1:50412
+func refusedLine(e *adminapi.Entry) string {
+	kind, _, _ := strings.Cut(e.Weather, ":")
+	line := fmt.Sprintf("%s %-3s %s  refused (%s): %s", e.Time.Local().Format("15:04:05.000"), e.Direction, e.URL, kind,
+		strings.Join(strings.Fields(e.Reason), " "))
+	if e.Remote != "" {
+		line += "  from " + e.Remote
+	}
+	return line
 }
 
 // weatherMark marks a delivery the origin's bad weather answered rather than the inbox

@@ -271,17 +271,26 @@ func TestEntryLine(t *testing.T) {
 			"03:04:05.060 in  Create(Note)   bob@flood2.test → flood1.test/inbox  accepted 202 -"},
 		// A delivery the origin's weather answered instead of the inbox: marked with the
 		// condition and the crowd's answer.
-		{"flaky", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+		{"flaky", inbox.Entry{Time: at, Direction: "in", Method: "POST", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
 			Weather: "flaky:0.3", Verdict: "rejected", Status: 503, DurationMS: 0.4, Reason: "the origin is flaky:0.3: answered 503"},
 			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [flaky 503] rejected 503 0.4ms  the origin is flaky:0.3: answered 503"},
 		// A reset or a black hole's hold: no answer at all.
-		{"blackhole", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+		{"blackhole", inbox.Entry{Time: at, Direction: "in", Method: "POST", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
 			Weather: "blackhole", Verdict: "rejected", DurationMS: 10000},
 			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [blackhole no answer] rejected --- 10000ms"},
 		// A slow origin's wait before the inbox answered.
-		{"slow", inbox.Entry{Time: at, Direction: "in", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
+		{"slow", inbox.Entry{Time: at, Direction: "in", Method: "POST", Type: "Like", Actor: "https://sut.test/users/ann", URL: "flood1.test/inbox",
 			Weather: "slow:30s:0.5", WeatherHeldMS: 30000.2, Verdict: "accepted", Status: 202, DurationMS: 30001},
 			"03:04:05.060 in  Like           ann@sut.test → flood1.test/inbox  [slow +30.0s] accepted 202 30001ms"},
+		// A connection the weather reset before any request was read: the host, the
+		// condition, what happened on the wire and the client.
+		{"refused", inbox.Entry{Time: at, Direction: "in", URL: "flood3.test", Remote: "127.0.0.1:50412", Weather: "down",
+			Verdict: "rejected", Reason: "connection reset: the origin is down"},
+			"03:04:05.060 in  flood3.test  refused (down): connection reset: the origin is down  from 127.0.0.1:50412"},
+		// A lookup the lapse refused, its querier unknown: no "from".
+		{"refused lookup", inbox.Entry{Time: at, Direction: "in", URL: "flood4.test", Weather: "nxdomain",
+			Verdict: "rejected", Reason: "NXDOMAIN: the domain has lapsed"},
+			"03:04:05.060 in  flood4.test  refused (nxdomain): NXDOMAIN: the domain has lapsed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := entryLine(&tc.e); got != tc.want {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -112,7 +114,7 @@ func newWeatherSetCmd() *cobra.Command {
 }
 
 func newWeatherShowCmd() *cobra.Command {
-	return newWeatherCallCmd("show", "Show the weather in force: each origin in weather with its condition, and the counts",
+	return newWeatherCallCmd("show", "Show the weather in force: each origin in weather with its condition and what the weather answered for it, and the counts",
 		(*adminapi.Client).Weather)
 }
 
@@ -153,14 +155,22 @@ func (f *weatherFlags) run(cmd *cobra.Command, call func(*adminapi.Client) (admi
 	return writeWeather(cmd.OutOrStdout(), info)
 }
 
-// writeWeather prints the weather as a table of the origins in weather,
-// then the spec, since when, and the counts in the kinds' order.
+// writeWeather prints the weather as a table of the origins in weather
+// (and of those clear now whose weather answered anything before), with
+// what the weather answered for each, then the spec, since when, and the
+// counts in the kinds' order.
 func writeWeather(w io.Writer, info adminapi.WeatherInfo) error {
-	if len(info.Origins) > 0 {
+	rows := slices.Clone(info.Origins)
+	for _, h := range slices.Sorted(maps.Keys(info.Answered)) {
+		if answeredText(info.Answered[h]) != "-" && !slices.ContainsFunc(rows, func(o adminapi.WeatherOrigin) bool { return o.Host == h }) {
+			rows = append(rows, adminapi.WeatherOrigin{Host: h, Condition: weather.Clear.String()})
+		}
+	}
+	if len(rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ORIGIN\tCONDITION")
-		for _, o := range info.Origins {
-			fmt.Fprintf(tw, "%s\t%s\n", o.Host, o.Condition)
+		fmt.Fprintln(tw, "ORIGIN\tCONDITION\tANSWERED")
+		for _, o := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", o.Host, o.Condition, answeredText(info.Answered[o.Host]))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -179,4 +189,24 @@ func writeWeather(w io.Writer, info adminapi.WeatherInfo) error {
 	_, err := fmt.Fprintf(w, "weather %s since %s; of %d origins: %s\n", spec,
 		info.Since.UTC().Format(time.DateTime), info.Served, strings.Join(counts, ", "))
 	return err
+}
+
+// answeredText is what the weather answered for one origin, its non-zero
+// counters in the order of the wire ("lookups 2, deliveries 5"); "-" for
+// none.
+func answeredText(a adminapi.WeatherAnswered) string {
+	var parts []string
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"lookups", a.Lookups}, {"connections", a.Connections}, {"handshakes", a.Handshakes},
+		{"deliveries", a.Deliveries}, {"documents", a.Documents}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c.name, c.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -125,10 +125,10 @@ func TestWeatherCommands(t *testing.T) {
 	}{
 		// Set: the table of the origins in weather, then the spec and the counts.
 		{"set", []string{"set", "down=flood1.test,limited=flood2.test:30s"}, 0,
-			[]string{"ORIGIN       CONDITION\nflood1.test  down\nflood2.test  limited:30s\n", "weather down=flood1.test,limited=flood2.test:30s since ", "of 2 origins: down 1, limited 1\n"},
+			[]string{"ORIGIN       CONDITION    ANSWERED\nflood1.test  down         -\nflood2.test  limited:30s  -\n", "weather down=flood1.test,limited=flood2.test:30s since ", "of 2 origins: down 1, limited 1\n"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// Show reads the same back.
-		{"show", []string{"show"}, 0, []string{"flood2.test  limited:30s\n", "of 2 origins: down 1, limited 1"},
+		{"show", []string{"show"}, 0, []string{"flood2.test  limited:30s  -\n", "of 2 origins: down 1, limited 1"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// A spec that cannot be read: exit 2 before the crowd is asked, nothing changed.
 		{"set an unreadable spec", []string{"set", "down=flood1.test:30s"}, 2, []string{"SPEC", "down takes no parameter"},
@@ -140,7 +140,7 @@ func TestWeatherCommands(t *testing.T) {
 		{"set without SPEC", []string{"set"}, 2, []string{"wants SPEC"}, "down=flood1.test,limited=flood2.test:30s", "down"},
 		{"show with an argument", []string{"show", "down=5%"}, 2, []string{"takes no arguments"}, "down=flood1.test,limited=flood2.test:30s", "down"},
 		// A share: which origin it took is the crowd's to say.
-		{"set a share", []string{"set", "flaky=50%:0.2"}, 0, []string{"flaky:0.2\n", "of 2 origins: clear 1, flaky 1"}, "flaky=50%:0.2", ""},
+		{"set a share", []string{"set", "flaky=50%:0.2"}, 0, []string{"flaky:0.2  -\n", "of 2 origins: clear 1, flaky 1"}, "flaky=50%:0.2", ""},
 		// Clear: no table, every origin clear.
 		{"clear", []string{"clear"}, 0, []string{"weather clear since ", "of 2 origins: clear 2\n"}, "", "clear"},
 	} {
@@ -209,6 +209,40 @@ func TestWeatherNeedsACrowd(t *testing.T) {
 			code, _, stderr := runCLI(t, "weather", "show", "--admin", c.admin)
 			if code != c.code || !strings.Contains(stderr, c.say) {
 				t.Errorf("exit %d, stderr %q; want %d naming %q", code, stderr, c.code, c.say)
+			}
+		})
+	}
+}
+
+// TestWriteWeatherAnswered: the table says what the weather answered for
+// each origin, and keeps an origin cleared since whose weather answered
+// something, so a run sees what a SUT kept trying.
+func TestWriteWeatherAnswered(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		info adminapi.WeatherInfo
+		want string // the table, before the summary line
+	}{
+		// an origin in weather with answers: the non-zero counters, from the wire up
+		{"in weather", adminapi.WeatherInfo{Origins: []adminapi.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}},
+			Answered: map[string]adminapi.WeatherAnswered{"flood2.test": {Documents: 3, Deliveries: 2, Lookups: 1}}},
+			"ORIGIN       CONDITION  ANSWERED\nflood2.test  gone       lookups 1, deliveries 2, documents 3\n"},
+		// cleared since, with answers: listed as clear, after those in weather
+		{"cleared with answers", adminapi.WeatherInfo{Origins: []adminapi.WeatherOrigin{{Host: "flood3.test", Condition: "down"}},
+			Answered: map[string]adminapi.WeatherAnswered{"flood1.test": {Connections: 4}, "flood3.test": {}}},
+			"ORIGIN       CONDITION  ANSWERED\nflood3.test  down       -\nflood1.test  clear      connections 4\n"},
+		// cleared since, nothing answered: no table at all
+		{"cleared without answers", adminapi.WeatherInfo{Answered: map[string]adminapi.WeatherAnswered{"flood1.test": {}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeWeather(&b, c.info); err != nil {
+				t.Fatal(err)
+			}
+			table, _, _ := strings.Cut(b.String(), "weather ")
+			if table != c.want {
+				t.Errorf("\n got %q\nwant %q", table, c.want)
 			}
 		})
 	}

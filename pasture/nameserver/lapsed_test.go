@@ -3,6 +3,7 @@ package nameserver
 import (
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -27,6 +28,13 @@ func TestDNSLapsedDomains(t *testing.T) {
 			return (*lapsed.Load())[host]
 		}
 	}
+	var mu sync.Mutex
+	var told []string // "host network" per OnLapsed call since the row began
+	cfg.OnLapsed = func(host string, client net.Addr) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, host+" "+client.Network())
+	}
 	addr := startDNS(t, "127.0.0.1:0", mustDNSHandler(t, cfg))
 
 	for _, tc := range []struct {
@@ -36,16 +44,17 @@ func TestDNSLapsedDomains(t *testing.T) {
 		rcode  int
 		answer []string
 		ns     []string
+		told   string // the host OnLapsed is told of, once a query; "" for none
 	}{
 		// the lapsed host itself: NXDOMAIN, the zone's SOA
-		{name: "lapsed host A", qname: "flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
+		{name: "lapsed host A", qname: "flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}, told: "flood3.test"},
 		// every type of it: the name does not exist at all
-		{name: "lapsed host AAAA", qname: "FLOOD3.test.", qtype: dns.TypeAAAA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
+		{name: "lapsed host AAAA", qname: "FLOOD3.test.", qtype: dns.TypeAAAA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}, told: "flood3.test"},
 		// a name under it (a media host of the lapsed domain): denied too, as it is in clear weather inside the zone
-		{name: "under the lapsed host", qname: "media.flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}},
+		{name: "under the lapsed host", qname: "media.flood3.test.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA test."}, told: "flood3.test"},
 		// a host outside the zone: itself and a name under it (forwarded in clear weather) are denied
-		{name: "lapsed host outside the zone", qname: "flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA flood9.example."}},
-		{name: "under a lapsed host outside the zone", qname: "www.flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA www.flood9.example."}},
+		{name: "lapsed host outside the zone", qname: "flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA flood9.example."}, told: "flood9.example"},
+		{name: "under a lapsed host outside the zone", qname: "www.flood9.example.", qtype: dns.TypeA, rcode: dns.RcodeNameError, ns: []string{"SOA www.flood9.example."}, told: "flood9.example"},
 		// a record under it is the operator's and stays
 		{name: "record under it", qname: "api.flood3.test.", qtype: dns.TypeA, answer: []string{"127.0.0.12"}},
 		// another origin is untouched
@@ -59,6 +68,9 @@ func TestDNSLapsedDomains(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lapsed.Store(&map[string]bool{"flood3.test": true, "Flood2.TEST.": true, "flood9.example": true})
+			mu.Lock()
+			told = nil
+			mu.Unlock()
 			for _, network := range []string{"udp", "tcp"} {
 				r := askDNS(t, network, addr, tc.qname, tc.qtype)
 				if r.Rcode != tc.rcode || !r.Authoritative {
@@ -70,6 +82,16 @@ func TestDNSLapsedDomains(t *testing.T) {
 				if got := rrStrings(r.Ns); !slices.Equal(got, tc.ns) {
 					t.Errorf("%s: authority %v, want %v", network, got, tc.ns)
 				}
+			}
+			var want []string // each network's query, told with the querier's address
+			if tc.told != "" {
+				want = []string{tc.told + " udp", tc.told + " tcp"}
+			}
+			mu.Lock()
+			got := slices.Clone(told)
+			mu.Unlock()
+			if !slices.Equal(got, want) {
+				t.Errorf("OnLapsed was told %q, want %q", got, want)
 			}
 		})
 	}

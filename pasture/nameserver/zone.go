@@ -94,6 +94,11 @@ type Config struct {
 	// host's own name), the apex and the other hosts are untouched. nil: no
 	// host ever lapses.
 	Lapsed func() (lapsed func(host string) bool)
+	// OnLapsed, when set, is told of each query answered NXDOMAIN because
+	// host (as Hosts gives it) has lapsed, with the querier's address, so
+	// that a lookup the lapse refused leaves a trace. It runs on the
+	// query's goroutine: keep it quick.
+	OnLapsed func(host string, client net.Addr)
 }
 
 // dnsExchangeFunc sends m to upstream over network ("udp" or "tcp"); a seam for tests and fuzzing.
@@ -115,6 +120,7 @@ type dnsHandler struct {
 	hosts     map[string]string   // canonical name -> the host as Config.Hosts gives it, for lapsed
 	records   map[string]bool     // names of Config.Records: never lapsed
 	lapsed    func() func(host string) bool
+	onLapsed  func(host string, client net.Addr)
 	upstreams []string
 	skipped   []string // upstreams dropped because they are the crowd itself
 	ttl       uint32
@@ -189,6 +195,7 @@ func newDNSHandlerTunables(cfg Config) *dnsHandler {
 		hosts:    make(map[string]string),
 		records:  make(map[string]bool),
 		lapsed:   cfg.Lapsed,
+		onLapsed: cfg.OnLapsed,
 		ttl:      cfg.TTL,
 		timeout:  cfg.Timeout,
 		inflight: make(map[dnsLoopKey]struct{}),
@@ -325,7 +332,7 @@ func (h *dnsHandler) serve(w dns.ResponseWriter, req *dns.Msg) {
 		reply = new(dns.Msg).SetRcode(req, dns.RcodeBadVers) // Pack puts the high bits in OPT
 		reply.SetEdns0(dnsEDNSSize, false)
 	} else {
-		reply = h.answer(req)
+		reply = h.answer(req, w.RemoteAddr())
 		if opt != nil && reply.IsEdns0() == nil {
 			reply.SetEdns0(dnsEDNSSize, false)
 		}
@@ -342,8 +349,8 @@ func (h *dnsHandler) serve(w dns.ResponseWriter, req *dns.Msg) {
 	w.WriteMsg(reply)
 }
 
-// answer builds the reply to req.
-func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
+// answer builds the reply to req, asked by client.
+func (h *dnsHandler) answer(req *dns.Msg, client net.Addr) *dns.Msg {
 	m := new(dns.Msg)
 	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
 		rcode := dns.RcodeFormatError
@@ -360,8 +367,13 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 	}
 	name := strings.ToLower(dns.Fqdn(q.Name))
 	if h.lapsed != nil {
-		if lapsed := h.lapsed(); lapsed != nil && h.lapsedName(name, lapsed) {
-			return h.nxdomain(req, name)
+		if lapsed := h.lapsed(); lapsed != nil {
+			if host, ok := h.lapsedName(name, lapsed); ok {
+				if h.onLapsed != nil {
+					h.onLapsed(host, client)
+				}
+				return h.nxdomain(req, name)
+			}
 		}
 	}
 	addrs, isAddr := h.addrs[name]
@@ -405,17 +417,18 @@ func (h *dnsHandler) answer(req *dns.Msg) *dns.Msg {
 }
 
 // lapsedName reports whether name (canonical) is a host whose domain has
-// lapsed by lapsed, or a name under one; records are never lapsed.
-func (h *dnsHandler) lapsedName(name string, lapsed func(host string) bool) bool {
+// lapsed by lapsed, or a name under one, and which host (as Hosts gives
+// it); records are never lapsed.
+func (h *dnsHandler) lapsedName(name string, lapsed func(host string) bool) (string, bool) {
 	if h.records[name] {
-		return false
+		return "", false
 	}
 	for n := name; n != "" && n != "."; n = dnsParent(n) {
 		if host, ok := h.hosts[n]; ok {
-			return lapsed(host)
+			return host, lapsed(host)
 		}
 	}
-	return false
+	return "", false
 }
 
 // nxdomain is the authoritative answer that name does not exist, with the

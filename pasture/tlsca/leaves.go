@@ -58,11 +58,13 @@ type OnDemand struct {
 	// dot) is one of the crowd's hosts; it is asked once per name, when
 	// its leaf is first made. Required.
 	Serves func(name string) bool
-	// Handshake, when set, is asked at every handshake with an SNI name
-	// what to do for it (the name normalized); nil is always Good. It is
-	// asked before session resumption, so a client holding a session of
-	// the name cannot skip a Refuse or a broken certificate.
-	Handshake func(name string) Handshake
+	// Handshake, when set, is asked once at every handshake with an SNI
+	// name what to do for it (the name normalized), given the client's
+	// address (nil when the connection has none), so that it can note a
+	// handshake it breaks; nil is always Good. It is asked before session
+	// resumption, so a client holding a session of the name cannot skip a
+	// Refuse or a broken certificate.
+	Handshake func(name string, client net.Addr) Handshake
 	// CacheSize bounds the leaves kept made (0: DefaultLeafCache).
 	CacheSize int
 }
@@ -124,8 +126,8 @@ type leafMint struct {
 	secret []byte // the CA key's DER: the leaves' keys derive from it
 	flight singleflight.Group
 
-	handshake      func(string) Handshake // nil: always Good
-	expired, wrong *tls.Config            // the configurations serving broken leaves
+	handshake      func(string, net.Addr) Handshake // nil: always Good
+	expired, wrong *tls.Config                      // the configurations serving broken leaves
 }
 
 // sniName is the normalized SNI name of hello; no SNI, or one that is no
@@ -149,7 +151,11 @@ func (l *leafMint) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, err
 	if err != nil {
 		return nil, nil // getCertificate fails the handshake with its reason
 	}
-	switch l.handshake(name) {
+	var client net.Addr
+	if hello.Conn != nil {
+		client = hello.Conn.RemoteAddr()
+	}
+	switch l.handshake(name, client) {
 	case Expired:
 		return l.expired, nil
 	case WrongName:

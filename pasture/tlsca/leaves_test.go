@@ -151,7 +151,13 @@ func TestOnDemandHandshakeWeather(t *testing.T) {
 	var asked atomic.Int64
 	var weather atomic.Pointer[map[string]Handshake]
 	weather.Store(&map[string]Handshake{})
-	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(n string) Handshake {
+	var asker atomic.Pointer[string] // the client address the last handshake was asked with
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(n string, client net.Addr) Handshake {
+		a := "<nil>"
+		if client != nil {
+			a = client.String()
+		}
+		asker.Store(&a)
 		return (*weather.Load())[n]
 	}})
 	if err != nil {
@@ -197,11 +203,13 @@ func TestOnDemandHandshakeWeather(t *testing.T) {
 			sni := "flood77.test"
 			client := &tls.Config{ServerName: sni, RootCAs: caPool(ca), MinVersion: c.version, MaxVersion: c.version,
 				ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+			var local string
 			dial := func() (int, error) {
 				raw, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
 				}
+				local = raw.LocalAddr().String()
 				cc := &countingConn{Conn: raw}
 				conn := tls.Client(cc, client)
 				defer conn.Close()
@@ -225,6 +233,9 @@ func TestOnDemandHandshakeWeather(t *testing.T) {
 			}
 			if msg := c.check(err, read); msg != "" {
 				t.Fatal(msg)
+			}
+			if got := *asker.Load(); got != local {
+				t.Errorf("the weather was asked for the client %s, want the dialer's %s", got, local)
 			}
 			other := client.Clone()
 			other.ServerName, other.ClientSessionCache = "flood79.test", nil
@@ -260,7 +271,7 @@ func wantReset(err error, read int) string {
 func TestBrokenLeaves(t *testing.T) {
 	ca, _ := newTestCA(t)
 	var asked atomic.Int64
-	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(string) Handshake { return Good }})
+	cfg, err := ca.OnDemandTLSConfig(OnDemand{Serves: crowdNames(&asked), Handshake: func(string, net.Addr) Handshake { return Good }})
 	if err != nil {
 		t.Fatal(err)
 	}

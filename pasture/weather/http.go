@@ -34,8 +34,9 @@ const RateLimit = 300
 
 // HTTP is the weather on the origins' HTTP path: a middleware that answers
 // a request to an origin in bad weather as a real failing server would,
-// and hands every other request on untouched. While the weather is clear
-// it costs one atomic load.
+// and hands every other request on untouched. Each request it answers or
+// holds is counted in Sky (Sky.Answered). While the weather is clear it
+// costs one atomic load.
 type HTTP struct {
 	// Sky is the weather in force.
 	Sky *Sky
@@ -91,16 +92,20 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	c := f.Condition(host)
 	switch c.Kind {
 	case Down:
+		h.count(r, host)
 		h.down(w, r, c)
 	case Blackhole:
+		h.count(r, host)
 		h.blackhole(w, r, host, c, f)
 	case Slow:
 		h.slow(w, r, next, host, c, f)
 	case Flaky:
-		h.flaky(w, r, next, c)
+		h.flaky(w, r, next, host, c)
 	case Limited:
+		h.count(r, host)
 		h.limited(w, r, c)
 	case Gone:
+		h.count(r, host)
 		h.gone(w, r, c)
 	default:
 		next.ServeHTTP(w, r)
@@ -111,6 +116,16 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 // (/inbox, /actor/inbox, /users/NAME/inbox).
 func isDelivery(r *http.Request) bool {
 	return r.Method == http.MethodPost && (r.URL.Path == "/inbox" || strings.HasSuffix(r.URL.Path, "/inbox"))
+}
+
+// count tallies r as a delivery or a document the weather of host
+// answered (or held) in the origin's stead.
+func (h *HTTP) count(r *http.Request, host string) {
+	a := Document
+	if isDelivery(r) {
+		a = Delivery
+	}
+	h.Sky.Count(host, a)
 }
 
 // begin starts the log line of a delivery the weather answers; silent
@@ -303,11 +318,13 @@ func (h *HTTP) slow(w http.ResponseWriter, r *http.Request, next http.Handler, h
 	select {
 	case <-t.C:
 	case <-h.untilChanged(host, c, f, stop):
-		// The origin's weather is another now: it answers as that one does.
+		// The origin's weather is another now: it answers as that one
+		// does, and counts the request as its own.
 		h.serve(w, r.WithContext(context.WithValue(r.Context(), heldKey{}, held{c, time.Since(start)})), next)
 		return
 	case <-h.Closing:
 	case <-r.Context().Done():
+		h.count(r, host)
 		if delivery {
 			r = r.WithContext(context.WithValue(r.Context(), heldKey{}, held{c, time.Since(start)}))
 			h.begin(r, c, false)(0, fmt.Sprintf("the origin is %s: the client went away after %s of the wait, before any answer",
@@ -315,6 +332,7 @@ func (h *HTTP) slow(w http.ResponseWriter, r *http.Request, next http.Handler, h
 		}
 		return
 	}
+	h.count(r, host)
 	r = r.WithContext(context.WithValue(r.Context(), heldKey{}, held{c, time.Since(start)}))
 	next.ServeHTTP(w, r)
 }
@@ -364,12 +382,13 @@ func flakyStatus(u, p float64) int {
 
 // flaky answers 502, 503 or 504 with probability c.P, with the page nginx
 // writes in front of a sick upstream; the rest are served as usual.
-func (h *HTTP) flaky(w http.ResponseWriter, r *http.Request, next http.Handler, c Condition) {
+func (h *HTTP) flaky(w http.ResponseWriter, r *http.Request, next http.Handler, host string, c Condition) {
 	status := flakyStatus(h.rand(), c.P)
 	if status == 0 {
 		next.ServeHTTP(w, r)
 		return
 	}
+	h.count(r, host)
 	logged := h.begin(r, c, false)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html")

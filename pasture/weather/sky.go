@@ -7,10 +7,12 @@ import (
 
 // Sky is the weather in force, changed at run time without a restart. Its
 // readers (every request, DNS answer and TLS handshake) pay one atomic
-// load when the weather is clear. The zero Sky is clear; a nil *Sky is
+// load when the weather is clear. It also counts, by origin, what the
+// weather answered (Count, Answered). The zero Sky is clear; a nil *Sky is
 // always clear.
 type Sky struct {
-	now atomic.Pointer[Forecast]
+	now   atomic.Pointer[Forecast]
+	tally atomic.Pointer[tallies] // what the weather answered, by origin
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each change
@@ -35,6 +37,9 @@ func (s *Sky) Set(f *Forecast) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f != nil {
+		s.grow(f) // before f is seen: its answers find their counters
+	}
 	s.now.Store(f)
 	if s.changed != nil {
 		close(s.changed)
