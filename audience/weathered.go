@@ -88,18 +88,6 @@ func HistoryOf(start, end time.Time, initial map[string]string, w *record.Weathe
 	return h
 }
 
-// at is host's condition at t ("" clear).
-func (h WeatherHistory) at(host string, t time.Time) string {
-	c := h.Initial[host]
-	for _, s := range h.Changes {
-		if s.At.After(t) {
-			break
-		}
-		c = s.Origins[host]
-	}
-	return c
-}
-
 // anyAt reports whether some origin was in weather at t.
 func (h WeatherHistory) anyAt(t time.Time) bool {
 	n := len(h.Initial)

@@ -29,7 +29,9 @@ type deliveryPolicy struct {
 // at the maximum delay.
 func (p deliveryPolicy) retryWindow(k int) (lo, hi time.Duration) {
 	base := p.Policy.InitialDelayMs * math.Pow(p.Policy.Factor, float64(k))
-	ms := func(v float64) time.Duration { return time.Duration(math.Min(v, p.Policy.MaxDelayMs) * float64(time.Millisecond)) }
+	ms := func(v float64) time.Duration {
+		return time.Duration(math.Min(v, p.Policy.MaxDelayMs) * float64(time.Millisecond))
+	}
 	return ms(base), ms(2 * base)
 }
 
@@ -39,14 +41,19 @@ func (p deliveryPolicy) retryWindow(k int) (lo, hi time.Duration) {
 // returns the record and the SUT's configured delivery policy.
 func weatherRun(t *testing.T, origins int, peerArgs []string, seconds, postEvery string, at ...string) (*record.Record, deliveryPolicy) {
 	t.Helper()
-	f := startFederationServing(t, 1, []string{"--origins", fmt.Sprint(origins), "--actors", "2"}, peerArgs...)
+	// One actor an origin, each following the persona: the SUT has every
+	// crowd actor's key from the set-up, so in the weather it has no key
+	// to fetch, and a refused connection or lookup is a delivery attempt
+	// (the crowd cannot tell a document fetch from a delivery before a
+	// request is read).
+	f := startFederationServing(t, 1, []string{"--origins", fmt.Sprint(origins), "--actors", "1"}, peerArgs...)
 	var policy deliveryPolicy
 	f.call(t, "GET", fedifyCtl+"/delivery", nil, &policy)
 	out := t.TempDir()
 	args := []string{"--rate", "2", "--seconds", seconds, "--mix", "create=1", "--timeout", "60s",
 		"--count", "1", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
 		"--follows", "2", "--followers", fmt.Sprint(origins), "--post-every", postEvery, "--probe-hz", "1",
-		"--setup-timeout", "90s", "--drain-timeout", "40s", "--label", "weather"}
+		"--setup-timeout", "90s", "--drain-timeout", "15s", "--label", "weather"}
 	for _, a := range at {
 		args = append(args, "--weather-at", a)
 	}
@@ -194,8 +201,8 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 		t.Errorf("flood3.test (slow 1 s): %+v: want every post delivered", slow)
 	}
 	for _, a := range slow.Activities {
-		if a.DeliveredOn != 1 || a.Attempts[0].AtS < 1 || !strings.HasPrefix(a.Attempts[0].Weather, "slow:1s") {
-			t.Errorf("flood3.test (slow 1 s): %+v: want it delivered on the first attempt, held 1 s", a)
+		if a.DeliveredOn != 1 || !strings.HasPrefix(a.Attempts[0].Weather, "slow:1s") {
+			t.Errorf("flood3.test (slow 1 s): %+v: want it delivered on the first attempt, in the slow weather", a)
 		}
 	}
 	// The outage: down from +5 s to +18 s, its backlog delivered after.

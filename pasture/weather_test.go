@@ -393,14 +393,15 @@ func TestWeatherChangesAtRunTime(t *testing.T) {
 			}
 		})
 	}
+	for _, spec := range []string{"flaky=flood1.test:1", "down=flood1.test", "gone=flood1.test", "", "blackhole=flood1.test"} {
+		wc.set(t, spec)
+	}
+	// Sent once the black hole is in force, so no earlier weather answers it.
 	held := make(chan error, 1)
 	go func() {
 		_, _, err := wc.do("POST", "flood1.test", "/inbox", like("held"), 30*time.Second)
 		held <- err
 	}()
-	for _, spec := range []string{"flaky=flood1.test:1", "down=flood1.test", "gone=flood1.test", "", "blackhole=flood1.test"} {
-		wc.set(t, spec)
-	}
 	select {
 	case <-wc.hijacked: // the black hole holds the delivery
 	case <-time.After(10 * time.Second):
