@@ -195,6 +195,10 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 	if o := originOf(t, d, "flood5.test"); o.EarlyRetries < 3 {
 		t.Errorf("flood5.test: %d retries before the Retry-After, want at least 3 (the policy's first three waits are under 5 s)", o.EarlyRetries)
 	}
+	// The lapsed domain's lookups are counted: at least one an attempt.
+	if o := originOf(t, d, "flood7.test"); o.Lookups < int64(o.Attempts) {
+		t.Errorf("flood7.test (nxdomain): %d lookups answered NXDOMAIN for %d attempts, want at least one each", o.Lookups, o.Attempts)
+	}
 	// A slow origin within the SUT's timeout takes each post at once.
 	slow := originOf(t, d, "flood3.test")
 	if slow.Undelivered != 0 || slow.Delivered == 0 {

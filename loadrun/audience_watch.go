@@ -30,8 +30,11 @@ type watch struct {
 	posting    sync.WaitGroup
 	homeDone   chan audience.HomeStats
 	// weather is each origin's weather at the flood's start (host →
-	// condition), for the deliveries' account.
-	weather map[string]string
+	// condition), and answered what the crowd's weather had answered by
+	// then, for the deliveries' account.
+	weather  map[string]string
+	answered map[string]adminapi.WeatherAnswered
+	counted  bool // answered was read
 }
 
 // Start wraps the flood's transport to see each Create go out, and starts
@@ -43,7 +46,8 @@ func (a *audienceObserver) Start(ctx context.Context, tr http.RoundTripper) (htt
 			follows[name] = append(follows[name], f.ID)
 		}
 	}
-	w := &watch{vis: audience.NewVisibility(follows), dl: audience.NewDeliveries(a.followers), weather: a.weatherNow(ctx)}
+	w := &watch{vis: audience.NewVisibility(follows), dl: audience.NewDeliveries(a.followers)}
+	w.weather, w.answered, w.counted = a.weatherNow(ctx)
 	a.stats.Seconds = time.Since(a.start).Seconds()
 	streamCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopStream = stop
@@ -124,21 +128,40 @@ func inboxHost(u string) string {
 }
 
 // weatherNow is each origin's weather on the attached crowd now (host →
-// condition); none when there is no admin API or it cannot say.
-func (a *audienceObserver) weatherNow(ctx context.Context) map[string]string {
+// condition) and what its weather has answered so far; none when there is
+// no admin API or it cannot say.
+func (a *audienceObserver) weatherNow(ctx context.Context) (map[string]string, map[string]adminapi.WeatherAnswered, bool) {
 	out := map[string]string{}
 	if a.env.Admin == nil {
-		return out
+		return out, nil, false
 	}
 	info, err := a.env.Admin.Weather(ctx)
 	if err != nil {
 		a.log.Debug("reading the crowd's weather for the deliveries' account", zap.Error(err))
-		return out
+		return out, nil, false
 	}
 	for _, o := range info.Origins {
 		out[strings.ToLower(o.Host)] = o.Condition
 	}
-	return out
+	return out, info.Answered, true
+}
+
+// countFetches sets each origin's document fetches and lookups the
+// weather answered during the run: the crowd's counts now less those at
+// the start. Left 0 when either reading failed.
+func (a *audienceObserver) countFetches(ctx context.Context, w *watch, d *record.Deliveries) {
+	if d == nil || !w.counted {
+		return
+	}
+	_, now, ok := a.weatherNow(ctx)
+	if !ok {
+		return
+	}
+	for i := range d.Origins {
+		o := &d.Origins[i]
+		before, after := w.answered[o.Host], now[o.Host]
+		o.Fetches, o.Lookups = after.Documents-before.Documents, after.Lookups-before.Lookups
+	}
 }
 
 // Finish stops the probes and posts, drains (probes on until every
@@ -160,6 +183,7 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 	if err != nil {
 		return Addition{}, fmt.Errorf("the deliveries under the weather: %w", err)
 	}
+	a.countFetches(ctx, w, under)
 	rec.Deliveries = under
 	sweep := a.sweep(ctx, w)
 	section := &audience.RunSection{Schema: audience.RunSchema, Version: audience.RunVersion, SUT: a.client.Base(),

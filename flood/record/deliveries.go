@@ -71,6 +71,12 @@ type OriginDeliveries struct {
 	// EarlyRetries counts attempts made before the Retry-After the crowd
 	// answered the previous one with allowed.
 	EarlyRetries int `json:"early_retries,omitempty"`
+	// Fetches are the requests for its documents (actors, keys, WebFinger)
+	// and Lookups the DNS queries for its name that the weather answered
+	// during the run: whether the SUT keeps fetching from a gone or lapsed
+	// origin. Both are 0 when the crowd could not count them.
+	Fetches int64 `json:"fetches"`
+	Lookups int64 `json:"lookups"`
 	// Recovery is how the SUT drained its backlog once the origin's
 	// weather cleared; nil when it did not clear during the run.
 	Recovery *Recovery `json:"recovery,omitempty"`
@@ -294,6 +300,9 @@ func (d *Deliveries) Lines() []string {
 			l += "; schedule " + scheduleOf(o.Activities[0])
 		}
 		l += fmt.Sprintf("; %d delivered, %d after recovery, %d undelivered", o.Delivered, o.DeliveredAfterRecovery, o.Undelivered)
+		if o.Fetches > 0 || o.Lookups > 0 {
+			l += fmt.Sprintf("; %d document fetches and %d lookups answered by the weather", o.Fetches, o.Lookups)
+		}
 		if o.EarlyRetries > 0 {
 			l += fmt.Sprintf("; %d retries before the Retry-After", o.EarlyRetries)
 		}
