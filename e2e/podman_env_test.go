@@ -241,8 +241,13 @@ func (p *podmanEnv) buildSUTImage(t *testing.T) string {
 		}
 	}
 	app := filepath.Join(rootfs, "app")
-	for _, name := range []string{"fedify-peer.mjs", "package.json"} {
-		copyFile(t, filepath.Join(peers, name), filepath.Join(app, name), 0o644)
+	// Every module of the peers (fedify-peer.mjs imports its neighbours), not a list to keep.
+	modules, err := filepath.Glob(filepath.Join(peers, "*.mjs"))
+	if err != nil || len(modules) == 0 {
+		t.Fatalf("the test peers' modules in %s: %v", peers, err)
+	}
+	for _, src := range append(modules, filepath.Join(peers, "package.json")) {
+		copyFile(t, src, filepath.Join(app, filepath.Base(src)), 0o644)
 	}
 	if out, err := exec.Command("cp", "-a", filepath.Join(peers, "node_modules"), app).CombinedOutput(); err != nil {
 		t.Fatalf("copy node_modules: %v\n%s", err, out)
