@@ -76,7 +76,11 @@ func HistoryOf(start, end time.Time, initial map[string]string, w *record.Weathe
 		if c.Error != "" {
 			continue
 		}
-		s := WeatherShift{At: start.Add(time.Duration(c.AtS * float64(time.Second))), Origins: map[string]string{}}
+		at := c.AtS
+		if c.AppliedS > 0 { // when the crowd had it in force, not when it was due
+			at = c.AppliedS
+		}
+		s := WeatherShift{At: start.Add(time.Duration(at * float64(time.Second))), Origins: map[string]string{}}
 		for _, o := range c.Origins {
 			s.Origins[strings.ToLower(o.Host)] = o.Condition
 		}

@@ -113,7 +113,7 @@ func (tl *timeline) run(ctx context.Context, start time.Time) {
 			if !sleepUntil(ctx, start.Add(at)) {
 				return
 			}
-			tl.apply(ctx, at, w)
+			tl.apply(ctx, start, at, w)
 		}
 		if tl.t.Repeat == 0 {
 			return
@@ -135,7 +135,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 
 // apply puts w in force and notes it; a change the crowd refused is noted
 // with its reason, and the flood goes on.
-func (tl *timeline) apply(ctx context.Context, at time.Duration, w WeatherAt) {
+func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration, w WeatherAt) {
 	tl.mu.Lock()
 	tl.attempted = true
 	tl.mu.Unlock()
@@ -155,6 +155,8 @@ func (tl *timeline) apply(ctx context.Context, at time.Duration, w WeatherAt) {
 		tl.log.Error("the crowd refused a change of the weather timeline", zap.Duration("at", at), zap.String("spec", w.Text), zap.Error(err))
 	} else {
 		ch.Counts, ch.Origins = now.Counts, now.Origins
+		// In force by the crowd's answer: the latest it can have taken effect.
+		ch.AppliedS = float64(time.Since(start).Milliseconds()) / 1000
 		tl.log.Info("weather changed", zap.Duration("at", at), zap.String("spec", w.Text), zap.Any("origins", now.byCondition()),
 			zap.Any("counts", now.Counts))
 	}

@@ -109,7 +109,8 @@ func TestWeatherTimeline(t *testing.T) {
 }
 
 // TestWeatherTimelineSection: the record's section lists each change at
-// its offset, as written, with the origins it took.
+// its offset, as written, with the origins it took and when the crowd had
+// it in force (in the bubble's fake time, as soon as it was due).
 func TestWeatherTimelineSection(t *testing.T) {
 	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
 	synctest.Test(t, func(t *testing.T) {
@@ -123,8 +124,8 @@ func TestWeatherTimelineSection(t *testing.T) {
 		tl.End(record.Stop{})
 		got := tl.section()
 		want := &record.Weather{Changes: []record.WeatherChange{
-			{AtS: 1, Spec: "gone=flood2.test", Counts: map[string]int{"gone": 1, "clear": 1}, Origins: []record.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}}},
-			{AtS: 3, Spec: "clear", Counts: map[string]int{"clear": 2}},
+			{AtS: 1, AppliedS: 1, Spec: "gone=flood2.test", Counts: map[string]int{"gone": 1, "clear": 1}, Origins: []record.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}}},
+			{AtS: 3, AppliedS: 3, Spec: "clear", Counts: map[string]int{"clear": 2}},
 		}}
 		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 			t.Errorf("section %+v, want %+v", got, want)

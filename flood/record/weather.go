@@ -24,6 +24,10 @@ type Weather struct {
 type WeatherChange struct {
 	// AtS is its offset from the flood's start, in seconds, as scheduled.
 	AtS float64 `json:"at_s"`
+	// AppliedS is when the crowd answered that the change was in force,
+	// in seconds from the flood's start (at or a little after AtS); 0 for
+	// a refused change and in records made before it was kept.
+	AppliedS float64 `json:"applied_s,omitempty"`
 	// Spec is the spec as the timeline wrote it ("down=@followers",
 	// "clear").
 	Spec string `json:"spec"`
@@ -87,6 +91,7 @@ func mergeWeather(out *Record, recs []*Record) error {
 				m.Counts[k] += n
 			}
 			m.Origins = append(m.Origins, c.Origins...)
+			m.AppliedS = max(m.AppliedS, c.AppliedS) // in force on every shard by the last answer
 			if c.Error != "" && !strings.Contains(m.Error, c.Error) {
 				m.Error = strings.TrimPrefix(m.Error+"; "+c.Error, "; ")
 			}
