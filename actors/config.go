@@ -156,3 +156,19 @@ func validHostname(h string) error {
 	}
 	return nil
 }
+
+// Hosts are the host names of the origins c serves (its shard's), lower
+// case, in order: known before any key is made, so a flag naming origins
+// can be checked before a first start spends minutes on keys.
+func (c Config) Hosts() []string {
+	var out []string
+	for i := 1; i <= c.Origins; i++ {
+		if c.Shard.Has(i) {
+			out = append(out, c.hostOf(i))
+		}
+	}
+	return out
+}
+
+// hostOf is the host name of origin i (from 1).
+func (c Config) hostOf(i int) string { return strings.ToLower(fmt.Sprintf(c.Domain, i)) }

@@ -169,7 +169,7 @@ func layout(cfg Config) *World {
 		if !cfg.Shard.Has(i) {
 			continue
 		}
-		o := &Origin{Index: i, Host: strings.ToLower(fmt.Sprintf(cfg.Domain, i)), world: w}
+		o := &Origin{Index: i, Host: cfg.hostOf(i), world: w}
 		w.Origins = append(w.Origins, o)
 		w.byHost[o.Host] = o
 	}

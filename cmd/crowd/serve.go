@@ -139,6 +139,9 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Wr
 	}
 	started := time.Now()
 	wcfg := f.world.cfg
+	if err := checkWeatherOrigins(f.weather, wcfg); err != nil {
+		return err
+	}
 	if err := g.applyCrypto(&wcfg); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/pasture/weather"
 )
@@ -52,6 +53,18 @@ func (v weatherValue) Set(s string) error {
 }
 
 func (weatherValue) Type() string { return "spec" }
+
+// checkWeatherOrigins refuses, before the world is opened (and a first
+// start makes its keys), a --weather that lists an origin the world does
+// not serve or asks more shares than it has; a spec ranking origins by
+// followers waits for the world's graph.
+func checkWeatherOrigins(spec weather.Spec, cfg actors.Config) error {
+	if spec.IsClear() || spec.NeedsRanking() || cfg.Validate() != nil {
+		return nil // a bad world configuration is reported as such when it opens
+	}
+	_, err := weather.Assign(spec, cfg.Hosts(), 1)
+	return weatherUsage(err)
+}
 
 // weatherUsage is a usage error naming --weather for a spec the world
 // cannot fill (an origin it lacks, more origins than it has), or err.

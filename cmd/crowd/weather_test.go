@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +18,6 @@ import (
 // its world cannot fill, exits 2 naming --weather (and the variable, when
 // it came from one) and what is wrong.
 func TestServeWeatherRefusesNamingTheFlag(t *testing.T) {
-	state := t.TempDir()
-	noListeners := []string{"--state", state, "--origins", "2", "--actors", "1", "--https", "", "--http", "", "--dns", "", "--admin", ""}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -29,7 +30,7 @@ func TestServeWeatherRefusesNamingTheFlag(t *testing.T) {
 		{"no target", []string{"--weather", "down"}, "", []string{"--weather", "is not KIND=TARGET"}},
 		// From the environment: the variable and the flag are both named.
 		{"from CROWD_WEATHER", nil, "slow=5%:forever", []string{"CROWD_WEATHER", "--weather", `delay "forever"`}},
-		// An origin the world does not have: found once the world is known.
+		// An origin the world does not have: found before the world opens.
 		{"unknown origin", []string{"--weather", "down=flood9.test"}, "", []string{"--weather", "flood9.test is not one of the crowd's origins"}},
 		// Shares that need more origins than the world has.
 		{"shares too large", []string{"--weather", "down=100%,gone=50%"}, "", []string{"--weather", "needs 1 origins, and only 0"}},
@@ -38,9 +39,15 @@ func TestServeWeatherRefusesNamingTheFlag(t *testing.T) {
 			if c.env != "" {
 				t.Setenv("CROWD_WEATHER", c.env)
 			}
+			state := t.TempDir()
+			noListeners := []string{"--state", state, "--origins", "2", "--actors", "1", "--https", "", "--http", "", "--dns", "", "--admin", ""}
 			code, _, stderr := runCLI(t, append(append([]string{"serve"}, noListeners...), c.args...)...)
 			if code != 2 {
 				t.Errorf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			// Refused before a first start made the world's keys.
+			if _, err := os.Stat(filepath.Join(state, "keys")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused start made keys in its state (%v)", err)
 			}
 			for _, s := range c.say {
 				if !strings.Contains(stderr, s) {
