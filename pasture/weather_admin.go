@@ -18,6 +18,9 @@ import (
 type weatherClock struct {
 	mu    sync.Mutex
 	since time.Time
+	// changing makes an admin change and its answer one step, so two
+	// concurrent PUTs are each answered with their own weather.
+	changing sync.Mutex
 }
 
 // putWeather puts f in force (nil clears) and notes when.
@@ -90,6 +93,8 @@ func (p *Pasture) serveWeatherSet(w http.ResponseWriter, r *http.Request) {
 // changeWeather puts spec in force and answers the weather then; a spec
 // the world cannot fill is 400 and changes nothing.
 func (p *Pasture) changeWeather(w http.ResponseWriter, spec weather.Spec) {
+	p.wx.changing.Lock()
+	defer p.wx.changing.Unlock()
 	if err := p.SetWeather(spec); err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, weather.ErrSpec) {
