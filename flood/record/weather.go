@@ -66,21 +66,22 @@ func (w *Weather) Failed() int {
 // mergeWeather merges the shards' timelines: every shard ran the same one
 // (its changes at the same offsets with the same specs), each on the
 // origins it serves, so the origins are joined and the counts added. A
-// shard whose timeline differs is refused.
+// partial shard (one stopped early) may have applied only the first
+// changes of the others': each change merges what the shards that applied
+// it say. A shard whose timeline differs otherwise is refused.
 func mergeWeather(out *Record, recs []*Record) error {
+	ref := longestWeather(recs)
 	var w *Weather
+	if ref != nil {
+		w = &Weather{RepeatS: ref.RepeatS, Changes: make([]WeatherChange, len(ref.Changes))}
+		for j, c := range ref.Changes {
+			w.Changes[j] = WeatherChange{AtS: c.AtS, Spec: c.Spec, Counts: map[string]int{}}
+		}
+	}
 	for i, r := range recs {
 		in := r.Weather
-		if i == 0 {
-			if in != nil {
-				w = &Weather{RepeatS: in.RepeatS, Changes: make([]WeatherChange, len(in.Changes))}
-				for j, c := range in.Changes {
-					w.Changes[j] = WeatherChange{AtS: c.AtS, Spec: c.Spec, Counts: map[string]int{}}
-				}
-			}
-		}
-		if d := weatherDiff(w, in); d != "" {
-			return fmt.Errorf("%w: record %d ran another weather timeline than record 1: %s", ErrMerge, i+1, d)
+		if d := weatherDiff(ref, in, r.Partial); d != "" {
+			return fmt.Errorf("%w: record %d ran another weather timeline than the others: %s", ErrMerge, i+1, d)
 		}
 		if w == nil {
 			continue
@@ -110,10 +111,22 @@ func mergeWeather(out *Record, recs []*Record) error {
 	return nil
 }
 
+// longestWeather is the timeline with the most changes among recs' (the
+// first of them on a tie); nil when none has one.
+func longestWeather(recs []*Record) *Weather {
+	var ref *Weather
+	for _, r := range recs {
+		if r.Weather != nil && (ref == nil || len(r.Weather.Changes) > len(ref.Changes)) {
+			ref = r.Weather
+		}
+	}
+	return ref
+}
+
 // weatherDiff says how b's timeline differs from a's ("" when it does
 // not): whether there is one, its period, and each change's offset and
-// spec.
-func weatherDiff(a, b *Weather) string {
+// spec. A partial b may have fewer changes, the first of a's.
+func weatherDiff(a, b *Weather, partial bool) string {
 	switch {
 	case a == nil && b == nil:
 		return ""
@@ -121,8 +134,8 @@ func weatherDiff(a, b *Weather) string {
 		return "one has a weather timeline, the other none"
 	case a.RepeatS != b.RepeatS:
 		return fmt.Sprintf("repeat every %gs, not %gs", b.RepeatS, a.RepeatS)
-	case len(a.Changes) != len(b.Changes):
-		return fmt.Sprintf("%d changes, not %d", len(b.Changes), len(a.Changes))
+	case len(b.Changes) > len(a.Changes), len(b.Changes) < len(a.Changes) && !partial:
+		return fmt.Sprintf("%d changes, not %d (and it is not a partial run)", len(b.Changes), len(a.Changes))
 	}
 	for j, c := range b.Changes {
 		if c.AtS != a.Changes[j].AtS || c.Spec != a.Changes[j].Spec {

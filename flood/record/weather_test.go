@@ -43,26 +43,33 @@ func TestWeatherMerge(t *testing.T) {
 	repeats := outage("flood12.test", 10)
 	repeats.RepeatS = 4
 	for _, c := range []struct {
-		name  string
-		a, b  *record.Weather
-		want  *record.Weather
-		error string // the merge's error names this; "" merges
+		name    string
+		a, b    *record.Weather
+		want    *record.Weather
+		error   string // the merge's error names this; "" merges
+		partial bool   // b's run stopped early
 	}{
 		// Each shard's origins joined, by host; the counts added.
-		{"same timeline", outage("flood3.test", 10), outage("flood12.test", 10), merged, ""},
+		{"same timeline", outage("flood3.test", 10), outage("flood12.test", 10), merged, "", false},
 		// Records without a timeline merge without one.
-		{"none", nil, nil, nil, ""},
+		{"none", nil, nil, nil, "", false},
 		// A change at another offset is another timeline.
-		{"offset differs", outage("flood3.test", 10), differs, nil, "change 2 is \"clear\" at +4s, not \"clear\" at +3s"},
+		{"offset differs", outage("flood3.test", 10), differs, nil, "change 2 is \"clear\" at +4s, not \"clear\" at +3s", false},
 		// So is a timeline that starts over.
-		{"repeat differs", outage("flood3.test", 10), repeats, nil, "repeat every 4s"},
+		{"repeat differs", outage("flood3.test", 10), repeats, nil, "repeat every 4s", false},
 		// And a shard that ran none.
-		{"one without", outage("flood3.test", 10), nil, nil, "the other none"},
-		// A shard stopped early applied fewer changes.
-		{"fewer changes", outage("flood3.test", 10), &record.Weather{Changes: outage("x", 1).Changes[:1]}, nil, "1 changes, not 2"},
+		{"one without", outage("flood3.test", 10), nil, nil, "the other none", false},
+		// A whole run with fewer changes ran another timeline.
+		{"fewer changes", outage("flood3.test", 10), &record.Weather{Changes: outage("x", 1).Changes[:1]}, nil, "1 changes, not 2", false},
+		// A partial shard (stopped early) applied the first change only:
+		// each change merges the shards that applied it.
+		{"partial shard", outage("flood3.test", 10), &record.Weather{Changes: outage("flood12.test", 10).Changes[:1]}, &record.Weather{Changes: []record.WeatherChange{
+			merged.Changes[0], {AtS: 3, Spec: "clear", Counts: map[string]int{"clear": 10}}}}, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := record.Merge(weatherRecord(t, "1/2", c.a), weatherRecord(t, "2/2", c.b))
+			b := weatherRecord(t, "2/2", c.b)
+			b.Partial = c.partial
+			m, err := record.Merge(weatherRecord(t, "1/2", c.a), b)
 			if c.error != "" {
 				if !errors.Is(err, record.ErrMerge) || !strings.Contains(err.Error(), c.error) {
 					t.Fatalf("merge = %v, want ErrMerge naming %q", err, c.error)
