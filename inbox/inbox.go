@@ -146,7 +146,7 @@ type Inbox struct {
 	started bool
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
-	done    chan struct{} // closed by Shutdown: live streams end
+	done    chan struct{} // closed by EndStreams: live streams end
 }
 
 // New builds an Inbox: opens the activity log, loads the pending
@@ -278,18 +278,28 @@ func (in *Inbox) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown ends live activity streams, stops the delivery workers (an
-// attempt in flight is abandoned and stays queued on disk for the next
-// Start) and flushes and closes the activity log, all within ctx. Call it
-// before the HTTP servers' shutdown so that streams do not hold them
-// open; requests still arriving are answered and logged in memory only.
-func (in *Inbox) Shutdown(ctx context.Context) error {
+// EndStreams ends the live activity streams (RouteStream), which would
+// otherwise hold an HTTP server's graceful shutdown open; the inbox goes
+// on taking and logging deliveries. Call it before the servers' shutdown,
+// and Shutdown after it, so that the deliveries in flight are journaled.
+func (in *Inbox) EndStreams() {
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	select {
 	case <-in.done:
 	default:
 		close(in.done)
 	}
+}
+
+// Shutdown ends live activity streams (EndStreams), stops the delivery
+// workers (an attempt in flight is abandoned and stays queued on disk for
+// the next Start) and flushes and closes the activity log, all within
+// ctx. Requests still arriving after it are answered and logged in memory
+// only: shut the HTTP servers down first (after EndStreams).
+func (in *Inbox) Shutdown(ctx context.Context) error {
+	in.EndStreams()
+	in.mu.Lock()
 	if in.cancel != nil {
 		in.cancel()
 	}

@@ -126,17 +126,19 @@ func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Cro
 	return &Crowd{World: world, Pasture: p, inbox: in}, nil
 }
 
-// Shutdown stops the crowd within ctx: the inboxes first (their live
-// streams would hold the admin server open), then the listeners, the
-// world's follow graph, and the state directory's lock.
+// Shutdown stops the crowd within ctx: the inbox's live streams first
+// (they would hold the admin server open), then the listeners (held
+// deliveries let go, requests in flight answered by a working inbox and
+// journaled), then the inbox, the world's follow graph, and the state
+// directory's lock.
 func (c *Crowd) Shutdown(ctx context.Context) error {
 	var errs []error
-	c.Pasture.ReleaseHeld() // held deliveries are answered while the inbox still works
-	if err := c.inbox.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("inbox: %w", err))
-	}
+	c.inbox.EndStreams()
 	if err := c.Pasture.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.inbox.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("inbox: %w", err))
 	}
 	if err := c.World.Close(); err != nil {
 		errs = append(errs, err)

@@ -3,13 +3,17 @@ package pasture
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/statedir"
+	"github.com/crowdfed/crowd/pasture/weather"
 )
 
 // TestStartCrowdOwnsItsState: a started crowd serves and owns its state
@@ -58,5 +62,57 @@ func TestStartCrowdOwnsItsState(t *testing.T) {
 		if _, err := StartCrowd(ctx, CrowdConfig{World: tc.world, Listen: listen}); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestShutdownJournalsDeliveriesInFlight: a delivery a slow origin holds
+// when the crowd shuts down is let go and answered by a working inbox, and
+// its line reaches the activity log on disk (not the memory alone).
+func TestShutdownJournalsDeliveriesInFlight(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	slow, err := weather.ParseSpec("slow=flood1.test:1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartCrowd(ctx, CrowdConfig{World: actors.Config{Origins: 1, Actors: 1, Domain: "flood%d.test", StateDir: state},
+		Listen: Config{HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Weather: slow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+c.Pasture.Addr("http")+"/inbox", strings.NewReader(like("in-flight")))
+		req.Host = "flood1.test"
+		req.Header.Set("Content-Type", "application/activity+json")
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	// Time for the delivery to arrive and be held (its minute-long wait
+	// leaves it nothing else to do).
+	time.Sleep(2 * time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if status := <-answered; status == 0 {
+		t.Fatal("the held delivery got no answer")
+	}
+	var journal []byte
+	filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "activity.jsonl" {
+			b, _ := os.ReadFile(path)
+			journal = append(journal, b...)
+		}
+		return nil
+	})
+	if !strings.Contains(string(journal), "likes/in-flight") {
+		t.Errorf("the delivery in flight at shutdown is not in the journal:\n%s", journal)
 	}
 }

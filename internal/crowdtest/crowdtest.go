@@ -73,8 +73,9 @@ func Start(t testing.TB, o Options) *Crowd {
 		once.Do(func() {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			in.Shutdown(sctx)
+			in.EndStreams() // as pasture.Crowd does: streams, listeners, then the inbox
 			p.Shutdown(sctx)
+			in.Shutdown(sctx)
 			world.Close()
 		})
 	}}
