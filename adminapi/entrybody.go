@@ -47,7 +47,9 @@ func AppendBodyJSONFunc(dst []byte, body string, truncated bool, valid func([]by
 
 // compactInPlace removes the whitespace between the tokens of the valid
 // JSON text b, as json.Compact does when it escapes nothing, and returns b
-// shortened. A compact text is only read, never written.
+// shortened. A compact text is only read, never written. Not json.Compact,
+// which writes to a second buffer: the log's writer embeds bodies in its
+// line buffer. FuzzJournalLine (inbox) holds it to json.Compact.
 func compactInPlace(b []byte) []byte {
 	w, inString := 0, false
 	for r := 0; r < len(b); r++ {
