@@ -47,19 +47,22 @@ func AppendBodyJSONFunc(dst []byte, body string, truncated bool, valid func([]by
 
 // compactInPlace removes the whitespace between the tokens of the valid
 // JSON text b, as json.Compact does when it escapes nothing, and returns b
-// shortened. A compact text is only read, never written. Not json.Compact,
-// which writes to a second buffer: the log's writer embeds bodies in its
-// line buffer. FuzzJournalLine (inbox) holds it to json.Compact.
+// shortened. A compact text (the common case) is only read, never written.
+// Not json.Compact, which writes to a second buffer: the log's writer
+// embeds bodies in its line buffer. FuzzJournalLine (inbox) holds it to
+// json.Compact.
 func compactInPlace(b []byte) []byte {
-	w, inString := 0, false
-	for r := 0; r < len(b); r++ {
+	first := firstSpace(b)
+	if first < 0 {
+		return b
+	}
+	w, inString := first, false
+	for r := first; r < len(b); r++ {
 		c := b[r]
 		switch {
 		case inString:
 			if c == '\\' && r+1 < len(b) {
-				if w != r {
-					b[w] = c
-				}
+				b[w] = c
 				w, r = w+1, r+1
 				c = b[r]
 			} else if c == '"' {
@@ -70,12 +73,43 @@ func compactInPlace(b []byte) []byte {
 		case c == '"':
 			inString = true
 		}
-		if w != r {
-			b[w] = c
-		}
+		b[w] = c
 		w++
 	}
 	return b[:w]
+}
+
+// firstSpace is the offset of the first whitespace between the tokens of
+// the valid JSON text b, or -1: it jumps over strings with IndexByte, as
+// most of an activity's bytes are in its strings (BenchmarkLineEncoder).
+func firstSpace(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			return i
+		case '"':
+			for { // to the closing quote: the next one not escaped
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return -1 // not valid JSON: the caller validated it
+				}
+				i += 1 + j
+				if !escaped(b, i) {
+					break
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// escaped reports whether b[i] follows an odd run of backslashes.
+func escaped(b []byte, i int) bool {
+	n := 0
+	for i--; i >= 0 && b[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // entryWire is Entry as its JSON has it: the fields of Entry, then the body

@@ -20,6 +20,7 @@ func FuzzJournalLine(f *testing.F) {
 		`{"type":"Create","object":{"content":"<p>é</p>"}}`,
 		"{\n\t\"type\": \"Create\"\r\n}\n",
 		`  [1, 2.5e3, true, null, "x\"y\\n"]  `,
+		`{"a":"\\\"","b":"\\"}`, `{"a":"\\\"" , "b":"\\"}`, // escaped quotes and backslashes
 		"null", `"just a string"`, "{", "not json", "{\"a\":\"\xff\"}", "\u2028{}",
 		strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 600),
 		"[" + strings.Repeat(`"0123456789",`, 10000) + "0]",
