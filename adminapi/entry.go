@@ -33,7 +33,8 @@ const (
 
 // Entry is one activity in or out, as the activity log keeps it: a line of
 // its journal (activity.jsonl) and an item of RouteActivities and
-// RouteStream, in the same JSON. Headers
+// RouteStream, in the same JSON (MarshalJSON; UnmarshalJSON also reads the
+// older form, where every body was a JSON string). Headers
 // never carry secrets: cookies and non-signature Authorization values are
 // left out, and Signature headers (public by nature) are kept.
 type Entry struct {
@@ -59,7 +60,11 @@ type Entry struct {
 	URL    string `json:"url"`
 	// Headers are the request's headers, secrets removed.
 	Headers http.Header `json:"headers,omitempty"`
-	// Body is the request body, cut at the log's body limit.
+	// Body is the request body, cut at the log's body limit. Its JSON
+	// (MarshalJSON) embeds it as a JSON value when it is one, compacted,
+	// so an entry read back from JSON holds the compacted text; a body
+	// that is not JSON, or was cut, is a string flagged by
+	// "body_encoding": "string". The key comes last in the JSON.
 	Body string `json:"body,omitempty"`
 	// BodyBytes is the full body length; Truncated says Body was cut.
 	BodyBytes int  `json:"body_bytes"`

@@ -193,6 +193,14 @@ func TestAdminPage(t *testing.T) {
 		}
 	}
 
+	// A row's detail shows the entry with its body as JSON, indented within
+	// it: the log gives the body as a JSON value, not as a string.
+	detail := page.evalString(t, `(() => { const r = [...document.querySelectorAll("tr.act")].find(r => r.innerText.includes("mallory"));
+		r.click(); return r.nextElementSibling.innerText; })()`)
+	if !strings.Contains(detail, `"body": {`) || !strings.Contains(detail, "\n    \"actor\": \"https://sut.test/users/mallory\"") {
+		t.Errorf("the detail of the rejected Like shows\n%s", detail)
+	}
+
 	// The weather: clear at first; after `crowd weather set` (PUT /api/weather)
 	// the page, reloaded, shows the spec and the origins per condition, each
 	// with what the weather answered for it (a fetch of the down origin's

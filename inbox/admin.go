@@ -92,13 +92,14 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	var last uint64
+	enc := newLineEncoder() // the journal's JSON, its newline ending the data line
 	send := func(e Entry) bool {
-		b, err := json.Marshal(e)
+		b, err := enc.line(&e)
 		if err != nil {
 			return true
 		}
 		last = e.Seq
-		_, err = fmt.Fprintf(w, "id: %d\nevent: activity\ndata: %s\n\n", e.Seq, b)
+		_, err = fmt.Fprintf(w, "id: %d\nevent: activity\ndata: %s\n", e.Seq, b)
 		return err == nil
 	}
 	if backlog > 0 {

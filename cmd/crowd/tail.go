@@ -78,6 +78,9 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		return err
 	}
 	defer stream.Close()
+	// As the journal writes entries: bodies keep <, > and & readable.
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
 	err = stream.Read(func(ev adminapi.Event) error {
 		if ev.Lost > 0 {
 			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the activity log in the crowd's state dir has them all)", ev.Lost)
@@ -88,12 +91,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 			}
 		}
 		if f.json {
-			b, err := json.Marshal(ev.Entry)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(stdout, "%s\n", b)
-			return err
+			return enc.Encode(ev.Entry)
 		}
 		_, err := fmt.Fprintln(stdout, entryLine(&ev.Entry))
 		return err
