@@ -26,7 +26,8 @@ type Arrival struct {
 type post struct {
 	persona  string
 	uri      string
-	created  time.Time
+	created  time.Time // created_at: the SUT's clock
+	posted   time.Time // when the client API answered: this machine's clock
 	expected []CrowdActor
 	reached  map[string]time.Time // crowd actor id → first arrival
 }
@@ -45,6 +46,8 @@ type Deliveries struct {
 	failed    int64
 	lost      uint64
 	attempts  []Attempt // every attempt seen, for UnderWeather
+	// attemptsDropped counts attempts past maxAttempts, not kept.
+	attemptsDropped int
 }
 
 // NewDeliveries expects each persona's posts at the crowd actors that
@@ -58,16 +61,21 @@ func NewDeliveries(followers map[string][]CrowdActor) *Deliveries {
 	return d
 }
 
-// Posted records a status persona posted (as the client API answered it).
-// Arrivals of it that came first (a SUT may deliver before it answers the
-// POST) are matched now.
-func (d *Deliveries) Posted(persona string, s Status) {
+// Posted records a status persona posted (as the client API answered it),
+// now. Arrivals of it that came first (a SUT may deliver before it answers
+// the POST) are matched now.
+func (d *Deliveries) Posted(persona string, s Status) { d.PostedAt(persona, s, time.Now()) }
+
+// PostedAt is Posted with the time the client API answered, on the clock
+// of the crowd's log (the weather's account compares the two; the SUT's
+// created_at may run on another).
+func (d *Deliveries) PostedAt(persona string, s Status, at time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, dup := d.posts[s.URI]; dup || s.URI == "" {
 		return
 	}
-	p := &post{persona: persona, uri: s.URI, created: s.CreatedAt, expected: d.followers[persona], reached: map[string]time.Time{}}
+	p := &post{persona: persona, uri: s.URI, created: s.CreatedAt, posted: at, expected: d.followers[persona], reached: map[string]time.Time{}}
 	d.posts[s.URI] = p
 	d.order = append(d.order, p)
 	for _, k := range []string{s.URI, s.URI + "/activity"} {

@@ -8,14 +8,20 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 )
 
-// maxAttempts bounds the delivery attempts kept for the weather's account.
+// maxAttempts bounds the delivery attempts kept for the weather's account;
+// those past it are counted (Deliveries.attemptsDropped).
 const maxAttempts = 200000
 
-// refusedTogether is how close in time two refused connections or lookups
-// of one origin must be to count as one attempt: a client's one try can
-// make several (an A and an AAAA query, a second address), and a retry
-// policy waits far longer than this between tries.
-const refusedTogether = 250 * time.Millisecond
+// refusedTogether is how long after a refused connection or lookup of an
+// origin the refusals that follow count as the same attempt: a client's one
+// try can make several at once (an A and an AAAA query, a second address),
+// and a retry policy waits far longer than this between tries.
+const refusedTogether = 100 * time.Millisecond
+
+// handshakeThrough is how soon after a broken certificate was served a
+// request from the same client address shows that the client went on
+// anyway (it does not verify certificates): the handshake was no refusal.
+const handshakeThrough = 5 * time.Second
 
 // Attempt is one delivery attempt at one of the crowd's origins, as the
 // crowd's activity log has it: an inbox request (answered by the inbox or
@@ -24,6 +30,9 @@ const refusedTogether = 250 * time.Millisecond
 type Attempt struct {
 	Time time.Time
 	Host string // the receiving origin, lower case
+	// Inbox is the request's path ("/users/b/inbox", "/inbox"); "" for a
+	// refusal. Remote is the client's address, when known.
+	Inbox, Remote string
 	// ID and Object are the activity's and its object's ids, when a
 	// request was read.
 	ID, Object string
@@ -35,14 +44,17 @@ type Attempt struct {
 }
 
 // Attempted keeps a delivery attempt for UnderWeather (one that the inbox
-// accepted is also an arrival: pass it to Arrived too).
+// accepted is also an arrival: pass it to Arrived too). Past maxAttempts
+// it is only counted.
 func (d *Deliveries) Attempted(a Attempt) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.attempts) < maxAttempts {
-		a.Host = strings.ToLower(a.Host)
-		d.attempts = append(d.attempts, a)
+	if len(d.attempts) >= maxAttempts {
+		d.attemptsDropped++
+		return
 	}
+	a.Host = strings.ToLower(a.Host)
+	d.attempts = append(d.attempts, a)
 }
 
 // WeatherHistory is the crowd's weather over a run: what was in force at
@@ -64,10 +76,11 @@ type WeatherShift struct {
 	Origins map[string]string
 }
 
-// HistoryOf is the weather of a run: initial was in force before it;
-// w (the record's timeline, nil for none) changed it from start on, and
-// the run put initial back at end.
-func HistoryOf(start, end time.Time, initial map[string]string, w *record.Weather) WeatherHistory {
+// HistoryOf is the weather of a run: initial was in force before it, and
+// w (the record's timeline, nil for none) changed it from start on, each
+// change dated when the crowd had it in force. The run puts initial back
+// only after its drain, which the account does not reach.
+func HistoryOf(start time.Time, initial map[string]string, w *record.Weather) WeatherHistory {
 	h := WeatherHistory{Start: start, Initial: initial}
 	if w == nil {
 		return h
@@ -85,9 +98,6 @@ func HistoryOf(start, end time.Time, initial map[string]string, w *record.Weathe
 			s.Origins[strings.ToLower(o.Host)] = o.Condition
 		}
 		h.Changes = append(h.Changes, s)
-	}
-	if len(h.Changes) > 0 && !end.IsZero() {
-		h.Changes = append(h.Changes, WeatherShift{At: end, Origins: initial})
 	}
 	return h
 }
@@ -165,29 +175,34 @@ func kindOf(condition string) string {
 
 // UnderWeather is what the SUT's deliveries did in the weather h, up to end
 // (the drain's end): per origin in weather, its attempts linked by
-// activity, their outcomes and its recovery; the healthy origins'
-// latency under the weather beside the clear phase, judged
+// activity, their outcomes and its recoveries; the healthy origins'
+// latency under the weather beside the clear phase before it, judged
 // (record.Isolate); and the attempts per second by weather. Nil when no
-// origin had weather.
+// origin had weather or no post was made.
 func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deliveries, error) {
 	hosts := h.weathered()
-	if len(hosts) == 0 {
-		return nil, nil
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	attempts := slices.Clone(d.attempts)
+	if len(hosts) == 0 || len(d.order) == 0 {
+		return nil, nil
+	}
+	attempts := make([]Attempt, 0, len(d.attempts))
+	for _, a := range d.attempts {
+		if !a.Time.Before(h.Start) && !a.Time.After(end) {
+			attempts = append(attempts, a)
+		}
+	}
 	slices.SortStableFunc(attempts, func(a, b Attempt) int { return a.Time.Compare(b.Time) })
-	attempts = groupRefused(attempts)
+	attempts = groupRefused(dropHandshakesGoneThrough(attempts))
 	byHost := map[string][]Attempt{}
 	for _, a := range attempts {
 		byHost[a.Host] = append(byHost[a.Host], a)
 	}
-	out := &record.Deliveries{Origins: []record.OriginDeliveries{}}
+	out := &record.Deliveries{Origins: []record.OriginDeliveries{}, AttemptsDropped: d.attemptsDropped, StreamLost: d.lost}
 	for _, host := range hosts {
 		out.Origins = append(out.Origins, d.originUnder(h, host, byHost[host], end))
 	}
-	healthy, err := d.healthy(h, hosts)
+	healthy, err := d.healthy(h, hosts, end)
 	if err != nil {
 		return nil, err
 	}
@@ -197,23 +212,51 @@ func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deli
 	return out, nil
 }
 
-// groupRefused drops refused entries (no request read) that follow one of
-// the same origin within refusedTogether: one attempt each. attempts are
-// sorted by time.
+// groupRefused drops the refused entries (no request read) that follow one
+// of the same origin within refusedTogether of it: one attempt each. The
+// window counts from the attempt's first entry, so a stream of refusals
+// does not merge into one. attempts are sorted by time.
 func groupRefused(attempts []Attempt) []Attempt {
-	last := map[string]time.Time{}
+	first := map[string]time.Time{}
 	out := attempts[:0:0]
 	for _, a := range attempts {
 		if a.ID == "" {
-			if t, ok := last[a.Host]; ok && a.Time.Sub(t) < refusedTogether {
-				last[a.Host] = a.Time
+			if t, ok := first[a.Host]; ok && a.Time.Sub(t) < refusedTogether {
 				continue
 			}
-			last[a.Host] = a.Time
+			first[a.Host] = a.Time
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// dropHandshakesGoneThrough drops a broken certificate's entry when the
+// same client address then sent a request to that origin: a client that
+// does not verify certificates went on, and its request is the attempt.
+func dropHandshakesGoneThrough(attempts []Attempt) []Attempt {
+	out := attempts[:0:0]
+	for i, a := range attempts {
+		if a.ID == "" && a.Remote != "" && strings.HasPrefix(a.Weather, "tls-") && wentThrough(attempts[i+1:], a) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// wentThrough reports whether a request from a's client to a's origin
+// follows it within handshakeThrough (later is sorted after).
+func wentThrough(later []Attempt, a Attempt) bool {
+	for _, b := range later {
+		if b.Time.Sub(a.Time) > handshakeThrough {
+			return false
+		}
+		if b.ID != "" && b.Host == a.Host && b.Remote == a.Remote {
+			return true
+		}
+	}
+	return false
 }
 
 // owedTo is the posts owed to host (an expected follower lives there), in

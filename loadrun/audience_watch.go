@@ -107,24 +107,29 @@ func observeEntry(dl *audience.Deliveries, e adminapi.Entry) {
 		return
 	}
 	accepted := e.Verdict == adminapi.VerdictAccepted
-	dl.Attempted(audience.Attempt{Time: e.Time, Host: inboxHost(e.URL), ID: e.ID, Object: e.Object,
+	host, path := splitLogged(e.URL)
+	dl.Attempted(audience.Attempt{Time: e.Time, Host: host, Inbox: path, Remote: e.Remote, ID: e.ID, Object: e.Object,
 		Status: e.Status, Weather: e.Weather, Accepted: accepted})
 	if accepted {
 		dl.Arrived(audience.Arrival{Time: e.Time, Inbox: e.URL, ID: e.ID, Object: e.Object})
 	}
 }
 
-// inboxHost is the host of a logged URL ("flood3.test/users/a/inbox", or
-// the host alone).
-func inboxHost(u string) string {
+// splitLogged splits a logged URL ("flood3.test/users/a/inbox", with or
+// without a scheme and a port, or the host alone) into its lower-case host
+// and its path.
+func splitLogged(u string) (host, path string) {
 	if _, rest, ok := strings.Cut(u, "://"); ok {
 		u = rest
 	}
-	host, _, _ := strings.Cut(u, "/")
+	host, path, _ = strings.Cut(u, "/")
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return strings.ToLower(host)
+	if path != "" || strings.Contains(u, "/") {
+		path = "/" + path
+	}
+	return strings.ToLower(host), path
 }
 
 // weatherNow is each origin's weather on the attached crowd now (host →
@@ -179,7 +184,7 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 	if rec == nil || path == "" {
 		return Addition{}, nil // the flood made no record: nothing to add to
 	}
-	under, err := w.dl.UnderWeather(audience.HistoryOf(rec.Start, rec.End, w.weather, rec.Weather), drainEnd)
+	under, err := w.dl.UnderWeather(audience.HistoryOf(rec.Start, w.weather, rec.Weather), drainEnd)
 	if err != nil {
 		return Addition{}, fmt.Errorf("the deliveries under the weather: %w", err)
 	}

@@ -70,7 +70,9 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 		case 2:
-			time.Sleep(30 * time.Millisecond) // holds a slot: some sends find none
+			// Holds a slot: 4 slots of a quarter of 60 ms each serve about 270/s,
+			// below the 400/s offered, so some sends always find none.
+			time.Sleep(60 * time.Millisecond)
 			w.WriteHeader(http.StatusServiceUnavailable)
 		default:
 			w.WriteHeader(http.StatusUnauthorized)

@@ -28,6 +28,9 @@ const (
 	VerdictIsolated = "isolated"
 	VerdictBlocking = "head-of-line blocking"
 	VerdictUnknown  = "not enough deliveries"
+	// VerdictNoBaseline: the weather was in force from the start, so there
+	// is no clear phase to compare with.
+	VerdictNoBaseline = "no clear phase before the weather"
 )
 
 // Deliveries is what the SUT's own deliveries to the crowd did while some
@@ -45,10 +48,16 @@ type Deliveries struct {
 	// Attempts are the attempts the crowd received per second of the run
 	// (from the flood's start), by the weather of the origin then.
 	Attempts []AttemptTick `json:"attempts,omitempty"`
+	// AttemptsDropped counts attempts past the account's bound, and
+	// StreamLost the crowd's log entries lost before the run read them:
+	// when either is not 0, attempts are missing from the figures.
+	AttemptsDropped int    `json:"attempts_dropped,omitempty"`
+	StreamLost      uint64 `json:"stream_lost,omitempty"`
 }
 
 // OriginDeliveries is what the SUT did to deliver to one origin in weather.
 type OriginDeliveries struct {
+	// Host is the origin's host name.
 	Host string `json:"host"`
 	// Conditions are the origin's weathers during the run, in order, as a
 	// spec writes them ("down", then "clear" when it recovered).
@@ -77,9 +86,9 @@ type OriginDeliveries struct {
 	// origin. Both are 0 when the crowd could not count them.
 	Fetches int64 `json:"fetches"`
 	Lookups int64 `json:"lookups"`
-	// Recovery is how the SUT drained its backlog once the origin's
-	// weather cleared; nil when it did not clear during the run.
-	Recovery *Recovery `json:"recovery,omitempty"`
+	// Recoveries are how the SUT drained its backlog each time the
+	// origin's weather cleared during the run; none when it never did.
+	Recoveries []Recovery `json:"recoveries,omitempty"`
 	// Activities are the activities owed to it, each with its attempts
 	// (at most ActivitiesKept; the counts above cover them all).
 	Activities []ActivityAttempts `json:"activities"`
@@ -103,8 +112,13 @@ type Recovery struct {
 // ActivityAttempts is one activity's attempts at one origin: the SUT's
 // retry schedule as observed.
 type ActivityAttempts struct {
-	ID string `json:"id"`
-	// PostedS is when the SUT's post was made, from the flood's start.
+	// ID is the post's id; Inbox the inbox the attempts went to when the
+	// origin had several of the post's followers ("" when tied to the
+	// origin as a whole).
+	ID    string `json:"id"`
+	Inbox string `json:"inbox,omitempty"`
+	// PostedS is when the SUT's client API answered the post, from the
+	// flood's start (the run's clock).
 	PostedS  float64   `json:"posted_s"`
 	Attempts []Attempt `json:"attempts"`
 	// IntervalsS are the seconds between consecutive attempts.
@@ -117,8 +131,9 @@ type ActivityAttempts struct {
 	AfterRecoveryS float64 `json:"after_recovery_s,omitempty"`
 	// Linked says how the attempts were tied to the activity: "id" (the
 	// request's body named it) or "origin" (refused before a request was
-	// read, while it was the only activity owed to the origin).
-	Linked string `json:"linked"`
+	// read, while it was the only activity owed to the origin); "" when
+	// none was seen.
+	Linked string `json:"linked,omitempty"`
 }
 
 // Outcomes of an ActivityAttempts.
@@ -130,7 +145,7 @@ const (
 
 // Attempt is one delivery attempt as the crowd answered it.
 type Attempt struct {
-	// AtS is its arrival, in seconds from the activity's post.
+	// AtS is its arrival, in seconds from the activity's post (PostedS).
 	AtS float64 `json:"at_s"`
 	// Status is the crowd's answer (0: none: a reset, a hold, a refused
 	// handshake or lookup).
@@ -144,22 +159,31 @@ type Attempt struct {
 // (Baseline) or while some were in weather (Weather). Latency is from the
 // post's creation (the SUT's clock) to the crowd's receipt.
 type HealthyDeliveries struct {
-	Expected int64      `json:"expected"`
-	Reached  int64      `json:"reached"`
-	Baseline HistRecord `json:"baseline"`
-	Weather  HistRecord `json:"weather"`
+	// Expected deliveries, how many arrived, and how many did not by the
+	// run's end (each counted in its phase's histogram at the end: a
+	// lower bound, so blocked deliveries do not drop out).
+	Expected  int64      `json:"expected"`
+	Reached   int64      `json:"reached"`
+	Unreached int64      `json:"unreached"`
+	Baseline  HistRecord `json:"baseline"`
+	Weather   HistRecord `json:"weather"`
+	// NoBaseline says the weather was in force from the start: there was
+	// no clear phase.
+	NoBaseline bool `json:"no_baseline,omitempty"`
 }
 
 // Isolation is the verdict on whether bad weather on some origins delayed
 // deliveries to the healthy ones.
 type Isolation struct {
+	// Verdict is one of the Verdict constants.
 	Verdict string `json:"verdict"`
 	// BaselineP95US and WeatherP95US are the two phases' p95 (µs); Ratio
 	// the second over the first.
 	BaselineP95US int64   `json:"baseline_p95_us"`
 	WeatherP95US  int64   `json:"weather_p95_us"`
 	Ratio         float64 `json:"ratio"`
-	Rule          string  `json:"rule"`
+	// Rule is the rule the verdict applies, for people.
+	Rule string `json:"rule"`
 }
 
 // AttemptTick is the attempts received in one second, by weather class
@@ -179,6 +203,10 @@ func IsolationRule() string {
 func Isolate(h HealthyDeliveries) Isolation {
 	b, w := h.Baseline.Quantiles, h.Weather.Quantiles
 	iso := Isolation{Verdict: VerdictUnknown, BaselineP95US: b.P95, WeatherP95US: w.P95, Rule: IsolationRule()}
+	if h.NoBaseline {
+		iso.Verdict = VerdictNoBaseline
+		return iso
+	}
 	if b.Count < IsolationMinimum || w.Count < IsolationMinimum {
 		return iso
 	}
@@ -210,9 +238,14 @@ func (d *Deliveries) Summary() string {
 	s := fmt.Sprintf("%d origins in weather: %d attempts; %d delivered, %d after recovery, %d undelivered; healthy origins %d of %d delivered",
 		len(d.Origins), attempts, delivered, after, undelivered, d.Healthy.Reached, d.Healthy.Expected)
 	iso := d.Isolation
+	if d.AttemptsDropped > 0 || d.StreamLost > 0 {
+		s += fmt.Sprintf(" (%d attempts past the bound and %d log entries lost: figures incomplete)", d.AttemptsDropped, d.StreamLost)
+	}
 	switch iso.Verdict {
 	case VerdictUnknown, "":
 		s += "; isolation: not enough deliveries to judge"
+	case VerdictNoBaseline:
+		s += "; isolation: " + VerdictNoBaseline
 	default:
 		s += fmt.Sprintf("; isolation: healthy p95 %v clear, %v under weather (%.1f×): %s",
 			usDuration(iso.BaselineP95US), usDuration(iso.WeatherP95US), iso.Ratio, iso.Verdict)
@@ -247,6 +280,10 @@ func mergeDeliveries(out *Record, recs []*Record) error {
 		d.Origins = append(d.Origins, in.Origins...)
 		d.Healthy.Expected += in.Healthy.Expected
 		d.Healthy.Reached += in.Healthy.Reached
+		d.Healthy.Unreached += in.Healthy.Unreached
+		d.Healthy.NoBaseline = d.Healthy.NoBaseline || in.Healthy.NoBaseline
+		d.AttemptsDropped += in.AttemptsDropped
+		d.StreamLost += in.StreamLost
 		for _, p := range []struct {
 			into *hdr.Histogram
 			from HistRecord
@@ -296,8 +333,8 @@ func (d *Deliveries) Lines() []string {
 	lines := []string{"deliveries under the weather: " + d.Summary()}
 	for _, o := range d.Origins {
 		l := fmt.Sprintf("  %s %s: %d attempts (%.0f/h in weather)", o.Host, strings.Join(o.Conditions, " → "), o.Attempts, o.PerHour)
-		if len(o.Activities) > 0 {
-			l += "; schedule " + scheduleOf(o.Activities[0])
+		if a, ok := retried(o.Activities); ok {
+			l += "; schedule " + scheduleOf(a)
 		}
 		l += fmt.Sprintf("; %d delivered, %d after recovery, %d undelivered", o.Delivered, o.DeliveredAfterRecovery, o.Undelivered)
 		if o.Fetches > 0 || o.Lookups > 0 {
@@ -306,7 +343,7 @@ func (d *Deliveries) Lines() []string {
 		if o.EarlyRetries > 0 {
 			l += fmt.Sprintf("; %d retries before the Retry-After", o.EarlyRetries)
 		}
-		if r := o.Recovery; r != nil {
+		for _, r := range o.Recoveries {
 			l += fmt.Sprintf("; cleared at +%gs: backlog %d, peak %d/s, drained in %g s", r.AtS, r.Backlog, r.PeakPerS, r.DrainS)
 		}
 		lines = append(lines, l)
@@ -315,6 +352,22 @@ func (d *Deliveries) Lines() []string {
 		lines = append(lines, "  rule: "+d.Isolation.Rule)
 	}
 	return lines
+}
+
+// retried is the activity whose schedule best shows the SUT's retries:
+// the first with more than one attempt, else the first with any.
+func retried(as []ActivityAttempts) (ActivityAttempts, bool) {
+	for _, a := range as {
+		if len(a.Attempts) > 1 {
+			return a, true
+		}
+	}
+	for _, a := range as {
+		if len(a.Attempts) > 0 {
+			return a, true
+		}
+	}
+	return ActivityAttempts{}, false
 }
 
 // scheduleOf is an activity's observed retry schedule: "attempt 1, +0.31 s

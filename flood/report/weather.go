@@ -78,7 +78,7 @@ func writeWeatherMarkdown(b *strings.Builder, r *record.Record) {
 	}
 }
 
-// classColors are the attempts plot's colours by weather class; a class
+// classColor is the attempts plot's colour for a weather class; a class
 // not listed is grey.
 func classColor(class string) string {
 	switch class {

@@ -49,7 +49,7 @@ func TestDeliveriesShown(t *testing.T) {
 	r.Deliveries = &record.Deliveries{
 		Origins: []record.OriginDeliveries{{Host: "flood1.test", Conditions: []string{"clear", "down", "clear"}, Class: "down",
 			Attempts: 4, PerHour: 1200, DeliveredAfterRecovery: 1,
-			Recovery: &record.Recovery{AtS: 14, Backlog: 1, PeakPerS: 1, DrainS: 2.5},
+			Recoveries: []record.Recovery{{AtS: 14, Backlog: 1, PeakPerS: 1, DrainS: 2.5}},
 			Activities: []record.ActivityAttempts{{ID: "https://sut.test/p/1",
 				Attempts:   []record.Attempt{{AtS: 0.01, Weather: "down"}, {AtS: 0.4, Weather: "down"}, {AtS: 1.2, Status: 202}},
 				IntervalsS: []float64{0.39, 0.8}, Outcome: record.OutcomeAfterRecovery, DeliveredOn: 3, AfterRecoveryS: 2.5}}}},
