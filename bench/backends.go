@@ -175,7 +175,7 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 	}
 	b.rep.set(lc)
 	b.rep.set(vs)
-	b.combinedRow(ctx, lcSide, lcBest, lcT, lcCeil)
+	b.combinedRow(ctx, lcSide, searches[signing.BackendLibcrypto], lcCeil)
 }
 
 // oneCoreSection: the pipeline-signed flood with libcrypto pinned to one

@@ -91,12 +91,15 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 	return s
 }
 
-// combinedRow: the libcrypto pipeline's maximum sustained rate beside the
-// ceiling its two stages allow together, combinedCeiling(signing alone,
-// presigned flood), both measured in this section on the same sink: the
-// presigned flood searched here with requests of the pipeline's own
-// generator. The notes give the per-send budget.
-func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe float64, pipeT *outcome, sign float64) {
+// combinedRow: the libcrypto pipeline's maximum sustained rate (pipe's
+// best) beside the ceiling its two stages allow together,
+// combinedCeiling(signing alone, presigned flood), both measured in this
+// section on the same sink: the presigned flood searched here with
+// requests of the pipeline's own generator. The notes give the per-send
+// budget; when the pipeline sustained no rate (on a loaded machine the
+// lateness bound fails first), they give it at the highest rate the
+// pipeline kept pace at, which the row still does not count as met.
+func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
 	const name, target = nameCombined, targetCombined
 	fail := func(err error) { b.rep.fail(rowPipelineCombined, name, target, err) }
 	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
@@ -106,38 +109,43 @@ func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe float6
 	}
 	b.logf("  presigned flood of the pipeline's requests (%d presigned)", len(pool))
 	s := b.presignedSearch(ctx, "presigned", pool)
-	b.rep.Details[rowPipelineCombined] = map[string]any{"presigned": s.trials}
+	details := map[string]any{"presigned": s.trials}
+	b.rep.Details[rowPipelineCombined] = details
 	send, st := s.best()
-	row := Row{Key: rowPipelineCombined, Name: name, Value: pipe, Unit: "/s", Target: target,
+	best, bt := pipe.best()
+	row := Row{Key: rowPipelineCombined, Name: name, Value: best, Unit: "/s", Target: target, Met: met(false),
 		CeilingName: fmt.Sprintf("1 / (1/libcrypto signing alone %s + 1/presigned flood %s)", formatValue(sign, "/s"), formatValue(send, "/s"))}
 	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, after the pipeline searches",
 		len(pool), b.cfg.Trial)
 	if st == nil {
-		row.Met = met(false)
 		row.Notes = "no combined ceiling: the presigned flood sustained no rate (" + lastWhy(s.trials) + "); " + how
 		b.rep.set(row)
 		return
 	}
-	row.Ceiling, err = combinedCeiling(sign, send)
-	if err != nil {
+	if row.Ceiling, err = combinedCeiling(sign, send); err != nil {
 		fail(err)
 		return
 	}
-	if pipeT == nil {
-		row.Met = met(false)
-		row.Notes = "the pipeline sustained no rate; " + how
+	at, prefix := best, ""
+	if bt != nil {
+		row.Ratio = best / row.Ceiling
+		row.Met = met(row.Ratio >= 0.8)
+	} else if paced := keptPace(pipe.trials); paced != nil {
+		at = paced.Rate
+		prefix = fmt.Sprintf("the pipeline sustained no rate (%s) but kept pace (no drops, signers kept up; latency and lateness aside) up to %s = %.2f × the combined ceiling; there, ",
+			lastWhy(pipe.trials), formatValue(at, "/s"), at/row.Ceiling)
+	} else {
+		row.Notes = "the pipeline sustained no rate (" + lastWhy(pipe.trials) + "); " + how
 		b.rep.set(row)
 		return
 	}
-	row.Ratio = pipe / row.Ceiling
-	row.Met = met(row.Ratio >= 0.8)
-	budget, err := newSendBudget(runtime.NumCPU(), sign, send, pipe)
+	budget, err := newSendBudget(runtime.NumCPU(), sign, send, at)
 	if err != nil {
 		fail(err)
 		return
 	}
-	b.rep.Details[rowPipelineCombined] = map[string]any{"presigned": s.trials, "budget": budget}
-	row.Notes = fmt.Sprintf("%s on %d cores; %s", budget, runtime.NumCPU(), how)
+	details["budget"] = budget
+	row.Notes = fmt.Sprintf("%s%s on %d cores; %s", prefix, budget, runtime.NumCPU(), how)
 	b.rep.set(row)
 }
 
