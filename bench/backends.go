@@ -66,20 +66,23 @@ func newBackendFlood(name string, world *actors.World, sink string) (*backendFlo
 	return &backendFlood{name: name, gen: gen, draft: d}, nil
 }
 
+// The names of the backends section's rows.
+const (
+	nameSign = "libcrypto RSA-2048 signing alone, all cores (SignPost)"
+	nameLC   = "flood, pipeline signing with libcrypto: max sustained rate (null sink)"
+	nameVs   = "flood, pipeline: libcrypto vs Go backend (same run)"
+)
+
 // backendsSection: each backend's signing-only rate and openssl speed's
 // (the machine's ceilings), then the pipeline-signed flood's maximum
 // sustained rate with each backend, the two searches alternating trial by
 // trial, each trial followed by a signing-only sample of its backend.
 func (b *bench) backendsSection(ctx context.Context) {
-	const (
-		nameSign = "libcrypto RSA-2048 signing alone, all cores (SignPost)"
-		nameLC   = "flood, pipeline signing with libcrypto: max sustained rate (null sink)"
-		nameVs   = "flood, pipeline: libcrypto vs Go backend (same run)"
-	)
 	fail := func(err error) {
 		b.rep.fail(rowSignLibcrypto, nameSign, "reference", err)
 		b.rep.fail(rowPipelineLibcrypto, nameLC, "≥ 0.45 × libcrypto signing, p99 lateness ≤ 1 ms", err)
 		b.rep.fail(rowPipelineVsGo, nameVs, "≥ 2 × Go backend", err)
+		b.rep.fail(rowPipelineCombined, nameCombined, targetCombined, err)
 	}
 	lcWorld, err := b.libcryptoWorld()
 	if err != nil {
@@ -122,6 +125,13 @@ func (b *bench) backendsSection(ctx context.Context) {
 		}
 	}
 	interleave(ctx, searches[signing.BackendGo], searches[signing.BackendLibcrypto], trial(goSide), trial(lcSide))
+	b.backendsRows(ctx, goSide, lcSide, searches, lcOne, ossl)
+}
+
+// backendsRows sets the backends section's rows from its searches and
+// samples, then measures and sets the pipeline's combined-ceiling row.
+func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, searches map[string]*search, lcOne float64, ossl opensslSpeeds) {
+	cores := runtime.NumCPU()
 	goBest, goT := searches[signing.BackendGo].best()
 	lcBest, lcT := searches[signing.BackendLibcrypto].best()
 	goCeil, lcCeil := median(append([]float64(nil), goSide.ceilings...)), median(append([]float64(nil), lcSide.ceilings...))
@@ -165,6 +175,7 @@ func (b *bench) backendsSection(ctx context.Context) {
 	}
 	b.rep.set(lc)
 	b.rep.set(vs)
+	b.combinedRow(ctx, lcSide, searches[signing.BackendLibcrypto], lcCeil)
 }
 
 // oneCoreSection: the pipeline-signed flood with libcrypto pinned to one

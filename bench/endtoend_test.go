@@ -98,7 +98,7 @@ func TestBenchEndToEnd(t *testing.T) {
 // libcryptoRow reports whether row key measures the libcrypto backend.
 func libcryptoRow(key string) bool {
 	switch key {
-	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
+	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineCombined, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
 		return true
 	}
 	return false

@@ -273,6 +273,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 		row.Notes = fmt.Sprintf("p99 latency at the max: flood %.2f ms, vegeta %.2f ms; %s", ft.LatencyP99MS, vt.LatencyP99MS, rule)
 	}
 	b.rep.set(row)
+	b.presignedWrkRow(ctx, pool, fs.trials, fBest, ft)
 }
 
 func bestOrWhy(best *outcome, trials []outcome) string {

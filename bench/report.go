@@ -29,9 +29,9 @@ const (
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
-	return append([]string{rowPipeline, rowPresigned, rowInbox, rowActor, rowWebFinger,
+	return append([]string{rowPipeline, rowPresigned, rowPresignedWrk, rowInbox, rowActor, rowWebFinger,
 		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineCombined, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -36,6 +37,7 @@ type outcome struct {
 	SignedRate    float64 `json:"signed_rate,omitempty"`     // pipeline: signatures per second during the run
 	Results       int64   `json:"results,omitempty"`         // vegeta: results received, warm-up included
 	FirstError    string  `json:"first_error,omitempty"`     // the first answer in the window that was not 2xx
+	Conns         int64   `json:"conns,omitempty"`           // flood: connections its transport dialled in the trial
 	KeptPace      bool    `json:"kept_pace"`                 // sustained but for the latency and lateness bounds
 	Pass          bool    `json:"pass"`
 	Why           string  `json:"why,omitempty"` // what failed
@@ -177,6 +179,14 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	tr := flood.NewTransport(flood.DefaultMaxInflight, 0, nil)
 	defer tr.CloseIdleConnections()
+	// Counted so that a client replaying the same requests can be given
+	// as many connections as the flood found it needed.
+	var conns atomic.Int64
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conns.Add(1)
+		return dial(ctx, network, addr)
+	}
 	plan := flood.Plan{Limits: flood.Limits{Duration: cfg.Trial, Warmup: cfg.Warmup, Timeout: 10 * time.Second}, Pacer: pacer, Source: src,
 		Transport: tr}
 	var also flood.Collector
@@ -190,6 +200,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		return o, nil
 	}
 	res := rec.Result()
+	o.Conns = conns.Load()
 	c := res.Overall.Counts
 	o.Offered, o.Completed, o.OK = c.Offered, c.Completed, res.Overall.Tally.OK()
 	o.Dropped, o.Starved = c.Dropped, c.Starved

@@ -60,6 +60,7 @@ type replay struct {
 	want   int
 	mk     func(i int64) *http.Request // i ≥ 0: request i mod n
 	raw    func(i int) []byte          // 0 ≤ i < n
+	conc   int                         // connections; 0: -conc
 	script string                      // the wrk script, once written
 }
 
@@ -81,7 +82,17 @@ func (b *bench) closedPair(ctx context.Context, nameA, addrA, nameB, addrB strin
 
 // closedSides is closedPair for any number of servers, measured in turn.
 func (b *bench) closedSides(ctx context.Context, names, addrs []string, rp *replay) (meds []float64, all map[string][]loopResult, err error) {
-	if b.wrk != nil {
+	return b.closedSidesBy(ctx, b.wrk, names, addrs, rp)
+}
+
+// closedSidesBy is closedSides measured by w (nil: the Go client), over
+// rp.conc connections (0: -conc).
+func (b *bench) closedSidesBy(ctx context.Context, w *wrkClient, names, addrs []string, rp *replay) (meds []float64, all map[string][]loopResult, err error) {
+	conc := rp.conc
+	if conc <= 0 {
+		conc = b.cfg.Conc
+	}
+	if w != nil {
 		reqs := make([][]byte, rp.n)
 		for i := range reqs {
 			reqs[i] = rp.raw(i)
@@ -97,11 +108,11 @@ func (b *bench) closedSides(ctx context.Context, names, addrs []string, rp *repl
 	}
 	side := func(addr string) func(context.Context) loopResult {
 		return func(ctx context.Context) loopResult {
-			if b.wrk == nil {
-				return closedLoop(ctx, addr, b.cfg.Conc, b.cfg.Measure, rp.want, rp.mk)
+			if w == nil {
+				return closedLoop(ctx, addr, conc, b.cfg.Measure, rp.want, rp.mk)
 			}
-			closedLoop(ctx, addr, b.cfg.Conc, b.cfg.Measure/10, rp.want, rp.mk)
-			r := b.wrk.run(ctx, rp.script, addr, b.cfg.Conc, b.cfg.Measure)
+			closedLoop(ctx, addr, conc, b.cfg.Measure/10, rp.want, rp.mk)
+			r := w.run(ctx, rp.script, addr, conc, b.cfg.Measure)
 			if r.Bad > 0 && r.Seconds > 0 {
 				// wrk says how many, not which: find the first bad answer.
 				if err := checkPool(ctx, addr, rp.n, rp.want, rp.mk); err != nil {

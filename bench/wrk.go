@@ -118,16 +118,12 @@ end
 // writeWrkScript writes reqs (wire form) and the script replaying them
 // into dir, under name, and returns the script's path.
 func writeWrkScript(dir, name string, reqs [][]byte) (string, error) {
-	if len(reqs) == 0 {
-		return "", errors.New("wrk: no requests to replay")
-	}
-	var data bytes.Buffer
-	for _, r := range reqs {
-		fmt.Fprintf(&data, "%d\n", len(r))
-		data.Write(r)
+	data, err := wrkData(reqs)
+	if err != nil {
+		return "", err
 	}
 	dataPath := filepath.Join(dir, name+".requests")
-	if err := os.WriteFile(dataPath, data.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(dataPath, data, 0o600); err != nil {
 		return "", err
 	}
 	abs, err := filepath.Abs(dataPath)
@@ -135,7 +131,27 @@ func writeWrkScript(dir, name string, reqs [][]byte) (string, error) {
 		return "", err
 	}
 	script := filepath.Join(dir, name+".lua")
-	return script, os.WriteFile(script, []byte(fmt.Sprintf(wrkScript, luaQuote(abs))), 0o600)
+	return script, os.WriteFile(script, wrkLua(abs), 0o600)
+}
+
+// wrkData is the data file wrkScript reads: each request of reqs, in
+// order, as "<length>\n<bytes>". An empty pool is an error: wrk would
+// have nothing to send.
+func wrkData(reqs [][]byte) ([]byte, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("wrk: no requests to replay")
+	}
+	var data bytes.Buffer
+	for _, r := range reqs {
+		fmt.Fprintf(&data, "%d\n", len(r))
+		data.Write(r)
+	}
+	return data.Bytes(), nil
+}
+
+// wrkLua is wrkScript reading the data file at dataPath.
+func wrkLua(dataPath string) []byte {
+	return []byte(fmt.Sprintf(wrkScript, luaQuote(dataPath)))
 }
 
 // luaQuote is s as a Lua double-quoted string literal: every byte that is

@@ -123,11 +123,10 @@ func TestWrkSeconds(t *testing.T) {
 	}
 }
 
-// TestWrkReplay runs wrk (when installed; CI installs it, so there its
-// absence fails) on a script the bench writes
-// and checks that the server received exactly the pool's requests, round
-// robin, and that answers ≥ 400 make a measurement bad.
-func TestWrkReplay(t *testing.T) {
+// needWrk is the wrk on PATH; without one the test is skipped, but in
+// CI, which installs it, it fails.
+func needWrk(t *testing.T) *wrkClient {
+	t.Helper()
 	w, err := findWrk(t.Context())
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -135,6 +134,15 @@ func TestWrkReplay(t *testing.T) {
 		}
 		t.Skipf("no wrk: %v", err)
 	}
+	return w
+}
+
+// TestWrkReplay runs wrk (when installed; CI installs it, so there its
+// absence fails) on a script the bench writes
+// and checks that the server received exactly the pool's requests, round
+// robin, and that answers ≥ 400 make a measurement bad.
+func TestWrkReplay(t *testing.T) {
+	w := needWrk(t)
 	type seen struct {
 		method, uri, host, sig, body string
 	}

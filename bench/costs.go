@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"runtime"
+
+	"github.com/crowdfed/crowd/flood"
+)
+
+// The rows that say where a send's cost goes: the presigned flood beside
+// a client that only sends the same bytes, and the pipeline beside what
+// its signing and its sending would allow together.
+const (
+	rowPresignedWrk     = "presigned_vs_wrk"
+	rowPipelineCombined = "pipeline_combined"
+
+	nameCombined   = "pipeline vs its combined ceiling (libcrypto, null sink)"
+	targetCombined = "≥ 0.8 × 1 / (1/signing alone + 1/presigned flood)"
+)
+
+// combinedCeiling is the rate of a pipeline whose every send costs one
+// unit of each stage, the stages sharing one machine: the machine time a
+// stage takes per send is the inverse of its rate alone, and the times
+// add, so the rate is 1 / Σ 1/rate. It is an error for any rate not to be
+// a finite number > 0 (a stage that was not measured gives no ceiling).
+func combinedCeiling(rates ...float64) (float64, error) {
+	if len(rates) == 0 {
+		return 0, errors.New("combined ceiling: no stage rates")
+	}
+	sum := 0.0
+	for _, r := range rates {
+		if !positive(r) {
+			return 0, fmt.Errorf("combined ceiling: stage rate %v is not a finite rate > 0", r)
+		}
+		sum += 1 / r
+	}
+	return 1 / sum, nil
+}
+
+// sendBudget is what one send costs, in µs of all the machine's cores
+// (cores × 10⁶ ÷ rate): signing alone, sending a presigned request
+// alone, the pipeline doing both, and Coordination, the rest of the
+// pipeline's (pipeline − signing − sending: handing requests from the
+// signers to the sender, the scheduling between them; negative when the
+// pipeline overlaps the stages better than running them one after the
+// other would).
+type sendBudget struct {
+	Sign, Send, Pipeline, Coordination float64
+}
+
+// newSendBudget is the budget of a pipeline at pipeline sends/s on cores
+// cores, whose signing alone runs at sign/s and whose sending alone at
+// send/s. Every rate must be a finite number > 0 and cores ≥ 1.
+func newSendBudget(cores int, sign, send, pipeline float64) (sendBudget, error) {
+	if cores < 1 {
+		return sendBudget{}, fmt.Errorf("send budget: %d cores", cores)
+	}
+	for _, r := range []float64{sign, send, pipeline} {
+		if !positive(r) {
+			return sendBudget{}, fmt.Errorf("send budget: rate %v is not a finite rate > 0", r)
+		}
+	}
+	us := func(rate float64) float64 { return float64(cores) * 1e6 / rate }
+	b := sendBudget{Sign: us(sign), Send: us(send), Pipeline: us(pipeline)}
+	b.Coordination = b.Pipeline - b.Sign - b.Send
+	return b, nil
+}
+
+func (s sendBudget) String() string {
+	return fmt.Sprintf("per-send budget in µs of all cores: signing %.1f, presigned send %.1f, pipeline %.1f, coordination (pipeline − both) %.1f",
+		s.Sign, s.Send, s.Pipeline, s.Coordination)
+}
+
+// presignedSearch searches the highest rate the flood engine sustains
+// replaying pool round robin against the null sink, at GOMAXPROCS = the
+// cores (what `crowd flood` runs a presigned flood with).
+func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.Prepared) *search {
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	s := newSearch(side, b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
+		runtime.GC()
+		o, _ := floodTrial(ctx, side, &cycle{reqs: pool}, rate, b.cfg, nil)
+		o.judge(b.cfg.LatencyBound, nil, nil)
+		b.logTrial(o)
+		s.report(o)
+	}
+	return s
+}
+
+// combinedRow: the libcrypto pipeline's maximum sustained rate (pipe's
+// best) beside the ceiling its two stages allow together,
+// combinedCeiling(signing alone, presigned flood), both measured in this
+// section on the same sink: the presigned flood searched here with
+// requests of the pipeline's own generator. The notes give the per-send
+// budget; when the pipeline sustained no rate (on a loaded machine the
+// lateness bound fails first), they give it at the highest rate the
+// pipeline kept pace at, which the row still does not count as met.
+func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
+	const name, target = nameCombined, targetCombined
+	fail := func(err error) { b.rep.fail(rowPipelineCombined, name, target, err) }
+	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
+	if err != nil {
+		fail(err)
+		return
+	}
+	b.logf("  presigned flood of the pipeline's requests (%d presigned)", len(pool))
+	s := b.presignedSearch(ctx, "presigned", pool)
+	details := map[string]any{"presigned": s.trials}
+	b.rep.Details[rowPipelineCombined] = details
+	send, st := s.best()
+	best, bt := pipe.best()
+	row := Row{Key: rowPipelineCombined, Name: name, Value: best, Unit: "/s", Target: target, Met: met(false),
+		CeilingName: fmt.Sprintf("1 / (1/libcrypto signing alone %s + 1/presigned flood %s)", formatValue(sign, "/s"), formatValue(send, "/s"))}
+	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, after the pipeline searches",
+		len(pool), b.cfg.Trial)
+	if st == nil {
+		row.Notes = "no combined ceiling: the presigned flood sustained no rate (" + lastWhy(s.trials) + "); " + how
+		b.rep.set(row)
+		return
+	}
+	if row.Ceiling, err = combinedCeiling(sign, send); err != nil {
+		fail(err)
+		return
+	}
+	at, prefix := best, ""
+	if bt != nil {
+		row.Ratio = best / row.Ceiling
+		row.Met = met(row.Ratio >= 0.8)
+	} else if paced := keptPace(pipe.trials); paced != nil {
+		at = paced.Rate
+		prefix = fmt.Sprintf("the pipeline sustained no rate (%s) but kept pace (no drops, signers kept up; latency and lateness aside) up to %s = %.2f × the combined ceiling; there, ",
+			lastWhy(pipe.trials), formatValue(at, "/s"), at/row.Ceiling)
+	} else {
+		row.Notes = "the pipeline sustained no rate (" + lastWhy(pipe.trials) + "); " + how
+		b.rep.set(row)
+		return
+	}
+	budget, err := newSendBudget(runtime.NumCPU(), sign, send, at)
+	if err != nil {
+		fail(err)
+		return
+	}
+	details["budget"] = budget
+	row.Notes = fmt.Sprintf("%s%s on %d cores; %s", prefix, budget, runtime.NumCPU(), how)
+	b.rep.set(row)
+}
+
+// floodConns is how many connections the flood used at its maximum (its
+// best trial; without one, the most any trial dialled), at least one.
+func floodConns(trials []outcome, best *outcome) int {
+	if best != nil && best.Conns > 0 {
+		return int(best.Conns)
+	}
+	n := int64(1)
+	for _, t := range trials {
+		n = max(n, t.Conns)
+	}
+	return int(n)
+}
+
+// presignedWrkRow: wrk replaying the presigned flood's own pool (its wire
+// form, in order, cycling) to the same null sink over as many connections
+// as the flood dialled at its maximum, beside that maximum. wrk is a
+// closed loop: its figure is how fast a client that does nothing but
+// write the same bytes gets them answered, the most any sender could.
+func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) {
+	const name = "presigned flood vs wrk replaying its requests (null sink)"
+	const target = "≥ 0.7 × wrk"
+	fail := func(err error) { b.rep.fail(rowPresignedWrk, name, target, err) }
+	w := b.wrk
+	if w == nil {
+		var err error
+		if w, err = findWrk(ctx); err != nil {
+			fail(fmt.Errorf("needs wrk on PATH: %w", err))
+			return
+		}
+	}
+	conns := floodConns(trials, bt)
+	rp := &replay{name: "presigned", n: len(pool), want: http.StatusAccepted, conc: conns,
+		mk:  func(i int64) *http.Request { return postRequest(pool[i%int64(len(pool))]) },
+		raw: func(i int) []byte { return rawPost(pool[i]) }}
+	meds, all, err := b.closedSidesBy(ctx, w, []string{"wrk replay"}, []string{b.sinkAddr}, rp)
+	if err != nil {
+		fail(err)
+		return
+	}
+	b.rep.Details[rowPresignedWrk] = all
+	var cpu []float64
+	for _, r := range all["wrk replay"] {
+		cpu = append(cpu, cpuPerRequest(r))
+	}
+	row := Row{Key: rowPresignedWrk, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
+		CeilingName: fmt.Sprintf("%s replaying the flood's %d presigned requests in order, cycling, 1 thread, %d connections", w.version, len(pool), conns)}
+	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request; %d connections = those the flood dialled at its max%s",
+		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), conns, badNote(all))
+	switch {
+	case bt == nil:
+		row.Met = met(false)
+		row.Notes = "the presigned flood sustained no rate (" + lastWhy(trials) + "); " + how
+	case meds[0] > 0:
+		row.Ratio = best / meds[0]
+		row.Met = met(row.Ratio >= 0.7 && !anyBad(all))
+		row.Notes = fmt.Sprintf("flood p99 latency %.2f ms at its max, wrk p99 %.2f ms; %s", bt.LatencyP99MS, medianP99(all["wrk replay"]), how)
+	default:
+		row.Met = met(false)
+		row.Notes = "wrk measured no rate; " + how
+	}
+	b.rep.set(row)
+}
+
+// medianP99 is the median of rs' p99 latencies, in ms (NaN for none).
+func medianP99(rs []loopResult) float64 {
+	if len(rs) == 0 {
+		return math.NaN()
+	}
+	ps := make([]float64, len(rs))
+	for i, r := range rs {
+		ps[i] = r.P99
+	}
+	return median(ps)
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/signing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestCombinedCeiling: stages sharing one machine add their time per
+// send, so the pipeline's ceiling is 1 / Σ 1/rate.
+func TestCombinedCeiling(t *testing.T) {
+	tests := []struct {
+		name    string
+		rates   []float64
+		want    float64
+		wantErr bool
+	}{
+		// Two equal stages: each takes half the machine, half the rate.
+		{"equal stages", []float64{2000, 2000}, 1000, false},
+		// Signing at 3 000/s and sending at 6 000/s: 1/3000 + 1/6000 = 1/2000.
+		{"signing slower than sending", []float64{3000, 6000}, 2000, false},
+		// A stage far faster than the other barely lowers the slow one's rate.
+		{"a cheap stage", []float64{1000, 1e9}, 1 / (1.0/1000 + 1/1e9), false},
+		// One stage alone is its own ceiling.
+		{"one stage", []float64{1234}, 1234, false},
+		// A stage that was not measured gives no ceiling.
+		{"zero rate", []float64{3000, 0}, 0, true},
+		// A negative rate is nonsense, not a ceiling.
+		{"negative rate", []float64{-1, 3000}, 0, true},
+		// Neither is an infinite or NaN rate.
+		{"infinite rate", []float64{math.Inf(1), 3000}, 0, true},
+		{"NaN rate", []float64{math.NaN(), 3000}, 0, true},
+		// No stages at all.
+		{"no stages", nil, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := combinedCeiling(tt.rates...)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if math.Abs(got-tt.want) > 1e-9*math.Max(1, tt.want) {
+				t.Errorf("combinedCeiling(%v) = %v, want %v", tt.rates, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSendBudget: each rate as µs of all cores per send, and what the
+// pipeline spends beyond its two stages.
+func TestSendBudget(t *testing.T) {
+	tests := []struct {
+		name                  string
+		cores                 int
+		sign, send, pipeline  float64
+		want                  sendBudget
+		wantErr               bool
+		wantInString, wantNot string
+	}{
+		// 2 cores: signing 4 000/s is 500 µs, sending 20 000/s 100 µs, a
+		// pipeline at 1 000/s 2 000 µs, of which 1 400 µs are neither.
+		{name: "slower than its stages", cores: 2, sign: 4000, send: 20000, pipeline: 1000,
+			want: sendBudget{Sign: 500, Send: 100, Pipeline: 2000, Coordination: 1400}, wantInString: "coordination (pipeline − both) 1400.0"},
+		// A pipeline exactly at the combined ceiling coordinates for free.
+		{name: "at the combined ceiling", cores: 1, sign: 3000, send: 6000, pipeline: 2000,
+			want: sendBudget{Sign: 1e6 / 3000, Send: 1e6 / 6000, Pipeline: 500, Coordination: 0}, wantInString: "pipeline 500.0"},
+		// A pipeline above it overlaps its stages: coordination is negative.
+		{name: "overlapping stages", cores: 1, sign: 1000, send: 1000, pipeline: 1000,
+			want: sendBudget{Sign: 1000, Send: 1000, Pipeline: 1000, Coordination: -1000}, wantInString: "-1000.0"},
+		// An unmeasured stage: no budget.
+		{name: "unmeasured sending", cores: 2, sign: 4000, send: 0, pipeline: 1000, wantErr: true},
+		// No cores: no budget.
+		{name: "no cores", cores: 0, sign: 4000, send: 20000, pipeline: 1000, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := newSendBudget(tt.cores, tt.sign, tt.send, tt.pipeline)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"sign", got.Sign, tt.want.Sign}, {"send", got.Send, tt.want.Send}, {"pipeline", got.Pipeline, tt.want.Pipeline}, {"coordination", got.Coordination, tt.want.Coordination}} {
+				if math.Abs(f.got-f.want) > 1e-9 {
+					t.Errorf("%s = %v µs, want %v", f.name, f.got, f.want)
+				}
+			}
+			if s := got.String(); !strings.Contains(s, tt.wantInString) {
+				t.Errorf("String() = %q, want it to contain %q", s, tt.wantInString)
+			}
+		})
+	}
+}
+
+// TestFloodConns: wrk gets the connections the flood dialled at its
+// maximum.
+func TestFloodConns(t *testing.T) {
+	trials := []outcome{{Rate: 1000, Conns: 3}, {Rate: 2000, Conns: 9}, {Rate: 1500, Conns: 5}}
+	tests := []struct {
+		name   string
+		trials []outcome
+		best   *outcome
+		want   int
+	}{
+		// The best trial's count, not the most any trial dialled.
+		{"best trial", trials, &trials[2], 5},
+		// No rate sustained: the most any trial dialled.
+		{"no best", trials, nil, 9},
+		// A best trial that counted none (it dialled before the count existed): the most of any.
+		{"best counted none", trials, &outcome{Rate: 1500}, 9},
+		// No trial at all: one connection, never zero.
+		{"nothing", nil, nil, 1},
+	}
+	for _, tt := range tests {
+		if got := floodConns(tt.trials, tt.best); got != tt.want {
+			t.Errorf("%s: floodConns = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// goldenPool is a small presigned pool as the flood holds it: a shared
+// URL, the signed headers and the exact bodies (one with a CRLF and
+// bytes beyond ASCII, which the dump must carry untouched).
+func goldenPool() []*flood.Prepared {
+	u := &url.URL{Scheme: "http", Host: "127.0.0.1:8080", Path: "/inbox"}
+	h := func(date, digest, sig string) http.Header {
+		return http.Header{"Content-Type": {"application/activity+json"}, "Date": {date}, "Digest": {digest},
+			"Signature": {sig}, "User-Agent": {"crowd/bench"}}
+	}
+	return []*flood.Prepared{
+		{Method: http.MethodPost, URL: u, Header: h("Wed, 02 Dec 2026 14:00:00 GMT", "SHA-256=AAAA",
+			`keyId="https://flood1.test/users/a#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest content-type",signature="c2ln"`),
+			Body: []byte(`{"type":"Create","object":{"content":"é\r\n"}}`)},
+		{Method: http.MethodPost, URL: u, Host: "flood2.test", Header: h("Wed, 02 Dec 2026 14:00:01 GMT", "SHA-256=BBBB",
+			`keyId="https://flood2.test/users/b#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest content-type",signature="c2ln"`),
+			Body: []byte(`{"type":"Like"}`)},
+	}
+}
+
+// TestWrkDumpGolden: the presigned pool's dump, the data file the bench
+// writes for wrk's script. Rewrite with -update.
+func TestWrkDumpGolden(t *testing.T) {
+	var reqs [][]byte
+	for _, p := range goldenPool() {
+		reqs = append(reqs, rawPost(p))
+	}
+	data, err := wrkData(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  []byte
+	}{
+		// Each request as "<length>\n<bytes>": request line, Host (the Prepared's, else the URL's), sorted headers, Content-Length, body.
+		// (The script that reads it is TestWrkReplay's: wrk itself runs it.)
+		{"presigned.requests", data},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join("testdata", tt.name)
+			if *update {
+				if err := os.WriteFile(path, tt.got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(tt.got, want) {
+				t.Errorf("%s differs from %s:\ngot  %q\nwant %q", tt.name, path, tt.got, want)
+			}
+		})
+	}
+	// An empty pool is refused: wrk would have nothing to send.
+	if _, err := wrkData(nil); err == nil {
+		t.Error("wrkData(nil): no error")
+	}
+}
+
+// TestWrkReplaysPresigned: wrk replaying the dump of a really presigned
+// pool sends requests whose signatures, digests and dates still verify:
+// a bare verifier holding the world's keys answers every one 202.
+func TestWrkReplaysPresigned(t *testing.T) {
+	w := needWrk(t)
+	world, err := openWorld(t.TempDir(), 1, 2, signing.GoBackend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer world.Close()
+	gen, err := newGenerator(world, "create=6,like=3", sharedInboxTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	pool, _, err := presignPool(ctx, gen, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := startBareVerifier(world, signing.GoBackend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var reqs [][]byte
+	for _, p := range pool {
+		reqs = append(reqs, rawPost(p))
+	}
+	script, err := writeWrkScript(t.TempDir(), "presigned", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := w.run(ctx, script, addr, 2, time.Second)
+	if r.Bad != 0 || r.OK < int64(len(pool)) {
+		t.Fatalf("wrk replaying %d presigned requests to a verifier: %+v", len(pool), r)
+	}
+}
