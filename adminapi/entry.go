@@ -141,7 +141,7 @@ func (f Filter) Match(e *Entry) bool {
 		}
 	}
 	if f.Actor != "" {
-		if e.Method == "" && e.Weather != "" { // refused on the wire: only its host to go by
+		if e.Refused() { // only its host to go by
 			return strings.EqualFold(f.Actor, e.URL)
 		}
 		return matchActor(f.Actor, e.Actor) || matchActor(f.Actor, e.Local) ||
@@ -226,3 +226,8 @@ type TotalsReply struct {
 	Totals
 	Seq uint64 `json:"seq"`
 }
+
+// Refused reports whether e is a connection, TLS handshake or DNS lookup
+// the receiving origin's weather refused on the wire: no request was read
+// (Method ""), and its URL is the host alone.
+func (e *Entry) Refused() bool { return e.Method == "" && e.Weather != "" }

@@ -1,6 +1,7 @@
 package audience
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -29,10 +30,10 @@ const handshakeThrough = 5 * time.Second
 // weather refused before any request was read (ID empty).
 type Attempt struct {
 	Time time.Time
-	Host string // the receiving origin, lower case
-	// Inbox is the request's path ("/users/b/inbox", "/inbox"); "" for a
-	// refusal. Remote is the client's address, when known.
-	Inbox, Remote string
+	// URL is where it came as the crowd's log has it: host and path
+	// ("flood3.test/users/b/inbox"), or the host alone for a refusal.
+	// Remote is the client's address, when known.
+	URL, Remote string
 	// ID and Object are the activity's and its object's ids, when a
 	// request was read.
 	ID, Object string
@@ -41,6 +42,8 @@ type Attempt struct {
 	Status   int
 	Weather  string
 	Accepted bool
+
+	host, inbox string // URL's lower-case host and its path ("" for a refusal), set by Attempted
 }
 
 // Attempted keeps a delivery attempt for UnderWeather (one that the inbox
@@ -53,7 +56,7 @@ func (d *Deliveries) Attempted(a Attempt) {
 		d.attemptsDropped++
 		return
 	}
-	a.Host = strings.ToLower(a.Host)
+	a.host, a.inbox = splitInbox(a.URL)
 	d.attempts = append(d.attempts, a)
 }
 
@@ -156,12 +159,7 @@ func (h WeatherHistory) weathered() []string {
 			set[host] = true
 		}
 	}
-	hosts := make([]string, 0, len(set))
-	for host := range set {
-		hosts = append(hosts, host)
-	}
-	slices.Sort(hosts)
-	return hosts
+	return slices.Sorted(maps.Keys(set))
 }
 
 // kindOf is a condition's kind, "clear" for none: "slow:30s" → "slow".
@@ -196,7 +194,7 @@ func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deli
 	attempts = groupRefused(dropHandshakesGoneThrough(attempts))
 	byHost := map[string][]Attempt{}
 	for _, a := range attempts {
-		byHost[a.Host] = append(byHost[a.Host], a)
+		byHost[a.host] = append(byHost[a.host], a)
 	}
 	out := &record.Deliveries{Origins: []record.OriginDeliveries{}, AttemptsDropped: d.attemptsDropped, StreamLost: d.lost}
 	for _, host := range hosts {
@@ -221,10 +219,10 @@ func groupRefused(attempts []Attempt) []Attempt {
 	out := attempts[:0:0]
 	for _, a := range attempts {
 		if a.ID == "" {
-			if t, ok := first[a.Host]; ok && a.Time.Sub(t) < refusedTogether {
+			if t, ok := first[a.host]; ok && a.Time.Sub(t) < refusedTogether {
 				continue
 			}
-			first[a.Host] = a.Time
+			first[a.host] = a.Time
 		}
 		out = append(out, a)
 	}
@@ -252,7 +250,7 @@ func wentThrough(later []Attempt, a Attempt) bool {
 		if b.Time.Sub(a.Time) > handshakeThrough {
 			return false
 		}
-		if b.ID != "" && b.Host == a.Host && b.Remote == a.Remote {
+		if b.ID != "" && b.host == a.host && b.Remote == a.Remote {
 			return true
 		}
 	}

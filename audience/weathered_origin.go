@@ -104,7 +104,7 @@ func (d *Deliveries) units(host string, attempts []Attempt, o *record.OriginDeli
 	for _, a := range attempts {
 		if a.ID != "" {
 			if p := d.postOf(a); p != nil {
-				u := get(p, a.Inbox)
+				u := get(p, a.inbox)
 				u.attempts = append(u.attempts, a)
 			} else {
 				o.Unlinked++

@@ -28,9 +28,9 @@ func (f *weatherFixture) post(n string, ms int) Status {
 
 // attempt logs an attempt at host's inbox (the zero Status: a refusal).
 func (f *weatherFixture) attempt(ms int, host, inbox string, s Status, status int, weather string) {
-	a := Attempt{Time: at(ms), Host: host, Status: status, Weather: weather, Accepted: status == 202, Remote: "127.0.0.1:1"}
+	a := Attempt{Time: at(ms), URL: host, Status: status, Weather: weather, Accepted: status == 202, Remote: "127.0.0.1:1"}
 	if s.URI != "" {
-		a.ID, a.Object, a.Inbox = s.URI+"/activity", s.URI, inbox
+		a.ID, a.Object, a.URL = s.URI+"/activity", s.URI, host+inbox
 	}
 	f.d.Attempted(a)
 	if a.Accepted {

@@ -3,7 +3,6 @@ package loadrun
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -102,34 +101,15 @@ func (a *audienceObserver) stream(ctx context.Context, w *watch) error {
 // entry of no request read (Method "") that the weather refused is an
 // attempt that named no activity.
 func observeEntry(dl *audience.Deliveries, e adminapi.Entry) {
-	refused := e.Method == "" && e.Weather != ""
-	if !strings.EqualFold(e.Type, "Create") && !refused {
+	if !strings.EqualFold(e.Type, "Create") && !e.Refused() {
 		return
 	}
 	accepted := e.Verdict == adminapi.VerdictAccepted
-	host, path := splitLogged(e.URL)
-	dl.Attempted(audience.Attempt{Time: e.Time, Host: host, Inbox: path, Remote: e.Remote, ID: e.ID, Object: e.Object,
+	dl.Attempted(audience.Attempt{Time: e.Time, URL: e.URL, Remote: e.Remote, ID: e.ID, Object: e.Object,
 		Status: e.Status, Weather: e.Weather, Accepted: accepted})
 	if accepted {
 		dl.Arrived(audience.Arrival{Time: e.Time, Inbox: e.URL, ID: e.ID, Object: e.Object})
 	}
-}
-
-// splitLogged splits a logged URL ("flood3.test/users/a/inbox", with or
-// without a scheme and a port, or the host alone) into its lower-case host
-// and its path.
-func splitLogged(u string) (host, path string) {
-	if _, rest, ok := strings.Cut(u, "://"); ok {
-		u = rest
-	}
-	host, path, _ = strings.Cut(u, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if path != "" || strings.Contains(u, "/") {
-		path = "/" + path
-	}
-	return strings.ToLower(host), path
 }
 
 // weatherNow is each origin's weather on the attached crowd now (host →

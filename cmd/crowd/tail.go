@@ -109,7 +109,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 //
 //	15:04:05.000 in  Follow        alice@sut.test → bob@flood2.test  accepted 202 3.1ms  follower recorded
 func entryLine(e *adminapi.Entry) string {
-	if e.Method == "" && e.Weather != "" {
+	if e.Refused() {
 		return refusedLine(e)
 	}
 	typ := e.Type
