@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,11 +36,18 @@ func (p deliveryPolicy) retryWindow(k int) (lo, hi time.Duration) {
 	return ms(base), ms(2 * base)
 }
 
+// sutAttempt is one delivery attempt in the SUT's own log (GET /delivery).
+type sutAttempt struct {
+	Activity, Inbox, StartedAt, EndedAt, Error string
+	Attempt, Status                            int
+}
+
 // weatherRun is a `crowd run` of one posting persona on a crowd of
 // origins, each followed by one crowd actor, against a Fedify SUT with
 // peerArgs, under the weather timeline given as --weather-at values; it
-// returns the record and the SUT's configured delivery policy.
-func weatherRun(t *testing.T, origins int, peerArgs []string, seconds, postEvery string, at ...string) (*record.Record, deliveryPolicy) {
+// returns the record, the SUT's configured delivery policy and its own log
+// of the attempts it made.
+func weatherRun(t *testing.T, origins int, peerArgs []string, seconds, postEvery string, at ...string) (*record.Record, deliveryPolicy, []sutAttempt) {
 	t.Helper()
 	// One actor an origin, each following the persona: the SUT has every
 	// crowd actor's key from the set-up, so in the weather it has no key
@@ -59,7 +67,7 @@ func weatherRun(t *testing.T, origins int, peerArgs []string, seconds, postEvery
 	}
 	output, err := f.crowdRun(t, out, args...)
 	t.Logf("crowd run:\n%s", tail(output, 40))
-	logSUTAttempts(t, f)
+	attempts := sutAttempts(t, f)
 	if err != nil {
 		t.Fatalf("crowd run: %v", err)
 	}
@@ -74,29 +82,38 @@ func weatherRun(t *testing.T, origins int, peerArgs []string, seconds, postEvery
 	if rec.Deliveries == nil {
 		t.Fatalf("the record has no deliveries section")
 	}
-	return rec, policy
+	return rec, policy, attempts
 }
 
-// logSUTAttempts logs the SUT's own log of its delivery attempts, when the
-// test failed or is verbose: what the crowd's account is checked against
-// when a schedule looks wrong.
-func logSUTAttempts(t *testing.T, f *federation) {
+// sutAttempts is the SUT's own log of its delivery attempts, logged when
+// the test is verbose or already failed.
+func sutAttempts(t *testing.T, f *federation) []sutAttempt {
 	t.Helper()
-	if !testing.Verbose() && !t.Failed() {
-		return
-	}
 	var log struct {
-		Attempts []struct {
-			Activity, Inbox, StartedAt, EndedAt, Error string
-			Attempt, Status                            int
-		} `json:"attempts"`
+		Attempts []sutAttempt `json:"attempts"`
 	}
 	f.call(t, "GET", fedifyCtl+"/delivery", nil, &log)
-	var b strings.Builder
-	for _, a := range log.Attempts {
-		fmt.Fprintf(&b, "%s → %s %s #%d %d %s %s\n", a.StartedAt, a.EndedAt, a.Inbox, a.Attempt, a.Status, a.Error, a.Activity)
+	if testing.Verbose() || t.Failed() {
+		var b strings.Builder
+		for _, a := range log.Attempts {
+			fmt.Fprintf(&b, "%s → %s %s #%d %d %s %s\n", a.StartedAt, a.EndedAt, a.Inbox, a.Attempt, a.Status, a.Error, a.Activity)
+		}
+		t.Logf("the SUT's %d delivery attempts:\n%s", len(log.Attempts), b.String())
 	}
-	t.Logf("the SUT's %d delivery attempts:\n%s", len(log.Attempts), b.String())
+	return log.Attempts
+}
+
+// madeTo counts the attempts of the SUT's log that carried the post's
+// activity (Fedify names a Create by its note's id + "/activity") to an
+// inbox at host.
+func madeTo(log []sutAttempt, post, host string) int {
+	n := 0
+	for _, a := range log {
+		if u, err := url.Parse(a.Inbox); err == nil && u.Hostname() == host && a.Activity == post+"/activity" {
+			n++
+		}
+	}
+	return n
 }
 
 // tail is the last n lines of s.
@@ -155,7 +172,7 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 	spec := strings.Join(during, ",")
 	// Posts at +5 s and +15 s; the first one's last retry comes by +21 s
 	// at most, before the run ends and puts the clear weather back.
-	rec, policy := weatherRun(t, 12, []string{"--delivery-workers", "4", "--delivery-timeout-ms", "1000",
+	rec, policy, sutLog := weatherRun(t, 12, []string{"--delivery-workers", "4", "--delivery-timeout-ms", "1000",
 		"--retry-initial-ms", "200", "--retry-factor", "2", "--retry-max-attempts", "4"},
 		"25", "10s", "+2s "+spec+",down=flood9.test", "+7s "+spec)
 	d := rec.Deliveries
@@ -177,6 +194,10 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 			if first.Outcome != record.OutcomeUndelivered || len(first.Attempts) != policy.Policy.MaxAttempts+1 {
 				t.Errorf("%s: first post %s after %d attempts, want undelivered after maxAttempts + 1 = %d: %+v",
 					f.host, first.Outcome, len(first.Attempts), policy.Policy.MaxAttempts+1, first)
+			}
+			// The SUT's own log is the judge of what the crowd counted.
+			if made := madeTo(sutLog, first.ID, f.host); made != len(first.Attempts) {
+				t.Errorf("%s: the crowd counted %d attempts of the first post, the SUT logged %d", f.host, len(first.Attempts), made)
 			}
 			for _, a := range o.Activities {
 				for k, s := range a.IntervalsS {
@@ -240,7 +261,7 @@ func TestWeatherIsolationRealFedify(t *testing.T) {
 		for i, workers := range []int{1, 16} {
 			t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
 				t.Parallel()
-				rec, _ := weatherRun(t, 8, []string{"--delivery-workers", fmt.Sprint(workers), "--delivery-timeout-ms", "1000",
+				rec, _, _ := weatherRun(t, 8, []string{"--delivery-workers", fmt.Sprint(workers), "--delivery-timeout-ms", "1000",
 					"--retry-initial-ms", "200", "--retry-max-attempts", "3"}, "24", "2s", "+10s blackhole=flood2.test")
 				t.Logf("deliveries:\n%s", strings.Join(rec.Deliveries.Lines(), "\n"))
 				verdicts[i] = rec.Deliveries.Isolation // each run its own element
