@@ -247,19 +247,10 @@ func (d *Deliveries) Summary() string {
 	case VerdictNoBaseline:
 		s += "; isolation: " + VerdictNoBaseline
 	default:
-		s += fmt.Sprintf("; isolation: healthy p95 %v clear, %v under weather (%.1f×): %s",
-			usDuration(iso.BaselineP95US), usDuration(iso.WeatherP95US), iso.Ratio, iso.Verdict)
+		s += fmt.Sprintf("; isolation: healthy p95 %s clear, %s under weather (%.1f×): %s",
+			FormatMicros(iso.BaselineP95US), FormatMicros(iso.WeatherP95US), iso.Ratio, iso.Verdict)
 	}
 	return s
-}
-
-// usDuration is µs as a duration rounded for people.
-func usDuration(us int64) time.Duration {
-	d := time.Duration(us) * time.Microsecond
-	if d >= time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(100 * time.Microsecond)
 }
 
 // mergeDeliveries joins the shards' deliveries: each shard serves its own

@@ -58,7 +58,7 @@ func TestDeliveriesShown(t *testing.T) {
 		Attempts: []record.AttemptTick{{T: 1, ByClass: map[string]int{"clear": 3}}, {T: 2, ByClass: map[string]int{"down": 2}}},
 	}
 	want := []string{"flood1.test clear → down → clear: 4 attempts (1200/h in weather); schedule at post +0.01s (-), +0.39s (-), +0.8s (202)",
-		"cleared at +14s: backlog 1, peak 1/s, drained in 2.5 s", "healthy p95 400ms clear, 38s under weather (95.0×): head-of-line blocking"}
+		"cleared at +14s: backlog 1, peak 1/s, drained in 2.5 s", "healthy p95 400ms clear, 38.0s under weather (95.0×): head-of-line blocking"}
 	checkRenderings(t, []rendering{
 		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, append(want, "rule: head-of-line blocking when")},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"**Deliveries under the weather:", "- flood1.test"}},
