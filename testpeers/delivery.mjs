@@ -125,8 +125,6 @@ class Delivery {
   #attempts = [];
   /** The outbox message whose handler is running (Fedify's own), for the fetch wrapper. */
   #current = new AsyncLocalStorage();
-  /** "activity inbox" -> attempts seen, for a POST made outside the queue (none today). */
-  #counted = new Map();
 
   constructor(config) {
     this.config = config;
@@ -181,12 +179,8 @@ class Delivery {
     const message = this.#current.getStore();
     const activity = message?.activityId ?? await activityIdOf(request);
     const inbox = request.url;
-    let attempt = message?.attempt;
-    if (!Number.isInteger(attempt)) {
-      const key = `${activity} ${inbox}`;
-      attempt = this.#counted.get(key) ?? 0;
-      this.#counted.set(key, attempt + 1);
-    }
+    // Fedify's own attempt number; null for a POST made outside the queue (the peer makes none).
+    const attempt = Number.isInteger(message?.attempt) ? message.attempt : null;
     const entry = { activity, inbox, attempt, startedAt: new Date().toISOString(), endedAt: null, status: null, error: null };
     this.#attempts.push(entry);
     if (this.#attempts.length > MAX_ATTEMPTS_LOGGED) this.#attempts.shift();
@@ -196,7 +190,6 @@ class Delivery {
   /** Forgets the attempts logged so far (POST /stats/reset). */
   reset() {
     this.#attempts.length = 0;
-    this.#counted.clear();
   }
 
   /**
