@@ -1,0 +1,32 @@
+package h1
+
+import "syscall"
+
+// alive reports whether a resting connection may carry a request: nothing
+// has arrived on it, not even the server's close. net/http learns the same
+// from the reader goroutine it keeps on every connection; here one
+// non-blocking peek at the socket does, so a POST is not written on a
+// connection the server closed while it rested. A TLS record that arrived
+// unasked (a late session ticket) counts as something: the connection is
+// closed and another dialled, which costs a handshake, never a request.
+func (c *conn) alive() bool {
+	if c.r.Buffered() > 0 {
+		return false
+	}
+	sc, ok := c.raw.(syscall.Conn)
+	if !ok {
+		return true // not a socket (a test's pipe): nothing to peek at
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, perr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = perr == syscall.EAGAIN
+		return true
+	})
+	return err == nil && open
+}

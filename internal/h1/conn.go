@@ -1,0 +1,253 @@
+// One connection: the request written as it is, the answer's head read.
+
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// max1xx bounds the interim answers read past before the final one, as
+// net/http does, so a server cannot keep a request waiting with them.
+const max1xx = 5
+
+// maxHeadBytes bounds an answer's status line and header section; net/http's
+// default bound is 10 MB, but no answer a federating server gives comes near
+// 1 MB, and the flood keeps a thousand connections.
+const maxHeadBytes = 1 << 20
+
+// conn is a pooled connection: raw is the TCP connection (peeked at while
+// it rests), nc what requests go over (raw, or TLS over raw).
+type conn struct {
+	raw, nc   net.Conn
+	r         *bufio.Reader
+	w         *bufio.Writer
+	idleSince time.Time
+	keys      []string // reused to sort a request's header names
+}
+
+// expire makes every pending and later read and write fail: the request's
+// context is done.
+func (c *conn) expire() { c.nc.SetDeadline(time.Unix(1, 0)) }
+
+func (c *conn) close() { c.nc.Close() }
+
+// exchange writes req and reads the head of its final answer; the answer's
+// Body is a *body not yet attached to the pool.
+func (c *conn) exchange(req *http.Request) (*http.Response, error) {
+	if err := c.writeRequest(req); err != nil {
+		return nil, err
+	}
+	for n := 0; ; n++ {
+		resp, err := c.readHead(req)
+		if err != nil {
+			return nil, err
+		}
+		switch code := resp.StatusCode; {
+		case code == http.StatusSwitchingProtocols:
+			return nil, errors.New("h1: server switched protocols (101), which this client never asks for")
+		case code >= 100 && code < 200:
+			if n >= max1xx {
+				return nil, fmt.Errorf("h1: more than %d interim (1xx) answers", max1xx)
+			}
+			continue
+		}
+		if err := frame(req, resp, c); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+}
+
+// skipped are the header names written otherwise than from req.Header:
+// Host from req.Host, the body's length from req.ContentLength. net/http
+// ignores the same ones.
+var skipped = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+
+// writeRequest writes req's head and body and flushes them, in one write
+// when they fit the buffer. The header fields are written sorted by name,
+// each value trimmed of surrounding blanks, as net/http writes them.
+func (c *conn) writeRequest(req *http.Request) error {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if !isToken(method) {
+		return fmt.Errorf("h1: invalid method %q", method)
+	}
+	if !validValue(host) || strings.ContainsAny(host, " /") {
+		return fmt.Errorf("h1: invalid host %q", host)
+	}
+	w := c.w
+	w.WriteString(method)
+	w.WriteByte(' ')
+	w.WriteString(req.URL.RequestURI())
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(host)
+	w.WriteString("\r\n")
+	c.keys = c.keys[:0]
+	for k := range req.Header {
+		if !skipped[k] {
+			c.keys = append(c.keys, k)
+		}
+	}
+	slices.Sort(c.keys)
+	for _, k := range c.keys {
+		if !isToken(k) {
+			return fmt.Errorf("h1: invalid header name %q", k)
+		}
+		for _, v := range req.Header[k] {
+			if !validValue(v) {
+				return fmt.Errorf("h1: invalid value of header %s", k)
+			}
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(strings.Trim(v, " \t"))
+			w.WriteString("\r\n")
+		}
+	}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		w.WriteString("Content-Length: ")
+		w.WriteString(strconv.FormatInt(max(req.ContentLength, 0), 10))
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+	if hasBody {
+		n, err := io.CopyN(w, req.Body, req.ContentLength)
+		if err != nil {
+			return fmt.Errorf("h1: request body: ContentLength %d, wrote %d: %w", req.ContentLength, n, err)
+		}
+	}
+	return w.Flush()
+}
+
+// isToken reports whether s is an RFC 9110 token (a method or field name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue reports whether s may be a field value: no control bytes but
+// horizontal tabs (above all no CR or LF, which would split the head).
+func validValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// readHead reads an answer's status line and header fields.
+func (c *conn) readHead(req *http.Request) (*http.Response, error) {
+	budget := maxHeadBytes
+	line, err := c.readLine(&budget)
+	if err != nil {
+		return nil, err
+	}
+	resp := &http.Response{Request: req, Header: make(http.Header, 8)}
+	if err := parseStatus(line, resp); err != nil {
+		return nil, err
+	}
+	var last string // the field an obsolete folded line continues
+	for {
+		line, err := c.readLine(&budget)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			return resp, nil
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			vs := resp.Header[last]
+			if len(vs) == 0 {
+				return nil, errors.New("h1: answer's header section starts with a folded line")
+			}
+			vs[len(vs)-1] += " " + strings.Trim(string(line), " \t")
+			continue
+		}
+		i := strings.IndexByte(string(line), ':')
+		if i <= 0 || !isToken(string(line[:i])) {
+			return nil, fmt.Errorf("h1: malformed header line %q", truncate(line))
+		}
+		last = http.CanonicalHeaderKey(string(line[:i]))
+		resp.Header[last] = append(resp.Header[last], strings.Trim(string(line[i+1:]), " \t"))
+	}
+}
+
+// parseStatus reads "HTTP/1.x NNN reason" into resp.
+func parseStatus(line []byte, resp *http.Response) error {
+	s := string(line)
+	proto, rest, ok := strings.Cut(s, " ")
+	if !ok || (proto != "HTTP/1.1" && proto != "HTTP/1.0") || len(rest) < 3 {
+		return fmt.Errorf("h1: malformed status line %q", truncate(line))
+	}
+	code, err := strconv.Atoi(rest[:3])
+	if err != nil || code < 100 || code > 999 || len(rest) > 3 && rest[3] != ' ' {
+		return fmt.Errorf("h1: malformed status line %q", truncate(line))
+	}
+	resp.Status = rest
+	resp.StatusCode = code
+	resp.Proto = proto
+	resp.ProtoMajor, resp.ProtoMinor = 1, int(proto[7]-'0')
+	return nil
+}
+
+// readLine reads one line of an answer's head, without its CRLF (or bare
+// LF), spending budget; the slice is valid until the next read.
+func (c *conn) readLine(budget *int) ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		// Longer than the buffer: gather it, still within the budget.
+		long := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= *budget {
+			line, err = c.r.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
+	}
+	*budget -= len(line)
+	if *budget < 0 {
+		return nil, fmt.Errorf("h1: answer's head is over %d bytes", maxHeadBytes)
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// truncate is a bad line as an error quotes it.
+func truncate(line []byte) string {
+	if len(line) > 80 {
+		return string(line[:80]) + "…"
+	}
+	return string(line)
+}
