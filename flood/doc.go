@@ -14,6 +14,9 @@
 //     with other headers) or a Holder (a wait before it leaves).
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
+//   - Transport (client.go, sender.go): what the workers send with, an
+//     http.RoundTripper reporting GotConn: net/http's, or internal/h1's,
+//     which sends on the worker's own goroutine (--client).
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
 //     time and hands the send to a free worker slot; with MaxInflight
 //     slots busy the send is dropped and counted, never delayed. Times go
@@ -40,7 +43,8 @@
 //	live := report.NewLive(os.Stderr, isTerminal)
 //	recorder := record.NewRecorder(record.RecorderOptions{Progress: live.Update})
 //	err = flood.Run(ctx, flood.Plan{
-//		Pacer: pacer, Source: source, Transport: flood.NewTransport(maxInflight, timeout, tlsConfig),
+//		Pacer: pacer, Source: source, Transport: flood.NewClientTransport(flood.TransportOptions{
+//			Client: client, MaxInflight: maxInflight, Timeout: timeout, TLS: tlsConfig}), // client: ParseClient(--client)
 //		Limits: flood.Limits{Duration: seconds, Warmup: warmup, MaxInflight: maxInflight, Timeout: timeout},
 //	}, recorder)                                     // ErrInvalidPlan: exit 2
 //	live.Done()

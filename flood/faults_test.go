@@ -131,7 +131,9 @@ func (p phasePacer) Rate() float64 { return float64(p.perPhase) / phasePeriod.Se
 // completed and tallied, and each phase's sends land in the class that
 // phase causes. Each phase is its own activity type, so the per-type
 // breakdown is the per-phase tally.
-func TestFaultsAreMeasuredNotFatal(t *testing.T) {
+func TestFaultsAreMeasuredNotFatal(t *testing.T) { forClients(t, testFaultsAreMeasuredNotFatal) }
+
+func testFaultsAreMeasuredNotFatal(t *testing.T, client Client) {
 	const perPhase = 35 // 175 ms at 200/s, then a 75 ms gap
 	phases := []struct {
 		name   string
@@ -201,7 +203,7 @@ func TestFaultsAreMeasuredNotFatal(t *testing.T) {
 		n++
 		return phases[ph].prep, nil
 	})
-	tr := NewTransport(200, 0, nil)
+	tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 200})
 	defer tr.CloseIdleConnections()
 	counted := rtFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := tr.RoundTrip(r)

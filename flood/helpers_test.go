@@ -130,3 +130,14 @@ func (f settledFunc) Offered(record.Offer)                {}
 func (f settledFunc) Answered(int, *record.Delivery)      {}
 func (f settledFunc) Settled(token any, o record.Outcome) { f(token, o) }
 func (f settledFunc) End(record.Stop)                     {}
+
+// clients are the flood's HTTP clients: the tests of what the sender
+// measures over real connections run with each.
+var clients = []Client{ClientNetHTTP, ClientFast}
+
+// forClients runs f as a subtest per client.
+func forClients(t *testing.T, f func(t *testing.T, client Client)) {
+	for _, c := range clients {
+		t.Run(string(c), func(t *testing.T) { f(t, c) })
+	}
+}

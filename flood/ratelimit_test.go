@@ -108,51 +108,54 @@ func FuzzParseRateLimit(f *testing.F) {
 // limit advertised, what remained and the reset seen, and that the 429s
 // said when to come back though no Retry-After came.
 func TestRateLimitsRecorded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var n atomic.Int64
-		sink := pipenet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			i := n.Add(1)
-			h := w.Header()
-			h.Set("X-RateLimit-Limit", "300")
-			h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(300-i, 0), 10))
-			h.Set("X-RateLimit-Reset", time.Now().Add(5*time.Minute).UTC().Format("2006-01-02T15:04:05.000000Z"))
-			if i > 300 {
-				w.WriteHeader(http.StatusTooManyRequests)
-				return
-			}
-			w.WriteHeader(http.StatusAccepted)
-		}))
-		tr := NewTransport(10, 0, nil)
-		tr.DialContext = sink.DialContext
-		defer tr.CloseIdleConnections()
-		res := mustRun(t, context.Background(), Plan{Limits: Limits{Duration: 4 * time.Second, MaxInflight: 10},
-			Sleep:  time.Sleep, // synctest: fake clock
-			Pacer:  mustConstant(t, 100),
-			Source: newCycleSource(t, "http://sink.test/inbox"), Transport: tr,
-		})
-		rec, err := res.Record(record.Settings{Label: "limits"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := rec.Overall
-		if o.Tally.Classes[record.Class429] != 100 || o.Tally.RetryAfter != 0 {
-			t.Fatalf("tally %+v, want 100 × 429 and no Retry-After", o.Tally)
-		}
-		ok, shed := o.RateLimits.Classes[record.Class202], o.RateLimits.Classes[record.Class429]
-		if ok.Answers != 300 || *ok.Limit != (record.Span{Min: 300, Max: 300}) || *ok.Remaining != (record.Span{Min: 0, Max: 299}) {
-			t.Errorf("202s' limits %+v", ok)
-		}
-		if shed.Answers != 100 || shed.ResetOnly != 100 || *shed.Remaining != (record.Span{Min: 0, Max: 0}) {
-			t.Errorf("429s' limits %+v, want 100 answers naming a reset without Retry-After, none remaining", shed)
-		}
-		// Microsecond ISO times on the fake clock: the reset is 5 min from each answer, to the millisecond.
-		if shed.ResetInMS == nil || shed.ResetInMS.Min < 299_000 || shed.ResetInMS.Max > 300_000 {
-			t.Errorf("reset in %+v ms, want 5 min", shed.ResetInMS)
-		}
-		if got, want := o.RateLimits.All().Advertised(), "a limit of 300 per window"; got[:len(want)] != want {
-			t.Errorf("advertised %q, want it to start %q", got, want)
-		}
+	forClients(t, func(t *testing.T, client Client) {
+		synctest.Test(t, func(t *testing.T) { testRateLimitsRecorded(t, client) })
 	})
+}
+
+func testRateLimitsRecorded(t *testing.T, client Client) {
+	var n atomic.Int64
+	sink := pipenet.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", "300")
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(300-i, 0), 10))
+		h.Set("X-RateLimit-Reset", time.Now().Add(5*time.Minute).UTC().Format("2006-01-02T15:04:05.000000Z"))
+		if i > 300 {
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 10, Dial: sink.DialContext})
+	defer tr.CloseIdleConnections()
+	res := mustRun(t, context.Background(), Plan{Limits: Limits{Duration: 4 * time.Second, MaxInflight: 10},
+		Sleep:  time.Sleep, // synctest: fake clock
+		Pacer:  mustConstant(t, 100),
+		Source: newCycleSource(t, "http://sink.test/inbox"), Transport: tr,
+	})
+	rec, err := res.Record(record.Settings{Label: "limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rec.Overall
+	if o.Tally.Classes[record.Class429] != 100 || o.Tally.RetryAfter != 0 {
+		t.Fatalf("tally %+v, want 100 × 429 and no Retry-After", o.Tally)
+	}
+	ok, shed := o.RateLimits.Classes[record.Class202], o.RateLimits.Classes[record.Class429]
+	if ok.Answers != 300 || *ok.Limit != (record.Span{Min: 300, Max: 300}) || *ok.Remaining != (record.Span{Min: 0, Max: 299}) {
+		t.Errorf("202s' limits %+v", ok)
+	}
+	if shed.Answers != 100 || shed.ResetOnly != 100 || *shed.Remaining != (record.Span{Min: 0, Max: 0}) {
+		t.Errorf("429s' limits %+v, want 100 answers naming a reset without Retry-After, none remaining", shed)
+	}
+	// Microsecond ISO times on the fake clock: the reset is 5 min from each answer, to the millisecond.
+	if shed.ResetInMS == nil || shed.ResetInMS.Min < 299_000 || shed.ResetInMS.Max > 300_000 {
+		t.Errorf("reset in %+v ms, want 5 min", shed.ResetInMS)
+	}
+	if got, want := o.RateLimits.All().Advertised(), "a limit of 300 per window"; got[:len(want)] != want {
+		t.Errorf("advertised %q, want it to start %q", got, want)
+	}
 }
 
 // BenchmarkParseRateLimit prices what every answer of the send loop pays

@@ -102,7 +102,9 @@ func TestClassOfStatus(t *testing.T) {
 
 // TestRealTransportErrors: against real sockets, a refused connection is a
 // connection error and a server that never answers is a timeout.
-func TestRealTransportErrors(t *testing.T) {
+func TestRealTransportErrors(t *testing.T) { forClients(t, testRealTransportErrors) }
+
+func testRealTransportErrors(t *testing.T, client Client) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ func TestRealTransportErrors(t *testing.T) {
 		{"refused", closed, record.ClassConnError},
 		{"hanging", srv.URL + "/inbox", record.ClassTimeout},
 	} {
-		tr := NewTransport(4, 0, nil)
+		tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 4})
 		res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: 3, MaxInflight: 4, Timeout: 200 * time.Millisecond},
 			Pacer:  mustConstant(t, 20),
 			Source: newCycleSource(t, tc.url), Transport: tr,
@@ -242,7 +244,9 @@ func TestSinkStallAnd429(t *testing.T) {
 // tls.Config it was given already offers h2 because an HTTP/2 client
 // shared it: every send is answered, none is a connection error, and the
 // config passed in is left as it was.
-func TestTransportAgainstHTTP2Server(t *testing.T) {
+func TestTransportAgainstHTTP2Server(t *testing.T) { forClients(t, testTransportAgainstHTTP2Server) }
+
+func testTransportAgainstHTTP2Server(t *testing.T, client Client) {
 	var protos sync.Map
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		protos.Store(r.Proto, true)
@@ -267,7 +271,7 @@ func TestTransportAgainstHTTP2Server(t *testing.T) {
 	}
 	before := slices.Clone(shared.NextProtos)
 
-	tr := NewTransport(4, 0, shared)
+	tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 4, TLS: shared})
 	defer tr.CloseIdleConnections()
 	res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: 5, MaxInflight: 4, Timeout: 5 * time.Second},
 		Pacer:  mustConstant(t, 50),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/internal/originaddr"
 )
 
@@ -32,6 +33,22 @@ func fromOrigins(tr *http.Transport, plan *originaddr.Plan) sendingTransport {
 		return tr
 	}
 	return originaddr.NewTransport(tr, plan)
+}
+
+// floodTransport is the flood's transport of o, dialling through dial
+// (the run's guard): one pool, or a pool per origin address when plan
+// gives origins their own (as fromOrigins).
+func floodTransport(o flood.TransportOptions, dial flood.DialFunc, plan *originaddr.Plan) sendingTransport {
+	o.Dial = dial
+	if plan == nil || !plan.PerOrigin() {
+		return flood.NewClientTransport(o)
+	}
+	clone := func(d originaddr.DialFunc) originaddr.Pool {
+		o := o
+		o.Dial = d
+		return flood.NewClientTransport(o)
+	}
+	return originaddr.NewPools(flood.NewClientTransport(o), dial, clone, plan)
 }
 
 // attachedPlan reads the attached crowd's addresses from /api/world; nil

@@ -79,9 +79,11 @@ type Config struct {
 	MaxInflight int
 	Timeout     time.Duration
 	Signing     traffic.SigningMode // "" is pipeline
-	SignerNice  int
-	Mix         record.Mix // the zero Mix is record.DefaultMix
-	Zipf        float64
+	// Client is the flood's HTTP client (--client); "" is flood.DefaultClient.
+	Client     flood.Client
+	SignerNice int
+	Mix        record.Mix // the zero Mix is record.DefaultMix
+	Zipf       float64
 	// Seed of the draws; 0 draws a fresh one (printed and recorded).
 	Seed      uint64
 	NoteBytes int
@@ -160,6 +162,7 @@ type plan struct {
 	mix      record.Mix
 	signing  traffic.SigningMode
 	arrivals flood.Arrivals
+	client   flood.Client
 	inbox    traffic.InboxMode
 	accts    []string
 	alg      signing.Algorithm
@@ -263,6 +266,8 @@ func (c Config) checkEnums(p *plan, try func(error)) {
 	p.inbox, err = traffic.ParseInboxMode(string(c.Inbox))
 	try(err)
 	p.arrivals, err = flood.ParseArrivals(string(c.Arrivals))
+	try(err)
+	p.client, err = flood.ParseClient(string(c.Client))
 	try(err)
 	p.scheme, err = traffic.ParseSignature(string(c.Signature))
 	try(err)

@@ -106,6 +106,9 @@ func SigningValue(p *traffic.SigningMode) Value { return textValue(p, traffic.Pa
 // ArrivalsValue is --arrivals: constant or poisson.
 func ArrivalsValue(p *flood.Arrivals) Value { return textValue(p, flood.ParseArrivals, "process") }
 
+// ClientValue is --client: nethttp or fast.
+func ClientValue(p *flood.Client) Value { return textValue(p, flood.ParseClient, "client") }
+
 // InboxValue is --inbox: auto, shared or personal.
 func InboxValue(p *traffic.InboxMode) Value { return textValue(p, traffic.ParseInboxMode, "mode") }
 

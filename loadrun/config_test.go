@@ -67,7 +67,7 @@ func TestValidateRules(t *testing.T) {
 		{"no rate", func(c *Config) { c.Rates = nil }, ""},
 		// The zero values of the named choices are the flood's defaults.
 		{"zero choices", func(c *Config) {
-			c.Signing, c.Inbox, c.Arrivals, c.Signature, c.Algorithm, c.Mix = "", "", "", "", "", record.Mix{}
+			c.Signing, c.Inbox, c.Arrivals, c.Signature, c.Algorithm, c.Mix, c.Client = "", "", "", "", "", record.Mix{}, ""
 		}, ""},
 		// A run must end.
 		{"endless", func(c *Config) { c.Seconds = 0 }, "--seconds 0 needs --max-sends"},
@@ -91,6 +91,8 @@ func TestValidateRules(t *testing.T) {
 		{"pattern", func(c *Config) { c.Personas, c.Count = "load@sut.test", 2 }, "--personas needs exactly one %d"},
 		// crowd run floods at one rate.
 		{"audience ladder", func(c *Config) { c.Rates = []float64{10, 20}; c.Audience = &AudienceConfig{} }, "crowd run floods at one rate"},
+		// --client names one of the flood's clients.
+		{"client", func(c *Config) { c.Client = "fasthttp" }, "--client: want nethttp or fast"},
 		// --signature names a scheme, not an algorithm label.
 		{"signature", func(c *Config) { c.Signature = "hs2019" }, "--signature: want cavage, rfc9421 or both"},
 		// --algorithm names a label the crowd signs with.

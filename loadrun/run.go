@@ -93,7 +93,7 @@ func Run(ctx context.Context, c Config) error {
 		defer r.live.stop()
 	}
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
-		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.Int("senders", env.World.NumPersons()),
+		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.String("client", string(p.client)), zap.Int("senders", env.World.NumPersons()),
 		zap.String("signing_backend", env.World.Backend().Describe()))
 	if p.ladder {
 		return r.ladder(ctx)
@@ -120,9 +120,8 @@ func (r *runner) setupAudience(ctx context.Context) error {
 // its dials guarded and routed by the origins' addresses. The function
 // returned closes its idle connections.
 func (r *runner) dial() func() {
-	tr := flood.NewTransport(r.c.MaxInflight, r.c.Timeout, r.tls)
-	tr.DialContext = r.guard.DialContext
-	sending := fromOrigins(tr, r.env.Plan)
+	sending := floodTransport(flood.TransportOptions{Client: r.p.client, MaxInflight: r.c.MaxInflight, Timeout: r.c.Timeout, TLS: r.tls},
+		r.guard.DialContext, r.env.Plan)
 	r.transport = sending
 	return sending.CloseIdleConnections
 }

@@ -86,6 +86,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.Var(loadrun.ArrivalsValue(&c.Arrivals), "arrivals", "arrival process: constant (start + n/rate) or poisson")
 	fl.IntVar(&c.MaxInflight, "max-inflight", def.MaxInflight, "concurrent sends; a send due with all of them busy is dropped and counted")
 	fl.DurationVar(&c.Timeout, "timeout", def.Timeout, "bound on each send (and each discovery request)")
+	fl.Var(loadrun.ClientValue(&c.Client), "client", "HTTP/1.1 client of the sends: fast (written and read on the sending goroutine, the request's bytes as signed) or nethttp (Go's net/http transport)")
 	fl.Var(loadrun.SigningValue(&c.Signing), "signing", "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
 	fl.IntVar(&c.SignerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
 	fl.Var(loadrun.MixValue(&c.Mix), "mix", "weighted mix of activity types")

@@ -167,6 +167,11 @@ func TestFloodExitCodes(t *testing.T) {
 		{"a bad rate", []string{"--rate", "fast"}, 2, "--rate"},
 		{"rate and ramp", []string{"--rate", "5", "--ramp", "1:3:1"}, 2, "--ramp"},
 		{"a bad signing mode", []string{"--signing", "later"}, 2, "--signing"},
+		// Each client floods the in-process crowd over TLS, every send answered.
+		{"the fast client", []string{"--seconds", "1", "--rate", "20", "--client", "fast", "--expect", "errors<1%"}, 0, ""},
+		{"the net/http client", []string{"--seconds", "1", "--rate", "20", "--client", "nethttp", "--expect", "errors<1%"}, 0, ""},
+		// A client the flood does not have is a usage error naming the flag.
+		{"a bad client", []string{"--client", "curl"}, 2, "--client"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"count without personas", []string{"--count", "3"}, 2, "--personas"},

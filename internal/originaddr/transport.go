@@ -56,6 +56,13 @@ func BindDial(d *net.Dialer) DialFunc {
 	}
 }
 
+// Pool is a transport with a connection pool of its own: an
+// http.Transport, or another client's (the flood's).
+type Pool interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
 // Transport is an http.RoundTripper that sends each request from the
 // address of the origin that signed it (the host of its keyId, in
 // Signature or Signature-Input), through a connection pool of that
@@ -63,12 +70,13 @@ func BindDial(d *net.Dialer) DialFunc {
 // when the Plan gives origins no addresses of their own, goes through the
 // base transport as it is. Safe for concurrent use.
 type Transport struct {
-	base *http.Transport
-	plan *Plan
-	dial DialFunc
+	base  Pool
+	plan  *Plan
+	dial  DialFunc
+	clone func(DialFunc) Pool // base's settings with another dialer
 
 	mu    sync.Mutex
-	pools map[source]*http.Transport
+	pools map[source]Pool
 }
 
 // NewTransport wraps base (its settings are copied per source address)
@@ -82,7 +90,19 @@ func NewTransport(base *http.Transport, plan *Plan) *Transport {
 	if dial == nil {
 		dial = BindDial(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
 	}
-	return &Transport{base: base, plan: plan, dial: dial, pools: map[source]*http.Transport{}}
+	clone := func(d DialFunc) Pool {
+		tr := base.Clone()
+		tr.DialContext = d
+		return tr
+	}
+	return NewPools(base, dial, clone, plan)
+}
+
+// NewPools is NewTransport for any transport: base sends what no origin
+// signed, and clone(d) makes a transport with base's settings that dials
+// with d (it wraps dial, which must bind as BindDial does).
+func NewPools(base Pool, dial DialFunc, clone func(d DialFunc) Pool, plan *Plan) *Transport {
+	return &Transport{base: base, plan: plan, dial: dial, clone: clone, pools: map[source]Pool{}}
 }
 
 // RoundTrip sends req from its signer's origin's address.
@@ -110,14 +130,13 @@ func sourceOf(addrs []netip.Addr) source {
 }
 
 // pool is the transport whose connections leave from s, made on first use.
-func (t *Transport) pool(s source) *http.Transport {
+func (t *Transport) pool(s source) Pool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tr, ok := t.pools[s]; ok {
 		return tr
 	}
-	tr := t.base.Clone()
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	tr := t.clone(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := t.dial(withSource(ctx, s), network, addr)
 		if err != nil {
 			return nil, err
@@ -127,7 +146,7 @@ func (t *Transport) pool(s source) *http.Transport {
 			return nil, err
 		}
 		return c, nil
-	}
+	})
 	t.pools[s] = tr
 	return tr
 }
@@ -161,7 +180,7 @@ func (t *Transport) Sources() int {
 // CloseIdleConnections closes the idle connections of every pool.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
-	pools := make([]*http.Transport, 0, len(t.pools))
+	pools := make([]Pool, 0, len(t.pools))
 	for _, tr := range t.pools {
 		pools = append(pools, tr)
 	}

@@ -10,7 +10,25 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/h1"
 )
+
+// poolKinds make a Transport over each kind of pool the crowd sends with,
+// dialling with dial: net/http's, and internal/h1's (the flood's fast
+// client).
+var poolKinds = []struct {
+	name string
+	make func(dial DialFunc, plan *Plan) *Transport
+}{
+	{"net/http", func(dial DialFunc, plan *Plan) *Transport {
+		return NewTransport(&http.Transport{DialContext: dial}, plan)
+	}},
+	{"h1", func(dial DialFunc, plan *Plan) *Transport {
+		mk := func(d DialFunc) Pool { return h1.NewTransport(h1.Options{Dial: h1.DialFunc(d)}) }
+		return NewPools(mk(dial), dial, mk, plan)
+	}},
+}
 
 // remoteLog is a real HTTP server on the wildcard address that remembers
 // the remote address of every request.
@@ -82,10 +100,16 @@ func rfc9421(host string) http.Header {
 // address, over connections of their own; unsigned ones and those of
 // strangers leave as the system chooses.
 func TestTransportSendsFromOriginAddress(t *testing.T) {
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			plan := mustPlan(t, "127.1.0.0/16", 50, 0)
+			testSendsFromOriginAddress(t, k.make(BindDial(&net.Dialer{Timeout: 5 * time.Second}), plan), plan)
+		})
+	}
+}
+
+func testSendsFromOriginAddress(t *testing.T, tr *Transport, plan *Plan) {
 	rl := startRemoteLog(t)
-	plan := mustPlan(t, "127.1.0.0/16", 50, 0)
-	base := &http.Transport{DialContext: BindDial(&net.Dialer{Timeout: 5 * time.Second})}
-	tr := NewTransport(base, plan)
 	defer tr.CloseIdleConnections()
 	var want []string
 	for k := 1; k <= 50; k++ {
@@ -120,16 +144,19 @@ func TestTransportSendsFromOriginAddress(t *testing.T) {
 // A base dialer that ignores the source would make every origin one
 // client again: the request fails instead, naming both addresses.
 func TestTransportRefusesUnboundDialer(t *testing.T) {
-	rl := startRemoteLog(t)
-	plan := mustPlan(t, "127.1.0.0/16", 5, 0)
-	tr := NewTransport(&http.Transport{DialContext: (&net.Dialer{}).DialContext}, plan)
-	defer tr.CloseIdleConnections()
-	err := send(t, tr, rl.url, cavage("flood3.test"))
-	if err == nil || !strings.Contains(err.Error(), "not the origin's address 127.1.0.2") {
-		t.Fatalf("err = %v, want a refusal naming 127.1.0.2", err)
-	}
-	if n := len(rl.seen()); n != 0 {
-		t.Errorf("%d requests arrived from the wrong address", n)
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			rl := startRemoteLog(t)
+			tr := k.make((&net.Dialer{}).DialContext, mustPlan(t, "127.1.0.0/16", 5, 0))
+			defer tr.CloseIdleConnections()
+			err := send(t, tr, rl.url, cavage("flood3.test"))
+			if err == nil || !strings.Contains(err.Error(), "not the origin's address 127.1.0.2") {
+				t.Fatalf("err = %v, want a refusal naming 127.1.0.2", err)
+			}
+			if n := len(rl.seen()); n != 0 {
+				t.Errorf("%d requests arrived from the wrong address", n)
+			}
+		})
 	}
 }
 
