@@ -82,7 +82,9 @@ func (b *bench) backendsSection(ctx context.Context) {
 		b.rep.fail(rowSignLibcrypto, nameSign, "reference", err)
 		b.rep.fail(rowPipelineLibcrypto, nameLC, "≥ 0.45 × libcrypto signing, p99 lateness ≤ 1 ms", err)
 		b.rep.fail(rowPipelineVsGo, nameVs, "≥ 2 × Go backend", err)
-		b.rep.fail(rowPipelineCombined, nameCombined, targetCombined, err)
+		for _, c := range floodClients() {
+			b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), targetCombined, err)
+		}
 	}
 	lcWorld, err := b.libcryptoWorld()
 	if err != nil {
@@ -175,7 +177,7 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 	}
 	b.rep.set(lc)
 	b.rep.set(vs)
-	b.combinedRow(ctx, lcSide, searches[signing.BackendLibcrypto], lcCeil)
+	b.combinedRows(ctx, lcSide, searches[signing.BackendLibcrypto], lcCeil)
 }
 
 // oneCoreSection: the pipeline-signed flood with libcrypto pinned to one

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowdfed/crowd/flood"
 )
 
 // config is the bench's command line. Every measurement is bounded by it,
@@ -48,6 +50,9 @@ type config struct {
 	// Client is the closed-loop client: clientAuto (wrk when on PATH),
 	// clientGo or clientWrk.
 	Client string
+	// FloodClient is the HTTP client of the flood rows (crowd flood
+	// --client); the per-client rows use each client in turn.
+	FloodClient flood.Client
 	// Pool is how many presigned requests are replayed (round robin) by
 	// the presigned flood, vegeta and the inbox clients.
 	Pool int
@@ -95,7 +100,7 @@ func defaultConfig() config {
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
 		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, SignerNice: 19,
-		Conc: 32, Client: clientAuto, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
+		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
 		CPURates: [2]float64{500, 1000}, CPUSeconds: 4 * time.Second,
@@ -124,6 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.SignerNice, "signer-nice", c.SignerNice, "nice value (0-19) of the pipeline's signer threads, as crowd flood --signer-nice (0: unchanged)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
 	fs.StringVar(&c.Client, "client", c.Client, "closed-loop client of the inbox and document rows: auto (wrk when on PATH, else go), go (in-process) or wrk (a separate process)")
+	floodClient := string(c.FloodClient)
+	fs.StringVar(&floodClient, "flood-client", floodClient, "HTTP client of the flood rows, as crowd flood --client: fast or nethttp (the per-client rows use both)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile of the bench's process (its in-process servers included) to this file")
 	fs.IntVar(&c.Pool, "pool", c.Pool, "presigned requests replayed round robin")
 	fs.Float64Var(&c.StartRate, "start-rate", c.StartRate, "first rate of the presigned-vs-vegeta search")
@@ -158,6 +165,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if c.FloodClient, err = flood.ParseClient(floodClient); err != nil {
+		return c, fmt.Errorf("-flood-client: %w", err)
 	}
 	lo, hi, ok := strings.Cut(cpuRates, ",")
 	var err1, err2 error

@@ -13,14 +13,42 @@ import (
 
 // The rows that say where a send's cost goes: the presigned flood beside
 // a client that only sends the same bytes, and the pipeline beside what
-// its signing and its sending would allow together.
+// its signing and its sending would allow together. Each is a row per
+// flood client (clientKey).
 const (
 	rowPresignedWrk     = "presigned_vs_wrk"
 	rowPipelineCombined = "pipeline_combined"
 
-	nameCombined   = "pipeline vs its combined ceiling (libcrypto, null sink)"
 	targetCombined = "≥ 0.8 × 1 / (1/signing alone + 1/presigned flood)"
 )
+
+// floodClients are the flood's HTTP clients, each with rows of its own.
+func floodClients() []flood.Client { return []flood.Client{flood.ClientFast, flood.ClientNetHTTP} }
+
+// clientKey is the key of row's variant for client c.
+func clientKey(row string, c flood.Client) string { return row + "_" + string(c) }
+
+// clientKeys are row's variants, one per flood client.
+func clientKeys(row string) []string {
+	var keys []string
+	for _, c := range floodClients() {
+		keys = append(keys, clientKey(row, c))
+	}
+	return keys
+}
+
+// nameCombined is the name of client c's combined-ceiling row.
+func nameCombined(c flood.Client) string {
+	return fmt.Sprintf("pipeline vs its combined ceiling (libcrypto, null sink, %s client)", c)
+}
+
+// withClient is b whose floods send with client c: a copy sharing b's
+// world, sink, wrk and report.
+func (b *bench) withClient(c flood.Client) *bench {
+	cp := *b
+	cp.cfg.FloodClient = c
+	return &cp
+}
 
 // combinedCeiling is the rate of a pipeline whose every send costs one
 // unit of each stage, the stages sharing one machine: the machine time a
@@ -91,8 +119,26 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 	return s
 }
 
+// combinedRows: combinedRow for each flood client: b's own with the
+// libcrypto pipeline's search of the backends section (pipe), every other
+// with a libcrypto pipeline search of its own.
+func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
+	signer := newSigner()
+	for _, c := range floodClients() {
+		bc, s := b.withClient(c), pipe
+		if c != b.cfg.FloodClient {
+			b.logf("  pipeline, libcrypto, with the %s client", c)
+			s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
+			for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
+				s.report(bc.pipelineTrial(ctx, s.side, side.gen, signer, rate, 0, 0, nil))
+			}
+		}
+		bc.combinedRow(ctx, side, s, sign)
+	}
+}
+
 // combinedRow: the libcrypto pipeline's maximum sustained rate (pipe's
-// best) beside the ceiling its two stages allow together,
+// best, flooding with b's client) beside the ceiling its two stages allow together,
 // combinedCeiling(signing alone, presigned flood), both measured in this
 // section on the same sink: the presigned flood searched here with
 // requests of the pipeline's own generator. The notes give the per-send
@@ -100,8 +146,8 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 // lateness bound fails first), they give it at the highest rate the
 // pipeline kept pace at, which the row still does not count as met.
 func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
-	const name, target = nameCombined, targetCombined
-	fail := func(err error) { b.rep.fail(rowPipelineCombined, name, target, err) }
+	key, name, target := clientKey(rowPipelineCombined, b.cfg.FloodClient), nameCombined(b.cfg.FloodClient), targetCombined
+	fail := func(err error) { b.rep.fail(key, name, target, err) }
 	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
 	if err != nil {
 		fail(err)
@@ -109,14 +155,14 @@ func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *searc
 	}
 	b.logf("  presigned flood of the pipeline's requests (%d presigned)", len(pool))
 	s := b.presignedSearch(ctx, "presigned", pool)
-	details := map[string]any{"presigned": s.trials}
-	b.rep.Details[rowPipelineCombined] = details
+	details := map[string]any{"presigned": s.trials, "pipeline": pipe.trials}
+	b.rep.Details[key] = details
 	send, st := s.best()
 	best, bt := pipe.best()
-	row := Row{Key: rowPipelineCombined, Name: name, Value: best, Unit: "/s", Target: target, Met: met(false),
+	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Target: target, Met: met(false),
 		CeilingName: fmt.Sprintf("1 / (1/libcrypto signing alone %s + 1/presigned flood %s)", formatValue(sign, "/s"), formatValue(send, "/s"))}
-	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, after the pipeline searches",
-		len(pool), b.cfg.Trial)
+	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, after the pipeline searches; both with the %s client",
+		len(pool), b.cfg.Trial, b.cfg.FloodClient)
 	if st == nil {
 		row.Notes = "no combined ceiling: the presigned flood sustained no rate (" + lastWhy(s.trials) + "); " + how
 		b.rep.set(row)
@@ -162,15 +208,32 @@ func floodConns(trials []outcome, best *outcome) int {
 	return int(n)
 }
 
+// presignedWrkRows: presignedWrkRow for each flood client: b's own with
+// the presigned search beside vegeta (fs), every other with a search of
+// its own.
+func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs *search) {
+	for _, c := range floodClients() {
+		bc, s := b.withClient(c), fs
+		if c != b.cfg.FloodClient {
+			b.logf("  presigned flood with the %s client", c)
+			s = bc.presignedSearch(ctx, "flood-"+string(c), pool)
+		}
+		best, bt := s.best()
+		bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
+	}
+}
+
 // presignedWrkRow: wrk replaying the presigned flood's own pool (its wire
 // form, in order, cycling) to the same null sink over as many connections
-// as the flood dialled at its maximum, beside that maximum. wrk is a
-// closed loop: its figure is how fast a client that does nothing but
-// write the same bytes gets them answered, the most any sender could.
+// as the flood (with b's client) dialled at its maximum, beside that
+// maximum. wrk is a closed loop: its figure is how fast a client that does
+// nothing but write the same bytes gets them answered, the most any
+// sender could.
 func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) {
-	const name = "presigned flood vs wrk replaying its requests (null sink)"
+	key := clientKey(rowPresignedWrk, b.cfg.FloodClient)
+	name := fmt.Sprintf("presigned flood (%s client) vs wrk replaying its requests (null sink)", b.cfg.FloodClient)
 	const target = "≥ 0.7 × wrk"
-	fail := func(err error) { b.rep.fail(rowPresignedWrk, name, target, err) }
+	fail := func(err error) { b.rep.fail(key, name, target, err) }
 	w := b.wrk
 	if w == nil {
 		var err error
@@ -188,12 +251,12 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 		fail(err)
 		return
 	}
-	b.rep.Details[rowPresignedWrk] = all
+	b.rep.Details[key] = all
 	var cpu []float64
 	for _, r := range all["wrk replay"] {
 		cpu = append(cpu, cpuPerRequest(r))
 	}
-	row := Row{Key: rowPresignedWrk, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
+	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
 		CeilingName: fmt.Sprintf("%s replaying the flood's %d presigned requests in order, cycling, 1 thread, %d connections", w.version, len(pool), conns)}
 	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request; %d connections = those the flood dialled at its max%s",
 		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), conns, badNote(all))

@@ -257,6 +257,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 	vBest, vt := vs.best()
 	row := Row{Key: rowPresigned, Name: name, Value: fBest, Unit: "/s", Ceiling: vBest,
 		CeilingName: "vegeta v12 library, max sustained rate, same sink and requests", Target: target}
+	row.Name += fmt.Sprintf(" (%s client)", b.cfg.FloodClient)
 	rule := fmt.Sprintf("same %d presigned requests (mean body %d B) replayed round robin by both; sustained: success ≥ 99%%, achieved ≥ 0.99 × offered, p99 latency from the intended send ≤ %v; %v trials alternating",
 		len(pool), bodyBytes/max(1, len(pool)), b.cfg.LatencyBound, b.cfg.Trial)
 	switch {
@@ -273,7 +274,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 		row.Notes = fmt.Sprintf("p99 latency at the max: flood %.2f ms, vegeta %.2f ms; %s", ft.LatencyP99MS, vt.LatencyP99MS, rule)
 	}
 	b.rep.set(row)
-	b.presignedWrkRow(ctx, pool, fs.trials, fBest, ft)
+	b.presignedWrkRows(ctx, pool, fs)
 }
 
 func bestOrWhy(best *outcome, trials []outcome) string {

@@ -29,9 +29,12 @@ const (
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
-	return append([]string{rowPipeline, rowPresigned, rowPresignedWrk, rowInbox, rowActor, rowWebFinger,
-		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineCombined, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
+	keys := append([]string{rowPipeline, rowPresigned}, clientKeys(rowPresignedWrk)...)
+	keys = append(keys, rowInbox, rowActor, rowWebFinger, rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
+		rowSignLibcrypto, rowPipelineLibcrypto)
+	keys = append(keys, clientKeys(rowPipelineCombined)...)
+	keys = append(keys, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox)
+	return append(keys, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

@@ -168,8 +168,8 @@ func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.C
 type trialWatch func(*flood.Plan) (flood.Collector, func(record.Progress))
 
 // floodTrial runs the flood engine for one trial of rate from src against
-// the null sink (its URLs name it), with a fresh keep-alive pool; watch,
-// when set, watches it.
+// the null sink (its URLs name it), with a fresh keep-alive pool of
+// cfg.FloodClient; watch, when set, watches it.
 func floodTrial(ctx context.Context, side string, src flood.Source, rate float64, cfg config, watch trialWatch) (outcome, *record.Result) {
 	o := outcome{Side: side, Rate: rate}
 	pacer, err := flood.NewConstantPacer(rate)
@@ -177,16 +177,16 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		o.Why = err.Error()
 		return o, nil
 	}
-	tr := flood.NewTransport(flood.DefaultMaxInflight, 0, nil)
-	defer tr.CloseIdleConnections()
 	// Counted so that a client replaying the same requests can be given
 	// as many connections as the flood found it needed.
 	var conns atomic.Int64
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conns.Add(1)
-		return dial(ctx, network, addr)
-	}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	tr := flood.NewClientTransport(flood.TransportOptions{Client: cfg.FloodClient, MaxInflight: flood.DefaultMaxInflight,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conns.Add(1)
+			return d.DialContext(ctx, network, addr)
+		}})
+	defer tr.CloseIdleConnections()
 	plan := flood.Plan{Limits: flood.Limits{Duration: cfg.Trial, Warmup: cfg.Warmup, Timeout: 10 * time.Second}, Pacer: pacer, Source: src,
 		Transport: tr}
 	var also flood.Collector
