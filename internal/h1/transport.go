@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"sync"
 	"time"
@@ -35,8 +34,9 @@ type Options struct {
 	// Its NextProtos are replaced by http/1.1 alone (a copy is used), and
 	// its ServerName, when empty, is the URL's host.
 	TLS *tls.Config
-	// HandshakeTimeout bounds a TLS handshake, within the request's
-	// context; 0 is 10 s.
+	// DialTimeout bounds the TCP connect; 0 is 5 s.
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds a TLS handshake; 0 is 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout is how long a connection may rest in the pool before it
 	// is closed rather than used; 0 is 90 s, as net/http's default.
@@ -56,8 +56,9 @@ type Transport struct {
 	o   Options
 	tls *tls.Config
 
-	mu   sync.Mutex
-	idle map[poolKey][]*conn
+	mu      sync.Mutex
+	idle    map[poolKey][]*conn      // resting connections, the most recent last
+	waiting map[poolKey][]chan *conn // requests dialling, first come first served
 }
 
 type poolKey struct{ scheme, addr string }
@@ -67,6 +68,9 @@ func NewTransport(o Options) *Transport {
 	if o.Dial == nil {
 		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 		o.Dial = d.DialContext
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 10 * time.Second
@@ -82,7 +86,7 @@ func NewTransport(o Options) *Transport {
 		cfg = o.TLS.Clone()
 	}
 	cfg.NextProtos = []string{"http/1.1"}
-	return &Transport{o: o, tls: cfg, idle: map[poolKey][]*conn{}}
+	return &Transport{o: o, tls: cfg, idle: map[poolKey][]*conn{}, waiting: map[poolKey][]chan *conn{}}
 }
 
 // RoundTrip sends req and returns its answer, whose Body reads from the
@@ -160,99 +164,12 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// get returns a pooled connection to key that is still open, else a new
-// one, and tells the context's trace which.
-func (t *Transport) get(ctx context.Context, key poolKey, host string) (*conn, error) {
-	for {
-		c, idle := t.takeIdle(key)
-		if c == nil {
-			break
-		}
-		if idle > t.o.IdleTimeout || !c.alive() {
-			c.close()
-			continue
-		}
-		gotConn(ctx, httptrace.GotConnInfo{Conn: c.nc, Reused: true, WasIdle: true, IdleTime: idle})
-		return c, nil
-	}
-	c, err := t.dial(ctx, key, host)
-	if err != nil {
-		return nil, err
-	}
-	gotConn(ctx, httptrace.GotConnInfo{Conn: c.nc})
-	return c, nil
-}
-
-func gotConn(ctx context.Context, info httptrace.GotConnInfo) {
-	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.GotConn != nil {
-		tr.GotConn(info)
-	}
-}
-
-// takeIdle pops key's most recently used idle connection (nil: none) and
-// how long it rested.
-func (t *Transport) takeIdle(key poolKey) (*conn, time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cs := t.idle[key]
-	if len(cs) == 0 {
-		return nil, 0
-	}
-	c := cs[len(cs)-1]
-	cs[len(cs)-1] = nil
-	t.idle[key] = cs[:len(cs)-1]
-	return c, time.Since(c.idleSince)
-}
-
-// putIdle returns c to key's pool, closing instead the connections that
-// rested past the idle timeout (the oldest are first) and c itself when
-// the pool is full.
-func (t *Transport) putIdle(key poolKey, c *conn) {
-	now := time.Now()
-	c.idleSince = now
-	var stale []*conn
-	t.mu.Lock()
-	cs := t.idle[key]
-	n := 0
-	for n < len(cs) && now.Sub(cs[n].idleSince) > t.o.IdleTimeout {
-		n++
-	}
-	if n > 0 {
-		stale = append(stale, cs[:n]...)
-		cs = append(cs[:0], cs[n:]...)
-	}
-	if len(cs) < t.o.MaxIdlePerHost {
-		cs = append(cs, c)
-		c = nil
-	}
-	t.idle[key] = cs
-	t.mu.Unlock()
-	for _, s := range stale {
-		s.close()
-	}
-	if c != nil {
-		c.close()
-	}
-}
-
-// CloseIdleConnections closes the connections resting in the pool;
-// those in use are closed when their answers end.
-func (t *Transport) CloseIdleConnections() {
-	t.mu.Lock()
-	idle := t.idle
-	t.idle = map[poolKey][]*conn{}
-	t.mu.Unlock()
-	for _, cs := range idle {
-		for _, c := range cs {
-			c.close()
-		}
-	}
-}
-
 // dial connects to key, with a TLS handshake offering http/1.1 alone for
-// https, both within ctx.
+// https, each within its own bound.
 func (t *Transport) dial(ctx context.Context, key poolKey, host string) (*conn, error) {
-	raw, err := t.o.Dial(ctx, "tcp", key.addr)
+	cctx, cancel := context.WithTimeout(ctx, t.o.DialTimeout)
+	raw, err := t.o.Dial(cctx, "tcp", key.addr)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

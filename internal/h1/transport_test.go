@@ -28,6 +28,7 @@ type answer struct {
 	closeNow  bool          // close the connection at once
 	closeIdle time.Duration // close it after resting this long (0: keep)
 	hold      bool          // write nothing, and wait for the client to close
+	after     chan struct{} // write once this is closed (nil: at once)
 }
 
 // rawServer is a real listener that reads each request (head and
@@ -90,6 +91,9 @@ func (s *rawServer) serve(c net.Conn) {
 		if a.hold {
 			io.Copy(io.Discard, r)
 			return
+		}
+		if a.after != nil {
+			<-a.after
 		}
 		c.Write([]byte(a.raw))
 		if a.closeNow {
@@ -370,4 +374,68 @@ func TestTransportTLS(t *testing.T) {
 	if len(protos) != 2 || protos[0] != "HTTP/1.1" {
 		t.Errorf("protocols %v, want HTTP/1.1 twice", protos)
 	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s (a bound
+// on something that must happen, not a timing assumption).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 1000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 10 s", what)
+}
+
+// TestTransportHandsBackWhileDialling: a request that has to dial takes
+// instead the connection another request hands back first, as net/http
+// does, so a server slow to accept holds up no request while a connection
+// is free; the connection dialled meanwhile then rests in the pool.
+func TestTransportHandsBackWhileDialling(t *testing.T) {
+	release, dialGate := make(chan struct{}), make(chan struct{})
+	s := startRaw(t, answer{raw: ok2, after: release}, answer{raw: ok2})
+	var dials atomic.Int64
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 2 {
+			<-dialGate // the second connection is slow to come
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	tr := NewTransport(Options{Dial: dial})
+	defer tr.CloseIdleConnections()
+	type result struct {
+		reused bool
+		err    error
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() {
+		_, _, reused, err := send(t, tr, s.url(), "{}", 10*time.Second)
+		first <- result{reused, err}
+	}()
+	waitFor(t, "the first request reached the server", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.raw) == 1 })
+	go func() {
+		_, _, reused, err := send(t, tr, s.url(), "{}", 10*time.Second)
+		second <- result{reused, err}
+	}()
+	waitFor(t, "the second request dials", func() bool { return dials.Load() == 2 })
+	close(release)
+	for name, ch := range map[string]chan result{"first": first, "second": second} {
+		select {
+		case r := <-ch:
+			if r.err != nil || r.reused != (name == "second") {
+				t.Errorf("%s request: reused %v, %v", name, r.reused, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s request did not end while the second dial hung", name)
+		}
+	}
+	close(dialGate)
+	idle := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.idle[poolKey{"http", s.ln.Addr().String()}])
+	}
+	waitFor(t, "both connections rest in the pool", func() bool { return idle() == 2 })
 }
