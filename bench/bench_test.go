@@ -140,6 +140,9 @@ func TestParseFlags(t *testing.T) {
 		{"too many origins", []string{"-origins", "2000", "-scale", "10"}, false},
 		// Positional arguments are a mistake.
 		{"stray argument", []string{"now"}, false},
+		// The flood rows' client is one of the flood's.
+		{"flood client", []string{"-flood-client", "nethttp"}, true},
+		{"unknown flood client", []string{"-flood-client", "curl"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseFlags(c.args, &bytes.Buffer{})

@@ -4,6 +4,7 @@
 package flood
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"net"
@@ -74,7 +75,7 @@ func NewClientTransport(o TransportOptions) SendingTransport {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if o.Client == ClientFast {
+	if cmp.Or(o.Client, DefaultClient) == ClientFast {
 		return h1.NewTransport(h1.Options{Dial: o.Dial, TLS: o.TLS, HandshakeTimeout: max(connectTimeout, timeout),
 			IdleTimeout: idleConnTimeout, MaxIdlePerHost: maxInflight})
 	}

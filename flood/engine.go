@@ -21,8 +21,10 @@ type Plan struct {
 	// Source produces the signed requests (required).
 	Source Source
 	// Transport sends them (required). Use one with a keep-alive pool sized to
-	// MaxInflight, such as NewTransport. It is used through RoundTrip, so no
-	// redirect is followed and no cookie is kept, as a federating server does.
+	// MaxInflight, such as NewClientTransport's. It is used through RoundTrip,
+	// so no redirect is followed and no cookie is kept, as a federating server
+	// does; a send's service time starts at the GotConn it reports to the
+	// request's httptrace.ClientTrace.
 	Transport http.RoundTripper
 	// Limits bound the run.
 	Limits

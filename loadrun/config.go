@@ -402,7 +402,7 @@ func union(a, b []string) []string {
 func Defaults() Config {
 	return Config{Rates: []float64{DefaultRate}, Seconds: DefaultSeconds, Step: DefaultStep, NoteBytes: DefaultNoteBytes,
 		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: traffic.SigningPipeline,
-		Arrivals: flood.ArrivalsConstant, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
+		Arrivals: flood.ArrivalsConstant, Client: flood.DefaultClient, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
 		PresignMaxBytes: traffic.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: traffic.SignatureCavage,
 		Out: filepath.Join("out", "load")}
 }
