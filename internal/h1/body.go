@@ -4,6 +4,7 @@
 package h1
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -55,24 +56,26 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 	resp.Body, resp.ContentLength = b, -1
 	te, hasTE := resp.Header["Transfer-Encoding"]
 	cl, hasCL := resp.Header["Content-Length"]
+	hasTE = hasTE && resp.ProtoMinor > 0 // HTTP/1.0 has no transfer codings: net/http ignores the field
+	var n int64
+	if hasCL && !hasTE {
+		// Checked whatever the status, as net/http does.
+		var err error
+		if n, err = contentLength(cl); err != nil {
+			return err
+		}
+	}
 	switch {
 	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		b.done, resp.ContentLength = true, 0
 	case hasTE:
-		// Transfer-Encoding overrides Content-Length; a connection that
-		// had both is not trusted with another request.
-		b.keep = b.keep && !hasCL
-		codings := strings.Split(strings.Join(te, ","), ",")
-		if strings.EqualFold(strings.TrimSpace(codings[len(codings)-1]), "chunked") {
-			b.mode = byChunks
-		} else {
-			b.mode, b.keep = byClosing, false
+		// Chunked alone, as net/http reads it; it overrides Content-Length,
+		// and a connection that had both is not trusted with another request.
+		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
+			return fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
 		}
+		b.mode, b.keep = byChunks, b.keep && !hasCL
 	case hasCL:
-		n, err := contentLength(cl)
-		if err != nil {
-			return err
-		}
 		b.remain, resp.ContentLength = n, n
 		b.done = n == 0
 	default:
@@ -107,20 +110,20 @@ func hasToken(values []string, token string) bool {
 	return false
 }
 
-// contentLength reads Content-Length: every value the same decimal number.
+// contentLength reads Content-Length: every value the same decimal
+// number, as net/http requires.
 func contentLength(values []string) (int64, error) {
-	var n int64 = -1
-	for _, v := range values {
-		for f := range strings.SplitSeq(v, ",") {
-			f = strings.TrimSpace(f)
-			m, err := strconv.ParseUint(f, 10, 62)
-			if err != nil || f[0] == '+' || n >= 0 && int64(m) != n {
-				return 0, fmt.Errorf("h1: bad Content-Length %q", strings.Join(values, ", "))
-			}
-			n = int64(m)
+	first := strings.Trim(values[0], " \t")
+	n, err := strconv.ParseUint(first, 10, 62)
+	if err != nil || first[0] == '+' {
+		return 0, fmt.Errorf("h1: bad Content-Length %q", values[0])
+	}
+	for _, v := range values[1:] {
+		if strings.Trim(v, " \t") != first {
+			return 0, fmt.Errorf("h1: differing Content-Lengths %q", strings.Join(values, ", "))
 		}
 	}
-	return n, nil
+	return int64(n), nil
 }
 
 // Read reads the body; io.EOF at its end.
@@ -176,16 +179,24 @@ func (b *body) read(p []byte) (int, error) {
 	return n, io.EOF
 }
 
+// maxChunkLine bounds a chunk's size line, as net/http's does.
+const maxChunkLine = 4096
+
 // chunkSize reads a chunk's size line (extensions ignored); at the last
 // chunk (size 0) it reads the trailer section past and returns io.EOF.
 func (b *body) chunkSize() (int64, error) {
-	budget := maxHeadBytes
-	line, err := b.c.readLine(&budget)
+	budget := maxChunkLine
+	line, crlf, err := b.c.readLineEnd(&budget)
 	if err != nil {
 		return 0, err
 	}
+	if !crlf {
+		// net/http refuses a bare LF here: a proxy reading the chunks
+		// otherwise could be smuggled a request.
+		return 0, fmt.Errorf("h1: chunk size line %q does not end in CRLF", truncate(line))
+	}
 	hex, _, _ := strings.Cut(string(line), ";")
-	hex = strings.TrimSpace(hex)
+	hex = strings.TrimRight(hex, " \t")
 	size, err := strconv.ParseUint(hex, 16, 62)
 	if err != nil || hex == "" || hex[0] == '+' {
 		return 0, fmt.Errorf("h1: bad chunk size line %q", truncate(line))
@@ -193,6 +204,18 @@ func (b *body) chunkSize() (int64, error) {
 	if size > 0 {
 		return int64(size), nil
 	}
+	// The trailer section, read as net/http reads it: a CRLF at once, or
+	// fields up to an empty line (two bytes at least either way).
+	if end, err := b.c.r.Peek(2); err != nil {
+		return 0, io.ErrUnexpectedEOF
+	} else if string(end) == "\r\n" {
+		b.c.r.Discard(2)
+		return 0, io.EOF
+	}
+	if !doubleCRLFAhead(b.c.r) {
+		return 0, errors.New("h1: trailer section not ended by CRLF CRLF within the read buffer")
+	}
+	budget = maxHeadBytes
 	for {
 		trailer, err := b.c.readLine(&budget)
 		if err != nil {
@@ -201,15 +224,33 @@ func (b *body) chunkSize() (int64, error) {
 		if len(trailer) == 0 {
 			return 0, io.EOF
 		}
+		if i := strings.IndexByte(string(trailer), ':'); i <= 0 || !isToken(string(trailer[:i])) || !validValue(string(trailer[i+1:])) {
+			return 0, fmt.Errorf("h1: malformed trailer line %q", truncate(trailer))
+		}
 	}
+}
+
+// doubleCRLFAhead reports whether r holds a CRLF CRLF within its buffer,
+// peeking one byte further at a time (so it waits for no byte past it):
+// net/http bounds a trailer section so.
+func doubleCRLFAhead(r *bufio.Reader) bool {
+	for n := 4; n <= r.Size(); n++ {
+		buf, err := r.Peek(n)
+		if strings.HasSuffix(string(buf), "\r\n\r\n") {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // chunkEnd reads the CRLF that ends a chunk's data.
 func (b *body) chunkEnd() error {
-	budget := 2
-	line, err := b.c.readLine(&budget)
-	if err != nil || len(line) != 0 {
-		return fmt.Errorf("h1: chunk data not followed by CRLF")
+	var crlf [2]byte
+	if _, err := io.ReadFull(b.c.r, crlf[:]); err != nil || crlf != [2]byte{'\r', '\n'} {
+		return errors.New("h1: chunk data not followed by CRLF")
 	}
 	return nil
 }

@@ -46,6 +46,11 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.writeRequest(req); err != nil {
 		return nil, err
 	}
+	return c.readAnswer(req)
+}
+
+// readAnswer reads the head of req's final answer, past interim ones.
+func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
 	for n := 0; ; n++ {
 		resp, err := c.readHead(req)
 		if err != nil {
@@ -181,14 +186,14 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			vs := resp.Header[last]
-			if len(vs) == 0 {
-				return nil, errors.New("h1: answer's header section starts with a folded line")
+			if len(vs) == 0 || !validValue(string(line)) {
+				return nil, fmt.Errorf("h1: malformed folded header line %q", truncate(line))
 			}
 			vs[len(vs)-1] += " " + strings.Trim(string(line), " \t")
 			continue
 		}
 		i := strings.IndexByte(string(line), ':')
-		if i <= 0 || !isToken(string(line[:i])) {
+		if i <= 0 || !isToken(string(line[:i])) || !validValue(string(line[i+1:])) {
 			return nil, fmt.Errorf("h1: malformed header line %q", truncate(line))
 		}
 		last = http.CanonicalHeaderKey(string(line[:i]))
@@ -204,7 +209,7 @@ func parseStatus(line []byte, resp *http.Response) error {
 		return fmt.Errorf("h1: malformed status line %q", truncate(line))
 	}
 	code, err := strconv.Atoi(rest[:3])
-	if err != nil || code < 100 || code > 999 || len(rest) > 3 && rest[3] != ' ' {
+	if err != nil || code < 100 || len(rest) > 3 && rest[3] != ' ' {
 		return fmt.Errorf("h1: malformed status line %q", truncate(line))
 	}
 	resp.Status = rest
@@ -217,7 +222,13 @@ func parseStatus(line []byte, resp *http.Response) error {
 // readLine reads one line of an answer's head, without its CRLF (or bare
 // LF), spending budget; the slice is valid until the next read.
 func (c *conn) readLine(budget *int) ([]byte, error) {
-	line, err := c.r.ReadSlice('\n')
+	line, _, err := c.readLineEnd(budget)
+	return line, err
+}
+
+// readLineEnd is readLine, also saying whether the line ended in CRLF.
+func (c *conn) readLineEnd(budget *int) (line []byte, crlf bool, err error) {
+	line, err = c.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		// Longer than the buffer: gather it, still within the budget.
 		long := append([]byte(nil), line...)
@@ -229,19 +240,19 @@ func (c *conn) readLine(budget *int) ([]byte, error) {
 	}
 	*budget -= len(line)
 	if *budget < 0 {
-		return nil, fmt.Errorf("h1: answer's head is over %d bytes", maxHeadBytes)
+		return nil, false, fmt.Errorf("h1: a line of the answer is over its bound (%d bytes)", len(line))
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, err
+		return nil, false, err
 	}
 	line = line[:len(line)-1]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
+		return line[:n-1], true, nil
 	}
-	return line, nil
+	return line, false, nil
 }
 
 // truncate is a bad line as an error quotes it.
