@@ -25,8 +25,10 @@ const (
 	// ClientFast is internal/h1's transport: HTTP/1.1 written and read on
 	// the sending worker's goroutine, the request's bytes as they are.
 	ClientFast Client = "fast"
-	// DefaultClient is the client of an empty --client.
-	DefaultClient = ClientNetHTTP
+	// DefaultClient is the client of an empty --client: the fast one, as
+	// every e2e verifier (Fedify, the four signature libraries, RFC 9421,
+	// the double knock, the origins' own addresses) passes with it.
+	DefaultClient = ClientFast
 )
 
 // ParseClient reads --client: nethttp or fast, in any case; "" is
