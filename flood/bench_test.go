@@ -20,11 +20,12 @@ import (
 // maximum sustained rate on the same sink, e.g. `go test -bench Engine/loopback
 // -benchtime 3s`). Two sinks:
 //
-//   - loopback: a real net/http server on 127.0.0.1 answering 202 at once
-//     (client and server share the CPU, as with vegeta against the same sink);
+//   - loopback-fast, loopback-nethttp: a real net/http server on 127.0.0.1
+//     answering 202 at once, sent to with each client (client and server
+//     share the CPU, as with vegeta against the same sink);
 //   - roundtripper: no network at all, the engine's own overhead.
 func BenchmarkEngine(b *testing.B) {
-	for _, sink := range []string{"loopback", "roundtripper"} {
+	for _, sink := range []string{"loopback-fast", "loopback-nethttp", "roundtripper"} {
 		for _, rate := range []float64{2000, 5000, 10000, 20000, 40000} {
 			b.Run(fmt.Sprintf("%s/rate=%g", sink, rate), func(b *testing.B) { benchEngine(b, sink, rate) })
 		}
@@ -34,14 +35,14 @@ func BenchmarkEngine(b *testing.B) {
 func benchEngine(b *testing.B, sink string, rate float64) {
 	var rt http.RoundTripper
 	target := "http://sink.test/inbox"
-	switch sink {
-	case "loopback":
+	switch client, loopback := strings.CutPrefix(sink, "loopback-"); {
+	case loopback:
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusAccepted)
 		}))
 		defer srv.Close()
-		tr := NewTransport(256, 0, nil)
+		tr := NewClientTransport(TransportOptions{Client: Client(client), MaxInflight: 256})
 		defer tr.CloseIdleConnections()
 		rt, target = tr, srv.URL+"/users/alice/inbox"
 	default:

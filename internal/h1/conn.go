@@ -72,10 +72,16 @@ func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// skipped are the header names written otherwise than from req.Header:
-// Host from req.Host, the body's length from req.ContentLength. net/http
-// ignores the same ones.
-var skipped = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+// skipped reports whether header name k is written otherwise than from
+// req.Header: Host from req.Host, the body's length from
+// req.ContentLength. net/http ignores the same ones.
+func skipped(k string) bool {
+	switch k {
+	case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
 
 // writeRequest writes req's head and body and flushes them, in one write
 // when they fit the buffer. The header fields are written sorted by name,
@@ -104,7 +110,7 @@ func (c *conn) writeRequest(req *http.Request) error {
 	w.WriteString("\r\n")
 	c.keys = c.keys[:0]
 	for k := range req.Header {
-		if !skipped[k] {
+		if !skipped(k) {
 			c.keys = append(c.keys, k)
 		}
 	}
