@@ -80,18 +80,21 @@ func Anchors(page string) map[string]bool {
 	return anchors
 }
 
-// Links are the relative links of a page (inline links and images), outside fenced code and
-// code spans; links with a scheme (https:, mailto:) or to another host are not the repo's.
+// Links are the relative links of a page (inline links and images, a label wrapped over lines
+// included), outside fenced code and code spans; links with a scheme (https:, mailto:) or to
+// another host are not the repo's. A link's line is the line its label starts on.
 func Links(page string) []Link {
-	var links []Link
+	prose := make([]string, strings.Count(page, "\n")+1) // fenced lines stay empty
 	eachLine(page, func(line string, n int) {
-		line = codeSpan.ReplaceAllString(line, "")
-		for _, m := range inlineLink.FindAllStringSubmatch(line, -1) {
-			if target := strings.Trim(m[2], "<>"); relative(target) {
-				links = append(links, Link{Target: target, Line: n})
-			}
-		}
+		prose[n-1] = codeSpan.ReplaceAllString(line, "")
 	})
+	text := strings.Join(prose, "\n")
+	var links []Link
+	for _, m := range inlineLink.FindAllStringSubmatchIndex(text, -1) {
+		if target := strings.Trim(text[m[4]:m[5]], "<>"); relative(target) {
+			links = append(links, Link{Target: target, Line: strings.Count(text[:m[0]], "\n") + 1})
+		}
+	}
 	return links
 }
 

@@ -93,6 +93,8 @@ func TestLinks(t *testing.T) {
 		"[in a fence](nowhere.md)",
 		"```",
 		"[here](#usage) [mail](mailto:a@b.test) [other host](//example.test/) [dir](deploy/)", // 6
+		"a label [wrapped over",                 // 7
+		"two lines](docs/weather.md) ends here", // 8
 	}, "\n")
 	var got []string
 	for _, l := range Links(page) {
@@ -103,6 +105,7 @@ func TestLinks(t *testing.T) {
 		"img/plot.png@2",            // an image is a link too; the code span before it is not
 		"#usage@6",                  // an anchor of the page itself
 		"deploy/@6",                 // a directory
+		"docs/weather.md@7",         // a label wrapped over lines: the line it starts on
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Links = %v, want %v", got, want)
