@@ -22,6 +22,7 @@ type Problem struct {
 	Reason string
 }
 
+// String is the problem as file:line: link: reason, the form editors jump to.
 func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d: %s: %s", p.File, p.Line, p.Link, p.Reason)
 }
