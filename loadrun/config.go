@@ -52,6 +52,10 @@ type Config struct {
 	// AdminAddr is Admin's address, for messages; standalone, the admin
 	// listener's address ("" = 127.0.0.1:0).
 	AdminAddr string
+	// AdminToken is, standalone, the token its admin listener requires
+	// off loopback ("": the state directory's, made if need be; see
+	// pasture.Config.AdminToken). Attached, Admin carries the token.
+	AdminToken string
 	// HTTPS, HTTP, DNS are the standalone crowd's listeners ("" disables
 	// HTTP and DNS; HTTPS is required).
 	HTTPS, HTTP, DNS string

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -150,6 +151,11 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		}
 		if !changed("state") {
 			c.World.StateDir = loadrun.StandaloneState // never a running serve's ./crowd-state
+		}
+		if c.AdminToken = strings.TrimSpace(f.admin.token); c.AdminToken != "" {
+			if err := checkAdminToken(c.AdminToken); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	} else if c.Admin, err = f.admin.client(); err != nil {
 		errs = append(errs, err)
