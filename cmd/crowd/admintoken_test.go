@@ -150,3 +150,19 @@ func TestServeRefusesABadAdminToken(t *testing.T) {
 		}
 	}
 }
+
+// TestStandaloneFloodOffLoopback: a standalone flood whose own admin API
+// is off loopback (a name; it still binds loopback) makes its token into
+// its --state and its own client carries it: the run reads the crowd's
+// follow graph through that API and finishes.
+func TestStandaloneFloodOffLoopback(t *testing.T) {
+	t.Parallel()
+	state, out := t.TempDir(), t.TempDir()
+	code, stdout, stderr := runCLI(t, standalone(state, out, "--admin", "localhost:0", "--mix", "follow=1", "--seconds", "1", "--rate", "20")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := pasture.ReadAdminToken(state); err != nil {
+		t.Errorf("no token in the standalone flood's --state: %v", err)
+	}
+}

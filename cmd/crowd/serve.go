@@ -85,7 +85,7 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringVar(&f.https, "https", ":443", "HTTPS listen address (empty disables)")
 	fl.StringVar(&f.http, "http", ":80", "HTTP listen address (empty disables)")
 	fl.StringVar(&f.dns, "dns", ":53", "DNS listen address, UDP and TCP (empty disables)")
-	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback)")
+	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback: anywhere else every route but /healthz, /readyz, /metrics and /ca.pem requires the admin token)")
 	fl.StringVar(&f.adminToken, "admin-token", "", "the token the admin API requires when --admin is off loopback (better set as CROWD_ADMIN_TOKEN, out of the process list; default: made once into the "+pasture.AdminTokenFile+" file of --state)")
 	fl.StringSliceVar(&f.adminHosts, "admin-host", nil, "more host names the admin API answers to (a compose service name); it refuses (421) other names than localhost, IPs, the --admin host and this machine's")
 	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "where the SUT reaches the origins, answered by the DNS: one address (per family) shared by all, or a range (a CIDR such as 127.1.0.0/16, or a list of addresses and CIDRs) giving origin k the k-th address and sending from it; --shard i/n takes the i-th n-th of the range")
