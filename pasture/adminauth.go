@@ -28,13 +28,17 @@ type adminAuth struct {
 	plain   string            // the token, for the crowd's own clients (Pasture.AdminToken)
 	token   [sha256.Size]byte // the token's digest: compared in constant time, whatever the length sent
 	session string            // the cookie's value
+	cookie  string            // the cookie's name
 
 	mu    sync.Mutex
 	codes []string // pending login codes, oldest first, at most maxLoginCodes
 }
 
-// sessionCookie names the admin page's session cookie.
-const sessionCookie = "crowd_admin_session"
+// sessionCookie prefixes the name of the admin page's session cookie. A
+// browser keeps cookies by host, not port, so two crowds on one machine
+// would overwrite each other's under one name: the rest of the name is
+// the start of the session value's digest, one per token.
+const sessionCookie = "crowd_admin_session_"
 
 // maxLoginCodes bounds the pending login codes: minting one more forgets
 // the oldest.
@@ -43,7 +47,10 @@ const maxLoginCodes = 16
 func newAdminAuth(token string) *adminAuth {
 	mac := hmac.New(sha256.New, []byte(token))
 	mac.Write([]byte("crowd admin page session"))
-	return &adminAuth{plain: token, token: sha256.Sum256([]byte(token)), session: hex.EncodeToString(mac.Sum(nil))}
+	a := &adminAuth{plain: token, token: sha256.Sum256([]byte(token)), session: hex.EncodeToString(mac.Sum(nil))}
+	name := sha256.Sum256([]byte(a.session))
+	a.cookie = sessionCookie + hex.EncodeToString(name[:4])
+	return a
 }
 
 // AdminToken is the token the admin API requires, "" when it requires
@@ -109,7 +116,7 @@ func (a *adminAuth) authorized(r *http.Request) bool {
 		sum := sha256.Sum256([]byte(token))
 		return subtle.ConstantTimeCompare(sum[:], a.token[:]) == 1
 	}
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(a.cookie)
 	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(a.session)) == 1
 }
 
@@ -150,7 +157,7 @@ func (a *adminAuth) login(w http.ResponseWriter, r *http.Request) {
 			refuse(w, false, "this login link was used already, or is not one this crowd made: each start of crowd serve logs a new one")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.session, Path: "/",
+		http.SetCookie(w, &http.Cookie{Name: a.cookie, Value: a.session, Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	http.Redirect(w, r, adminapi.RoutePage.Path(), http.StatusSeeOther)

@@ -161,7 +161,7 @@ func TestAdminTokenOnEveryRoute(t *testing.T) {
 		// The token under another scheme is no token.
 		{"basic scheme", func(r *http.Request) { r.SetBasicAuth("crowd", authToken) }, false},
 		// A forged session cookie.
-		{"wrong cookie", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: sessionCookie, Value: authToken}) }, false},
+		{"wrong cookie", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: ac.p.auth.cookie, Value: authToken}) }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, route := range routes {
@@ -189,7 +189,7 @@ func TestAdminTokenOnEveryRoute(t *testing.T) {
 		// The CLI's way.
 		{"token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+authToken) }},
 		// The admin page's way, after the login link.
-		{"cookie", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: sessionCookie, Value: ac.p.auth.session}) }},
+		{"cookie", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: ac.p.auth.cookie, Value: ac.p.auth.session}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, route := range routes {
@@ -351,5 +351,18 @@ func TestAdminRefusalIsJSON(t *testing.T) {
 	var refusal struct{ Error string }
 	if json.Unmarshal([]byte(body), &refusal) != nil || refusal.Error == "" {
 		t.Errorf("the refusal %q is not the API's JSON error", body)
+	}
+}
+
+// TestAdminSessionCookiePerToken: a browser keeps cookies by host, not
+// port, so two crowds on one machine name their session cookies apart
+// (one name per token) and a login to one keeps the other's.
+func TestAdminSessionCookiePerToken(t *testing.T) {
+	a, b := newAdminAuth(authToken), newAdminAuth(authToken+"-other")
+	if a.cookie == b.cookie || !strings.HasPrefix(a.cookie, sessionCookie) || a.session == b.session {
+		t.Errorf("cookies %s=%s and %s=%s: want two names and two values", a.cookie, a.session, b.cookie, b.session)
+	}
+	if again := newAdminAuth(authToken); again.cookie != a.cookie || again.session != a.session {
+		t.Error("the same token named its cookie otherwise: a restart would log the page out")
 	}
 }
