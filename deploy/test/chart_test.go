@@ -42,7 +42,7 @@ var renders = []struct {
 	// The CA made by the chart's Job instead of a Secret, the fleet's total rate split.
 	{"shards=2 ca.create totalRate", "shards: 2\nca: {create: true}\nflood: {rate: 0, totalRate: 500}"},
 	// The Grafana dashboard as a ConfigMap, gates and a scenario on the flood.
-	{"shards=4 dashboard gates", "shards: 4\nmetrics: {dashboard: true}\nflood: {expect: ['p95<2s', 'errors<1%'], scenario: burst}"},
+	{"shards=4 dashboard gates", "shards: 4\nmetrics: {dashboard: true}\nflood: {expect: ['p95<2s', 'errors<1%'], scenario: boost-storm}"},
 }
 
 // values reads a row's values, with the fixed admin token.
@@ -131,7 +131,7 @@ func checkJob(t *testing.T, job *batchv1.Job, objs *Objects, n int) {
 	if !indexed || completions != n || job.Spec.Parallelism == nil || int(*job.Spec.Parallelism) != n {
 		t.Fatalf("Job: indexed %v, completions %d, parallelism %v; want indexed with %d of each", indexed, completions, job.Spec.Parallelism, n)
 	}
-	serve := container(t, job, "serve")
+	serve := containerOf(t, job, "serve")
 	if !Sidecar(*serve) {
 		t.Error("serve is not a native sidecar (restartPolicy: Always)")
 	}
@@ -179,7 +179,7 @@ func checkServices(t *testing.T, objs *Objects, vals chartutil.Values, n int) {
 // and the shard's slice routed locally.
 func checkDNSMap(t *testing.T, job *batchv1.Job, objs *Objects, vals chartutil.Values, n int) {
 	t.Helper()
-	serve := container(t, job, "serve")
+	serve := containerOf(t, job, "serve")
 	records := envValue(*serve, "CROWD_DNS_RECORD")
 	world := vals["world"].(map[string]any)
 	origins, domain := int(world["origins"].(float64)), world["domain"].(string)
@@ -227,7 +227,7 @@ func checkDNSMap(t *testing.T, job *batchv1.Job, objs *Objects, vals chartutil.V
 // step reads it.
 func checkCA(t *testing.T, job *batchv1.Job, objs *Objects, vals chartutil.Values) {
 	t.Helper()
-	serve, seed := container(t, job, "serve"), initContainer(job, "seed-ca")
+	serve, seed := containerOf(t, job, "serve"), initContainer(job, "seed-ca")
 	if seed == nil {
 		t.Fatal("no seed-ca step")
 	}
@@ -265,7 +265,7 @@ func checkAdminToken(t *testing.T, job *batchv1.Job, objs *Objects) {
 	t.Helper()
 	secrets := objs.SecretsByName()
 	for _, name := range []string{"serve", "flood"} {
-		env, err := (Pod{Index: 0, IP: "192.0.2.1", Secrets: secrets}).Env(*container(t, job, name))
+		env, err := (Pod{Index: 0, IP: "192.0.2.1", Secrets: secrets}).Env(*containerOf(t, job, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -282,7 +282,7 @@ func checkMerge(t *testing.T, job *batchv1.Job, objs *Objects, n int) {
 	if merge == nil {
 		t.Fatal("no merge Job")
 	}
-	flood := container(t, job, "flood")
+	flood := containerOf(t, job, "flood")
 	args := Argv(merge.Spec.Template.Spec.Containers[0], nil, nil)
 	var inputs []string
 	for _, a := range args[1:] {

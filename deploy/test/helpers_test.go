@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// container is the Job's container or init container named name; the test fails without it.
-func container(t *testing.T, job *batchv1.Job, name string) *corev1.Container {
+// containerOf is the Job's container or init container named name; the test fails without it.
+func containerOf(t *testing.T, job *batchv1.Job, name string) *corev1.Container {
 	t.Helper()
 	if c := initContainer(job, name); c != nil {
 		return c
