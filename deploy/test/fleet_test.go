@@ -16,7 +16,7 @@ import (
 	"github.com/crowdfed/crowd/e2e"
 	"github.com/crowdfed/crowd/flood/record"
 	"helm.sh/helm/v3/pkg/chartutil"
-	corev1 "k8s.io/api/core/v1"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 // fleetValues is a small fleet for the contract: two shards, four origins, a short flood of the
@@ -39,25 +39,29 @@ adminToken: {value: contract-token}
 // origin of every shard, at the address the DNS map gives it. A chart change that breaks the
 // commands, the shard split or the DNS map fails here.
 func TestFleetContract(t *testing.T) {
+	for _, row := range []struct {
+		name, values string
+		slices       []string // each shard's slice of advertise, routed to its pod as the cluster would
+	}{
+		// Every origin of a shard at its Service's address: the DNS map names each origin.
+		{"shared addresses", "", nil},
+		// An address per origin: each shard takes its half of the range and routes it locally.
+		{"an address per origin", "advertise: 10.251.0.0/24", []string{"10.251.0.0/25", "10.251.0.128/25"}},
+	} {
+		t.Run(row.name, func(t *testing.T) { runFleet(t, fleetValues+row.values, row.slices) })
+	}
+}
+
+// runFleet runs one render of the fleet and checks its records and the SUT's fetches.
+func runFleet(t *testing.T, values string, slices []string) {
 	e2e.RequireRoot(t)
 	peers := e2e.NodePeers(t)
 	crowd := e2e.BuildCrowd(t)
-	vals, err := chartutil.ReadValues([]byte(fleetValues))
+	vals, err := chartutil.ReadValues([]byte(values))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Render(chartDir, vals.AsMap())
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := r.Decode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, merge := objs.Job(Release), objs.Job(Release+"-merge")
-	if job == nil || merge == nil {
-		t.Fatal("the render has no fleet Job or no merge Job")
-	}
+	objs, job, merge := renderFleet(t, vals)
 	_, shards := Indexed(job)
 
 	// The CA of README step 1, as the Secret crowd-ca would hold it.
@@ -68,21 +72,21 @@ func TestFleetContract(t *testing.T) {
 	}
 	volumes := map[string]string{"data": filepath.Join(tmp, "volume"), "ca": filepath.Join(caState, "tls")}
 
-	hub, addrs := fleetNetwork(t, objs, shards)
+	hub, addrs := fleetNetwork(t, objs, shards, slices)
 	startSUT(t, hub.ns, hub.sut, peers, sutTLS, filepath.Join(caState, "tls", "ca.pem"))
 
 	// The pods, all at once (parallelism = completions): init steps and sidecars, then floods.
-	runners := make([]*podRunner, shards)
+	floods := make([][]*exec, shards)
 	var sidecars []*e2e.Process
 	for i := range shards {
-		runners[i] = &podRunner{ns: hub.shards[i], pod: Pod{Index: i, IP: addrs[i], Secrets: objs.SecretsByName()},
+		r := &podRunner{ns: hub.shards[i], pod: Pod{Index: i, IP: addrs[i], Secrets: objs.SecretsByName()},
 			volumes: volumes, crowd: crowd, workdir: t.TempDir()}
-		sidecars = append(sidecars, runners[i].initSteps(t, job.Spec.Template.Spec)...)
+		sidecars = append(sidecars, r.initSteps(t, job.Spec.Template.Spec)...)
+		floods[i] = r.commands(t, job.Spec.Template.Spec.Containers)
 	}
 	var wg sync.WaitGroup
-	outs := make([]string, shards)
 	for i := range shards {
-		wg.Go(func() { outs[i] = runContainers(t, runners[i], job.Spec.Template.Spec.Containers) })
+		wg.Go(func() { runAll(t, floods[i]) })
 	}
 	wg.Wait()
 	if t.Failed() {
@@ -95,25 +99,41 @@ func TestFleetContract(t *testing.T) {
 	// The merge Job as rendered, on the same volume.
 	m := &podRunner{ns: hub.ns, pod: Pod{Index: -1, Secrets: objs.SecretsByName()}, volumes: volumes, crowd: crowd, workdir: t.TempDir()}
 	m.initSteps(t, merge.Spec.Template.Spec)
-	runContainers(t, m, merge.Spec.Template.Spec.Containers)
-
+	runAll(t, m.commands(t, merge.Spec.Template.Spec.Containers))
+	if t.Failed() {
+		t.FailNow()
+	}
 	checkMergedTotals(t, filepath.Join(volumes["data"], "out", "contract"), shards)
 	checkEveryOriginReached(t, hub.ns, vals, shards)
 }
 
-// runContainers runs a pod's containers to their end, in order, returning their output; a
-// failure is reported (not fatal: it may run in a goroutine).
-func runContainers(t *testing.T, r *podRunner, cs []corev1.Container) string {
-	var out strings.Builder
-	for _, c := range cs {
-		x := r.command(t, context.Background(), c)
-		b, err := x.CombinedOutput()
-		out.Write(b)
-		if err != nil {
-			t.Errorf("pod %d, container %s (%q): %v\n%s", r.pod.Index, x.name, x.argv, err, b)
+// renderFleet renders vals and returns the objects, the fleet's Job and the merge Job.
+func renderFleet(t *testing.T, vals chartutil.Values) (*Objects, *batchv1.Job, *batchv1.Job) {
+	t.Helper()
+	r, err := Render(chartDir, vals.AsMap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := r.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, merge := objs.Job(Release), objs.Job(Release+"-merge")
+	if job == nil || merge == nil {
+		t.Fatal("the render has no fleet Job or no merge Job")
+	}
+	return objs, job, merge
+}
+
+// runAll runs a pod's containers to their end, in order; a failure is reported with the
+// container's output (not fatal: it runs in a goroutine of its pod).
+func runAll(t *testing.T, xs []*exec) {
+	for _, x := range xs {
+		if out, err := x.CombinedOutput(); err != nil {
+			t.Errorf("container %s (%q): %v\n%s", x.name, x.argv, err, out)
+			return
 		}
 	}
-	return out.String()
 }
 
 // network is the SUT's namespace and one per shard, each joined to it by a link.
@@ -124,9 +144,10 @@ type network struct {
 }
 
 // fleetNetwork makes the namespaces: shard i's at the cluster IP of its Service (the address
-// the DNS map gives its origins), the SUT's at sut.address, with a route each way; the SUT's
-// resolver asks the shards, as the CoreDNS stub zone in NOTES does.
-func fleetNetwork(t *testing.T, objs *Objects, shards int) (*network, []string) {
+// the DNS map gives its origins), the SUT's at sut.address, with a route each way (and to shard
+// i's slice of the origins' range, when slices are given); the SUT's resolver asks the shards, as
+// the CoreDNS stub zone in NOTES does.
+func fleetNetwork(t *testing.T, objs *Objects, shards int, slices []string) (*network, []string) {
 	t.Helper()
 	sutAddr := strings.Split(envValue(*containerOf(t, objs.Job(Release), "serve"), "CROWD_DNS_RECORD"), ",")[0]
 	sutAddr = sutAddr[strings.Index(sutAddr, "=")+1:]
@@ -142,6 +163,9 @@ func fleetNetwork(t *testing.T, objs *Objects, shards int) (*network, []string) 
 		ns := e2e.NewNetns(t)
 		dev := n.ns.Link(t, ns, sutAddr+"/32", addrs[i]+"/32")
 		n.ns.Run(t, "ip", "route", "add", addrs[i]+"/32", "dev", dev)
+		if slices != nil {
+			n.ns.Run(t, "ip", "route", "add", slices[i], "dev", dev)
+		}
 		ns.Run(t, "ip", "route", "add", sutAddr+"/32", "dev", vethOf(t, ns))
 		n.shards = append(n.shards, ns)
 		fmt.Fprintf(&resolv, "nameserver %s\n", addrs[i])

@@ -78,16 +78,30 @@ type exec struct {
 }
 
 // run runs container c to its end; its failure fails the test with its output.
-func (r *podRunner) run(t *testing.T, c corev1.Container) string {
+func (r *podRunner) run(t *testing.T, c corev1.Container) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	x := r.command(t, ctx, c)
-	out, err := x.CombinedOutput()
-	if err != nil {
+	x := r.command(t, r.context(t), c)
+	if out, err := x.CombinedOutput(); err != nil {
 		t.Fatalf("container %s (%q): %v\n%s", x.name, x.argv, err, out)
 	}
-	return string(out)
+}
+
+// commands are the pod's containers' processes, made (not started) here, in the test's
+// goroutine, so the pod can run them in one of its own.
+func (r *podRunner) commands(t *testing.T, cs []corev1.Container) []*exec {
+	t.Helper()
+	var out []*exec
+	for _, c := range cs {
+		out = append(out, r.command(t, r.context(t), c))
+	}
+	return out
+}
+
+// context bounds a container's run: generous, for a loaded CI machine, and ended with the test.
+func (r *podRunner) context(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // start starts sidecar c and waits until its startup probe (an HTTP GET) passes.
