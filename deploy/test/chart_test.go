@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -131,9 +132,17 @@ func checkJob(t *testing.T, job *batchv1.Job, objs *Objects, n int) {
 	if !indexed || completions != n || job.Spec.Parallelism == nil || int(*job.Spec.Parallelism) != n {
 		t.Fatalf("Job: indexed %v, completions %d, parallelism %v; want indexed with %d of each", indexed, completions, job.Spec.Parallelism, n)
 	}
-	serve := containerOf(t, job, "serve")
+	serve, flood := containerOf(t, job, "serve"), containerOf(t, job, "flood")
 	if !Sidecar(*serve) {
 		t.Error("serve is not a native sidecar (restartPolicy: Always)")
+	}
+	// The flood borrows the keys of the serve it drives: the same folder, read-only.
+	env := map[string]string{CompletionIndexEnv: "1"}
+	serveState := mountAt(Mounts(*serve, env), flagValue(Argv(*serve, env, nil), "--state"))
+	floodState := mountAt(Mounts(*flood, env), flagValue(Argv(*flood, env, nil), "--state"))
+	if serveState == nil || floodState == nil || serveState.Volume != floodState.Volume ||
+		serveState.SubPath != floodState.SubPath || !floodState.ReadOnly {
+		t.Errorf("flood's --state is %+v, want the serve's %+v read-only", floodState, serveState)
 	}
 	for i := range n {
 		env, err := (Pod{Index: i, IP: "192.0.2.1", Secrets: objs.SecretsByName()}).Env(*serve)
@@ -163,6 +172,11 @@ func checkServices(t *testing.T, objs *Objects, vals chartutil.Values, n int) {
 		}
 		if got := s.Spec.Selector["batch.kubernetes.io/job-completion-index"]; got != fmt.Sprint(i) {
 			t.Errorf("Service %s selects completion index %q, want %d", s.Name, got, i)
+		}
+		for _, p := range s.Spec.Ports {
+			if !servesPort(containerOf(t, objs.Job(Release), "serve"), p) {
+				t.Errorf("Service %s port %s targets %s/%s, which serve does not expose", s.Name, p.Name, p.TargetPort.String(), p.Protocol)
+			}
 		}
 		if _, err := netip.ParseAddr(s.Spec.ClusterIP); err != nil {
 			t.Errorf("Service %s: clusterIP %q: %v", s.Name, s.Spec.ClusterIP, err)
@@ -214,7 +228,7 @@ func checkDNSMap(t *testing.T, job *batchv1.Job, objs *Objects, vals chartutil.V
 		t.Errorf("the DNS map names hosts that are no origin: %v", SortedKeys(named))
 	}
 	argv := Argv(*serve, map[string]string{"POD_IP": "192.0.2.1"}, nil)
-	if want := orElse(advertise, "192.0.2.1"); flagValue(argv, "--advertise") != want {
+	if want := cmp.Or(advertise, "192.0.2.1"); flagValue(argv, "--advertise") != want {
 		t.Errorf("serve --advertise=%q, want %q", flagValue(argv, "--advertise"), want)
 	}
 	if hasInit := initContainer(job, "origin-range") != nil; hasInit != (advertise != "") {

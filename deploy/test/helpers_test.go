@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,10 +91,14 @@ func sutAddress(vals chartutil.Values) string {
 	return vals["sut"].(map[string]any)["address"].(string)
 }
 
-// orElse is a when it is set, else b.
-func orElse(a, b string) string {
-	if a != "" {
-		return a
+// servesPort reports whether container c exposes the Service port p targets (by number and
+// protocol; TCP when unset, as Kubernetes defaults it).
+func servesPort(c *corev1.Container, p corev1.ServicePort) bool {
+	want := cmp.Or(p.Protocol, corev1.ProtocolTCP)
+	for _, cp := range c.Ports {
+		if int(cp.ContainerPort) == p.TargetPort.IntValue() && cmp.Or(cp.Protocol, corev1.ProtocolTCP) == want {
+			return true
+		}
 	}
-	return b
+	return false
 }
