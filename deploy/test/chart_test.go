@@ -8,11 +8,13 @@ import (
 	"log"
 	"net/netip"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
@@ -117,6 +119,7 @@ func TestChartRenders(t *testing.T) {
 			checkServices(t, objs, vals, n)
 			checkDNSMap(t, job, objs, vals, n)
 			checkCA(t, job, objs, vals)
+			checkOriginRange(t, job, vals, n)
 			checkAdminToken(t, job, objs)
 			checkMerge(t, job, objs, n)
 			checkNotes(t, r.Notes, objs)
@@ -233,6 +236,53 @@ func checkDNSMap(t *testing.T, job *batchv1.Job, objs *Objects, vals chartutil.V
 	}
 	if hasInit := initContainer(job, "origin-range") != nil; hasInit != (advertise != "") {
 		t.Errorf("origin-range step present %v, with advertise %q", hasInit, advertise)
+	}
+}
+
+// checkOriginRange: with advertise, pod i's origin-range step routes locally a prefix holding
+// the address of every origin of shard i, as the crowd's own address plan (internal/originaddr,
+// what `crowd serve --advertise --shard` uses) gives them, and the pods' prefixes do not overlap.
+// The step's script runs under sh with ip replaced by a function that prints its arguments.
+func checkOriginRange(t *testing.T, job *batchv1.Job, vals chartutil.Values, n int) {
+	t.Helper()
+	advertise, _ := vals["advertise"].(string)
+	step := initContainer(job, "origin-range")
+	if advertise == "" || step == nil {
+		return
+	}
+	world := vals["world"].(map[string]any)
+	rng, err := originaddr.ParseRange(advertise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := originaddr.NewPlan(rng, world["domain"].(string), int(world["origins"].(float64)), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routed []netip.Prefix
+	for i := range n {
+		cmd := osexec.Command("sh", "-c", "ip() { echo \"$*\"; }\n"+step.Command[len(step.Command)-1])
+		cmd.Env = []string{fmt.Sprintf("%s=%d", CompletionIndexEnv, i)}
+		out, err := cmd.CombinedOutput()
+		var spec string
+		if _, scanErr := fmt.Sscanf(string(out), "route add local %s dev lo", &spec); err != nil || scanErr != nil {
+			t.Fatalf("pod %d's origin-range: %q (%v)", i, out, err)
+		}
+		prefix, err := netip.ParsePrefix(spec)
+		if err != nil {
+			t.Fatalf("pod %d routes %q: %v", i, spec, err)
+		}
+		for _, other := range routed {
+			if other.Overlaps(prefix) {
+				t.Errorf("pod %d routes %s, which overlaps %s of another pod", i, prefix, other)
+			}
+		}
+		routed = append(routed, prefix)
+		for k := i + 1; k <= plan.Origins(); k += n {
+			if addrs := plan.Addrs(k); len(addrs) == 0 || !prefix.Contains(addrs[0]) {
+				t.Errorf("pod %d routes %s, without origin %d's address %v", i, prefix, k, addrs)
+			}
+		}
 	}
 }
 
