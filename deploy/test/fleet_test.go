@@ -47,6 +47,9 @@ func TestFleetContract(t *testing.T) {
 		{"shared addresses", "", nil},
 		// An address per origin: each shard takes its half of the range and routes it locally.
 		{"an address per origin", "advertise: 10.251.0.0/24", []string{"10.251.0.0/25", "10.251.0.128/25"}},
+		// The CA made by the chart's CA Job on the volume (run first here; in a cluster the
+		// shards wait for it), the SUT given its certificate from there.
+		{"a CA made by the chart", "ca: {create: true}", nil},
 	} {
 		t.Run(row.name, func(t *testing.T) { runFleet(t, fleetValues+row.values, row.slices) })
 	}
@@ -64,16 +67,9 @@ func runFleet(t *testing.T, values string, slices []string) {
 	objs, job, merge := renderFleet(t, vals)
 	_, shards := Indexed(job)
 
-	// The CA of README step 1, as the Secret crowd-ca would hold it.
-	tmp := t.TempDir()
-	caState, sutTLS := filepath.Join(tmp, "ca-state"), filepath.Join(tmp, "sut-tls")
-	if out, err := osexec.Command(crowd, "ca", "issue", "sut.test", "--state", caState, "--out", sutTLS).CombinedOutput(); err != nil {
-		t.Fatalf("crowd ca issue: %v\n%s", err, out)
-	}
-	volumes := map[string]string{"data": filepath.Join(tmp, "volume"), "ca": filepath.Join(caState, "tls")}
-
 	hub, addrs := fleetNetwork(t, objs, shards, slices)
-	startSUT(t, hub.ns, hub.sut, peers, sutTLS, filepath.Join(caState, "tls", "ca.pem"))
+	volumes, sutTLS, caFile := fleetCA(t, hub.ns, objs, crowd)
+	startSUT(t, hub.ns, hub.sut, peers, sutTLS, caFile)
 
 	// The pods, all at once (parallelism = completions): init steps and sidecars, then floods.
 	floods := make([][]*exec, shards)
@@ -105,6 +101,31 @@ func runFleet(t *testing.T, values string, slices []string) {
 	}
 	checkMergedTotals(t, filepath.Join(volumes["data"], "out", "contract"), shards)
 	checkEveryOriginReached(t, hub.ns, vals, shards)
+}
+
+// fleetCA makes the fleet's CA and the SUT's certificate, and returns the pods' volumes (each a
+// folder), the folder of the SUT's certificate and the CA's certificate. With the chart's CA Job
+// that Job runs, as rendered, on the volume; else the CA is README step 1's, made with crowd ca
+// issue and given to the pods as the Secret crowd-ca would hold it.
+func fleetCA(t *testing.T, ns *e2e.Netns, objs *Objects, crowd string) (volumes map[string]string, sutTLS, caFile string) {
+	t.Helper()
+	tmp := t.TempDir()
+	volumes = map[string]string{"data": filepath.Join(tmp, "volume")}
+	if job := objs.Job(Release + "-ca"); job != nil {
+		r := &podRunner{ns: ns, pod: Pod{Index: -1}, volumes: volumes, crowd: crowd, workdir: t.TempDir()}
+		runAll(t, r.commands(t, job.Spec.Template.Spec.Containers))
+		if t.Failed() {
+			t.FailNow()
+		}
+		ca := filepath.Join(volumes["data"], "ca")
+		return volumes, filepath.Join(ca, "sut"), filepath.Join(ca, "tls", "ca.pem")
+	}
+	state, sutTLS := filepath.Join(tmp, "ca-state"), filepath.Join(tmp, "sut-tls")
+	if out, err := osexec.Command(crowd, "ca", "issue", "sut.test", "--state", state, "--out", sutTLS).CombinedOutput(); err != nil {
+		t.Fatalf("crowd ca issue: %v\n%s", err, out)
+	}
+	volumes["ca"] = filepath.Join(state, "tls")
+	return volumes, sutTLS, filepath.Join(state, "tls", "ca.pem")
 }
 
 // renderFleet renders vals and returns the objects, the fleet's Job and the merge Job.
