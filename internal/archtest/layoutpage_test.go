@@ -9,11 +9,14 @@ import (
 	"testing"
 )
 
-// TestReadmePrintsTheDrawing: the README's layout table ("may import", its last column) names,
-// for every room of the drawing, exactly the rooms the drawing lets it import, so the page a
-// newcomer reads and the table the arrows are checked against cannot drift apart.
-func TestReadmePrintsTheDrawing(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// layoutPage is the contributors' page that prints the layout table.
+const layoutPage = "docs/contributing.md"
+
+// TestLayoutPagePrintsTheDrawing: the contributors' layout table ("may import", its last column)
+// names, for every room of the drawing, exactly the rooms the drawing lets it import, so the
+// page a contributor reads and the table the arrows are checked against cannot drift apart.
+func TestLayoutPagePrintsTheDrawing(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(layoutPage)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,29 +26,29 @@ func TestReadmePrintsTheDrawing(t *testing.T) {
 		switch {
 		case slices.Contains(r.imports, everyRoom):
 			if !ok || !strings.Contains(got, "any room") {
-				t.Errorf("README layout row %s: %q, want \"any room\"", r.name, got)
+				t.Errorf("%s layout row %s: %q, want \"any room\"", layoutPage, r.name, got)
 			}
 		case r.name == "internal" || r.name == "internal/dialguard/dialguardtest" || r.name == "flood/record/recordtest":
-			// The leaves share one row per package in the README; test helpers may have none.
+			// The leaves share one row per package in the table; test helpers may have none.
 		case !ok:
-			t.Errorf("README layout table has no row for %s (the drawing lets it import %v)", r.name, r.imports)
+			t.Errorf("%s: the layout table has no row for %s (the drawing lets it import %v)", layoutPage, r.name, r.imports)
 		default:
 			if names := backticked(got); !sameSet(names, r.imports) {
-				t.Errorf("README layout row %s may import %v; the drawing says %v", r.name, names, r.imports)
+				t.Errorf("%s layout row %s may import %v; the drawing says %v", layoutPage, r.name, names, r.imports)
 			}
 		}
 	}
 }
 
-// layoutTable reads the rows of the README's "### Layout" table: the room (first column) to its
+// layoutTable reads the rows of the page's "## Layout" table: the room (first column) to its
 // last column.
 func layoutTable(t *testing.T, readme string) map[string]string {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "### Layout\n")
+	_, section, ok := strings.Cut(readme, "\n## Layout\n")
 	if !ok {
-		t.Fatal("README.md has no ### Layout section")
+		t.Fatalf("%s has no ## Layout section", layoutPage)
 	}
-	section, _, _ = strings.Cut(section, "\n### ")
+	section, _, _ = strings.Cut(section, "\n## ")
 	rows := map[string]string{}
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(strings.Trim(line, " |"), "|")
