@@ -51,7 +51,7 @@ var renders = []struct {
 // values reads a row's values, with the fixed admin token.
 func values(t *testing.T, text string) map[string]any {
 	t.Helper()
-	v, err := chartutil.ReadValues([]byte(text + "\nadminToken: {value: example-token}\n"))
+	v, err := chartutil.ReadValues([]byte(text + "\nadminToken: {value: example-token-0123456789}\n"))
 	if err != nil {
 		t.Fatalf("values %q: %v", text, err)
 	}
@@ -333,7 +333,7 @@ func checkAdminToken(t *testing.T, job *batchv1.Job, objs *Objects) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if env["CROWD_ADMIN_TOKEN"] != "example-token" {
+		if env["CROWD_ADMIN_TOKEN"] != "example-token-0123456789" {
 			t.Errorf("%s: CROWD_ADMIN_TOKEN=%q, want the value given", name, env["CROWD_ADMIN_TOKEN"])
 		}
 	}
@@ -396,11 +396,17 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"shards: 2\nadvertise: 10.251.0.0", "no IPv4 CIDR"},
 		// Both rates: which one the user meant is unknown.
 		{"flood: {rate: 10, totalRate: 40}", "not both"},
+		// A token the crowd would refuse at start: too short to resist guessing.
+		{"adminToken: {value: short}", "at least 16 characters"},
 		// The Services' addresses would leave their /24.
 		{"shards: 16\nservices: {firstAddress: 10.96.53.250}", "leaves its /24"},
 	} {
 		t.Run(row.values, func(t *testing.T) {
-			_, err := Render(chartDir, values(t, row.values))
+			v, err := chartutil.ReadValues([]byte(row.values))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Render(chartDir, v.AsMap())
 			if err == nil || !strings.Contains(err.Error(), row.want) {
 				t.Errorf("render: %v, want an error with %q", err, row.want)
 			}
@@ -412,7 +418,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 // with shards = 4 (and a fixed admin token); -update rewrites it.
 func TestExampleIsFresh(t *testing.T) {
 	r, _, _ := render(t, "shards: 4")
-	got := "# helm template crowd deploy/helm/crowd --set shards=4 --set adminToken.value=example-token\n" + r.Text()
+	got := "# helm template crowd deploy/helm/crowd --set shards=4 --set adminToken.value=example-token-0123456789\n" + r.Text()
 	if *update {
 		if err := os.WriteFile(examplePath, []byte(got), 0o644); err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ sut: {name: sut.test, address: 10.96.53.80}
 services: {firstAddress: 10.96.53.10}
 flood: {rate: 10, seconds: 3, personas: "load%d@sut.test", count: 2}
 run: contract
-adminToken: {value: contract-token}
+adminToken: {value: contract-token-0123456789}
 `
 
 // TestFleetContract runs the rendered fleet as a cluster would, short of one: each pod of the
