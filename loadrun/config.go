@@ -121,6 +121,14 @@ type Config struct {
 	// SUT's client API (personaposts.go).
 	PersonaPosts PersonaPostsConfig
 
+	// Results is --results: a file that takes every send of the run as a
+	// line of NDJSON (flood/record/results), compressed by its name (.gz,
+	// .zst); "-" writes to ResultsOut; "" writes none.
+	Results string
+	// ResultsOut takes the results when Results is "-" (the CLI's stdout,
+	// the table then going to Stdout = its stderr).
+	ResultsOut io.Writer
+
 	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
 	// first, cavage again on a 4xx, as Fedify sends; see traffic.Knocker).
 	Signature traffic.SignatureScheme
