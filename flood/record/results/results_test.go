@@ -3,6 +3,7 @@ package results_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"io"
 	"os"
@@ -228,5 +229,49 @@ func TestLinesLostAreCounted(t *testing.T) {
 		t.Errorf("%d written + %d lost, want the %d taken", end.Sends, end.Lost, taken)
 	case cerr == nil || !strings.Contains(cerr.Error(), "lost"):
 		t.Errorf("Close() = %v, want the lines lost", cerr)
+	}
+}
+
+// TestCSVHasARowPerSend: the CSV of a flood's results has a header of the
+// send line's fields and a row per send line, null an empty cell: a send
+// never sent has no sent_us, one answered has its status.
+func TestCSVHasARowPerSend(t *testing.T) {
+	u := sut(t)
+	path := filepath.Join(t.TempDir(), "run.ndjson")
+	w, err := results.Create(path, nil, results.Options{Describe: describe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flooding(t, context.Background(), u, 200, time.Second, w.Run(settings()))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := results.WriteCSV(&b, bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	if sends := bytes.Count(raw, []byte(`{"line":"send"`)); len(rows) != sends+1 {
+		t.Fatalf("%d rows, want a header and %d sends", len(rows), sends)
+	}
+	for _, row := range rows[1:] {
+		outcome, sent, status := row[col["outcome"]], row[col["sent_us"]], row[col["status"]]
+		switch {
+		case (outcome == results.OutcomeDropped || outcome == results.OutcomeUnsent) != (sent == ""):
+			t.Errorf("a %s send with sent_us %q", outcome, sent)
+		case outcome == results.OutcomeAnswered && (status == "0" || row[col["sender"]] == ""):
+			t.Errorf("an answered send with status %s, sender %q", status, row[col["sender"]])
+		}
 	}
 }

@@ -2,7 +2,6 @@ package results
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 )
@@ -15,7 +14,6 @@ type Run struct {
 	w     *Writer
 	index int
 	s     record.Settings
-	start time.Time
 	sends atomic.Int64
 	lost  atomic.Int64
 }
@@ -28,11 +26,13 @@ func (w *Writer) Run(s record.Settings) *Run {
 	return r
 }
 
-// Begin writes the run's first line.
+// Begin writes the run's first line, its settings completed from the
+// schedule as the record's are.
 func (r *Run) Begin(s record.Schedule) {
-	r.start = s.Start
+	set := r.s
+	set.Rate, set.Duration, set.Warmup, set.MaxSends, set.MaxInflight, set.Timeout = s.Rate, s.Duration, s.Warmup, s.MaxSends, s.MaxInflight, s.Timeout
 	r.w.queue <- entry{head: &RunLine{Line: LineRun, Schema: Schema, Version: Version, Run: r.index,
-		Start: s.Start.UTC(), Settings: r.s, RateHz: s.Rate, DurationUS: s.Duration.Microseconds(),
+		Start: s.Start.UTC(), Settings: set, RateHz: s.Rate, DurationUS: s.Duration.Microseconds(),
 		WarmupUS: s.Warmup.Microseconds(), MaxSends: s.MaxSends, MaxInflight: s.MaxInflight,
 		TimeoutUS: s.Timeout.Microseconds(), TotalUS: s.Total.Microseconds()}}
 }
