@@ -25,13 +25,16 @@ const (
 	rowStartupScale = "startup_origins"
 	rowMemoryScale  = "memory_origins"
 	rowLiveMetrics  = "live_metrics"
+	// What --results costs (results.go).
+	rowResultsPipeline  = "results_pipeline"
+	rowResultsPresigned = "results_presigned"
 )
 
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
 	return append([]string{rowPipeline, rowPresigned, rowPresignedWrk, rowInbox, rowActor, rowWebFinger,
 		rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
-		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineCombined, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
+		rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineCombined, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowResultsPipeline, rowResultsPresigned, rowWeatherDocuments, rowWeatherInbox}, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 
 // Row is one line of the table: a figure of the crowd beside its ceiling

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
@@ -24,11 +25,19 @@ func (c Config) openResults() (*resultsFile, error) {
 	if c.Results == "" {
 		return &resultsFile{}, nil
 	}
-	w, err := results.Create(c.Results, c.ResultsOut, results.Options{Describe: describeSend})
+	w, err := CreateResults(c.Results, c.ResultsOut)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--results %s cannot be written: %w", c.Results, err))
 	}
 	return &resultsFile{w: w}, nil
+}
+
+// CreateResults opens a results file at path ("-": stdout) as a run
+// does, its lines saying what each request's ticket knows (sender,
+// signature, forgery): the wiring --results runs with, for the bench to
+// price.
+func CreateResults(path string, stdout io.Writer) (*results.Writer, error) {
+	return results.Create(path, stdout, results.Options{Describe: describeSend})
 }
 
 // describeSend is what a request's ticket says of it for its results line:
