@@ -98,6 +98,9 @@ func Records(r io.Reader) ([]*record.Record, error) {
 		return nil
 	}
 	err := Each(r, func(kind string, b []byte) error {
+		if kind != LineRun && cur == nil {
+			return fmt.Errorf("a %s line outside a run (after its end line)", kind)
+		}
 		switch kind {
 		case LineRun:
 			if cur != nil {

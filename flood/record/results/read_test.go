@@ -52,6 +52,8 @@ func TestReadingResults(t *testing.T) {
 		{"a later version", strings.Replace(whole, `"version":1`, `"version":2`, 1), 0, false, "version 2"},
 		// An unknown kind of line is an error naming the line.
 		{"an unknown line", lines[0] + `{"line":"sample"}` + "\n", 0, false, `line 2: unknown line kind "sample"`},
+		// A send after its run's end line belongs to no run.
+		{"a send after the end", strings.Join(lines[:firstEnd+1], "") + lines[1], 0, false, "a send line outside a run"},
 		// So is a line that is not JSON.
 		{"not JSON", lines[0] + "{\"line\":\n", 0, false, "line 2: not a results line"},
 	} {
