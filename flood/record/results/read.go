@@ -17,6 +17,11 @@ import (
 // bytes, a run line a few more; anything longer is not a results file.
 const maxLine = 1 << 20
 
+// maxRun bounds the length of a run read back: its timeline has a tick a
+// second, so a corrupt end time years away would otherwise be a loop of
+// years of ticks. No flood runs a week.
+const maxRun = 7 * 24 * time.Hour
+
 // Open opens the results file at path, decompressed by its name; "-" reads
 // stdin.
 func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
@@ -53,6 +58,7 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		Schema  string `json:"schema"`
 		Version int    `json:"version"`
 	}
+	first := true
 	for n := 1; sc.Scan(); n++ {
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
@@ -63,13 +69,14 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 			return fmt.Errorf("line %d: not a results line: %w", n, err)
 		}
 		switch {
-		case n == 1 && head.Line != LineRun:
-			return fmt.Errorf("line 1: not a results file: want a %q line first, got %q", LineRun, head.Line)
+		case first && head.Line != LineRun:
+			return fmt.Errorf("line %d: not a results file: want a %q line first, got %q", n, LineRun, head.Line)
 		case head.Line == LineRun && (head.Schema != Schema || head.Version != Version):
 			return fmt.Errorf("line %d: schema %q version %d: this crowd reads %s version %d", n, head.Schema, head.Version, Schema, Version)
 		case head.Line != LineRun && head.Line != LineSend && head.Line != LineEnd:
 			return fmt.Errorf("line %d: unknown line kind %q", n, head.Line)
 		}
+		first = false
 		if err := fn(head.Line, b); err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
@@ -184,6 +191,9 @@ func (r *replay) record(end *EndLine) (*record.Record, error) {
 		if end.Error != "" {
 			st.Err = errors.New(end.Error)
 		}
+	}
+	if d := st.End.Sub(r.head.Start); d < 0 || d > maxRun {
+		return nil, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
 	}
 	return r.p.Result(st).Record(r.head.Settings)
 }

@@ -83,3 +83,31 @@ func TestReadingResults(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRecords: whatever a results file holds, reading it never panics nor
+// loops long, and a record it gives counts every send it sent as answered
+// or aborted.
+func FuzzRecords(f *testing.F) {
+	run := `{"line":"run","schema":"crowd.flood.results","version":1,"run":0,"start":"2026-12-02T17:00:00Z","settings":{"label":"f"},"rate_hz":10,"duration_us":2000000,"max_inflight":4,"timeout_us":1000000}` + "\n"
+	send := `{"line":"send","run":0,"type":"Create","measured":true,"outcome":"answered","class":"202","status":202,"intended_us":100000,"picked_us":100100,"sent_us":100200,"done_us":150000,"retry_after":true,"ratelimit_limit":300,"ratelimit_reset_us":5000000,"ratelimit_reset_at":"2026-12-02T17:00:05Z"}` + "\n"
+	dropped := `{"line":"send","run":0,"type":"Like","measured":true,"outcome":"dropped","intended_us":200000}` + "\n"
+	end := `{"line":"end","run":0,"end":"2026-12-02T17:00:02Z","window_end_us":2000000,"sends":2}` + "\n"
+	f.Add(run + send + dropped + end)
+	f.Add(run + send + dropped)
+	f.Add(run + send + end + run + dropped + end)
+	f.Add(strings.Replace(run+send+end, `"end":"2026-12-02T17:00:02Z"`, `"end":"9999-12-02T17:00:02Z"`, 1))
+	f.Add(strings.Replace(run+send, `"done_us":150000`, `"done_us":-9223372036854775807`, 1))
+	f.Fuzz(func(t *testing.T, in string) {
+		recs, err := results.Records(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, r := range recs {
+			for name, tr := range r.Types {
+				if c := tr.Counts; c.Completed+c.Aborted != c.Sent || c.Sent+c.Dropped != c.Offered {
+					t.Errorf("%s: counts %+v: every send sent is answered or aborted, every one offered sent or dropped", name, c)
+				}
+			}
+		}
+	})
+}

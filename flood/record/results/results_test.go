@@ -207,7 +207,11 @@ func TestLinesLostAreCounted(t *testing.T) {
 	}
 	read := make(chan []byte)
 	go func() {
-		time.Sleep(2 * time.Second) // the flood is over by then, its queue long full
+		// Nobody reads until a line is lost: the pipe and the Writer's
+		// buffers hold less than the flood writes, so one is, soon.
+		for deadline := time.Now().Add(time.Minute); w.Lost() == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		b, _ := io.ReadAll(r)
 		read <- b
 	}()
