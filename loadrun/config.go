@@ -185,6 +185,7 @@ type plan struct {
 	vocab traffic.VocabConfig
 
 	scenario *scenarioPlan // nil: none
+	results  *resultsFile  // --results, opened by start; the caller closes it
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -322,7 +323,8 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 // the run follows, and what Validate must not do: read the
 // --personas-file and the --tokens-file, look tokens up in the
 // environment, and probe --out (a record that cannot be written after the
-// flood is a flood lost). Every problem is in one usage error.
+// flood is a flood lost). Every problem is in one usage error. Then it
+// opens --results, which the caller closes (plan.results).
 func (c Config) start() (*plan, error) {
 	if errs := c.Validate(); len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
@@ -346,6 +348,10 @@ func (c Config) start() (*plan, error) {
 	}
 	if len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
+	}
+	var err error
+	if p.results, err = c.openResults(); err != nil { // last: nothing after it fails with the file open
+		return nil, err
 	}
 	return p, nil
 }

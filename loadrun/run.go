@@ -30,11 +30,7 @@ func Run(ctx context.Context, c Config) (err error) {
 	if err != nil {
 		return err
 	}
-	sends, err := c.openResults()
-	if err != nil {
-		return err
-	}
-	defer sends.close(&err)
+	defer p.results.close(&err)
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
@@ -46,7 +42,7 @@ func Run(ctx context.Context, c Config) (err error) {
 		return err
 	}
 	defer env.Close()
-	r := &runner{c: c, p: p, log: c.Log, env: env, results: sends}
+	r := &runner{c: c, p: p, log: c.Log, env: env, results: p.results}
 	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})
