@@ -182,3 +182,18 @@ func TestResultsOnAFullDisk(t *testing.T) {
 		t.Errorf("record partial %v (%q), measured %gs; want it stopped early, saying why", rec.Partial, rec.PartialReason, rec.Measured)
 	}
 }
+
+// TestResultsFileThatCannotBeCreated: a --results file that cannot be
+// created is a usage error naming the flag, found before a send.
+func TestResultsFileThatCannotBeCreated(t *testing.T) {
+	t.Parallel()
+	state, out := t.TempDir(), t.TempDir()
+	missing := filepath.Join(t.TempDir(), "no such folder", "sends.ndjson")
+	code, _, stderr := runCLIContext(t, context.Background(), standalone(state, out, "--seconds", "1", "--results", missing)...)
+	if code != 2 || !strings.Contains(stderr, "--results "+missing+" cannot be written") {
+		t.Errorf("exit %d, want 2 naming --results\nstderr:\n%s", code, stderr)
+	}
+	if len(records(t, out)) != 0 {
+		t.Error("a record was written: the run should not have started")
+	}
+}
