@@ -125,10 +125,8 @@ func eachLine(page string, fn func(line string, n int)) {
 }
 
 // Check reads the pages (slash-separated paths relative to root) and returns every link of
-// theirs that does not resolve under root. missing names pages that may be linked before they
-// exist (written on another branch); a link to one resolves while it is absent, and is checked
-// as any other once it is there. A page that cannot be read is an error.
-func Check(root string, pages []string, missing map[string]bool) ([]Problem, error) {
+// theirs that does not resolve under root. A page that cannot be read is an error.
+func Check(root string, pages []string) ([]Problem, error) {
 	var problems []Problem
 	anchors := map[string]map[string]bool{}
 	for _, p := range pages {
@@ -137,7 +135,7 @@ func Check(root string, pages []string, missing map[string]bool) ([]Problem, err
 			return nil, err
 		}
 		for _, l := range Links(string(text)) {
-			if reason := resolve(root, p, l.Target, missing, anchors); reason != "" {
+			if reason := resolve(root, p, l.Target, anchors); reason != "" {
 				problems = append(problems, Problem{File: p, Line: l.Line, Link: l.Target, Reason: reason})
 			}
 		}
@@ -147,7 +145,7 @@ func Check(root string, pages []string, missing map[string]bool) ([]Problem, err
 
 // resolve says why target, linked from page, leads nowhere ("" when it resolves). anchors
 // caches the anchors of the pages read so far.
-func resolve(root, page, target string, missing map[string]bool, anchors map[string]map[string]bool) string {
+func resolve(root, page, target string, anchors map[string]map[string]bool) string {
 	file, anchor, _ := strings.Cut(target, "#")
 	file, _, _ = strings.Cut(file, "?")
 	dest := page
@@ -159,8 +157,6 @@ func resolve(root, page, target string, missing map[string]bool, anchors map[str
 	}
 	info, err := os.Stat(filepath.Join(root, filepath.FromSlash(dest)))
 	switch {
-	case err != nil && missing[dest]:
-		return ""
 	case err != nil:
 		return "no such file " + dest
 	case anchor == "":

@@ -8,13 +8,6 @@ import (
 	"testing"
 )
 
-// pending are pages other branches write, linked here before they land. A link to one passes
-// while it is absent and is checked like any other once it exists; drop its row then.
-var pending = map[string]bool{
-	"docs/results.md":   true, // every send as data, with crowd flood --results
-	"docs/admin-api.md": true, // the admin API and its token
-}
-
 // TestRepoLinksResolve: every relative link and anchor of the README and of the pages under
 // docs/ and deploy/ leads to a file that exists and, for an anchor, to a heading of it.
 func TestRepoLinksResolve(t *testing.T) {
@@ -26,7 +19,7 @@ func TestRepoLinksResolve(t *testing.T) {
 	if !slices.Contains(pages, "docs/README.md") {
 		t.Fatalf("no docs/README.md among %v: the walk did not reach docs/", pages)
 	}
-	problems, err := Check(root, pages, pending)
+	problems, err := Check(root, pages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +120,7 @@ func TestCheck(t *testing.T) {
 	}
 	write("README.md", "# Crowd\n[ok](docs/a.md#part-one) [gone](docs/none.md) [later](docs/later.md)\n")
 	write("docs/a.md", "# A\n## Part one\n[up](../README.md#crowd) [bad anchor](../README.md#nope) [self](#a)\n"+
-		"[out](../../elsewhere.md) [into code](../main.go#L3) [dir](sub/) [pending, absent](pending.md)\n")
+		"[out](../../elsewhere.md) [into code](../main.go#L3) [dir](sub/)\n")
 	write("docs/sub/b.md", "[back](../a.md#part-one)\n")
 	write("main.go", "package main\n")
 
@@ -138,7 +131,7 @@ func TestCheck(t *testing.T) {
 	if want := []string{"README.md", "docs/a.md", "docs/sub/b.md"}; !slices.Equal(pages, want) {
 		t.Fatalf("Pages = %v, want %v (deploy/ is absent and skipped)", pages, want)
 	}
-	problems, err := Check(root, pages, map[string]bool{"docs/pending.md": true})
+	problems, err := Check(root, pages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +141,7 @@ func TestCheck(t *testing.T) {
 	}
 	want := []string{
 		"README.md docs/none.md",       // no such file
-		"README.md docs/later.md",      // absent, and not a pending page
+		"README.md docs/later.md",      // absent
 		"docs/a.md ../README.md#nope",  // the file exists, the heading does not
 		"docs/a.md ../../elsewhere.md", // outside the repository
 		"docs/a.md ../main.go#L3",      // an anchor into a file that is not Markdown
@@ -160,7 +153,7 @@ func TestCheck(t *testing.T) {
 
 // TestCheckUnreadablePage: a page that cannot be read is an error, not a silent pass.
 func TestCheckUnreadablePage(t *testing.T) {
-	if _, err := Check(t.TempDir(), []string{"README.md"}, nil); err == nil {
+	if _, err := Check(t.TempDir(), []string{"README.md"}); err == nil {
 		t.Error("Check of a missing README.md: no error")
 	}
 }
