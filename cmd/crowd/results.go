@@ -73,7 +73,8 @@ func newResultsCmd() *cobra.Command {
 fields in flood/record/SCHEMA.md, "Results"). jq, pandas and DuckDB read it as it is;
 'crowd results csv' makes it a spreadsheet's, and 'crowd report' reads it back into
 the run's tables and HTML page.`,
-		Args: noArgsHint("name what to do: crowd results csv FILE"),
+		Args: subcommandArgs,
+		RunE: showHelp,
 	}
 	cmd.AddCommand(newResultsCSVCmd())
 	return cmd
