@@ -32,12 +32,32 @@ type Error struct {
 	// route that answers text (RouteReady's 503); Body holds its start then.
 	Reason string
 	Body   string
+	// Hint says how to pass the admin token (Options.TokenHint); it makes
+	// a 401's message. TokenSent says whether the request carried one.
+	Hint      string
+	TokenSent bool
+}
+
+// ErrUnauthorized marks a 401 answer: the admin API listens off loopback
+// and the token was missing or wrong. An *Error of status 401 wraps it.
+var ErrUnauthorized = errors.New("the admin API wants its token")
+
+// Unwrap is ErrUnauthorized for a 401, else nil.
+func (e *Error) Unwrap() error {
+	if e.Status == http.StatusUnauthorized {
+		return ErrUnauthorized
+	}
+	return nil
 }
 
 // Error is the API's reason as it gave it (written to be shown), or says
 // what answered instead.
 func (e *Error) Error() string {
 	switch {
+	case e.Status == http.StatusUnauthorized && e.Hint != "" && e.TokenSent:
+		return fmt.Sprintf("the admin API at %s refused the token given (401 on %s): %s", e.Server, e.Route.Path(), e.Hint)
+	case e.Status == http.StatusUnauthorized && e.Hint != "":
+		return fmt.Sprintf("the admin API at %s wants its token (401 on %s): %s", e.Server, e.Route.Path(), e.Hint)
 	case e.Reason != "":
 		return e.Reason
 	case e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed:
@@ -69,6 +89,12 @@ type Options struct {
 	// Name names the admin API in error messages ("127.0.0.1:9180
 	// (--admin)"); "" names it by the base URL's host:port.
 	Name string
+	// Token is the admin token, sent as Authorization: Bearer with every
+	// request; an admin API off loopback requires it. "" sends none.
+	Token string
+	// TokenHint replaces the message of a 401 answer, saying how to give
+	// this client the token ("pass --admin-token"); "" keeps the API's.
+	TokenHint string
 }
 
 // DefaultHTTPClient is the HTTP client a Client uses unless given one: no
@@ -92,9 +118,11 @@ func DefaultHTTPClient() *http.Client {
 // answer that is not the route's document, the context's error when ctx
 // ended. Safe for concurrent use.
 type Client struct {
-	base string // scheme://host:port, no trailing slash
-	name string
-	http *http.Client
+	base  string // scheme://host:port, no trailing slash
+	name  string
+	http  *http.Client
+	token string
+	hint  string
 }
 
 // New returns a Client for the admin API at base, an http or https URL of
@@ -111,7 +139,7 @@ func New(base string, o Options) (*Client, error) {
 	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
 		return nil, fmt.Errorf("admin API address %q: the admin API lives at the root, with no path", base)
 	}
-	c := &Client{base: u.Scheme + "://" + u.Host, name: o.Name, http: o.HTTP}
+	c := &Client{base: u.Scheme + "://" + u.Host, name: o.Name, http: o.HTTP, token: o.Token, hint: o.TokenHint}
 	if c.name == "" {
 		c.name = u.Host
 	}
@@ -287,6 +315,9 @@ func (c *Client) do(ctx context.Context, r Route, query url.Values, body any) (*
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.transportError(ctx, r, err)
@@ -296,7 +327,7 @@ func (c *Client) do(ctx context.Context, r Route, query url.Values, body any) (*
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &Error{Route: r, Server: c.name, Status: resp.StatusCode}
+	e := &Error{Route: r, Server: c.name, Status: resp.StatusCode, Hint: c.hint, TokenSent: c.token != ""}
 	var reason struct {
 		Error string `json:"error"`
 	}

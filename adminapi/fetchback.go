@@ -44,7 +44,7 @@ const MaxFetchbackWindows = 16
 
 // The activity types a fetch is credited to (FetchbackTally.Credits),
 // spelled as the run record names its types: the type whose sends made
-// the fetched object (see README, "What the SUT fetches back").
+// the fetched object (see docs/flooding.md, "What the SUT fetches back").
 const (
 	CreditCreate   = "Create"   // a plain note's fetch (its Create embeds it)
 	CreditReply    = "Reply"    // a reply's note, or a thread's parent made for one

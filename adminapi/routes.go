@@ -20,6 +20,10 @@ func (r Route) Path() string { _, p, _ := strings.Cut(string(r), " "); return p 
 // The admin API's routes. Every one is behind pasture's admin guard: a Host
 // that is not one of the admin's own names is answered 421, a write from a
 // web page's origin 403, a write whose body is not application/json 415.
+// When the admin API listens off loopback, every route but RouteHealth,
+// RouteReady, RouteMetrics, RouteCA and RouteLogin also requires the admin
+// token (Options.Token), or the admin page's session cookie: without it,
+// 401 with WWW-Authenticate: Bearer, and nothing done.
 // Errors are JSON {"error": reason} unless a route says otherwise.
 const (
 	// RoutePage answers the admin page (HTML): the world, the follows and
@@ -40,6 +44,13 @@ const (
 	// application/x-pem-file), the one a SUT must trust. Its key never leaves
 	// the state directory.
 	RouteCA Route = "GET /ca.pem"
+
+	// RouteLogin is the admin page's login link (?once=CODE, a single-use
+	// code `crowd serve` logs at start): off loopback it sets the page's
+	// session cookie (HttpOnly, SameSite=Strict) and answers 303 to
+	// RoutePage, or 401 for a code used already or never made; on loopback
+	// it only answers 303 to RoutePage.
+	RouteLogin Route = "GET /login"
 
 	// RouteWorld answers the WorldInfo: a page of origins (WorldQuery:
 	// offset, limit), their actors, key ids and the SHA-256 of their public
@@ -116,6 +127,7 @@ const (
 	ParamDirection = "direction"
 	ParamBacklog   = "backlog"
 	ParamResource  = "resource"
+	ParamOnce      = "once"
 )
 
 // DefaultLimit is how many entries RouteActivities answers without a limit.

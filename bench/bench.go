@@ -162,7 +162,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics", "verbs", "weather"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics", "results", "verbs", "weather"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -182,6 +182,7 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"inbox-backends", "inbox verifying with libcrypto vs bare and vs Go", b.inboxBackendsSection},
 		{"scale", "a large world (-large-origins): start-up, TLS per SNI name, DNS", b.scaleSection},
 		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},
+		{"results", "pipeline-signed and presigned floods with and without --results", b.resultsSection},
 		{"verbs", "the vocabulary's cost per send beside Create's", b.verbsSection},
 		{"weather", "documents and inbox with 10 % of origins in weather vs clear", b.weatherSection},
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // TestMain lets the test binary stand in for the bench binary when the
@@ -186,4 +188,51 @@ func FuzzParseFlags(f *testing.F) {
 			t.Errorf("-cpu-rates %q accepted as %v", s, c.CPURates)
 		}
 	})
+}
+
+// TestPooledTrialsJudgeLatenessOverAllSends: a pipeline rate is judged by
+// the p99 lateness of its trials' sends pooled, so one trial's stall no
+// longer decides it, while a stall in every trial still does.
+func TestPooledTrialsJudgeLatenessOverAllSends(t *testing.T) {
+	// trial is 1 000 sends answered 202, 0.2 ms late, of which late
+	// sends were stalled 5 ms: 2 % of one trial is past its p99.
+	trial := func(late int) *record.Stats {
+		st := record.NewStats()
+		for i := range 1000 {
+			lateness := 200 * time.Microsecond
+			if i < late {
+				lateness = 5 * time.Millisecond
+			}
+			st.Counts.Offered++
+			st.Counts.Completed++
+			st.Tally.Add(record.ClassOfStatus(202), false)
+			st.Observe(record.ClassOfStatus(202), 2*time.Millisecond, time.Millisecond, lateness)
+		}
+		return st
+	}
+	for _, c := range []struct {
+		name   string
+		stalls []int // stalled sends in each trial
+		pass   bool
+	}{
+		// One trial alone with a stall fails the 1 ms bound at p99.
+		{"one stalled trial alone", []int{20}, false},
+		// The same trial pooled with two clean ones: 20 of 3 000 is under 1 %.
+		{"one stall in three trials", []int{20, 0, 0}, true},
+		// A stall in every trial is the generator's, and fails pooled too.
+		{"a stall in every trial", []int{20, 20, 20}, false},
+	} {
+		pooled := record.NewStats()
+		for _, n := range c.stalls {
+			pooled.Merge(trial(n))
+		}
+		o := outcome{Rate: 1000}
+		o.take(pooled, time.Duration(len(c.stalls))*time.Second)
+		if o.Offered != int64(1000*len(c.stalls)) || o.OK != o.Offered || o.Achieved != 1000 {
+			t.Errorf("%s: offered %d, ok %d, achieved %.0f/s; want every send counted at 1000/s", c.name, o.Offered, o.OK, o.Achieved)
+		}
+		if pass := o.LatenessP99MS <= 1; pass != c.pass {
+			t.Errorf("%s: pooled p99 lateness %.2f ms, within 1 ms = %v; want %v", c.name, o.LatenessP99MS, pass, c.pass)
+		}
+	}
 }

@@ -41,6 +41,9 @@ type config struct {
 	// LatenessBound is the pipeline's extra condition: p99 lateness (the
 	// generator's own delay) at most this.
 	LatenessBound time.Duration
+	// LatenessTrials is how many trials of a pipeline search's rate are
+	// pooled to judge it (their p99 lateness taken over all their sends).
+	LatenessTrials int
 	// SignerNice is the pipeline signers' nice value (traffic.PipelineOptions.Nice,
 	// `crowd flood --signer-nice`): the bench measures the generator on a
 	// machine it has to itself, the case the setting is for.
@@ -99,7 +102,7 @@ func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
-		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, SignerNice: 19,
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: 19,
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
@@ -126,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "alternating rounds of each pair (medians are reported)")
 	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
+	fs.IntVar(&c.LatenessTrials, "lateness-trials", c.LatenessTrials, "trials of each pipeline rate pooled to judge its p99 lateness")
 	fs.IntVar(&c.SignerNice, "signer-nice", c.SignerNice, "nice value (0-19) of the pipeline's signer threads, as crowd flood --signer-nice (0: unchanged)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
 	fs.StringVar(&c.Client, "client", c.Client, "closed-loop client of the inbox and document rows: auto (wrk when on PATH, else go), go (in-process) or wrk (a separate process)")
@@ -192,6 +196,8 @@ func (c config) check() error {
 		return errors.New("-steps must be >= 0, -bracket >= 1 and -retries 0 to 5")
 	case c.Measure <= 0 || c.Rounds < 1:
 		return errors.New("-measure must be > 0 and -rounds >= 1")
+	case c.LatenessTrials < 1:
+		return fmt.Errorf("-lateness-trials %d: want at least 1", c.LatenessTrials)
 	case c.SignerNice < 0 || c.SignerNice > 19:
 		return fmt.Errorf("-signer-nice %d: want 0 to 19", c.SignerNice)
 	case c.LatencyBound <= 0 || c.LatenessBound <= 0:

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -43,46 +44,94 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d traffic.Draft, d
 }
 
 // pipelineTrial floods the null sink at rate with a fresh traffic.Pipeline
-// (filled first, as `crowd flood` does). Beyond the common rule, a
-// sustained rate has no drops, p99 lateness within cfg.LatenessBound, and
-// signers that kept up: they signed at least 0.99 × rate during the run
-// (a full buffer alone would carry a rate above the ceiling through a
-// short trial). workers signers (0: one per core) run under procs
-// GOMAXPROCS (0: traffic.PipelineProcs(), as `crowd flood` sets it); watch,
-// when set, watches the flood.
+// (filled first, as `crowd flood` does), cfg.LatenessTrials times, and
+// judges the trials pooled: their Stats merged, so p99 lateness is taken
+// over all of their sends. One trial's p99 is its few worst sends, and a
+// single scheduler stall decides it (one binary's p99 lateness at one rate
+// ranged 0.5–2.4 ms over 3 s trials); pooled, it takes as many stalls as
+// trials. A trial that did not keep pace fails the rate at once. Beyond
+// the common rule, a sustained rate has no drops, p99 lateness within
+// cfg.LatenessBound, and signers that kept up: they signed at least 0.99 ×
+// rate during every trial (a full buffer alone would carry a rate above
+// the ceiling through a short trial). workers signers (0: one per core)
+// run under procs GOMAXPROCS (0: traffic.PipelineProcs(), as `crowd flood`
+// sets it); watch, when set, watches each flood.
 func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Generator, signer *signing.Signer, rate float64, workers, procs int, watch trialWatch) outcome {
-	runtime.GC()
 	if procs <= 0 {
 		procs = traffic.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
 	}
 	runtime.GOMAXPROCS(procs)
+	pooled := record.NewStats()
+	var (
+		o        outcome
+		measured time.Duration
+		signed   float64 // the slowest trial's signing rate
+	)
+	for i := range max(1, b.cfg.LatenessTrials) {
+		one, res := b.pipelineFlood(ctx, side, gen, signer, rate, workers, watch)
+		if res == nil || one.Why != "" {
+			one.judge(b.cfg.LatencyBound, nil, nil)
+			b.logTrial(one)
+			return one
+		}
+		if pace := pipelinePace(res, one.SignedRate, rate); len(pace) > 0 {
+			one.judge(b.cfg.LatencyBound, pace, nil)
+			b.logTrial(one)
+			return one
+		}
+		if i == 0 || one.SignedRate < signed {
+			signed = one.SignedRate
+		}
+		pooled.Merge(res.Overall)
+		measured += res.Measured
+		o = one
+	}
+	o.take(pooled, measured)
+	o.SignedRate = signed
+	var timing []string
+	if o.LatenessP99MS > ms(b.cfg.LatenessBound) {
+		timing = append(timing, fmt.Sprintf("p99 lateness %.2f ms > %v", o.LatenessP99MS, b.cfg.LatenessBound))
+	}
+	o.judge(b.cfg.LatencyBound, nil, timing)
+	b.logTrial(o)
+	return o
+}
+
+// latenessRule states how a pipeline rate's lateness is judged.
+func (b *bench) latenessRule() string {
+	return fmt.Sprintf("p99 lateness ≤ %v over %d trials of %v pooled", b.cfg.LatenessBound, b.cfg.LatenessTrials, b.cfg.Trial)
+}
+
+// pipelineFlood is one flood of a pipeline trial: a fresh pipeline, filled,
+// then floodTrial; the outcome's SignedRate is its signers' rate during the
+// flood. A nil Result means the flood did not run (the outcome says why).
+func (b *bench) pipelineFlood(ctx context.Context, side string, gen *traffic.Generator, signer *signing.Signer, rate float64, workers int, watch trialWatch) (outcome, *record.Result) {
+	runtime.GC()
 	pl := traffic.NewPipeline(gen, signer, traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(rate), Nice: b.cfg.SignerNice, Workers: workers})
 	defer pl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := pl.Fill(fctx)
 	cancel()
 	if err != nil {
-		o := outcome{Side: side, Rate: rate, Why: "filling the pipeline: " + err.Error()}
-		return o
+		return outcome{Side: side, Rate: rate, Why: "filling the pipeline: " + err.Error()}, nil
 	}
 	s0 := pl.Signed()
 	o, res := floodTrial(ctx, side, pl, rate, b.cfg, watch)
-	var pace, timing []string
-	if res != nil {
-		o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()
-		if c := res.Overall.Counts; c.Dropped > 0 {
-			pace = append(pace, fmt.Sprintf("%d dropped", c.Dropped))
-		}
-		if o.SignedRate < 0.99*rate {
-			pace = append(pace, fmt.Sprintf("signers kept %.0f/s < 0.99 × offered", o.SignedRate))
-		}
-		if o.LatenessP99MS > ms(b.cfg.LatenessBound) {
-			timing = append(timing, fmt.Sprintf("p99 lateness %.2f ms > %v", o.LatenessP99MS, b.cfg.LatenessBound))
-		}
+	o.SignedRate = float64(pl.Signed()-s0) / b.cfg.Trial.Seconds()
+	return o, res
+}
+
+// pipelinePace is why a pipeline flood did not keep pace at rate: drops,
+// or signers slower than 0.99 × rate; none when it did.
+func pipelinePace(res *record.Result, signedRate, rate float64) []string {
+	var pace []string
+	if c := res.Overall.Counts; c.Dropped > 0 {
+		pace = append(pace, fmt.Sprintf("%d dropped", c.Dropped))
 	}
-	o.judge(b.cfg.LatencyBound, pace, timing)
-	b.logTrial(o)
-	return o
+	if signedRate < 0.99*rate {
+		pace = append(pace, fmt.Sprintf("signers kept %.0f/s < 0.99 × offered", signedRate))
+	}
+	return pace
 }
 
 func (b *bench) logTrial(o outcome) {
@@ -138,8 +187,8 @@ func (b *bench) pipelineSection(ctx context.Context) {
 	row := Row{Key: rowPipeline, Name: name, Value: best, Unit: "/s", Ceiling: ceiling,
 		CeilingName: fmt.Sprintf("RSA-2048 SignPost on %d goroutines, median of %d", runtime.GOMAXPROCS(0), len(ceilings)),
 		Target:      target}
-	rule := fmt.Sprintf("signers at nice %d (crowd flood --signer-nice %d); sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, p99 lateness ≤ %v, p99 latency ≤ %v; %v trials",
-		b.cfg.SignerNice, b.cfg.SignerNice, b.cfg.LatenessBound, b.cfg.LatencyBound, b.cfg.Trial)
+	rule := fmt.Sprintf("signers at nice %d (crowd flood --signer-nice %d); sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, %s, p99 latency ≤ %v",
+		b.cfg.SignerNice, b.cfg.SignerNice, b.latenessRule(), b.cfg.LatencyBound)
 	// The highest rate kept up with, the latency and lateness bounds aside:
 	// on a loaded machine the bounds fail first, and this says how close
 	// the signers came.

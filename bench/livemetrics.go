@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"time"
 
 	"github.com/crowdfed/crowd/adminapi"
@@ -29,20 +28,11 @@ import (
 func (b *bench) liveMetricsSection(ctx context.Context) {
 	const name = "flood, pipeline signing with live metrics: max sustained rate (null sink)"
 	const target = "≥ 0.95 × without"
-	gen, err := newGenerator(b.world, b.cfg.Mix, sinkTarget(b.sinkAddr))
+	gen, signer, start, err := b.pipelineStart(ctx)
 	if err != nil {
 		b.rep.fail(rowLiveMetrics, name, target, err)
 		return
 	}
-	signer := newSigner()
-	d, err := gen.Stream().Next()
-	if err != nil {
-		b.rep.fail(rowLiveMetrics, name, target, err)
-		return
-	}
-	runtime.GC()
-	// One signer per core, as the pipeline row measures its ceiling (0 workers would sign nothing).
-	start := 0.9 * signCeiling(ctx, signer, d, max(b.cfg.Measure/4, 100*time.Millisecond), runtime.GOMAXPROCS(0))
 	plain := func(ctx context.Context, rate float64) outcome {
 		b.logf("  without live metrics:")
 		o := b.pipelineTrial(ctx, "plain", gen, signer, rate, 0, 0, nil)

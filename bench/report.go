@@ -25,6 +25,9 @@ const (
 	rowStartupScale = "startup_origins"
 	rowMemoryScale  = "memory_origins"
 	rowLiveMetrics  = "live_metrics"
+	// What --results costs (results.go).
+	rowResultsPipeline  = "results_pipeline"
+	rowResultsPresigned = "results_presigned"
 )
 
 // rowKeys is every row of the table, in order.
@@ -33,7 +36,8 @@ func rowKeys() []string {
 	keys = append(keys, rowInbox, rowActor, rowWebFinger, rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
 		rowSignLibcrypto, rowPipelineLibcrypto)
 	keys = append(keys, clientKeys(rowPipelineCombined)...)
-	keys = append(keys, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics, rowWeatherDocuments, rowWeatherInbox)
+	keys = append(keys, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics,
+		rowResultsPipeline, rowResultsPresigned, rowWeatherDocuments, rowWeatherInbox)
 	return append(keys, append(scaleRowKeys(), verbRowKeys()...)...)
 }
 

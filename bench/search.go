@@ -201,27 +201,36 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	res := rec.Result()
 	o.Conns = conns.Load()
-	c := res.Overall.Counts
-	o.Offered, o.Completed, o.OK = c.Offered, c.Completed, res.Overall.Tally.OK()
+	o.take(res.Overall, res.Measured)
+	if res.Partial {
+		o.Why = "partial: " + string(res.Reason)
+	}
+	return o, res
+}
+
+// take fills o's counts, rates and percentiles from st, measured over
+// measured: one trial's, or several trials' pooled (their Stats merged and
+// their windows added), judged as one.
+func (o *outcome) take(st *record.Stats, measured time.Duration) {
+	c := st.Counts
+	o.Offered, o.Completed, o.OK = c.Offered, c.Completed, st.Tally.OK()
 	o.Dropped, o.Starved = c.Dropped, c.Starved
-	if w := res.Measured.Seconds(); w > 0 {
+	o.Achieved, o.Success = 0, 0
+	if w := measured.Seconds(); w > 0 {
 		o.Achieved = float64(o.OK) / w
 	}
 	if o.Completed > 0 {
 		o.Success = float64(o.OK) / float64(o.Completed)
 	}
-	o.LatencyP99MS = usToMS(res.Overall.Latency.ValueAtQuantile(99))
-	o.LatenessP99MS = usToMS(res.Overall.Lateness.ValueAtQuantile(99))
-	for cl, n := range res.Overall.Tally.Classes {
+	o.LatencyP99MS = usToMS(st.Latency.ValueAtQuantile(99))
+	o.LatenessP99MS = usToMS(st.Lateness.ValueAtQuantile(99))
+	o.FirstError = ""
+	for cl, n := range st.Tally.Classes {
 		if c := record.Class(cl); n > 0 && !c.OK() {
 			o.FirstError = fmt.Sprintf("%d × %s", n, c)
 			break
 		}
 	}
-	if res.Partial {
-		o.Why = "partial: " + string(res.Reason)
-	}
-	return o, res
 }
 
 // vegetaTargets are the pool's requests as vegeta targets: the same

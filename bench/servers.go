@@ -106,30 +106,33 @@ func (b *bench) closedSidesBy(ctx context.Context, w *wrkClient, names, addrs []
 			return nil, nil, fmt.Errorf("%s does not answer the pool with %d: %w", names[i], rp.want, err)
 		}
 	}
-	side := func(addr string) func(context.Context) loopResult {
-		return func(ctx context.Context) loopResult {
-			if w == nil {
-				return closedLoop(ctx, addr, conc, b.cfg.Measure, rp.want, rp.mk)
-			}
-			closedLoop(ctx, addr, conc, b.cfg.Measure/10, rp.want, rp.mk)
-			r := w.run(ctx, rp.script, addr, conc, b.cfg.Measure)
-			if r.Bad > 0 && r.Seconds > 0 {
-				// wrk says how many, not which: find the first bad answer.
-				if err := checkPool(ctx, addr, rp.n, rp.want, rp.mk); err != nil {
-					r.FirstBad += "; replayed once more: " + err.Error()
-				} else {
-					r.FirstBad += "; replayed once more, the pool was answered as wanted"
-				}
-			}
-			return r
-		}
-	}
 	fns := make([]func(context.Context) loopResult, len(addrs))
 	for i, addr := range addrs {
-		fns[i] = side(addr)
+		fns[i] = b.closedSide(w, addr, conc, rp)
 	}
 	meds, all = b.rounds(ctx, names, fns)
 	return meds, all, nil
+}
+
+// closedSide is one measurement of the server at addr by w (nil: the Go
+// client) over conc connections, replaying rp (its wrk script written).
+func (b *bench) closedSide(w *wrkClient, addr string, conc int, rp *replay) func(context.Context) loopResult {
+	return func(ctx context.Context) loopResult {
+		if w == nil {
+			return closedLoop(ctx, addr, conc, b.cfg.Measure, rp.want, rp.mk)
+		}
+		closedLoop(ctx, addr, conc, b.cfg.Measure/10, rp.want, rp.mk)
+		r := w.run(ctx, rp.script, addr, conc, b.cfg.Measure)
+		if r.Bad > 0 && r.Seconds > 0 {
+			// wrk says how many, not which: find the first bad answer.
+			if err := checkPool(ctx, addr, rp.n, rp.want, rp.mk); err != nil {
+				r.FirstBad += "; replayed once more: " + err.Error()
+			} else {
+				r.FirstBad += "; replayed once more, the pool was answered as wanted"
+			}
+		}
+		return r
+	}
 }
 
 // clientNote says which client measured a closed-loop pair, for the

@@ -461,19 +461,24 @@ func (p *Process) signal(sig syscall.Signal) {
 // ---------------------------------------------------------------------------------------------
 // The crowd binary and the test peers
 
-// ModuleRoot returns the repository root (the folder of go.mod), from the test's working folder.
+// ModuleRoot returns the repository root (the crowd module's folder), from the test's working
+// folder: in the crowd module, or in a module that requires it through a replace directive
+// pointing at the repository (the deploy tests' module), whose own go.mod is elsewhere.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", crowdModule).Output()
 	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
+		t.Fatalf("go list -m %s: %v (run inside the crowd module or one that replaces it with the repository)", crowdModule, err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		t.Fatalf("not inside the crowd module (go env GOMOD is %q)", gomod)
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		t.Fatalf("go list -m %s: no folder (the module is not replaced by the repository)", crowdModule)
 	}
-	return filepath.Dir(gomod)
+	return dir
 }
+
+// crowdModule is the crowd's module path.
+const crowdModule = "github.com/crowdfed/crowd"
 
 // builtCrowd caches the crowd binary for the life of the test process. It is package state on
 // purpose: building cmd/crowd once per test binary, not once per test, is the point, and a

@@ -12,7 +12,7 @@ import (
 )
 
 // TestPodmanOriginAddresses gives the crowd's container a range of addresses on a podman bridge
-// network, as the README's compose recipe does: the container gets one address from the
+// network, as the compose recipe of docs/large-world.md does: the container gets one address from the
 // network, and one route makes the whole origin range local to it ("ip route add local
 // 10.251.0.0/16 dev lo" in its namespace; the recipe's sidecar with NET_ADMIN, done here from
 // the host with nsenter since the crowd's image has no ip command), and the other side routes

@@ -63,7 +63,7 @@ type scenarioRow struct {
 // against a real Fedify 1.5.9 for their 30 s, each through a running
 // crowd with gates: exit 0, every activity sent answered 202 and verified
 // by Fedify (its counts type by type), none rejected, and Fedify's own log
-// shows what the storm is about. Each run logs its row for the README
+// shows what the storm is about. Each run logs its row for docs/scenarios.md
 // (sent, 2xx, p50/p95/p99, fetch-backs, the load average).
 //
 // Rates: Fedify is one Node thread and shares CI's two cores with the
@@ -185,7 +185,7 @@ func TestScenariosRealFedify(t *testing.T) {
 					kinds[k] = n.Fetches
 				}
 			}
-			t.Logf("README row: %s | %.0f/s | %s | sent %d | 202 %d | p50 %s p95 %s p99 %s | fetch-backs %d %v | load %s",
+			t.Logf("docs/scenarios.md row: %s | %.0f/s | %s | sent %d | 202 %d | p50 %s p95 %s p99 %s | fetch-backs %d %v | load %s",
 				row.scenario, rec.Settings.Rate, rec.Settings.Duration, c.Sent, rec.Overall.Tally["202"],
 				us(rec.Overall.Latency.P50), us(rec.Overall.Latency.P95), us(rec.Overall.Latency.P99), fetches, kinds, load)
 		})

@@ -14,7 +14,9 @@ import (
 // index (shard: a collector may keep one shard per worker, no lock
 // shared); Settled on a worker or the dispatcher, once per request taken
 // from the Source (answered, aborted, dropped or left unsent), after its
-// Answered. The send path
+// Answered, its Outcome carrying the send's Delivery (a dropped one's
+// Offer), so that a collector writing every send down (the results) needs
+// Settled alone. The send path
 // calls them, so they must be cheap, must not block, and Offered,
 // Answered and Settled must be safe for concurrent use. The Delivery is
 // the worker's: valid only during the call.

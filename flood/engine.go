@@ -194,9 +194,11 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		measured := off >= e.p.Warmup
 		drop := e.inflight.Load() >= maxIn
 		typ := e.kinds.key(string(prep.Type))
-		e.c.Offered(record.Offer{Type: typ, Due: off, Measured: measured, Starved: starved, Dropped: drop})
+		offer := record.Offer{Type: typ, Due: off, Measured: measured, Starved: starved, Dropped: drop}
+		e.c.Offered(offer)
 		if drop {
-			e.c.Settled(prep.Token, record.Outcome{})
+			dropped := offer // its own copy: only a dropped send's escapes
+			e.c.Settled(prep.Token, record.Outcome{Offer: &dropped})
 			continue
 		}
 		if e.inflight.Add(1) > int64(e.nworkers) {
@@ -204,7 +206,7 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 			// holds a send while a slot is counted free.
 			e.startWorker()
 		}
-		e.jobs <- job{prep: prep, typ: typ, intended: off, measured: measured}
+		e.jobs <- job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
 	}
 	if first != nil { // taken but the schedule ended before it was due
 		e.c.Settled(first.Token, record.Outcome{})

@@ -80,6 +80,7 @@ type job struct {
 	typ      string
 	intended time.Duration
 	measured bool
+	starved  bool
 }
 
 // crew is what the workers of a run share: the run's context, clock,
@@ -124,7 +125,7 @@ func (e *crew) startWorker() {
 		for j := range e.jobs {
 			w.send(&j, &d)
 			e.c.Answered(w.index, &d)
-			e.c.Settled(j.prep.Token, record.Outcome{Sent: true, Aborted: d.Aborted, Class: d.Class, Status: d.Status})
+			e.c.Settled(j.prep.Token, record.Outcome{Sent: true, Aborted: d.Aborted, Class: d.Class, Status: d.Status, Delivery: &d})
 			e.inflight.Add(-1)
 		}
 	}()
@@ -141,7 +142,7 @@ func (w *worker) onGotConn(httptrace.GotConnInfo) {
 func (w *worker) send(j *job, d *record.Delivery) {
 	e := w.e
 	p := j.prep
-	*d = record.Delivery{Type: j.typ, Measured: j.measured, Method: p.Method, URL: p.URL, Intended: j.intended,
+	*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Method: p.Method, URL: p.URL, Intended: j.intended,
 		Class: record.ClassOther, SentBytes: int64(len(p.Body))}
 	d.Picked = time.Since(e.start)
 	w.gotConn.Store(-1)

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,7 +77,14 @@ func benchSetup(b *testing.B, n int) (*Inbox, []presigned) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { in.Shutdown(b.Context()) })
+	b.Cleanup(func() {
+		// Not b.Context(): it is cancelled before cleanups run, and Shutdown
+		// would return before the log's writer closed its file, leaving the
+		// temporary directory busy.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		in.Shutdown(ctx)
+	})
 	from, _ := world.ActorByID("https://flood2.test/users/bob")
 	s := signing.NewSigner(signing.SignerOptions{})
 	reqs := make([]presigned, n)

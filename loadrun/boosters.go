@@ -21,7 +21,7 @@ const boosterFollowTimeout = time.Minute
 // follow its share of the crowd's actors before a flood with Announces, so
 // every one that may boost has a local follower: Mastodon keeps a boost of
 // a post not its own only from such an account. crowd run's audience does
-// this in its own set-up; without a token nothing is done (the README
+// this in its own set-up; without a token nothing is done (docs/vocabulary.md
 // says what the SUT then drops).
 func (r *runner) followBoosters(ctx context.Context, targets []*traffic.Persona) (*record.Boosters, error) {
 	if r.p.mix.Announce == 0 || r.p.audience != nil {

@@ -52,6 +52,10 @@ type Config struct {
 	// AdminAddr is Admin's address, for messages; standalone, the admin
 	// listener's address ("" = 127.0.0.1:0).
 	AdminAddr string
+	// AdminToken is, standalone, the token its admin listener requires
+	// off loopback ("": the state directory's, made if need be; see
+	// pasture.Config.AdminToken). Attached, Admin carries the token.
+	AdminToken string
 	// HTTPS, HTTP, DNS are the standalone crowd's listeners ("" disables
 	// HTTP and DNS; HTTPS is required).
 	HTTPS, HTTP, DNS string
@@ -119,6 +123,14 @@ type Config struct {
 	// SUT's client API (personaposts.go).
 	PersonaPosts PersonaPostsConfig
 
+	// Results is --results: a file that takes every send of the run as a
+	// line of NDJSON (flood/record/results), compressed by its name (.gz,
+	// .zst); "-" writes to ResultsOut; "" writes none.
+	Results string
+	// ResultsOut takes the results when Results is "-" (the CLI's stdout,
+	// the table then going to Stdout = its stderr).
+	ResultsOut io.Writer
+
 	// Signature is --signature: cavage (""), rfc9421 or both (RFC 9421
 	// first, cavage again on a 4xx, as Fedify sends; see traffic.Knocker).
 	Signature traffic.SignatureScheme
@@ -176,6 +188,7 @@ type plan struct {
 	vocab traffic.VocabConfig
 
 	scenario *scenarioPlan // nil: none
+	results  *resultsFile  // --results, opened by start; the caller closes it
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -315,7 +328,8 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 // the run follows, and what Validate must not do: read the
 // --personas-file and the --tokens-file, look tokens up in the
 // environment, and probe --out (a record that cannot be written after the
-// flood is a flood lost). Every problem is in one usage error.
+// flood is a flood lost). Every problem is in one usage error. Then it
+// opens --results, which the caller closes (plan.results).
 func (c Config) start() (*plan, error) {
 	if errs := c.Validate(); len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
@@ -339,6 +353,10 @@ func (c Config) start() (*plan, error) {
 	}
 	if len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
+	}
+	var err error
+	if p.results, err = c.openResults(); err != nil { // last: nothing after it fails with the file open
+		return nil, err
 	}
 	return p, nil
 }

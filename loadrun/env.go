@@ -64,7 +64,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	if admin == "" {
 		admin = "127.0.0.1:0"
 	}
-	listen := pasture.Config{HTTPSAddr: c.HTTPS, HTTPAddr: c.HTTP, DNSAddr: c.DNS, AdminAddr: admin,
+	listen := pasture.Config{HTTPSAddr: c.HTTPS, HTTPAddr: c.HTTP, DNSAddr: c.DNS, AdminAddr: admin, AdminToken: c.AdminToken,
 		Advertise: []net.IP{net.IPv4(127, 0, 0, 1)}}
 	// The in-process crowd logs only what needs attention: the flood's
 	// output is the report; but a first start's key making is worth seeing.
@@ -83,7 +83,8 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 	}
 	log.Info("in-process crowd", zap.Int("origins", len(cw.World.Origins)), zap.Int("actors", cw.World.NumPersons()),
 		zap.String("https", addr), zap.String("admin", cw.Pasture.Addr("admin")), zap.String("state", c.World.StateDir))
-	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{}) // nil only without an admin listener
+	// nil only without an admin listener; off loopback it needs the token the pasture took
+	ac, _ := adminapi.New("http://"+dialable(cw.Pasture.Addr("admin")), adminapi.Options{Token: cw.Pasture.AdminToken()})
 	return &Environment{
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: traffic.GraphRegister(cw.World.Graph), Outbox: traffic.WorldOutbox(cw.World),

@@ -25,11 +25,12 @@ import (
 // targets up, floods (one rate or a ladder), and writes the record. An
 // interrupted run returns an error wrapping ErrInterrupted; a missed
 // expectation or a run stopped early, a plain error.
-func Run(ctx context.Context, c Config) error {
+func Run(ctx context.Context, c Config) (err error) {
 	p, err := c.start()
 	if err != nil {
 		return err
 	}
+	defer p.results.close(&err)
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
@@ -41,7 +42,7 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer env.Close()
-	r := &runner{c: c, p: p, log: c.Log, env: env}
+	r := &runner{c: c, p: p, log: c.Log, env: env, results: p.results}
 	r.guard = flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic, Hosts: env.Hosts})
 	r.tls = &tls.Config{RootCAs: env.Roots, MinVersion: tls.VersionTLS12}
 	r.signer = signing.NewSigner(signing.SignerOptions{Algorithm: p.alg, UserAgent: c.UserAgent})

@@ -31,6 +31,7 @@ type runner struct {
 	file     *record.RecordFile // the current run's record: checkpoints, then the final write
 	live     *live              // the live metrics (nil: neither served nor pushed)
 	weather  *timeline          // the weather timeline (nil: none)
+	results  *resultsFile       // --results
 }
 
 // sending is how the flood reaches the SUT: the guard on its dials, the
@@ -93,7 +94,9 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.fetchback(fetch)
 	}
-	err := flood.Run(ctx, plan, flood.Collectors(recorder, watch, &r.ledger, r.weatherCollector()))
+	fctx, sends, stop := r.results.run(ctx, s)
+	err := flood.Run(fctx, plan, flood.Collectors(recorder, watch, &r.ledger, r.weatherCollector(), sends))
+	stop()
 	ended := time.Now()
 	line.Done()
 	if err != nil {
@@ -101,6 +104,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 		return nil, usage(err)
 	}
 	res := recorder.Result()
+	r.results.stopped(res)
 	if res.Err != nil {
 		r.log.Error("the source failed", zap.Error(res.Err))
 	}

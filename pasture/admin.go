@@ -58,10 +58,14 @@ func (p *Pasture) actorInfo(acct, id, keyID string, pub any) adminapi.ActorInfo 
 // adminHandler builds the admin API: its own routes of adminapi's table
 // (the page, health, readiness, metrics, the CA, the world and its weather), plus
 // whatever Config.Admin adds (the inbox's routes), every route behind the
-// adminGuard (own host names only; no cross-origin or non-JSON writes).
+// adminGuard (own host names only; no cross-origin or non-JSON writes) and,
+// off loopback, the adminAuth (the token, but on the open routes).
 func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	r := chi.NewRouter()
 	r.Use(newAdminGuard(p.cfg.AdminAddr, p.cfg.AdminHosts).Wrap)
+	if p.auth != nil {
+		r.Use(p.auth.Wrap)
+	}
 	r.Use(middleware.GetHead) // HEAD of a GET route, as net/http's mux did (curl -I, probes)
 	r.Handle(string(adminapi.RouteHealth), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -94,6 +98,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 		}
 		adminapi.WriteJSON(w, http.StatusOK, p.WorldPage(q))
 	}))
+	r.Handle(string(adminapi.RouteLogin), http.HandlerFunc(p.auth.login))
 	r.Handle(string(adminapi.RoutePage), mustAdminPage()) // the admin page (page.html): world, follows, live activities
 	p.fetch.Routes(r.Handle)
 	p.weatherRoutes(r.Handle)

@@ -12,12 +12,16 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 )
 
+// guardToken is the admin token of guardedPasture, whose --admin is a name
+// (off loopback): the browser guards hold with the token too.
+const guardToken = "guard-test-token-0123456789"
+
 // guardedPasture is a pasture whose admin API has, besides its own routes,
-// adminapi.RouteSend, counting the requests the requests that reach it.
+// adminapi.RouteSend, counting the requests that reach it.
 func guardedPasture(t *testing.T, extraHosts ...string) (*Pasture, *atomic.Int64) {
 	t.Helper()
 	var sends atomic.Int64
-	p := testPasture(t, Config{Version: "test", AdminAddr: "crowd.internal:9180", AdminHosts: extraHosts,
+	p := testPasture(t, Config{Version: "test", AdminAddr: "crowd.internal:9180", AdminHosts: extraHosts, AdminToken: guardToken,
 		Admin: func(handle func(string, http.Handler)) {
 			handle(string(adminapi.RouteSend), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				sends.Add(1)
@@ -105,6 +109,7 @@ func TestAdminGuard(t *testing.T) {
 			before := sends.Load()
 			req := httptest.NewRequest(c.method, path, strings.NewReader(`{"from":"alice@flood1.test"}`))
 			req.Host = c.host
+			req.Header.Set("Authorization", "Bearer "+guardToken)
 			for k, v := range c.header {
 				req.Header.Set(k, v)
 			}
@@ -128,7 +133,9 @@ func TestAdminGuard(t *testing.T) {
 func TestAdminNotFoundNamesItsRoutes(t *testing.T) {
 	p, _ := guardedPasture(t)
 	rec := httptest.NewRecorder()
-	p.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/no-such-route", nil))
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/api/no-such-route", nil)
+	req.Header.Set("Authorization", "Bearer "+guardToken)
+	p.AdminHandler().ServeHTTP(rec, req)
 	var refusal struct{ Error string }
 	if rec.Code != http.StatusNotFound || json.Unmarshal(rec.Body.Bytes(), &refusal) != nil {
 		t.Fatalf("%d %q, want 404 in the API's error shape", rec.Code, rec.Body)

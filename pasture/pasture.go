@@ -67,6 +67,11 @@ type Config struct {
 	// the machine's name, that the admin API answers to in Host
 	// (--admin-host): a compose service name, a reverse proxy's name.
 	AdminHosts []string
+	// AdminToken is the token the admin API requires when AdminAddr is off
+	// loopback (AdminOffLoopback); "" takes the state directory's token
+	// file (AdminTokenFile), made on the first start that needs one. On
+	// loopback no token is required.
+	AdminToken string
 	// ShutdownGrace bounds a graceful shutdown (default 5 s).
 	ShutdownGrace time.Duration
 	// Registry collects the metrics /metrics serves; nil makes a new one.
@@ -88,6 +93,7 @@ type Pasture struct {
 	ca      *tlsca.CA
 	origins http.Handler
 	admin   http.Handler
+	auth    *adminAuth // nil: the admin API is on loopback and needs no token
 	fetch   *fetchback.Windows
 	wx      weatherClock // when the sky's forecast was put in force
 	sky     *weather.Sky
@@ -137,6 +143,18 @@ func New(cfg Config) (*Pasture, error) {
 	weatherHTTP := &weather.HTTP{Sky: p.sky, Closing: p.closing}
 	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch, weatherHTTP); err != nil {
 		return nil, err
+	}
+	if cfg.AdminAddr != "" && AdminOffLoopback(cfg.AdminAddr) {
+		token := cfg.AdminToken
+		if token == "" {
+			token, err = loadOrMakeAdminToken(cfg.World.Config.StateDir)
+		} else {
+			err = CheckAdminToken(token)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.auth = newAdminAuth(token)
 	}
 	p.adminHandler(reg)
 	return p, nil

@@ -10,7 +10,7 @@ import (
 // that signs, and it checks PKCS#1 v1.5 and PSS signatures. Two exist: the Go
 // backend (crypto/rsa, what a CGO_ENABLED=0 build has) and libcrypto
 // (OpenSSL 3 through cgo, about 3.5 times faster at signing on the machines
-// the README's bench ran on). Both give the same bytes: PKCS#1 v1.5 is
+// docs/contributing.md's bench ran on). Both give the same bytes: PKCS#1 v1.5 is
 // deterministic, so the same key and message sign to the same signature
 // whichever backend signs. A Backend is safe for concurrent use.
 type Backend interface {

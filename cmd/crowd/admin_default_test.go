@@ -94,6 +94,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 	t.Parallel()
 	routes := []adminRoute{
 		{pattern: "GET /"},                                              // the admin page
+		{pattern: "GET /login"},                                         // the page's login link: on loopback, the page
 		{pattern: "GET /healthz"},                                       // liveness
 		{pattern: "GET /readyz"},                                        // readiness
 		{pattern: "GET /metrics"},                                       // Prometheus, after the activity

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -101,6 +104,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.expect, "expect", nil, "a gate, e.g. 'p95<100ms', 'errors<1%', 'rate>=0.95*offered' (repeatable); exit 1 when one is missed")
 	fl.StringVar(&c.Out, "out", def.Out, "directory of the run records and runs.md")
 	fl.StringVar(&c.Label, "label", "", "name of the run, in its record's file name and row")
+	fl.StringVar(&c.Results, "results", "", "write every send as a line of NDJSON to this file (.gz gzip, .zst zstd; - stdout, the table then on stderr); see docs/results.md")
 	fl.BoolVar(&c.AllowPublic, "allow-public-target", false, "allow targets that resolve to public addresses (a flood is a denial of service: only your own servers)")
 	fl.BoolVar(&c.Standalone, "standalone", false, "run the crowd's world in this process instead of driving a running 'crowd serve'")
 	fl.StringVar(&c.HTTPS, "https", "127.0.0.1:0", "with --standalone: HTTPS listen address of the in-process crowd")
@@ -129,6 +133,12 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	c.Version, c.UserAgent, c.Stdout, c.Stderr = version, userAgent(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	c.Fetchback, c.PersonaPosts, c.Vocab = f.fetchback.config(), f.posts.config(), loadrun.VocabOptions(f.vocab)
 	c.Show = runShow(isTerminal(c.Stderr))
+	if c.Results == "-" {
+		// stdout is the results' alone, so that they pipe (| jq); a closed
+		// pipe is then an error the run reports, not a SIGPIPE that kills it.
+		c.ResultsOut, c.Stdout = c.Stdout, c.Stderr
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	var errs []error
 	var err error
 	if c.Expect, err = record.ParseGates(f.expect); err != nil {
@@ -151,6 +161,11 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		}
 		if !changed("state") {
 			c.World.StateDir = loadrun.StandaloneState // never a running serve's ./crowd-state
+		}
+		if c.AdminToken = strings.TrimSpace(f.admin.token); c.AdminToken != "" {
+			if err := checkAdminToken(c.AdminToken); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	} else if c.Admin, err = f.admin.client(); err != nil {
 		errs = append(errs, err)

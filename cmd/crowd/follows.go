@@ -57,9 +57,9 @@ crowd that is not running.`,
 			return runPrune(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
-	f.admin.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin")
+	f.admin.register(cmd) // after --state: without it, the admin token is read from the default one
 	fl.DurationVar(&f.olderThan, "older-than", loadrun.DefaultPruneAge, "how long a Follow may stay pending before it is pruned")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")
 	return cmd

@@ -45,8 +45,8 @@ that refetches an actor when a signature fails with a known key id (Mastodon, Fe
 new key at the first request signed with it. With --new-key-id the new key goes by the next key id
 (#main-key-2, #main-key-3 …) instead, and the old public key keeps answering at its key id (the
 actor document lists it in additionalPublicKeys) until 'crowd keys rotate --retire', which stops
-serving the retained keys: requests signed with them are refused from then on. The README says
-what each kind of server needs to accept a rotation.
+serving the retained keys: requests signed with them are refused from then on. docs/debugging.md
+says what each kind of server needs to accept a rotation.
 
 Each rotated actor's Update(Person), carrying its new document, is queued in the crowd's delivery
 queue for every server its follow graph relates it to and every inbox its activity log sent to; the

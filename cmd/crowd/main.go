@@ -108,7 +108,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newServeCmd(opts), newCACmd())
 	root.AddCommand(newFloodCmd(opts))
 	root.AddCommand(newRunCmd(opts))
-	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd())
+	root.AddCommand(newMergeCmd(), newReportCmd(), newCompareCmd(), newResultsCmd())
 	root.AddCommand(newTailCmd(), newSendCmd(), newLookupCmd())
 	root.AddCommand(newVersionCmd(opts))
 	root.AddCommand(newFollowsCmd())

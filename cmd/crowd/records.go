@@ -118,9 +118,10 @@ func nameRecords(msg string, paths []string) string {
 // newReportCmd is `crowd report`.
 func newReportCmd() *cobra.Command {
 	var format, out string
+	run := -1
 	cmd := &cobra.Command{
-		Use:   "report RECORD.json",
-		Short: "Render a run record as text, Markdown, or an HTML page with plots",
+		Use:   "report RECORD.json | RESULTS.ndjson[.gz|.zst]",
+		Short: "Render a run record (or a results file) as text, Markdown, or an HTML page with plots",
 		Long: `Render a run record (crowd flood's JSON in out/load/, or crowd merge's) for people:
 
   text      the final table crowd flood prints (default)
@@ -130,10 +131,16 @@ func newReportCmd() *cobra.Command {
             time and lateness from the HDR histograms, status classes over time, the
             summary, the bottleneck verdict, the per-type table and the settings
 
-Without --format, an -o file ending in .html or .md picks the format.`,
+Without --format, an -o file ending in .html or .md picks the format.
+
+A results file (crowd flood --results: a name ending in .ndjson, .jsonl, .gz or .zst)
+is read back into the record its sends make: the same counts, histograms and timeline
+(what only the crowd's bookkeeping knows, as signatures and forgeries, is not in it).
+A file of several runs (a ladder's rungs) takes --run.`,
 		Example: `  crowd report out/load/20261130-120000-smoke.json
   crowd report merged.json -o merged.html
-  crowd report run.json --format markdown >> pr-comment.md`,
+  crowd report run.json --format markdown >> pr-comment.md
+  crowd report sends.ndjson.gz -o sends.html`,
 		Args: exactArgsUsage(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("format") {
@@ -144,15 +151,16 @@ Without --format, an -o file ending in .html or .md picks the format.`,
 					format = "markdown"
 				}
 			}
-			return runReport(cmd.OutOrStdout(), args[0], format, out)
+			return runReport(cmd.OutOrStdout(), args[0], format, out, run)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or html")
+	cmd.Flags().IntVar(&run, "run", -1, "of a results file of several runs, the one to report (0, 1, …)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	return cmd
 }
 
-func runReport(stdout io.Writer, path, format, out string) error {
+func runReport(stdout io.Writer, path, format, out string, run int) error {
 	var render func(io.Writer, *record.Record) error
 	switch strings.ToLower(format) {
 	case "text", "txt":
@@ -164,12 +172,12 @@ func runReport(stdout io.Writer, path, format, out string) error {
 	default:
 		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
-	recs, err := loadRecords([]string{path})
+	rec, err := loadReported(path, run)
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	if err := render(&b, recs[0]); err != nil {
+	if err := render(&b, rec); err != nil {
 		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}
 	if out == "" || out == "-" {

@@ -62,6 +62,7 @@ type serveFlags struct {
 	advertise                []string
 	dnsRecords, dnsUpstreams []string
 	adminHosts               []string
+	adminToken               string
 	shutdownGrace            time.Duration
 	weather                  weather.Spec
 }
@@ -84,7 +85,8 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringVar(&f.https, "https", ":443", "HTTPS listen address (empty disables)")
 	fl.StringVar(&f.http, "http", ":80", "HTTP listen address (empty disables)")
 	fl.StringVar(&f.dns, "dns", ":53", "DNS listen address, UDP and TCP (empty disables)")
-	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback)")
+	fl.StringVar(&f.admin, "admin", "127.0.0.1:9180", "admin API listen address (keep it on loopback: anywhere else every route but /healthz, /readyz, /metrics and /ca.pem requires the admin token)")
+	fl.StringVar(&f.adminToken, "admin-token", "", "the token the admin API requires when --admin is off loopback (better set as CROWD_ADMIN_TOKEN, out of the process list; default: made once into the "+pasture.AdminTokenFile+" file of --state)")
 	fl.StringSliceVar(&f.adminHosts, "admin-host", nil, "more host names the admin API answers to (a compose service name); it refuses (421) other names than localhost, IPs, the --admin host and this machine's")
 	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "where the SUT reaches the origins, answered by the DNS: one address (per family) shared by all, or a range (a CIDR such as 127.1.0.0/16, or a list of addresses and CIDRs) giving origin k the k-th address and sending from it; --shard i/n takes the i-th n-th of the range")
 	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
@@ -98,6 +100,11 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
 	cfg.ShutdownGrace, cfg.AdminHosts, cfg.Weather = f.shutdownGrace, f.adminHosts, f.weather
+	if cfg.AdminToken = strings.TrimSpace(f.adminToken); cfg.AdminToken != "" {
+		if err := checkAdminToken(cfg.AdminToken); err != nil {
+			return cfg, usage(err)
+		}
+	}
 	rng, err := originaddr.ParseRange(strings.Join(f.advertise, ","))
 	if err != nil {
 		return cfg, usage(err)
@@ -153,6 +160,10 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Wr
 	log.Info("crowd serving", zap.Int("origins", len(world.Origins)), zap.Int("actors", world.NumPersons()),
 		zap.String("first", world.Origins[0].Host), zap.String("state", f.world.cfg.StateDir),
 		zap.Duration("startup", time.Since(started)), zap.String("signing", world.Backend().Describe()))
+	if link := p.AdminPageLink(); link != "" {
+		// Off loopback a login link: its code works once, and sets the page's session cookie.
+		log.Info("admin page: "+link, zap.Bool("token", p.AdminToken() != ""))
+	}
 	if wx := p.WeatherInfo(); wx.Spec != "" {
 		log.Info("weather", zap.String("spec", wx.Spec), zap.Any("origins", wx.Counts))
 	}

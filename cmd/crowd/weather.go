@@ -30,7 +30,7 @@ origins joined by + (flood3.test+flood4.test), or @followers[:N] (the N origins 
   gone                      410 for everything (Tombstones for documents)
   nxdomain                  the crowd's DNS answers NXDOMAIN
   tls-expired, tls-wrong-name  an expired certificate, or one for wrong-name.invalid
-(README: "Weather")`
+(docs/weather.md)`
 
 // weatherValue is --weather read once into a weather.Spec; a spec that
 // cannot be read is refused as the flag is set, its error naming the rule.

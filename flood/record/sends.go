@@ -39,6 +39,7 @@ type Offer struct {
 type Delivery struct {
 	Type     string // as in its Offer
 	Measured bool
+	Starved  bool // as in its Offer: late because the Source had no request ready
 	Method   string
 	URL      *url.URL // the target; shared, read-only
 	Intended time.Duration
@@ -83,6 +84,13 @@ type Outcome struct {
 	Class Class
 	// Status is the answer's status code; 0 without an answer.
 	Status int
+	// Delivery is the send as Answered heard it, nil when not sent: what a
+	// collector that writes every send down (flood/record/results) needs
+	// beside the token. The worker's, valid only during the call.
+	Delivery *Delivery
+	// Offer is the send dropped for want of a slot, as Offered heard it;
+	// nil for a send handed to a worker or never due.
+	Offer *Offer
 }
 
 // Stop is how the run ended (flood.Collector.End), after its last

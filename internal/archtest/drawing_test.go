@@ -13,7 +13,7 @@ type room struct {
 const everyRoom = "*"
 
 // drawing is DESIGN.md §2's arrows as one table, the allow-list every import between rooms
-// must be on. The README's layout table prints the same rows; change both together.
+// must be on. The layout table of docs/contributing.md prints the same rows; change both together.
 func drawing() []room {
 	return []room{
 		// The CLI only: flags -> a Config -> Run. actors, signing and apclient for their leaf

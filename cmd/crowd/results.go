@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/results"
+	"github.com/crowdfed/crowd/internal/atomicfile"
+)
+
+// isResults reports whether path names a results file (crowd flood
+// --results) rather than a record: by its name, as the flood chose its
+// compression.
+func isResults(path string) bool {
+	if results.CompressionOf(path) != results.Plain {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".ndjson", ".jsonl":
+		return true
+	}
+	return false
+}
+
+// loadReported is the record `crowd report` renders: the record at path,
+// or run (-1: the only one) of the results file at path.
+func loadReported(path string, run int) (*record.Record, error) {
+	if !isResults(path) {
+		if run >= 0 {
+			return nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
+		}
+		recs, err := loadRecords([]string{path})
+		if err != nil {
+			return nil, err
+		}
+		return recs[0], nil
+	}
+	f, err := results.Open(path, os.Stdin)
+	if err != nil {
+		return nil, exitCode{1, err}
+	}
+	defer f.Close()
+	recs, err := results.Records(f)
+	if err != nil {
+		return nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	switch {
+	case len(recs) == 0:
+		return nil, exitCode{1, fmt.Errorf("%s: no run in it", path)}
+	case run < 0 && len(recs) > 1:
+		return nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
+	case run < 0:
+		return recs[0], nil
+	case run >= len(recs):
+		return nil, usage(fmt.Errorf("--run %d: %s holds %d runs", run, path, len(recs)))
+	}
+	return recs[run], nil
+}
+
+// newResultsCmd is `crowd results`: what to do with a results file.
+func newResultsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "results",
+		Short: "Convert a results file (crowd flood --results) for other tools",
+		Long: `A results file holds every send of a flood as a line of NDJSON (crowd flood --results;
+fields in flood/record/SCHEMA.md, "Results"). jq, pandas and DuckDB read it as it is;
+'crowd results csv' makes it a spreadsheet's, and 'crowd report' reads it back into
+the run's tables and HTML page.`,
+		Args: subcommandArgs,
+		RunE: showHelp,
+	}
+	cmd.AddCommand(newResultsCSVCmd())
+	return cmd
+}
+
+// newResultsCSVCmd is `crowd results csv`.
+func newResultsCSVCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "csv RESULTS.ndjson[.gz|.zst]",
+		Short: "Convert a results file's sends to CSV: a header of the field names, a row per send",
+		Long: `Write a row per send of a results file (all its runs; the run column says which),
+under a header of the send line's field names; null is an empty cell. "-" reads stdin.`,
+		Example: `  crowd results csv sends.ndjson.gz -o sends.csv
+  crowd flood --standalone --seconds 10 --results - | crowd results csv - > sends.csv`,
+		Args: exactArgsUsage(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return resultsCSV(cmd.InOrStdin(), cmd.OutOrStdout(), args[0], out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+func resultsCSV(stdin io.Reader, stdout io.Writer, path, out string) error {
+	f, err := results.Open(path, stdin)
+	if err != nil {
+		return exitCode{1, err}
+	}
+	defer f.Close()
+	if out == "" || out == "-" {
+		if err := results.WriteCSV(stdout, f); err != nil {
+			return exitCode{1, fmt.Errorf("%s: %w", path, err)}
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := results.WriteCSV(&b, f); err != nil {
+		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	if err := atomicfile.Write(out, b.Bytes(), 0o644); err != nil {
+		return exitCode{1, err}
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// maxLine bounds one line of a results file: a send line is a few hundred
+// bytes, a run line a few more; anything longer is not a results file.
+const maxLine = 1 << 20
+
+// maxRun bounds the length of a run read back: its timeline has a tick a
+// second, so a corrupt end time years away would otherwise be a loop of
+// years of ticks. No flood runs a week.
+const maxRun = 7 * 24 * time.Hour
+
+// Open opens the results file at path, decompressed by its name; "-" reads
+// stdin.
+func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(stdin), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := CompressionOf(path).reader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return readCloser{r, f}, nil
+}
+
+type readCloser struct {
+	io.ReadCloser
+	f *os.File
+}
+
+func (r readCloser) Close() error { return errors.Join(r.ReadCloser.Close(), r.f.Close()) }
+
+// Each calls fn with every line of a results file in order: its kind (the
+// field "line") and its bytes, valid only during the call. An error names
+// the line.
+func Each(r io.Reader, fn func(kind string, line []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var head struct {
+		Line    string `json:"line"`
+		Schema  string `json:"schema"`
+		Version int    `json:"version"`
+	}
+	first := true
+	for n := 1; sc.Scan(); n++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		head.Line, head.Schema, head.Version = "", "", 0
+		if err := json.Unmarshal(b, &head); err != nil {
+			return fmt.Errorf("line %d: not a results line: %w", n, err)
+		}
+		switch {
+		case first && head.Line != LineRun:
+			return fmt.Errorf("line %d: not a results file: want a %q line first, got %q", n, LineRun, head.Line)
+		case head.Line == LineRun && (head.Schema != Schema || head.Version != Version):
+			return fmt.Errorf("line %d: schema %q version %d: this crowd reads %s version %d", n, head.Schema, head.Version, Schema, Version)
+		case head.Line != LineRun && head.Line != LineSend && head.Line != LineEnd:
+			return fmt.Errorf("line %d: unknown line kind %q", n, head.Line)
+		}
+		first = false
+		if err := fn(head.Line, b); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading results: %w", err)
+	}
+	return nil
+}
+
+// Records rebuilds the record of each run in a results file, in order: the
+// counts, histograms and timeline a Recorder would have composed from the
+// same sends (record.Replay). What only the crowd's bookkeeping knows
+// (signatures, security, fetch-back, the audience) is not in the results.
+// A run whose last line is missing (a writer that failed, a killed
+// generator) gives a record marked partial.
+func Records(r io.Reader) ([]*record.Record, error) {
+	var recs []*record.Record
+	var cur *replay
+	finish := func(end *EndLine) error {
+		rec, err := cur.record(end)
+		if err != nil {
+			return err
+		}
+		recs, cur = append(recs, rec), nil
+		return nil
+	}
+	err := Each(r, func(kind string, b []byte) error {
+		if kind != LineRun && cur == nil {
+			return fmt.Errorf("a %s line outside a run (after its end line)", kind)
+		}
+		switch kind {
+		case LineRun:
+			if cur != nil {
+				if err := finish(nil); err != nil {
+					return err
+				}
+			}
+			var h RunLine
+			if err := json.Unmarshal(b, &h); err != nil {
+				return err
+			}
+			cur = newReplay(h)
+		case LineSend:
+			var l SendLine
+			if err := json.Unmarshal(b, &l); err != nil {
+				return err
+			}
+			return cur.add(&l)
+		case LineEnd:
+			var e EndLine
+			if err := json.Unmarshal(b, &e); err != nil {
+				return err
+			}
+			return finish(&e)
+		}
+		return nil
+	})
+	if err == nil && cur != nil {
+		err = finish(nil)
+	}
+	return recs, err
+}
+
+// replay is one run being read back.
+type replay struct {
+	head    RunLine
+	p       *record.Replay
+	lastEnd time.Duration
+}
+
+func newReplay(h RunLine) *replay {
+	s := record.Schedule{Start: h.Start, Rate: h.RateHz, Duration: us(&h.DurationUS), Warmup: us(&h.WarmupUS),
+		MaxSends: h.MaxSends, MaxInflight: h.MaxInflight, Timeout: us(&h.TimeoutUS), Total: us(&h.TotalUS)}
+	return &replay{head: h, p: record.NewReplay(s)}
+}
+
+// add feeds one send line to the replay: an offer for every send that was
+// due, a delivery for every one sent.
+func (r *replay) add(l *SendLine) error {
+	if l.Run != r.head.Run {
+		return fmt.Errorf("a send of run %d inside run %d", l.Run, r.head.Run)
+	}
+	if l.Outcome == OutcomeUnsent {
+		return nil
+	}
+	if l.IntendedUS == nil {
+		return fmt.Errorf("a %s send without intended_us", l.Outcome)
+	}
+	o := record.Offer{Type: l.Type, Due: us(l.IntendedUS), Measured: l.Measured, Starved: l.Starved, Dropped: l.Outcome == OutcomeDropped}
+	r.p.Offered(o)
+	if o.Dropped {
+		return nil
+	}
+	d, err := delivery(l)
+	if err != nil {
+		return err
+	}
+	r.lastEnd = max(r.lastEnd, d.Done)
+	r.p.Answered(d)
+	return nil
+}
+
+// record ends the replay as end says; without end (the file stops before
+// the run's last line), at its last answer, marked partial.
+func (r *replay) record(end *EndLine) (*record.Record, error) {
+	st := record.Stop{End: r.head.Start.Add(r.lastEnd), WindowEnd: r.lastEnd, Partial: true,
+		Reason: "the results file ends before the run did"}
+	if end != nil {
+		st = record.Stop{End: end.End, WindowEnd: us(&end.WindowEndUS),
+			Partial: end.Partial, Reason: record.StopReason(end.Reason)}
+		if end.Error != "" {
+			st.Err = errors.New(end.Error)
+		}
+	}
+	if d := st.End.Sub(r.head.Start); d < 0 || d > maxRun {
+		return nil, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
+	}
+	return r.p.Result(st).Record(r.head.Settings)
+}
+
+func us(v *int64) time.Duration {
+	if v == nil {
+		return 0
+	}
+	return time.Duration(*v) * time.Microsecond
+}
+
+// delivery is the Delivery a sent send's line was written from.
+func delivery(l *SendLine) (record.Delivery, error) {
+	d := record.Delivery{Type: l.Type, Measured: l.Measured, Starved: l.Starved, Intended: us(l.IntendedUS),
+		Picked: us(l.PickedUS), Done: us(l.DoneUS), Aborted: l.Outcome == OutcomeAborted, Status: l.Status,
+		Attempts: l.Attempts, SentBytes: l.RequestBytes, GotBytes: l.ResponseBytes}
+	if d.Aborted {
+		d.Actual = d.Picked
+		return d, nil
+	}
+	if l.SentUS == nil {
+		return d, fmt.Errorf("a %s send without sent_us", l.Outcome)
+	}
+	d.Actual = us(l.SentUS)
+	c, ok := classNamed(l.Class)
+	if !ok {
+		return d, fmt.Errorf("unknown class %q", l.Class)
+	}
+	d.Class = c
+	d.RateLimit = sample(l)
+	return d, nil
+}
+
+// classNamed is the record's status class of that name.
+func classNamed(name string) (record.Class, bool) {
+	for c := range record.NumClasses {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// sample is what the line says the answer said of the rate limit.
+func sample(l *SendLine) record.RateLimitSample {
+	var s record.RateLimitSample
+	if l.RetryAfter {
+		s.Said |= record.SaidRetryAfter
+	}
+	if l.RateLimitIETF {
+		s.Said |= record.SaidIETF
+	}
+	if l.RateLimitLimit != nil {
+		s.Said, s.Limit = s.Said|record.SaidLimit, *l.RateLimitLimit
+	}
+	if l.RateLimitRemaining != nil {
+		s.Said, s.Remaining = s.Said|record.SaidRemaining, *l.RateLimitRemaining
+	}
+	if l.RateLimitWindowUS != nil {
+		s.Said, s.Window = s.Said|record.SaidWindow, us(l.RateLimitWindowUS)
+	}
+	if l.RateLimitResetUS != nil {
+		s.Said, s.ResetIn = s.Said|record.SaidReset, us(l.RateLimitResetUS)
+		if l.RateLimitResetAt != nil {
+			s.ResetAt = *l.RateLimitResetAt
+		}
+	}
+	return s
+}

@@ -1,0 +1,113 @@
+package results_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record/results"
+)
+
+// TestReadingResults: what Records makes of a results file written by
+// real floods, whole, cut short, or not a results file at all.
+func TestReadingResults(t *testing.T) {
+	u := sut(t)
+	var file bytes.Buffer
+	w, err := results.NewWriter(&file, "a buffer", results.Plain, results.Options{Describe: describe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two runs in one file, as a ladder's rungs.
+	first := flooding(t, context.Background(), u, 100, time.Second, w.Run(settings()))
+	second := flooding(t, context.Background(), u, 150, time.Second, w.Run(settings()))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(file.String()), "\n")
+	whole := strings.Join(lines, "")
+	withoutEnd := strings.Join(lines[:len(lines)-1], "")
+	firstEnd := 0
+	for !strings.HasPrefix(lines[firstEnd], `{"line":"end"`) {
+		firstEnd++
+	}
+	for _, c := range []struct {
+		name    string
+		in      string
+		runs    int
+		partial bool   // the last run's record
+		err     string // "" none
+	}{
+		// Each run is read back into its own record.
+		{"two runs", whole, 2, false, ""},
+		// A file that stops before a run's end line (a killed generator)
+		// gives that run's record, partial.
+		{"cut before the end line", withoutEnd, 2, true, ""},
+		// The first run alone, whole.
+		{"one run", strings.Join(lines[:firstEnd+1], ""), 1, false, ""},
+		// A record is not a results file.
+		{"a record", `{"schema":"crowd.flood.record","version":2}` + "\n", 0, false, "not a results file"},
+		// Another version is refused, not misread.
+		{"a later version", strings.Replace(whole, `"version":1`, `"version":2`, 1), 0, false, "version 2"},
+		// An unknown kind of line is an error naming the line.
+		{"an unknown line", lines[0] + `{"line":"sample"}` + "\n", 0, false, `line 2: unknown line kind "sample"`},
+		// A send after its run's end line belongs to no run.
+		{"a send after the end", strings.Join(lines[:firstEnd+1], "") + lines[1], 0, false, "a send line outside a run"},
+		// So is a line that is not JSON.
+		{"not JSON", lines[0] + "{\"line\":\n", 0, false, "line 2: not a results line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recs, err := results.Records(strings.NewReader(c.in))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != c.runs {
+				t.Fatalf("%d records, want %d", len(recs), c.runs)
+			}
+			if last := recs[len(recs)-1]; last.Partial != c.partial {
+				t.Errorf("the last record partial %v (%q), want %v", last.Partial, last.PartialReason, c.partial)
+			}
+			if !c.partial {
+				agree(t, first, recs[0])
+			}
+			if c.runs == 2 && !c.partial {
+				agree(t, second, recs[1])
+			}
+		})
+	}
+}
+
+// FuzzRecords: whatever a results file holds, reading it never panics nor
+// loops long, and a record it gives counts every send it sent as answered
+// or aborted.
+func FuzzRecords(f *testing.F) {
+	run := `{"line":"run","schema":"crowd.flood.results","version":1,"run":0,"start":"2026-12-02T17:00:00Z","settings":{"label":"f"},"rate_hz":10,"duration_us":2000000,"max_inflight":4,"timeout_us":1000000}` + "\n"
+	send := `{"line":"send","run":0,"type":"Create","measured":true,"outcome":"answered","class":"202","status":202,"intended_us":100000,"picked_us":100100,"sent_us":100200,"done_us":150000,"retry_after":true,"ratelimit_limit":300,"ratelimit_reset_us":5000000,"ratelimit_reset_at":"2026-12-02T17:00:05Z"}` + "\n"
+	dropped := `{"line":"send","run":0,"type":"Like","measured":true,"outcome":"dropped","intended_us":200000}` + "\n"
+	end := `{"line":"end","run":0,"end":"2026-12-02T17:00:02Z","window_end_us":2000000,"sends":2}` + "\n"
+	f.Add(run + send + dropped + end)
+	f.Add(run + send + dropped)
+	f.Add(run + send + end + run + dropped + end)
+	f.Add(strings.Replace(run+send+end, `"end":"2026-12-02T17:00:02Z"`, `"end":"9999-12-02T17:00:02Z"`, 1))
+	f.Add(strings.Replace(run+send, `"done_us":150000`, `"done_us":-9223372036854775807`, 1))
+	f.Fuzz(func(t *testing.T, in string) {
+		recs, err := results.Records(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, r := range recs {
+			for name, tr := range r.Types {
+				if c := tr.Counts; c.Completed+c.Aborted != c.Sent || c.Sent+c.Dropped != c.Offered {
+					t.Errorf("%s: counts %+v: every send sent is answered or aborted, every one offered sent or dropped", name, c)
+				}
+			}
+		}
+	})
+}

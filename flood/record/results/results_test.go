@@ -1,0 +1,281 @@
+package results_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/results"
+)
+
+// TestRecordsFromResultsAgree: the record rebuilt from a flood's results
+// file counts every type and status class exactly as the record the
+// flood's Recorder composed, and its latency percentiles agree within the
+// histograms' precision, whatever the file's compression.
+func TestRecordsFromResultsAgree(t *testing.T) {
+	u := sut(t)
+	for _, c := range []struct {
+		name  string
+		file  string
+		magic []byte
+	}{
+		{"plain NDJSON", "run.ndjson", []byte(`{"line":"run"`)},
+		{"gzip by its name", "run.ndjson.gz", []byte{0x1f, 0x8b}},
+		{"zstd by its name", "run.ndjson.zst", []byte{0x28, 0xb5, 0x2f, 0xfd}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.file)
+			w, err := results.Create(path, nil, results.Options{Describe: describe})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := flooding(t, context.Background(), u, 200, 2*time.Second, w.Run(settings()))
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(raw, c.magic) {
+				t.Errorf("%s starts % x, want % x", c.file, raw[:min(len(raw), 8)], c.magic)
+			}
+			got := readRecords(t, path)
+			if len(got) != 1 {
+				t.Fatalf("%d records from the results, want 1", len(got))
+			}
+			if want.Overall.Counts.Dropped == 0 || want.Overall.Tally.Classes[record.Class429] == 0 {
+				t.Fatalf("the flood dropped no send or met no 429 (%+v): the comparison would miss them", want.Overall.Counts)
+			}
+			agree(t, want, got[0])
+		})
+	}
+}
+
+// agree compares a record rebuilt from results with the run's own.
+func agree(t *testing.T, want, got *record.Record) {
+	t.Helper()
+	if got.Settings.Label != want.Settings.Label || got.Settings.Rate != want.Settings.Rate || got.Partial != want.Partial {
+		t.Errorf("settings %+v partial %v, want %+v partial %v", got.Settings, got.Partial, want.Settings, want.Partial)
+	}
+	if got.Warmup != want.Warmup {
+		t.Errorf("warm-up counts %+v, want %+v", got.Warmup, want.Warmup)
+	}
+	if len(got.Types) != len(want.Types) {
+		t.Errorf("%d types, want %d", len(got.Types), len(want.Types))
+	}
+	types := map[string][2]*record.TypeRecord{"overall": {&want.Overall, &got.Overall}}
+	for name, w := range want.Types {
+		types[name] = [2]*record.TypeRecord{w, got.Types[name]}
+	}
+	for name, p := range types {
+		w, g := p[0], p[1]
+		if g == nil {
+			t.Errorf("%s: missing", name)
+			continue
+		}
+		if g.Counts != w.Counts || g.Tally != w.Tally || g.RateLimits.Answers() != w.RateLimits.Answers() {
+			t.Errorf("%s: counts %+v tally %+v (%d rate-limited), want %+v %+v (%d)", name, g.Counts, g.Tally,
+				g.RateLimits.Answers(), w.Counts, w.Tally, w.RateLimits.Answers())
+		}
+		for _, h := range []struct {
+			what string
+			w, g record.Quantiles
+		}{{"latency", w.Latency.Quantiles, g.Latency.Quantiles}, {"service", w.Service.Quantiles, g.Service.Quantiles},
+			{"lateness", w.Lateness.Quantiles, g.Lateness.Quantiles}} {
+			if !within(h.w, h.g) {
+				t.Errorf("%s %s: %+v, want %+v", name, h.what, h.g, h.w)
+			}
+		}
+	}
+}
+
+// within: the same count, and every percentile within the histograms'
+// precision (three significant digits) plus the microsecond a line rounds
+// its times to.
+func within(w, g record.Quantiles) bool {
+	near := func(a, b int64) bool { return max(a-b, b-a) <= 2+max(a, b)/500 }
+	return w.Count == g.Count && near(w.P50, g.P50) && near(w.P90, g.P90) && near(w.P99, g.P99) && near(w.Max, g.Max)
+}
+
+func readRecords(t *testing.T, path string) []*record.Record {
+	t.Helper()
+	f, err := results.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := results.Records(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// TestAFailedWriteStopsTheRun: a write the results cannot make stops the
+// flood early (the run that feeds the Writer cancels it on Failed), and the
+// error names the file and why; the record is left partial, never a run
+// whose results silently end.
+func TestAFailedWriteStopsTheRun(t *testing.T) {
+	u := sut(t)
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T) (*results.Writer, error)
+		want string // in the error
+	}{
+		// A pipe whose reader is gone, as `crowd flood --results - | head` leaves it.
+		{"closed pipe", func(t *testing.T) (*results.Writer, error) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			t.Cleanup(func() { w.Close() })
+			return results.NewWriter(w, "the pipe", results.Plain, results.Options{})
+		}, "the pipe"},
+		// /dev/full fails every write with ENOSPC, as a full disk does.
+		{"full disk", func(*testing.T) (*results.Writer, error) {
+			return results.Create("/dev/full", nil, results.Options{})
+		}, "/dev/full"},
+		// The same, through the compressor.
+		{"full disk, gzip", func(*testing.T) (*results.Writer, error) {
+			return results.NewWriter(mustOpen(t, "/dev/full"), "full.gz", results.Gzip, results.Options{})
+		}, "full.gz"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := c.open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				select {
+				case <-w.Failed():
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			rec := flooding(t, ctx, u, 200, 30*time.Second, w.Run(settings()))
+			if !rec.Partial || rec.PartialReason != record.ReasonInterrupted {
+				t.Errorf("partial %v (%q), want a run stopped early", rec.Partial, rec.PartialReason)
+			}
+			werr := w.Err()
+			cerr := w.Close()
+			if werr == nil || !strings.Contains(werr.Error(), c.want) {
+				t.Fatalf("Err() = %v, want an error naming %q", werr, c.want)
+			}
+			if cerr == nil || !strings.Contains(cerr.Error(), werr.Error()) {
+				t.Errorf("Close() = %v, want %v", cerr, werr)
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestLinesLostAreCounted: a Writer that falls behind (its file a pipe
+// nobody reads yet) loses lines rather than hold a send, and says how
+// many: in the run's last line and in Close's error; every request the
+// run took is a line written or a line lost.
+func TestLinesLostAreCounted(t *testing.T) {
+	u := sut(t)
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := results.NewWriter(pw, "the pipe", results.Plain, results.Options{Buffer: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte)
+	go func() {
+		// Nobody reads until a line is lost: the pipe and the Writer's
+		// buffers hold less than the flood writes, so one is, soon.
+		for deadline := time.Now().Add(time.Minute); w.Lost() == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b, _ := io.ReadAll(r)
+		read <- b
+	}()
+	rec := flooding(t, context.Background(), u, 400, time.Second, w.Run(settings()))
+	cerr := w.Close()
+	pw.Close()
+	lines := bytes.Split(bytes.TrimSpace(<-read), []byte("\n"))
+	var end results.EndLine
+	if err := json.Unmarshal(lines[len(lines)-1], &end); err != nil || end.Line != results.LineEnd {
+		t.Fatalf("last line %s: %v", lines[len(lines)-1], err)
+	}
+	taken := rec.Overall.Counts.Offered + rec.Warmup.Offered
+	switch {
+	case end.Lost == 0 || end.Lost != w.Lost():
+		t.Errorf("lost %d (Writer says %d), want some, the same", end.Lost, w.Lost())
+	case end.Sends != int64(len(lines)-2):
+		t.Errorf("end line says %d sends, the file has %d", end.Sends, len(lines)-2)
+	case end.Sends+end.Lost != taken && end.Sends+end.Lost != taken+1: // and the one taken but never due
+		t.Errorf("%d written + %d lost, want the %d taken", end.Sends, end.Lost, taken)
+	case cerr == nil || !strings.Contains(cerr.Error(), "lost"):
+		t.Errorf("Close() = %v, want the lines lost", cerr)
+	}
+}
+
+// TestCSVHasARowPerSend: the CSV of a flood's results has a header of the
+// send line's fields and a row per send line, null an empty cell: a send
+// never sent has no sent_us, one answered has its status.
+func TestCSVHasARowPerSend(t *testing.T) {
+	u := sut(t)
+	path := filepath.Join(t.TempDir(), "run.ndjson")
+	w, err := results.Create(path, nil, results.Options{Describe: describe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flooding(t, context.Background(), u, 200, time.Second, w.Run(settings()))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := results.WriteCSV(&b, bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	if sends := bytes.Count(raw, []byte(`{"line":"send"`)); len(rows) != sends+1 {
+		t.Fatalf("%d rows, want a header and %d sends", len(rows), sends)
+	}
+	for _, row := range rows[1:] {
+		outcome, sent, status := row[col["outcome"]], row[col["sent_us"]], row[col["status"]]
+		switch {
+		case (outcome == results.OutcomeDropped || outcome == results.OutcomeUnsent) != (sent == ""):
+			t.Errorf("a %s send with sent_us %q", outcome, sent)
+		case outcome == results.OutcomeAnswered && (status == "0" || row[col["sender"]] == ""):
+			t.Errorf("an answered send with status %s, sender %q", status, row[col["sender"]])
+		}
+	}
+}
