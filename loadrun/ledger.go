@@ -56,14 +56,16 @@ func (l *ledger) Settled(token any, o record.Outcome) { l.settle.Settled(token, 
 // End is nothing to the ledger.
 func (l *ledger) End(record.Stop) {}
 
-// fill adds to rec what the flood knows beyond the engine: the seed, what
+// fill adds to rec what the flood knows beyond the engine: the seed, the
+// signing backend and HTTP client that made and sent its requests, what
 // the run changed from what was asked (the Follows it sent as Creates
 // since it began, the personas without posts), the signatures it sent
 // since it began, the forgeries, the boosters.
-func (l *ledger) fill(rec *record.Record, backend string) {
+func (l *ledger) fill(rec *record.Record, backend string, client flood.Client) {
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = l.seed
 		rec.Parts[i].SigningBackend = backend
+		rec.Parts[i].Client = string(client)
 	}
 	now := l.tally()
 	rec.Deviations = record.Deviations{FollowsDiverted: now.diverted - l.since.diverted, UndosDiverted: now.undos - l.since.undos,

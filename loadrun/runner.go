@@ -142,7 +142,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	if err != nil {
 		return nil, err
 	}
-	r.fill(rec, r.env.World.Backend().Name())
+	r.fill(rec, r.env.World.Backend().Name(), r.p.client)
 	if r.weather != nil {
 		rec.Weather = r.weather.section()
 	}

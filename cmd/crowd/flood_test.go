@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,12 @@ func TestFloodExitCodes(t *testing.T) {
 			}
 			if c.code < 2 && !strings.Contains(stdout, "expect ") {
 				t.Errorf("the gates are not reported:\n%s", stdout)
+			}
+			if i := slices.Index(c.args, "--client"); i >= 0 && c.code == 0 {
+				// The record's part names the client that sent.
+				if recs := records(t, out); len(recs) != 1 || len(recs[0].Parts) != 1 || recs[0].Parts[0].Client != c.args[i+1] {
+					t.Errorf("the record does not say the %s client sent: %+v", c.args[i+1], recs)
+				}
 			}
 		})
 	}

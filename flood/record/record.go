@@ -140,6 +140,10 @@ type Part struct {
 	// generator's requests: "go" (crypto/rsa) or "libcrypto" (OpenSSL);
 	// empty in records made before it was kept.
 	SigningBackend string `json:"signing_backend,omitempty"`
+	// Client is the HTTP client that sent this generator's requests
+	// (--client): "fast" or "nethttp"; empty in records made before it was
+	// kept.
+	Client string `json:"client,omitempty"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
