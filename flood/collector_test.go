@@ -47,7 +47,7 @@ func TestSettledHearsEveryTakenRequest(t *testing.T) {
 			Sleep: time.Sleep, Pacer: mustConstant(t, 100),
 			Source: src, Transport: rt,
 		}, settledFunc(func(token any, d record.Outcome) {
-			if d.Sent != (d.Delivery != nil) || d.Offer != nil && (d.Sent || !d.Offer.Dropped) ||
+			if d.Sent != (d.Delivery != nil) || d.Offer.Dropped && d.Sent ||
 				d.Delivery != nil && (d.Delivery.Aborted != d.Aborted || d.Delivery.Class != d.Class || d.Delivery.Attempts != 1) {
 				t.Errorf("settled %+v (delivery %+v, offer %+v)", d, d.Delivery, d.Offer)
 			}
@@ -62,7 +62,7 @@ func TestSettledHearsEveryTakenRequest(t *testing.T) {
 				t.Fatalf("request %d taken from the source was settled %d times", i, len(ds))
 			}
 			switch d := ds[0]; {
-			case !d.Sent && d.Offer != nil:
+			case !d.Sent && d.Offer.Dropped:
 				dropped++
 			case !d.Sent:
 				unsent++

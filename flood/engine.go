@@ -197,8 +197,7 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		offer := record.Offer{Type: typ, Due: off, Measured: measured, Starved: starved, Dropped: drop}
 		e.c.Offered(offer)
 		if drop {
-			dropped := offer // its own copy: only a dropped send's escapes
-			e.c.Settled(prep.Token, record.Outcome{Offer: &dropped})
+			e.c.Settled(prep.Token, record.Outcome{Offer: offer})
 			continue
 		}
 		if e.inflight.Add(1) > int64(e.nworkers) {

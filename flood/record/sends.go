@@ -88,9 +88,11 @@ type Outcome struct {
 	// collector that writes every send down (flood/record/results) needs
 	// beside the token. The worker's, valid only during the call.
 	Delivery *Delivery
-	// Offer is the send dropped for want of a slot, as Offered heard it;
-	// nil for a send handed to a worker or never due.
-	Offer *Offer
+	// Offer is the send dropped for want of a slot, as Offered heard it
+	// (its Dropped set); the zero Offer for a send handed to a worker or
+	// never due. A value, so that a drop, which comes when the dispatcher
+	// is busiest, allocates nothing.
+	Offer Offer
 }
 
 // Stop is how the run ended (flood.Collector.End), after its last

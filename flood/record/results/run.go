@@ -49,8 +49,8 @@ func (r *Run) Settled(token any, o record.Outcome) {
 	if o.Delivery != nil {
 		e.send.d = *o.Delivery
 	}
-	if o.Offer != nil {
-		e.send.o, e.send.offered = *o.Offer, true
+	if o.Offer.Dropped {
+		e.send.o, e.send.offered = o.Offer, true
 	}
 	if r.w.o.Describe != nil {
 		e.send.who = r.w.o.Describe(token)
