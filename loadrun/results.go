@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
@@ -58,8 +59,15 @@ func describeSend(token any) results.Sender {
 			}
 		}
 	}
-	if t.Forgery != nil {
-		s.Forged = string(t.Forgery.Kind)
+	if f := t.Forgery; f != nil {
+		s.Forged = string(f.Kind)
+		if s.Actor == "" && f.Actor != "" {
+			// A forgery is never knocked: the actor it speaks for is on its mark.
+			s.Actor = f.Actor
+			if u, err := url.Parse(f.Actor); err == nil {
+				s.Origin = u.Host
+			}
+		}
 	}
 	return s
 }
