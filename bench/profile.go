@@ -119,6 +119,7 @@ func profiled(ctx context.Context, path string, parts []cpuPart, measure func(co
 func attribute(traces string, parts []cpuPart) (map[string]time.Duration, error) {
 	// A sample's first line: its value and its leaf frame.
 	head := regexp.MustCompile(`^\s*([0-9.]+)(ns|us|µs|ms|s)\s+(\S.*)$`)
+	units := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
 	sums := map[string]time.Duration{}
 	var (
 		value  time.Duration
@@ -158,7 +159,7 @@ func attribute(traces string, parts []cpuPart) (map[string]time.Duration, error)
 			if err != nil {
 				return nil, fmt.Errorf("pprof traces: %q: %w", line, err)
 			}
-			unit := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[2]]
+			unit := units[m[2]]
 			value, any = time.Duration(v*float64(unit)), true
 			frames = append(frames, frameName(m[3]))
 		default:
