@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -127,7 +126,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runtime.GOMAXPROCS(traffic.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
+	defer traffic.PipelineRuntime(0)() // as crowd flood runs a pipeline
 	pl := traffic.NewPipeline(gen, newSigner(), traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(*rate), Nice: *nice})
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

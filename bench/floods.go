@@ -54,13 +54,11 @@ func signCeiling(ctx context.Context, signer *signing.Signer, d traffic.Draft, d
 // cfg.LatenessBound, and signers that kept up: they signed at least 0.99 ×
 // rate during every trial (a full buffer alone would carry a rate above
 // the ceiling through a short trial). workers signers (0: one per core)
-// run under procs GOMAXPROCS (0: traffic.PipelineProcs(), as `crowd flood`
-// sets it); watch, when set, watches each flood.
+// run under procs GOMAXPROCS (0: traffic.PipelineProcs()) and the GC
+// percent `crowd flood` sets (traffic.PipelineRuntime), both put back
+// after the trial; watch, when set, watches each flood.
 func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Generator, signer *signing.Signer, rate float64, workers, procs int, watch trialWatch) outcome {
-	if procs <= 0 {
-		procs = traffic.PipelineProcs() // the signers fill the cores; the dispatcher keeps a P
-	}
-	runtime.GOMAXPROCS(procs)
+	defer traffic.PipelineRuntime(procs)() // as crowd flood runs a pipeline
 	pooled := record.NewStats()
 	var (
 		o        outcome

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"time"
 
 	"go.uber.org/zap"
@@ -239,17 +238,21 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	for _, x := range r.p.rates {
 		maxRate = max(maxRate, x)
 	}
-	runtime.GOMAXPROCS(traffic.PipelineProcs()) // the signers fill the cores; the dispatcher keeps a P
+	restore := traffic.PipelineRuntime(0) // the signers fill the cores; the dispatcher keeps a P
 	pl := traffic.NewPipeline(r.gen, r.signer, traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(maxRate), Nice: r.c.SignerNice, Knocker: r.knock})
+	stop = func() {
+		pl.Close()
+		restore()
+	}
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = pl.Fill(fctx)
 	cancel()
 	if err != nil && ctx.Err() != nil {
-		pl.Close()
+		stop()
 		return nil, fmt.Errorf("%w before the run", ErrInterrupted)
 	}
 	r.shared = pl
-	return pl.Close, nil
+	return stop, nil
 }
 
 // freshSeed is a random, non-zero seed for a run without --seed.

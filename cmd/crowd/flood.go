@@ -91,7 +91,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&c.Timeout, "timeout", def.Timeout, "bound on each send (and each discovery request)")
 	fl.Var(loadrun.ClientValue(&c.Client), "client", "HTTP/1.1 client of the sends: fast (written and read on the sending goroutine, the request's bytes as signed) or nethttp (Go's net/http transport)")
 	fl.Var(loadrun.SigningValue(&c.Signing), "signing", "when requests are signed: pipeline (background signers), presign (all before the run) or jit (in the dispatcher)")
-	fl.IntVar(&c.SignerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads; 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
+	fl.IntVar(&c.SignerNice, "signer-nice", 0, "with --signing=pipeline: OS nice value (1-19) of the signer threads (19 also puts them under SCHED_IDLE: any thread that wakes takes the core from them); 0 leaves them at the crowd's priority. Lowering it keeps sends on time on a machine the crowd has to itself, but beside a SUT it lets the SUT starve the signers")
 	fl.Var(loadrun.MixValue(&c.Mix), "mix", "weighted mix of activity types")
 	fl.Float64Var(&c.Zipf, "zipf", 0, "draw senders from a Zipf distribution with this exponent (> 1); 0 = uniform")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the random draws (types, senders, personas, Poisson arrivals); default a fresh one each run, printed and recorded so --seed replays it")

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +26,8 @@ type PipelineOptions struct {
 	// it to cover a fraction of a second at the run's rate: each request's
 	// Date ages while it waits (see PipelineBuffer).
 	Buffer int
-	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it).
+	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it);
+	// 19 also gives their threads the SCHED_IDLE policy.
 	// On a machine the crowd has to itself it keeps sends on time while
 	// the signers fill every core; beside a SUT it hands the SUT every
 	// cycle it wants first, so the crowd, not the SUT, becomes the
@@ -67,10 +70,36 @@ type Pipeline struct {
 // fill every core the dispatcher has a P even as it sleeps the last
 // stretch before a send in a system call, and the sender it wakes has
 // another (with one spare P, the bench measured a p99 lateness of 4-7 ms
-// at any rate; with two, about 1 ms). Set it before NewPipeline:
-//
-//	runtime.GOMAXPROCS(flood.PipelineProcs())
+// at any rate; with two, about 1 ms). PipelineRuntime sets it.
 func PipelineProcs() int { return runtime.NumCPU() + 2 }
+
+// PipelineGCPercent is the GC percent (GOGC) a pipeline-signing flood runs
+// with. Each collection stops the world twice, and on a machine the
+// signers fill, a stop waits for threads the kernel has not run yet: the
+// bench traced stops of 0.3-1.7 ms, each one making late every send due
+// during it. A pipeline allocates about as much per send as it signs, and
+// at the default 100 it collected two to three times a second at 1 500/s;
+// at 400 a quarter as often, for a heap up to five times the live one.
+const PipelineGCPercent = 400
+
+// PipelineRuntime sets the process up for a pipeline-signing flood:
+// GOMAXPROCS procs (0: PipelineProcs()) and, unless the environment sets
+// GOGC, PipelineGCPercent. Call it before NewPipeline; restore puts both
+// back as they were.
+func PipelineRuntime(procs int) (restore func()) {
+	if procs <= 0 {
+		procs = PipelineProcs()
+	}
+	prevProcs := runtime.GOMAXPROCS(procs)
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() { runtime.GOMAXPROCS(prevProcs) }
+	}
+	prevGC := debug.SetGCPercent(PipelineGCPercent)
+	return func() {
+		debug.SetGCPercent(prevGC)
+		runtime.GOMAXPROCS(prevProcs)
+	}
+}
 
 // NewPipeline starts o.Workers signers (default: one per core), each with its own Stream of gen
 // and the shared (goroutine-safe) signer; they run until Close.

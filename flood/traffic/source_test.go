@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,6 +48,44 @@ func requestOf(p *flood.Prepared) *http.Request {
 }
 
 // signedGenerator is a generator of signable activities from w's actors to
+
+// TestPipelineRuntime: a pipeline flood runs with PipelineProcs Ps and the
+// GC percent PipelineGCPercent, unless GOGC in the environment says
+// otherwise, and restore puts the process back as it was.
+func TestPipelineRuntime(t *testing.T) {
+	gcPercent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	procs0, gc0 := runtime.GOMAXPROCS(0), gcPercent()
+	for _, tc := range []struct {
+		name     string
+		gogc     string // "": unset
+		procs    int
+		wantGC   int
+		wantProc int
+	}{
+		{"the defaults", "", 0, PipelineGCPercent, PipelineProcs()},
+		{"one core's flood", "", 3, PipelineGCPercent, 3},
+		{"GOGC set by the user wins", "50", 0, gc0, PipelineProcs()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.gogc != "" {
+				t.Setenv("GOGC", tc.gogc)
+			} else if _, set := os.LookupEnv("GOGC"); set {
+				t.Setenv("GOGC", "")
+				os.Unsetenv("GOGC")
+			}
+			restore := PipelineRuntime(tc.procs)
+			procs, gc := runtime.GOMAXPROCS(0), gcPercent()
+			restore()
+			if procs != tc.wantProc || gc != tc.wantGC {
+				t.Errorf("during: GOMAXPROCS %d, GC percent %d; want %d, %d", procs, gc, tc.wantProc, tc.wantGC)
+			}
+			if p, g := runtime.GOMAXPROCS(0), gcPercent(); p != procs0 || g != gc0 {
+				t.Errorf("after: GOMAXPROCS %d, GC percent %d; want %d, %d as before", p, g, procs0, gc0)
+			}
+		})
+	}
+}
+
 // two personas on sut.test.
 func signedGenerator(t testing.TB, w *actors.World, onFollow func(FollowRegistration)) *Generator {
 	t.Helper()
