@@ -252,14 +252,20 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 		return
 	}
 	b.rep.Details[key] = all
-	var cpu []float64
+	var cpu, kernel []float64
 	for _, r := range all["wrk replay"] {
 		cpu = append(cpu, cpuPerRequest(r))
+		if r.ClientCPU > 0 {
+			kernel = append(kernel, r.ClientSys/r.ClientCPU)
+		}
 	}
 	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
 		CeilingName: fmt.Sprintf("%s replaying the flood's %d presigned requests in order, cycling, 1 thread, %d connections", w.version, len(pool), conns)}
-	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request; %d connections = those the flood dialled at its max%s",
-		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), conns, badNote(all))
+	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request (%.0f %% in the kernel); %d connections = those the flood dialled at its max%s",
+		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), 100*median(kernel), conns, badNote(all))
+	if bt != nil && bt.CPUPerSend > 0 {
+		how = fmt.Sprintf("flood client CPU %.1f µs/send at its max (%.0f %% in the kernel); %s", bt.CPUPerSend, 100*bt.KernelShare, how)
+	}
 	switch {
 	case bt == nil:
 		row.Met = met(false)

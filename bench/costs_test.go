@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -232,5 +233,35 @@ func TestWrkReplaysPresigned(t *testing.T) {
 	r := w.run(ctx, script, addr, 2, time.Second)
 	if r.Bad != 0 || r.OK < int64(len(pool)) {
 		t.Fatalf("wrk replaying %d presigned requests to a verifier: %+v", len(pool), r)
+	}
+}
+
+// TestCPUPerSend: a flood trial's client CPU is divided by every send of
+// its timeline, warm-up ticks included, and split into the kernel's share.
+func TestCPUPerSend(t *testing.T) {
+	ticks := func(sent ...int64) []record.Tick {
+		var tl []record.Tick
+		for i, n := range sent {
+			tl = append(tl, record.Tick{T: i + 1, Sent: n, Warmup: i == 0})
+		}
+		return tl
+	}
+	for _, tc := range []struct {
+		name           string
+		before, after  cpuTimes
+		timeline       []record.Tick
+		wantUS, wantKS float64
+	}{
+		// 0.3 s user + 0.9 s system over 40 000 sends: 30 µs each, 3/4 kernel.
+		{"warm-up counted", cpuTimes{1, 2}, cpuTimes{1.3, 2.9}, ticks(10000, 30000), 30, 0.75},
+		// nothing sent: no figure rather than a division by zero.
+		{"no sends", cpuTimes{1, 2}, cpuTimes{1.3, 2.9}, ticks(0, 0), 0, 0},
+		// getrusage failed (zero after): no figure.
+		{"no CPU reading", cpuTimes{1, 2}, cpuTimes{}, ticks(100), 0, 0},
+	} {
+		us, ks := tc.after.perSend(tc.before, tc.timeline)
+		if math.Abs(us-tc.wantUS) > 1e-9 || math.Abs(ks-tc.wantKS) > 1e-9 {
+			t.Errorf("%s: %.3f µs/send, kernel %.3f; want %.3f, %.3f", tc.name, us, ks, tc.wantUS, tc.wantKS)
+		}
 	}
 }

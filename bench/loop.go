@@ -30,6 +30,8 @@ type loopResult struct {
 	// ClientCPU is the user+system CPU the client process used, in
 	// seconds (wrk only: the Go client shares the bench's process).
 	ClientCPU float64 `json:"client_cpu_seconds,omitempty"`
+	// ClientSys is the system part of ClientCPU (wrk only).
+	ClientSys float64 `json:"client_sys_seconds,omitempty"`
 }
 
 // closedLoop sends requests made by mk (i counts up from 0, shared by all

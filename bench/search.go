@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -38,9 +39,15 @@ type outcome struct {
 	Results       int64   `json:"results,omitempty"`         // vegeta: results received, warm-up included
 	FirstError    string  `json:"first_error,omitempty"`     // the first answer in the window that was not 2xx
 	Conns         int64   `json:"conns,omitempty"`           // flood: connections its transport dialled in the trial
-	KeptPace      bool    `json:"kept_pace"`                 // sustained but for the latency and lateness bounds
-	Pass          bool    `json:"pass"`
-	Why           string  `json:"why,omitempty"` // what failed
+	// CPUPerSend is the bench process's CPU (user + system) per send over
+	// the flood trial, warm-up included, in µs, and KernelShare the part
+	// of it spent in the kernel: the flood's client cost beside wrk's (the
+	// sink is another process; nothing else runs in the bench's meanwhile).
+	CPUPerSend  float64 `json:"cpu_us_per_send,omitempty"`
+	KernelShare float64 `json:"kernel_share,omitempty"`
+	KeptPace    bool    `json:"kept_pace"` // sustained but for the latency and lateness bounds
+	Pass        bool    `json:"pass"`
+	Why         string  `json:"why,omitempty"` // what failed
 }
 
 // judge decides whether the rate was sustained: success >= 99 %, achieved
@@ -195,12 +202,14 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		also, progress = watch(&plan)
 	}
 	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
+	before := processCPU()
 	if err := flood.Run(ctx, plan, flood.Collectors(rec, also)); err != nil {
 		o.Why = err.Error()
 		return o, nil
 	}
 	res := rec.Result()
 	o.Conns = conns.Load()
+	o.CPUPerSend, o.KernelShare = processCPU().perSend(before, res.Timeline)
 	o.take(res.Overall, res.Measured)
 	if res.Partial {
 		o.Why = "partial: " + string(res.Reason)
@@ -305,4 +314,30 @@ func vegetaTrial(ctx context.Context, targets []vegeta.Target, rate float64, cfg
 	}
 	o.LatencyP99MS = usToMS(lat.ValueAtQuantile(99))
 	return o
+}
+
+// cpuTimes is the user and system CPU a process used, in seconds.
+type cpuTimes struct{ user, sys float64 }
+
+// processCPU is the bench process's CPU so far (zero where getrusage fails).
+func processCPU() cpuTimes {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return cpuTimes{}
+	}
+	return cpuTimes{tvSeconds(ru.Utime), tvSeconds(ru.Stime)}
+}
+
+// perSend is the CPU used since before per send of timeline (every tick's
+// sends, warm-up included), in µs, and the kernel's share of it.
+func (c cpuTimes) perSend(before cpuTimes, timeline []record.Tick) (us, kernel float64) {
+	var sent int64
+	for _, tk := range timeline {
+		sent += tk.Sent
+	}
+	user, sys := c.user-before.user, c.sys-before.sys
+	if sent == 0 || user+sys <= 0 {
+		return 0, 0
+	}
+	return 1e6 * (user + sys) / float64(sent), sys / (user + sys)
 }

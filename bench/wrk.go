@@ -196,6 +196,7 @@ func (w *wrkClient) run(ctx context.Context, script, addr string, conc int, d ti
 	r := loopResult{Client: clientWrk}
 	if cmd.ProcessState != nil {
 		r.ClientCPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		r.ClientSys = cmd.ProcessState.SystemTime().Seconds()
 	}
 	if err != nil {
 		r.Bad, r.FirstBad = 1, fmt.Sprintf("wrk: %v: %s", err, lastLines(errOut.String()+out.String(), 3))
