@@ -192,7 +192,43 @@ func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *searc
 	}
 	details["budget"] = budget
 	row.Notes = fmt.Sprintf("%s%s on %d cores; %s", prefix, budget, runtime.NumCPU(), how)
+	if pt := trialAt(pipe.trials, at); pt != nil && pt.CPUPerSend > 0 {
+		// The budget above prices a send at the presigned flood's maximum,
+		// where its wake-ups are shared by many sends; at the pipeline's
+		// rate each send pays its own, so the process's CPU is read there.
+		runtime.GC()
+		same, _ := floodTrial(ctx, "presigned", &cycle{reqs: pool}, at, b.cfg, nil)
+		b.logTrial(same)
+		cpu := cpuBudget{Pipeline: pt.CPUPerSend, Send: same.CPUPerSend, SendKernel: same.KernelShare,
+			Sign: float64(runtime.NumCPU()) * 1e6 / sign}
+		details["cpu_budget"] = cpu
+		row.Notes = fmt.Sprintf("%s; %s at %s", row.Notes, cpu, formatValue(at, "/s"))
+	}
 	b.rep.set(row)
+}
+
+// trialAt is the last trial of trials at rate that kept pace, or nil.
+func trialAt(trials []outcome, rate float64) *outcome {
+	for i := len(trials) - 1; i >= 0; i-- {
+		if t := &trials[i]; t.Rate == rate && t.KeptPace {
+			return t
+		}
+	}
+	return nil
+}
+
+// cpuBudget is the flood process's own CPU per send at one rate, in µs
+// (getrusage over a trial ÷ its sends; the sink, another process, is not
+// in it): the pipeline's; a presigned flood's at the same rate, with its
+// share in the kernel; and a signature's, from signing alone on every core.
+// What the pipeline spends beyond the last two is its coordination.
+type cpuBudget struct {
+	Pipeline, Send, SendKernel, Sign float64
+}
+
+func (c cpuBudget) String() string {
+	return fmt.Sprintf("the flood process's CPU per send (getrusage): pipeline %.1f µs, presigned flood at the same rate %.1f µs (%.0f %% in the kernel), a signature %.1f µs, the rest %.1f µs",
+		c.Pipeline, c.Send, 100*c.SendKernel, c.Sign, c.Pipeline-c.Send-c.Sign)
 }
 
 // floodConns is how many connections the flood used at its maximum (its

@@ -265,3 +265,31 @@ func TestCPUPerSend(t *testing.T) {
 		}
 	}
 }
+
+// TestTrialAt: the CPU budget reads the pipeline's last trial at the rate
+// that kept pace, never a failed try of the same rate.
+func TestTrialAt(t *testing.T) {
+	trials := []outcome{
+		{Rate: 1000, KeptPace: true, CPUPerSend: 1},
+		{Rate: 2000, KeptPace: false, CPUPerSend: 2},
+		{Rate: 2000, KeptPace: true, CPUPerSend: 3},
+		{Rate: 2000, KeptPace: false, CPUPerSend: 4},
+	}
+	for _, tc := range []struct {
+		name string
+		rate float64
+		want float64 // CPUPerSend of the trial found; 0 = none
+	}{
+		{"the only trial at the rate", 1000, 1},
+		{"the one that kept pace, not the failed retries around it", 2000, 3},
+		{"no trial at the rate", 1500, 0},
+	} {
+		got := 0.0
+		if o := trialAt(trials, tc.rate); o != nil {
+			got = o.CPUPerSend
+		}
+		if got != tc.want {
+			t.Errorf("%s: trial with CPU %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
