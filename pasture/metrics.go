@@ -22,8 +22,14 @@ type httpMetrics struct {
 	// The children already made, by label values: WithLabelValues hashes
 	// and looks up its labels on every call, a tenth of a cached
 	// document's whole cost. Bounded: origins × routes × statuses seen.
-	counters  sync.Map // requestLabels → prometheus.Counter
-	observers sync.Map // route → prometheus.Observer
+	series sync.Map // requestLabels → *requestSeries
+}
+
+// requestSeries are the children one request counts in: its requests
+// counter and its route's latency histogram, found in one lookup.
+type requestSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // requestLabels are the label values of one requests counter.
@@ -48,20 +54,16 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 	return m
 }
 
-func (m *httpMetrics) counter(l requestLabels) prometheus.Counter {
-	if c, ok := m.counters.Load(l); ok {
-		return c.(prometheus.Counter)
+// seriesOf is the children a request with labels l counts in.
+func (m *httpMetrics) seriesOf(l requestLabels) *requestSeries {
+	if s, ok := m.series.Load(l); ok {
+		return s.(*requestSeries)
 	}
-	c, _ := m.counters.LoadOrStore(l, m.requests.WithLabelValues(l.origin, l.route, strconv.Itoa(l.status)))
-	return c.(prometheus.Counter)
-}
-
-func (m *httpMetrics) observer(route string) prometheus.Observer {
-	if o, ok := m.observers.Load(route); ok {
-		return o.(prometheus.Observer)
-	}
-	o, _ := m.observers.LoadOrStore(route, m.latency.WithLabelValues(route))
-	return o.(prometheus.Observer)
+	s, _ := m.series.LoadOrStore(l, &requestSeries{
+		requests: m.requests.WithLabelValues(l.origin, l.route, strconv.Itoa(l.status)),
+		latency:  m.latency.WithLabelValues(l.route),
+	})
+	return s.(*requestSeries)
 }
 
 // NewRegistry is a metrics registry with the Go runtime and process
@@ -78,15 +80,18 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		sw := statuswriter.New(w)
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			if p := rc.RoutePattern(); p != "" {
+				route = p
+			}
 		}
 		// Unknown hosts share one label, so a scan can't grow the series.
 		origin := "unknown"
 		if o := originOf(r); o != nil {
 			origin = o.Host
 		}
-		m.counter(requestLabels{origin, route, sw.Status()}).Inc()
-		m.observer(route).Observe(time.Since(start).Seconds())
+		s := m.seriesOf(requestLabels{origin, route, sw.Status()})
+		s.requests.Inc()
+		s.latency.Observe(time.Since(start).Seconds())
 	})
 }
