@@ -32,7 +32,7 @@ func TestHostResolvedOncePerRequest(t *testing.T) {
 		lookups.Add(1)
 		return world.Origin(host)
 	}
-	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil), &weather.HTTP{})
+	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry(), world.Origins), fetchback.New(nil), &weather.HTTP{})
 	if err != nil {
 		t.Fatal(err)
 	}
