@@ -277,11 +277,17 @@ func (w *World) Gone(a *Actor, path string) (TombstoneDoc, bool) {
 	if at, ok := w.Changes.Deleted(a.ID); ok {
 		return Tombstone(a.ID, a.Kind, at), true
 	}
-	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(parts) < 2 || parts[0] != objNotes || len(parts) == 3 && parts[2] == "delete" {
+	// Cut, not Split: the actor's own document asks with path "" on every
+	// GET, and a split is an allocation.
+	kind, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok || kind != objNotes {
 		return TombstoneDoc{}, false
 	}
-	id := a.ID + "/" + objNotes + "/" + parts[1]
+	seq, verb, more := strings.Cut(rest, "/")
+	if more && verb == "delete" { // a note's Delete is not gone with it
+		return TombstoneDoc{}, false
+	}
+	id := a.ID + "/" + objNotes + "/" + seq
 	if at, ok := w.Changes.Deleted(id); ok {
 		return Tombstone(id, "Note", at), true
 	}

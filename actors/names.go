@@ -49,7 +49,11 @@ func DisplayName(username, host string) string {
 // round numbers beyond seven digits (more actors than a world may have)
 // are refused before any arithmetic can overflow.
 func actorIndex(name string) (int, bool) {
-	base := strings.TrimRight(name, "0123456789")
+	end := len(name) // the digits trimmed by hand: TrimRight builds its set on every call
+	for end > 0 && name[end-1] >= '0' && name[end-1] <= '9' {
+		end--
+	}
+	base := name[:end]
 	round := 0
 	if digits := name[len(base):]; digits != "" {
 		n, err := strconv.Atoi(digits)

@@ -338,3 +338,13 @@ func TestBorrowedKeysAreReadOnly(t *testing.T) {
 		t.Errorf("borrowing wrote into the state: %v", ents)
 	}
 }
+
+// TestWorldEpoch: the epoch from Unix seconds is the very time.Time the
+// calendar makes for 2026-01-01 UTC, location included, so documents
+// print it as they always have.
+func TestWorldEpoch(t *testing.T) {
+	want := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if got := worldEpoch(); got != want {
+		t.Errorf("worldEpoch() = %#v, want %#v", got, want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/discardwriter"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -175,7 +176,7 @@ func BenchmarkInboxServeHTTP(b *testing.B) {
 		}{{"inbox", addressed(w, in).ServeHTTP}, {"bare", bare}} {
 			b.Run("handler="+h.name+"/body="+kind, func(b *testing.B) {
 				b.ReportAllocs()
-				rw := &discardWriter{header: http.Header{}}
+				rw := discardwriter.New()
 				cpu0, cpuOK := processCPU()
 				i := 0
 				for b.Loop() {
@@ -184,11 +185,10 @@ func BenchmarkInboxServeHTTP(b *testing.B) {
 					r := &http.Request{Method: http.MethodPost, URL: u, Host: u.Host, Header: p.header,
 						Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, RemoteAddr: "127.0.0.1:40000",
 						RequestURI: "/inbox", ContentLength: int64(len(p.body)), Body: io.NopCloser(bytes.NewReader(p.body))}
-					clear(rw.header)
-					rw.status = 0
+					rw.Reset()
 					h.serve(rw, r)
-					if rw.status != http.StatusAccepted {
-						b.Fatalf("delivery %d: %d", i, rw.status)
+					if rw.Status() != http.StatusAccepted {
+						b.Fatalf("delivery %d: %d", i, rw.Status())
 					}
 				}
 				if cpu1, ok := processCPU(); ok && cpuOK {
@@ -197,24 +197,6 @@ func BenchmarkInboxServeHTTP(b *testing.B) {
 			})
 		}
 	}
-}
-
-// discardWriter is the cheapest http.ResponseWriter: the benchmark
-// measures the handler, not httptest.ResponseRecorder.
-type discardWriter struct {
-	header http.Header
-	status int
-}
-
-func (w *discardWriter) Header() http.Header { return w.header }
-func (w *discardWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-func (w *discardWriter) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return len(p), nil
 }
 
 // BenchmarkLineEncoder is the activity log writer's cost of one journal

@@ -32,7 +32,7 @@ func TestHostResolvedOncePerRequest(t *testing.T) {
 		lookups.Add(1)
 		return world.Origin(host)
 	}
-	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil), &weather.HTTP{})
+	h, err := originRouter(world, lookup, "test", in, newHTTPMetrics(prometheus.NewRegistry(), world.Origins), fetchback.New(nil), &weather.HTTP{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +44,8 @@ func TestHostResolvedOncePerRequest(t *testing.T) {
 	}{
 		// A document: the handler reads the origin the router found.
 		{"actor document", http.MethodGet, "flood2.test", "/users/alice", 200, `"id": "https://flood2.test/users/alice"`},
+		// Discovery: the JRD's origin is the one the router found.
+		{"webfinger", http.MethodGet, "flood2.test", "/.well-known/webfinger?resource=acct:alice@flood2.test", 200, `"subject": "acct:alice@flood2.test"`},
 		// Unknown hosts are refused by the router's one look-up.
 		{"unknown host", http.MethodGet, "flood9.test", "/users/alice", 404, `no origin "flood9.test"`},
 		// The inboxes get the recipient (an unsigned Like is refused only after it is found).

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -24,7 +25,6 @@ import (
 // they count its answers with their status.
 func originRouter(world *actors.World, lookup func(host string) (*actors.Origin, bool), version string, inbox http.Handler, m *httpMetrics, fetch *fetchback.Windows, sky *weather.HTTP) (http.Handler, error) {
 	r := chi.NewRouter()
-	r.Use(resolveHost(lookup))
 	r.Use(m.middleware)
 	r.Use(fetch.Middleware) // what the SUT fetches back, by run (pasture/fetchback)
 	// A nil sky is no weather at all: the benchmark's baseline.
@@ -45,6 +45,7 @@ func originRouter(world *actors.World, lookup func(host string) (*actors.Origin,
 	if err != nil {
 		return nil, err
 	}
+	wf.Origin = originOf
 	r.Get("/.well-known/webfinger", wf.WebFinger)
 	r.Get("/.well-known/host-meta", wf.HostMeta)
 	r.Get("/.well-known/host-meta.json", wf.HostMeta)
@@ -52,7 +53,7 @@ func originRouter(world *actors.World, lookup func(host string) (*actors.Origin,
 	r.Get("/nodeinfo/2.0", wf.NodeInfo("2.0"))
 	r.Get("/nodeinfo/2.1", wf.NodeInfo("2.1"))
 
-	d := documents{world: world, images: actors.NewImages(16)}
+	d := documents{world: world, images: actors.NewImages(16), headers: newDocHeaders()}
 	r.Get("/", d.home)
 	r.Get("/actor", d.instanceActor)
 	r.Get("/actor/{collection:outbox|followers|following}", d.instanceCollection)
@@ -80,31 +81,65 @@ func originRouter(world *actors.World, lookup func(host string) (*actors.Origin,
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path), http.StatusMethodNotAllowed)
 	})
-	return r, nil
+	return newOriginServer(lookup, r), nil
 }
 
-// hostKey carries the origin a request's Host names, as resolveHost found it.
+// hostKey carries the origin a request's Host names, as originServer found it.
 type hostKey struct{}
 
-// resolveHost looks a request's Host up once, before anything else, for the metrics, the
-// 404 of an unknown host, the documents and the inboxes alike.
-func resolveHost(lookup func(host string) (*actors.Origin, bool)) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			o, _ := lookup(r.Host)
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostKey{}, o)))
-		})
-	}
+// originServer looks a request's Host up once, before anything else, for the metrics, the
+// 404 of an unknown host, the documents and the inboxes alike, and hands the router the
+// request with the origin and chi's routing context in one context value: chi would
+// otherwise add its own (a copy of the request and a context), and those two copies were
+// a third of what a GET of a rendered document allocated.
+type originServer struct {
+	lookup func(host string) (*actors.Origin, bool)
+	mux    *chi.Mux
+	routes sync.Pool // *chi.Context, reset and reused as chi's own Mux does
 }
 
-// originOf is the origin resolveHost found for r; nil for a host the crowd doesn't serve
+func newOriginServer(lookup func(host string) (*actors.Origin, bool), mux *chi.Mux) *originServer {
+	return &originServer{lookup: lookup, mux: mux, routes: sync.Pool{New: func() any { return chi.NewRouteContext() }}}
+}
+
+// ServeHTTP routes r with its origin resolved; the mux finds the routing context ready and
+// uses it, as it does a parent router's.
+func (s *originServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o, _ := s.lookup(r.Host)
+	rc := s.routes.Get().(*chi.Context)
+	rc.Reset()
+	rc.Routes = s.mux
+	s.mux.ServeHTTP(w, r.WithContext(&originContext{Context: r.Context(), route: rc, origin: o}))
+	s.routes.Put(rc)
+}
+
+// originContext is a request's context with its origin (nil for a host the crowd doesn't
+// serve) and chi's routing context, answered without a chain of context.WithValue.
+type originContext struct {
+	context.Context
+	route  *chi.Context
+	origin *actors.Origin
+}
+
+// Value answers the two keys originServer set and asks the parent for any other.
+func (c *originContext) Value(key any) any {
+	switch key {
+	case chi.RouteCtxKey:
+		return c.route
+	case hostKey{}:
+		return c.origin
+	}
+	return c.Context.Value(key)
+}
+
+// originOf is the origin originServer found for r; nil for a host the crowd doesn't serve
 // (knownOrigin answers those before any handler).
 func originOf(r *http.Request) *actors.Origin {
 	o, _ := r.Context().Value(hostKey{}).(*actors.Origin)
 	return o
 }
 
-// originHost is the host name of the origin resolveHost found for r; "" for a host the crowd
+// originHost is the host name of the origin originServer found for r; "" for a host the crowd
 // doesn't serve.
 func originHost(r *http.Request) string {
 	if o := originOf(r); o != nil {
@@ -148,8 +183,20 @@ func addressed(in http.Handler, at func(r *http.Request) crowdinbox.Recipient) h
 }
 
 type documents struct {
-	world  *actors.World
-	images *actors.Images // the media's pixels, kept per size
+	world   *actors.World
+	images  *actors.Images // the media's pixels, kept per size
+	headers docHeaders
+}
+
+// docHeaders are the header values a rendered document is answered with, made once, so
+// that answering one allocates no header. net/http only reads them, and a later Add
+// appends to a full slice, which copies it: the shared arrays are never written.
+type docHeaders struct {
+	activity, ld, vary []string
+}
+
+func newDocHeaders() docHeaders {
+	return docHeaders{activity: []string{actors.ContentTypeActivity}, ld: []string{actors.ContentTypeLD}, vary: []string{"Accept"}}
 }
 
 func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {
@@ -173,10 +220,16 @@ func wantsHTML(r *http.Request) bool {
 // apContentType answers in the media type the client asked for: ld+json
 // with the ActivityStreams profile if it asked for that, else activity+json.
 func apContentType(r *http.Request) string {
-	if strings.Contains(r.Header.Get("Accept"), "application/ld+json") && !strings.Contains(r.Header.Get("Accept"), "application/activity+json") {
+	if wantsLD(r) {
 		return actors.ContentTypeLD
 	}
 	return actors.ContentTypeActivity
+}
+
+// wantsLD reports whether the client asked for ld+json and not activity+json.
+func wantsLD(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/ld+json") && !strings.Contains(accept, "application/activity+json")
 }
 
 func writeDoc(w http.ResponseWriter, r *http.Request, doc any) {
@@ -195,33 +248,37 @@ func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 	if !ok || d.gone(w, r, a, "") {
 		return
 	}
-	if p := d.world.Profile(a); p != nil && !wantsHTML(r) {
+	html := wantsHTML(r)
+	if p := d.world.Profile(a); p != nil && !html {
 		writeDoc(w, r, p)
 		return
 	}
-	if wantsHTML(r) {
+	if html {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Vary", "Accept")
 		w.Write(a.ProfileHTML())
 		return
 	}
-	writeRaw(w, r, a.DocumentJSON())
+	d.writeRaw(w, r, a.DocumentJSON())
 }
 
 func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 	o := originOf(r)
-	writeRaw(w, r, o.Instance.DocumentJSON())
+	d.writeRaw(w, r, o.Instance.DocumentJSON())
 }
 
 // writeRaw answers with an already rendered document.
-func writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+func (d documents) writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
 	if doc == nil { // actors.Actor.DocumentJSON: a key file damaged since the start
 		http.Error(w, "this actor's key cannot be loaded from the crowd's state directory; the crowd's log names the file", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
-	h["Content-Type"] = []string{apContentType(r)}
-	h["Vary"] = []string{"Accept"}
+	h["Content-Type"] = d.headers.activity
+	if wantsLD(r) {
+		h["Content-Type"] = d.headers.ld
+	}
+	h["Vary"] = d.headers.vary
 	w.Write(doc)
 }
 
@@ -231,7 +288,7 @@ func (d documents) profile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsHTML(r) && strings.Contains(r.Header.Get("Accept"), "json") {
-		writeRaw(w, r, a.DocumentJSON())
+		d.writeRaw(w, r, a.DocumentJSON())
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -141,7 +141,7 @@ func New(cfg Config) (*Pasture, error) {
 		return nil, err
 	}
 	weatherHTTP := &weather.HTTP{Sky: p.sky, Closing: p.closing}
-	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg), p.fetch, weatherHTTP); err != nil {
+	if p.origins, err = originRouter(cfg.World, cfg.World.Origin, cfg.Version, cfg.Inbox, newHTTPMetrics(reg, cfg.World.Origins), p.fetch, weatherHTTP); err != nil {
 		return nil, err
 	}
 	if cfg.AdminAddr != "" && AdminOffLoopback(cfg.AdminAddr) {

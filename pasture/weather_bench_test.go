@@ -48,7 +48,7 @@ func BenchmarkWeather(b *testing.B) {
 			sky.Set(f)
 			h = &weather.HTTP{Sky: sky}
 		}
-		r, err := originRouter(world, world.Origin, "bench", in, newHTTPMetrics(prometheus.NewRegistry()), fetchback.New(nil), h)
+		r, err := originRouter(world, world.Origin, "bench", in, newHTTPMetrics(prometheus.NewRegistry(), world.Origins), fetchback.New(nil), h)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -103,8 +103,16 @@ type Handlers struct {
 	World *actors.World
 	// Version is the crowd's version, shown in NodeInfo.
 	Version string
+	// Origin is the origin a request is for, as the caller's router
+	// already found it from the Host (nil: none it serves), so that a
+	// request's Host is looked up once; nil looks the Host up in World.
+	Origin func(r *http.Request) *actors.Origin
 
 	jrd *lru.Cache[string, []byte] // rendered JRDs by actor id, when made by NewHandlers
+	// The header values of a rendered JRD, made once with jrd, so that
+	// answering one allocates no header. net/http only reads them, and a
+	// later Add appends to a full slice, which copies it.
+	jrdType, anyOrigin []string
 }
 
 // JRDCacheSize bounds how many rendered JRDs NewHandlers' Handlers keep:
@@ -119,11 +127,17 @@ func NewHandlers(world *actors.World, version string) (Handlers, error) {
 	if err != nil {
 		return Handlers{}, err
 	}
-	return Handlers{World: world, Version: version, jrd: jrd}, nil
+	return Handlers{World: world, Version: version, jrd: jrd, jrdType: []string{ContentTypeJRD}, anyOrigin: []string{"*"}}, nil
 }
 
 func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin, bool) {
-	o, ok := h.World.Origin(r.Host)
+	var o *actors.Origin
+	if h.Origin != nil {
+		o = h.Origin(r)
+	} else {
+		o, _ = h.World.Origin(r.Host)
+	}
+	ok := o != nil
 	if !ok {
 		http.Error(w, fmt.Sprintf("no origin %q is served here", r.Host), http.StatusNotFound)
 	}
@@ -165,8 +179,8 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 			h.jrd.Add(a.ID, b)
 		}
 		hdr := w.Header()
-		hdr["Content-Type"] = []string{ContentTypeJRD}
-		hdr["Access-Control-Allow-Origin"] = []string{"*"}
+		hdr["Content-Type"] = h.jrdType
+		hdr["Access-Control-Allow-Origin"] = h.anyOrigin
 		w.Write(b)
 		return
 	}
