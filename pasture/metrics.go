@@ -145,11 +145,16 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := statuswriter.New(w)
 		next.ServeHTTP(sw, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil {
-			if p := rc.RoutePattern(); p != "" {
-				route = p
+		// The pattern the router set on the request (chi and the direct routes alike), or, for a
+		// request a middleware copied before the router saw it, the routing context's.
+		route := r.Pattern
+		if route == "" {
+			if rc := chi.RouteContext(r.Context()); rc != nil {
+				route = rc.RoutePattern()
 			}
+		}
+		if route == "" {
+			route = "unmatched"
 		}
 		s := m.seriesOf(originOf(r), route, sw.Status())
 		s.requests.Inc()
