@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"math/bits"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -21,13 +22,22 @@ import (
 // landed there (its sleeps overran by 1-4 ms a few times a second at
 // 1 500/s). A SCHED_IDLE thread is preempted by any other thread that wakes.
 //
-// The returned func restores the thread's policy and priority and unpins
-// it, so the thread goes back to the runtime's pool instead of exiting
-// with the goroutine: a thread that exits would fire the parent-death
-// signal of any child process it happened to start. Without the privilege
-// to raise a priority again (CAP_SYS_NICE), the thread stays pinned and
-// exits.
-func backgroundThread(nice int) (restore func()) {
+// The thread is also bound to one CPU, the slot-th (wrapping) of those it
+// may run on: signer i to CPU i. The kernel balances runnable threads
+// across CPUs by weight, and a thread this low weighs next to nothing (3
+// against a normal thread's 1 024 under SCHED_IDLE, 15 at nice 19), so it
+// left both signers queued on one CPU a third of the time while the other
+// sat idle: on two cores at 3 000/s, 0.3 cores idle with both signers
+// runnable, and the signers short of the rate. Bound, each signer takes
+// what its own CPU leaves.
+//
+// The returned func restores the thread's CPUs, policy and priority and
+// unpins it, so the thread goes back to the runtime's pool instead of
+// exiting with the goroutine: a thread that exits would fire the
+// parent-death signal of any child process it happened to start. Without
+// the privilege to raise a priority again (CAP_SYS_NICE), or when any of
+// them cannot be restored, the thread stays pinned and exits.
+func backgroundThread(nice, slot int) (restore func()) {
 	if nice < 1 || nice > 19 {
 		return func() {}
 	}
@@ -40,14 +50,73 @@ func backgroundThread(nice int) (restore func()) {
 		return func() {}
 	}
 	idle := nice == 19 && setPolicy(tid, schedIdle) == nil
+	cpus, err := getAffinity(tid)
+	bound := false
+	if one, ok := cpus.nth(slot); err == nil && ok {
+		bound = setAffinity(tid, &one) == nil
+	}
 	return func() {
+		if bound && setAffinity(tid, &cpus) != nil {
+			return // still bound: the thread must not serve anyone else
+		}
 		if idle && setPolicy(tid, schedOther) != nil {
-			return // still idle: the thread must not serve anyone else
+			return // still idle
 		}
 		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) == nil {
 			runtime.UnlockOSThread()
 		}
 	}
+}
+
+// cpuMask is a CPU affinity mask of sched_setaffinity(2), for up to 1 024
+// CPUs (the kernel's CPU_SETSIZE).
+type cpuMask [16]uint64
+
+// getAffinity is the set of CPUs thread tid may run on.
+func getAffinity(tid int) (cpuMask, error) {
+	var m cpuMask
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m)))
+	if errno != 0 {
+		return m, errno
+	}
+	return m, nil
+}
+
+// setAffinity lets thread tid run on the CPUs of m only.
+func setAffinity(tid int, m *cpuMask) error {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// nth is the mask of the n-th CPU of m, counting from the lowest and
+// wrapping past the last (n ≥ 0); false when m holds none.
+func (m *cpuMask) nth(n int) (cpuMask, bool) {
+	count := 0
+	for _, w := range m {
+		count += bits.OnesCount64(w)
+	}
+	if count == 0 || n < 0 {
+		return cpuMask{}, false
+	}
+	n %= count
+	for i, w := range m {
+		if c := bits.OnesCount64(w); n >= c {
+			n -= c
+			continue
+		}
+		for ; ; w &= w - 1 { // drop the lowest CPU until the n-th is lowest
+			if n == 0 {
+				var one cpuMask
+				one[i] = w & -w
+				return one, true
+			}
+			n--
+		}
+	}
+	return cpuMask{}, false
 }
 
 // The scheduling policies of sched(7) the signers move between.

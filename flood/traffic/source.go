@@ -27,7 +27,8 @@ type PipelineOptions struct {
 	// Date ages while it waits (see PipelineBuffer).
 	Buffer int
 	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it);
-	// 19 also gives their threads the SCHED_IDLE policy.
+	// 19 also gives their threads the SCHED_IDLE policy, and a lowered
+	// signer is bound to a CPU of its own while it signs.
 	// On a machine the crowd has to itself it keeps sends on time while
 	// the signers fill every core; beside a SUT it hands the SUT every
 	// cycle it wants first, so the crowd, not the SUT, becomes the
@@ -112,12 +113,12 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{gen: gen, ch: make(chan *flood.Prepared, o.Buffer), ctx: ctx, cancel: cancel}
-	for range o.Workers {
+	for i := range o.Workers {
 		st := gen.Stream()
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer backgroundThread(o.Nice)()
+			defer backgroundThread(o.Nice, i)() // signer i on the i-th CPU
 			for ctx.Err() == nil {
 				d, err := st.Next()
 				var prep *flood.Prepared
