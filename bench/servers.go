@@ -390,7 +390,7 @@ func (b *bench) documentsSection(ctx context.Context) {
 			row.Ratio = crowd / bareRate
 		}
 		row.Met = met(row.Ratio >= least && !anyBad(all))
-		row.Notes = fmt.Sprintf("%d documents (%d B mean) round robin, each answered 200 by both servers before measuring, %s, median of %d alternating rounds (each round's ratio: %s)%s",
+		row.Notes = fmt.Sprintf("%d documents (%d B mean) round robin, each answered 200 by both servers before measuring, %s, the ratio of the medians of %d alternating rounds (each round's own ratio: %s)%s",
 			len(d.reqs), meanBytes(answers, d.reqs), b.clientNote(all), b.cfg.Rounds, roundRatios(all[d.what], all["bare "+d.what]), badNote(all))
 		b.rep.set(row)
 	}

@@ -43,18 +43,22 @@ func backgroundThread(nice, slot int) (restore func()) {
 	}
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
-	// The raw getpriority returns 20 − nice.
-	prev, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
-	if err != nil || syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) != nil {
-		runtime.UnlockOSThread()
-		return func() {}
-	}
-	idle := nice == 19 && setPolicy(tid, schedIdle) == nil
+	// Bound first, at the thread's own priority: binding moves the thread
+	// to its CPU, which a thread already lowered might wait long for.
 	cpus, err := getAffinity(tid)
 	bound := false
 	if one, ok := cpus.nth(slot); err == nil && ok {
 		bound = setAffinity(tid, &one) == nil
 	}
+	// The raw getpriority returns 20 − nice.
+	prev, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+	if err != nil || syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) != nil {
+		if !bound || setAffinity(tid, &cpus) == nil {
+			runtime.UnlockOSThread()
+		} // else still bound: the thread stays pinned and exits
+		return func() {}
+	}
+	idle := nice == 19 && setPolicy(tid, schedIdle) == nil
 	return func() {
 		if bound && setAffinity(tid, &cpus) != nil {
 			return // still bound: the thread must not serve anyone else
@@ -82,9 +86,10 @@ func getAffinity(tid int) (cpuMask, error) {
 	return m, nil
 }
 
-// setAffinity lets thread tid run on the CPUs of m only.
+// setAffinity lets thread tid run on the CPUs of m only. It may wait for
+// the thread to move, so the runtime is told it is in a system call.
 func setAffinity(tid int, m *cpuMask) error {
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m)))
+	_, _, errno := syscall.Syscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m)))
 	if errno != 0 {
 		return errno
 	}
