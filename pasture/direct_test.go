@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -85,7 +86,7 @@ func TestDirectRoutesAnswerAsTheMux(t *testing.T) {
 				s.h.ServeHTTP(answers[i], r)
 			}
 			got, want := answers[0], answers[1]
-			if got.Code != want.Code || !equalHeaders(got.Header(), want.Header()) || got.Body.String() != want.Body.String() {
+			if got.Code != want.Code || !maps.EqualFunc(got.Header(), want.Header(), slices.Equal[[]string]) || got.Body.String() != want.Body.String() {
 				t.Errorf("direct: %d %v %q\nmux:    %d %v %q", got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
 			}
 			if g, w := countedSeries(t, direct.reg), countedSeries(t, mux.reg); !slices.Equal(g, w) || len(w) != 1 {
@@ -93,19 +94,6 @@ func TestDirectRoutesAnswerAsTheMux(t *testing.T) {
 			}
 		})
 	}
-}
-
-// equalHeaders compares two answers' headers by value.
-func equalHeaders(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !slices.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
 }
 
 // countedSeries lists the labels of every crowd_http_requests_total series in reg.
