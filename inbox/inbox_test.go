@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
@@ -442,5 +444,34 @@ func TestQueueFullAnswers503(t *testing.T) {
 	// A repeated Follow from bob is not queued twice.
 	if s, _ := f.deliver("/users/alice/inbox", "bob", followJSON(bob+"/f/1", bob, alice.ID)); s != http.StatusAccepted {
 		t.Errorf("repeated Follow: %d", s)
+	}
+}
+
+// TestReadBody: a body reads whole and byte for byte whatever length it
+// declared.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("0123456789", 300)
+	for _, tt := range []struct {
+		name     string
+		declared int64
+	}{
+		{"declared exactly", int64(len(body))},
+		{"declared shorter than it is", 10},
+		{"declared longer than it is", int64(len(body)) * 2},
+		{"length unknown (chunked)", -1},
+		{"declared empty", 0},
+		{"declared beyond the preallocation bound", 1 << 30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readBody(iotest.HalfReader(strings.NewReader(body)), tt.declared)
+			if err != nil || string(got) != body {
+				t.Errorf("readBody = %d bytes, %v; want the %d bytes", len(got), err, len(body))
+			}
+		})
+	}
+	// An error mid-body is returned with what was read before it.
+	got, err := readBody(iotest.TimeoutReader(iotest.OneByteReader(strings.NewReader(body))), int64(len(body)))
+	if !errors.Is(err, iotest.ErrTimeout) || string(got) != body[:1] {
+		t.Errorf("readBody over a failing reader = %q, %v; want the first byte and the timeout", got, err)
 	}
 }

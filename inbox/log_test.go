@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +177,29 @@ func TestSafeHeaders(t *testing.T) {
 	if got := safeHeaders(h); got.Get("Authorization") != `Signature keyId="k"` {
 		t.Errorf("a signature in Authorization was hidden: %v", got)
 	}
+	// Names as a peer may spell them (Go's server canonicalizes, a
+	// handler given a raw header map need not be).
+	raw := http.Header{"cookie": {"session=secret"}, "set-cookie": {"a=b"}, "authorization": {"Bearer secret"}}
+	if got := safeHeaders(raw); len(got["cookie"]) != 0 || len(got["set-cookie"]) != 0 || got["authorization"][0] != "[redacted]" {
+		t.Errorf("lower-case secret headers kept: %v", got)
+	}
+}
+
+// TestSafeHeadersCopiesAreSeparate: the copy shares nothing with the
+// request's headers, and its values, which share one backing array, do
+// not overwrite each other when one is appended to.
+func TestSafeHeadersCopiesAreSeparate(t *testing.T) {
+	h := http.Header{"Accept": {"a1", "a2"}, "Date": {"d1"}, "Digest": {"g1"}, "Signature": {"s1"}}
+	got := safeHeaders(h)
+	h["Accept"][0] = "changed"
+	for k := range got {
+		got[k] = append(got[k], "appended to "+k)
+	}
+	want := http.Header{"Accept": {"a1", "a2", "appended to Accept"}, "Date": {"d1", "appended to Date"},
+		"Digest": {"g1", "appended to Digest"}, "Signature": {"s1", "appended to Signature"}}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("safeHeaders then appends = %v, want %v", got, want)
+	}
 }
 
 // TestLogOnDiskAfterInbox: what the inbox logs reaches activity.jsonl.
@@ -192,4 +217,32 @@ func TestLogOnDiskAfterInbox(t *testing.T) {
 	if !strings.Contains(string(b), fmt.Sprintf(`"actor":%q`, bob)) || !strings.Contains(string(b), `"verdict":"accepted"`) {
 		t.Errorf("activity.jsonl = %s", b)
 	}
+}
+
+// TestLogReachesDiskWhileOpen: entries reach activity.jsonl without the
+// log closing, a burst in batches and a lone entry after a quiet spell
+// alike, within a few commit intervals.
+func TestLogReachesDiskWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, LogOptions{Dir: dir, Ring: 100})
+	defer l.Close()
+	lines := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, LogFile))
+		return strings.Count(string(b), "\n")
+	}
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for lines() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("activity.jsonl holds %d lines while open, want %d", lines(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	mixed(l, 500) // a burst
+	waitFor(500)
+	time.Sleep(10 * commitEvery) // quiet: the writer waits for the next entry
+	l.Append(Entry{Direction: DirIn, Type: "Like"})
+	waitFor(501)
 }
