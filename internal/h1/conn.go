@@ -31,7 +31,17 @@ type conn struct {
 	r         *bufio.Reader
 	w         *bufio.Writer
 	idleSince time.Time
-	keys      []string // reused to sort a request's header names
+	deadline  time.Time // the connection's, as last set by setDeadline
+	keys      []string  // reused to sort a request's header names
+}
+
+// setDeadline bounds the connection's reads and writes by t (zero: none),
+// with a system call only when the bound changes.
+func (c *conn) setDeadline(t time.Time) {
+	if !t.Equal(c.deadline) {
+		c.nc.SetDeadline(t)
+		c.deadline = t
+	}
 }
 
 // expire makes every pending and later read and write fail: the request's

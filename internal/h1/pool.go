@@ -33,6 +33,14 @@ func (t *Transport) get(ctx context.Context, key poolKey, host string) (*conn, e
 		c   *conn
 		err error
 	}
+	// The deadline is watched here too: the context of a request with an
+	// Aborter may have one that no timer of its own enforces.
+	var expired <-chan time.Time
+	if d, ok := ctx.Deadline(); ok {
+		timer := time.NewTimer(time.Until(d))
+		defer timer.Stop()
+		expired = timer.C
+	}
 	handed := t.wait(key)
 	result, gone := make(chan dialed), make(chan struct{})
 	defer close(gone)
@@ -60,6 +68,9 @@ func (t *Transport) get(ctx context.Context, key poolKey, host string) (*conn, e
 	case <-ctx.Done():
 		t.unwait(key, handed)
 		return nil, ctx.Err()
+	case <-expired:
+		t.unwait(key, handed)
+		return nil, context.DeadlineExceeded
 	}
 }
 

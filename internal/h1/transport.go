@@ -58,7 +58,9 @@ type Options struct {
 // wait for a connection, the write, the answer and its body): when it is
 // done, the connection is closed and the call, or the body's Read, fails
 // with the context's error; a dial it started goes on within its own
-// bounds, and its connection rests in the pool. It reports the connection it got to an
+// bounds, and its connection rests in the pool. A context that holds an
+// Aborter bounds it by its deadline and by the Aborter instead (see
+// Aborter). It reports the connection it got to an
 // httptrace.ClientTrace's GotConn in the context, after the dial and the
 // handshake, as net/http does. Safe for concurrent use.
 type Transport struct {
@@ -120,9 +122,14 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	// Closing the connection's deadline when the context is done is what
-	// bounds every read and write below, and the body's.
-	stop := context.AfterFunc(ctx, c.expire)
+	// Closing the connection's deadline when the context is done (or when
+	// its Aborter aborts) is what bounds every read and write below, and
+	// the body's.
+	stop, err := c.watch(ctx)
+	if err != nil {
+		t.putIdle(key, c)
+		return nil, err
+	}
 	resp, err := c.exchange(req)
 	if err != nil {
 		stop()
@@ -164,11 +171,15 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// ctxErr is the context's error once it is done (what failed then is the
-// closed connection, not its cause), else err.
+// ctxErr is the context's error once it is done, context.Canceled once
+// its Aborter aborted (what failed then is the closed connection, not its
+// cause), else err.
 func ctxErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	if a := aborterOf(ctx); a != nil && a.hasAborted() {
+		return context.Canceled
 	}
 	return err
 }
