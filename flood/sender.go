@@ -119,7 +119,7 @@ func (e *crew) startWorker() {
 	// WithClientTrace per send would allocate (and compose with a caller's
 	// trace again each time).
 	w.ctx = httptrace.WithClientTrace(e.ctx, &httptrace.ClientTrace{GotConn: w.onGotConn})
-	if _, fast := e.transport.(*h1.Transport); fast {
+	if a, ok := e.transport.(aborterTransport); ok && a.HonoursAborter() {
 		w.abort = &h1.Aborter{}
 		w.ctx = h1.WithAborter(w.ctx, w.abort)
 	}
@@ -197,9 +197,16 @@ func (w *worker) send(j *job, d *record.Delivery) {
 	}
 }
 
+// aborterTransport is a transport that bounds a request whose context
+// holds an h1.Aborter by the context's deadline, and ends it by the
+// Aborter, when HonoursAborter says so: h1's, and the per-origin-address
+// transport made of h1's.
+type aborterTransport interface{ HonoursAborter() bool }
+
 // sendContext is the context of one send: the run's, with the worker's
 // trace hooks, bounded by the run's per-send timeout. With the fast
-// client the bound is a deadline its transport sets on the connection,
+// client (alone or per origin address: aborterTransport) the bound is a
+// deadline its transport sets on the connection,
 // and the worker's Aborter, registered once with the run's context, ends
 // the send when the run does: a context.WithTimeout per send (a timer,
 // and a registration with the run's context that every worker contends

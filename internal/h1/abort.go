@@ -25,6 +25,11 @@ type Aborter struct {
 	aborted bool
 }
 
+// HonoursAborter reports that t bounds and ends a request whose context
+// holds an Aborter as Aborter says: always true. A transport made of h1
+// transports says the same of itself through this method.
+func (t *Transport) HonoursAborter() bool { return true }
+
 // errAborterShared refuses a second request while one holds the Aborter.
 var errAborterShared = errors.New("h1: an Aborter is for one request at a time; another holds it")
 

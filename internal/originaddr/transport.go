@@ -98,6 +98,14 @@ func NewTransport(base *http.Transport, plan *Plan) *Transport {
 	return NewPools(base, dial, clone, plan)
 }
 
+// HonoursAborter reports whether t's transports bound and end a request
+// whose context holds an h1.Aborter as h1's do: whether base does, since
+// every pool is a clone of it.
+func (t *Transport) HonoursAborter() bool {
+	h, ok := t.base.(interface{ HonoursAborter() bool })
+	return ok && h.HonoursAborter()
+}
+
 // NewPools is NewTransport for any transport: base sends what no origin
 // signed, and clone(d) makes a transport with base's settings that dials
 // with d (it wraps dial, which must bind as BindDial does).

@@ -2,6 +2,7 @@ package originaddr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -201,4 +202,38 @@ func FuzzSignerHost(f *testing.F) {
 			t.Fatalf("host %q holds a delimiter", host)
 		}
 	})
+}
+
+// The per-address transport honours an h1.Aborter exactly when its pools
+// do: an aborted request through an origin's own pool of h1's fails as
+// cancelled and never reaches the server; net/http's pools do not claim
+// to honour it.
+func TestTransportHonoursAborterAsItsPoolsDo(t *testing.T) {
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			plan := mustPlan(t, "127.1.0.0/16", 5, 0)
+			tr := k.make(BindDial(&net.Dialer{Timeout: 5 * time.Second}), plan)
+			defer tr.CloseIdleConnections()
+			if got, want := tr.HonoursAborter(), k.name == "h1"; got != want {
+				t.Fatalf("HonoursAborter() = %v, want %v", got, want)
+			}
+			if !tr.HonoursAborter() {
+				return
+			}
+			rl := startRemoteLog(t)
+			a := &h1.Aborter{}
+			a.Abort()
+			req, err := http.NewRequestWithContext(h1.WithAborter(context.Background(), a), http.MethodPost, rl.url, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			maps(req.Header, cavage(plan.Host(3)))
+			if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+				t.Errorf("an aborted request through origin 3's pool: %v, want context.Canceled", err)
+			}
+			if got := rl.seen(); len(got) != 0 || tr.Sources() != 1 {
+				t.Errorf("the server saw %v through %d pools; want nothing, through origin 3's own", got, tr.Sources())
+			}
+		})
+	}
 }
