@@ -206,12 +206,12 @@ type aborterTransport interface{ HonoursAborter() bool }
 // sendContext is the context of one send: the run's, with the worker's
 // trace hooks, bounded by the run's per-send timeout. With the fast
 // client (alone or per origin address: aborterTransport) the bound is a
-// deadline its transport sets on the connection,
-// and the worker's Aborter, registered once with the run's context, ends
-// the send when the run does: a context.WithTimeout per send (a timer,
-// and a registration with the run's context that every worker contends
-// for) cost about 1.5 µs of CPU and ten allocations a send. net/http's
-// transport watches only a context's Done, so it gets WithTimeout.
+// deadline its transport sets on the connection, and the worker's
+// Aborter, registered once with the run's context, ends the send when the
+// run does: a context.WithTimeout per send (a timer, and a registration
+// with the run's context that every worker contends for) cost about
+// 1.5 µs of CPU and seven allocations a send. net/http's transport
+// watches only a context's Done, so it gets WithTimeout.
 func (w *worker) sendContext() (context.Context, context.CancelFunc) {
 	if w.abort == nil {
 		return context.WithTimeout(w.ctx, w.e.timeout)
