@@ -40,9 +40,9 @@ func TestStalledSendsEndByTheirBounds(t *testing.T) {
 			{"timeout", 300 * time.Millisecond, 0, func(c record.Counts, tally *record.Tally) bool {
 				return tally.Classes[record.ClassTimeout] == sends && c.Aborted == 0
 			}},
-			// Interrupted at 300 ms, long before the 30 s timeout: every
+			// Interrupted at 1 s, long before the 30 s timeout: every
 			// send in flight is aborted, none waits for its timeout.
-			{"interrupted", 30 * time.Second, 300 * time.Millisecond, func(c record.Counts, tally *record.Tally) bool {
+			{"interrupted", 30 * time.Second, time.Second, func(c record.Counts, tally *record.Tally) bool {
 				return c.Aborted == sends && tally.Classes[record.ClassTimeout] == 0
 			}},
 		} {

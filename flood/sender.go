@@ -221,8 +221,8 @@ func (w *worker) sendContext() (context.Context, context.CancelFunc) {
 
 // sendDeadline is a context with a deadline that no timer of its own
 // enforces (an h1 transport with an Aborter in the context does): Done is
-// the parent's, and Err is the parent's or, once the deadline has passed,
-// context.DeadlineExceeded.
+// the parent's, and Err is context.DeadlineExceeded once the deadline has
+// passed, else the parent's.
 type sendDeadline struct {
 	context.Context
 	deadline time.Time
@@ -231,13 +231,13 @@ type sendDeadline struct {
 func (c *sendDeadline) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *sendDeadline) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
+	// The deadline first, as a timer's context would report it once it had
+	// fired: a send whose deadline passed is a timeout even if the run was
+	// interrupted before its error came back.
 	if !time.Now().Before(c.deadline) {
 		return context.DeadlineExceeded
 	}
-	return nil
+	return c.Context.Err()
 }
 
 // attempts sends p, and again as long as its token's Fallback asks, and

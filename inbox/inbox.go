@@ -518,10 +518,14 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.Req
 }
 
 // readBody reads r to its end into a buffer of the declared length (one
-// allocation, where io.ReadAll grows from 512 bytes through several); a
-// body longer than declared, or of unknown length, still reads whole.
+// allocation for a delivery of any usual size, where io.ReadAll grows from
+// 512 bytes through several); a body longer than declared, or of unknown
+// length, still reads whole. The buffer made before any byte arrives is
+// at most maxPreallocated, so a peer that declares a large body and
+// trickles it holds no more memory than the bytes it sent.
 func readBody(r io.Reader, declared int64) ([]byte, error) {
-	buf := make([]byte, 0, max(min(declared, 1<<20), 0)+1)
+	const minPreallocated, maxPreallocated = 512, 64 << 10
+	buf := make([]byte, 0, min(max(declared, minPreallocated), maxPreallocated)+1)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -455,11 +455,18 @@ func TestReadBody(t *testing.T) {
 		name     string
 		declared int64
 	}{
+		// The usual case: Content-Length is the body's length.
 		{"declared exactly", int64(len(body))},
+		// A reader that gives more than declared (net/http's never does):
+		// the buffer grows.
 		{"declared shorter than it is", 10},
+		// A body that ends early: what came is the body.
 		{"declared longer than it is", int64(len(body)) * 2},
+		// Chunked: no length to go by.
 		{"length unknown (chunked)", -1},
+		// Content-Length: 0 with a body behind it.
 		{"declared empty", 0},
+		// A declared gigabyte: the first buffer is capped, the body grows it.
 		{"declared beyond the preallocation bound", 1 << 30},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -508,8 +508,9 @@ func safeHeaders(h http.Header) http.Header {
 	return out
 }
 
-// secretHeader is k's canonical form when k may name a header that holds
-// a secret, else "": only names of those lengths are canonicalized, since
+// secretHeader is k's canonical form when k has the length of a header
+// name that holds a secret (Cookie, Set-Cookie, Authorization,
+// Proxy-Authorization), else "": only such names are canonicalized, since
 // canonicalizing allocates for a name not already canonical.
 func secretHeader(k string) string {
 	switch len(k) {

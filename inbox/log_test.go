@@ -180,7 +180,7 @@ func TestSafeHeaders(t *testing.T) {
 	// Names as a peer may spell them (Go's server canonicalizes, a
 	// handler given a raw header map need not be).
 	raw := http.Header{"cookie": {"session=secret"}, "set-cookie": {"a=b"}, "authorization": {"Bearer secret"}}
-	if got := safeHeaders(raw); len(got["cookie"]) != 0 || len(got["set-cookie"]) != 0 || got["authorization"][0] != "[redacted]" {
+	if got := safeHeaders(raw); len(got["cookie"]) != 0 || len(got["set-cookie"]) != 0 || strings.Join(got["authorization"], ",") != "[redacted]" {
 		t.Errorf("lower-case secret headers kept: %v", got)
 	}
 }

@@ -14,9 +14,9 @@ import (
 // time, as a flood's worker does. A request whose context holds one
 // (WithAborter) is bounded by its context's deadline on the connection
 // itself, and is cancelled by Abort, not by its context's Done: the
-// transport then registers nothing with the context per request, which
-// costs a cancellable context (context.WithTimeout and AfterFunc) about a
-// microsecond of CPU and ten allocations a request. Its context's Done is
+// transport then registers nothing with the context per request, where a
+// cancellable context (context.WithTimeout, and AfterFunc on it) cost the
+// flood's sends about 1.5 µs of CPU and seven allocations each. Its context's Done is
 // still watched while the request waits for a connection. The zero value
 // is ready to use; safe for concurrent use.
 type Aborter struct {

@@ -68,11 +68,14 @@ func TestAborterBoundsAndEnds(t *testing.T) {
 		defer tr.CloseIdleConnections()
 		a := &Aborter{}
 		ctx := WithAborter(context.Background(), a) // no deadline, never done
-		time.AfterFunc(200*time.Millisecond, a.Abort)
+		go func() {
+			waitFor(t, "the request to reach the server", func() bool { return s.next.Load() == 1 })
+			a.Abort()
+		}()
 		start := time.Now()
 		_, err := post(t, tr, ctx, s.url())
 		if took := time.Since(start); !errors.Is(err, context.Canceled) || took > 5*time.Second {
-			t.Errorf("an aborted request ended after %v with %v, want context.Canceled soon after 200ms", took, err)
+			t.Errorf("an aborted request ended after %v with %v, want context.Canceled once it reached the server", took, err)
 		}
 		if _, err := post(t, tr, ctx, s.url()); !errors.Is(err, context.Canceled) {
 			t.Errorf("a request after Abort: %v, want context.Canceled", err)
@@ -81,21 +84,28 @@ func TestAborterBoundsAndEnds(t *testing.T) {
 			t.Errorf("the server read %d requests, want 1: none is sent after Abort", got)
 		}
 	})
-	t.Run("a bound is not left on a reused connection", func(t *testing.T) {
-		s := startRaw(t, answer{raw: ok2}, answer{raw: ok2, after: closedAfter(400 * time.Millisecond)})
+	t.Run("a bound is not left on a resting connection", func(t *testing.T) {
+		s := startRaw(t, answer{raw: ok2}, answer{raw: ok2}, answer{raw: ok2})
 		tr := NewTransport(Options{IdleTimeout: time.Minute})
 		defer tr.CloseIdleConnections()
-		bounded := untimed{WithAborter(context.Background(), &Aborter{}), time.Now().Add(200 * time.Millisecond)}
+		deadline := time.Now().Add(time.Second)
+		bounded := untimed{WithAborter(context.Background(), &Aborter{}), deadline}
 		if status, err := post(t, tr, bounded, s.url()); err != nil || status != 200 {
 			t.Fatalf("bounded request: %d %v", status, err)
 		}
-		// Answered after the first request's deadline has passed, on the
-		// same connection: a bound left behind would fail it.
+		// The connection rests past the first request's deadline: it must
+		// still be taken as alive, and carry a request with no deadline
+		// and one with a later deadline.
+		time.Sleep(time.Until(deadline) + 100*time.Millisecond)
 		if status, err := post(t, tr, context.Background(), s.url()); err != nil || status != 200 {
 			t.Errorf("unbounded request on the same connection: %d %v", status, err)
 		}
+		later := untimed{WithAborter(context.Background(), &Aborter{}), time.Now().Add(time.Minute)}
+		if status, err := post(t, tr, later, s.url()); err != nil || status != 200 {
+			t.Errorf("request with a later deadline on the same connection: %d %v", status, err)
+		}
 		if got := s.accepts.Load(); got != 1 {
-			t.Errorf("%d connections, want 1", got)
+			t.Errorf("%d connections, want 1: a connection resting past a deadline was taken for dead", got)
 		}
 	})
 	t.Run("one request at a time", func(t *testing.T) {
@@ -115,11 +125,4 @@ func TestAborterBoundsAndEnds(t *testing.T) {
 			t.Errorf("the first request: %v", err)
 		}
 	})
-}
-
-// closedAfter is a channel closed after d.
-func closedAfter(d time.Duration) chan struct{} {
-	ch := make(chan struct{})
-	time.AfterFunc(d, func() { close(ch) })
-	return ch
 }

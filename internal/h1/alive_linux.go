@@ -21,12 +21,15 @@ func (c *conn) alive() bool {
 	if err != nil {
 		return false
 	}
+	// Control, not Read: Read fails at once on a connection whose read
+	// deadline has passed, and a resting connection keeps the deadline of
+	// the last request that had one (see conn.watch); the peek itself
+	// never waits.
 	open := false
-	err = rc.Read(func(fd uintptr) bool {
+	err = rc.Control(func(fd uintptr) {
 		var b [1]byte
 		_, _, perr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		open = perr == syscall.EAGAIN
-		return true
 	})
 	return err == nil && open
 }

@@ -36,7 +36,8 @@ type conn struct {
 }
 
 // setDeadline bounds the connection's reads and writes by t (zero: none),
-// with a system call only when the bound changes.
+// touching the poller's timers only when the bound changes (a request
+// without a deadline on a connection that had none costs nothing).
 func (c *conn) setDeadline(t time.Time) {
 	if !t.Equal(c.deadline) {
 		c.nc.SetDeadline(t)

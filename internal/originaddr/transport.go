@@ -108,7 +108,9 @@ func (t *Transport) HonoursAborter() bool {
 
 // NewPools is NewTransport for any transport: base sends what no origin
 // signed, and clone(d) makes a transport with base's settings that dials
-// with d (it wraps dial, which must bind as BindDial does).
+// with d (it wraps dial, which must bind as BindDial does). clone must
+// make a transport of base's kind: HonoursAborter answers for every pool
+// by asking base.
 func NewPools(base Pool, dial DialFunc, clone func(d DialFunc) Pool, plan *Plan) *Transport {
 	return &Transport{base: base, plan: plan, dial: dial, clone: clone, pools: map[source]Pool{}}
 }
