@@ -35,6 +35,7 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -517,28 +518,21 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.Req
 	return in.dispatch(act, body), true
 }
 
-// readBody reads r to its end into a buffer of the declared length (one
-// allocation for a delivery of any usual size, where io.ReadAll grows from
-// 512 bytes through several); a body longer than declared, or of unknown
-// length, still reads whole. The buffer made before any byte arrives is
-// at most maxPreallocated, so a peer that declares a large body and
-// trickles it holds no more memory than the bytes it sent.
+// readBody reads r to its end into a buffer sized from the declared
+// length (one allocation for a delivery of any usual size, where
+// io.ReadAll grows from 512 bytes through several); a body longer than
+// declared, or of unknown length, still reads whole. The buffer made
+// before any byte arrives is at most maxPreallocated, so a peer that
+// declares a large body and trickles it holds no more memory than the
+// bytes it sent.
 func readBody(r io.Reader, declared int64) ([]byte, error) {
-	const minPreallocated, maxPreallocated = 512, 64 << 10
-	buf := make([]byte, 0, min(max(declared, minPreallocated), maxPreallocated)+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+	const maxPreallocated = 64 << 10
+	var b bytes.Buffer
+	// ReadFrom wants MinRead bytes free before each read: room for them
+	// beyond the body spares it a second allocation at the end.
+	b.Grow(int(min(max(declared, 0), maxPreallocated)) + bytes.MinRead)
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // activityMediaType accepts application/activity+json and

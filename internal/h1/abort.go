@@ -16,9 +16,9 @@ import (
 // itself, and is cancelled by Abort, not by its context's Done: the
 // transport then registers nothing with the context per request, where a
 // cancellable context (context.WithTimeout, and AfterFunc on it) cost the
-// flood's sends about 1.5 µs of CPU and seven allocations each. Its context's Done is
-// still watched while the request waits for a connection. The zero value
-// is ready to use; safe for concurrent use.
+// flood's sends about 1.5 µs of CPU and seven allocations each. Its
+// context's Done is still watched while the request waits for a
+// connection. The zero value is ready to use; safe for concurrent use.
 type Aborter struct {
 	mu      sync.Mutex
 	c       *conn // the connection of the request in progress, if any
@@ -62,19 +62,19 @@ func (a *Aborter) hasAborted() bool {
 	return a.aborted
 }
 
-// hold makes c the connection Abort ends, until release; false (and why)
-// when the Aborter has aborted or holds another.
-func (a *Aborter) hold(c *conn) (bool, error) {
+// hold makes c the connection Abort ends, until release; an error when
+// the Aborter has aborted or holds another.
+func (a *Aborter) hold(c *conn) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case a.aborted:
-		return false, context.Canceled
+		return context.Canceled
 	case a.c != nil:
-		return false, errAborterShared
+		return errAborterShared
 	}
 	a.c = c
-	return true, nil
+	return nil
 }
 
 // release lets go of c; false when Abort ended it meanwhile, as
@@ -99,7 +99,7 @@ func (c *conn) watch(ctx context.Context) (stop func() bool, err error) {
 	}
 	deadline, _ := ctx.Deadline()
 	c.setDeadline(deadline)
-	if ok, err := a.hold(c); !ok {
+	if err := a.hold(c); err != nil {
 		return nil, err
 	}
 	return func() bool { return a.release(c) }, nil
