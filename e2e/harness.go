@@ -9,10 +9,11 @@
 // by t.Cleanup, and only that.
 //
 // A test that runs in a namespace of its own (or on free loopback ports) and floods, if at all,
-// at a modest rate calls t.Parallel, so two share CI's two cores (go test -parallel defaults to
-// GOMAXPROCS); one whose gates would read a shared CPU as the SUT's slowness (the scenario
-// presets at their rates, live metrics' overload) or that shares the podman image store stays
-// serial.
+// at a modest rate calls t.Parallel: .ci/run lets four run at once on CI's two cores (-parallel 4;
+// go test's default is GOMAXPROCS), since they spend most of their time waiting on a peer, a
+// flood's clock or podman; one whose gates would read a shared CPU as the SUT's slowness (the
+// scenario presets at their rates, live metrics' overload) or that shares the podman image store
+// stays serial.
 //
 // The helpers are Linux-only (network namespaces, process groups, parent-death signals).
 package e2e
