@@ -26,8 +26,8 @@ import (
 // (the weather section needs one origin in weather and one clear). A
 // failed trial is not tried again and a pipeline rate is judged on two
 // trials pooled, not three: the searches still walk down to a rate the
-// tiny trials sustain, which is most of this test's time (144 s with the
-// defaults, 97 s so, on CI's 2 cores), and the retries have their own
+// tiny trials sustain, which is most of this test's time (161 s with the
+// defaults, 91 s so, on CI's 2 cores), and the retries have their own
 // table in TestSearch.
 func tinyArgs(state, jsonPath string) []string {
 	return []string{

@@ -10,10 +10,11 @@
 //
 // A test that runs in a namespace of its own (or on free loopback ports) and floods, if at all,
 // at a modest rate calls t.Parallel: .ci/run lets four run at once on CI's two cores (-parallel 4;
-// go test's default is GOMAXPROCS), since they spend most of their time waiting on a peer, a
-// flood's clock or podman; one whose gates would read a shared CPU as the SUT's slowness (the
-// scenario presets at their rates, live metrics' overload, the reactions test's 2 000 sends at the
-// edge of what Fedify verifies) or that shares the podman image store stays serial.
+// go test's default is GOMAXPROCS), since they spend most of their time waiting on a peer or a
+// flood's clock; one whose gates would read a shared CPU as the SUT's slowness (the scenario
+// presets at their rates, live metrics' overload, the reactions test's 2 000 sends at the edge of
+// what Fedify verifies, the delivery-weather test's sub-second windows on Fedify's retries) or
+// that shares the podman image store stays serial.
 //
 // The helpers are Linux-only (network namespaces, process groups, parent-death signals).
 package e2e
