@@ -1,11 +1,17 @@
 package flood
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,5 +69,69 @@ func TestClientServiceExcludesDial(t *testing.T) {
 					o.Service.Max(), o.Latency.Max(), o.Lateness.Max())
 			}
 		})
+	})
+}
+
+// TestEachSendGoesAsPrepared: one worker (MaxInflight 1) sends requests
+// that differ in method, Host, headers and body, in turn, over a real
+// listener; each arrives as it was prepared. With the fast client the
+// worker reuses one request and one body reader for all its sends, so a
+// field or a body left over from the send before would show here.
+func TestEachSendGoesAsPrepared(t *testing.T) {
+	forClients(t, func(t *testing.T, client Client) {
+		type seen struct {
+			method, host, seq, body string
+			length                  int64
+		}
+		var mu sync.Mutex
+		var got []seen
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			got = append(got, seen{r.Method, r.Host, r.Header.Get("X-Seq"), string(b), r.ContentLength})
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		defer srv.Close()
+		u, err := url.Parse(srv.URL + "/inbox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]seen{}
+		var preps []*Prepared
+		for i, p := range []struct {
+			method, host, body string
+		}{
+			{http.MethodPost, "", strings.Repeat("a long body ", 40)}, // the URL's host
+			{http.MethodPost, "flood7.test", "short"},                 // another Host, a shorter body
+			{http.MethodGet, "", ""},                                  // no body at all
+			{http.MethodPost, "", ""},                                 // a POST with an empty body
+			{http.MethodPost, "flood2.test", `{"type":"Like"}`},       // and a body again
+		} {
+			seq := strconv.Itoa(i)
+			preps = append(preps, &Prepared{Type: "Create", Method: p.method, URL: u, Host: p.host,
+				Header: http.Header{"X-Seq": {seq}}, Body: []byte(p.body)})
+			want[seq] = seen{p.method, cmp.Or(p.host, u.Host), seq, p.body, int64(len(p.body))}
+		}
+		n := 0
+		src := SourceFunc(func(context.Context) (*Prepared, error) {
+			p := preps[n%len(preps)]
+			n++
+			return p, nil
+		})
+		tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 1})
+		defer tr.CloseIdleConnections()
+		res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: 20, MaxInflight: 1},
+			Pacer: mustConstant(t, 100), Source: src, Transport: tr})
+		mu.Lock()
+		defer mu.Unlock()
+		if sent := res.Overall.Tally.Classes[record.Class202]; sent < 10 || int(sent) != len(got) {
+			t.Fatalf("%d answered 202, %d arrived: want at least 10, all of them", sent, len(got))
+		}
+		for i, g := range got {
+			if w := want[g.seq]; g != w {
+				t.Errorf("request %d arrived as %+v, want %+v", i, g, w)
+			}
+		}
 	})
 }

@@ -111,6 +111,14 @@ type worker struct {
 	abort   *h1.Aborter     // with the fast client: ends the worker's send when the run ends
 	base    http.Request
 	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
+
+	// With the fast client, what every send reuses (see sendContext and
+	// roundTrip): h1 is done with a request's context and body once its
+	// answer is read, and a worker makes one send at a time.
+	deadline sendDeadline
+	req      *http.Request // base with the deadline as its context
+	body     bytes.Reader
+	bodyRC   io.ReadCloser // body under NopCloser
 }
 
 func (e *crew) startWorker() {
@@ -122,6 +130,9 @@ func (e *crew) startWorker() {
 	if a, ok := e.transport.(aborterTransport); ok && a.HonoursAborter() {
 		w.abort = &h1.Aborter{}
 		w.ctx = h1.WithAborter(w.ctx, w.abort)
+		w.deadline.Context = w.ctx
+		w.req = w.base.WithContext(&w.deadline)
+		w.bodyRC = io.NopCloser(&w.body)
 	}
 	e.nworkers++
 	e.wg.Add(1)
@@ -210,13 +221,15 @@ type aborterTransport interface{ HonoursAborter() bool }
 // Aborter, registered once with the run's context, ends the send when the
 // run does: a context.WithTimeout per send (a timer, and a registration
 // with the run's context that every worker contends for) cost about
-// 1.5 µs of CPU and seven allocations a send. net/http's transport
-// watches only a context's Done, so it gets WithTimeout.
+// 1.5 µs of CPU and seven allocations a send. That context is the
+// worker's own, its deadline set again for each send. net/http's
+// transport watches only a context's Done, so it gets WithTimeout.
 func (w *worker) sendContext() (context.Context, context.CancelFunc) {
 	if w.abort == nil {
 		return context.WithTimeout(w.ctx, w.e.timeout)
 	}
-	return &sendDeadline{Context: w.ctx, deadline: time.Now().Add(w.e.timeout)}, func() {}
+	w.deadline.deadline = time.Now().Add(w.e.timeout)
+	return &w.deadline, func() {}
 }
 
 // sendDeadline is a context with a deadline that no timer of its own
@@ -274,24 +287,8 @@ func (w *worker) attempts(ctx context.Context, p *Prepared, d *record.Delivery) 
 // into d what it said of the SUT's rate limit (Retry-After included) and
 // its size.
 func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header, d *record.Delivery) (status int, err error) {
-	w.base = http.Request{
-		Method:     p.Method,
-		URL:        p.URL,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     header,
-		Host:       p.Host,
-	}
-	if len(p.Body) > 0 {
-		// A *bytes.Reader (under NopCloser) is what net/http recognises as
-		// in-memory: it then writes headers and body in one syscall, where
-		// any other reader costs a separate header flush per request.
-		w.base.Body = io.NopCloser(bytes.NewReader(p.Body))
-		w.base.ContentLength = int64(len(p.Body))
-	}
+	req := w.request(ctx, p, header)
 	d.RateLimit, d.GotBytes = record.RateLimitSample{}, 0
-	req := w.base.WithContext(ctx)
 	resp, err := w.e.transport.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
@@ -302,8 +299,49 @@ func (w *worker) roundTrip(ctx context.Context, p *Prepared, header http.Header,
 			resp.Body.Close()
 		}
 	}
-	w.base = http.Request{} // drop references to the send's data
+	w.forget(req)
 	return status, err
+}
+
+// request is the request that sends p with header in ctx: with the fast
+// client in the worker's own send context, the worker's reused request
+// and body reader; otherwise a new one (net/http's transport may still be
+// writing the body when the answer has come back).
+func (w *worker) request(ctx context.Context, p *Prepared, header http.Header) *http.Request {
+	reuse := w.req != nil && ctx == context.Context(&w.deadline)
+	r := &w.base
+	if reuse {
+		r = w.req // its context is set once: only its fields below change
+	}
+	r.Method, r.URL, r.Header, r.Host = p.Method, p.URL, header, p.Host
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	r.Body, r.ContentLength = nil, 0
+	if len(p.Body) > 0 {
+		// A *bytes.Reader (under NopCloser) is what net/http recognises as
+		// in-memory: it then writes headers and body in one syscall, where
+		// any other reader costs a separate header flush per request.
+		if reuse {
+			w.body.Reset(p.Body)
+			r.Body = w.bodyRC
+		} else {
+			r.Body = io.NopCloser(bytes.NewReader(p.Body))
+		}
+		r.ContentLength = int64(len(p.Body))
+	}
+	if reuse {
+		return r
+	}
+	return r.WithContext(ctx)
+}
+
+// forget drops req's references to the send's data, once its answer is
+// read.
+func (w *worker) forget(req *http.Request) {
+	w.base = http.Request{}
+	if req == w.req {
+		req.URL, req.Header, req.Body, req.Host = nil, nil, nil, ""
+		w.body.Reset(nil)
+	}
 }
 
 func isTimeout(err error) bool {

@@ -102,5 +102,10 @@ func (c *conn) watch(ctx context.Context) (stop func() bool, err error) {
 	if err := a.hold(c); err != nil {
 		return nil, err
 	}
-	return func() bool { return a.release(c) }, nil
+	c.holder = a
+	if c.unhold == nil {
+		// Made once a connection, not a closure a request.
+		c.unhold = func() bool { return c.holder.release(c) }
+	}
+	return c.unhold, nil
 }

@@ -13,23 +13,38 @@ func (c *conn) alive() bool {
 	if c.r.Buffered() > 0 {
 		return false
 	}
-	sc, ok := c.raw.(syscall.Conn)
-	if !ok {
-		return true // not a socket (a test's pipe): nothing to peek at
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
+	if c.peek == nil {
+		sc, ok := c.raw.(syscall.Conn)
+		if !ok {
+			return true // not a socket (a test's pipe): nothing to peek at
+		}
+		rc, err := sc.SyscallConn()
+		if err != nil {
+			return false
+		}
+		// Made once a connection: SyscallConn and a closure per peek were
+		// two of a send's allocations.
+		c.peek = &peeker{rc: rc}
+		c.peek.fn = c.peek.recv
 	}
 	// Control, not Read: Read fails at once on a connection whose read
 	// deadline has passed, and a resting connection keeps the deadline of
 	// the last request that had one (see conn.watch); the peek itself
 	// never waits.
-	open := false
-	err = rc.Control(func(fd uintptr) {
-		var b [1]byte
-		_, _, perr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = perr == syscall.EAGAIN
-	})
-	return err == nil && open
+	p := c.peek
+	p.open = false
+	return p.rc.Control(p.fn) == nil && p.open
+}
+
+// peeker is a connection's socket and its peek, made once.
+type peeker struct {
+	rc   syscall.RawConn
+	fn   func(fd uintptr) // recv, as a value made once
+	open bool             // the last peek found nothing arrived
+	buf  [1]byte          // what a peek would read
+}
+
+func (p *peeker) recv(fd uintptr) {
+	_, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p.open = err == syscall.EAGAIN
 }

@@ -65,15 +65,17 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 			return err
 		}
 	}
+	// Chunked alone, as net/http reads it, and checked whatever the status
+	// and the request's method, as net/http does.
+	if hasTE && (len(te) != 1 || !strings.EqualFold(te[0], "chunked")) {
+		return fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
+	}
 	switch {
 	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		b.done, resp.ContentLength = true, 0
 	case hasTE:
-		// Chunked alone, as net/http reads it; it overrides Content-Length,
-		// and a connection that had both is not trusted with another request.
-		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
-			return fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
-		}
+		// It overrides Content-Length, and a connection that had both is
+		// not trusted with another request.
 		b.mode, b.keep = byChunks, b.keep && !hasCL
 	case hasCL:
 		b.remain, resp.ContentLength = n, n

@@ -31,8 +31,12 @@ type conn struct {
 	r         *bufio.Reader
 	w         *bufio.Writer
 	idleSince time.Time
-	deadline  time.Time // the connection's, as last set by setDeadline
-	keys      []string  // reused to sort a request's header names
+	deadline  time.Time   // the connection's, as last set by setDeadline
+	keys      []string    // reused to sort a request's header names
+	head      []byte      // reused to gather an answer's head (readHead)
+	peek      *peeker     // the resting socket's peek, made at the first (alive)
+	holder    *Aborter    // the Aborter of the last request that had one
+	unhold    func() bool // releases holder (watch's stop), made at the first
 }
 
 // setDeadline bounds the connection's reads and writes by t (zero: none),
@@ -143,17 +147,43 @@ func (c *conn) writeRequest(req *http.Request) error {
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		w.WriteString("Content-Length: ")
-		w.WriteString(strconv.FormatInt(max(req.ContentLength, 0), 10))
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), max(req.ContentLength, 0), 10))
 		w.WriteString("\r\n")
 	}
 	w.WriteString("\r\n")
 	if hasBody {
-		n, err := io.CopyN(w, req.Body, req.ContentLength)
+		n, err := copyBody(w, req.Body, req.ContentLength)
 		if err != nil {
 			return fmt.Errorf("h1: request body: ContentLength %d, wrote %d: %w", req.ContentLength, n, err)
 		}
 	}
 	return w.Flush()
+}
+
+// copyBody copies the first n bytes of r into w, as io.CopyN does (io.EOF
+// when r has fewer), reading straight into w's buffer: io.CopyN's
+// LimitReader was an allocation a send.
+func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
+	var written int64
+	for written < n {
+		if w.Available() == 0 {
+			if err := w.Flush(); err != nil {
+				return written, err
+			}
+		}
+		buf := w.AvailableBuffer()
+		buf = buf[:min(int64(cap(buf)), n-written)]
+		k, err := r.Read(buf)
+		w.Write(buf[:k])
+		written += int64(k)
+		if err != nil {
+			if err == io.EOF && written == n {
+				break
+			}
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // isToken reports whether s is an RFC 9110 token (a method or field name).
@@ -204,53 +234,82 @@ func validBytes(s string) bool {
 	return true
 }
 
-// readHead reads an answer's status line and header fields.
+// readHead reads an answer's status line and header fields. The status
+// line is read and checked first, so that a peer that is not an HTTP
+// server fails the request at once. The header section is then gathered
+// and made one string, which every name and value is a part of: one
+// allocation for all of them, where a string per name and value was most
+// of a send's allocations.
 func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 	budget := maxHeadBytes
 	line, err := c.readLine(&budget)
 	if err != nil {
 		return nil, err
 	}
-	resp := &http.Response{Request: req, Header: make(http.Header, 8)}
-	if err := parseStatus(line, resp); err != nil {
+	resp := &http.Response{Request: req}
+	if err := parseStatus(string(line), resp); err != nil {
 		return nil, err
 	}
-	var last string // the field an obsolete folded line continues
+	buf, fields := c.head[:0], 0
 	for {
 		line, err := c.readLine(&budget)
 		if err != nil {
 			return nil, err
 		}
 		if len(line) == 0 {
-			return resp, nil
+			break
 		}
+		buf = append(append(buf, line...), '\n')
+		fields++
+	}
+	if cap(buf) <= maxKeptHead {
+		c.head = buf
+	}
+	head := string(buf)
+	resp.Header = make(http.Header, min(fields, 8))
+	// The values' slices share one backing array, as net/textproto's do.
+	values := make([]string, fields)
+	var last string // the field an obsolete folded line continues
+	for head != "" {
+		var line string
+		line, head, _ = strings.Cut(head, "\n")
 		if line[0] == ' ' || line[0] == '\t' {
 			vs := resp.Header[last]
-			if len(vs) == 0 || !validValue(string(line)) {
+			if len(vs) == 0 || !validValue(line) {
 				return nil, fmt.Errorf("h1: malformed folded header line %q", truncate(line))
 			}
-			vs[len(vs)-1] += " " + strings.Trim(string(line), " \t")
+			vs[len(vs)-1] += " " + strings.Trim(line, " \t")
 			continue
 		}
-		i := strings.IndexByte(string(line), ':')
-		if i <= 0 || !isToken(string(line[:i])) || !validValue(string(line[i+1:])) {
+		i := strings.IndexByte(line, ':')
+		if i <= 0 || !isToken(line[:i]) || !validValue(line[i+1:]) {
 			return nil, fmt.Errorf("h1: malformed header line %q", truncate(line))
 		}
-		last = http.CanonicalHeaderKey(string(line[:i]))
-		resp.Header[last] = append(resp.Header[last], strings.Trim(string(line[i+1:]), " \t"))
+		last = http.CanonicalHeaderKey(line[:i])
+		v := strings.Trim(line[i+1:], " \t")
+		if vs, ok := resp.Header[last]; ok {
+			resp.Header[last] = append(vs, v)
+			continue
+		}
+		values[0] = v
+		resp.Header[last], values = values[:1:1], values[1:]
 	}
+	return resp, nil
 }
 
+// maxKeptHead bounds the buffer a connection keeps for the next answer's
+// head: an answer with a huge head does not make every later one hold it.
+const maxKeptHead = 16 << 10
+
 // parseStatus reads "HTTP/1.x NNN reason" into resp.
-func parseStatus(line []byte, resp *http.Response) error {
-	s := string(line)
+func parseStatus(s string, resp *http.Response) error {
 	proto, rest, ok := strings.Cut(s, " ")
 	if !ok || (proto != "HTTP/1.1" && proto != "HTTP/1.0") || len(rest) < 3 {
-		return fmt.Errorf("h1: malformed status line %q", truncate(line))
+		return fmt.Errorf("h1: malformed status line %q", truncate(s))
 	}
 	code, err := strconv.Atoi(rest[:3])
 	if err != nil || code < 100 || len(rest) > 3 && rest[3] != ' ' {
-		return fmt.Errorf("h1: malformed status line %q", truncate(line))
+		return fmt.Errorf("h1: malformed status line %q", truncate(s))
 	}
 	resp.Status = rest
 	resp.StatusCode = code
@@ -296,7 +355,7 @@ func (c *conn) readLineEnd(budget *int) (line []byte, crlf bool, err error) {
 }
 
 // truncate is a bad line as an error quotes it.
-func truncate(line []byte) string {
+func truncate[T string | []byte](line T) string {
 	if len(line) > 80 {
 		return string(line[:80]) + "…"
 	}

@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -160,15 +161,20 @@ func checkRequest(req *http.Request) error {
 }
 
 // hostPort is u's host with the scheme's default port when it names none.
+// A host that names its port, and brackets an IPv6 address, is that
+// already: it is returned as it is, so that a send allocates no key.
 func hostPort(u *url.URL) string {
-	port := u.Port()
+	host, port := u.Hostname(), u.Port()
+	if port != "" && (strings.HasPrefix(u.Host, "[") || !strings.Contains(host, ":")) {
+		return u.Host
+	}
 	if port == "" {
 		port = "80"
 		if u.Scheme == "https" {
 			port = "443"
 		}
 	}
-	return net.JoinHostPort(u.Hostname(), port)
+	return net.JoinHostPort(host, port)
 }
 
 // ctxErr is the context's error once it is done, context.Canceled once

@@ -2,20 +2,24 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/crowdfed/crowd/pasture/tlsca"
@@ -438,4 +442,130 @@ func TestTransportHandsBackWhileDialling(t *testing.T) {
 		return len(tr.idle[poolKey{"http", s.ln.Addr().String()}])
 	}
 	waitFor(t, "both connections rest in the pool", func() bool { return idle() == 2 })
+}
+
+// TestHostPort: the pool's key and the dial's address, the scheme's port
+// when the URL names none.
+func TestHostPort(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"http://127.0.0.1:8080/inbox", "127.0.0.1:8080"},     // named: as it is
+		{"http://flood1.test/inbox", "flood1.test:80"},        // http's port
+		{"https://flood1.test/inbox", "flood1.test:443"},      // https's port
+		{"https://Flood1.TEST:8443/x", "Flood1.TEST:8443"},    // case kept, as Hostname keeps it
+		{"http://[::1]:8080/inbox", "[::1]:8080"},             // IPv6, bracketed already
+		{"https://[::1]/inbox", "[::1]:443"},                  // IPv6, bracketed with the port added
+		{"http://[fe80::1%25lo]:80/inbox", "[fe80::1%lo]:80"}, // a zone, unescaped as Hostname gives it
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostPort(u); got != c.want {
+			t.Errorf("hostPort(%s) = %q, want %q", c.url, got, c.want)
+		}
+	}
+}
+
+// TestRoundTripAllocations: a send on a resting connection, as a flood's
+// worker makes it (an Aborter in its context, the answer drained),
+// allocates a handful of objects: the answer, its status line, one string
+// for its header section, the header map (two), the values' backing
+// array, the body reader: seven, where it was twenty-five. The
+// server writes a canned answer and allocates nothing, so the count is the
+// client's. A string per header name and value, a closure per request, or
+// a key per request would each break the bound.
+func TestRoundTripAllocations(t *testing.T) {
+	const answer = "HTTP/1.1 202 Accepted\r\nDate: Thu, 03 Dec 2026 12:00:00 GMT\r\nContent-Type: text/plain\r\nX-Ratelimit-Remaining: 299\r\nContent-Length: 2\r\n\r\nok"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("x", 512)
+	req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/inbox", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/activity+json"}, "Signature": {strings.Repeat("s", 300)}}
+	var wire strings.Builder // what the client writes for req, read back by the server as a whole
+	fmt.Fprintf(&wire, "POST /inbox HTTP/1.1\r\nHost: %s\r\nContent-Type: application/activity+json\r\nSignature: %s\r\nContent-Length: %d\r\n\r\n%s",
+		ln.Addr(), strings.Repeat("s", 300), len(body), body)
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		in, out := make([]byte, wire.Len()), []byte(answer)
+		for {
+			if _, err := io.ReadFull(c, in); err != nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	tr := NewTransport(Options{})
+	defer tr.CloseIdleConnections()
+	var a Aborter
+	ctx := WithAborter(context.Background(), &a)
+	rd := new(readCloser) // reused, as a flood's worker reuses its body reader
+	req = req.WithContext(ctx)
+	sendOne := func() {
+		rd.Reset(body)
+		req.Body, req.ContentLength = rd, int64(len(body))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Ratelimit-Remaining") != "299" {
+			t.Fatalf("answer %d %v", resp.StatusCode, resp.Header)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	sendOne() // the dial, and the connection's buffers
+	const bound = 7
+	if n := testing.AllocsPerRun(200, sendOne); n > bound {
+		t.Errorf("a send on a resting connection allocates %.1f objects, want at most %d", n, bound)
+	}
+}
+
+// readCloser is a strings.Reader that closes.
+type readCloser struct{ strings.Reader }
+
+func (*readCloser) Close() error { return nil }
+
+// TestCopyBody: a request's body goes into the connection's buffer as
+// io.CopyN would copy it: n bytes, io.EOF when the body has fewer.
+func TestCopyBody(t *testing.T) {
+	long := strings.Repeat("0123456789", 5)
+	failing := errors.New("disk gone")
+	for _, c := range []struct {
+		name  string
+		body  io.Reader
+		n     int64
+		wrote string
+		err   error
+	}{
+		{"exactly n", strings.NewReader("hello"), 5, "hello", nil},
+		{"longer than n: n bytes", strings.NewReader("hello, world"), 5, "hello", nil},
+		{"shorter than n: io.EOF", strings.NewReader("hi"), 5, "hi", io.EOF},
+		{"more than the buffer: flushed on the way", strings.NewReader(long), 50, long, nil},
+		{"data with io.EOF in one read", iotest.DataErrReader(strings.NewReader("hello")), 5, "hello", nil},
+		{"one byte a read", iotest.OneByteReader(strings.NewReader(long)), 50, long, nil},
+		{"an error midway: kept", io.MultiReader(strings.NewReader("hel"), iotest.ErrReader(failing)), 5, "hel", failing},
+		{"nothing to copy", strings.NewReader("x"), 0, "", nil},
+	} {
+		var out bytes.Buffer
+		w := bufio.NewWriterSize(&out, 16)
+		n, err := copyBody(w, c.body, c.n)
+		w.Flush()
+		if n != int64(len(c.wrote)) || out.String() != c.wrote || !errors.Is(err, c.err) {
+			t.Errorf("%s: copied %d %q, %v; want %d %q, %v", c.name, n, out.String(), err, len(c.wrote), c.wrote, c.err)
+		}
+	}
 }
