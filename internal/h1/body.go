@@ -58,8 +58,9 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 	cl, hasCL := resp.Header["Content-Length"]
 	hasTE = hasTE && resp.ProtoMinor > 0 // HTTP/1.0 has no transfer codings: net/http ignores the field
 	var n int64
-	if hasCL && !hasTE {
-		// Checked whatever the status, as net/http does.
+	if hasCL {
+		// Checked whatever the status and the transfer coding, as
+		// net/http does.
 		var err error
 		if n, err = contentLength(cl); err != nil {
 			return err
