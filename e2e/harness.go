@@ -13,8 +13,8 @@
 // go test's default is GOMAXPROCS), since they spend most of their time waiting on a peer or a
 // flood's clock; one whose gates would read a shared CPU as the SUT's slowness (the scenario
 // presets at their rates, live metrics' overload, the reactions test's 2 000 sends at the edge of
-// what Fedify verifies, the delivery-weather test's sub-second windows on Fedify's retries) or
-// that shares the podman image store stays serial.
+// what Fedify verifies, the delivery-weather test's sub-second windows on Fedify's retries) stays
+// serial, and so does the podman group, whose three tests run side by side within it.
 //
 // The helpers are Linux-only (network namespaces, process groups, parent-death signals).
 package e2e

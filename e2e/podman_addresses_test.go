@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestPodmanOriginAddresses gives the crowd's container a range of addresses on a podman bridge
+// testPodmanOriginAddresses gives the crowd's container a range of addresses on a podman bridge
 // network, as the compose recipe of docs/large-world.md does: the container gets one address from the
 // network, and one route makes the whole origin range local to it ("ip route add local
 // 10.251.0.0/16 dev lo" in its namespace; the recipe's sidecar with NET_ADMIN, done here from
@@ -19,11 +19,9 @@ import (
 // the range to the container's address. The Go test SUT listens on the bridge's gateway, in the
 // test's namespace: a flood of Follows from every origin, run inside the container, reaches it
 // from as many addresses as origins, each from its own origin's.
-func TestPodmanOriginAddresses(t *testing.T) {
+func testPodmanOriginAddresses(t *testing.T, p *podmanEnv, image string) {
 	const origins = 200
-	p := newPodman(t)
 	ns := NewNetns(t)
-	image := p.buildCrowdImage(t)
 	state := t.TempDir()
 	certs := issueSUTCert(t, state)
 	seedKeys(t, state, origins)

@@ -16,15 +16,13 @@ import (
 	"time"
 )
 
-// TestPodmanCompose brings up pasture/compose.ci.yaml with podman-compose: the crowd's image
+// testPodmanCompose brings up pasture/compose.ci.yaml with podman-compose: the crowd's image
 // next to the Fedify test SUT's, host networking in a namespace of the test's own. The SUT
 // follows a crowd actor and is accepted (DNS and TLS both ways between the containers),
 // `crowd flood` runs inside the crowd's container and its record lands in the mounted out
 // folder, and `down` leaves nothing running.
-func TestPodmanCompose(t *testing.T) {
-	p := newPodman(t)
+func testPodmanCompose(t *testing.T, p *podmanEnv, crowdImage string) {
 	ns := NewNetns(t)
-	crowdImage := p.buildCrowdImage(t)
 	sutImage := p.buildSUTImage(t)
 
 	root := ModuleRoot(t)

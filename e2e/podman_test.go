@@ -13,13 +13,22 @@ import (
 	"time"
 )
 
-// TestPodmanImage runs the crowd's image as its users do, with host networking: the CA the
+// TestPodman packages the crowd as its users run it (podman_env_test.go): the crowd's image is
+// built once, and its three tests then run side by side, each with a network namespace,
+// containers and names of its own (podman serialises what its store must). The group itself is
+// not parallel: no test outside it shares the cores with its containers.
+func TestPodman(t *testing.T) {
+	image := newPodman(t).buildCrowdImage(t)
+	t.Run("Image", func(t *testing.T) { t.Parallel(); testPodmanImage(t, newPodman(t), image) })
+	t.Run("Compose", func(t *testing.T) { t.Parallel(); testPodmanCompose(t, newPodman(t), image) })
+	t.Run("OriginAddresses", func(t *testing.T) { t.Parallel(); testPodmanOriginAddresses(t, newPodman(t), image) })
+}
+
+// testPodmanImage runs the crowd's image as its users do, with host networking: the CA the
 // container writes into its mounted state volume lets the host (the test process) check
 // WebFinger over HTTPS, the container's DNS answers on :53, and SIGTERM stops it cleanly.
-func TestPodmanImage(t *testing.T) {
-	p := newPodman(t)
+func testPodmanImage(t *testing.T, p *podmanEnv, image string) {
 	ns := NewNetns(t)
-	image := p.buildCrowdImage(t)
 
 	t.Run("the image declares what users rely on", func(t *testing.T) {
 		var cfg struct {
