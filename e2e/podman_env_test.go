@@ -59,13 +59,20 @@ func newPodman(t *testing.T) *podmanEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := (&podmanEnv{conf: conf}).another(t)
+	p.sweepStale(t)
+	return p
+}
+
+// another is the environment for one more test beside p's (a subtest): the same configuration,
+// a suffix of its own, and no sweep (p's has been done).
+func (p *podmanEnv) another(t *testing.T) *podmanEnv {
+	t.Helper()
 	var rnd [4]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		t.Fatal(err)
 	}
-	p := &podmanEnv{conf: conf, id: fmt.Sprintf("%dx%s", os.Getpid(), hex.EncodeToString(rnd[:]))}
-	p.sweepStale(t)
-	return p
+	return &podmanEnv{conf: p.conf, id: fmt.Sprintf("%dx%s", os.Getpid(), hex.EncodeToString(rnd[:]))}
 }
 
 // command returns podman (or podman-compose, …) with CONTAINERS_CONF set; with ns, the command
@@ -148,16 +155,18 @@ func (p *podmanEnv) sweepStale(t testing.TB) {
 		_ = json.Unmarshal([]byte(out), &ctrs)
 		for _, c := range ctrs {
 			if stale(c.Labels[podmanLabel]) || stale(projectPid(c.Labels["io.podman.compose.project"])) {
-				_, _ = p.output(nil, nil, "podman", "rm", "--force", "--time", "1", c.ID)
-				t.Logf("removed stale container %.12s", c.ID)
+				if _, err := p.output(nil, nil, "podman", "rm", "--force", "--time", "1", c.ID); err == nil {
+					t.Logf("removed stale container %.12s", c.ID)
+				}
 			}
 		}
 	}
 	if out, err := p.output(nil, nil, "podman", "network", "ls", "--format", "{{.Name}}"); err == nil {
 		for _, name := range strings.Fields(out) {
 			if project, ok := strings.CutSuffix(name, "_default"); ok && stale(projectPid(project)) {
-				_, _ = p.output(nil, nil, "podman", "network", "rm", "--force", name)
-				t.Logf("removed stale network %s", name)
+				if _, err := p.output(nil, nil, "podman", "network", "rm", "--force", name); err == nil {
+					t.Logf("removed stale network %s", name)
+				}
 			}
 		}
 	}
@@ -169,8 +178,9 @@ func (p *podmanEnv) sweepStale(t testing.TB) {
 		_ = json.Unmarshal([]byte(out), &imgs)
 		for _, img := range imgs {
 			if stale(img.Labels[podmanLabel]) {
-				_, _ = p.output(nil, nil, "podman", "rmi", "--force", img.ID)
-				t.Logf("removed stale image %.12s", img.ID)
+				if _, err := p.output(nil, nil, "podman", "rmi", "--force", img.ID); err == nil {
+					t.Logf("removed stale image %.12s", img.ID)
+				}
 			}
 		}
 	}

@@ -18,10 +18,11 @@ import (
 // containers and names of its own (podman serialises what its store must). The group itself is
 // not parallel: no test outside it shares the cores with its containers.
 func TestPodman(t *testing.T) {
-	image := newPodman(t).buildCrowdImage(t)
-	t.Run("Image", func(t *testing.T) { t.Parallel(); testPodmanImage(t, newPodman(t), image) })
-	t.Run("Compose", func(t *testing.T) { t.Parallel(); testPodmanCompose(t, newPodman(t), image) })
-	t.Run("OriginAddresses", func(t *testing.T) { t.Parallel(); testPodmanOriginAddresses(t, newPodman(t), image) })
+	p := newPodman(t)
+	image := p.buildCrowdImage(t)
+	t.Run("Image", func(t *testing.T) { t.Parallel(); testPodmanImage(t, p.another(t), image) })
+	t.Run("Compose", func(t *testing.T) { t.Parallel(); testPodmanCompose(t, p.another(t), image) })
+	t.Run("OriginAddresses", func(t *testing.T) { t.Parallel(); testPodmanOriginAddresses(t, p.another(t), image) })
 }
 
 // testPodmanImage runs the crowd's image as its users do, with host networking: the CA the

@@ -121,17 +121,31 @@ func TestEachSendGoesAsPrepared(t *testing.T) {
 		})
 		tr := NewClientTransport(TransportOptions{Client: client, MaxInflight: 1})
 		defer tr.CloseIdleConnections()
-		res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: 20, MaxInflight: 1},
-			Pacer: mustConstant(t, 100), Source: src, Transport: tr})
+		res := mustRun(t, context.Background(), Plan{Limits: Limits{MaxSends: 25, MaxInflight: 1},
+			Pacer: mustConstant(t, 50), Source: src, Transport: tr})
 		mu.Lock()
 		defer mu.Unlock()
-		if sent := res.Overall.Tally.Classes[record.Class202]; sent < 10 || int(sent) != len(got) {
-			t.Fatalf("%d answered 202, %d arrived: want at least 10, all of them", sent, len(got))
+		// Every send that left was answered 202 (a request the client
+		// refused would be a connection error), and arrived.
+		for cl, n := range res.Overall.Tally.Classes {
+			if c := record.Class(cl); c != record.Class202 && n > 0 {
+				t.Errorf("%d sends ended as %s", n, c)
+			}
 		}
+		if sent := res.Overall.Tally.Classes[record.Class202]; int(sent) != len(got) {
+			t.Fatalf("%d answered 202, %d arrived", sent, len(got))
+		}
+		arrived := map[string]bool{}
 		for i, g := range got {
+			arrived[g.seq] = true
 			if w := want[g.seq]; g != w {
 				t.Errorf("request %d arrived as %+v, want %+v", i, g, w)
 			}
+		}
+		// Each kind came after another: an open-loop pacer may drop a
+		// send that found the worker busy, but not a whole kind.
+		if len(arrived) != len(want) {
+			t.Errorf("of the %d prepared requests, %d arrived: %v", len(want), len(arrived), arrived)
 		}
 	})
 }

@@ -113,7 +113,7 @@ type worker struct {
 	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
 
 	// With the fast client, what every send reuses (see sendContext and
-	// roundTrip): h1 is done with a request's context and body once its
+	// request): h1 is done with a request's context and body once its
 	// answer is read, and a worker makes one send at a time.
 	deadline sendDeadline
 	req      *http.Request // base with the deadline as its context
@@ -176,8 +176,10 @@ func (w *worker) send(j *job, d *record.Delivery) {
 			// Delete's object gone); a drafted-ahead one has long been.
 			// The wait has a timer of its own: the send's context may
 			// have none (sendContext).
+			// On the worker's context, not ctx: with the fast client ctx
+			// is the worker's own, set again for its next send.
 			deadline, _ := ctx.Deadline()
-			wait, stop := context.WithDeadline(ctx, deadline)
+			wait, stop := context.WithDeadline(w.ctx, deadline)
 			select {
 			case <-ready:
 			case <-wait.Done():

@@ -52,25 +52,12 @@ type body struct {
 // whether the connection may be kept, from the request and the answer's
 // head.
 func frame(req *http.Request, resp *http.Response, c *conn) error {
+	n, hasCL, hasTE, err := framingFields(resp)
+	if err != nil {
+		return err
+	}
 	b := &body{c: c, keep: keepAlive(req, resp)}
 	resp.Body, resp.ContentLength = b, -1
-	te, hasTE := resp.Header["Transfer-Encoding"]
-	cl, hasCL := resp.Header["Content-Length"]
-	hasTE = hasTE && resp.ProtoMinor > 0 // HTTP/1.0 has no transfer codings: net/http ignores the field
-	var n int64
-	if hasCL {
-		// Checked whatever the status and the transfer coding, as
-		// net/http does.
-		var err error
-		if n, err = contentLength(cl); err != nil {
-			return err
-		}
-	}
-	// Chunked alone, as net/http reads it, and checked whatever the status
-	// and the request's method, as net/http does.
-	if hasTE && (len(te) != 1 || !strings.EqualFold(te[0], "chunked")) {
-		return fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
-	}
 	switch {
 	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		b.done, resp.ContentLength = true, 0
@@ -86,6 +73,27 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 	}
 	resp.Close = !b.keep
 	return nil
+}
+
+// framingFields reads an answer's Content-Length (n, when hasCL) and whether it
+// is chunked (hasTE), refusing either field when net/http does: whatever
+// the status, interim answers included, and whatever the request's
+// method; Content-Length even when a transfer coding overrides it. Only
+// chunked is a transfer coding this client reads, as net/http, and an
+// HTTP/1.0 answer has none (net/http ignores the field there).
+func framingFields(resp *http.Response) (n int64, hasCL, hasTE bool, err error) {
+	te, hasTE := resp.Header["Transfer-Encoding"]
+	cl, hasCL := resp.Header["Content-Length"]
+	hasTE = hasTE && resp.ProtoMinor > 0
+	if hasCL {
+		if n, err = contentLength(cl); err != nil {
+			return 0, false, false, err
+		}
+	}
+	if hasTE && (len(te) != 1 || !strings.EqualFold(te[0], "chunked")) {
+		return 0, false, false, fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
+	}
+	return n, hasCL, hasTE, nil
 }
 
 // keepAlive says whether the connection may carry another request after

@@ -4,6 +4,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,11 @@ func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
 		case code >= 100 && code < 200:
 			if n >= max1xx {
 				return nil, fmt.Errorf("h1: more than %d interim (1xx) answers", max1xx)
+			}
+			// An interim answer has no body, but net/http refuses one
+			// whose framing fields it would refuse on a final answer.
+			if _, _, _, err := framingFields(resp); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -174,12 +180,15 @@ func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
 		buf := w.AvailableBuffer()
 		buf = buf[:min(int64(cap(buf)), n-written)]
 		k, err := r.Read(buf)
+		if k < 0 || k > len(buf) {
+			return written, fmt.Errorf("h1: the body's reader returned %d bytes for a %d-byte read", k, len(buf))
+		}
 		w.Write(buf[:k])
 		written += int64(k)
+		if written == n {
+			break // what it says after the last byte does not matter, as for io.CopyN
+		}
 		if err != nil {
-			if err == io.EOF && written == n {
-				break
-			}
 			return written, err
 		}
 	}
@@ -187,8 +196,8 @@ func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
 }
 
 // isToken reports whether s is an RFC 9110 token (a method or field name).
-func isToken(s string) bool {
-	if s == "" {
+func isToken[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -206,7 +215,7 @@ func isToken(s string) bool {
 // signed request's Signature and Digest are most of its head: eight bytes
 // are tested at once, and only eight that hold a byte below a space or a
 // DEL (a tab, most likely) are looked at one by one.
-func validValue(s string) bool {
+func validValue[T string | []byte](s T) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
@@ -225,7 +234,7 @@ func validValue(s string) bool {
 }
 
 // validBytes is validValue one byte at a time.
-func validBytes(s string) bool {
+func validBytes[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
 			return false
@@ -234,12 +243,13 @@ func validBytes(s string) bool {
 	return true
 }
 
-// readHead reads an answer's status line and header fields. The status
-// line is read and checked first, so that a peer that is not an HTTP
-// server fails the request at once. The header section is then gathered
-// and made one string, which every name and value is a part of: one
-// allocation for all of them, where a string per name and value was most
-// of a send's allocations.
+// readHead reads an answer's status line and header fields. Each line is
+// checked as it arrives, so that a peer that is not an HTTP server, or
+// sends a malformed field, fails the request at once. The status line is
+// made a string of its own; the header section is gathered and made one
+// string, which every name and value is a part of: one allocation for all
+// of them, where a string per name and value was most of a send's
+// allocations.
 func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 	budget := maxHeadBytes
 	line, err := c.readLine(&budget)
@@ -259,6 +269,9 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		if len(line) == 0 {
 			break
 		}
+		if err := checkField(line, fields == 0); err != nil {
+			return nil, err
+		}
 		buf = append(append(buf, line...), '\n')
 		fields++
 	}
@@ -275,16 +288,10 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		line, head, _ = strings.Cut(head, "\n")
 		if line[0] == ' ' || line[0] == '\t' {
 			vs := resp.Header[last]
-			if len(vs) == 0 || !validValue(line) {
-				return nil, fmt.Errorf("h1: malformed folded header line %q", truncate(line))
-			}
 			vs[len(vs)-1] += " " + strings.Trim(line, " \t")
 			continue
 		}
 		i := strings.IndexByte(line, ':')
-		if i <= 0 || !isToken(line[:i]) || !validValue(line[i+1:]) {
-			return nil, fmt.Errorf("h1: malformed header line %q", truncate(line))
-		}
 		last = http.CanonicalHeaderKey(line[:i])
 		v := strings.Trim(line[i+1:], " \t")
 		if vs, ok := resp.Header[last]; ok {
@@ -295,6 +302,24 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		resp.Header[last], values = values[:1:1], values[1:]
 	}
 	return resp, nil
+}
+
+// checkField refuses a header line readHead could not read: a name that
+// is not a token before its colon, a value with control bytes, or a folded
+// line (obsolete, but read) that continues no field (first: it would be
+// the section's first).
+func checkField(line []byte, first bool) error {
+	if line[0] == ' ' || line[0] == '\t' {
+		if first || !validValue(line) {
+			return fmt.Errorf("h1: malformed folded header line %q", truncate(line))
+		}
+		return nil
+	}
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 || !isToken(line[:i]) || !validValue(line[i+1:]) {
+		return fmt.Errorf("h1: malformed header line %q", truncate(line))
+	}
+	return nil
 }
 
 // maxKeptHead bounds the buffer a connection keeps for the next answer's

@@ -223,6 +223,13 @@ func TestTransportFailures(t *testing.T) {
 		// Not HTTP at all.
 		{"garbage", answer{raw: "SSH-2.0-OpenSSH\r\n\r\n"}, 10 * time.Second,
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "status line") }},
+		// A malformed field, the head never ended: refused at that line,
+		// not at the send's timeout.
+		{"malformed field", answer{raw: "HTTP/1.1 200 OK\r\nno colon here\r\n"}, 10 * time.Second,
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "malformed header line") }},
+		// A folded line that continues no field, the head never ended.
+		{"folded first line", answer{raw: "HTTP/1.1 200 OK\r\n folded\r\n"}, 10 * time.Second,
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "malformed folded header line") }},
 		// A chunk whose size is not hexadecimal.
 		{"bad chunk", answer{raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}, 10 * time.Second,
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "chunk size") }},
@@ -498,6 +505,9 @@ func TestRoundTripAllocations(t *testing.T) {
 			return
 		}
 		defer c.Close()
+		// A client that wrote other bytes than wire's fails the test
+		// within this bound instead of leaving both sides waiting.
+		c.SetDeadline(time.Now().Add(10 * time.Second))
 		in, out := make([]byte, wire.Len()), []byte(answer)
 		for {
 			if _, err := io.ReadFull(c, in); err != nil {
@@ -559,6 +569,8 @@ func TestCopyBody(t *testing.T) {
 		{"one byte a read", iotest.OneByteReader(strings.NewReader(long)), 50, long, nil},
 		{"an error midway: kept", io.MultiReader(strings.NewReader("hel"), iotest.ErrReader(failing)), 5, "hel", failing},
 		{"nothing to copy", strings.NewReader("x"), 0, "", nil},
+		{"an error with the last byte: ignored, as io.CopyN does", &dataThenError{"hi", failing}, 2, "hi", nil},
+		{"an error with bytes short of n: kept", &dataThenError{"hi", failing}, 5, "hi", failing},
 	} {
 		var out bytes.Buffer
 		w := bufio.NewWriterSize(&out, 16)
@@ -568,4 +580,16 @@ func TestCopyBody(t *testing.T) {
 			t.Errorf("%s: copied %d %q, %v; want %d %q, %v", c.name, n, out.String(), err, len(c.wrote), c.wrote, c.err)
 		}
 	}
+}
+
+// dataThenError reads data and err in one read.
+type dataThenError struct {
+	data string
+	err  error
+}
+
+func (r *dataThenError) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, r.err
 }

@@ -70,7 +70,7 @@ func BenchmarkValidValue(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		fn   func(string) bool
-	}{{"words", validValue}, {"bytes", validBytes}} {
+	}{{"words", validValue[string]}, {"bytes", validBytes[string]}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if !c.fn(sig) {
