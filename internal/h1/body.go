@@ -76,7 +76,8 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 }
 
 // framingFields reads an answer's Content-Length (n, when hasCL) and whether it
-// is chunked (hasTE), refusing either field when net/http does: whatever
+// is chunked (hasTE), refusing either field, or a trailer field a chunked
+// answer announces, when net/http does: whatever
 // the status, interim answers included, and whatever the request's
 // method; Content-Length even when a transfer coding overrides it. Only
 // chunked is a transfer coding this client reads, as net/http, and an
@@ -92,6 +93,18 @@ func framingFields(resp *http.Response) (n int64, hasCL, hasTE bool, err error) 
 	}
 	if hasTE && (len(te) != 1 || !strings.EqualFold(te[0], "chunked")) {
 		return 0, false, false, fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
+	}
+	if hasTE {
+		// A chunked answer may announce trailer fields, but not these:
+		// net/http refuses them there (and ignores Trailer otherwise).
+		for _, v := range resp.Header["Trailer"] {
+			for name := range strings.SplitSeq(v, ",") {
+				switch http.CanonicalHeaderKey(strings.Trim(name, " \t")) {
+				case "Content-Length", "Transfer-Encoding", "Trailer":
+					return 0, false, false, fmt.Errorf("h1: bad trailer field %q", strings.TrimSpace(name))
+				}
+			}
+		}
 	}
 	return n, hasCL, hasTE, nil
 }

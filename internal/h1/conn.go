@@ -171,6 +171,7 @@ func (c *conn) writeRequest(req *http.Request) error {
 // LimitReader was an allocation a send.
 func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
 	var written int64
+	empty := 0 // reads in a row that gave nothing and no error
 	for written < n {
 		if w.Available() == 0 {
 			if err := w.Flush(); err != nil {
@@ -185,6 +186,14 @@ func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
 		}
 		w.Write(buf[:k])
 		written += int64(k)
+		if k == 0 && err == nil {
+			// As bufio.Writer.ReadFrom, under io.CopyN, gives up.
+			if empty++; empty >= maxEmptyReads {
+				return written, io.ErrNoProgress
+			}
+			continue
+		}
+		empty = 0
 		if written == n {
 			break // what it says after the last byte does not matter, as for io.CopyN
 		}
@@ -194,6 +203,10 @@ func copyBody(w *bufio.Writer, r io.Reader, n int64) (int64, error) {
 	}
 	return written, nil
 }
+
+// maxEmptyReads is how many reads in a row may give nothing before copyBody
+// stops with io.ErrNoProgress, as bufio's.
+const maxEmptyReads = 100
 
 // isToken reports whether s is an RFC 9110 token (a method or field name).
 func isToken[T string | []byte](s T) bool {

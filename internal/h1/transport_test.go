@@ -229,7 +229,9 @@ func TestTransportFailures(t *testing.T) {
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "malformed header line") }},
 		// A folded line that continues no field, the head never ended.
 		{"folded first line", answer{raw: "HTTP/1.1 200 OK\r\n folded\r\n"}, 10 * time.Second,
-			func(err error) bool { return err != nil && strings.Contains(err.Error(), "malformed folded header line") }},
+			func(err error) bool {
+				return err != nil && strings.Contains(err.Error(), "malformed folded header line")
+			}},
 		// A chunk whose size is not hexadecimal.
 		{"bad chunk", answer{raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}, 10 * time.Second,
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "chunk size") }},
@@ -569,6 +571,7 @@ func TestCopyBody(t *testing.T) {
 		{"one byte a read", iotest.OneByteReader(strings.NewReader(long)), 50, long, nil},
 		{"an error midway: kept", io.MultiReader(strings.NewReader("hel"), iotest.ErrReader(failing)), 5, "hel", failing},
 		{"nothing to copy", strings.NewReader("x"), 0, "", nil},
+		{"a reader that gives nothing: io.ErrNoProgress", &dataThenError{"", nil}, 5, "", io.ErrNoProgress},
 		{"an error with the last byte: ignored, as io.CopyN does", &dataThenError{"hi", failing}, 2, "hi", nil},
 		{"an error with bytes short of n: kept", &dataThenError{"hi", failing}, 5, "hi", failing},
 	} {
