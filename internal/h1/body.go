@@ -75,13 +75,13 @@ func frame(req *http.Request, resp *http.Response, c *conn) error {
 	return nil
 }
 
-// framingFields reads an answer's Content-Length (n, when hasCL) and whether it
-// is chunked (hasTE), refusing either field, or a trailer field a chunked
-// answer announces, when net/http does: whatever
-// the status, interim answers included, and whatever the request's
-// method; Content-Length even when a transfer coding overrides it. Only
-// chunked is a transfer coding this client reads, as net/http, and an
-// HTTP/1.0 answer has none (net/http ignores the field there).
+// framingFields reads an answer's Content-Length (n, when hasCL) and whether
+// it is chunked (hasTE), refusing either field, or a trailer field a chunked
+// answer announces, when net/http does: whatever the status, interim answers
+// included, and whatever the request's method; Content-Length even when a
+// transfer coding overrides it. Only chunked is a transfer coding this client
+// reads, as net/http, and an HTTP/1.0 answer has none (net/http ignores the
+// field there).
 func framingFields(resp *http.Response) (n int64, hasCL, hasTE bool, err error) {
 	te, hasTE := resp.Header["Transfer-Encoding"]
 	cl, hasCL := resp.Header["Content-Length"]
@@ -91,22 +91,23 @@ func framingFields(resp *http.Response) (n int64, hasCL, hasTE bool, err error) 
 			return 0, false, false, err
 		}
 	}
-	if hasTE && (len(te) != 1 || !strings.EqualFold(te[0], "chunked")) {
+	if !hasTE {
+		return n, hasCL, false, nil
+	}
+	if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
 		return 0, false, false, fmt.Errorf("h1: unsupported Transfer-Encoding %q", strings.Join(te, ", "))
 	}
-	if hasTE {
-		// A chunked answer may announce trailer fields, but not these:
-		// net/http refuses them there (and ignores Trailer otherwise).
-		for _, v := range resp.Header["Trailer"] {
-			for name := range strings.SplitSeq(v, ",") {
-				switch http.CanonicalHeaderKey(strings.Trim(name, " \t")) {
-				case "Content-Length", "Transfer-Encoding", "Trailer":
-					return 0, false, false, fmt.Errorf("h1: bad trailer field %q", strings.TrimSpace(name))
-				}
+	// A chunked answer may announce trailer fields, but not these: net/http
+	// refuses them there (and ignores Trailer otherwise).
+	for _, v := range resp.Header["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			switch name = strings.Trim(name, " \t"); http.CanonicalHeaderKey(name) {
+			case "Content-Length", "Transfer-Encoding", "Trailer":
+				return 0, false, false, fmt.Errorf("h1: bad trailer field %q", name)
 			}
 		}
 	}
-	return n, hasCL, hasTE, nil
+	return n, hasCL, true, nil
 }
 
 // keepAlive says whether the connection may carry another request after
