@@ -16,8 +16,10 @@ import (
 // its signing and its sending would allow together. Each is a row per
 // flood client (clientKey).
 const (
-	rowPresignedWrk     = "presigned_vs_wrk"
-	rowPipelineCombined = "pipeline_combined"
+	rowPresignedWrk = "presigned_vs_wrk"
+	// The flood's client beside an open-loop one that only sends (openloop_linux.go).
+	rowPresignedOpenLoop = "presigned_vs_openloop"
+	rowPipelineCombined  = "pipeline_combined"
 
 	targetCombined = "≥ 0.8 × 1 / (1/signing alone + 1/presigned flood)"
 )
@@ -255,7 +257,10 @@ func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs
 			s = bc.presignedSearch(ctx, "flood-"+string(c), pool)
 		}
 		best, bt := s.best()
-		bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
+		wrkRate := bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
+		if c == b.cfg.FloodClient {
+			b.openLoopRow(ctx, pool, best, bt, wrkRate)
+		}
 	}
 }
 
@@ -264,8 +269,8 @@ func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs
 // as the flood (with b's client) dialled at its maximum, beside that
 // maximum. wrk is a closed loop: its figure is how fast a client that does
 // nothing but write the same bytes gets them answered, the most any
-// sender could.
-func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) {
+// sender could. It returns wrk's rate (0 when it measured none).
+func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) float64 {
 	key := clientKey(rowPresignedWrk, b.cfg.FloodClient)
 	name := fmt.Sprintf("presigned flood (%s client) vs wrk replaying its requests (null sink)", b.cfg.FloodClient)
 	const target = "≥ 0.7 × wrk"
@@ -275,7 +280,7 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 		var err error
 		if w, err = findWrk(ctx); err != nil {
 			fail(fmt.Errorf("needs wrk on PATH: %w", err))
-			return
+			return 0
 		}
 	}
 	conns := floodConns(trials, bt)
@@ -285,7 +290,7 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 	meds, all, err := b.closedSidesBy(ctx, w, []string{"wrk replay"}, []string{b.sinkAddr}, rp)
 	if err != nil {
 		fail(err)
-		return
+		return 0
 	}
 	b.rep.Details[key] = all
 	var cpu, kernel []float64
@@ -315,6 +320,7 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 		row.Notes = "wrk measured no rate; " + how
 	}
 	b.rep.set(row)
+	return meds[0]
 }
 
 // medianP99 is the median of rs' p99 latencies, in ms (NaN for none).
@@ -327,4 +333,49 @@ func medianP99(rs []loopResult) float64 {
 		ps[i] = r.P99
 	}
 	return median(ps)
+}
+
+// openLoopRow: the presigned flood's maximum (best, bt: the presigned
+// row's, with b's client) beside the maximum of the open-loop reference
+// (openLoopTrial) replaying the same pool to the same null sink under the
+// same rule. wrk's closed loop answers how fast the sink can be kept busy;
+// this answers how fast any open-loop sender held to the latency bound can
+// go on this machine, so the two ratios part the flood's distance from wrk
+// into its own overhead and the price of the open loop. No target: it is
+// what the wrk row's target is measured against.
+func (b *bench) openLoopRow(ctx context.Context, pool []*flood.Prepared, best float64, bt *outcome, wrkRate float64) {
+	name := fmt.Sprintf("presigned flood (%s client) vs an open-loop epoll client replaying its requests (null sink)", b.cfg.FloodClient)
+	const target = "reference (the most an open-loop sender held to the latency bound sustains here)"
+	reqs := make([][]byte, len(pool))
+	for i, p := range pool {
+		reqs[i] = rawPost(p)
+	}
+	b.logf("  the open-loop reference")
+	s := newSearch("open loop", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
+		runtime.GC()
+		o := openLoopTrial(ctx, reqs, b.sinkAddr, rate, b.cfg)
+		o.judge(b.cfg.LatencyBound, nil, nil)
+		b.logTrial(o)
+		s.report(o)
+	}
+	b.rep.Details[rowPresignedOpenLoop] = s.trials
+	eBest, et := s.best()
+	row := Row{Key: rowPresignedOpenLoop, Name: name, Value: best, Unit: "/s", Ceiling: eBest, Target: target,
+		CeilingName: fmt.Sprintf("%d epoll loops, one a core, each on its own OS thread, writing the pool's %d requests' wire form in order, cycling, on non-blocking sockets, paced as the flood is (at most %d in flight); the presigned row's rule",
+			runtime.GOMAXPROCS(0), len(pool), openLoopMaxInflight)}
+	switch {
+	case et == nil:
+		row.Notes = "the open-loop client sustained no rate (" + lastWhy(s.trials) + ")"
+	case bt == nil:
+		row.Notes = "the presigned flood sustained no rate"
+	default:
+		row.Ratio = best / eBest
+		row.Notes = fmt.Sprintf("CPU a send at each one's max: flood %.1f µs (%.0f %% in the kernel), open loop %.1f µs (%.0f %% in the kernel); p99 latency %.2f and %.2f ms; the open loop dialled %d connections",
+			bt.CPUPerSend, 100*bt.KernelShare, et.CPUPerSend, 100*et.KernelShare, bt.LatencyP99MS, et.LatencyP99MS, et.Conns)
+	}
+	if et != nil && wrkRate > 0 {
+		row.Notes += fmt.Sprintf("; the open loop's max is %.2f × wrk's %s (the wrk row's reference)", eBest/wrkRate, formatValue(wrkRate, "/s"))
+	}
+	b.rep.set(row)
 }

@@ -33,6 +33,7 @@ const (
 // rowKeys is every row of the table, in order.
 func rowKeys() []string {
 	keys := append([]string{rowPipeline, rowPresigned}, clientKeys(rowPresignedWrk)...)
+	keys = append(keys, rowPresignedOpenLoop)
 	keys = append(keys, rowInbox, rowActor, rowWebFinger, rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
 		rowSignLibcrypto, rowPipelineLibcrypto)
 	keys = append(keys, clientKeys(rowPipelineCombined)...)

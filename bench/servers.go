@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -268,10 +269,69 @@ func postRequest(p *flood.Prepared) *http.Request {
 }
 
 // canned is a document the bare handler answers: the bytes the crowd's
-// router answered for the same request.
+// router answered for the same request, its header fields included (all
+// but Date and Content-Length, which net/http adds to both answers alike):
+// a WebFinger answer's Access-Control-Allow-Origin (RFC 7033 asks for it),
+// an actor document's Vary. Without them the bare handler would write
+// fewer bytes than a server must, and the ratio would price them as the
+// router's cost.
 type canned struct {
-	contentType string
-	body        []byte
+	header http.Header // shared by every answer, only read
+	body   []byte
+}
+
+// cannedDocuments asks h (the crowd's router) for every actor's document
+// and WebFinger answer of world, and returns them canned for the bare
+// handler beside the two lists of requests; an error names the first
+// request h did not answer 200.
+func cannedDocuments(h http.Handler, world *actors.World) (answers map[string]canned, actorReqs, wfReqs []docReq, bad error) {
+	answers = map[string]canned{}
+	accept := http.Header{"Accept": {"application/activity+json"}}
+	jrd := http.Header{"Accept": {"application/jrd+json"}}
+	for _, a := range world.Actors() {
+		for _, d := range []struct {
+			raw    string
+			header http.Header
+			list   *[]docReq
+		}{
+			{"http://" + a.Origin.Host + "/users/" + a.Name, accept, &actorReqs},
+			{"http://" + a.Origin.Host + "/.well-known/webfinger?resource=acct:" + url.QueryEscape(a.Acct()), jrd, &wfReqs},
+		} {
+			u, err := url.Parse(d.raw)
+			if err != nil {
+				bad = err
+				continue
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, d.raw, nil)
+			req.Header = d.header.Clone()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				bad = fmt.Errorf("GET %s: %d %s", d.raw, rec.Code, rec.Body)
+				continue
+			}
+			answers[u.Host+u.RequestURI()] = canned{header: rec.Header().Clone(), body: rec.Body.Bytes()}
+			*d.list = append(*d.list, docReq{url: u, header: d.header})
+		}
+	}
+	return answers, actorReqs, wfReqs, bad
+}
+
+// bareDocuments is the documents' bare handler: the canned answer of the
+// request's host and URI, 404 for any other.
+func bareDocuments(answers map[string]canned) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := answers[r.Host+r.URL.RequestURI()]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		for k, v := range c.header {
+			h[k] = v // net/http only reads the values: no copy, as the crowd's handlers do
+		}
+		w.Write(c.body)
+	}
 }
 
 // docReq is one GET a document client makes.
@@ -297,51 +357,13 @@ func (b *bench) documentsSection(ctx context.Context) {
 		return
 	}
 	h := p.Handler()
-	var actorReqs, wfReqs []docReq
-	answers := map[string]canned{}
-	accept := http.Header{"Accept": {"application/activity+json"}}
-	jrd := http.Header{"Accept": {"application/jrd+json"}}
-	var bad error
-	for _, a := range b.world.Actors() {
-		for _, d := range []struct {
-			raw    string
-			header http.Header
-			list   *[]docReq
-		}{
-			{"http://" + a.Origin.Host + "/users/" + a.Name, accept, &actorReqs},
-			{"http://" + a.Origin.Host + "/.well-known/webfinger?resource=acct:" + url.QueryEscape(a.Acct()), jrd, &wfReqs},
-		} {
-			u, err := url.Parse(d.raw)
-			if err != nil {
-				bad = err
-				continue
-			}
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodGet, d.raw, nil)
-			req.Header = d.header.Clone()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				bad = fmt.Errorf("GET %s: %d %s", d.raw, rec.Code, rec.Body)
-				continue
-			}
-			answers[u.Host+u.RequestURI()] = canned{contentType: rec.Header().Get("Content-Type"), body: rec.Body.Bytes()}
-			*d.list = append(*d.list, docReq{url: u, header: d.header})
-		}
-	}
+	answers, actorReqs, wfReqs, bad := cannedDocuments(h, b.world)
 	if bad != nil {
 		b.rep.fail(rowActor, nameActor, target, bad)
 		b.rep.fail(rowWebFinger, nameWF, target, bad)
 		return
 	}
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := answers[r.Host+r.URL.RequestURI()]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", c.contentType)
-		w.Write(c.body)
-	})
+	bare := bareDocuments(answers)
 	pAddr, stopP, err := serve(h)
 	if err != nil {
 		b.rep.fail(rowActor, nameActor, target, err)
