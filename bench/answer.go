@@ -24,29 +24,33 @@ type answer struct {
 // a null sink sends (a final answer whose body is delimited by
 // Content-Length, or has none), and refuses every other framing (1xx,
 // Transfer-Encoding, no Content-Length where a body may follow,
-// conflicting lengths) as an error rather than guess: the open-loop
-// reference never counts an answer it could have misread.
+// conflicting lengths, a line ended by a bare LF) as an error rather than
+// guess: the open-loop reference never counts an answer it could have
+// misread, nor waits for more of one that another client would have read
+// whole.
 func parseAnswer(b []byte) (answer, error) {
 	var a answer
 	end := bytes.Index(b, []byte("\r\n\r\n"))
-	if end < 0 {
-		if len(b) > maxAnswerHead {
-			return a, fmt.Errorf("answer head over %d bytes", maxAnswerHead)
-		}
-		return a, nil
+	head := b
+	if end >= 0 {
+		head = b[:end]
 	}
-	head := b[:end]
+	if len(head) > maxAnswerHead {
+		return a, fmt.Errorf("answer head over %d bytes", maxAnswerHead)
+	}
+	for i, c := range head {
+		if c == '\n' && (i == 0 || head[i-1] != '\r') {
+			return a, errors.New("a line of the answer's head ends in a bare LF")
+		}
+	}
+	if end < 0 {
+		return a, nil // not all there yet
+	}
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
 	proto, code, ok := bytes.Cut(line, []byte(" "))
-	switch {
-	case !ok || !fieldValue(line):
-		return a, fmt.Errorf("bad status line %q", line)
-	case string(proto) == "HTTP/1.0":
-		a.close = true
-	case string(proto) != "HTTP/1.1":
-		return a, fmt.Errorf("bad status line %q", line)
-	}
-	if len(code) < 3 || (len(code) > 3 && code[3] != ' ') {
+	http10 := string(proto) == "HTTP/1.0"
+	if !ok || !fieldValue(line) || !http10 && string(proto) != "HTTP/1.1" ||
+		len(code) < 3 || len(code) > 3 && code[3] != ' ' {
 		return a, fmt.Errorf("bad status line %q", line)
 	}
 	for _, d := range code[:3] {
@@ -55,10 +59,12 @@ func parseAnswer(b []byte) (answer, error) {
 		}
 		a.status = 10*a.status + int(d-'0')
 	}
-	if a.status < 200 || a.status > 999 {
+	if a.status < 200 {
 		return a, fmt.Errorf("status %d: interim or invalid answers are not framed here", a.status)
 	}
 	length := -1
+	var lengthText []byte
+	hasClose, hasKeepAlive := false, false
 	for len(rest) > 0 {
 		var field []byte
 		field, rest, _ = bytes.Cut(rest, []byte("\r\n"))
@@ -69,39 +75,41 @@ func parseAnswer(b []byte) (answer, error) {
 		}
 		switch {
 		case asciiEqualFold(name, "Content-Length"):
+			// Several fields must say the same, as text (net/http's rule).
+			if lengthText != nil {
+				if !bytes.Equal(value, lengthText) {
+					return a, errors.New("conflicting Content-Length fields")
+				}
+				continue
+			}
 			n, err := strconv.ParseUint(string(value), 10, 63)
-			if err != nil || len(value) == 0 || value[0] == '+' {
+			if err != nil {
 				return a, fmt.Errorf("bad Content-Length %q", value)
 			}
-			if length >= 0 && int(n) != length {
-				return a, errors.New("conflicting Content-Length fields")
-			}
-			length = int(n)
+			length, lengthText = int(n), value
 		case asciiEqualFold(name, "Transfer-Encoding"):
 			return a, errors.New("a Transfer-Encoding answer is not framed here")
 		case asciiEqualFold(name, "Connection"):
 			for _, tok := range bytes.Split(value, []byte(",")) {
 				tok = bytes.Trim(tok, " \t")
-				switch {
-				case asciiEqualFold(tok, "close"):
-					a.close = true
-				case asciiEqualFold(tok, "keep-alive") && string(proto) == "HTTP/1.0":
-					a.close = false
-				}
+				hasClose = hasClose || asciiEqualFold(tok, "close")
+				hasKeepAlive = hasKeepAlive || asciiEqualFold(tok, "keep-alive")
 			}
 		}
 	}
+	// HTTP/1.0 closes unless it says keep-alive; a close anywhere wins.
+	a.close = hasClose || http10 && !hasKeepAlive
 	switch {
+	case a.status == 204 && length > 0:
+		return a, errors.New("a 204 answer with a Content-Length") // RFC 9110 §8.6 forbids it
 	case a.status == 204 || a.status == 304:
-		if length > 0 {
-			return a, fmt.Errorf("a %d answer with a body", a.status)
-		}
-		length = 0
+		length = 0 // a 304's Content-Length is the representation's, not a body's
 	case length < 0:
 		return a, errors.New("no Content-Length: an answer delimited by the close is not framed here")
 	}
-	if total := end + 4 + length; len(b) >= total {
-		a.size = total
+	// Compared so, a length near the largest int cannot overflow the sum.
+	if length <= len(b)-end-4 {
+		a.size = end + 4 + length
 	}
 	return a, nil
 }

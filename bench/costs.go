@@ -112,11 +112,7 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 	runtime.GOMAXPROCS(runtime.NumCPU())
 	s := newSearch(side, b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		runtime.GC()
-		o, _ := floodTrial(ctx, side, &cycle{reqs: pool}, rate, b.cfg, nil)
-		o.judge(b.cfg.LatencyBound, nil, nil)
-		b.logTrial(o)
-		s.report(o)
+		s.report(b.presignedTrial(ctx, side, pool, rate))
 	}
 	return s
 }
@@ -259,7 +255,7 @@ func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs
 		best, bt := s.best()
 		wrkRate := bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
 		if c == b.cfg.FloodClient {
-			b.openLoopRow(ctx, pool, best, bt, wrkRate)
+			b.openLoopRow(ctx, pool, wrkRate)
 		}
 	}
 }
@@ -335,47 +331,53 @@ func medianP99(rs []loopResult) float64 {
 	return median(ps)
 }
 
-// openLoopRow: the presigned flood's maximum (best, bt: the presigned
-// row's, with b's client) beside the maximum of the open-loop reference
+// openLoopRow: the presigned flood beside the open-loop reference
 // (openLoopTrial) replaying the same pool to the same null sink under the
-// same rule. wrk's closed loop answers how fast the sink can be kept busy;
-// this answers how fast any open-loop sender held to the latency bound can
-// go on this machine, so the two ratios part the flood's distance from wrk
-// into its own overhead and the price of the open loop. No target: it is
-// what the wrk row's target is measured against.
-func (b *bench) openLoopRow(ctx context.Context, pool []*flood.Prepared, best float64, bt *outcome, wrkRate float64) {
+// presigned row's rule, their searches in turns, trial by trial, so that
+// the machine's drift falls on both. wrk's closed loop answers how fast
+// the sink can be kept busy; this answers how fast an open-loop sender
+// that does nothing but send, held to the latency bound, goes on this
+// machine, so the two ratios part the flood's distance from wrk into its
+// own overhead and the price of the open loop. No target: it is what the
+// wrk row's target is read against; wrkRate is that row's wrk figure.
+func (b *bench) openLoopRow(ctx context.Context, pool []*flood.Prepared, wrkRate float64) {
 	name := fmt.Sprintf("presigned flood (%s client) vs an open-loop epoll client replaying its requests (null sink)", b.cfg.FloodClient)
-	const target = "reference (the most an open-loop sender held to the latency bound sustains here)"
+	const target = "reference (an open-loop client that only paces, writes and frames, held to the same bound)"
 	reqs := make([][]byte, len(pool))
 	for i, p := range pool {
 		reqs[i] = rawPost(p)
 	}
-	b.logf("  the open-loop reference")
-	s := newSearch("open loop", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
-	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
+	b.logf("  the presigned flood and the open-loop reference, in turns")
+	floodFn := func(ctx context.Context, rate float64) outcome { return b.presignedTrial(ctx, "flood", pool, rate) }
+	loopFn := func(ctx context.Context, rate float64) outcome {
 		runtime.GC()
 		o := openLoopTrial(ctx, reqs, b.sinkAddr, rate, b.cfg)
 		o.judge(b.cfg.LatencyBound, nil, nil)
 		b.logTrial(o)
-		s.report(o)
+		return o
 	}
-	b.rep.Details[rowPresignedOpenLoop] = s.trials
-	eBest, et := s.best()
-	row := Row{Key: rowPresignedOpenLoop, Name: name, Value: best, Unit: "/s", Ceiling: eBest, Target: target,
-		CeilingName: fmt.Sprintf("%d epoll loops, one a core, each on its own OS thread, writing the pool's %d requests' wire form in order, cycling, on non-blocking sockets, paced as the flood is (at most %d in flight); the presigned row's rule",
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	fs := newSearch("flood", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	es := newSearch("open loop", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	interleave(ctx, fs, es, floodFn, loopFn)
+	b.rep.Details[rowPresignedOpenLoop] = map[string]any{"flood": fs.trials, "open loop": es.trials}
+	fBest, ft := fs.best()
+	eBest, et := es.best()
+	row := Row{Key: rowPresignedOpenLoop, Name: name, Value: fBest, Unit: "/s", Ceiling: eBest, Target: target,
+		CeilingName: fmt.Sprintf("%d epoll loops, one a core, each on its own OS thread, writing the pool's %d requests' wire form in order, cycling, on non-blocking sockets, paced as the flood is (at most %d in flight); the presigned row's rule, searches in turns",
 			runtime.GOMAXPROCS(0), len(pool), openLoopMaxInflight)}
 	switch {
 	case et == nil:
-		row.Notes = "the open-loop client sustained no rate (" + lastWhy(s.trials) + ")"
-	case bt == nil:
-		row.Notes = "the presigned flood sustained no rate"
+		row.Notes = "the open-loop client sustained no rate (" + lastWhy(es.trials) + ")"
+	case ft == nil:
+		row.Notes = "the presigned flood sustained no rate (" + lastWhy(fs.trials) + ")"
 	default:
-		row.Ratio = best / eBest
-		row.Notes = fmt.Sprintf("CPU a send at each one's max: flood %.1f µs (%.0f %% in the kernel), open loop %.1f µs (%.0f %% in the kernel); p99 latency %.2f and %.2f ms; the open loop dialled %d connections",
-			bt.CPUPerSend, 100*bt.KernelShare, et.CPUPerSend, 100*et.KernelShare, bt.LatencyP99MS, et.LatencyP99MS, et.Conns)
+		row.Ratio = fBest / eBest
+		row.Notes = fmt.Sprintf("CPU a send at each one's max: flood %.1f µs (%.0f %% in the kernel), open loop %.1f µs (%.0f %% in the kernel); p99 latency %.2f and %.2f ms; connections dialled at the max %d and %d",
+			ft.CPUPerSend, 100*ft.KernelShare, et.CPUPerSend, 100*et.KernelShare, ft.LatencyP99MS, et.LatencyP99MS, ft.Conns, et.Conns)
 	}
 	if et != nil && wrkRate > 0 {
-		row.Notes += fmt.Sprintf("; the open loop's max is %.2f × wrk's %s (the wrk row's reference)", eBest/wrkRate, formatValue(wrkRate, "/s"))
+		row.Notes += fmt.Sprintf("; the open loop's max is %.2f × wrk's %s (the wrk row's reference, measured before)", eBest/wrkRate, formatValue(wrkRate, "/s"))
 	}
 	b.rep.set(row)
 }

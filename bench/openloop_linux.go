@@ -12,7 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,44 +28,57 @@ import (
 // architecture.
 const sysEpollPwait2 = 441
 
-// openLoopMaxInflight bounds the requests in flight, as the flood's
-// default does: a send due while all are busy is dropped, never delayed.
-const openLoopMaxInflight = 1024
+// openLoopLimits bound a trial of the open-loop reference.
+type openLoopLimits struct {
+	// inflight bounds the requests in flight, shared out among the loops:
+	// a send due while its loop's share is busy is dropped, never delayed.
+	inflight int
+	// drain is how long a trial waits for the answers still due once its
+	// schedule has ended; those that have not come are failures.
+	drain time.Duration
+}
 
-// openLoopDrain is how long a trial waits for the answers still due once
-// its schedule has ended; those that have not come are failures.
-const openLoopDrain = 10 * time.Second
+// The trial's limits, the flood's own: its default in flight, and its
+// per-send timeout as the drain.
+const (
+	openLoopMaxInflight = 1024
+	openLoopDrain       = 10 * time.Second
+)
 
 // olConn is one connection of the open-loop client.
 type olConn struct {
 	fd         int
-	connecting bool   // the non-blocking connect has not completed
-	busy       bool   // a request is in flight on it
-	out        []byte // the request's bytes not yet written
-	in         []byte // the answer's bytes read so far
-	due        time.Duration
-	measured   bool
+	connecting bool          // the non-blocking connect has not completed
+	busy       bool          // a request is in flight on it
+	out        []byte        // the request's bytes not yet written
+	in         []byte        // the answer's bytes read so far
+	due        time.Duration // the request's intended offset from the trial's start
+	measured   bool          // the request is due after the warm-up: it counts
 }
 
 // openLoop is one loop of a trial; all of it is the loop's thread's.
 type openLoop struct {
-	reqs        [][]byte
-	sa          *syscall.SockaddrInet4
+	reqs        [][]byte               // the requests' wire form, sent cycling
+	sa          *syscall.SockaddrInet4 // the listener (this loop's own: Connect writes into it)
 	epfd        int
-	conns       map[int32]*olConn
-	idle        []*olConn
-	busy        int
-	start       time.Time
-	maxInflight int // this loop's share of openLoopMaxInflight
+	conns       map[int32]*olConn // every open connection, by descriptor
+	idle        []*olConn         // connections with nothing in flight
+	busy        int               // requests in flight
+	start       time.Time         // the schedule's start, shared by the loops
+	maxInflight int               // this loop's share of the trial's limit
+	drain       time.Duration
 	events      []syscall.EpollEvent
-	buf         []byte
+	buf         []byte // what one read takes
+	pwait2      bool   // epoll_pwait2 is there (until it says otherwise)
 
-	dialled            int64
-	offered, completed int64 // measured sends only
-	ok, dropped        int64
-	latency, lateness  *hdrhistogram.Histogram
-	firstErr           string
-	pwait2             bool
+	// What the trial counts: connections dialled; of the sends due after
+	// the warm-up, those offered, completed (answered or failed), answered
+	// 2xx and dropped; their latencies and lateness in µs; the first
+	// failure's reason.
+	dialled                         int64
+	offered, completed, ok, dropped int64
+	latency, lateness               *hdrhistogram.Histogram
+	firstErr                        string
 }
 
 // openLoopTrial replays reqs (each a whole request's wire form, cycling)
@@ -79,23 +92,27 @@ type openLoop struct {
 // not 2xx, or that this client cannot frame (see parseAnswer), fails its
 // send.
 func openLoopTrial(ctx context.Context, reqs [][]byte, addr string, rate float64, cfg config) outcome {
+	return openLoopTrialWithin(ctx, reqs, addr, rate, cfg, openLoopLimits{inflight: openLoopMaxInflight, drain: openLoopDrain})
+}
+
+// openLoopTrialWithin is openLoopTrial within lim.
+func openLoopTrialWithin(ctx context.Context, reqs [][]byte, addr string, rate float64, cfg config, lim openLoopLimits) outcome {
 	o := outcome{Side: "open loop", Rate: rate}
 	if len(reqs) == 0 || rate <= 0 {
 		o.Why = "open loop: no requests or no rate"
 		return o
 	}
-	ta, err := net.ResolveTCPAddr("tcp4", addr)
-	if err != nil || ta.IP.To4() == nil {
+	// A literal only: the reference resolves no name while it measures.
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
 		o.Why = fmt.Sprintf("open loop: %s is not an IPv4 address and port", addr)
 		return o
 	}
-	sa := &syscall.SockaddrInet4{Port: ta.Port}
-	copy(sa.Addr[:], ta.IP.To4())
 	n := runtime.GOMAXPROCS(0)
 	loops := make([]*openLoop, n)
 	for k := range loops {
-		own := *sa // syscall.Connect writes into it
-		l := &openLoop{reqs: reqs, sa: &own, conns: map[int32]*olConn{}, maxInflight: max(1, openLoopMaxInflight/n),
+		l := &openLoop{reqs: reqs, sa: &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}, conns: map[int32]*olConn{},
+			maxInflight: max(1, lim.inflight/n), drain: lim.drain,
 			events: make([]syscall.EpollEvent, 256), buf: make([]byte, 16<<10), pwait2: true,
 			latency: hdrhistogram.New(1, 60_000_000, 3), lateness: hdrhistogram.New(1, 60_000_000, 3)}
 		if l.epfd, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
@@ -113,6 +130,9 @@ func openLoopTrial(ctx context.Context, reqs [][]byte, addr string, rate float64
 	var wg sync.WaitGroup
 	for k, l := range loops {
 		wg.Go(func() {
+			// Locked, so that each loop is a thread of its own that the
+			// kernel schedules beside the sink's, and its waits in
+			// epoll_pwait2 never hold another goroutine's thread.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			defer l.close()
@@ -153,7 +173,7 @@ func openLoopTrial(ctx context.Context, reqs [][]byte, addr string, rate float64
 }
 
 // run makes sends first, first+step, … of the schedule at rate from start
-// until the trial's end, then waits up to openLoopDrain for the answers in
+// until the trial's end, then waits up to l.drain for the answers in
 // flight, and returns the sends made.
 func (l *openLoop) run(ctx context.Context, start time.Time, rate float64, first, step int64, trial, warmup time.Duration) int64 {
 	interval := float64(time.Second) / rate
@@ -171,7 +191,7 @@ func (l *openLoop) run(ctx context.Context, start time.Time, rate float64, first
 		switch {
 		case due(n) < trial:
 			wait = due(n) - time.Since(l.start)
-		case l.busy == 0 || time.Since(l.start) > trial+openLoopDrain:
+		case l.busy == 0 || time.Since(l.start) > trial+l.drain:
 			l.abandon()
 			return sent
 		default:
@@ -252,19 +272,23 @@ func (l *openLoop) wait(d time.Duration) error {
 	var n int
 	var err error
 	if l.pwait2 {
-		ts := syscall.NsecToTimespec(int64(d))
+		// The kernel's __kernel_timespec: two 64-bit fields on every
+		// architecture, where syscall.Timespec's are 32-bit on some.
+		ts := struct{ sec, nsec int64 }{int64(d / time.Second), int64(d % time.Second)}
 		r, _, e := syscall.Syscall6(sysEpollPwait2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
 			uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
 		n = int(r)
-		if e == syscall.ENOSYS {
-			l.pwait2 = false
-		} else if e != 0 {
+		switch e {
+		case 0:
+		case syscall.ENOSYS, syscall.EPERM:
+			l.pwait2 = false // before Linux 5.11, or refused by a container's seccomp profile
+		default:
 			err = e
 		}
 	}
 	if !l.pwait2 {
-		// A kernel before 5.11: the wait rounds up to a millisecond, which
-		// shows in the trial's lateness.
+		// The wait rounds up to a millisecond, which shows in the trial's
+		// lateness.
 		n, err = syscall.EpollWait(l.epfd, l.events, int((d+time.Millisecond-1)/time.Millisecond))
 	}
 	if errors.Is(err, syscall.EINTR) {
@@ -286,7 +310,7 @@ func (l *openLoop) handle(c *olConn, events uint32) {
 	if c.connecting && events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
 		c.connecting = false
 		if soErr, err := syscall.GetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_ERROR); err != nil || soErr != 0 {
-			l.drop(c, fmt.Sprintf("connect: %v", cmpErr(err, syscall.Errno(soErr))))
+			l.drop(c, fmt.Sprintf("connect: %v", orErrno(err, syscall.Errno(soErr))))
 			return
 		}
 	}
@@ -294,12 +318,12 @@ func (l *openLoop) handle(c *olConn, events uint32) {
 		l.write(c)
 	}
 	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && l.conns[int32(c.fd)] == c {
-		l.read(c)
+		l.read(c, events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0)
 	}
 }
 
-// cmpErr is err, or else errno.
-func cmpErr(err error, errno syscall.Errno) error {
+// orErrno is err, or else errno.
+func orErrno(err error, errno syscall.Errno) error {
 	if err != nil {
 		return err
 	}
@@ -324,8 +348,9 @@ func (l *openLoop) write(c *olConn) {
 }
 
 // read reads what has arrived on c, and settles its request once the
-// whole answer is there.
-func (l *openLoop) read(c *olConn) {
+// whole answer is there; ending is whether the server's close (or an
+// error) came with it, so that c is not kept for another request.
+func (l *openLoop) read(c *olConn, ending bool) {
 	for {
 		r, err := syscall.Read(c.fd, l.buf)
 		switch {
@@ -364,7 +389,7 @@ func (l *openLoop) read(c *olConn) {
 		c.busy = false
 		l.busy--
 		l.settle(c, why == "", why)
-		if a.close {
+		if a.close || ending {
 			l.discard(c)
 		} else {
 			l.idle = append(l.idle, c)
@@ -397,8 +422,7 @@ func (l *openLoop) drop(c *olConn, why string) {
 	l.discard(c)
 }
 
-// discard closes c and forgets it (an idle connection is taken off the
-// idle list when it is next picked: closed ones are never there).
+// discard closes c and forgets it, taking it off the idle list.
 func (l *openLoop) discard(c *olConn) {
 	delete(l.conns, int32(c.fd))
 	syscall.Close(c.fd)

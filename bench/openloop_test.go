@@ -3,6 +3,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,7 +56,7 @@ func TestOpenLoopTrial(t *testing.T) {
 				t.Fatalf("offered %d, completed %d, dropped %d; want %d, %d, 0", o.Offered, o.Completed, o.Dropped, window, window)
 			}
 			if tc.ok {
-				if o.OK != window || o.Achieved != rate || o.LatencyP99MS <= 0 || o.FirstError != "" {
+				if o.OK != window || o.Achieved != rate || o.LatencyP99MS <= 0 || o.LatencyP99MS > 100 || o.FirstError != "" {
 					t.Errorf("ok %d, achieved %.0f/s, p99 %.2f ms, first error %q; want all %d ok at %d/s", o.OK, o.Achieved, o.LatencyP99MS, o.FirstError, window, rate)
 				}
 			} else if o.OK != 0 || !strings.Contains(o.FirstError, tc.firstErr) {
@@ -72,11 +73,82 @@ func TestOpenLoopTrial(t *testing.T) {
 	}
 }
 
+// TestOpenLoopWaitsForTheWholeAnswer: an answer whose body comes 20 ms
+// after its head is read in parts and timed to its end.
+func TestOpenLoopWaitsForTheWholeAnswer(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Trial, cfg.Warmup = 600*time.Millisecond, 100*time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		w.WriteHeader(http.StatusAccepted)
+		w.Write([]byte("{"))
+		w.(http.Flusher).Flush()
+		time.Sleep(20 * time.Millisecond)
+		w.Write([]byte("}"))
+	}))
+	defer srv.Close()
+	req := []byte("POST /inbox HTTP/1.1\r\nHost: sink.test\r\nContent-Length: 2\r\n\r\n{}")
+	o := openLoopTrial(t.Context(), [][]byte{req}, strings.TrimPrefix(srv.URL, "http://"), 100, cfg)
+	if o.Why != "" || o.OK != 50 || o.Completed != 50 {
+		t.Fatalf("why %q, %d ok of %d completed; want all 50 of the window", o.Why, o.OK, o.Completed)
+	}
+	if o.LatencyP99MS < 20 || o.LatencyP99MS > 100 {
+		t.Errorf("p99 latency %.2f ms; want the 20 ms the body took, and not much more", o.LatencyP99MS)
+	}
+}
+
+// TestOpenLoopLimits: sends beyond the in-flight bound are dropped, never
+// delayed, and sends still unanswered after the drain fail.
+func TestOpenLoopLimits(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Trial, cfg.Warmup = 600*time.Millisecond, 100*time.Millisecond
+	const window = 200 // sends due in the measured 500 ms at 400/s
+	req := []byte("POST /inbox HTTP/1.1\r\nHost: sink.test\r\nContent-Length: 2\r\n\r\n{}")
+	for _, tc := range []struct {
+		name               string
+		inflight           int
+		completed, dropped int64
+		firstErr           string
+	}{
+		// Room for every send: each is written, waits out the drain, and fails.
+		{"drained", 1024, window, 0, "no answer within the trial and its drain"},
+		// Room for four: the warm-up's first sends hold it, every measured send is dropped.
+		{"dropped", 4, 0, window, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A server that never answers (until the client hangs up, or the test ends).
+			stop := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body) // so that net/http watches for the client's close
+				select {
+				case <-r.Context().Done():
+				case <-stop:
+				}
+			}))
+			defer srv.Close()
+			defer close(stop)
+			start := time.Now()
+			o := openLoopTrialWithin(t.Context(), [][]byte{req}, strings.TrimPrefix(srv.URL, "http://"), 400, cfg,
+				openLoopLimits{inflight: tc.inflight, drain: 200 * time.Millisecond})
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the trial took %v: the drain did not bound it", took)
+			}
+			if o.Why != "" || o.Offered != window || o.OK != 0 || o.Completed != tc.completed || o.Dropped != tc.dropped ||
+				!strings.Contains(o.FirstError, tc.firstErr) {
+				t.Errorf("why %q, offered %d, ok %d, completed %d, dropped %d, first error %q; want %d offered, none ok, %d completed, %d dropped, %q",
+					o.Why, o.Offered, o.OK, o.Completed, o.Dropped, o.FirstError, window, tc.completed, tc.dropped, tc.firstErr)
+			}
+		})
+	}
+}
+
 // TestOpenLoopRefusesAName: the reference dials IPv4 literals only, and
-// says so.
+// resolves no name.
 func TestOpenLoopRefusesAName(t *testing.T) {
-	o := openLoopTrial(t.Context(), [][]byte{[]byte("x")}, "sink.invalid:80", 100, defaultConfig())
-	if !strings.Contains(o.Why, "not an IPv4 address") {
-		t.Errorf("why %q", o.Why)
+	for _, addr := range []string{"localhost:80", "[::1]:80", "127.0.0.1"} {
+		o := openLoopTrial(t.Context(), [][]byte{[]byte("x")}, addr, 100, defaultConfig())
+		if !strings.Contains(o.Why, "not an IPv4 address") {
+			t.Errorf("%s: why %q", addr, o.Why)
+		}
 	}
 }

@@ -269,12 +269,12 @@ func postRequest(p *flood.Prepared) *http.Request {
 }
 
 // canned is a document the bare handler answers: the bytes the crowd's
-// router answered for the same request, its header fields included (all
-// but Date and Content-Length, which net/http adds to both answers alike):
-// a WebFinger answer's Access-Control-Allow-Origin (RFC 7033 asks for it),
-// an actor document's Vary. Without them the bare handler would write
-// fewer bytes than a server must, and the ratio would price them as the
-// router's cost.
+// router answered for the same request, every header field it set
+// included (a WebFinger answer's Access-Control-Allow-Origin, which RFC
+// 7033 asks for; an actor document's Vary; the router sets neither Date nor
+// Content-Length, which net/http adds to both answers alike). Without them
+// the bare handler would write fewer bytes than a server must, and the
+// ratio would price them as the router's cost.
 type canned struct {
 	header http.Header // shared by every answer, only read
 	body   []byte
@@ -299,7 +299,9 @@ func cannedDocuments(h http.Handler, world *actors.World) (answers map[string]ca
 		} {
 			u, err := url.Parse(d.raw)
 			if err != nil {
-				bad = err
+				if bad == nil {
+					bad = err
+				}
 				continue
 			}
 			rec := httptest.NewRecorder()
@@ -307,7 +309,9 @@ func cannedDocuments(h http.Handler, world *actors.World) (answers map[string]ca
 			req.Header = d.header.Clone()
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusOK {
-				bad = fmt.Errorf("GET %s: %d %s", d.raw, rec.Code, rec.Body)
+				if bad == nil {
+					bad = fmt.Errorf("GET %s: %d %s", d.raw, rec.Code, rec.Body)
+				}
 				continue
 			}
 			answers[u.Host+u.RequestURI()] = canned{header: rec.Header().Clone(), body: rec.Body.Bytes()}
