@@ -31,11 +31,11 @@ type answer struct {
 func parseAnswer(b []byte) (answer, error) {
 	var a answer
 	end := bytes.Index(b, []byte("\r\n\r\n"))
-	head := b
+	head, bound := b, maxAnswerHead+3 // an unended head may hold the first three bytes of its end
 	if end >= 0 {
-		head = b[:end]
+		head, bound = b[:end], maxAnswerHead
 	}
-	if len(head) > maxAnswerHead {
+	if len(head) > bound {
 		return a, fmt.Errorf("answer head over %d bytes", maxAnswerHead)
 	}
 	for i, c := range head {
@@ -82,7 +82,7 @@ func parseAnswer(b []byte) (answer, error) {
 				}
 				continue
 			}
-			n, err := strconv.ParseUint(string(value), 10, 63)
+			n, err := strconv.ParseUint(string(value), 10, strconv.IntSize-1) // an int, on every architecture
 			if err != nil {
 				return a, fmt.Errorf("bad Content-Length %q", value)
 			}

@@ -24,6 +24,13 @@ func TestParseAnswer(t *testing.T) {
 		{"head in parts", "HTTP/1.1 202 Accepted\r\nContent-Len", answer{}, ""},
 		// The body arrives in parts: wait.
 		{"body in parts", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok", answer{status: 200}, ""},
+		// A body may hold any byte, line feeds included.
+		{"body with lines", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\na\nb", answer{status: 200, size: -1}, ""},
+		// A head of exactly the bound is read; one byte more is refused.
+		{"head at the bound", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: " + strings.Repeat("a", maxAnswerHead-len("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: ")) + "\r\n\r\n", answer{status: 200, size: -1}, ""},
+		{"head past the bound", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: " + strings.Repeat("a", maxAnswerHead+1-len("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: ")) + "\r\n\r\n", answer{}, "over"},
+		// A head at the bound, its end not all there yet: wait.
+		{"head at the bound, ending", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: " + strings.Repeat("a", maxAnswerHead-len("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: ")) + "\r\n\r", answer{}, ""},
 		// A length no answer could reach is waited for, not overflowed.
 		{"huge length", "HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nok", answer{status: 200}, ""},
 		// Two fields saying the same length are one.
@@ -90,6 +97,7 @@ func FuzzParseAnswer(f *testing.F) {
 		"HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\n\r\n",
 		"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabcdef",
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok",
+		"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\n",
 	} {
 		f.Add([]byte(s))
 	}

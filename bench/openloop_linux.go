@@ -25,7 +25,8 @@ import (
 
 // sysEpollPwait2 is epoll_pwait2 (Linux 5.11), the one epoll wait with a
 // timeout finer than a millisecond; its number is the same on every
-// architecture.
+// architecture but MIPS, where the call fails with ENOSYS and the loop
+// falls back to epoll_wait.
 const sysEpollPwait2 = 441
 
 // openLoopLimits bound a trial of the open-loop reference.
@@ -391,10 +392,11 @@ func (l *openLoop) read(c *olConn, ending bool) {
 		l.settle(c, why == "", why)
 		if a.close || ending {
 			l.discard(c)
-		} else {
-			l.idle = append(l.idle, c)
+			return
 		}
-		return
+		l.idle = append(l.idle, c)
+		// Read on to EAGAIN: a close that came right behind the answer
+		// shows now (a read of 0 discards c), not on the next send.
 	}
 }
 
