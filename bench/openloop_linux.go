@@ -1,8 +1,9 @@
 // The open-loop reference: the least an open-loop client can do to replay
-// the presigned flood's requests at a set rate, one OS thread driving
-// non-blocking sockets through epoll, as wrk does, but paced as the flood
-// is. Its maximum is what the flood's own could at best become on this
-// machine, where wrk's closed loop is not held to any latency bound.
+// the presigned flood's requests at a set rate, an epoll loop a core
+// driving non-blocking sockets, as wrk does, but paced as the flood is.
+// Its maximum is what a sender that does nothing but send sustains under
+// the flood's latency bound on this machine, where wrk's closed loop is
+// held to none.
 
 //go:build linux
 
