@@ -230,7 +230,9 @@ func (l *openLoop) send(due time.Duration, measured bool, n int64) bool {
 	} else {
 		var err error
 		if c, err = l.dial(); err != nil {
-			l.settle(&olConn{measured: measured}, false, "dial: "+err.Error())
+			if measured {
+				l.failed("dial: " + err.Error())
+			}
 			return false
 		}
 	}
@@ -401,16 +403,24 @@ func (l *openLoop) read(c *olConn, ending bool) {
 	}
 }
 
-// settle counts c's request: answered ok, or failed for why.
+// settle counts c's request, if it is measured: answered ok, or failed
+// for why.
 func (l *openLoop) settle(c *olConn, ok bool, why string) {
-	if !c.measured {
-		return
-	}
-	l.completed++
-	if ok {
+	switch {
+	case !c.measured:
+	case ok:
+		l.completed++
 		l.ok++
 		l.latency.RecordValue(int64((time.Since(l.start) - c.due) / time.Microsecond))
-	} else if l.firstErr == "" {
+	default:
+		l.failed(why)
+	}
+}
+
+// failed counts a measured send that failed for why.
+func (l *openLoop) failed(why string) {
+	l.completed++
+	if l.firstErr == "" {
 		l.firstErr = why
 	}
 }
