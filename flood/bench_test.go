@@ -14,8 +14,8 @@ import (
 
 // BenchmarkEngine floods a null sink at fixed rates; one op is one send. It
 // reports the achieved completions per second (sends/s), the share dropped
-// for want of a slot, and the p99 of lateness and of the generator's own
-// dispatch delay, so the engine's ceiling on this machine shows as the rate
+// for want of a slot, the p50 and p99 of lateness and the p99 of the
+// generator's own dispatch delay, so the engine's ceiling on this machine shows as the rate
 // where sends/s stops following the offered rate (compare with vegeta's
 // maximum sustained rate on the same sink, e.g. `go test -bench Engine/loopback
 // -benchtime 3s`). Two sinks:
@@ -75,6 +75,7 @@ func benchEngine(b *testing.B, sink string, rate float64) {
 	}
 	b.ReportMetric(float64(c.Completed)/res.Elapsed.Seconds(), "sends/s")
 	b.ReportMetric(100*float64(c.Dropped)/float64(max(1, c.Offered)), "drop%")
+	b.ReportMetric(float64(res.Overall.Lateness.ValueAtQuantile(50)), "late-p50-µs")
 	b.ReportMetric(float64(res.Overall.Lateness.ValueAtQuantile(99)), "late-p99-µs")
 	b.ReportMetric(float64(res.Dispatch.ValueAtQuantile(99)), "dispatch-p99-µs")
 }
