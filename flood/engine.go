@@ -24,7 +24,11 @@ type Plan struct {
 	// MaxInflight, such as NewClientTransport's. It is used through RoundTrip,
 	// so no redirect is followed and no cookie is kept, as a federating server
 	// does; a send's service time starts at the GotConn it reports to the
-	// request's httptrace.ClientTrace.
+	// request's httptrace.ClientTrace. h1's transport (the fast client)
+	// also takes writes from the dispatcher: a send that finds a
+	// connection resting and leaves as signed (AsSigned) is written by the
+	// dispatcher at its intended time, its service time starting then, and
+	// a worker reads the answer.
 	Transport http.RoundTripper
 	// Limits bound the run.
 	Limits
@@ -134,6 +138,7 @@ type engine struct {
 func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 	e := &engine{p: p, sleep: p.Sleep, kinds: kinds{}, crew: crew{
 		ctx: ctx, c: c, transport: p.Transport, timeout: p.Timeout, jobs: make(chan job, p.MaxInflight),
+		direct: newDirectWriter(p.Transport),
 	}}
 	if e.sleep == nil {
 		e.sleep = preciseSleep
@@ -211,7 +216,11 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 			// holds a send while a slot is counted free.
 			e.startWorker()
 		}
-		e.jobs <- job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
+		j := job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
+		if e.direct != nil && leavesAsSigned(prep) {
+			e.direct.write(&e.crew, &j)
+		}
+		e.jobs <- j
 	}
 	if first != nil { // taken but the schedule ended before it was due
 		e.c.Settled(first.Token, record.Outcome{})

@@ -62,3 +62,15 @@ type Fallback interface {
 type Holder interface {
 	Hold() <-chan struct{}
 }
+
+// AsSigned is implemented by a token that knows, without waiting or
+// signing, whether its request leaves now and first as it was signed: its
+// Hold (if a Holder) is nil, and its Fallback (if one) would give p.Header
+// for attempt 0 and count nothing for it. Then the dispatcher may write
+// that attempt itself on a resting connection, and a worker reads the
+// answer and asks the Fallback from attempt 1 on. A Holder or Fallback
+// token that is not an AsSigned, or says false, has its whole send made
+// by a worker; a token that is none of the three leaves as signed.
+type AsSigned interface {
+	FirstAsSigned() bool
+}

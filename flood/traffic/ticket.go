@@ -127,6 +127,11 @@ func (t *Ticket) Hold() <-chan struct{} {
 	return t.Vocab.gone
 }
 
+// FirstAsSigned reports whether t's request leaves now and first as it
+// was signed (flood.AsSigned): nothing holds it and no Knocker signs it
+// again.
+func (t *Ticket) FirstAsSigned() bool { return t.Knock == nil && t.Hold() == nil }
+
 // Settle is a flood.Collector that tells hooks what became of every request
 // carrying a Ticket: how the crowd's state follows what was sent (the
 // generator's, the feeds', the forgeries' hooks).

@@ -49,17 +49,17 @@ type body struct {
 }
 
 // frame sets resp's body (resp.Body a *body over c), its length and
-// whether the connection may be kept, from the request and the answer's
-// head.
-func frame(req *http.Request, resp *http.Response, c *conn) error {
+// whether the connection may be kept, from what the request asked and the
+// answer's head.
+func frame(a asked, resp *http.Response, c *conn) error {
 	n, hasCL, hasTE, err := framingFields(resp)
 	if err != nil {
 		return err
 	}
-	b := &body{c: c, keep: keepAlive(req, resp)}
+	b := &body{c: c, keep: keepAlive(a, resp)}
 	resp.Body, resp.ContentLength = b, -1
 	switch {
-	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
+	case a.head || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		b.done, resp.ContentLength = true, 0
 	case hasTE:
 		// It overrides Content-Length, and a connection that had both is
@@ -113,8 +113,8 @@ func framingFields(resp *http.Response) (n int64, hasCL, hasTE bool, err error) 
 // keepAlive says whether the connection may carry another request after
 // this answer: HTTP/1.1 unless either side said close, HTTP/1.0 only when
 // the server said keep-alive.
-func keepAlive(req *http.Request, resp *http.Response) bool {
-	if req.Close || hasToken(req.Header["Connection"], "close") || hasToken(resp.Header["Connection"], "close") {
+func keepAlive(a asked, resp *http.Response) bool {
+	if a.close || hasToken(resp.Header["Connection"], "close") {
 		return false
 	}
 	if resp.ProtoMinor == 0 {

@@ -62,13 +62,31 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.writeRequest(req); err != nil {
 		return nil, err
 	}
-	return c.readAnswer(req)
+	resp, err := c.readAnswer(askedOf(req))
+	if err != nil {
+		return nil, err
+	}
+	resp.Request = req
+	return resp, nil
 }
 
-// readAnswer reads the head of req's final answer, past interim ones.
-func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
+// asked is what reading an answer needs of the request it answers, apart
+// from the request, so that a request written by Transport.Write may be
+// reused before its answer comes.
+type asked struct {
+	head  bool // a HEAD: the answer has no body, whatever its fields say
+	close bool // the request asked for the connection to be closed
+}
+
+func askedOf(req *http.Request) asked {
+	return asked{head: req.Method == http.MethodHead, close: req.Close || hasToken(req.Header["Connection"], "close")}
+}
+
+// readAnswer reads the head of the final answer to a request, past interim
+// ones.
+func (c *conn) readAnswer(a asked) (*http.Response, error) {
 	for n := 0; ; n++ {
-		resp, err := c.readHead(req)
+		resp, err := c.readHead()
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +104,7 @@ func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
 			}
 			continue
 		}
-		if err := frame(req, resp, c); err != nil {
+		if err := frame(a, resp, c); err != nil {
 			return nil, err
 		}
 		return resp, nil
@@ -263,13 +281,13 @@ func validBytes[T string | []byte](s T) bool {
 // string, which every name and value is a part of: one allocation for all
 // of them, where a string per name and value was most of a send's
 // allocations.
-func (c *conn) readHead(req *http.Request) (*http.Response, error) {
+func (c *conn) readHead() (*http.Response, error) {
 	budget := maxHeadBytes
 	line, err := c.readLine(&budget)
 	if err != nil {
 		return nil, err
 	}
-	resp := &http.Response{Request: req}
+	resp := &http.Response{}
 	if err := parseStatus(string(line), resp); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func h1Answer(t *Transport, raw []byte) (int, []byte, error) {
 	defer b.Close()
 	c := &conn{raw: a, nc: a, r: bufio.NewReader(bytes.NewReader(raw))}
 	req, _ := http.NewRequest(http.MethodPost, "http://sut.test/inbox", nil)
-	resp, err := c.readAnswer(req)
+	resp, err := c.readAnswer(askedOf(req))
 	if err != nil {
 		c.close()
 		return 0, nil, err

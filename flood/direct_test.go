@@ -1,0 +1,180 @@
+package flood
+
+import (
+	"context"
+
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/h1"
+)
+
+// loggedTransport is h1's transport with its Writes logged beside the
+// Source's Nexts, in the order they were made.
+type loggedTransport struct {
+	*h1.Transport
+	log *eventLog
+}
+
+func (t loggedTransport) Write(req *http.Request, deadline time.Time) (h1.Written, bool, error) {
+	w, ok, err := t.Transport.Write(req, deadline)
+	if ok {
+		t.log.add("wrote " + req.Header.Get("X-N"))
+	}
+	return w, ok, err
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+// numbered is a Source of POSTs to target numbered in X-N, each with the
+// token token(n), logging each Next.
+func numbered(t *testing.T, target string, log *eventLog, token func(n int) any) Source {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	return SourceFunc(func(context.Context) (*Prepared, error) {
+		n++
+		log.add("next " + strconv.Itoa(n))
+		return &Prepared{Type: "Create", Method: http.MethodPost, URL: u, Token: token(n),
+			Header: http.Header{"Content-Type": {"application/activity+json"}, "X-N": {strconv.Itoa(n)}},
+			Body:   []byte(`{"type":"Create"}`)}, nil
+	})
+}
+
+// Tokens as the engine asks them.
+type (
+	holdToken     struct{ ready chan struct{} } // a Holder
+	fallbackToken struct{}                      // a Fallback that sends once
+	asSignedToken struct{ asSigned bool }       // an AsSigned alone
+	knockToken    struct {
+		fallbackToken
+		asSignedToken
+	} // a Fallback that is an AsSigned
+)
+
+func (h holdToken) Hold() <-chan struct{} { return h.ready }
+func (fallbackToken) Attempt(p *Prepared, n, status int, _ bool) (http.Header, bool, error) {
+	switch {
+	case n == 0:
+		return p.Header, true, nil
+	case n == 1 && status == http.StatusUnauthorized:
+		h := p.Header.Clone()
+		h.Set("X-Second", "yes")
+		return h, true, nil
+	}
+	return nil, false, nil
+}
+func (a asSignedToken) FirstAsSigned() bool { return a.asSigned }
+
+// TestDispatcherWritesWhatLeavesAsSigned: with the fast client, a send that
+// finds a connection resting is written by the dispatcher itself at its
+// intended time, before it takes the next request, when its token lets
+// it leave as signed (AsSigned, or no Holder or Fallback); the worker
+// reads the answer, and a Fallback's later attempts are the worker's.
+// Every other send is the worker's from the start. The server is real,
+// and answers a request without X-Second 401 when refuse says so.
+func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	const sends = 12
+	for _, c := range []struct {
+		name     string
+		client   Client
+		token    any
+		refuse   bool
+		direct   bool // the dispatcher writes every send but the first, which dials
+		attempts int
+	}{
+		// No token: nothing holds it, nothing signs it again.
+		{"no token", ClientFast, nil, false, true, 1},
+		// A token that says it leaves as signed.
+		{"as signed", ClientFast, asSignedToken{true}, false, true, 1},
+		// One that says it does not: its worker makes the send.
+		{"not as signed", ClientFast, asSignedToken{false}, false, false, 1},
+		// A Holder, even one whose wait is over, may hold: the worker's.
+		{"holder", ClientFast, holdToken{ready}, false, false, 1},
+		// A Fallback's first header is its to give: the worker's.
+		{"fallback", ClientFast, fallbackToken{}, false, false, 1},
+		// A Fallback that says its first attempt is as signed: the
+		// dispatcher writes it; refused, the second is the worker's.
+		{"knock refused", ClientFast, knockToken{asSignedToken: asSignedToken{true}}, true, true, 2},
+		// net/http's transport takes no writes from the dispatcher.
+		{"nethttp", ClientNetHTTP, nil, false, false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if c.refuse && r.Header.Get("X-Second") == "" {
+					w.WriteHeader(http.StatusUnauthorized)
+					return
+				}
+				w.WriteHeader(http.StatusAccepted)
+			}))
+			defer srv.Close()
+			log := &eventLog{}
+			tr := NewClientTransport(TransportOptions{Client: c.client})
+			defer tr.CloseIdleConnections()
+			var rt http.RoundTripper = tr
+			if h, ok := tr.(*h1.Transport); ok {
+				rt = loggedTransport{h, log}
+			}
+			var mu sync.Mutex
+			var outcomes []record.Outcome
+			settled := settledFunc(func(_ any, o record.Outcome) {
+				mu.Lock()
+				defer mu.Unlock()
+				o.Delivery = new(*o.Delivery) // the worker's, valid only during the call
+				outcomes = append(outcomes, o)
+			})
+			// 20 ms apart: each answer is in, its connection resting,
+			// before the next send is due.
+			mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 50), Transport: rt, Limits: Limits{MaxSends: sends},
+				Source: numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token })}, settled)
+
+			if len(outcomes) != sends {
+				t.Fatalf("%d settled, want %d", len(outcomes), sends)
+			}
+			for _, o := range outcomes {
+				if d := o.Delivery; d == nil || d.Status != http.StatusAccepted || d.Attempts != c.attempts {
+					t.Fatalf("a send ended %+v, want 202 after %d attempts", d, c.attempts)
+				}
+			}
+			wrote := 0
+			for i, e := range log.events {
+				n, ok := strings.CutPrefix(e, "wrote ")
+				if !ok {
+					continue
+				}
+				wrote++
+				if i == 0 || log.events[i-1] != "next "+n {
+					t.Errorf("send %s was written at event %d, not right after it was taken: %v", n, i, log.events)
+				}
+			}
+			// The first send dials; after it a connection rests before
+			// each send is due, but a machine that stalls for 20 ms may
+			// leave one to a worker that dials: most, not all.
+			if c.direct && wrote < sends/2 || !c.direct && wrote > 0 {
+				t.Errorf("the dispatcher wrote %d of %d sends, want them written by it: %v", wrote, sends, c.direct)
+			}
+		})
+	}
+}

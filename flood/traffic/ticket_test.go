@@ -1,0 +1,28 @@
+package traffic
+
+import "testing"
+
+// A Ticket's request leaves first as it was signed, written by the
+// dispatcher when it can be, unless something holds it or a Knocker
+// decides its first header.
+func TestTicketFirstAsSigned(t *testing.T) {
+	waiting := make(chan struct{})
+	for _, c := range []struct {
+		name string
+		t    *Ticket
+		want bool
+	}{
+		// A plain send: a Create, a Like.
+		{"plain", &Ticket{}, true},
+		// Kept for later (a note) but holding nothing now.
+		{"vocabulary, not held", &Ticket{Vocab: &VocabSent{Note: true}}, true},
+		// A Delete waiting for its object to be recorded gone.
+		{"held", &Ticket{Vocab: &VocabSent{gone: waiting}}, false},
+		// The double knock chooses the first scheme, and may sign again.
+		{"knocked", &Ticket{Knock: &Knock{}}, false},
+	} {
+		if got := c.t.FirstAsSigned(); got != c.want {
+			t.Errorf("%s: FirstAsSigned %v, want %v", c.name, got, c.want)
+		}
+	}
+}

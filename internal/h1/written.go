@@ -1,0 +1,77 @@
+// A request written by one goroutine and its answer read by another: the
+// flood's dispatcher puts a request on the wire at its intended time
+// itself, and a worker reads the answer, so that no hand-off between them
+// delays the send.
+
+package h1
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Written is a request Write put on a resting connection, whose answer
+// Read reads. The zero Written is no request.
+type Written struct {
+	c   *conn
+	key poolKey
+	a   asked
+}
+
+// Write writes req on a connection to req's host resting in the pool, if
+// one is open and has rested less than the idle timeout, and returns it
+// for Read: ok is false, and nothing is written, when none is (the caller
+// then sends req with RoundTrip, which dials). The write is bounded by
+// deadline. A write that fails closes the connection and returns its
+// error with ok true: the request may have been partly sent. req's body
+// is read but not closed, and req may be reused once Write returns; no
+// GotConn is reported (the caller knows when it wrote). The connection is
+// the caller's until Read is called with it, which must be.
+func (t *Transport) Write(req *http.Request, deadline time.Time) (w Written, ok bool, err error) {
+	if err := checkRequest(req); err != nil {
+		return Written{}, true, err
+	}
+	key := poolKey{scheme: req.URL.Scheme, addr: hostPort(req.URL)}
+	for {
+		c, idle := t.takeIdle(key)
+		if c == nil {
+			return Written{}, false, nil
+		}
+		if idle > t.o.IdleTimeout || !c.alive() {
+			c.close()
+			continue
+		}
+		c.setDeadline(deadline)
+		if err := c.writeRequest(req); err != nil {
+			c.close()
+			return Written{}, true, err
+		}
+		return Written{c: c, key: key, a: askedOf(req)}, true, nil
+	}
+}
+
+// Read reads the answer to w's request as RoundTrip reads one, bounded by
+// ctx as RoundTrip bounds a request (its deadline and Aborter, or its
+// Done): read the returned Body to its end (the connection then goes back
+// to the pool) or close it. The answer's Request is nil.
+func (t *Transport) Read(ctx context.Context, w Written) (*http.Response, error) {
+	c := w.c
+	stop, err := c.watch(ctx)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	resp, err := c.readAnswer(w.a)
+	if err != nil {
+		stop()
+		c.close()
+		return nil, ctxErr(ctx, err)
+	}
+	b := resp.Body.(*body)
+	b.t, b.key, b.stop, b.ctx = t, w.key, stop, ctx
+	if b.done {
+		b.finish()
+	}
+	return resp, nil
+}
