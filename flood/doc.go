@@ -2,7 +2,8 @@
 // requests to a server under test on an absolute open-loop schedule and
 // measures it honestly. It knows requests and answers only: what to send
 // (activities, signatures, personas, forgeries) is flood/traffic's, which
-// implements the engine's Source, Fallback and Holder, never the reverse.
+// implements the engine's Source, Fallback, Holder and AsSigned, never the
+// reverse.
 //
 // The seams, each in its own file:
 //
@@ -11,15 +12,19 @@
 //   - Source: prepared requests, already signed. Run only sends them; a
 //     request's Token is the source's own bookkeeping, which the engine
 //     hands back settled and asks only as a Fallback (a second attempt
-//     with other headers) or a Holder (a wait before it leaves).
+//     with other headers), a Holder (a wait before it leaves) or an
+//     AsSigned (whether it may leave at once, as signed).
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
 //   - Transport (client.go, sender.go): what the workers send with, an
 //     http.RoundTripper reporting GotConn: net/http's, or internal/h1's,
-//     which sends on the worker's own goroutine (--client).
+//     which sends on the worker's own goroutine (--client), and on
+//     whose resting connections the dispatcher itself writes a send
+//     that leaves as signed, a worker reading its answer.
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
-//     time and hands the send to a free worker slot; with MaxInflight
-//     slots busy the send is dropped and counted, never delayed. Times go
+//     time and hands the send to a free worker slot (having written it,
+//     when it could); with MaxInflight slots busy the send is dropped and
+//     counted, never delayed. Times go
 //     from the intended time (latency, coordinated-omission corrected),
 //     from the actual send (service), and in between (lateness).
 //   - Collector (collector.go): what Run feeds every offer, answer and

@@ -147,11 +147,12 @@ func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 }
 
 func (e *engine) run() {
+	restore := func() {}
 	if e.p.Sleep == nil && e.p.Pacer.Rate() <= preciseRateMax {
 		// The dispatcher sleeps the last stretch before each send on a
 		// thread of its own that the kernel wakes on time (preciseThread);
 		// a test's Sleep runs on a fake clock that needs neither.
-		defer preciseThread()()
+		restore = preciseThread()
 	}
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
@@ -160,6 +161,7 @@ func (e *engine) run() {
 	e.start = time.Now()
 	e.c.Begin(e.p.schedule(e.start))
 	e.dispatch(first, firstErr)
+	restore()
 	close(e.jobs)
 	e.wg.Wait()
 	e.stopped.End = time.Now()
@@ -206,19 +208,22 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		drop := e.inflight.Load() >= maxIn
 		typ := e.kinds.key(string(prep.Type))
 		offer := record.Offer{Type: typ, Due: off, Measured: measured, Starved: starved, Dropped: drop}
-		e.c.Offered(offer)
 		if drop {
+			e.c.Offered(offer)
 			e.c.Settled(prep.Token, record.Outcome{Offer: offer})
 			continue
 		}
+		j := job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
+		if e.direct != nil && leavesAsSigned(prep) {
+			// First, so that nothing else the dispatcher does for the
+			// send delays it.
+			e.direct.write(&e.crew, &j)
+		}
+		e.c.Offered(offer)
 		if e.inflight.Add(1) > int64(e.nworkers) {
 			// Workers grow to the peak concurrency, so the job queue never
 			// holds a send while a slot is counted free.
 			e.startWorker()
-		}
-		j := job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
-		if e.direct != nil && leavesAsSigned(prep) {
-			e.direct.write(&e.crew, &j)
 		}
 		e.jobs <- j
 	}

@@ -24,7 +24,7 @@ type Prepared struct {
 	Body   []byte              // the exact signed body; read-only (the transport may read it after the answer)
 	// Token is the Source's, opaque to the engine: it comes back in
 	// Collector.Settled with what became of the request. A token may
-	// also be a Fallback or a Holder, which the engine asks.
+	// also be a Fallback, a Holder or an AsSigned, which the engine asks.
 	Token any
 }
 
@@ -46,7 +46,8 @@ func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx)
 
 // Fallback is implemented by a token whose request may be sent again,
 // signed otherwise, once answered (the double knock: RFC 9421 first,
-// draft-cavage on a 4xx). The engine asks before attempt 0 and after each
+// draft-cavage on a 4xx). The engine asks before attempt 0 (unless the
+// token is an AsSigned that says attempt 0 goes as signed) and after each
 // answer: Attempt(p, n, status, measured) returns the header attempt n
 // goes with, status being attempt n-1's answer (0 for n = 0), or ok false
 // for no attempt n. measured says whether the send counts in the record.
@@ -71,6 +72,8 @@ type Holder interface {
 // answer and asks the Fallback from attempt 1 on. A Holder or Fallback
 // token that is not an AsSigned, or says false, has its whole send made
 // by a worker; a token that is none of the three leaves as signed.
+// FirstAsSigned is called on the dispatcher, before the send is handed
+// to a worker: it must not wait.
 type AsSigned interface {
 	FirstAsSigned() bool
 }

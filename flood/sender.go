@@ -150,9 +150,20 @@ func newDirectWriter(tr http.RoundTripper) *directWriter {
 	return dw
 }
 
+// directMaxBody bounds the body of a request the dispatcher writes. A
+// request written on a resting connection goes into an empty socket
+// buffer, which holds at least 16 KiB (Linux's default tcp_wmem), so the
+// write does not wait for the server to read; a larger one might, and the
+// dispatcher would hold every later send while it did.
+const directMaxBody = 8 << 10
+
 // leavesAsSigned reports whether p's first attempt may be written by the
-// dispatcher: it leaves now and as signed (see AsSigned).
+// dispatcher: small enough to be written without waiting (directMaxBody),
+// and it leaves now and as signed (see AsSigned).
 func leavesAsSigned(p *Prepared) bool {
+	if len(p.Body) > directMaxBody {
+		return false
+	}
 	if as, ok := p.Token.(AsSigned); ok {
 		return as.FirstAsSigned()
 	}
@@ -253,8 +264,10 @@ func (w *worker) send(j *job, d *record.Delivery) {
 	d.Picked = time.Since(e.start)
 	deadline := time.Now().Add(e.timeout)
 	if j.direct {
-		// Taken by the dispatcher, which sent it then.
-		d.Picked, deadline = j.sentAt, j.deadline
+		// Sent by the dispatcher, bounded from then. Picked stays the
+		// worker's: the hand-off is still the crowd's delay (dispatch),
+		// though it now delays the reading of the answer, not the send.
+		deadline = j.deadline
 	}
 	w.gotConn.Store(-1)
 
@@ -281,9 +294,12 @@ func (w *worker) send(j *job, d *record.Delivery) {
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 
-	if a := w.gotConn.Load(); a >= 0 && !j.direct {
+	switch a := w.gotConn.Load(); {
+	case j.direct:
+		d.Actual = j.sentAt
+	case a >= 0:
 		d.Actual = time.Duration(a)
-	} else {
+	default:
 		d.Actual = d.Picked
 	}
 	switch {

@@ -32,13 +32,16 @@ const dispatcherTimerSlack = 1 // ns
 // that preciseSleep wakes it when asked: the default slack of 50 µs is
 // how late the kernel may wake a sleeping thread, to group wake-ups
 // (BenchmarkEngine/loopback-fast/rate=2000, old and new alternated three
-// times: late-p50-µs 114-157 with it, 80-117 without). The returned func restores the slack and unlocks the thread; if the slack
-// cannot be restored, the thread stays locked and exits with the
-// goroutine rather than serve another with it.
+// times: late-p50-µs 114-157 with it, 80-117 without). The returned func
+// restores the slack and unlocks the thread; if the slack cannot be
+// restored, the goroutine stays locked to the thread, which then exits
+// with it rather than serve another goroutine with no slack. A thread
+// that has none to restore (a real-time one reads 0, which would set the
+// default) is left as it is.
 func preciseThread() (restore func()) {
 	runtime.LockOSThread()
 	prev, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetTimerSlack, 0, 0)
-	if errno != 0 {
+	if errno != 0 || prev == 0 {
 		runtime.UnlockOSThread()
 		return func() {}
 	}

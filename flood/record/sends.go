@@ -43,8 +43,8 @@ type Delivery struct {
 	Method   string
 	URL      *url.URL // the target; shared, read-only
 	Intended time.Duration
-	Picked   time.Duration // a worker took the send (before the round trip), or the dispatcher wrote it on a resting connection
-	Actual   time.Duration // the request got its connection (or Picked; a send the dispatcher wrote: Picked)
+	Picked   time.Duration // a worker took the send (before the round trip, or before reading the answer to the request the dispatcher wrote)
+	Actual   time.Duration // the request got its connection, or the dispatcher took one to write it (or Picked)
 	Done     time.Duration // answer drained, or the error
 	// Aborted: the run was interrupted before the answer; such a send
 	// has no class, status or timings worth keeping.

@@ -13,7 +13,8 @@ import (
 // Ticket is the crowd's bookkeeping of one request, its flood.Prepared.Token:
 // what the crowd's state takes once the engine says what became of the
 // request (Settle). The engine never reads it; it asks it as a flood.Fallback
-// (the double knock) and a flood.Holder (a Delete's wait).
+// (the double knock), a flood.Holder (a Delete's wait) and a flood.AsSigned
+// (whether the dispatcher may write it).
 type Ticket struct {
 	// Follow is set on a Follow: what registering it with the crowd's
 	// follow graph takes, once it was sent (Generator.Settled).
@@ -128,9 +129,24 @@ func (t *Ticket) Hold() <-chan struct{} {
 }
 
 // FirstAsSigned reports whether t's request leaves now and first as it
-// was signed (flood.AsSigned): nothing holds it and no Knocker signs it
+// was signed (flood.AsSigned): nothing holds it (a Delete's object is
+// recorded gone already, or it is no Delete) and no Knocker signs it
 // again.
-func (t *Ticket) FirstAsSigned() bool { return t.Knock == nil && t.Hold() == nil }
+func (t *Ticket) FirstAsSigned() bool {
+	if t.Knock != nil {
+		return false
+	}
+	hold := t.Hold()
+	if hold == nil {
+		return true
+	}
+	select {
+	case <-hold:
+		return true
+	default:
+		return false
+	}
+}
 
 // Settle is a flood.Collector that tells hooks what became of every request
 // carrying a Ticket: how the crowd's state follows what was sent (the

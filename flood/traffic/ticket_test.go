@@ -18,6 +18,8 @@ func TestTicketFirstAsSigned(t *testing.T) {
 		{"vocabulary, not held", &Ticket{Vocab: &VocabSent{Note: true}}, true},
 		// A Delete waiting for its object to be recorded gone.
 		{"held", &Ticket{Vocab: &VocabSent{gone: waiting}}, false},
+		// A Delete whose object is recorded gone: it waits for nothing.
+		{"held no longer", &Ticket{Vocab: &VocabSent{gone: closedChan()}}, true},
 		// The double knock chooses the first scheme, and may sign again.
 		{"knocked", &Ticket{Knock: &Knock{}}, false},
 	} {
@@ -25,4 +27,10 @@ func TestTicketFirstAsSigned(t *testing.T) {
 			t.Errorf("%s: FirstAsSigned %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }

@@ -7,6 +7,7 @@ package h1
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -22,18 +23,22 @@ type Written struct {
 // Write writes req on a connection to req's host resting in the pool, if
 // one is open and has rested less than the idle timeout, and returns it
 // for Read: ok is false, and nothing is written, when none is (the caller
-// then sends req with RoundTrip, which dials). The write is bounded by
-// deadline. A write that fails closes the connection and returns its
-// error with ok true: the request may have been partly sent. req's body
-// is read but not closed, and req may be reused once Write returns; no
-// GotConn is reported (the caller knows when it wrote). The connection is
-// the caller's until Read is called with it, which must be.
+// then sends req with RoundTrip, which dials and closes what is stale).
+// It looks at no more than maxWriteTries resting connections, so that a
+// pool the server closed costs the caller a few closes, not one each.
+// The write is bounded by deadline. With ok true, err is the request's
+// failure (refused by checkRequest, or a write that failed, which closes
+// the connection: the request may have been partly sent), and there is
+// nothing to Read. req's body is read but not closed, and req may be
+// reused once Write returns; no GotConn is reported (the caller knows
+// when it wrote). A Written returned with ok and no error holds its
+// connection until Read is called with it, which must be.
 func (t *Transport) Write(req *http.Request, deadline time.Time) (w Written, ok bool, err error) {
 	if err := checkRequest(req); err != nil {
 		return Written{}, true, err
 	}
 	key := poolKey{scheme: req.URL.Scheme, addr: hostPort(req.URL)}
-	for {
+	for range maxWriteTries {
 		c, idle := t.takeIdle(key)
 		if c == nil {
 			return Written{}, false, nil
@@ -49,7 +54,14 @@ func (t *Transport) Write(req *http.Request, deadline time.Time) (w Written, ok 
 		}
 		return Written{c: c, key: key, a: askedOf(req)}, true, nil
 	}
+	return Written{}, false, nil
 }
+
+// maxWriteTries bounds the resting connections Write looks at.
+const maxWriteTries = 2
+
+// errNothingWritten is Read's error for a Written that holds no request.
+var errNothingWritten = errors.New("h1: Read of a request Write did not write")
 
 // Read reads the answer to w's request as RoundTrip reads one, bounded by
 // ctx as RoundTrip bounds a request (its deadline and Aborter, or its
@@ -57,6 +69,9 @@ func (t *Transport) Write(req *http.Request, deadline time.Time) (w Written, ok 
 // to the pool) or close it. The answer's Request is nil.
 func (t *Transport) Read(ctx context.Context, w Written) (*http.Response, error) {
 	c := w.c
+	if c == nil {
+		return nil, errNothingWritten
+	}
 	stop, err := c.watch(ctx)
 	if err != nil {
 		c.close()
