@@ -323,15 +323,15 @@ type aborterTransport interface{ HonoursAborter() bool }
 
 // sendContext is the context of one send: the run's, with the worker's
 // trace hooks, bounded by deadline (the run's per-send timeout after the
-// send began). With the fast
-// client (alone or per origin address: aborterTransport) the bound is a
-// deadline its transport sets on the connection, and the worker's
-// Aborter, registered once with the run's context, ends the send when the
-// run does: a context.WithTimeout per send (a timer, and a registration
+// send began: when the worker took it, or when the dispatcher wrote it).
+// With the fast client (alone or per origin address: aborterTransport)
+// the bound is a deadline its transport sets on the connection, and the
+// worker's Aborter, registered once with the run's context, ends the send
+// when the run does: a context.WithTimeout per send (a timer, and a registration
 // with the run's context that every worker contends for) cost about
 // 1.5 µs of CPU and seven allocations a send. That context is the
 // worker's own, its deadline set again for each send. net/http's
-// transport watches only a context's Done, so it gets WithTimeout.
+// transport watches only a context's Done, so it gets WithDeadline.
 func (w *worker) sendContext(deadline time.Time) (context.Context, context.CancelFunc) {
 	if w.abort == nil {
 		return context.WithDeadline(w.ctx, deadline)
