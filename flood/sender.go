@@ -88,8 +88,7 @@ type job struct {
 	direct   bool          // the dispatcher wrote the first attempt
 	written  h1.Written    // on which connection (none when writeErr)
 	writeErr error         // the write's failure
-	sentAt   time.Duration // when the dispatcher took the connection, from the run's start
-	deadline time.Time     // the send's bound, set when it was written
+	sentAt   time.Duration // when the dispatcher took the connection, from the run's start (the send's bound runs from it)
 }
 
 // crew is what the workers of a run share: the run's context, clock,
@@ -191,7 +190,7 @@ func (dw *directWriter) write(e *crew, j *job) {
 	*r = http.Request{}
 	dw.body.Reset(nil)
 	if ok {
-		j.direct, j.written, j.writeErr, j.sentAt, j.deadline = true, w, err, at, deadline
+		j.direct, j.written, j.writeErr, j.sentAt = true, w, err, at
 	}
 }
 
@@ -267,7 +266,7 @@ func (w *worker) send(j *job, d *record.Delivery) {
 		// Sent by the dispatcher, bounded from then. Picked stays the
 		// worker's: the hand-off is still the crowd's delay (dispatch),
 		// though it now delays the reading of the answer, not the send.
-		deadline = j.deadline
+		deadline = e.start.Add(j.sentAt + e.timeout)
 	}
 	w.gotConn.Store(-1)
 
