@@ -162,7 +162,7 @@ func (b *bench) buildCrowd(ctx context.Context) (string, error) {
 
 // sectionNames are the keys of runAll's sections, for -only.
 func sectionNames() []string {
-	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "inbox-backends", "scale", "livemetrics", "results", "verbs", "weather"}
+	return []string{"pipeline", "presigned", "inbox", "documents", "cpu", "startup", "backends", "onecore", "priority", "inbox-backends", "scale", "livemetrics", "results", "verbs", "weather"}
 }
 
 // runAll runs every section in order (those of -only when set) and returns the report.
@@ -179,6 +179,7 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		{"startup", "start-up (origins ×10)", b.startupSection},
 		{"backends", "signing backends: ceilings and pipeline floods, Go vs libcrypto", b.backendsSection},
 		{"onecore", "pipeline flood with libcrypto pinned to one core", b.oneCoreSection},
+		{"priority", "pipeline flood with a real-time dispatcher vs the normal policy", b.prioritySection},
 		{"inbox-backends", "inbox verifying with libcrypto vs bare and vs Go", b.inboxBackendsSection},
 		{"scale", "a large world (-large-origins): start-up, TLS per SNI name, DNS", b.scaleSection},
 		{"livemetrics", "pipeline-signed flood with and without live metrics", b.liveMetricsSection},

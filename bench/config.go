@@ -48,6 +48,10 @@ type config struct {
 	// `crowd flood --signer-nice`): the bench measures the generator on a
 	// machine it has to itself, the case the setting is for.
 	SignerNice int
+	// DispatcherPriority is the flood dispatcher's OS priority
+	// (flood.Plan.Priority, `crowd flood --dispatcher-priority`) in every
+	// flood row; the priority section sets each side's itself.
+	DispatcherPriority flood.Priority
 	// Conc is the closed-loop clients' concurrency.
 	Conc int
 	// Client is the closed-loop client: clientAuto (wrk when on PATH),
@@ -102,7 +106,7 @@ func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
-		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: 19,
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: 19, DispatcherPriority: flood.DefaultPriority,
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
@@ -131,6 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
 	fs.IntVar(&c.LatenessTrials, "lateness-trials", c.LatenessTrials, "trials of each pipeline rate pooled to judge its p99 lateness")
 	fs.IntVar(&c.SignerNice, "signer-nice", c.SignerNice, "nice value (0-19) of the pipeline's signer threads, as crowd flood --signer-nice (0: unchanged)")
+	priority := string(c.DispatcherPriority)
+	fs.StringVar(&priority, "dispatcher-priority", priority, "OS priority of the flood rows' dispatcher thread, as crowd flood --dispatcher-priority: realtime or normal (the priority section runs both)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
 	fs.StringVar(&c.Client, "client", c.Client, "closed-loop client of the inbox and document rows: auto (wrk when on PATH, else go), go (in-process) or wrk (a separate process)")
 	floodClient := string(c.FloodClient)
@@ -173,6 +179,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var err error
 	if c.FloodClient, err = flood.ParseClient(floodClient); err != nil {
 		return c, fmt.Errorf("-flood-client: %w", err)
+	}
+	if c.DispatcherPriority, err = flood.ParsePriority(priority); err != nil {
+		return c, fmt.Errorf("-dispatcher-priority: %w", err)
 	}
 	lo, hi, ok := strings.Cut(cpuRates, ",")
 	var err1, err2 error

@@ -45,9 +45,12 @@ type outcome struct {
 	// sink is another process; nothing else runs in the bench's meanwhile).
 	CPUPerSend  float64 `json:"cpu_us_per_send,omitempty"`
 	KernelShare float64 `json:"kernel_share,omitempty"`
-	KeptPace    bool    `json:"kept_pace"` // sustained but for the latency and lateness bounds
-	Pass        bool    `json:"pass"`
-	Why         string  `json:"why,omitempty"` // what failed
+	// Dispatcher is the flood dispatcher thread's scheduling policy
+	// (record.Dispatcher), with why a real-time one was refused.
+	Dispatcher string `json:"dispatcher,omitempty"`
+	KeptPace   bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
+	Pass       bool   `json:"pass"`
+	Why        string `json:"why,omitempty"` // what failed
 }
 
 // judge decides whether the rate was sustained: success >= 99 %, achieved
@@ -171,7 +174,8 @@ func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.C
 }
 
 // trialWatch watches a trial's flood (the live-metrics row): it returns a
-// collector to feed beside the record's and the record's progress.
+// collector to feed beside the record's and the record's progress. It may
+// also set the plan's own fields (the priority section's dispatcher).
 type trialWatch func(*flood.Plan) (flood.Collector, func(record.Progress))
 
 // floodTrial runs the flood engine for one trial of rate from src against
@@ -195,7 +199,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		}})
 	defer tr.CloseIdleConnections()
 	plan := flood.Plan{Limits: flood.Limits{Duration: cfg.Trial, Warmup: cfg.Warmup, Timeout: 10 * time.Second}, Pacer: pacer, Source: src,
-		Transport: tr}
+		Transport: tr, Priority: cfg.DispatcherPriority}
 	var also flood.Collector
 	var progress func(record.Progress)
 	if watch != nil {
@@ -209,6 +213,10 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	res := rec.Result()
 	o.Conns = conns.Load()
+	o.Dispatcher = res.Dispatcher.Policy
+	if why := res.Dispatcher.Refused; why != "" {
+		o.Dispatcher += " (real-time refused: " + why + ")"
+	}
 	o.CPUPerSend, o.KernelShare = processCPU().perSend(before, res.Timeline)
 	o.take(res.Overall, res.Measured)
 	if res.Partial {

@@ -147,7 +147,7 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			})
 			// 20 ms apart: each answer is in, its connection resting,
 			// before the next send is due.
-			mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 50), Transport: rt, Limits: Limits{MaxSends: sends},
+			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 50), Transport: rt, Limits: Limits{MaxSends: sends},
 				Source: numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token })}, settled)
 
 			if len(outcomes) != sends {
@@ -187,6 +187,9 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			}
 			if sentBeforePicked != wrote {
 				t.Errorf("%d sends were recorded as sent before a worker took them, want the %d the dispatcher wrote", sentBeforePicked, wrote)
+			}
+			if got := res.Overall.Counts.Written; got != int64(wrote) {
+				t.Errorf("the result counts %d sends written by the dispatcher, want the %d it wrote", got, wrote)
 			}
 		})
 	}

@@ -32,6 +32,11 @@ type Plan struct {
 	Transport http.RoundTripper
 	// Limits bound the run.
 	Limits
+	// Priority is the dispatcher's thread's OS priority while it runs the
+	// schedule; "" is DefaultPriority. It applies up to 10 000/s with the
+	// precise Sleep (nil), where the dispatcher has a thread of its own;
+	// the collector's Schedule says what the thread ran with.
+	Priority Priority
 	// Sleep sleeps the last stretch (under 2 ms) before a send. nil = a
 	// precise sleep (nanosleep on Linux, which wakes ~0.1 ms late where a
 	// runtime timer wakes up to 1 ms late). Tests under testing/synctest must
@@ -100,6 +105,11 @@ func (p *Plan) normalize() error {
 	case p.Duration > 0 && p.Warmup >= p.Duration:
 		return fmt.Errorf("%w: warm-up %v is not shorter than the duration %v", ErrInvalidPlan, p.Warmup, p.Duration)
 	}
+	prio, err := ParsePriority(string(p.Priority))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidPlan, err)
+	}
+	p.Priority = prio
 	if p.MaxInflight == 0 {
 		p.MaxInflight = DefaultMaxInflight
 	}
@@ -148,18 +158,26 @@ func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 
 func (e *engine) run() {
 	restore := func() {}
-	if e.p.Sleep == nil && e.p.Pacer.Rate() <= preciseRateMax {
+	var thread record.Dispatcher
+	realtime := e.p.Priority == PriorityRealtime
+	switch {
+	case e.p.Sleep != nil:
+		// A test's Sleep runs on a fake clock that needs no thread.
+	case e.p.Pacer.Rate() <= preciseRateMax:
 		// The dispatcher sleeps the last stretch before each send on a
-		// thread of its own that the kernel wakes on time (preciseThread);
-		// a test's Sleep runs on a fake clock that needs neither.
-		restore = preciseThread()
+		// thread of its own that the kernel wakes on time (preciseThread).
+		thread, restore = preciseThread(realtime)
+	case realtime:
+		thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
 	}
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.
 	first, firstErr := e.p.Source.Next(e.ctx)
 	e.start = time.Now()
-	e.c.Begin(e.p.schedule(e.start))
+	sched := e.p.schedule(e.start)
+	sched.Dispatcher = thread
+	e.c.Begin(sched)
 	e.dispatch(first, firstErr)
 	restore()
 	close(e.jobs)
@@ -218,6 +236,7 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 			// First, so that nothing else the dispatcher does for the
 			// send delays it.
 			e.direct.write(&e.crew, &j)
+			offer.Written = j.direct
 		}
 		e.c.Offered(offer)
 		if e.inflight.Add(1) > int64(e.nworkers) {

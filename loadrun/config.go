@@ -86,8 +86,11 @@ type Config struct {
 	// Client is the flood's HTTP client (--client); "" is flood.DefaultClient.
 	Client     flood.Client
 	SignerNice int
-	Mix        record.Mix // the zero Mix is record.DefaultMix
-	Zipf       float64
+	// DispatcherPriority is the dispatcher thread's OS priority
+	// (--dispatcher-priority); "" is flood.DefaultPriority.
+	DispatcherPriority flood.Priority
+	Mix                record.Mix // the zero Mix is record.DefaultMix
+	Zipf               float64
 	// Seed of the draws; 0 draws a fresh one (printed and recorded).
 	Seed      uint64
 	NoteBytes int
@@ -420,7 +423,7 @@ func union(a, b []string) []string {
 func Defaults() Config {
 	return Config{Rates: []float64{DefaultRate}, Seconds: DefaultSeconds, Step: DefaultStep, NoteBytes: DefaultNoteBytes,
 		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: traffic.SigningPipeline,
-		Arrivals: flood.ArrivalsConstant, Client: flood.DefaultClient, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
+		Arrivals: flood.ArrivalsConstant, Client: flood.DefaultClient, DispatcherPriority: flood.DefaultPriority, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
 		PresignMaxBytes: traffic.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: traffic.SignatureCavage,
 		Out: filepath.Join("out", "load")}
 }

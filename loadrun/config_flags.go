@@ -109,6 +109,11 @@ func ArrivalsValue(p *flood.Arrivals) Value { return textValue(p, flood.ParseArr
 // ClientValue is --client: nethttp or fast.
 func ClientValue(p *flood.Client) Value { return textValue(p, flood.ParseClient, "client") }
 
+// PriorityValue is --dispatcher-priority: realtime or normal.
+func PriorityValue(p *flood.Priority) Value {
+	return textValue(p, flood.ParsePriority, "priority")
+}
+
 // InboxValue is --inbox: auto, shared or personal.
 func InboxValue(p *traffic.InboxMode) Value { return textValue(p, traffic.ParseInboxMode, "mode") }
 

@@ -173,6 +173,10 @@ func TestFloodExitCodes(t *testing.T) {
 		{"the net/http client", []string{"--seconds", "1", "--rate", "20", "--client", "nethttp", "--expect", "errors<1%"}, 0, ""},
 		// A client the flood does not have is a usage error naming the flag.
 		{"a bad client", []string{"--client", "curl"}, 2, "--client"},
+		// The dispatcher's thread under the normal policy, as asked; a
+		// priority the flood does not have is a usage error.
+		{"a normal-priority dispatcher", []string{"--seconds", "1", "--rate", "20", "--dispatcher-priority", "normal", "--expect", "errors<1%"}, 0, ""},
+		{"a bad dispatcher priority", []string{"--dispatcher-priority", "high"}, 2, "--dispatcher-priority"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"count without personas", []string{"--count", "3"}, 2, "--personas"},
@@ -196,6 +200,22 @@ func TestFloodExitCodes(t *testing.T) {
 			}
 			if c.code < 2 && !strings.Contains(stdout, "expect ") {
 				t.Errorf("the gates are not reported:\n%s", stdout)
+			}
+			if c.code == 0 {
+				// The record's part says how the dispatcher's thread ran:
+				// real-time unless refused (and then why), or as asked.
+				recs := records(t, out)
+				if len(recs) != 1 || len(recs[0].Parts) != 1 || recs[0].Parts[0].Dispatcher == nil {
+					t.Fatalf("the record has no dispatcher in its part: %+v", recs)
+				}
+				d := *recs[0].Parts[0].Dispatcher
+				want := "fifo"
+				if slices.Contains(c.args, "normal") {
+					want = "other"
+				}
+				if d.TimerSlackNs != 1 || d.Policy != want && (want == "other" || d.Refused == "") || want == "other" && d.Refused != "" {
+					t.Errorf("the record's dispatcher is %+v; want a 1 ns slack and the %q policy (or why not)", d, want)
+				}
 			}
 			if i := slices.Index(c.args, "--client"); i >= 0 && c.code == 0 {
 				// The record's part names the client that sent.

@@ -144,6 +144,27 @@ type Part struct {
 	// (--client): "fast" or "nethttp"; empty in records made before it was
 	// kept.
 	Client string `json:"client,omitempty"`
+	// Dispatcher is how this generator's dispatcher thread ran the
+	// schedule, which sets how late its sends left; nil in records made
+	// before it was kept and for a schedule run on a test's fake clock.
+	Dispatcher *Dispatcher `json:"dispatcher,omitempty"`
+}
+
+// Dispatcher is how a generator's dispatcher thread ran its schedule.
+type Dispatcher struct {
+	// TimerSlackNs is the timer slack of its last-stretch sleeps, in ns:
+	// how late the kernel may wake it. 0 when the thread kept the kernel's
+	// own (above 10 000/s, or off Linux).
+	TimerSlackNs int64 `json:"timer_slack_ns"`
+	// Policy is the thread's scheduling policy of sched(7) during the
+	// schedule: "other" (the normal one), "fifo" (real-time), or another
+	// the crowd was started under; empty where the thread was not its own
+	// (above 10 000/s, or off Linux).
+	Policy string `json:"policy,omitempty"`
+	// Refused says why a real-time policy asked for was not set
+	// (--dispatcher-priority realtime without the privilege); empty when
+	// it was set or not asked for.
+	Refused string `json:"refused,omitempty"`
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2
@@ -238,11 +259,15 @@ func (res *Result) Record(s Settings) (*Record, error) {
 	if s.Arrivals == "" {
 		s.Arrivals = "constant"
 	}
+	part := Part{ID: rand.Text(), Shard: s.Shard, Start: res.Start.UTC()}
+	if thread := res.Dispatcher; thread != (Dispatcher{}) {
+		part.Dispatcher = &thread
+	}
 	r := &Record{
 		Schema:        RecordSchema,
 		Version:       RecordVersion,
 		Settings:      s,
-		Parts:         []Part{{ID: rand.Text(), Shard: s.Shard, Start: res.Start.UTC()}},
+		Parts:         []Part{part},
 		Start:         res.Start.UTC().Round(0),
 		End:           res.End.UTC().Round(0),
 		Measured:      res.Measured.Seconds(),

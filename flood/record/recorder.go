@@ -106,6 +106,10 @@ func (r *Recorder) Offered(o Offer) {
 		c.Sent++
 		r.tot.Sent++
 	}
+	if o.Written {
+		c.Written++
+		r.tot.Written++
+	}
 	r.mu.Unlock()
 }
 
@@ -168,6 +172,7 @@ func (r *Recorder) collect(end time.Time, windowEnd time.Duration) *Result {
 		Start: s.Start, End: end, Elapsed: end.Sub(s.Start),
 		Overall: NewStats(), Types: make(map[string]*Stats), Dispatch: NewHist(),
 		Rate: s.Rate, Duration: s.Duration, Warmup: s.Warmup, MaxSends: s.MaxSends, MaxInflight: s.MaxInflight, Timeout: s.Timeout,
+		Dispatcher: s.Dispatcher,
 	}
 	stats := func(typ string) *Stats {
 		st := res.Types[typ]

@@ -37,6 +37,7 @@ type Result struct {
 	MaxSends    int64
 	MaxInflight int
 	Timeout     time.Duration
+	Dispatcher  Dispatcher // how the dispatcher's thread ran the schedule
 }
 
 // StopReason says why a run (or a ladder) stopped before its schedule

@@ -21,6 +21,7 @@ type Schedule struct {
 	MaxInflight int           // worker slots
 	Timeout     time.Duration // bound of one send
 	Total       time.Duration // the expected length: Duration, or MaxSends at Rate if shorter
+	Dispatcher  Dispatcher    // how the dispatcher's thread ran the schedule
 }
 
 // Offer is one send whose intended time was reached: sent or dropped
@@ -32,6 +33,10 @@ type Offer struct {
 	Measured bool          // false inside the warm-up, whose sends the record keeps apart
 	Starved  bool          // late because the Source had no request ready
 	Dropped  bool          // no free slot: not sent
+	// Written: the dispatcher wrote the request itself, on a resting
+	// connection, before handing it to a worker to read the answer; its
+	// lateness ends at the write, and the hand-off is in its service time.
+	Written bool
 }
 
 // Delivery is one send handed to a worker, as it ended: answered, failed

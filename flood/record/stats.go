@@ -199,6 +199,10 @@ type Counts struct {
 	Starved   int64 `json:"starved"`   // late because the Source had no request ready (generator's fault)
 	Completed int64 `json:"completed"` // got an answer, a timeout or a connection error
 	Aborted   int64 `json:"aborted"`   // in flight when the run was cancelled; not measured
+	// Written counts the sent requests the dispatcher wrote itself on a
+	// resting connection (the fast client; see Offer.Written): their
+	// lateness ends at the write. 0 in records made before it was kept.
+	Written int64 `json:"written,omitempty"`
 }
 
 // Merge adds o to c.
@@ -209,6 +213,7 @@ func (c *Counts) Merge(o Counts) {
 	c.Starved += o.Starved
 	c.Completed += o.Completed
 	c.Aborted += o.Aborted
+	c.Written += o.Written
 }
 
 // Answered reports whether the class is an HTTP answer of any status: the
