@@ -112,6 +112,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	seconds := fs.Duration("seconds", 5*time.Second, "length of the run")
 	nice := fs.Int("signer-nice", 0, "nice value of the signer threads")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (not of start-up) to this file")
+	priority := fs.String("dispatcher-priority", "", "the dispatcher thread's priority, as crowd flood --dispatcher-priority")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -156,7 +157,8 @@ func runFloodChild(args []string, stdout io.Writer) error {
 		}
 	}
 	rec := record.NewRecorder(record.RecorderOptions{})
-	err = flood.Run(context.Background(), flood.Plan{Limits: flood.Limits{Duration: *seconds}, Pacer: pacer, Source: pl, Transport: tr}, rec)
+	err = flood.Run(context.Background(), flood.Plan{Limits: flood.Limits{Duration: *seconds}, Pacer: pacer, Source: pl, Transport: tr,
+		Priority: flood.Priority(*priority)}, rec)
 	res := rec.Result()
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()

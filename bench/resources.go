@@ -20,7 +20,8 @@ import (
 func (b *bench) floodArgs(rate float64, d time.Duration) []string {
 	return []string{"-state", worldDir(b.cfg.State, b.cfg.Origins, b.cfg.Actors),
 		"-origins", strconv.Itoa(b.cfg.Origins), "-actors", strconv.Itoa(b.cfg.Actors), "-mix", b.cfg.Mix,
-		"-sink", b.sinkAddr, "-rate", strconv.FormatFloat(rate, 'f', -1, 64), "-seconds", d.String()}
+		"-sink", b.sinkAddr, "-rate", strconv.FormatFloat(rate, 'f', -1, 64), "-seconds", d.String(),
+		"-dispatcher-priority", string(b.cfg.DispatcherPriority)}
 }
 
 // floodHelper runs one flood helper, bounded in time.

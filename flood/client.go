@@ -1,5 +1,6 @@
 // The client the flood sends with (--client): net/http's transport, or
-// internal/h1's, which sends on the worker's own goroutine.
+// internal/h1's, which writes and reads on the worker's own goroutine, or
+// takes the dispatcher's own write on a resting connection.
 
 package flood
 
@@ -22,8 +23,10 @@ type Client string
 const (
 	// ClientNetHTTP is net/http's transport (NewTransport).
 	ClientNetHTTP Client = "nethttp"
-	// ClientFast is internal/h1's transport: HTTP/1.1 written and read on
-	// the sending worker's goroutine, the request's bytes as they are.
+	// ClientFast is internal/h1's transport: HTTP/1.1, the request's bytes
+	// as they are, written and read on the sending worker's goroutine, or
+	// written by the dispatcher on a resting connection and read by the
+	// worker.
 	ClientFast Client = "fast"
 	// DefaultClient is the client of an empty --client: the fast one, as
 	// every e2e verifier (Fedify, the four signature libraries, RFC 9421,

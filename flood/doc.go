@@ -17,10 +17,10 @@
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
 //   - Transport (client.go, sender.go): what the workers send with, an
-//     http.RoundTripper reporting GotConn: net/http's, or internal/h1's,
-//     which sends on the worker's own goroutine (--client), and on
-//     whose resting connections the dispatcher itself writes a send
-//     that leaves as signed, a worker reading its answer.
+//     http.RoundTripper reporting GotConn: net/http's, or internal/h1's
+//     (--client), which writes and reads on the worker's own goroutine,
+//     and on whose resting connections the dispatcher itself writes a
+//     send that leaves as signed, a worker reading its answer.
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
 //     time and hands the send to a free worker slot (having written it,
 //     when it could); with MaxInflight slots busy the send is dropped and

@@ -157,19 +157,49 @@ func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 }
 
 func (e *engine) run() {
-	restore := func() {}
-	var thread record.Dispatcher
 	realtime := e.p.Priority == PriorityRealtime
 	switch {
 	case e.p.Sleep != nil:
 		// A test's Sleep runs on a fake clock that needs no thread.
+		e.schedule(record.Dispatcher{})
 	case e.p.Pacer.Rate() <= preciseRateMax:
-		// The dispatcher sleeps the last stretch before each send on a
-		// thread of its own that the kernel wakes on time (preciseThread).
-		thread, restore = preciseThread(realtime)
-	case realtime:
-		thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
+		e.scheduleOnOwnThread(realtime)
+	default:
+		thread := record.Dispatcher{Priority: string(e.p.Priority)}
+		if realtime {
+			thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
+		}
+		e.schedule(thread)
 	}
+	close(e.jobs)
+	e.wg.Wait()
+	e.stopped.End = time.Now()
+	e.c.End(e.stopped)
+}
+
+// scheduleOnOwnThread runs the schedule on a goroutine of its own,
+// locked to a thread that the kernel wakes on time (preciseThread), and
+// waits for it. Should the thread's settings not come back, that
+// goroutine ends locked and the thread exits with it, never serving the
+// caller's goroutine or another. A panic of the schedule (a Source's) is
+// raised again on the caller's goroutine, after the thread is restored.
+func (e *engine) scheduleOnOwnThread(realtime bool) {
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		thread, restore := preciseThread(realtime)
+		defer restore()
+		thread.Priority = string(e.p.Priority)
+		e.schedule(thread)
+	}()
+	if p := <-panicked; p != nil {
+		panic(p)
+	}
+}
+
+// schedule starts the clock and dispatches the whole schedule, the
+// collector told that its dispatcher's thread ran as thread says.
+func (e *engine) schedule(thread record.Dispatcher) {
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.
@@ -179,11 +209,6 @@ func (e *engine) run() {
 	sched.Dispatcher = thread
 	e.c.Begin(sched)
 	e.dispatch(first, firstErr)
-	restore()
-	close(e.jobs)
-	e.wg.Wait()
-	e.stopped.End = time.Now()
-	e.c.End(e.stopped)
 }
 
 // dispatch runs the schedule, starting with the first request (or error)

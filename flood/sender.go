@@ -258,7 +258,7 @@ func (w *worker) onGotConn(httptrace.GotConnInfo) {
 func (w *worker) send(j *job, d *record.Delivery) {
 	e := w.e
 	p := j.prep
-	*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Method: p.Method, URL: p.URL, Intended: j.intended,
+	*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Written: j.direct, Method: p.Method, URL: p.URL, Intended: j.intended,
 		Class: record.ClassOther, SentBytes: int64(len(p.Body))}
 	d.Picked = time.Since(e.start)
 	deadline := time.Now().Add(e.timeout)

@@ -37,6 +37,7 @@ const dispatcherTimerSlack = 1 // ns
 const (
 	schedOther       = 0
 	schedFIFO        = 1
+	schedRR          = 2
 	schedResetOnFork = 0x40000000
 )
 
@@ -45,48 +46,57 @@ const (
 // below every real-time thread the machine already has.
 const dispatcherRealtimePriority = 1
 
-// preciseThread locks the calling goroutine (the dispatcher) to its OS
-// thread and sets that thread's timer slack to dispatcherTimerSlack, so
-// that preciseSleep wakes it when asked: the default slack of 50 µs is
-// how late the kernel may wake a sleeping thread, to group wake-ups
-// (BenchmarkEngine/loopback-fast/rate=2000, old and new alternated three
-// times: late-p50-µs 114-157 with it, 80-117 without).
+// preciseThread locks the calling goroutine (the dispatcher's own) to
+// its OS thread and sets that thread's timer slack to
+// dispatcherTimerSlack, so that preciseSleep wakes it when asked: the
+// default slack of 50 µs is how late the kernel may wake a sleeping
+// thread, to group wake-ups (BenchmarkEngine/loopback-fast/rate=2000, old
+// and new alternated three times: late-p50-µs 114-157 with it, 80-117
+// without).
 //
 // With realtime, the thread also takes SCHED_FIFO at
-// dispatcherRealtimePriority where the process may raise it (root,
-// CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more): the kernel then runs the
-// woken dispatcher at once instead of after whichever thread holds the
-// core. Under the normal policy the woken dispatcher was seen runnable
-// and not running for 1-5 ms at a time on a two-core machine whose CPUs
-// were a third idle, and those stalls were the pipeline's p99 lateness.
-// Where the policy is refused, the run goes on under the normal one and
-// the returned Dispatcher says why. A thread already under a policy other
-// than the normal one (the crowd started under chrt) keeps it.
+// dispatcherRealtimePriority where the process may raise it (CAP_SYS_NICE,
+// as root has, or an RLIMIT_RTPRIO of 1 or more, in a cgroup that allows
+// real-time threads): the kernel then runs the woken dispatcher at once
+// instead of after whichever thread holds the core. Under the normal
+// policy the woken dispatcher was seen runnable and not running for 1-5 ms
+// at a time on a two-core machine whose CPUs were a third idle, and those
+// stalls were the pipeline's p99 lateness. Where the policy is refused,
+// the run goes on under the normal one and the returned Dispatcher says
+// why. A thread started under another policy (the crowd run under chrt)
+// keeps it, and its slack (a real-time thread has none).
 //
-// The returned func restores the policy, then the slack, and unlocks the
-// thread; if either cannot be restored, the goroutine stays locked to the
-// thread, which then exits with it rather than serve another goroutine
-// so set. A thread that has no slack to restore (a real-time one reads 0,
-// which would set the default) is left as it is.
+// The returned func restores the policy, then the slack (a real-time
+// thread's cannot be set), and unlocks the thread; if either cannot be
+// restored, it returns with the goroutine still locked, which must then
+// end so that the thread exits with it rather than serve another
+// goroutine so set.
 func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	runtime.LockOSThread()
-	policy := threadPolicy()
+	rawPolicy := threadPolicyFlags()
+	policy := rawPolicy &^ schedResetOnFork
+	d := record.Dispatcher{Policy: policyName(policy)}
+	if policy != schedOther {
+		if realtime && policy != schedFIFO && policy != schedRR {
+			d.Refused = "the crowd runs under the " + d.Policy + " policy, which it keeps"
+		}
+		return d, runtime.UnlockOSThread
+	}
 	prev, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetTimerSlack, 0, 0)
-	if errno != 0 || prev == 0 {
-		runtime.UnlockOSThread()
-		return record.Dispatcher{Policy: policyName(policy)}, func() {}
+	slack := errno == 0 && prev != 0
+	if slack {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, dispatcherTimerSlack, 0)
+		slack = errno == 0
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, dispatcherTimerSlack, 0); errno != 0 {
-		runtime.UnlockOSThread()
-		return record.Dispatcher{Policy: policyName(policy)}, func() {}
+	if slack {
+		d.TimerSlackNs = dispatcherTimerSlack
 	}
-	d := record.Dispatcher{TimerSlackNs: dispatcherTimerSlack, Policy: policyName(policy)}
 	raised := false
-	if realtime && policy == schedOther {
+	if realtime {
 		if err := setPolicy(schedFIFO|schedResetOnFork, dispatcherRealtimePriority); err != nil {
 			d.Refused = "SCHED_FIFO: " + err.Error()
 			if errors.Is(err, syscall.EPERM) {
-				d.Refused += " (needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more)"
+				d.Refused += " (it needs CAP_SYS_NICE, as root has, or an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"
 			}
 		} else {
 			raised = true
@@ -94,23 +104,38 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 		}
 	}
 	return d, func() {
-		if raised && setPolicy(schedOther, 0) != nil {
-			return // still real-time: the thread must not serve anyone else
+		// Back to the normal policy as it was; a process without
+		// CAP_SYS_NICE may not clear the reset-on-fork flag, which on a
+		// thread of the normal policy changes nothing, so it may stay.
+		if raised && setPolicy(rawPolicy, 0) != nil && setPolicy(rawPolicy|schedResetOnFork, 0) != nil {
+			return
 		}
-		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, prev, 0); errno == 0 {
-			runtime.UnlockOSThread()
+		if slack {
+			if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, prev, 0); errno != 0 {
+				return
+			}
 		}
+		runtime.UnlockOSThread()
 	}
 }
 
 // threadPolicy is the calling thread's scheduling policy, without the
 // reset-on-fork flag; -1 when it cannot be read.
 func threadPolicy() int {
+	if p := threadPolicyFlags(); p >= 0 {
+		return p &^ schedResetOnFork
+	}
+	return -1
+}
+
+// threadPolicyFlags is the calling thread's scheduling policy with the
+// reset-on-fork flag when it is set; -1 when it cannot be read.
+func threadPolicyFlags() int {
 	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
 	if errno != 0 {
 		return -1
 	}
-	return int(p) &^ schedResetOnFork
+	return int(p)
 }
 
 // setPolicy sets the calling thread's scheduling policy and static
@@ -131,7 +156,7 @@ func policyName(p int) string {
 		return "other"
 	case schedFIFO:
 		return "fifo"
-	case 2:
+	case schedRR:
 		return "rr"
 	case 3:
 		return "batch"

@@ -1,38 +1,38 @@
 package flood
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/crowdfed/crowd/flood/record"
 )
 
 // Up to preciseRateMax the dispatcher sleeps on a thread of its own whose
 // timer slack is the least the kernel allows, so that its last-stretch
-// sleeps end on time; above it, on whichever thread it is given, slack
-// and all. When the run ends, the thread is handed back with the slack it
-// had. The record's Dispatcher says which.
+// sleeps end on time; above it, on the caller's thread, slack and all.
+// The caller's thread is left as it was, and the result says which.
 func TestDispatcherThreadTimerSlack(t *testing.T) {
 	const mine = 70_000 // ns: not the kernel's default, so a reset would show
 	for _, tc := range []struct {
 		rate      float64
 		want      uintptr // the slack of the thread every request is taken on
-		wantSlack int64   // the record's timer_slack_ns
+		wantSlack int64   // the result's TimerSlackNs
 	}{
 		{1000, dispatcherTimerSlack, dispatcherTimerSlack},           // a millisecond apart: woken on time
 		{preciseRateMax, dispatcherTimerSlack, dispatcherTimerSlack}, // the highest such rate
 		{2 * preciseRateMax, mine, 0},                                // 50 µs apart: the caller's thread as it was
 	} {
 		t.Run(fmt.Sprint(tc.rate), func(t *testing.T) {
-			// Run's goroutine is the dispatcher: locked here, its thread
-			// is the one this test reads before, during and after the run.
+			// Locked here, so that the caller's thread is the one this
+			// test sets before and reads after the run.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			orig := timerSlack(t)
@@ -40,17 +40,17 @@ func TestDispatcherThreadTimerSlack(t *testing.T) {
 			defer setTimerSlack(t, orig)
 
 			var during []uintptr
-			res := runOnThisThread(t, tc.rate, PriorityNormal, func() { during = append(during, timerSlack(t)) })
+			res := runWith(t, tc.rate, PriorityNormal, func() { during = append(during, timerSlack(t)) })
 			for i, s := range during {
 				if s != tc.want {
 					t.Errorf("request %d was taken on a thread with a timer slack of %d ns, want %d", i, s, tc.want)
 				}
 			}
 			if got := timerSlack(t); got != mine {
-				t.Errorf("after the run the thread's timer slack is %d ns, want its own %d back", got, mine)
+				t.Errorf("after the run the caller's thread has a timer slack of %d ns, want its own %d", got, mine)
 			}
-			if res.Dispatcher.TimerSlackNs != tc.wantSlack {
-				t.Errorf("the result says the dispatcher's timer slack was %d ns, want %d", res.Dispatcher.TimerSlackNs, tc.wantSlack)
+			if d := res.Dispatcher; d.TimerSlackNs != tc.wantSlack || d.Priority != string(PriorityNormal) {
+				t.Errorf("the result says the dispatcher ran with %+v, want a timer slack of %d ns and the normal priority asked for", d, tc.wantSlack)
 			}
 		})
 	}
@@ -59,9 +59,9 @@ func TestDispatcherThreadTimerSlack(t *testing.T) {
 // With PriorityRealtime the dispatcher's own thread runs the schedule
 // under SCHED_FIFO where the process may raise it, and under the normal
 // policy, saying why, where it may not; above preciseRateMax the
-// dispatcher has no thread of its own to raise. Either way the thread goes
-// back to the normal policy when the run ends, and the result says what
-// the thread ran with.
+// dispatcher has no thread of its own to raise. The caller's thread stays
+// under the normal policy, and the result says what the dispatcher's ran
+// with.
 func TestDispatcherThreadPolicy(t *testing.T) {
 	raised, refused := "fifo", ""
 	if !mayRaise(t) {
@@ -71,30 +71,31 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 		rate        float64
 		prio        Priority
 		want        string // the policy every request is taken under
+		wantPolicy  string // the result's Policy
 		wantRefused string // in the result's Refused; "" for none
 	}{
-		{1000, PriorityRealtime, raised, refused},                            // raised where permitted
-		{1000, "", raised, refused},                                          // the default is realtime
-		{1000, PriorityNormal, "other", ""},                                  // not asked for
-		{2 * preciseRateMax, PriorityRealtime, "other", "shares its thread"}, // no thread of its own
+		{1000, PriorityRealtime, raised, raised, refused},                        // raised where permitted
+		{1000, "", raised, raised, refused},                                      // the default is realtime
+		{1000, PriorityNormal, "other", "other", ""},                             // not asked for
+		{2 * preciseRateMax, PriorityRealtime, "other", "", "shares its thread"}, // no thread of its own
 	} {
 		t.Run(fmt.Sprint(tc.rate, tc.prio), func(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 
 			var during []string
-			res := runOnThisThread(t, tc.rate, tc.prio, func() { during = append(during, policyName(threadPolicy())) })
+			res := runWith(t, tc.rate, tc.prio, func() { during = append(during, policyName(threadPolicy())) })
 			for i, p := range during {
 				if p != tc.want {
 					t.Errorf("request %d was taken under the %q policy, want %q", i, p, tc.want)
 				}
 			}
 			if got := policyName(threadPolicy()); got != "other" {
-				t.Errorf("after the run the thread's policy is %q, want the normal one back", got)
+				t.Errorf("after the run the caller's thread is under the %q policy, want the normal one", got)
 			}
 			d := res.Dispatcher
-			if tc.rate <= preciseRateMax && d.Policy != tc.want {
-				t.Errorf("the result says the dispatcher ran under %q, want %q", d.Policy, tc.want)
+			if d.Policy != tc.wantPolicy || d.Priority != string(cmp.Or(tc.prio, DefaultPriority)) {
+				t.Errorf("the result says the dispatcher ran with %+v, want the %q policy and the priority asked for", d, tc.wantPolicy)
 			}
 			switch {
 			case tc.wantRefused == "" && d.Refused != "":
@@ -106,91 +107,88 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 	}
 }
 
+// preciseThread's restore puts the thread back as it found it: the normal
+// policy (the reset-on-fork flag as it was), and its own timer slack.
+func TestPreciseThreadRestores(t *testing.T) {
+	const mine = 70_000
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig := timerSlack(t)
+	setTimerSlack(t, mine)
+	defer setTimerSlack(t, orig)
+
+	before := threadPolicyFlags()
+	d, restore := preciseThread(true)
+	want := "other"
+	if d.Refused == "" {
+		want = "fifo"
+	}
+	if got := policyName(threadPolicy()); got != want || d.Policy != want {
+		t.Errorf("the thread runs under %q and preciseThread says %q, want %q", got, d.Policy, want)
+	}
+	if want == "other" {
+		if got := timerSlack(t); got != dispatcherTimerSlack {
+			t.Errorf("the thread's timer slack is %d ns, want %d", got, dispatcherTimerSlack)
+		}
+	}
+	restore()
+	if got := threadPolicyFlags(); got != before {
+		t.Errorf("restored, the thread's policy is %#x, want %#x as it was", got, before)
+	}
+	if got := timerSlack(t); got != mine {
+		t.Errorf("restored, the thread's timer slack is %d ns, want its own %d", got, mine)
+	}
+}
+
+// refusedChild is set in the environment of the test binary that
+// TestDispatcherThreadRefused runs without CAP_SYS_NICE.
+const refusedChild = "CROWD_TEST_REFUSED_CHILD"
+
 // Without the privilege to raise it, a real-time dispatcher runs its
-// schedule under the normal policy, and the result says why: the test's
-// own thread drops CAP_SYS_NICE (capabilities are a thread's own on Linux)
-// and runs the dispatcher there.
+// schedule under the normal policy, and the result says why. The test
+// runs itself again under setpriv(1) with CAP_SYS_NICE out of its
+// capabilities, so that no thread of that process has it.
 func TestDispatcherThreadRefused(t *testing.T) {
-	if !mayRaise(t) {
-		t.Skip("this process may not raise a thread to SCHED_FIFO at all: TestDispatcherThreadPolicy covers the refusal")
-	}
-	type outcome struct {
-		during []string
-		res    *record.Result
-		err    error
-	}
-	cycle := newCycleSource(t, "http://sink.test/inbox")
-	pacer := mustConstant(t, 1000)
-	out := make(chan outcome)
-	go func() {
-		// Never unlocked: the thread without its capability exits with
-		// the goroutine instead of serving another.
-		runtime.LockOSThread()
-		var o outcome
-		if o.err = dropSysNice(); o.err != nil {
-			out <- o
-			return
+	if os.Getenv(refusedChild) == "" {
+		if !mayRaise(t) {
+			t.Skip("this process may not raise a thread to SCHED_FIFO at all: TestDispatcherThreadPolicy covers the refusal")
 		}
-		if setPolicy(schedFIFO|schedResetOnFork, dispatcherRealtimePriority) == nil {
-			o.err = errSkip
-			setPolicy(schedOther, 0)
-			out <- o
-			return
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("no setpriv(1) (util-linux) to run the test without CAP_SYS_NICE")
 		}
-		src := SourceFunc(func(ctx context.Context) (*Prepared, error) {
-			o.during = append(o.during, policyName(threadPolicy()))
-			return cycle.Next(ctx)
-		})
-		rt := rtFunc(func(r *http.Request) (*http.Response, error) { return answer(r, 202, nil), nil })
-		o.res, o.err = recorded(context.Background(), Plan{Pacer: pacer, Source: src, Transport: rt, Priority: PriorityRealtime, Limits: Limits{MaxSends: 5}})
-		out <- o
-	}()
-	o := <-out
-	switch {
-	case o.err == errSkip:
-		t.Skip("without CAP_SYS_NICE this thread may still raise itself (RLIMIT_RTPRIO): no refusal to see")
-	case o.err != nil:
-		t.Fatal(o.err)
-	case len(o.during) == 0:
-		t.Fatal("the source was never asked for a request")
+		cmd := exec.Command(setpriv, "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--",
+			os.Args[0], "-test.run=^TestDispatcherThreadRefused$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), refusedChild+"=1")
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("the child skipped:\n%s", out)
+		case err != nil || !strings.Contains(string(out), "--- PASS: TestDispatcherThreadRefused"):
+			t.Fatalf("the test without CAP_SYS_NICE: %v\n%s", err, out)
+		}
+		return
 	}
-	for i, p := range o.during {
+	if mayRaise(t) {
+		t.Skip("without CAP_SYS_NICE this process may still raise a thread (RLIMIT_RTPRIO): no refusal to see")
+	}
+	var during []string
+	res := runWith(t, 1000, PriorityRealtime, func() { during = append(during, policyName(threadPolicy())) })
+	for i, p := range during {
 		if p != "other" {
 			t.Errorf("request %d was taken under the %q policy, want the normal one", i, p)
 		}
 	}
-	d := o.res.Dispatcher
+	d := res.Dispatcher
 	if d.Policy != "other" || !strings.Contains(d.Refused, "operation not permitted") || !strings.Contains(d.Refused, "CAP_SYS_NICE") {
 		t.Errorf("the result says the dispatcher ran under %q, refused %q; want the normal policy and a refusal naming the error and CAP_SYS_NICE", d.Policy, d.Refused)
 	}
 }
 
-var errSkip = errors.New("skip")
-
-// dropSysNice takes CAP_SYS_NICE out of the calling thread's effective
-// capabilities (capget(2), capset(2), version 3).
-func dropSysNice() error {
-	const capSysNice = 23
-	hdr := struct {
-		version uint32
-		pid     int32
-	}{version: 0x20080522}
-	var data [2]struct{ effective, permitted, inheritable uint32 }
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0); errno != 0 {
-		return fmt.Errorf("capget: %w", errno)
-	}
-	data[0].effective &^= 1 << capSysNice
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0); errno != 0 {
-		return fmt.Errorf("capset: %w", errno)
-	}
-	return nil
-}
-
-// runOnThisThread runs five sends at rate with the dispatcher's priority
-// prio on the calling goroutine's locked thread (Run's goroutine is the
-// dispatcher), calling each before a request is taken, and returns the
-// run's result.
-func runOnThisThread(t *testing.T, rate float64, prio Priority, each func()) *record.Result {
+// runWith runs five sends at rate with the dispatcher's priority prio,
+// calling each on the dispatcher before it takes a request, and returns
+// the run's result.
+func runWith(t *testing.T, rate float64, prio Priority, each func()) *record.Result {
 	t.Helper()
 	cycle := newCycleSource(t, "http://sink.test/inbox")
 	asked := 0
@@ -219,7 +217,7 @@ func mayRaise(t *testing.T) bool {
 			ok <- false
 			return
 		}
-		if setPolicy(schedOther, 0) == nil {
+		if setPolicy(schedOther, 0) == nil || setPolicy(schedOther|schedResetOnFork, 0) == nil {
 			runtime.UnlockOSThread()
 		}
 		ok <- true

@@ -178,6 +178,7 @@ type plan struct {
 	signing  traffic.SigningMode
 	arrivals flood.Arrivals
 	client   flood.Client
+	priority flood.Priority
 	inbox    traffic.InboxMode
 	accts    []string
 	alg      signing.Algorithm
@@ -284,6 +285,8 @@ func (c Config) checkEnums(p *plan, try func(error)) {
 	p.arrivals, err = flood.ParseArrivals(string(c.Arrivals))
 	try(err)
 	p.client, err = flood.ParseClient(string(c.Client))
+	try(err)
+	p.priority, err = flood.ParsePriority(string(c.DispatcherPriority))
 	try(err)
 	p.scheme, err = traffic.ParseSignature(string(c.Signature))
 	try(err)

@@ -86,7 +86,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	}
 	defer r.forg.Reset() // a ladder's next rung counts its own
 	plan.Transport = r.transport
-	plan.Priority = r.c.DispatcherPriority
+	plan.Priority = r.p.priority
 	plan.MaxInflight = r.c.MaxInflight
 	plan.Timeout = r.c.Timeout
 	r.file = record.NewRecordFile(r.c.Out)

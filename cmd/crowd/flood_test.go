@@ -209,12 +209,12 @@ func TestFloodExitCodes(t *testing.T) {
 					t.Fatalf("the record has no dispatcher in its part: %+v", recs)
 				}
 				d := *recs[0].Parts[0].Dispatcher
-				want := "fifo"
+				asked, want := "realtime", "fifo"
 				if slices.Contains(c.args, "normal") {
-					want = "other"
+					asked, want = "normal", "other"
 				}
-				if d.TimerSlackNs != 1 || d.Policy != want && (want == "other" || d.Refused == "") || want == "other" && d.Refused != "" {
-					t.Errorf("the record's dispatcher is %+v; want a 1 ns slack and the %q policy (or why not)", d, want)
+				if d.Priority != asked || d.TimerSlackNs != 1 || d.Policy != want && (want == "other" || d.Refused == "") || want == "other" && d.Refused != "" {
+					t.Errorf("the record's dispatcher is %+v; want %s asked, a 1 ns slack and the %q policy (or why not)", d, asked, want)
 				}
 			}
 			if i := slices.Index(c.args, "--client"); i >= 0 && c.code == 0 {

@@ -152,18 +152,22 @@ type Part struct {
 
 // Dispatcher is how a generator's dispatcher thread ran its schedule.
 type Dispatcher struct {
-	// TimerSlackNs is the timer slack of its last-stretch sleeps, in ns:
-	// how late the kernel may wake it. 0 when the thread kept the kernel's
-	// own (above 10 000/s, or off Linux).
+	// Priority is what was asked for (--dispatcher-priority): "realtime"
+	// or "normal".
+	Priority string `json:"priority"`
+	// TimerSlackNs is the timer slack set for its last-stretch sleeps, in
+	// ns: how late the kernel may wake it. 0 when the thread kept the
+	// kernel's own (above 10 000/s, off Linux, or under a real-time policy
+	// the crowd was started under). Under a real-time policy the kernel
+	// wakes the thread with no slack at all, whatever this says.
 	TimerSlackNs int64 `json:"timer_slack_ns"`
 	// Policy is the thread's scheduling policy of sched(7) during the
 	// schedule: "other" (the normal one), "fifo" (real-time), or another
-	// the crowd was started under; empty where the thread was not its own
-	// (above 10 000/s, or off Linux).
+	// the crowd was started under; empty where the dispatcher had no
+	// thread of its own (above 10 000/s, or off Linux).
 	Policy string `json:"policy,omitempty"`
-	// Refused says why a real-time policy asked for was not set
-	// (--dispatcher-priority realtime without the privilege); empty when
-	// it was set or not asked for.
+	// Refused says why a real-time policy asked for was not set; empty
+	// when it was set or not asked for.
 	Refused string `json:"refused,omitempty"`
 }
 

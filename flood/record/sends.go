@@ -33,7 +33,8 @@ type Offer struct {
 	Measured bool          // false inside the warm-up, whose sends the record keeps apart
 	Starved  bool          // late because the Source had no request ready
 	Dropped  bool          // no free slot: not sent
-	// Written: the dispatcher wrote the request itself, on a resting
+	// Written: the dispatcher wrote the request itself (or tried to: a
+	// failed write ends the send as a connection error), on a resting
 	// connection, before handing it to a worker to read the answer; its
 	// lateness ends at the write, and the hand-off is in its service time.
 	Written bool
@@ -45,6 +46,7 @@ type Delivery struct {
 	Type     string // as in its Offer
 	Measured bool
 	Starved  bool // as in its Offer: late because the Source had no request ready
+	Written  bool // as in its Offer: the dispatcher wrote the request (or tried to)
 	Method   string
 	URL      *url.URL // the target; shared, read-only
 	Intended time.Duration

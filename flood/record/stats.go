@@ -199,9 +199,10 @@ type Counts struct {
 	Starved   int64 `json:"starved"`   // late because the Source had no request ready (generator's fault)
 	Completed int64 `json:"completed"` // got an answer, a timeout or a connection error
 	Aborted   int64 `json:"aborted"`   // in flight when the run was cancelled; not measured
-	// Written counts the sent requests the dispatcher wrote itself on a
-	// resting connection (the fast client; see Offer.Written): their
-	// lateness ends at the write. 0 in records made before it was kept.
+	// Written counts the sent requests the dispatcher wrote itself (or
+	// tried to) on a resting connection (the fast client; see
+	// Offer.Written): their lateness ends at the write. 0 in records made
+	// before it was kept.
 	Written int64 `json:"written,omitempty"`
 }
 

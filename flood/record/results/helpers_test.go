@@ -80,12 +80,18 @@ func source(u *url.URL) flood.Source {
 // warm-up) with the collectors, and returns the Recorder's record.
 func flooding(t *testing.T, ctx context.Context, u *url.URL, rate float64, d time.Duration, cs ...flood.Collector) *record.Record {
 	t.Helper()
+	return floodingWith(t, ctx, u, rate, d, flood.NewTransport(4, 5*time.Second, nil), cs...)
+}
+
+// floodingWith is flooding with the transport tr.
+func floodingWith(t *testing.T, ctx context.Context, u *url.URL, rate float64, d time.Duration, tr http.RoundTripper, cs ...flood.Collector) *record.Record {
+	t.Helper()
 	pacer, err := flood.NewPacer(flood.ArrivalsConstant, rate, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := record.NewRecorder(record.RecorderOptions{})
-	plan := flood.Plan{Pacer: pacer, Source: source(u), Transport: flood.NewTransport(4, 5*time.Second, nil),
+	plan := flood.Plan{Pacer: pacer, Source: source(u), Transport: tr,
 		Limits: flood.Limits{Duration: d, Warmup: 200 * time.Millisecond, MaxInflight: 4, Timeout: 5 * time.Second}}
 	if err := flood.Run(ctx, plan, flood.Collectors(append([]flood.Collector{rec}, cs...)...)); err != nil {
 		t.Fatal(err)

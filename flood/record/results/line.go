@@ -54,6 +54,10 @@ type RunLine struct {
 	MaxInflight int             `json:"max_inflight"`
 	TimeoutUS   int64           `json:"timeout_us"`
 	TotalUS     int64           `json:"total_us"` // the expected length
+	// Dispatcher is how the dispatcher's thread ran the schedule, as the
+	// record's parts[].dispatcher; absent in files made before it was
+	// kept.
+	Dispatcher *record.Dispatcher `json:"dispatcher,omitempty"`
 }
 
 // SendLine is one request the engine took from its source, whatever
@@ -68,7 +72,12 @@ type SendLine struct {
 	Status   int    `json:"status"` // the HTTP status, 0 without one
 	// Starved: late because the source had no request ready (the
 	// generator's bottleneck, not the server's).
-	Starved    bool   `json:"starved"`
+	Starved bool `json:"starved"`
+	// Written: the dispatcher wrote the request itself (or tried to) on
+	// a resting connection, a worker reading the answer; sent_us is then
+	// the write and picked_us, after it, the worker's pick-up. False in
+	// files made before it was kept.
+	Written    bool   `json:"written"`
 	IntendedUS *int64 `json:"intended_us"` // when the schedule said to send it
 	PickedUS   *int64 `json:"picked_us"`   // a worker took it
 	SentUS     *int64 `json:"sent_us"`     // the request got its connection

@@ -151,6 +151,9 @@ type replay struct {
 func newReplay(h RunLine) *replay {
 	s := record.Schedule{Start: h.Start, Rate: h.RateHz, Duration: us(&h.DurationUS), Warmup: us(&h.WarmupUS),
 		MaxSends: h.MaxSends, MaxInflight: h.MaxInflight, Timeout: us(&h.TimeoutUS), Total: us(&h.TotalUS)}
+	if h.Dispatcher != nil {
+		s.Dispatcher = *h.Dispatcher
+	}
 	return &replay{head: h, p: record.NewReplay(s)}
 }
 
@@ -166,7 +169,8 @@ func (r *replay) add(l *SendLine) error {
 	if l.IntendedUS == nil {
 		return fmt.Errorf("a %s send without intended_us", l.Outcome)
 	}
-	o := record.Offer{Type: l.Type, Due: us(l.IntendedUS), Measured: l.Measured, Starved: l.Starved, Dropped: l.Outcome == OutcomeDropped}
+	o := record.Offer{Type: l.Type, Due: us(l.IntendedUS), Measured: l.Measured, Starved: l.Starved, Dropped: l.Outcome == OutcomeDropped,
+		Written: l.Written}
 	r.p.Offered(o)
 	if o.Dropped {
 		return nil
@@ -207,7 +211,7 @@ func us(v *int64) time.Duration {
 
 // delivery is the Delivery a sent send's line was written from.
 func delivery(l *SendLine) (record.Delivery, error) {
-	d := record.Delivery{Type: l.Type, Measured: l.Measured, Starved: l.Starved, Intended: us(l.IntendedUS),
+	d := record.Delivery{Type: l.Type, Measured: l.Measured, Starved: l.Starved, Written: l.Written, Intended: us(l.IntendedUS),
 		Picked: us(l.PickedUS), Done: us(l.DoneUS), Aborted: l.Outcome == OutcomeAborted, Status: l.Status,
 		Attempts: l.Attempts, SentBytes: l.RequestBytes, GotBytes: l.ResponseBytes}
 	if d.Aborted {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/results"
 )
@@ -23,13 +24,16 @@ import (
 func TestRecordsFromResultsAgree(t *testing.T) {
 	u := sut(t)
 	for _, c := range []struct {
-		name  string
-		file  string
-		magic []byte
+		name   string
+		file   string
+		magic  []byte
+		client flood.Client
 	}{
-		{"plain NDJSON", "run.ndjson", []byte(`{"line":"run"`)},
-		{"gzip by its name", "run.ndjson.gz", []byte{0x1f, 0x8b}},
-		{"zstd by its name", "run.ndjson.zst", []byte{0x28, 0xb5, 0x2f, 0xfd}},
+		{"plain NDJSON", "run.ndjson", []byte(`{"line":"run"`), flood.ClientNetHTTP},
+		{"gzip by its name", "run.ndjson.gz", []byte{0x1f, 0x8b}, flood.ClientNetHTTP},
+		{"zstd by its name", "run.ndjson.zst", []byte{0x28, 0xb5, 0x2f, 0xfd}, flood.ClientNetHTTP},
+		// The fast client: most sends written by the dispatcher itself.
+		{"the dispatcher's own writes", "fast.ndjson", []byte(`{"line":"run"`), flood.ClientFast},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), c.file)
@@ -37,7 +41,9 @@ func TestRecordsFromResultsAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := flooding(t, context.Background(), u, 200, 2*time.Second, w.Run(settings()))
+			tr := flood.NewClientTransport(flood.TransportOptions{Client: c.client, MaxInflight: 4, Timeout: 5 * time.Second})
+			defer tr.CloseIdleConnections()
+			want := floodingWith(t, context.Background(), u, 200, 2*time.Second, tr, w.Run(settings()))
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -55,6 +61,9 @@ func TestRecordsFromResultsAgree(t *testing.T) {
 			if want.Overall.Counts.Dropped == 0 || want.Overall.Tally.Classes[record.Class429] == 0 {
 				t.Fatalf("the flood dropped no send or met no 429 (%+v): the comparison would miss them", want.Overall.Counts)
 			}
+			if c.client == flood.ClientFast && want.Overall.Counts.Written == 0 {
+				t.Fatalf("the dispatcher wrote no send (%+v): the comparison would miss them", want.Overall.Counts)
+			}
 			agree(t, want, got[0])
 		})
 	}
@@ -65,6 +74,9 @@ func agree(t *testing.T, want, got *record.Record) {
 	t.Helper()
 	if got.Settings.Label != want.Settings.Label || got.Settings.Rate != want.Settings.Rate || got.Partial != want.Partial {
 		t.Errorf("settings %+v partial %v, want %+v partial %v", got.Settings, got.Partial, want.Settings, want.Partial)
+	}
+	if w, g := want.Parts[0].Dispatcher, got.Parts[0].Dispatcher; w == nil || g == nil || *w != *g {
+		t.Errorf("the dispatcher %+v, want %+v", g, w)
 	}
 	if got.Warmup != want.Warmup {
 		t.Errorf("warm-up counts %+v, want %+v", got.Warmup, want.Warmup)

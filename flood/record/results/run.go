@@ -31,10 +31,14 @@ func (w *Writer) Run(s record.Settings) *Run {
 func (r *Run) Begin(s record.Schedule) {
 	set := r.s
 	set.Rate, set.Duration, set.Warmup, set.MaxSends, set.MaxInflight, set.Timeout = s.Rate, s.Duration, s.Warmup, s.MaxSends, s.MaxInflight, s.Timeout
-	r.w.queue <- entry{head: &RunLine{Line: LineRun, Schema: Schema, Version: Version, Run: r.index,
+	head := &RunLine{Line: LineRun, Schema: Schema, Version: Version, Run: r.index,
 		Start: s.Start.UTC(), Settings: set, RateHz: s.Rate, DurationUS: s.Duration.Microseconds(),
 		WarmupUS: s.Warmup.Microseconds(), MaxSends: s.MaxSends, MaxInflight: s.MaxInflight,
-		TimeoutUS: s.Timeout.Microseconds(), TotalUS: s.Total.Microseconds()}}
+		TimeoutUS: s.Timeout.Microseconds(), TotalUS: s.Total.Microseconds()}
+	if d := s.Dispatcher; d != (record.Dispatcher{}) {
+		head.Dispatcher = &d
+	}
+	r.w.queue <- entry{head: head}
 }
 
 // Offered is nothing to the results: the settlement carries the offer.
@@ -97,7 +101,7 @@ func (s *send) line() *SendLine {
 // sentLine fills l from the send's Delivery.
 func (s *send) sentLine(l *SendLine) {
 	d := &s.d
-	l.Type, l.Measured, l.Starved = d.Type, d.Measured, d.Starved
+	l.Type, l.Measured, l.Starved, l.Written = d.Type, d.Measured, d.Starved, d.Written
 	if d.URL != nil {
 		l.Inbox = d.URL.String()
 	}
