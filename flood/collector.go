@@ -8,8 +8,9 @@ import (
 // Metrics.Add: what records it (record.Recorder), what serves it live, and
 // the sources' bookkeeping all listen here, so the engine only sends.
 //
-// Begin comes first and End last, each once, on Run's goroutine. Offered
-// runs on the dispatcher, once per send whose intended time was reached;
+// Begin comes first, once, on the dispatcher (a goroutine of its own up
+// to 10 000/s, else Run's); End last, once, on Run's goroutine after the
+// dispatcher returned. Offered runs on the dispatcher, once per send whose intended time was reached;
 // Answered on a worker, once per send handed to it, with the worker's
 // index (shard: a collector may keep one shard per worker, no lock
 // shared); Settled on a worker or the dispatcher, once per request taken

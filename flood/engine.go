@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -182,18 +183,32 @@ func (e *engine) run() {
 // waits for it. Should the thread's settings not come back, that
 // goroutine ends locked and the thread exits with it, never serving the
 // caller's goroutine or another. A panic of the schedule (a Source's) is
-// raised again on the caller's goroutine, after the thread is restored.
+// raised again on the caller's goroutine, after the thread is restored,
+// and a runtime.Goexit (a test's t.Fatal in a Source) ends the caller's
+// goroutine too, as it would have had the schedule run there.
 func (e *engine) scheduleOnOwnThread(realtime bool) {
-	panicked := make(chan any, 1)
+	type ending struct {
+		returned bool
+		panicked any
+	}
+	ended := make(chan ending, 1)
 	go func() {
-		defer func() { panicked <- recover() }()
+		var end ending
+		defer func() {
+			end.panicked = recover()
+			ended <- end
+		}()
 		thread, restore := preciseThread(realtime)
 		defer restore()
 		thread.Priority = string(e.p.Priority)
 		e.schedule(thread)
+		end.returned = true
 	}()
-	if p := <-panicked; p != nil {
-		panic(p)
+	switch end := <-ended; {
+	case end.panicked != nil:
+		panic(end.panicked)
+	case !end.returned:
+		runtime.Goexit()
 	}
 }
 

@@ -38,6 +38,9 @@ const (
 	schedOther       = 0
 	schedFIFO        = 1
 	schedRR          = 2
+	schedBatch       = 3
+	schedIdle        = 5
+	schedDeadline    = 6
 	schedResetOnFork = 0x40000000
 )
 
@@ -119,15 +122,6 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	}
 }
 
-// threadPolicy is the calling thread's scheduling policy, without the
-// reset-on-fork flag; -1 when it cannot be read.
-func threadPolicy() int {
-	if p := threadPolicyFlags(); p >= 0 {
-		return p &^ schedResetOnFork
-	}
-	return -1
-}
-
 // threadPolicyFlags is the calling thread's scheduling policy with the
 // reset-on-fork flag when it is set; -1 when it cannot be read.
 func threadPolicyFlags() int {
@@ -158,11 +152,11 @@ func policyName(p int) string {
 		return "fifo"
 	case schedRR:
 		return "rr"
-	case 3:
+	case schedBatch:
 		return "batch"
-	case 5:
+	case schedIdle:
 		return "idle"
-	case 6:
+	case schedDeadline:
 		return "deadline"
 	}
 	return "unknown"

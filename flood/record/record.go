@@ -156,10 +156,10 @@ type Dispatcher struct {
 	// or "normal".
 	Priority string `json:"priority"`
 	// TimerSlackNs is the timer slack set for its last-stretch sleeps, in
-	// ns: how late the kernel may wake it. 0 when the thread kept the
-	// kernel's own (above 10 000/s, off Linux, or under a real-time policy
-	// the crowd was started under). Under a real-time policy the kernel
-	// wakes the thread with no slack at all, whatever this says.
+	// ns: how late the kernel may wake it. 0 when the thread kept its own
+	// (above 10 000/s, off Linux, or under any policy but the normal one
+	// that the crowd was started under). Under a real-time policy the
+	// kernel wakes the thread with no slack at all, whatever this says.
 	TimerSlackNs int64 `json:"timer_slack_ns"`
 	// Policy is the thread's scheduling policy of sched(7) during the
 	// schedule: "other" (the normal one), "fifo" (real-time), or another
