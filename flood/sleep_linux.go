@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
 // preciseSleep sleeps d with nanosleep(2): the kernel wakes the thread
@@ -30,19 +30,6 @@ const (
 // dispatcherTimerSlack is the timer slack of the dispatcher's thread: the
 // least the kernel allows (0 would mean the default).
 const dispatcherTimerSlack = 1 // ns
-
-// The scheduling policies of sched(7) the dispatcher's thread moves
-// between, and the flag that keeps a real-time policy from passing to any
-// thread or process the thread creates.
-const (
-	schedOther       = 0
-	schedFIFO        = 1
-	schedRR          = 2
-	schedBatch       = 3
-	schedIdle        = 5
-	schedDeadline    = 6
-	schedResetOnFork = 0x40000000
-)
 
 // dispatcherRealtimePriority is the static priority of a real-time
 // dispatcher: the lowest, above every thread of the normal policy and
@@ -76,11 +63,13 @@ const dispatcherRealtimePriority = 1
 // goroutine so set.
 func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	runtime.LockOSThread()
-	rawPolicy := threadPolicyFlags()
-	policy := rawPolicy &^ schedResetOnFork
-	d := record.Dispatcher{Policy: policyName(policy)}
-	if policy != schedOther {
-		if realtime && policy != schedFIFO && policy != schedRR {
+	was, err := schedpolicy.Of(0)
+	if err != nil {
+		was = -1 // unknown ("unknown"): left as it is
+	}
+	d := record.Dispatcher{Policy: was.String()}
+	if base := was.Base(); base != schedpolicy.Other {
+		if realtime && base != schedpolicy.FIFO && base != schedpolicy.RR {
 			d.Refused = "the crowd runs under the " + d.Policy + " policy, which it keeps"
 		}
 		return d, runtime.UnlockOSThread
@@ -96,21 +85,21 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	}
 	raised := false
 	if realtime {
-		if err := setPolicy(schedFIFO|schedResetOnFork, dispatcherRealtimePriority); err != nil {
+		if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
 			d.Refused = "SCHED_FIFO: " + err.Error()
 			if errors.Is(err, syscall.EPERM) {
 				d.Refused += " (it needs CAP_SYS_NICE, as root has, or an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"
 			}
 		} else {
 			raised = true
-			d.Policy = policyName(schedFIFO)
+			d.Policy = schedpolicy.FIFO.String()
 		}
 	}
 	return d, func() {
 		// Back to the normal policy as it was; a process without
 		// CAP_SYS_NICE may not clear the reset-on-fork flag, which on a
 		// thread of the normal policy changes nothing, so it may stay.
-		if raised && setPolicy(rawPolicy, 0) != nil && setPolicy(rawPolicy|schedResetOnFork, 0) != nil {
+		if raised && schedpolicy.Set(0, was, 0) != nil && schedpolicy.Set(0, was|schedpolicy.ResetOnFork, 0) != nil {
 			return
 		}
 		if slack {
@@ -120,44 +109,4 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 		}
 		runtime.UnlockOSThread()
 	}
-}
-
-// threadPolicyFlags is the calling thread's scheduling policy with the
-// reset-on-fork flag when it is set; -1 when it cannot be read.
-func threadPolicyFlags() int {
-	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
-	if errno != 0 {
-		return -1
-	}
-	return int(p)
-}
-
-// setPolicy sets the calling thread's scheduling policy and static
-// priority (0 for the normal policy).
-func setPolicy(policy, priority int) error {
-	param := struct{ priority int32 }{int32(priority)}
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, uintptr(policy), uintptr(unsafe.Pointer(&param)))
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// policyName is the record's name of a scheduling policy of sched(7).
-func policyName(p int) string {
-	switch p {
-	case schedOther:
-		return "other"
-	case schedFIFO:
-		return "fifo"
-	case schedRR:
-		return "rr"
-	case schedBatch:
-		return "batch"
-	case schedIdle:
-		return "idle"
-	case schedDeadline:
-		return "deadline"
-	}
-	return "unknown"
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
 // Up to preciseRateMax the dispatcher sleeps on a thread of its own whose
@@ -84,13 +85,13 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 			defer runtime.UnlockOSThread()
 
 			var during []string
-			res := runWith(t, tc.rate, tc.prio, func() { during = append(during, policyName(threadPolicy())) })
+			res := runWith(t, tc.rate, tc.prio, func() { during = append(during, threadPolicy().String()) })
 			for i, p := range during {
 				if p != tc.want {
 					t.Errorf("request %d was taken under the %q policy, want %q", i, p, tc.want)
 				}
 			}
-			if got := policyName(threadPolicy()); got != "other" {
+			if got := threadPolicy().String(); got != "other" {
 				t.Errorf("after the run the caller's thread is under the %q policy, want the normal one", got)
 			}
 			d := res.Dispatcher
@@ -117,13 +118,13 @@ func TestPreciseThreadRestores(t *testing.T) {
 	setTimerSlack(t, mine)
 	defer setTimerSlack(t, orig)
 
-	before := threadPolicyFlags()
+	before, _ := schedpolicy.Of(0)
 	d, restore := preciseThread(true)
 	want := "other"
 	if d.Refused == "" {
 		want = "fifo"
 	}
-	if got := policyName(threadPolicy()); got != want || d.Policy != want {
+	if got := threadPolicy().String(); got != want || d.Policy != want {
 		t.Errorf("the thread runs under %q and preciseThread says %q, want %q", got, d.Policy, want)
 	}
 	if want == "other" {
@@ -134,7 +135,7 @@ func TestPreciseThreadRestores(t *testing.T) {
 	restore()
 	// Without CAP_SYS_NICE (raised by RLIMIT_RTPRIO) the reset-on-fork
 	// flag may not be cleared, and restore leaves it.
-	if got := threadPolicyFlags(); got != before && (os.Geteuid() == 0 || got&^schedResetOnFork != before&^schedResetOnFork) {
+	if got, _ := schedpolicy.Of(0); got != before && (os.Geteuid() == 0 || got.Base() != before.Base()) {
 		t.Errorf("restored, the thread's policy is %#x, want %#x as it was", got, before)
 	}
 	if got := timerSlack(t); got != mine {
@@ -178,7 +179,7 @@ func TestDispatcherThreadRefused(t *testing.T) {
 		t.Skip("without CAP_SYS_NICE this process may still raise a thread (RLIMIT_RTPRIO): no refusal to see")
 	}
 	var during []string
-	res := runWith(t, 1000, PriorityRealtime, func() { during = append(during, policyName(threadPolicy())) })
+	res := runWith(t, 1000, PriorityRealtime, func() { during = append(during, threadPolicy().String()) })
 	for i, p := range during {
 		if p != "other" {
 			t.Errorf("request %d was taken under the %q policy, want the normal one", i, p)
@@ -217,12 +218,12 @@ func mayRaise(t *testing.T) bool {
 	ok := make(chan bool)
 	go func() {
 		runtime.LockOSThread() // exits with the goroutine if it cannot be put back
-		if setPolicy(schedFIFO|schedResetOnFork, dispatcherRealtimePriority) != nil {
+		if schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority) != nil {
 			runtime.UnlockOSThread()
 			ok <- false
 			return
 		}
-		if setPolicy(schedOther, 0) == nil || setPolicy(schedOther|schedResetOnFork, 0) == nil {
+		if schedpolicy.Set(0, schedpolicy.Other, 0) == nil || schedpolicy.Set(0, schedpolicy.Other|schedpolicy.ResetOnFork, 0) == nil {
 			runtime.UnlockOSThread()
 		}
 		ok <- true
@@ -230,13 +231,14 @@ func mayRaise(t *testing.T) bool {
 	return <-ok
 }
 
-// threadPolicy is the calling thread's scheduling policy, without the
-// reset-on-fork flag; -1 when it cannot be read.
-func threadPolicy() int {
-	if p := threadPolicyFlags(); p >= 0 {
-		return p &^ schedResetOnFork
+// threadPolicy is the calling thread's scheduling policy; -1 (named
+// "unknown") when it cannot be read.
+func threadPolicy() schedpolicy.Policy {
+	p, err := schedpolicy.Of(0)
+	if err != nil {
+		return -1
 	}
-	return -1
+	return p
 }
 
 func timerSlack(t *testing.T) uintptr {

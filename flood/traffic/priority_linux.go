@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"syscall"
 	"unsafe"
+
+	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
 // backgroundThread pins the calling goroutine to its own OS thread and
@@ -58,12 +60,12 @@ func backgroundThread(nice, slot int) (restore func()) {
 		} // else still bound: the thread stays pinned and exits
 		return func() {}
 	}
-	idle := nice == 19 && setPolicy(tid, schedIdle) == nil
+	idle := nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
 	return func() {
 		if bound && setAffinity(tid, &cpus) != nil {
 			return // still bound: the thread must not serve anyone else
 		}
-		if idle && setPolicy(tid, schedOther) != nil {
+		if idle && schedpolicy.Set(tid, schedpolicy.Other, 0) != nil {
 			return // still idle
 		}
 		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) == nil {
@@ -122,21 +124,4 @@ func (m *cpuMask) nth(n int) (cpuMask, bool) {
 		}
 	}
 	return cpuMask{}, false
-}
-
-// The scheduling policies of sched(7) the signers move between.
-const (
-	schedOther = 0
-	schedIdle  = 5
-)
-
-// setPolicy sets thread tid's scheduling policy (with static priority 0,
-// the only one these policies take).
-func setPolicy(tid, policy int) error {
-	var param struct{ priority int32 }
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param)))
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
 // TestBackgroundThreadRestoresItsPriority: a signer's thread runs at the
@@ -20,24 +22,25 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 		t.Skip("raising a priority back needs CAP_SYS_NICE")
 	}
 	type state struct {
-		nice, policy int
-		cpus         cpuMask
+		nice   int
+		policy schedpolicy.Policy
+		cpus   cpuMask
 	}
 	for _, tc := range []struct {
 		nice, slot int
-		wantPolicy int // during
+		wantPolicy schedpolicy.Policy // during
 	}{
-		{19, 0, schedIdle},  // the lowest: idle, preempted by any waking thread; the first CPU
-		{19, 1, schedIdle},  // the second signer: the second CPU (the first again on one)
-		{10, 0, schedOther}, // a nice value alone
-		{1, 5, schedOther},  // the highest a signer may ask; a slot past the CPUs wraps
+		{19, 0, schedpolicy.Idle},  // the lowest: idle, preempted by any waking thread; the first CPU
+		{19, 1, schedpolicy.Idle},  // the second signer: the second CPU (the first again on one)
+		{10, 0, schedpolicy.Other}, // a nice value alone
+		{1, 5, schedpolicy.Other},  // the highest a signer may ask; a slot past the CPUs wraps
 	} {
 		done := make(chan [3]state)
 		go func() {
 			tid := syscall.Gettid()
 			read := func() state {
 				prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
-				policy, _ := threadPolicy(syscall.Gettid())
+				policy, _ := schedpolicy.Of(syscall.Gettid())
 				cpus, _ := getAffinity(syscall.Gettid())
 				return state{20 - prio, policy, cpus}
 			}
@@ -96,15 +99,6 @@ func TestCPUMaskNth(t *testing.T) {
 			t.Errorf("%s: nth(%d) = %v, %v; want %v, %v", c.name, c.n, got, ok, c.want, c.ok)
 		}
 	}
-}
-
-// threadPolicy is thread tid's scheduling policy.
-func threadPolicy(tid int) (int, error) {
-	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(p), nil
 }
 
 // TestBackgroundThreadDefaultLeavesPriority: with no nice value asked for
