@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,8 +157,45 @@ func TestDNSServerBindErrorNamesFlag(t *testing.T) {
 	}
 }
 
+// portOutsideEphemeral is a 127.0.0.1 port below the kernel's ephemeral
+// range that is free for both TCP and UDP now. A port the kernel handed
+// out could be handed again to any process's outgoing socket between a
+// server's shutdown and its restart (one CI run saw exactly that), which
+// would fail the restart for a reason not the server's; a port outside
+// that range only an explicit bind can take.
+func portOutsideEphemeral(t *testing.T) string {
+	t.Helper()
+	low := 32768 // Linux's default start of ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	if low <= 10000 {
+		t.Skipf("the ephemeral range starts at %d: no room below it", low)
+	}
+	for port := low - 1; port > 10000 && port > low-2000; port-- {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
+		pc.Close()
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return addr
+	}
+	t.Skip("no port below the ephemeral range is free for both TCP and UDP")
+	return ""
+}
+
 func TestDNSServerShutdownFreesPort(t *testing.T) {
-	s := NewServer("127.0.0.1:0", mustDNSHandler(t, crowdDNSConfig()))
+	s := NewServer(portOutsideEphemeral(t), mustDNSHandler(t, crowdDNSConfig()))
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
