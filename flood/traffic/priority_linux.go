@@ -39,9 +39,13 @@ import (
 // parent-death signal of any child process it happened to start. Without
 // the privilege to raise a priority again (CAP_SYS_NICE), or when any of
 // them cannot be restored, the thread stays pinned and exits.
-func backgroundThread(nice, slot int) (restore func()) {
+//
+// idle reports whether the SCHED_IDLE policy took: the kernel then hands
+// the thread's CPU to any other thread the moment it wakes, so the
+// signer need not yield to let the dispatcher run (see NewPipeline).
+func backgroundThread(nice, slot int) (restore func(), idle bool) {
 	if nice < 1 || nice > 19 {
-		return func() {}
+		return func() {}, false
 	}
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
@@ -58,9 +62,9 @@ func backgroundThread(nice, slot int) (restore func()) {
 		if !bound || setAffinity(tid, &cpus) == nil {
 			runtime.UnlockOSThread()
 		} // else still bound: the thread stays pinned and exits
-		return func() {}
+		return func() {}, false
 	}
-	idle := nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
+	idle = nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
 	return func() {
 		if bound && setAffinity(tid, &cpus) != nil {
 			return // still bound: the thread must not serve anyone else
@@ -71,7 +75,7 @@ func backgroundThread(nice, slot int) (restore func()) {
 		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) == nil {
 			runtime.UnlockOSThread()
 		}
-	}
+	}, idle
 }
 
 // cpuMask is a CPU affinity mask of sched_setaffinity(2), for up to 1 024

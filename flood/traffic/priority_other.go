@@ -4,4 +4,4 @@ package traffic
 
 // backgroundThread does nothing off Linux, where the crowd sets no thread
 // priorities.
-func backgroundThread(nice, slot int) (restore func()) { return func() {} }
+func backgroundThread(nice, slot int) (restore func(), idle bool) { return func() {}, false }

@@ -45,8 +45,11 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 				return state{20 - prio, policy, cpus}
 			}
 			before := read()
-			restore := backgroundThread(tc.nice, tc.slot)
+			restore, idle := backgroundThread(tc.nice, tc.slot)
 			during := read()
+			if idle != (tc.wantPolicy == schedpolicy.Idle) {
+				t.Errorf("nice %d: idle = %v with the policy %v", tc.nice, idle, during.policy)
+			}
 			restore()
 			if syscall.Gettid() != tid {
 				t.Errorf("nice %d: the goroutine moved threads while pinned", tc.nice)
@@ -110,7 +113,10 @@ func TestBackgroundThreadDefaultLeavesPriority(t *testing.T) {
 		go func() {
 			before, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
 			cpus, _ := getAffinity(syscall.Gettid())
-			restore := backgroundThread(nice, 1)
+			restore, idle := backgroundThread(nice, 1)
+			if idle {
+				t.Errorf("backgroundThread(%d) says the thread is idle", nice)
+			}
 			during, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
 			cpusDuring, _ := getAffinity(syscall.Gettid())
 			restore()

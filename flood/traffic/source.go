@@ -118,7 +118,8 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer backgroundThread(o.Nice, i)() // signer i on the i-th CPU
+			restore, idle := backgroundThread(o.Nice, i) // signer i on the i-th CPU
+			defer restore()
 			for ctx.Err() == nil {
 				d, err := st.Next()
 				var prep *flood.Prepared
@@ -136,11 +137,19 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					gen.discard(prep)
 					return
 				}
-				// A signature is ~0.7 ms of CPU with no scheduling point in
-				// it: yielding after each one lets the dispatcher, woken for
-				// a send, have a core within one signature instead of
-				// waiting for the runtime's 10 ms preemption.
-				runtime.Gosched()
+				// A signature is ~0.4-0.7 ms of CPU with no scheduling point
+				// in it: yielding after each one lets the dispatcher, woken
+				// for a send, have a core within one signature instead of
+				// waiting for the runtime's 10 ms preemption. Not on an idle
+				// thread, which the kernel already takes its CPU from for
+				// any thread that wakes: there the yield only costs, since
+				// a pinned goroutine's yield hands it to another thread and
+				// back (two wake-ups a signature; without them, trials of the
+				// bench's pipeline flood signed 10 % more at a rate above its
+				// maximum, and their other threads took a tenth less CPU).
+				if !idle {
+					runtime.Gosched()
+				}
 			}
 		}()
 	}
