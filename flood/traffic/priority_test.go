@@ -47,7 +47,7 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 			before := read()
 			restore, idle := backgroundThread(tc.nice, tc.slot)
 			during := read()
-			if idle != (tc.wantPolicy == schedpolicy.Idle) {
+			if idle != (during.policy == schedpolicy.Idle) {
 				t.Errorf("nice %d: idle = %v with the policy %v", tc.nice, idle, during.policy)
 			}
 			restore()

@@ -20,7 +20,8 @@ import (
 
 // PipelineOptions configures a Pipeline.
 type PipelineOptions struct {
-	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	// Workers is the number of signing goroutines; default one per CPU
+	// (runtime.NumCPU).
 	Workers int
 	// Buffer is how many signed requests are kept ready; default 1024. Size
 	// it to cover a fraction of a second at the run's rate: each request's
@@ -130,6 +131,9 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					p.fail(err)
 					return
 				}
+				// An empty buffer may have the dispatcher waiting in Next:
+				// this send then readies it on this goroutine's P.
+				dispatcherWaits := len(p.ch) == 0
 				select {
 				case p.ch <- prep:
 					p.signed.Add(1)
@@ -137,17 +141,26 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					gen.discard(prep)
 					return
 				}
-				// A signature is ~0.4-0.7 ms of CPU with no scheduling point
-				// in it: yielding after each one lets the dispatcher, woken
-				// for a send, have a core within one signature instead of
-				// waiting for the runtime's 10 ms preemption. Not on an idle
-				// thread, which the kernel already takes its CPU from for
-				// any thread that wakes: there the yield only costs, since
-				// a pinned goroutine's yield hands it to another thread and
-				// back (two wake-ups a signature; without them, trials of the
-				// bench's pipeline flood signed 10 % more at a rate above its
-				// maximum, and their other threads took a tenth less CPU).
-				if !idle {
+				// Yielding lets the thread and P that run this goroutine
+				// serve others between signatures. The Go backend's
+				// signature has no scheduling point in its ~0.8 ms, and
+				// libcrypto's gives its P up only inside the cgo call.
+				//
+				// Not needed on an idle-policy thread that sent to a
+				// buffer holding others: the kernel takes the CPU from it
+				// for any thread that wakes, and PipelineProcs leaves the
+				// dispatcher and the senders Ps of their own. There the
+				// yield only cost: a pinned goroutine's yield hands it to
+				// another thread and back, two wake-ups a signature.
+				// Without them, trials of the bench's pipeline flood signed
+				// 10 % more above its maximum, and the flood's other threads
+				// took 11-18 % less CPU at 2 300/s.
+				//
+				// Still needed after a send to an empty buffer: the
+				// dispatcher it readied waits on this P's run queue, and
+				// without a yield only the runtime's 10 ms preemption
+				// would free it from behind a Go-backend signature.
+				if !idle || dispatcherWaits {
 					runtime.Gosched()
 				}
 			}
@@ -262,7 +275,8 @@ type PresignOptions struct {
 	// MaxBytes bounds the estimated memory of the presigned requests;
 	// default DefaultPresignMaxBytes.
 	MaxBytes int64
-	// Workers is the number of signing goroutines; default GOMAXPROCS.
+	// Workers is the number of signing goroutines; default one per CPU
+	// (runtime.NumCPU).
 	Workers int
 	// Knocker, when set, signs with its scheme (--signature) instead of
 	// Prepare's draft-cavage.
