@@ -10,17 +10,17 @@ import (
 //
 // Begin comes first, once, on the dispatcher (a goroutine of its own up
 // to 10 000/s, else Run's); End last, once, on Run's goroutine after the
-// dispatcher returned. Offered runs on the dispatcher, once per send whose intended time was reached;
-// Answered on a worker, once per send handed to it, with the worker's
-// index (shard: a collector may keep one shard per worker, no lock
-// shared); Settled on a worker or the dispatcher, once per request taken
-// from the Source (answered, aborted, dropped or left unsent), after its
-// Answered, its Outcome carrying the send's Delivery (a dropped one's
-// Offer), so that a collector writing every send down (the results) needs
-// Settled alone. The send path
-// calls them, so they must be cheap, must not block, and Offered,
-// Answered and Settled must be safe for concurrent use. The Delivery is
-// the worker's: valid only during the call.
+// dispatcher returned. Offered runs on the dispatcher, once per send
+// whose intended time was reached; Answered on a worker, once per send
+// handed to it, with the worker's index (shard: a collector may keep one
+// shard per worker, no lock shared); Settled on a worker or the
+// dispatcher, once per request taken from the Source (answered, aborted,
+// dropped or left unsent), after its Answered, its Outcome carrying the
+// send's Delivery (a dropped one's Offer), so that a collector writing
+// every send down (the results) needs Settled alone. The send path calls
+// them, so they must be cheap, must not block, and Offered, Answered and
+// Settled must be safe for concurrent use. The Delivery is the worker's:
+// valid only during the call.
 type Collector interface {
 	Begin(record.Schedule)
 	Offered(record.Offer)

@@ -41,8 +41,8 @@ import (
 // them cannot be restored, the thread stays pinned and exits.
 //
 // idle reports whether the SCHED_IDLE policy took: the kernel then hands
-// the thread's CPU to any other thread the moment it wakes, so the
-// signer need not yield to let the dispatcher run (see NewPipeline).
+// the thread's CPU to any other thread the moment it wakes, so a signer
+// yields only where its own P holds the dispatcher (see NewPipeline).
 func backgroundThread(nice, slot int) (restore func(), idle bool) {
 	if nice < 1 || nice > 19 {
 		return func() {}, false
