@@ -79,6 +79,7 @@ func newBench(ctx context.Context, cfg config, args []string, log io.Writer) (*b
 	if b.sink, b.sinkAddr, err = startSink(); err != nil {
 		return nil, err
 	}
+	b.cfg.sinkPID = b.sink.cmd.Process.Pid
 	b.logf("null sink (a separate process) on %s", b.sinkAddr)
 	b.crowd, b.crowdErr = b.buildCrowd(ctx)
 	ok = true

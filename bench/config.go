@@ -98,6 +98,10 @@ type config struct {
 	// JSON is where the JSON report goes ("" none, "-" stdout: then the
 	// table goes to stderr).
 	JSON string
+
+	// sinkPID is the null sink's process once it runs (no flag): a flood
+	// trial reads its CPU.
+	sinkPID int
 }
 
 // defaultConfig is what `go run ./bench` runs: about three minutes on two

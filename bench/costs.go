@@ -197,8 +197,9 @@ func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *searc
 		runtime.GC()
 		same, _ := floodTrial(ctx, "presigned", &cycle{reqs: pool}, at, b.cfg, nil)
 		b.logTrial(same)
-		cpu := cpuBudget{Pipeline: pt.CPUPerSend, Send: same.CPUPerSend, SendKernel: same.KernelShare,
-			Sign: float64(runtime.NumCPU()) * 1e6 / sign}
+		cpu := cpuBudget{Cores: runtime.NumCPU(), Rate: at, Pipeline: pt.CPUPerSend, Send: same.CPUPerSend, SendKernel: same.KernelShare,
+			Sign: float64(runtime.NumCPU()) * 1e6 / sign, PipelineSink: pt.SinkCPUPerSend, SendSink: same.SinkCPUPerSend,
+			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend}
 		details["cpu_budget"] = cpu
 		row.Notes = fmt.Sprintf("%s; %s at %s", row.Notes, cpu, formatValue(at, "/s"))
 	}
@@ -215,18 +216,47 @@ func trialAt(trials []outcome, rate float64) *outcome {
 	return nil
 }
 
-// cpuBudget is the flood process's own CPU per send at one rate, in µs
-// (getrusage over a trial ÷ its sends; the sink, another process, is not
-// in it): the pipeline's; a presigned flood's at the same rate, with its
-// share in the kernel; and a signature's, from signing alone on every core.
-// What the pipeline spends beyond the last two is its coordination.
+// cpuBudget is where a send's CPU went at one rate (Rate, on Cores
+// cores), in µs per send over a trial, warm-up included: the flood
+// process's own (getrusage), the null sink's (another process) and the
+// machine's idle time, for the pipeline and for a presigned flood of the
+// same requests at the same rate (with its process's share in the
+// kernel); and a signature's, from signing alone on every core. What the
+// pipeline's process spends beyond the presigned flood's and a signature
+// is its coordination. A part not measured (the sink and idle time
+// outside Linux) is zero.
 type cpuBudget struct {
+	Cores                            int
+	Rate                             float64
 	Pipeline, Send, SendKernel, Sign float64
+	PipelineSink, SendSink           float64
+	PipelineIdle, SendIdle           float64
+}
+
+// SameRateCeiling is the combined ceiling at the costs of this rate:
+// Cores × 10⁶ ÷ (a signature + the presigned flood's process + the sink
+// per send, at this rate). The combined ceiling prices a send at the
+// presigned flood's maximum, where each wake-up of the client and of the
+// sink serves several sends; at the pipeline's lower rate each send pays
+// its own, and this ceiling says what the machine allows at that price.
+// Zero when the sink's part was not measured.
+func (c cpuBudget) SameRateCeiling() float64 {
+	if c.SendSink <= 0 || c.Send <= 0 || c.Sign <= 0 || c.Cores < 1 {
+		return 0
+	}
+	return float64(c.Cores) * 1e6 / (c.Sign + c.Send + c.SendSink)
 }
 
 func (c cpuBudget) String() string {
-	return fmt.Sprintf("the flood process's CPU per send (getrusage): pipeline %.1f µs, presigned flood at the same rate %.1f µs (%.0f %% in the kernel), a signature %.1f µs, the rest %.1f µs",
+	s := fmt.Sprintf("the flood process's CPU per send (getrusage): pipeline %.1f µs, presigned flood at the same rate %.1f µs (%.0f %% in the kernel), a signature %.1f µs, the rest %.1f µs",
 		c.Pipeline, c.Send, 100*c.SendKernel, c.Sign, c.Pipeline-c.Send-c.Sign)
+	if c.SameRateCeiling() == 0 || c.Rate <= 0 {
+		return s
+	}
+	all := float64(c.Cores) * 1e6 / c.Rate
+	return s + fmt.Sprintf("; of the %.1f µs of all cores a send has at that rate, the pipeline's went to its process %.1f, the null sink %.1f, idle %.1f, the rest (other processes, interrupts) %.1f; the presigned flood's to its process %.1f, the sink %.1f, idle %.1f; at these same-rate costs the combined ceiling is %s (%d × 10⁶ ÷ (signature + presigned process + sink)), the pipeline %.2f × it",
+		all, c.Pipeline, c.PipelineSink, c.PipelineIdle, all-c.Pipeline-c.PipelineSink-c.PipelineIdle,
+		c.Send, c.SendSink, c.SendIdle, formatValue(c.SameRateCeiling(), "/s"), c.Cores, c.Rate/c.SameRateCeiling())
 }
 
 // floodConns is how many connections the flood used at its maximum (its

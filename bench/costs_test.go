@@ -293,3 +293,32 @@ func TestTrialAt(t *testing.T) {
 		}
 	}
 }
+
+// TestSameRateCeiling: the combined ceiling priced at the pipeline's own
+// rate, and where each send's share of the machine went there.
+func TestSameRateCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		b       cpuBudget
+		want    float64 // sends/s; 0 = none
+		inNotes string
+	}{
+		// 2 cores; a signature 300 µs, the presigned flood's process 140
+		// and the sink 60 at the same rate: 2e6/500 = 4 000/s; the
+		// pipeline at 3 000/s is 0.75 × it, and of its 666.7 µs the
+		// process took 480, the sink 100, idle 20: 66.7 are the rest.
+		{"measured", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineSink: 100, SendSink: 60, PipelineIdle: 20, SendIdle: 400},
+			4000, "the rest (other processes, interrupts) 66.7; the presigned flood's to its process 140.0, the sink 60.0, idle 400.0; at these same-rate costs the combined ceiling is 4 000/s (2 × 10⁶ ÷ (signature + presigned process + sink)), the pipeline 0.75 × it"},
+		// The sink's CPU was not read (not Linux): no same-rate ceiling,
+		// and the notes stop at the process's own budget.
+		{"no sink reading", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300}, 0, "the rest 40.0 µs"},
+	} {
+		if got := tc.b.SameRateCeiling(); math.Abs(got-tc.want) > 1e-6 {
+			t.Errorf("%s: SameRateCeiling = %v, want %v", tc.name, got, tc.want)
+		}
+		s := tc.b.String()
+		if !strings.HasSuffix(s, tc.inNotes) {
+			t.Errorf("%s: String() = %q, want it to end %q", tc.name, s, tc.inNotes)
+		}
+	}
+}

@@ -7,3 +7,9 @@ import "syscall"
 // childAttr has no parent-death signal outside Linux: helpers end when
 // their stdin closes or their run does.
 func childAttr() *syscall.SysProcAttr { return nil }
+
+// processCPUOf reads no other process's CPU outside Linux: zero.
+func processCPUOf(pid int) cpuTimes { return cpuTimes{} }
+
+// machineIdle reads no idle time outside Linux: zero.
+func machineIdle() float64 { return 0 }

@@ -45,6 +45,12 @@ type outcome struct {
 	// sink is another process; nothing else runs in the bench's meanwhile).
 	CPUPerSend  float64 `json:"cpu_us_per_send,omitempty"`
 	KernelShare float64 `json:"kernel_share,omitempty"`
+	// SinkCPUPerSend is the null sink process's CPU per send over the
+	// same span, in µs, and IdlePerSend the machine's idle time (summed
+	// over its CPUs) per send: with CPUPerSend, where the machine's
+	// cores × 10⁶ ÷ rate µs a send went (Linux; zero elsewhere).
+	SinkCPUPerSend float64 `json:"sink_cpu_us_per_send,omitempty"`
+	IdlePerSend    float64 `json:"idle_us_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
 	// (record.Dispatcher), with why a real-time one was refused.
 	Dispatcher string `json:"dispatcher,omitempty"`
@@ -206,7 +212,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		also, progress = watch(&plan)
 	}
 	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
-	before := processCPU()
+	before, sinkBefore, idleBefore := processCPU(), processCPUOf(cfg.sinkPID), machineIdle()
 	if err := flood.Run(ctx, plan, flood.Collectors(rec, also)); err != nil {
 		o.Why = err.Error()
 		return o, nil
@@ -218,6 +224,12 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		o.Dispatcher += " (real-time refused: " + why + ")"
 	}
 	o.CPUPerSend, o.KernelShare = processCPU().perSend(before, res.Timeline)
+	if cfg.sinkPID > 0 {
+		o.SinkCPUPerSend, _ = processCPUOf(cfg.sinkPID).perSend(sinkBefore, res.Timeline)
+	}
+	if n := sentIn(res.Timeline); n > 0 {
+		o.IdlePerSend = 1e6 * max(0, machineIdle()-idleBefore) / float64(n)
+	}
 	o.take(res.Overall, res.Measured)
 	if res.Partial {
 		o.Why = "partial: " + string(res.Reason)
@@ -336,13 +348,19 @@ func processCPU() cpuTimes {
 	return cpuTimes{tvSeconds(ru.Utime), tvSeconds(ru.Stime)}
 }
 
-// perSend is the CPU used since before per send of timeline (every tick's
-// sends, warm-up included), in µs, and the kernel's share of it.
-func (c cpuTimes) perSend(before cpuTimes, timeline []record.Tick) (us, kernel float64) {
+// sentIn is how many requests timeline's ticks sent, warm-up included.
+func sentIn(timeline []record.Tick) int64 {
 	var sent int64
 	for _, tk := range timeline {
 		sent += tk.Sent
 	}
+	return sent
+}
+
+// perSend is the CPU used since before per send of timeline (every tick's
+// sends, warm-up included), in µs, and the kernel's share of it.
+func (c cpuTimes) perSend(before cpuTimes, timeline []record.Tick) (us, kernel float64) {
+	sent := sentIn(timeline)
 	user, sys := c.user-before.user, c.sys-before.sys
 	if sent == 0 || user+sys <= 0 {
 		return 0, 0
