@@ -2,9 +2,11 @@ package flood
 
 import (
 	"errors"
+	"math/bits"
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/schedpolicy"
@@ -36,6 +38,39 @@ const dispatcherTimerSlack = 1 // ns
 // below every real-time thread the machine already has.
 const dispatcherRealtimePriority = 1
 
+// oneCPURefusal is why a dispatcher that may run on one CPU only stays
+// under the normal policy. The Go runtime makes a thread wait for another
+// by spinning and yielding its CPU (a goroutine the GC is scanning cannot
+// be woken, run, or leave a system call until the scan ends), and a
+// real-time thread's yield gives its CPU to no thread of the normal
+// policy. With one CPU, the scanning thread, preempted by the dispatcher's
+// own wake-up, had nowhere else to run, and neither moved until the
+// kernel's real-time throttling (by default 950 ms of each second)
+// stopped the dispatcher: pinned to one core, the bench's pipeline sent up
+// to a second late in two or three 3 s trials of nine, the dispatcher's
+// thread spinning in the runtime (casgstatus, from exitsyscall or ready)
+// for a third of the core; TestRealtimeDispatcherNeverWaitsOnTheGC makes
+// it happen at will. There the normal policy kept the same p99 lateness
+// (0.05-0.3 ms at 1 400-2 000/s, nine trials twice). With two CPUs or
+// more the kernel moves the waiting thread to another CPU, and a
+// dispatcher lowered while awake lost its point: the bench's two-core
+// pipeline trials had a p99 lateness of 0.4-2 ms against 0.1-0.4 ms.
+const oneCPURefusal = "the dispatcher may run on one CPU only, where a real-time thread can wait up to a second for the garbage collector's thread it preempted"
+
+// threadCPUs is how many CPUs the calling thread may run on (0 when it
+// cannot be read).
+func threadCPUs() int {
+	var mask [16]uint64 // 1 024 CPUs, the kernel's CPU_SETSIZE
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask))); errno != 0 {
+		return 0
+	}
+	n := 0
+	for _, w := range mask {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
 // preciseThread locks the calling goroutine (the dispatcher's own) to
 // its OS thread and sets that thread's timer slack to
 // dispatcherTimerSlack, so that preciseSleep wakes it when asked: the
@@ -55,6 +90,9 @@ const dispatcherRealtimePriority = 1
 // the run goes on under the normal one and the returned Dispatcher says
 // why. A thread started under another policy (the crowd run under chrt)
 // keeps it, and its slack (a real-time thread has none).
+//
+// Not where the thread may run on one CPU only (a cpuset, taskset): see
+// oneCPURefusal.
 //
 // The returned func restores the policy, then the slack (a real-time
 // thread's cannot be set), and unlocks the thread; if either cannot be
@@ -84,6 +122,10 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 		d.TimerSlackNs = dispatcherTimerSlack
 	}
 	raised := false
+	if realtime && threadCPUs() == 1 {
+		d.Refused = oneCPURefusal
+		realtime = false
+	}
 	if realtime {
 		if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
 			d.Refused = "SCHED_FIFO: " + err.Error()
