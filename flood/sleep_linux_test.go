@@ -4,19 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
-	"unsafe"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/schedpolicy"
@@ -270,104 +264,4 @@ func setTimerSlack(t *testing.T, ns uintptr) {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, ns, 0); errno != 0 {
 		t.Fatalf("prctl(PR_SET_TIMERSLACK, %d): %v", ns, errno)
 	}
-}
-
-// A dispatcher asked to be real-time never waits on the GC. The Go
-// runtime makes a thread that must wait for a goroutine the GC is
-// scanning spin and yield, and a SCHED_FIFO thread's yield gives its CPU
-// to no thread of the normal policy: a real-time dispatcher that shared
-// its one CPU with the scanning thread spun until the kernel's real-time
-// throttling stopped it, and sends went up to a second late. Here the
-// process is pinned to one CPU, the GC runs back to back, and hundreds of
-// parked goroutines give it stacks to scan, while a flood asking for a
-// real-time dispatcher sends to a real listener for two seconds: the
-// dispatcher stays under the normal policy, says why, and every send
-// leaves within 100 ms of its time.
-func TestRealtimeDispatcherNeverWaitsOnTheGC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 2 s flood")
-	}
-	if !mayRaise(t) {
-		t.Skip("this process may not raise a thread to SCHED_FIFO: nothing to invert")
-	}
-	restore := pinProcessToOneCPU(t)
-	defer restore()
-
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
-
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 500 { // stacks for every GC to scan
-		wg.Add(1)
-		go func() { defer wg.Done(); parkDeep(8, done) }()
-	}
-	wg.Add(1)
-	go func() { // the GC, back to back
-		defer wg.Done()
-		for !closed(done) {
-			runtime.GC()
-		}
-	}()
-	defer func() { close(done); wg.Wait() }()
-
-	tr := NewClientTransport(TransportOptions{Client: ClientFast})
-	defer tr.CloseIdleConnections()
-	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 1000), Source: newCycleSource(t, srv.URL),
-		Transport: tr, Priority: PriorityRealtime, Limits: Limits{Duration: 2 * time.Second}})
-	if d := res.Dispatcher; d.Policy != "other" || !strings.Contains(d.Refused, "one CPU") {
-		t.Errorf("the dispatcher ran under %q (refused: %q), want the normal policy and why", d.Policy, d.Refused)
-	}
-	worst := time.Duration(res.Overall.Lateness.Max()) * time.Microsecond
-	if worst > 100*time.Millisecond || res.Overall.Counts.Completed < 1000 {
-		t.Errorf("with the GC running on the dispatcher's CPU, a send left %v late (%d of %d completed), want every one within 100 ms",
-			worst, res.Overall.Counts.Completed, res.Overall.Counts.Offered)
-	}
-}
-
-// parkDeep parks the goroutine depth calls deep until done closes.
-func parkDeep(depth int, done <-chan struct{}) {
-	var pad [64]byte
-	if depth > 0 {
-		parkDeep(depth-1, done)
-		runtime.KeepAlive(&pad)
-		return
-	}
-	<-done
-}
-
-// pinProcessToOneCPU binds every thread of this process, and so every
-// thread they make, to the first CPU it may run on, and returns what
-// puts their CPUs back.
-func pinProcessToOneCPU(t *testing.T) (restore func()) {
-	t.Helper()
-	var all, one [16]uint64
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(all), uintptr(unsafe.Pointer(&all))); errno != 0 {
-		t.Fatalf("sched_getaffinity: %v", errno)
-	}
-	for i, w := range all {
-		if w != 0 {
-			one[i] = w & -w
-			break
-		}
-	}
-	set := func(mask *[16]uint64) {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(task.Name())
-			if err != nil {
-				continue
-			}
-			// A thread that exited meanwhile is no error.
-			syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*mask), uintptr(unsafe.Pointer(mask)))
-		}
-	}
-	set(&one)
-	return func() { set(&all) }
 }
