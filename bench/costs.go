@@ -199,7 +199,7 @@ func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *searc
 		b.logTrial(same)
 		cpu := cpuBudget{Cores: runtime.NumCPU(), Rate: at, Pipeline: pt.CPUPerSend, Send: same.CPUPerSend, SendKernel: same.KernelShare,
 			Sign: float64(runtime.NumCPU()) * 1e6 / sign, PipelineSink: pt.SinkCPUPerSend, SendSink: same.SinkCPUPerSend,
-			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend}
+			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend, PipelineCores: pt.CoresPerSend}
 		details["cpu_budget"] = cpu
 		row.Notes = fmt.Sprintf("%s; %s at %s", row.Notes, cpu, formatValue(at, "/s"))
 	}
@@ -223,14 +223,17 @@ func trialAt(trials []outcome, rate float64) *outcome {
 // same requests at the same rate (with its process's share in the
 // kernel); and a signature's, from signing alone on every core. What the
 // pipeline's process spends beyond the presigned flood's and a signature
-// is its coordination. A part not measured (the sink and idle time
-// outside Linux) is zero.
+// is its coordination. PipelineCores is the cores' whole time a pipeline
+// send had (Cores × its trial's wall time ÷ its sends), what the parts
+// share; where it was not timed, Cores × 10⁶ ÷ Rate stands in. A part not
+// measured (the sink and idle time outside Linux) is zero.
 type cpuBudget struct {
 	Cores                            int
 	Rate                             float64
 	Pipeline, Send, SendKernel, Sign float64
 	PipelineSink, SendSink           float64
 	PipelineIdle, SendIdle           float64
+	PipelineCores                    float64
 }
 
 // SameRateCeiling is the combined ceiling at the costs of this rate:
@@ -239,7 +242,9 @@ type cpuBudget struct {
 // presigned flood's maximum, where each wake-up of the client and of the
 // sink serves several sends; at the pipeline's lower rate each send pays
 // its own, and this ceiling says what the machine allows at that price.
-// Zero when the sink's part was not measured.
+// It leaves out what neither process is billed for (interrupts and
+// softirqs run for no process, other processes), which the budget shows as
+// the rest. Zero when the sink's part was not measured.
 func (c cpuBudget) SameRateCeiling() float64 {
 	if c.SendSink <= 0 || c.Send <= 0 || c.Sign <= 0 || c.Cores < 1 {
 		return 0
@@ -253,8 +258,11 @@ func (c cpuBudget) String() string {
 	if c.SameRateCeiling() == 0 || c.Rate <= 0 {
 		return s
 	}
-	all := float64(c.Cores) * 1e6 / c.Rate
-	return s + fmt.Sprintf("; of the %.1f µs of all cores a send has at that rate, the pipeline's went to its process %.1f, the null sink %.1f, idle %.1f, the rest (other processes, interrupts) %.1f; the presigned flood's to its process %.1f, the sink %.1f, idle %.1f; at these same-rate costs the combined ceiling is %s (%d × 10⁶ ÷ (signature + presigned process + sink)), the pipeline %.2f × it",
+	all := c.PipelineCores
+	if all <= 0 {
+		all = float64(c.Cores) * 1e6 / c.Rate
+	}
+	return s + fmt.Sprintf("; of the %.1f µs of all cores a send had at that rate, the pipeline's went to its process %.1f, the null sink %.1f, idle %.1f, the rest (other processes, interrupts) %.1f; the presigned flood's to its process %.1f, the sink %.1f, idle %.1f; at these same-rate costs the combined ceiling is %s (%d × 10⁶ ÷ (signature + presigned process + sink)), the pipeline %.2f × it",
 		all, c.Pipeline, c.PipelineSink, c.PipelineIdle, all-c.Pipeline-c.PipelineSink-c.PipelineIdle,
 		c.Send, c.SendSink, c.SendIdle, formatValue(c.SameRateCeiling(), "/s"), c.Cores, c.Rate/c.SameRateCeiling())
 }

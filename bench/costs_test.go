@@ -309,6 +309,11 @@ func TestSameRateCeiling(t *testing.T) {
 		// process took 480, the sink 100, idle 20: 66.7 are the rest.
 		{"measured", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineSink: 100, SendSink: 60, PipelineIdle: 20, SendIdle: 400},
 			4000, "the rest (other processes, interrupts) 66.7; the presigned flood's to its process 140.0, the sink 60.0, idle 400.0; at these same-rate costs the combined ceiling is 4 000/s (2 × 10⁶ ÷ (signature + presigned process + sink)), the pipeline 0.75 × it"},
+		// The trial was timed: its span (700 µs of the cores a send, the
+		// trial having run past its sends' last intended time) is what
+		// the parts share, not 2 × 10⁶ ÷ 3 000.
+		{"timed span", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineSink: 100, SendSink: 60, PipelineIdle: 20, SendIdle: 400, PipelineCores: 700},
+			4000, "of the 700.0 µs of all cores a send had at that rate, the pipeline's went to its process 480.0, the null sink 100.0, idle 20.0, the rest (other processes, interrupts) 100.0; the presigned flood's to its process 140.0, the sink 60.0, idle 400.0; at these same-rate costs the combined ceiling is 4 000/s (2 × 10⁶ ÷ (signature + presigned process + sink)), the pipeline 0.75 × it"},
 		// The sink's CPU was not read (not Linux): no same-rate ceiling,
 		// and the notes stop at the process's own budget.
 		{"no sink reading", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300}, 0, "the rest 40.0 µs"},

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // childAttr makes a helper process die with the bench (SIGKILL when the
@@ -15,8 +17,9 @@ func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every Linux
-// architecture (the kernel's ABI, whatever its internal tick).
+// userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every
+// architecture Go runs Linux on (the kernel's ABI, whatever its internal
+// tick).
 const userHZ = 100
 
 // processCPUOf is process pid's CPU so far, from /proc/pid/stat (zero
@@ -49,28 +52,46 @@ func parseProcStat(line string) cpuTimes {
 	return cpuTimes{float64(user) / userHZ, float64(sys) / userHZ}
 }
 
-// machineIdle is how long the machine's CPUs have been idle so far, in
-// seconds summed over every CPU (idle and iowait of /proc/stat's first
-// line; zero where it cannot be read).
+// machineIdle is how long the CPUs the calling thread may run on (the
+// bench's: runtime.NumCPU counts the same) have been idle so far, in
+// seconds summed over them: idle and iowait of their /proc/stat lines.
+// Zero where either cannot be read.
 func machineIdle() float64 {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return 0
+	}
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0
 	}
-	return parseIdle(string(b))
+	return parseIdle(string(b), set.IsSet)
 }
 
-// parseIdle reads the idle and iowait times of /proc/stat's "cpu" line.
-func parseIdle(stat string) float64 {
-	line, _, _ := strings.Cut(stat, "\n")
-	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0
+// parseIdle sums the idle and iowait times of /proc/stat's "cpuN" lines
+// for which in(N) holds, skipping the summary line, which counts every
+// CPU of the machine. A garbled line of one of those CPUs reads as zero:
+// no reading rather than a wrong one.
+func parseIdle(stat string, in func(cpu int) bool) float64 {
+	var ticks uint64
+	for line := range strings.Lines(stat) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		cpu, err := strconv.Atoi(f[0][len("cpu"):])
+		if err != nil || cpu < 0 || !in(cpu) {
+			continue
+		}
+		if len(f) < 6 {
+			return 0
+		}
+		idle, err1 := strconv.ParseUint(f[4], 10, 64)
+		iowait, err2 := strconv.ParseUint(f[5], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0
+		}
+		ticks += idle + iowait
 	}
-	idle, err1 := strconv.ParseUint(f[4], 10, 64)
-	iowait, err2 := strconv.ParseUint(f[5], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return float64(idle+iowait) / userHZ
+	return float64(ticks) / userHZ
 }

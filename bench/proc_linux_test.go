@@ -3,9 +3,11 @@ package main
 import (
 	"math"
 	"os"
-	"strings"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestParseProcStat: utime and stime are the 14th and 15th fields of
@@ -34,41 +36,70 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
-// TestParseIdle: the machine's idle time is idle + iowait of /proc/stat's
-// summary line.
+// TestParseIdle: the idle time of the CPUs asked for is the sum of idle
+// + iowait of their own /proc/stat lines, never the summary line's.
 func TestParseIdle(t *testing.T) {
+	const stat = "cpu  100 0 200 700 50 0 3 0 0 0\n" +
+		"cpu0 50 0 100 350 25 0 1 0 0 0\n" +
+		"cpu1 50 0 100 300 20 0 2 0 0 0\n" +
+		"intr 12345 0 0\nctxt 999\n"
+	every := func(int) bool { return true }
 	for _, tc := range []struct {
 		name string
 		stat string
+		in   func(int) bool
 		want float64
 	}{
-		// idle 700 + iowait 50 ticks: 7.5 s.
-		{"summary line", "cpu  100 0 200 700 50 0 3 0 0 0\ncpu0 50 0 100 350 25 0 1 0 0 0\n", 7.5},
-		// The first line is a CPU's, not the summary: no reading.
-		{"no summary", "cpu0 50 0 100 350 25 0 1 0 0 0\n", 0},
-		// Too few fields.
-		{"short", "cpu  100 0 200\n", 0},
+		// Both CPUs: (350 + 25) + (300 + 20) ticks = 6.95 s, not the
+		// summary's 7.5 (which counts a CPU absent from the lines).
+		{"every CPU", stat, every, 6.95},
+		// Only cpu1 may run the bench: 3.2 s.
+		{"one CPU of two", stat, func(cpu int) bool { return cpu == 1 }, 3.2},
+		// No CPU asked for matches a line.
+		{"no CPU", stat, func(int) bool { return false }, 0},
+		// Only the summary line: no CPU's own.
+		{"no CPU lines", "cpu  100 0 200 700 50 0 3 0 0 0\n", every, 0},
+		// A CPU's line with too few fields: no reading.
+		{"short", "cpu0 100 0 200\n", every, 0},
+		// A CPU's line with a time that is not a number: no reading.
+		{"garbled", "cpu0 50 0 100 x 25 0 1 0 0 0\ncpu1 50 0 100 300 20 0 2 0 0 0\n", every, 0},
+		// A garbled line of a CPU not asked for does not matter.
+		{"garbled elsewhere", "cpu0 50 0 100 x 25\ncpu1 50 0 100 300 20 0 2 0 0 0\n", func(cpu int) bool { return cpu == 1 }, 3.2},
 		// Empty.
-		{"empty", "", 0},
+		{"empty", "", every, 0},
 	} {
-		if got := parseIdle(tc.stat); math.Abs(got-tc.want) > 1e-9 {
+		if got := parseIdle(tc.stat, tc.in); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: %v s, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// FuzzParseProcStat: any line reads as zero or as non-negative times,
-// never a panic.
+// FuzzParseProcStat: whatever the command name holds, the times are read
+// from the fields after it.
 func FuzzParseProcStat(f *testing.F) {
-	f.Add("1234 (bench) S 1 2 3 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 100 0 0")
-	f.Add("1 ()) S")
-	f.Add("cpu  100 0 200 700 50 0 3 0 0 0\n")
-	f.Fuzz(func(t *testing.T, line string) {
-		if c := parseProcStat(line); c.user < 0 || c.sys < 0 {
-			t.Errorf("parseProcStat(%q) = %+v", line, c)
+	const tail = " S 1 2 3 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 100 0 0"
+	f.Add("bench")
+	f.Add(") S 1 (")
+	f.Add("a b\nc")
+	f.Fuzz(func(t *testing.T, name string) {
+		parseProcStat(name) // any line: no panic
+		if got, want := parseProcStat("1234 ("+name+")"+tail), (cpuTimes{2.5, 0.75}); got != want {
+			t.Errorf("command name %q: %+v, want %+v", name, got, want)
 		}
-		if s := parseIdle(line); s < 0 {
-			t.Errorf("parseIdle(%q) = %v", line, s)
+	})
+}
+
+// FuzzParseIdle: a line of a CPU not asked for never changes the idle
+// time read, whatever else /proc/stat holds.
+func FuzzParseIdle(f *testing.F) {
+	f.Add("cpu  100 0 200 700 50 0 3 0 0 0\ncpu0 50 0 100 350 25 0 1 0 0 0\n")
+	f.Add("cpu0 1 2\n")
+	f.Add("cpu7 1 2 3 4 5 6\n")
+	f.Fuzz(func(t *testing.T, stat string) {
+		notSeven := func(cpu int) bool { return cpu != 7 }
+		without := parseIdle(stat, notSeven)
+		if with := parseIdle("cpu7 1 1 1 999 999 1 1 0 0 0\n"+stat, notSeven); with != without {
+			t.Errorf("cpu7's line changed the idle time of the others: %v, want %v", with, without)
 		}
 	})
 }
@@ -97,26 +128,43 @@ func TestProcessCPUOfMatchesGetrusage(t *testing.T) {
 	}
 }
 
-// TestMachineIdleAdvances: the machine's idle time grows while this test
-// sleeps (at most by every CPU's whole wall time).
-func TestMachineIdleAdvances(t *testing.T) {
-	before := machineIdle()
-	if before <= 0 {
-		t.Fatal("/proc/stat read no idle time")
+// TestMachineIdleCountsItsCPUsOnly: pinned to one CPU, the idle time read
+// over a sleep is at most that one CPU's wall time, whatever the others
+// did (on an idle machine of two CPUs, the summary line would have read
+// twice as much).
+func TestMachineIdleCountsItsCPUsOnly(t *testing.T) {
+	type reading struct {
+		idle, wall float64
+		err        error
 	}
-	time.Sleep(300 * time.Millisecond)
-	got := machineIdle() - before
-	cpus := float64(strings.Count(mustRead(t, "/proc/stat"), "\ncpu"))
-	if got < 0 || got > cpus*0.3+0.05 {
-		t.Errorf("idle grew by %.2f s over 0.3 s on %v CPUs", got, cpus)
+	done := make(chan reading)
+	go func() {
+		runtime.LockOSThread() // the thread exits with the goroutine: its affinity goes with it
+		var all, one unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &all); err != nil {
+			done <- reading{err: err}
+			return
+		}
+		for cpu := range 1 << 16 {
+			if all.IsSet(cpu) {
+				one.Set(cpu)
+				break
+			}
+		}
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			done <- reading{err: err}
+			return
+		}
+		start, before := time.Now(), machineIdle()
+		time.Sleep(300 * time.Millisecond)
+		done <- reading{idle: machineIdle() - before, wall: time.Since(start).Seconds()}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Skipf("cannot pin a thread: %v", r.err)
 	}
-}
-
-func mustRead(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	// A tick of rounding at each end of the span.
+	if r.idle < 0 || r.idle > r.wall+2.0/userHZ {
+		t.Errorf("one CPU was idle %.3f s over %.3f s", r.idle, r.wall)
 	}
-	return string(b)
 }

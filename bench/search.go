@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -46,11 +47,14 @@ type outcome struct {
 	CPUPerSend  float64 `json:"cpu_us_per_send,omitempty"`
 	KernelShare float64 `json:"kernel_share,omitempty"`
 	// SinkCPUPerSend is the null sink process's CPU per send over the
-	// same span, in µs, and IdlePerSend the machine's idle time (summed
-	// over its CPUs) per send: with CPUPerSend, where the machine's
-	// cores × 10⁶ ÷ rate µs a send went (Linux; zero elsewhere).
+	// same span, in µs, IdlePerSend the idle time of the CPUs the bench
+	// may run on (summed over them) per send, and CoresPerSend those
+	// CPUs' whole time (their count × the span's wall time) per send:
+	// with CPUPerSend, where a send's share of the machine went (Linux;
+	// zero elsewhere).
 	SinkCPUPerSend float64 `json:"sink_cpu_us_per_send,omitempty"`
 	IdlePerSend    float64 `json:"idle_us_per_send,omitempty"`
+	CoresPerSend   float64 `json:"cores_us_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
 	// (record.Dispatcher), with why a real-time one was refused.
 	Dispatcher string `json:"dispatcher,omitempty"`
@@ -212,11 +216,16 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		also, progress = watch(&plan)
 	}
 	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
-	before, sinkBefore, idleBefore := processCPU(), processCPUOf(cfg.sinkPID), machineIdle()
+	var sinkBefore cpuTimes
+	if cfg.sinkPID > 0 {
+		sinkBefore = processCPUOf(cfg.sinkPID)
+	}
+	before, idleBefore, start := processCPU(), machineIdle(), time.Now()
 	if err := flood.Run(ctx, plan, flood.Collectors(rec, also)); err != nil {
 		o.Why = err.Error()
 		return o, nil
 	}
+	span := time.Since(start)
 	res := rec.Result()
 	o.Conns = conns.Load()
 	o.Dispatcher = res.Dispatcher.Policy
@@ -229,6 +238,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	if n := sentIn(res.Timeline); n > 0 {
 		o.IdlePerSend = 1e6 * max(0, machineIdle()-idleBefore) / float64(n)
+		o.CoresPerSend = float64(runtime.NumCPU()) * 1e6 * span.Seconds() / float64(n)
 	}
 	o.take(res.Overall, res.Measured)
 	if res.Partial {
