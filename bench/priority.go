@@ -16,7 +16,7 @@ import (
 const rowPipelineRealtime = "pipeline_realtime_vs_normal"
 
 // prioritySection: the libcrypto pipeline-signed flood's maximum sustained
-// rate with the dispatcher's thread under SCHED_FIFO (realtime) and under
+// rate with the dispatcher's thread under SCHED_DEADLINE (realtime) and under
 // the normal policy, the two searches alternating trial by trial, each
 // held to the same bounds as the backends section's. What it judges is
 // the generator's own lateness: where the kernel leaves the woken
@@ -50,7 +50,7 @@ func (b *bench) prioritySection(ctx context.Context) {
 			p.Priority = prio
 			return nil, nil
 		}
-		want := "fifo"
+		want := "deadline"
 		if prio == flood.PriorityNormal {
 			want = "other"
 		}

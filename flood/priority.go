@@ -8,11 +8,12 @@ import "strings"
 type Priority string
 
 const (
-	// PriorityRealtime puts the dispatcher's thread under SCHED_FIFO at
-	// the lowest real-time priority, where the process may (Linux: root,
-	// CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more), so that the kernel
-	// runs it the moment its sleep ends; elsewhere the run goes on under
-	// the normal policy and the record says why (parts[].dispatcher).
+	// PriorityRealtime puts the dispatcher's thread under SCHED_DEADLINE
+	// (90 % of a CPU at most), else SCHED_FIFO at the lowest real-time
+	// priority, where the process may (Linux: root, CAP_SYS_NICE, or for
+	// FIFO an RLIMIT_RTPRIO of 1 or more), so that the kernel runs it the
+	// moment its sleep ends; elsewhere the run goes on under the normal
+	// policy and the record says why (parts[].dispatcher).
 	// Only up to 10 000/s, where the dispatcher has a thread of its own.
 	PriorityRealtime Priority = "realtime"
 	// PriorityNormal leaves the thread under the normal policy.

@@ -33,29 +33,49 @@ const (
 const dispatcherTimerSlack = 1 // ns
 
 // dispatcherRealtimePriority is the static priority of a real-time
-// dispatcher: the lowest, above every thread of the normal policy and
-// below every real-time thread the machine already has.
+// dispatcher under SCHED_FIFO: the lowest, above every thread of the
+// normal policy and below every real-time thread the machine already has.
 const dispatcherRealtimePriority = 1
 
-// oneCPURefusal is why a dispatcher that may run on one CPU only stays
-// under the normal policy. The Go runtime makes a thread wait for another
-// by spinning and yielding its CPU (a goroutine the GC is scanning cannot
-// be woken, run, or leave a system call until the scan ends), and a
-// real-time thread's yield gives its CPU to no thread of the normal
-// policy. With one CPU, the scanning thread, preempted by the dispatcher's
-// own wake-up, had nowhere else to run, and neither moved until the
+// A deadline dispatcher may run dispatcherDeadlineRuntime in every
+// dispatcherDeadlinePeriod: 90 % of a CPU, which a dispatcher that also
+// signs (--signing jit) may use, as SCHED_FIFO's throttling left it 95 %.
+// Two such dispatchers fit the kernel's default bandwidth on two CPUs;
+// a third is refused (EBUSY) and takes SCHED_FIFO.
+const (
+	dispatcherDeadlineRuntime = 900 * time.Microsecond
+	dispatcherDeadlinePeriod  = time.Millisecond
+)
+
+// Why the dispatcher's real-time policy is SCHED_DEADLINE, and SCHED_FIFO
+// only where that is refused: the Go runtime makes a thread wait for
+// another by spinning and yielding its CPU (a goroutine the GC is
+// scanning cannot be woken, run, or leave a system call until the scan
+// ends). A SCHED_FIFO thread's yield gives its CPU to no thread of the
+// normal policy, so a FIFO dispatcher that had preempted the scanning
+// thread on its CPU spun until that thread moved to another CPU or the
 // kernel's real-time throttling (by default 950 ms of each second)
-// stopped the dispatcher: pinned to one core, the bench's pipeline sent up
-// to a second late in two or three 3 s trials of nine, the dispatcher's
-// thread spinning in the runtime (casgstatus, from exitsyscall or ready)
-// for a third of the core; TestRealtimeDispatcherNeverWaitsOnTheGC would
-// show it again, a second late in every run, were this check removed.
-// There the normal policy kept the same p99 lateness (0.05-0.3 ms at
-// 1 400-2 000/s, nine trials twice). With two CPUs or
-// more the kernel moves the waiting thread to another CPU, and a
-// dispatcher lowered while awake lost its point: the bench's two-core
-// pipeline trials had a p99 lateness of 0.4-2 ms against 0.1-0.4 ms.
-const oneCPURefusal = "the dispatcher may run on one CPU only, where a real-time thread can wait up to a second for the garbage collector's thread it preempted"
+// stopped it. A SCHED_DEADLINE thread's yield gives up the rest of its
+// period, so the scanning thread runs within a millisecond. In a scratch
+// trial at 1 000/s with the GC running back to back and a busy loop on
+// each of two CPUs (six 3 s floods each): FIFO sent up to 1.07 and 1.14 s
+// late in two floods and 51-116 ms in the others, deadline 10-33 ms, the
+// normal policy 22-34 ms; without the busy loops and the forced GC, at
+// 3 000/s, deadline's p99 lateness was 58-78 µs, FIFO's 65 µs-6.8 ms,
+// the normal policy's 102-252 µs.
+
+// oneCPURefusal is why a dispatcher refused SCHED_DEADLINE (which the
+// kernel refuses to a thread that may not run on every CPU of its
+// domain) stays under the normal policy where it may run on one CPU only:
+// with one CPU the scanning thread a FIFO dispatcher preempted had
+// nowhere else to run, and the bench's one-core pipeline sent up to a
+// second late in two or three 3 s trials of nine, the dispatcher's thread
+// spinning in the runtime (casgstatus, from exitsyscall or ready) for a
+// third of the core; TestRealtimeDispatcherNeverWaitsOnTheGC would show it
+// again, a second late in every run, were this check removed. There the
+// normal policy kept the same p99 lateness (0.05-0.3 ms at 1 400-2 000/s,
+// nine trials twice).
+const oneCPURefusal = "the dispatcher may run on one CPU only, where SCHED_DEADLINE is refused and a SCHED_FIFO thread can wait up to a second for the garbage collector's thread it preempted"
 
 // threadCPUs is how many CPUs the calling thread may run on; 0 when its
 // affinity cannot be read, which leaves the policy as asked (as before
@@ -76,20 +96,20 @@ func threadCPUs() int {
 // and new alternated three times: late-p50-µs 114-157 with it, 80-117
 // without).
 //
-// With realtime, the thread also takes SCHED_FIFO at
-// dispatcherRealtimePriority where the process may raise it (CAP_SYS_NICE,
-// as root has, or an RLIMIT_RTPRIO of 1 or more, in a cgroup that allows
-// real-time threads): the kernel then runs the woken dispatcher at once
-// instead of after whichever thread holds the core. Under the normal
-// policy the woken dispatcher was seen runnable and not running for 1-5 ms
-// at a time on a two-core machine whose CPUs were a third idle, and those
-// stalls were the pipeline's p99 lateness. Where the policy is refused,
-// the run goes on under the normal one and the returned Dispatcher says
-// why. A thread started under another policy (the crowd run under chrt)
-// keeps it, and its slack (a real-time thread has none).
-//
-// Not where the thread may run on one CPU only (a cpuset, taskset): see
-// oneCPURefusal.
+// With realtime, the thread also takes SCHED_DEADLINE
+// (dispatcherDeadlineRuntime a dispatcherDeadlinePeriod) where the process
+// may (CAP_SYS_NICE, as root has, and bandwidth left), else SCHED_FIFO at
+// dispatcherRealtimePriority where it may raise that (CAP_SYS_NICE or an
+// RLIMIT_RTPRIO of 1 or more, in a cgroup that allows real-time threads)
+// and the thread may run on more than one CPU (see oneCPURefusal): the
+// kernel then runs the woken dispatcher at once instead of after
+// whichever thread holds the core. Under the normal policy the woken
+// dispatcher was seen runnable and not running for 1-5 ms at a time on a
+// two-core machine whose CPUs were a third idle, and those stalls were
+// the pipeline's p99 lateness. Where both are refused, the run goes on
+// under the normal one and the returned Dispatcher says why. A thread
+// started under another policy (the crowd run under chrt) keeps it, and
+// its slack (a real-time thread has none).
 //
 // The returned func restores the policy, then the slack (a real-time
 // thread's cannot be set), and unlocks the thread; if either cannot be
@@ -104,7 +124,7 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	}
 	d := record.Dispatcher{Policy: was.String()}
 	if base := was.Base(); base != schedpolicy.Other {
-		if realtime && base != schedpolicy.FIFO && base != schedpolicy.RR {
+		if realtime && base != schedpolicy.FIFO && base != schedpolicy.RR && base != schedpolicy.Deadline {
 			d.Refused = "the crowd runs under the " + d.Policy + " policy, which it keeps"
 		}
 		return d, runtime.UnlockOSThread
@@ -119,19 +139,10 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 		d.TimerSlackNs = dispatcherTimerSlack
 	}
 	raised := false
-	if realtime && threadCPUs() == 1 {
-		d.Refused = oneCPURefusal
-		realtime = false
-	}
 	if realtime {
-		if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
-			d.Refused = "SCHED_FIFO: " + err.Error()
-			if errors.Is(err, syscall.EPERM) {
-				d.Refused += " (it needs CAP_SYS_NICE, as root has, or an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"
-			}
-		} else {
-			raised = true
-			d.Policy = schedpolicy.FIFO.String()
+		raised, d.Policy, d.Refused = raiseDispatcher()
+		if !raised {
+			d.Policy = was.String()
 		}
 	}
 	return d, func() {
@@ -148,4 +159,24 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 		}
 		runtime.UnlockOSThread()
 	}
+}
+
+// raiseDispatcher puts the calling thread under SCHED_DEADLINE, else
+// SCHED_FIFO (see preciseThread), and says which, or why neither.
+func raiseDispatcher() (raised bool, policy, refused string) {
+	dlErr := schedpolicy.SetDeadline(0, dispatcherDeadlineRuntime, dispatcherDeadlinePeriod)
+	if dlErr == nil {
+		return true, schedpolicy.Deadline.String(), ""
+	}
+	if threadCPUs() == 1 {
+		return false, "", oneCPURefusal
+	}
+	if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
+		refused = "SCHED_DEADLINE: " + dlErr.Error() + "; SCHED_FIFO: " + err.Error()
+		if errors.Is(err, syscall.EPERM) {
+			refused += " (they need CAP_SYS_NICE, as root has, or for SCHED_FIFO an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"
+		}
+		return false, "", refused
+	}
+	return true, schedpolicy.FIFO.String(), ""
 }

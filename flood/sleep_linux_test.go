@@ -57,14 +57,28 @@ func TestDispatcherThreadTimerSlack(t *testing.T) {
 	}
 }
 
+// raisedPolicy stands, in a test's table, for the policy a raised
+// dispatcher runs under: deadline, or fifo where the kernel had no
+// deadline bandwidth left (other test processes' floods may hold it).
+const raisedPolicy = "deadline or fifo"
+
+// policyIs reports whether got is want, raisedPolicy matching either.
+func policyIs(got, want string) bool {
+	if want == raisedPolicy {
+		return got == "deadline" || got == "fifo"
+	}
+	return got == want
+}
+
 // With PriorityRealtime the dispatcher's own thread runs the schedule
-// under SCHED_FIFO where the process may raise it and the thread may run
-// on more than one CPU, and under the normal policy, saying why, where
-// not; above preciseRateMax the dispatcher has no thread of its own to
-// raise. The caller's thread stays under the normal policy, and the
-// result says what the dispatcher's ran with.
+// under SCHED_DEADLINE where the process may set it (SCHED_FIFO where the
+// kernel has no bandwidth left and the thread may run on more than one
+// CPU), and under the normal policy, saying why, where not; above
+// preciseRateMax the dispatcher has no thread of its own to raise. The
+// caller's thread stays under the normal policy, and the result says
+// what the dispatcher's ran with.
 func TestDispatcherThreadPolicy(t *testing.T) {
-	raised, refused := "fifo", ""
+	raised, refused := raisedPolicy, ""
 	switch {
 	case threadCPUs() == 1:
 		raised, refused = "other", "one CPU"
@@ -89,16 +103,16 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 
 			var during []string
 			res := runWith(t, tc.rate, tc.prio, func() { during = append(during, threadPolicy().String()) })
+			d := res.Dispatcher
 			for i, p := range during {
-				if p != tc.want {
-					t.Errorf("request %d was taken under the %q policy, want %q", i, p, tc.want)
+				if !policyIs(p, tc.want) || (tc.want == raisedPolicy && p != d.Policy) {
+					t.Errorf("request %d was taken under the %q policy, want %q (the result says %q)", i, p, tc.want, d.Policy)
 				}
 			}
 			if got := threadPolicy().String(); got != "other" {
 				t.Errorf("after the run the caller's thread is under the %q policy, want the normal one", got)
 			}
-			d := res.Dispatcher
-			if d.Policy != tc.wantPolicy || d.Priority != string(cmp.Or(tc.prio, DefaultPriority)) {
+			if !policyIs(d.Policy, tc.wantPolicy) || d.Priority != string(cmp.Or(tc.prio, DefaultPriority)) {
 				t.Errorf("the result says the dispatcher ran with %+v, want the %q policy and the priority asked for", d, tc.wantPolicy)
 			}
 			switch {
@@ -125,9 +139,9 @@ func TestPreciseThreadRestores(t *testing.T) {
 	d, restore := preciseThread(true)
 	want := "other"
 	if d.Refused == "" {
-		want = "fifo"
+		want = raisedPolicy
 	}
-	if got := threadPolicy().String(); got != want || d.Policy != want {
+	if got := threadPolicy().String(); !policyIs(got, want) || got != d.Policy {
 		t.Errorf("the thread runs under %q and preciseThread says %q, want %q", got, d.Policy, want)
 	}
 	if want == "other" {

@@ -162,7 +162,8 @@ type Dispatcher struct {
 	// kernel wakes the thread with no slack at all, whatever this says.
 	TimerSlackNs int64 `json:"timer_slack_ns"`
 	// Policy is the thread's scheduling policy of sched(7) during the
-	// schedule: "other" (the normal one), "fifo" (real-time), or another
+	// schedule: "other" (the normal one), "deadline" (real-time), "fifo"
+	// (real-time, where the deadline policy was refused), or another
 	// the crowd was started under; empty where the dispatcher had no
 	// thread of its own (above 10 000/s, or off Linux).
 	Policy string `json:"policy,omitempty"`

@@ -2,7 +2,10 @@ package schedpolicy
 
 import (
 	"syscall"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Policy is a scheduling policy of sched(7), with the ResetOnFork flag
@@ -42,6 +45,28 @@ func Set(tid int, p Policy, priority int) error {
 		return errno
 	}
 	return nil
+}
+
+// SetDeadline puts thread tid (0: the calling thread) under
+// SCHED_DEADLINE: runtime of CPU in every period, each period's share due
+// by its end, with ResetOnFork (the kernel creates no thread from a
+// deadline thread without it; with it, a new thread starts under the
+// normal policy). Such a thread runs before every real-time and normal
+// one while it has budget, and a sched_yield(2) gives up the rest of its
+// period's. It needs CAP_SYS_NICE; the kernel refuses it with EBUSY when
+// the machine's deadline threads would ask more than its real-time
+// bandwidth (by default 95 % of each CPU) and with EPERM for a thread
+// that may not run on every CPU of its scheduling domain. Set puts the
+// thread back under another policy.
+func SetDeadline(tid int, runtime, period time.Duration) error {
+	return unix.SchedSetAttr(tid, &unix.SchedAttr{
+		Size:     unix.SizeofSchedAttr,
+		Policy:   uint32(Deadline),
+		Flags:    unix.SCHED_FLAG_RESET_ON_FORK,
+		Runtime:  uint64(runtime),
+		Deadline: uint64(period),
+		Period:   uint64(period),
+	}, 0)
 }
 
 // Base is p without the ResetOnFork flag.

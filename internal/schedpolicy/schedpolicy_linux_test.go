@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A thread takes the policy it is set to, as the kernel reads it back,
@@ -78,5 +79,49 @@ func TestPolicyString(t *testing.T) {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("Policy(%#x).String() = %q, want %q", int(tc.p), got, tc.want)
 		}
+	}
+}
+
+// A thread put under the deadline policy reads back as deadline with
+// ResetOnFork, and Set puts it back under the normal policy. Where the
+// kernel refuses it (no CAP_SYS_NICE, no bandwidth left, fewer CPUs than
+// the domain), the refusal is EPERM or EBUSY, never another error.
+func TestSetDeadline(t *testing.T) {
+	type result struct {
+		err         error
+		got, after  Policy
+		putBackErr  error
+		readBackErr error
+	}
+	done := make(chan result)
+	go func() {
+		// Never unlocked: should the policy not come back, the thread
+		// exits with the goroutine.
+		runtime.LockOSThread()
+		var r result
+		if r.err = SetDeadline(0, 800*time.Microsecond, time.Millisecond); r.err != nil {
+			done <- r
+			return
+		}
+		r.got, r.readBackErr = Of(0)
+		r.putBackErr = Set(0, Other, 0)
+		r.after, _ = Of(0)
+		if r.putBackErr == nil && r.after == Other {
+			runtime.UnlockOSThread()
+		}
+		done <- r
+	}()
+	r := <-done
+	switch {
+	case errors.Is(r.err, syscall.EPERM), errors.Is(r.err, syscall.EBUSY):
+		t.Skipf("the deadline policy is refused here: %v", r.err)
+	case r.err != nil:
+		t.Fatalf("SetDeadline: %v, want success, EPERM or EBUSY", r.err)
+	}
+	if r.readBackErr != nil || r.got != Deadline|ResetOnFork {
+		t.Errorf("the thread reads %#x (%v), want deadline with reset-on-fork %#x", r.got, r.readBackErr, Deadline|ResetOnFork)
+	}
+	if r.putBackErr != nil || r.after != Other {
+		t.Errorf("put back: %v, the thread reads %#x, want the normal policy", r.putBackErr, r.after)
 	}
 }
