@@ -50,8 +50,10 @@ func TestRealtimeDispatcherNeverWaitsOnTheGC(t *testing.T) {
 	defer restore()
 
 	res := floodBesideTheGC(t, 2*time.Second)
-	if d := res.Dispatcher; d.Policy != "other" || !strings.Contains(d.Refused, "one CPU") {
-		t.Errorf("the dispatcher ran under %q (refused: %q), want the normal policy and why", d.Policy, d.Refused)
+	// deadline where the one CPU is the machine's whole scheduling domain
+	// (a one-CPU machine): its yield lets the scanning thread run too.
+	if d := res.Dispatcher; d.Policy != "deadline" && (d.Policy != "other" || !strings.Contains(d.Refused, "one CPU")) {
+		t.Errorf("the dispatcher ran under %q (refused: %q), want deadline, or the normal policy and why", d.Policy, d.Refused)
 	}
 	worst := time.Duration(res.Overall.Lateness.Max()) * time.Microsecond
 	t.Logf("the latest send left %v late, under the %s policy", worst, res.Dispatcher.Policy)

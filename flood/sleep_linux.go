@@ -37,15 +37,18 @@ const dispatcherTimerSlack = 1 // ns
 // normal policy and below every real-time thread the machine already has.
 const dispatcherRealtimePriority = 1
 
-// A deadline dispatcher may run dispatcherDeadlineRuntime in every
+// A deadline dispatcher may run dispatcherDeadlineRuntimes[0] in every
 // dispatcherDeadlinePeriod: 90 % of a CPU, which a dispatcher that also
 // signs (--signing jit) may use, as SCHED_FIFO's throttling left it 95 %.
-// Two such dispatchers fit the kernel's default bandwidth on two CPUs;
-// a third is refused (EBUSY) and takes SCHED_FIFO.
-const (
-	dispatcherDeadlineRuntime = 900 * time.Microsecond
-	dispatcherDeadlinePeriod  = time.Millisecond
-)
+// The kernel admits a reservation only while the machine's deadline
+// threads ask less than its real-time bandwidth (by default 95 % of each
+// CPU), counted whether they sleep or not: where the first is refused
+// (EBUSY: other floods hold it), the next, smaller one is asked for, which
+// a dispatcher that only times sends never used up in the trials (its
+// worst lateness beside busy CPUs was the same at 300 µs as at 900 µs).
+var dispatcherDeadlineRuntimes = [...]time.Duration{900 * time.Microsecond, 300 * time.Microsecond}
+
+const dispatcherDeadlinePeriod = time.Millisecond
 
 // Why the dispatcher's real-time policy is SCHED_DEADLINE, and SCHED_FIFO
 // only where that is refused: the Go runtime makes a thread wait for
@@ -162,21 +165,35 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 }
 
 // raiseDispatcher puts the calling thread under SCHED_DEADLINE, else
-// SCHED_FIFO (see preciseThread), and says which, or why neither.
+// SCHED_FIFO (see preciseThread), and says which; refused says why
+// deadline was not set (with FIFO standing in, why that is the policy
+// the record names), or why neither was.
 func raiseDispatcher() (raised bool, policy, refused string) {
-	dlErr := schedpolicy.SetDeadline(0, dispatcherDeadlineRuntime, dispatcherDeadlinePeriod)
+	var dlErr error
+	for _, budget := range dispatcherDeadlineRuntimes {
+		if dlErr = schedpolicy.SetDeadline(0, budget, dispatcherDeadlinePeriod); !errors.Is(dlErr, syscall.EBUSY) {
+			break
+		}
+	}
 	if dlErr == nil {
 		return true, schedpolicy.Deadline.String(), ""
+	}
+	why := "SCHED_DEADLINE: " + dlErr.Error()
+	switch {
+	case errors.Is(dlErr, syscall.EBUSY):
+		why += " (other deadline threads hold the machine's real-time bandwidth)"
+	case errors.Is(dlErr, syscall.EPERM):
+		why += " (it needs CAP_SYS_NICE and a thread that may run on every CPU of its scheduling domain: not under taskset or a cpuset of some CPUs)"
 	}
 	if threadCPUs() == 1 {
 		return false, "", oneCPURefusal
 	}
 	if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
-		refused = "SCHED_DEADLINE: " + dlErr.Error() + "; SCHED_FIFO: " + err.Error()
+		refused = why + "; SCHED_FIFO: " + err.Error()
 		if errors.Is(err, syscall.EPERM) {
 			refused += " (they need CAP_SYS_NICE, as root has, or for SCHED_FIFO an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"
 		}
 		return false, "", refused
 	}
-	return true, schedpolicy.FIFO.String(), ""
+	return true, schedpolicy.FIFO.String(), why + "; SCHED_FIFO instead"
 }

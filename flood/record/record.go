@@ -167,8 +167,9 @@ type Dispatcher struct {
 	// the crowd was started under; empty where the dispatcher had no
 	// thread of its own (above 10 000/s, or off Linux).
 	Policy string `json:"policy,omitempty"`
-	// Refused says why a real-time policy asked for was not set; empty
-	// when it was set or not asked for.
+	// Refused says why a real-time policy asked for was not set, or, with
+	// "fifo", why "deadline" was not; empty when that was set or nothing
+	// was asked for.
 	Refused string `json:"refused,omitempty"`
 }
 
