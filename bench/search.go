@@ -56,7 +56,8 @@ type outcome struct {
 	IdlePerSend    float64 `json:"idle_us_per_send,omitempty"`
 	CoresPerSend   float64 `json:"cores_us_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
-	// (record.Dispatcher), with why a real-time one was refused.
+	// (record.Dispatcher), with what its record says was refused (why
+	// not real-time; with fifo, why not deadline).
 	Dispatcher string `json:"dispatcher,omitempty"`
 	KeptPace   bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
 	Pass       bool   `json:"pass"`
@@ -230,7 +231,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	o.Conns = conns.Load()
 	o.Dispatcher = res.Dispatcher.Policy
 	if why := res.Dispatcher.Refused; why != "" {
-		o.Dispatcher += " (real-time refused: " + why + ")"
+		o.Dispatcher += " (refused: " + why + ")"
 	}
 	o.CPUPerSend, o.KernelShare = processCPU().perSend(before, res.Timeline)
 	if cfg.sinkPID > 0 {

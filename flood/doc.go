@@ -27,9 +27,10 @@
 //     counted, never delayed. Up to 10 000/s the dispatcher times its
 //     sends on an OS thread of its own with no timer slack, under
 //     SCHED_DEADLINE (else SCHED_FIFO) where permitted (Plan.Priority,
-//     priority.go, sleep_linux.go), and the collector's Schedule says how. Times go
-//     from the intended time (latency, coordinated-omission corrected),
-//     from the actual send (service), and in between (lateness).
+//     priority.go, sleep_linux.go), and the collector's Schedule says
+//     how. Times go from the intended time (latency, coordinated-omission
+//     corrected), from the actual send (service), and in between
+//     (lateness).
 //   - Collector (collector.go): what Run feeds every offer, answer and
 //     settlement, as vegeta's Attack feeds Metrics.Add. The record's
 //     record.Recorder (HDR histograms per worker shard and activity type,

@@ -37,18 +37,21 @@ const dispatcherTimerSlack = 1 // ns
 // normal policy and below every real-time thread the machine already has.
 const dispatcherRealtimePriority = 1
 
-// A deadline dispatcher may run dispatcherDeadlineRuntimes[0] in every
+// A deadline dispatcher may run dispatcherDeadlineRuntime in every
 // dispatcherDeadlinePeriod: 90 % of a CPU, which a dispatcher that also
 // signs (--signing jit) may use, as SCHED_FIFO's throttling left it 95 %.
 // The kernel admits a reservation only while the machine's deadline
 // threads ask less than its real-time bandwidth (by default 95 % of each
-// CPU), counted whether they sleep or not: where the first is refused
-// (EBUSY: other floods hold it), the next, smaller one is asked for, which
-// a dispatcher that only times sends never used up in the trials (its
-// worst lateness beside busy CPUs was the same at 300 µs as at 900 µs).
-var dispatcherDeadlineRuntimes = [...]time.Duration{900 * time.Microsecond, 300 * time.Microsecond}
-
-const dispatcherDeadlinePeriod = time.Millisecond
+// CPU), counted whether they sleep or not: where it is refused (EBUSY:
+// other floods hold it), dispatcherDeadlineRuntimeLeast is asked for,
+// which a dispatcher that only times sends never used up in the trials
+// (its worst lateness beside busy CPUs was the same at 300 µs as at
+// 900 µs).
+const (
+	dispatcherDeadlineRuntime      = 900 * time.Microsecond
+	dispatcherDeadlineRuntimeLeast = 300 * time.Microsecond
+	dispatcherDeadlinePeriod       = time.Millisecond
+)
 
 // Why the dispatcher's real-time policy is SCHED_DEADLINE, and SCHED_FIFO
 // only where that is refused: the Go runtime makes a thread wait for
@@ -170,7 +173,7 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 // the record names), or why neither was.
 func raiseDispatcher() (raised bool, policy, refused string) {
 	var dlErr error
-	for _, budget := range dispatcherDeadlineRuntimes {
+	for _, budget := range []time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast} {
 		if dlErr = schedpolicy.SetDeadline(0, budget, dispatcherDeadlinePeriod); !errors.Is(dlErr, syscall.EBUSY) {
 			break
 		}

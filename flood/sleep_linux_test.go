@@ -241,34 +241,32 @@ func runWith(t *testing.T, rate float64, prio Priority, each func()) *record.Res
 }
 
 // mayDeadline reports whether this process may put a thread under
-// SCHED_DEADLINE as the dispatcher asks (its smaller budget), trying it
-// on a thread of its own and putting it back.
+// SCHED_DEADLINE as the dispatcher asks (its least budget), trying it on
+// a thread of its own.
 func mayDeadline(t *testing.T) bool {
 	t.Helper()
-	ok := make(chan bool)
-	go func() {
-		runtime.LockOSThread() // exits with the goroutine if it cannot be put back
-		if schedpolicy.SetDeadline(0, dispatcherDeadlineRuntimes[len(dispatcherDeadlineRuntimes)-1], dispatcherDeadlinePeriod) != nil {
-			runtime.UnlockOSThread()
-			ok <- false
-			return
-		}
-		if schedpolicy.Set(0, schedpolicy.Other, 0) == nil {
-			runtime.UnlockOSThread()
-		}
-		ok <- true
-	}()
-	return <-ok
+	return mayTake(func() error {
+		return schedpolicy.SetDeadline(0, dispatcherDeadlineRuntimeLeast, dispatcherDeadlinePeriod)
+	})
 }
 
 // mayRaise reports whether this process may put a thread under
-// SCHED_FIFO, trying it on a thread of its own and putting it back.
+// SCHED_FIFO, trying it on a thread of its own.
 func mayRaise(t *testing.T) bool {
 	t.Helper()
+	return mayTake(func() error {
+		return schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority)
+	})
+}
+
+// mayTake reports whether raise succeeds on a locked thread of its own,
+// which is put back under the normal policy (or, if it cannot be, exits
+// with its goroutine).
+func mayTake(raise func() error) bool {
 	ok := make(chan bool)
 	go func() {
-		runtime.LockOSThread() // exits with the goroutine if it cannot be put back
-		if schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority) != nil {
+		runtime.LockOSThread()
+		if raise() != nil {
 			runtime.UnlockOSThread()
 			ok <- false
 			return
