@@ -146,7 +146,7 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	}
 	raised := false
 	if realtime {
-		raised, d.Policy, d.Refused = raiseDispatcher()
+		raised, d.Policy, d.Refused = raiseDispatcher(kernelPolicy())
 		if !raised {
 			d.Policy = was.String()
 		}
@@ -167,14 +167,36 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	}
 }
 
+// policyCalls are the kernel calls raiseDispatcher makes on the calling
+// thread: a value, so that its fallbacks (EBUSY, EPERM, one CPU) are
+// specified by a test that sets each refusal, which no machine gives at
+// will.
+type policyCalls struct {
+	setDeadline func(runtime, period time.Duration) error // schedpolicy.SetDeadline on the calling thread
+	setFIFO     func(priority int) error                  // schedpolicy.Set of FIFO (reset-on-fork) on it
+	cpus        func() int                                // threadCPUs
+}
+
+// kernelPolicy is the kernel's calls, which a dispatcher's thread is
+// raised with.
+func kernelPolicy() policyCalls {
+	return policyCalls{
+		setDeadline: func(runtime, period time.Duration) error { return schedpolicy.SetDeadline(0, runtime, period) },
+		setFIFO: func(priority int) error {
+			return schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, priority)
+		},
+		cpus: threadCPUs,
+	}
+}
+
 // raiseDispatcher puts the calling thread under SCHED_DEADLINE, else
 // SCHED_FIFO (see preciseThread), and says which; refused says why
 // deadline was not set (with FIFO standing in, why that is the policy
 // the record names), or why neither was.
-func raiseDispatcher() (raised bool, policy, refused string) {
+func raiseDispatcher(k policyCalls) (raised bool, policy, refused string) {
 	var dlErr error
 	for _, budget := range []time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast} {
-		if dlErr = schedpolicy.SetDeadline(0, budget, dispatcherDeadlinePeriod); !errors.Is(dlErr, syscall.EBUSY) {
+		if dlErr = k.setDeadline(budget, dispatcherDeadlinePeriod); !errors.Is(dlErr, syscall.EBUSY) {
 			break
 		}
 	}
@@ -188,10 +210,10 @@ func raiseDispatcher() (raised bool, policy, refused string) {
 	case errors.Is(dlErr, syscall.EPERM):
 		why += " (it needs CAP_SYS_NICE and a thread that may run on every CPU of its scheduling domain: not under taskset or a cpuset of some CPUs)"
 	}
-	if threadCPUs() == 1 {
+	if k.cpus() == 1 {
 		return false, "", oneCPURefusal
 	}
-	if err := schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, dispatcherRealtimePriority); err != nil {
+	if err := k.setFIFO(dispatcherRealtimePriority); err != nil {
 		refused = why + "; SCHED_FIFO: " + err.Error()
 		if errors.Is(err, syscall.EPERM) {
 			refused += " (they need CAP_SYS_NICE, as root has, or for SCHED_FIFO an RLIMIT_RTPRIO of 1 or more, and a cgroup that allows real-time threads)"

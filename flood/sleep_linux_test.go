@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/schedpolicy"
@@ -305,5 +307,109 @@ func setTimerSlack(t *testing.T, ns uintptr) {
 	t.Helper()
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, ns, 0); errno != 0 {
 		t.Fatalf("prctl(PR_SET_TIMERSLACK, %d): %v", ns, errno)
+	}
+}
+
+// raiseDispatcher asks for SCHED_DEADLINE with the full budget, then the
+// least where the kernel has no bandwidth left (EBUSY), then SCHED_FIFO
+// at the lowest priority where the thread may run on more than one CPU;
+// the policy it returns is the one set, and refused says why deadline was
+// not (or why nothing was). Each refusal is the kernel's as a call returns
+// it, set by the test, since no machine refuses at will.
+func TestRaiseDispatcherFallsBack(t *testing.T) {
+	busy, perm := syscall.EBUSY, syscall.EPERM
+	const (
+		bandwidth = "other deadline threads hold the machine's real-time bandwidth"
+		domain    = "not under taskset or a cpuset of some CPUs"
+		rtprio    = "RLIMIT_RTPRIO"
+	)
+	for _, tc := range []struct {
+		name        string
+		deadline    []error // what each SetDeadline returns, in turn
+		fifo        error   // what the FIFO Set returns (when called)
+		cpus        int
+		wantBudgets []time.Duration // the runtimes asked, in order
+		wantFIFO    bool            // FIFO was asked for
+		wantRaised  bool
+		wantPolicy  string
+		wantRefused []string // each in refused; none: refused is empty
+		notRefused  string   // not in refused, when set
+	}{
+		// Deadline admitted: nothing else is asked.
+		{"deadline", []error{nil}, nil, 2,
+			[]time.Duration{dispatcherDeadlineRuntime}, false, true, "deadline", nil, ""},
+		// No bandwidth for the full budget: the least one is enough.
+		{"least budget", []error{busy, nil}, nil, 2,
+			[]time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast}, false, true, "deadline", nil, ""},
+		// No bandwidth for either: FIFO, and the record says why not deadline.
+		{"no bandwidth", []error{busy, busy}, nil, 2,
+			[]time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast}, true, true, "fifo",
+			[]string{"SCHED_DEADLINE", bandwidth, "SCHED_FIFO instead"}, ""},
+		// Not permitted (a cpuset, no CAP_SYS_NICE): the least budget is not
+		// asked (it would be refused alike), FIFO is.
+		{"not permitted", []error{perm}, nil, 4,
+			[]time.Duration{dispatcherDeadlineRuntime}, true, true, "fifo",
+			[]string{"SCHED_DEADLINE", domain, "SCHED_FIFO instead"}, ""},
+		// One CPU: never FIFO (oneCPURefusal), the normal policy stays.
+		{"one CPU", []error{perm}, nil, 1,
+			[]time.Duration{dispatcherDeadlineRuntime}, false, false, "", []string{oneCPURefusal}, ""},
+		// One CPU with deadline admitted (a one-CPU machine's domain is that
+		// CPU): deadline, which has no FIFO's wait.
+		{"one CPU, deadline admitted", []error{nil}, nil, 1,
+			[]time.Duration{dispatcherDeadlineRuntime}, false, true, "deadline", nil, ""},
+		// Both refused: nothing raised, and both reasons given.
+		{"both refused", []error{perm}, perm, 2,
+			[]time.Duration{dispatcherDeadlineRuntime}, true, false, "",
+			[]string{"SCHED_DEADLINE", domain, "SCHED_FIFO: ", rtprio}, ""},
+		// FIFO refused otherwise than by permission: its error, no advice.
+		{"fifo invalid", []error{busy, busy}, syscall.EINVAL, 2,
+			[]time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast}, true, false, "",
+			[]string{bandwidth, "SCHED_FIFO: " + syscall.EINVAL.Error()}, rtprio},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var budgets []time.Duration
+			fifoAsked := false
+			k := policyCalls{
+				setDeadline: func(runtime, period time.Duration) error {
+					if period != dispatcherDeadlinePeriod {
+						t.Errorf("deadline asked with a period of %v, want %v", period, dispatcherDeadlinePeriod)
+					}
+					budgets = append(budgets, runtime)
+					if len(budgets) > len(tc.deadline) {
+						t.Fatalf("SetDeadline called %d times, the table gives %d answers", len(budgets), len(tc.deadline))
+					}
+					return tc.deadline[len(budgets)-1]
+				},
+				setFIFO: func(priority int) error {
+					if priority != dispatcherRealtimePriority {
+						t.Errorf("FIFO asked at priority %d, want %d", priority, dispatcherRealtimePriority)
+					}
+					fifoAsked = true
+					return tc.fifo
+				},
+				cpus: func() int { return tc.cpus },
+			}
+			raised, policy, refused := raiseDispatcher(k)
+			if !slices.Equal(budgets, tc.wantBudgets) {
+				t.Errorf("deadline budgets asked %v, want %v", budgets, tc.wantBudgets)
+			}
+			if fifoAsked != tc.wantFIFO {
+				t.Errorf("FIFO asked: %v, want %v", fifoAsked, tc.wantFIFO)
+			}
+			if raised != tc.wantRaised || policy != tc.wantPolicy {
+				t.Errorf("raised %v under %q, want %v under %q", raised, policy, tc.wantRaised, tc.wantPolicy)
+			}
+			if len(tc.wantRefused) == 0 && refused != "" {
+				t.Errorf("refused %q, want nothing", refused)
+			}
+			for _, part := range tc.wantRefused {
+				if !strings.Contains(refused, part) {
+					t.Errorf("refused %q does not say %q", refused, part)
+				}
+			}
+			if tc.notRefused != "" && strings.Contains(refused, tc.notRefused) {
+				t.Errorf("refused %q says %q, which does not apply", refused, tc.notRefused)
+			}
+		})
 	}
 }
