@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +36,26 @@ func waitExit(t *testing.T, p *Process, d time.Duration) int {
 	return p.Cmd.ProcessState.ExitCode()
 }
 
+// answeredLine matches the count of sends answered 2xx in a flood's
+// progress line ("t=3s rate=20/s … ok=17 429=0 …").
+var answeredLine = regexp.MustCompile(`(?m)^\s*t=\S+ .* ok=(\d+) `)
+
+// waitAnswered waits, up to d, until p's progress lines say at least n
+// sends were answered 2xx, and returns the last count it read.
+func waitAnswered(p *Process, n int, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for {
+		got := 0
+		if m := answeredLine.FindAllStringSubmatch(p.Output(), -1); len(m) > 0 {
+			got, _ = strconv.Atoi(m[len(m)-1][1])
+		}
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestRobustFloodOutlivesItsSUT stops the SUT (Fedify, SIGTERM) in the
 // middle of a flood: `crowd flood` keeps to its schedule, ends by itself,
 // writes its whole record (not partial) in which the sends after the stop
@@ -44,8 +66,13 @@ func TestRobustFloodOutlivesItsSUT(t *testing.T) {
 	t.Parallel()
 	f := startFederation(t, 3)
 	out := t.TempDir()
-	fl := f.startFlood(t, out, "sut-stops", "--rate", "20", "--seconds", "10")
-	time.Sleep(4 * time.Second)
+	fl := f.startFlood(t, out, "sut-stops", "--rate", "20", "--seconds", "12")
+	// The SUT stops once it has answered enough to show (its answers came
+	// at 6/s, not 20, on a busy CI machine), and at the latest 8 s in, so
+	// that 80 sends or more are due after the stop.
+	if n := waitAnswered(fl, 40, 8*time.Second); n < 40 {
+		t.Logf("the SUT had answered %d sends when it was stopped", n)
+	}
 	f.fedify.Stop()
 	stopped := time.Now()
 	if code := waitExit(t, fl, 60*time.Second); code != 0 {
