@@ -3,6 +3,7 @@ package inbox
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -260,5 +261,59 @@ func FuzzScanNode(f *testing.F) {
 			t.Fatalf("scanNode took %q, which is not valid JSON", data)
 		}
 		checkLikeUnmarshal(t, data, got)
+	})
+}
+
+// absoluteURL takes an absolute http(s) URL with a host and refuses the
+// rest, whether plainHTTPURL or url.Parse answers.
+func TestAbsoluteURL(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		plain bool // plainHTTPURL answers without url.Parse
+		ok    bool
+	}{
+		{"https://flood1.test/users/alice", true, true},                        // a crowd actor
+		{"https://mastodon.example/users/bob/statuses/1/activity", true, true}, // a Mastodon activity id
+		{"http://127.0.0.1:8080/ap/users/1", true, true},                       // a port, plain HTTP
+		{"https://gts.example/users/x#main-key", false, true},                  // a fragment: url.Parse's
+		{"https://a.example/objects/1?page=2", false, true},                    // a query: url.Parse's
+		{"HTTPS://A.EXAMPLE/x", false, true},                                   // upper-case scheme: url.Parse's, which takes it
+		{"https://a.example/%7Euser", false, true},                             // an escape: url.Parse's
+		{"https://[::1]:8443/u", false, true},                                  // an IPv6 literal: url.Parse's
+		{"https://a.example", true, true},                                      // no path
+		{"https://a.example:/x", false, true},                                  // an empty port: url.Parse's, which takes it
+		{"https:///x", false, false},                                           // no host
+		{"ftp://a.example/x", false, false},                                    // another scheme
+		{"a.example/x", false, false},                                          // no scheme
+		{"https://a.example:80x/", false, false},                               // a port that is not a number
+		{"https://a example/", false, false},                                   // a space in the host
+		{"https://a.example/\x7f", false, false},                               // a control byte
+		{"", false, false},                                                     // nothing
+	} {
+		if got := plainHTTPURL(tc.s); got != tc.plain {
+			t.Errorf("plainHTTPURL(%q) = %v, want %v", tc.s, got, tc.plain)
+		}
+		if err := absoluteURL("id", tc.s); (err == nil) != tc.ok {
+			t.Errorf("absoluteURL(%q) = %v, want ok %v", tc.s, err, tc.ok)
+		}
+	}
+}
+
+// FuzzPlainHTTPURL: every URL the fast path takes, url.Parse reads as an
+// absolute http(s) URL with a host, so absoluteURL answers as url.Parse
+// alone would.
+func FuzzPlainHTTPURL(f *testing.F) {
+	for _, s := range []string{"https://a.test/u/x", "http://a.test:80/", "https://a.test:/", "https://a.test/%zz", "https://@a.test/", "https://a.test/x?y#z", "https://-/", "https://a.test//"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		parsed := err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+		if plainHTTPURL(s) && !parsed {
+			t.Fatalf("plainHTTPURL takes %q, which url.Parse does not read as an absolute http(s) URL (%v)", s, err)
+		}
+		if ok := absoluteURL("id", s) == nil; ok != parsed {
+			t.Fatalf("absoluteURL(%q) ok %v, url.Parse alone %v", s, ok, parsed)
+		}
 	})
 }
