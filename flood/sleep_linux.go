@@ -172,16 +172,16 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 // specified by a test that sets each refusal, which no machine gives at
 // will.
 type policyCalls struct {
-	setDeadline func(runtime, period time.Duration) error // schedpolicy.SetDeadline on the calling thread
-	setFIFO     func(priority int) error                  // schedpolicy.Set of FIFO (reset-on-fork) on it
-	cpus        func() int                                // threadCPUs
+	setDeadline func(budget, period time.Duration) error // schedpolicy.SetDeadline on the calling thread
+	setFIFO     func(priority int) error                 // schedpolicy.Set of FIFO (reset-on-fork) on it
+	cpus        func() int                               // threadCPUs
 }
 
 // kernelPolicy is the kernel's calls, which a dispatcher's thread is
 // raised with.
 func kernelPolicy() policyCalls {
 	return policyCalls{
-		setDeadline: func(runtime, period time.Duration) error { return schedpolicy.SetDeadline(0, runtime, period) },
+		setDeadline: func(budget, period time.Duration) error { return schedpolicy.SetDeadline(0, budget, period) },
 		setFIFO: func(priority int) error {
 			return schedpolicy.Set(0, schedpolicy.FIFO|schedpolicy.ResetOnFork, priority)
 		},

@@ -350,6 +350,16 @@ func TestRaiseDispatcherFallsBack(t *testing.T) {
 		{"not permitted", []error{perm}, nil, 4,
 			[]time.Duration{dispatcherDeadlineRuntime}, true, true, "fifo",
 			[]string{"SCHED_DEADLINE", domain, "SCHED_FIFO instead"}, ""},
+		// No bandwidth for the full budget, then not permitted: FIFO, and
+		// the record gives the last refusal's reason.
+		{"no bandwidth, then not permitted", []error{busy, perm}, nil, 2,
+			[]time.Duration{dispatcherDeadlineRuntime, dispatcherDeadlineRuntimeLeast}, true, true, "fifo",
+			[]string{"SCHED_DEADLINE: " + perm.Error(), domain, "SCHED_FIFO instead"}, bandwidth},
+		// A kernel without SCHED_DEADLINE (EINVAL): FIFO, with the error and
+		// no advice that does not apply.
+		{"no deadline policy", []error{syscall.EINVAL}, nil, 2,
+			[]time.Duration{dispatcherDeadlineRuntime}, true, true, "fifo",
+			[]string{"SCHED_DEADLINE: " + syscall.EINVAL.Error(), "SCHED_FIFO instead"}, "CAP_SYS_NICE"},
 		// One CPU: never FIFO (oneCPURefusal), the normal policy stays.
 		{"one CPU", []error{perm}, nil, 1,
 			[]time.Duration{dispatcherDeadlineRuntime}, false, false, "", []string{oneCPURefusal}, ""},
@@ -370,11 +380,11 @@ func TestRaiseDispatcherFallsBack(t *testing.T) {
 			var budgets []time.Duration
 			fifoAsked := false
 			k := policyCalls{
-				setDeadline: func(runtime, period time.Duration) error {
+				setDeadline: func(budget, period time.Duration) error {
 					if period != dispatcherDeadlinePeriod {
 						t.Errorf("deadline asked with a period of %v, want %v", period, dispatcherDeadlinePeriod)
 					}
-					budgets = append(budgets, runtime)
+					budgets = append(budgets, budget)
 					if len(budgets) > len(tc.deadline) {
 						t.Fatalf("SetDeadline called %d times, the table gives %d answers", len(budgets), len(tc.deadline))
 					}
