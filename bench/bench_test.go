@@ -145,6 +145,11 @@ func TestParseFlags(t *testing.T) {
 		// The flood rows' client is one of the flood's.
 		{"flood client", []string{"-flood-client", "nethttp"}, true},
 		{"unknown flood client", []string{"-flood-client", "curl"}, false},
+		// The signers' nice values are crowd flood --signer-nice's, 0 to 19,
+		// the one-core row's set apart.
+		{"signers lowered", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, true},
+		{"signer nice out of range", []string{"-signer-nice", "20"}, false},
+		{"one-core signer nice out of range", []string{"-onecore-signer-nice", "-1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseFlags(c.args, &bytes.Buffer{})
