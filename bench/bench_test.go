@@ -147,14 +147,43 @@ func TestParseFlags(t *testing.T) {
 		{"unknown flood client", []string{"-flood-client", "curl"}, false},
 		// The signers' nice values are crowd flood --signer-nice's, 0 to 19,
 		// the one-core row's set apart.
-		{"signers lowered", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, true},
-		{"signer nice out of range", []string{"-signer-nice", "20"}, false},
-		{"one-core signer nice out of range", []string{"-onecore-signer-nice", "-1"}, false},
+		{"both signer nice values set", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, true},
+		{"signer nice above 19", []string{"-signer-nice", "20"}, false},
+		{"signer nice below 0", []string{"-signer-nice", "-1"}, false},
+		{"one-core signer nice above 19", []string{"-onecore-signer-nice", "20"}, false},
+		{"one-core signer nice below 0", []string{"-onecore-signer-nice", "-1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseFlags(c.args, &bytes.Buffer{})
 			if (err == nil) != c.ok {
 				t.Errorf("err = %v, want ok = %v", err, c.ok)
+			}
+		})
+	}
+}
+
+// TestSignerNice: the pipeline rows run the shipped default (0), the
+// one-core row, whose dispatcher cannot be real-time, 19; each flag sets
+// its own.
+func TestSignerNice(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		args      []string
+		pipe, one int
+	}{
+		// The defaults.
+		{"defaults", nil, 0, 19},
+		// Each flag lands in its own field.
+		{"swapped", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, 19, 0},
+		{"pipeline rows only", []string{"-signer-nice", "10"}, 10, 19},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseFlags(c.args, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SignerNice != c.pipe || cfg.OneCoreSignerNice != c.one {
+				t.Errorf("signer nice %d, one-core %d; want %d, %d", cfg.SignerNice, cfg.OneCoreSignerNice, c.pipe, c.one)
 			}
 		})
 	}

@@ -46,11 +46,12 @@ type config struct {
 	LatenessTrials int
 	// SignerNice is the pipeline signers' nice value (traffic.PipelineOptions.Nice,
 	// `crowd flood --signer-nice`) in every pipeline row but the one-core
-	// row: by default 0, the shipped default, which beside a real-time
-	// dispatcher (what these rows run, on two cores or more) kept sends
-	// within the 1 ms lateness bound and sustained more than 19 did
-	// (`-only backends`, alternated, two runs each: 0.53 and 0.53 of
-	// libcrypto signing alone against 0.48 and 0.42).
+	// row: by default 0, the shipped default. Beside a real-time
+	// dispatcher (what these rows get where the bench may raise it; the
+	// notes name the policy) 0 kept sends within the 1 ms lateness bound
+	// and sustained no less than 19 (`-only backends`, alternated, two
+	// runs each: 0.53 and 0.53 of libcrypto signing alone against 0.48
+	// and 0.42). The priority row's normal side runs at it too.
 	SignerNice int
 	// OneCoreSignerNice is the one-core row's: by default 19, as advised
 	// where the dispatcher cannot take a real-time policy, which it cannot

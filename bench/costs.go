@@ -52,7 +52,9 @@ func (b *bench) withClient(c flood.Client) *bench {
 	return &cp
 }
 
-// withSignerNice is b with its pipeline signers at nice n.
+// withSignerNice is b with its pipeline signers at nice n: a copy that
+// shares b's report, world and sink (call b.libcryptoWorld before
+// copying, so that the world it opens is b's to close).
 func (b *bench) withSignerNice(n int) *bench {
 	cp := *b
 	cp.cfg.SignerNice = n

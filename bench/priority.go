@@ -60,7 +60,7 @@ func (b *bench) prioritySection(ctx context.Context) {
 		}
 		return func(ctx context.Context, rate float64) outcome {
 			o := b.pipelineTrial(ctx, string(prio), side.gen, signer, rate, 0, 0, set)
-			if policy, _, _ := strings.Cut(o.Dispatcher, " "); o.Pass && !slices.Contains(want, policy) {
+			if policy := dispatcherPolicy(&o); o.Pass && !slices.Contains(want, policy) {
 				// Refused, or a rate past the dispatcher's own thread: not
 				// the comparison this row makes.
 				o.Pass = false

@@ -30,10 +30,13 @@ type PipelineOptions struct {
 	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it);
 	// 19 also gives their threads the SCHED_IDLE policy, and a lowered
 	// signer is bound to a CPU of its own while it signs.
-	// On a machine the crowd has to itself it keeps sends on time while
-	// the signers fill every core; beside a SUT it hands the SUT every
-	// cycle it wants first, so the crowd, not the SUT, becomes the
-	// bottleneck (the report then says so). Hence 0 by default.
+	// On a machine the crowd has to itself whose dispatcher is not
+	// real-time it keeps sends on time while the signers fill every core
+	// (a real-time dispatcher takes the core when a send is due whatever
+	// the signers' nice value, and there 0 did no worse); beside a SUT it
+	// hands the SUT every cycle it wants first, so the crowd, not the
+	// SUT, becomes the bottleneck (the report then says so). Hence 0 by
+	// default.
 	Nice int
 	// Knocker, when set, signs with its scheme (--signature) instead of
 	// Prepare's draft-cavage.
