@@ -68,10 +68,11 @@ func TestRobustFloodOutlivesItsSUT(t *testing.T) {
 	out := t.TempDir()
 	fl := f.startFlood(t, out, "sut-stops", "--rate", "20", "--seconds", "12")
 	// The SUT stops once it has answered enough to show (its answers came
-	// at 6/s, not 20, on a busy CI machine), and at the latest 8 s in, so
+	// at 4-6/s, not 20, on a busy CI machine), and at the latest 8 s in, so
 	// that 80 sends or more are due after the stop.
-	if n := waitAnswered(fl, 40, 8*time.Second); n < 40 {
-		t.Logf("the SUT had answered %d sends when it was stopped", n)
+	answered := waitAnswered(fl, 40, 8*time.Second)
+	if answered < 40 {
+		t.Logf("the SUT had answered %d sends when it was stopped", answered)
 	}
 	f.fedify.Stop()
 	stopped := time.Now()
@@ -95,8 +96,13 @@ func TestRobustFloodOutlivesItsSUT(t *testing.T) {
 	if o.Counts.Sent < 180 || o.Counts.Completed != o.Counts.Sent || o.Tally.Total() != o.Counts.Completed {
 		t.Errorf("counts %+v, %d tallied: want about 240 sent, every one completed and tallied", o.Counts, o.Tally.Total())
 	}
-	if ok, conn := o.Tally.Classes[record.Class202], o.Tally.Classes[record.ClassConnError]; ok < 40 || conn < 40 {
-		t.Errorf("%d answered 202 and %d connection errors: want both, before and after the stop (tally %v)", ok, conn, o.Tally)
+	// Every answer the progress lines showed before the stop is in the
+	// record (at least one: a SUT that answered nothing shows no "before"),
+	// and the sends due after it failed to connect. How many came before
+	// is the SUT's pace on the machine, not the flood's to hold.
+	if ok, conn := o.Tally.OK(), o.Tally.Classes[record.ClassConnError]; ok < int64(max(1, answered)) || conn < 40 {
+		t.Errorf("%d answered 2xx (%d before the stop, by the progress lines) and %d connection errors: want every answer before the stop, at least one, and 40 errors after it (tally %v)",
+			ok, answered, conn, o.Tally)
 	}
 	if md, err := os.ReadFile(filepath.Join(out, "runs.md")); err != nil || !strings.Contains(string(md), filepath.Base(paths[0])) {
 		t.Errorf("runs.md has no row for the run: %v\n%s", err, md)
