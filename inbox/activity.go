@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -554,6 +555,14 @@ func (s *jsonScanner) separator(end int, closing byte) (int, bool) {
 func (s *jsonScanner) str(i int) int {
 	d := s.data
 	for i++; i < len(d); {
+		// Most of an activity's bytes are plain characters of its strings
+		// (a note's content): skip them eight at a time.
+		for i+8 <= len(d) && !hasQuoteEscapeOrControl(binary.LittleEndian.Uint64(d[i:])) {
+			i += 8
+		}
+		if i >= len(d) {
+			break
+		}
 		switch c := d[i]; {
 		case c == '"':
 			return i + 1
@@ -584,6 +593,16 @@ func (s *jsonScanner) str(i int) int {
 		}
 	}
 	return -1
+}
+
+// hasQuoteEscapeOrControl reports whether any of the eight bytes of x
+// is '"', '\\' or below 0x20: each test is the exact "has a zero byte" and
+// "has a byte less than n" word trick, so a byte of UTF-8 (0x80 and up)
+// is never taken for one of them.
+func hasQuoteEscapeOrControl(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, escape := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(escape-ones)&^escape)&highs != 0
 }
 
 func isHex(c byte) bool {

@@ -1,6 +1,8 @@
 package inbox
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -211,6 +213,15 @@ func TestScanNode(t *testing.T) {
 		{"deep", `{"a":` + strings.Repeat("[", maxScanDepth) + strings.Repeat("]", maxScanDepth) + `}`, false},
 		// Just within the depth the scanner follows.
 		{"depth limit", `{"a":` + strings.Repeat("[", maxScanDepth-1) + strings.Repeat("]", maxScanDepth-1) + `}`, true},
+		// Long strings, whose plain runs are skipped eight bytes at a
+		// time: escapes and UTF-8 at every offset in a word.
+		{"long strings", `{"id":"` + strings.Repeat("abcdefg", 9) + `\"` + strings.Repeat("é", 11) + `\u00e9x` + strings.Repeat(`ab\n`, 7) + `","content":"` + strings.Repeat("€", 40) + `"}`, true},
+		// A raw control character deep in a long string.
+		{"control character in a long string", `{"id":"` + strings.Repeat("abcdefghi", 5) + "\x01" + strings.Repeat("z", 20) + `"}`, false},
+		// A long string never closed.
+		{"long string cut short", `{"id":"` + strings.Repeat("abcdefgh", 8), false},
+		// A backslash as a long string's last byte.
+		{"long string ending in a backslash", `{"id":"` + strings.Repeat("abcdefgh", 8) + `\`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +233,25 @@ func TestScanNode(t *testing.T) {
 				checkLikeUnmarshal(t, []byte(tt.data), got)
 			}
 		})
+	}
+}
+
+// TestHasQuoteEscapeOrControl holds the word test of the string scanner's
+// fast path to its bytewise definition: each byte value at each of the
+// eight offsets, among plain, UTF-8 and special neighbours.
+func TestHasQuoteEscapeOrControl(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	for _, fill := range []byte{'a', 0x80, 0xff, ' ', '!', '#', '[', ']'} {
+		for at := range 8 {
+			for c := range 256 {
+				word := bytes.Repeat([]byte{fill}, 8)
+				word[at] = byte(c)
+				want := special(byte(c)) || special(fill)
+				if got := hasQuoteEscapeOrControl(binary.LittleEndian.Uint64(word)); got != want {
+					t.Fatalf("%q: %v, want %v", word, got, want)
+				}
+			}
+		}
 	}
 }
 

@@ -127,6 +127,21 @@ func validJSON(b []byte) bool {
 	return json.Valid(b)
 }
 
+// needsQuoting reports whether any of the eight bytes of x is one that
+// appendJSONString does not copy as it is: '"', '\\', a control character,
+// or a byte of a multi-byte UTF-8 sequence (which it decodes).
+func needsQuoting(x uint64) bool {
+	return x&0x8080808080808080 != 0 || hasQuoteEscapeOrControl(x)
+}
+
+// stringWord is s[i:i+8] as a little-endian word (the compiler makes it
+// one load).
+func stringWord(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // finite reports whether f is neither NaN nor infinite (what json encodes).
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
@@ -170,6 +185,13 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Headers and ids are plain ASCII: skip it eight bytes at a time.
+		for i+8 <= len(s) && !needsQuoting(stringWord(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

@@ -46,6 +46,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -485,7 +486,7 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.Req
 	// MaxBytesReader also tells the server to close the connection rather
 	// than drain a body that is too large.
 	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	e.Body, e.BodyBytes = string(body[:min(len(body), in.alog.BodyLimit())]), len(body)
+	e.Body, e.BodyBytes = loggedBody(body, in.alog.BodyLimit()), len(body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return reject(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit), false
@@ -533,6 +534,17 @@ func readBody(r io.Reader, declared int64) ([]byte, error) {
 	b.Grow(int(min(max(declared, 0), maxPreallocated)) + bytes.MinRead)
 	_, err := b.ReadFrom(r)
 	return b.Bytes(), err
+}
+
+// loggedBody is body as the activity log keeps it, cut at limit. A body
+// within the limit (every usual delivery) is not copied: the string shares
+// the buffer readBody made, which nothing writes after it is read. A
+// longer one is copied up to the limit, so the log does not hold the whole.
+func loggedBody(body []byte, limit int) string {
+	if len(body) > limit {
+		return string(body[:limit])
+	}
+	return unsafe.String(unsafe.SliceData(body), len(body))
 }
 
 // activityMediaType accepts application/activity+json and

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unsafe"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
@@ -480,5 +481,39 @@ func TestReadBody(t *testing.T) {
 	got, err := readBody(iotest.TimeoutReader(iotest.OneByteReader(strings.NewReader(body))), int64(len(body)))
 	if !errors.Is(err, iotest.ErrTimeout) || string(got) != body[:1] {
 		t.Errorf("readBody over a failing reader = %q, %v; want the first byte and the timeout", got, err)
+	}
+}
+
+// TestLoggedBody: the log keeps a body within its limit without a copy,
+// and only the limit's worth of a longer one, copied, so the entry does
+// not hold the whole body's buffer.
+func TestLoggedBody(t *testing.T) {
+	const limit = 16
+	for _, tt := range []struct {
+		name       string
+		body       string
+		want       string
+		wantShared bool // the string is the body's own memory
+	}{
+		// A delivery within the limit: the body itself.
+		{"within the limit", "0123456789", "0123456789", true},
+		// Exactly at the limit: still the body itself.
+		{"at the limit", "0123456789abcdef", "0123456789abcdef", true},
+		// Beyond it: the first limit bytes, copied.
+		{"beyond the limit", "0123456789abcdefXYZ", "0123456789abcdef", false},
+		// Nothing read: nothing logged.
+		{"empty", "", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			got := loggedBody(body, limit)
+			if got != tt.want {
+				t.Fatalf("loggedBody = %q, want %q", got, tt.want)
+			}
+			shared := len(body) > 0 && len(got) > 0 && unsafe.StringData(got) == &body[0]
+			if shared != tt.wantShared {
+				t.Errorf("shares the body's memory: %v, want %v", shared, tt.wantShared)
+			}
+		})
 	}
 }
