@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // TestMain lets the test binary stand in for the bench binary when the
@@ -145,13 +146,11 @@ func TestParseFlags(t *testing.T) {
 		// The flood rows' client is one of the flood's.
 		{"flood client", []string{"-flood-client", "nethttp"}, true},
 		{"unknown flood client", []string{"-flood-client", "curl"}, false},
-		// The signers' nice values are crowd flood --signer-nice's, 0 to 19,
-		// the one-core row's set apart.
-		{"both signer nice values set", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, true},
+		// The signers' nice value is crowd flood --signer-nice's: auto, or 0 to 19.
+		{"signer nice auto", []string{"-signer-nice", "auto"}, true},
 		{"signer nice above 19", []string{"-signer-nice", "20"}, false},
 		{"signer nice below 0", []string{"-signer-nice", "-1"}, false},
-		{"one-core signer nice above 19", []string{"-onecore-signer-nice", "20"}, false},
-		{"one-core signer nice below 0", []string{"-onecore-signer-nice", "-1"}, false},
+		{"signer nice a word", []string{"-signer-nice", "low"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseFlags(c.args, &bytes.Buffer{})
@@ -162,28 +161,31 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestSignerNice: the pipeline rows run the shipped default (0), the
-// one-core row, whose dispatcher cannot be real-time, 19; each flag sets
-// its own.
+// TestSignerNice: every pipeline row runs the shipped default (auto) unless
+// -signer-nice sets a value, and the rules the rows print say which.
 func TestSignerNice(t *testing.T) {
 	for _, c := range []struct {
-		name      string
-		args      []string
-		pipe, one int
+		name string
+		args []string
+		want int
+		rule string
 	}{
-		// The defaults.
-		{"defaults", nil, 0, 19},
-		// Each flag lands in its own field.
-		{"swapped", []string{"-signer-nice", "19", "-onecore-signer-nice", "0"}, 19, 0},
-		{"pipeline rows only", []string{"-signer-nice", "10"}, 10, 19},
+		// The default: crowd flood's.
+		{"default", nil, traffic.NiceAuto, "signers at crowd flood --signer-nice auto (nice 0 beside a real-time dispatcher, 19 beside any other)"},
+		// A value of its own, in every row.
+		{"set", []string{"-signer-nice", "19"}, 19, "signers at nice 19 (crowd flood --signer-nice 19)"},
+		{"unchanged", []string{"-signer-nice", "0"}, 0, "signers at nice 0 (crowd flood --signer-nice 0)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := parseFlags(c.args, &bytes.Buffer{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.SignerNice != c.pipe || cfg.OneCoreSignerNice != c.one {
-				t.Errorf("signer nice %d, one-core %d; want %d, %d", cfg.SignerNice, cfg.OneCoreSignerNice, c.pipe, c.one)
+			if cfg.SignerNice != c.want {
+				t.Errorf("signer nice %d, want %d", cfg.SignerNice, c.want)
+			}
+			if got := (&bench{cfg: cfg}).signersRule(); got != c.rule {
+				t.Errorf("rule %q, want %q", got, c.rule)
 			}
 		})
 	}

@@ -110,7 +110,11 @@ func runFloodChild(args []string, stdout io.Writer) error {
 	sink := fs.String("sink", "", "null sink address")
 	rate := fs.Float64("rate", 1000, "sends per second")
 	seconds := fs.Duration("seconds", 5*time.Second, "length of the run")
-	nice := fs.Int("signer-nice", 0, "nice value of the signer threads")
+	nice := traffic.NiceAuto
+	fs.Func("signer-nice", "nice value of the signer threads, as crowd flood --signer-nice (default auto)", func(v string) (err error) {
+		nice, err = traffic.ParseSignerNice(v)
+		return err
+	})
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (not of start-up) to this file")
 	priority := fs.String("dispatcher-priority", "", "the dispatcher thread's priority, as crowd flood --dispatcher-priority")
 	if err := fs.Parse(args); err != nil {
@@ -128,7 +132,7 @@ func runFloodChild(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer traffic.PipelineRuntime(0)() // as crowd flood runs a pipeline
-	pl := traffic.NewPipeline(gen, newSigner(), traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(*rate), Nice: *nice})
+	pl := traffic.NewPipeline(gen, newSigner(), traffic.PipelineOptions{Buffer: traffic.PipelineBuffer(*rate), Nice: nice})
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = pl.Fill(ctx)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // config is the bench's command line. Every measurement is bounded by it,
@@ -45,20 +46,17 @@ type config struct {
 	// pooled to judge it (their p99 lateness taken over all their sends).
 	LatenessTrials int
 	// SignerNice is the pipeline signers' nice value (traffic.PipelineOptions.Nice,
-	// `crowd flood --signer-nice`) in every pipeline row but the one-core
-	// row: by default 0, the shipped default. Beside a real-time
-	// dispatcher (what these rows get where the bench may raise it; the
-	// notes name the policy) 0 kept sends within the 1 ms lateness bound
-	// and sustained no less than 19 (`-only backends`, alternated, two
-	// runs each: 0.53 and 0.53 of libcrypto signing alone against 0.48
-	// and 0.42). The priority row's normal side runs at it too.
+	// `crowd flood --signer-nice`) in every pipeline row: by default
+	// auto, the shipped default, which signs at 0 beside the real-time
+	// dispatcher the two-core rows get where the bench may raise it (the
+	// notes name the policy) and at 19 beside the one-core row's, which
+	// cannot be real-time on one CPU. At 0 the two-core rows sustained
+	// more than at 19 (`-only backends`, alternated, two runs each: 0.53
+	// and 0.53 of libcrypto signing alone against 0.48 and 0.42); at 19
+	// the one-core row did (`-only onecore`: 0.69 against 0.35, whose
+	// signers delayed the normal-policy dispatcher past the lateness
+	// bound).
 	SignerNice int
-	// OneCoreSignerNice is the one-core row's: by default 19, as advised
-	// where the dispatcher cannot take a real-time policy, which it cannot
-	// on one CPU (`-only onecore`: 0.69 of signing alone at 19, 0.35 at
-	// 0, whose signers delayed the normal-policy dispatcher past the
-	// lateness bound).
-	OneCoreSignerNice int
 	// DispatcherPriority is the flood dispatcher's OS priority
 	// (flood.Plan.Priority, `crowd flood --dispatcher-priority`) in every
 	// flood row; the priority section sets each side's itself.
@@ -121,7 +119,7 @@ func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
-		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: 0, OneCoreSignerNice: 19, DispatcherPriority: flood.DefaultPriority,
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: traffic.NiceAuto, DispatcherPriority: flood.DefaultPriority,
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
@@ -149,8 +147,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
 	fs.IntVar(&c.LatenessTrials, "lateness-trials", c.LatenessTrials, "trials of each pipeline rate pooled to judge its p99 lateness")
-	fs.IntVar(&c.SignerNice, "signer-nice", c.SignerNice, "nice value (0-19) of the pipeline's signer threads, as crowd flood --signer-nice (0: unchanged), in every pipeline row but the one-core row")
-	fs.IntVar(&c.OneCoreSignerNice, "onecore-signer-nice", c.OneCoreSignerNice, "nice value (0-19) of the one-core row's signer thread, whose dispatcher cannot be real-time")
+	fs.Func("signer-nice", "nice value of the pipeline's signer threads, as crowd flood --signer-nice: auto (the default: 0 beside a real-time dispatcher, 19 beside any other), or 0 (unchanged) to 19", func(v string) (err error) {
+		c.SignerNice, err = traffic.ParseSignerNice(v)
+		return err
+	})
 	priority := string(c.DispatcherPriority)
 	fs.StringVar(&priority, "dispatcher-priority", priority, "OS priority of the flood rows' dispatcher thread, as crowd flood --dispatcher-priority: realtime or normal (the priority section runs both)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
@@ -223,10 +223,6 @@ func (c config) check() error {
 		return errors.New("-measure must be > 0 and -rounds >= 1")
 	case c.LatenessTrials < 1:
 		return fmt.Errorf("-lateness-trials %d: want at least 1", c.LatenessTrials)
-	case c.SignerNice < 0 || c.SignerNice > 19:
-		return fmt.Errorf("-signer-nice %d: want 0 to 19", c.SignerNice)
-	case c.OneCoreSignerNice < 0 || c.OneCoreSignerNice > 19:
-		return fmt.Errorf("-onecore-signer-nice %d: want 0 to 19", c.OneCoreSignerNice)
 	case c.LatencyBound <= 0 || c.LatenessBound <= 0:
 		return errors.New("-latency-bound and -lateness-bound must be > 0")
 	case c.Conc < 1 || c.Pool < 1 || c.StartRate < 1:

@@ -52,15 +52,6 @@ func (b *bench) withClient(c flood.Client) *bench {
 	return &cp
 }
 
-// withSignerNice is b with its pipeline signers at nice n: a copy that
-// shares b's report, world and sink (call b.libcryptoWorld before
-// copying, so that the world it opens is b's to close).
-func (b *bench) withSignerNice(n int) *bench {
-	cp := *b
-	cp.cfg.SignerNice = n
-	return &cp
-}
-
 // combinedCeiling is the rate of a pipeline whose every send costs one
 // unit of each stage, the stages sharing one machine: the machine time a
 // stage takes per send is the inverse of its rate alone, and the times

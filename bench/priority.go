@@ -76,8 +76,8 @@ func (b *bench) prioritySection(ctx context.Context) {
 	b.rep.Details[rowPipelineRealtime] = map[string]any{"realtime": rt.trials, "normal": normal.trials, "signing_alone": ceil}
 	row := Row{Key: rowPipelineRealtime, Name: name, Value: rtBest, Unit: "/s", Ceiling: nBest,
 		CeilingName: "the same flood with the dispatcher under the normal policy", Target: target}
-	rule := fmt.Sprintf("signers at nice %d; sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, %s, p99 latency ≤ %v; the two searches alternating",
-		b.cfg.SignerNice, b.latenessRule(), b.cfg.LatencyBound)
+	rule := fmt.Sprintf("%s; sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, %s, p99 latency ≤ %v; the two searches alternating",
+		b.signersRule(), b.latenessRule(), b.cfg.LatencyBound)
 	switch {
 	case rtT != nil && nT != nil:
 		row.Ratio = rtBest / nBest

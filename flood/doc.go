@@ -13,7 +13,10 @@
 //     request's Token is the source's own bookkeeping, which the engine
 //     hands back settled and asks only as a Fallback (a second attempt
 //     with other headers), a Holder (a wait before it leaves) or an
-//     AsSigned (whether it may leave at once, as signed).
+//     AsSigned (whether it may leave at once, as signed). A Source that
+//     is DispatcherAware is told how each schedule's dispatcher thread
+//     runs before the schedule starts (the pipeline's signers give way to
+//     one that is not real-time); a wrapper passes it on (WrapSource).
 //   - Guard (internal/dialguard, named in safety.go): resolves every target before anything is sent,
 //     refuses public addresses, and dials only the pinned ones.
 //   - Transport (client.go, sender.go): what the workers send with, an

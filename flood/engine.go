@@ -215,6 +215,9 @@ func (e *engine) scheduleOnOwnThread(realtime bool) {
 // schedule starts the clock and dispatches the whole schedule, the
 // collector told that its dispatcher's thread ran as thread says.
 func (e *engine) schedule(thread record.Dispatcher) {
+	if a, ok := e.p.Source.(DispatcherAware); ok {
+		a.Dispatching(thread)
+	}
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.

@@ -28,6 +28,37 @@ type Prepared struct {
 	Token any
 }
 
+// DispatcherAware is implemented by a Source whose work shares the
+// machine's cores with the dispatcher and adapts to how the
+// dispatcher's thread runs (the pipeline's signers, which give way to a
+// dispatcher that is not real-time). The engine calls Dispatching once a
+// schedule, with what the record says of that thread, before it takes the
+// schedule's first request, on the goroutine that then calls Next. A
+// Source that wraps another passes it on: see WrapSource.
+type DispatcherAware interface {
+	Dispatching(thread record.Dispatcher)
+}
+
+// WrapSource is next as the Source of a wrapper of in (next calls in.Next
+// and changes what it gives): the seams the engine finds by a Source's
+// type and that concern in, not the requests (DispatcherAware), reach in.
+func WrapSource(in Source, next SourceFunc) Source { return wrapped{in: in, next: next} }
+
+// wrapped is WrapSource's Source.
+type wrapped struct {
+	in   Source
+	next SourceFunc
+}
+
+func (w wrapped) Next(ctx context.Context) (*Prepared, error) { return w.next(ctx) }
+
+// Dispatching tells in, when it wants to know.
+func (w wrapped) Dispatching(thread record.Dispatcher) {
+	if a, ok := w.in.(DispatcherAware); ok {
+		a.Dispatching(thread)
+	}
+}
+
 // Source produces the prepared requests of a run. Next is called from a
 // single goroutine (the dispatcher), ahead of each send's intended time; if it
 // returns after that time, the send is late and counted as starved (the

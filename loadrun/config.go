@@ -84,7 +84,9 @@ type Config struct {
 	Timeout     time.Duration
 	Signing     traffic.SigningMode // "" is pipeline
 	// Client is the flood's HTTP client (--client); "" is flood.DefaultClient.
-	Client     flood.Client
+	Client flood.Client
+	// SignerNice is the pipeline signers' nice value (--signer-nice):
+	// traffic.NiceAuto, or 0 (unchanged) to 19.
 	SignerNice int
 	// DispatcherPriority is the dispatcher thread's OS priority
 	// (--dispatcher-priority); "" is flood.DefaultPriority.
@@ -313,7 +315,7 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 	}{
 		{c.MaxSends < 0, fmt.Sprintf("--max-sends %d: want >= 0", c.MaxSends)},
 		{c.MaxInflight < 1, fmt.Sprintf("--max-inflight %d: want >= 1", c.MaxInflight)},
-		{c.SignerNice < 0 || c.SignerNice > 19, fmt.Sprintf("--signer-nice %d: want 0 (unchanged) to 19", c.SignerNice)},
+		{c.SignerNice != traffic.NiceAuto && (c.SignerNice < 0 || c.SignerNice > 19), fmt.Sprintf("--signer-nice %d: want auto, or 0 (unchanged) to 19", c.SignerNice)},
 		{c.Timeout <= 0, fmt.Sprintf("--timeout %v: want > 0", c.Timeout)},
 		{c.Warmup < 0, fmt.Sprintf("--warmup %v: want >= 0", c.Warmup)},
 		{p.ladder && c.MaxSends > 0, "--max-sends does not apply to a ladder: each rung runs --step after --warmup"},
@@ -426,7 +428,7 @@ func union(a, b []string) []string {
 func Defaults() Config {
 	return Config{Rates: []float64{DefaultRate}, Seconds: DefaultSeconds, Step: DefaultStep, NoteBytes: DefaultNoteBytes,
 		MaxInflight: flood.DefaultMaxInflight, Timeout: flood.DefaultTimeout, Signing: traffic.SigningPipeline,
-		Arrivals: flood.ArrivalsConstant, Client: flood.DefaultClient, DispatcherPriority: flood.DefaultPriority, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
+		Arrivals: flood.ArrivalsConstant, Client: flood.DefaultClient, SignerNice: traffic.NiceAuto, DispatcherPriority: flood.DefaultPriority, Inbox: traffic.InboxAuto, Algorithm: signing.RSASHA256,
 		PresignMaxBytes: traffic.DefaultPresignMaxBytes, Mix: record.DefaultMix(), Signature: traffic.SignatureCavage,
 		Out: filepath.Join("out", "load")}
 }

@@ -109,6 +109,11 @@ func ArrivalsValue(p *flood.Arrivals) Value { return textValue(p, flood.ParseArr
 // ClientValue is --client: nethttp or fast.
 func ClientValue(p *flood.Client) Value { return textValue(p, flood.ParseClient, "client") }
 
+// SignerNiceValue is --signer-nice: auto (traffic.NiceAuto) or 0 to 19.
+func SignerNiceValue(p *int) Value {
+	return &value[int]{p: p, parse: traffic.ParseSignerNice, show: traffic.FormatSignerNice, kind: "nice"}
+}
+
 // PriorityValue is --dispatcher-priority: realtime or normal.
 func PriorityValue(p *flood.Priority) Value {
 	return textValue(p, flood.ParsePriority, "priority")

@@ -144,6 +144,12 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		return nil, err
 	}
 	r.fill(rec, r.env.World.Backend().Name(), r.p.client)
+	if pl, ok := r.shared.(*traffic.Pipeline); ok {
+		for i := range rec.Parts {
+			nice := pl.SignerNice()
+			rec.Parts[i].SignerNice = &nice
+		}
+	}
 	if r.weather != nil {
 		rec.Weather = r.weather.section()
 	}

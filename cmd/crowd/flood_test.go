@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/traffic"
 )
 
 // standalone is the command line of a small in-process self-flood writing
@@ -180,6 +182,14 @@ func TestFloodExitCodes(t *testing.T) {
 		{"a bad dispatcher priority", []string{"--dispatcher-priority", "high"}, 2, "--dispatcher-priority"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
+		{"a nice value that is a word", []string{"--signer-nice", "low"}, 2, "--signer-nice"},
+		// The signers lowered as asked, and following a normal-priority
+		// dispatcher (to 19), as the record's part says (every run with
+		// exit 0 checks it: under auto, 0 beside a real-time dispatcher);
+		// the threads' values are TestAutoPipelineFollowsTheDispatcher's
+		// (flood/traffic).
+		{"signers at 19", []string{"--seconds", "1", "--rate", "20", "--signer-nice", "19", "--expect", "errors<1%"}, 0, ""},
+		{"signers following a normal-priority dispatcher", []string{"--seconds", "1", "--rate", "20", "--signer-nice", "auto", "--dispatcher-priority", "normal", "--expect", "errors<1%"}, 0, ""},
 		{"count without personas", []string{"--count", "3"}, 2, "--personas"},
 		{"personas without count", []string{"--personas", "load%d@sut.test"}, 2, "--count"},
 		{"a bad persona", []string{"--persona", "nobody"}, 2, "--persona"},
@@ -228,6 +238,14 @@ func TestFloodExitCodes(t *testing.T) {
 					t.Errorf("the record's dispatcher is %+v; want %s asked", d, asked)
 				case runtime.GOOS == "linux" && (d.TimerSlackNs != 1 || !ran):
 					t.Errorf("the record's dispatcher is %+v; want a 1 ns slack and the %q policy (or why not)", d, want)
+				}
+				// The pipeline's signers, by the dispatcher unless set.
+				wantNice := traffic.SignerNiceBeside(d)
+				if i := slices.Index(c.args, "--signer-nice"); i >= 0 && c.args[i+1] != "auto" {
+					wantNice, _ = strconv.Atoi(c.args[i+1])
+				}
+				if n := recs[0].Parts[0].SignerNice; n == nil || *n != wantNice {
+					t.Errorf("the record's signer nice is %v beside a dispatcher under %q; want %d", n, d.Policy, wantNice)
 				}
 			}
 			if i := slices.Index(c.args, "--client"); i >= 0 && c.code == 0 {

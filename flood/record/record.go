@@ -148,6 +148,11 @@ type Part struct {
 	// schedule, which sets how late its sends left; nil in records made
 	// before it was kept and for a schedule run on a test's fake clock.
 	Dispatcher *Dispatcher `json:"dispatcher,omitempty"`
+	// SignerNice is the nice value this generator's pipeline signers were
+	// asked to sign at during the schedule (--signer-nice; auto resolved
+	// by Dispatcher's policy); nil where no pipeline signed (presign, jit)
+	// and in records made before it was kept.
+	SignerNice *int `json:"signer_nice,omitempty"`
 }
 
 // Dispatcher is how a generator's dispatcher thread ran its schedule.
@@ -171,6 +176,17 @@ type Dispatcher struct {
 	// "fifo", why "deadline" was not; empty when that was set or nothing
 	// was asked for.
 	Refused string `json:"refused,omitempty"`
+}
+
+// RealTime reports whether the thread ran under a real-time policy of
+// sched(7) ("deadline", "fifo" or "rr"), which the kernel runs the moment
+// it wakes, ahead of every thread of the normal policies.
+func (d Dispatcher) RealTime() bool {
+	switch d.Policy {
+	case "deadline", "fifo", "rr":
+		return true
+	}
+	return false
 }
 
 // HistRecord is one histogram: its summary (µs) and its HdrHistogram V2

@@ -11,7 +11,8 @@ import (
 
 // backgroundThread pins the calling goroutine to its own OS thread and
 // sets that thread's nice value to nice (1…19; anything else changes
-// nothing). Pipeline signers call it with PipelineOptions.Nice: on a
+// nothing). Pipeline signers call it with the value their pipeline asks
+// for now (PipelineOptions.Nice, or under NiceAuto the dispatcher's): on a
 // machine whose cores they fill, the kernel then runs the dispatcher and
 // the senders as soon as they wake, instead of after a signer's time
 // slice. The price: every other process on the machine, a SUT beside
@@ -33,19 +34,21 @@ import (
 // runnable, and the signers short of the rate. Bound, each signer takes
 // what its own CPU leaves.
 //
-// The returned func restores the thread's CPUs, policy and priority and
+// The returned func restores the thread's policy, priority and CPUs and
 // unpins it, so the thread goes back to the runtime's pool instead of
 // exiting with the goroutine: a thread that exits would fire the
-// parent-death signal of any child process it happened to start. Without
-// the privilege to raise a priority again (CAP_SYS_NICE), or when any of
-// them cannot be restored, the thread stays pinned and exits.
+// parent-death signal of any child process it happened to start. It
+// reports whether it did. Without the privilege to raise a priority again
+// (CAP_SYS_NICE), or when any of them cannot be restored, the thread stays
+// pinned (to exit with its goroutine) and, the CPUs restored last, as low
+// and as bound as it was.
 //
 // idle reports whether the SCHED_IDLE policy took: the kernel then hands
 // the thread's CPU to any other thread the moment it wakes, so a signer
 // yields only where its own P holds the dispatcher (see NewPipeline).
-func backgroundThread(nice, slot int) (restore func(), idle bool) {
+func backgroundThread(nice, slot int) (restore func() (ok bool), idle bool) {
 	if nice < 1 || nice > 19 {
-		return func() {}, false
+		return func() bool { return true }, false
 	}
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
@@ -62,19 +65,21 @@ func backgroundThread(nice, slot int) (restore func(), idle bool) {
 		if !bound || setAffinity(tid, &cpus) == nil {
 			runtime.UnlockOSThread()
 		} // else still bound: the thread stays pinned and exits
-		return func() {}, false
+		return func() bool { return true }, false
 	}
 	idle = nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
-	return func() {
-		if bound && setAffinity(tid, &cpus) != nil {
-			return // still bound: the thread must not serve anyone else
-		}
+	return func() bool {
 		if idle && schedpolicy.Set(tid, schedpolicy.Other, 0) != nil {
-			return // still idle
+			return false // still idle: the thread must not serve anyone else
 		}
-		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) == nil {
-			runtime.UnlockOSThread()
+		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) != nil {
+			return false // still low
 		}
+		if bound && setAffinity(tid, &cpus) != nil {
+			return false // still bound
+		}
+		runtime.UnlockOSThread()
+		return true
 	}, idle
 }
 

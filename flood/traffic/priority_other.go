@@ -4,4 +4,6 @@ package traffic
 
 // backgroundThread does nothing off Linux, where the crowd sets no thread
 // priorities.
-func backgroundThread(nice, slot int) (restore func(), idle bool) { return func() {}, false }
+func backgroundThread(nice, slot int) (restore func() (ok bool), idle bool) {
+	return func() bool { return true }, false
+}

@@ -3,10 +3,14 @@
 package traffic
 
 import (
+	"context"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
@@ -50,7 +54,9 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 			if idle != (during.policy == schedpolicy.Idle) {
 				t.Errorf("nice %d: idle = %v with the policy %v", tc.nice, idle, during.policy)
 			}
-			restore()
+			if !restore() {
+				t.Errorf("nice %d: the thread was not restored", tc.nice)
+			}
 			if syscall.Gettid() != tid {
 				t.Errorf("nice %d: the goroutine moved threads while pinned", tc.nice)
 			}
@@ -129,4 +135,76 @@ func TestBackgroundThreadDefaultLeavesPriority(t *testing.T) {
 			t.Errorf("backgroundThread(%d) changed the priority: %v", nice, got)
 		}
 	}
+}
+
+// TestAutoPipelineFollowsTheDispatcher: under NiceAuto the signers sign at
+// the crowd's priority until a schedule starts, at 19 under SCHED_IDLE
+// beside a dispatcher that is not real-time, and back at 0 beside one
+// that is (where the process may raise them again), as the kernel shows
+// their threads.
+func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
+	const workers = 2
+	w := testWorld(t, 1, 2)
+	pl := NewPipeline(signedGenerator(t, w, nil), testSigner(), PipelineOptions{Workers: workers, Buffer: 4, Nice: NiceAuto})
+	defer pl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// lowered is how many of the process's threads run at 19 under
+	// SCHED_IDLE, once it is want or after a few seconds of trying: each
+	// signer moves between two signatures, so taking requests makes them
+	// sign, and one that just refilled the buffer may not have moved yet.
+	// Two requests a try: a lowered signer on a busy machine signs slowly.
+	lowered := func(want int) int {
+		t.Helper()
+		n := -1
+		for try := 0; try < 100 && n != want; try++ {
+			for range 2 {
+				if _, err := pl.Next(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := pl.Fill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			n = idleThreadsAt19(t)
+		}
+		return n
+	}
+	if n := lowered(0); n != 0 {
+		t.Errorf("before any schedule: %d threads lowered, want none", n)
+	}
+	pl.Dispatching(record.Dispatcher{Policy: "other"})
+	if n := lowered(workers); n != workers || pl.SignerNice() != 19 {
+		t.Errorf("beside a dispatcher under the normal policy: %d threads lowered (asked %d), want the %d signers at 19", n, pl.SignerNice(), workers)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("raising the signers back needs CAP_SYS_NICE")
+	}
+	pl.Dispatching(record.Dispatcher{Policy: "deadline"})
+	if n := lowered(0); n != 0 || pl.SignerNice() != 0 {
+		t.Errorf("beside a real-time dispatcher: %d threads lowered (asked %d), want none", n, pl.SignerNice())
+	}
+}
+
+// idleThreadsAt19 counts the process's threads at nice 19 under SCHED_IDLE.
+func idleThreadsAt19(t *testing.T) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+		policy, perr := schedpolicy.Of(tid)
+		if err == nil && perr == nil && 20-prio == 19 && policy.Base() == schedpolicy.Idle {
+			n++
+		}
+	}
+	return n
 }

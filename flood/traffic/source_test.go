@@ -403,3 +403,55 @@ func TestEverySigningModeIsAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestSignerNiceBeside: auto signs at 0 beside a dispatcher the kernel
+// runs the moment it wakes (a real-time policy), at 19 beside any other.
+func TestSignerNiceBeside(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		want   int
+	}{
+		{"deadline", 0}, // real-time: takes the core when a send is due
+		{"fifo", 0},     // real-time, where deadline was refused
+		{"rr", 0},       // real-time, the crowd started under chrt -r
+		{"other", 19},   // the normal policy: waits behind a signer's time slice
+		{"batch", 19},   // the crowd started under chrt -b
+		{"", 19},        // no thread of its own: above 10 000/s, or off Linux
+	} {
+		if got := SignerNiceBeside(record.Dispatcher{Policy: c.policy}); got != c.want {
+			t.Errorf("beside a dispatcher under %q: %d, want %d", c.policy, got, c.want)
+		}
+	}
+}
+
+// TestParseSignerNice: --signer-nice takes auto or 0 to 19, and says so.
+func TestParseSignerNice(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"auto", NiceAuto, true},  // the default
+		{"AUTO ", NiceAuto, true}, // any case, spaces around
+		{"0", 0, true},            // the crowd's own priority
+		{"19", 19, true},          // the lowest
+		{" 7", 7, true},           // between
+		{"20", 0, false},          // beyond the lowest
+		{"-1", 0, false},          // a raise: not the signers' to take
+		{"low", 0, false},         // a word
+		{"", 0, false},            // nothing
+	} {
+		got, err := ParseSignerNice(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseSignerNice(%q) = %d, %v; want %d, ok %v", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--signer-nice") {
+			t.Errorf("ParseSignerNice(%q): %q does not name the flag", c.in, err)
+		}
+		if err == nil {
+			if back, _ := ParseSignerNice(FormatSignerNice(got)); back != got {
+				t.Errorf("FormatSignerNice(%d) = %q reads back as %d", got, FormatSignerNice(got), back)
+			}
+		}
+	}
+}

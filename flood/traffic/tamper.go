@@ -333,7 +333,7 @@ func (f *Forgeries) Accepted() []ForgeryMark {
 // claimed for the run.
 func (f *Forgeries) Source(in flood.Source) flood.Source {
 	f.replayed.Store(true)
-	return flood.SourceFunc(func(ctx context.Context) (*flood.Prepared, error) {
+	return flood.WrapSource(in, func(ctx context.Context) (*flood.Prepared, error) {
 		p, err := in.Next(ctx)
 		if err != nil {
 			return p, err

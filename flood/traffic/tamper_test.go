@@ -443,3 +443,20 @@ func keyServed(w *actors.World, keyID string) bool {
 	_, ok := w.ActorByKeyID(keyID)
 	return ok
 }
+
+// TestForgeriesPassTheDispatcherOn: the replaying wrapper a forging run
+// puts around its source tells the pipeline inside how the dispatcher
+// runs, so signers under auto follow it there too.
+func TestForgeriesPassTheDispatcherOn(t *testing.T) {
+	w := testWorld(t, 1, 2)
+	pl := NewPipeline(signedGenerator(t, w, nil), testSigner(), PipelineOptions{Workers: 1, Buffer: 2, Nice: NiceAuto})
+	defer pl.Close()
+	src, ok := NewForgeries().Source(pl).(flood.DispatcherAware)
+	if !ok {
+		t.Fatal("the forgeries' source hides the pipeline's Dispatching")
+	}
+	src.Dispatching(record.Dispatcher{Policy: "other"})
+	if got := pl.SignerNice(); got != 19 {
+		t.Errorf("beside a normal-policy dispatcher, told through the wrapper: nice %d, want 19", got)
+	}
+}
