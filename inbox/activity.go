@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -556,8 +557,13 @@ func (s *jsonScanner) str(i int) int {
 	d := s.data
 	for i++; i < len(d); {
 		// Most of an activity's bytes are plain characters of its strings
-		// (a note's content): skip them eight at a time.
-		for i+8 <= len(d) && !hasQuoteEscapeOrControl(binary.LittleEndian.Uint64(d[i:])) {
+		// (a note's content): skip them eight at a time, to the first byte
+		// that is not.
+		for i+8 <= len(d) {
+			if m := quoteEscapeOrControl(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += firstFlagged(m)
+				break
+			}
 			i += 8
 		}
 		if i >= len(d) {
@@ -595,15 +601,21 @@ func (s *jsonScanner) str(i int) int {
 	return -1
 }
 
-// hasQuoteEscapeOrControl reports whether any of the eight bytes of x
-// is '"', '\\' or below 0x20: each test is the exact "has a zero byte" and
-// "has a byte less than n" word trick, so a byte of UTF-8 (0x80 and up)
-// is never taken for one of them.
-func hasQuoteEscapeOrControl(x uint64) bool {
+// quoteEscapeOrControl flags, in the high bit of each of the eight bytes
+// of x (little-endian), whether it is '"', '\\' or below 0x20, by the
+// "has a zero byte" and "has a byte less than n" word tricks. It is not
+// zero exactly when one is, and its lowest flag is exact: a borrow can
+// only wrongly flag a byte above one that is flagged rightly. A byte of
+// UTF-8 (0x80 and up) is never flagged.
+func quoteEscapeOrControl(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, escape := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(escape-ones)&^escape)&highs != 0
+	return ((x-ones*0x20)&^x | (quote-ones)&^quote | (escape-ones)&^escape) & highs
 }
+
+// firstFlagged is the offset in its word of the lowest byte a non-zero
+// flag mask flags.
+func firstFlagged(mask uint64) int { return bits.TrailingZeros64(mask) >> 3 }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

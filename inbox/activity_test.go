@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -214,8 +215,10 @@ func TestScanNode(t *testing.T) {
 		// Just within the depth the scanner follows.
 		{"depth limit", `{"a":` + strings.Repeat("[", maxScanDepth-1) + strings.Repeat("]", maxScanDepth-1) + `}`, true},
 		// Long strings, whose plain runs are skipped eight bytes at a
-		// time: escapes and UTF-8 at every offset in a word.
+		// time: escapes and UTF-8 among them (longStrings puts each at
+		// every offset of a word).
 		{"long strings", `{"id":"` + strings.Repeat("abcdefg", 9) + `\"` + strings.Repeat("é", 11) + `\u00e9x` + strings.Repeat(`ab\n`, 7) + `","content":"` + strings.Repeat("€", 40) + `"}`, true},
+		{"escapes at every offset", `{"content":"` + longStrings(`\"`, `\\`, `\n`, `\u00e9`, "é", "€") + `"}`, true},
 		// A raw control character deep in a long string.
 		{"control character in a long string", `{"id":"` + strings.Repeat("abcdefghi", 5) + "\x01" + strings.Repeat("z", 20) + `"}`, false},
 		// A long string never closed.
@@ -236,23 +239,45 @@ func TestScanNode(t *testing.T) {
 	}
 }
 
-// TestHasQuoteEscapeOrControl holds the word test of the string scanner's
+// TestQuoteEscapeOrControl holds the word test of the string scanner's
 // fast path to its bytewise definition: each byte value at each of the
-// eight offsets, among plain, UTF-8 and special neighbours.
-func TestHasQuoteEscapeOrControl(t *testing.T) {
+// eight offsets, among plain, UTF-8 and space neighbours, and a second
+// special byte above the first (whose flag the first's borrow may set
+// wrongly): the word is flagged exactly when one is special, and its
+// lowest flag is the first special byte.
+func TestQuoteEscapeOrControl(t *testing.T) {
 	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 	for _, fill := range []byte{'a', 0x80, 0xff, ' ', '!', '#', '[', ']'} {
 		for at := range 8 {
 			for c := range 256 {
-				word := bytes.Repeat([]byte{fill}, 8)
-				word[at] = byte(c)
-				want := special(byte(c)) || special(fill)
-				if got := hasQuoteEscapeOrControl(binary.LittleEndian.Uint64(word)); got != want {
-					t.Fatalf("%q: %v, want %v", word, got, want)
+				for _, above := range []byte{fill, '"', 0x00, 0x21} {
+					word := bytes.Repeat([]byte{fill}, 8)
+					word[at] = byte(c)
+					if at < 7 {
+						word[7] = above
+					}
+					first := slices.IndexFunc(word, special)
+					m := quoteEscapeOrControl(binary.LittleEndian.Uint64(word))
+					if (m != 0) != (first >= 0) || first >= 0 && firstFlagged(m) != first {
+						t.Fatalf("%q: mask %#x, want the first special byte at %d", word, m, first)
+					}
 				}
 			}
 		}
 	}
+}
+
+// longStrings is a JSON string's content holding each of pieces after
+// every length of plain run from 0 to 16 bytes, so that each lands at
+// every offset of the scanner's eight-byte words.
+func longStrings(pieces ...string) string {
+	var b strings.Builder
+	for _, p := range pieces {
+		for n := range 17 {
+			b.WriteString(strings.Repeat("x", n) + p)
+		}
+	}
+	return b.String()
 }
 
 // checkLikeUnmarshal fails unless json.Unmarshal(data) gives got.

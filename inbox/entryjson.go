@@ -127,11 +127,12 @@ func validJSON(b []byte) bool {
 	return json.Valid(b)
 }
 
-// needsQuoting reports whether any of the eight bytes of x is one that
-// appendJSONString does not copy as it is: '"', '\\', a control character,
-// or a byte of a multi-byte UTF-8 sequence (which it decodes).
-func needsQuoting(x uint64) bool {
-	return x&0x8080808080808080 != 0 || hasQuoteEscapeOrControl(x)
+// needsQuoting flags, as quoteEscapeOrControl does, each of the eight
+// bytes of x that appendJSONString does not copy as it is: '"', '\\', a
+// control character, or a byte of a multi-byte UTF-8 sequence (which it
+// decodes).
+func needsQuoting(x uint64) uint64 {
+	return x&0x8080808080808080 | quoteEscapeOrControl(x)
 }
 
 // stringWord is s[i:i+8] as a little-endian word (the compiler makes it
@@ -185,8 +186,13 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		// Headers and ids are plain ASCII: skip it eight bytes at a time.
-		for i+8 <= len(s) && !needsQuoting(stringWord(s, i)) {
+		// Headers and ids are plain ASCII: skip it eight bytes at a time,
+		// to the first byte that is not.
+		for i+8 <= len(s) {
+			if m := needsQuoting(stringWord(s, i)); m != 0 {
+				i += firstFlagged(m)
+				break
+			}
 			i += 8
 		}
 		if i >= len(s) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -147,4 +148,28 @@ func FuzzAppendEntryJSON(f *testing.F) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// TestAppendJSONStringLong: appendJSONString quotes as encoding/json does
+// (without HTML escaping) strings whose plain runs it skips eight bytes at
+// a time, each byte it must not copy as it is at every offset of a word.
+func TestAppendJSONStringLong(t *testing.T) {
+	for _, piece := range []string{
+		`"`, `\`, "\n", "\x01", // escaped
+		"\x7f", "~", // copied as they are
+		"é", "€", "\U0001F600", // UTF-8 of two, three and four bytes
+		"\u2028", "\u2029", // escaped by name as encoding/json does
+		"\xff", "\xe2\x82", // invalid UTF-8: U+FFFD
+	} {
+		s := longStrings(piece)
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("%q:\n got %s\nwant %s", piece, got, want.String())
+		}
+	}
 }

@@ -524,8 +524,9 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.Req
 // io.ReadAll grows from 512 bytes through several); a body longer than
 // declared, or of unknown length, still reads whole. The buffer made
 // before any byte arrives is at most maxPreallocated, so a peer that
-// declares a large body and trickles it holds no more memory than the
-// bytes it sent.
+// declares a large body and trickles it holds no more than that beyond
+// the bytes it sent, while its request lasts (loggedBody keeps no such
+// buffer).
 func readBody(r io.Reader, declared int64) ([]byte, error) {
 	const maxPreallocated = 64 << 10
 	var b bytes.Buffer
@@ -539,10 +540,13 @@ func readBody(r io.Reader, declared int64) ([]byte, error) {
 // loggedBody is body as the activity log keeps it, cut at limit. A body
 // within the limit (every usual delivery) is not copied: the string shares
 // the buffer readBody made, which nothing writes after it is read. A
-// longer one is copied up to the limit, so the log does not hold the whole.
+// longer one is copied up to the limit, so the log does not hold the whole;
+// so is one whose buffer is much larger than itself (a peer that declared
+// 64 KiB and sent 10 bytes), so that an entry holds at most about twice
+// its body.
 func loggedBody(body []byte, limit int) string {
-	if len(body) > limit {
-		return string(body[:limit])
+	if len(body) > limit || cap(body) > 2*len(body)+2*bytes.MinRead {
+		return string(body[:min(len(body), limit)])
 	}
 	return unsafe.String(unsafe.SliceData(body), len(body))
 }

@@ -486,26 +486,32 @@ func TestReadBody(t *testing.T) {
 
 // TestLoggedBody: the log keeps a body within its limit without a copy,
 // and only the limit's worth of a longer one, copied, so the entry does
-// not hold the whole body's buffer.
+// not hold the whole body's buffer; nor a buffer much larger than its body.
 func TestLoggedBody(t *testing.T) {
 	const limit = 16
 	for _, tt := range []struct {
 		name       string
 		body       string
+		capacity   int // of the body's buffer; 0: what []byte(body) gives
 		want       string
 		wantShared bool // the string is the body's own memory
 	}{
 		// A delivery within the limit: the body itself.
-		{"within the limit", "0123456789", "0123456789", true},
+		{"within the limit", "0123456789", 0, "0123456789", true},
 		// Exactly at the limit: still the body itself.
-		{"at the limit", "0123456789abcdef", "0123456789abcdef", true},
+		{"at the limit", "0123456789abcdef", 0, "0123456789abcdef", true},
 		// Beyond it: the first limit bytes, copied.
-		{"beyond the limit", "0123456789abcdefXYZ", "0123456789abcdef", false},
+		{"beyond the limit", "0123456789abcdefXYZ", 0, "0123456789abcdef", false},
 		// Nothing read: nothing logged.
-		{"empty", "", "", false},
+		{"empty", "", 0, "", false},
+		// readBody's room for a body's last read: still shared.
+		{"the buffer's usual room", "0123456789", 10 + 512, "0123456789", true},
+		// A peer that declared 64 KiB and sent 10 bytes: copied, so that
+		// the entry does not hold the 64 KiB buffer.
+		{"a buffer much larger than the body", "0123456789", 64 << 10, "0123456789", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
+			body := append(make([]byte, 0, max(tt.capacity, len(tt.body))), tt.body...)
 			got := loggedBody(body, limit)
 			if got != tt.want {
 				t.Fatalf("loggedBody = %q, want %q", got, tt.want)
