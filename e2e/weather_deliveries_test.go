@@ -140,7 +140,9 @@ func originOf(t *testing.T, d *record.Deliveries, host string) record.OriginDeli
 // clear, with an outage of a tenth origin from +2 s to +7 s. The
 // record's observed retry schedule is held to the policy Fedify says it
 // was given: every origin that failed throughout got maxAttempts + 1
-// attempts of the first post, each wait within the policy's jitter window
+// attempts of the first post (of the second, where a lapsed domain's or a
+// bad certificate's first went over a connection kept from before the
+// weather), each wait within the policy's jitter window
 // (plus the timeout for the attempts that had to time out); the slow
 // origin took it on the first attempt; every clear origin got every post;
 // the outage origin got its backlog after it came back, and the record
@@ -151,14 +153,15 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 	failing := []struct {
 		host, condition string
 		timesOut        bool // the SUT's own timeout ends each attempt
+		belowHTTP       bool // acts on new lookups and handshakes only
 	}{
-		{"flood1.test", "down", false},
-		{"flood2.test", "blackhole", true},
-		{"flood4.test", "flaky:1", false},
-		{"flood5.test", "limited:5s", false},
-		{"flood6.test", "gone", false},
-		{"flood7.test", "nxdomain", false},
-		{"flood8.test", "tls-expired", false},
+		{"flood1.test", "down", false, false},
+		{"flood2.test", "blackhole", true, false},
+		{"flood4.test", "flaky:1", false, false},
+		{"flood5.test", "limited:5s", false, false},
+		{"flood6.test", "gone", false, false},
+		{"flood7.test", "nxdomain", false, true},
+		{"flood8.test", "tls-expired", false, true},
 	}
 	var during []string
 	for _, f := range failing {
@@ -172,7 +175,8 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 	during = append(during, "slow=flood3.test:300ms")
 	spec := strings.Join(during, ",")
 	// Posts at +5 s and +15 s; the first one's last retry comes by +21 s
-	// at most, before the run ends and puts the clear weather back.
+	// at most, before the run ends and puts the clear weather back (the
+	// second's, where it is judged, fail at once: by +19 s).
 	rec, policy, sutLog := weatherRun(t, 12, []string{"--delivery-workers", "4", "--delivery-timeout-ms", "1000",
 		"--retry-initial-ms", "200", "--retry-factor", "2", "--retry-max-attempts", "4"},
 		"25", "10s", "+2s "+spec+",down=flood9.test", "+7s "+spec)
@@ -192,6 +196,16 @@ func TestWeatherDeliveriesRealFedify(t *testing.T) {
 				t.Fatalf("%s: no activity owed: %+v", f.host, o)
 			}
 			first := o.Activities[0]
+			// A lapsed domain or a bad certificate meets a new lookup or
+			// handshake: a connection the SUT kept alive from before the
+			// weather (undici keeps one about 4 s) still carries a post,
+			// answered as usual, as the origin's server would. The next
+			// post, ten seconds on, needs a new one.
+			if f.belowHTTP && len(o.Activities) > 1 && first.Outcome == record.OutcomeDelivered &&
+				len(first.Attempts) == 1 && first.Attempts[0].Weather == "" {
+				t.Logf("%s: the first post went over a connection kept from before the weather; judging the second", f.host)
+				first = o.Activities[1]
+			}
 			if first.Outcome != record.OutcomeUndelivered || len(first.Attempts) != policy.Policy.MaxAttempts+1 {
 				t.Errorf("%s: first post %s after %d attempts, want undelivered after maxAttempts + 1 = %d: %+v",
 					f.host, first.Outcome, len(first.Attempts), policy.Policy.MaxAttempts+1, first)
