@@ -57,15 +57,20 @@ func (l *ledger) Settled(token any, o record.Outcome) { l.settle.Settled(token, 
 func (l *ledger) End(record.Stop) {}
 
 // fill adds to rec what the flood knows beyond the engine: the seed, the
-// signing backend and HTTP client that made and sent its requests, what
+// signing backend and HTTP client that made and sent its requests, the
+// nice value its pipeline's signers were asked for (nil: no pipeline), what
 // the run changed from what was asked (the Follows it sent as Creates
 // since it began, the personas without posts), the signatures it sent
 // since it began, the forgeries, the boosters.
-func (l *ledger) fill(rec *record.Record, backend string, client flood.Client) {
+func (l *ledger) fill(rec *record.Record, backend string, client flood.Client, signerNice *int) {
 	for i := range rec.Parts {
 		rec.Parts[i].Seed = l.seed
 		rec.Parts[i].SigningBackend = backend
 		rec.Parts[i].Client = string(client)
+		if signerNice != nil {
+			n := *signerNice
+			rec.Parts[i].SignerNice = &n
+		}
 	}
 	now := l.tally()
 	rec.Deviations = record.Deviations{FollowsDiverted: now.diverted - l.since.diverted, UndosDiverted: now.undos - l.since.undos,

@@ -81,7 +81,7 @@ func runLedger(t *testing.T, l *ledger, sends int64, src flood.Source, tr http.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.fill(r, "go", flood.DefaultClient)
+	l.fill(r, "go", flood.DefaultClient, nil)
 	return r
 }
 

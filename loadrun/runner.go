@@ -143,13 +143,12 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 	if err != nil {
 		return nil, err
 	}
-	r.fill(rec, r.env.World.Backend().Name(), r.p.client)
+	var signerNice *int
 	if pl, ok := r.shared.(*traffic.Pipeline); ok {
-		for i := range rec.Parts {
-			nice := pl.SignerNice()
-			rec.Parts[i].SignerNice = &nice
-		}
+		n := pl.SignerNice()
+		signerNice = &n
 	}
+	r.fill(rec, r.env.World.Backend().Name(), r.p.client, signerNice)
 	if r.weather != nil {
 		rec.Weather = r.weather.section()
 	}
