@@ -152,7 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return err
 	})
 	priority := string(c.DispatcherPriority)
-	fs.StringVar(&priority, "dispatcher-priority", priority, "OS priority of the flood rows' dispatcher thread, as crowd flood --dispatcher-priority: realtime or normal (the priority section runs both)")
+	fs.StringVar(&priority, "dispatcher-priority", priority, "OS priority of the flood rows' dispatcher thread, as crowd flood --dispatcher-priority: auto, realtime or normal (the priority section runs realtime and normal)")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrency of the closed-loop clients")
 	fs.StringVar(&c.Client, "client", c.Client, "closed-loop client of the inbox and document rows: auto (wrk when on PATH, else go), go (in-process) or wrk (a separate process)")
 	floodClient := string(c.FloodClient)

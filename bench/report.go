@@ -37,7 +37,7 @@ func rowKeys() []string {
 	keys = append(keys, rowInbox, rowActor, rowWebFinger, rowRSS, rowStartup, rowCPU, rowStartupScale, rowMemoryScale,
 		rowSignLibcrypto, rowPipelineLibcrypto)
 	keys = append(keys, clientKeys(rowPipelineCombined)...)
-	keys = append(keys, rowPipelineVsGo, rowPipelineOneCore, rowPipelineRealtime, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics,
+	keys = append(keys, rowPipelineVsGo, rowPipelineOneCore, rowPipelineRealtime, rowPresignedRealtime, rowInboxLibcrypto, rowInboxLibcryptoVsGo, rowLiveMetrics,
 		rowResultsPipeline, rowResultsPresigned, rowWeatherDocuments, rowWeatherInbox)
 	return append(keys, append(scaleRowKeys(), verbRowKeys()...)...)
 }

@@ -29,9 +29,9 @@
 //     when it could); with MaxInflight slots busy the send is dropped and
 //     counted, never delayed. Up to 10 000/s the dispatcher times its
 //     sends on an OS thread of its own with no timer slack, under
-//     SCHED_DEADLINE (else SCHED_FIFO) where permitted (Plan.Priority,
-//     priority.go, sleep_linux.go), and the collector's Schedule says
-//     how. Times go from the intended time (latency, coordinated-omission
+//     SCHED_DEADLINE (else SCHED_FIFO) where permitted and asked for (by
+//     default up to 5 000/s: Plan.Priority, priority.go, sleep_linux.go),
+//     and the collector's Schedule says how. Times go from the intended time (latency, coordinated-omission
 //     corrected), from the actual send (service), and in between
 //     (lateness).
 //   - Collector (collector.go): what Run feeds every offer, answer and

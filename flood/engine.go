@@ -158,16 +158,16 @@ func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 }
 
 func (e *engine) run() {
-	realtime := e.p.Priority == PriorityRealtime
+	rate := e.p.Pacer.Rate()
 	switch {
 	case e.p.Sleep != nil:
 		// A test's Sleep runs on a fake clock that needs no thread.
 		e.schedule(record.Dispatcher{})
-	case e.p.Pacer.Rate() <= preciseRateMax:
-		e.scheduleOnOwnThread(realtime)
+	case rate <= preciseRateMax:
+		e.scheduleOnOwnThread(e.p.Priority.realtimeAt(rate))
 	default:
 		thread := record.Dispatcher{Priority: string(e.p.Priority)}
-		if realtime {
+		if e.p.Priority != PriorityNormal { // realtime, or auto: either would have raised a thread of its own
 			thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
 		}
 		e.schedule(thread)
@@ -179,14 +179,16 @@ func (e *engine) run() {
 }
 
 // scheduleOnOwnThread runs the schedule on a goroutine of its own,
-// locked to a thread that the kernel wakes on time (preciseThread), and
-// waits for it. Should the thread's settings not come back, that
-// goroutine ends locked and the thread exits with it, never serving the
-// caller's goroutine or another. A panic of the schedule (a Source's) is
+// locked to a thread that the kernel wakes on time (preciseThread),
+// raised to a real-time policy when realtime, and waits for it. declined
+// is why no real-time policy was asked for (PriorityAuto's), which the
+// record gives where the thread then ran under the normal policy. Should
+// the thread's settings not come back, that goroutine ends locked and the
+// thread exits with it, never serving the caller's goroutine or another. A panic of the schedule (a Source's) is
 // raised again on the caller's goroutine, after the thread is restored,
 // and a runtime.Goexit (a test's t.Fatal in a Source) ends the caller's
 // goroutine too, as it would have had the schedule run there.
-func (e *engine) scheduleOnOwnThread(realtime bool) {
+func (e *engine) scheduleOnOwnThread(realtime bool, declined string) {
 	type ending struct {
 		returned bool
 		panicked any
@@ -201,6 +203,11 @@ func (e *engine) scheduleOnOwnThread(realtime bool) {
 		thread, restore := preciseThread(realtime)
 		defer restore()
 		thread.Priority = string(e.p.Priority)
+		if thread.Refused == "" && thread.Policy == "other" {
+			// A crowd started under another policy keeps it: auto's
+			// reason would contradict the record's policy.
+			thread.Refused = declined
+		}
 		e.schedule(thread)
 		end.returned = true
 	}()

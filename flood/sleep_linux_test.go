@@ -72,13 +72,14 @@ func policyIs(got, want string) bool {
 	return got == want
 }
 
-// With PriorityRealtime the dispatcher's own thread runs the schedule
-// under SCHED_DEADLINE where the process may set it (SCHED_FIFO where the
-// kernel has no bandwidth left and the thread may run on more than one
-// CPU), and under the normal policy, saying why, where not; above
-// preciseRateMax the dispatcher has no thread of its own to raise. The
-// caller's thread stays under the normal policy, and the result says
-// what the dispatcher's ran with.
+// With PriorityRealtime, and PriorityAuto up to realtimeAutoMax, the
+// dispatcher's own thread runs the schedule under SCHED_DEADLINE where the
+// process may set it (SCHED_FIFO where the kernel has no bandwidth left
+// and the thread may run on more than one CPU), and under the normal
+// policy, saying why, where not; above realtimeAutoMax auto keeps the
+// normal policy, saying why; above preciseRateMax the dispatcher has no
+// thread of its own to raise. The caller's thread stays under the normal
+// policy, and the result says what the dispatcher's ran with.
 func TestDispatcherThreadPolicy(t *testing.T) {
 	raised, refused := raisedPolicy, ""
 	switch {
@@ -97,10 +98,14 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 		wantPolicy  string // the result's Policy
 		wantRefused string // in the result's Refused; "" for none
 	}{
-		{1000, PriorityRealtime, raised, raised, refused},                        // raised where permitted
-		{1000, "", raised, raised, refused},                                      // the default is realtime
-		{1000, PriorityNormal, "other", "other", ""},                             // not asked for
-		{2 * preciseRateMax, PriorityRealtime, "other", "", "shares its thread"}, // no thread of its own
+		{1000, PriorityRealtime, raised, raised, refused},                                // raised where permitted
+		{1000, "", raised, raised, refused},                                              // the default is auto, realtime at this rate
+		{realtimeAutoMax, PriorityAuto, raised, raised, refused},                         // auto's highest real-time rate
+		{realtimeAutoMax + 1, PriorityAuto, "other", "other", "keeps the normal policy"}, // auto above it: normal, and why
+		{realtimeAutoMax + 1, PriorityRealtime, raised, raised, refused},                 // asked for outright: raised up to its thread's limit
+		{1000, PriorityNormal, "other", "other", ""},                                     // not asked for
+		{2 * preciseRateMax, PriorityRealtime, "other", "", "shares its thread"},         // no thread of its own
+		{2 * preciseRateMax, PriorityAuto, "other", "", "shares its thread"},             // nor with auto
 	} {
 		t.Run(fmt.Sprint(tc.rate, tc.prio), func(t *testing.T) {
 			runtime.LockOSThread()

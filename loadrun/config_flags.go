@@ -114,7 +114,7 @@ func SignerNiceValue(p *int) Value {
 	return &value[int]{p: p, parse: traffic.ParseSignerNice, show: traffic.FormatSignerNice, kind: "nice"}
 }
 
-// PriorityValue is --dispatcher-priority: realtime or normal.
+// PriorityValue is --dispatcher-priority: auto, realtime or normal.
 func PriorityValue(p *flood.Priority) Value {
 	return textValue(p, flood.ParsePriority, "priority")
 }

@@ -157,8 +157,8 @@ type Part struct {
 
 // Dispatcher is how a generator's dispatcher thread ran its schedule.
 type Dispatcher struct {
-	// Priority is what was asked for (--dispatcher-priority): "realtime"
-	// or "normal".
+	// Priority is what was asked for (--dispatcher-priority): "auto"
+	// (real-time up to 5 000/s, normal above), "realtime" or "normal".
 	Priority string `json:"priority"`
 	// TimerSlackNs is the timer slack set for its last-stretch sleeps, in
 	// ns: how late the kernel may wake it. 0 when the thread kept its own
@@ -172,9 +172,10 @@ type Dispatcher struct {
 	// the crowd was started under; empty where the dispatcher had no
 	// thread of its own (above 10 000/s, or off Linux).
 	Policy string `json:"policy,omitempty"`
-	// Refused says why a real-time policy asked for was not set, or, with
-	// "fifo", why "deadline" was not; empty when that was set or nothing
-	// was asked for.
+	// Refused says why a real-time policy asked for (realtime, or auto)
+	// was not set, or, with "fifo", why "deadline" was not; under auto
+	// above 5 000/s, that auto chose the normal policy ("auto: …"). Empty
+	// when that was set or nothing was asked for.
 	Refused string `json:"refused,omitempty"`
 }
 
