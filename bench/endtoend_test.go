@@ -108,7 +108,7 @@ func libcryptoRow(key string) bool {
 		return true
 	}
 	switch key {
-	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
+	case rowSignLibcrypto, rowPipelineLibcrypto, rowPipelineVsGo, rowPipelineOneCore, rowPipelineRealtime, rowInboxLibcrypto, rowInboxLibcryptoVsGo:
 		return true
 	}
 	return false
