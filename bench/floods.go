@@ -275,12 +275,7 @@ func lastWhy(trials []outcome) string {
 func (b *bench) presignedSection(ctx context.Context) {
 	const name = "flood, presigned: max sustained rate (null sink)"
 	const target = "≥ 0.8 × vegeta"
-	gen, err := newGenerator(b.world, b.cfg.Mix, sinkTarget(b.sinkAddr))
-	if err != nil {
-		b.rep.fail(rowPresigned, name, target, err)
-		return
-	}
-	pool, took, err := presignPool(ctx, gen, b.cfg.Pool)
+	pool, took, err := b.sinkPool(ctx)
 	if err != nil {
 		b.rep.fail(rowPresigned, name, target, err)
 		return

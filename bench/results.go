@@ -89,12 +89,7 @@ func (b *bench) resultsPipelineRow(ctx context.Context, path string) {
 // resultsPresignedRow searches a presigned flood with and without the
 // results.
 func (b *bench) resultsPresignedRow(ctx context.Context, path string) {
-	gen, err := newGenerator(b.world, b.cfg.Mix, sinkTarget(b.sinkAddr))
-	if err != nil {
-		b.rep.fail(rowResultsPresigned, nameResultsPresigned, targetResultsPresigned, err)
-		return
-	}
-	pool, _, err := presignPool(ctx, gen, b.cfg.Pool)
+	pool, _, err := b.sinkPool(ctx)
 	if err != nil {
 		b.rep.fail(rowResultsPresigned, nameResultsPresigned, targetResultsPresigned, err)
 		return

@@ -64,6 +64,17 @@ func sharedInboxTarget(p *traffic.Persona) string {
 	return "http://" + actors.HostOf(p.ID) + "/inbox"
 }
 
+// sinkPool is the presigned rows' pool: -pool requests of the bench's
+// mix from its world to the null sink, presigned (presignPool), and how
+// long that took.
+func (b *bench) sinkPool(ctx context.Context) ([]*flood.Prepared, time.Duration, error) {
+	gen, err := newGenerator(b.world, b.cfg.Mix, sinkTarget(b.sinkAddr))
+	if err != nil {
+		return nil, 0, err
+	}
+	return presignPool(ctx, gen, b.cfg.Pool)
+}
+
 // presignPool signs n requests of gen with traffic.Presign (the shipped
 // presigning) and returns them in order, for replaying round robin.
 func presignPool(ctx context.Context, gen *traffic.Generator, n int) ([]*flood.Prepared, time.Duration, error) {

@@ -31,9 +31,9 @@
 //     sends on an OS thread of its own with no timer slack, under
 //     SCHED_DEADLINE (else SCHED_FIFO) where permitted and asked for (by
 //     default up to 5 000/s: Plan.Priority, priority.go, sleep_linux.go),
-//     and the collector's Schedule says how. Times go from the intended time (latency, coordinated-omission
-//     corrected), from the actual send (service), and in between
-//     (lateness).
+//     and the collector's Schedule says how. Times go from the intended
+//     time (latency, coordinated-omission corrected), from the actual
+//     send (service), and in between (lateness).
 //   - Collector (collector.go): what Run feeds every offer, answer and
 //     settlement, as vegeta's Attack feeds Metrics.Add. The record's
 //     record.Recorder (HDR histograms per worker shard and activity type,

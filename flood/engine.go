@@ -167,7 +167,7 @@ func (e *engine) run() {
 		e.scheduleOnOwnThread(e.p.Priority.realtimeAt(rate))
 	default:
 		thread := record.Dispatcher{Priority: string(e.p.Priority)}
-		if e.p.Priority != PriorityNormal { // realtime, or auto: either would have raised a thread of its own
+		if e.p.Priority != PriorityNormal { // realtime or auto: no thread of its own to raise here
 			thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
 		}
 		e.schedule(thread)
@@ -184,10 +184,11 @@ func (e *engine) run() {
 // is why no real-time policy was asked for (PriorityAuto's), which the
 // record gives where the thread then ran under the normal policy. Should
 // the thread's settings not come back, that goroutine ends locked and the
-// thread exits with it, never serving the caller's goroutine or another. A panic of the schedule (a Source's) is
-// raised again on the caller's goroutine, after the thread is restored,
-// and a runtime.Goexit (a test's t.Fatal in a Source) ends the caller's
-// goroutine too, as it would have had the schedule run there.
+// thread exits with it, never serving the caller's goroutine or another.
+// A panic of the schedule (a Source's) is raised again on the caller's
+// goroutine, after the thread is restored, and a runtime.Goexit (a test's
+// t.Fatal in a Source) ends the caller's goroutine too, as it would have
+// had the schedule run there.
 func (e *engine) scheduleOnOwnThread(realtime bool, declined string) {
 	type ending struct {
 		returned bool
