@@ -102,6 +102,9 @@ type cycle struct {
 	next int
 }
 
+// NextReady is true: Next never waits (flood.NextReady).
+func (c *cycle) NextReady() bool { return true }
+
 // Next returns the next request of the pool, or ctx's error.
 func (c *cycle) Next(ctx context.Context) (*flood.Prepared, error) {
 	if err := ctx.Err(); err != nil {

@@ -13,8 +13,10 @@ import (
 // dispatcher returned. Offered runs on the dispatcher, once per send
 // whose intended time was reached; Answered on a worker, once per send
 // handed to it, with the worker's index (shard: a collector may keep one
-// shard per worker, no lock shared); Settled on a worker or the
-// dispatcher, once per request taken from the Source (answered, aborted,
+// shard per worker, no lock shared), or on the dispatcher with shard 0
+// for an answer it read itself (the fast client on Linux); Settled on a
+// worker or the dispatcher, once per request taken from the Source
+// (answered, aborted,
 // dropped or left unsent), after its Answered, its Outcome carrying the
 // send's Delivery (a dropped one's Offer), so that a collector writing
 // every send down (the results) needs Settled alone. The send path calls

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/h1"
 )
 
@@ -135,37 +134,34 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			if h, ok := tr.(*h1.Transport); ok {
 				rt = loggedTransport{h, log}
 			}
-			var mu sync.Mutex
-			var outcomes []record.Outcome
-			settled := settledFunc(func(_ any, o record.Outcome) {
-				mu.Lock()
-				defer mu.Unlock()
-				if o.Delivery != nil {
-					o.Delivery = new(*o.Delivery) // the worker's, valid only during the call
-				}
-				outcomes = append(outcomes, o)
-			})
+			settledLog := &outcomeLog{}
 			// 20 ms apart: each answer is in, its connection resting,
 			// before the next send is due.
 			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 50), Transport: rt, Limits: Limits{MaxSends: sends},
-				Source: numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token })}, settled)
+				Source: numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token })}, settledLog.collector())
 
-			if len(outcomes) != sends {
-				t.Fatalf("%d settled, want %d", len(outcomes), sends)
+			if len(settledLog.outcomes) != sends {
+				t.Fatalf("%d settled, want %d", len(settledLog.outcomes), sends)
 			}
-			sentBeforePicked := 0
-			for _, o := range outcomes {
+			recordedWritten := 0
+			for _, o := range settledLog.outcomes {
 				d := o.Delivery
 				if d == nil || d.Status != http.StatusAccepted || d.Attempts != c.attempts {
 					t.Fatalf("a send ended %+v, want 202 after %d attempts", d, c.attempts)
 				}
 				// Sent when the dispatcher wrote it, before a worker took
-				// it; sent by a worker after it took it.
+				// it (or then, where the dispatcher read the answer too);
+				// sent by a worker after it took it.
 				if d.Actual < d.Intended || d.Done < d.Picked || d.Done < d.Actual {
 					t.Errorf("a send's times are out of order: intended %v, picked %v, sent %v, done %v", d.Intended, d.Picked, d.Actual, d.Done)
 				}
-				if d.Actual < d.Picked {
-					sentBeforePicked++
+				switch {
+				case d.Written && d.Picked < d.Actual:
+					t.Errorf("a send the dispatcher wrote was picked at %v, before it was sent at %v", d.Picked, d.Actual)
+				case !d.Written && d.Actual < d.Picked:
+					t.Errorf("a worker's send was sent at %v, before it was picked at %v", d.Actual, d.Picked)
+				case d.Written:
+					recordedWritten++
 				}
 			}
 			wrote := 0
@@ -185,8 +181,8 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			if c.direct && wrote < sends/2 || !c.direct && wrote > 0 {
 				t.Errorf("the dispatcher wrote %d of %d sends, want them written by it: %v", wrote, sends, c.direct)
 			}
-			if sentBeforePicked != wrote {
-				t.Errorf("%d sends were recorded as sent before a worker took them, want the %d the dispatcher wrote", sentBeforePicked, wrote)
+			if recordedWritten != wrote {
+				t.Errorf("%d sends were recorded as written by the dispatcher, want the %d it wrote", recordedWritten, wrote)
 			}
 			if got := res.Overall.Counts.Written; got != int64(wrote) {
 				t.Errorf("the result counts %d sends written by the dispatcher, want the %d it wrote", got, wrote)

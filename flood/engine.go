@@ -28,8 +28,10 @@ type Plan struct {
 	// request's httptrace.ClientTrace. h1's transport (the fast client)
 	// also takes writes from the dispatcher: a send that finds a
 	// connection resting and leaves as signed (AsSigned) is written by the
-	// dispatcher at its intended time, its service time starting then, and
-	// a worker reads the answer.
+	// dispatcher at its intended time, its service time starting then. On
+	// Linux, over plain HTTP, the dispatcher reads its answer too, once the
+	// whole of it has arrived and is plainly framed; a worker reads every
+	// other answer.
 	Transport http.RoundTripper
 	// Limits bound the run.
 	Limits
@@ -241,6 +243,13 @@ func (e *engine) schedule(thread record.Dispatcher) {
 // taken before the clock started. It is the only goroutine that starts sends,
 // so checking inflight and then incrementing it cannot overshoot MaxInflight.
 func (e *engine) dispatch(first *Prepared, firstErr error) {
+	ready, _ := e.p.Source.(NextReady)
+	if ready != nil && e.p.Sleep == nil && e.p.Pacer.Rate() <= preciseRateMax {
+		// Only where the dispatcher has a thread of its own (see
+		// answerLoop); and a test's Sleep runs on a fake clock, which the
+		// loop's waits would not keep.
+		e.loop = newAnswerLoop(&e.crew)
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	done := e.ctx.Done()
@@ -259,6 +268,9 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		t0 := time.Since(e.start)
 		prep, err := first, firstErr
 		if n > 0 {
+			if e.loop.busy() && !ready.NextReady() {
+				e.loop.leaveAll(&e.crew) // Next may wait (see NextReady)
+			}
 			prep, err = e.p.Source.Next(e.ctx)
 		}
 		first = nil
@@ -268,6 +280,9 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		}
 		now := time.Since(e.start)
 		starved := n > 0 && now > off && now-max(t0, off) > starveSlack
+		if now >= off && e.loop.busy() {
+			e.loop.wait(&e.crew, 0) // behind: no wait to read answers in
+		}
 		if now < off && !e.waitUntil(timer, off, done) {
 			e.c.Settled(prep.Token, record.Outcome{})
 			e.stop(record.ReasonInterrupted, nil)
@@ -290,16 +305,25 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 			offer.Written = j.direct
 		}
 		e.c.Offered(offer)
-		if e.inflight.Add(1) > int64(e.nworkers) {
-			// Workers grow to the peak concurrency, so the job queue never
-			// holds a send while a slot is counted free.
-			e.startWorker()
+		e.inflight.Add(1)
+		if !e.loop.take(&e.crew, &j) {
+			e.handOff(j)
 		}
-		e.jobs <- j
 	}
+	e.loop.finish(&e.crew)
 	if first != nil { // taken but the schedule ended before it was due
 		e.c.Settled(first.Token, record.Outcome{})
 	}
+}
+
+// handOff hands j, counted in flight, to a worker. Workers grow to the
+// peak of the sends in flight that the dispatcher's loop does not await,
+// so the job queue never holds a send while a slot is counted free.
+func (e *crew) handOff(j job) {
+	if e.inflight.Load()-int64(e.loop.awaiting()) > int64(e.running) {
+		e.startWorker()
+	}
+	e.jobs <- j
 }
 
 // due is send n's intended offset, or false when the schedule ends before
@@ -357,6 +381,10 @@ const preciseRateMax = 10_000
 // with Plan.Sleep (nanosleep on Linux: ~0.1 ms late, and no CPU spent).
 const coarseMargin = 2 * time.Millisecond
 
+// loopWaitMax bounds a wait of the dispatcher's answer loop, so that it
+// sees the run's end within it.
+const loopWaitMax = 10 * time.Millisecond
+
 // waitUntil returns at offset off, or false as soon as done is closed
 // (within coarseMargin in the last stretch).
 func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan struct{}) bool {
@@ -364,6 +392,15 @@ func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan str
 		d := off - time.Since(e.start)
 		if d <= 0 {
 			return true
+		}
+		if e.loop.busy() {
+			// Answers are awaited: the wait is the loop's, as precise as
+			// the sleep below, and the run's end is seen within loopWaitMax.
+			if closed(done) {
+				return false
+			}
+			e.loop.wait(&e.crew, min(d, loopWaitMax))
+			continue
 		}
 		if d > coarseMargin {
 			timer.Reset(d - coarseMargin)

@@ -131,6 +131,24 @@ func (f settledFunc) Answered(int, *record.Delivery)      {}
 func (f settledFunc) Settled(token any, o record.Outcome) { f(token, o) }
 func (f settledFunc) End(record.Stop)                     {}
 
+// outcomeLog is a Collector keeping every settlement's Outcome, its
+// Delivery copied (the worker's is valid only during the call).
+type outcomeLog struct {
+	mu       sync.Mutex
+	outcomes []record.Outcome
+}
+
+func (l *outcomeLog) collector() Collector {
+	return settledFunc(func(_ any, o record.Outcome) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if o.Delivery != nil {
+			o.Delivery = new(*o.Delivery)
+		}
+		l.outcomes = append(l.outcomes, o)
+	})
+}
+
 // clients are the flood's HTTP clients: the tests of what the sender
 // measures over real connections run with each.
 var clients = []Client{ClientNetHTTP, ClientFast}

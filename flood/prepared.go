@@ -39,6 +39,19 @@ type DispatcherAware interface {
 	Dispatching(thread record.Dispatcher)
 }
 
+// NextReady is implemented by a Source that can tell, without waiting,
+// whether Next would return at once with a request made already (a
+// presigned pool, a pipeline's buffer), where another makes it in Next
+// (jit signing) or waits for one. The dispatcher reads the answers to
+// what it wrote itself (the fast client, plain HTTP, Linux, up to
+// 10 000/s) only from a NextReady Source, and before it calls a Next that is
+// not ready it leaves the answers it awaits to workers: an answer it read
+// after a wait in Next would be timed late by that wait. WrapSource does
+// not pass it on (a wrapper's Next may make its request).
+type NextReady interface {
+	NextReady() bool
+}
+
 // WrapSource is next as the Source of a wrapper of in (next calls in.Next
 // and changes what it gives): the seams the engine finds by a Source's
 // type and that concern in, not the requests (DispatcherAware), reach in.

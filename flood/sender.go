@@ -89,6 +89,18 @@ type job struct {
 	written  h1.Written    // on which connection (none when writeErr)
 	writeErr error         // the write's failure
 	sentAt   time.Duration // when the dispatcher took the connection, from the run's start (the send's bound runs from it)
+
+	resume *resumed // the dispatcher read the first answer, and a Fallback asks for more
+}
+
+// resumed is where the dispatcher left a send whose first answer it read
+// (answerLoop) and whose Fallback asked for another attempt, which may
+// wait on the network and so is a worker's: the attempt to make next, its
+// header, and the send's Delivery so far.
+type resumed struct {
+	n      int
+	header http.Header
+	d      record.Delivery
 }
 
 // crew is what the workers of a run share: the run's context, clock,
@@ -104,9 +116,11 @@ type crew struct {
 	jobs     chan job
 	inflight atomic.Int64
 	wg       sync.WaitGroup
-	nworkers int // the dispatcher's
+	nworkers int // the workers started (the dispatcher's)
+	running  int // the workers on goroutines of their own (the dispatcher's)
 
 	direct *directWriter // the dispatcher's own writes; nil when the transport cannot take them
+	loop   *answerLoop   // the dispatcher's own reading of their answers; nil when it reads none
 }
 
 // directTransport is a transport on whose resting connections one
@@ -206,6 +220,10 @@ type worker struct {
 	base    http.Request
 	gotConn atomic.Int64 // offset when the connection was obtained; -1 = not yet
 
+	// inline: the worker is the dispatcher's own (answerLoop), which makes
+	// no attempt that may wait: a second one is left to a worker (resumed).
+	inline bool
+
 	// With the fast client, what every send reuses (see sendContext and
 	// request): h1 is done with a request's context and body once its
 	// answer is read, and a worker makes one send at a time.
@@ -215,8 +233,11 @@ type worker struct {
 	bodyRC   io.ReadCloser // body under NopCloser
 }
 
-func (e *crew) startWorker() {
-	w := &worker{e: e, index: e.nworkers}
+// newWorker makes a worker whose Answered goes to shard index: 0 is the
+// dispatcher's own (answerLoop), 1, 2, … those startWorker runs on
+// goroutines of their own.
+func (e *crew) newWorker(index int) *worker {
+	w := &worker{e: e, index: index}
 	// The trace is attached once: a worker makes one send at a time, and
 	// WithClientTrace per send would allocate (and compose with a caller's
 	// trace again each time).
@@ -228,7 +249,13 @@ func (e *crew) startWorker() {
 		w.req = w.base.WithContext(&w.deadline)
 		w.bodyRC = io.NopCloser(&w.body)
 	}
+	return w
+}
+
+func (e *crew) startWorker() {
 	e.nworkers++
+	w := e.newWorker(e.nworkers)
+	e.running++
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -240,27 +267,44 @@ func (e *crew) startWorker() {
 		var d record.Delivery
 		for j := range e.jobs {
 			w.send(&j, &d)
-			e.c.Answered(w.index, &d)
-			e.c.Settled(j.prep.Token, record.Outcome{Sent: true, Aborted: d.Aborted, Class: d.Class, Status: d.Status, Delivery: &d})
-			e.inflight.Add(-1)
+			w.settle(&j, &d)
 		}
 	}()
+}
+
+// settle files j's send, its Delivery d made.
+func (w *worker) settle(j *job, d *record.Delivery) {
+	e := w.e
+	e.c.Answered(w.index, d)
+	e.c.Settled(j.prep.Token, record.Outcome{Sent: true, Aborted: d.Aborted, Class: d.Class, Status: d.Status, Delivery: d})
+	e.inflight.Add(-1)
 }
 
 func (w *worker) onGotConn(httptrace.GotConnInfo) {
 	w.gotConn.Store(int64(time.Since(w.e.start)))
 }
 
-// send makes one request and fills d. The actual send time is when the
-// request got its connection (httptrace GotConn): waiting for a pooled
-// connection is lateness, not service time. A RoundTripper that never reports
-// GotConn is taken to send when it is called.
-func (w *worker) send(j *job, d *record.Delivery) {
+// send makes one request and fills d, and reports whether it did: false
+// only on the dispatcher's own worker (inline), which leaves j to a worker
+// (j.resume set) when its Fallback asks for a second attempt. The actual
+// send time is when the request got its connection (httptrace GotConn):
+// waiting for a pooled connection is lateness, not service time. A
+// RoundTripper that never reports GotConn is taken to send when it is
+// called.
+func (w *worker) send(j *job, d *record.Delivery) bool {
 	e := w.e
 	p := j.prep
-	*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Written: j.direct, Method: p.Method, URL: p.URL, Intended: j.intended,
-		Class: record.ClassOther, SentBytes: int64(len(p.Body))}
-	d.Picked = time.Since(e.start)
+	if j.resume != nil {
+		*d = j.resume.d
+	} else {
+		*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Written: j.direct, Method: p.Method, URL: p.URL, Intended: j.intended,
+			Class: record.ClassOther, SentBytes: int64(len(p.Body))}
+		d.Picked = time.Since(e.start)
+		if w.inline {
+			// No hand-off: the dispatcher took the send when it wrote it.
+			d.Picked = j.sentAt
+		}
+	}
 	deadline := time.Now().Add(e.timeout)
 	if j.direct {
 		// Sent by the dispatcher, bounded from then. Picked stays the
@@ -289,6 +333,11 @@ func (w *worker) send(j *job, d *record.Delivery) {
 		}
 	}
 	status, err := w.attempts(ctx, j, d)
+	if err == errResume {
+		cancel()
+		j.resume.d = *d
+		return false
+	}
 	d.Done = time.Since(e.start)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -312,7 +361,12 @@ func (w *worker) send(j *job, d *record.Delivery) {
 	default:
 		d.Class = record.ClassConnError
 	}
+	return true
 }
+
+// errResume ends the attempts of the dispatcher's own worker where a
+// worker goes on (job.resume).
+var errResume = errors.New("flood: the send goes on on a worker")
 
 // aborterTransport is a transport that bounds a request whose context
 // holds an h1.Aborter by the context's deadline, and ends it by the
@@ -372,8 +426,12 @@ func (w *worker) attempts(ctx context.Context, j *job, d *record.Delivery) (stat
 			return 0, err
 		}
 	}
-	first := int64(-1)
-	for n := 1; ; n++ {
+	first, n := int64(-1), 1
+	if r := j.resume; r != nil {
+		// The dispatcher read the first answer (Actual is when it wrote).
+		header, n = r.header, r.n
+	}
+	for ; ; n++ {
 		d.Attempts = n
 		if n == 1 && j.direct {
 			status, err = w.readWritten(ctx, j, d)
@@ -391,6 +449,10 @@ func (w *worker) attempts(ctx context.Context, j *job, d *record.Delivery) (stat
 		again := false
 		if header, again, err = fb.Attempt(p, n, status, d.Measured); err != nil || !again {
 			return status, err
+		}
+		if w.inline {
+			j.resume = &resumed{n: n + 1, header: header}
+			return status, errResume
 		}
 	}
 }

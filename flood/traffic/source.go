@@ -284,6 +284,10 @@ func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
 	}
 }
 
+// NextReady reports whether Next would return at once: a signed request
+// waits in the buffer, or the workers stopped (flood.NextReady).
+func (p *Pipeline) NextReady() bool { return len(p.ch) > 0 || p.ctx.Err() != nil }
+
 // Fill waits until the buffer is full, so that a run starts with a full
 // buffer instead of racing its signers; it returns early when ctx ends or
 // the workers stopped.
@@ -515,6 +519,9 @@ func (p *Presigned) Next(ctx context.Context) (*flood.Prepared, error) {
 	p.next++
 	return r, nil
 }
+
+// NextReady is true: Next never waits (flood.NextReady).
+func (p *Presigned) NextReady() bool { return true }
 
 // Close discards the requests not handed out (their Follows were never
 // sent: see Generator.Settled); Next then returns io.EOF.

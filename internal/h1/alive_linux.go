@@ -24,8 +24,10 @@ func (c *conn) alive() bool {
 		}
 		// Made once a connection: SyscallConn and a closure per peek were
 		// two of a send's allocations.
-		c.peek = &peeker{rc: rc}
+		c.peek = &peeker{rc: rc, fd: -1}
 		c.peek.fn = c.peek.recv
+		c.peek.lookFn = c.peek.lookRecv
+		rc.Control(func(fd uintptr) { c.peek.fd = int(fd) })
 	}
 	// Control, not Read: Read fails at once on a connection whose read
 	// deadline has passed, and a resting connection keeps the deadline of
@@ -42,6 +44,13 @@ type peeker struct {
 	fn   func(fd uintptr) // recv, as a value made once
 	open bool             // the last peek found nothing arrived
 	buf  [1]byte          // what a peek would read
+	fd   int              // the socket's descriptor (-1: unknown), for Socket
+
+	// Arrived's look at an answer: into look, looked bytes or lookErr.
+	lookFn  func(fd uintptr)
+	look    []byte
+	looked  int
+	lookErr error
 }
 
 func (p *peeker) recv(fd uintptr) {

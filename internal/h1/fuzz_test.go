@@ -14,23 +14,32 @@ import (
 // h1Answer reads raw as h1 reads an answer to a POST: its final status
 // and its body.
 func h1Answer(t *Transport, raw []byte) (int, []byte, error) {
+	status, body, _, err := readRaw(t, raw)
+	return status, body, err
+}
+
+// readRaw reads raw as h1 reads an answer to a POST, its body to the end,
+// and returns its final status, its body and how many of raw's bytes
+// were left unread.
+func readRaw(t *Transport, raw []byte) (status int, got []byte, rest int, err error) {
 	a, b := net.Pipe() // what the connection closes when the answer ends
 	defer b.Close()
-	c := &conn{raw: a, nc: a, r: bufio.NewReader(bytes.NewReader(raw))}
+	src := bytes.NewReader(raw)
+	c := &conn{raw: a, nc: a, r: bufio.NewReader(src)}
 	req, _ := http.NewRequest(http.MethodPost, "http://sut.test/inbox", nil)
 	resp, err := c.readAnswer(askedOf(req))
 	if err != nil {
 		c.close()
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	bd := resp.Body.(*body)
 	bd.t, bd.key, bd.stop, bd.ctx = t, poolKey{"http", "sut.test:80"}, func() bool { return true }, context.Background()
 	if bd.done {
 		bd.finish()
 	}
-	got, err := io.ReadAll(resp.Body)
+	got, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, got, err
+	return resp.StatusCode, got, src.Len() + c.r.Buffered(), err
 }
 
 // netHTTPAnswer reads raw as net/http's transport reads an answer to a

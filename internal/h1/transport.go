@@ -1,6 +1,8 @@
 // Package h1 is a minimal HTTP/1.1 client transport for the flood: it
 // writes a request and reads its answer on the calling goroutine (or, with
-// Write and Read, writes it on one and reads the answer on another), over a
+// Write and Read, writes it on one and reads the answer on another, which
+// may watch the connection's Socket and read once Arrived says the whole
+// answer is there), over a
 // keep-alive pool of plain or TLS connections, where net/http's transport
 // hands every request to a writer and a reader goroutine of the
 // connection's and back. It speaks HTTP/1.1 only (no h2, no pipelining,

@@ -1,0 +1,241 @@
+//go:build linux
+
+package flood
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// shardLog is a collector noting, per send, the shard its Answered came
+// on and its Delivery.
+type shardLog struct {
+	settledFunc
+	mu     sync.Mutex
+	shards []int
+	ds     []record.Delivery
+}
+
+func (s *shardLog) Answered(shard int, d *record.Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shards = append(s.shards, shard)
+	s.ds = append(s.ds, *d)
+}
+
+// TestDispatcherReadsWholeAnswers: the dispatcher reads the answer to a
+// request it wrote itself once the whole of it has arrived (its own
+// worker, shard 0), a part waiting for the rest, and
+// leaves to a worker what it cannot be sure of reading without waiting
+// (a chunked body, one larger than its look), and an answer that does
+// not come by the send's deadline, which the worker ends as a timeout.
+// The server is a real listener writing each answer as the row says.
+func TestDispatcherReadsWholeAnswers(t *testing.T) {
+	big := strings.Repeat("x", answerLook)
+	for _, c := range []struct {
+		name    string
+		parts   []string      // the answer, written part by part
+		pause   time.Duration // between the parts
+		timeout time.Duration // the run's per-send timeout (0: the default)
+		class   record.Class  // how each send the dispatcher wrote ends
+		source  sourceKind    // whether the Source says Next is ready
+		byLoop  bool          // the dispatcher reads those answers itself
+	}{
+		// A 202 with its length: the dispatcher's to read.
+		{"whole", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, 0, record.Class202, alwaysReady, true},
+		// Its head first, its body 30 ms later: the dispatcher waits for
+		// the rest, and the send's service time holds the pause.
+		{"in two parts", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, 30 * time.Millisecond, 0, record.Class202, alwaysReady, true},
+		// The rest after the next send is due, the Source ready: still
+		// the dispatcher's.
+		{"past the next send", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, 80 * time.Millisecond, 0, record.Class202, alwaysReady, true},
+		// The same from a Source whose Next may wait: the answers awaited
+		// go to workers before it is called (all but the last send's).
+		{"past a Next that may wait", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, 80 * time.Millisecond, 0, record.Class202, neverReady, false},
+		// A Source that does not say: every answer is a worker's.
+		{"a Source that does not say", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, 0, record.Class202, silent, false},
+		// A chunked body: a worker's.
+		{"chunked", []string{"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"}, 0, 0, record.Class202, alwaysReady, false},
+		// A body longer than the dispatcher's look: a worker's.
+		{"larger than the look", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: " + strconv.Itoa(len(big)) + "\r\n\r\n" + big}, 0, 0, record.Class202, alwaysReady, false},
+		// Half an answer, and the rest after the deadline: a worker's, a
+		// timeout. (The first answer on each connection comes whole, so
+		// that a connection rests for the dispatcher to write on.)
+		{"past the deadline", []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, 400 * time.Millisecond, 150 * time.Millisecond, record.ClassTimeout, alwaysReady, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := partsServer(t, c.parts, c.pause, c.class == record.ClassTimeout)
+			tr := NewClientTransport(TransportOptions{Client: ClientFast})
+			defer tr.CloseIdleConnections()
+			log := &shardLog{settledFunc: func(any, record.Outcome) {}}
+			const sends = 12
+			// 50 ms apart: each answer is in before the next send is due
+			// (but a timed-out one, whose connection is closed).
+			mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 20), Transport: tr, Limits: Limits{MaxSends: sends, Timeout: c.timeout},
+				Source: c.source.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+
+			if len(log.ds) != sends {
+				t.Fatalf("%d answered, want %d", len(log.ds), sends)
+			}
+			written, byLoop := 0, 0
+			for i, d := range log.ds {
+				if d.Actual < d.Intended || d.Done < d.Picked || d.Done < d.Actual {
+					t.Errorf("send %d's times are out of order: intended %v, picked %v, sent %v, done %v", i, d.Intended, d.Picked, d.Actual, d.Done)
+				}
+				if !d.Written {
+					continue // a worker's from the start: it dialled
+				}
+				written++
+				if d.Class != c.class {
+					t.Errorf("send %d ended %v (status %d), want %v", i, d.Class, d.Status, c.class)
+				}
+				if c.pause > 0 && c.class == record.Class202 && d.Done-d.Actual < c.pause {
+					t.Errorf("send %d was done %v after it was sent, before the rest of its answer (%v)", i, d.Done-d.Actual, c.pause)
+				}
+				if c.class == record.ClassTimeout && (d.Done-d.Actual < c.timeout || d.Done-d.Actual > c.timeout+loopWaitMax+100*time.Millisecond) {
+					t.Errorf("send %d timed out %v after it was sent, want %v", i, d.Done-d.Actual, c.timeout)
+				}
+				if log.shards[i] == 0 {
+					byLoop++
+				}
+			}
+			// The first send dials; after it a connection rests before
+			// most sends are due, but a machine that stalls may leave one
+			// to a worker that dials: most, not all.
+			if written < sends/3 {
+				t.Fatalf("the dispatcher wrote %d of %d sends, too few to judge its reading", written, sends)
+			}
+			notByLoop := 0
+			if c.source == neverReady {
+				notByLoop = 1 // but the last: no Next comes after it
+			}
+			if c.byLoop && byLoop < written || !c.byLoop && byLoop > notByLoop {
+				t.Errorf("the dispatcher read %d of the %d answers to what it wrote, want it to read them: %v", byLoop, written, c.byLoop)
+			}
+		})
+	}
+}
+
+// TestInterruptedRunLeavesNoAnswerAwaited: a run interrupted while the
+// dispatcher awaits answers to what it wrote ends each of those sends as
+// aborted, at once, not at its deadline.
+func TestInterruptedRunLeavesNoAnswerAwaited(t *testing.T) {
+	// The first answer on a connection comes whole, so that it rests for
+	// the dispatcher to write on; every later one is held.
+	addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, 5*time.Second, true)
+	tr := NewClientTransport(TransportOptions{Client: ClientFast})
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	settledLog := &outcomeLog{}
+	began := time.Now()
+	res, _ := recorded(ctx, Plan{Pacer: mustConstant(t, 50), Transport: tr, Limits: Limits{Timeout: 10 * time.Second, Duration: 2 * time.Second},
+		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, settledLog.collector())
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("the interrupted run took %v to end, want it to end at once", took)
+	}
+	if res == nil || res.Reason != record.ReasonInterrupted {
+		t.Fatalf("the run ended %+v, want interrupted", res)
+	}
+	// The dispatcher wrote each send that found a connection resting, and
+	// the server holds each of those answers past the run.
+	written := 0
+	for _, o := range settledLog.outcomes {
+		if o.Delivery == nil || !o.Delivery.Written {
+			continue
+		}
+		written++
+		if !o.Aborted {
+			t.Errorf("a send awaited when the run was interrupted ended %+v, want aborted", *o.Delivery)
+		}
+	}
+	if written == 0 {
+		t.Error("the dispatcher wrote no send: none was awaited when the run was interrupted")
+	}
+}
+
+// sourceKind is what a test's Source says of its Next (NextReady).
+type sourceKind int
+
+const (
+	alwaysReady sourceKind = iota // ready every time
+	neverReady                    // ready never
+	silent                        // no NextReady at all
+)
+
+// of is src saying k.
+func (k sourceKind) of(src Source) Source {
+	if k == silent {
+		return src
+	}
+	return readySource{src, k == alwaysReady}
+}
+
+// readySource is a Source whose NextReady says ready.
+type readySource struct {
+	Source
+	ready bool
+}
+
+func (r readySource) NextReady() bool { return r.ready }
+
+// partsServer listens on the loopback and answers every request with
+// parts, pause apart; with firstWhole, the first request on a connection
+// with them all at once.
+func partsServer(t *testing.T, parts []string, pause time.Duration, firstWhole bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				go func() { <-stop; c.Close() }()
+				r := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(r)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					for i, p := range parts {
+						if i > 0 && !(firstWhole && n == 0) {
+							select {
+							case <-time.After(pause):
+							case <-stop:
+								return
+							}
+						}
+						if _, err := io.WriteString(c, p); err != nil {
+							return
+						}
+					}
+				}
+			})
+		}
+	})
+	return ln.Addr().String()
+}

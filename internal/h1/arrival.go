@@ -1,0 +1,116 @@
+// What has arrived of a written request's answer, seen without reading
+// it: the flood's dispatcher watches the sockets of the requests it wrote
+// and reads an answer itself only once the whole of it is there, so that
+// reading it never waits.
+
+package h1
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// Arrival is how much of a written request's answer Arrived saw.
+type Arrival int
+
+const (
+	// ArrivedPart: not all of the answer is there yet, and it is one that
+	// the bytes to come would make whole (a head still short of its end,
+	// or a body short of its Content-Length).
+	ArrivedPart Arrival = iota
+	// ArrivedWhole: exactly one whole answer is there, framed by a
+	// Content-Length (or by having no body), so Read reads it without
+	// waiting on the network.
+	ArrivedWhole
+	// ArrivedUnsure: anything else: the server closed the connection or
+	// the socket failed, an interim (1xx) answer, a chunked or
+	// close-delimited body, framing fields Read would refuse, bytes past
+	// the answer, or an answer larger than the caller's buffer. Read
+	// knows what to make of it, and may wait for it.
+	ArrivedUnsure
+)
+
+// Socket is the connection of a Written as an event loop watches it: its
+// file descriptor, and a value equal for two Writtens exactly when they
+// are on the same connection (a descriptor is reused once its connection
+// closes).
+type Socket struct {
+	FD   int
+	conn *conn
+}
+
+// arrival judges got, the bytes arrived of an answer to a request (a
+// HEAD when head), full when they filled the caller's buffer. It claims
+// ArrivedWhole only for the plainest framing, which Read reads exactly as
+// net/http does: a final status, at most one Content-Length (or none, on
+// a 204, a 304 or an answer to a HEAD), no Transfer-Encoding, and the
+// bytes ending exactly where that length does.
+func arrival(got []byte, full, head bool) Arrival {
+	end := bytes.Index(got, []byte("\r\n\r\n"))
+	seen := got
+	if end >= 0 {
+		seen = got[:end+4]
+	}
+	if bytes.Count(seen, []byte("\n")) != bytes.Count(seen, []byte("\r\n")) {
+		// A line ended by a bare LF, which Read takes as an end too.
+		return ArrivedUnsure
+	}
+	if end < 0 {
+		if full || len(got) > maxHeadBytes {
+			return ArrivedUnsure
+		}
+		return ArrivedPart
+	}
+	headLen := end + 4
+	lines := bytes.Split(got[:end], []byte("\r\n"))
+	status, ok := statusOf(lines[0])
+	if !ok || status < 200 {
+		return ArrivedUnsure
+	}
+	length, lengths := int64(0), 0
+	for _, l := range lines[1:] {
+		name, value, ok := bytes.Cut(l, []byte(":"))
+		if !ok {
+			return ArrivedUnsure
+		}
+		switch {
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return ArrivedUnsure
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, err := strconv.ParseInt(string(bytes.Trim(value, " \t")), 10, 64)
+			if err != nil || n < 0 || lengths > 0 {
+				return ArrivedUnsure
+			}
+			length, lengths = n, 1
+		}
+	}
+	bodyless := head || status == 204 || status == 304
+	if lengths == 0 && !bodyless {
+		return ArrivedUnsure // delimited by the server's close
+	}
+	if bodyless {
+		length = 0
+	}
+	switch want := int64(headLen) + length; {
+	case int64(len(got)) == want:
+		return ArrivedWhole
+	case int64(len(got)) > want || full:
+		return ArrivedUnsure
+	}
+	return ArrivedPart
+}
+
+// statusOf reads the status code of an HTTP/1.x status line.
+func statusOf(line []byte) (int, bool) {
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+		return 0, false
+	}
+	code := 0
+	for _, b := range line[9:12] {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		code = code*10 + int(b-'0')
+	}
+	return code, code >= 100
+}
