@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/h1"
+	"golang.org/x/sys/unix"
 )
 
 // answerLoop is the dispatcher's own reading of the answers to the
@@ -18,15 +19,22 @@ import (
 // so), which then takes no wait. A worker handed every answer had to be
 // woken for it, and its goroutine parked on the socket and woken again.
 // Against the bench's null sink on the same two cores (builds alternated,
-// 10 s at a set rate after 3 s, medians), a send cost the flood process
-// 112 against 140 µs of CPU at 2 000/s (seven trials each), 80 against 97
-// at 5 000/s and 66 against 76 at 10 000/s (three each), the p99 latency
-// alike. It runs only up to preciseRateMax, where the dispatcher has a
-// thread of its own and sleeps between sends: above, a dispatcher that
-// also read every answer fell behind its schedule (p99 lateness 22 ms
-// against 4 ms at 22 000/s). And a loop on a goroutine of its own, woken
-// apart from the dispatcher, cost more than the workers at 2 000 and
-// 5 000/s (133-145 against 121-140 µs, 113-120 against 89-101).
+// 10 s at a set rate after 3 s), a send cost the flood process 107 and
+// 133 against 132 and 152 µs of CPU at 2 000/s and 92-95 against 107 at
+// 5 000/s, its p99 latency 0.31 against 0.44-0.74 ms and 0.56-0.77
+// against 1.15-1.17 ms, its p99 lateness alike or lower.
+//
+// It runs only where the dispatcher's thread is real-time
+// (--dispatcher-priority auto up to 5 000/s, or realtime up to 10 000/s,
+// where the kernel allows it), so that reading an answer never has it
+// preempted when a send comes due: under the normal policy at 2 000/s the
+// same loop cut the CPU as much (100-107 against 123-138 µs) but tripled
+// the p99 lateness (0.27-0.49 against 0.09-0.10 ms). Above 10 000/s,
+// where the dispatcher shares its thread and seldom sleeps, one that also
+// read every answer fell behind its schedule (p99 lateness 22 ms against
+// 4 ms at 22 000/s); and a loop on a goroutine of its own, woken apart
+// from the dispatcher, cost more than the workers (133-145 against
+// 121-140 µs at 2 000/s).
 //
 // Whatever it is not sure of it leaves to a worker, as before: an answer
 // not whole when its deadline comes (the worker's Read then times out),
@@ -36,7 +44,7 @@ import (
 // awaited when the run is interrupted.
 type answerLoop struct {
 	epfd    int
-	watched map[int]h1.Socket // each descriptor's connection as the epoll has it
+	watched map[int]h1.Socket // each descriptor's connection as the epoll has it (kept until the descriptor is another's: the comparison needs it)
 	pending map[int]awaited   // the sends whose answers it awaits, by descriptor
 	order   []deadlined       // the same, by deadline (their sends' order)
 	next    uint64            // the next send's number in it
@@ -61,19 +69,21 @@ type deadlined struct {
 	at  time.Duration
 }
 
+// answerBatch bounds the events one wait takes, and so the answers read
+// before the dispatcher looks at its clock again; the rest stay ready in
+// the epoll for the next wait.
+const answerBatch = 16
+
 // answerLook bounds the answer the loop reads itself: a federating
 // server's answer to a POST is a head and a short body, well under it.
 const answerLook = 4 << 10
 
-// sysEpollPwait2 is epoll_pwait2 (Linux 5.11), whose timeout is in
-// nanoseconds: epoll_wait's milliseconds would wake the dispatcher a
-// millisecond late for its next send.
-const sysEpollPwait2 = 441
-
 // newAnswerLoop is the loop of the crew e, or nil when the dispatcher
 // cannot read answers itself: its transport is not one it writes on, or
 // the kernel lacks epoll_pwait2 (before Linux 5.11, or refused by a
-// container's seccomp profile), without which its waits would be late.
+// container's seccomp profile), whose timeout in nanoseconds the loop's
+// waits need: epoll_wait's milliseconds would wake the dispatcher up to
+// a millisecond late for its next send.
 func newAnswerLoop(e *crew) *answerLoop {
 	if e.direct == nil {
 		return nil
@@ -83,7 +93,7 @@ func newAnswerLoop(e *crew) *answerLoop {
 		return nil
 	}
 	l := &answerLoop{epfd: epfd, watched: map[int]h1.Socket{}, pending: map[int]awaited{},
-		events: make([]syscall.EpollEvent, 128), look: make([]byte, answerLook)}
+		events: make([]syscall.EpollEvent, answerBatch), look: make([]byte, answerLook)}
 	if _, err := l.poll(0); err != nil {
 		syscall.Close(epfd)
 		return nil
@@ -123,7 +133,9 @@ func (l *answerLoop) take(e *crew, j *job) bool {
 		// closed one left the epoll by itself; its descriptor may be
 		// another's now. The answer may have come already: adding the
 		// socket reports what is there.
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | -syscall.EPOLLET, Fd: int32(s.FD)}
+		// Edge-triggered: an answer wakes the loop once, and a part
+		// again when the rest comes.
+		ev := syscall.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(s.FD)}
 		err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, s.FD, &ev)
 		if errors.Is(err, syscall.EEXIST) {
 			err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, s.FD, &ev)
@@ -146,16 +158,26 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 	if err != nil {
 		n = 0 // EINTR; anything else shows as deadlines pass
 	}
+	// The answers were there when the wait returned: that is when they
+	// are done, however long the ones before them in the batch take.
+	polled := time.Since(e.start)
 	for _, ev := range l.events[:n] {
 		a, ok := l.pending[int(ev.Fd)]
 		if !ok {
 			continue // a resting connection's, or a worker's
 		}
-		switch a.j.written.Arrived(l.look) {
+		got := a.j.written.Arrived(l.look)
+		if got == h1.ArrivedPart && ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			// A part, and then the server's close or an error: no more
+			// bytes will wake the loop, and Read tells at once.
+			got = h1.ArrivedUnsure
+		}
+		switch got {
 		case h1.ArrivedPart:
 			continue // the rest will wake the loop
 		case h1.ArrivedWhole:
 			delete(l.pending, int(ev.Fd))
+			l.w.arrived = polled
 			l.read(e, &a.j)
 		default:
 			delete(l.pending, int(ev.Fd))
@@ -237,7 +259,7 @@ func (l *answerLoop) poll(d time.Duration) (int, error) {
 	// The kernel's __kernel_timespec: two 64-bit fields on every
 	// architecture, where syscall.Timespec's are 32-bit on some.
 	ts := struct{ sec, nsec int64 }{int64(d / time.Second), int64(d % time.Second)}
-	r, _, errno := syscall.Syscall6(sysEpollPwait2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+	r, _, errno := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
 		uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
 	if errno != 0 {
 		return 0, errno

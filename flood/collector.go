@@ -16,13 +16,13 @@ import (
 // shard per worker, no lock shared), or on the dispatcher with shard 0
 // for an answer it read itself (the fast client on Linux); Settled on a
 // worker or the dispatcher, once per request taken from the Source
-// (answered, aborted,
-// dropped or left unsent), after its Answered, its Outcome carrying the
-// send's Delivery (a dropped one's Offer), so that a collector writing
-// every send down (the results) needs Settled alone. The send path calls
-// them, so they must be cheap, must not block, and Offered, Answered and
-// Settled must be safe for concurrent use. The Delivery is the worker's:
-// valid only during the call.
+// (answered, aborted, dropped or left unsent), after its Answered, its
+// Outcome carrying the send's Delivery (a dropped one's Offer), so that a
+// collector writing every send down (the results) needs Settled alone.
+// The send path calls them, so they must be cheap, must not block (on
+// the dispatcher, a wait delays every send after it), and Offered,
+// Answered and Settled must be safe for concurrent use. The Delivery is
+// the worker's: valid only during the call.
 type Collector interface {
 	Begin(record.Schedule)
 	Offered(record.Offer)

@@ -88,7 +88,9 @@ func (a asSignedToken) FirstAsSigned() bool { return a.asSigned }
 // finds a connection resting is written by the dispatcher itself at its
 // intended time, before it takes the next request, when its token lets
 // it leave as signed (AsSigned, or no Holder or Fallback); the worker
-// reads the answer, and a Fallback's later attempts are the worker's.
+// reads the answer (or the dispatcher, where it can: the Source here says
+// its next request is ready), and a Fallback's later attempts are the
+// worker's.
 // Every other send is the worker's from the start. The server is real,
 // and answers a request without X-Second 401 when refuse says so.
 func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
@@ -138,7 +140,7 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			// 20 ms apart: each answer is in, its connection resting,
 			// before the next send is due.
 			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 50), Transport: rt, Limits: Limits{MaxSends: sends},
-				Source: numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token })}, settledLog.collector())
+				Source: alwaysReady.of(numbered(t, srv.URL+"/inbox", log, func(int) any { return c.token }))}, settledLog.collector())
 
 			if len(settledLog.outcomes) != sends {
 				t.Fatalf("%d settled, want %d", len(settledLog.outcomes), sends)

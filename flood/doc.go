@@ -23,7 +23,9 @@
 //     http.RoundTripper reporting GotConn: net/http's, or internal/h1's
 //     (--client), which writes and reads on the worker's own goroutine,
 //     and on whose resting connections the dispatcher itself writes a
-//     send that leaves as signed, a worker reading its answer.
+//     send that leaves as signed, a worker reading its answer, or on
+//     Linux, with a real-time dispatcher, the dispatcher itself once the
+//     whole answer has arrived (answers_linux.go).
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
 //     time and hands the send to a free worker slot (having written it,
 //     when it could); with MaxInflight slots busy the send is dropped and

@@ -144,8 +144,9 @@ type engine struct {
 	sleep func(time.Duration)
 
 	// Dispatcher-owned; read by others only after the dispatcher returned.
-	kinds   kinds
-	stopped record.Stop
+	kinds    kinds
+	stopped  record.Stop
+	realtime bool // the dispatcher's thread runs under a real-time policy
 }
 
 func newEngine(ctx context.Context, p Plan, c Collector) *engine {
@@ -228,6 +229,7 @@ func (e *engine) schedule(thread record.Dispatcher) {
 	if a, ok := e.p.Source.(DispatcherAware); ok {
 		a.Dispatching(thread)
 	}
+	e.realtime = thread.RealTime()
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.
@@ -244,8 +246,8 @@ func (e *engine) schedule(thread record.Dispatcher) {
 // so checking inflight and then incrementing it cannot overshoot MaxInflight.
 func (e *engine) dispatch(first *Prepared, firstErr error) {
 	ready, _ := e.p.Source.(NextReady)
-	if ready != nil && e.p.Sleep == nil && e.p.Pacer.Rate() <= preciseRateMax {
-		// Only where the dispatcher has a thread of its own (see
+	if ready != nil && e.realtime && e.p.Sleep == nil {
+		// Only where the dispatcher's thread is real-time (see
 		// answerLoop); and a test's Sleep runs on a fake clock, which the
 		// loop's waits would not keep.
 		e.loop = newAnswerLoop(&e.crew)
@@ -280,9 +282,6 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		}
 		now := time.Since(e.start)
 		starved := n > 0 && now > off && now-max(t0, off) > starveSlack
-		if now >= off && e.loop.busy() {
-			e.loop.wait(&e.crew, 0) // behind: no wait to read answers in
-		}
 		if now < off && !e.waitUntil(timer, off, done) {
 			e.c.Settled(prep.Token, record.Outcome{})
 			e.stop(record.ReasonInterrupted, nil)
@@ -309,6 +308,12 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 		if !e.loop.take(&e.crew, &j) {
 			e.handOff(j)
 		}
+		if e.loop.busy() && time.Since(e.start) >= e.p.Pacer.Offset(n+1) {
+			// Behind: no wait before the next send to read answers in.
+			// After the write, so that reading never delays a due send
+			// more than one batch does.
+			e.loop.wait(&e.crew, 0)
+		}
 	}
 	e.loop.finish(&e.crew)
 	if first != nil { // taken but the schedule ended before it was due
@@ -320,7 +325,7 @@ func (e *engine) dispatch(first *Prepared, firstErr error) {
 // peak of the sends in flight that the dispatcher's loop does not await,
 // so the job queue never holds a send while a slot is counted free.
 func (e *crew) handOff(j job) {
-	if e.inflight.Load()-int64(e.loop.awaiting()) > int64(e.running) {
+	if e.inflight.Load()-int64(e.loop.awaiting()) > int64(e.nworkers) {
 		e.startWorker()
 	}
 	e.jobs <- j

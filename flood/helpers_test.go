@@ -149,6 +149,31 @@ func (l *outcomeLog) collector() Collector {
 	})
 }
 
+// sourceKind is what a test's Source says of its Next (NextReady).
+type sourceKind int
+
+const (
+	alwaysReady sourceKind = iota // ready every time
+	neverReady                    // ready never
+	silent                        // no NextReady at all
+)
+
+// of is src saying k.
+func (k sourceKind) of(src Source) Source {
+	if k == silent {
+		return src
+	}
+	return readySource{src, k == alwaysReady}
+}
+
+// readySource is a Source whose NextReady says ready.
+type readySource struct {
+	Source
+	ready bool
+}
+
+func (r readySource) NextReady() bool { return r.ready }
+
 // clients are the flood's HTTP clients: the tests of what the sender
 // measures over real connections run with each.
 var clients = []Client{ClientNetHTTP, ClientFast}

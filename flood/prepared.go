@@ -43,8 +43,8 @@ type DispatcherAware interface {
 // whether Next would return at once with a request made already (a
 // presigned pool, a pipeline's buffer), where another makes it in Next
 // (jit signing) or waits for one. The dispatcher reads the answers to
-// what it wrote itself (the fast client, plain HTTP, Linux, up to
-// 10 000/s) only from a NextReady Source, and before it calls a Next that is
+// what it wrote itself (the fast client, plain HTTP, Linux, a real-time
+// dispatcher) only from a NextReady Source, and before it calls a Next that is
 // not ready it leaves the answers it awaits to workers: an answer it read
 // after a wait in Next would be timed late by that wait. WrapSource does
 // not pass it on (a wrapper's Next may make its request).
@@ -112,8 +112,10 @@ type Holder interface {
 // signing, whether its request leaves now and first as it was signed: its
 // Hold (if a Holder) is nil, and its Fallback (if one) would give p.Header
 // for attempt 0 and count nothing for it. Then the dispatcher may write
-// that attempt itself on a resting connection, and a worker reads the
-// answer and asks the Fallback from attempt 1 on. A Holder or Fallback
+// that attempt itself on a resting connection, and a worker (or the
+// dispatcher, once the whole answer is there: then Attempt for attempt 1
+// is called on the dispatcher and must not wait either) reads the answer
+// and asks the Fallback from attempt 1 on. A Holder or Fallback
 // token that is not an AsSigned, or says false, has its whole send made
 // by a worker; a token that is none of the three leaves as signed.
 // FirstAsSigned is called on the dispatcher, before the send is handed

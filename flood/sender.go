@@ -116,8 +116,7 @@ type crew struct {
 	jobs     chan job
 	inflight atomic.Int64
 	wg       sync.WaitGroup
-	nworkers int // the workers started (the dispatcher's)
-	running  int // the workers on goroutines of their own (the dispatcher's)
+	nworkers int // the workers started on goroutines of their own
 
 	direct *directWriter // the dispatcher's own writes; nil when the transport cannot take them
 	loop   *answerLoop   // the dispatcher's own reading of their answers; nil when it reads none
@@ -222,7 +221,9 @@ type worker struct {
 
 	// inline: the worker is the dispatcher's own (answerLoop), which makes
 	// no attempt that may wait: a second one is left to a worker (resumed).
-	inline bool
+	// arrived is when the loop's wait returned with the answer it reads.
+	inline  bool
+	arrived time.Duration
 
 	// With the fast client, what every send reuses (see sendContext and
 	// request): h1 is done with a request's context and body once its
@@ -255,7 +256,6 @@ func (e *crew) newWorker(index int) *worker {
 func (e *crew) startWorker() {
 	e.nworkers++
 	w := e.newWorker(e.nworkers)
-	e.running++
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -307,9 +307,10 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	}
 	deadline := time.Now().Add(e.timeout)
 	if j.direct {
-		// Sent by the dispatcher, bounded from then. Picked stays the
-		// worker's: the hand-off is still the crowd's delay (dispatch),
-		// though it now delays the reading of the answer, not the send.
+		// Sent by the dispatcher, bounded from then. A worker's Picked
+		// stays its own: the hand-off is still the crowd's delay
+		// (dispatch), though it now delays the reading of the answer, not
+		// the send.
 		deadline = e.start.Add(j.sentAt + e.timeout)
 	}
 	w.gotConn.Store(-1)
@@ -339,6 +340,9 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 		return false
 	}
 	d.Done = time.Since(e.start)
+	if w.inline {
+		d.Done = max(w.arrived, d.Actual) // it was whole when the wait returned
+	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 

@@ -35,13 +35,14 @@ type Offer struct {
 	Dropped  bool          // no free slot: not sent
 	// Written: the dispatcher wrote the request itself (or tried to: a
 	// failed write ends the send as a connection error), on a resting
-	// connection, before handing it to a worker to read the answer; its
-	// lateness ends at the write, and the hand-off is in its service time.
+	// connection, before handing it to a worker to read the answer (or
+	// reading it itself, whole: no hand-off); its lateness ends at the
+	// write, and a hand-off is in its service time.
 	Written bool
 }
 
-// Delivery is one send handed to a worker, as it ended: answered, failed
-// or aborted (flood.Collector.Answered). Times are offsets from the start.
+// Delivery is one send, as it ended: answered, failed or aborted
+// (flood.Collector.Answered), by a worker or by the dispatcher. Times are offsets from the start.
 type Delivery struct {
 	Type     string // as in its Offer
 	Measured bool
@@ -50,7 +51,7 @@ type Delivery struct {
 	Method   string
 	URL      *url.URL // the target; shared, read-only
 	Intended time.Duration
-	Picked   time.Duration // a worker took the send (before the round trip, or before reading the answer to the request the dispatcher wrote)
+	Picked   time.Duration // a worker took the send (before the round trip, or before reading the answer to the request the dispatcher wrote); the write, where the dispatcher read that answer too
 	Actual   time.Duration // the request got its connection, or the dispatcher took one to write it (or Picked)
 	Done     time.Duration // answer drained, or the error
 	// Aborted: the run was interrupted before the answer; such a send

@@ -5,10 +5,7 @@
 
 package h1
 
-import (
-	"bytes"
-	"strconv"
-)
+import "bytes"
 
 // Arrival is how much of a written request's answer Arrived saw.
 type Arrival int
@@ -77,8 +74,10 @@ func arrival(got []byte, full, head bool) Arrival {
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			return ArrivedUnsure
 		case bytes.EqualFold(name, []byte("Content-Length")):
-			n, err := strconv.ParseInt(string(bytes.Trim(value, " \t")), 10, 64)
-			if err != nil || n < 0 || lengths > 0 {
+			// Read's own parse, so that a length it would refuse ("+5")
+			// is never called whole.
+			n, err := contentLength([]string{string(value)})
+			if err != nil || lengths > 0 {
 				return ArrivedUnsure
 			}
 			length, lengths = n, 1
