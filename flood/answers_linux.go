@@ -45,9 +45,8 @@ import (
 type answerLoop struct {
 	epfd    int
 	watched map[int]h1.Socket // each descriptor's connection as the epoll has it (kept until the descriptor is another's: the comparison needs it)
-	pending map[int]awaited   // the sends whose answers it awaits, by descriptor
+	pending map[int]job       // the sends whose answers it awaits, by descriptor
 	order   []deadlined       // the same, by deadline (their sends' order)
-	next    uint64            // the next send's number in it
 	events  []syscall.EpollEvent
 	look    []byte // Arrived's buffer
 	w       *worker
@@ -55,18 +54,19 @@ type answerLoop struct {
 	stop    func() bool // unregisters w's Aborter from the run's context
 }
 
-// awaited is a send whose answer the loop awaits.
-type awaited struct {
-	j   job
-	seq uint64
+// deadlined is an awaited send's deadline, as an offset from the run's
+// start, and its descriptor. It names the send: a later one on the same
+// descriptor was written after this one's answer was read, so its
+// deadline is later.
+type deadlined struct {
+	fd int
+	at time.Duration
 }
 
-// deadlined is an awaited send's deadline, as an offset from the run's
-// start, with its number in the loop.
-type deadlined struct {
-	fd  int
-	seq uint64
-	at  time.Duration
+// awaits returns the send o names, and whether the loop still awaits it.
+func (l *answerLoop) awaits(e *crew, o deadlined) (job, bool) {
+	j, ok := l.pending[o.fd]
+	return j, ok && j.sentAt+e.timeout == o.at
 }
 
 // answerBatch bounds the events one wait takes, and so the answers read
@@ -92,7 +92,7 @@ func newAnswerLoop(e *crew) *answerLoop {
 	if err != nil {
 		return nil
 	}
-	l := &answerLoop{epfd: epfd, watched: map[int]h1.Socket{}, pending: map[int]awaited{},
+	l := &answerLoop{epfd: epfd, watched: map[int]h1.Socket{}, pending: map[int]job{},
 		events: make([]syscall.EpollEvent, answerBatch), look: make([]byte, answerLook)}
 	if _, err := l.poll(0); err != nil {
 		syscall.Close(epfd)
@@ -145,9 +145,8 @@ func (l *answerLoop) take(e *crew, j *job) bool {
 		}
 		l.watched[s.FD] = s
 	}
-	l.next++
-	l.pending[s.FD] = awaited{j: *j, seq: l.next}
-	l.order = append(l.order, deadlined{fd: s.FD, seq: l.next, at: j.sentAt + e.timeout})
+	l.pending[s.FD] = *j
+	l.order = append(l.order, deadlined{fd: s.FD, at: j.sentAt + e.timeout})
 	return true
 }
 
@@ -162,11 +161,11 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 	// are done, however long the ones before them in the batch take.
 	polled := time.Since(e.start)
 	for _, ev := range l.events[:n] {
-		a, ok := l.pending[int(ev.Fd)]
+		j, ok := l.pending[int(ev.Fd)]
 		if !ok {
 			continue // a resting connection's, or a worker's
 		}
-		got := a.j.written.Arrived(l.look)
+		got := j.written.Arrived(l.look)
 		if got == h1.ArrivedPart && ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			// A part, and then the server's close or an error: no more
 			// bytes will wake the loop, and Read tells at once.
@@ -178,10 +177,10 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 		case h1.ArrivedWhole:
 			delete(l.pending, int(ev.Fd))
 			l.w.arrived = polled
-			l.read(e, &a.j)
+			l.read(e, &j)
 		default:
 			delete(l.pending, int(ev.Fd))
-			l.leave(e, a.j)
+			e.handOff(j)
 		}
 	}
 	l.expire(e)
@@ -191,16 +190,10 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 // Fallback asks for another attempt, which a worker makes.
 func (l *answerLoop) read(e *crew, j *job) {
 	if !l.w.send(j, &l.d) {
-		l.leave(e, *j)
+		e.handOff(*j)
 		return
 	}
 	l.w.settle(j, &l.d)
-}
-
-// leave hands j to a worker, as the dispatcher hands the sends it does
-// not wait for.
-func (l *answerLoop) leave(e *crew, j job) {
-	e.handOff(j)
 }
 
 // expire leaves to workers the sends whose deadline has passed, and
@@ -210,15 +203,15 @@ func (l *answerLoop) expire(e *crew) {
 	k := 0
 	for ; k < len(l.order); k++ {
 		o := l.order[k]
-		a, ok := l.pending[o.fd]
-		if !ok || a.seq != o.seq {
+		j, ok := l.awaits(e, o)
+		if !ok {
 			continue // settled
 		}
 		if o.at > now {
 			break
 		}
 		delete(l.pending, o.fd)
-		l.leave(e, a.j)
+		e.handOff(j)
 	}
 	if k > 0 {
 		l.order = append(l.order[:0], l.order[k:]...)
@@ -246,9 +239,9 @@ func (l *answerLoop) finish(e *crew) {
 // leaveAll leaves every answer the loop awaits to workers.
 func (l *answerLoop) leaveAll(e *crew) {
 	for _, o := range l.order {
-		if a, ok := l.pending[o.fd]; ok && a.seq == o.seq {
+		if j, ok := l.awaits(e, o); ok {
 			delete(l.pending, o.fd)
-			l.leave(e, a.j)
+			e.handOff(j)
 		}
 	}
 	l.order = l.order[:0]

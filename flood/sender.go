@@ -299,10 +299,11 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	} else {
 		*d = record.Delivery{Type: j.typ, Measured: j.measured, Starved: j.starved, Written: j.direct, Method: p.Method, URL: p.URL, Intended: j.intended,
 			Class: record.ClassOther, SentBytes: int64(len(p.Body))}
-		d.Picked = time.Since(e.start)
 		if w.inline {
 			// No hand-off: the dispatcher took the send when it wrote it.
 			d.Picked = j.sentAt
+		} else {
+			d.Picked = time.Since(e.start)
 		}
 	}
 	deadline := time.Now().Add(e.timeout)

@@ -59,13 +59,17 @@ func arrival(got []byte, full, head bool) Arrival {
 		return ArrivedPart
 	}
 	headLen := end + 4
-	lines := bytes.Split(got[:end], []byte("\r\n"))
-	status, ok := statusOf(lines[0])
+	// Line by line with Cut, not Split: the dispatcher looks at every
+	// answer it awaits, and Split would allocate each time.
+	first, rest, _ := bytes.Cut(got[:end], []byte("\r\n"))
+	status, ok := statusOf(first)
 	if !ok || status < 200 {
 		return ArrivedUnsure
 	}
 	length, lengths := int64(0), 0
-	for _, l := range lines[1:] {
+	for more := len(rest) > 0; more; {
+		var l []byte
+		l, rest, more = bytes.Cut(rest, []byte("\r\n"))
 		name, value, ok := bytes.Cut(l, []byte(":"))
 		if !ok {
 			return ArrivedUnsure
