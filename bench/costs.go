@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/crowdfed/crowd/flood"
 )
@@ -368,6 +369,13 @@ func medianP99(rs []loopResult) float64 {
 	}
 	return median(ps)
 }
+
+// The open-loop reference's limits, the flood's own: its default in
+// flight, and its per-send timeout as the drain.
+const (
+	openLoopMaxInflight = 1024
+	openLoopDrain       = 10 * time.Second
+)
 
 // openLoopRow: the presigned flood beside the open-loop reference
 // (openLoopTrial) replaying the same pool to the same null sink under the

@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -19,16 +18,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-)
+	"golang.org/x/sys/unix"
 
-// sysEpollPwait2 is epoll_pwait2 (Linux 5.11), the one epoll wait with a
-// timeout finer than a millisecond; its number is the same on every
-// architecture but MIPS, where the call fails with ENOSYS and the loop
-// falls back to epoll_wait.
-const sysEpollPwait2 = 441
+	"github.com/crowdfed/crowd/internal/epoll"
+)
 
 // openLoopLimits bound a trial of the open-loop reference.
 type openLoopLimits struct {
@@ -39,13 +34,6 @@ type openLoopLimits struct {
 	// schedule has ended; those that have not come are failures.
 	drain time.Duration
 }
-
-// The trial's limits, the flood's own: its default in flight, and its
-// per-send timeout as the drain.
-const (
-	openLoopMaxInflight = 1024
-	openLoopDrain       = 10 * time.Second
-)
 
 // olConn is one connection of the open-loop client.
 type olConn struct {
@@ -62,16 +50,14 @@ type olConn struct {
 type openLoop struct {
 	reqs        [][]byte               // the requests' wire form, sent cycling
 	sa          *syscall.SockaddrInet4 // the listener (this loop's own: Connect writes into it)
-	epfd        int
-	conns       map[int32]*olConn // every open connection, by descriptor
-	idle        []*olConn         // connections with nothing in flight
-	busy        int               // requests in flight
-	start       time.Time         // the schedule's start, shared by the loops
-	maxInflight int               // this loop's share of the trial's limit
+	set         *epoll.Set             // its waits are to the nanosecond where the kernel has epoll_pwait2, else rounded up to a millisecond (which shows in the trial's lateness)
+	conns       map[int32]*olConn      // every open connection, by descriptor
+	idle        []*olConn              // connections with nothing in flight
+	busy        int                    // requests in flight
+	start       time.Time              // the schedule's start, shared by the loops
+	maxInflight int                    // this loop's share of the trial's limit
 	drain       time.Duration
-	events      []syscall.EpollEvent
 	buf         []byte // what one read takes
-	pwait2      bool   // epoll_pwait2 is there (until it says otherwise)
 
 	// What the trial counts: connections dialled; of the sends due after
 	// the warm-up, those offered, completed (answered or failed), answered
@@ -115,9 +101,9 @@ func openLoopTrialWithin(ctx context.Context, reqs [][]byte, addr string, rate f
 	for k := range loops {
 		l := &openLoop{reqs: reqs, sa: &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}, conns: map[int32]*olConn{},
 			maxInflight: max(1, lim.inflight/n), drain: lim.drain,
-			events: make([]syscall.EpollEvent, 256), buf: make([]byte, 16<<10), pwait2: true,
+			buf:     make([]byte, 16<<10),
 			latency: hdrhistogram.New(1, 60_000_000, 3), lateness: hdrhistogram.New(1, 60_000_000, 3)}
-		if l.epfd, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
+		if l.set, err = epoll.Open(256); err != nil {
 			o.Why = "open loop: " + err.Error()
 			for _, l := range loops[:k] {
 				l.close()
@@ -260,8 +246,7 @@ func (l *openLoop) dial() (*olConn, error) {
 		syscall.Close(fd)
 		return nil, err
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | -syscall.EPOLLET, Fd: int32(fd)}
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := l.set.Watch(fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET); err != nil {
 		syscall.Close(fd)
 		return nil, err
 	}
@@ -273,35 +258,11 @@ func (l *openLoop) dial() (*olConn, error) {
 
 // wait waits up to d for the sockets' events and handles them.
 func (l *openLoop) wait(d time.Duration) error {
-	var n int
-	var err error
-	if l.pwait2 {
-		// The kernel's __kernel_timespec: two 64-bit fields on every
-		// architecture, where syscall.Timespec's are 32-bit on some.
-		ts := struct{ sec, nsec int64 }{int64(d / time.Second), int64(d % time.Second)}
-		r, _, e := syscall.Syscall6(sysEpollPwait2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
-			uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
-		n = int(r)
-		switch e {
-		case 0:
-		case syscall.ENOSYS, syscall.EPERM:
-			l.pwait2 = false // before Linux 5.11, or refused by a container's seccomp profile
-		default:
-			err = e
-		}
-	}
-	if !l.pwait2 {
-		// The wait rounds up to a millisecond, which shows in the trial's
-		// lateness.
-		n, err = syscall.EpollWait(l.epfd, l.events, int((d+time.Millisecond-1)/time.Millisecond))
-	}
-	if errors.Is(err, syscall.EINTR) {
-		return nil
-	}
+	events, err := l.set.Wait(d)
 	if err != nil {
 		return err
 	}
-	for _, ev := range l.events[:n] {
+	for _, ev := range events {
 		if c := l.conns[ev.Fd]; c != nil {
 			l.handle(c, ev.Events)
 		}
@@ -462,5 +423,5 @@ func (l *openLoop) close() {
 	for _, c := range l.conns {
 		syscall.Close(c.fd)
 	}
-	syscall.Close(l.epfd)
+	l.set.Close()
 }

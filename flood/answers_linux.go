@@ -2,12 +2,10 @@ package flood
 
 import (
 	"context"
-	"errors"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/epoll"
 	"github.com/crowdfed/crowd/internal/h1"
 	"golang.org/x/sys/unix"
 )
@@ -43,12 +41,11 @@ import (
 // Source's next request may take a wait (NextReady), and every one still
 // awaited when the run is interrupted.
 type answerLoop struct {
-	epfd    int
+	set     *epoll.Set
 	watched map[int]h1.Socket // each descriptor's connection as the epoll has it (kept until the descriptor is another's: the comparison needs it)
 	pending map[int]job       // the sends whose answers it awaits, by descriptor
 	order   []deadlined       // the same, by deadline (their sends' order)
-	events  []syscall.EpollEvent
-	look    []byte // Arrived's buffer
+	look    []byte            // Arrived's buffer
 	w       *worker
 	d       record.Delivery
 	stop    func() bool // unregisters w's Aborter from the run's context
@@ -88,16 +85,15 @@ func newAnswerLoop(e *crew) *answerLoop {
 	if e.direct == nil {
 		return nil
 	}
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	set, err := epoll.Open(answerBatch)
 	if err != nil {
 		return nil
 	}
-	l := &answerLoop{epfd: epfd, watched: map[int]h1.Socket{}, pending: map[int]job{},
-		events: make([]syscall.EpollEvent, answerBatch), look: make([]byte, answerLook)}
-	if _, err := l.poll(0); err != nil {
-		syscall.Close(epfd)
+	if !set.Fine() {
+		set.Close()
 		return nil
 	}
+	l := &answerLoop{set: set, watched: map[int]h1.Socket{}, pending: map[int]job{}, look: make([]byte, answerLook)}
 	l.w = e.newWorker(0)
 	l.w.inline = true
 	if l.w.abort != nil {
@@ -135,12 +131,7 @@ func (l *answerLoop) take(e *crew, j *job) bool {
 		// socket reports what is there.
 		// Edge-triggered: an answer wakes the loop once, and a part
 		// again when the rest comes.
-		ev := syscall.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(s.FD)}
-		err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, s.FD, &ev)
-		if errors.Is(err, syscall.EEXIST) {
-			err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, s.FD, &ev)
-		}
-		if err != nil {
+		if l.set.Watch(s.FD, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET) != nil {
 			return false
 		}
 		l.watched[s.FD] = s
@@ -153,14 +144,12 @@ func (l *answerLoop) take(e *crew, j *job) bool {
 // wait waits up to d for answers (not at all when d ≤ 0), and settles
 // what has come; a send whose deadline passed is left to a worker.
 func (l *answerLoop) wait(e *crew, d time.Duration) {
-	n, err := l.poll(max(d, 0))
-	if err != nil {
-		n = 0 // EINTR; anything else shows as deadlines pass
-	}
+	// An error shows as deadlines pass.
+	events, _ := l.set.Wait(d)
 	// The answers were there when the wait returned: that is when they
 	// are done, however long the ones before them in the batch take.
 	polled := time.Since(e.start)
-	for _, ev := range l.events[:n] {
+	for _, ev := range events {
 		j, ok := l.pending[int(ev.Fd)]
 		if !ok {
 			continue // a resting connection's, or a worker's
@@ -233,7 +222,7 @@ func (l *answerLoop) finish(e *crew) {
 	if l.stop != nil {
 		l.stop()
 	}
-	syscall.Close(l.epfd)
+	l.set.Close()
 }
 
 // leaveAll leaves every answer the loop awaits to workers.
@@ -245,17 +234,4 @@ func (l *answerLoop) leaveAll(e *crew) {
 		}
 	}
 	l.order = l.order[:0]
-}
-
-// poll is epoll_pwait2 with timeout d, into l.events.
-func (l *answerLoop) poll(d time.Duration) (int, error) {
-	// The kernel's __kernel_timespec: two 64-bit fields on every
-	// architecture, where syscall.Timespec's are 32-bit on some.
-	ts := struct{ sec, nsec int64 }{int64(d / time.Second), int64(d % time.Second)}
-	r, _, errno := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
-		uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
 }
