@@ -87,15 +87,16 @@ type config struct {
 	// Crowd is a prebuilt crowd binary for the start-up rows; "" builds
 	// one with `go build`.
 	Crowd string
-	// CPURates are the two rates of the "rate ×2" row; CPUSeconds each
-	// flood's length.
-	CPURates   [2]float64
-	CPUSeconds time.Duration
-	// Long adds the LongSeconds flood at MemRate for the memory row; without
-	// it the row reports the CPURates[1] floods' peak.
-	Long        bool
-	LongSeconds time.Duration
-	MemRate     float64
+	// CPURates are the two rates of the "rate ×2" row; CPUFloodLength is
+	// each of its floods' length (-cpu-seconds).
+	CPURates       [2]float64
+	CPUFloodLength time.Duration
+	// Long adds a flood of LongFloodLength (-long-seconds) at MemRate for
+	// the memory row; without it the row reports the CPURates[1] floods'
+	// peak.
+	Long            bool
+	LongFloodLength time.Duration
+	MemRate         float64
 	// Only names the sections to run (pipeline, presigned, inbox,
 	// documents, cpu, startup, backends, onecore, inbox-backends); empty
 	// runs them all.
@@ -123,8 +124,8 @@ func defaultConfig() config {
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
-		CPURates: [2]float64{500, 1000}, CPUSeconds: 4 * time.Second,
-		LongSeconds: 60 * time.Second, MemRate: 1000,
+		CPURates: [2]float64{500, 1000}, CPUFloodLength: 4 * time.Second,
+		LongFloodLength: 60 * time.Second, MemRate: 1000,
 	}
 }
 
@@ -170,9 +171,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.Crowd, "crowd", c.Crowd, "prebuilt crowd binary for the start-up rows (default: go build it)")
 	cpuRates := fmt.Sprintf("%g,%g", c.CPURates[0], c.CPURates[1])
 	fs.StringVar(&cpuRates, "cpu-rates", cpuRates, "the two rates of the 'rate ×2' row, low,high")
-	fs.DurationVar(&c.CPUSeconds, "cpu-seconds", c.CPUSeconds, "length of each flood of the 'rate ×2' row")
+	fs.DurationVar(&c.CPUFloodLength, "cpu-seconds", c.CPUFloodLength, "length of each flood of the 'rate ×2' row")
 	fs.BoolVar(&c.Long, "long", c.Long, "also run the long flood for the memory row (-long-seconds at -mem-rate)")
-	fs.DurationVar(&c.LongSeconds, "long-seconds", c.LongSeconds, "length of the -long flood")
+	fs.DurationVar(&c.LongFloodLength, "long-seconds", c.LongFloodLength, "length of the -long flood")
 	fs.Float64Var(&c.MemRate, "mem-rate", c.MemRate, "rate of the -long flood")
 	fs.StringVar(&c.JSON, "json", c.JSON, "also write the report as JSON to this file ('-': stdout, the table then goes to stderr)")
 	only := ""
@@ -235,7 +236,7 @@ func (c config) check() error {
 		return fmt.Errorf("-large-origins must be from %d to 10000 and -large-pool >= 1", scaleSmall+1)
 	case c.State == "":
 		return errors.New("-state must name a directory")
-	case c.CPUSeconds <= 0 || c.LongSeconds <= 0 || !positive(c.MemRate) || !positive(c.StartRate):
+	case c.CPUFloodLength <= 0 || c.LongFloodLength <= 0 || !positive(c.MemRate) || !positive(c.StartRate):
 		return errors.New("-cpu-seconds, -long-seconds and -mem-rate must be > 0")
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"runtime"
-	"time"
 
 	"github.com/crowdfed/crowd/flood"
 )
@@ -373,8 +372,8 @@ func medianP99(rs []loopResult) float64 {
 // The open-loop reference's limits, the flood's own: its default in
 // flight, and its per-send timeout as the drain.
 const (
-	openLoopMaxInflight = 1024
-	openLoopDrain       = 10 * time.Second
+	openLoopMaxInflight = flood.DefaultMaxInflight
+	openLoopDrain       = flood.DefaultTimeout
 )
 
 // openLoopRow: the presigned flood beside the open-loop reference

@@ -120,7 +120,7 @@ func openLoopTrialWithin(ctx context.Context, reqs [][]byte, addr string, rate f
 		wg.Go(func() {
 			// Locked, so that each loop is a thread of its own that the
 			// kernel schedules beside the sink's, and its waits in
-			// epoll_pwait2 never hold another goroutine's thread.
+			// epoll never hold another goroutine's thread.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			defer l.close()

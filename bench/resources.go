@@ -45,7 +45,7 @@ func (b *bench) cpuSection(ctx context.Context) {
 	lo, hi := b.cfg.CPURates[0], b.cfg.CPURates[1]
 	name := fmt.Sprintf("CPU per activity at %s vs %s (rate ×%.3g)", formatValue(hi, "/s"), formatValue(lo, "/s"), hi/lo)
 	const target = "≤ 1.1 (cost per activity does not grow with the rate)"
-	rssName := fmt.Sprintf("peak RSS of a %v flood at %s (pipeline signing, null sink)", b.cfg.CPUSeconds, formatValue(hi, "/s"))
+	rssName := fmt.Sprintf("peak RSS of a %v flood at %s (pipeline signing, null sink)", b.cfg.CPUFloodLength, formatValue(hi, "/s"))
 	var per [2][]float64
 	var hwm []float64
 	var late [2][]float64
@@ -55,7 +55,7 @@ func (b *bench) cpuSection(ctx context.Context) {
 			if ctx.Err() != nil {
 				break
 			}
-			r, err := b.floodHelper(ctx, rate, b.cfg.CPUSeconds)
+			r, err := b.floodHelper(ctx, rate, b.cfg.CPUFloodLength)
 			if err != nil {
 				b.rep.fail(rowCPU, name, target, err)
 				if !b.cfg.Long {
@@ -80,7 +80,7 @@ func (b *bench) cpuSection(ctx context.Context) {
 		row.Met = met(row.Ratio <= 1.1)
 	}
 	row.Notes = fmt.Sprintf("getrusage (user+sys) of a separate flood process over its run ÷ sends: generating, signing (pipeline) and sending to the null sink; %v per flood, median of %d alternating; p99 lateness %s and %s (a late flood still sends every activity, later: the CPU per activity stands)",
-		b.cfg.CPUSeconds, len(per[1]), formatValue(median(late[1]), "ms"), formatValue(median(late[0]), "ms"))
+		b.cfg.CPUFloodLength, len(per[1]), formatValue(median(late[1]), "ms"), formatValue(median(late[0]), "ms"))
 	b.rep.set(row)
 	if b.cfg.Long {
 		b.longMemory(ctx)
@@ -90,14 +90,14 @@ func (b *bench) cpuSection(ctx context.Context) {
 	b.rep.set(Row{Key: rowRSS, Name: rssName, Value: peak, Unit: "MiB", Ceiling: 150, CeilingName: "limit",
 		Ratio: peak / 150, Target: "< 150 MiB", Met: met(peak < 150),
 		Notes: fmt.Sprintf("VmHWM of the flood process (start-up included), median of %d; run with -long for %v at %s", len(hwm),
-			b.cfg.LongSeconds, formatValue(b.cfg.MemRate, "/s"))})
+			b.cfg.LongFloodLength, formatValue(b.cfg.MemRate, "/s"))})
 }
 
 // longMemory: the peak RSS of a -long-seconds flood at -mem-rate.
 func (b *bench) longMemory(ctx context.Context) {
-	name := fmt.Sprintf("peak RSS of a %v flood at %s (pipeline signing, null sink)", b.cfg.LongSeconds, formatValue(b.cfg.MemRate, "/s"))
+	name := fmt.Sprintf("peak RSS of a %v flood at %s (pipeline signing, null sink)", b.cfg.LongFloodLength, formatValue(b.cfg.MemRate, "/s"))
 	const target = "< 150 MiB"
-	r, err := b.floodHelper(ctx, b.cfg.MemRate, b.cfg.LongSeconds)
+	r, err := b.floodHelper(ctx, b.cfg.MemRate, b.cfg.LongFloodLength)
 	if err != nil {
 		b.rep.fail(rowRSS, name, target, err)
 		return

@@ -180,6 +180,7 @@ func TestSafeHeaders(t *testing.T) {
 	// Names as a peer may spell them (Go's server canonicalizes, a
 	// handler given a raw header map need not be).
 	raw := http.Header{"cookie": {"session=secret"}, "set-cookie": {"a=b"}, "authorization": {"Bearer secret"}}
+	//lint:ignore SA1008 the names are not canonical on purpose: that is the case tested
 	if got := safeHeaders(raw); len(got["cookie"]) != 0 || len(got["set-cookie"]) != 0 || strings.Join(got["authorization"], ",") != "[redacted]" {
 		t.Errorf("lower-case secret headers kept: %v", got)
 	}

@@ -2,6 +2,8 @@ package epoll
 
 import (
 	"errors"
+	"math"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -44,7 +46,10 @@ func (s *Set) Fine() bool { return s.fine }
 
 // Watch has the Set report events (EPOLLIN, EPOLLET, …) on fd, in place
 // of what it reported on fd before, if anything. A descriptor leaves the
-// Set by itself when it is closed.
+// Set when the last descriptor of its open file is closed (epoll(7)):
+// a watched socket must not be duplicated (dup, a File of it, a fork
+// before exec), or its events would go on coming under a number that may
+// since name another socket.
 func (s *Set) Watch(fd int, events uint32) error {
 	ev := unix.EpollEvent{Events: events, Fd: int32(fd)}
 	err := unix.EpollCtl(s.fd, unix.EPOLL_CTL_ADD, fd, &ev)
@@ -64,7 +69,9 @@ func (s *Set) Wait(d time.Duration) ([]unix.EpollEvent, error) {
 	if s.fine {
 		n, err = s.pwait2(d)
 	} else {
-		n, err = unix.EpollWait(s.fd, s.events, int((d+time.Millisecond-1)/time.Millisecond))
+		// Whole milliseconds, rounded up, and at most the kernel's int.
+		ms := (min(d, math.MaxInt32*time.Millisecond) + time.Millisecond - 1) / time.Millisecond
+		n, err = unix.EpollWait(s.fd, s.events, int(ms))
 	}
 	if errors.Is(err, unix.EINTR) {
 		return nil, nil
@@ -80,12 +87,14 @@ func (s *Set) Close() error { return unix.Close(s.fd) }
 
 // pwait2 is epoll_pwait2 with timeout d, into s.events. x/sys has no
 // wrapper for it; unix.SYS_EPOLL_PWAIT2 is its number on each
-// architecture.
+// architecture. The call is syscall.Syscall6, which the compiler knows
+// on every architecture to keep the timespec the pointer names in place
+// (unix.Syscall6 is an ordinary function on some).
 func (s *Set) pwait2(d time.Duration) (int, error) {
 	// The kernel's __kernel_timespec: two 64-bit fields on every
 	// architecture, where unix.Timespec's are 32-bit on some.
 	ts := struct{ sec, nsec int64 }{int64(d / time.Second), int64(d % time.Second)}
-	r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(s.fd), uintptr(unsafe.Pointer(&s.events[0])),
+	r, _, errno := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(s.fd), uintptr(unsafe.Pointer(&s.events[0])),
 		uintptr(len(s.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
 	if errno != 0 {
 		return 0, errno
