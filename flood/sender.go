@@ -342,7 +342,7 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	}
 	d.Done = time.Since(e.start)
 	if w.inline {
-		d.Done = max(w.arrived, d.Actual) // it was whole when the wait returned
+		d.Done = w.arrived // it was whole when the wait returned
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()

@@ -42,7 +42,8 @@ type Offer struct {
 }
 
 // Delivery is one send, as it ended: answered, failed or aborted
-// (flood.Collector.Answered), by a worker or by the dispatcher. Times are offsets from the start.
+// (flood.Collector.Answered), by a worker or by the dispatcher. Times are
+// offsets from the start.
 type Delivery struct {
 	Type     string // as in its Offer
 	Measured bool

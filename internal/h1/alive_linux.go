@@ -26,7 +26,6 @@ func (c *conn) alive() bool {
 		// two of a send's allocations.
 		c.peek = &peeker{rc: rc, fd: -1}
 		c.peek.fn = c.peek.recv
-		c.peek.lookFn = c.peek.lookRecv
 		rc.Control(func(fd uintptr) { c.peek.fd = int(fd) })
 	}
 	// Control, not Read: Read fails at once on a connection whose read
@@ -34,26 +33,27 @@ func (c *conn) alive() bool {
 	// the last request that had one (see conn.watch); the peek itself
 	// never waits.
 	p := c.peek
-	p.open = false
-	return p.rc.Control(p.fn) == nil && p.open
+	p.look = p.buf[:]
+	err := p.rc.Control(p.fn)
+	p.look = nil
+	return err == nil && p.lookErr == syscall.EAGAIN
 }
 
 // peeker is a connection's socket and its peek, made once.
 type peeker struct {
-	rc   syscall.RawConn
-	fn   func(fd uintptr) // recv, as a value made once
-	open bool             // the last peek found nothing arrived
-	buf  [1]byte          // what a peek would read
-	fd   int              // the socket's descriptor (-1: unknown), for Socket
+	rc  syscall.RawConn
+	fn  func(fd uintptr) // recv, as a value made once
+	buf [1]byte          // what alive's peek looks into
+	fd  int              // the socket's descriptor (-1: unknown), for Socket
 
-	// Arrived's look at an answer: into look, looked bytes or lookErr.
-	lookFn  func(fd uintptr)
+	// A peek's look: into look (alive's buf, or Arrived's buffer), looked
+	// bytes or lookErr (EAGAIN: nothing has arrived).
 	look    []byte
 	looked  int
 	lookErr error
 }
 
+// recv peeks at what has arrived into p.look, without waiting.
 func (p *peeker) recv(fd uintptr) {
-	_, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	p.open = err == syscall.EAGAIN
+	p.looked, _, p.lookErr = syscall.Recvfrom(int(fd), p.look, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 }

@@ -62,7 +62,7 @@ func arrival(got []byte, full, head bool) Arrival {
 	// Line by line with Cut, not Split: the dispatcher looks at every
 	// answer it awaits, and Split would allocate each time.
 	first, rest, _ := bytes.Cut(got[:end], []byte("\r\n"))
-	status, ok := statusOf(first)
+	_, status, ok := statusLine(first)
 	if !ok || status < 200 {
 		return ArrivedUnsure
 	}
@@ -101,19 +101,4 @@ func arrival(got []byte, full, head bool) Arrival {
 		return ArrivedUnsure
 	}
 	return ArrivedPart
-}
-
-// statusOf reads the status code of an HTTP/1.x status line.
-func statusOf(line []byte) (int, bool) {
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
-		return 0, false
-	}
-	code := 0
-	for _, b := range line[9:12] {
-		if b < '0' || b > '9' {
-			return 0, false
-		}
-		code = code*10 + int(b-'0')
-	}
-	return code, code >= 100
 }

@@ -22,7 +22,7 @@ func (w Written) Arrived(buf []byte) Arrival {
 	}
 	p := c.peek
 	p.look, p.looked, p.lookErr = buf, 0, nil
-	if err := p.rc.Control(p.lookFn); err != nil || p.lookErr != nil || p.looked <= 0 {
+	if err := p.rc.Control(p.fn); err != nil || p.lookErr != nil || p.looked <= 0 {
 		// Nothing there at all is EAGAIN, ArrivedPart; a close (0) or
 		// an error is Read's to tell.
 		p.look = nil
@@ -34,10 +34,4 @@ func (w Written) Arrived(buf []byte) Arrival {
 	got := buf[:p.looked]
 	p.look = nil
 	return arrival(got, len(got) == len(buf), w.a.head)
-}
-
-// lookRecv peeks at what has arrived into p.look.
-func (p *peeker) lookRecv(fd uintptr) {
-	n, _, err := syscall.Recvfrom(int(fd), p.look, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	p.looked, p.lookErr = n, err
 }

@@ -56,6 +56,8 @@ func TestArrival(t *testing.T) {
 		{"bare LF", "HTTP/1.0 200 \n\n", false, false, ArrivedUnsure},
 		// Not an HTTP/1.x status line.
 		{"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", false, false, ArrivedUnsure},
+		// A version Read refuses: not whole, though framed as one.
+		{"HTTP/1.2", "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", false, false, ArrivedUnsure},
 		// A status that is no number.
 		{"bad status", "HTTP/1.1 2x2 A\r\nContent-Length: 0\r\n\r\n", false, false, ArrivedUnsure},
 	} {

@@ -359,19 +359,34 @@ const maxKeptHead = 16 << 10
 
 // parseStatus reads "HTTP/1.x NNN reason" into resp.
 func parseStatus(s string, resp *http.Response) error {
-	proto, rest, ok := strings.Cut(s, " ")
-	if !ok || (proto != "HTTP/1.1" && proto != "HTTP/1.0") || len(rest) < 3 {
+	minor, code, ok := statusLine(s)
+	if !ok {
 		return fmt.Errorf("h1: malformed status line %q", truncate(s))
 	}
-	code, err := strconv.Atoi(rest[:3])
-	if err != nil || code < 100 || len(rest) > 3 && rest[3] != ' ' {
-		return fmt.Errorf("h1: malformed status line %q", truncate(s))
-	}
-	resp.Status = rest
+	resp.Status = s[len("HTTP/1.x "):]
 	resp.StatusCode = code
-	resp.Proto = proto
-	resp.ProtoMajor, resp.ProtoMinor = 1, int(proto[7]-'0')
+	resp.Proto = s[:len("HTTP/1.x")]
+	resp.ProtoMajor, resp.ProtoMinor = 1, minor
 	return nil
+}
+
+// statusLine reads "HTTP/1.x NNN reason" (the reason may be missing, or
+// empty after its space): the minor version, 0 or 1, and the three-digit
+// code, at least 100. Generic so that Arrived reads the bytes it peeked
+// without a string made of them.
+func statusLine[T string | []byte](s T) (minor, code int, ok bool) {
+	if len(s) < len("HTTP/1.x NNN") || string(s[:len("HTTP/1.")]) != "HTTP/1." || s[7] != '0' && s[7] != '1' ||
+		s[8] != ' ' || len(s) > 12 && s[12] != ' ' {
+		return 0, 0, false
+	}
+	for i := 9; i < 12; i++ {
+		d := s[i]
+		if d < '0' || d > '9' {
+			return 0, 0, false
+		}
+		code = 10*code + int(d-'0')
+	}
+	return int(s[7] - '0'), code, code >= 100
 }
 
 // readLine reads one line of an answer's head, without its CRLF (or bare
