@@ -13,44 +13,67 @@ func (c *conn) alive() bool {
 	if c.r.Buffered() > 0 {
 		return false
 	}
+	_, err, ok := c.look(c.one[:])
+	if !ok {
+		return true // not a socket (a test's pipe): nothing to peek at
+	}
+	return err == syscall.EAGAIN
+}
+
+// look peeks into buf at what has arrived on c's socket (under TLS, the
+// TCP connection's), without reading and without waiting: the bytes there
+// (0: the server closed), or the error (EAGAIN: nothing yet); false when
+// c's connection is no socket.
+func (c *conn) look(buf []byte) (int, error, bool) {
+	if s, ok := c.raw.(*socket); ok {
+		n, err := s.peek(buf)
+		return n, err, true
+	}
 	if c.peek == nil {
 		sc, ok := c.raw.(syscall.Conn)
 		if !ok {
-			return true // not a socket (a test's pipe): nothing to peek at
+			return 0, nil, false
 		}
 		rc, err := sc.SyscallConn()
 		if err != nil {
-			return false
+			return 0, err, true
 		}
-		// Made once a connection: SyscallConn and a closure per peek were
-		// two of a send's allocations.
-		c.peek = &peeker{rc: rc, fd: -1}
-		c.peek.fn = c.peek.recv
-		rc.Control(func(fd uintptr) { c.peek.fd = int(fd) })
+		c.peek = newPeeker(rc)
 	}
-	// Control, not Read: Read fails at once on a connection whose read
-	// deadline has passed, and a resting connection keeps the deadline of
-	// the last request that had one (see conn.watch); the peek itself
-	// never waits.
-	p := c.peek
-	p.look = p.buf[:]
-	err := p.rc.Control(p.fn)
-	p.look = nil
-	return err == nil && p.lookErr == syscall.EAGAIN
+	n, err := c.peek.peek(buf)
+	return n, err, true
 }
 
-// peeker is a connection's socket and its peek, made once.
+// peeker is a connection's peek, made once: SyscallConn and a closure
+// per peek were two of a send's allocations.
 type peeker struct {
-	rc  syscall.RawConn
-	fn  func(fd uintptr) // recv, as a value made once
-	buf [1]byte          // what alive's peek looks into
-	fd  int              // the socket's descriptor (-1: unknown), for Socket
+	rc syscall.RawConn
+	fn func(fd uintptr) // recv, as a value made once
 
-	// A peek's look: into look (alive's buf, or Arrived's buffer), looked
-	// bytes or lookErr (EAGAIN: nothing has arrived).
+	// A peek's look: into look, looked bytes or lookErr.
 	look    []byte
 	looked  int
 	lookErr error
+}
+
+func newPeeker(rc syscall.RawConn) *peeker {
+	p := &peeker{rc: rc}
+	p.fn = p.recv
+	return p
+}
+
+// peek looks into buf as conn.look does. Control, not Read: Read fails at
+// once on a connection whose read deadline has passed, and a resting
+// connection keeps the deadline of the last request that had one (see
+// conn.watch); the peek itself never waits.
+func (p *peeker) peek(buf []byte) (int, error) {
+	p.look, p.looked, p.lookErr = buf, 0, nil
+	err := p.rc.Control(p.fn)
+	p.look = nil
+	if err != nil {
+		return 0, err
+	}
+	return p.looked, p.lookErr
 }
 
 // recv peeks at what has arrived into p.look, without waiting.

@@ -4,12 +4,19 @@ import "syscall"
 
 // Socket is w's connection's socket when it is a plain TCP connection
 // whose bytes Arrived can see (not TLS, not a test's pipe), else false.
+// From then on, the Go runtime's poller no longer watches the socket
+// while it rests (see socket): the caller's event loop alone is woken by
+// what arrives, until a Read or a later request must wait.
 func (w Written) Socket() (Socket, bool) {
 	c := w.c
-	if c == nil || c.nc != c.raw || c.peek == nil || c.peek.fd < 0 {
+	if c == nil || c.nc != c.raw {
 		return Socket{}, false
 	}
-	return Socket{FD: c.peek.fd, conn: c}, true
+	s, ok := c.raw.(*socket)
+	if !ok || s.unpoll() != nil {
+		return Socket{}, false
+	}
+	return Socket{FD: s.fd, conn: c}, true
 }
 
 // Arrived looks, without reading and without waiting, at what has
@@ -17,21 +24,17 @@ func (w Written) Socket() (Socket, bool) {
 // the look (an answer longer than buf is ArrivedUnsure).
 func (w Written) Arrived(buf []byte) Arrival {
 	c := w.c
-	if c == nil || c.nc != c.raw || c.peek == nil || c.r.Buffered() > 0 || len(buf) == 0 {
+	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 || len(buf) == 0 {
 		return ArrivedUnsure
 	}
-	p := c.peek
-	p.look, p.looked, p.lookErr = buf, 0, nil
-	if err := p.rc.Control(p.fn); err != nil || p.lookErr != nil || p.looked <= 0 {
-		// Nothing there at all is EAGAIN, ArrivedPart; a close (0) or
-		// an error is Read's to tell.
-		p.look = nil
-		if p.lookErr == syscall.EAGAIN {
-			return ArrivedPart
-		}
+	n, err, ok := c.look(buf)
+	switch {
+	case !ok:
 		return ArrivedUnsure
+	case err == syscall.EAGAIN:
+		return ArrivedPart // nothing there yet
+	case err != nil || n <= 0:
+		return ArrivedUnsure // a close (0) or an error is Read's to tell
 	}
-	got := buf[:p.looked]
-	p.look = nil
-	return arrival(got, len(got) == len(buf), w.a.head)
+	return arrival(buf[:n], n == len(buf), w.a.head)
 }

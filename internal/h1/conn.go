@@ -26,7 +26,8 @@ const max1xx = 5
 const maxHeadBytes = 1 << 20
 
 // conn is a pooled connection: raw is the TCP connection (peeked at while
-// it rests), nc what requests go over (raw, or TLS over raw).
+// it rests; on Linux a plain one is a *socket), nc what requests go over
+// (raw, or TLS over raw).
 type conn struct {
 	raw, nc   net.Conn
 	r         *bufio.Reader
@@ -35,7 +36,8 @@ type conn struct {
 	deadline  time.Time   // the connection's, as last set by setDeadline
 	keys      []string    // reused to sort a request's header names
 	head      []byte      // reused to gather an answer's head (readHead)
-	peek      *peeker     // the resting socket's peek, made at the first (alive)
+	peek      *peeker     // the peek of a TCP connection that is no *socket, made at the first (alive)
+	one       [1]byte     // what alive's peek looks into
 	holder    *Aborter    // the Aborter of the last request that had one
 	unhold    func() bool // releases holder (watch's stop), made at the first
 }

@@ -202,6 +202,9 @@ func (t *Transport) dial(ctx context.Context, key poolKey, host string) (*conn, 
 	if err != nil {
 		return nil, err
 	}
+	if key.scheme != "https" {
+		raw = adoptSocket(raw)
+	}
 	nc := raw
 	if key.scheme == "https" {
 		cfg := t.tls
