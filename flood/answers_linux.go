@@ -21,7 +21,7 @@ import (
 // 133 against 132 and 152 µs of CPU at 2 000/s and 92-95 against 107 at
 // 5 000/s, its p99 latency 0.31 against 0.44-0.74 ms and 0.56-0.77
 // against 1.15-1.17 ms, its p99 lateness alike or lower. The sockets it
-// watches rest out of the Go runtime's poller (h1's Socket takes them
+// watches are out of the Go runtime's poller (h1's Socket takes them
 // out), which every answer the loop read had also woken for nothing:
 // another 6-23 % of a send's CPU at 2 000 and 5 000/s.
 //

@@ -1,6 +1,9 @@
 package h1
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // alive reports whether a resting connection may carry a request: nothing
 // has arrived on it, not even the server's close. net/http learns the same
@@ -13,35 +16,36 @@ func (c *conn) alive() bool {
 	if c.r.Buffered() > 0 {
 		return false
 	}
-	_, err, ok := c.look(c.one[:])
-	if !ok {
-		return true // not a socket (a test's pipe): nothing to peek at
+	_, err := c.look(c.one[:])
+	if err == errNoSocket {
+		return true // a test's pipe: nothing to peek at
 	}
 	return err == syscall.EAGAIN
 }
 
+// errNoSocket is look's error for a connection that is no socket.
+var errNoSocket = errors.New("h1: not a socket")
+
 // look peeks into buf at what has arrived on c's socket (under TLS, the
 // TCP connection's), without reading and without waiting: the bytes there
-// (0: the server closed), or the error (EAGAIN: nothing yet); false when
-// c's connection is no socket.
-func (c *conn) look(buf []byte) (int, error, bool) {
+// (0: the server closed), or the error (EAGAIN: nothing yet;
+// errNoSocket: c's connection is no socket).
+func (c *conn) look(buf []byte) (int, error) {
 	if s, ok := c.raw.(*socket); ok {
-		n, err := s.peek(buf)
-		return n, err, true
+		return s.peek(buf)
 	}
 	if c.peek == nil {
 		sc, ok := c.raw.(syscall.Conn)
 		if !ok {
-			return 0, nil, false
+			return 0, errNoSocket
 		}
 		rc, err := sc.SyscallConn()
 		if err != nil {
-			return 0, err, true
+			return 0, err
 		}
 		c.peek = newPeeker(rc)
 	}
-	n, err := c.peek.peek(buf)
-	return n, err, true
+	return c.peek.peek(buf)
 }
 
 // peeker is a connection's peek, made once: SyscallConn and a closure
@@ -56,6 +60,7 @@ type peeker struct {
 	lookErr error
 }
 
+// newPeeker is the peek of the connection whose socket rc reaches.
 func newPeeker(rc syscall.RawConn) *peeker {
 	p := &peeker{rc: rc}
 	p.fn = p.recv

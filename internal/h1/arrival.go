@@ -28,7 +28,8 @@ const (
 )
 
 // Socket is the connection of a Written as an event loop watches it: its
-// file descriptor, and a value equal for two Writtens exactly when they
+// file descriptor (h1's, open until the connection closes; the loop must
+// not close it), and a value equal for two Writtens exactly when they
 // are on the same connection (a descriptor is reused once its connection
 // closes).
 type Socket struct {

@@ -3,10 +3,13 @@ package h1
 import "syscall"
 
 // Socket is w's connection's socket when it is a plain TCP connection
-// whose bytes Arrived can see (not TLS, not a test's pipe), else false.
-// From then on, the Go runtime's poller no longer watches the socket
-// while it rests (see socket): the caller's event loop alone is woken by
-// what arrives, until a Read or a later request must wait.
+// whose bytes Arrived can see (not TLS, not a test's pipe), else false
+// (also when its descriptor cannot be duplicated). It takes the socket
+// out of the Go runtime's poller at once (see socket), so that the
+// caller's event loop alone is woken by what arrives, the answer to w
+// included, until a read or a write on it must wait. FD is h1's: it
+// stays open, the same number, until the connection closes, and the
+// caller must not close it.
 func (w Written) Socket() (Socket, bool) {
 	c := w.c
 	if c == nil || c.nc != c.raw {
@@ -27,10 +30,8 @@ func (w Written) Arrived(buf []byte) Arrival {
 	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 || len(buf) == 0 {
 		return ArrivedUnsure
 	}
-	n, err, ok := c.look(buf)
+	n, err := c.look(buf)
 	switch {
-	case !ok:
-		return ArrivedUnsure
 	case err == syscall.EAGAIN:
 		return ArrivedPart // nothing there yet
 	case err != nil || n <= 0:

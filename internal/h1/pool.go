@@ -128,7 +128,6 @@ func (t *Transport) takeIdle(key poolKey) (*conn, time.Duration) {
 // rested past the idle timeout (the oldest are first) and c itself when
 // the pool is full.
 func (t *Transport) putIdle(key poolKey, c *conn) {
-	c.rest()
 	now := time.Now()
 	c.idleSince = now
 	var stale []*conn

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -25,20 +26,30 @@ import (
 // Unpolled, reads and writes go straight to the descriptor without
 // waiting; the first that would wait polls the socket again through a
 // duplicate descriptor the runtime watches (an *os.File), which blocks
-// and keeps deadlines as a dialled connection does. The connection rests
-// unpolled again (rest). One goroutine at a time uses a socket, as a
-// connection; only SetDeadline may come from another (an Aborter's
-// expire), and the mutex orders it with a change of poller.
+// and keeps the deadline as a dialled connection does. It stays polled
+// until a loop next asks for the socket: a worker's next request on it
+// may wait too, and the loop's thread closes the duplicate when it needs
+// to. One goroutine at a time uses a socket, as a connection; only
+// SetDeadline may come from another (an Aborter's expire), and the mutex
+// orders it with a change of poller.
 type socket struct {
-	mu     sync.Mutex
-	polled atomic.Pointer[polledConn] // what reads and writes go through while the runtime's poller watches; nil while unpolled
-	fd     int                        // the descriptor no poller of the runtime's watches; -1 until first unpolled
-	// deadline is the connection's, in Unix nanoseconds (0: none), kept
-	// to check an unpolled read or write and to set on the next poll.
+	mu sync.Mutex
+	// polled is what reads and writes go through while the runtime's
+	// poller watches the socket: the dialled connection, then a
+	// duplicate; nil while unpolled, and once closed.
+	polled atomic.Pointer[polledConn]
+	// fd is the descriptor no poller of the runtime's watches: -1 until
+	// first unpolled, and once closed.
+	fd int
+	// deadline is the connection's, as an offset from born (0: none;
+	// passed already: 1), kept to check an unpolled read or write and to
+	// set on the next poll. An offset from a monotonic reading, so a step
+	// of the wall clock moves it no more than a dialled connection's.
 	deadline    atomic.Int64
+	born        time.Time
+	closed      bool
 	local, peer net.Addr
 	peeker      *peeker // the peek of the polled connection, made once for each
-	closed      bool
 }
 
 // polledConn is the connection the runtime's poller watches: the dialled
@@ -49,14 +60,21 @@ type polledConn interface {
 	syscall.Conn
 }
 
+// lowestDup is the least descriptor a duplicate takes: never standard
+// output or error, on which the runtime makes a broken pipe fatal.
+const lowestDup = 3
+
 // adoptSocket is raw as the connection's socket: a *socket when raw is a
-// TCP connection whose descriptor it can reach, else raw itself.
+// *net.TCPConn (not a dialler's wrapper, whose own Read and Close an
+// unpolled socket would pass by), else raw itself. The socket is the
+// connection the request's trace hears of (GotConnInfo.Conn).
 func adoptSocket(raw net.Conn) net.Conn {
-	pc, ok := raw.(polledConn)
+	tc, ok := raw.(*net.TCPConn)
 	if !ok {
 		return raw
 	}
-	s := &socket{fd: -1, local: raw.LocalAddr(), peer: raw.RemoteAddr()}
+	s := &socket{fd: -1, born: time.Now(), local: raw.LocalAddr(), peer: raw.RemoteAddr()}
+	var pc polledConn = tc
 	s.polled.Store(&pc)
 	return s
 }
@@ -64,11 +82,14 @@ func adoptSocket(raw net.Conn) net.Conn {
 // unpoll takes the socket out of the runtime's poller: its own
 // descriptor, duplicated from the polled connection the first time, stays,
 // and the polled connection is closed (which takes its descriptor out of
-// the poller; the socket lives on in the duplicate). Only the goroutine
-// using the connection calls it.
+// the poller; the socket lives on in its own). Only the goroutine using
+// the connection calls it.
 func (s *socket) unpoll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
 	p := s.polled.Load()
 	if p == nil {
 		return nil
@@ -78,14 +99,14 @@ func (s *socket) unpoll() error {
 		if err != nil {
 			return err
 		}
-		var dupErr error
-		if err := rc.Control(func(fd uintptr) { s.fd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		fd, dupErr := -1, error(nil)
+		if err := rc.Control(func(d uintptr) { fd, dupErr = unix.FcntlInt(d, unix.F_DUPFD_CLOEXEC, lowestDup) }); err != nil {
 			return err
 		}
 		if dupErr != nil {
-			s.fd = -1
-			return dupErr
+			return os.NewSyscallError("fcntl", dupErr)
 		}
+		s.fd = fd
 	}
 	s.polled.Store(nil)
 	s.peeker = nil
@@ -95,40 +116,35 @@ func (s *socket) unpoll() error {
 // poll has the runtime's poller watch the socket again, for a read or a
 // write that must wait: through a duplicate of its descriptor, with the
 // connection's deadline.
-func (s *socket) poll() (polledConn, error) {
+func (s *socket) poll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.polled.Load(); p != nil {
-		return *p, nil
+	switch {
+	case s.closed:
+		return net.ErrClosed
+	case s.polled.Load() != nil:
+		return nil
 	}
-	if s.closed {
-		return nil, net.ErrClosed
-	}
-	dup, err := unix.FcntlInt(uintptr(s.fd), unix.F_DUPFD_CLOEXEC, 0)
+	dup, err := unix.FcntlInt(uintptr(s.fd), unix.F_DUPFD_CLOEXEC, lowestDup)
 	if err != nil {
-		return nil, err
+		return os.NewSyscallError("fcntl", err)
 	}
 	// Non-blocking, as the socket is: NewFile has the poller watch it.
 	var pc polledConn = os.NewFile(uintptr(dup), "")
 	if d := s.deadline.Load(); d != 0 {
-		pc.SetDeadline(time.Unix(0, d))
+		if err := pc.SetDeadline(s.born.Add(time.Duration(d))); err != nil {
+			pc.Close()
+			return err
+		}
 	}
 	s.polled.Store(&pc)
-	return pc, nil
-}
-
-// rest unpolls a socket that an event loop has watched (it has its own
-// descriptor), so that it rests as the loop will next watch it.
-func (s *socket) rest() {
-	if s.fd >= 0 && s.polled.Load() != nil {
-		s.unpoll()
-	}
+	return nil
 }
 
 // expired reports whether the connection's deadline has passed.
 func (s *socket) expired() bool {
 	d := s.deadline.Load()
-	return d != 0 && time.Now().UnixNano() >= d
+	return d != 0 && time.Since(s.born) >= time.Duration(d)
 }
 
 // Read reads from the socket: without waiting while unpolled, else (or
@@ -139,6 +155,9 @@ func (s *socket) Read(b []byte) (int, error) {
 			n, err := (*p).Read(b)
 			return n, s.opError("read", err)
 		}
+		if s.fd < 0 {
+			return 0, s.opError("read", net.ErrClosed)
+		}
 		if s.expired() {
 			return 0, s.opError("read", os.ErrDeadlineExceeded)
 		}
@@ -147,7 +166,7 @@ func (s *socket) Read(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if _, err := s.poll(); err != nil {
+			if err := s.poll(); err != nil {
 				return 0, s.opError("read", err)
 			}
 			continue
@@ -168,6 +187,9 @@ func (s *socket) Write(b []byte) (int, error) {
 			n, err := (*p).Write(b[written:])
 			return written + n, s.opError("write", err)
 		}
+		if s.fd < 0 {
+			return written, s.opError("write", net.ErrClosed)
+		}
 		if s.expired() {
 			return written, s.opError("write", os.ErrDeadlineExceeded)
 		}
@@ -176,12 +198,16 @@ func (s *socket) Write(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if _, err := s.poll(); err != nil {
+			if err := s.poll(); err != nil {
 				return written, s.opError("write", err)
 			}
 			continue
 		case err != nil:
 			return written, s.opError("write", os.NewSyscallError("write", err))
+		case n <= 0:
+			// As the runtime's own write: no progress and no error
+			// would loop for ever.
+			return written, s.opError("write", io.ErrUnexpectedEOF)
 		}
 		written += n
 	}
@@ -189,7 +215,8 @@ func (s *socket) Write(b []byte) (int, error) {
 }
 
 // opError is err as a dialled connection's would read: a *net.OpError
-// naming the socket's ends (io.EOF and nil as they are).
+// naming the socket's ends (io.EOF and nil as they are, a closed file as
+// net.ErrClosed).
 func (s *socket) opError(op string, err error) error {
 	if err == nil || err == io.EOF {
 		return err
@@ -203,6 +230,9 @@ func (s *socket) opError(op string, err error) error {
 			err = os.NewSyscallError(op, errno)
 		}
 	}
+	if errors.Is(err, os.ErrClosed) {
+		err = net.ErrClosed
+	}
 	return &net.OpError{Op: op, Net: "tcp", Source: s.local, Addr: s.peer, Err: err}
 }
 
@@ -211,7 +241,7 @@ func (s *socket) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return net.ErrClosed
+		return s.opError("close", net.ErrClosed)
 	}
 	s.closed = true
 	var err error
@@ -219,12 +249,12 @@ func (s *socket) Close() error {
 		err = (*p).Close()
 	}
 	if s.fd >= 0 {
-		if e := unix.Close(s.fd); err == nil {
-			err = e
+		if e := unix.Close(s.fd); err == nil && e != nil {
+			err = os.NewSyscallError("close", e)
 		}
 		s.fd = -1
 	}
-	return err
+	return s.opError("close", err)
 }
 
 // SetDeadline bounds the socket's reads and writes, as net.Conn's.
@@ -234,7 +264,7 @@ func (s *socket) SetDeadline(t time.Time) error {
 	if t.IsZero() {
 		s.deadline.Store(0)
 	} else {
-		s.deadline.Store(max(t.UnixNano(), 1))
+		s.deadline.Store(int64(max(t.Sub(s.born), 1)))
 	}
 	if p := s.polled.Load(); p != nil {
 		return (*p).SetDeadline(t)
@@ -242,11 +272,11 @@ func (s *socket) SetDeadline(t time.Time) error {
 	return nil
 }
 
-// SetReadDeadline is SetDeadline: a connection's reads and writes share
-// one bound here (conn.setDeadline sets both).
+// SetReadDeadline sets both bounds, as SetDeadline: h1 gives a
+// connection's reads and writes one (conn.setDeadline).
 func (s *socket) SetReadDeadline(t time.Time) error { return s.SetDeadline(t) }
 
-// SetWriteDeadline is SetDeadline, as SetReadDeadline.
+// SetWriteDeadline sets both bounds, as SetReadDeadline.
 func (s *socket) SetWriteDeadline(t time.Time) error { return s.SetDeadline(t) }
 
 // LocalAddr is the dialled connection's local address.
@@ -255,12 +285,13 @@ func (s *socket) LocalAddr() net.Addr { return s.local }
 // RemoteAddr is the dialled connection's remote address.
 func (s *socket) RemoteAddr() net.Addr { return s.peer }
 
-// peek looks into buf at what has arrived, without reading or waiting:
-// the bytes there (0: the server closed), or the error (EAGAIN: nothing
-// yet).
+// peek looks into buf as conn.look does.
 func (s *socket) peek(buf []byte) (int, error) {
 	p := s.polled.Load()
 	if p == nil {
+		if s.fd < 0 {
+			return 0, net.ErrClosed
+		}
 		n, _, err := syscall.Recvfrom(s.fd, buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		return n, err
 	}
@@ -272,11 +303,4 @@ func (s *socket) peek(buf []byte) (int, error) {
 		s.peeker = newPeeker(rc)
 	}
 	return s.peeker.peek(buf)
-}
-
-// rest readies c to rest in the pool (see socket.rest).
-func (c *conn) rest() {
-	if s, ok := c.raw.(*socket); ok {
-		s.rest()
-	}
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/epoll"
+	"golang.org/x/sys/unix"
 )
 
 // polledFDs are the descriptors that any epoll instance of the process
@@ -43,8 +46,21 @@ func polledFDs(t *testing.T) map[int]bool {
 	return watched
 }
 
+// openFDs is how many descriptors the process has open.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	return len(fds)
+}
+
 // socketPair dials a listener on the loopback and returns the client's
-// end as a socket, polled as dialled, and the server's end.
+// end as a socket, polled as dialled, and the server's end; both are
+// closed when the test ends, and the server's after 10 s, so that a
+// read the code under test lets wait for ever ends (and not as a
+// timeout).
 func socketPair(t *testing.T) (*socket, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -69,7 +85,8 @@ func socketPair(t *testing.T) (*socket, net.Conn) {
 	if !ok {
 		t.Fatalf("a TCP connection was not adopted: %T", adoptSocket(raw))
 	}
-	t.Cleanup(func() { s.Close(); server.Close() })
+	guard := time.AfterFunc(10*time.Second, func() { server.Close() })
+	t.Cleanup(func() { guard.Stop(); s.Close(); server.Close() })
 	return s, server
 }
 
@@ -89,10 +106,32 @@ func dialledFD(t *testing.T, s *socket) int {
 	return fd
 }
 
+// once polled runs f once s is polled again (a read or write of its has
+// begun to wait), or after 5 s.
+func oncePolled(s *socket, f func()) {
+	go func() {
+		for deadline := time.Now().Add(5 * time.Second); s.polled.Load() == nil && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		f()
+	}()
+}
+
+// arrivedAll waits until n bytes have arrived on s (peeked), up to 5 s.
+func arrivedAll(s *socket, n int) {
+	buf := make([]byte, n+1)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if got, _ := s.peek(buf); got >= n {
+			return
+		}
+	}
+}
+
 // TestSocketLeavesThePoller: an unpolled socket is in no epoll of the
 // process while it rests or reads what has arrived; a read that must
-// wait has the runtime's poller watch it again (a duplicate), and rest
-// takes it out again, the socket's own descriptor kept throughout.
+// wait has the runtime's poller watch it again (a duplicate), and
+// unpolling again closes that, the socket's own descriptor kept
+// throughout.
 func TestSocketLeavesThePoller(t *testing.T) {
 	s, server := socketPair(t)
 	dialled := dialledFD(t, s)
@@ -109,13 +148,8 @@ func TestSocketLeavesThePoller(t *testing.T) {
 
 	// What has arrived is read without the poller.
 	io.WriteString(server, "ping")
+	arrivedAll(s, 4)
 	buf := make([]byte, 16)
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if n, _ := s.peek(buf); n == 4 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
 	if n, err := s.Read(buf); err != nil || string(buf[:n]) != "ping" {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
@@ -124,10 +158,7 @@ func TestSocketLeavesThePoller(t *testing.T) {
 	}
 
 	// A read that waits polls a duplicate, and gets what comes.
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		io.WriteString(server, "pong")
-	}()
+	oncePolled(s, func() { io.WriteString(server, "pong") })
 	if n, err := s.Read(buf); err != nil || string(buf[:n]) != "pong" {
 		t.Fatalf("waiting read %q, %v", buf[:n], err)
 	}
@@ -136,9 +167,11 @@ func TestSocketLeavesThePoller(t *testing.T) {
 		t.Fatalf("the waiting read's poll: duplicate %d (own %d), polled %v", dup, own, polledFDs(t))
 	}
 
-	s.rest()
+	if err := s.unpoll(); err != nil {
+		t.Fatal(err)
+	}
 	if w := polledFDs(t); w[dup] || w[own] || s.fd != own || s.polled.Load() != nil {
-		t.Fatalf("rested: polled %v, dup %d own %d, fd now %d", w, dup, own, s.fd)
+		t.Fatalf("unpolled again: polled %v, dup %d own %d, fd now %d", w, dup, own, s.fd)
 	}
 	// And it still carries bytes both ways.
 	if _, err := s.Write([]byte("bye")); err != nil {
@@ -151,9 +184,83 @@ func TestSocketLeavesThePoller(t *testing.T) {
 	}
 }
 
+// TestSocketWatchedThroughPolls: an epoll watching the socket's own
+// descriptor (the flood's loop, edge-triggered) hears of what arrives
+// before and after a read polled a duplicate and the socket was
+// unpolled again.
+func TestSocketWatchedThroughPolls(t *testing.T) {
+	s, server := socketPair(t)
+	if err := s.unpoll(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := epoll.Open(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if err := set.Watch(s.fd, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET); err != nil {
+		t.Fatal(err)
+	}
+	heard := func(what string) {
+		t.Helper()
+		io.WriteString(server, what)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			events, _ := set.Wait(100 * time.Millisecond)
+			for _, ev := range events {
+				if int(ev.Fd) == s.fd && ev.Events&unix.EPOLLIN != 0 {
+					return
+				}
+			}
+		}
+		t.Fatalf("the epoll did not hear of %q", what)
+	}
+	buf := make([]byte, 8)
+	heard("a")
+	if n, err := s.Read(buf); err != nil || string(buf[:n]) != "a" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	oncePolled(s, func() { io.WriteString(server, "b") })
+	if n, err := s.Read(buf); err != nil || string(buf[:n]) != "b" {
+		t.Fatalf("waiting read %q, %v", buf[:n], err)
+	}
+	set.Wait(0) // what "b" told the epoll
+	if err := s.unpoll(); err != nil {
+		t.Fatal(err)
+	}
+	heard("c")
+}
+
+// TestSocketWriteThatWaits: an unpolled write that finds the socket's
+// buffer full polls and writes the rest as the server reads, reporting
+// every byte.
+func TestSocketWriteThatWaits(t *testing.T) {
+	s, server := socketPair(t)
+	if err := s.unpoll(); err != nil {
+		t.Fatal(err)
+	}
+	const size = 8 << 20 // far more than the loopback's buffers hold
+	read := make(chan int64, 1)
+	oncePolled(s, func() {
+		n, _ := io.Copy(io.Discard, server)
+		read <- n
+	})
+	s.SetDeadline(time.Now().Add(10 * time.Second))
+	n, err := s.Write(make([]byte, size))
+	if n != size || err != nil {
+		t.Fatalf("wrote %d of %d: %v", n, size, err)
+	}
+	if s.polled.Load() == nil {
+		t.Fatal("the write never waited: the test proves nothing")
+	}
+	s.Close()
+	if got := <-read; got != size {
+		t.Fatalf("the server read %d of %d", got, size)
+	}
+}
+
 // TestSocketDeadlines: a deadline bounds a socket's reads polled or not,
 // as a dialled connection's, and one set from another goroutine ends a
-// read that waits (an Aborter's expire); a server's close is io.EOF.
+// read that waits (an Aborter's expire).
 func TestSocketDeadlines(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -171,7 +278,7 @@ func TestSocketDeadlines(t *testing.T) {
 		{"expired during/unpolled", true, 0, true},
 		// Set in the near future before an unpolled read that waits: the
 		// poll it takes keeps it.
-		{"future/unpolled", true, 50 * time.Millisecond, false},
+		{"future/unpolled", true, 300 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, server := socketPair(t)
@@ -186,21 +293,14 @@ func TestSocketDeadlines(t *testing.T) {
 			}
 			switch {
 			case tc.during:
-				go func() {
-					time.Sleep(30 * time.Millisecond)
-					s.SetDeadline(deadline)
-				}()
+				oncePolled(s, func() { s.SetDeadline(deadline) })
 			case tc.in <= 0:
-				s.SetDeadline(deadline)
 				io.WriteString(server, "late") // there, and still not read
-				time.Sleep(10 * time.Millisecond)
+				arrivedAll(s, 4)
+				s.SetDeadline(deadline)
 			default:
 				s.SetDeadline(deadline)
-				// Should the poll lose the deadline, the read ends anyway,
-				// and not as a timeout.
-				defer time.AfterFunc(5*time.Second, func() { server.Close() }).Stop()
 			}
-			start := time.Now()
 			n, err := s.Read(make([]byte, 8))
 			var ne net.Error
 			if n != 0 || !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -210,36 +310,78 @@ func TestSocketDeadlines(t *testing.T) {
 			if !errors.As(err, &op) || op.Op != "read" || op.Addr == nil {
 				t.Errorf("the timeout is not a dialled connection's: %#v", err)
 			}
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("the read took %v", took)
+			if waited := s.polled.Load() != nil; tc.unpolled && waited != (tc.during || tc.in > 0) {
+				t.Errorf("the read polled: %v; the case is not what it says", waited)
 			}
 		})
 	}
-	t.Run("close is EOF", func(t *testing.T) {
-		s, server := socketPair(t)
-		if err := s.unpoll(); err != nil {
-			t.Fatal(err)
-		}
-		server.Close()
-		s.SetDeadline(time.Now().Add(5 * time.Second))
-		if n, err := s.Read(make([]byte, 8)); n != 0 || err != io.EOF {
-			t.Fatalf("read %d, %v after the server's close", n, err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Close(); !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("second close: %v", err)
-		}
-	})
 }
 
-// TestTransportRestsWatchedSocketsUnpolled: a connection whose Socket an
-// event loop took rests out of the runtime's poller, and a later request
-// a worker makes on it (its answer awaited by RoundTrip) is answered and
-// leaves it resting unpolled again; a connection no loop watched stays
-// polled as dialled.
-func TestTransportRestsWatchedSocketsUnpolled(t *testing.T) {
+// TestSocketCloses: a server's close reads as io.EOF; a closed socket's
+// reads, writes and second close fail as a dialled connection's do; and
+// no descriptor outlives the socket, whatever it was when it closed.
+func TestSocketCloses(t *testing.T) {
+	s, server := socketPair(t)
+	if err := s.unpoll(); err != nil {
+		t.Fatal(err)
+	}
+	server.Close()
+	if n, err := s.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("read %d, %v after the server's close", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read after close: %v", err)
+	}
+	if _, err := s.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("write after close: %v", err)
+	}
+	if err := s.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("second close: %v", err)
+	}
+	if err := s.unpoll(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("unpoll after close: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, s *socket, server net.Conn)
+	}{
+		// Closed as dialled.
+		{"polled", func(*testing.T, *socket, net.Conn) {}},
+		// Closed unpolled: its own descriptor.
+		{"unpolled", func(t *testing.T, s *socket, _ net.Conn) { s.unpoll() }},
+		// Closed while a duplicate is polled beside its own.
+		{"polled again", func(t *testing.T, s *socket, server net.Conn) {
+			s.unpoll()
+			oncePolled(s, func() { io.WriteString(server, "x") })
+			s.Read(make([]byte, 1))
+			if s.polled.Load() == nil {
+				t.Fatal("the read did not poll")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := openFDs(t)
+			s, server := socketPair(t)
+			tc.make(t, s, server)
+			s.Close()
+			server.Close()
+			if after := openFDs(t); after != before {
+				t.Fatalf("%d descriptors open before, %d after", before, after)
+			}
+		})
+	}
+}
+
+// TestTransportUnpollsWatchedSockets: a connection whose Socket an
+// event loop took is out of the runtime's poller; a read of its answer
+// that waits polls it again, and it rests so (a worker's next request
+// on it may wait too), until the loop next takes its socket, the same
+// descriptor; a connection no loop watched stays polled as dialled.
+func TestTransportUnpollsWatchedSockets(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -273,14 +415,14 @@ func TestTransportRestsWatchedSocketsUnpolled(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
 		return req
 	}
-	roundTrip := func() {
+	answer := func(resp *http.Response, err error) string {
 		t.Helper()
-		resp, err := tr.RoundTrip(post())
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		return string(b)
 	}
 	resting := func() *socket {
 		t.Helper()
@@ -290,32 +432,42 @@ func TestTransportRestsWatchedSocketsUnpolled(t *testing.T) {
 		}
 		return cs[0].raw.(*socket)
 	}
+	write := func() Written {
+		t.Helper()
+		w, ok, err := tr.Write(post(), time.Now().Add(5*time.Second))
+		if !ok || err != nil {
+			t.Fatalf("Write: %v %v", ok, err)
+		}
+		return w
+	}
 
-	roundTrip() // dials
-	if s := resting(); s.polled.Load() == nil || s.fd >= 0 {
+	if got := answer(tr.RoundTrip(post())); got != "0" { // dials
+		t.Fatalf("answer %q", got)
+	}
+	s := resting()
+	if s.polled.Load() == nil || s.fd >= 0 || !polledFDs(t)[dialledFD(t, s)] {
 		t.Fatal("a connection no loop watched rests unpolled")
 	}
-	w, ok, err := tr.Write(post(), time.Now().Add(5*time.Second))
-	if !ok || err != nil {
-		t.Fatalf("Write: %v %v", ok, err)
-	}
+	w := write()
 	sock, ok := w.Socket()
-	if !ok || polledFDs(t)[sock.FD] {
-		t.Fatalf("the watched socket %d is still polled (%v)", sock.FD, ok)
+	if !ok || sock.FD != s.fd || polledFDs(t)[sock.FD] || s.polled.Load() != nil {
+		t.Fatalf("the watched socket %d (%v) is still polled", sock.FD, ok)
 	}
-	resp, err := tr.Read(t.Context(), w) // waits: the answer comes 10 ms later
-	if err != nil {
-		t.Fatal(err)
+	if got := answer(tr.Read(t.Context(), w)); got != "1" { // waits: the answer comes 10 ms later
+		t.Fatalf("answer %q", got)
 	}
-	if b, _ := io.ReadAll(resp.Body); string(b) != "1" {
-		t.Fatalf("answer %q", b)
+	if s := resting(); s.polled.Load() == nil {
+		t.Fatal("the read that waited did not poll")
 	}
-	resp.Body.Close()
-	if s := resting(); s.polled.Load() != nil || s.fd != sock.FD || polledFDs(t)[sock.FD] {
-		t.Fatal("after a read that waited, the watched socket rests polled")
+	if got := answer(tr.RoundTrip(post())); got != "2" {
+		t.Fatalf("answer %q", got)
 	}
-	roundTrip()
-	if s := resting(); s.polled.Load() != nil || s.fd != sock.FD {
-		t.Fatal("after a worker's round trip, the watched socket rests polled")
+	w = write()
+	again, ok := w.Socket()
+	if !ok || again != sock || polledFDs(t)[again.FD] || s.polled.Load() != nil {
+		t.Fatalf("taken again: socket %+v (was %+v), polled %v", again, sock, polledFDs(t))
+	}
+	if got := answer(tr.Read(t.Context(), w)); got != "3" {
+		t.Fatalf("answer %q", got)
 	}
 }

@@ -7,6 +7,3 @@ import "net"
 // adoptSocket is raw off Linux: no event loop watches the flood's
 // sockets there, so the runtime's poller keeps them.
 func adoptSocket(raw net.Conn) net.Conn { return raw }
-
-// rest has nothing to do off Linux.
-func (c *conn) rest() {}
