@@ -89,7 +89,9 @@ func TestDispatcherThreadPolicy(t *testing.T) {
 	case !mayRaise(t):
 		raised, refused = "other", "SCHED_FIFO"
 	default:
-		raised, refused = "fifo", "SCHED_DEADLINE"
+		// Deadline refused just now, FIFO allowed: the run may find the
+		// bandwidth that another test process's flood held freed again,
+		// and where it does not, the rows' check holds FIFO to saying why.
 	}
 	for _, tc := range []struct {
 		rate        float64
