@@ -39,7 +39,7 @@ type socket struct {
 	// duplicate; nil while unpolled, and once closed.
 	polled atomic.Pointer[polledConn]
 	// fd is the descriptor no poller of the runtime's watches: -1 until
-	// first unpolled, and once closed.
+	// first unpolled, and once closed. Closed is both nil and -1.
 	fd int
 	// deadline is the connection's, as an offset from born (0: none;
 	// passed already: 1), kept to check an unpolled read or write and to
@@ -47,7 +47,6 @@ type socket struct {
 	// of the wall clock moves it no more than a dialled connection's.
 	deadline    atomic.Int64
 	born        time.Time
-	closed      bool
 	local, peer net.Addr
 	peeker      *peeker // the peek of the polled connection, made once for each
 }
@@ -87,11 +86,11 @@ func adoptSocket(raw net.Conn) net.Conn {
 func (s *socket) unpoll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return net.ErrClosed
-	}
 	p := s.polled.Load()
-	if p == nil {
+	switch {
+	case p == nil && s.fd < 0:
+		return net.ErrClosed
+	case p == nil:
 		return nil
 	}
 	if s.fd < 0 {
@@ -120,10 +119,10 @@ func (s *socket) poll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.closed:
-		return net.ErrClosed
 	case s.polled.Load() != nil:
 		return nil
+	case s.fd < 0:
+		return net.ErrClosed
 	}
 	dup, err := unix.FcntlInt(uintptr(s.fd), unix.F_DUPFD_CLOEXEC, lowestDup)
 	if err != nil {
@@ -240,12 +239,12 @@ func (s *socket) opError(op string, err error) error {
 func (s *socket) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	p := s.polled.Swap(nil)
+	if p == nil && s.fd < 0 {
 		return s.opError("close", net.ErrClosed)
 	}
-	s.closed = true
 	var err error
-	if p := s.polled.Swap(nil); p != nil {
+	if p != nil {
 		err = (*p).Close()
 	}
 	if s.fd >= 0 {

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -117,14 +116,14 @@ func oncePolled(s *socket, f func()) {
 	}()
 }
 
-// arrivedAll waits until n bytes have arrived on s (peeked), up to 5 s.
-func arrivedAll(s *socket, n int) {
+// arrivedAll waits until n bytes have arrived on s (peeked).
+func arrivedAll(t *testing.T, s *socket, n int) {
+	t.Helper()
 	buf := make([]byte, n+1)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if got, _ := s.peek(buf); got >= n {
-			return
-		}
-	}
+	waitFor(t, fmt.Sprintf("%d bytes on the socket", n), func() bool {
+		got, _ := s.peek(buf)
+		return got >= n
+	})
 }
 
 // TestSocketLeavesThePoller: an unpolled socket is in no epoll of the
@@ -148,7 +147,7 @@ func TestSocketLeavesThePoller(t *testing.T) {
 
 	// What has arrived is read without the poller.
 	io.WriteString(server, "ping")
-	arrivedAll(s, 4)
+	arrivedAll(t, s, 4)
 	buf := make([]byte, 16)
 	if n, err := s.Read(buf); err != nil || string(buf[:n]) != "ping" {
 		t.Fatalf("read %q, %v", buf[:n], err)
@@ -296,7 +295,7 @@ func TestSocketDeadlines(t *testing.T) {
 				oncePolled(s, func() { s.SetDeadline(deadline) })
 			case tc.in <= 0:
 				io.WriteString(server, "late") // there, and still not read
-				arrivedAll(s, 4)
+				arrivedAll(t, s, 4)
 				s.SetDeadline(deadline)
 			default:
 				s.SetDeadline(deadline)
@@ -382,40 +381,19 @@ func TestSocketCloses(t *testing.T) {
 // on it may wait too), until the loop next takes its socket, the same
 // descriptor; a connection no loop watched stays polled as dialled.
 func TestTransportUnpollsWatchedSockets(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(r)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					time.Sleep(10 * time.Millisecond) // so that a read waits
-					fmt.Fprintf(c, "HTTP/1.1 202 Accepted\r\nContent-Length: %d\r\n\r\n%d", len(strconv.Itoa(n)), n)
-				}
-			}()
-		}
-	}()
+	later := make(chan struct{}) // the second answer: once its read waits
+	srv := startRaw(t,
+		answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 1\r\n\r\n0"},
+		answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 1\r\n\r\n1", after: later},
+		answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 1\r\n\r\n2"},
+		answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 1\r\n\r\n3"})
 	tr := NewTransport(Options{})
 	defer tr.CloseIdleConnections()
-	url := "http://" + ln.Addr().String() + "/inbox"
 	post := func() *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
+		req, _ := http.NewRequest(http.MethodPost, srv.url(), strings.NewReader("{}"))
 		return req
 	}
-	answer := func(resp *http.Response, err error) string {
+	answerOf := func(resp *http.Response, err error) string {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -426,7 +404,7 @@ func TestTransportUnpollsWatchedSockets(t *testing.T) {
 	}
 	resting := func() *socket {
 		t.Helper()
-		cs := tr.idle[poolKey{scheme: "http", addr: ln.Addr().String()}]
+		cs := tr.idle[poolKey{scheme: "http", addr: srv.ln.Addr().String()}]
 		if len(cs) != 1 {
 			t.Fatalf("%d connections rest", len(cs))
 		}
@@ -441,7 +419,7 @@ func TestTransportUnpollsWatchedSockets(t *testing.T) {
 		return w
 	}
 
-	if got := answer(tr.RoundTrip(post())); got != "0" { // dials
+	if got := answerOf(tr.RoundTrip(post())); got != "0" { // dials
 		t.Fatalf("answer %q", got)
 	}
 	s := resting()
@@ -453,13 +431,14 @@ func TestTransportUnpollsWatchedSockets(t *testing.T) {
 	if !ok || sock.FD != s.fd || polledFDs(t)[sock.FD] || s.polled.Load() != nil {
 		t.Fatalf("the watched socket %d (%v) is still polled", sock.FD, ok)
 	}
-	if got := answer(tr.Read(t.Context(), w)); got != "1" { // waits: the answer comes 10 ms later
+	oncePolled(s, func() { close(later) })
+	if got := answerOf(tr.Read(t.Context(), w)); got != "1" { // waits: the answer comes once it does
 		t.Fatalf("answer %q", got)
 	}
 	if s := resting(); s.polled.Load() == nil {
 		t.Fatal("the read that waited did not poll")
 	}
-	if got := answer(tr.RoundTrip(post())); got != "2" {
+	if got := answerOf(tr.RoundTrip(post())); got != "2" {
 		t.Fatalf("answer %q", got)
 	}
 	w = write()
@@ -467,7 +446,7 @@ func TestTransportUnpollsWatchedSockets(t *testing.T) {
 	if !ok || again != sock || polledFDs(t)[again.FD] || s.polled.Load() != nil {
 		t.Fatalf("taken again: socket %+v (was %+v), polled %v", again, sock, polledFDs(t))
 	}
-	if got := answer(tr.Read(t.Context(), w)); got != "3" {
+	if got := answerOf(tr.Read(t.Context(), w)); got != "3" {
 		t.Fatalf("answer %q", got)
 	}
 }
