@@ -230,6 +230,9 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	res := rec.Result()
 	o.Conns = conns.Load()
 	o.Dispatcher = res.Dispatcher.Policy
+	if n := res.Dispatcher.Threads; n > 0 {
+		o.Dispatcher = fmt.Sprintf("%d threads", n)
+	}
 	if why := res.Dispatcher.Refused; why != "" {
 		o.Dispatcher += " (refused: " + why + ")"
 	}

@@ -105,6 +105,9 @@ type cycle struct {
 // NextReady is true: Next never waits (flood.NextReady).
 func (c *cycle) NextReady() bool { return true }
 
+// AlwaysReady is true: the requests were presigned (flood.AlwaysReady).
+func (c *cycle) AlwaysReady() bool { return true }
+
 // Next returns the next request of the pool, or ctx's error.
 func (c *cycle) Next(ctx context.Context) (*flood.Prepared, error) {
 	if err := ctx.Err(); err != nil {

@@ -2,6 +2,7 @@ package flood
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -25,17 +26,25 @@ import (
 // out), which every answer the loop read had also woken for nothing:
 // another 6-23 % of a send's CPU at 2 000 and 5 000/s.
 //
-// It runs only where the dispatcher's thread is real-time
+// Up to 10 000/s it runs only where the dispatcher's thread is real-time
 // (--dispatcher-priority auto up to 5 000/s, or realtime up to 10 000/s,
 // where the kernel allows it), so that reading an answer never has it
 // preempted when a send comes due: under the normal policy at 2 000/s the
 // same loop cut the CPU as much (100-107 against 123-138 µs) but tripled
-// the p99 lateness (0.27-0.49 against 0.09-0.10 ms). Above 10 000/s,
-// where the dispatcher shares its thread and seldom sleeps, one that also
-// read every answer fell behind its schedule (p99 lateness 22 ms against
-// 4 ms at 22 000/s); and a loop on a goroutine of its own, woken apart
-// from the dispatcher, cost more than the workers (133-145 against
-// 121-140 µs at 2 000/s).
+// the p99 lateness (0.27-0.49 against 0.09-0.10 ms). Above 10 000/s one
+// dispatcher that also read every answer fell behind its schedule (p99
+// lateness 22 ms against 4 ms at 22 000/s), and a loop on a goroutine of
+// its own, woken apart from the dispatcher, cost more than the workers
+// (133-145 against 121-140 µs at 2 000/s). There, where the Source never
+// waits, the dispatchers share the schedule, one a core, each with a loop
+// of its own under the normal policy (engine.go's sharedDispatchers): at
+// 20 000/s a send cost alike (44.8-45.7 against 45.1-46.4 µs), its p99
+// latency 9.9-12.9 ms against 15.1-27.6 ms; at 24 000/s and 27 000/s,
+// past what either held, 22 820/s and 26 206/s were sent against 20 798/s
+// and 22 931/s. Each takes the connections it wrote on before (h1's
+// lanes): taking whichever rested last, the two loops' epolls had each
+// socket in turn, and moving it cost more than the sharing gained
+// (48-50 against 46-47 µs a send).
 //
 // Whatever it is not sure of it leaves to a worker, as before: an answer
 // not whole when its deadline comes (the worker's Read then times out),
@@ -45,10 +54,9 @@ import (
 // awaited when the run is interrupted.
 type answerLoop struct {
 	set     *epoll.Set
-	watched map[int]h1.Socket // each descriptor's connection as the epoll has it (kept until the descriptor is another's: the comparison needs it)
-	pending map[int]job       // the sends whose answers it awaits, by descriptor
-	order   []deadlined       // the same, by deadline (their sends' order)
-	look    []byte            // Arrived's buffer
+	pending map[int]job // the sends whose answers it awaits, by descriptor
+	order   []deadlined // the same, by deadline (their sends' order)
+	look    []byte      // Arrived's buffer
 	w       *worker
 	d       record.Delivery
 	stop    func() bool // unregisters w's Aborter from the run's context
@@ -84,8 +92,9 @@ const answerLook = 4 << 10
 // container's seccomp profile), whose timeout in nanoseconds the loop's
 // waits need: epoll_wait's milliseconds would wake the dispatcher up to
 // a millisecond late for its next send.
-func newAnswerLoop(e *crew) *answerLoop {
-	if e.direct == nil {
+// Its collector shard is k, the dispatcher's.
+func newAnswerLoop(e *crew, k int) *answerLoop {
+	if e.written == nil {
 		return nil
 	}
 	set, err := epoll.Open(answerBatch)
@@ -96,8 +105,8 @@ func newAnswerLoop(e *crew) *answerLoop {
 		set.Close()
 		return nil
 	}
-	l := &answerLoop{set: set, watched: map[int]h1.Socket{}, pending: map[int]job{}, look: make([]byte, answerLook)}
-	l.w = e.newWorker(0)
+	l := &answerLoop{set: set, pending: map[int]job{}, look: make([]byte, answerLook)}
+	l.w = e.newWorker(k)
 	l.w.inline = true
 	if l.w.abort != nil {
 		l.stop = context.AfterFunc(e.ctx, l.w.abort.Abort)
@@ -127,19 +136,11 @@ func (l *answerLoop) take(e *crew, j *job) bool {
 	if !ok {
 		return false
 	}
-	if l.watched[s.FD] != s {
-		// A connection the epoll has not seen under this descriptor. A
-		// closed one left the epoll by itself; its descriptor may be
-		// another's now. The answer may have come already: adding the
-		// socket reports what is there.
-		// Edge-triggered: an answer wakes the loop once, and a part
-		// again when the rest comes.
-		if l.set.Watch(s.FD, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET) != nil {
-			return false
-		}
-		l.watched[s.FD] = s
+	if !e.sockets.watch(l, s) {
+		return false
 	}
 	l.pending[s.FD] = *j
+	e.awaited.Add(1)
 	l.order = append(l.order, deadlined{fd: s.FD, at: j.sentAt + e.timeout})
 	return true
 }
@@ -167,11 +168,11 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 		case h1.ArrivedPart:
 			continue // the rest will wake the loop
 		case h1.ArrivedWhole:
-			delete(l.pending, int(ev.Fd))
+			l.forget(e, int(ev.Fd))
 			l.w.arrived = polled
 			l.read(e, &j)
 		default:
-			delete(l.pending, int(ev.Fd))
+			l.forget(e, int(ev.Fd))
 			e.handOff(j)
 		}
 	}
@@ -202,7 +203,7 @@ func (l *answerLoop) expire(e *crew) {
 		if o.at > now {
 			break
 		}
-		delete(l.pending, o.fd)
+		l.forget(e, o.fd)
 		e.handOff(j)
 	}
 	if k > 0 {
@@ -222,19 +223,94 @@ func (l *answerLoop) finish(e *crew) {
 		l.wait(e, coarseMargin)
 	}
 	l.leaveAll(e)
+	l.close(e)
+}
+
+// close closes the loop's epoll, first taking it out of e's watchers (so
+// that no other loop unwatches a descriptor from what its number may
+// name next), and ends its worker's Aborter's registration with the
+// run's context.
+func (l *answerLoop) close(e *crew) {
+	e.sockets.forget(l)
 	if l.stop != nil {
 		l.stop()
 	}
 	l.set.Close()
 }
 
+// forget stops awaiting the send on descriptor fd: it was read, or goes
+// to a worker, which must count it as the workers' first (handOff).
+func (l *answerLoop) forget(e *crew, fd int) {
+	delete(l.pending, fd)
+	e.awaited.Add(-1)
+}
+
 // leaveAll leaves every answer the loop awaits to workers.
 func (l *answerLoop) leaveAll(e *crew) {
 	for _, o := range l.order {
 		if j, ok := l.awaits(e, o); ok {
-			delete(l.pending, o.fd)
+			l.forget(e, o.fd)
 			e.handOff(j)
 		}
 	}
 	l.order = l.order[:0]
+}
+
+// watchers is which loop's epoll watches each socket, among the
+// dispatchers' loops: a socket one loop read an answer on rests in the
+// transport's pool, and the next to write on it may be another's
+// dispatcher. Safe for concurrent use.
+type watchers struct {
+	mu sync.Mutex
+	by map[int]watcher // by descriptor; kept until the descriptor is another's (the comparison needs it)
+}
+
+// watcher is a descriptor's loop, and its connection as that loop's
+// epoll has it.
+type watcher struct {
+	l *answerLoop
+	s h1.Socket
+}
+
+// watch has l's epoll, alone, watch s, and reports whether it does.
+func (ws *watchers) watch(l *answerLoop, s h1.Socket) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	was := ws.by[s.FD]
+	if was.l == l && was.s == s {
+		return true
+	}
+	if was.l != nil && was.l != l {
+		// Another loop's epoll had it (or a connection closed since
+		// under its number, which left that epoll by itself: then this
+		// finds nothing). Left there, every answer on it would wake
+		// that loop too, for nothing.
+		was.l.set.Unwatch(s.FD)
+	}
+	// A connection this epoll has not seen under this descriptor. A
+	// closed one left the epoll by itself; its descriptor may be
+	// another's now. The answer may have come already: adding the
+	// socket reports what is there.
+	// Edge-triggered: an answer wakes the loop once, and a part again
+	// when the rest comes.
+	if l.set.Watch(s.FD, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET) != nil {
+		delete(ws.by, s.FD)
+		return false
+	}
+	if ws.by == nil {
+		ws.by = map[int]watcher{}
+	}
+	ws.by[s.FD] = watcher{l: l, s: s}
+	return true
+}
+
+// forget forgets the sockets l's epoll watches: it is closing.
+func (ws *watchers) forget(l *answerLoop) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for fd, w := range ws.by {
+		if w.l == l {
+			delete(ws.by, fd)
+		}
+	}
 }

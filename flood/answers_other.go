@@ -7,7 +7,11 @@ import "time"
 // answerLoop is Linux's (epoll): elsewhere every answer is a worker's.
 type answerLoop struct{}
 
-func newAnswerLoop(*crew) *answerLoop         { return nil }
+// watchers is Linux's: no loop watches a socket elsewhere.
+type watchers struct{}
+
+func newAnswerLoop(*crew, int) *answerLoop    { return nil }
+func (*answerLoop) close(*crew)               {}
 func (*answerLoop) busy() bool                { return false }
 func (*answerLoop) awaiting() int             { return 0 }
 func (*answerLoop) take(*crew, *job) bool     { return false }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/h1"
 )
 
 // shardLog is a collector noting, per send, the shard its Answered came
@@ -186,11 +187,7 @@ func TestInterruptedRunLeavesNoAnswerAwaited(t *testing.T) {
 // kernel refuses epoll_pwait2 (newAnswerLoop) or a real-time thread.
 func needAnswerLoop(t *testing.T) {
 	t.Helper()
-	l := newAnswerLoop(&crew{direct: &directWriter{}, ctx: t.Context()})
-	if l == nil {
-		t.Skip("the kernel refuses epoll_pwait2 (before Linux 5.11, or a seccomp profile): workers read every answer")
-	}
-	l.finish(&crew{ctx: t.Context()})
+	needLoopWaits(t)
 	realtime := make(chan bool, 1)
 	go func() {
 		thread, restore := preciseThread(true)
@@ -200,6 +197,18 @@ func needAnswerLoop(t *testing.T) {
 	if !<-realtime {
 		t.Skip("the kernel refuses the dispatcher a real-time policy: workers read every answer")
 	}
+}
+
+// needLoopWaits skips t where no dispatcher reads answers: the kernel
+// refuses epoll_pwait2 (newAnswerLoop).
+func needLoopWaits(t *testing.T) {
+	t.Helper()
+	e := &crew{written: h1.NewTransport(h1.Options{}), ctx: t.Context()}
+	l := newAnswerLoop(e, 0)
+	if l == nil {
+		t.Skip("the kernel refuses epoll_pwait2 (before Linux 5.11, or a seccomp profile): workers read every answer")
+	}
+	l.finish(e)
 }
 
 // closeNow, as a part, closes the connection.

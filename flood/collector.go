@@ -8,14 +8,17 @@ import (
 // Metrics.Add: what records it (record.Recorder), what serves it live, and
 // the sources' bookkeeping all listen here, so the engine only sends.
 //
-// Begin comes first, once, on the dispatcher (a goroutine of its own up
-// to 10 000/s, else Run's); End last, once, on Run's goroutine after the
-// dispatcher returned. Offered runs on the dispatcher, once per send
-// whose intended time was reached; Answered on a worker, once per send
-// handed to it, with the worker's index (shard: a collector may keep one
-// shard per worker, no lock shared), or on the dispatcher with shard 0
-// for an answer it read itself (the fast client on Linux); Settled on a
-// worker or the dispatcher, once per request taken from the Source
+// Begin comes first, once, before any dispatcher runs (on a goroutine of
+// the dispatcher's own up to 10 000/s, else Run's); End last, once, on
+// Run's goroutine after the dispatchers returned. Offered runs on a
+// dispatcher, once per send whose intended time was reached (above
+// 10 000/s several dispatchers may share the schedule: see Plan, so
+// offers may come at once and slightly out of their intended order);
+// Answered on a worker, once per send handed to it, with the worker's
+// index (shard: a collector may keep one shard per worker, no lock
+// shared), or on a dispatcher with its own shard (0, 1, …; the workers'
+// follow) for an answer it read itself (the fast client on Linux);
+// Settled on a worker or a dispatcher, once per request taken from the Source
 // (answered, aborted, dropped or left unsent), after its Answered, its
 // Outcome carrying the send's Delivery (a dropped one's Offer), so that a
 // collector writing every send down (the results) needs Settled alone.

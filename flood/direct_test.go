@@ -23,8 +23,8 @@ type loggedTransport struct {
 	log *eventLog
 }
 
-func (t loggedTransport) Write(req *http.Request, deadline time.Time) (h1.Written, bool, error) {
-	w, ok, err := t.Transport.Write(req, deadline)
+func (t loggedTransport) Write(req *http.Request, lane int, deadline time.Time) (h1.Written, bool, error) {
+	w, ok, err := t.Transport.Write(req, lane, deadline)
 	if ok {
 		t.log.add("wrote " + req.Header.Get("X-N"))
 	}

@@ -24,8 +24,9 @@
 //     (--client), which writes and reads on the worker's own goroutine,
 //     and on whose resting connections the dispatcher itself writes a
 //     send that leaves as signed, a worker reading its answer, or on
-//     Linux, with a real-time dispatcher, the dispatcher itself once the
-//     whole answer has arrived (answers_linux.go).
+//     Linux, with a real-time dispatcher or with dispatchers sharing the
+//     schedule, the dispatcher itself once the whole answer has arrived
+//     (answers_linux.go).
 //   - Run (engine.go, sender.go): a dispatcher waits for each intended
 //     time and hands the send to a free worker slot (having written it,
 //     when it could); with MaxInflight slots busy the send is dropped and
@@ -33,7 +34,11 @@
 //     sends on an OS thread of its own with no timer slack, under
 //     SCHED_DEADLINE (else SCHED_FIFO) where permitted and asked for (by
 //     default up to 5 000/s: Plan.Priority, priority.go, sleep_linux.go),
-//     and the collector's Schedule says how. Times go from the intended
+//     and the collector's Schedule says how. Above it, with a Source that
+//     never waits (AlwaysReady) and h1's transport over plain HTTP on
+//     Linux, one dispatcher a core shares the schedule (engine.go's
+//     feed), each on a thread of its own with its own connections and
+//     epoll, as the bench's open-loop reference does. Times go from the intended
 //     time (latency, coordinated-omission corrected), from the actual
 //     send (service), and in between (lateness).
 //   - Collector (collector.go): what Run feeds every offer, answer and

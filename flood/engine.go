@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -31,7 +33,11 @@ type Plan struct {
 	// dispatcher at its intended time, its service time starting then. On
 	// Linux, over plain HTTP, the dispatcher reads its answer too, once the
 	// whole of it has arrived and is plainly framed; a worker reads every
-	// other answer.
+	// other answer. Above 10 000/s, with a Source that never waits
+	// (AlwaysReady), one dispatcher a core shares the schedule there,
+	// each on a thread of its own with the connections it wrote on
+	// (h1's lanes) and its own epoll, as the bench's open-loop reference
+	// does; the collector's Schedule says how many (Dispatcher.Threads).
 	Transport http.RoundTripper
 	// Limits bound the run.
 	Limits
@@ -136,24 +142,41 @@ func (p *Plan) schedule(start time.Time) record.Schedule {
 		MaxInflight: p.MaxInflight, Timeout: p.Timeout, Total: total}
 }
 
-// engine is one run: the dispatcher's state beside the crew of workers
-// it hands sends to.
+// engine is one run: the dispatchers' shared schedule beside the crew of
+// workers they hand sends to.
 type engine struct {
 	crew
 	p     Plan
 	sleep func(time.Duration)
+	feed  feed
 
-	// Dispatcher-owned; read by others only after the dispatcher returned.
-	kinds    kinds
-	stopped  record.Stop
 	realtime bool // the dispatcher's thread runs under a real-time policy
 }
 
+// feed is the schedule as the dispatchers take it, one send at a time
+// (take): the next send's index, the Source's requests, the breakdown's
+// kinds, and how the schedule stopped. Its fields are mu's; after the
+// dispatchers returned, Run's.
+type feed struct {
+	mu       sync.Mutex
+	n        int64     // the next send to take
+	first    *Prepared // the first request, taken before the clock started, until a dispatcher takes it
+	firstErr error
+	ended    bool // no send is taken any more
+	kinds    kinds
+	stopped  record.Stop
+	// nextDue is send n's intended offset, which a dispatcher reads
+	// without mu to know whether it is behind (see dispatch).
+	nextDue atomic.Int64
+}
+
 func newEngine(ctx context.Context, p Plan, c Collector) *engine {
-	e := &engine{p: p, sleep: p.Sleep, kinds: kinds{}, crew: crew{
+	e := &engine{p: p, sleep: p.Sleep, feed: feed{kinds: kinds{}}, crew: crew{
 		ctx: ctx, c: c, transport: p.Transport, timeout: p.Timeout, jobs: make(chan job, p.MaxInflight),
-		direct: newDirectWriter(p.Transport),
 	}}
+	if newDirectWriter(p.Transport, 0) != nil {
+		e.written = p.Transport.(directTransport)
+	}
 	if e.sleep == nil {
 		e.sleep = preciseSleep
 	}
@@ -173,12 +196,23 @@ func (e *engine) run() {
 		if e.p.Priority != PriorityNormal { // realtime or auto: no thread of its own to raise here
 			thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
 		}
+		if ds := e.sharedDispatchers(); len(ds) > 1 {
+			thread.Threads = len(ds)
+			if thread.Refused != "" {
+				thread.Refused = fmt.Sprintf("above %d/s the %d dispatchers keep the normal policy", preciseRateMax, len(ds))
+			}
+			e.scheduleShared(thread, ds)
+			break
+		}
 		e.schedule(thread)
 	}
 	close(e.jobs)
 	e.wg.Wait()
-	e.stopped.End = time.Now()
-	e.c.End(e.stopped)
+	if f := e.feed.first; f != nil { // taken but the schedule ended before it was due
+		e.c.Settled(f.Token, record.Outcome{})
+	}
+	e.feed.stopped.End = time.Now()
+	e.c.End(e.feed.stopped)
 }
 
 // scheduleOnOwnThread runs the schedule on a goroutine of its own,
@@ -193,17 +227,10 @@ func (e *engine) run() {
 // t.Fatal in a Source) ends the caller's goroutine too, as it would have
 // had the schedule run there.
 func (e *engine) scheduleOnOwnThread(realtime bool, declined string) {
-	type ending struct {
-		returned bool
-		panicked any
-	}
 	ended := make(chan ending, 1)
 	go func() {
-		var end ending
-		defer func() {
-			end.panicked = recover()
-			ended <- end
-		}()
+		end := ending{}
+		defer end.send(ended)
 		thread, restore := preciseThread(realtime)
 		defer restore()
 		thread.Priority = string(e.p.Priority)
@@ -215,7 +242,26 @@ func (e *engine) scheduleOnOwnThread(realtime bool, declined string) {
 		e.schedule(thread)
 		end.returned = true
 	}()
-	switch end := <-ended; {
+	(<-ended).raise()
+}
+
+// ending is how a dispatcher's goroutine ended: returned, or panicked
+// with what, or neither (runtime.Goexit).
+type ending struct {
+	returned bool
+	panicked any
+}
+
+// send sends end, with the panic under way if any, on ended; deferred.
+func (end *ending) send(ended chan<- ending) {
+	end.panicked = recover()
+	ended <- *end
+}
+
+// raise ends the caller's goroutine as end ended a dispatcher's: panic
+// again, Goexit, or nothing.
+func (end ending) raise() {
+	switch {
 	case end.panicked != nil:
 		panic(end.panicked)
 	case !end.returned:
@@ -226,6 +272,20 @@ func (e *engine) scheduleOnOwnThread(realtime bool, declined string) {
 // schedule starts the clock and dispatches the whole schedule, the
 // collector told that its dispatcher's thread ran as thread says.
 func (e *engine) schedule(thread record.Dispatcher) {
+	e.begin(thread)
+	d := e.newDispatcher(0)
+	if _, ok := e.p.Source.(NextReady); ok && e.realtime && e.p.Sleep == nil {
+		// Only where the dispatcher's thread is real-time (see
+		// answerLoop); and a test's Sleep runs on a fake clock, which the
+		// loop's waits would not keep.
+		d.loop = newAnswerLoop(&e.crew, 0)
+	}
+	d.dispatch()
+}
+
+// begin tells the Source how the dispatcher's thread runs, takes the
+// first request, starts the clock and tells the collector.
+func (e *engine) begin(thread record.Dispatcher) {
 	if a, ok := e.p.Source.(DispatcherAware); ok {
 		a.Dispatching(thread)
 	}
@@ -233,131 +293,250 @@ func (e *engine) schedule(thread record.Dispatcher) {
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.
-	first, firstErr := e.p.Source.Next(e.ctx)
+	e.feed.first, e.feed.firstErr = e.p.Source.Next(e.ctx)
 	e.start = time.Now()
 	sched := e.p.schedule(e.start)
 	sched.Dispatcher = thread
 	e.c.Begin(sched)
-	e.dispatch(first, firstErr)
 }
 
-// dispatch runs the schedule, starting with the first request (or error)
-// taken before the clock started. It is the only goroutine that starts sends,
-// so checking inflight and then incrementing it cannot overshoot MaxInflight.
-func (e *engine) dispatch(first *Prepared, firstErr error) {
-	ready, _ := e.p.Source.(NextReady)
-	if ready != nil && e.realtime && e.p.Sleep == nil {
-		// Only where the dispatcher's thread is real-time (see
-		// answerLoop); and a test's Sleep runs on a fake clock, which the
-		// loop's waits would not keep.
-		e.loop = newAnswerLoop(&e.crew)
+// sharedDispatchers are the dispatchers that share the schedule above
+// preciseRateMax, one a core, each reading the answers to what it wrote
+// (answerLoop), where the Source never waits (AlwaysReady), the
+// transport takes the dispatchers' writes and the kernel their loops'
+// waits; otherwise none (one dispatcher, reading no answers). One thread
+// that paced every send and read every answer fell behind its schedule
+// (its p99 latency 6-111 ms against the bench's open-loop reference's
+// 13-15 ms at 20 000/s), where two, each on a core beside the sink's
+// threads, hold it as the reference's loops do.
+func (e *engine) sharedDispatchers() []*dispatcher {
+	n := runtime.GOMAXPROCS(0)
+	if ar, ok := e.p.Source.(AlwaysReady); !ok || !ar.AlwaysReady() || e.written == nil || n < 2 {
+		return nil
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	var ds []*dispatcher
+	for k := range n {
+		d := e.newDispatcher(k)
+		if d.loop = newAnswerLoop(&e.crew, k); d.loop == nil {
+			break
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) < 2 {
+		for _, d := range ds {
+			d.loop.close(&e.crew)
+		}
+		return nil
+	}
+	return ds
+}
+
+// scheduleShared starts the clock and runs the schedule on ds, each
+// dispatcher on a thread of its own (locked, under the policy the crowd
+// runs under), and waits for them. A panic or Goexit of one (a Source's)
+// ends the feed, so that the others stop at their next take, and is
+// raised again on the caller's goroutine once they have.
+func (e *engine) scheduleShared(thread record.Dispatcher, ds []*dispatcher) {
+	e.begin(thread)
+	ended := make(chan ending, len(ds))
+	for _, d := range ds {
+		go func() {
+			end := ending{}
+			defer end.send(ended)
+			defer func() {
+				if !end.returned {
+					e.stop(record.ReasonInterrupted, nil)
+				}
+			}()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			d.dispatch()
+			end.returned = true
+		}()
+	}
+	worst := ending{returned: true}
+	for range ds {
+		// A panic is raised before a Goexit, and either before a return.
+		if end := <-ended; worst.returned && !end.returned || worst.panicked == nil && end.panicked != nil {
+			worst = end
+		}
+	}
+	worst.raise()
+}
+
+// dispatcher is one thread of the schedule: it takes sends from the feed,
+// waits for each one's intended time and makes it (writes it itself, or
+// hands it to a worker), and reads the answers to what it wrote when it
+// has a loop. All of it is its own goroutine's.
+type dispatcher struct {
+	e      *engine
+	direct *directWriter // its writes; nil when the transport cannot take them
+	loop   *answerLoop   // its reading of their answers; nil when it reads none
+	timer  *time.Timer
+}
+
+// newDispatcher is dispatcher k of e (k picks its loop's collector
+// shard), with no loop yet.
+func (e *engine) newDispatcher(k int) *dispatcher {
+	d := &dispatcher{e: e, direct: newDirectWriter(e.p.Transport, k), timer: time.NewTimer(time.Hour)}
+	d.timer.Stop()
+	e.dispatchers = max(e.dispatchers, k+1)
+	return d
+}
+
+// taken is a send as a dispatcher took it from the feed: its index, its
+// intended offset, its request and the request's breakdown key, and
+// whether the Source kept the dispatcher past its intended time.
+type taken struct {
+	n       int64
+	off     time.Duration
+	prep    *Prepared
+	typ     string
+	starved bool
+}
+
+// take takes the feed's next send for d, or reports that the schedule
+// has ended (then the feed has ended, and says why). It takes the Source's
+// request ahead of the send's intended time, so that the dispatcher's
+// wait absorbs the Source's work; only what runs past the intended time
+// is starvation.
+func (e *engine) take(d *dispatcher) (taken, bool) {
+	f := &e.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return taken{}, false
+	}
+	n := f.n
+	off, ok := e.due(n)
+	if !ok {
+		f.ended = true
+		return taken{}, false
+	}
+	if closed(e.ctx.Done()) {
+		e.stopLocked(record.ReasonInterrupted, nil)
+		return taken{}, false
+	}
+	t0 := time.Since(e.start)
+	prep, err := f.first, f.firstErr
+	if n > 0 {
+		if ready, _ := e.p.Source.(NextReady); d.loop.busy() && !ready.NextReady() {
+			d.loop.leaveAll(&e.crew) // Next may wait (see NextReady)
+		}
+		prep, err = e.p.Source.Next(e.ctx)
+	}
+	f.first, f.firstErr = nil, nil
+	if err != nil {
+		e.sourceFailed(err)
+		return taken{}, false
+	}
+	f.n++
+	f.nextDue.Store(int64(e.p.Pacer.Offset(n + 1)))
+	now := time.Since(e.start)
+	starved := n > 0 && now > off && now-max(t0, off) > starveSlack
+	return taken{n: n, off: off, prep: prep, typ: f.kinds.key(string(prep.Type)), starved: starved}, true
+}
+
+// dispatch runs d's share of the schedule: the sends it takes, until the
+// feed ends.
+func (d *dispatcher) dispatch() {
+	e := d.e
 	done := e.ctx.Done()
 	maxIn := int64(e.p.MaxInflight)
-	for n := int64(0); ; n++ {
-		off, ok := e.due(n)
+	for {
+		s, ok := e.take(d)
 		if !ok {
 			break
 		}
-		if closed(done) {
+		if time.Since(e.start) < s.off && !d.waitUntil(s.off, done) {
+			e.c.Settled(s.prep.Token, record.Outcome{})
 			e.stop(record.ReasonInterrupted, nil)
 			break
 		}
-		// Fetch ahead of the intended time, so the wait below absorbs the
-		// Source's work; only what runs past the intended time is starvation.
-		t0 := time.Since(e.start)
-		prep, err := first, firstErr
-		if n > 0 {
-			if e.loop.busy() && !ready.NextReady() {
-				e.loop.leaveAll(&e.crew) // Next may wait (see NextReady)
-			}
-			prep, err = e.p.Source.Next(e.ctx)
-		}
-		first = nil
-		if err != nil {
-			e.sourceFailed(err)
-			break
-		}
-		now := time.Since(e.start)
-		starved := n > 0 && now > off && now-max(t0, off) > starveSlack
-		if now < off && !e.waitUntil(timer, off, done) {
-			e.c.Settled(prep.Token, record.Outcome{})
-			e.stop(record.ReasonInterrupted, nil)
-			break
-		}
-		measured := off >= e.p.Warmup
-		drop := e.inflight.Load() >= maxIn
-		typ := e.kinds.key(string(prep.Type))
-		offer := record.Offer{Type: typ, Due: off, Measured: measured, Starved: starved, Dropped: drop}
+		measured := s.off >= e.p.Warmup
+		drop := !e.claim(maxIn)
+		offer := record.Offer{Type: s.typ, Due: s.off, Measured: measured, Starved: s.starved, Dropped: drop}
 		if drop {
 			e.c.Offered(offer)
-			e.c.Settled(prep.Token, record.Outcome{Offer: offer})
+			e.c.Settled(s.prep.Token, record.Outcome{Offer: offer})
 			continue
 		}
-		j := job{prep: prep, typ: typ, intended: off, measured: measured, starved: starved}
-		if e.direct != nil && leavesAsSigned(prep) {
+		j := job{prep: s.prep, typ: s.typ, intended: s.off, measured: measured, starved: s.starved}
+		if d.direct != nil && leavesAsSigned(s.prep) {
 			// First, so that nothing else the dispatcher does for the
 			// send delays it.
-			e.direct.write(&e.crew, &j)
+			d.direct.write(&e.crew, &j)
 			offer.Written = j.direct
 		}
 		e.c.Offered(offer)
-		e.inflight.Add(1)
-		if !e.loop.take(&e.crew, &j) {
+		if !d.loop.take(&e.crew, &j) {
 			e.handOff(j)
 		}
-		if e.loop.busy() && time.Since(e.start) >= e.p.Pacer.Offset(n+1) {
+		if d.loop.busy() && time.Since(e.start) >= time.Duration(e.feed.nextDue.Load()) {
 			// Behind: no wait before the next send to read answers in.
 			// After the write, so that reading never delays a due send
 			// more than one batch does.
-			e.loop.wait(&e.crew, 0)
+			d.loop.wait(&e.crew, 0)
 		}
 	}
-	e.loop.finish(&e.crew)
-	if first != nil { // taken but the schedule ended before it was due
-		e.c.Settled(first.Token, record.Outcome{})
+	d.loop.finish(&e.crew)
+}
+
+// claim counts one more send in flight, unless MaxInflight (maxIn) are:
+// then the send is dropped.
+func (e *crew) claim(maxIn int64) bool {
+	for {
+		n := e.inflight.Load()
+		if n >= maxIn {
+			return false
+		}
+		if e.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
 // handOff hands j, counted in flight, to a worker. Workers grow to the
-// peak of the sends in flight that the dispatcher's loop does not await,
-// so the job queue never holds a send while a slot is counted free.
+// peak of the sends in flight that no dispatcher's loop awaits, so the
+// job queue never holds a send while a slot is counted free.
 func (e *crew) handOff(j job) {
-	if e.inflight.Load()-int64(e.loop.awaiting()) > int64(e.nworkers) {
-		e.startWorker()
+	if e.unawaited() > e.nworkers.Load() {
+		e.grow()
 	}
 	e.jobs <- j
 }
 
+// unawaited is the sends in flight that no loop awaits: the workers'.
+func (e *crew) unawaited() int64 { return e.inflight.Load() - e.awaited.Load() }
+
 // due is send n's intended offset, or false when the schedule ends before
-// it (the window's end then set).
+// it (the window's end then set). Under the feed's lock.
 func (e *engine) due(n int64) (time.Duration, bool) {
+	st := &e.feed.stopped
 	if e.p.MaxSends > 0 && n >= e.p.MaxSends {
-		e.stopped.WindowEnd = e.p.Pacer.Offset(n)
+		st.WindowEnd = e.p.Pacer.Offset(n)
 		if e.p.Duration > 0 {
-			e.stopped.WindowEnd = min(e.stopped.WindowEnd, e.p.Duration)
+			st.WindowEnd = min(st.WindowEnd, e.p.Duration)
 		}
 		return 0, false
 	}
 	off := e.p.Pacer.Offset(n)
 	if e.p.Duration > 0 && off >= e.p.Duration {
-		e.stopped.WindowEnd = e.p.Duration
+		st.WindowEnd = e.p.Duration
 		return 0, false
 	}
 	return off, true
 }
 
-// sourceFailed ends the run for the Source's error.
+// sourceFailed ends the run for the Source's error. Under the feed's lock.
 func (e *engine) sourceFailed(err error) {
 	switch {
 	case e.ctx.Err() != nil:
-		e.stop(record.ReasonInterrupted, nil)
+		e.stopLocked(record.ReasonInterrupted, nil)
 	case errors.Is(err, io.EOF):
-		e.stop(record.ReasonExhausted, nil)
+		e.stopLocked(record.ReasonExhausted, nil)
 	default:
-		e.stop(record.ReasonError("source error", err), err)
+		e.stopLocked(record.ReasonError("source error", err), err)
 	}
 }
 
@@ -392,27 +571,28 @@ const loopWaitMax = 10 * time.Millisecond
 
 // waitUntil returns at offset off, or false as soon as done is closed
 // (within coarseMargin in the last stretch).
-func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan struct{}) bool {
+func (d *dispatcher) waitUntil(off time.Duration, done <-chan struct{}) bool {
+	e := d.e
 	for {
-		d := off - time.Since(e.start)
-		if d <= 0 {
+		left := off - time.Since(e.start)
+		if left <= 0 {
 			return true
 		}
-		if e.loop.busy() {
+		if d.loop.busy() {
 			// Answers are awaited: the wait is the loop's, as precise as
 			// the sleep below, and the run's end is seen within loopWaitMax.
 			if closed(done) {
 				return false
 			}
-			e.loop.wait(&e.crew, min(d, loopWaitMax))
+			d.loop.wait(&e.crew, min(left, loopWaitMax))
 			continue
 		}
-		if d > coarseMargin {
-			timer.Reset(d - coarseMargin)
+		if left > coarseMargin {
+			d.timer.Reset(left - coarseMargin)
 			select {
-			case <-timer.C:
+			case <-d.timer.C:
 			case <-done:
-				timer.Stop()
+				d.timer.Stop()
 				return false
 			}
 			continue
@@ -422,13 +602,13 @@ func (e *engine) waitUntil(timer *time.Timer, off time.Duration, done <-chan str
 			return false
 		default:
 		}
-		e.sleep(d)
+		e.sleep(left)
 	}
 }
 
 // kinds folds activity types into the breakdown keys: "Unknown" for none,
 // and beyond maxTypes distinct types, "Other", so a buggy Source cannot
-// make the collectors keep unbounded series. The dispatcher's alone.
+// make the collectors keep unbounded series. The feed's.
 type kinds map[string]struct{}
 
 func (k kinds) key(t string) string {
@@ -445,9 +625,23 @@ func (k kinds) key(t string) string {
 	return t
 }
 
+// stop ends the feed, the run partial for reason: no dispatcher takes
+// another send. The first stop's reason stands.
 func (e *engine) stop(reason record.StopReason, err error) {
-	e.stopped.Partial = true
-	e.stopped.Reason = reason
-	e.stopped.Err = err
-	e.stopped.WindowEnd = time.Since(e.start)
+	e.feed.mu.Lock()
+	defer e.feed.mu.Unlock()
+	e.stopLocked(reason, err)
+}
+
+// stopLocked is stop under the feed's lock.
+func (e *engine) stopLocked(reason record.StopReason, err error) {
+	f := &e.feed
+	f.ended = true
+	if f.stopped.Partial {
+		return
+	}
+	f.stopped.Partial = true
+	f.stopped.Reason = reason
+	f.stopped.Err = err
+	f.stopped.WindowEnd = time.Since(e.start)
 }

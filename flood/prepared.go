@@ -52,6 +52,18 @@ type NextReady interface {
 	NextReady() bool
 }
 
+// AlwaysReady is implemented by a NextReady Source whose Next never waits
+// and makes nothing (every request made before the run: a presigned
+// pool), when AlwaysReady says so. Above 10 000 sends a second the engine
+// then shares the schedule among dispatchers, one a core (see Plan), which
+// take turns with Next: one at a time, never at once, so Next needs no
+// lock of its own; one that waited or signed would hold up every
+// dispatcher. WrapSource does not pass it on.
+type AlwaysReady interface {
+	NextReady
+	AlwaysReady() bool
+}
+
 // WrapSource is next as the Source of a wrapper of in (next calls in.Next
 // and changes what it gives): the seams the engine finds by a Source's
 // type and that concern in, not the requests (DispatcherAware), reach in.
@@ -72,8 +84,9 @@ func (w wrapped) Dispatching(thread record.Dispatcher) {
 	}
 }
 
-// Source produces the prepared requests of a run. Next is called from a
-// single goroutine (the dispatcher), ahead of each send's intended time; if it
+// Source produces the prepared requests of a run. Next is called by one
+// goroutine at a time (the dispatcher, or the dispatchers in turn: see
+// AlwaysReady), ahead of each send's intended time; if it
 // returns after that time, the send is late and counted as starved (the
 // generator's bottleneck, not the SUT's). Next returns io.EOF when it has no
 // more requests (the run ends, marked partial) and ctx's error when ctx is

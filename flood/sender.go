@@ -105,7 +105,7 @@ type resumed struct {
 
 // crew is what the workers of a run share: the run's context, clock,
 // transport and collector, the job queue and the count of sends in flight.
-// The dispatcher starts workers as the concurrency grows (startWorker).
+// The dispatchers start workers as the concurrency grows (grow).
 type crew struct {
 	ctx       context.Context
 	c         Collector
@@ -116,16 +116,22 @@ type crew struct {
 	jobs     chan job
 	inflight atomic.Int64
 	wg       sync.WaitGroup
-	nworkers int // the workers started on goroutines of their own
 
-	direct *directWriter // the dispatcher's own writes; nil when the transport cannot take them
-	loop   *answerLoop   // the dispatcher's own reading of their answers; nil when it reads none
+	// The workers started on goroutines of their own, started by grow
+	// under growing; their shards follow the dispatchers' (one each).
+	growing     sync.Mutex
+	nworkers    atomic.Int64
+	dispatchers int
+
+	written directTransport // the transport the dispatchers write on; nil when it takes no writes
+	awaited atomic.Int64    // the sends whose answers the dispatchers' loops await
+	sockets watchers        // which loop's epoll watches each socket
 }
 
 // directTransport is a transport on whose resting connections one
 // goroutine may write a request and another read its answer: h1's.
 type directTransport interface {
-	Write(req *http.Request, deadline time.Time) (w h1.Written, ok bool, err error)
+	Write(req *http.Request, lane int, deadline time.Time) (w h1.Written, ok bool, err error)
 	Read(ctx context.Context, w h1.Written) (*http.Response, error)
 }
 
@@ -141,15 +147,16 @@ type directTransport interface {
 // Write is done with them when it returns.
 type directWriter struct {
 	t      directTransport
+	lane   int // the dispatcher's: it takes the connections it wrote on before, whose sockets its loop's epoll watches
 	req    http.Request
 	body   bytes.Reader
 	bodyRC io.ReadCloser
 }
 
-// newDirectWriter is the dispatcher's writer for transport tr, nil when tr
-// cannot take its writes: not a directTransport, or one that does not
+// newDirectWriter is dispatcher lane's writer for transport tr, nil when
+// tr cannot take its writes: not a directTransport, or one that does not
 // bound a send by the worker's Aborter and deadline.
-func newDirectWriter(tr http.RoundTripper) *directWriter {
+func newDirectWriter(tr http.RoundTripper, lane int) *directWriter {
 	dt, ok := tr.(directTransport)
 	if !ok {
 		return nil
@@ -157,7 +164,7 @@ func newDirectWriter(tr http.RoundTripper) *directWriter {
 	if a, ok := tr.(aborterTransport); !ok || !a.HonoursAborter() {
 		return nil
 	}
-	dw := &directWriter{t: dt}
+	dw := &directWriter{t: dt, lane: lane}
 	dw.bodyRC = io.NopCloser(&dw.body)
 	return dw
 }
@@ -199,7 +206,7 @@ func (dw *directWriter) write(e *crew, j *job) {
 	}
 	at := time.Since(e.start)
 	deadline := e.start.Add(at + e.timeout)
-	w, ok, err := dw.t.Write(r, deadline)
+	w, ok, err := dw.t.Write(r, dw.lane, deadline)
 	*r = http.Request{}
 	dw.body.Reset(nil)
 	if ok {
@@ -234,9 +241,9 @@ type worker struct {
 	bodyRC   io.ReadCloser // body under NopCloser
 }
 
-// newWorker makes a worker whose Answered goes to shard index: 0 is the
-// dispatcher's own (answerLoop), 1, 2, … those startWorker runs on
-// goroutines of their own.
+// newWorker makes a worker whose Answered goes to shard index: 0, 1, …
+// the dispatchers' own (answerLoop), then those grow runs on goroutines
+// of their own.
 func (e *crew) newWorker(index int) *worker {
 	w := &worker{e: e, index: index}
 	// The trace is attached once: a worker makes one send at a time, and
@@ -253,9 +260,16 @@ func (e *crew) newWorker(index int) *worker {
 	return w
 }
 
-func (e *crew) startWorker() {
-	e.nworkers++
-	w := e.newWorker(e.nworkers)
+// grow starts a worker when more sends are in flight than the loops
+// await and the workers take: the dispatchers call it, any of them, when
+// they hand a send off.
+func (e *crew) grow() {
+	e.growing.Lock()
+	defer e.growing.Unlock()
+	if e.unawaited() <= e.nworkers.Load() {
+		return // another dispatcher started it
+	}
+	w := e.newWorker(e.dispatchers + int(e.nworkers.Add(1)) - 1)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -480,7 +494,7 @@ func (w *worker) readWritten(ctx context.Context, j *job, d *record.Delivery) (s
 		d.RateLimit, d.GotBytes = record.RateLimitSample{}, 0
 		return 0, j.writeErr
 	}
-	resp, err := w.e.direct.t.Read(ctx, j.written)
+	resp, err := w.e.written.Read(ctx, j.written)
 	return drain(resp, err, d)
 }
 

@@ -523,6 +523,10 @@ func (p *Presigned) Next(ctx context.Context) (*flood.Prepared, error) {
 // NextReady is true: Next never waits (flood.NextReady).
 func (p *Presigned) NextReady() bool { return true }
 
+// AlwaysReady is true: every request was signed before the run, so the
+// engine may share the schedule among dispatchers (flood.AlwaysReady).
+func (p *Presigned) AlwaysReady() bool { return true }
+
 // Close discards the requests not handed out (their Follows were never
 // sent: see Generator.Settled); Next then returns io.EOF.
 func (p *Presigned) Close() {

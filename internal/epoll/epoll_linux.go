@@ -11,7 +11,8 @@ import (
 )
 
 // Set is one epoll instance and the events one of its waits takes. It is
-// not safe for concurrent use: it belongs to the loop that waits on it.
+// not safe for concurrent use (Unwatch aside): it belongs to the loop
+// that waits on it.
 type Set struct {
 	fd     int
 	fine   bool // epoll_pwait2 is there: waits are kept to the nanosecond
@@ -57,6 +58,14 @@ func (s *Set) Watch(fd int, events uint32) error {
 		err = unix.EpollCtl(s.fd, unix.EPOLL_CTL_MOD, fd, &ev)
 	}
 	return err
+}
+
+// Unwatch has the Set stop reporting events on fd (ENOENT when it
+// reported none). Unlike the Set's other methods it may be called from
+// any goroutine, while the Set's loop waits on it: the kernel orders the
+// two, and an event it reported before is still in that wait's batch.
+func (s *Set) Unwatch(fd int) error {
+	return unix.EpollCtl(s.fd, unix.EPOLL_CTL_DEL, fd, &unix.EpollEvent{})
 }
 
 // Wait waits up to d for events (not at all when d ≤ 0) and returns

@@ -1,6 +1,7 @@
 package epoll
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -102,6 +103,19 @@ func TestWaitReports(t *testing.T) {
 			watch(t, s, near[:1], unix.EPOLLIN)
 			send(t, far[0], "x")
 			return [][]int{{near[0]}, {near[0]}}
+		}},
+		// Unwatched, a socket is not reported, others still are.
+		{name: "unwatched", act: func(t *testing.T, s *Set, near, far [3]int) [][]int {
+			watch(t, s, near[:2], unix.EPOLLIN)
+			if err := s.Unwatch(near[0]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Unwatch(near[0]); !errors.Is(err, unix.ENOENT) {
+				t.Fatalf("a second Unwatch: %v, want ENOENT", err)
+			}
+			send(t, far[0], "x")
+			send(t, far[1], "x")
+			return [][]int{{near[1]}}
 		}},
 		// Watching again replaces the events: a socket now watched for
 		// nothing readable is not reported.

@@ -62,7 +62,7 @@ func TestArrivedOnASocket(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 
-	w, ok, err := tr.Write(post("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\no|k"), time.Now().Add(5*time.Second))
+	w, ok, err := tr.Write(post("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\no|k"), 0, time.Now().Add(5*time.Second))
 	if !ok || err != nil {
 		t.Fatalf("Write on the resting connection: ok %v, %v", ok, err)
 	}
@@ -107,7 +107,7 @@ func TestArrivedOnASocket(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/inbox", strings.NewReader("{}"))
-	tw, ok, err := ttr.Write(req, time.Now().Add(5*time.Second))
+	tw, ok, err := ttr.Write(req, 0, time.Now().Add(5*time.Second))
 	if !ok || err != nil {
 		t.Fatalf("Write on the resting TLS connection: ok %v, %v", ok, err)
 	}

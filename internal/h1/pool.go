@@ -18,7 +18,7 @@ import (
 // handshake timeouts.
 func (t *Transport) get(ctx context.Context, key poolKey, host string) (*conn, error) {
 	for {
-		c, idle := t.takeIdle(key)
+		c, idle := t.takeIdle(key, anyLane)
 		if c == nil {
 			break
 		}
@@ -108,20 +108,40 @@ func (t *Transport) unwait(key poolKey, ch chan *conn) {
 	}
 }
 
-// takeIdle pops key's most recently used idle connection (nil: none) and
-// how long it rested.
-func (t *Transport) takeIdle(key poolKey) (*conn, time.Duration) {
+// takeIdle pops one of key's idle connections (nil: none) and tells how
+// long it rested: the most recently used of lane's among the laneLook
+// most recent, else the most recent (then lane's from now on). Lane
+// anyLane takes the most recent.
+func (t *Transport) takeIdle(key poolKey, lane int) (*conn, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cs := t.idle[key]
 	if len(cs) == 0 {
 		return nil, 0
 	}
-	c := cs[len(cs)-1]
+	at := len(cs) - 1
+	if lane != anyLane {
+		for k := at; k >= max(0, len(cs)-laneLook); k-- {
+			if cs[k].lane == lane {
+				at = k
+				break
+			}
+		}
+		cs[at].lane = lane
+	}
+	c := cs[at]
+	copy(cs[at:], cs[at+1:])
 	cs[len(cs)-1] = nil
 	t.idle[key] = cs[:len(cs)-1]
 	return c, time.Since(c.idleSince)
 }
+
+// anyLane is takeIdle's lane for a request that keeps to none.
+const anyLane = -1
+
+// laneLook bounds the resting connections takeIdle looks through for a
+// lane's own: writers taking turns rest theirs alternately on top.
+const laneLook = 8
 
 // putIdle hands c to the first request waiting for a connection to key,
 // else rests it in key's pool, closing instead the connections that

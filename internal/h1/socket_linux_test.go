@@ -412,7 +412,7 @@ func TestTransportUnpollsWatchedSockets(t *testing.T) {
 	}
 	write := func() Written {
 		t.Helper()
-		w, ok, err := tr.Write(post(), time.Now().Add(5*time.Second))
+		w, ok, err := tr.Write(post(), 0, time.Now().Add(5*time.Second))
 		if !ok || err != nil {
 			t.Fatalf("Write: %v %v", ok, err)
 		}

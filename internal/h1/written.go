@@ -26,6 +26,10 @@ type Written struct {
 // then sends req with RoundTrip, which dials and closes what is stale).
 // It looks at no more than maxWriteTries resting connections, so that a
 // pool the server closed costs the caller a few closes, not one each.
+// lane (≥ 0) is the writer's own: Write takes the connection last
+// written on in lane among the few most recently rested, if there is
+// one, so that writers that each watch the sockets they wrote on (the
+// flood's dispatchers, each with its own epoll) keep to their own.
 // The write is bounded by deadline. With ok true, err is the request's
 // failure (refused by checkRequest, or a write that failed, which closes
 // the connection: the request may have been partly sent), and there is
@@ -33,13 +37,13 @@ type Written struct {
 // reused once Write returns; no GotConn is reported (the caller knows
 // when it wrote). A Written returned with ok and no error holds its
 // connection until Read is called with it, which must be.
-func (t *Transport) Write(req *http.Request, deadline time.Time) (w Written, ok bool, err error) {
+func (t *Transport) Write(req *http.Request, lane int, deadline time.Time) (w Written, ok bool, err error) {
 	if err := checkRequest(req); err != nil {
 		return Written{}, true, err
 	}
 	key := poolKey{scheme: req.URL.Scheme, addr: hostPort(req.URL)}
 	for range maxWriteTries {
-		c, idle := t.takeIdle(key)
+		c, idle := t.takeIdle(key, max(lane, 0))
 		if c == nil {
 			return Written{}, false, nil
 		}

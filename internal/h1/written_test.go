@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func writeRead(t *testing.T, tr *Transport, url, method, body string) (ok bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, ok, err := tr.Write(req, time.Now().Add(10*time.Second))
+	w, ok, err := tr.Write(req, 0, time.Now().Add(10*time.Second))
 	if !ok || err != nil {
 		return ok, 0, "", err
 	}
@@ -118,7 +119,7 @@ func TestReadEndsWithItsAborter(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url(), strings.NewReader("{}"))
-	w, ok, err := tr.Write(req, time.Now().Add(time.Minute))
+	w, ok, err := tr.Write(req, 0, time.Now().Add(time.Minute))
 	if !ok || err != nil {
 		t.Fatalf("written %v: %v", ok, err)
 	}
@@ -135,5 +136,55 @@ func TestReadEndsWithItsAborter(t *testing.T) {
 	}
 	if n := len(tr.idle[poolKey{"http", s.ln.Addr().String()}]); n != 0 {
 		t.Errorf("%d connections rest after the abort, want 0", n)
+	}
+}
+
+// TestTakeIdleKeepsToLanes: Write takes, of the connections resting, the
+// most recent of its lane among the few rested last, else the most
+// recent, which is its lane's from then on; RoundTrip (anyLane) takes
+// the most recent. The pool is listed oldest first, by lane.
+func TestTakeIdleKeepsToLanes(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		resting  []int // each resting connection's lane, oldest first
+		lane     int   // the lane that takes
+		took     int   // the index of the connection taken
+		tookLane int   // its lane after
+	}{
+		// Its own on top: that one.
+		{"its own on top", []int{1, 0, 1}, 1, 2, 1},
+		// Another's on top, its own under it: its own.
+		{"its own under another's", []int{0, 1, 0}, 1, 1, 1},
+		// Two of its own: the more recent.
+		{"the more recent of its own", []int{1, 1, 0}, 1, 1, 1},
+		// None of its own: the most recent, now its own.
+		{"none of its own", []int{0, 0, 0}, 1, 2, 1},
+		// Its own only below the look: the most recent, now its own.
+		{"its own out of sight", append([]int{1}, make([]int, laneLook)...), 1, laneLook, 1},
+		// Its own at the edge of the look: its own.
+		{"its own at the look's edge", append([]int{1}, make([]int, laneLook-1)...), 1, 0, 1},
+		// A RoundTrip keeps to no lane: the most recent, lane unchanged.
+		{"any lane", []int{1, 0}, anyLane, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := NewTransport(Options{})
+			key := poolKey{"http", "sink.test:80"}
+			var cs []*conn
+			for _, lane := range c.resting {
+				cs = append(cs, &conn{lane: lane, idleSince: time.Now()})
+			}
+			tr.idle[key] = slices.Clone(cs)
+			got, _ := tr.takeIdle(key, c.lane)
+			if got != cs[c.took] {
+				t.Fatalf("took connection %d, want %d", slices.Index(cs, got), c.took)
+			}
+			if got.lane != c.tookLane {
+				t.Errorf("the connection taken is lane %d's, want %d's", got.lane, c.tookLane)
+			}
+			left := slices.Delete(slices.Clone(cs), c.took, c.took+1)
+			if !slices.Equal(tr.idle[key], left) {
+				t.Errorf("the pool holds %d connections in another order than the rest's", len(tr.idle[key]))
+			}
+		})
 	}
 }
