@@ -56,8 +56,9 @@ type outcome struct {
 	IdlePerSend    float64 `json:"idle_us_per_send,omitempty"`
 	CoresPerSend   float64 `json:"cores_us_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
-	// (record.Dispatcher), with what its record says was refused (why
-	// not real-time; with fifo, why not deadline).
+	// (record.Dispatcher), or "n threads" where n dispatchers shared the
+	// schedule, with what its record says was refused (why not
+	// real-time; with fifo, why not deadline).
 	Dispatcher string `json:"dispatcher,omitempty"`
 	KeptPace   bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
 	Pass       bool   `json:"pass"`

@@ -17,8 +17,10 @@ import (
 // Answered on a worker, once per send handed to it, with the worker's
 // index (shard: a collector may keep one shard per worker, no lock
 // shared), or on a dispatcher with its own shard (0, 1, …; the workers'
-// follow) for an answer it read itself (the fast client on Linux);
-// Settled on a worker or a dispatcher, once per request taken from the Source
+// follow: with n dispatchers, shards 0 to n + MaxInflight − 1) for an
+// answer it read itself (the fast client on Linux); Settled on a worker
+// or a dispatcher (or, for a request taken before the clock started and
+// never due, on Run's goroutine before End), once per request taken from the Source
 // (answered, aborted, dropped or left unsent), after its Answered, its
 // Outcome carrying the send's Delivery (a dropped one's Offer), so that a
 // collector writing every send down (the results) needs Settled alone.

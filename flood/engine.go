@@ -158,13 +158,15 @@ type engine struct {
 // kinds, and how the schedule stopped. Its fields are mu's; after the
 // dispatchers returned, Run's.
 type feed struct {
-	mu       sync.Mutex
-	n        int64     // the next send to take
-	first    *Prepared // the first request, taken before the clock started, until a dispatcher takes it
-	firstErr error
-	ended    bool // no send is taken any more
-	kinds    kinds
-	stopped  record.Stop
+	mu         sync.Mutex
+	n          int64     // the next send to take
+	first      *Prepared // the first request, taken before the clock started, until a dispatcher takes it
+	firstErr   error
+	firstTaken bool          // first and firstErr are the Source's (sharedDispatchers took them)
+	lastDue    time.Duration // the intended offset of the last send taken
+	ended      bool          // no send is taken any more
+	kinds      kinds
+	stopped    record.Stop
 	// nextDue is send n's intended offset, which a dispatcher reads
 	// without mu to know whether it is behind (see dispatch).
 	nextDue atomic.Int64
@@ -199,7 +201,7 @@ func (e *engine) run() {
 		if ds := e.sharedDispatchers(); len(ds) > 1 {
 			thread.Threads = len(ds)
 			if thread.Refused != "" {
-				thread.Refused = fmt.Sprintf("above %d/s the %d dispatchers keep the normal policy", preciseRateMax, len(ds))
+				thread.Refused = fmt.Sprintf("above %d/s the %d dispatchers keep the policy the crowd runs under", preciseRateMax, len(ds))
 			}
 			e.scheduleShared(thread, ds)
 			break
@@ -273,6 +275,7 @@ func (end ending) raise() {
 // collector told that its dispatcher's thread ran as thread says.
 func (e *engine) schedule(thread record.Dispatcher) {
 	e.begin(thread)
+	e.dispatchers = 1
 	d := e.newDispatcher(0)
 	if _, ok := e.p.Source.(NextReady); ok && e.realtime && e.p.Sleep == nil {
 		// Only where the dispatcher's thread is real-time (see
@@ -293,7 +296,9 @@ func (e *engine) begin(thread record.Dispatcher) {
 	// The first request is taken before the clock starts: the schedule
 	// begins when its first send is ready, so no Source (a jit one signing
 	// in Next) is blamed for the send due at the very start.
-	e.feed.first, e.feed.firstErr = e.p.Source.Next(e.ctx)
+	if !e.feed.firstTaken {
+		e.feed.first, e.feed.firstErr = e.p.Source.Next(e.ctx)
+	}
 	e.start = time.Now()
 	sched := e.p.schedule(e.start)
 	sched.Dispatcher = thread
@@ -309,9 +314,19 @@ func (e *engine) begin(thread record.Dispatcher) {
 // (its p99 latency 6-111 ms against the bench's open-loop reference's
 // 13-15 ms at 20 000/s), where two, each on a core beside the sink's
 // threads, hold it as the reference's loops do.
+//
+// Only over plain HTTP, which the loops read (a TLS connection's bytes
+// are not the answer's): the first request, taken here (AlwaysReady: a
+// Source that makes nothing in Next), says where the schedule goes.
 func (e *engine) sharedDispatchers() []*dispatcher {
 	n := runtime.GOMAXPROCS(0)
 	if ar, ok := e.p.Source.(AlwaysReady); !ok || !ar.AlwaysReady() || e.written == nil || n < 2 {
+		return nil
+	}
+	f := &e.feed
+	f.first, f.firstErr = e.p.Source.Next(e.ctx)
+	f.firstTaken = true
+	if f.firstErr != nil || f.first.URL == nil || f.first.URL.Scheme != "http" {
 		return nil
 	}
 	var ds []*dispatcher
@@ -328,12 +343,14 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 		}
 		return nil
 	}
+	e.dispatchers = len(ds)
 	return ds
 }
 
 // scheduleShared starts the clock and runs the schedule on ds, each
 // dispatcher on a thread of its own (locked, under the policy the crowd
-// runs under), and waits for them. A panic or Goexit of one (a Source's)
+// runs under: the normal one unless it was started under another), and
+// waits for them. A panic or Goexit of one (a Source's)
 // ends the feed, so that the others stop at their next take, and is
 // raised again on the caller's goroutine once they have.
 func (e *engine) scheduleShared(thread record.Dispatcher, ds []*dispatcher) {
@@ -380,7 +397,6 @@ type dispatcher struct {
 func (e *engine) newDispatcher(k int) *dispatcher {
 	d := &dispatcher{e: e, direct: newDirectWriter(e.p.Transport, k), timer: time.NewTimer(time.Hour)}
 	d.timer.Stop()
-	e.dispatchers = max(e.dispatchers, k+1)
 	return d
 }
 
@@ -423,7 +439,12 @@ func (e *engine) take(d *dispatcher) (taken, bool) {
 		if ready, _ := e.p.Source.(NextReady); d.loop.busy() && !ready.NextReady() {
 			d.loop.leaveAll(&e.crew) // Next may wait (see NextReady)
 		}
+		// Ended while Next runs: should it panic or Goexit, the lock is
+		// released with the feed ended, and no other dispatcher calls
+		// Next again.
+		f.ended = true
 		prep, err = e.p.Source.Next(e.ctx)
+		f.ended = false
 	}
 	f.first, f.firstErr = nil, nil
 	if err != nil {
@@ -431,6 +452,7 @@ func (e *engine) take(d *dispatcher) (taken, bool) {
 		return taken{}, false
 	}
 	f.n++
+	f.lastDue = off
 	f.nextDue.Store(int64(e.p.Pacer.Offset(n + 1)))
 	now := time.Since(e.start)
 	starved := n > 0 && now > off && now-max(t0, off) > starveSlack
@@ -507,7 +529,13 @@ func (e *crew) handOff(j job) {
 }
 
 // unawaited is the sends in flight that no loop awaits: the workers'.
-func (e *crew) unawaited() int64 { return e.inflight.Load() - e.awaited.Load() }
+// The awaited are read first: a send claimed and taken by a loop between
+// the two reads then counts as the workers', which errs on the side of a
+// worker too many, never of a send queued with no worker free.
+func (e *crew) unawaited() int64 {
+	awaited := e.awaited.Load()
+	return e.inflight.Load() - awaited
+}
 
 // due is send n's intended offset, or false when the schedule ends before
 // it (the window's end then set). Under the feed's lock.
@@ -533,11 +561,16 @@ func (e *engine) sourceFailed(err error) {
 	switch {
 	case e.ctx.Err() != nil:
 		e.stopLocked(record.ReasonInterrupted, nil)
+		return
 	case errors.Is(err, io.EOF):
 		e.stopLocked(record.ReasonExhausted, nil)
 	default:
 		e.stopLocked(record.ReasonError("source error", err), err)
 	}
+	// The window ends no sooner than a send another dispatcher took and
+	// still makes (one that was interrupted makes none).
+	f := &e.feed
+	f.stopped.WindowEnd = max(f.stopped.WindowEnd, f.lastDue)
 }
 
 // closed reports whether done is closed, without waiting.

@@ -33,8 +33,10 @@ type Prepared struct {
 // dispatcher's thread runs (the pipeline's signers, which give way to a
 // dispatcher that is not real-time). The engine calls Dispatching once a
 // schedule, with what the record says of that thread, before it takes the
-// schedule's first request, on the goroutine that then calls Next. A
-// Source that wraps another passes it on: see WrapSource.
+// schedule's first request (but an AlwaysReady Source's), on the
+// goroutine that then calls Next (one of them, where dispatchers share
+// the schedule). A Source that wraps another passes it on: see
+// WrapSource.
 type DispatcherAware interface {
 	Dispatching(thread record.Dispatcher)
 }
@@ -44,7 +46,8 @@ type DispatcherAware interface {
 // presigned pool, a pipeline's buffer), where another makes it in Next
 // (jit signing) or waits for one. The dispatcher reads the answers to
 // what it wrote itself (the fast client, plain HTTP, Linux, a real-time
-// dispatcher) only from a NextReady Source, and before it calls a Next that is
+// dispatcher or dispatchers sharing the schedule) only from a NextReady
+// Source, and before it calls a Next that is
 // not ready it leaves the answers it awaits to workers: an answer it read
 // after a wait in Next would be timed late by that wait. WrapSource does
 // not pass it on (a wrapper's Next may make its request).
@@ -58,7 +61,10 @@ type NextReady interface {
 // then shares the schedule among dispatchers, one a core (see Plan), which
 // take turns with Next: one at a time, never at once, so Next needs no
 // lock of its own; one that waited or signed would hold up every
-// dispatcher. WrapSource does not pass it on.
+// dispatcher. Its first request is taken before Dispatching, when it is
+// DispatcherAware too: it says where the schedule goes (over plain HTTP
+// alone the dispatchers read their answers). WrapSource does not pass it
+// on.
 type AlwaysReady interface {
 	NextReady
 	AlwaysReady() bool
@@ -132,7 +138,9 @@ type Holder interface {
 // token that is not an AsSigned, or says false, has its whole send made
 // by a worker; a token that is none of the three leaves as signed.
 // FirstAsSigned is called on the dispatcher, before the send is handed
-// to a worker: it must not wait.
+// to a worker: it must not wait. Where dispatchers share the schedule,
+// they may call FirstAsSigned and Attempt for different tokens at once,
+// as workers do.
 type AsSigned interface {
 	FirstAsSigned() bool
 }

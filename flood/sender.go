@@ -260,15 +260,20 @@ func (e *crew) newWorker(index int) *worker {
 	return w
 }
 
-// grow starts a worker when more sends are in flight than the loops
+// grow starts workers while more sends are in flight than the loops
 // await and the workers take: the dispatchers call it, any of them, when
 // they hand a send off.
 func (e *crew) grow() {
 	e.growing.Lock()
 	defer e.growing.Unlock()
-	if e.unawaited() <= e.nworkers.Load() {
-		return // another dispatcher started it
+	for e.unawaited() > e.nworkers.Load() {
+		e.startWorker()
 	}
+}
+
+// startWorker starts one more worker, on a goroutine of its own. Under
+// growing.
+func (e *crew) startWorker() {
 	w := e.newWorker(e.dispatchers + int(e.nworkers.Add(1)) - 1)
 	e.wg.Add(1)
 	go func() {

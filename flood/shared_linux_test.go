@@ -2,9 +2,12 @@ package flood
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"slices"
@@ -204,12 +207,21 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 		{"a Source that may wait", sharedRate, true, ClientFast, 2, 0},
 		// net/http's client: no dispatcher writes, one dispatcher.
 		{"net/http", sharedRate, false, ClientNetHTTP, 2, 0},
+		// Over TLS, whose bytes no loop reads: one dispatcher.
+		{"https", sharedRate, false, ClientFast, 2, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			withProcs(t, c.procs)
-			src := newPresignedSource(t, wholeAnswers(t))
+			target, tlsConfig := wholeAnswers(t), (*tls.Config)(nil)
+			if c.name == "https" {
+				srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+				t.Cleanup(srv.Close)
+				target, tlsConfig = srv.URL+"/inbox", &tls.Config{RootCAs: x509.NewCertPool()}
+				tlsConfig.RootCAs.AddCert(srv.Certificate())
+			}
+			src := newPresignedSource(t, target)
 			src.notAlways = c.notAlways
-			tr := NewClientTransport(TransportOptions{Client: c.client})
+			tr := NewClientTransport(TransportOptions{Client: c.client, TLS: tlsConfig})
 			defer tr.CloseIdleConnections()
 			log := &settledTokens{}
 			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, c.rate), Source: src, Transport: tr, Limits: Limits{MaxSends: 200}}, log)
@@ -270,8 +282,15 @@ func TestSharedScheduleEnds(t *testing.T) {
 			if c.endAt > 0 {
 				taken-- // the call that ended it gave no request
 			}
-			if len(log.tokens) != taken {
-				t.Errorf("%d requests settled of the %d taken: none may be lost", len(log.tokens), taken)
+			seen := map[any]bool{}
+			for _, tok := range log.tokens {
+				if seen[tok] {
+					t.Fatalf("token %v settled twice", tok)
+				}
+				seen[tok] = true
+			}
+			if len(seen) != taken {
+				t.Errorf("%d requests settled of the %d taken: none may be lost", len(seen), taken)
 			}
 		})
 	}
@@ -296,7 +315,12 @@ func TestSharedScheduleEndsItsCallerAsItEnded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := newPresignedSource(t, wholeAnswers(t))
-			src.endAt, src.end = 500, c.end
+			// The call that ends the schedule takes a while first, so that
+			// the other dispatcher waits for the feed meanwhile.
+			src.endAt, src.end = 500, func() (*Prepared, error) {
+				time.Sleep(20 * time.Millisecond)
+				return c.end()
+			}
 			tr := NewClientTransport(TransportOptions{Client: ClientFast})
 			defer tr.CloseIdleConnections()
 			ended := make(chan ending, 1)
@@ -314,8 +338,8 @@ func TestSharedScheduleEndsItsCallerAsItEnded(t *testing.T) {
 			if took := time.Since(began); took > 3*time.Second {
 				t.Errorf("the caller ended %v after the start, want the other dispatcher stopped at once", took)
 			}
-			if src.n > 502 {
-				t.Errorf("%d requests taken, want none after the one that ended the schedule but the other dispatcher's", src.n)
+			if src.n != 500 {
+				t.Errorf("Next was called %d times, want none after the call that ended the schedule (500)", src.n)
 			}
 		})
 	}

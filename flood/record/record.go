@@ -170,7 +170,8 @@ type Dispatcher struct {
 	// schedule: "other" (the normal one), "deadline" (real-time), "fifo"
 	// (real-time, where the deadline policy was refused), or another
 	// the crowd was started under; empty where the dispatcher had no
-	// thread of its own (above 10 000/s, or off Linux).
+	// thread of its own (above 10 000/s, or off Linux), and where
+	// several shared the schedule (Threads).
 	Policy string `json:"policy,omitempty"`
 	// Refused says why a real-time policy asked for (realtime, or auto)
 	// was not set, or, with "fifo", why "deadline" was not; under auto
@@ -178,9 +179,11 @@ type Dispatcher struct {
 	// when that was set or nothing was asked for.
 	Refused string `json:"refused,omitempty"`
 	// Threads is how many dispatchers shared the schedule, each on a
-	// thread of its own under the normal policy, each reading the answers
-	// to what it wrote: one a core, above 10 000/s with a presigned
-	// source over plain HTTP on Linux. 0 where one dispatcher ran it.
+	// thread of its own (under the policy the crowd was started under:
+	// the normal one, as a rule), each reading the answers to what it
+	// wrote: one a core, above 10 000/s with a presigned source over
+	// plain HTTP with the fast client on Linux, where the crowd may use
+	// two cores or more. 0 where one dispatcher ran it.
 	Threads int `json:"threads,omitempty"`
 }
 

@@ -33,7 +33,7 @@ type conn struct {
 	r         *bufio.Reader
 	w         *bufio.Writer
 	idleSince time.Time
-	lane      int         // the lane of the last Write on it (takeIdle)
+	lane      int         // the lane of the last Write on it (takeIdle); anyLane before the first
 	deadline  time.Time   // the connection's, as last set by setDeadline
 	keys      []string    // reused to sort a request's header names
 	head      []byte      // reused to gather an answer's head (readHead)

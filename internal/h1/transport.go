@@ -227,5 +227,5 @@ func (t *Transport) dial(ctx context.Context, key poolKey, host string) (*conn, 
 		}
 		nc = tc
 	}
-	return &conn{raw: raw, nc: nc, r: bufio.NewReaderSize(nc, 4096), w: bufio.NewWriterSize(nc, 4096)}, nil
+	return &conn{raw: raw, nc: nc, lane: anyLane, r: bufio.NewReaderSize(nc, 4096), w: bufio.NewWriterSize(nc, 4096)}, nil
 }

@@ -139,10 +139,11 @@ func TestReadEndsWithItsAborter(t *testing.T) {
 	}
 }
 
-// TestTakeIdleKeepsToLanes: Write takes, of the connections resting, the
-// most recent of its lane among the few rested last, else the most
-// recent, which is its lane's from then on; RoundTrip (anyLane) takes
-// the most recent. The pool is listed oldest first, by lane.
+// TestTakeIdleKeepsToLanes: the pool's take that Write makes for a lane
+// takes, of the connections resting, the most recent of its lane among
+// the few rested last, else the most recent, which is its lane's from
+// then on; RoundTrip's (anyLane) takes the most recent. The pool is
+// listed oldest first, by lane.
 func TestTakeIdleKeepsToLanes(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -163,6 +164,8 @@ func TestTakeIdleKeepsToLanes(t *testing.T) {
 		{"its own out of sight", append([]int{1}, make([]int, laneLook)...), 1, laneLook, 1},
 		// Its own at the edge of the look: its own.
 		{"its own at the look's edge", append([]int{1}, make([]int, laneLook-1)...), 1, 0, 1},
+		// A connection no Write has taken yet is no lane's.
+		{"a new connection", []int{1, anyLane}, 0, 1, 0},
 		// A RoundTrip keeps to no lane: the most recent, lane unchanged.
 		{"any lane", []int{1, 0}, anyLane, 1, 0},
 	} {
