@@ -350,9 +350,9 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 // scheduleShared starts the clock and runs the schedule on ds, each
 // dispatcher on a thread of its own (locked, under the policy the crowd
 // runs under: the normal one unless it was started under another), and
-// waits for them. A panic or Goexit of one (a Source's)
-// ends the feed, so that the others stop at their next take, and is
-// raised again on the caller's goroutine once they have.
+// waits for them. A panic or Goexit of one (a Source's) ends the feed,
+// so that the others stop at their next take, and is raised again on the
+// caller's goroutine once they have.
 func (e *engine) scheduleShared(thread record.Dispatcher, ds []*dispatcher) {
 	e.begin(thread)
 	ended := make(chan ending, len(ds))

@@ -121,7 +121,7 @@ type crew struct {
 	// under growing; their shards follow the dispatchers' (one each).
 	growing     sync.Mutex
 	nworkers    atomic.Int64
-	dispatchers int
+	dispatchers int // how many dispatchers run the schedule: shards 0 to dispatchers − 1 are their loops'
 
 	written directTransport // the transport the dispatchers write on; nil when it takes no writes
 	awaited atomic.Int64    // the sends whose answers the dispatchers' loops await
