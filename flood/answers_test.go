@@ -140,6 +140,37 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 	}
 }
 
+// TestDispatcherReadsRateLimits: an answer the dispatcher reads itself
+// (h1's ReadArrived) gives the record what a worker's reading gives: its
+// status, its size and what it says of the SUT's rate limit, the fields'
+// names in the server's own case.
+func TestDispatcherReadsRateLimits(t *testing.T) {
+	needAnswerLoop(t)
+	addr := partsServer(t, []string{"HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining: 7\r\nRETRY-AFTER: 2\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nslow"}, 0, false)
+	tr := NewClientTransport(TransportOptions{Client: ClientFast})
+	defer tr.CloseIdleConnections()
+	log := &shardLog{settledFunc: func(any, record.Outcome) {}}
+	const sends = 12
+	mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 20), Transport: tr, Limits: Limits{MaxSends: sends},
+		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+	byLoop := 0
+	for i, d := range log.ds {
+		if d.Class != record.Class429 || d.GotBytes != 4 {
+			t.Errorf("send %d ended %v with %d bytes, want a 429 of 4", i, d.Class, d.GotBytes)
+		}
+		rl := d.RateLimit
+		if rl.Said&record.SaidRemaining == 0 || rl.Remaining != 7 || rl.Said&record.SaidRetryAfter == 0 {
+			t.Errorf("send %d's rate limit %+v, want 7 remaining and a Retry-After", i, rl)
+		}
+		if d.Written && log.shards[i] == 0 {
+			byLoop++
+		}
+	}
+	if byLoop == 0 {
+		t.Error("the dispatcher read none of the answers: nothing of its reading was tested")
+	}
+}
+
 // TestInterruptedRunLeavesNoAnswerAwaited: a run interrupted while the
 // dispatcher awaits answers to what it wrote ends each of those sends as
 // aborted, at once, not at its deadline.

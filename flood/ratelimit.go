@@ -1,6 +1,7 @@
 package flood
 
 import (
+	"bytes"
 	"math"
 	"net/http"
 	"strconv"
@@ -244,4 +245,17 @@ func intParam(p *httpsfv.Params, key string) (int64, bool) {
 	v, ok := p.Get(key)
 	n, isInt := v.(int64)
 	return n, ok && isInt && n >= 0
+}
+
+// rateLimitField reports whether an answer's header field name (any case)
+// is one parseRateLimit reads: Retry-After, X-RateLimit-*, RateLimit and
+// RateLimit-*. The answers the dispatcher reads keep only those
+// (h1.Transport.ReadArrived).
+func rateLimitField(name []byte) bool {
+	return bytes.EqualFold(name, []byte("Retry-After")) || hasPrefixFold(name, "X-RateLimit-") || hasPrefixFold(name, "RateLimit")
+}
+
+// hasPrefixFold reports whether b begins with prefix, in any case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
 }

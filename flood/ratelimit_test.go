@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -67,6 +68,17 @@ func TestParseRateLimit(t *testing.T) {
 				h.Set(k, v)
 			}
 			got := parseRateLimit(h, func() time.Time { return now })
+			// The fields an answer the dispatcher reads keeps
+			// (rateLimitField, its names in another case) say the same.
+			kept := http.Header{}
+			for k, v := range h {
+				if rateLimitField([]byte(strings.ToLower(k))) {
+					kept[k] = v
+				}
+			}
+			if k := parseRateLimit(kept, func() time.Time { return now }); k != got {
+				t.Errorf("from the fields kept: %+v\nfrom all: %+v", k, got)
+			}
 			if !got.ResetAt.Equal(tc.want.ResetAt) {
 				t.Errorf("reset at %v, want %v", got.ResetAt, tc.want.ResetAt)
 			}

@@ -5,7 +5,11 @@
 
 package h1
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+	"net/http"
+)
 
 // Arrival is how much of a written request's answer Arrived saw.
 type Arrival int
@@ -102,4 +106,79 @@ func arrival(got []byte, full, head bool) Arrival {
 		return ArrivedUnsure
 	}
 	return ArrivedPart
+}
+
+// Answer is an answer ReadArrived read: its status, the header fields
+// its caller kept (nil when none), and its body's length.
+type Answer struct {
+	Status  int
+	Header  http.Header
+	BodyLen int64
+}
+
+// ErrNotPlain is ReadArrived's error for a whole answer it leaves to
+// Read, having taken nothing off the connection: one with an obsolete
+// folded field line, one on a connection that is no socket or that a
+// wait put back in the runtime's poller, and any off Linux.
+var ErrNotPlain = errors.New("h1: an answer Read is to read")
+
+// parseArrived reads got, a whole answer as Arrived found it, to a
+// request asked so, as Read reads one: its status, the fields keep keeps,
+// its body's length, and whether the connection may carry another
+// request after it; or Read's refusal of it; or ErrNotPlain for what it
+// leaves to Read (an obsolete folded line, and anything Arrived would
+// not call whole).
+func parseArrived(got []byte, asked asked, keep func(name []byte) bool) (Answer, bool, error) {
+	end := bytes.Index(got, []byte("\r\n\r\n"))
+	if end < 0 {
+		return Answer{}, false, ErrNotPlain
+	}
+	first, rest, _ := bytes.Cut(got[:end], []byte("\r\n"))
+	minor, status, ok := statusLine(first)
+	if !ok || status < 200 {
+		return Answer{}, false, ErrNotPlain
+	}
+	a := Answer{Status: status, BodyLen: int64(len(got) - end - 4)}
+	keepAlive, sawKeepAlive := !asked.close, false
+	var bad error
+	for fields := 0; len(rest) > 0 && bad == nil; fields++ {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		if line[0] == ' ' || line[0] == '\t' {
+			return Answer{}, false, ErrNotPlain
+		}
+		// What Read refuses is refused here too.
+		if bad = checkField(line, fields == 0); bad != nil {
+			break
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.Trim(value, " \t")
+		if bytes.EqualFold(name, []byte("Connection")) {
+			for token := range bytes.SplitSeq(value, []byte(",")) {
+				switch token = bytes.TrimSpace(token); {
+				case bytes.EqualFold(token, []byte("close")):
+					keepAlive = false
+				case bytes.EqualFold(token, []byte("keep-alive")):
+					sawKeepAlive = true
+				}
+			}
+		}
+		if keep != nil && keep(name) {
+			if a.Header == nil {
+				a.Header = http.Header{}
+			}
+			key := http.CanonicalHeaderKey(string(name))
+			a.Header[key] = append(a.Header[key], string(value))
+		}
+	}
+	if minor == 0 && !sawKeepAlive {
+		keepAlive = false
+	}
+	if asked.head || status == http.StatusNoContent || status == http.StatusNotModified {
+		a.BodyLen = 0
+	}
+	if bad != nil {
+		return Answer{}, false, bad
+	}
+	return a, keepAlive, nil
 }

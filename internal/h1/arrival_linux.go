@@ -24,18 +24,57 @@ func (w Written) Socket() (Socket, bool) {
 
 // Arrived looks, without reading and without waiting, at what has
 // arrived on w's connection of the answer to w's request, using buf for
-// the look (an answer longer than buf is ArrivedUnsure).
-func (w Written) Arrived(buf []byte) Arrival {
+// the look (an answer longer than buf is ArrivedUnsure), and says how
+// many bytes of buf it looked at: the whole answer's, when ArrivedWhole.
+func (w Written) Arrived(buf []byte) (Arrival, int) {
 	c := w.c
 	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 || len(buf) == 0 {
-		return ArrivedUnsure
+		return ArrivedUnsure, 0
 	}
 	n, err := c.look(buf)
 	switch {
 	case err == syscall.EAGAIN:
-		return ArrivedPart // nothing there yet
+		return ArrivedPart, 0 // nothing there yet
 	case err != nil || n <= 0:
-		return ArrivedUnsure // a close (0) or an error is Read's to tell
+		return ArrivedUnsure, 0 // a close (0) or an error is Read's to tell
 	}
-	return arrival(buf[:n], n == len(buf), w.a.head)
+	return arrival(buf[:n], n == len(buf), w.a.head), n
+}
+
+// ReadArrived reads the answer to w that Arrived found whole in got
+// (exactly the bytes that Arrived looked at), without waiting: as Read
+// would read it, and with the same refusals, but with no Response: its
+// status, its body's length, and of its header fields only those keep
+// says to keep (by name, in any case; nil keeps none), so that a caller
+// that asks little of an answer makes none of the rest. It takes the
+// bytes off the connection (into got), and gives the connection back to
+// the pool, or closes it when the answer or the request said close, or
+// on an error. ErrNotPlain: nothing was taken, and Read is to read it.
+func (t *Transport) ReadArrived(w Written, got []byte, keep func(name []byte) bool) (Answer, error) {
+	c := w.c
+	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 {
+		return Answer{}, ErrNotPlain
+	}
+	s, ok := c.raw.(*socket)
+	if !ok || s.polled.Load() != nil || s.fd < 0 {
+		return Answer{}, ErrNotPlain
+	}
+	a, keepAlive, bad := parseArrived(got, w.a, keep)
+	if bad == ErrNotPlain {
+		return Answer{}, ErrNotPlain
+	}
+	if err := s.take(got); err != nil {
+		c.close()
+		return Answer{}, err
+	}
+	if bad != nil {
+		c.close()
+		return Answer{}, bad
+	}
+	if !keepAlive {
+		c.close()
+		return a, nil
+	}
+	t.putIdle(w.key, c)
+	return a, nil
 }

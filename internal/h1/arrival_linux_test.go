@@ -2,11 +2,13 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,7 +80,7 @@ func TestArrivedOnASocket(t *testing.T) {
 	for deadline := time.Now().Add(time.Second); peekLen(s.FD, buf) < head && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if got := w.Arrived(buf); got != ArrivedPart {
+	if got, _ := w.Arrived(buf); got != ArrivedPart {
 		t.Fatalf("half an answer arrived: %d, want a part", got)
 	}
 	next <- struct{}{}
@@ -114,7 +116,7 @@ func TestArrivedOnASocket(t *testing.T) {
 	if _, ok := tw.Socket(); ok {
 		t.Error("a TLS connection has a socket whose bytes are TLS records")
 	}
-	if got := tw.Arrived(buf); got != ArrivedUnsure {
+	if got, _ := tw.Arrived(buf); got != ArrivedUnsure {
 		t.Errorf("Arrived on a TLS connection = %d, want unsure", got)
 	}
 	if resp, err := ttr.Read(context.Background(), tw); err == nil {
@@ -137,10 +139,128 @@ func peekLen(fd int, buf []byte) int {
 func waitArrival(w Written, buf []byte, want Arrival) Arrival {
 	deadline := time.Now().Add(time.Second)
 	for {
-		got := w.Arrived(buf)
+		got, _ := w.Arrived(buf)
 		if got == want || time.Now().After(deadline) {
 			return got
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadArrivedReadsAsRead: ReadArrived reads an answer Arrived found
+// whole as Read reads it (the status, the fields kept, the body's length,
+// a refusal, whether the connection rests after), or leaves it to Read
+// untouched (ErrNotPlain). Each row's answer comes from a real listener,
+// once for each of the two.
+func TestReadArrivedReadsAsRead(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		answer   string
+		reqClose bool // the request says Connection: close
+		notPlain bool // ReadArrived leaves it to Read
+	}{
+		// The common answer: a 202 with a short body.
+		{"202 with a body", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false},
+		// No body, by its length or by its status.
+		{"empty body", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"204", "HTTP/1.1 204 No Content\r\n\r\n", false, false},
+		// Rate-limit fields are kept (in the server's case), others not.
+		{"fields kept", "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining: 0\r\nRetry-After: 2\r\nRetry-After: 3\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nslow", false, false},
+		// The server closes after it: the connection does not rest.
+		{"server says close", "HTTP/1.1 202 Accepted\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok", false, false},
+		// The request said close.
+		{"request said close", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", true, false},
+		// HTTP/1.0 rests only when the server says keep-alive.
+		{"HTTP/1.0", "HTTP/1.0 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"HTTP/1.0 keep-alive", "HTTP/1.0 202 Accepted\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok", false, false},
+		// A field Read refuses: refused, the connection closed.
+		{"malformed field", "HTTP/1.1 202 Accepted\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok", false, false},
+		// A folded line: Read's to read.
+		{"folded line", "HTTP/1.1 202 Accepted\r\nX-RateLimit-Remaining: 1\r\n  more: 2\r\nContent-Length: 2\r\n\r\nok", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Each reading's request comes after a plain round trip that
+			// leaves a connection resting for it to be written on.
+			plain := answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"}
+			srv := startRaw(t, plain, answer{raw: c.answer}, plain, answer{raw: c.answer})
+			tr := NewTransport(Options{})
+			defer tr.CloseIdleConnections()
+			key := poolKey{"http", srv.ln.Addr().String()}
+			post := func(close bool) *http.Request {
+				req, _ := http.NewRequest(http.MethodPost, srv.url(), strings.NewReader("{}"))
+				req.Close = close
+				return req
+			}
+			buf := make([]byte, 4096)
+			written := func() (Written, int) {
+				t.Helper()
+				tr.CloseIdleConnections()
+				resp, err := tr.RoundTrip(post(false))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				w, ok, err := tr.Write(post(c.reqClose), 0, time.Now().Add(5*time.Second))
+				if !ok || err != nil {
+					t.Fatalf("Write on the resting connection: ok %v, %v", ok, err)
+				}
+				if _, ok := w.Socket(); !ok {
+					t.Fatal("no socket")
+				}
+				if got := waitArrival(w, buf, ArrivedWhole); got != ArrivedWhole {
+					t.Fatalf("the answer arrived %d, want whole", got)
+				}
+				_, n := w.Arrived(buf)
+				return w, n
+			}
+			keep := func(name []byte) bool {
+				return bytes.EqualFold(name, []byte("Retry-After")) || bytes.HasPrefix(bytes.ToLower(name), []byte("x-ratelimit-"))
+			}
+
+			// Read's reading.
+			w, _ := written()
+			want, wantErr := Answer{}, error(nil)
+			resp, err := tr.Read(context.Background(), w)
+			if wantErr = err; err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want = Answer{Status: resp.StatusCode, BodyLen: int64(len(body))}
+				for k, v := range resp.Header {
+					if keep([]byte(k)) {
+						if want.Header == nil {
+							want.Header = http.Header{}
+						}
+						want.Header[k] = v
+					}
+				}
+			}
+			wantRests := len(tr.idle[key]) == 1
+
+			// ReadArrived's.
+			w, n := written()
+			got, err := tr.ReadArrived(w, buf[:n], keep)
+			if c.notPlain {
+				if err != ErrNotPlain {
+					t.Fatalf("ReadArrived: %+v, %v; want it left to Read", got, err)
+				}
+				// Nothing taken: Read reads the whole answer.
+				if resp, err := tr.Read(context.Background(), w); err != nil || resp.StatusCode != want.Status {
+					t.Fatalf("Read after ErrNotPlain: %v, want status %d", err, want.Status)
+				} else {
+					resp.Body.Close()
+				}
+				return
+			}
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("ReadArrived's error %v, Read's %v", err, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ReadArrived read %+v, Read %+v", got, want)
+			}
+			if rests := len(tr.idle[key]) == 1; rests != wantRests {
+				t.Errorf("the connection rests after ReadArrived: %v, after Read: %v", rests, wantRests)
+			}
+		})
 	}
 }

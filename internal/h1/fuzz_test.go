@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -91,6 +92,59 @@ func FuzzAnswerMatchesNetHTTP(f *testing.F) {
 		wantStatus, want, werr := netHTTPAnswer(raw)
 		if werr != nil || status != wantStatus || !bytes.Equal(got, want) {
 			t.Errorf("%q: h1 read %d %q; net/http %d %q, %v", raw, status, got, wantStatus, want, werr)
+		}
+	})
+}
+
+// FuzzParseArrived: of an answer Arrived finds whole, parseArrived reads
+// what Read reads (the status, the fields kept, the body's length,
+// whether the connection is kept) and refuses what Read refuses, or
+// leaves it to Read (ErrNotPlain).
+func FuzzParseArrived(f *testing.F) {
+	for _, seed := range []string{
+		"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
+		"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nX-RateLimit-Remaining: 3\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\nRetry-After: 3\r\nContent-Length: 1\r\n\r\n!",
+		"HTTP/1.1 202 Accepted\r\nBad Name: x\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 202 Accepted\r\nX-A: 1\r\n folded: 2\r\nContent-Length: 0\r\n\r\n",
+	} {
+		f.Add([]byte(seed), false, false)
+	}
+	keep := func(name []byte) bool {
+		return bytes.EqualFold(name, []byte("Retry-After")) || bytes.HasPrefix(bytes.ToLower(name), []byte("x-ratelimit-"))
+	}
+	f.Fuzz(func(t *testing.T, got []byte, head, closeAsked bool) {
+		if arrival(got, false, head) != ArrivedWhole {
+			return
+		}
+		a := asked{head: head, close: closeAsked}
+		ans, keepAlive, err := parseArrived(got, a, keep)
+		if err == ErrNotPlain {
+			return
+		}
+		c := &conn{r: bufio.NewReader(bytes.NewReader(got))}
+		resp, rerr := c.readAnswer(a)
+		if (err != nil) != (rerr != nil) {
+			t.Fatalf("parseArrived: %v; Read: %v", err, rerr)
+		}
+		if err != nil {
+			return
+		}
+		want := Answer{Status: resp.StatusCode, BodyLen: max(resp.ContentLength, 0)}
+		for k, v := range resp.Header {
+			if keep([]byte(k)) {
+				if want.Header == nil {
+					want.Header = http.Header{}
+				}
+				want.Header[k] = v
+			}
+		}
+		if !reflect.DeepEqual(ans, want) {
+			t.Errorf("parseArrived read %+v, Read %+v", ans, want)
+		}
+		if keepAlive == resp.Close {
+			t.Errorf("parseArrived keeps the connection %v, Read %v", keepAlive, !resp.Close)
 		}
 	})
 }

@@ -303,3 +303,25 @@ func (s *socket) peek(buf []byte) (int, error) {
 	}
 	return s.peeker.peek(buf)
 }
+
+// take reads len(got) bytes, which have arrived, into got, without
+// waiting: the socket is unpolled (ReadArrived saw to it), and a read
+// that would wait is an error (the bytes were not there after all).
+func (s *socket) take(got []byte) error {
+	for len(got) > 0 {
+		if s.fd < 0 {
+			return s.opError("read", net.ErrClosed)
+		}
+		n, _, err := syscall.Recvfrom(s.fd, got, syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return s.opError("read", os.NewSyscallError("recvfrom", err))
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		got = got[n:]
+	}
+	return nil
+}
