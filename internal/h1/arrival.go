@@ -20,8 +20,8 @@ const (
 	// or a body short of its Content-Length).
 	ArrivedPart Arrival = iota
 	// ArrivedWhole: exactly one whole answer is there, framed by a
-	// Content-Length (or by having no body), so Read reads it without
-	// waiting on the network.
+	// Content-Length (or by having no body), so Read, or ReadArrived
+	// from the bytes looked at, reads it without waiting on the network.
 	ArrivedWhole
 	// ArrivedUnsure: anything else: the server closed the connection or
 	// the socket failed, an interim (1xx) answer, a chunked or
@@ -116,18 +116,20 @@ type Answer struct {
 	BodyLen int64
 }
 
-// ErrNotPlain is ReadArrived's error for a whole answer it leaves to
-// Read, having taken nothing off the connection: one with an obsolete
-// folded field line, one on a connection that is no socket or that a
-// wait put back in the runtime's poller, and any off Linux.
+// ErrNotPlain is ReadArrived's error for an answer it leaves to Read,
+// having taken nothing off the connection: one with an obsolete folded
+// field line, bytes that are not one whole answer, one on a connection
+// that is no socket, that is closed, whose deadline has passed, whose
+// buffer holds bytes already, or that a wait put back in the runtime's
+// poller, and any off Linux.
 var ErrNotPlain = errors.New("h1: an answer Read is to read")
 
-// parseArrived reads got, a whole answer as Arrived found it, to a
-// request asked so, as Read reads one: its status, the fields keep keeps,
-// its body's length, and whether the connection may carry another
-// request after it; or Read's refusal of it; or ErrNotPlain for what it
-// leaves to Read (an obsolete folded line, and anything Arrived would
-// not call whole).
+// parseArrived reads got, which arrival calls one whole answer (its
+// caller sees to it: the framing is not checked again), to a request
+// asked so, as Read reads one: its status, the fields keep keeps, its
+// body's length, and whether the connection may carry another request
+// after it; or Read's refusal of it; or ErrNotPlain for an obsolete
+// folded line, which it leaves to Read.
 func parseArrived(got []byte, asked asked, keep func(name []byte) bool) (Answer, bool, error) {
 	end := bytes.Index(got, []byte("\r\n\r\n"))
 	if end < 0 {

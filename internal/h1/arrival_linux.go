@@ -45,18 +45,21 @@ func (w Written) Arrived(buf []byte) (Arrival, int) {
 // (exactly the bytes that Arrived looked at), without waiting: as Read
 // would read it, and with the same refusals, but with no Response: its
 // status, its body's length, and of its header fields only those keep
-// says to keep (by name, in any case; nil keeps none), so that a caller
-// that asks little of an answer makes none of the rest. It takes the
-// bytes off the connection (into got), and gives the connection back to
-// the pool, or closes it when the answer or the request said close, or
-// on an error. ErrNotPlain: nothing was taken, and Read is to read it.
+// says to keep (by name, in any case, the name valid only during the
+// call; nil keeps none), so that a caller that asks little of an answer
+// makes none of the rest. It takes the bytes off the connection (into
+// got), and gives the connection back to the pool, or closes it when the
+// answer or the request said close (an HTTP/1.0 answer: unless it said
+// keep-alive), or on an error. It has no context: a caller with one
+// whose deadline has passed, or that is done, calls Read, which tells
+// so. ErrNotPlain: nothing was taken, and Read is to read it.
 func (t *Transport) ReadArrived(w Written, got []byte, keep func(name []byte) bool) (Answer, error) {
 	c := w.c
 	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 {
 		return Answer{}, ErrNotPlain
 	}
 	s, ok := c.raw.(*socket)
-	if !ok || s.polled.Load() != nil || s.fd < 0 {
+	if !ok || s.polled.Load() != nil || s.fd < 0 || s.expired() || arrival(got, false, w.a.head) != ArrivedWhole {
 		return Answer{}, ErrNotPlain
 	}
 	a, keepAlive, bad := parseArrived(got, w.a, keep)

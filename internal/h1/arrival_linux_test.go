@@ -158,36 +158,42 @@ func TestReadArrivedReadsAsRead(t *testing.T) {
 		answer   string
 		reqClose bool // the request says Connection: close
 		notPlain bool // ReadArrived leaves it to Read
+		head     bool // the request is a HEAD
 	}{
 		// The common answer: a 202 with a short body.
-		{"202 with a body", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false},
-		// No body, by its length or by its status.
-		{"empty body", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", false, false},
-		{"204", "HTTP/1.1 204 No Content\r\n\r\n", false, false},
+		{"202 with a body", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false, false},
+		// No body, by its length or by its status, or as a HEAD's.
+		{"empty body", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", false, false, false},
+		{"204", "HTTP/1.1 204 No Content\r\n\r\n", false, false, false},
+		{"304 with a length", "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", false, false, false},
+		{"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", false, false, true},
 		// Rate-limit fields are kept (in the server's case), others not.
-		{"fields kept", "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining: 0\r\nRetry-After: 2\r\nRetry-After: 3\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nslow", false, false},
+		{"fields kept", "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining: 0\r\nRetry-After: 2\r\nRetry-After: 3\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nslow", false, false, false},
 		// The server closes after it: the connection does not rest.
-		{"server says close", "HTTP/1.1 202 Accepted\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"server says close", "HTTP/1.1 202 Accepted\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok", false, false, false},
 		// The request said close.
-		{"request said close", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", true, false},
+		{"request said close", "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", true, false, false},
 		// HTTP/1.0 rests only when the server says keep-alive.
-		{"HTTP/1.0", "HTTP/1.0 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false},
-		{"HTTP/1.0 keep-alive", "HTTP/1.0 202 Accepted\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"HTTP/1.0", "HTTP/1.0 202 Accepted\r\nContent-Length: 2\r\n\r\nok", false, false, false},
+		{"HTTP/1.0 keep-alive", "HTTP/1.0 202 Accepted\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok", false, false, false},
 		// A field Read refuses: refused, the connection closed.
-		{"malformed field", "HTTP/1.1 202 Accepted\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok", false, false},
+		{"malformed field", "HTTP/1.1 202 Accepted\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok", false, false, false},
 		// A folded line: Read's to read.
-		{"folded line", "HTTP/1.1 202 Accepted\r\nX-RateLimit-Remaining: 1\r\n  more: 2\r\nContent-Length: 2\r\n\r\nok", false, true},
+		{"folded line", "HTTP/1.1 202 Accepted\r\nX-RateLimit-Remaining: 1\r\n  more: 2\r\nContent-Length: 2\r\n\r\nok", false, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Each reading's request comes after a plain round trip that
 			// leaves a connection resting for it to be written on.
 			plain := answer{raw: "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"}
-			srv := startRaw(t, plain, answer{raw: c.answer}, plain, answer{raw: c.answer})
+			srv := startRaw(t, plain, answer{raw: c.answer}, plain, answer{raw: c.answer}, plain)
 			tr := NewTransport(Options{})
 			defer tr.CloseIdleConnections()
 			key := poolKey{"http", srv.ln.Addr().String()}
-			post := func(close bool) *http.Request {
+			post := func(close, head bool) *http.Request {
 				req, _ := http.NewRequest(http.MethodPost, srv.url(), strings.NewReader("{}"))
+				if head {
+					req, _ = http.NewRequest(http.MethodHead, srv.url(), nil)
+				}
 				req.Close = close
 				return req
 			}
@@ -195,16 +201,19 @@ func TestReadArrivedReadsAsRead(t *testing.T) {
 			written := func() (Written, int) {
 				t.Helper()
 				tr.CloseIdleConnections()
-				resp, err := tr.RoundTrip(post(false))
+				resp, err := tr.RoundTrip(post(false, false))
 				if err != nil {
 					t.Fatal(err)
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				w, ok, err := tr.Write(post(c.reqClose), 0, time.Now().Add(5*time.Second))
+				w, ok, err := tr.Write(post(c.reqClose, c.head), 0, time.Now().Add(5*time.Second))
 				if !ok || err != nil {
 					t.Fatalf("Write on the resting connection: ok %v, %v", ok, err)
 				}
+				// A test that fails before the answer is read leaves no
+				// connection open for the server to wait on.
+				t.Cleanup(func() { w.c.close() })
 				if _, ok := w.Socket(); !ok {
 					t.Fatal("no socket")
 				}
@@ -252,14 +261,29 @@ func TestReadArrivedReadsAsRead(t *testing.T) {
 				}
 				return
 			}
-			if (err != nil) != (wantErr != nil) {
+			if err == ErrNotPlain || (err != nil) != (wantErr != nil) {
 				t.Fatalf("ReadArrived's error %v, Read's %v", err, wantErr)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("ReadArrived read %+v, Read %+v", got, want)
 			}
 			if rests := len(tr.idle[key]) == 1; rests != wantRests {
-				t.Errorf("the connection rests after ReadArrived: %v, after Read: %v", rests, wantRests)
+				t.Fatalf("the connection rests after ReadArrived: %v, after Read: %v", rests, wantRests)
+			}
+			if !wantRests {
+				return
+			}
+			// What rests carries the next request: nothing of the answer
+			// was left on it.
+			accepts := srv.accepts.Load()
+			resp, err = tr.RoundTrip(post(false, false))
+			if err != nil {
+				t.Fatalf("the next request on the rested connection: %v", err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted || srv.accepts.Load() != accepts {
+				t.Errorf("the next request: %d, on a new connection %v; want 202 on the rested one", resp.StatusCode, srv.accepts.Load() != accepts)
 			}
 		})
 	}

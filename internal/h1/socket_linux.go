@@ -305,8 +305,9 @@ func (s *socket) peek(buf []byte) (int, error) {
 }
 
 // take reads len(got) bytes, which have arrived, into got, without
-// waiting: the socket is unpolled (ReadArrived saw to it), and a read
-// that would wait is an error (the bytes were not there after all).
+// waiting: the socket is unpolled (ReadArrived saw to it). Bytes that
+// were not there after all (a read that would wait, or the end) are the
+// answer cut short, a connection's failure, not a timeout.
 func (s *socket) take(got []byte) error {
 	for len(got) > 0 {
 		if s.fd < 0 {
@@ -316,10 +317,10 @@ func (s *socket) take(got []byte) error {
 		switch {
 		case err == syscall.EINTR:
 			continue
+		case err == syscall.EAGAIN || err == nil && n == 0:
+			return s.opError("read", io.ErrUnexpectedEOF)
 		case err != nil:
 			return s.opError("read", os.NewSyscallError("recvfrom", err))
-		case n == 0:
-			return io.ErrUnexpectedEOF
 		}
 		got = got[n:]
 	}

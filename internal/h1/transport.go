@@ -2,7 +2,8 @@
 // writes a request and reads its answer on the calling goroutine (or, with
 // Write and Read, writes it on one and reads the answer on another, which
 // may watch the connection's Socket and read once Arrived says the whole
-// answer is there), over a
+// answer is there, with Read or, from the bytes Arrived looked at, with
+// ReadArrived), over a
 // keep-alive pool of plain or TLS connections, where net/http's transport
 // hands every request to a writer and a reader goroutine of the
 // connection's and back. It speaks HTTP/1.1 only (no h2, no pipelining,
@@ -17,7 +18,7 @@
 // crowd's client being the bottleneck. FuzzAnswerMatchesNetHTTP keeps its
 // reading of answers to net/http's: it never reads one otherwise, and
 // refuses only what net/http also refuses or a federating server never
-// sends.
+// sends; FuzzParseArrived keeps ReadArrived's to Read's.
 package h1
 
 import (
