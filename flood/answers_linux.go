@@ -39,8 +39,8 @@ import (
 // its own, woken apart from the dispatcher, cost more than the workers
 // (133-145 against 121-140 µs at 2 000/s). There, where the Source never
 // waits, the dispatchers share the schedule, one a core, each with a loop
-// of its own under the normal policy (as a rule) (engine.go's sharedDispatchers): at
-// 20 000/s a send cost alike (44.8-45.7 against 45.1-46.4 µs), its p99
+// of its own, under the normal policy as a rule (engine.go's
+// sharedDispatchers): at 20 000/s a send cost alike (44.8-45.7 against 45.1-46.4 µs), its p99
 // latency 9.9-12.9 ms against 15.1-27.6 ms; at 24 000/s and 27 000/s,
 // past what either held, 22 820/s and 26 206/s were sent against 20 798/s
 // and 22 931/s. Each takes the connections it wrote on before (h1's

@@ -61,10 +61,10 @@ type NextReady interface {
 // then shares the schedule among dispatchers, one a core (see Plan), which
 // take turns with Next: one at a time, never at once, so Next needs no
 // lock of its own; one that waited or signed would hold up every
-// dispatcher. Its first request is taken before Dispatching, when it is
-// DispatcherAware too: it says where the schedule goes (over plain HTTP
-// alone the dispatchers read their answers). WrapSource does not pass it
-// on.
+// dispatcher. Above 10 000/s its first request is taken before
+// Dispatching, when it is DispatcherAware too: it says where the schedule
+// goes (over plain HTTP alone the dispatchers read their answers).
+// WrapSource does not pass it on.
 type AlwaysReady interface {
 	NextReady
 	AlwaysReady() bool
