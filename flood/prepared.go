@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/h1"
 )
 
 // Prepared is one request ready to go on the wire: already signed, so the
@@ -26,6 +27,22 @@ type Prepared struct {
 	// Collector.Settled with what became of the request. A token may
 	// also be a Fallback, a Holder or an AsSigned, which the engine asks.
 	Token any
+
+	head *h1.Head // the fast client's head of the request, made by RenderHead; nil: made at the send
+}
+
+// RenderHead makes p's head as the fast client writes it (h1.NewHead),
+// once, so that a dispatcher writing p on a resting connection copies it
+// where it would sort and check p's fields at the send. A Source whose
+// requests are made before their sends (presigned, or signed by a
+// pipeline's signers) calls it as it makes each, off the dispatchers'
+// threads; p's fields must not change after it. A request h1 would
+// refuse is left without a head, to be refused at its send as before.
+func (p *Prepared) RenderHead() {
+	req := http.Request{Method: p.Method, URL: p.URL, Host: p.Host, Header: p.Header, ContentLength: int64(len(p.Body))}
+	if h, err := h1.NewHead(&req); err == nil {
+		p.head = h
+	}
 }
 
 // DispatcherAware is implemented by a Source whose work shares the

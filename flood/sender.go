@@ -132,6 +132,7 @@ type crew struct {
 // goroutine may write a request and another read its answer: h1's.
 type directTransport interface {
 	Write(req *http.Request, lane int, deadline time.Time) (w h1.Written, ok bool, err error)
+	WriteHead(h *h1.Head, body []byte, lane int, deadline time.Time) (w h1.Written, ok bool, err error)
 	Read(ctx context.Context, w h1.Written) (*http.Response, error)
 	ReadArrived(w h1.Written, got []byte, keep func(name []byte) bool) (h1.Answer, error)
 }
@@ -198,18 +199,25 @@ func leavesAsSigned(p *Prepared) bool {
 // dials.
 func (dw *directWriter) write(e *crew, j *job) {
 	p := j.prep
-	r := &dw.req
-	r.Method, r.URL, r.Header, r.Host = p.Method, p.URL, p.Header, p.Host
-	r.Body, r.ContentLength = nil, 0
-	if len(p.Body) > 0 {
-		dw.body.Reset(p.Body)
-		r.Body, r.ContentLength = dw.bodyRC, int64(len(p.Body))
-	}
 	at := time.Since(e.start)
 	deadline := e.start.Add(at + e.timeout)
-	w, ok, err := dw.t.Write(r, dw.lane, deadline)
-	*r = http.Request{}
-	dw.body.Reset(nil)
+	var w h1.Written
+	var ok bool
+	var err error
+	if p.head != nil {
+		w, ok, err = dw.t.WriteHead(p.head, p.Body, dw.lane, deadline)
+	} else {
+		r := &dw.req
+		r.Method, r.URL, r.Header, r.Host = p.Method, p.URL, p.Header, p.Host
+		r.Body, r.ContentLength = nil, 0
+		if len(p.Body) > 0 {
+			dw.body.Reset(p.Body)
+			r.Body, r.ContentLength = dw.bodyRC, int64(len(p.Body))
+		}
+		w, ok, err = dw.t.Write(r, dw.lane, deadline)
+		*r = http.Request{}
+		dw.body.Reset(nil)
+	}
 	if ok {
 		j.direct, j.written, j.writeErr, j.sentAt = true, w, err, at
 	}

@@ -189,7 +189,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				d, err := st.Next()
 				var prep *flood.Prepared
 				if err == nil {
-					prep, err = gen.prepare(signer, o.Knocker, d)
+					prep, err = gen.prepareAhead(signer, o.Knocker, d)
 				}
 				if err != nil {
 					p.fail(err)
@@ -388,6 +388,17 @@ func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*flood
 	return p, err
 }
 
+// prepareAhead is prepare for a request made before its send, on a
+// goroutine of its own (a signer, a presigner): its head is made there too
+// (RenderHead), so that the dispatcher that writes it only copies it.
+func (g *Generator) prepareAhead(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
+	p, err := g.prepare(signer, k, d)
+	if err == nil {
+		p.RenderHead()
+	}
+	return p, err
+}
+
 // PresignCount is how many requests a presigned run needs: maxSends when
 // set (and the schedule is not shorter), else every send a constant pacer
 // offers in d at rate (ceil(rate × d)), plus five standard deviations for
@@ -407,7 +418,7 @@ func PresignCount(arrivals flood.Arrivals, rate float64, d time.Duration, maxSen
 // the largest body (a Create with its note) plus the signed headers and the
 // structures that hold them.
 func EstimatePresignBytes(gen *Generator, n int64) int64 {
-	const overhead = 2048 // headers (the Signature alone is ~450 B), maps, Prepared
+	const overhead = 3072 // headers (the Signature alone is ~450 B), maps, Prepared, and its head made for the wire (~1 KiB)
 	per := int64(gen.cfg.NoteBytes) + 1024 + overhead
 	if n > math.MaxInt64/per {
 		return math.MaxInt64
@@ -469,7 +480,7 @@ func Presign(ctx context.Context, gen *Generator, signer *signing.Signer, n int6
 				d, err := st.Next()
 				var prep *flood.Prepared
 				if err == nil {
-					prep, err = gen.prepare(signer, o.Knocker, d)
+					prep, err = gen.prepareAhead(signer, o.Knocker, d)
 				}
 				if err != nil {
 					mu.Lock()

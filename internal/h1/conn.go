@@ -125,10 +125,36 @@ func skipped(k string) bool {
 	return false
 }
 
-// writeRequest writes req's head and body and flushes them, in one write
-// when they fit the buffer. The header fields are written sorted by name,
-// each value trimmed of surrounding blanks, as net/http writes them.
+// writeRequest writes req's head (appendHead) and body and flushes them,
+// in one write when they fit the buffer. A request appendHead refuses
+// writes nothing.
 func (c *conn) writeRequest(req *http.Request) error {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	// The head is made in the buffer's free space, so that writing it is
+	// no copy when it fits.
+	head, err := appendHead(c.w.AvailableBuffer(), req, hasBody, &c.keys)
+	if err != nil {
+		return err
+	}
+	w := c.w
+	w.Write(head)
+	if hasBody {
+		n, err := copyBody(w, req.Body, req.ContentLength)
+		if err != nil {
+			return fmt.Errorf("h1: request body: ContentLength %d, wrote %d: %w", req.ContentLength, n, err)
+		}
+	}
+	return w.Flush()
+}
+
+// appendHead appends req's head to dst and returns it: the request line,
+// Host, the header fields sorted by name, each value trimmed of
+// surrounding blanks, as net/http writes them, then Content-Length where
+// a body follows (hasBody; req.ContentLength bytes) or the method is one
+// that carries one, and the blank line. A method, host, field name or
+// value that would not go on the wire as it is gets an error, and dst
+// back as it was. keys is scratch for sorting the names.
+func appendHead(dst []byte, req *http.Request, hasBody bool, keys *[]string) ([]byte, error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -138,53 +164,45 @@ func (c *conn) writeRequest(req *http.Request) error {
 		host = req.URL.Host
 	}
 	if !isToken(method) {
-		return fmt.Errorf("h1: invalid method %q", method)
+		return dst, fmt.Errorf("h1: invalid method %q", method)
 	}
 	if !validValue(host) || strings.ContainsAny(host, " /") {
-		return fmt.Errorf("h1: invalid host %q", host)
+		return dst, fmt.Errorf("h1: invalid host %q", host)
 	}
-	w := c.w
-	w.WriteString(method)
-	w.WriteByte(' ')
-	w.WriteString(req.URL.RequestURI())
-	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(host)
-	w.WriteString("\r\n")
-	c.keys = c.keys[:0]
+	b := append(dst, method...)
+	b = append(b, ' ')
+	b = append(b, req.URL.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	ks := (*keys)[:0]
 	for k := range req.Header {
 		if !skipped(k) {
-			c.keys = append(c.keys, k)
+			ks = append(ks, k)
 		}
 	}
-	slices.Sort(c.keys)
-	for _, k := range c.keys {
+	slices.Sort(ks)
+	*keys = ks
+	for _, k := range ks {
 		if !isToken(k) {
-			return fmt.Errorf("h1: invalid header name %q", k)
+			return dst, fmt.Errorf("h1: invalid header name %q", k)
 		}
 		for _, v := range req.Header[k] {
 			if !validValue(v) {
-				return fmt.Errorf("h1: invalid value of header %s", k)
+				return dst, fmt.Errorf("h1: invalid value of header %s", k)
 			}
-			w.WriteString(k)
-			w.WriteString(": ")
-			w.WriteString(strings.Trim(v, " \t"))
-			w.WriteString("\r\n")
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, strings.Trim(v, " \t")...)
+			b = append(b, "\r\n"...)
 		}
 	}
-	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
-		w.WriteString("Content-Length: ")
-		w.Write(strconv.AppendInt(w.AvailableBuffer(), max(req.ContentLength, 0), 10))
-		w.WriteString("\r\n")
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, max(req.ContentLength, 0), 10)
+		b = append(b, "\r\n"...)
 	}
-	w.WriteString("\r\n")
-	if hasBody {
-		n, err := copyBody(w, req.Body, req.ContentLength)
-		if err != nil {
-			return fmt.Errorf("h1: request body: ContentLength %d, wrote %d: %w", req.ContentLength, n, err)
-		}
-	}
-	return w.Flush()
+	return append(b, "\r\n"...), nil
 }
 
 // copyBody copies the first n bytes of r into w, as io.CopyN does (io.EOF

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// Written is a request Write put on a resting connection, whose answer
-// Read reads. The zero Written is no request.
+// Written is a request Write (or WriteHead) put on a resting connection,
+// whose answer Read reads. The zero Written is no request.
 type Written struct {
 	c   *conn
 	key poolKey
@@ -42,23 +42,35 @@ func (t *Transport) Write(req *http.Request, lane int, deadline time.Time) (w Wr
 		return Written{}, true, err
 	}
 	key := poolKey{scheme: req.URL.Scheme, addr: hostPort(req.URL)}
+	c := t.takeAlive(key, lane)
+	if c == nil {
+		return Written{}, false, nil
+	}
+	c.setDeadline(deadline)
+	if err := c.writeRequest(req); err != nil {
+		c.close()
+		return Written{}, true, err
+	}
+	return Written{c: c, key: key, a: askedOf(req)}, true, nil
+}
+
+// takeAlive takes, for Write, a connection resting in key's pool (lane's
+// own first: see takeIdle) that has rested less than the idle timeout and
+// heard nothing since (alive), closing those it passes over; nil when
+// none of the first maxWriteTries is.
+func (t *Transport) takeAlive(key poolKey, lane int) *conn {
 	for range maxWriteTries {
 		c, idle := t.takeIdle(key, max(lane, 0))
 		if c == nil {
-			return Written{}, false, nil
+			return nil
 		}
 		if idle > t.o.IdleTimeout || !c.alive() {
 			c.close()
 			continue
 		}
-		c.setDeadline(deadline)
-		if err := c.writeRequest(req); err != nil {
-			c.close()
-			return Written{}, true, err
-		}
-		return Written{c: c, key: key, a: askedOf(req)}, true, nil
+		return c
 	}
-	return Written{}, false, nil
+	return nil
 }
 
 // maxWriteTries bounds the resting connections Write looks at.
