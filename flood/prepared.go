@@ -15,7 +15,9 @@ import (
 // Prepared is one request ready to go on the wire: already signed, so the
 // engine only sends it. The engine reads it and never modifies it; URL and
 // Header may be shared between many Prepared values (a Source typically
-// parses each inbox URL once).
+// parses each inbox URL once). A copy of a Prepared whose head was made
+// (RenderHead) carries that head: a wrapper that copies one to send it
+// otherwise makes a new Prepared instead, or the old bytes go.
 type Prepared struct {
 	Type   record.ActivityKind // activity type, the per-type breakdown key
 	Method string              // usually POST
@@ -37,8 +39,12 @@ type Prepared struct {
 // requests are made before their sends (presigned, or signed by a
 // pipeline's signers) calls it as it makes each, off the dispatchers'
 // threads; p's fields must not change after it. A request h1 would
-// refuse is left without a head, to be refused at its send as before.
+// refuse is left without a head, to be refused at its send as before,
+// and so is one the dispatcher never writes (a body over directMaxBody).
 func (p *Prepared) RenderHead() {
+	if len(p.Body) > directMaxBody {
+		return
+	}
 	req := http.Request{Method: p.Method, URL: p.URL, Host: p.Host, Header: p.Header, ContentLength: int64(len(p.Body))}
 	if h, err := h1.NewHead(&req); err == nil {
 		p.head = h
@@ -126,9 +132,10 @@ func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx)
 
 // Fallback is implemented by a token whose request may be sent again,
 // signed otherwise, once answered (the double knock: RFC 9421 first,
-// draft-cavage on a 4xx). The engine asks before attempt 0 (unless the
-// token is an AsSigned that says attempt 0 goes as signed) and after each
-// answer: Attempt(p, n, status, measured) returns the header attempt n
+// draft-cavage on a 4xx). The engine asks before attempt 0 (or, when the
+// token is an AsSigned that said attempt 0 goes as signed, once that
+// attempt is on the wire, before its answer is read, for the token's
+// bookkeeping: the header it gives is not used) and after each answer: Attempt(p, n, status, measured) returns the header attempt n
 // goes with, status being attempt n-1's answer (0 for n = 0), or ok false
 // for no attempt n. measured says whether the send counts in the record.
 // An error ends the send as a connection error.
@@ -146,12 +153,12 @@ type Holder interface {
 
 // AsSigned is implemented by a token that knows, without waiting or
 // signing, whether its request leaves now and first as it was signed: its
-// Hold (if a Holder) is nil, and its Fallback (if one) would give p.Header
-// for attempt 0 and count nothing for it. Then the dispatcher may write
-// that attempt itself on a resting connection, and a worker (or the
-// dispatcher, once the whole answer is there: then Attempt for attempt 1
-// is called on the dispatcher and must not wait either) reads the answer
-// and asks the Fallback from attempt 1 on. A Holder or Fallback
+// Hold (if a Holder) is nil, and its Fallback (if one) will give p.Header
+// for attempt 0. Then the dispatcher may write that attempt itself on a
+// resting connection, and a worker (or the dispatcher, once the whole
+// answer is there: then Attempt for attempts 0 and 1 is called on the
+// dispatcher and must not wait either) tells the Fallback of attempt 0,
+// reads the answer and asks the Fallback from attempt 1 on. A Holder or Fallback
 // token that is not an AsSigned, or says false, has its whole send made
 // by a worker; a token that is none of the three leaves as signed.
 // FirstAsSigned is called on the dispatcher, before the send is handed

@@ -457,7 +457,15 @@ func (w *worker) attempts(ctx context.Context, j *job, d *record.Delivery) (stat
 	p := j.prep
 	fb, _ := p.Token.(Fallback)
 	header := p.Header
-	if fb != nil && !j.direct {
+	switch {
+	case fb == nil || j.resume != nil:
+		// No Fallback, or the dispatcher asked it already.
+	case j.direct:
+		// Attempt 0 went as signed (AsSigned): the Fallback is told, for
+		// its bookkeeping (the double knock counts first attempts by
+		// scheme), and what it gives is p's header already on the wire.
+		fb.Attempt(p, 0, 0, d.Measured)
+	default:
 		if header, _, err = fb.Attempt(p, 0, 0, d.Measured); err != nil {
 			return 0, err
 		}

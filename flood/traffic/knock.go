@@ -175,6 +175,13 @@ func (n *Knock) attempt(p *flood.Prepared, i, status int, measured bool) (http.H
 	return nil, false, nil
 }
 
+// firstAsSigned reports whether the first attempt always goes as the
+// request was signed: with one scheme (--signature cavage or rfc9421),
+// where first gives p.Header whatever the host; not when knocking twice,
+// where the host's scheme may change before the send and have it signed
+// again.
+func (n *Knock) firstAsSigned() bool { return n.k.mode != SignatureBoth }
+
 // first is the header of the first attempt, counted by its scheme.
 func (n *Knock) first(p *flood.Prepared, measured bool) (http.Header, bool, error) {
 	k := n.k

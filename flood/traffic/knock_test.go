@@ -15,6 +15,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/h1"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -227,4 +228,74 @@ func TestParseSignature(t *testing.T) {
 	if _, err := ParseSignature("hs2019"); err == nil {
 		t.Error("hs2019 accepted as a scheme")
 	}
+}
+
+// TestKnockOnceLeavesAsWritten: with one scheme (--signature cavage, the
+// default, or rfc9421) a request's first attempt always goes as it was
+// signed, so with the fast client the dispatcher writes it itself on a
+// resting connection, and the first attempts are still counted by scheme,
+// one a send, every request verified; knocking twice, the host's scheme
+// may change before a send, and no request is written by the dispatcher.
+func TestKnockOnceLeavesAsWritten(t *testing.T) {
+	w := testWorld(t, 1, 3)
+	const n = 30
+	for _, c := range []struct {
+		name    string
+		scheme  SignatureScheme
+		written bool // the dispatcher writes most sends itself
+	}{
+		// The default: one scheme, cavage.
+		{"cavage", SignatureCavage, true},
+		// One scheme, RFC 9421.
+		{"rfc9421", SignatureRFC9421, true},
+		// The double knock: every send is a worker's.
+		{"both", SignatureBoth, false},
+	} {
+		for _, mode := range []SigningMode{SigningPipeline, SigningPresign} {
+			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
+				sink := newSchemeSink(t, w, &schemeSink{})
+				k := NewKnocker(c.scheme, testSigner())
+				tr := &headsCounted{Transport: flood.NewClientTransport(flood.TransportOptions{Client: flood.ClientFast, MaxInflight: 64,
+					TLS: &tls.Config{InsecureSkipVerify: true}, // the sink's test certificate names example.com
+					Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+						return (&net.Dialer{}).DialContext(ctx, network, sink.srv.Listener.Addr().String())
+					}}).(*h1.Transport)}
+				t.Cleanup(tr.CloseIdleConnections)
+				src := knockingSource(t, mode, signedGenerator(t, w, nil), k, n)
+				// 20 ms apart: a connection rests before each send is due.
+				res, err := recorded(context.Background(), flood.Plan{Limits: flood.Limits{MaxSends: n, MaxInflight: 64}, Pacer: mustConstant(t, 50), Source: src, Transport: tr})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, s := res.Overall, k.Signatures()
+				if sink.bad.Load() != 0 || o.Counts.Sent != n || o.Tally.Classes[record.Class202] != n || s.FirstCavage+s.FirstRFC9421 != n || s.Fell() != 0 {
+					t.Fatalf("%d did not verify; counts %+v, tally %+v, signatures %+v; want %d sent, accepted and counted once", sink.bad.Load(), o.Counts, o.Tally, s, n)
+				}
+				// The first send dials; a machine that stalls for 20 ms may
+				// leave another to a worker that dials: most, not all.
+				if written := o.Counts.Written; c.written && written < n/2 || !c.written && written != 0 {
+					t.Errorf("the dispatcher wrote %d of %d sends, want most: %v", written, n, c.written)
+				}
+				// Each as the head the signer made with it (RenderHead).
+				if heads := tr.heads.Load(); heads != o.Counts.Written {
+					t.Errorf("%d of the %d sends the dispatcher wrote copied a head made ahead, want all", heads, o.Counts.Written)
+				}
+			})
+		}
+	}
+}
+
+// headsCounted is h1's transport counting the requests WriteHead put on
+// the wire.
+type headsCounted struct {
+	*h1.Transport
+	heads atomic.Int64
+}
+
+func (t *headsCounted) WriteHead(h *h1.Head, body []byte, lane int, deadline time.Time) (h1.Written, bool, error) {
+	w, ok, err := t.Transport.WriteHead(h, body, lane, deadline)
+	if ok && err == nil {
+		t.heads.Add(1)
+	}
+	return w, ok, err
 }

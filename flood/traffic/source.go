@@ -390,11 +390,15 @@ func (g *Generator) prepare(signer *signing.Signer, k *Knocker, d Draft) (*flood
 
 // prepareAhead is prepare for a request made before its send, on a
 // goroutine of its own (a signer, a presigner): its head is made there too
-// (RenderHead), so that the dispatcher that writes it only copies it.
+// (RenderHead), so that the dispatcher that writes it only copies it;
+// not for a request whose double knock may sign it again before it
+// leaves, which the dispatcher never writes.
 func (g *Generator) prepareAhead(signer *signing.Signer, k *Knocker, d Draft) (*flood.Prepared, error) {
 	p, err := g.prepare(signer, k, d)
 	if err == nil {
-		p.RenderHead()
+		if t := TicketOf(p); t == nil || t.Knock == nil || t.Knock.firstAsSigned() {
+			p.RenderHead()
+		}
 	}
 	return p, err
 }

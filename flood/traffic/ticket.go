@@ -130,10 +130,10 @@ func (t *Ticket) Hold() <-chan struct{} {
 
 // FirstAsSigned reports whether t's request leaves now and first as it
 // was signed (flood.AsSigned): nothing holds it (a Delete's object is
-// recorded gone already, or it is no Delete) and no Knocker signs it
-// again.
+// recorded gone already, or it is no Delete) and no Knocker may sign it
+// again first (see Knock.firstAsSigned).
 func (t *Ticket) FirstAsSigned() bool {
-	if t.Knock != nil {
+	if t.Knock != nil && !t.Knock.firstAsSigned() {
 		return false
 	}
 	hold := t.Hold()
