@@ -74,8 +74,8 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 }
 
 // asked is what reading an answer needs of the request it answers, apart
-// from the request, so that a request written by Transport.Write may be
-// reused before its answer comes.
+// from the request, so that a request written by Transport.Write (or
+// made a Head) may be reused before its answer comes.
 type asked struct {
 	head  bool // a HEAD: the answer has no body, whatever its fields say
 	close bool // the request asked for the connection to be closed

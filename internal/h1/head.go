@@ -12,9 +12,10 @@ import (
 )
 
 // Head is a request's head (request line, Host, header fields,
-// Content-Length, blank line) exactly as Write would write it, made and
-// checked once by NewHead, with what writing it and reading its answer
-// need of the request besides. A Head is read-only: any number of
+// Content-Length, blank line) exactly as Write would write it for the
+// request with a body of its ContentLength bytes, made and checked once
+// by NewHead, with what writing it and reading its answer need of the
+// request besides. A Head is read-only: any number of
 // goroutines may write it at once.
 type Head struct {
 	wire    []byte

@@ -3,10 +3,10 @@
 // Write and Read, writes it on one and reads the answer on another, which
 // may watch the connection's Socket and read once Arrived says the whole
 // answer is there, with Read or, from the bytes Arrived looked at, with
-// ReadArrived), over a
-// keep-alive pool of plain or TLS connections, where net/http's transport
-// hands every request to a writer and a reader goroutine of the
-// connection's and back. It speaks HTTP/1.1 only (no h2, no pipelining,
+// ReadArrived; WriteHead writes a request whose head NewHead made before
+// its send, a copy), over a keep-alive pool of plain or TLS connections,
+// where net/http's transport hands every request to a writer and a reader
+// goroutine of the connection's and back. It speaks HTTP/1.1 only (no h2, no pipelining,
 // no proxy, no compression, no redirect, no retry) and sends the request
 // as it is: its headers' names and values byte for byte, nothing added but
 // Host and Content-Length, which net/http adds too, so a signature over

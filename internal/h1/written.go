@@ -54,7 +54,7 @@ func (t *Transport) Write(req *http.Request, lane int, deadline time.Time) (w Wr
 	return Written{c: c, key: key, a: askedOf(req)}, true, nil
 }
 
-// takeAlive takes, for Write, a connection resting in key's pool (lane's
+// takeAlive takes, for Write and WriteHead, a connection resting in key's pool (lane's
 // own first: see takeIdle) that has rested less than the idle timeout and
 // heard nothing since (alive), closing those it passes over; nil when
 // none of the first maxWriteTries is.
