@@ -400,6 +400,7 @@ func (b *bench) openLoopSearches(ctx context.Context, pool []*flood.Prepared) (f
 	b.logf("  the presigned flood and the open-loop reference, in turns")
 	floodFn := func(ctx context.Context, rate float64) outcome { return b.presignedTrial(ctx, "flood", pool, rate) }
 	loopFn := func(ctx context.Context, rate float64) outcome {
+		b.sinkQuiet(ctx)
 		runtime.GC()
 		o := openLoopTrial(ctx, reqs, b.sinkAddr, rate, b.cfg)
 		o.judge(b.cfg.LatencyBound, nil, nil)

@@ -288,6 +288,7 @@ func (b *bench) presignedSection(ctx context.Context) {
 	targets := vegetaTargets(pool)
 	floodFn := func(ctx context.Context, rate float64) outcome { return b.presignedTrial(ctx, "flood", pool, rate) }
 	vegetaFn := func(ctx context.Context, rate float64) outcome {
+		b.sinkQuiet(ctx)
 		runtime.GC()
 		o := vegetaTrial(ctx, targets, rate, b.cfg)
 		o.judge(b.cfg.LatencyBound, nil, nil)
@@ -324,8 +325,9 @@ func (b *bench) presignedSection(ctx context.Context) {
 
 // presignedTrial is one trial of the presigned row's rule: the flood
 // replaying pool round robin at rate, judged by the latency bound alone,
-// and logged as side's.
+// and logged as side's; it starts once the sink is quiet (sinkQuiet).
 func (b *bench) presignedTrial(ctx context.Context, side string, pool []*flood.Prepared, rate float64) outcome {
+	b.sinkQuiet(ctx)
 	runtime.GC()
 	o, _ := floodTrial(ctx, side, &cycle{reqs: pool}, rate, b.cfg, nil)
 	o.judge(b.cfg.LatencyBound, nil, nil)
@@ -338,4 +340,54 @@ func bestOrWhy(best *outcome, trials []outcome) string {
 		return formatValue(best.Rate, "/s")
 	}
 	return "no rate sustained (" + lastWhy(trials) + ")"
+}
+
+// The sink is quiet when it used less than sinkQuietShare of a core over
+// sinkQuietWindow; sinkQuiet waits at most sinkQuietLimit for that.
+const (
+	sinkQuietWindow = 200 * time.Millisecond
+	sinkQuietShare  = 0.1
+	sinkQuietLimit  = 15 * time.Second
+)
+
+// sinkQuiet waits until the null sink is quiet (see waitQuiet), and logs
+// a wait longer than two windows. A client that gives up on thousands of
+// requests leaves the sink reading and answering them for seconds after
+// its trial: vegeta above its maximum did (p99 latency 2.2-3.8 s, then
+// nothing completed in its next four trials), and the flood's trials
+// right after it failed at rates its other search sustained. Waiting
+// before every trial of the presigned searches lets no side's wake fall
+// on the next.
+func (b *bench) sinkQuiet(ctx context.Context) {
+	if b.sink == nil {
+		return
+	}
+	pid := b.sink.cmd.Process.Pid
+	used := func() float64 { c := processCPUOf(pid); return c.user + c.sys }
+	if waited := waitQuiet(ctx, used, sinkQuietWindow, sinkQuietShare, sinkQuietLimit); waited > 2*sinkQuietWindow {
+		b.logf("  (the sink was still busy: waited %.1f s for it)", waited.Seconds())
+	}
+}
+
+// waitQuiet waits, window by window, until a window in which used (a
+// process's CPU seconds so far) grew by less than share of it, or limit
+// has passed, or ctx is done; it returns how long it waited.
+func waitQuiet(ctx context.Context, used func() float64, window time.Duration, share float64, limit time.Duration) time.Duration {
+	start := time.Now()
+	prev := used()
+	t := time.NewTicker(window)
+	defer t.Stop()
+	for time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-t.C:
+		}
+		now := used()
+		if now-prev < share*window.Seconds() {
+			break
+		}
+		prev = now
+	}
+	return time.Since(start)
 }
