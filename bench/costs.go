@@ -281,32 +281,20 @@ func floodConns(trials []outcome, best *outcome) int {
 }
 
 // presignedWrkRows: presignedWrkRow for each flood client: b's own with
-// its search in turns with the open-loop reference (openLoopSearches),
-// every other with a search of its own. Not the presigned row's search
-// (fs), which takes turns with vegeta: vegeta's trials above its maximum
-// leave the sink seconds of work behind them (in one run its p99 latency
-// was 2.2-3.8 s at 22 500/s, and it completed nothing in its next four
-// trials), and the flood's trial right after meets it, which measures
-// vegeta's wake, not the flood. fs's maximum is kept in the row's notes.
+// the presigned search beside vegeta (fs), every other with a search of
+// its own.
 func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs *search) {
 	for _, c := range floodClients() {
-		bc := b.withClient(c)
+		bc, s := b.withClient(c), fs
 		if c != b.cfg.FloodClient {
 			b.logf("  presigned flood with the %s client", c)
-			s := bc.presignedSearch(ctx, "flood-"+string(c), pool)
-			best, bt := s.best()
-			bc.presignedWrkRow(ctx, pool, s.trials, best, bt, "its max sustained rate, searched alone")
-			continue
+			s = bc.presignedSearch(ctx, "flood-"+string(c), pool)
 		}
-		ofs, es := b.openLoopSearches(ctx, pool)
-		best, bt := ofs.best()
-		beside := "none sustained"
-		if vb, vt := fs.best(); vt != nil {
-			beside = formatValue(vb, "/s")
+		best, bt := s.best()
+		wrkRate := bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
+		if c == b.cfg.FloodClient {
+			b.openLoopRow(ctx, pool, wrkRate)
 		}
-		wrkRate := b.presignedWrkRow(ctx, pool, ofs.trials, best, bt,
-			"its max sustained rate in the search in turns with the open-loop reference (the presigned row's, in turns with vegeta: "+beside+")")
-		b.openLoopRow(ofs, es, len(pool), wrkRate)
 	}
 }
 
@@ -316,7 +304,7 @@ func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs
 // maximum. wrk is a closed loop: its figure is how fast a client that does
 // nothing but write the same bytes gets them answered, the most any
 // sender could. It returns wrk's rate (0 when it measured none).
-func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome, whose string) float64 {
+func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) float64 {
 	key := clientKey(rowPresignedWrk, b.cfg.FloodClient)
 	name := fmt.Sprintf("presigned flood (%s client) vs wrk replaying its requests (null sink)", b.cfg.FloodClient)
 	const target = "≥ 0.7 × wrk"
@@ -348,8 +336,8 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 	}
 	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
 		CeilingName: fmt.Sprintf("%s replaying the flood's %d presigned requests in order, cycling, 1 thread, %d connections", w.version, len(pool), conns)}
-	how := fmt.Sprintf("crowd: %s; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request (%.0f %% in the kernel); %d connections = those the flood dialled at its max%s",
-		whose, b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), 100*median(kernel), conns, badNote(all))
+	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request (%.0f %% in the kernel); %d connections = those the flood dialled at its max%s",
+		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), 100*median(kernel), conns, badNote(all))
 	if bt != nil && bt.CPUPerSend > 0 {
 		how = fmt.Sprintf("flood client CPU %.1f µs/send at its max (%.0f %% in the kernel); %s", bt.CPUPerSend, 100*bt.KernelShare, how)
 	}
@@ -388,11 +376,18 @@ const (
 	openLoopDrain       = flood.DefaultTimeout
 )
 
-// openLoopSearches searches the presigned flood's maximum beside the
-// open-loop reference (openLoopTrial) replaying the same pool to the same
-// null sink under the presigned row's rule, their searches in turns,
-// trial by trial, so that the machine's drift falls on both.
-func (b *bench) openLoopSearches(ctx context.Context, pool []*flood.Prepared) (fs, es *search) {
+// openLoopRow: the presigned flood beside the open-loop reference
+// (openLoopTrial) replaying the same pool to the same null sink under the
+// presigned row's rule, their searches in turns, trial by trial, so that
+// the machine's drift falls on both. wrk's closed loop answers how fast
+// the sink can be kept busy; this answers how fast an open-loop sender
+// that does nothing but send, held to the latency bound, goes on this
+// machine, so the two ratios part the flood's distance from wrk into its
+// own overhead and the price of the open loop. No target: it is what the
+// wrk row's target is read against; wrkRate is that row's wrk figure.
+func (b *bench) openLoopRow(ctx context.Context, pool []*flood.Prepared, wrkRate float64) {
+	name := fmt.Sprintf("presigned flood (%s client) vs an open-loop epoll client replaying its requests (null sink)", b.cfg.FloodClient)
+	const target = "reference (an open-loop client that only paces, writes and frames, held to the same bound)"
 	reqs := make([][]byte, len(pool))
 	for i, p := range pool {
 		reqs[i] = rawPost(p)
@@ -408,28 +403,15 @@ func (b *bench) openLoopSearches(ctx context.Context, pool []*flood.Prepared) (f
 		return o
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU())
-	fs = newSearch("flood", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
-	es = newSearch("open loop", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	fs := newSearch("flood", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
+	es := newSearch("open loop", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
 	interleave(ctx, fs, es, floodFn, loopFn)
-	return fs, es
-}
-
-// openLoopRow: the presigned flood (fs) beside the open-loop reference
-// (es), searched in turns (openLoopSearches). wrk's closed loop answers
-// how fast the sink can be kept busy; this answers how fast an open-loop
-// sender that does nothing but send, held to the latency bound, goes on
-// this machine, so the two ratios part the flood's distance from wrk into
-// its own overhead and the price of the open loop. No target: it is what
-// the wrk row's target is read against; wrkRate is that row's wrk figure.
-func (b *bench) openLoopRow(fs, es *search, poolLen int, wrkRate float64) {
-	name := fmt.Sprintf("presigned flood (%s client) vs an open-loop epoll client replaying its requests (null sink)", b.cfg.FloodClient)
-	const target = "reference (an open-loop client that only paces, writes and frames, held to the same bound)"
 	b.rep.Details[rowPresignedOpenLoop] = map[string]any{"flood": fs.trials, "open loop": es.trials}
 	fBest, ft := fs.best()
 	eBest, et := es.best()
 	row := Row{Key: rowPresignedOpenLoop, Name: name, Value: fBest, Unit: "/s", Ceiling: eBest, Target: target,
 		CeilingName: fmt.Sprintf("%d epoll loops, one a core, each on its own OS thread, writing the pool's %d requests' wire form in order, cycling, on non-blocking sockets, paced as the flood is (at most %d in flight); the presigned row's rule, searches in turns",
-			runtime.GOMAXPROCS(0), poolLen, openLoopMaxInflight)}
+			runtime.GOMAXPROCS(0), len(pool), openLoopMaxInflight)}
 	switch {
 	case et == nil:
 		row.Notes = "the open-loop client sustained no rate (" + lastWhy(es.trials) + ")"
@@ -441,7 +423,7 @@ func (b *bench) openLoopRow(fs, es *search, poolLen int, wrkRate float64) {
 			ft.CPUPerSend, 100*ft.KernelShare, et.CPUPerSend, 100*et.KernelShare, ft.LatencyP99MS, et.LatencyP99MS, ft.Conns, et.Conns)
 	}
 	if et != nil && wrkRate > 0 {
-		row.Notes += fmt.Sprintf("; the open loop's max is %.2f × wrk's %s (the wrk row's reference, measured after)", eBest/wrkRate, formatValue(wrkRate, "/s"))
+		row.Notes += fmt.Sprintf("; the open loop's max is %.2f × wrk's %s (the wrk row's reference, measured before)", eBest/wrkRate, formatValue(wrkRate, "/s"))
 	}
 	b.rep.set(row)
 }
