@@ -61,9 +61,9 @@ func numbered(t *testing.T, target string, log *eventLog, token func(n int) any)
 
 // Tokens as the engine asks them.
 type (
-	holdToken     struct{ ready chan struct{} } // a Holder
-	fallbackToken struct{}                      // a Fallback that sends once
-	asSignedToken struct{ asSigned bool }       // an AsSigned alone
+	holdToken     struct{ ready chan struct{} }  // a Holder
+	fallbackToken struct{ firsts *atomic.Int64 } // a Fallback that sends once (counting the attempts 0 it is told of, when firsts is set)
+	asSignedToken struct{ asSigned bool }        // an AsSigned alone
 	knockToken    struct {
 		fallbackToken
 		asSignedToken
@@ -71,9 +71,12 @@ type (
 )
 
 func (h holdToken) Hold() <-chan struct{} { return h.ready }
-func (fallbackToken) Attempt(p *Prepared, n, status int, _ bool) (http.Header, bool, error) {
+func (f fallbackToken) Attempt(p *Prepared, n, status int, _ bool) (http.Header, bool, error) {
 	switch {
 	case n == 0:
+		if f.firsts != nil {
+			f.firsts.Add(1)
+		}
 		return p.Header, true, nil
 	case n == 1 && status == http.StatusUnauthorized:
 		h := p.Header.Clone()
@@ -114,10 +117,10 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 		// A Holder, even one whose wait is over, may hold: the worker's.
 		{"holder", ClientFast, holdToken{ready}, false, false, 1},
 		// A Fallback's first header is its to give: the worker's.
-		{"fallback", ClientFast, fallbackToken{}, false, false, 1},
+		{"fallback", ClientFast, fallbackToken{new(atomic.Int64)}, false, false, 1},
 		// A Fallback that says its first attempt is as signed: the
 		// dispatcher writes it; refused, the second is the worker's.
-		{"knock refused", ClientFast, knockToken{asSignedToken: asSignedToken{true}}, true, true, 2},
+		{"knock refused", ClientFast, knockToken{fallbackToken{new(atomic.Int64)}, asSignedToken{true}}, true, true, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,6 +191,18 @@ func TestDispatcherWritesWhatLeavesAsSigned(t *testing.T) {
 			}
 			if got := res.Overall.Counts.Written; got != int64(wrote) {
 				t.Errorf("the result counts %d sends written by the dispatcher, want the %d it wrote", got, wrote)
+			}
+			// A Fallback hears of every attempt 0 once, whoever wrote it
+			// and whoever read its answer.
+			var firsts *atomic.Int64
+			switch tk := c.token.(type) {
+			case fallbackToken:
+				firsts = tk.firsts
+			case knockToken:
+				firsts = tk.firsts
+			}
+			if firsts != nil && firsts.Load() != sends {
+				t.Errorf("the Fallback was told of %d attempts 0, want one a send: %d", firsts.Load(), sends)
 			}
 		})
 	}

@@ -16,8 +16,9 @@ import (
 // engine only sends it. The engine reads it and never modifies it; URL and
 // Header may be shared between many Prepared values (a Source typically
 // parses each inbox URL once). A copy of a Prepared whose head was made
-// (RenderHead) carries that head: a wrapper that copies one to send it
-// otherwise makes a new Prepared instead, or the old bytes go.
+// (RenderHead) carries that head, so a request that differs from one in
+// its Method, URL, Host, Header or Body must be a new Prepared, not an
+// edited copy, or the old head goes on the wire.
 type Prepared struct {
 	Type   record.ActivityKind // activity type, the per-type breakdown key
 	Method string              // usually POST
@@ -135,10 +136,11 @@ func (f SourceFunc) Next(ctx context.Context) (*Prepared, error) { return f(ctx)
 // draft-cavage on a 4xx). The engine asks before attempt 0 (or, when the
 // token is an AsSigned that said attempt 0 goes as signed, once that
 // attempt is on the wire, before its answer is read, for the token's
-// bookkeeping: the header it gives is not used) and after each answer: Attempt(p, n, status, measured) returns the header attempt n
-// goes with, status being attempt n-1's answer (0 for n = 0), or ok false
-// for no attempt n. measured says whether the send counts in the record.
-// An error ends the send as a connection error.
+// bookkeeping: the header it gives is not used) and after each answer:
+// Attempt(p, n, status, measured) returns the header attempt n goes
+// with, status being attempt n-1's answer (0 for n = 0), or ok false for
+// no attempt n. measured says whether the send counts in the record. An
+// error ends the send as a connection error.
 type Fallback interface {
 	Attempt(p *Prepared, n, status int, measured bool) (header http.Header, ok bool, err error)
 }
@@ -154,13 +156,14 @@ type Holder interface {
 // AsSigned is implemented by a token that knows, without waiting or
 // signing, whether its request leaves now and first as it was signed: its
 // Hold (if a Holder) is nil, and its Fallback (if one) will give p.Header
-// for attempt 0. Then the dispatcher may write that attempt itself on a
+// and no error for attempt 0. Then the dispatcher may write that attempt itself on a
 // resting connection, and a worker (or the dispatcher, once the whole
 // answer is there: then Attempt for attempts 0 and 1 is called on the
 // dispatcher and must not wait either) tells the Fallback of attempt 0,
-// reads the answer and asks the Fallback from attempt 1 on. A Holder or Fallback
-// token that is not an AsSigned, or says false, has its whole send made
-// by a worker; a token that is none of the three leaves as signed.
+// reads the answer and asks the Fallback from attempt 1 on. A Holder or
+// Fallback token that is not an AsSigned, or says false, has its whole
+// send made by a worker; a token that is none of the three leaves as
+// signed.
 // FirstAsSigned is called on the dispatcher, before the send is handed
 // to a worker: it must not wait. Where dispatchers share the schedule,
 // they may call FirstAsSigned and Attempt for different tokens at once,
