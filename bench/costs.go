@@ -285,13 +285,13 @@ func floodConns(trials []outcome, best *outcome) int {
 // its own.
 func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs *search) {
 	for _, c := range floodClients() {
-		bc, s := b.withClient(c), fs
+		bc, s, whose := b.withClient(c), fs, "the presigned row's max sustained rate"
 		if c != b.cfg.FloodClient {
 			b.logf("  presigned flood with the %s client", c)
-			s = bc.presignedSearch(ctx, "flood-"+string(c), pool)
+			s, whose = bc.presignedSearch(ctx, "flood-"+string(c), pool), "its max sustained rate, searched alone after the presigned row"
 		}
 		best, bt := s.best()
-		wrkRate := bc.presignedWrkRow(ctx, pool, s.trials, best, bt)
+		wrkRate := bc.presignedWrkRow(ctx, pool, s.trials, best, bt, whose)
 		if c == b.cfg.FloodClient {
 			b.openLoopRow(ctx, pool, wrkRate)
 		}
@@ -303,8 +303,9 @@ func (b *bench) presignedWrkRows(ctx context.Context, pool []*flood.Prepared, fs
 // as the flood (with b's client) dialled at its maximum, beside that
 // maximum. wrk is a closed loop: its figure is how fast a client that does
 // nothing but write the same bytes gets them answered, the most any
-// sender could. It returns wrk's rate (0 when it measured none).
-func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome) float64 {
+// sender could. whose says which search the flood's maximum is of. It
+// returns wrk's rate (0 when it measured none).
+func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, trials []outcome, best float64, bt *outcome, whose string) float64 {
 	key := clientKey(rowPresignedWrk, b.cfg.FloodClient)
 	name := fmt.Sprintf("presigned flood (%s client) vs wrk replaying its requests (null sink)", b.cfg.FloodClient)
 	const target = "≥ 0.7 × wrk"
@@ -336,8 +337,8 @@ func (b *bench) presignedWrkRow(ctx context.Context, pool []*flood.Prepared, tri
 	}
 	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Ceiling: meds[0], Target: target,
 		CeilingName: fmt.Sprintf("%s replaying the flood's %d presigned requests in order, cycling, 1 thread, %d connections", w.version, len(pool), conns)}
-	how := fmt.Sprintf("crowd: the presigned row's max sustained rate; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request (%.0f %% in the kernel); %d connections = those the flood dialled at its max%s",
-		b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), 100*median(kernel), conns, badNote(all))
+	how := fmt.Sprintf("crowd: %s; wrk: Requests/sec, median of %d (%d s each after a %v warm-up by the Go client), median client CPU %.1f µs/request (%.0f %% in the kernel); %d connections = those the flood dialled at its max%s",
+		whose, b.cfg.Rounds, wrkSeconds(b.cfg.Measure), b.cfg.Measure/10, median(cpu), 100*median(kernel), conns, badNote(all))
 	if bt != nil && bt.CPUPerSend > 0 {
 		how = fmt.Sprintf("flood client CPU %.1f µs/send at its max (%.0f %% in the kernel); %s", bt.CPUPerSend, 100*bt.KernelShare, how)
 	}

@@ -350,13 +350,13 @@ const (
 	sinkQuietLimit  = 15 * time.Second
 )
 
-// sinkQuiet waits until the null sink is quiet (see waitQuiet), and logs
-// a wait longer than two windows: no trial of the presigned searches
-// starts while the sink still answers the requests the last one left it.
-// vegeta far above its maximum leaves thousands (its p99 latency 2-4 s);
-// in the run that first waited, the sink was quiet within 0.4 s of every
-// trial, vegeta's included, so what else such a trial leaves behind (its
-// next trials completed nothing) is not the sink's work.
+// sinkQuiet waits until the null sink's CPU falls under a tenth of a
+// core (see waitQuiet), and logs a wait longer than two windows: a trial
+// of the presigned searches starts once the sink has nearly done with
+// what the last one left it. After vegeta's trials far above its maximum
+// (p99 latency 2-4 s, and its next trials completing nothing) no wait of
+// more than 0.4 s was logged in the first run that waited, so what such
+// a trial leaves behind is not the sink's work.
 func (b *bench) sinkQuiet(ctx context.Context) {
 	if b.sink == nil {
 		return
