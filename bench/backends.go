@@ -84,7 +84,8 @@ func (b *bench) backendsSection(ctx context.Context) {
 		b.rep.fail(rowPipelineLibcrypto, nameLC, "≥ 0.45 × libcrypto signing, p99 lateness ≤ 1 ms", err)
 		b.rep.fail(rowPipelineVsGo, nameVs, "≥ 2 × Go backend", err)
 		for _, c := range floodClients() {
-			b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), targetCombined, err)
+			target, _ := heldTo(c, targetCombined)
+			b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), target, err)
 		}
 	}
 	lcWorld, err := b.libcryptoWorld()

@@ -327,3 +327,41 @@ func TestSameRateCeiling(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldToJudgesTheDefaultClientOnly: the speed targets are the shipped
+// client's; any other client's row is a reference, shown, never judged.
+func TestHeldToJudgesTheDefaultClientOnly(t *testing.T) {
+	tests := []struct {
+		name    string
+		client  flood.Client
+		ok      bool
+		wantMet *bool
+		wantRef bool
+	}{
+		// The default client meeting its target is met.
+		{"default client, target met", flood.DefaultClient, true, met(true), false},
+		// The default client missing it is not met.
+		{"default client, target missed", flood.DefaultClient, false, met(false), false},
+		// net/http is a reference whatever its ratio: no goal either way.
+		{"nethttp above the target", flood.ClientNetHTTP, true, nil, true},
+		{"nethttp below the target", flood.ClientNetHTTP, false, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target, held := heldTo(tt.client, "≥ 0.7 × wrk")
+			got := judged(held, tt.ok)
+			switch {
+			case (got == nil) != (tt.wantMet == nil):
+				t.Fatalf("Met = %v, want %v", got, tt.wantMet)
+			case got != nil && *got != *tt.wantMet:
+				t.Fatalf("Met = %v, want %v", *got, *tt.wantMet)
+			}
+			if ref := strings.HasPrefix(target, "reference"); ref != tt.wantRef {
+				t.Fatalf("target %q: reference %v, want %v", target, ref, tt.wantRef)
+			}
+			if !strings.Contains(target, "≥ 0.7 × wrk") {
+				t.Fatalf("target %q does not name the target it stands beside", target)
+			}
+		})
+	}
+}

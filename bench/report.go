@@ -278,6 +278,15 @@ func thousands(v float64) string {
 // met is a *bool for Row.Met.
 func met(ok bool) *bool { return &ok }
 
+// judged is a row's Met: met(ok) for a row held to its target, nil (no
+// goal) for a reference row.
+func judged(held, ok bool) *bool {
+	if !held {
+		return nil
+	}
+	return met(ok)
+}
+
 // ms converts a duration (or microseconds from a histogram) to
 // milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
