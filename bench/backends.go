@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -128,13 +129,49 @@ func (b *bench) backendsSection(ctx context.Context) {
 			return o
 		}
 	}
-	interleave(ctx, searches[signing.BackendGo], searches[signing.BackendLibcrypto], trial(goSide), trial(lcSide))
-	b.backendsRows(ctx, goSide, lcSide, searches, lcOne, ossl)
+	// The combined ceiling's presigned half is searched in the same turns,
+	// with requests of the libcrypto pipeline's own generator: searched
+	// minutes apart, the two halves of its ratio met different machines
+	// (the presigned half alone ranged 8 126-30 235/s across runs).
+	send, err := b.newSendHalf(ctx, lcSide)
+	if err != nil {
+		fail(err)
+		return
+	}
+	interleaveAll(ctx, turn{searches[signing.BackendGo], trial(goSide)}, turn{searches[signing.BackendLibcrypto], trial(lcSide)},
+		turn{send.search, send.trial})
+	b.backendsRows(ctx, goSide, lcSide, searches, lcOne, ossl, send)
+}
+
+// sendHalf is the combined ceiling's presigned half: a presigned flood of
+// requests of the pipeline's generator, searched under the presigned row's
+// rule with the bench's flood client.
+type sendHalf struct {
+	pool   []*flood.Prepared
+	search *search
+	b      *bench
+}
+
+// newSendHalf presigns a pool of side's generator and starts its search.
+func (b *bench) newSendHalf(ctx context.Context, side *backendFlood) (*sendHalf, error) {
+	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	return &sendHalf{pool: pool, b: b,
+		search: newSearch("presigned-"+string(b.cfg.FloodClient), b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)}, nil
+}
+
+// trial is one presigned trial at rate on every core (as `crowd flood`
+// runs a presigned flood), whatever a pipeline trial before it set.
+func (h *sendHalf) trial(ctx context.Context, rate float64) outcome {
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	return h.b.presignedTrial(ctx, h.search.side, h.pool, rate)
 }
 
 // backendsRows sets the backends section's rows from its searches and
 // samples, then measures and sets the pipeline's combined-ceiling row.
-func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, searches map[string]*search, lcOne float64, ossl opensslSpeeds) {
+func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, searches map[string]*search, lcOne float64, ossl opensslSpeeds, send *sendHalf) {
 	cores := runtime.NumCPU()
 	goBest, goT := searches[signing.BackendGo].best()
 	lcBest, lcT := searches[signing.BackendLibcrypto].best()
@@ -179,7 +216,7 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 	}
 	b.rep.set(lc)
 	b.rep.set(vs)
-	b.combinedRows(ctx, lcSide, searches[signing.BackendLibcrypto], lcCeil)
+	b.combinedRows(ctx, lcSide, searches[signing.BackendLibcrypto], send, lcCeil)
 }
 
 // oneCoreSection: the pipeline-signed flood with libcrypto pinned to one

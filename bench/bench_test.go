@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,73 @@ func TestSearch(t *testing.T) {
 				t.Errorf("%d trials, want at most %d", len(s.trials), c.wantTrialsAtMost)
 			}
 		})
+	}
+}
+
+// TestInterleaveAllTakesTurns: searches interleaved run one trial each in
+// turn, so the machine's minutes fall on all of them alike; a search
+// that is over gives up its turns to the others, and each still finds what
+// it would alone.
+func TestInterleaveAllTakesTurns(t *testing.T) {
+	tests := []struct {
+		name      string
+		maxes     []float64 // each search's highest passing rate: 100, 200 pass, 400 fails (3 trials); 100 passes, 200 fails (2)
+		wantOrder string    // the sides' letters in the order their trials ran
+	}{
+		// Two searches of one length alternate A, B, A, B to the end.
+		{"two alike", []float64{350, 350}, "ABABAB"},
+		// Three take turns A, B, C.
+		{"three alike", []float64{350, 350, 350}, "ABCABCABC"},
+		// One that ends after two trials leaves the others to go on in turn.
+		{"one ends first", []float64{350, 350, 150}, "ABCABCAB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var order strings.Builder
+			var turns []turn
+			var alone []float64
+			for i, max := range tt.maxes {
+				side := string(rune('A' + i))
+				s := newSearch(side, 100, 2, 4, 0, 0)
+				turns = append(turns, turn{s, func(_ context.Context, rate float64) outcome {
+					order.WriteString(side)
+					return outcome{Side: side, Rate: rate, Pass: rate <= max}
+				}})
+				// The same search run alone, for its answer.
+				a := newSearch(side, 100, 2, 4, 0, 0)
+				for rate, ok := a.next(); ok; rate, ok = a.next() {
+					a.report(outcome{Rate: rate, Pass: rate <= max})
+				}
+				best, _ := a.best()
+				alone = append(alone, best)
+			}
+			interleaveAll(context.Background(), turns...)
+			if got := order.String(); got != tt.wantOrder {
+				t.Errorf("trials ran %s, want %s", got, tt.wantOrder)
+			}
+			for i, tr := range turns {
+				if best, _ := tr.s.best(); best != alone[i] {
+					t.Errorf("search %s found %g interleaved, %g alone", tr.s.side, best, alone[i])
+				}
+			}
+		})
+	}
+}
+
+// TestInterleaveAllStopsWithItsContext: a done context stops the turns
+// between two trials.
+func TestInterleaveAllStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := 0
+	trial := func(_ context.Context, rate float64) outcome {
+		if ran++; ran == 2 {
+			cancel()
+		}
+		return outcome{Rate: rate, Pass: true}
+	}
+	interleaveAll(ctx, turn{newSearch("A", 100, 2, 9, 0, 0), trial}, turn{newSearch("B", 100, 2, 9, 0, 0), trial})
+	if ran != 2 {
+		t.Fatalf("%d trials ran, want 2 (the context ended after the second)", ran)
 	}
 }
 

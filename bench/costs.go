@@ -131,55 +131,59 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 }
 
 // combinedRows: combinedRow for each flood client: b's own with the
-// libcrypto pipeline's search of the backends section (pipe), every other
-// with a libcrypto pipeline search of its own.
-func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
+// libcrypto pipeline's search of the backends section (pipe) and the
+// presigned half searched in turns with it (send), every other with a
+// libcrypto pipeline search and a presigned half of its own, searched in
+// turns.
+func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *search, send *sendHalf, sign float64) {
 	signer := newSigner()
 	for _, c := range floodClients() {
-		bc, s := b.withClient(c), pipe
+		bc, s, h := b.withClient(c), pipe, send
 		if c != b.cfg.FloodClient {
-			b.logf("  pipeline, libcrypto, with the %s client", c)
-			s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
-			for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-				s.report(bc.pipelineTrial(ctx, s.side, side.gen, signer, rate, 0, 0, nil))
+			b.logf("  pipeline, libcrypto, and the presigned flood of its requests, with the %s client, in turns", c)
+			var err error
+			if h, err = bc.newSendHalf(ctx, side); err != nil {
+				target, _ := heldTo(c, targetCombined)
+				b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), target, err)
+				continue
 			}
+			s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
+			interleaveAll(ctx, turn{s, func(ctx context.Context, rate float64) outcome {
+				return bc.pipelineTrial(ctx, s.side, side.gen, signer, rate, 0, 0, nil)
+			}}, turn{h.search, h.trial})
 		}
-		bc.combinedRow(ctx, side, s, sign)
+		bc.combinedRow(ctx, s, h, sign)
 	}
 }
 
 // combinedRow: the libcrypto pipeline's maximum sustained rate (pipe's
 // best, flooding with b's client) beside the ceiling its two stages allow together,
 // combinedCeiling(signing alone, presigned flood), both measured in this
-// section on the same sink: the presigned flood searched here with
-// requests of the pipeline's own generator. The notes give the per-send
-// budget; when the pipeline sustained no rate (on a loaded machine the
-// lateness bound fails first), they give it at the highest rate the
-// pipeline kept pace at, which the row still does not count as met.
-func (b *bench) combinedRow(ctx context.Context, side *backendFlood, pipe *search, sign float64) {
+// section on the same sink: the presigned flood (send) searched in turns
+// with the pipeline, with requests of the pipeline's own generator. The
+// notes give the per-send budget; when the pipeline sustained no rate (on
+// a loaded machine the lateness bound fails first), they give it at the
+// highest rate the pipeline kept pace at, which the row still does not
+// count as met.
+func (b *bench) combinedRow(ctx context.Context, pipe *search, half *sendHalf, sign float64) {
 	key, name := clientKey(rowPipelineCombined, b.cfg.FloodClient), nameCombined(b.cfg.FloodClient)
 	target, held := heldTo(b.cfg.FloodClient, targetCombined)
 	fail := func(err error) { b.rep.fail(key, name, target, err) }
-	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
-	if err != nil {
-		fail(err)
-		return
-	}
-	b.logf("  presigned flood of the pipeline's requests (%d presigned)", len(pool))
-	s := b.presignedSearch(ctx, "presigned", pool)
+	pool, s := half.pool, half.search
 	details := map[string]any{"presigned": s.trials, "pipeline": pipe.trials}
 	b.rep.Details[key] = details
 	send, st := s.best()
 	best, bt := pipe.best()
 	row := Row{Key: key, Name: name, Value: best, Unit: "/s", Target: target, Met: judged(held, false),
 		CeilingName: fmt.Sprintf("1 / (1/libcrypto signing alone %s + 1/presigned flood %s)", formatValue(sign, "/s"), formatValue(send, "/s"))}
-	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, after the pipeline searches; both with the %s client",
+	how := fmt.Sprintf("the presigned flood: %d requests of the pipeline's generator replayed round robin, its max sustained rate under the presigned row's rule, %v trials, searched in turns with the pipeline's; both with the %s client",
 		len(pool), b.cfg.Trial, b.cfg.FloodClient)
 	if st == nil {
 		row.Notes = "no combined ceiling: the presigned flood sustained no rate (" + lastWhy(s.trials) + "); " + how
 		b.rep.set(row)
 		return
 	}
+	var err error
 	if row.Ceiling, err = combinedCeiling(sign, send); err != nil {
 		fail(err)
 		return

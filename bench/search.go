@@ -170,17 +170,32 @@ func (s *search) best() (float64, *outcome) {
 // B), so that the machine's noise falls on both; it stops when both are
 // over or ctx is done.
 func interleave(ctx context.Context, a, b *search, trialA, trialB func(context.Context, float64) outcome) {
+	interleaveAll(ctx, turn{a, trialA}, turn{b, trialB})
+}
+
+// turn is one search of an interleaving and its trial.
+type turn struct {
+	s     *search
+	trial func(context.Context, float64) outcome
+}
+
+// interleaveAll runs the turns' searches one trial of each in turn (A, B,
+// C, A, B, C, …, a search that is over skipping its turns); it stops when
+// all are over or ctx is done.
+func interleaveAll(ctx context.Context, turns ...turn) {
 	for ctx.Err() == nil {
-		ra, okA := a.next()
-		rb, okB := b.next()
-		if !okA && !okB {
+		ran := false
+		for _, t := range turns {
+			if ctx.Err() != nil {
+				return
+			}
+			if rate, ok := t.s.next(); ok {
+				t.s.report(t.trial(ctx, rate))
+				ran = true
+			}
+		}
+		if !ran {
 			return
-		}
-		if okA {
-			a.report(trialA(ctx, ra))
-		}
-		if okB && ctx.Err() == nil {
-			b.report(trialB(ctx, rb))
 		}
 	}
 }
