@@ -107,11 +107,12 @@ func (b *bench) backendsSection(ctx context.Context) {
 	signer := newSigner()
 	cores := runtime.NumCPU()
 	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
-	sample := func(s *backendFlood) {
+	sample := func(s *backendFlood) float64 {
 		runtime.GC()
 		c := signCeiling(ctx, signer, s.draft, sampleDur, cores)
 		s.ceilings = append(s.ceilings, c)
 		b.logf("  %-9s signing alone on %d cores: %7.0f/s", s.name, cores, c)
+		return c
 	}
 	ossl := b.opensslSpeeds(ctx)
 	lcOne := signCeiling(ctx, signer, lcSide.draft, 2*sampleDur, 1)
@@ -124,9 +125,9 @@ func (b *bench) backendsSection(ctx context.Context) {
 	}
 	trial := func(s *backendFlood) func(context.Context, float64) outcome {
 		return func(ctx context.Context, rate float64) outcome {
+			before := s.ceilings[len(s.ceilings)-1]
 			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0, nil)
-			sample(s)
-			return o
+			return b.markSlow(o, before, sample(s), s.ceilings)
 		}
 	}
 	// The combined ceiling's presigned half is searched in the same turns,
@@ -202,13 +203,13 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 		lc.Met = met(false)
 		lc.Notes = "no rate met every bound (" + lastWhy(searches[signing.BackendLibcrypto].trials) + ")"
 	}
-	lc.Notes += pacedNote(searches[signing.BackendLibcrypto].trials, lcBest, lcCeil) + "; " + rule
+	lc.Notes += pacedNote(searches[signing.BackendLibcrypto].trials, lcBest, lcCeil) + slowNote(searches[signing.BackendLibcrypto].trials) + "; " + rule
 	if goT != nil && lcT != nil {
 		vs.Ratio = lcBest / goBest
 		vs.Met = met(vs.Ratio >= 2)
 		vs.Notes = fmt.Sprintf("Go backend: %s = %.2f × its own signing ceiling %s, p99 lateness %.2f ms%s; %s",
 			formatValue(goBest, "/s"), goBest/goCeil, formatValue(goCeil, "/s"), goT.LatenessP99MS,
-			pacedNote(searches[signing.BackendGo].trials, goBest, goCeil), rule)
+			pacedNote(searches[signing.BackendGo].trials, goBest, goCeil)+slowNote(searches[signing.BackendGo].trials), rule)
 	} else {
 		vs.Met = met(false)
 		vs.Notes = "a side sustained no rate: go " + bestOrWhy(goT, searches[signing.BackendGo].trials) +
@@ -255,17 +256,20 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 	defer taskset(all, b.sink.cmd.Process.Pid)
 	signer := newSigner()
 	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
-	sample := func() {
+	sample := func() float64 {
 		runtime.GC()
 		c := signCeiling(ctx, signer, side.draft, sampleDur, 1)
 		side.ceilings = append(side.ceilings, c)
 		b.logf("  libcrypto signing alone on core 0: %7.0f/s", c)
+		return c
 	}
-	sample()
+	last := sample()
 	s := newSearch("1core", 0.9*side.ceilings[0], 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	for rate, ok := s.next(); ok && ctx.Err() == nil; rate, ok = s.next() {
-		s.report(b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2, nil))
-		sample()
+		o := b.pipelineTrial(ctx, "1core", side.gen, signer, rate, 1, 1+2, nil)
+		before := last
+		last = sample()
+		s.report(b.markSlow(o, before, last, side.ceilings))
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU())
 	ceil := median(append([]float64(nil), side.ceilings...))
@@ -285,7 +289,7 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 		row.Met = met(false)
 		row.Notes = "no rate met every bound (" + lastWhy(s.trials) + ")"
 	}
-	row.Notes += pacedNote(s.trials, best, ceil) + "; " + rule
+	row.Notes += pacedNote(s.trials, best, ceil) + slowNote(s.trials) + "; " + rule
 	b.rep.set(row)
 }
 

@@ -197,6 +197,12 @@ func (b *bench) runAll(ctx context.Context) *Report {
 		}
 		b.logf("== %s", s.name)
 		runtime.GC()
+		// What earlier sections left in the process shares its CPUs with
+		// this one's floods (a heap to mark, goroutines to run): logged, so
+		// a section that does worse in a whole run than alone can be read.
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.logf("  the process before it: %.0f MiB of heap in use, %d goroutines", float64(ms.HeapAlloc)/(1<<20), runtime.NumGoroutine())
 		s.run(ctx)
 	}
 	b.rep.Seconds = time.Since(b.start).Seconds()

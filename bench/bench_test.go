@@ -163,6 +163,95 @@ func TestInterleaveAllStopsWithItsContext(t *testing.T) {
 	}
 }
 
+// TestSearchTriesSlowFailuresAgain: a failed trial its section measured
+// the machine slow around is the machine's, not the generator's, so the
+// search tries its rate again without counting it, a bounded number of
+// times; a pass counts however slow the machine was.
+func TestSearchTriesSlowFailuresAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		slowFails  int     // the first trials fail, marked Slow, whatever their rate
+		slowPasses bool    // every pass is marked Slow too
+		wantBest   float64 // max 350: 100 and 200 pass, 400 fails
+		wantTrials int
+		wantUncnt  int
+	}{
+		// No slow spell: the search as ever.
+		{"clear machine", 0, false, 200, 3, 0},
+		// A slow spell fails the first two trials: each is tried again, and
+		// the search finds what it finds on a clear machine.
+		{"two slow failures", 2, false, 200, 5, 2},
+		// A pass in a slow spell is still a pass.
+		{"slow passes count", 0, true, 200, 3, 0},
+		// The slow tries run out: the fourth slow failure (at 100/s) counts
+		// as a failure, and the search shrinks below it, to 50/s.
+		{"slow tries run out", 4, false, 50, 5, maxSlowRetries},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSearch("test", 100, 2, 2, 0, 0)
+			n := 0
+			for rate, ok := s.next(); ok; rate, ok = s.next() {
+				n++
+				o := outcome{Rate: rate, Pass: rate <= 350 && n > tt.slowFails}
+				if n <= tt.slowFails || (o.Pass && tt.slowPasses) {
+					o.Slow = "the ceiling sampled beside it was low"
+				}
+				s.report(o)
+				if len(s.trials) > 100 {
+					t.Fatal("the search does not end")
+				}
+			}
+			best, _ := s.best()
+			uncounted := 0
+			for _, tr := range s.trials {
+				if tr.Uncounted {
+					uncounted++
+				}
+			}
+			if best != tt.wantBest || len(s.trials) != tt.wantTrials || uncounted != tt.wantUncnt {
+				t.Errorf("best %g after %d trials, %d uncounted; want %g, %d, %d", best, len(s.trials), uncounted, tt.wantBest, tt.wantTrials, tt.wantUncnt)
+			}
+			if note := slowNote(s.trials); (note != "") != (tt.wantUncnt > 0) {
+				t.Errorf("slowNote %q with %d uncounted", note, uncounted)
+			}
+		})
+	}
+}
+
+// TestSlowAround: a trial is slow when a ceiling sampled beside it fell
+// under slowBelow × the median of the section's samples.
+func TestSlowAround(t *testing.T) {
+	normal := []float64{3600, 3500, 3700, 3650}
+	tests := []struct {
+		name          string
+		before, after float64
+		samples       []float64
+		wantSlow      bool
+	}{
+		// Both samples near the median: a clear machine.
+		{"clear", 3550, 3620, normal, false},
+		// The sample after the trial fell to 0.7 × the median: slow.
+		{"slow after", 3600, 2518, append(normal, 2518), true},
+		// The one before it did: slow (the spell began before the trial).
+		{"slow before", 2700, 3600, append(normal, 2700), true},
+		// 0.9 × the median is the noise of a clear machine, not a spell.
+		{"within the noise", 3250, 3600, normal, false},
+		// Two samples give no median to stand for the machine.
+		{"too few samples", 1000, 1000, []float64{3600, 1000}, false},
+		// A sample that measured nothing says nothing.
+		{"no sample", 0, 3600, normal, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := slowAround(tt.before, tt.after, tt.samples)
+			if (got != "") != tt.wantSlow {
+				t.Fatalf("slowAround(%g, %g) = %q, want slow %v", tt.before, tt.after, got, tt.wantSlow)
+			}
+		})
+	}
+}
+
 // TestJudge checks the common rule for a sustained rate.
 func TestJudge(t *testing.T) {
 	for _, c := range []struct {

@@ -128,6 +128,19 @@ func (b *bench) pipelineFlood(ctx context.Context, side string, gen *traffic.Gen
 	return o, res
 }
 
+// markSlow marks o Slow when the machine was slow around it: a ceiling
+// sampled before and after it, beside samples, all of the section's so
+// far (slowAround); logged, so the log says why the rate comes again.
+func (b *bench) markSlow(o outcome, before, after float64, samples []float64) outcome {
+	if o.Pass {
+		return o
+	}
+	if o.Slow = slowAround(before, after, samples); o.Slow != "" {
+		b.logf("  the machine was slow around that trial (%s): its rate is tried again, uncounted, if the search has tries of that kind left", o.Slow)
+	}
+	return o
+}
+
 // pipelinePace is why a pipeline flood did not keep pace at rate: drops,
 // or signers slower than 0.99 × rate; none when it did.
 func pipelinePace(res *record.Result, signedRate, rate float64) []string {

@@ -63,6 +63,14 @@ type outcome struct {
 	KeptPace   bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
 	Pass       bool   `json:"pass"`
 	Why        string `json:"why,omitempty"` // what failed
+	// Slow says the machine was measured slow around the trial (its
+	// section's ceiling, sampled beside it, fell well below its median):
+	// a failed trial so marked is tried again without counting
+	// (search.report). Empty when it was not, or was not measured.
+	Slow string `json:"slow,omitempty"`
+	// Uncounted: the search tried the rate again instead of counting
+	// this failed Slow trial.
+	Uncounted bool `json:"uncounted,omitempty"`
 }
 
 // judge decides whether the rate was sustained: success >= 99 %, achieved
@@ -102,7 +110,12 @@ func (o *outcome) judge(bound time.Duration, pace, timing []string) {
 // A failed trial is tried again `retries` times before it counts: on a
 // shared machine, another tenant's burst can fail a trial, but none can
 // make one pass (a pass needs the generator to deliver), so the best of
-// the tries is the generator's figure.
+// the tries is the generator's figure. A burst can outlast the retries (on
+// these machines a slow spell of half a minute took a quarter off signing
+// alone): a failed trial the section marks Slow, measured beside a ceiling
+// sample well below the ceiling's median, is tried again without counting,
+// at most maxSlowRetries times a search, so that the search stops by
+// itself however slow the machine stays.
 type search struct {
 	side          string
 	rate          float64 // the next rate to try
@@ -110,13 +123,53 @@ type search struct {
 	lo, hi        float64 // highest passing and lowest failing rate; 0 = none yet
 	bracket, step int     // trials left for bracketing and for bisection
 	retries, left int     // tries of a failed rate; tries left at the current rate
+	slowLeft      int     // failed trials marked Slow that may yet be tried again uncounted
 	done          bool
 	trials        []outcome
 }
 
+// maxSlowRetries is how many failed trials marked Slow a search tries
+// again without counting.
+const maxSlowRetries = 3
+
+// slowBelow is the share of a ceiling's median under which a sample says
+// the machine was slow: samples beside passing trials stayed above 0.9 ×
+// it, those of a slow spell fell to 0.7-0.8 ×.
+const slowBelow = 0.85
+
+// slowAround says why the machine was slow around a trial whose section
+// sampled its ceiling at before and after it ("" when it was not):
+// either sample under slowBelow × the median of all samples so far.
+func slowAround(before, after float64, samples []float64) string {
+	if len(samples) < 3 {
+		return "" // too few samples for a median to stand for the machine
+	}
+	med := median(append([]float64(nil), samples...))
+	low := min(before, after)
+	if low <= 0 || low >= slowBelow*med {
+		return ""
+	}
+	return fmt.Sprintf("the ceiling sampled beside it %.0f/s < %.2f × its median %.0f/s", low, slowBelow, med)
+}
+
+// slowNote says how many failed trials of trials were tried again because
+// the machine was slow around them ("" for none).
+func slowNote(trials []outcome) string {
+	n := 0
+	for _, t := range trials {
+		if t.Uncounted {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d failed trial(s) tried again uncounted, the ceiling sampled beside each under %.2f × its median (at most %d a search)", n, slowBelow, maxSlowRetries)
+}
+
 func newSearch(side string, start, factor float64, bracket, steps, retries int) *search {
 	return &search{side: side, rate: math.Max(1, math.Round(start)), factor: factor, bracket: bracket, step: steps,
-		retries: retries, left: retries}
+		retries: retries, left: retries, slowLeft: maxSlowRetries}
 }
 
 // next is the rate to try next; false when the search is over.
@@ -125,6 +178,11 @@ func (s *search) next() (float64, bool) { return s.rate, !s.done }
 // report takes the outcome of the rate next returned.
 func (s *search) report(o outcome) {
 	s.trials = append(s.trials, o)
+	if !o.Pass && o.Slow != "" && s.slowLeft > 0 {
+		s.slowLeft-- // the machine failed it, not the generator: the same rate again
+		s.trials[len(s.trials)-1].Uncounted = true
+		return
+	}
 	if !o.Pass && s.left > 0 {
 		s.left-- // try the same rate again
 		return
