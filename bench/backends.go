@@ -108,6 +108,9 @@ func (b *bench) backendsSection(ctx context.Context) {
 	cores := runtime.NumCPU()
 	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
 	sample := func(s *backendFlood) float64 {
+		// After the sink has answered the trial's tail: a sample taken
+		// while it still works measures the trial, not the machine.
+		b.sinkQuiet(ctx)
 		runtime.GC()
 		c := signCeiling(ctx, signer, s.draft, sampleDur, cores)
 		s.ceilings = append(s.ceilings, c)
@@ -125,7 +128,11 @@ func (b *bench) backendsSection(ctx context.Context) {
 	}
 	trial := func(s *backendFlood) func(context.Context, float64) outcome {
 		return func(ctx context.Context, rate float64) outcome {
+			// Each side was sampled before the searches began, so it has a
+			// last sample; a presigned trial may come just before this one,
+			// so the sink gets to answer its tail first.
 			before := s.ceilings[len(s.ceilings)-1]
+			b.sinkQuiet(ctx)
 			o := b.pipelineTrial(ctx, s.name, s.gen, signer, rate, 0, 0, nil)
 			return b.markSlow(o, before, sample(s), s.ceilings)
 		}
@@ -134,14 +141,15 @@ func (b *bench) backendsSection(ctx context.Context) {
 	// with requests of the libcrypto pipeline's own generator: searched
 	// minutes apart, the two halves of its ratio met different machines
 	// (the presigned half alone ranged 8 126-30 235/s across runs).
-	send, err := b.newSendHalf(ctx, lcSide)
-	if err != nil {
-		fail(err)
-		return
+	// Without it only the combined row fails (combinedRows): the
+	// pipelines' rows stand on their own searches.
+	turns := []turn{{searches[signing.BackendGo], trial(goSide)}, {searches[signing.BackendLibcrypto], trial(lcSide)}}
+	send, sendErr := b.newSendHalf(ctx, lcSide)
+	if sendErr == nil {
+		turns = append(turns, turn{send.search, send.trial})
 	}
-	interleaveAll(ctx, turn{searches[signing.BackendGo], trial(goSide)}, turn{searches[signing.BackendLibcrypto], trial(lcSide)},
-		turn{send.search, send.trial})
-	b.backendsRows(ctx, goSide, lcSide, searches, lcOne, ossl, send)
+	interleaveAll(ctx, turns...)
+	b.backendsRows(ctx, goSide, lcSide, searches, lcOne, ossl, send, sendErr)
 }
 
 // sendHalf is the combined ceiling's presigned half: a presigned flood of
@@ -150,16 +158,18 @@ func (b *bench) backendsSection(ctx context.Context) {
 type sendHalf struct {
 	pool   []*flood.Prepared
 	search *search
-	b      *bench
+	bench  *bench // whose flood client and sink the trials use
 }
 
-// newSendHalf presigns a pool of side's generator and starts its search.
+// newSendHalf presigns a pool of side's generator and makes the search
+// of its half (no trial run yet).
 func (b *bench) newSendHalf(ctx context.Context, side *backendFlood) (*sendHalf, error) {
 	pool, _, err := presignPool(ctx, side.gen, b.cfg.Pool)
 	if err != nil {
 		return nil, err
 	}
-	return &sendHalf{pool: pool, b: b,
+	b.logf("  presigned flood of the pipeline's requests (%d presigned, %s client), in turns with the pipelines", len(pool), b.cfg.FloodClient)
+	return &sendHalf{pool: pool, bench: b,
 		search: newSearch("presigned-"+string(b.cfg.FloodClient), b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)}, nil
 }
 
@@ -167,12 +177,12 @@ func (b *bench) newSendHalf(ctx context.Context, side *backendFlood) (*sendHalf,
 // runs a presigned flood), whatever a pipeline trial before it set.
 func (h *sendHalf) trial(ctx context.Context, rate float64) outcome {
 	runtime.GOMAXPROCS(runtime.NumCPU())
-	return h.b.presignedTrial(ctx, h.search.side, h.pool, rate)
+	return h.bench.presignedTrial(ctx, h.search.side, h.pool, rate)
 }
 
 // backendsRows sets the backends section's rows from its searches and
 // samples, then measures and sets the pipeline's combined-ceiling row.
-func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, searches map[string]*search, lcOne float64, ossl opensslSpeeds, send *sendHalf) {
+func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, searches map[string]*search, lcOne float64, ossl opensslSpeeds, send *sendHalf, sendErr error) {
 	cores := runtime.NumCPU()
 	goBest, goT := searches[signing.BackendGo].best()
 	lcBest, lcT := searches[signing.BackendLibcrypto].best()
@@ -217,7 +227,7 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 	}
 	b.rep.set(lc)
 	b.rep.set(vs)
-	b.combinedRows(ctx, lcSide, searches[signing.BackendLibcrypto], send, lcCeil)
+	b.combinedRows(ctx, lcSide, searches[signing.BackendLibcrypto], send, sendErr, lcCeil)
 }
 
 // oneCoreSection: the pipeline-signed flood with libcrypto pinned to one
@@ -257,6 +267,7 @@ func (b *bench) oneCoreSection(ctx context.Context) {
 	signer := newSigner()
 	sampleDur := max(b.cfg.Measure/4, 100*time.Millisecond)
 	sample := func() float64 {
+		b.sinkQuiet(ctx) // as the backends section's samples
 		runtime.GC()
 		c := signCeiling(ctx, signer, side.draft, sampleDur, 1)
 		side.ceilings = append(side.ceilings, c)

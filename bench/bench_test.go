@@ -103,7 +103,7 @@ func TestSearch(t *testing.T) {
 func TestInterleaveAllTakesTurns(t *testing.T) {
 	tests := []struct {
 		name      string
-		maxes     []float64 // each search's highest passing rate: 100, 200 pass, 400 fails (3 trials); 100 passes, 200 fails (2)
+		limits    []float64 // each search passes a rate up to its limit: 350 passes 100 and 200 and fails 400 (3 trials), 150 passes 100 and fails 200 (2)
 		wantOrder string    // the sides' letters in the order their trials ran
 	}{
 		// Two searches of one length alternate A, B, A, B to the end.
@@ -118,17 +118,17 @@ func TestInterleaveAllTakesTurns(t *testing.T) {
 			var order strings.Builder
 			var turns []turn
 			var alone []float64
-			for i, max := range tt.maxes {
+			for i, limit := range tt.limits {
 				side := string(rune('A' + i))
 				s := newSearch(side, 100, 2, 4, 0, 0)
 				turns = append(turns, turn{s, func(_ context.Context, rate float64) outcome {
 					order.WriteString(side)
-					return outcome{Side: side, Rate: rate, Pass: rate <= max}
+					return outcome{Side: side, Rate: rate, Pass: rate <= limit}
 				}})
 				// The same search run alone, for its answer.
 				a := newSearch(side, 100, 2, 4, 0, 0)
 				for rate, ok := a.next(); ok; rate, ok = a.next() {
-					a.report(outcome{Rate: rate, Pass: rate <= max})
+					a.report(outcome{Rate: rate, Pass: rate <= limit})
 				}
 				best, _ := a.best()
 				alone = append(alone, best)
@@ -147,19 +147,19 @@ func TestInterleaveAllTakesTurns(t *testing.T) {
 }
 
 // TestInterleaveAllStopsWithItsContext: a done context stops the turns
-// between two trials.
+// between two trials, within a round too.
 func TestInterleaveAllStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := 0
 	trial := func(_ context.Context, rate float64) outcome {
-		if ran++; ran == 2 {
-			cancel()
-		}
+		ran++
+		cancel() // during the round's first trial
 		return outcome{Rate: rate, Pass: true}
 	}
-	interleaveAll(ctx, turn{newSearch("A", 100, 2, 9, 0, 0), trial}, turn{newSearch("B", 100, 2, 9, 0, 0), trial})
-	if ran != 2 {
-		t.Fatalf("%d trials ran, want 2 (the context ended after the second)", ran)
+	interleaveAll(ctx, turn{newSearch("A", 100, 2, 9, 0, 0), trial}, turn{newSearch("B", 100, 2, 9, 0, 0), trial},
+		turn{newSearch("C", 100, 2, 9, 0, 0), trial})
+	if ran != 1 {
+		t.Fatalf("%d trials ran, want 1 (the context ended during the first)", ran)
 	}
 }
 
@@ -219,8 +219,8 @@ func TestSearchTriesSlowFailuresAgain(t *testing.T) {
 	}
 }
 
-// TestSlowAround: a trial is slow when a ceiling sampled beside it fell
-// under slowBelow × the median of the section's samples.
+// TestSlowAround: a trial is slow when the ceiling sampled before and
+// after it both fell under slowBelow × the median of the section's samples.
 func TestSlowAround(t *testing.T) {
 	normal := []float64{3600, 3500, 3700, 3650}
 	tests := []struct {
@@ -231,16 +231,19 @@ func TestSlowAround(t *testing.T) {
 	}{
 		// Both samples near the median: a clear machine.
 		{"clear", 3550, 3620, normal, false},
-		// The sample after the trial fell to 0.7 × the median: slow.
-		{"slow after", 3600, 2518, append(normal, 2518), true},
-		// The one before it did: slow (the spell began before the trial).
-		{"slow before", 2700, 3600, append(normal, 2700), true},
+		// Both fell to 0.7-0.75 × the median: the spell spans the trial.
+		{"slow before and after", 2700, 2518, append(normal, 2700, 2518), true},
+		// Only the sample after it fell: the spell's edge, or the trial's own
+		// tail; excused, it would excuse the trial by itself.
+		{"slow after only", 3600, 2518, append(normal, 2518), false},
+		// Only the one before it: the spell ended before the trial did.
+		{"slow before only", 2700, 3600, append(normal, 2700), false},
 		// 0.9 × the median is the noise of a clear machine, not a spell.
-		{"within the noise", 3250, 3600, normal, false},
+		{"within the noise", 3250, 3300, normal, false},
 		// Two samples give no median to stand for the machine.
 		{"too few samples", 1000, 1000, []float64{3600, 1000}, false},
-		// A sample that measured nothing says nothing.
-		{"no sample", 0, 3600, normal, false},
+		// A sample that measured nothing says nothing, the other low or not.
+		{"no sample", 0, 2518, append(normal, 2518), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

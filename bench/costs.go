@@ -45,7 +45,7 @@ func clientKeys(row string) []string {
 // stays available as the standard library's client, to cross-check the
 // crowd's own against, not for its speed: the fast client exists because
 // net/http could not meet these targets.
-func heldTo(c flood.Client, target string) (string, bool) {
+func heldTo(c flood.Client, target string) (heldTarget string, held bool) {
 	if c == flood.DefaultClient {
 		return target, true
 	}
@@ -132,25 +132,28 @@ func (b *bench) presignedSearch(ctx context.Context, side string, pool []*flood.
 
 // combinedRows: combinedRow for each flood client: b's own with the
 // libcrypto pipeline's search of the backends section (pipe) and the
-// presigned half searched in turns with it (send), every other with a
+// presigned half searched in turns with it (send, or sendErr when its pool
+// could not be presigned: then that row fails alone), every other with a
 // libcrypto pipeline search and a presigned half of its own, searched in
 // turns.
-func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *search, send *sendHalf, sign float64) {
+func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *search, send *sendHalf, sendErr error, sign float64) {
 	signer := newSigner()
 	for _, c := range floodClients() {
-		bc, s, h := b.withClient(c), pipe, send
+		bc, s, h, err := b.withClient(c), pipe, send, sendErr
 		if c != b.cfg.FloodClient {
 			b.logf("  pipeline, libcrypto, and the presigned flood of its requests, with the %s client, in turns", c)
-			var err error
-			if h, err = bc.newSendHalf(ctx, side); err != nil {
-				target, _ := heldTo(c, targetCombined)
-				b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), target, err)
-				continue
+			if h, err = bc.newSendHalf(ctx, side); err == nil {
+				s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
+				interleaveAll(ctx, turn{s, func(ctx context.Context, rate float64) outcome {
+					bc.sinkQuiet(ctx) // after the presigned half's trial
+					return bc.pipelineTrial(ctx, s.side, side.gen, signer, rate, 0, 0, nil)
+				}}, turn{h.search, h.trial})
 			}
-			s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
-			interleaveAll(ctx, turn{s, func(ctx context.Context, rate float64) outcome {
-				return bc.pipelineTrial(ctx, s.side, side.gen, signer, rate, 0, 0, nil)
-			}}, turn{h.search, h.trial})
+		}
+		if err != nil {
+			target, _ := heldTo(c, targetCombined)
+			b.rep.fail(clientKey(rowPipelineCombined, c), nameCombined(c), target, fmt.Errorf("presigning the presigned half: %w", err))
+			continue
 		}
 		bc.combinedRow(ctx, s, h, sign)
 	}

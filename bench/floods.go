@@ -128,9 +128,10 @@ func (b *bench) pipelineFlood(ctx context.Context, side string, gen *traffic.Gen
 	return o, res
 }
 
-// markSlow marks o Slow when the machine was slow around it: a ceiling
-// sampled before and after it, beside samples, all of the section's so
-// far (slowAround); logged, so the log says why the rate comes again.
+// markSlow marks a failed o Slow when the machine was slow around it: its
+// section's ceiling sampled before and after it, beside samples, all of
+// that ceiling's so far (slowAround); logged, so the log says why the rate
+// comes again. A pass is never marked: it counts however slow the machine.
 func (b *bench) markSlow(o outcome, before, after float64, samples []float64) outcome {
 	if o.Pass {
 		return o
@@ -268,10 +269,14 @@ func pacedNote(trials []outcome, best, ceiling float64) string {
 		formatValue(paced.Rate, "/s"), paced.Rate/ceiling, paced.LatenessP99MS)
 }
 
-// lastWhy is why the lowest rate tried failed.
+// lastWhy is why the lowest rate tried failed (of the trials that
+// counted: an Uncounted one was the machine's).
 func lastWhy(trials []outcome) string {
 	var low *outcome
 	for i := range trials {
+		if trials[i].Uncounted {
+			continue
+		}
 		if low == nil || trials[i].Rate < low.Rate {
 			low = &trials[i]
 		}

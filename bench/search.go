@@ -112,8 +112,8 @@ func (o *outcome) judge(bound time.Duration, pace, timing []string) {
 // make one pass (a pass needs the generator to deliver), so the best of
 // the tries is the generator's figure. A burst can outlast the retries (on
 // these machines a slow spell of half a minute took a quarter off signing
-// alone): a failed trial the section marks Slow, measured beside a ceiling
-// sample well below the ceiling's median, is tried again without counting,
+// alone): a failed trial the section marks Slow, between two ceiling
+// samples well below the ceiling's median, is tried again without counting,
 // at most maxSlowRetries times a search, so that the search stops by
 // itself however slow the machine stays.
 type search struct {
@@ -138,18 +138,20 @@ const maxSlowRetries = 3
 const slowBelow = 0.85
 
 // slowAround says why the machine was slow around a trial whose section
-// sampled its ceiling at before and after it ("" when it was not):
-// either sample under slowBelow × the median of all samples so far.
+// sampled its ceiling at before and after it ("" when it was not): both
+// samples under slowBelow × the median of all samples so far, so the spell
+// spans the trial, and one low sample (or the tail of a trial's own
+// overload, which the sections wait out before sampling) excuses nothing.
+// A sample that measured nothing (≤ 0) says nothing.
 func slowAround(before, after float64, samples []float64) string {
-	if len(samples) < 3 {
+	if len(samples) < 3 || before <= 0 || after <= 0 {
 		return "" // too few samples for a median to stand for the machine
 	}
 	med := median(append([]float64(nil), samples...))
-	low := min(before, after)
-	if low <= 0 || low >= slowBelow*med {
+	if high := max(before, after); high >= slowBelow*med {
 		return ""
 	}
-	return fmt.Sprintf("the ceiling sampled beside it %.0f/s < %.2f × its median %.0f/s", low, slowBelow, med)
+	return fmt.Sprintf("the ceiling sampled before and after it %.0f/s and %.0f/s < %.2f × its median %.0f/s", before, after, slowBelow, med)
 }
 
 // slowNote says how many failed trials of trials were tried again because
