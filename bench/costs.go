@@ -141,7 +141,6 @@ func (b *bench) combinedRows(ctx context.Context, side *backendFlood, pipe *sear
 	for _, c := range floodClients() {
 		bc, s, h, err := b.withClient(c), pipe, send, sendErr
 		if c != b.cfg.FloodClient {
-			b.logf("  pipeline, libcrypto, and the presigned flood of its requests, with the %s client, in turns", c)
 			if h, err = bc.newSendHalf(ctx, side); err == nil {
 				s = newSearch(side.name+"-"+string(c), 0.9*sign, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 				interleaveAll(ctx, turn{s, func(ctx context.Context, rate float64) outcome {

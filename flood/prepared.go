@@ -156,8 +156,8 @@ type Holder interface {
 // AsSigned is implemented by a token that knows, without waiting or
 // signing, whether its request leaves now and first as it was signed: its
 // Hold (if a Holder) is nil, and its Fallback (if one) will give p.Header
-// and no error for attempt 0. Then the dispatcher may write that attempt itself on a
-// resting connection, and a worker (or the dispatcher, once the whole
+// and no error for attempt 0. Then the dispatcher may write that attempt
+// itself on a resting connection, and a worker (or the dispatcher, once the whole
 // answer is there: then Attempt for attempts 0 and 1 is called on the
 // dispatcher and must not wait either) tells the Fallback of attempt 0,
 // reads the answer and asks the Fallback from attempt 1 on. A Holder or
