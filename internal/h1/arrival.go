@@ -1,7 +1,7 @@
-// What has arrived of a written request's answer, seen without reading
-// it: the flood's dispatcher watches the sockets of the requests it wrote
-// and reads an answer itself only once the whole of it is there, so that
-// reading it never waits.
+// What has arrived of a written request's answer, seen without waiting
+// for it: the flood's dispatcher watches the sockets of the requests it
+// wrote and reads an answer itself only once the whole of it is there, so
+// that reading it never waits.
 
 package h1
 

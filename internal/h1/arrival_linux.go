@@ -22,16 +22,20 @@ func (w Written) Socket() (Socket, bool) {
 	return Socket{FD: s.fd, conn: c}, true
 }
 
-// Arrived looks, without reading and without waiting, at what has
-// arrived on w's connection of the answer to w's request, using buf for
-// the look (an answer longer than buf is ArrivedUnsure), and says how
-// many bytes of buf it looked at: the whole answer's, when ArrivedWhole.
+// Arrived looks, without waiting, at what has arrived on w's connection
+// of the answer to w's request, using buf for the look (an answer longer
+// than buf is ArrivedUnsure), and says how many bytes of buf it looked
+// at: the whole answer's, when ArrivedWhole. On an unpolled socket (see
+// Socket) it takes those bytes off the descriptor, and the connection
+// holds them for Read, ReadArrived and the next Arrived, which read them
+// first: nothing is lost to a caller that looks and then leaves the
+// answer to Read, and reading it costs no second system call.
 func (w Written) Arrived(buf []byte) (Arrival, int) {
 	c := w.c
 	if c == nil || c.nc != c.raw || c.r.Buffered() > 0 || len(buf) == 0 {
 		return ArrivedUnsure, 0
 	}
-	n, err := c.look(buf)
+	n, err := c.arrived(buf)
 	switch {
 	case err == syscall.EAGAIN:
 		return ArrivedPart, 0 // nothing there yet
@@ -80,4 +84,13 @@ func (t *Transport) ReadArrived(w Written, got []byte, keep func(name []byte) bo
 	}
 	t.putIdle(w.key, c)
 	return a, nil
+}
+
+// arrived is Arrived's look: a taking one (socket.arrived) on an unpolled
+// socket, a peek (look) on any other connection.
+func (c *conn) arrived(buf []byte) (int, error) {
+	if s, ok := c.raw.(*socket); ok && s.polled.Load() == nil && s.fd >= 0 {
+		return s.arrived(buf)
+	}
+	return c.look(buf)
 }

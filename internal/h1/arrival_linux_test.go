@@ -88,15 +88,47 @@ func TestArrivedOnASocket(t *testing.T) {
 	if got := waitArrival(w, buf, ArrivedWhole); got != ArrivedWhole {
 		t.Fatalf("the whole answer arrived: %d, want whole", got)
 	}
-	resp, err = tr.Read(context.Background(), w)
-	if err != nil {
-		t.Fatal(err)
+	// Arrived took the answer off the socket (one system call, where a
+	// peek and a read made two); the connection holds it for Read.
+	if n := peekLen(s.FD, buf); n != 0 {
+		t.Fatalf("%d bytes of the answer left on the socket after Arrived, want them held", n)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || string(body) != "ok" {
-		t.Fatalf("Read after Arrived: %d %q, want 202 \"ok\"", resp.StatusCode, body)
+	readsOK := func(w Written, what string) {
+		t.Helper()
+		resp, err := tr.Read(context.Background(), w)
+		if err != nil {
+			t.Fatalf("Read %s: %v", what, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || string(body) != "ok" {
+			t.Fatalf("Read %s: %d %q, want 202 \"ok\"", what, resp.StatusCode, body)
+		}
 	}
+	readsOK(w, "after Arrived saw the whole")
+
+	// A part Arrived took, then left to Read: Read reads it first and
+	// waits for the rest.
+	w, ok, err = tr.Write(post("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\no|k"), 0, time.Now().Add(5*time.Second))
+	if !ok || err != nil {
+		t.Fatalf("Write on the rested connection: ok %v, %v", ok, err)
+	}
+	if _, ok := w.Socket(); !ok {
+		t.Fatal("no socket")
+	}
+	<-sent
+	for deadline := time.Now().Add(time.Second); peekLen(s.FD, buf) < head && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got, n := w.Arrived(buf); got != ArrivedPart || n != head {
+		t.Fatalf("half an answer arrived: %d (%d bytes looked at), want a part of %d", got, n, head)
+	}
+	if n := peekLen(s.FD, buf); n != 0 {
+		t.Fatalf("%d bytes of the part left on the socket after Arrived, want them held", n)
+	}
+	next <- struct{}{}
+	readsOK(w, "after Arrived saw a part")
+	<-sent
 
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
 	defer srv.Close()

@@ -49,6 +49,11 @@ type socket struct {
 	born        time.Time
 	local, peer net.Addr
 	peeker      *peeker // the peek of the polled connection, made once for each
+	// held is what arrived took off the descriptor ahead of the
+	// connection's reads, which read it first: the answer the flood's
+	// dispatcher looked at, so that reading it after takes no second
+	// system call. Only the goroutine using the connection touches it.
+	held []byte
 }
 
 // polledConn is the connection the runtime's poller watches: the dialled
@@ -146,9 +151,15 @@ func (s *socket) expired() bool {
 	return d != 0 && time.Since(s.born) >= time.Duration(d)
 }
 
-// Read reads from the socket: without waiting while unpolled, else (or
-// when nothing has arrived) through the runtime's poller.
+// Read reads from the socket: what arrived holds first, then without
+// waiting while unpolled, else (or when nothing has arrived) through the
+// runtime's poller.
 func (s *socket) Read(b []byte) (int, error) {
+	if len(s.held) > 0 && len(b) > 0 {
+		n := copy(b, s.held)
+		s.held = s.held[:copy(s.held, s.held[n:])]
+		return n, nil
+	}
 	for {
 		if p := s.polled.Load(); p != nil {
 			n, err := (*p).Read(b)
@@ -247,6 +258,7 @@ func (s *socket) Close() error {
 	if p != nil {
 		err = (*p).Close()
 	}
+	s.held = s.held[:0]
 	if s.fd >= 0 {
 		if e := unix.Close(s.fd); err == nil && e != nil {
 			err = os.NewSyscallError("close", e)
@@ -284,8 +296,12 @@ func (s *socket) LocalAddr() net.Addr { return s.local }
 // RemoteAddr is the dialled connection's remote address.
 func (s *socket) RemoteAddr() net.Addr { return s.peer }
 
-// peek looks into buf as conn.look does.
+// peek looks into buf as conn.look does: what arrived holds counts as
+// arrived (it is copied into buf first, and then nothing more).
 func (s *socket) peek(buf []byte) (int, error) {
+	if len(s.held) > 0 {
+		return copy(buf, s.held), nil
+	}
 	p := s.polled.Load()
 	if p == nil {
 		if s.fd < 0 {
@@ -304,11 +320,42 @@ func (s *socket) peek(buf []byte) (int, error) {
 	return s.peeker.peek(buf)
 }
 
+// arrived looks into buf at what has arrived on the unpolled socket, as
+// peek does, but takes it off the descriptor into held (where the
+// connection's next reads, and take, find it): one system call where a
+// peek and then a read made two. What held already has comes first in
+// buf; a buf it fills is looked at no further. A close (0 bytes) and an
+// error are told only when nothing is held: the held bytes come first,
+// and the close is there again for the next read.
+func (s *socket) arrived(buf []byte) (int, error) {
+	n := copy(buf, s.held)
+	if n == len(buf) {
+		return n, nil
+	}
+	for {
+		m, _, err := syscall.Recvfrom(s.fd, buf[n:], syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil && n > 0:
+			return n, nil
+		case err != nil:
+			return 0, err
+		}
+		s.held = append(s.held, buf[n:n+m]...)
+		return n + m, nil
+	}
+}
+
 // take reads len(got) bytes, which have arrived, into got, without
-// waiting: the socket is unpolled (ReadArrived saw to it). Bytes that
-// were not there after all (a read that would wait, or the end) are the
-// answer cut short, a connection's failure, not a timeout.
+// waiting: the socket is unpolled (ReadArrived saw to it). held's come
+// first: those arrived took. Bytes that were not there after all (a read
+// that would wait, or the end) are the answer cut short, a connection's
+// failure, not a timeout.
 func (s *socket) take(got []byte) error {
+	n := copy(got, s.held)
+	s.held = s.held[:copy(s.held, s.held[n:])]
+	got = got[n:]
 	for len(got) > 0 {
 		if s.fd < 0 {
 			return s.opError("read", net.ErrClosed)
