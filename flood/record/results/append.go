@@ -1,0 +1,120 @@
+package results
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendSendLine appends l as the Writer's json.Encoder writes it (HTML
+// left unescaped), its newline included, and reports whether it did: a
+// line with a rate-limit reset time is left to the Encoder, whose time
+// encoding (and refusal of a year it cannot write) it then keeps. The
+// Encoder's reflection was most of a line's cost, and a fast flood
+// writes one a send; FuzzAppendSendLine keeps the two byte for byte.
+func appendSendLine(b []byte, l *SendLine) ([]byte, bool) {
+	if l.RateLimitResetAt != nil {
+		return b, false
+	}
+	b = appendStringField(b, `{"line":`, l.Line)
+	b = appendIntField(b, `,"run":`, int64(l.Run))
+	b = appendStringField(b, `,"type":`, l.Type)
+	b = appendBoolField(b, `,"measured":`, l.Measured)
+	b = appendStringField(b, `,"outcome":`, l.Outcome)
+	b = appendStringField(b, `,"class":`, l.Class)
+	b = appendIntField(b, `,"status":`, int64(l.Status))
+	b = appendBoolField(b, `,"starved":`, l.Starved)
+	b = appendBoolField(b, `,"written":`, l.Written)
+	b = appendOptionalField(b, `,"intended_us":`, l.IntendedUS)
+	b = appendOptionalField(b, `,"picked_us":`, l.PickedUS)
+	b = appendOptionalField(b, `,"sent_us":`, l.SentUS)
+	b = appendOptionalField(b, `,"done_us":`, l.DoneUS)
+	b = appendStringField(b, `,"sender":`, l.Sender)
+	b = appendStringField(b, `,"origin":`, l.Origin)
+	b = appendStringField(b, `,"inbox":`, l.Inbox)
+	b = appendIntField(b, `,"request_bytes":`, l.RequestBytes)
+	b = appendIntField(b, `,"response_bytes":`, l.ResponseBytes)
+	b = appendStringField(b, `,"signature":`, l.Signature)
+	b = appendBoolField(b, `,"fell_back":`, l.FellBack)
+	b = appendIntField(b, `,"attempts":`, int64(l.Attempts))
+	b = appendStringField(b, `,"forged":`, l.Forged)
+	b = appendBoolField(b, `,"retry_after":`, l.RetryAfter)
+	b = appendOptionalField(b, `,"ratelimit_limit":`, l.RateLimitLimit)
+	b = appendOptionalField(b, `,"ratelimit_remaining":`, l.RateLimitRemaining)
+	b = appendOptionalField(b, `,"ratelimit_window_us":`, l.RateLimitWindowUS)
+	b = appendOptionalField(b, `,"ratelimit_reset_us":`, l.RateLimitResetUS)
+	b = append(b, `,"ratelimit_reset_at":null`...)
+	b = appendBoolField(b, `,"ratelimit_ietf":`, l.RateLimitIETF)
+	return append(b, "}\n"...), true
+}
+
+func appendIntField(b []byte, name string, v int64) []byte {
+	return strconv.AppendInt(append(b, name...), v, 10)
+}
+
+func appendBoolField(b []byte, name string, v bool) []byte {
+	return strconv.AppendBool(append(b, name...), v)
+}
+
+// appendOptionalField appends v, or null when it is nil.
+func appendOptionalField(b []byte, name string, v *int64) []byte {
+	b = append(b, name...)
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *v, 10)
+}
+
+func appendStringField(b []byte, name, s string) []byte {
+	return appendJSONString(append(b, name...), s)
+}
+
+// appendJSONString appends s quoted as encoding/json quotes a string with
+// HTML left unescaped: '"', '\\' and control bytes escaped (the short
+// forms where JSON has them), U+2028 and U+2029 escaped, and each byte
+// of invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, `\b`...)
+			case '\f':
+				b = append(b, `\f`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
