@@ -128,8 +128,3 @@ type Sender struct {
 	Signature string // the scheme the request is signed with now
 	Forged    string // the forgery's kind, "" for an honest request
 }
-
-func micros(d time.Duration) *int64 {
-	us := d.Microseconds()
-	return &us
-}

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 )
@@ -83,15 +85,47 @@ func (r *Run) End(st record.Stop) {
 	<-flushed
 }
 
-// line is the send's SendLine.
-func (s *send) line() *SendLine {
-	l := &SendLine{Line: LineSend, Run: s.run, Sender: s.who.Actor, Origin: s.who.Origin, Signature: s.who.Signature, Forged: s.who.Forged}
+// lineScratch is what the writing goroutine makes a send's line in,
+// reused line after line, so that a line allocates nothing: a fast flood
+// writes one a send, and their garbage had the GC run beside it.
+type lineScratch struct {
+	l     SendLine
+	at    time.Time // what l.RateLimitResetAt points to
+	nums  [8]int64  // what l's other pointer fields point to
+	used  int
+	url   *url.URL // the last target seen, and its string
+	inbox string
+}
+
+// num is a pointer to v, in the scratch.
+func (sc *lineScratch) num(v int64) *int64 {
+	p := &sc.nums[sc.used]
+	*p = v
+	sc.used++
+	return p
+}
+
+func (sc *lineScratch) micros(d time.Duration) *int64 { return sc.num(d.Microseconds()) }
+
+// target is u's string: the sends of a flood share a few targets.
+func (sc *lineScratch) target(u *url.URL) string {
+	if u != sc.url {
+		sc.url, sc.inbox = u, u.String()
+	}
+	return sc.inbox
+}
+
+// line is the send's SendLine, made in sc (valid until its next line).
+func (sc *lineScratch) line(s *send) *SendLine {
+	sc.used = 0
+	l := &sc.l
+	*l = SendLine{Line: LineSend, Run: s.run, Sender: s.who.Actor, Origin: s.who.Origin, Signature: s.who.Signature, Forged: s.who.Forged}
 	switch {
 	case s.sent:
-		s.sentLine(l)
+		sc.sentLine(s, l)
 	case s.offered:
 		l.Type, l.Measured, l.Starved, l.Outcome = s.o.Type, s.o.Measured, s.o.Starved, OutcomeDropped
-		l.IntendedUS = micros(s.o.Due)
+		l.IntendedUS = sc.micros(s.o.Due)
 	default:
 		l.Outcome = OutcomeUnsent
 	}
@@ -99,19 +133,19 @@ func (s *send) line() *SendLine {
 }
 
 // sentLine fills l from the send's Delivery.
-func (s *send) sentLine(l *SendLine) {
+func (sc *lineScratch) sentLine(s *send, l *SendLine) {
 	d := &s.d
 	l.Type, l.Measured, l.Starved, l.Written = d.Type, d.Measured, d.Starved, d.Written
 	if d.URL != nil {
-		l.Inbox = d.URL.String()
+		l.Inbox = sc.target(d.URL)
 	}
-	l.IntendedUS, l.PickedUS, l.DoneUS = micros(d.Intended), micros(d.Picked), micros(d.Done)
+	l.IntendedUS, l.PickedUS, l.DoneUS = sc.micros(d.Intended), sc.micros(d.Picked), sc.micros(d.Done)
 	l.RequestBytes, l.Attempts, l.FellBack = d.SentBytes, d.Attempts, d.Attempts > 1
 	if s.aborted {
 		l.Outcome = OutcomeAborted
 		return
 	}
-	l.SentUS = micros(d.Actual)
+	l.SentUS = sc.micros(d.Actual)
 	l.ResponseBytes, l.Class, l.Status = d.GotBytes, d.Class.String(), d.Status
 	switch d.Class {
 	case record.ClassTimeout:
@@ -121,25 +155,25 @@ func (s *send) sentLine(l *SendLine) {
 	default:
 		l.Outcome = OutcomeAnswered
 	}
-	rateLimit(l, d.RateLimit)
+	sc.rateLimit(l, &d.RateLimit)
 }
 
 // rateLimit fills what the answer said of the server's rate limit.
-func rateLimit(l *SendLine, rl record.RateLimitSample) {
+func (sc *lineScratch) rateLimit(l *SendLine, rl *record.RateLimitSample) {
 	said := func(f record.RateLimitFields) bool { return rl.Said&f != 0 }
 	l.RetryAfter, l.RateLimitIETF = said(record.SaidRetryAfter), said(record.SaidIETF)
 	if said(record.SaidLimit) {
-		l.RateLimitLimit = &rl.Limit
+		l.RateLimitLimit = sc.num(rl.Limit)
 	}
 	if said(record.SaidRemaining) {
-		l.RateLimitRemaining = &rl.Remaining
+		l.RateLimitRemaining = sc.num(rl.Remaining)
 	}
 	if said(record.SaidWindow) {
-		l.RateLimitWindowUS = micros(rl.Window)
+		l.RateLimitWindowUS = sc.micros(rl.Window)
 	}
 	if said(record.SaidReset) {
-		l.RateLimitResetUS = micros(rl.ResetIn)
-		at := rl.ResetAt.UTC()
-		l.RateLimitResetAt = &at
+		l.RateLimitResetUS = sc.micros(rl.ResetIn)
+		sc.at = rl.ResetAt.UTC()
+		l.RateLimitResetAt = &sc.at
 	}
 }

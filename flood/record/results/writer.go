@@ -61,6 +61,7 @@ type Writer struct {
 	to    io.Writer     // comp, or out: where a line goes
 	enc   *json.Encoder // writes a line to to
 	line  []byte        // a send line appended (appendSendLine), reused
+	made  lineScratch   // a send line made, reused
 	close func() error
 }
 
@@ -257,7 +258,7 @@ func (w *Writer) write(e entry) {
 	case e.end != nil:
 		v = e.end
 	default:
-		l := e.send.line()
+		l := w.made.line(&e.send)
 		if line, ok := appendSendLine(w.line[:0], l); ok {
 			w.line = line
 			if _, err := w.to.Write(line); err != nil {
