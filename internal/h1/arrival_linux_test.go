@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -17,8 +18,10 @@ import (
 
 // TestArrivedOnASocket: on a real connection, Arrived sees a part while
 // the server has sent half its answer and the whole once it has sent the
-// rest, reading nothing (Read then reads the whole answer); a TLS
-// connection has no Socket to watch.
+// rest, taking what it saw off the socket for the connection to hold:
+// Read then reads the whole answer, after a whole or after a part, but
+// not once the send's deadline has passed; a TLS connection has no
+// Socket to watch.
 func TestArrivedOnASocket(t *testing.T) {
 	sent, next := make(chan string, 2), make(chan struct{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,16 +110,24 @@ func TestArrivedOnASocket(t *testing.T) {
 	}
 	readsOK(w, "after Arrived saw the whole")
 
+	// The next request on the rested connection, once the server has sent
+	// the first part of its answer.
+	writeRested := func(parts string) Written {
+		t.Helper()
+		w, ok, err := tr.Write(post(parts), 0, time.Now().Add(5*time.Second))
+		if !ok || err != nil {
+			t.Fatalf("Write on the rested connection: ok %v, %v", ok, err)
+		}
+		if _, ok := w.Socket(); !ok {
+			t.Fatal("no socket")
+		}
+		<-sent
+		return w
+	}
+
 	// A part Arrived took, then left to Read: Read reads it first and
 	// waits for the rest.
-	w, ok, err = tr.Write(post("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\no|k"), 0, time.Now().Add(5*time.Second))
-	if !ok || err != nil {
-		t.Fatalf("Write on the rested connection: ok %v, %v", ok, err)
-	}
-	if _, ok := w.Socket(); !ok {
-		t.Fatal("no socket")
-	}
-	<-sent
+	w = writeRested("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\no|k")
 	for deadline := time.Now().Add(time.Second); peekLen(s.FD, buf) < head && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -129,6 +140,22 @@ func TestArrivedOnASocket(t *testing.T) {
 	next <- struct{}{}
 	readsOK(w, "after Arrived saw a part")
 	<-sent
+
+	// A whole answer held past the send's deadline: Read tells the
+	// timeout, as it would with the answer still on the socket.
+	w = writeRested("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok")
+	if got := waitArrival(w, buf, ArrivedWhole); got != ArrivedWhole {
+		t.Fatalf("the whole answer arrived: %d, want whole", got)
+	}
+	// The flood's reading context: an Aborter, and a deadline no timer
+	// enforces (the connection's does), passed.
+	late := untimed{WithAborter(context.Background(), &Aborter{}), time.Now().Add(-time.Second)}
+	if resp, err := tr.Read(late, w); !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			resp.Body.Close()
+		}
+		t.Fatalf("Read of an answer held past its deadline: %v, want the deadline exceeded", err)
+	}
 
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
 	defer srv.Close()

@@ -393,8 +393,8 @@ func parseStatus(s string, resp *http.Response) error {
 
 // statusLine reads "HTTP/1.x NNN reason" (the reason may be missing, or
 // empty after its space): the minor version, 0 or 1, and the three-digit
-// code, at least 100. Generic so that Arrived reads the bytes it peeked
-// without a string made of them.
+// code, at least 100. Generic so that Arrived reads the bytes it looked
+// at without a string made of them.
 func statusLine[T string | []byte](s T) (minor, code int, ok bool) {
 	if len(s) < len("HTTP/1.x NNN") || string(s[:len("HTTP/1.")]) != "HTTP/1." || s[7] != '0' && s[7] != '1' ||
 		s[8] != ' ' || len(s) > 12 && s[12] != ' ' {

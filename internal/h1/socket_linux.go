@@ -153,9 +153,14 @@ func (s *socket) expired() bool {
 
 // Read reads from the socket: what arrived holds first, then without
 // waiting while unpolled, else (or when nothing has arrived) through the
-// runtime's poller.
+// runtime's poller. The deadline goes before held bytes, as it goes
+// before bytes waiting on the descriptor: an answer whole only after its
+// send's deadline is a timeout, whoever looked at it first.
 func (s *socket) Read(b []byte) (int, error) {
 	if len(s.held) > 0 && len(b) > 0 {
+		if s.expired() {
+			return 0, s.opError("read", os.ErrDeadlineExceeded)
+		}
 		n := copy(b, s.held)
 		s.held = s.held[:copy(s.held, s.held[n:])]
 		return n, nil
@@ -325,8 +330,10 @@ func (s *socket) peek(buf []byte) (int, error) {
 // connection's next reads, and take, find it): one system call where a
 // peek and then a read made two. What held already has comes first in
 // buf; a buf it fills is looked at no further. A close (0 bytes) and an
-// error are told only when nothing is held: the held bytes come first,
-// and the close is there again for the next read.
+// error are told only when nothing is held: the held bytes come first.
+// A close is there again for the next read; an error (a reset) the
+// kernel reports once, so the next read finds the end instead, which the
+// flood counts as it counts a reset (a connection's failure).
 func (s *socket) arrived(buf []byte) (int, error) {
 	n := copy(buf, s.held)
 	if n == len(buf) {

@@ -3,8 +3,11 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // encoded is l as the Writer's Encoder writes it.
@@ -102,4 +105,37 @@ func BenchmarkSendLine(b *testing.B) {
 			_ = enc.Encode(&l)
 		}
 	})
+}
+
+// TestSendLineAllocatesNothing: making and appending a send's line
+// allocates nothing once the writer has seen its target, also when the
+// sends' targets are equal URLs parsed apart (one per actor).
+func TestSendLineAllocatesNothing(t *testing.T) {
+	var sends [2]send
+	for i := range sends {
+		u, err := url.Parse("http://127.0.0.1:8080/inbox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sends[i] = send{sent: true, who: Sender{Actor: "https://flood1.test/users/u1", Origin: "flood1.test", Signature: "cavage"},
+			d: record.Delivery{Type: "Create", URL: u, Intended: time.Second, Picked: time.Second, Actual: time.Second, Done: 2 * time.Second,
+				Class: record.Class202, Status: 202, Attempts: 1, SentBytes: 1000,
+				RateLimit: record.RateLimitSample{Said: record.SaidLimit | record.SaidRemaining | record.SaidWindow, Limit: 300, Remaining: 2, Window: time.Minute}}}
+	}
+	var sc lineScratch
+	var buf []byte
+	n := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		n++
+		var ok bool
+		if buf, ok = appendSendLine(buf[:0], sc.line(&sends[n%2])); !ok {
+			t.Fatal("not appended")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations a line, want none", allocs)
+	}
+	if want := encoded(t, sc.line(&sends[0])); !bytes.Equal(buf, want) {
+		t.Errorf("appended\n%s\nwant\n%s", buf, want)
+	}
 }

@@ -89,11 +89,13 @@ func (r *Run) End(st record.Stop) {
 // reused line after line, so that a line allocates nothing: a fast flood
 // writes one a send, and their garbage had the GC run beside it.
 type lineScratch struct {
-	l     SendLine
-	at    time.Time // what l.RateLimitResetAt points to
-	nums  [8]int64  // what l's other pointer fields point to
-	used  int
-	url   *url.URL // the last target seen, and its string
+	l    SendLine
+	at   time.Time // what l.RateLimitResetAt points to
+	nums [8]int64  // what l's other pointer fields point to: SendLine has eight *int64
+	used int
+	// The last target seen, by value, and its string: the sends of a
+	// flood share a few targets, each parsed once per actor.
+	url   url.URL
 	inbox string
 }
 
@@ -107,10 +109,10 @@ func (sc *lineScratch) num(v int64) *int64 {
 
 func (sc *lineScratch) micros(d time.Duration) *int64 { return sc.num(d.Microseconds()) }
 
-// target is u's string: the sends of a flood share a few targets.
+// target is u's string, made again only when u differs from the last.
 func (sc *lineScratch) target(u *url.URL) string {
-	if u != sc.url {
-		sc.url, sc.inbox = u, u.String()
+	if *u != sc.url || sc.inbox == "" {
+		sc.url, sc.inbox = *u, u.String()
 	}
 	return sc.inbox
 }

@@ -186,10 +186,9 @@ func (w *Writer) fail(err error) {
 // gatherPause is how long the writing goroutine lets lines gather in the
 // queue after it wrote what was there, when the queue holds at least
 // gatherMinBuffer lines. Woken for each line, it cost a fast flood a
-// wake-up a send; after a pause it writes the lines of a few hundred
-// sends at 25 000/s for one. A line waits at most the pause longer,
-// within flushEvery; the default queue takes 8 000 000 lines a second
-// in it.
+// wake-up a send; after a pause it writes about fifty lines at 25 000/s
+// for one. A line waits at most the pause longer, within flushEvery; the
+// default queue takes 8 000 000 lines a second in it.
 const gatherPause = 2 * time.Millisecond
 
 // gatherMinBuffer is the least queue that pauses: a smaller one (a
@@ -200,7 +199,8 @@ const gatherMinBuffer = 1024
 // loop writes the queue's lines until Close, flushing every flushEvery;
 // after a failure it drains the queue without writing, so that no send
 // ever waits for it. Woken by a line, it writes what else is queued,
-// then pauses (gatherPause) for more to gather.
+// then, when the queue holds gatherMinBuffer lines or more, pauses
+// (gatherPause) for more to gather.
 func (w *Writer) loop() {
 	defer close(w.done)
 	tick := time.NewTicker(flushEvery)
