@@ -291,7 +291,9 @@ func dnsPort(s string) (uint16, error) {
 
 // resolvConfUpstreams returns the nameservers miekg/dns's resolv.conf(5) reader finds in r, as
 // "ip:port" (port 53; OpenBSD's "[ip]:port" form is kept), in file order, without duplicates;
-// a nameserver that is not an address is left out. Only the first 1 MiB is read.
+// a nameserver that is not an address is left out, as is one whose "ip:port" the upstream
+// parser (dnsParseUpstream) would not read back: an IPv6 zone holding "]" ("::%]") is an
+// address to netip but breaks the brackets around it. Only the first 1 MiB is read.
 func resolvConfUpstreams(r io.Reader) ([]string, error) {
 	cc, err := dns.ClientConfigFromReader(io.LimitReader(r, resolvConfLimit))
 	if err != nil {
@@ -300,8 +302,12 @@ func resolvConfUpstreams(r io.Reader) ([]string, error) {
 	var out []string
 	for _, name := range cc.Servers {
 		ap, ok := resolvConfAddr(name)
-		if ok && !slices.Contains(out, ap.String()) {
-			out = append(out, ap.String())
+		if !ok {
+			continue
+		}
+		u := ap.String()
+		if back, err := dnsParseUpstream(u); err == nil && back == ap && !slices.Contains(out, u) {
+			out = append(out, u)
 		}
 	}
 	return out, nil
