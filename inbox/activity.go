@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/crowdfed/crowd/internal/jsonquote"
 )
 
 // ErrMalformed marks a body that is not an activity the inbox can act on:
@@ -560,8 +561,8 @@ func (s *jsonScanner) str(i int) int {
 		// (a note's content): skip them eight at a time, to the first byte
 		// that is not.
 		for i+8 <= len(d) {
-			if m := quoteEscapeOrControl(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += firstFlagged(m)
+			if m := jsonquote.QuoteEscapeOrControl(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += jsonquote.FirstFlagged(m)
 				break
 			}
 			i += 8
@@ -600,22 +601,6 @@ func (s *jsonScanner) str(i int) int {
 	}
 	return -1
 }
-
-// quoteEscapeOrControl flags, in the high bit of each of the eight bytes
-// of x (little-endian), whether it is '"', '\\' or below 0x20, by the
-// "has a zero byte" and "has a byte less than n" word tricks. It is not
-// zero exactly when one is, and its lowest flag is exact: a borrow can
-// only wrongly flag a byte above one that is flagged rightly. A byte of
-// UTF-8 (0x80 and up) is never flagged.
-func quoteEscapeOrControl(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, escape := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x | (quote-ones)&^quote | (escape-ones)&^escape) & highs
-}
-
-// firstFlagged is the offset in its word of the lowest byte a non-zero
-// flag mask flags.
-func firstFlagged(mask uint64) int { return bits.TrailingZeros64(mask) >> 3 }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

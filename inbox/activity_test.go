@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/internal/jsonquote"
 )
 
 func TestParseActivity(t *testing.T) {
@@ -257,8 +259,8 @@ func TestQuoteEscapeOrControl(t *testing.T) {
 						word[7] = above
 					}
 					first := slices.IndexFunc(word, special)
-					m := quoteEscapeOrControl(binary.LittleEndian.Uint64(word))
-					if (m != 0) != (first >= 0) || first >= 0 && firstFlagged(m) != first {
+					m := jsonquote.QuoteEscapeOrControl(binary.LittleEndian.Uint64(word))
+					if (m != 0) != (first >= 0) || first >= 0 && jsonquote.FirstFlagged(m) != first {
 						t.Fatalf("%q: mask %#x, want the first special byte at %d", word, m, first)
 					}
 				}

@@ -5,9 +5,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/jsonquote"
 )
 
 // appendEntryJSON appends e as the activity log writes it: byte for byte
@@ -47,7 +47,7 @@ func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = jsonquote.AppendString(b, k)
 			b = append(b, ':')
 			vs := e.Headers[k]
 			if vs == nil {
@@ -59,7 +59,7 @@ func appendEntryJSON(b []byte, e *Entry) ([]byte, bool) {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONString(b, v)
+				b = jsonquote.AppendString(b, v)
 			}
 			b = append(b, ']')
 		}
@@ -110,7 +110,7 @@ func appendBody(b []byte, body string, truncated bool) []byte {
 	if raw, ok := adminapi.AppendBodyJSONFunc(b, body, truncated, validJSON); ok {
 		return raw
 	}
-	b = appendJSONString(b, body)
+	b = jsonquote.AppendString(b, body)
 	return append(b, `,"body_encoding":"`+adminapi.BodyEncodingString+`"`...)
 }
 
@@ -127,22 +127,6 @@ func validJSON(b []byte) bool {
 	return json.Valid(b)
 }
 
-// needsQuoting flags, as quoteEscapeOrControl does, each of the eight
-// bytes of x that appendJSONString does not copy as it is: '"', '\\', a
-// control character, or a byte of a multi-byte UTF-8 sequence (which it
-// decodes).
-func needsQuoting(x uint64) uint64 {
-	return x&0x8080808080808080 | quoteEscapeOrControl(x)
-}
-
-// stringWord is s[i:i+8] as a little-endian word (the compiler makes it
-// one load).
-func stringWord(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
 // finite reports whether f is neither NaN nor infinite (what json encodes).
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
@@ -155,7 +139,7 @@ func appendJSONField(b []byte, name, value string, omitEmpty bool) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, value)
+	return jsonquote.AppendString(b, value)
 }
 
 // appendJSONFloat formats f as encoding/json does a float64: like
@@ -175,73 +159,4 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// appendJSONString quotes s as encoding/json does without HTML escaping:
-// ", \ and control characters escaped (\b \f \n \r \t by name, the others
-// as \u00XX), each invalid UTF-8 byte as \ufffd, U+2028 and U+2029 as
-// \u2028 and \u2029, everything else as it is.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Headers and ids are plain ASCII: skip it eight bytes at a time,
-		// to the first byte that is not.
-		for i+8 <= len(s) {
-			if m := needsQuoting(stringWord(s, i)); m != 0 {
-				i += firstFlagged(m)
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/jsonquote"
 )
 
 // encoderJSON is what the activity log wrote before appendEntryJSON, and
@@ -168,7 +170,7 @@ func TestAppendJSONStringLong(t *testing.T) {
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendJSONString(nil, s); string(got) != strings.TrimSuffix(want.String(), "\n") {
+		if got := jsonquote.AppendString(nil, s); string(got) != strings.TrimSuffix(want.String(), "\n") {
 			t.Errorf("%q:\n got %s\nwant %s", piece, got, want.String())
 		}
 	}

@@ -2,7 +2,8 @@ package results
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/crowdfed/crowd/internal/jsonquote"
 )
 
 // appendSendLine appends l as the Writer's json.Encoder writes it (HTML
@@ -65,56 +66,5 @@ func appendOptionalField(b []byte, name string, v *int64) []byte {
 }
 
 func appendStringField(b []byte, name, s string) []byte {
-	return appendJSONString(append(b, name...), s)
-}
-
-// appendJSONString appends s quoted as encoding/json quotes a string with
-// HTML left unescaped: '"', '\\' and control bytes escaped (the short
-// forms where JSON has them), U+2028 and U+2029 escaped, and each byte
-// of invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, `\b`...)
-			case '\f':
-				b = append(b, `\f`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
+	return jsonquote.AppendString(append(b, name...), s)
 }
