@@ -13,6 +13,8 @@ type watchers struct{}
 func newAnswerLoop(*crew, int) *answerLoop    { return nil }
 func (*answerLoop) close(*crew)               {}
 func (*answerLoop) busy() bool                { return false }
+func (*answerLoop) quiet() bool               { return false }
+func (*answerLoop) wakeForEach()              {}
 func (*answerLoop) awaiting() int             { return 0 }
 func (*answerLoop) take(*crew, *job) bool     { return false }
 func (*answerLoop) wait(*crew, time.Duration) {}

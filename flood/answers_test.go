@@ -141,6 +141,69 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 	}
 }
 
+// offerLog is a shardLog that also notes, for each answer it hears of,
+// how many sends had been offered (written) by then.
+type offerLog struct {
+	shardLog
+	offered  atomic.Int64
+	offersAt []int64 // by answer, as shardLog's
+}
+
+func (l *offerLog) Offered(record.Offer) { l.offered.Add(1) }
+
+func (l *offerLog) Answered(shard int, d *record.Delivery) {
+	l.shardLog.Answered(shard, d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.offersAt = append(l.offersAt, l.offered.Load())
+}
+
+// TestQuietDispatcherTimesAnswersAtArrival: where the kernel stamps every
+// socket, the dispatcher does not wake for an answer: it reads it after
+// its next send (the collector hears of the answer once that send is
+// offered, not before), and times it when the kernel received it, not
+// at that read, up to 100 ms later at 10 sends a second. A dispatcher
+// that woke for each answer would be heard of before the next send, one
+// that timed answers at the read would say they took ~100 ms.
+func TestQuietDispatcherTimesAnswersAtArrival(t *testing.T) {
+	needAnswerLoop(t)
+	addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, false)
+	tr := NewClientTransport(TransportOptions{Client: ClientFast})
+	defer tr.CloseIdleConnections()
+	log := &offerLog{shardLog: shardLog{settledFunc: func(any, record.Outcome) {}}}
+	const sends, gap = 10, 100 * time.Millisecond
+	mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, float64(time.Second/gap)), Transport: tr, Limits: Limits{MaxSends: sends},
+		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+
+	read, afterNext, slow := 0, 0, 0
+	for i, d := range log.ds {
+		n := int64(d.Intended / gap) // the send's place in the schedule
+		if !d.Written || log.shards[i] != 0 || n == sends-1 {
+			continue // a worker's, or the last, read as the run ends
+		}
+		read++
+		if log.offersAt[i] >= n+2 {
+			afterNext++
+		}
+		if d.Done-d.Actual > gap/2 {
+			slow++
+			t.Logf("send %d answered %v after it was sent", n, d.Done-d.Actual)
+		}
+	}
+	if read < sends/3 {
+		t.Fatalf("the dispatcher read %d answers, too few to judge", read)
+	}
+	// A loopback answer comes within microseconds of the write, but the
+	// dispatcher's poll right after it may, rarely, find it already.
+	if afterNext < read-1 {
+		t.Errorf("%d of the %d answers the dispatcher read were read after its next send, want all (but one)", afterNext, read)
+	}
+	// A stalled machine may make one answer slow.
+	if slow > 1 {
+		t.Errorf("%d of the %d answers the dispatcher read took over %v: timed when read, not when they arrived", slow, read, gap/2)
+	}
+}
+
 // TestDispatcherReadsRateLimits: an answer the dispatcher reads itself
 // (h1's ReadArrived) gives the record what a worker's reading gives: its
 // status, its size and what it says of the SUT's rate limit, the fields'

@@ -335,6 +335,7 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 		if d.loop = newAnswerLoop(&e.crew, k); d.loop == nil {
 			break
 		}
+		d.loop.wakeForEach()
 		ds = append(ds, d)
 	}
 	if len(ds) < 2 {
@@ -494,10 +495,11 @@ func (d *dispatcher) dispatch() {
 		if !d.loop.take(&e.crew, &j) {
 			e.handOff(j)
 		}
-		if d.loop.busy() && time.Since(e.start) >= time.Duration(e.feed.nextDue.Load()) {
-			// Behind: no wait before the next send to read answers in.
-			// After the write, so that reading never delays a due send
-			// more than one batch does.
+		if d.loop.busy() && (d.loop.quiet() || time.Since(e.start) >= time.Duration(e.feed.nextDue.Load())) {
+			// Quiet, the answers that came since the last send are read
+			// now, not in the wait before the next; behind, there is no
+			// wait to read them in. After the write, so that reading
+			// never delays a due send more than one batch does.
 			d.loop.wait(&e.crew, 0)
 		}
 	}
@@ -611,9 +613,10 @@ func (d *dispatcher) waitUntil(off time.Duration, done <-chan struct{}) bool {
 		if left <= 0 {
 			return true
 		}
-		if d.loop.busy() {
-			// Answers are awaited: the wait is the loop's, as precise as
-			// the sleep below, and the run's end is seen within loopWaitMax.
+		if d.loop.busy() && !d.loop.quiet() {
+			// Answers are awaited, and each must be read as it comes: the
+			// wait is the loop's, as precise as the sleep below, and the
+			// run's end is seen within loopWaitMax.
 			if closed(done) {
 				return false
 			}

@@ -1,6 +1,9 @@
 package h1
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // Socket is w's connection's socket when it is a plain TCP connection
 // whose bytes Arrived can see (not TLS, not a test's pipe), else false
@@ -43,6 +46,32 @@ func (w Written) Arrived(buf []byte) (Arrival, int) {
 		return ArrivedUnsure, 0 // a close (0) or an error is Read's to tell
 	}
 	return arrival(buf[:n], n == len(buf), w.a.head), n
+}
+
+// ArrivedAt is when the kernel received the last of the bytes that w's
+// Arrived took off the socket and the connection still holds (the
+// socket's receive stamp: a wall-clock time, with no monotonic reading),
+// and false when it holds none or the kernel gave no stamp (the socket is
+// not one Arrived takes from, or not Stamped). Call it before ReadArrived
+// or Read takes them: an answer Arrived found whole was whole from then
+// on, however long after it was looked at.
+func (w Written) ArrivedAt() (time.Time, bool) {
+	c := w.c
+	if c == nil {
+		return time.Time{}, false
+	}
+	s, ok := c.raw.(*socket)
+	if !ok || len(s.held) == 0 || s.heldAt == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, s.heldAt), true
+}
+
+// Stamped reports whether the kernel stamps what arrives on s with the
+// time it received it, so that ArrivedAt tells when an answer arrived.
+func (s Socket) Stamped() bool {
+	raw, ok := s.conn.raw.(*socket)
+	return ok && raw.stamped
 }
 
 // ReadArrived reads the answer to w that Arrived found whole in got

@@ -141,6 +141,37 @@ func TestArrivedOnASocket(t *testing.T) {
 	readsOK(w, "after Arrived saw a part")
 	<-sent
 
+	// An answer looked at well after it arrived: ArrivedAt is when the
+	// kernel received it (the server's write on the loopback delivers it
+	// before the write returns), not when Arrived looked; once Read has
+	// taken the bytes, it tells nothing.
+	if !s.Stamped() {
+		t.Fatal("the kernel does not stamp a plain TCP socket's arrivals")
+	}
+	before := time.Now()
+	w = writeRested("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok")
+	written := time.Now()
+	const aside = 50 * time.Millisecond
+	time.Sleep(aside)
+	if got := waitArrival(w, buf, ArrivedWhole); got != ArrivedWhole {
+		t.Fatalf("the whole answer arrived: %d, want whole", got)
+	}
+	looked := time.Now()
+	at, ok := w.ArrivedAt()
+	switch {
+	case !ok:
+		t.Fatal("no receive stamp for an answer Arrived took")
+	case at.Before(before.Add(-time.Millisecond)) || at.After(written.Add(time.Millisecond)):
+		t.Fatalf("received at %v, want between the request's write %v and the server's write returning %v",
+			at.Format(time.StampMicro), before.Format(time.StampMicro), written.Format(time.StampMicro))
+	case looked.Sub(at) < aside:
+		t.Fatalf("received %v before Arrived looked, want at least %v", looked.Sub(at), aside)
+	}
+	readsOK(w, "after Arrived stamped it")
+	if at, ok := w.ArrivedAt(); ok {
+		t.Fatalf("ArrivedAt after Read took the answer = %v, want none", at)
+	}
+
 	// A whole answer held past the send's deadline: Read tells the
 	// timeout, as it would with the answer still on the socket.
 	w = writeRested("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok")

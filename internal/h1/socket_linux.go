@@ -1,8 +1,10 @@
 package h1
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -54,7 +56,20 @@ type socket struct {
 	// dispatcher looked at, so that reading it after takes no second
 	// system call. Only the goroutine using the connection touches it.
 	held []byte
+	// stamped: the kernel stamps what arrives on the descriptor with the
+	// wall-clock time it received it (SO_TIMESTAMPNS, set when first
+	// unpolled), and arrived reads the stamps. heldAt is the stamp of the
+	// last bytes arrived took (Unix nanoseconds; 0: none given), and
+	// control the buffer its stamp comes in. Only the goroutine using
+	// the connection touches them.
+	stamped bool
+	heldAt  int64
+	control [stampControlLen]byte
 }
+
+// stampControlLen holds one SCM_TIMESTAMPNS control message (a header and
+// a timespec) with room to spare: the kernel truncates, never overflows.
+const stampControlLen = 64
 
 // polledConn is the connection the runtime's poller watches: the dialled
 // one, or an *os.File over a duplicate of the socket's descriptor.
@@ -111,6 +126,9 @@ func (s *socket) unpoll() error {
 			return os.NewSyscallError("fcntl", dupErr)
 		}
 		s.fd = fd
+		// A socket the kernel will not stamp is read as before; only
+		// its answers' times are the reader's own.
+		s.stamped = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil
 	}
 	s.polled.Store(nil)
 	s.peeker = nil
@@ -340,7 +358,7 @@ func (s *socket) arrived(buf []byte) (int, error) {
 		return n, nil
 	}
 	for {
-		m, _, err := syscall.Recvfrom(s.fd, buf[n:], syscall.MSG_DONTWAIT)
+		m, stamp, err := s.recvStamped(buf[n:])
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -349,9 +367,49 @@ func (s *socket) arrived(buf []byte) (int, error) {
 		case err != nil:
 			return 0, err
 		}
+		if m > 0 {
+			s.heldAt = stamp
+		}
 		s.held = append(s.held, buf[n:n+m]...)
 		return n + m, nil
 	}
+}
+
+// recvStamped reads into buf without waiting, as recvfrom does, and
+// returns the kernel's receive stamp of the last bytes read (Unix
+// nanoseconds), or 0 when the socket is not stamped or the kernel gave
+// none.
+func (s *socket) recvStamped(buf []byte) (int, int64, error) {
+	if !s.stamped {
+		n, _, err := syscall.Recvfrom(s.fd, buf, syscall.MSG_DONTWAIT)
+		return n, 0, err
+	}
+	n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, s.control[:], unix.MSG_DONTWAIT)
+	if err != nil {
+		return n, 0, err
+	}
+	return n, receiveStamp(s.control[:oobn]), nil
+}
+
+// receiveStamp is the SCM_TIMESTAMPNS stamp among the control messages in
+// oob, as Unix nanoseconds, or 0 when none is there whole.
+func receiveStamp(oob []byte) int64 {
+	for len(oob) > 0 {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(data))
+			nsec := int64(binary.NativeEndian.Uint64(data[8:]))
+			if sec <= 0 || nsec < 0 || nsec >= 1e9 || sec >= math.MaxInt64/1_000_000_000 {
+				return 0
+			}
+			return sec*1e9 + nsec
+		}
+		oob = rest
+	}
+	return 0
 }
 
 // take reads len(got) bytes, which have arrived, into got, without
