@@ -49,6 +49,11 @@ import (
 // socket in turn, and moving it cost more than the sharing gained
 // (48-50 against 46-47 µs a send).
 //
+// Quiet (see quiet), it reads what has come after each send instead of
+// waking for each answer, and wakes for each again only while a deadline
+// is near (deadlineBy), so that an answer whole before its deadline is
+// read before it.
+//
 // Whatever it is not sure of it leaves to a worker, as before: an answer
 // not whole when its deadline comes (the worker's Read then times out),
 // one h1 alone can tell (a close, a chunked body, one larger than its
@@ -65,10 +70,28 @@ type answerLoop struct {
 	stop    func() bool // unregisters w's Aborter from the run's context
 	// loud: the loop's waits wake for each answer (see quiet), because
 	// an answer it awaited was on a socket the kernel does not stamp
-	// (h1's Stamped), or its dispatcher shares the schedule (wakeForEach).
-	// Once set, it stays.
-	loud bool
+	// (h1's Stamped), more than unstampedMax answers came with no stamp,
+	// or its dispatcher shares the schedule (wakeForEach). Once set, it
+	// stays.
+	loud      bool
+	unstamped int           // whole answers read with no stamp
+	skew      time.Duration // the wall clock's reading less the monotonic one, since the run's start, at the last wait
+	skewKnown bool
 }
+
+// unstampedMax is how many answers on stamped sockets may come with no
+// stamp before the loop wakes for each answer again: the kernel switches
+// its stamping on a moment after the first socket asks for it, and a
+// filter may clear a stamp. Until then such an answer is timed when the
+// wait that found it returned, as a loud loop times every answer.
+const unstampedMax = 16
+
+// skewStepMax is how far the wall clock may move against the monotonic
+// one between two waits before the stamps read in the second are not
+// trusted: a step of the wall clock (settimeofday, an NTP step) would
+// move them by as much. NTP's slewing moves it by at most 0.5 ms a
+// second, a few µs between the waits of a flood.
+const skewStepMax = 100 * time.Microsecond
 
 // wakeForEach has the loop's waits wake for each answer as it comes, never
 // quiet: for the dispatchers that share a schedule above preciseRateMax,
@@ -79,13 +102,14 @@ type answerLoop struct {
 // and so needing twice the connections.
 func (l *answerLoop) wakeForEach() { l.loud = true }
 
-// quiet reports whether the dispatcher may sleep to its next send without
-// waking for the answers the loop awaits, and read them after that send
-// (wait with no wait): every one awaited so far was on a socket the
-// kernel stamps, so an answer read late is still timed at its arrival
-// (answeredAt). Each send then wakes the dispatcher once where it woke
-// twice (for its time, and for the answer before it), and the server's
-// write of an answer wakes no thread of the flood's.
+// quiet reports whether the dispatcher may sleep to its next send (or for
+// loopWaitMax, whichever comes first) without waking for the answers the
+// loop awaits, and read them after that send (wait with no wait): every
+// one awaited so far was on a socket the kernel stamps, so an answer read
+// late is still timed at its arrival (answeredAt). Each send then wakes
+// the dispatcher once where it woke twice (for its time, and for the
+// answer before it), and the server's write of an answer wakes no thread
+// of the flood's.
 func (l *answerLoop) quiet() bool { return l != nil && !l.loud }
 
 // deadlined is an awaited send's deadline, as an offset from the run's
@@ -181,9 +205,14 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 	events, _ := l.set.Wait(d)
 	// The answers were there when the wait returned: that is when they
 	// are done, however long the ones before them in the batch take,
-	// unless the kernel's stamp says when (answeredAt).
+	// unless the kernel's stamp says when (answeredAt), as it does for
+	// the answers a quiet loop reads after a send. A step of the wall
+	// clock since the last wait makes this batch's stamps untrusted.
 	now := time.Now()
 	polled := now.Sub(e.start)
+	skew := time.Duration(now.UnixNano()-e.start.UnixNano()) - polled
+	trusted := !l.skewKnown || (skew-l.skew).Abs() <= skewStepMax
+	l.skew, l.skewKnown = skew, true
 	for _, ev := range events {
 		j, ok := l.pending[int(ev.Fd)]
 		if !ok {
@@ -200,7 +229,7 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 			continue // the rest will wake the loop
 		case h1.ArrivedWhole:
 			l.forget(e, int(ev.Fd))
-			l.w.arrived, l.w.whole = answeredAt(&j, now, polled), l.look[:n]
+			l.w.arrived, l.w.whole = l.stampOf(e, &j, polled, trusted), l.look[:n]
 			l.read(e, &j)
 			l.w.whole = nil
 		default:
@@ -211,22 +240,46 @@ func (l *answerLoop) wait(e *crew, d time.Duration) {
 	l.expire(e)
 }
 
-// answeredAt is when the answer to j, which a wait that returned at
-// polled (now, on the wall clock) found whole, was whole: when the kernel
-// received its last bytes (h1's ArrivedAt), so that an answer read after
-// the dispatcher's next send is not timed later than it came. Without a
-// stamp, or with one the wall clock's step since puts outside j's send
-// and the wait, it is polled.
-func answeredAt(j *job, now time.Time, polled time.Duration) time.Duration {
+// stampOf is when the answer to j, which Arrived has just found whole in a
+// wait that returned at polled, was whole (answeredAt), its stamp trusted
+// unless the wall clock stepped since the last wait. An answer with no
+// stamp counts towards unstampedMax.
+func (l *answerLoop) stampOf(e *crew, j *job, polled time.Duration, trusted bool) time.Duration {
 	at, ok := j.written.ArrivedAt()
 	if !ok {
+		if l.unstamped++; l.unstamped > unstampedMax {
+			l.loud = true
+		}
 		return polled
 	}
-	ago := now.Sub(at) // on the wall clock: at has no monotonic reading
-	if ago < 0 || ago > polled-j.sentAt {
+	read := time.Now()
+	// On the wall clock, as at has no monotonic reading.
+	return answeredAt(j.sentAt, polled, read.Sub(e.start), read.Sub(e.start)-read.Sub(at), trusted)
+}
+
+// answeredAt is when an answer was whole, all as offsets from the run's
+// start: at stamp, when the kernel received its last bytes (h1's
+// ArrivedAt), so that an answer read after the dispatcher's next send is
+// not timed later than it came. The stamp is used only when it is trusted
+// and falls between the send (sentAt) and the read of those bytes
+// (read): else it is polled, when the wait that found the answer
+// returned, as a loud loop times every answer.
+func answeredAt(sentAt, polled, read, stamp time.Duration, trusted bool) time.Duration {
+	if !trusted || stamp < sentAt || stamp > read {
 		return polled
 	}
-	return polled - ago
+	return stamp
+}
+
+// deadlineBy reports whether the deadline of an answer the loop awaits
+// comes by at (an offset from the run's start).
+func (l *answerLoop) deadlineBy(e *crew, at time.Duration) bool {
+	for _, o := range l.order {
+		if _, ok := l.awaits(e, o); ok {
+			return o.at <= at // the earliest: order is by deadline
+		}
+	}
+	return false
 }
 
 // read reads j's answer, whole already, and files the send, unless its
@@ -271,6 +324,11 @@ func (l *answerLoop) finish(e *crew) {
 	done := e.ctx.Done()
 	for l.busy() && !closed(done) {
 		l.wait(e, coarseMargin)
+	}
+	if l.busy() {
+		// Interrupted: what has come is read, as a loud loop would
+		// have read it when it came, before the rest is left.
+		l.wait(e, 0)
 	}
 	l.leaveAll(e)
 	l.close(e)

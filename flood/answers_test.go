@@ -146,61 +146,159 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 type offerLog struct {
 	shardLog
 	offered  atomic.Int64
+	dropped  atomic.Int64
 	offersAt []int64 // by answer, as shardLog's
 }
 
-func (l *offerLog) Offered(record.Offer) { l.offered.Add(1) }
+func (l *offerLog) Offered(o record.Offer) {
+	l.offered.Add(1)
+	if o.Dropped {
+		l.dropped.Add(1)
+	}
+}
 
 func (l *offerLog) Answered(shard int, d *record.Delivery) {
-	l.shardLog.Answered(shard, d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.shards = append(l.shards, shard)
+	l.ds = append(l.ds, *d)
 	l.offersAt = append(l.offersAt, l.offered.Load())
 }
 
 // TestQuietDispatcherTimesAnswersAtArrival: where the kernel stamps every
-// socket, the dispatcher does not wake for an answer: it reads it after
-// its next send (the collector hears of the answer once that send is
-// offered, not before), and times it when the kernel received it, not
-// at that read, up to 100 ms later at 10 sends a second. A dispatcher
-// that woke for each answer would be heard of before the next send, one
-// that timed answers at the read would say they took ~100 ms.
+// socket, the dispatcher does not wake for an answer. With sends closer
+// than loopWaitMax it reads each after its next send (the collector hears
+// of the answer once that send is offered, not before); with sends
+// further apart, within loopWaitMax, before the next send. Either way it
+// times an answer when the kernel received it, not at that read. A
+// dispatcher that woke for each answer would be heard of before the next
+// send in the first row; one that slept to the next send in the second
+// would be heard of after it; one that timed answers at the read would
+// say they took about a gap.
 func TestQuietDispatcherTimesAnswersAtArrival(t *testing.T) {
 	needAnswerLoop(t)
-	addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, false)
+	for _, c := range []struct {
+		name        string
+		gap         time.Duration // between sends
+		sends       int
+		maxInflight int  // the run's Limits.MaxInflight (0: the default)
+		afterNext   bool // the dispatcher reads an answer after its next send
+	}{
+		// 125 sends a second: each answer is read after the next send.
+		{"closer than loopWaitMax", loopWaitMax * 4 / 5, 30, 0, true},
+		// 16 a second: each is read within loopWaitMax, before the next.
+		{"further apart than loopWaitMax", 6 * loopWaitMax, 8, 0, false},
+		// One send in flight at most: with no slot free when the next
+		// send is due, the answer come since is read first, before that
+		// send is offered, and frees its slot, so the send is not dropped
+		// (one that was would leave the slot taken to the end).
+		{"one in flight", loopWaitMax * 4 / 5, 30, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, false)
+			tr := NewClientTransport(TransportOptions{Client: ClientFast})
+			defer tr.CloseIdleConnections()
+			log := &offerLog{shardLog: shardLog{settledFunc: func(any, record.Outcome) {}}}
+			mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, float64(time.Second)/float64(c.gap)), Transport: tr, Limits: Limits{MaxSends: int64(c.sends), MaxInflight: c.maxInflight},
+				Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+
+			read, asWanted, slow := 0, 0, 0
+			for i, d := range log.ds {
+				n := int64((d.Intended + c.gap/2) / c.gap) // the send's place in the schedule
+				if !d.Written || log.shards[i] != 0 || n == int64(c.sends-1) {
+					continue // a worker's, or the last, read as the run ends
+				}
+				read++
+				if (log.offersAt[i] >= n+2) == c.afterNext {
+					asWanted++
+				}
+				if d.Done-d.Actual > c.gap/2 {
+					slow++
+				}
+			}
+			if read < c.sends/3 {
+				t.Fatalf("the dispatcher read %d answers of %d sends, too few to judge", read, c.sends)
+			}
+			// A loopback answer comes within microseconds of the write,
+			// but on a loaded machine a poll may find it sooner or later
+			// than the rule: most, not all.
+			if asWanted < read*3/4 {
+				t.Errorf("%d of the %d answers the dispatcher read were read as wanted (after its next send: %v)", asWanted, read, c.afterNext)
+			}
+			if slow > read/4 {
+				t.Errorf("%d of the %d answers the dispatcher read took over %v: timed when read, not when they arrived", slow, read, c.gap/2)
+			}
+			if n := log.dropped.Load(); n > int64(c.sends/4) {
+				t.Errorf("%d of %d sends dropped for want of a slot, want few: answers come within microseconds", n, c.sends)
+			}
+		})
+	}
+}
+
+// TestQuietDispatcherReadsBeforeADeadline: an answer whole a little
+// before its send's deadline is read before it, an answer (202), not a
+// timeout: near a deadline the quiet dispatcher wakes for each answer.
+// Looking only every loopWaitMax, it would look first after the
+// deadline, and find the answer too late.
+func TestQuietDispatcherReadsBeforeADeadline(t *testing.T) {
+	needAnswerLoop(t)
+	const timeout = 5 * loopWaitMax
+	pause := timeout - loopWaitMax/2 // the answer's rest, 5 ms before the deadline
+	addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n", "ok"}, pause, false)
 	tr := NewClientTransport(TransportOptions{Client: ClientFast})
 	defer tr.CloseIdleConnections()
-	log := &offerLog{shardLog: shardLog{settledFunc: func(any, record.Outcome) {}}}
-	const sends, gap = 10, 100 * time.Millisecond
-	mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, float64(time.Second/gap)), Transport: tr, Limits: Limits{MaxSends: sends},
+	log := &shardLog{settledFunc: func(any, record.Outcome) {}}
+	const sends = 8
+	mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, float64(time.Second)/float64(2*timeout)), Transport: tr,
+		Limits: Limits{MaxSends: sends, Timeout: timeout},
 		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+	written, answered := 0, 0
+	for _, d := range log.ds {
+		if !d.Written {
+			continue // a worker's: it dialled
+		}
+		written++
+		if d.Class == record.Class202 {
+			answered++
+		}
+	}
+	if written < sends/3 {
+		t.Fatalf("the dispatcher wrote %d of %d sends, too few to judge", written, sends)
+	}
+	// A loaded machine may make the server's pause overrun the 5 ms.
+	if answered < written*3/4 {
+		t.Errorf("%d of the %d answers whole %v before their deadline were read as answers, want all but a few", answered, written, timeout-pause)
+	}
+}
 
-	read, afterNext, slow := 0, 0, 0
-	for i, d := range log.ds {
-		n := int64(d.Intended / gap) // the send's place in the schedule
-		if !d.Written || log.shards[i] != 0 || n == sends-1 {
-			continue // a worker's, or the last, read as the run ends
+// TestAnsweredAt: an answer the loop reads is timed at the kernel's stamp
+// of its last bytes when the stamp is trusted and falls between its send
+// and its read, else when the wait that found it returned.
+func TestAnsweredAt(t *testing.T) {
+	const sent, polled, read = 10 * time.Millisecond, 30 * time.Millisecond, 31 * time.Millisecond
+	for _, c := range []struct {
+		name    string
+		stamp   time.Duration
+		trusted bool
+		want    time.Duration
+	}{
+		// Received between the send and the wait: its stamp.
+		{"before the wait", 12 * time.Millisecond, true, 12 * time.Millisecond},
+		// Received while the batch was read, after the wait returned:
+		// still its stamp, later than the wait.
+		{"during the batch", polled + 500*time.Microsecond, true, polled + 500*time.Microsecond},
+		// At the send itself: the earliest it may be.
+		{"at the send", sent, true, sent},
+		// Before its send: a wall clock's step, not a time: the wait's.
+		{"before the send", sent - time.Microsecond, true, polled},
+		// After the read: a step the other way: the wait's.
+		{"after the read", read + time.Microsecond, true, polled},
+		// The wall clock stepped since the last wait: the wait's.
+		{"not trusted", 12 * time.Millisecond, false, polled},
+	} {
+		if got := answeredAt(sent, polled, read, c.stamp, c.trusted); got != c.want {
+			t.Errorf("%s: answeredAt = %v, want %v", c.name, got, c.want)
 		}
-		read++
-		if log.offersAt[i] >= n+2 {
-			afterNext++
-		}
-		if d.Done-d.Actual > gap/2 {
-			slow++
-			t.Logf("send %d answered %v after it was sent", n, d.Done-d.Actual)
-		}
-	}
-	if read < sends/3 {
-		t.Fatalf("the dispatcher read %d answers, too few to judge", read)
-	}
-	// A loopback answer comes within microseconds of the write, but the
-	// dispatcher's poll right after it may, rarely, find it already.
-	if afterNext < read-1 {
-		t.Errorf("%d of the %d answers the dispatcher read were read after its next send, want all (but one)", afterNext, read)
-	}
-	// A stalled machine may make one answer slow.
-	if slow > 1 {
-		t.Errorf("%d of the %d answers the dispatcher read took over %v: timed when read, not when they arrived", slow, read, gap/2)
 	}
 }
 

@@ -478,6 +478,13 @@ func (d *dispatcher) dispatch() {
 		}
 		measured := s.off >= e.p.Warmup
 		drop := !e.claim(maxIn)
+		if drop && d.loop.busy() {
+			// Answers read now may free a slot: a quiet loop has read
+			// none since the last send, and a loud one none while it
+			// worked.
+			d.loop.wait(&e.crew, 0)
+			drop = !e.claim(maxIn)
+		}
 		offer := record.Offer{Type: s.typ, Due: s.off, Measured: measured, Starved: s.starved, Dropped: drop}
 		if drop {
 			e.c.Offered(offer)
@@ -613,14 +620,31 @@ func (d *dispatcher) waitUntil(off time.Duration, done <-chan struct{}) bool {
 		if left <= 0 {
 			return true
 		}
-		if d.loop.busy() && !d.loop.quiet() {
-			// Answers are awaited, and each must be read as it comes: the
-			// wait is the loop's, as precise as the sleep below, and the
-			// run's end is seen within loopWaitMax.
+		if d.loop.busy() && (!d.loop.quiet() || d.loop.deadlineBy(&e.crew, time.Since(e.start)+2*loopWaitMax)) {
+			// Answers are awaited, and each must be read as it comes (or
+			// a deadline is near, and an answer whole before it must be
+			// read before it): the wait is the loop's, as precise as the
+			// sleep below, and the run's end is seen within loopWaitMax.
 			if closed(done) {
 				return false
 			}
 			d.loop.wait(&e.crew, min(left, loopWaitMax))
+			continue
+		}
+		if d.loop.busy() && left > loopWaitMax {
+			// Quiet, but no longer than loopWaitMax without looking: at a
+			// slow rate an answer is then read (timed at its arrival)
+			// within loopWaitMax of it, and a send past its deadline left
+			// to a worker as soon as a loud loop's waits would; a fast
+			// rate's sends are closer than that.
+			d.timer.Reset(min(loopWaitMax, left-coarseMargin))
+			select {
+			case <-d.timer.C:
+			case <-done:
+				d.timer.Stop()
+				return false
+			}
+			d.loop.wait(&e.crew, 0)
 			continue
 		}
 		if left > coarseMargin {

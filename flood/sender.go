@@ -237,9 +237,10 @@ type worker struct {
 
 	// inline: the worker is the dispatcher's own (answerLoop), which makes
 	// no attempt that may wait: a second one is left to a worker (resumed).
-	// arrived is when the loop's wait returned with the answer it reads,
-	// and whole that answer's bytes, all arrived (h1's ReadArrived reads
-	// it from them).
+	// arrived is when the answer it reads was whole (the kernel's stamp
+	// of its last bytes, or when the loop's wait returned with it: see
+	// answeredAt), and whole that answer's bytes, all arrived (h1's
+	// ReadArrived reads it from them).
 	inline  bool
 	arrived time.Duration
 	whole   []byte
@@ -373,7 +374,7 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	}
 	d.Done = time.Since(e.start)
 	if w.inline {
-		d.Done = w.arrived // it was whole when the wait returned
+		d.Done = w.arrived // it was whole then, read or not
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()

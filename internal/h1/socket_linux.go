@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -93,6 +94,16 @@ func adoptSocket(raw net.Conn) net.Conn {
 		return raw
 	}
 	s := &socket{fd: -1, born: time.Now(), local: raw.LocalAddr(), peer: raw.RemoteAddr()}
+	// Stamped from the dial, not from the first unpoll: the kernel
+	// switches its stamping on a moment after the first socket asks, and
+	// a connection's first answer is a worker's, read before any loop
+	// looks at the socket. A socket the kernel will not stamp is read as
+	// before; only its answers' times are the reader's own.
+	if rc, err := tc.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			s.stamped = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil
+		})
+	}
 	var pc polledConn = tc
 	s.polled.Store(&pc)
 	return s
@@ -126,9 +137,6 @@ func (s *socket) unpoll() error {
 			return os.NewSyscallError("fcntl", dupErr)
 		}
 		s.fd = fd
-		// A socket the kernel will not stamp is read as before; only
-		// its answers' times are the reader's own.
-		s.stamped = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil
 	}
 	s.polled.Store(nil)
 	s.peeker = nil
@@ -391,6 +399,19 @@ func (s *socket) recvStamped(buf []byte) (int, int64, error) {
 	return n, receiveStamp(s.control[:oobn]), nil
 }
 
+// timespecOf reads a struct timespec as this machine's kernel lays it
+// out for SCM_TIMESTAMPNS: two 64-bit fields, or two 32-bit ones on a
+// 32-bit machine.
+func timespecOf(data []byte) (sec, nsec int64, ok bool) {
+	switch {
+	case unsafe.Sizeof(unix.Timespec{}) == 16 && len(data) >= 16:
+		return int64(binary.NativeEndian.Uint64(data)), int64(binary.NativeEndian.Uint64(data[8:])), true
+	case unsafe.Sizeof(unix.Timespec{}) == 8 && len(data) >= 8:
+		return int64(int32(binary.NativeEndian.Uint32(data))), int64(int32(binary.NativeEndian.Uint32(data[4:]))), true
+	}
+	return 0, 0, false
+}
+
 // receiveStamp is the SCM_TIMESTAMPNS stamp among the control messages in
 // oob, as Unix nanoseconds, or 0 when none is there whole.
 func receiveStamp(oob []byte) int64 {
@@ -399,10 +420,9 @@ func receiveStamp(oob []byte) int64 {
 		if err != nil {
 			return 0
 		}
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(data))
-			nsec := int64(binary.NativeEndian.Uint64(data[8:]))
-			if sec <= 0 || nsec < 0 || nsec >= 1e9 || sec >= math.MaxInt64/1_000_000_000 {
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
+			sec, nsec, ok := timespecOf(data)
+			if !ok || sec <= 0 || nsec < 0 || nsec >= 1e9 || sec >= math.MaxInt64/1_000_000_000 {
 				return 0
 			}
 			return sec*1e9 + nsec
