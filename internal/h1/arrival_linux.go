@@ -70,6 +70,9 @@ func (w Written) ArrivedAt() (time.Time, bool) {
 // Stamped reports whether the kernel stamps what arrives on s with the
 // time it received it, so that ArrivedAt tells when an answer arrived.
 func (s Socket) Stamped() bool {
+	if s.conn == nil {
+		return false // not a Written's socket
+	}
 	raw, ok := s.conn.raw.(*socket)
 	return ok && raw.stamped
 }

@@ -58,8 +58,8 @@ type socket struct {
 	// system call. Only the goroutine using the connection touches it.
 	held []byte
 	// stamped: the kernel stamps what arrives on the descriptor with the
-	// wall-clock time it received it (SO_TIMESTAMPNS, set when first
-	// unpolled), and arrived reads the stamps. heldAt is the stamp of the
+	// wall-clock time it received it (SO_TIMESTAMPNS, asked for at the
+	// dial: adoptSocket), and arrived reads the stamps. heldAt is the stamp of the
 	// last bytes arrived took (Unix nanoseconds; 0: none given), and
 	// control the buffer its stamp comes in. Only the goroutine using
 	// the connection touches them.
