@@ -631,29 +631,26 @@ func (d *dispatcher) waitUntil(off time.Duration, done <-chan struct{}) bool {
 			d.loop.wait(&e.crew, min(left, loopWaitMax))
 			continue
 		}
-		if d.loop.busy() && left > loopWaitMax {
-			// Quiet, but no longer than loopWaitMax without looking: at a
-			// slow rate an answer is then read (timed at its arrival)
-			// within loopWaitMax of it, and a send past its deadline left
-			// to a worker as soon as a loud loop's waits would; a fast
-			// rate's sends are closer than that.
-			d.timer.Reset(min(loopWaitMax, left-coarseMargin))
+		if left > coarseMargin {
+			// Quiet with answers awaited, no longer than loopWaitMax
+			// without looking: at a slow rate an answer is then read
+			// (timed at its arrival) within loopWaitMax of it, and a send
+			// past its deadline left to a worker as soon as a loud loop's
+			// waits would; a fast rate's sends are closer than that.
+			nap := left - coarseMargin
+			look := d.loop.busy() && nap > loopWaitMax
+			if look {
+				nap = loopWaitMax
+			}
+			d.timer.Reset(nap)
 			select {
 			case <-d.timer.C:
 			case <-done:
 				d.timer.Stop()
 				return false
 			}
-			d.loop.wait(&e.crew, 0)
-			continue
-		}
-		if left > coarseMargin {
-			d.timer.Reset(left - coarseMargin)
-			select {
-			case <-d.timer.C:
-			case <-done:
-				d.timer.Stop()
-				return false
+			if look {
+				d.loop.wait(&e.crew, 0)
 			}
 			continue
 		}

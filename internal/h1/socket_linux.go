@@ -392,11 +392,21 @@ func (s *socket) recvStamped(buf []byte) (int, int64, error) {
 		n, _, err := syscall.Recvfrom(s.fd, buf, syscall.MSG_DONTWAIT)
 		return n, 0, err
 	}
-	n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, s.control[:], unix.MSG_DONTWAIT)
-	if err != nil {
-		return n, 0, err
+	if len(buf) == 0 {
+		return 0, 0, nil
 	}
-	return n, receiveStamp(s.control[:oobn]), nil
+	// recvmsg by hand: unix.Recvmsg allocates on every call, and the
+	// dispatcher's loop reads every answer it reads through here.
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	msg := unix.Msghdr{Iov: &iov, Control: &s.control[0]}
+	msg.SetIovlen(1)
+	msg.SetControllen(len(s.control))
+	n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	return int(n), receiveStamp(s.control[:msg.Controllen]), nil
 }
 
 // timespecOf reads a struct timespec as this machine's kernel lays it
