@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/h1"
+	"golang.org/x/sys/unix"
 )
 
 // shardLog is a collector noting, per send, the shard its Answered came
@@ -479,4 +482,60 @@ func partsServer(t *testing.T, parts []string, pause time.Duration, firstWhole b
 		}
 	})
 	return ln.Addr().String()
+}
+
+// oneCPUChild is set in the environment of the test binary that
+// TestOneCPUDispatcherReadsItsAnswers runs under taskset(1).
+const oneCPUChild = "CROWD_TEST_ONE_CPU_CHILD"
+
+// TestOneCPUDispatcherReadsItsAnswers: a dispatcher that may run on one
+// CPU reads the answers to what it wrote itself, quiet, under the normal
+// policy (the kernel refuses it a real-time one there), and the result
+// says it had one CPU. Where the process may run on more, the test runs
+// itself again under taskset(1) on its first CPU.
+func TestOneCPUDispatcherReadsItsAnswers(t *testing.T) {
+	if os.Getenv(oneCPUChild) == "" && threadCPUs() != 1 {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			t.Skip("no taskset(1) (util-linux) to run the test on one CPU")
+		}
+		var cpus unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &cpus); err != nil {
+			t.Fatal(err)
+		}
+		first := 0
+		for !cpus.IsSet(first) {
+			first++
+		}
+		rerun(t, "TestOneCPUDispatcherReadsItsAnswers", oneCPUChild, taskset, "--cpu-list", strconv.Itoa(first))
+		return
+	}
+	if n := threadCPUs(); n != 1 {
+		t.Fatalf("the child may run on %d CPUs, want 1", n)
+	}
+	needLoopWaits(t)
+	addr := partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, false)
+	tr := NewClientTransport(TransportOptions{Client: ClientFast})
+	defer tr.CloseIdleConnections()
+	log := &shardLog{settledFunc: func(any, record.Outcome) {}}
+	const sends = 40
+	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 200), Transport: tr, Limits: Limits{MaxSends: sends},
+		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+	if d := res.Dispatcher; d.CPUs != 1 || d.RealTime() {
+		t.Errorf("the result says the dispatcher ran under %q on %d CPUs, want the normal policy on 1", d.Policy, d.CPUs)
+	}
+	written, read := 0, 0
+	for i, d := range log.ds {
+		if d.Written {
+			written++
+			if log.shards[i] == 0 {
+				read++
+			}
+		}
+	}
+	// A worker reads the first answers of a connection it dialled, and
+	// those the loop leaves as the run ends.
+	if written < sends/2 || read < written*3/4 {
+		t.Errorf("the dispatcher wrote %d of %d sends and read %d of their answers itself, want most of both", written, sends, read)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/h1"
@@ -94,9 +95,26 @@ type AlwaysReady interface {
 	AlwaysReady() bool
 }
 
+// WaitFiller is implemented by a Source that makes its requests ahead on
+// threads of its own (a pipeline's signers) and can make them on the
+// dispatcher's goroutine instead, in its waits before a send: where the
+// dispatcher has one CPU, which those threads could only take from it
+// by turns, at two context switches a send. The dispatcher of a schedule
+// that is not shared calls FillAhead in each wait with left until its
+// next send is due (FillAhead may take longer: a send it holds past its
+// time is late), never while Next runs, and calls it again while it
+// returns true. WrapSource passes it on.
+type WaitFiller interface {
+	// FillAhead makes one request ahead, when the Source wants one made
+	// on the caller and that is worth left or more, and reports whether
+	// it made one; false at once otherwise.
+	FillAhead(left time.Duration) bool
+}
+
 // WrapSource is next as the Source of a wrapper of in (next calls in.Next
 // and changes what it gives): the seams the engine finds by a Source's
-// type and that concern in, not the requests (DispatcherAware), reach in.
+// type and that concern in, not the requests (DispatcherAware,
+// WaitFiller), reach in.
 func WrapSource(in Source, next SourceFunc) Source { return wrapped{in: in, next: next} }
 
 // wrapped is WrapSource's Source.
@@ -112,6 +130,14 @@ func (w wrapped) Dispatching(thread record.Dispatcher) {
 	if a, ok := w.in.(DispatcherAware); ok {
 		a.Dispatching(thread)
 	}
+}
+
+// FillAhead tells in, when it fills in the dispatcher's waits.
+func (w wrapped) FillAhead(left time.Duration) bool {
+	if f, ok := w.in.(WaitFiller); ok {
+		return f.FillAhead(left)
+	}
+	return false
 }
 
 // Source produces the prepared requests of a run. Next is called by one

@@ -128,7 +128,7 @@ func preciseThread(realtime bool) (record.Dispatcher, func()) {
 	if err != nil {
 		was = -1 // unknown ("unknown"): left as it is
 	}
-	d := record.Dispatcher{Policy: was.String()}
+	d := record.Dispatcher{Policy: was.String(), CPUs: threadCPUs()}
 	if base := was.Base(); base != schedpolicy.Other {
 		if realtime && base != schedpolicy.FIFO && base != schedpolicy.RR && base != schedpolicy.Deadline {
 			d.Refused = "the crowd runs under the " + d.Policy + " policy, which it keeps"

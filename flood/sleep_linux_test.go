@@ -201,16 +201,7 @@ func TestDispatcherThreadRefused(t *testing.T) {
 		if err != nil {
 			t.Skip("no setpriv(1) (util-linux) to run the test without CAP_SYS_NICE")
 		}
-		cmd := exec.Command(setpriv, "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--",
-			os.Args[0], "-test.run=^TestDispatcherThreadRefused$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), refusedChild+"=1")
-		out, err := cmd.CombinedOutput()
-		switch {
-		case strings.Contains(string(out), "--- SKIP"):
-			t.Skipf("the child skipped:\n%s", out)
-		case err != nil || !strings.Contains(string(out), "--- PASS: TestDispatcherThreadRefused"):
-			t.Fatalf("the test without CAP_SYS_NICE: %v\n%s", err, out)
-		}
+		rerun(t, "TestDispatcherThreadRefused", refusedChild, setpriv, "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--")
 		return
 	}
 	if mayRaise(t) {
@@ -428,5 +419,23 @@ func TestRaiseDispatcherFallsBack(t *testing.T) {
 				t.Errorf("refused %q says %q, which does not apply", refused, tc.notRefused)
 			}
 		})
+	}
+}
+
+// rerun runs the test named name again, in a child of this test binary
+// started by prefix (a command and its arguments, before the binary's),
+// with env set to 1 in its environment; t skips when the child skipped,
+// and fails when it did not pass.
+func rerun(t *testing.T, name, env string, prefix ...string) {
+	t.Helper()
+	args := append(append([]string{}, prefix[1:]...), os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+	cmd := exec.Command(prefix[0], args...)
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "--- SKIP"):
+		t.Skipf("the child skipped:\n%s", out)
+	case err != nil || !strings.Contains(string(out), "--- PASS: "+name):
+		t.Fatalf("the child %v: %v\n%s", prefix, err, out)
 	}
 }

@@ -185,6 +185,12 @@ type Dispatcher struct {
 	// plain HTTP with the fast client on Linux, where the crowd may use
 	// two cores or more. 0 where one dispatcher ran it.
 	Threads int `json:"threads,omitempty"`
+	// CPUs is how many CPUs the dispatcher's thread could run on (its
+	// affinity: taskset, a cpuset, the machine) when the schedule began;
+	// 0 where that was not read (no thread of its own, off Linux, records
+	// made before it was kept). On one CPU a pipeline signs in the
+	// dispatcher's waits: see the traffic package's Pipeline.
+	CPUs int `json:"cpus,omitempty"`
 }
 
 // RealTime reports whether the thread ran under a real-time policy of

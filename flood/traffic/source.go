@@ -114,6 +114,8 @@ type Pipeline struct {
 	nice atomic.Int32
 	auto bool // o.Nice was NiceAuto: Dispatching sets nice
 
+	waits waitSigning // its signing in the dispatcher's waits, on one CPU
+
 	mu  sync.Mutex
 	err error
 }
@@ -165,6 +167,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{gen: gen, ch: make(chan *flood.Prepared, o.Buffer), ctx: ctx, cancel: cancel, auto: o.Nice == NiceAuto}
+	p.waits.init(signer, o.Knocker)
 	if !p.auto {
 		p.nice.Store(int32(o.Nice))
 	}
@@ -176,6 +179,9 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 			applied, restore, idle := 0, func() bool { return true }, false
 			defer func() { restore() }()
 			for ctx.Err() == nil {
+				if !p.waits.paused(ctx) {
+					return
+				}
 				if n := int(p.nice.Load()); n != applied {
 					// Back to the thread as it was, then to n: signer i
 					// on the i-th CPU. A thread that cannot be raised
@@ -186,10 +192,14 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					}
 					applied = n
 				}
+				t0 := time.Now()
 				d, err := st.Next()
 				var prep *flood.Prepared
 				if err == nil {
 					prep, err = gen.prepareAhead(signer, o.Knocker, d)
+				}
+				if !p.waits.on() {
+					p.waits.timed(time.Since(t0))
 				}
 				if err != nil {
 					p.fail(err)
@@ -241,6 +251,7 @@ func (p *Pipeline) Dispatching(thread record.Dispatcher) {
 	if p.auto {
 		p.nice.Store(int32(SignerNiceBeside(thread)))
 	}
+	p.waits.set(thread.CPUs == 1)
 }
 
 // SignerNice is the nice value the signers are asked to sign at now.
@@ -263,6 +274,14 @@ func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
 	case r := <-p.ch:
 		return r, nil
 	default:
+	}
+	if p.waits.on() && p.ctx.Err() == nil {
+		// The signers are paused: the dispatcher signs its own.
+		prep, err := p.signInWait()
+		if err == nil {
+			p.signed.Add(1)
+		}
+		return prep, err
 	}
 	select {
 	case r := <-p.ch:
@@ -317,7 +336,8 @@ func (p *Pipeline) Ready() int { return len(p.ch) }
 // Cap is the buffer's size.
 func (p *Pipeline) Cap() int { return cap(p.ch) }
 
-// Signed is how many requests the workers have signed and buffered.
+// Signed is how many requests the pipeline has signed: buffered by its
+// workers or in the dispatcher's waits, or signed in Next.
 func (p *Pipeline) Signed() int64 { return p.signed.Load() }
 
 // Close stops the workers and waits for them, then discards the requests
