@@ -242,8 +242,27 @@ func TestQuietDispatcherTimesAnswersAtArrival(t *testing.T) {
 // before its send's deadline is read before it, an answer (202), not a
 // timeout: near a deadline the quiet dispatcher wakes for each answer.
 // Looking only every loopWaitMax, it would look first after the
-// deadline, and find the answer too late.
+// deadline, and find the answer too late; and so would a dispatcher that
+// gave its whole wait to its Source's work (busyFiller, as a pipeline
+// signing in the waits with its buffer short does).
 func TestQuietDispatcherReadsBeforeADeadline(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "its waits its own", true: "beside a Source working in its waits"}[busy], func(t *testing.T) {
+			quietReadsBeforeADeadline(t, busy)
+		})
+	}
+}
+
+// busyFiller is a NextReady Source whose FillAhead always works, a
+// millisecond at a time.
+type busyFiller struct{ readySource }
+
+func (busyFiller) FillAhead(time.Duration) bool {
+	time.Sleep(time.Millisecond)
+	return true
+}
+
+func quietReadsBeforeADeadline(t *testing.T, busy bool) {
 	needAnswerLoop(t)
 	const timeout = 5 * loopWaitMax
 	pause := timeout - loopWaitMax/2 // the answer's rest, 5 ms before the deadline
@@ -252,9 +271,12 @@ func TestQuietDispatcherReadsBeforeADeadline(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	log := &shardLog{settledFunc: func(any, record.Outcome) {}}
 	const sends = 8
+	src := alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))
+	if busy {
+		src = busyFiller{src.(readySource)}
+	}
 	mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, float64(time.Second)/float64(2*timeout)), Transport: tr,
-		Limits: Limits{MaxSends: sends, Timeout: timeout},
-		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
+		Limits: Limits{MaxSends: sends, Timeout: timeout}, Source: src}, log)
 	written, answered := 0, 0
 	for _, d := range log.ds {
 		if !d.Written {
@@ -490,8 +512,9 @@ const oneCPUChild = "CROWD_TEST_ONE_CPU_CHILD"
 
 // TestOneCPUDispatcherReadsItsAnswers: a dispatcher that may run on one
 // CPU reads the answers to what it wrote itself, quiet, under the normal
-// policy (the kernel refuses it a real-time one there), and the result
-// says it had one CPU. Where the process may run on more, the test runs
+// policy (asked for: on a machine of one CPU the kernel may grant the
+// deadline policy, where taskset's one CPU of two it refuses), and the
+// result says it had one CPU. Where the process may run on more, the test runs
 // itself again under taskset(1) on its first CPU.
 func TestOneCPUDispatcherReadsItsAnswers(t *testing.T) {
 	if os.Getenv(oneCPUChild) == "" && threadCPUs() != 1 {
@@ -518,8 +541,8 @@ func TestOneCPUDispatcherReadsItsAnswers(t *testing.T) {
 	tr := NewClientTransport(TransportOptions{Client: ClientFast})
 	defer tr.CloseIdleConnections()
 	log := &shardLog{settledFunc: func(any, record.Outcome) {}}
-	const sends = 40
-	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 200), Transport: tr, Limits: Limits{MaxSends: sends},
+	const sends = 60
+	res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, 200), Transport: tr, Limits: Limits{MaxSends: sends}, Priority: PriorityNormal,
 		Source: alwaysReady.of(numbered(t, "http://"+addr+"/inbox", &eventLog{}, func(int) any { return nil }))}, log)
 	if d := res.Dispatcher; d.CPUs != 1 || d.RealTime() {
 		t.Errorf("the result says the dispatcher ran under %q on %d CPUs, want the normal policy on 1", d.Policy, d.CPUs)

@@ -629,25 +629,25 @@ func (d *dispatcher) waitUntil(off time.Duration, done <-chan struct{}) bool {
 		if left <= 0 {
 			return true
 		}
-		if d.filler != nil && !(d.loop.busy() && !d.loop.quiet()) && d.filler.FillAhead(left) {
-			// Not where each answer must be read as it comes (a loud
-			// loop's), which the Source's work would delay. A send it
-			// holds past its time is late, as the kernel's holding the
-			// thread would make it: lateness, not starvation, which
-			// counts the sends no request was ready for.
-			if closed(done) {
-				return false
-			}
+		// Answers are awaited, and each must be read as it comes (a
+		// loud loop's), or a deadline is near, and an answer whole
+		// before it must be read before it.
+		eachAnswer := d.loop.busy() && (!d.loop.quiet() || d.loop.deadlineBy(&e.crew, time.Since(e.start)+2*loopWaitMax))
+		if closed(done) {
+			return false
+		}
+		if !eachAnswer && d.filler != nil && d.filler.FillAhead(left) {
+			// Not while each answer must be read as it comes, which the
+			// Source's work would delay (a signature is far shorter than
+			// the 20 ms a deadline is near for). A send it holds past
+			// its time is late, as the kernel's holding the thread would
+			// make it: lateness, not starvation, which counts the sends
+			// no request was ready for.
 			continue
 		}
-		if d.loop.busy() && (!d.loop.quiet() || d.loop.deadlineBy(&e.crew, time.Since(e.start)+2*loopWaitMax)) {
-			// Answers are awaited, and each must be read as it comes (or
-			// a deadline is near, and an answer whole before it must be
-			// read before it): the wait is the loop's, as precise as the
-			// sleep below, and the run's end is seen within loopWaitMax.
-			if closed(done) {
-				return false
-			}
+		if eachAnswer {
+			// The wait is the loop's, as precise as the sleep below,
+			// and the run's end is seen within loopWaitMax.
 			d.loop.wait(&e.crew, min(left, loopWaitMax))
 			continue
 		}

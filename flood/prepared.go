@@ -100,10 +100,15 @@ type AlwaysReady interface {
 // dispatcher's goroutine instead, in its waits before a send: where the
 // dispatcher has one CPU, which those threads could only take from it
 // by turns, at two context switches a send. The dispatcher of a schedule
-// that is not shared calls FillAhead in each wait with left until its
-// next send is due (FillAhead may take longer: a send it holds past its
-// time is late), never while Next runs, and calls it again while it
-// returns true. WrapSource passes it on.
+// that is not shared calls FillAhead in each wait, on the goroutine that
+// calls Next but never while Next runs, with left (> 0) until its next
+// send is due, and calls it again while it returns true. FillAhead may
+// take longer than left: a send it holds past its time is late. It is
+// not called while the dispatcher must read each answer as it comes (a
+// loop that wakes for each, or an awaited send's deadline within 20 ms).
+// A Source that pauses work of its own for it (on Dispatching) must be
+// reached by FillAhead wherever Dispatching reaches it: WrapSource passes
+// both on.
 type WaitFiller interface {
 	// FillAhead makes one request ahead, when the Source wants one made
 	// on the caller and that is worth left or more, and reports whether

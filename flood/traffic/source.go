@@ -100,7 +100,10 @@ func PipelineBuffer(rate float64) int {
 // Pipeline is the default flood.Source: its workers draw activities, sign them
 // and keep a bounded buffer of ready requests full. Next takes the oldest
 // ready one, waiting when none is (the engine counts that wait, past the
-// send's intended time, as starvation). Close it when done.
+// send's intended time, as starvation). Beside a dispatcher under the
+// normal policy with one CPU the workers pause and the dispatcher signs
+// instead, in its waits (FillAhead) and in Next (see waitSigning). Close
+// it when done.
 type Pipeline struct {
 	gen    *Generator
 	ch     chan *flood.Prepared
@@ -179,7 +182,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 			applied, restore, idle := 0, func() bool { return true }, false
 			defer func() { restore() }()
 			for ctx.Err() == nil {
-				if !p.waits.paused(ctx) {
+				if !p.waits.awaitResume(ctx) {
 					return
 				}
 				if n := int(p.nice.Load()); n != applied {
@@ -245,13 +248,19 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 
 // Dispatching sets, under NiceAuto, the signers' nice value for the
 // schedule whose dispatcher runs as thread says (SignerNiceBeside); with a
-// value of its own the pipeline keeps it. It implements
+// value of its own the pipeline keeps it. Beside a dispatcher under the
+// normal policy with one CPU (thread.CPUs 1) it pauses the signers, for
+// the dispatcher to sign in its waits, until a later schedule's
+// dispatcher is another or the pipeline closes. It implements
 // flood.DispatcherAware: the engine calls it before each schedule.
 func (p *Pipeline) Dispatching(thread record.Dispatcher) {
 	if p.auto {
 		p.nice.Store(int32(SignerNiceBeside(thread)))
 	}
-	p.waits.set(thread.CPUs == 1)
+	// A real-time dispatcher takes the CPU from the signers the moment a
+	// send is due; and a deadline thread's budget (90 % of each
+	// millisecond) would throttle it, signing.
+	p.waits.set(thread.CPUs == 1 && !thread.RealTime())
 }
 
 // SignerNice is the nice value the signers are asked to sign at now.
@@ -266,7 +275,8 @@ func (p *Pipeline) fail(err error) {
 	p.cancel()
 }
 
-// Next returns a ready request, waiting for one if needed; ctx's error when
+// Next returns a ready request, waiting for one if needed (or, while the
+// signers are paused for the dispatcher, signing one); ctx's error when
 // ctx ends first; once the workers stopped and the buffer is empty, the
 // signing error that stopped them, or io.EOF after Close.
 func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
@@ -276,8 +286,11 @@ func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
 	default:
 	}
 	if p.waits.on() && p.ctx.Err() == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		// The signers are paused: the dispatcher signs its own.
-		prep, err := p.signInWait()
+		prep, err := p.signOnDispatcher()
 		if err == nil {
 			p.signed.Add(1)
 		}
@@ -308,12 +321,16 @@ func (p *Pipeline) Next(ctx context.Context) (*flood.Prepared, error) {
 func (p *Pipeline) NextReady() bool { return len(p.ch) > 0 || p.ctx.Err() != nil }
 
 // Fill waits until the buffer is full, so that a run starts with a full
-// buffer instead of racing its signers; it returns early when ctx ends or
-// the workers stopped.
+// buffer instead of racing its signers (while they are paused for the
+// dispatcher, it signs what is missing itself); it returns early when ctx
+// ends or the workers stopped.
 func (p *Pipeline) Fill(ctx context.Context) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for len(p.ch) < cap(p.ch) {
+		if ctx.Err() == nil && p.FillAhead(math.MaxInt64) {
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

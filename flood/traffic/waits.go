@@ -11,8 +11,9 @@ import (
 )
 
 // waitSigning is a Pipeline's signing in the dispatcher's waits
-// (flood.WaitFiller), which it takes up beside a dispatcher that has one
-// CPU (Dispatching), and its signers then pause for. There a signer could
+// (flood.WaitFiller), which it takes up beside a dispatcher under the
+// normal policy that has one CPU (Dispatching), and its signers then
+// pause for. There a signer could
 // only sign in the CPU time the dispatcher left it, by turns the kernel
 // switches: the dispatcher woke for each send ahead of the signer (nice
 // 19) and the signer went on after, two context switches a send. On one
@@ -26,7 +27,9 @@ import (
 // 64th, whether it fits or not: a send is then late by up to one
 // signature. The buffer so stays within a 64th of full, and a trial's
 // signed rate still says whether the signing kept up. Next signs one
-// itself when the buffer is empty.
+// itself when the buffer is empty; the engine then leaves the answers the
+// dispatcher awaits to workers (NextReady is false), as it does before
+// any Next that may take a while.
 type waitSigning struct {
 	signer *signing.Signer
 	knock  *Knocker
@@ -38,6 +41,9 @@ type waitSigning struct {
 	cost   atomic.Int64
 	mu     sync.Mutex
 	resume chan struct{} // closed when the waits are given up
+	// waiting counts the signers paused in awaitResume: a test's way to
+	// know that none is signing.
+	waiting atomic.Int32
 
 	own *Stream // the dispatcher's draws; its goroutine's alone
 }
@@ -69,9 +75,9 @@ func (w *waitSigning) set(on bool) {
 // on reports whether the dispatcher signs in its waits.
 func (w *waitSigning) on() bool { return w.active.Load() }
 
-// paused waits, for a signer, while the dispatcher signs in its waits;
-// false when ctx ends first.
-func (w *waitSigning) paused(ctx context.Context) bool {
+// awaitResume waits, for a signer, while the dispatcher signs in its
+// waits; false when ctx ends first.
+func (w *waitSigning) awaitResume(ctx context.Context) bool {
 	for w.active.Load() {
 		w.mu.Lock()
 		resume := w.resume
@@ -80,9 +86,13 @@ func (w *waitSigning) paused(ctx context.Context) bool {
 		if !active {
 			break
 		}
+		w.waiting.Add(1)
 		select {
 		case <-resume:
 		case <-ctx.Done():
+		}
+		w.waiting.Add(-1)
+		if ctx.Err() != nil {
 			return false
 		}
 	}
@@ -90,7 +100,8 @@ func (w *waitSigning) paused(ctx context.Context) bool {
 }
 
 // timed counts a signature that took d into cost, as 1.25 × the cost at
-// most: the dispatcher's first (which makes its signing context, 3.9 ms
+// most (a load and a store: two signers at once may lose one's, which
+// only weighs the other's more): the dispatcher's first (which makes its signing context, 3.9 ms
 // once) or one the kernel held up would otherwise keep the waits from
 // fitting another, and its tail (p99 twice the median) would lift the
 // average far above what most take.
@@ -113,17 +124,18 @@ func (w *waitSigning) fits(left time.Duration, ready, room int) bool {
 		return true
 	}
 	c := time.Duration(w.cost.Load())
-	return left+waitLateMax >= c
+	return left >= c-waitLateMax
 }
 
 // FillAhead signs one request into the buffer in the dispatcher's wait
 // (flood.WaitFiller), when the dispatcher has one CPU and the signature
-// fits in left or the buffer runs short (see waitSigning).
+// fits in left or the buffer runs short (see waitSigning); false at once
+// otherwise, and when the buffer is full.
 func (p *Pipeline) FillAhead(left time.Duration) bool {
 	if !p.waits.on() || p.ctx.Err() != nil || !p.waits.fits(left, len(p.ch), cap(p.ch)) {
 		return false
 	}
-	prep, err := p.signInWait()
+	prep, err := p.signOnDispatcher()
 	if err != nil {
 		return false
 	}
@@ -139,10 +151,10 @@ func (p *Pipeline) FillAhead(left time.Duration) bool {
 	}
 }
 
-// signInWait signs one request on the caller, the dispatcher: in its wait
-// or in Next, which count it. A signing error stops the pipeline, as a
-// signer's does.
-func (p *Pipeline) signInWait() (*flood.Prepared, error) {
+// signOnDispatcher signs one request on the caller, the dispatcher: in
+// its wait or in Next, which count it. A signing error stops the
+// pipeline, as a signer's does.
+func (p *Pipeline) signOnDispatcher() (*flood.Prepared, error) {
 	w := &p.waits
 	if w.own == nil {
 		w.own = p.gen.Stream()

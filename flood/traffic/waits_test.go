@@ -64,9 +64,10 @@ func TestWaitSigningCost(t *testing.T) {
 	}
 }
 
-// TestPipelineSignsInTheWaitsOnOneCPU: beside a dispatcher with one CPU
-// the signers pause and the dispatcher signs, in its waits and in Next;
-// beside one with more the signers sign again.
+// TestPipelineSignsInTheWaitsOnOneCPU: beside a dispatcher under the
+// normal policy with one CPU the signers pause and the dispatcher signs,
+// in its waits and in Next (and Fill signs itself); beside one with more
+// CPUs, or a real-time one, the signers sign again.
 func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	v := worldVerifier(w)
@@ -83,12 +84,11 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
 	// Each signer may hold one request it signed before the waits were
 	// taken up, for the first slot that frees: the buffer is emptied
-	// until none comes; then the signers sign no more.
+	// until both signers wait; then they sign no more.
 	var taken []*flood.Prepared
-	for quiet := 0; quiet < 3; {
+	for pl.waits.waiting.Load() < 2 || pl.Ready() > 0 {
 		if pl.Ready() == 0 {
-			quiet++
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 			continue
 		}
 		p, err := pl.Next(ctx)
@@ -100,6 +100,8 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	if len(taken) > pl.Cap()+2 {
 		t.Fatalf("the signers went on while the dispatcher signs: %d taken from a buffer of %d (2 signers)", len(taken), pl.Cap())
 	}
+	// A later schedule beside the same kind of dispatcher keeps them so.
+	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
 	before := pl.Signed()
 	// Next signs when the buffer is empty, FillAhead in a wait.
 	p, err := pl.Next(ctx)
@@ -114,6 +116,17 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	}
 	if pl.Ready() != pl.Cap() || pl.Signed()-before != 1+int64(pl.Cap()) {
 		t.Errorf("FillAhead with time to spare: %d of %d ready, %d signed, want it full and %d signed", pl.Ready(), pl.Cap(), pl.Signed()-before, 1+pl.Cap())
+	}
+	// Fill signs what is missing itself.
+	for range 3 {
+		p, err := pl.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = append(taken, p)
+	}
+	if err := pl.Fill(ctx); err != nil || pl.Ready() != pl.Cap() || pl.Signed()-before != 4+int64(pl.Cap()) {
+		t.Fatalf("Fill while the signers wait: %d of %d ready, %d signed, %v", pl.Ready(), pl.Cap(), pl.Signed()-before, err)
 	}
 	for pl.Ready() > 0 {
 		p, err := pl.Next(ctx)
@@ -130,17 +143,40 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	if len(seen) != len(taken) {
 		t.Errorf("%d distinct signatures of %d", len(seen), len(taken))
 	}
-	// Beside a dispatcher with two CPUs the signers fill the buffer again.
-	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 2})
-	if pl.FillAhead(time.Second) {
-		t.Error("beside two CPUs FillAhead signed")
-	}
-	if err := pl.Fill(ctx); err != nil || pl.Ready() != pl.Cap() {
-		t.Fatalf("the signers after the waits were given up: %d ready, %v", pl.Ready(), err)
+	// Beside a dispatcher with two CPUs, or a real-time one, the signers
+	// fill the buffer again.
+	for _, d := range []record.Dispatcher{{Policy: "other", CPUs: 2}, {Policy: "deadline", CPUs: 1}} {
+		pl.Dispatching(d)
+		if pl.waits.on() {
+			t.Errorf("beside %+v the dispatcher signs in its waits", d)
+		}
+		if _, err := pl.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if pl.FillAhead(time.Second) {
+			t.Errorf("beside %+v FillAhead signed", d)
+		}
+		if err := pl.Fill(ctx); err != nil || pl.Ready() != pl.Cap() {
+			t.Fatalf("the signers beside %+v: %d of %d ready, %v", d, pl.Ready(), pl.Cap(), err)
+		}
+		pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
 	}
 	// Close ends paused signers too.
-	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
-	pl.Close()
+	for pl.waits.waiting.Load() < 2 {
+		if _, err := pl.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		pl.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits on the paused signers")
+	}
 	if _, err := pl.Next(ctx); !errors.Is(err, io.EOF) {
 		t.Errorf("after Close: %v, want io.EOF", err)
 	}
