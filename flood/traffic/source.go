@@ -323,7 +323,8 @@ func (p *Pipeline) NextReady() bool { return len(p.ch) > 0 || p.ctx.Err() != nil
 // Fill waits until the buffer is full, so that a run starts with a full
 // buffer instead of racing its signers (while they are paused for the
 // dispatcher, it signs what is missing itself); it returns early when ctx
-// ends or the workers stopped.
+// ends or the workers stopped. Call it between schedules, not while a
+// dispatcher takes requests.
 func (p *Pipeline) Fill(ctx context.Context) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()

@@ -13,19 +13,18 @@ import (
 // waitSigning is a Pipeline's signing in the dispatcher's waits
 // (flood.WaitFiller), which it takes up beside a dispatcher under the
 // normal policy that has one CPU (Dispatching), and its signers then
-// pause for. There a signer could
-// only sign in the CPU time the dispatcher left it, by turns the kernel
-// switches: the dispatcher woke for each send ahead of the signer (nice
-// 19) and the signer went on after, two context switches a send. On one
-// core of the bench's (libcrypto, the null sink on the other) the flood
-// sustained 0.46-0.63 × signing alone on that core that way, and 0.78
-// signing in the waits (go run ./bench -only onecore).
+// pause for. There a signer could only sign in the CPU time the
+// dispatcher left it, by turns the kernel switches: the dispatcher woke
+// for each send ahead of the signer (nice 19) and the signer went on
+// after, two context switches a send. On one core of the bench's
+// (libcrypto, the null sink on the other) the flood sustained 0.46-0.63
+// × signing alone on that core that way, and 0.78 signing in the waits
+// (go run ./bench -only onecore).
 //
-// In a wait the dispatcher signs one request into the buffer when the
-// signature fits before the send is due (the last signatures' time, less
-// waitLateMax), or, once the buffer has run short of full by more than a
-// 64th, whether it fits or not: a send is then late by up to one
-// signature. The buffer so stays within a 64th of full, and a trial's
+// In a wait the dispatcher signs requests into the buffer, as many as fit
+// before the send is due (the last signatures' time, less waitLateMax),
+// or, once the buffer has run short of full by more than a 64th, whether
+// they fit or not: a send is then late by up to one signature. The buffer so stays within a 64th of full, and a trial's
 // signed rate still says whether the signing kept up. Next signs one
 // itself when the buffer is empty; the engine then leaves the answers the
 // dispatcher awaits to workers (NextReady is false), as it does before
@@ -38,14 +37,15 @@ type waitSigning struct {
 	// cost is the time a signature took lately, in ns (an average that
 	// weighs the last one an eighth): the signers' until the dispatcher
 	// signs, then the dispatcher's own.
-	cost   atomic.Int64
-	mu     sync.Mutex
-	resume chan struct{} // closed when the waits are given up
+	cost atomic.Int64
 	// waiting counts the signers paused in awaitResume: a test's way to
 	// know that none is signing.
 	waiting atomic.Int32
 
-	own *Stream // the dispatcher's draws; its goroutine's alone
+	mu     sync.Mutex
+	resume chan struct{} // closed when the waits are given up
+
+	own *Stream // the dispatcher's draws (and Fill's, between schedules): one goroutine's at a time
 }
 
 // waitLateMax is how late a signature in a wait may leave the send after
@@ -100,11 +100,11 @@ func (w *waitSigning) awaitResume(ctx context.Context) bool {
 }
 
 // timed counts a signature that took d into cost, as 1.25 × the cost at
-// most (a load and a store: two signers at once may lose one's, which
-// only weighs the other's more): the dispatcher's first (which makes its signing context, 3.9 ms
+// most: the dispatcher's first (which makes its signing context, 3.9 ms
 // once) or one the kernel held up would otherwise keep the waits from
 // fitting another, and its tail (p99 twice the median) would lift the
-// average far above what most take.
+// average far above what most take. A load and a store: two signers at
+// once may lose one's, which only weighs the other's more.
 func (w *waitSigning) timed(d time.Duration) {
 	c := w.cost.Load()
 	if c == 0 {
@@ -128,9 +128,9 @@ func (w *waitSigning) fits(left time.Duration, ready, room int) bool {
 }
 
 // FillAhead signs one request into the buffer in the dispatcher's wait
-// (flood.WaitFiller), when the dispatcher has one CPU and the signature
-// fits in left or the buffer runs short (see waitSigning); false at once
-// otherwise, and when the buffer is full.
+// (flood.WaitFiller), beside a dispatcher under the normal policy with
+// one CPU, when the signature fits in left or the buffer runs short (see
+// waitSigning); false at once otherwise, and when the buffer is full.
 func (p *Pipeline) FillAhead(left time.Duration) bool {
 	if !p.waits.on() || p.ctx.Err() != nil || !p.waits.fits(left, len(p.ch), cap(p.ch)) {
 		return false
