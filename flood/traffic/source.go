@@ -249,9 +249,10 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 // Dispatching sets, under NiceAuto, the signers' nice value for the
 // schedule whose dispatcher runs as thread says (SignerNiceBeside); with a
 // value of its own the pipeline keeps it. Beside a dispatcher under the
-// normal policy with one CPU (thread.CPUs 1) it pauses the signers, for
-// the dispatcher to sign in its waits, until a later schedule's
-// dispatcher is another or the pipeline closes. It implements
+// normal policy with one CPU (thread.CPUs 1), where the signatures made
+// so far were short (waitCostMax), it pauses the signers, for the
+// dispatcher to sign in its waits, until a later schedule's dispatcher is
+// another or the pipeline closes. It implements
 // flood.DispatcherAware: the engine calls it before each schedule.
 func (p *Pipeline) Dispatching(thread record.Dispatcher) {
 	if p.auto {
@@ -260,7 +261,7 @@ func (p *Pipeline) Dispatching(thread record.Dispatcher) {
 	// A real-time dispatcher takes the CPU from the signers the moment a
 	// send is due; and a deadline thread's budget (90 % of each
 	// millisecond) would throttle it, signing.
-	p.waits.set(thread.CPUs == 1 && !thread.RealTime())
+	p.waits.set(thread.CPUs == 1 && !thread.RealTime() && p.waits.short())
 }
 
 // SignerNice is the nice value the signers are asked to sign at now.

@@ -12,8 +12,8 @@ import (
 
 // waitSigning is a Pipeline's signing in the dispatcher's waits
 // (flood.WaitFiller), which it takes up beside a dispatcher under the
-// normal policy that has one CPU (Dispatching), and its signers then
-// pause for. There a signer could only sign in the CPU time the
+// normal policy that has one CPU, where a signature is short
+// (waitCostMax; see Dispatching), and its signers then pause for. There a signer could only sign in the CPU time the
 // dispatcher left it, by turns the kernel switches: the dispatcher woke
 // for each send ahead of the signer (nice 19) and the signer went on
 // after, two context switches a send. On one core of the bench's
@@ -54,6 +54,22 @@ type waitSigning struct {
 // signature up to the rate where one and a send fill the gap between two
 // sends.
 const waitLateMax = 50 * time.Microsecond
+
+// waitCostMax is the longest a signature may take, on average, for the
+// dispatcher to sign in its waits: a send one holds up is then late by
+// half the 1 ms p99 lateness the bench holds a pipeline to, at most. On
+// one core of the bench's, libcrypto's (about 0.3 ms) left a p99
+// lateness of 0.37-0.64 ms at 1 900-2 740/s, and the Go backend's (about
+// 0.85 ms) 1.03-1.21 ms at 900-1 100/s, where its signers in the
+// background left 0.06-0.07 ms at 900/s (and fell behind at 1 100/s).
+const waitCostMax = 500 * time.Microsecond
+
+// short reports whether the signatures made so far took waitCostMax or
+// less, on average; false before the first.
+func (w *waitSigning) short() bool {
+	c := time.Duration(w.cost.Load())
+	return c > 0 && c <= waitCostMax
+}
 
 func (w *waitSigning) init(signer *signing.Signer, k *Knocker) {
 	w.signer, w.knock = signer, k

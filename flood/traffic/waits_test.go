@@ -62,12 +62,23 @@ func TestWaitSigningCost(t *testing.T) {
 	if got := time.Duration(w.cost.Load()); got != 330*time.Microsecond {
 		t.Errorf("one of 4 ms: cost %v, want 330µs (1.25 × 320 counted)", got)
 	}
+	// Short enough to sign in the waits: up to waitCostMax, once known.
+	for _, c := range []struct {
+		cost time.Duration
+		want bool
+	}{{0, false}, {300 * time.Microsecond, true}, {waitCostMax, true}, {waitCostMax + time.Microsecond, false}} {
+		w.cost.Store(int64(c.cost))
+		if got := w.short(); got != c.want {
+			t.Errorf("a cost of %v: short %v, want %v", c.cost, got, c.want)
+		}
+	}
 }
 
 // TestPipelineSignsInTheWaitsOnOneCPU: beside a dispatcher under the
-// normal policy with one CPU the signers pause and the dispatcher signs,
-// in its waits and in Next (and Fill signs itself); beside one with more
-// CPUs, or a real-time one, the signers sign again.
+// normal policy with one CPU, signatures short, the signers pause and the
+// dispatcher signs, in its waits and in Next (and Fill signs itself);
+// beside one with more CPUs, or a real-time one, or with signatures
+// longer than waitCostMax, the signers sign again.
 func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	w := testWorld(t, 1, 2)
 	v := worldVerifier(w)
@@ -81,7 +92,24 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	if pl.FillAhead(time.Second) {
 		t.Fatal("before any schedule the signers sign: FillAhead signed")
 	}
-	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
+	// The test's signatures (the Go backend's, under the race detector
+	// too) are longer than waitCostMax: takeUp has the pipeline take
+	// the dispatcher's one CPU as if they were short, once no signer is
+	// timing one (each may finish one it began).
+	oneCPU := record.Dispatcher{Policy: "other", CPUs: 1}
+	takeUp := func() {
+		t.Helper()
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			pl.waits.cost.Store(int64(300 * time.Microsecond))
+			if pl.Dispatching(oneCPU); pl.waits.on() {
+				return
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatal("beside one CPU, with short signatures, the dispatcher does not sign in its waits")
+			}
+		}
+	}
+	takeUp()
 	// Each signer may hold one request it signed before the waits were
 	// taken up, for the first slot that frees: the buffer is emptied
 	// until both signers wait; then they sign no more.
@@ -101,7 +129,7 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 		t.Fatalf("the signers went on while the dispatcher signs: %d taken from a buffer of %d (2 signers)", len(taken), pl.Cap())
 	}
 	// A later schedule beside the same kind of dispatcher keeps them so.
-	pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
+	takeUp()
 	before := pl.Signed()
 	// Next signs when the buffer is empty, FillAhead in a wait.
 	p, err := pl.Next(ctx)
@@ -143,9 +171,10 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 	if len(seen) != len(taken) {
 		t.Errorf("%d distinct signatures of %d", len(seen), len(taken))
 	}
-	// Beside a dispatcher with two CPUs, or a real-time one, the signers
-	// fill the buffer again.
-	for _, d := range []record.Dispatcher{{Policy: "other", CPUs: 2}, {Policy: "deadline", CPUs: 1}} {
+	// Beside a dispatcher with two CPUs, or a real-time one, or where
+	// signatures are long, the signers fill the buffer again.
+	for _, d := range []record.Dispatcher{{Policy: "other", CPUs: 2}, {Policy: "deadline", CPUs: 1}, oneCPU} {
+		pl.waits.cost.Store(int64(waitCostMax + 100*time.Microsecond))
 		pl.Dispatching(d)
 		if pl.waits.on() {
 			t.Errorf("beside %+v the dispatcher signs in its waits", d)
@@ -159,7 +188,7 @@ func TestPipelineSignsInTheWaitsOnOneCPU(t *testing.T) {
 		if err := pl.Fill(ctx); err != nil || pl.Ready() != pl.Cap() {
 			t.Fatalf("the signers beside %+v: %d of %d ready, %v", d, pl.Ready(), pl.Cap(), err)
 		}
-		pl.Dispatching(record.Dispatcher{Policy: "other", CPUs: 1})
+		takeUp()
 	}
 	// Close ends paused signers too.
 	for pl.waits.waiting.Load() < 2 {
