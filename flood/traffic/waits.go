@@ -13,22 +13,23 @@ import (
 // waitSigning is a Pipeline's signing in the dispatcher's waits
 // (flood.WaitFiller), which it takes up beside a dispatcher under the
 // normal policy that has one CPU, where a signature is short
-// (waitCostMax; see Dispatching), and its signers then pause for. There a signer could only sign in the CPU time the
-// dispatcher left it, by turns the kernel switches: the dispatcher woke
-// for each send ahead of the signer (nice 19) and the signer went on
-// after, two context switches a send. On one core of the bench's
-// (libcrypto, the null sink on the other) the flood sustained 0.46-0.63
-// × signing alone on that core that way, and 0.78 signing in the waits
-// (go run ./bench -only onecore).
+// (waitCostMax; see Dispatching), and its signers then pause for. There
+// a signer could only sign in the CPU time the dispatcher left it, by
+// turns the kernel switches: the dispatcher woke for each send ahead of
+// the signer (nice 19) and the signer went on after, two context
+// switches a send. On one core of the bench's (libcrypto, the null sink
+// on the other) the flood sustained 0.46-0.63 × signing alone on that
+// core that way, and 0.72-0.78 signing in the waits.
 //
 // In a wait the dispatcher signs requests into the buffer, as many as fit
 // before the send is due (the last signatures' time, less waitLateMax),
 // or, once the buffer has run short of full by more than a 64th, whether
-// they fit or not: a send is then late by up to one signature. The buffer so stays within a 64th of full, and a trial's
-// signed rate still says whether the signing kept up. Next signs one
-// itself when the buffer is empty; the engine then leaves the answers the
-// dispatcher awaits to workers (NextReady is false), as it does before
-// any Next that may take a while.
+// they fit or not: a send is then late by up to one signature. The
+// buffer so stays within a 64th of full, and a trial's signed rate still
+// says whether the signing kept up. Next signs one itself when the
+// buffer is empty; the engine then leaves the answers the dispatcher
+// awaits to workers (NextReady is false), as it does before any Next
+// that may take a while.
 type waitSigning struct {
 	signer *signing.Signer
 	knock  *Knocker
