@@ -9,14 +9,16 @@ import (
 	"github.com/crowdfed/crowd/internal/schedpolicy"
 )
 
-// backgroundThread pins the calling goroutine to its own OS thread and
-// sets that thread's nice value to nice (1…19; anything else changes
-// nothing). Pipeline signers call it with the value their pipeline asks
-// for now (PipelineOptions.Nice, or under NiceAuto the dispatcher's): on a
-// machine whose cores they fill, the kernel then runs the dispatcher and
-// the senders as soon as they wake, instead of after a signer's time
-// slice. The price: every other process on the machine, a SUT beside
-// the crowd included, also runs before them.
+// backgroundThread pins the calling goroutine to its own OS thread, binds
+// that thread to one CPU, the slot-th (wrapping) of those it may run on
+// (signer i to CPU i), and sets its nice value to nice: 0 leaves the
+// crowd's own priority, 1…19 lowers it; anything else changes nothing.
+// Pipeline signers call it with the value their pipeline asks for now
+// (PipelineOptions.Nice, or under NiceAuto the dispatcher's). Lowered, on
+// a machine whose cores they fill, they let the kernel run the dispatcher
+// and the senders as soon as they wake, instead of after a signer's time
+// slice. The price: every other process on the machine, a SUT beside the
+// crowd included, also runs before them.
 //
 // At 19, the lowest, the thread also takes the SCHED_IDLE policy. Nice
 // alone does not make a waking thread run at once: the kernel lets the
@@ -25,14 +27,17 @@ import (
 // landed there (its sleeps overran by 1-4 ms a few times a second at
 // 1 500/s). A SCHED_IDLE thread is preempted by any other thread that wakes.
 //
-// The thread is also bound to one CPU, the slot-th (wrapping) of those it
-// may run on: signer i to CPU i. The kernel balances runnable threads
-// across CPUs by weight, and a thread this low weighs next to nothing (3
-// against a normal thread's 1 024 under SCHED_IDLE, 15 at nice 19), so it
-// left both signers queued on one CPU a third of the time while the other
-// sat idle: on two cores at 3 000/s, 0.3 cores idle with both signers
-// runnable, and the signers short of the rate. Bound, each signer takes
-// what its own CPU leaves.
+// Why bound: the kernel balances runnable threads across CPUs by weight,
+// and by default moves none that ran in the last half millisecond (it
+// counts it cache-hot), as a signer always has. A lowered thread weighs
+// next to nothing (3 against a normal thread's 1 024 under SCHED_IDLE, 15
+// at nice 19), and it left both signers queued on one CPU a third of the
+// time while the other sat idle: on two cores at 3 000/s, 0.3 cores idle
+// with both signers runnable. At the crowd's priority beside a real-time
+// dispatcher, which preempts the signer on its CPU at each send, the
+// machine still idled 36-48 µs a send at 3 600-3 750/s with two unbound
+// signers, under 1 µs with two bound ones (and no yield: see NewPipeline).
+// Bound, each signer takes what its own CPU leaves.
 //
 // The returned func restores the thread's policy, priority and CPUs and
 // unpins it, so the thread goes back to the runtime's pool instead of
@@ -43,11 +48,11 @@ import (
 // pinned (to exit with its goroutine) and, the CPUs restored last, as low
 // and as bound as it was.
 //
-// idle reports whether the SCHED_IDLE policy took: the kernel then hands
-// the thread's CPU to any other thread the moment it wakes, so a signer
-// yields only where its own P holds the dispatcher (see NewPipeline).
-func backgroundThread(nice, slot int) (restore func() (ok bool), idle bool) {
-	if nice < 1 || nice > 19 {
+// pinned reports whether the goroutine is pinned to the thread now: a
+// pinned goroutine that yields hands its P to another thread and waits to
+// be handed back, two thread wake-ups a yield (see NewPipeline).
+func backgroundThread(nice, slot int) (restore func() (ok bool), pinned bool) {
+	if nice < 0 || nice > 19 {
 		return func() bool { return true }, false
 	}
 	runtime.LockOSThread()
@@ -59,15 +64,29 @@ func backgroundThread(nice, slot int) (restore func() (ok bool), idle bool) {
 	if one, ok := cpus.nth(slot); err == nil && ok {
 		bound = setAffinity(tid, &one) == nil
 	}
+	unbind := func() bool {
+		if !bound || setAffinity(tid, &cpus) == nil {
+			runtime.UnlockOSThread()
+			return true
+		}
+		return false // still bound: the thread stays pinned and exits
+	}
+	if nice == 0 {
+		if !bound {
+			runtime.UnlockOSThread()
+			return func() bool { return true }, false
+		}
+		return unbind, true
+	}
 	// The raw getpriority returns 20 − nice.
 	prev, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
 	if err != nil || syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) != nil {
-		if !bound || setAffinity(tid, &cpus) == nil {
-			runtime.UnlockOSThread()
-		} // else still bound: the thread stays pinned and exits
-		return func() bool { return true }, false
+		if unbind() {
+			return func() bool { return true }, false
+		}
+		return func() bool { return false }, true
 	}
-	idle = nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
+	idle := nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
 	return func() bool {
 		if idle && schedpolicy.Set(tid, schedpolicy.Other, 0) != nil {
 			return false // still idle: the thread must not serve anyone else
@@ -75,12 +94,8 @@ func backgroundThread(nice, slot int) (restore func() (ok bool), idle bool) {
 		if syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-prev) != nil {
 			return false // still low
 		}
-		if bound && setAffinity(tid, &cpus) != nil {
-			return false // still bound
-		}
-		runtime.UnlockOSThread()
-		return true
-	}, idle
+		return unbind()
+	}, true
 }
 
 // cpuMask is a CPU affinity mask of sched_setaffinity(2), for up to 1 024

@@ -4,7 +4,9 @@ package traffic
 
 import (
 	"context"
+	"math/bits"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -16,11 +18,12 @@ import (
 
 // TestBackgroundThreadRestoresItsPriority: a signer's thread runs at the
 // nice value asked for while it signs (at 19, the lowest, under SCHED_IDLE
-// too, so any thread that wakes takes the core from it at once), bound to
-// its slot's CPU of those it may use, and is handed back with its old CPUs,
-// policy and priority (when the process may raise it again), so no
-// goroutine later scheduled on that thread runs slowly or on one CPU, and
-// no thread exits under a child process.
+// too, so any thread that wakes takes the core from it at once; at 0, the
+// crowd's own), pinned and bound to its slot's CPU of those it may use,
+// and is handed back with its old CPUs, policy and priority (when the
+// process may raise it again), so no goroutine later scheduled on that
+// thread runs slowly or on one CPU, and no thread exits under a child
+// process.
 func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("raising a priority back needs CAP_SYS_NICE")
@@ -38,6 +41,7 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 		{19, 1, schedpolicy.Idle},  // the second signer: the second CPU (the first again on one)
 		{10, 0, schedpolicy.Other}, // a nice value alone
 		{1, 5, schedpolicy.Other},  // the highest a signer may ask; a slot past the CPUs wraps
+		{0, 1, schedpolicy.Other},  // the crowd's own priority: bound all the same
 	} {
 		done := make(chan [3]state)
 		go func() {
@@ -49,10 +53,10 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 				return state{20 - prio, policy, cpus}
 			}
 			before := read()
-			restore, idle := backgroundThread(tc.nice, tc.slot)
+			restore, pinned := backgroundThread(tc.nice, tc.slot)
 			during := read()
-			if idle != (during.policy == schedpolicy.Idle) {
-				t.Errorf("nice %d: idle = %v with the policy %v", tc.nice, idle, during.policy)
+			if !pinned {
+				t.Errorf("nice %d: the goroutine is not pinned to its bound thread", tc.nice)
 			}
 			if !restore() {
 				t.Errorf("nice %d: the thread was not restored", tc.nice)
@@ -64,9 +68,13 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 		}()
 		got := <-done
 		one, ok := got[0].cpus.nth(tc.slot)
-		if !ok || got[1] != (state{tc.nice, tc.wantPolicy, one}) || got[2] != got[0] {
+		want := tc.nice
+		if want == 0 {
+			want = got[0].nice // unchanged, under `nice go test` too
+		}
+		if !ok || got[1] != (state{want, tc.wantPolicy, one}) || got[2] != got[0] {
 			t.Errorf("nice %d slot %d: {nice policy cpus} before, during, after = %v; want x, {%d %d %v}, x",
-				tc.nice, tc.slot, got, tc.nice, tc.wantPolicy, one)
+				tc.nice, tc.slot, got, want, tc.wantPolicy, one)
 		}
 	}
 }
@@ -110,29 +118,50 @@ func TestCPUMaskNth(t *testing.T) {
 	}
 }
 
-// TestBackgroundThreadDefaultLeavesPriority: with no nice value asked for
-// (the default), a signer runs at the process's own priority, on any of its
-// CPUs, so a SUT on the same machine does not starve it.
-func TestBackgroundThreadDefaultLeavesPriority(t *testing.T) {
-	for _, nice := range []int{0, -5, 20} { // unset; a raise; out of range
-		done := make(chan [2]int)
+// TestBackgroundThreadAtTheCrowdsPriority: a signer asked for no nice
+// value (0) keeps the process's priority, so a SUT on the same machine
+// does not starve it, and is bound to its slot's CPU; one asked for a
+// value out of range keeps its thread as it was, unpinned, on any of its
+// CPUs. Neither needs a privilege.
+func TestBackgroundThreadAtTheCrowdsPriority(t *testing.T) {
+	for _, tc := range []struct {
+		nice  int
+		bound bool
+	}{
+		{0, true},   // the crowd's own priority: bound, nothing else
+		{-5, false}, // a raise: nothing
+		{20, false}, // past the lowest: nothing
+	} {
+		type seen struct {
+			prio   [2]int
+			cpus   [3]cpuMask
+			pinned bool
+		}
+		done := make(chan seen)
 		go func() {
-			before, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
-			cpus, _ := getAffinity(syscall.Gettid())
-			restore, idle := backgroundThread(nice, 1)
-			if idle {
-				t.Errorf("backgroundThread(%d) says the thread is idle", nice)
+			var s seen
+			s.prio[0], _ = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+			s.cpus[0], _ = getAffinity(syscall.Gettid())
+			restore, pinned := backgroundThread(tc.nice, 1)
+			s.pinned = pinned
+			s.prio[1], _ = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+			s.cpus[1], _ = getAffinity(syscall.Gettid())
+			if !restore() {
+				t.Errorf("nice %d: the thread was not restored", tc.nice)
 			}
-			during, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
-			cpusDuring, _ := getAffinity(syscall.Gettid())
-			restore()
-			if cpusDuring != cpus {
-				t.Errorf("backgroundThread(%d) bound the thread to CPUs %v", nice, cpusDuring)
-			}
-			done <- [2]int{before, during}
+			s.cpus[2], _ = getAffinity(syscall.Gettid())
+			done <- s
 		}()
-		if got := <-done; got[0] != got[1] {
-			t.Errorf("backgroundThread(%d) changed the priority: %v", nice, got)
+		s := <-done
+		if s.prio[0] != s.prio[1] {
+			t.Errorf("backgroundThread(%d) changed the priority: %v", tc.nice, s.prio)
+		}
+		want := s.cpus[0]
+		if tc.bound {
+			want, _ = s.cpus[0].nth(1)
+		}
+		if s.cpus[1] != want || s.pinned != tc.bound || s.cpus[2] != s.cpus[0] {
+			t.Errorf("backgroundThread(%d): CPUs before, during, after %v, pinned %v; want x, %v, x, pinned %v", tc.nice, s.cpus, s.pinned, want, tc.bound)
 		}
 	}
 }
@@ -140,8 +169,8 @@ func TestBackgroundThreadDefaultLeavesPriority(t *testing.T) {
 // TestAutoPipelineFollowsTheDispatcher: under NiceAuto the signers sign at
 // the crowd's priority until a schedule starts, at 19 under SCHED_IDLE
 // beside a dispatcher that is not real-time, and back at 0 beside one
-// that is (where the process may raise them again), as the kernel shows
-// their threads.
+// that is (where the process may raise them again), each bound to a CPU
+// of its own throughout, as the kernel shows their threads.
 func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 	const workers = 2
 	w := testWorld(t, 1, 2)
@@ -149,12 +178,12 @@ func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 	defer pl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// lowered is how many of the process's threads run at 19 under
-	// SCHED_IDLE, once it is want or after a few seconds of trying: each
-	// signer moves between two signatures, so taking requests makes them
-	// sign, and one that just refilled the buffer may not have moved yet.
-	// Two requests a try: a lowered signer on a busy machine signs slowly.
-	lowered := func(want int) int {
+	// settled is count() once it is want or after a few seconds of
+	// trying: each signer moves between two signatures, so taking requests
+	// makes them sign, and one that just refilled the buffer may not have
+	// moved yet. Two requests a try: a lowered signer on a busy machine
+	// signs slowly.
+	settled := func(count func(*testing.T) int, want int) int {
 		t.Helper()
 		n := -1
 		for try := 0; try < 100 && n != want; try++ {
@@ -167,17 +196,34 @@ func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(10 * time.Millisecond)
-			n = idleThreadsAt19(t)
+			n = count(t)
 		}
 		return n
+	}
+	lowered := func(want int) int { return settled(idleThreadsAt19, want) }
+	// Each signer on a CPU of its own: as many threads bound to one CPU
+	// as signers, on two CPUs or more.
+	wantBound := workers
+	if runtime.NumCPU() < 2 {
+		wantBound = -1 // one CPU: every thread is on it
+	}
+	bound := func(when string) {
+		if wantBound < 0 {
+			return
+		}
+		if n := settled(threadsOnOneCPU, wantBound); n != wantBound {
+			t.Errorf("%s: %d threads bound to one CPU, want the %d signers", when, n, wantBound)
+		}
 	}
 	if n := lowered(0); n != 0 {
 		t.Errorf("before any schedule: %d threads lowered, want none", n)
 	}
+	bound("before any schedule")
 	pl.Dispatching(record.Dispatcher{Policy: "other"})
 	if n := lowered(workers); n != workers || pl.SignerNice() != 19 {
 		t.Errorf("beside a dispatcher under the normal policy: %d threads lowered (asked %d), want the %d signers at 19", n, pl.SignerNice(), workers)
 	}
+	bound("beside a dispatcher under the normal policy")
 	if os.Geteuid() != 0 {
 		t.Skip("raising the signers back needs CAP_SYS_NICE")
 	}
@@ -185,10 +231,33 @@ func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 	if n := lowered(0); n != 0 || pl.SignerNice() != 0 {
 		t.Errorf("beside a real-time dispatcher: %d threads lowered (asked %d), want none", n, pl.SignerNice())
 	}
+	bound("beside a real-time dispatcher")
 }
 
 // idleThreadsAt19 counts the process's threads at nice 19 under SCHED_IDLE.
 func idleThreadsAt19(t *testing.T) int {
+	return countThreads(t, func(tid int) bool {
+		prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+		policy, perr := schedpolicy.Of(tid)
+		return err == nil && perr == nil && 20-prio == 19 && policy.Base() == schedpolicy.Idle
+	})
+}
+
+// threadsOnOneCPU counts the process's threads that may run on one CPU
+// only.
+func threadsOnOneCPU(t *testing.T) int {
+	return countThreads(t, func(tid int) bool {
+		cpus, err := getAffinity(tid)
+		ones := 0
+		for _, w := range cpus {
+			ones += bits.OnesCount64(w)
+		}
+		return err == nil && ones == 1
+	})
+}
+
+// countThreads counts the process's threads that are as is says.
+func countThreads(t *testing.T, is func(tid int) bool) int {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -196,13 +265,7 @@ func idleThreadsAt19(t *testing.T) int {
 	}
 	n := 0
 	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			continue
-		}
-		prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
-		policy, perr := schedpolicy.Of(tid)
-		if err == nil && perr == nil && 20-prio == 19 && policy.Base() == schedpolicy.Idle {
+		if tid, err := strconv.Atoi(task.Name()); err == nil && is(tid) {
 			n++
 		}
 	}

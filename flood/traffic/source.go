@@ -30,8 +30,8 @@ type PipelineOptions struct {
 	// Date ages while it waits (see PipelineBuffer).
 	Buffer int
 	// Nice, 1…19, lowers the signers' OS priority (Linux; 0 leaves it);
-	// 19 also gives their threads the SCHED_IDLE policy, and a lowered
-	// signer is bound to a CPU of its own while it signs.
+	// 19 also gives their threads the SCHED_IDLE policy. At any of
+	// 0…19 each signer is bound to a CPU of its own while it signs.
 	// On a machine the crowd has to itself whose dispatcher is not
 	// real-time it keeps sends on time while the signers fill every core
 	// (a real-time dispatcher takes the core when a send is due whatever
@@ -179,7 +179,8 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			applied, restore, idle := 0, func() bool { return true }, false
+			// applied is the nice value the thread was set to; -1: none yet.
+			applied, restore, pinned := -1, func() bool { return true }, false
 			defer func() { restore() }()
 			for ctx.Err() == nil {
 				if !p.waits.awaitResume(ctx) {
@@ -187,11 +188,11 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				}
 				if n := int(p.nice.Load()); n != applied {
 					// Back to the thread as it was, then to n: signer i
-					// on the i-th CPU. A thread that cannot be raised
+					// bound to the i-th CPU. A thread that cannot be raised
 					// again (no CAP_SYS_NICE) stays as it is, pinned,
 					// bound and low, for the pipeline's life.
 					if restore() {
-						restore, idle = backgroundThread(n, i)
+						restore, pinned = backgroundThread(n, i)
 					}
 					applied = n
 				}
@@ -223,21 +224,27 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 				// signature has no scheduling point in its ~0.8 ms, and
 				// libcrypto's gives its P up only inside the cgo call.
 				//
-				// Not needed on an idle-policy thread that sent to a
-				// buffer holding others: the kernel takes the CPU from it
-				// for any thread that wakes, and PipelineProcs leaves the
-				// dispatcher and the senders Ps of their own. There the
-				// yield only cost: a pinned goroutine's yield hands it to
-				// another thread and back, two wake-ups a signature.
-				// Without them, trials of the bench's pipeline flood signed
-				// 10 % more above its maximum, and the flood's other threads
-				// took 11-18 % less CPU at 2 300/s.
+				// Not needed by a goroutine pinned to its bound thread
+				// that sent to a buffer holding others: PipelineProcs
+				// leaves the dispatcher and the senders Ps of their own,
+				// and the kernel gives a real-time dispatcher the CPU the
+				// moment it wakes, whatever the signer's nice value (and
+				// any thread that wakes, beside a signer under
+				// SCHED_IDLE). There the yield only cost: a pinned
+				// goroutine's yield hands it to another thread and back,
+				// two wake-ups a signature. Without them, at 19, trials of
+				// the bench's pipeline flood signed 10 % more above its
+				// maximum, and the flood's other threads took 11-18 % less
+				// CPU at 2 300/s; at 0 beside a real-time dispatcher, two
+				// bound signers sustained 3 750/s in four trials of four,
+				// with the yield in none of two (the kernel's share of the
+				// flood's CPU 8-10 % against 27-30 %).
 				//
 				// Still needed after a send to an empty buffer: the
 				// dispatcher it readied waits on this P's run queue, and
 				// without a yield only the runtime's 10 ms preemption
 				// would free it from behind a Go-backend signature.
-				if !idle || dispatcherWaits {
+				if !pinned || dispatcherWaits {
 					runtime.Gosched()
 				}
 			}
