@@ -50,10 +50,11 @@ import (
 //
 // pinned reports whether the goroutine is pinned to the thread now: a
 // pinned goroutine that yields hands its P to another thread and waits to
-// be handed back, two thread wake-ups a yield (see NewPipeline).
-func backgroundThread(nice, slot int) (restore func() (ok bool), pinned bool) {
+// be handed back, two thread wake-ups a yield (see signerYields). idle
+// reports whether the SCHED_IDLE policy took.
+func backgroundThread(nice, slot int) (restore func() (ok bool), pinned, idle bool) {
 	if nice < 0 || nice > 19 {
-		return func() bool { return true }, false
+		return func() bool { return true }, false, false
 	}
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
@@ -74,19 +75,19 @@ func backgroundThread(nice, slot int) (restore func() (ok bool), pinned bool) {
 	if nice == 0 {
 		if !bound {
 			runtime.UnlockOSThread()
-			return func() bool { return true }, false
+			return func() bool { return true }, false, false
 		}
-		return unbind, true
+		return unbind, true, false
 	}
 	// The raw getpriority returns 20 − nice.
 	prev, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
 	if err != nil || syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) != nil {
 		if unbind() {
-			return func() bool { return true }, false
+			return func() bool { return true }, false, false
 		}
-		return func() bool { return false }, true
+		return unbind, true, false // still bound: tried again at restore
 	}
-	idle := nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
+	idle = nice == 19 && schedpolicy.Set(tid, schedpolicy.Idle, 0) == nil
 	return func() bool {
 		if idle && schedpolicy.Set(tid, schedpolicy.Other, 0) != nil {
 			return false // still idle: the thread must not serve anyone else
@@ -95,7 +96,7 @@ func backgroundThread(nice, slot int) (restore func() (ok bool), pinned bool) {
 			return false // still low
 		}
 		return unbind()
-	}, true
+	}, true, idle
 }
 
 // cpuMask is a CPU affinity mask of sched_setaffinity(2), for up to 1 024

@@ -4,6 +4,6 @@ package traffic
 
 // backgroundThread does nothing off Linux, where the crowd sets no thread
 // priorities.
-func backgroundThread(nice, slot int) (restore func() (ok bool), pinned bool) {
-	return func() bool { return true }, false
+func backgroundThread(nice, slot int) (restore func() (ok bool), pinned, idle bool) {
+	return func() bool { return true }, false, false
 }

@@ -53,10 +53,13 @@ func TestBackgroundThreadRestoresItsPriority(t *testing.T) {
 				return state{20 - prio, policy, cpus}
 			}
 			before := read()
-			restore, pinned := backgroundThread(tc.nice, tc.slot)
+			restore, pinned, idle := backgroundThread(tc.nice, tc.slot)
 			during := read()
 			if !pinned {
 				t.Errorf("nice %d: the goroutine is not pinned to its bound thread", tc.nice)
+			}
+			if idle != (during.policy == schedpolicy.Idle) {
+				t.Errorf("nice %d: idle = %v with the policy %v", tc.nice, idle, during.policy)
 			}
 			if !restore() {
 				t.Errorf("nice %d: the thread was not restored", tc.nice)
@@ -142,7 +145,10 @@ func TestBackgroundThreadAtTheCrowdsPriority(t *testing.T) {
 			var s seen
 			s.prio[0], _ = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
 			s.cpus[0], _ = getAffinity(syscall.Gettid())
-			restore, pinned := backgroundThread(tc.nice, 1)
+			restore, pinned, idle := backgroundThread(tc.nice, 1)
+			if idle {
+				t.Errorf("backgroundThread(%d) says the thread is idle", tc.nice)
+			}
 			s.pinned = pinned
 			s.prio[1], _ = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
 			s.cpus[1], _ = getAffinity(syscall.Gettid())
@@ -220,6 +226,9 @@ func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 	}
 	bound("before any schedule")
 	pl.Dispatching(record.Dispatcher{Policy: "other"})
+	if pl.realTime.Load() {
+		t.Error("beside a dispatcher under the normal policy: the signers think it real-time")
+	}
 	if n := lowered(workers); n != workers || pl.SignerNice() != 19 {
 		t.Errorf("beside a dispatcher under the normal policy: %d threads lowered (asked %d), want the %d signers at 19", n, pl.SignerNice(), workers)
 	}
@@ -228,6 +237,9 @@ func TestAutoPipelineFollowsTheDispatcher(t *testing.T) {
 		t.Skip("raising the signers back needs CAP_SYS_NICE")
 	}
 	pl.Dispatching(record.Dispatcher{Policy: "deadline"})
+	if !pl.realTime.Load() {
+		t.Error("beside a real-time dispatcher: the signers do not know it")
+	}
 	if n := lowered(0); n != 0 || pl.SignerNice() != 0 {
 		t.Errorf("beside a real-time dispatcher: %d threads lowered (asked %d), want none", n, pl.SignerNice())
 	}
@@ -256,7 +268,7 @@ func threadsOnOneCPU(t *testing.T) int {
 	})
 }
 
-// countThreads counts the process's threads that are as is says.
+// countThreads counts the process's threads for which is reports true.
 func countThreads(t *testing.T, is func(tid int) bool) int {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")

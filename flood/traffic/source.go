@@ -116,6 +116,9 @@ type Pipeline struct {
 	// thread to it between two signatures.
 	nice atomic.Int32
 	auto bool // o.Nice was NiceAuto: Dispatching sets nice
+	// realTime: the last schedule's dispatcher runs under a real-time
+	// policy (Dispatching), which takes a signer's CPU the moment it wakes.
+	realTime atomic.Bool
 
 	waits waitSigning // its signing in the dispatcher's waits, on one CPU
 
@@ -180,7 +183,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 		go func() {
 			defer p.wg.Done()
 			// applied is the nice value the thread was set to; -1: none yet.
-			applied, restore, pinned := -1, func() bool { return true }, false
+			applied, restore, pinned, idle := -1, func() bool { return true }, false, false
 			defer func() { restore() }()
 			for ctx.Err() == nil {
 				if !p.waits.awaitResume(ctx) {
@@ -192,7 +195,7 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					// again (no CAP_SYS_NICE) stays as it is, pinned,
 					// bound and low, for the pipeline's life.
 					if restore() {
-						restore, pinned = backgroundThread(n, i)
+						restore, pinned, idle = backgroundThread(n, i)
 					}
 					applied = n
 				}
@@ -219,38 +222,40 @@ func NewPipeline(gen *Generator, signer *signing.Signer, o PipelineOptions) *Pip
 					gen.discard(prep)
 					return
 				}
-				// Yielding lets the thread and P that run this goroutine
-				// serve others between signatures. The Go backend's
-				// signature has no scheduling point in its ~0.8 ms, and
-				// libcrypto's gives its P up only inside the cgo call.
-				//
-				// Not needed by a goroutine pinned to its bound thread
-				// that sent to a buffer holding others: PipelineProcs
-				// leaves the dispatcher and the senders Ps of their own,
-				// and the kernel gives a real-time dispatcher the CPU the
-				// moment it wakes, whatever the signer's nice value (and
-				// any thread that wakes, beside a signer under
-				// SCHED_IDLE). There the yield only cost: a pinned
-				// goroutine's yield hands it to another thread and back,
-				// two wake-ups a signature. Without them, at 19, trials of
-				// the bench's pipeline flood signed 10 % more above its
-				// maximum, and the flood's other threads took 11-18 % less
-				// CPU at 2 300/s; at 0 beside a real-time dispatcher, two
-				// bound signers sustained 3 750/s in four trials of four,
-				// with the yield in none of two (the kernel's share of the
-				// flood's CPU 8-10 % against 27-30 %).
-				//
-				// Still needed after a send to an empty buffer: the
-				// dispatcher it readied waits on this P's run queue, and
-				// without a yield only the runtime's 10 ms preemption
-				// would free it from behind a Go-backend signature.
-				if !pinned || dispatcherWaits {
+				if signerYields(pinned, idle, p.realTime.Load(), dispatcherWaits) {
 					runtime.Gosched()
 				}
 			}
 		}()
 	}
 	return p
+}
+
+// signerYields reports whether a signer yields its goroutine after
+// sending a request to the buffer. Yielding lets the thread and P that run
+// it serve others between signatures: the Go backend's signature has no
+// scheduling point in its ~0.8 ms, and libcrypto's gives its P up only
+// inside the cgo call; and a pinned goroutine's yield puts its thread to
+// sleep, which hands the CPU to the threads waiting for it.
+//
+// Not needed by a goroutine pinned to its thread (pinned) where the kernel
+// hands the CPU over anyway, to any thread that wakes beside a signer
+// under SCHED_IDLE (idle) and to a real-time dispatcher the moment it
+// wakes whatever the signer's nice value (realTime), when the buffer held
+// others: PipelineProcs leaves the dispatcher and the senders Ps of their
+// own. There the yield only cost, as a pinned goroutine's yield hands it
+// to another thread and back, two wake-ups a signature. Without them, at
+// 19, trials of the bench's pipeline flood signed 10 % more above its
+// maximum, and the flood's other threads took 11-18 % less CPU at
+// 2 300/s; at 0 beside a real-time dispatcher, two bound signers
+// sustained 3 750/s in four trials of four, with the yield in none of two
+// (the kernel's share of the flood's CPU 8-10 % against 27-30 %).
+//
+// Still needed after a send to an empty buffer (dispatcherWaits): the
+// dispatcher it readied may wait on this P's run queue, behind a
+// Go-backend signature.
+func signerYields(pinned, idle, realTime, dispatcherWaits bool) bool {
+	return !pinned || !(idle || realTime) || dispatcherWaits
 }
 
 // Dispatching sets, under NiceAuto, the signers' nice value for the
@@ -265,6 +270,7 @@ func (p *Pipeline) Dispatching(thread record.Dispatcher) {
 	if p.auto {
 		p.nice.Store(int32(SignerNiceBeside(thread)))
 	}
+	p.realTime.Store(thread.RealTime())
 	// A real-time dispatcher takes the CPU from the signers the moment a
 	// send is due; and a deadline thread's budget (90 % of each
 	// millisecond) would throttle it, signing.

@@ -455,3 +455,31 @@ func TestParseSignerNice(t *testing.T) {
 		}
 	}
 }
+
+// TestSignerYields: a signer yields after each signature unless its
+// goroutine is pinned to a thread the kernel takes the CPU from anyway
+// (under SCHED_IDLE, or beside a real-time dispatcher), and always after
+// readying a dispatcher that waited on an empty buffer.
+func TestSignerYields(t *testing.T) {
+	for _, c := range []struct {
+		name                                    string
+		pinned, idle, realTime, dispatcherWaits bool
+		want                                    bool
+	}{
+		// The runtime's goroutine: its P serves others between signatures.
+		{"unpinned", false, false, true, false, true},
+		// At 19 under SCHED_IDLE: any thread that wakes takes the CPU.
+		{"idle", true, true, false, false, false},
+		// At 0 beside a real-time dispatcher: it takes the CPU as it wakes.
+		{"beside a real-time dispatcher", true, false, true, false, false},
+		// A nice value beside a normal dispatcher: the yield hands the CPU over.
+		{"pinned, neither", true, false, false, false, true},
+		// The dispatcher readied on this P: it must not wait behind a signature.
+		{"idle, dispatcher waits", true, true, false, true, true},
+		{"real-time, dispatcher waits", true, false, true, true, true},
+	} {
+		if got := signerYields(c.pinned, c.idle, c.realTime, c.dispatcherWaits); got != c.want {
+			t.Errorf("%s: signerYields = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
