@@ -180,3 +180,73 @@ func TestWriteHeadRefusesAnotherBody(t *testing.T) {
 		t.Errorf("%d connections rest, want 1", n)
 	}
 }
+
+// signedPost is a request as the flood signs one: a POST to an inbox with
+// the headers of a draft-cavage signature, about 1 KB of head.
+func signedPost() *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/users/alice/inbox", nil)
+	req.ContentLength = 1200
+	req.Header = http.Header{
+		"Accept":       {"application/activity+json"},
+		"Content-Type": {"application/activity+json"},
+		"Date":         {"Wed, 02 Dec 2026 16:00:00 GMT"},
+		"Digest":       {"SHA-256=" + strings.Repeat("A", 43) + "="},
+		"Host":         {"127.0.0.1:8080"},
+		"User-Agent":   {"crowd/1 (+https://flood1.test/)"},
+		"Signature": {`keyId="https://flood1.test/users/a#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="` +
+			strings.Repeat("B", 342) + `=="`},
+	}
+	return req
+}
+
+// TestHeadCapHoldsTheHead: NewHead makes a head's wire in the one
+// allocation headCap sizes, never grown, for the requests the crowd sends
+// and the edges of the request line.
+func TestHeadCapHoldsTheHead(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		req  func() *http.Request
+	}{
+		// The flood's signed POST.
+		{"signed POST", signedPost},
+		// A GET with a query and no body: no Content-Length on the wire.
+		{"GET with a query", func() *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/.well-known/webfinger?resource=acct:a@flood1.test", nil)
+			return req
+		}},
+		// A Host other than the URL's, and a field of two values.
+		{"host and two values", func() *http.Request {
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/inbox", nil)
+			req.Host = "flood1.test"
+			req.Header = http.Header{"Accept": {" a ", "b\t"}}
+			return req
+		}},
+		// No method: written as GET, longer than the empty one asked.
+		{"no method", func() *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+			req.Method = ""
+			return req
+		}},
+	} {
+		req := c.req()
+		h, err := NewHead(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := headCap(req); len(h.wire) > want || cap(h.wire) != want {
+			t.Errorf("%s: a head of %d bytes in a wire of capacity %d; want at most %d, in that capacity", c.name, len(h.wire), cap(h.wire), want)
+		}
+	}
+}
+
+// BenchmarkNewHead: making the flood's signed POST's head, as a pipeline
+// does once a send.
+func BenchmarkNewHead(b *testing.B) {
+	req := signedPost()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewHead(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
