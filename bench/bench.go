@@ -53,6 +53,8 @@ func newBench(ctx context.Context, cfg config, args []string, log io.Writer) (*b
 		}
 	}()
 	b.logf("load average %s; keys in %s", orDash(b.rep.Machine.LoadBefore), cfg.State)
+	b.rep.Machine.Kernel = measureKernelCosts(kernelFaultPages, kernelSyscalls, kernelRoundTrips)
+	b.logf("kernel entries: %s", b.rep.Machine.Kernel)
 	switch cfg.Client {
 	case clientWrk:
 		if b.wrk, err = findWrk(ctx); err != nil {

@@ -219,7 +219,9 @@ func (b *bench) combinedRow(ctx context.Context, pipe *search, half *sendHalf, s
 		b.logTrial(same)
 		cpu := cpuBudget{Cores: runtime.NumCPU(), Rate: at, Pipeline: pt.CPUPerSend, Send: same.CPUPerSend, SendKernel: same.KernelShare,
 			Sign: float64(runtime.NumCPU()) * 1e6 / sign, PipelineSink: pt.SinkCPUPerSend, SendSink: same.SinkCPUPerSend,
-			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend, PipelineCores: pt.CoresPerSend}
+			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend, PipelineCores: pt.CoresPerSend,
+			PipelineFaults: pt.FaultsPerSend, PipelineSwitches: pt.SwitchesPerSend, SendFaults: same.FaultsPerSend,
+			SendSwitches: same.SwitchesPerSend, Kernel: b.rep.Machine.Kernel}
 		details["cpu_budget"] = cpu
 		row.Notes = fmt.Sprintf("%s; %s at %s", row.Notes, cpu, formatValue(at, "/s"))
 	}
@@ -245,7 +247,10 @@ func trialAt(trials []outcome, rate float64) *outcome {
 // pipeline's process spends beyond the presigned flood's and a signature
 // is its coordination. PipelineCores is the cores' whole time a pipeline
 // send had (Cores × its trial's wall time ÷ its sends), what the parts
-// share; where it was not timed, Cores × 10⁶ ÷ Rate stands in. A part not
+// share; where it was not timed, Cores × 10⁶ ÷ Rate stands in. The
+// flood process's page faults and context switches a send (Pipeline…,
+// Send…) are the kernel entries that make the same send dearer on one
+// machine than another, priced by Kernel, this machine's. A part not
 // measured (the sink and idle time outside Linux) is zero.
 type cpuBudget struct {
 	Cores                            int
@@ -254,6 +259,9 @@ type cpuBudget struct {
 	PipelineSink, SendSink           float64
 	PipelineIdle, SendIdle           float64
 	PipelineCores                    float64
+	PipelineFaults, PipelineSwitches float64
+	SendFaults, SendSwitches         float64
+	Kernel                           kernelCosts
 }
 
 // SameRateCeiling is the combined ceiling at the costs of this rate:
@@ -275,6 +283,7 @@ func (c cpuBudget) SameRateCeiling() float64 {
 func (c cpuBudget) String() string {
 	s := fmt.Sprintf("the flood process's CPU per send (getrusage): pipeline %.1f µs, presigned flood at the same rate %.1f µs (%.0f %% in the kernel), a signature %.1f µs, the rest %.1f µs",
 		c.Pipeline, c.Send, 100*c.SendKernel, c.Sign, c.Pipeline-c.Send-c.Sign)
+	s += c.entries()
 	if c.SameRateCeiling() == 0 || c.Rate <= 0 {
 		return s
 	}
@@ -285,6 +294,20 @@ func (c cpuBudget) String() string {
 	return s + fmt.Sprintf("; of the %.1f µs of all cores a send had at that rate, the pipeline's went to its process %.1f, the null sink %.1f, idle %.1f, the rest (other processes, interrupts) %.1f; the presigned flood's to its process %.1f, the sink %.1f, idle %.1f; at these same-rate costs the combined ceiling is %s (%d × 10⁶ ÷ (signature + presigned process + sink)), the pipeline %.2f × it",
 		all, c.Pipeline, c.PipelineSink, c.PipelineIdle, all-c.Pipeline-c.PipelineSink-c.PipelineIdle,
 		c.Send, c.SendSink, c.SendIdle, formatValue(c.SameRateCeiling(), "/s"), c.Cores, c.Rate/c.SameRateCeiling())
+}
+
+// entries is the budget's kernel entries, as a clause ("" when neither
+// flood's were counted), priced where the machine's costs were measured.
+func (c cpuBudget) entries() string {
+	if c.PipelineFaults+c.PipelineSwitches+c.SendFaults+c.SendSwitches <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; its kernel entries per send: the pipeline %.2f page faults and %.2f context switches, the presigned flood at the same rate %.2f and %.2f",
+		c.PipelineFaults, c.PipelineSwitches, c.SendFaults, c.SendSwitches)
+	if c.Kernel.Measured() {
+		s += fmt.Sprintf(" (here %s: the pipeline's faults %.1f µs a send)", c.Kernel, c.PipelineFaults*c.Kernel.Fault)
+	}
+	return s
 }
 
 // floodConns is how many connections the flood used at its maximum (its

@@ -266,6 +266,30 @@ func TestCPUPerSend(t *testing.T) {
 	}
 }
 
+// TestEntriesPerSend: faults and switches are counted per send of the
+// whole timeline, as the CPU is.
+func TestEntriesPerSend(t *testing.T) {
+	tl := []record.Tick{{T: 1, Sent: 1000, Warmup: true}, {T: 2, Sent: 3000}}
+	for _, tc := range []struct {
+		name                 string
+		before, after        kernelEntries
+		wantFaults, wantSwit float64
+	}{
+		// 2 000 faults and 8 000 switches over 4 000 sends.
+		{"counted", kernelEntries{100, 50}, kernelEntries{2100, 8050}, 0.5, 2},
+		// getrusage failed after (zero): no figure, not a negative one.
+		{"no reading", kernelEntries{100, 50}, kernelEntries{}, 0, 0},
+	} {
+		f, s := tc.after.perSend(tc.before, tl)
+		if f != tc.wantFaults || s != tc.wantSwit {
+			t.Errorf("%s: %v faults, %v switches a send; want %v, %v", tc.name, f, s, tc.wantFaults, tc.wantSwit)
+		}
+	}
+	if got := perSent(10, nil); got != 0 {
+		t.Errorf("no sends: %v a send, want 0", got)
+	}
+}
+
 // TestTrialAt: the CPU budget reads the pipeline's last trial at the rate
 // that kept pace, never a failed try of the same rate.
 func TestTrialAt(t *testing.T) {
@@ -317,6 +341,15 @@ func TestSameRateCeiling(t *testing.T) {
 		// The sink's CPU was not read (not Linux): no same-rate ceiling,
 		// and the notes stop at the process's own budget.
 		{"no sink reading", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300}, 0, "the rest 40.0 µs"},
+		// The kernel entries were counted and the machine's costs
+		// measured: the pipeline's 0.9 faults a send at 10 µs each are
+		// 9 µs of its CPU.
+		{"kernel entries priced", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300,
+			PipelineFaults: 0.9, PipelineSwitches: 4.1, SendFaults: 0.2, SendSwitches: 2, Kernel: kernelCosts{Fault: 10, Syscall: 1, Wake: 12}},
+			0, "the rest 40.0 µs; its kernel entries per send: the pipeline 0.90 page faults and 4.10 context switches, the presigned flood at the same rate 0.20 and 2.00 (here a page fault 10.00 µs, a system call 1.00 µs, a thread woken through a pipe 12.0 µs: the pipeline's faults 9.0 µs a send)"},
+		// Counted, but the machine's costs were not measured: counts only.
+		{"kernel entries unpriced", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineFaults: 0.9, PipelineSwitches: 4.1},
+			0, "the presigned flood at the same rate 0.00 and 0.00"},
 	} {
 		if got := tc.b.SameRateCeiling(); math.Abs(got-tc.want) > 1e-6 {
 			t.Errorf("%s: SameRateCeiling = %v, want %v", tc.name, got, tc.want)

@@ -32,16 +32,51 @@ func processCPUOf(pid int) cpuTimes {
 	return parseProcStat(string(b))
 }
 
-// parseProcStat reads utime and stime from a /proc/pid/stat line: the
-// 14th and 15th fields, counted after the command name, which is in
-// parentheses and may itself hold spaces and parentheses.
-func parseProcStat(line string) cpuTimes {
+// processFaultsOf is process pid's minor page faults so far, from
+// /proc/pid/stat (zero where it cannot be read).
+func processFaultsOf(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	return parseProcFaults(string(b))
+}
+
+// statFields is a /proc/pid/stat line's fields after the command name,
+// which is in parentheses and may itself hold spaces and parentheses:
+// the first is the state, the line's 3rd field. Nil when there is no
+// name or too few fields to hold the CPU times (the 15th).
+func statFields(line string) []string {
 	i := strings.LastIndexByte(line, ')')
 	if i < 0 {
-		return cpuTimes{}
+		return nil
 	}
-	f := strings.Fields(line[i+1:]) // f[0] is the state, the 3rd field
+	f := strings.Fields(line[i+1:])
 	if len(f) < 13 {
+		return nil
+	}
+	return f
+}
+
+// parseProcFaults reads minflt, the 10th field, from a /proc/pid/stat
+// line (zero when it cannot).
+func parseProcFaults(line string) float64 {
+	f := statFields(line)
+	if f == nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(f[7], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return float64(n)
+}
+
+// parseProcStat reads utime and stime from a /proc/pid/stat line: the
+// 14th and 15th fields.
+func parseProcStat(line string) cpuTimes {
+	f := statFields(line)
+	if f == nil {
 		return cpuTimes{}
 	}
 	user, err1 := strconv.ParseUint(f[11], 10, 64)

@@ -36,6 +36,60 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
+// TestParseProcFaults: minflt is the 10th field of /proc/pid/stat,
+// counted after the command name as the CPU times are.
+func TestParseProcFaults(t *testing.T) {
+	const tail = " S 1 2 3 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 100 0 0"
+	for _, tc := range []struct {
+		name string
+		line string
+		want float64
+	}{
+		// A plain name: 100 minor faults (the 9th field is flags).
+		{"plain name", "1234 (bench)" + tail, 100},
+		// A name that looks like fields: the last parenthesis ends it.
+		{"name with ') 7 8 9'", "1234 (a) 7 8 9)" + tail, 100},
+		// A line cut short before the CPU times: no reading.
+		{"truncated", "1234 (bench) S 1 2 3 0 -1 4194560 100", 0},
+		// A count that is not a number.
+		{"garbled count", "1234 (bench) S 1 2 3 0 -1 4194560 x 0 0 0 250 75 0", 0},
+		// Not a stat line.
+		{"no name", "1234 bench S", 0},
+	} {
+		if got := parseProcFaults(tc.line); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestProcessFaultsOfCountsTouchedPages: touching fresh pages shows in
+// this process's /proc count of minor faults and in getrusage's alike,
+// so the sink's faults and the flood's are read on one scale.
+func TestProcessFaultsOfCountsTouchedPages(t *testing.T) {
+	const pages = 512
+	mem, err := unix.Mmap(-1, 0, pages*unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	proc, self := processFaultsOf(os.Getpid()), processEntries()
+	for i := 0; i < len(mem); i += unix.Getpagesize() {
+		mem[i] = 1
+	}
+	procAfter, selfAfter := processFaultsOf(os.Getpid()), processEntries()
+	// Other goroutines may fault meanwhile, and transparent huge pages
+	// would map the region in fewer faults: at least one, at most a few
+	// hundred more than the pages.
+	for name, d := range map[string]float64{"/proc": procAfter - proc, "getrusage": selfAfter.faults - self.faults} {
+		if d < 1 || d > pages+256 {
+			t.Errorf("%s counted %v faults for %d fresh pages", name, d, pages)
+		}
+	}
+	if processFaultsOf(-1) != 0 {
+		t.Error("a process that does not exist read as some faults")
+	}
+}
+
 // TestParseIdle: the idle time of the CPUs asked for is the sum of idle
 // + iowait of their own /proc/stat lines, never the summary line's.
 func TestParseIdle(t *testing.T) {

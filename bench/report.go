@@ -67,6 +67,10 @@ type Machine struct {
 	CPU          string `json:"cpu,omitempty"`
 	LoadBefore   string `json:"load_before"` // /proc/loadavg at the start
 	LoadAfter    string `json:"load_after"`  // and at the end
+	// Kernel is what a page fault, a system call and a thread's wake-up
+	// cost here, measured at the start: what the sends' kernel entries
+	// (the combined rows' notes) are priced at.
+	Kernel kernelCosts `json:"kernel"`
 }
 
 // Report is the whole run: rows, notes, and the trials behind them.
@@ -201,8 +205,8 @@ func (r *Report) markdown(w io.Writer) error {
 			cell(ceiling, ""), ratio, cell(row.Target, ""), met, cell(row.Notes, ""))
 	}
 	m := r.Machine
-	fmt.Fprintf(&b, "\nMachine: %s, %d cores (GOMAXPROCS %d), %s %s/%s; load average %s at the start, %s at the end; the run took %.0f s.\n",
-		orDash(m.CPU), m.NumCPU, m.GOMAXPROCS, m.GoVersion, m.GOOS, m.GOARCH, orDash(m.LoadBefore), orDash(m.LoadAfter), r.Seconds)
+	fmt.Fprintf(&b, "\nMachine: %s, %d cores (GOMAXPROCS %d), %s %s/%s; %s; load average %s at the start, %s at the end; the run took %.0f s.\n",
+		orDash(m.CPU), m.NumCPU, m.GOMAXPROCS, m.GoVersion, m.GOOS, m.GOARCH, m.Kernel, orDash(m.LoadBefore), orDash(m.LoadAfter), r.Seconds)
 	if r.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n", r.Command)
 	}

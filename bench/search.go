@@ -55,6 +55,13 @@ type outcome struct {
 	SinkCPUPerSend float64 `json:"sink_cpu_us_per_send,omitempty"`
 	IdlePerSend    float64 `json:"idle_us_per_send,omitempty"`
 	CoresPerSend   float64 `json:"cores_us_per_send,omitempty"`
+	// FaultsPerSend and SwitchesPerSend are the bench process's minor
+	// page faults and context switches (voluntary and not) per send over
+	// the same span (getrusage), SinkFaultsPerSend the null sink's faults
+	// (/proc/PID/stat; Linux): the kernel entries Machine.Kernel prices.
+	FaultsPerSend     float64 `json:"faults_per_send,omitempty"`
+	SwitchesPerSend   float64 `json:"switches_per_send,omitempty"`
+	SinkFaultsPerSend float64 `json:"sink_faults_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
 	// (record.Dispatcher), or "n threads" where n dispatchers shared the
 	// schedule, with what its record says was refused (why not
@@ -294,9 +301,11 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
 	var sinkBefore cpuTimes
+	var sinkFaultsBefore float64
 	if cfg.sinkPID > 0 {
-		sinkBefore = processCPUOf(cfg.sinkPID)
+		sinkBefore, sinkFaultsBefore = processCPUOf(cfg.sinkPID), processFaultsOf(cfg.sinkPID)
 	}
+	entriesBefore := processEntries()
 	before, idleBefore, start := processCPU(), machineIdle(), time.Now()
 	if err := flood.Run(ctx, plan, flood.Collectors(rec, also)); err != nil {
 		o.Why = err.Error()
@@ -313,8 +322,10 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 		o.Dispatcher += " (refused: " + why + ")"
 	}
 	o.CPUPerSend, o.KernelShare = processCPU().perSend(before, res.Timeline)
+	o.FaultsPerSend, o.SwitchesPerSend = processEntries().perSend(entriesBefore, res.Timeline)
 	if cfg.sinkPID > 0 {
 		o.SinkCPUPerSend, _ = processCPUOf(cfg.sinkPID).perSend(sinkBefore, res.Timeline)
+		o.SinkFaultsPerSend = perSent(processFaultsOf(cfg.sinkPID)-sinkFaultsBefore, res.Timeline)
 	}
 	if n := sentIn(res.Timeline); n > 0 {
 		o.IdlePerSend = 1e6 * max(0, machineIdle()-idleBefore) / float64(n)
@@ -436,6 +447,36 @@ func processCPU() cpuTimes {
 		return cpuTimes{}
 	}
 	return cpuTimes{tvSeconds(ru.Utime), tvSeconds(ru.Stime)}
+}
+
+// kernelEntries is a process's minor page faults and context switches
+// (voluntary and not) so far.
+type kernelEntries struct{ faults, switches float64 }
+
+// processEntries is the bench process's kernelEntries so far (zero where
+// getrusage fails).
+func processEntries() kernelEntries {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return kernelEntries{}
+	}
+	return kernelEntries{float64(ru.Minflt), float64(ru.Nvcsw + ru.Nivcsw)}
+}
+
+// perSend is the faults and the switches since before per send of
+// timeline (every tick's sends, warm-up included).
+func (e kernelEntries) perSend(before kernelEntries, timeline []record.Tick) (faults, switches float64) {
+	return perSent(e.faults-before.faults, timeline), perSent(e.switches-before.switches, timeline)
+}
+
+// perSent is n per send of timeline (warm-up included); zero without
+// sends, or for a count that went back (a reading that failed).
+func perSent(n float64, timeline []record.Tick) float64 {
+	sent := sentIn(timeline)
+	if sent == 0 || n <= 0 {
+		return 0
+	}
+	return n / float64(sent)
 }
 
 // sentIn is how many requests timeline's ticks sent, warm-up included.
