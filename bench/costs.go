@@ -304,8 +304,8 @@ func (c cpuBudget) entries() string {
 	}
 	s := fmt.Sprintf("; its kernel entries per send: the pipeline %.2f page faults and %.2f context switches, the presigned flood at the same rate %.2f and %.2f",
 		c.PipelineFaults, c.PipelineSwitches, c.SendFaults, c.SendSwitches)
-	if c.Kernel.Measured() {
-		s += fmt.Sprintf(" (here %s: the pipeline's faults %.1f µs a send)", c.Kernel, c.PipelineFaults*c.Kernel.Fault)
+	if c.Kernel.Fault > 0 {
+		s += fmt.Sprintf(" (here %s: the pipeline's faults %.1f µs of its %.1f a send)", c.Kernel, c.PipelineFaults*c.Kernel.Fault, c.Pipeline)
 	}
 	return s
 }

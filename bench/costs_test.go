@@ -278,14 +278,16 @@ func TestEntriesPerSend(t *testing.T) {
 		// 2 000 faults and 8 000 switches over 4 000 sends.
 		{"counted", kernelEntries{100, 50}, kernelEntries{2100, 8050}, 0.5, 2},
 		// getrusage failed after (zero): no figure, not a negative one.
-		{"no reading", kernelEntries{100, 50}, kernelEntries{}, 0, 0},
+		{"no reading after", kernelEntries{100, 50}, kernelEntries{}, 0, 0},
+		// It failed before: no figure, not the process's whole life's.
+		{"no reading before", kernelEntries{}, kernelEntries{2100, 8050}, 0, 0},
 	} {
 		f, s := tc.after.perSend(tc.before, tl)
 		if f != tc.wantFaults || s != tc.wantSwit {
 			t.Errorf("%s: %v faults, %v switches a send; want %v, %v", tc.name, f, s, tc.wantFaults, tc.wantSwit)
 		}
 	}
-	if got := perSent(10, nil); got != 0 {
+	if got := perSent(1, 11, nil); got != 0 {
 		t.Errorf("no sends: %v a send, want 0", got)
 	}
 }
@@ -346,7 +348,10 @@ func TestSameRateCeiling(t *testing.T) {
 		// 9 µs of its CPU.
 		{"kernel entries priced", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300,
 			PipelineFaults: 0.9, PipelineSwitches: 4.1, SendFaults: 0.2, SendSwitches: 2, Kernel: kernelCosts{Fault: 10, Syscall: 1, Wake: 12}},
-			0, "the rest 40.0 µs; its kernel entries per send: the pipeline 0.90 page faults and 4.10 context switches, the presigned flood at the same rate 0.20 and 2.00 (here a page fault 10.00 µs, a system call 1.00 µs, a thread woken through a pipe 12.0 µs: the pipeline's faults 9.0 µs a send)"},
+			0, "the rest 40.0 µs; its kernel entries per send: the pipeline 0.90 page faults and 4.10 context switches, the presigned flood at the same rate 0.20 and 2.00 (here a page fault 10.0 µs, a system call 1.0 µs, a thread woken through a pipe 12.0 µs: the pipeline's faults 9.0 µs of its 480.0 a send)"},
+		// Only the fault's cost was measured: the faults are still priced.
+		{"faults priced alone", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineFaults: 0.5, Kernel: kernelCosts{Fault: 10}},
+			0, "(here a page fault 10.0 µs: the pipeline's faults 5.0 µs of its 480.0 a send)"},
 		// Counted, but the machine's costs were not measured: counts only.
 		{"kernel entries unpriced", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineFaults: 0.9, PipelineSwitches: 4.1},
 			0, "the presigned flood at the same rate 0.00 and 0.00"},

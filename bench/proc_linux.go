@@ -45,24 +45,20 @@ func processFaultsOf(pid int) float64 {
 // statFields is a /proc/pid/stat line's fields after the command name,
 // which is in parentheses and may itself hold spaces and parentheses:
 // the first is the state, the line's 3rd field. Nil when there is no
-// name or too few fields to hold the CPU times (the 15th).
+// name.
 func statFields(line string) []string {
 	i := strings.LastIndexByte(line, ')')
 	if i < 0 {
 		return nil
 	}
-	f := strings.Fields(line[i+1:])
-	if len(f) < 13 {
-		return nil
-	}
-	return f
+	return strings.Fields(line[i+1:])
 }
 
 // parseProcFaults reads minflt, the 10th field, from a /proc/pid/stat
 // line (zero when it cannot).
 func parseProcFaults(line string) float64 {
 	f := statFields(line)
-	if f == nil {
+	if len(f) < 8 {
 		return 0
 	}
 	n, err := strconv.ParseUint(f[7], 10, 64)
@@ -76,7 +72,7 @@ func parseProcFaults(line string) float64 {
 // 14th and 15th fields.
 func parseProcStat(line string) cpuTimes {
 	f := statFields(line)
-	if f == nil {
+	if len(f) < 13 {
 		return cpuTimes{}
 	}
 	user, err1 := strconv.ParseUint(f[11], 10, 64)

@@ -49,8 +49,10 @@ func TestParseProcFaults(t *testing.T) {
 		{"plain name", "1234 (bench)" + tail, 100},
 		// A name that looks like fields: the last parenthesis ends it.
 		{"name with ') 7 8 9'", "1234 (a) 7 8 9)" + tail, 100},
-		// A line cut short before the CPU times: no reading.
-		{"truncated", "1234 (bench) S 1 2 3 0 -1 4194560 100", 0},
+		// A line cut short after minflt: the count is there.
+		{"cut after it", "1234 (bench) S 1 2 3 0 -1 4194560 100", 100},
+		// A line cut short before it: no reading.
+		{"cut before it", "1234 (bench) S 1 2 3 0 -1 4194560", 0},
 		// A count that is not a number.
 		{"garbled count", "1234 (bench) S 1 2 3 0 -1 4194560 x 0 0 0 250 75 0", 0},
 		// Not a stat line.

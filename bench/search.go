@@ -325,7 +325,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	o.FaultsPerSend, o.SwitchesPerSend = processEntries().perSend(entriesBefore, res.Timeline)
 	if cfg.sinkPID > 0 {
 		o.SinkCPUPerSend, _ = processCPUOf(cfg.sinkPID).perSend(sinkBefore, res.Timeline)
-		o.SinkFaultsPerSend = perSent(processFaultsOf(cfg.sinkPID)-sinkFaultsBefore, res.Timeline)
+		o.SinkFaultsPerSend = perSent(sinkFaultsBefore, processFaultsOf(cfg.sinkPID), res.Timeline)
 	}
 	if n := sentIn(res.Timeline); n > 0 {
 		o.IdlePerSend = 1e6 * max(0, machineIdle()-idleBefore) / float64(n)
@@ -466,17 +466,19 @@ func processEntries() kernelEntries {
 // perSend is the faults and the switches since before per send of
 // timeline (every tick's sends, warm-up included).
 func (e kernelEntries) perSend(before kernelEntries, timeline []record.Tick) (faults, switches float64) {
-	return perSent(e.faults-before.faults, timeline), perSent(e.switches-before.switches, timeline)
+	return perSent(before.faults, e.faults, timeline), perSent(before.switches, e.switches, timeline)
 }
 
-// perSent is n per send of timeline (warm-up included); zero without
-// sends, or for a count that went back (a reading that failed).
-func perSent(n float64, timeline []record.Tick) float64 {
+// perSent is what a count grew by from before to after, per send of
+// timeline (warm-up included). Zero without sends, or where either
+// reading failed (zero: a live process has faulted and switched before
+// any trial) or the count went back.
+func perSent(before, after float64, timeline []record.Tick) float64 {
 	sent := sentIn(timeline)
-	if sent == 0 || n <= 0 {
+	if sent == 0 || before <= 0 || after <= before {
 		return 0
 	}
-	return n / float64(sent)
+	return (after - before) / float64(sent)
 }
 
 // sentIn is how many requests timeline's ticks sent, warm-up included.
