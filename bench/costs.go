@@ -221,7 +221,8 @@ func (b *bench) combinedRow(ctx context.Context, pipe *search, half *sendHalf, s
 			Sign: float64(runtime.NumCPU()) * 1e6 / sign, PipelineSink: pt.SinkCPUPerSend, SendSink: same.SinkCPUPerSend,
 			PipelineIdle: pt.IdlePerSend, SendIdle: same.IdlePerSend, PipelineCores: pt.CoresPerSend,
 			PipelineFaults: pt.FaultsPerSend, PipelineSwitches: pt.SwitchesPerSend, SendFaults: same.FaultsPerSend,
-			SendSwitches: same.SwitchesPerSend, Kernel: b.rep.Machine.Kernel}
+			SendSwitches: same.SwitchesPerSend, PipelineSinkSwitches: pt.SinkSwitchesPerSend,
+			SendSinkSwitches: same.SinkSwitchesPerSend, Kernel: b.rep.Machine.Kernel}
 		details["cpu_budget"] = cpu
 		row.Notes = fmt.Sprintf("%s; %s at %s", row.Notes, cpu, formatValue(at, "/s"))
 	}
@@ -249,8 +250,9 @@ func trialAt(trials []outcome, rate float64) *outcome {
 // send had (Cores × its trial's wall time ÷ its sends), what the parts
 // share; where it was not timed, Cores × 10⁶ ÷ Rate stands in. The
 // flood process's page faults and context switches a send (Pipeline…,
-// Send…) are the kernel entries that make the same send dearer on one
-// machine than another, priced by Kernel, this machine's. A part not
+// Send…), and the sink's switches beside each (…SinkSwitches), are the
+// kernel entries that make the same send dearer on one machine than
+// another, the faults priced by Kernel, this machine's. A part not
 // measured (the sink and idle time outside Linux) is zero.
 type cpuBudget struct {
 	Cores                            int
@@ -261,6 +263,8 @@ type cpuBudget struct {
 	PipelineCores                    float64
 	PipelineFaults, PipelineSwitches float64
 	SendFaults, SendSwitches         float64
+	PipelineSinkSwitches             float64
+	SendSinkSwitches                 float64
 	Kernel                           kernelCosts
 }
 
@@ -304,6 +308,9 @@ func (c cpuBudget) entries() string {
 	}
 	s := fmt.Sprintf("; its kernel entries per send: the pipeline %.2f page faults and %.2f context switches, the presigned flood at the same rate %.2f and %.2f",
 		c.PipelineFaults, c.PipelineSwitches, c.SendFaults, c.SendSwitches)
+	if c.PipelineSinkSwitches+c.SendSinkSwitches > 0 {
+		s += fmt.Sprintf(", the sink's context switches %.2f beside the pipeline and %.2f beside the presigned flood", c.PipelineSinkSwitches, c.SendSinkSwitches)
+	}
 	if c.Kernel.Fault > 0 {
 		s += fmt.Sprintf(" (here %s: the pipeline's faults %.1f µs of its %.1f a send)", c.Kernel, c.PipelineFaults*c.Kernel.Fault, c.Pipeline)
 	}

@@ -349,6 +349,10 @@ func TestSameRateCeiling(t *testing.T) {
 		{"kernel entries priced", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300,
 			PipelineFaults: 0.9, PipelineSwitches: 4.1, SendFaults: 0.2, SendSwitches: 2, Kernel: kernelCosts{Fault: 10, Syscall: 1, Wake: 12}},
 			0, "the rest 40.0 µs; its kernel entries per send: the pipeline 0.90 page faults and 4.10 context switches, the presigned flood at the same rate 0.20 and 2.00 (here a page fault 10.0 µs, a system call 1.0 µs, a thread woken through a pipe 12.0 µs: the pipeline's faults 9.0 µs of its 480.0 a send)"},
+		// The sink's switches were read too: they stand beside the flood's.
+		{"the sink's switches", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineFaults: 0.9, PipelineSwitches: 4.1,
+			SendFaults: 0.2, SendSwitches: 2, PipelineSinkSwitches: 3.5, SendSinkSwitches: 2.5},
+			0, "the presigned flood at the same rate 0.20 and 2.00, the sink's context switches 3.50 beside the pipeline and 2.50 beside the presigned flood"},
 		// Only the fault's cost was measured: the faults are still priced.
 		{"faults priced alone", cpuBudget{Cores: 2, Rate: 3000, Pipeline: 480, Send: 140, Sign: 300, PipelineFaults: 0.5, Kernel: kernelCosts{Fault: 10}},
 			0, "(here a page fault 10.0 µs: the pipeline's faults 5.0 µs of its 480.0 a send)"},

@@ -64,8 +64,8 @@ func syscallCost(calls int) float64 {
 // locked to its goroutine and asleep in a blocking read of its pipe until
 // the other writes a byte to it: one wake-up and one sleep each way, the
 // scheduler choosing their CPUs, the Go runtime's entries to and exits
-// from the reads and writes included. Either side that fails closes its write
-// end, so that the other's read ends too.
+// from the reads and writes included. Either side that fails closes its
+// write end, so that the other's read ends too.
 func wakeCost(trips int) float64 {
 	var there, back [2]int
 	if trips <= 0 || unix.Pipe2(there[:], unix.O_CLOEXEC) != nil {

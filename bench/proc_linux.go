@@ -42,6 +42,44 @@ func processFaultsOf(pid int) float64 {
 	return parseProcFaults(string(b))
 }
 
+// processSwitchesOf is process pid's context switches so far, voluntary
+// and not, summed over the threads it has now (/proc/pid/task/*/status;
+// zero where none can be read). Unlike getrusage's, the sum loses a
+// thread's switches when it exits; a Go server's threads rarely do, and a
+// count that went back gives no figure (perSent).
+func processSwitchesOf(pid int) float64 {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var n float64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		n += parseStatusSwitches(string(b))
+	}
+	return n
+}
+
+// parseStatusSwitches is the sum of a /proc status file's
+// voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines (a line
+// missing or garbled counts as zero).
+func parseStatusSwitches(status string) float64 {
+	var n float64
+	for line := range strings.Lines(status) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "voluntary_ctxt_switches" && k != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		if c, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil {
+			n += float64(c)
+		}
+	}
+	return n
+}
+
 // statFields is a /proc/pid/stat line's fields after the command name,
 // which is in parentheses and may itself hold spaces and parentheses:
 // the first is the state, the line's 3rd field. Nil when there is no

@@ -92,6 +92,50 @@ func TestProcessFaultsOfCountsTouchedPages(t *testing.T) {
 	}
 }
 
+// TestParseStatusSwitches: a thread's switches are its voluntary and
+// nonvoluntary counts in its status file, whatever else the file holds.
+func TestParseStatusSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status string
+		want   float64
+	}{
+		// Both lines, among others, as the kernel writes them.
+		{"both", "Name:\tsink\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n", 127},
+		// One of the two.
+		{"voluntary only", "voluntary_ctxt_switches:\t5\n", 5},
+		// A garbled count counts as zero, the other still counts.
+		{"garbled", "voluntary_ctxt_switches:\tmany\nnonvoluntary_ctxt_switches:\t3\n", 3},
+		// A name that only ends like one.
+		{"another key", "xvoluntary_ctxt_switches:\t9\n", 0},
+		// Nothing at all.
+		{"empty", "", 0},
+	} {
+		if got := parseStatusSwitches(tc.status); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestProcessSwitchesOfCountsWakeUps: two threads waking each other 200
+// times each way show as at least 400 more switches in this process's
+// /proc count, as the sink's are read.
+func TestProcessSwitchesOfCountsWakeUps(t *testing.T) {
+	before := processSwitchesOf(os.Getpid())
+	if before <= 0 {
+		t.Fatalf("/proc/%d/task read no switches", os.Getpid())
+	}
+	if wakeCost(200) <= 0 {
+		t.Fatal("the wake-ups failed")
+	}
+	if d := processSwitchesOf(os.Getpid()) - before; d < 400 {
+		t.Errorf("200 round trips between two threads added %v switches, want at least 400", d)
+	}
+	if processSwitchesOf(-1) != 0 {
+		t.Error("a process that does not exist read as some switches")
+	}
+}
+
 // TestParseIdle: the idle time of the CPUs asked for is the sum of idle
 // + iowait of their own /proc/stat lines, never the summary line's.
 func TestParseIdle(t *testing.T) {

@@ -57,11 +57,14 @@ type outcome struct {
 	CoresPerSend   float64 `json:"cores_us_per_send,omitempty"`
 	// FaultsPerSend and SwitchesPerSend are the bench process's minor
 	// page faults and context switches (voluntary and not) per send over
-	// the same span (getrusage), SinkFaultsPerSend the null sink's faults
-	// (/proc/PID/stat; Linux): the kernel entries Machine.Kernel prices.
-	FaultsPerSend     float64 `json:"faults_per_send,omitempty"`
-	SwitchesPerSend   float64 `json:"switches_per_send,omitempty"`
-	SinkFaultsPerSend float64 `json:"sink_faults_per_send,omitempty"`
+	// the same span (getrusage), SinkFaultsPerSend and
+	// SinkSwitchesPerSend the null sink's (/proc/PID/stat, and each of
+	// its threads' /proc/PID/task/TID/status; Linux): the kernel entries
+	// Machine.Kernel prices.
+	FaultsPerSend       float64 `json:"faults_per_send,omitempty"`
+	SwitchesPerSend     float64 `json:"switches_per_send,omitempty"`
+	SinkFaultsPerSend   float64 `json:"sink_faults_per_send,omitempty"`
+	SinkSwitchesPerSend float64 `json:"sink_switches_per_send,omitempty"`
 	// Dispatcher is the flood dispatcher thread's scheduling policy
 	// (record.Dispatcher), or "n threads" where n dispatchers shared the
 	// schedule, with what its record says was refused (why not
@@ -301,9 +304,10 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	}
 	rec := record.NewRecorder(record.RecorderOptions{Progress: progress})
 	var sinkBefore cpuTimes
-	var sinkFaultsBefore float64
+	var sinkFaultsBefore, sinkSwitchesBefore float64
 	if cfg.sinkPID > 0 {
 		sinkBefore, sinkFaultsBefore = processCPUOf(cfg.sinkPID), processFaultsOf(cfg.sinkPID)
+		sinkSwitchesBefore = processSwitchesOf(cfg.sinkPID)
 	}
 	entriesBefore := processEntries()
 	before, idleBefore, start := processCPU(), machineIdle(), time.Now()
@@ -326,6 +330,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	if cfg.sinkPID > 0 {
 		o.SinkCPUPerSend, _ = processCPUOf(cfg.sinkPID).perSend(sinkBefore, res.Timeline)
 		o.SinkFaultsPerSend = perSent(sinkFaultsBefore, processFaultsOf(cfg.sinkPID), res.Timeline)
+		o.SinkSwitchesPerSend = perSent(sinkSwitchesBefore, processSwitchesOf(cfg.sinkPID), res.Timeline)
 	}
 	if n := sentIn(res.Timeline); n > 0 {
 		o.IdlePerSend = 1e6 * max(0, machineIdle()-idleBefore) / float64(n)
