@@ -186,15 +186,19 @@ func (w *Writer) fail(err error) {
 // gatherPause is how long the writing goroutine lets lines gather in the
 // queue after it wrote what was there, when the queue holds at least
 // gatherMinBuffer lines. Woken for each line, it cost a fast flood a
-// wake-up a send; after a pause it writes about fifty lines at 25 000/s
-// for one. A line waits at most the pause longer, within flushEvery; the
-// default queue takes 8 000 000 lines a second in it.
-const gatherPause = 2 * time.Millisecond
+// wake-up a send. Each pause costs wake-ups of its own (the goroutine
+// parked on a timer, a thread woken for it): at 2 ms a presigned flood at
+// 1 000/s took 1.4-1.5 context switches and 16-18 µs of CPU a send more
+// with --results than without; at 20 ms, 0.2-0.3 and 0.5-1.1
+// (BenchmarkResultsAtModerateRate in the bench). A line waits at most the
+// pause longer, well within flushEvery, and the default queue takes
+// 800 000 lines a second in it.
+const gatherPause = 20 * time.Millisecond
 
-// gatherMinBuffer is the least queue that pauses: a smaller one (a
-// caller's choice) is written as its lines come, so that it loses no
-// more of them than it did.
-const gatherMinBuffer = 1024
+// gatherMinBuffer is the least queue that pauses, and takes 409 600 lines
+// a second in a pause: a smaller one (a caller's choice) is written as its
+// lines come, so that it loses no more of them than it did.
+const gatherMinBuffer = 8192
 
 // loop writes the queue's lines until Close, flushing every flushEvery;
 // after a failure it drains the queue without writing, so that no send
