@@ -312,6 +312,10 @@ func TestParseFlags(t *testing.T) {
 		{"signer nice above 19", []string{"-signer-nice", "20"}, false},
 		{"signer nice below 0", []string{"-signer-nice", "-1"}, false},
 		{"signer nice a word", []string{"-signer-nice", "low"}, false},
+		// Paired trials of the with/without rows: 0 (none) to 10.
+		{"no cost pairs", []string{"-cost-pairs", "0"}, true},
+		{"negative cost pairs", []string{"-cost-pairs", "-1"}, false},
+		{"too many cost pairs", []string{"-cost-pairs", "11"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseFlags(c.args, &bytes.Buffer{})

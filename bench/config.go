@@ -42,6 +42,11 @@ type config struct {
 	// LatenessBound is the pipeline's extra condition: p99 lateness (the
 	// generator's own delay) at most this.
 	LatenessBound time.Duration
+	// CostPairs is how many pairs of trials a row of a flood with
+	// something on (live metrics, --results) runs beside the same without,
+	// after their searches, to compare their CPU a send (costRow); 0
+	// judges those rows on the searched maxima alone.
+	CostPairs int
 	// LatenessTrials is how many trials of a pipeline search's rate are
 	// pooled to judge it (their p99 lateness taken over all their sends).
 	LatenessTrials int
@@ -120,7 +125,7 @@ func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
 		Measure: 2 * time.Second, Rounds: 3,
-		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, SignerNice: traffic.NiceAuto, DispatcherPriority: flood.DefaultPriority,
+		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, CostPairs: 4, SignerNice: traffic.NiceAuto, DispatcherPriority: flood.DefaultPriority,
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
 		State:    filepath.Join(os.TempDir(), "crowd-bench-state"),
@@ -148,6 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
 	fs.IntVar(&c.LatenessTrials, "lateness-trials", c.LatenessTrials, "trials of each pipeline rate pooled to judge its p99 lateness")
+	fs.IntVar(&c.CostPairs, "cost-pairs", c.CostPairs, "pairs of trials (each pair's order the other's) comparing the CPU a send of a flood with live metrics or --results and without, at 0.7 × the lower searched maximum, a failed one tried again -retries times; 0: judge those rows on the searched maxima")
 	fs.Func("signer-nice", "nice value of the pipeline's signer threads, as crowd flood --signer-nice: auto (the default: 0 beside a real-time dispatcher, 19 beside any other), or 0 (unchanged) to 19", func(v string) (err error) {
 		c.SignerNice, err = traffic.ParseSignerNice(v)
 		return err
@@ -224,6 +230,8 @@ func (c config) check() error {
 		return errors.New("-measure must be > 0 and -rounds >= 1")
 	case c.LatenessTrials < 1:
 		return fmt.Errorf("-lateness-trials %d: want at least 1", c.LatenessTrials)
+	case c.CostPairs < 0 || c.CostPairs > 10:
+		return fmt.Errorf("-cost-pairs %d: want 0 to 10", c.CostPairs)
 	case c.LatencyBound <= 0 || c.LatenessBound <= 0:
 		return errors.New("-latency-bound and -lateness-bound must be > 0")
 	case c.Conc < 1 || c.Pool < 1 || c.StartRate < 1:

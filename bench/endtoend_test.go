@@ -24,15 +24,16 @@ import (
 // tinyArgs is the whole bench in a tiny configuration: every section
 // runs, each measurement for a fraction of a second, on a 2-origin world
 // (the weather section needs one origin in weather and one clear). A
-// failed trial is not tried again and a pipeline rate is judged on two
-// trials pooled, not three: the searches still walk down to a rate the
-// tiny trials sustain, which is most of this test's time (161 s with the
+// failed trial is not tried again, a pipeline rate is judged on two
+// trials pooled, not three, and a with/without row runs one pair of
+// paired trials, not two: the searches still walk down to a rate the tiny
+// trials sustain, which is most of this test's time (161 s with the
 // defaults, 91 s so, on CI's 2 cores), and the retries have their own
 // table in TestSearch.
 func tinyArgs(state, jsonPath string) []string {
 	return []string{
 		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",
-		"-retries", "0", "-lateness-trials", "2",
+		"-retries", "0", "-lateness-trials", "2", "-cost-pairs", "1",
 		"-measure", "200ms", "-rounds", "1", "-conc", "4", "-pool", "16", "-start-rate", "500",
 		"-origins", "2", "-actors", "2", "-scale", "3", "-large-origins", "40", "-large-pool", "4",
 		"-cpu-rates", "20,40", "-cpu-seconds", "300ms",

@@ -65,6 +65,7 @@ func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Gen
 		o        outcome
 		measured time.Duration
 		signed   float64 // the slowest trial's signing rate
+		floods   []outcome
 	)
 	for i := range max(1, b.cfg.LatenessTrials) {
 		one, res := b.pipelineFlood(ctx, side, gen, signer, rate, workers, watch)
@@ -83,8 +84,10 @@ func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Gen
 		}
 		pooled.Merge(res.Overall)
 		measured += res.Measured
+		floods = append(floods, one)
 		o = one
 	}
+	o.meanCosts(floods)
 	o.take(pooled, measured)
 	o.SignedRate = signed
 	var timing []string
@@ -94,6 +97,37 @@ func (b *bench) pipelineTrial(ctx context.Context, side string, gen *traffic.Gen
 	o.judge(b.cfg.LatencyBound, nil, timing)
 	b.logTrial(o)
 	return o
+}
+
+// meanCosts sets o's per-send figures (the flood's CPU and its kernel
+// share, the sink's, the idle and whole time of the CPUs, the kernel
+// entries) to their means over floods, floods of one rate and length
+// pooled as one trial: what its sends cost, every flood counted.
+func (o *outcome) meanCosts(floods []outcome) {
+	if len(floods) == 0 {
+		return
+	}
+	var m outcome
+	var kernel float64
+	for _, f := range floods {
+		m.CPUPerSend += f.CPUPerSend
+		kernel += f.KernelShare * f.CPUPerSend
+		m.SinkCPUPerSend += f.SinkCPUPerSend
+		m.IdlePerSend += f.IdlePerSend
+		m.CoresPerSend += f.CoresPerSend
+		m.FaultsPerSend += f.FaultsPerSend
+		m.SwitchesPerSend += f.SwitchesPerSend
+		m.SinkFaultsPerSend += f.SinkFaultsPerSend
+		m.SinkSwitchesPerSend += f.SinkSwitchesPerSend
+	}
+	if m.CPUPerSend > 0 {
+		o.KernelShare = kernel / m.CPUPerSend
+	}
+	n := float64(len(floods))
+	o.CPUPerSend, o.SinkCPUPerSend = m.CPUPerSend/n, m.SinkCPUPerSend/n
+	o.IdlePerSend, o.CoresPerSend = m.IdlePerSend/n, m.CoresPerSend/n
+	o.FaultsPerSend, o.SwitchesPerSend = m.FaultsPerSend/n, m.SwitchesPerSend/n
+	o.SinkFaultsPerSend, o.SinkSwitchesPerSend = m.SinkFaultsPerSend/n, m.SinkSwitchesPerSend/n
 }
 
 // signersRule states the nice value the pipeline rows' signers ran at.

@@ -23,10 +23,11 @@ import (
 // same wiring: the engine's Watch on every send; each tick the metrics'
 // Progress, their encoding, the status classes and the FloodLive push built
 // and POSTed to a real admin API, a pasture serving on loopback in this
-// process), with /metrics scraped over loopback every second. Target: the
-// metrics side keeps ≥ 0.95 of the plain side's rate.
+// process), with /metrics scraped over loopback every second; then their
+// CPU a send in paired trials (costRow). Target: the metrics side keeps
+// ≥ 0.95 of the plain side's rate.
 func (b *bench) liveMetricsSection(ctx context.Context) {
-	const name = "flood, pipeline signing with live metrics: max sustained rate (null sink)"
+	const name = "flood, pipeline signing with live metrics: its rate beside the same without (null sink)"
 	const target = "≥ 0.95 × without"
 	gen, signer, start, err := b.pipelineStart(ctx)
 	if err != nil {
@@ -75,31 +76,8 @@ func (b *bench) liveMetricsSection(ctx context.Context) {
 	ps := newSearch("plain", start, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	ms := newSearch("metrics", start, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	interleave(ctx, ms, ps, watched, plain)
-	b.rep.Details[rowLiveMetrics] = map[string]any{"metrics": ms.trials, "plain": ps.trials}
-	mBest, mt := ms.best()
-	pBest, pt := ps.best()
-	row := Row{Key: rowLiveMetrics, Name: name, Value: mBest, Unit: "/s", Ceiling: pBest,
-		CeilingName: "the same flood without live metrics, trials alternating", Target: target}
 	rule := fmt.Sprintf("metrics side: --metrics-addr's wiring (loadrun.LiveMetrics: the Watch on every send; Progress, encoding, classes and the push to an in-process serve's admin API each tick) and a loopback scrape of /metrics every second; the pipeline row's rule otherwise; %v trials alternating", b.cfg.Trial)
-	switch {
-	case pt == nil:
-		row.Notes = fmt.Sprintf("no comparison on this run: the plain flood sustained no rate tried (%s); metrics: %s; %s",
-			lastWhy(ps.trials), bestOrWhy(mt, ms.trials), rule)
-	case mt == nil:
-		row.Met = met(false)
-		row.Notes = fmt.Sprintf("metrics: %s; %s", bestOrWhy(mt, ms.trials), rule)
-	default:
-		row.Ratio = mBest / pBest
-		row.Met = met(row.Ratio >= 0.95)
-		row.Notes = fmt.Sprintf("p99 lateness at the max: with %.2f ms, without %.2f ms; %s", mt.LatenessP99MS, pt.LatenessP99MS, rule)
-	}
-	// On a loaded machine the timing bounds fail first: the highest rate
-	// each side kept pace at (no drops, signers kept up) still compares them.
-	if mp, pp := keptPace(ms.trials), keptPace(ps.trials); mp != nil && pp != nil {
-		row.Notes = fmt.Sprintf("kept pace (latency and lateness bounds aside) up to %s with, %s without = %.2f; %s",
-			formatValue(mp.Rate, "/s"), formatValue(pp.Rate, "/s"), mp.Rate/pp.Rate, row.Notes)
-	}
-	b.rep.set(row)
+	b.rep.set(b.costRow(ctx, rowLiveMetrics, name, target, 0.95, ms, ps, watched, plain, rule))
 }
 
 // benchServe is a real admin API (a pasture of the bench's world) on a

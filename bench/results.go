@@ -17,9 +17,10 @@ import (
 
 // resultsSection: what --results costs the flood. Two rows side by side,
 // each two searches of the highest rate sustained, their trials
-// alternating: a pipeline-signed flood (target ≥ 0.95 of the same without)
-// and a presigned one (≥ 0.9), the results side writing every send as
-// `crowd flood --results` does (loadrun.CreateResults: the same Writer and
+// alternating, then their CPU a send in paired trials (costRow): a
+// pipeline-signed flood (target ≥ 0.95 of the same without) and a
+// presigned one (≥ 0.9), the results side writing every send as `crowd
+// flood --results` does (loadrun.CreateResults: the same Writer and
 // ticket description) to an uncompressed file in a temporary directory. A
 // results trial that lost a line or failed a write is not sustained.
 func (b *bench) resultsSection(ctx context.Context) {
@@ -36,9 +37,9 @@ func (b *bench) resultsSection(ctx context.Context) {
 }
 
 const (
-	nameResultsPipeline    = "flood, pipeline signing with --results: max sustained rate (null sink)"
+	nameResultsPipeline    = "flood, pipeline signing with --results: its rate beside the same without (null sink)"
 	targetResultsPipeline  = "≥ 0.95 × without"
-	nameResultsPresigned   = "flood, presigned with --results: max sustained rate (null sink)"
+	nameResultsPresigned   = "flood, presigned with --results: its rate beside the same without (null sink)"
 	targetResultsPresigned = "≥ 0.9 × without"
 )
 
@@ -83,7 +84,7 @@ func (b *bench) resultsPipelineRow(ctx context.Context, path string) {
 	ps := newSearch("plain", start, 1.25, b.cfg.Bracket+2, b.cfg.Steps, b.cfg.Retries)
 	interleave(ctx, rs, ps, written, plain)
 	rule := fmt.Sprintf("results side: every send written as --results does (uncompressed, a local temporary file); the pipeline row's rule otherwise; %v trials alternating", b.cfg.Trial)
-	b.rep.set(b.costRow(rowResultsPipeline, nameResultsPipeline, targetResultsPipeline, 0.95, rs, ps, rule))
+	b.rep.set(b.costRow(ctx, rowResultsPipeline, nameResultsPipeline, targetResultsPipeline, 0.95, rs, ps, written, plain, rule))
 }
 
 // resultsPresignedRow searches a presigned flood with and without the
@@ -109,7 +110,7 @@ func (b *bench) resultsPresignedRow(ctx context.Context, path string) {
 	ps := newSearch("plain", b.cfg.StartRate, 1.5, b.cfg.Bracket, b.cfg.Steps, b.cfg.Retries)
 	interleave(ctx, rs, ps, written, plain)
 	rule := fmt.Sprintf("results side: every send written as --results does (uncompressed, a local temporary file); the presigned row's rule otherwise (%d presigned requests replayed round robin); %v trials alternating", len(pool), b.cfg.Trial)
-	b.rep.set(b.costRow(rowResultsPresigned, nameResultsPresigned, targetResultsPresigned, 0.9, rs, ps, rule))
+	b.rep.set(b.costRow(ctx, rowResultsPresigned, nameResultsPresigned, targetResultsPresigned, 0.9, rs, ps, written, plain, rule))
 }
 
 // pipelineStart is what a search of pipeline-signed floods beside another
@@ -127,33 +128,4 @@ func (b *bench) pipelineStart(ctx context.Context) (*traffic.Generator, *signing
 	}
 	runtime.GC()
 	return gen, signer, 0.9 * signCeiling(ctx, signer, d, max(b.cfg.Measure/4, 100*time.Millisecond), runtime.GOMAXPROCS(0)), nil
-}
-
-// costRow is the row of a flood with something on (with) beside the same
-// without: their best rates, the ratio against bound, and (on a loaded
-// machine, where the timing bounds fail first) the highest rates each kept
-// pace at.
-func (b *bench) costRow(key, name, target string, bound float64, with, without *search, rule string) Row {
-	b.rep.Details[key] = map[string]any{with.side: with.trials, without.side: without.trials}
-	wBest, wt := with.best()
-	pBest, pt := without.best()
-	row := Row{Key: key, Name: name, Value: wBest, Unit: "/s", Ceiling: pBest,
-		CeilingName: "the same flood without " + with.side + ", trials alternating", Target: target}
-	switch {
-	case pt == nil:
-		row.Notes = fmt.Sprintf("no comparison on this run: the flood without sustained no rate tried (%s); with: %s; %s",
-			lastWhy(without.trials), bestOrWhy(wt, with.trials), rule)
-	case wt == nil:
-		row.Met = met(false)
-		row.Notes = fmt.Sprintf("with: %s; %s", bestOrWhy(wt, with.trials), rule)
-	default:
-		row.Ratio = wBest / pBest
-		row.Met = met(row.Ratio >= bound)
-		row.Notes = fmt.Sprintf("p99 lateness at the max: with %.2f ms, without %.2f ms; %s", wt.LatenessP99MS, pt.LatenessP99MS, rule)
-	}
-	if wp, pp := keptPace(with.trials), keptPace(without.trials); wp != nil && pp != nil {
-		row.Notes = fmt.Sprintf("kept pace (latency and lateness bounds aside) up to %s with, %s without = %.2f; %s",
-			formatValue(wp.Rate, "/s"), formatValue(pp.Rate, "/s"), wp.Rate/pp.Rate, row.Notes)
-	}
-	return row
 }
