@@ -26,10 +26,10 @@ import (
 // (the weather section needs one origin in weather and one clear). A
 // failed trial is not tried again, a pipeline rate is judged on two
 // trials pooled, not three, and a with/without row runs one pair of
-// paired trials, not two: the searches still walk down to a rate the tiny
-// trials sustain, which is most of this test's time (161 s with the
-// defaults, 91 s so, on CI's 2 cores), and the retries have their own
-// table in TestSearch.
+// paired trials, not four: the searches still walk down to a rate the
+// tiny trials sustain, which is most of this test's time (161 s with the
+// defaults, 91 s so, on CI's 2 cores, before the paired trials), and the
+// retries have their own table in TestSearch.
 func tinyArgs(state, jsonPath string) []string {
 	return []string{
 		"-trial", "300ms", "-warmup", "100ms", "-steps", "1", "-bracket", "1",

@@ -188,11 +188,13 @@ func (w *Writer) fail(err error) {
 // gatherMinBuffer lines. Woken for each line, it cost a fast flood a
 // wake-up a send. Each pause costs wake-ups of its own (the goroutine
 // parked on a timer, a thread woken for it): at 2 ms a presigned flood at
-// 1 000/s took 1.4-1.5 context switches and 16-18 µs of CPU a send more
-// with --results than without; at 20 ms, 0.2-0.3 and 0.5-1.1
-// (BenchmarkResultsAtModerateRate in the bench). A line waits at most the
-// pause longer, well within flushEvery, and the default queue takes
-// 800 000 lines a second in it.
+// 1 000/s took 1.4-1.5 context switches and 31-41 µs of CPU a send more
+// with --results than without; at 20 ms, 0.3-0.4 and 9-16 µs
+// (BenchmarkResultsAtModerateRate in the bench). A line reaches the file
+// within flushEvery and one pause (220 ms, against 202), and the default
+// queue takes 800 000 lines a second in a pause. A writer slower than its
+// lines (compressing near its speed) loses none where rate × (the pause +
+// its drain) stays within the queue.
 const gatherPause = 20 * time.Millisecond
 
 // gatherMinBuffer is the least queue that pauses, and takes 409 600 lines
@@ -222,6 +224,14 @@ func (w *Writer) loop() {
 			}
 			if pause {
 				time.Sleep(gatherPause)
+				// A flush due in the pause goes first: the queue is
+				// ready after every pause, and a select taking it over
+				// and over would hold the flush back a pause each time.
+				select {
+				case <-tick.C:
+					w.flush()
+				default:
+				}
 			}
 		case <-tick.C:
 			w.flush()
