@@ -173,7 +173,7 @@ func worstLateness(trials []outcome) float64 {
 // searched maxima (searchedRow), then, when both sustained a rate and
 // b.cfg.CostPairs asks for pairs, their costs compared in pairs of trials
 // at pairedRateShare × the lower maximum (withTrial's and withoutTrial's,
-// as the searches ran them; judgedByCosts). On a loaded machine, where
+// a pipeline trial one flood; judgedByCosts). On a loaded machine, where
 // the timing bounds fail first, the notes also give the highest rates
 // each side kept pace at.
 func (b *bench) costRow(ctx context.Context, key, name, target string, bound float64, with, without *search,
