@@ -108,26 +108,50 @@ type Handlers struct {
 	// request's Host is looked up once; nil looks the Host up in World.
 	Origin func(r *http.Request) *actors.Origin
 
-	jrd *lru.Cache[string, []byte] // rendered JRDs by actor id, when made by NewHandlers
+	answers *lru.Cache[question, answer] // resolved questions, when made by NewHandlers
 	// The header values of a rendered JRD, made once with jrd, so that
 	// answering one allocates no header. net/http only reads them, and a
 	// later Add appends to a full slice, which copies it.
 	jrdType, anyOrigin []string
 }
 
-// JRDCacheSize bounds how many rendered JRDs NewHandlers' Handlers keep:
-// the accounts a SUT looks up most stay rendered, in a world of any size.
+// JRDCacheSize bounds how many answered WebFinger questions NewHandlers'
+// Handlers keep: the accounts a SUT looks up most stay resolved and
+// rendered, in a world of any size.
 const JRDCacheSize = 8192
 
-// NewHandlers returns Handlers that render each actor's JRD once and keep
-// the latest JRDCacheSize of them, so answering WebFinger mostly costs a
-// lookup and a write; a Handlers literal works too, rendering per request.
+// maxCachedQuery is the longest raw query a resolved question is kept
+// under: the key holds the query as it came, and a client's own padding
+// must not make the cache hold megabytes. Every query a server sends
+// (resource=acct:… or an actor URL) is far shorter.
+const maxCachedQuery = 512
+
+// question is a WebFinger request as it arrived: the origin its Host
+// named and its raw query. A question resolves to the same actor every
+// time (actors are derived from their names), so its answer can be kept.
+type question struct {
+	origin *actors.Origin
+	query  string
+}
+
+// answer is a resolved question: the actor's id and acct, which the
+// deletion check and its 410 need on every request (a deletion can come
+// after the answer was kept), and its rendered JRD.
+type answer struct {
+	id, acct string
+	jrd      []byte
+}
+
+// NewHandlers returns Handlers that resolve and render each WebFinger
+// question once and keep the latest JRDCacheSize of them, so answering
+// WebFinger mostly costs a lookup, the deletion check and a write; a
+// Handlers literal works too, resolving and rendering per request.
 func NewHandlers(world *actors.World, version string) (Handlers, error) {
-	jrd, err := lru.New[string, []byte](JRDCacheSize)
+	answers, err := lru.New[question, answer](JRDCacheSize)
 	if err != nil {
 		return Handlers{}, err
 	}
-	return Handlers{World: world, Version: version, jrd: jrd, jrdType: []string{ContentTypeJRD}, anyOrigin: []string{"*"}}, nil
+	return Handlers{World: world, Version: version, answers: answers, jrdType: []string{ContentTypeJRD}, anyOrigin: []string{"*"}}, nil
 }
 
 func (h Handlers) origin(w http.ResponseWriter, r *http.Request) (*actors.Origin, bool) {
@@ -153,6 +177,13 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q := question{origin: o, query: r.URL.RawQuery}
+	if h.answers != nil {
+		if ans, ok := h.answers.Get(q); ok {
+			h.writeAnswer(w, ans)
+			return
+		}
+	}
 	a, err := Resolve(o, queryValue(r.URL.RawQuery, "resource"))
 	switch {
 	case errors.Is(err, ErrBadResource):
@@ -162,29 +193,47 @@ func (h Handlers) WebFinger(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	if h.World.Changes != nil {
-		if _, gone := h.World.Changes.Deleted(a.ID); gone {
-			http.Error(w, a.Acct()+" was deleted", http.StatusGone)
-			return
+	if h.answers == nil {
+		if !h.gone(w, a.ID, a.Acct()) {
+			writeJSON(w, ContentTypeJRD, Describe(a))
 		}
-	}
-	if h.jrd != nil {
-		b, ok := h.jrd.Get(a.ID)
-		if !ok {
-			var err error
-			if b, err = actors.MarshalDoc(Describe(a)); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			h.jrd.Add(a.ID, b)
-		}
-		hdr := w.Header()
-		hdr["Content-Type"] = h.jrdType
-		hdr["Access-Control-Allow-Origin"] = h.anyOrigin
-		w.Write(b)
 		return
 	}
-	writeJSON(w, ContentTypeJRD, Describe(a))
+	b, err := actors.MarshalDoc(Describe(a))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	ans := answer{id: a.ID, acct: a.Acct(), jrd: b}
+	if len(q.query) <= maxCachedQuery {
+		h.answers.Add(q, ans)
+	}
+	h.writeAnswer(w, ans)
+}
+
+// writeAnswer answers with a resolved question's JRD, or 410 when its
+// account was deleted.
+func (h Handlers) writeAnswer(w http.ResponseWriter, ans answer) {
+	if h.gone(w, ans.id, ans.acct) {
+		return
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = h.jrdType
+	hdr["Access-Control-Allow-Origin"] = h.anyOrigin
+	w.Write(ans.jrd)
+}
+
+// gone answers 410 and reports true when the account id was deleted (a
+// leaver after its Delete).
+func (h Handlers) gone(w http.ResponseWriter, id, acct string) bool {
+	if h.World.Changes == nil {
+		return false
+	}
+	if _, deleted := h.World.Changes.Deleted(id); deleted {
+		http.Error(w, acct+" was deleted", http.StatusGone)
+		return true
+	}
+	return false
 }
 
 // queryValue is the first value of key in a raw query, as

@@ -187,3 +187,50 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestWebFingerKeepsAnswersButNotDeletedAccounts: NewHandlers' Handlers keep
+// each resolved question's JRD, yet an account deleted after its answer was
+// kept (a leaver after its Delete) is answered 410 from then on, and a
+// padded query is answered but not kept.
+func TestWebFingerKeepsAnswersButNotDeletedAccounts(t *testing.T) {
+	w := testWorld(t)
+	h, err := NewHandlers(w, "1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood1, _ := w.Origin("flood1.test")
+	alice, _ := flood1.Actor("alice")
+	leaver := alice.Leaver(1)
+	target := "/.well-known/webfinger?resource=acct:" + leaver.Acct()
+	padded := "/.well-known/webfinger?resource=acct:bob@flood1.test&pad=" + strings.Repeat("x", maxCachedQuery)
+	for _, step := range []struct {
+		name, target string
+		deleteLeaver bool // record the leaver's deletion before this step
+		status       int
+		body         string // substring
+		kept         bool   // the question is kept afterwards
+	}{
+		// The first answer is resolved, rendered and kept.
+		{"first answer", target, false, 200, `"href": "` + leaver.ID + `"`, true},
+		// Asked again, the kept answer is the same.
+		{"kept answer", target, false, 200, `"href": "` + leaver.ID + `"`, true},
+		// Deleted after it was kept: 410, as for a deleted account never asked about.
+		{"deleted after it was kept", target, true, 410, leaver.Acct() + " was deleted", true},
+		// A query longer than maxCachedQuery is answered as any other, not kept.
+		{"padded query", padded, false, 200, `"href": "https://flood1.test/users/bob"`, false},
+	} {
+		if step.deleteLeaver {
+			if err := w.RecordChanges([]actors.Change{{ID: leaver.ID, Deleted: "2026-11-30T12:00:00Z"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := get(t, http.HandlerFunc(h.WebFinger), "flood1.test", step.target, "")
+		if rec.Code != step.status || !strings.Contains(rec.Body.String(), step.body) {
+			t.Errorf("%s: %d %q, want %d with %q", step.name, rec.Code, rec.Body, step.status, step.body)
+		}
+		_, query, _ := strings.Cut(step.target, "?")
+		if kept := h.answers.Contains(question{origin: flood1, query: query}); kept != step.kept {
+			t.Errorf("%s: kept %v, want %v", step.name, kept, step.kept)
+		}
+	}
+}
