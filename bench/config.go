@@ -33,8 +33,9 @@ type config struct {
 	// Measure is the length of one closed-loop throughput measurement
 	// (inbox, documents), after a warm-up of a tenth of it.
 	Measure time.Duration
-	// Rounds is how many times each pair is measured, alternating A, B;
-	// each side reports its median.
+	// Rounds is how many times each pair is measured, the order reversed
+	// every other round (A B, B A, …: roundOrder); each side reports its
+	// median.
 	Rounds int
 	// LatencyBound is the "bounded latency" of a sustained rate: the p99
 	// latency from the intended send time must not exceed it.
@@ -124,7 +125,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		Trial: 3 * time.Second, Warmup: 500 * time.Millisecond, Steps: 4, Bracket: 4, Retries: 1,
-		Measure: 2 * time.Second, Rounds: 3,
+		Measure: 2 * time.Second, Rounds: 5,
 		LatencyBound: 25 * time.Millisecond, LatenessBound: time.Millisecond, LatenessTrials: 3, CostPairs: 4, SignerNice: traffic.NiceAuto, DispatcherPriority: flood.DefaultPriority,
 		Conc: 32, Client: clientAuto, FloodClient: flood.DefaultClient, Pool: 2048, StartRate: 10000, Mix: "create=6,like=3",
 		Origins: 20, Actors: 10, Scale: 10, LargeOrigins: 10000, LargePool: 1024,
@@ -149,7 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Bracket, "bracket", c.Bracket, "most trials a search spends growing or shrinking its first rate")
 	fs.IntVar(&c.Retries, "retries", c.Retries, "tries again of a failed trial before it counts (another tenant can fail a trial, none can pass one)")
 	fs.DurationVar(&c.Measure, "measure", c.Measure, "length of one closed-loop throughput measurement (inbox, documents)")
-	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "alternating rounds of each pair (medians are reported)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds of each pair, the order reversed every other round (medians are reported)")
 	fs.DurationVar(&c.LatencyBound, "latency-bound", c.LatencyBound, "a sustained rate's p99 latency from the intended send time is at most this")
 	fs.DurationVar(&c.LatenessBound, "lateness-bound", c.LatenessBound, "the pipeline's p99 lateness is at most this")
 	fs.IntVar(&c.LatenessTrials, "lateness-trials", c.LatenessTrials, "trials of each pipeline rate pooled to judge its p99 lateness")

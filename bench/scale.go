@@ -178,9 +178,14 @@ func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	first := handshakeRate(ctx, crowdAddr, names, len(names), time.Minute) // makes every leaf
 	b.logf("  first contact with %d names (each leaf made): %.0f handshakes/s", len(names), first)
 	var crowd, bare []float64
-	for range b.cfg.Rounds {
-		crowd = append(crowd, handshakeRate(ctx, crowdAddr, names, 0, b.cfg.Measure))
-		bare = append(bare, handshakeRate(ctx, bareAddr, names, 0, b.cfg.Measure))
+	for round := range b.cfg.Rounds {
+		for _, side := range roundOrder(round, 2) {
+			if side == 0 {
+				crowd = append(crowd, handshakeRate(ctx, crowdAddr, names, 0, b.cfg.Measure))
+			} else {
+				bare = append(bare, handshakeRate(ctx, bareAddr, names, 0, b.cfg.Measure))
+			}
+		}
 		b.logf("  handshakes/s: crowd %.0f, bare crypto/tls %.0f", crowd[len(crowd)-1], bare[len(bare)-1])
 	}
 	b.rep.Details[rowScaleTLS] = map[string]any{"crowd": crowd, "bare": bare, "first_contact": first, "names": len(names)}
@@ -286,9 +291,14 @@ func (b *bench) scaleDNS(ctx context.Context, names []string) {
 	}
 	defer stopBare()
 	var crowd, bare []float64
-	for range b.cfg.Rounds {
-		crowd = append(crowd, dnsRate(ctx, crowdAddr, names, b.cfg.Measure))
-		bare = append(bare, dnsRate(ctx, bareAddr, names, b.cfg.Measure))
+	for round := range b.cfg.Rounds {
+		for _, side := range roundOrder(round, 2) {
+			if side == 0 {
+				crowd = append(crowd, dnsRate(ctx, crowdAddr, names, b.cfg.Measure))
+			} else {
+				bare = append(bare, dnsRate(ctx, bareAddr, names, b.cfg.Measure))
+			}
+		}
 		b.logf("  DNS answers/s: crowd %.0f, bare miekg/dns %.0f", crowd[len(crowd)-1], bare[len(bare)-1])
 	}
 	b.rep.Details[rowScaleDNS] = map[string]any{"crowd": crowd, "bare": bare, "names": len(names)}

@@ -15,17 +15,18 @@ import (
 	"github.com/crowdfed/crowd/pasture"
 )
 
-// rounds measures each side (closed loop) Rounds times, in turn (A, B, …,
-// A, B, …), and returns their medians, in order, and every measurement.
+// rounds measures each side (closed loop) Rounds times, in turn, the order
+// reversed every other round (A, B, …, then …, B, A: roundOrder), and
+// returns their medians, in order, and every measurement.
 func (b *bench) rounds(ctx context.Context, names []string, fns []func(context.Context) loopResult) (meds []float64, all map[string][]loopResult) {
 	all = map[string][]loopResult{}
 	rates := make([][]float64, len(names))
-	for range b.cfg.Rounds {
-		for i, fn := range fns {
+	for round := range b.cfg.Rounds {
+		for _, i := range roundOrder(round, len(fns)) {
 			if ctx.Err() != nil {
 				break
 			}
-			r := fn(ctx)
+			r := fns[i](ctx)
 			all[names[i]] = append(all[names[i]], r)
 			rates[i] = append(rates[i], r.Rate)
 			extra := ""
@@ -42,6 +43,21 @@ func (b *bench) rounds(ctx context.Context, names []string, fns []func(context.C
 		meds = append(meds, median(rs))
 	}
 	return meds, all
+}
+
+// roundOrder is the order the n sides are measured in, in round (from 0): as given in even
+// rounds, reversed in odd ones (A B, B A, A B…). A side measured first in every round would
+// carry alone whatever the first measurement of a round pays (a server's buffers and heap
+// grown again, the host's speed drifting over a round) and tilt the ratio by it.
+func roundOrder(round, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = k
+		if round%2 == 1 {
+			order[k] = n - 1 - k
+		}
+	}
+	return order
 }
 
 // cpuPerRequest is the client's CPU per request of r, in µs (0 when

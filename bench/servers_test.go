@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/signing"
@@ -76,5 +79,57 @@ func TestBareDocumentsAnswerTheRoutersBytes(t *testing.T) {
 		if !bytes.Equal(gotBody, wantBody) {
 			t.Errorf("%s: the bodies differ", d.url)
 		}
+	}
+}
+
+// TestRoundsReverseTheOrderEveryOtherRound: the closed-loop rounds measure
+// the sides A, B, … in even rounds and …, B, A in odd ones, so no side is
+// always the first of a round; each side's median is of its own rates.
+func TestRoundsReverseTheOrderEveryOtherRound(t *testing.T) {
+	tests := []struct {
+		name      string
+		sides     int
+		rounds    int
+		wantOrder string // the sides' letters in the order they were measured
+	}{
+		// A pair: A B, then B A.
+		{"a pair, four rounds", 2, 4, "ABBAABBA"},
+		// An odd number of rounds ends as it began.
+		{"a pair, three rounds", 2, 3, "ABBAAB"},
+		// Four sides (the inbox backends' row): reversed whole.
+		{"four sides", 4, 2, "ABCDDCBA"},
+		// One side (the wrk replay) is measured alone every round.
+		{"one side", 1, 3, "AAA"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var order strings.Builder
+			var names []string
+			var fns []func(context.Context) loopResult
+			for i := range tt.sides {
+				side := string(rune('A' + i))
+				names = append(names, side)
+				n := 0
+				fns = append(fns, func(context.Context) loopResult {
+					order.WriteString(side)
+					n++
+					return loopResult{Rate: float64(100*(i+1) + n)} // side i's k-th rate: 100(i+1)+k
+				})
+			}
+			b := &bench{cfg: config{Rounds: tt.rounds}, log: io.Discard, start: time.Now()}
+			meds, all := b.rounds(context.Background(), names, fns)
+			if got := order.String(); got != tt.wantOrder {
+				t.Errorf("measured %s, want %s", got, tt.wantOrder)
+			}
+			for i, name := range names {
+				if len(all[name]) != tt.rounds {
+					t.Errorf("side %s measured %d times, want %d", name, len(all[name]), tt.rounds)
+				}
+				// The median of 1..rounds, offset by the side's hundreds.
+				if want := float64(100*(i+1)) + float64(tt.rounds+1)/2; meds[i] != want {
+					t.Errorf("side %s median %g, want %g", name, meds[i], want)
+				}
+			}
+		})
 	}
 }
