@@ -85,6 +85,8 @@ func byPath(o *actors.Origin, path string) (*actors.Actor, bool) {
 
 // Describe is the JRD of a crowd actor: its subject is its acct: URI, its
 // self link's href is exactly the actor id (servers check the round trip).
+// It reads only what the actor's origin and name give, never its key
+// (keys rotate): NewHandlers keeps its answers for as long as it runs.
 func Describe(a *actors.Actor) apclient.JRD {
 	return apclient.JRD{
 		Subject: "acct:" + a.Acct(),
@@ -109,26 +111,30 @@ type Handlers struct {
 	Origin func(r *http.Request) *actors.Origin
 
 	answers *lru.Cache[question, answer] // resolved questions, when made by NewHandlers
-	// The header values of a rendered JRD, made once with jrd, so that
-	// answering one allocates no header. net/http only reads them, and a
+	// The header values of a rendered JRD, made once by NewHandlers, so
+	// that answering one allocates no header. net/http only reads them, and a
 	// later Add appends to a full slice, which copies it.
 	jrdType, anyOrigin []string
 }
 
-// JRDCacheSize bounds how many answered WebFinger questions NewHandlers'
-// Handlers keep: the accounts a SUT looks up most stay resolved and
-// rendered, in a world of any size.
+// JRDCacheSize bounds how many answered WebFinger questions (a Host and a
+// raw query) NewHandlers' Handlers keep: the accounts a SUT looks up most
+// stay resolved and rendered, in a world of any size. Each spelling of a
+// question is kept apart, its JRD with it: at most about 8 MB in all
+// (maxCachedQuery, and a JRD of about 0.4 KB).
 const JRDCacheSize = 8192
 
 // maxCachedQuery is the longest raw query a resolved question is kept
 // under: the key holds the query as it came, and a client's own padding
-// must not make the cache hold megabytes. Every query a server sends
-// (resource=acct:… or an actor URL) is far shorter.
+// (up to net/http's megabyte of header) must not grow the cache beyond
+// JRDCacheSize × this. Every query a server sends (resource=acct:… or an
+// actor URL) is far shorter.
 const maxCachedQuery = 512
 
 // question is a WebFinger request as it arrived: the origin its Host
 // named and its raw query. A question resolves to the same actor every
-// time (actors are derived from their names), so its answer can be kept.
+// time (actors are derived from their names), and the actor's JRD is made
+// of what a name gives (Describe), so its answer can be kept.
 type question struct {
 	origin *actors.Origin
 	query  string
@@ -239,11 +245,12 @@ func (h Handlers) gone(w http.ResponseWriter, id, acct string) bool {
 // queryValue is the first value of key in a raw query, as
 // url.Values.Get(key) of url.ParseQuery(raw) would return it (a value
 // that does not unescape is skipped, as ParseQuery drops it), without
-// building the map: WebFinger is the document a SUT fetches most. Kept
-// for the WebFinger row of `go run ./bench -only documents`: 0.91 of a
-// bare handler with it, 0.73-0.75 with url.Query (pasture's
-// BenchmarkHandlerOnly: 13 allocations against 17). FuzzQueryValue holds
-// it to url.ParseQuery.
+// building the map. Before answers were kept, every WebFinger request
+// parsed its query, and the WebFinger row of `go run ./bench -only
+// documents` gave 0.91 of a bare handler with it, 0.73-0.75 with
+// url.Query (pasture's BenchmarkHandlerOnly: 13 allocations against 17);
+// now only a question not kept is parsed, the first of each and any a
+// client varies. FuzzQueryValue holds it to url.ParseQuery.
 func queryValue(raw, key string) string {
 	for raw != "" {
 		var pair string

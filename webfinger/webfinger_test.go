@@ -189,9 +189,10 @@ func FuzzResolve(f *testing.F) {
 }
 
 // TestWebFingerKeepsAnswersButNotDeletedAccounts: NewHandlers' Handlers keep
-// each resolved question's JRD, yet an account deleted after its answer was
-// kept (a leaver after its Delete) is answered 410 from then on, and a
-// padded query is answered but not kept.
+// each resolved question's JRD under its origin and raw query, yet an
+// account deleted after its answer was kept (a leaver after its Delete) is
+// answered 410 from then on; errors and padded queries are answered but
+// not kept.
 func TestWebFingerKeepsAnswersButNotDeletedAccounts(t *testing.T) {
 	w := testWorld(t)
 	h, err := NewHandlers(w, "1.2.3")
@@ -199,38 +200,76 @@ func TestWebFingerKeepsAnswersButNotDeletedAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	flood1, _ := w.Origin("flood1.test")
+	flood2, _ := w.Origin("flood2.test")
 	alice, _ := flood1.Actor("alice")
 	leaver := alice.Leaver(1)
-	target := "/.well-known/webfinger?resource=acct:" + leaver.Acct()
-	padded := "/.well-known/webfinger?resource=acct:bob@flood1.test&pad=" + strings.Repeat("x", maxCachedQuery)
+	const path = "/.well-known/webfinger?"
+	query := "resource=acct:" + leaver.Acct()
+	bob := "resource=acct:bob@flood1.test&pad="
+	longest := bob + strings.Repeat("x", maxCachedQuery-len(bob))
 	for _, step := range []struct {
-		name, target string
+		name         string
+		origin       *actors.Origin
+		query        string
 		deleteLeaver bool // record the leaver's deletion before this step
 		status       int
 		body         string // substring
 		kept         bool   // the question is kept afterwards
 	}{
 		// The first answer is resolved, rendered and kept.
-		{"first answer", target, false, 200, `"href": "` + leaver.ID + `"`, true},
+		{"first answer", flood1, query, false, 200, `"href": "` + leaver.ID + `"`, true},
 		// Asked again, the kept answer is the same.
-		{"kept answer", target, false, 200, `"href": "` + leaver.ID + `"`, true},
+		{"kept answer", flood1, query, false, 200, `"href": "` + leaver.ID + `"`, true},
+		// The same query on another origin is its own question: that origin serves no such account.
+		{"same query, another origin", flood2, query, false, 404, "not served by flood2.test", false},
 		// Deleted after it was kept: 410, as for a deleted account never asked about.
-		{"deleted after it was kept", target, true, 410, leaver.Acct() + " was deleted", true},
-		// A query longer than maxCachedQuery is answered as any other, not kept.
-		{"padded query", padded, false, 200, `"href": "https://flood1.test/users/bob"`, false},
+		{"deleted after it was kept", flood1, query, true, 410, leaver.Acct() + " was deleted", true},
+		// An unknown account is answered 404 and not kept.
+		{"unknown account", flood1, "resource=acct:mallory@flood1.test", false, 404, "mallory", false},
+		// A query of maxCachedQuery bytes is still kept.
+		{"longest kept query", flood1, longest, false, 200, `"href": "https://flood1.test/users/bob"`, true},
+		// One byte more is answered as any other, not kept.
+		{"padded query", flood1, longest + "x", false, 200, `"href": "https://flood1.test/users/bob"`, false},
 	} {
 		if step.deleteLeaver {
 			if err := w.RecordChanges([]actors.Change{{ID: leaver.ID, Deleted: "2026-11-30T12:00:00Z"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rec := get(t, http.HandlerFunc(h.WebFinger), "flood1.test", step.target, "")
+		rec := get(t, http.HandlerFunc(h.WebFinger), step.origin.Host, path+step.query, "")
 		if rec.Code != step.status || !strings.Contains(rec.Body.String(), step.body) {
 			t.Errorf("%s: %d %q, want %d with %q", step.name, rec.Code, rec.Body, step.status, step.body)
 		}
-		_, query, _ := strings.Cut(step.target, "?")
-		if kept := h.answers.Contains(question{origin: flood1, query: query}); kept != step.kept {
+		if kept := h.answers.Contains(question{origin: step.origin, query: step.query}); kept != step.kept {
 			t.Errorf("%s: kept %v, want %v", step.name, kept, step.kept)
+		}
+	}
+}
+
+// TestWebFingerWithoutKeptAnswers: a Handlers literal (no kept answers)
+// resolves every request, and answers 410 for a deleted account too.
+func TestWebFingerWithoutKeptAnswers(t *testing.T) {
+	w := testWorld(t)
+	flood1, _ := w.Origin("flood1.test")
+	alice, _ := flood1.Actor("alice")
+	gone := alice.Leaver(2)
+	if err := w.RecordChanges([]actors.Change{{ID: gone.ID, Deleted: "2026-11-30T12:00:00Z"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := http.HandlerFunc(Handlers{World: w}.WebFinger)
+	for _, c := range []struct {
+		name, resource string
+		status         int
+		body           string // substring
+	}{
+		// A live account: its JRD, rendered for the request.
+		{"live account", "acct:alice@flood1.test", 200, `"href": "https://flood1.test/users/alice"`},
+		// A deleted leaver: 410.
+		{"deleted leaver", "acct:" + gone.Acct(), 410, gone.Acct() + " was deleted"},
+	} {
+		rec := get(t, h, "flood1.test", "/.well-known/webfinger?resource="+c.resource, "")
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.body) {
+			t.Errorf("%s: %d %q, want %d with %q", c.name, rec.Code, rec.Body, c.status, c.body)
 		}
 	}
 }
