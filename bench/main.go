@@ -17,8 +17,9 @@
 //
 // Run it from the repository with `go run ./bench` (see bench/README.md).
 // Claims are ratios measured in one run on one machine: the pairs being
-// compared alternate (A, B, A, B) and each side reports its median, so
-// noise from a shared machine hits both sides.
+// compared are measured in rounds whose order is reversed every other
+// round (A, B, B, A) and each side reports its median, so noise from a
+// shared machine hits both sides.
 //
 // The bench re-executes itself as helper processes: the null sink (so a
 // generator never shares a process with the server it floods) and the

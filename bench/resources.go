@@ -50,8 +50,9 @@ func (b *bench) cpuSection(ctx context.Context) {
 	var hwm []float64
 	var late [2][]float64
 	var runs []floodChildResult
-	for range b.cfg.Rounds {
-		for i, rate := range b.cfg.CPURates {
+	for round := range b.cfg.Rounds {
+		for _, i := range roundOrder(round, len(b.cfg.CPURates)) {
+			rate := b.cfg.CPURates[i]
 			if ctx.Err() != nil {
 				break
 			}
@@ -140,8 +141,9 @@ func (b *bench) startupSection(ctx context.Context) {
 		b.rep.note("first start of crowd serve with %d origins (creating the CA if missing; certificates are made per name on first use): %.0f ms", n, ms(t))
 	}
 	var times, mems [2][]float64
-	for range b.cfg.Rounds {
-		for i, n := range sizes {
+	for round := range b.cfg.Rounds {
+		for _, i := range roundOrder(round, len(sizes)) {
+			n := sizes[i]
 			if ctx.Err() != nil {
 				break
 			}

@@ -98,8 +98,9 @@ func (b *bench) scaleStartup(ctx context.Context) {
 		}
 	}
 	var times, mems [2][]float64
-	for range b.cfg.Rounds {
-		for i, n := range sizes {
+	for round := range b.cfg.Rounds {
+		for _, i := range roundOrder(round, len(sizes)) {
+			n := sizes[i]
 			t, hwm, err := b.serveScale(ctx, n)
 			if err != nil {
 				fail(err)
@@ -177,17 +178,15 @@ func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	defer stopBare()
 	first := handshakeRate(ctx, crowdAddr, names, len(names), time.Minute) // makes every leaf
 	b.logf("  first contact with %d names (each leaf made): %.0f handshakes/s", len(names), first)
-	var crowd, bare []float64
+	addrs := [2]string{crowdAddr, bareAddr}
+	var rates [2][]float64
 	for round := range b.cfg.Rounds {
-		for _, side := range roundOrder(round, 2) {
-			if side == 0 {
-				crowd = append(crowd, handshakeRate(ctx, crowdAddr, names, 0, b.cfg.Measure))
-			} else {
-				bare = append(bare, handshakeRate(ctx, bareAddr, names, 0, b.cfg.Measure))
-			}
+		for _, i := range roundOrder(round, 2) {
+			rates[i] = append(rates[i], handshakeRate(ctx, addrs[i], names, 0, b.cfg.Measure))
 		}
-		b.logf("  handshakes/s: crowd %.0f, bare crypto/tls %.0f", crowd[len(crowd)-1], bare[len(bare)-1])
+		b.logf("  handshakes/s: crowd %.0f, bare crypto/tls %.0f", rates[0][round], rates[1][round])
 	}
+	crowd, bare := rates[0], rates[1]
 	b.rep.Details[rowScaleTLS] = map[string]any{"crowd": crowd, "bare": bare, "first_contact": first, "names": len(names)}
 	c, r := median(crowd), median(bare)
 	b.rep.set(Row{Key: rowScaleTLS, Name: name, Value: c, Unit: "/s", Ceiling: r, CeilingName: "bare crypto/tls, one certificate",
@@ -290,17 +289,15 @@ func (b *bench) scaleDNS(ctx context.Context, names []string) {
 		return
 	}
 	defer stopBare()
-	var crowd, bare []float64
+	addrs := [2]string{crowdAddr, bareAddr}
+	var rates [2][]float64
 	for round := range b.cfg.Rounds {
-		for _, side := range roundOrder(round, 2) {
-			if side == 0 {
-				crowd = append(crowd, dnsRate(ctx, crowdAddr, names, b.cfg.Measure))
-			} else {
-				bare = append(bare, dnsRate(ctx, bareAddr, names, b.cfg.Measure))
-			}
+		for _, i := range roundOrder(round, 2) {
+			rates[i] = append(rates[i], dnsRate(ctx, addrs[i], names, b.cfg.Measure))
 		}
-		b.logf("  DNS answers/s: crowd %.0f, bare miekg/dns %.0f", crowd[len(crowd)-1], bare[len(bare)-1])
+		b.logf("  DNS answers/s: crowd %.0f, bare miekg/dns %.0f", rates[0][round], rates[1][round])
 	}
+	crowd, bare := rates[0], rates[1]
 	b.rep.Details[rowScaleDNS] = map[string]any{"crowd": crowd, "bare": bare, "names": len(names)}
 	c, r := median(crowd), median(bare)
 	b.rep.set(Row{Key: rowScaleDNS, Name: name, Value: c, Unit: "/s", Ceiling: r, CeilingName: "bare miekg/dns handler, same names",

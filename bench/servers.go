@@ -46,9 +46,11 @@ func (b *bench) rounds(ctx context.Context, names []string, fns []func(context.C
 }
 
 // roundOrder is the order the n sides are measured in, in round (from 0): as given in even
-// rounds, reversed in odd ones (A B, B A, A B…). A side measured first in every round would
-// carry alone whatever the first measurement of a round pays (a server's buffers and heap
-// grown again, the host's speed drifting over a round) and tilt the ratio by it.
+// rounds, reversed in odd ones (A B, B A, A B…). On a host whose speed drifts, a side measured
+// first in every round is measured a slot earlier than the other throughout, and the ratio
+// takes the drift as a difference; with the order reversed, an even number of rounds puts the
+// sides' median slots at the same place (A at 0, 3, 4, 7; B at 1, 2, 5, 6). The run's very
+// first measurement still falls on A.
 func roundOrder(round, n int) []int {
 	order := make([]int, n)
 	for k := range order {
@@ -83,7 +85,7 @@ type replay struct {
 }
 
 // closedPair measures the servers at addrA and addrB with the same
-// requests, alternating (pair). Before any measurement, each server must
+// requests, in rounds (rounds). Before any measurement, each server must
 // answer every request of the pool with the wanted status (checkPool):
 // wrk counts only answers ≥ 400 as errors, and a pool that does not
 // work must fail the row rather than measure error pages. Each
@@ -239,7 +241,7 @@ func (b *bench) inboxSection(ctx context.Context) {
 	row.Met = met(inRate >= 15000 && row.Ratio >= 0.5 && !anyBad(all))
 	row.Notes = fmt.Sprintf("verified delivery = a POST answered 202 after the whole check (RSA-2048 signature, Digest = body, Date within ±1 h, activity parsed, key owner = actor) and logged to disk; "+
 		"the inbox keeps no record of ids or signatures seen, so a replay costs what a fresh delivery does; "+
-		"%d presigned Creates/Likes (%s, mean body %d B) to the shared inboxes, each answered 202 by both servers before measuring, %s, median of %d alternating rounds%s",
+		"%d presigned Creates/Likes (%s, mean body %d B) to the shared inboxes, each answered 202 by both servers before measuring, %s, median of %d rounds, the order reversed every other round%s",
 		len(pool), b.cfg.Mix, meanBody(pool), b.clientNote(all), b.cfg.Rounds, badNote(all))
 	b.rep.set(row)
 }
@@ -432,7 +434,7 @@ func (b *bench) documentsSection(ctx context.Context) {
 			row.Ratio = crowd / bareRate
 		}
 		row.Met = met(row.Ratio >= least && !anyBad(all))
-		row.Notes = fmt.Sprintf("%d documents (%d B mean) round robin, each answered 200 by both servers before measuring, %s, the ratio of the medians of %d alternating rounds (each round's own ratio: %s)%s",
+		row.Notes = fmt.Sprintf("%d documents (%d B mean) round robin, each answered 200 by both servers before measuring, %s, the ratio of the medians of %d rounds, the order reversed every other round (each round's own ratio: %s)%s",
 			len(d.reqs), meanBytes(answers, d.reqs), b.clientNote(all), b.cfg.Rounds, roundRatios(all[d.what], all["bare "+d.what]), badNote(all))
 		b.rep.set(row)
 	}

@@ -163,7 +163,7 @@ func (b *bench) weatherDocuments(ctx context.Context, spec weather.Spec) (Row, e
 	}
 	b.rep.Details[rowWeatherDocuments] = all
 	return Row{Value: wetRate, Ceiling: dryRate, CeilingName: "the same router with clear weather",
-		Notes: fmt.Sprintf("weather %s; %d actor documents of the clear origins round robin, %s, median of %d alternating rounds%s",
+		Notes: fmt.Sprintf("weather %s; %d actor documents of the clear origins round robin, %s, median of %d rounds, the order reversed every other round%s",
 			spec, len(reqs), b.clientNote(all), b.cfg.Rounds, badNote(all))}, nil
 }
 
@@ -220,6 +220,6 @@ func (b *bench) weatherInbox(ctx context.Context, spec weather.Spec) (Row, error
 	}
 	b.rep.Details[rowWeatherInbox] = results
 	return Row{Value: wetRate, Ceiling: dryRate, CeilingName: "the same router and inbox with clear weather",
-		Notes: fmt.Sprintf("weather %s; %d of the inbox section's presigned deliveries, those to clear origins' shared inboxes, each answered 202 by both before measuring, %s, median of %d alternating rounds%s",
+		Notes: fmt.Sprintf("weather %s; %d of the inbox section's presigned deliveries, those to clear origins' shared inboxes, each answered 202 by both before measuring, %s, median of %d rounds, the order reversed every other round%s",
 			spec, len(pool), b.clientNote(results), b.cfg.Rounds, badNote(results))}, nil
 }
