@@ -121,7 +121,7 @@ type config struct {
 	sinkPID int
 }
 
-// defaultConfig is what `go run ./bench` runs: about three minutes on two
+// defaultConfig is what `go run ./bench` runs: about half an hour on two
 // cores (plus key generation the first time).
 func defaultConfig() config {
 	return config{
