@@ -217,8 +217,8 @@ func (b *bench) backendsRows(ctx context.Context, goSide, lcSide *backendFlood, 
 	if goT != nil && lcT != nil {
 		vs.Ratio = lcBest / goBest
 		vs.Met = met(vs.Ratio >= 2)
-		vs.Notes = fmt.Sprintf("signing alone: libcrypto %s ÷ Go %s = %.2f, so %.2f × is the most a faster signer alone gives the pipeline here; Go backend: %s = %.2f × its own signing ceiling, p99 lateness %.2f ms%s; %s",
-			formatValue(lcCeil, "/s"), formatValue(goCeil, "/s"), lcCeil/goCeil, lcCeil/goCeil,
+		vs.Notes = fmt.Sprintf("signing alone: libcrypto %s ÷ Go %s = %.2f, the most a pipeline that differs only in its signer can gain here; Go backend: %s = %.2f × its own signing ceiling, p99 lateness %.2f ms%s; %s",
+			formatValue(lcCeil, "/s"), formatValue(goCeil, "/s"), lcCeil/goCeil,
 			formatValue(goBest, "/s"), goBest/goCeil, goT.LatenessP99MS,
 			pacedNote(searches[signing.BackendGo].trials, goBest, goCeil)+slowNote(searches[signing.BackendGo].trials), rule)
 	} else {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,12 +139,13 @@ func checkPool(ctx context.Context, addr string, n int, want int, mk func(i int6
 	return nil
 }
 
-// median of xs (0 for none); xs is sorted in place.
+// median of xs (0 for none). xs keeps its order: a report lists rounds as
+// they were measured.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	sort.Float64s(xs)
+	xs = slices.Sorted(slices.Values(xs))
 	n := len(xs)
 	if n%2 == 1 {
 		return xs[n/2]

@@ -39,7 +39,7 @@ func (b *bench) floodHelper(ctx context.Context, rate float64, d time.Duration) 
 func kbToMiB(kb int64) float64 { return float64(kb) / 1024 }
 
 // cpuSection: CPU per activity of a flood process (pipeline signing, null
-// sink) at two rates, alternating; and, without -long, the peak RSS of the
+// sink) at two rates, in rounds (roundOrder); and, without -long, the peak RSS of the
 // higher-rate floods.
 func (b *bench) cpuSection(ctx context.Context) {
 	lo, hi := b.cfg.CPURates[0], b.cfg.CPURates[1]
@@ -80,7 +80,7 @@ func (b *bench) cpuSection(ctx context.Context) {
 		row.Ratio = cHi / cLo
 		row.Met = met(row.Ratio <= 1.1)
 	}
-	row.Notes = fmt.Sprintf("getrusage (user+sys) of a separate flood process over its run ÷ sends: generating, signing (pipeline) and sending to the null sink; %v per flood, median of %d alternating; p99 lateness %s and %s (a late flood still sends every activity, later: the CPU per activity stands)",
+	row.Notes = fmt.Sprintf("getrusage (user+sys) of a separate flood process over its run ÷ sends: generating, signing (pipeline) and sending to the null sink; %v per flood, median of %d rounds, the order reversed every other round; p99 lateness %s and %s (a late flood still sends every activity, later: the CPU per activity stands)",
 		b.cfg.CPUFloodLength, len(per[1]), formatValue(median(late[1]), "ms"), formatValue(median(late[0]), "ms"))
 	b.rep.set(row)
 	if b.cfg.Long {
@@ -113,7 +113,7 @@ func (b *bench) longMemory(ctx context.Context) {
 
 // startupSection: time from exec to /readyz 200 of `crowd serve` with
 // persisted keys, and its peak RSS then, for Origins and Origins × Scale
-// origins, alternating.
+// origins, in rounds (roundOrder).
 func (b *bench) startupSection(ctx context.Context) {
 	small, big := b.cfg.Origins, b.cfg.Origins*b.cfg.Scale
 	nameStart := fmt.Sprintf("start-up of crowd serve, %d origins × %d actors, persisted keys (exec → /readyz 200)", small, b.cfg.Actors)
@@ -160,7 +160,7 @@ func (b *bench) startupSection(ctx context.Context) {
 	b.rep.Details[rowStartup] = map[string]any{"origins": sizes, "ms": times, "vmhwm_mib": mems}
 	tS, tB := median(times[0]), median(times[1])
 	mS, mB := median(mems[0]), median(mems[1])
-	rounds := fmt.Sprintf("median of %d alternating starts", len(times[0]))
+	rounds := fmt.Sprintf("median of %d starts, the order reversed every other round", len(times[0]))
 	b.rep.set(Row{Key: rowStartup, Name: nameStart, Value: tS, Unit: "ms", Ceiling: 1000, CeilingName: "limit",
 		Ratio: tS / 1000, Target: "< 1 s", Met: met(tS < 1000),
 		Notes: "the built binary, HTTPS on 127.0.0.1:0, no HTTP or DNS listener; " + rounds})

@@ -68,7 +68,7 @@ func (b *bench) scaleSection(ctx context.Context) {
 }
 
 // scaleStartup: exec → /readyz 200 of `crowd serve` with persisted state,
-// 20 and 10 000 origins × 100 actors, alternating, and VmHWM then.
+// 20 and 10 000 origins × 100 actors, in rounds (roundOrder), and VmHWM then.
 func (b *bench) scaleStartup(ctx context.Context) {
 	nameT := fmt.Sprintf("start-up, %d → %d origins × %d actors, persisted state (exec → /readyz 200)", scaleSmall, b.cfg.LargeOrigins, scaleActors)
 	nameM := fmt.Sprintf("crowd serve peak RSS at ready, %d origins × %d actors", b.cfg.LargeOrigins, scaleActors)
@@ -113,7 +113,7 @@ func (b *bench) scaleStartup(ctx context.Context) {
 	b.rep.Details[rowScaleStartup] = map[string]any{"origins": sizes, "actors": scaleActors, "key_pool": b.cfg.LargePool, "ms": times, "vmhwm_mib": mems}
 	tS, tL := median(times[0]), median(times[1])
 	mS, mL := median(mems[0]), median(mems[1])
-	rounds := fmt.Sprintf("median of %d alternating starts", len(times[0]))
+	rounds := fmt.Sprintf("median of %d starts, the order reversed every other round", len(times[0]))
 	perActor := (mL - mS) * 1024 * 1024 / float64((b.cfg.LargeOrigins-scaleSmall)*(scaleActors+1))
 	b.rep.set(Row{Key: rowScaleStartup, Name: nameT, Value: tL, Unit: "ms", Ceiling: tS, CeilingName: fmt.Sprintf("%d origins", scaleSmall),
 		Ratio: tL / tS, Target: "< 2 s", Met: met(tL < 2000),
@@ -140,7 +140,7 @@ const scaleAdvertise = "127.1.0.0/16"
 // scaleTLS: full handshakes/s against the crowd's on-demand TLS, the SNI
 // name cycling over the 10 000 origins (every leaf made before the
 // measurement), beside a bare crypto/tls server with one certificate of
-// the same kind (ECDSA P-256 from the same CA), alternating.
+// the same kind (ECDSA P-256 from the same CA), in rounds (roundOrder).
 func (b *bench) scaleTLS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("TLS handshakes/s across %d SNI names (leaves on demand)", len(names))
 	target := "≥ 0.8"
@@ -268,7 +268,7 @@ func measureRate(ctx context.Context, workers, count int, d time.Duration, newWo
 
 // scaleDNS: A queries/s answered by the crowd's DNS handler for the
 // 10 000 origins, beside a bare miekg/dns handler answering the same names
-// from a map, both behind the crowd's DNS server, alternating.
+// from a map, both behind the crowd's DNS server, in rounds (roundOrder).
 func (b *bench) scaleDNS(ctx context.Context, names []string) {
 	name := fmt.Sprintf("DNS answers/s, %d origins", len(names))
 	target := "≥ 0.8"

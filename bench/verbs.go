@@ -63,8 +63,9 @@ type verbCost struct{ Draft, Signed float64 }
 // verbsSection: what each kind of the vocabulary costs the generator per
 // send, beside Create. Rounds take the kinds in turn, the order reversed
 // every other round (Create, Like, …, then …, Like, Create: roundOrder),
-// and each reports its median, so a shared machine's noise falls on all. A row's figure is the cost of drafting and signing
-// one send of its kind ÷ Create's; drafting alone is in its notes.
+// and each reports its median, so a shared machine's noise falls on all.
+// A row's figure is the cost of drafting and signing one send of its kind
+// ÷ Create's; drafting alone is in its notes.
 // Target: ≤ 1.2 (the other verbs cost no more per send than Create).
 func (b *bench) verbsSection(ctx context.Context) {
 	const target = "≤ 1.2 × Create"

@@ -117,8 +117,8 @@ type Handlers struct {
 	jrdType, anyOrigin []string
 }
 
-// JRDCacheSize bounds how many answered WebFinger questions (a Host and a
-// raw query) NewHandlers' Handlers keep: the accounts a SUT looks up most
+// JRDCacheSize bounds how many answered WebFinger questions (an origin and
+// a raw query) NewHandlers' Handlers keep: the accounts a SUT looks up most
 // stay resolved and rendered, in a world of any size. Each spelling of a
 // question is kept apart, its JRD with it: at most about 8 MB in all
 // (maxCachedQuery, and a JRD of about 0.4 KB).
