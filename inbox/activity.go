@@ -73,45 +73,56 @@ type node struct {
 // of either. The id and the actor must be absolute http(s) URLs and the
 // type must be present. Errors wrap ErrMalformed and say what is wrong.
 func ParseActivity(body []byte) (Activity, error) {
+	a, _, err := parseActivity(body)
+	return a, err
+}
+
+// parseActivity is ParseActivity, also telling whether body is compact
+// JSON (no whitespace outside its strings), as its one scan found: then
+// the activity log's writer need not check it again (see
+// ActivityLog.appendEntry). compact is false whenever encoding/json
+// decided instead of the scan, and whenever err is not nil.
+func parseActivity(body []byte) (a Activity, compact bool, err error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return Activity{}, fmt.Errorf("%w: empty body", ErrMalformed)
+		return Activity{}, false, fmt.Errorf("%w: empty body", ErrMalformed)
 	}
 	if trimmed[0] != '{' {
-		return Activity{}, fmt.Errorf("%w: the body is not a JSON object", ErrMalformed)
+		return Activity{}, false, fmt.Errorf("%w: the body is not a JSON object", ErrMalformed)
 	}
-	n, err := decodeNode(body)
-	if err != nil {
-		return Activity{}, fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)
+	n, compact, ok := scanNodeShape(body)
+	if !ok {
+		if err := json.Unmarshal(body, &n); err != nil {
+			return Activity{}, false, fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)
+		}
 	}
-	var a Activity
 	if a.ID, err = stringField("id", n.ID); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
 	if a.Type, err = typeOf(n.Type); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
 	if a.Actor, err = idOf("actor", n.Actor); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
 	switch {
 	case a.ID == "":
-		return Activity{}, fmt.Errorf("%w: no id", ErrMalformed)
+		return Activity{}, false, fmt.Errorf("%w: no id", ErrMalformed)
 	case a.Type == "":
-		return Activity{}, fmt.Errorf("%w: no type", ErrMalformed)
+		return Activity{}, false, fmt.Errorf("%w: no type", ErrMalformed)
 	case a.Actor == "":
-		return Activity{}, fmt.Errorf("%w: no actor", ErrMalformed)
+		return Activity{}, false, fmt.Errorf("%w: no actor", ErrMalformed)
 	}
 	if err := absoluteURL("id", a.ID); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
 	if err := absoluteURL("actor", a.Actor); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
 	if a.Objects, err = refsOf(n.Object); err != nil {
-		return Activity{}, err
+		return Activity{}, false, err
 	}
-	return a, nil
+	return a, compact, nil
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -368,16 +379,23 @@ const maxScanDepth = 512
 // keeps its last value, as json.Unmarshal does. The values share data's
 // memory.
 func scanNode(data []byte) (n node, ok bool) {
+	n, _, ok = scanNodeShape(data)
+	return n, ok
+}
+
+// scanNodeShape is scanNode, also telling whether data, when taken, is
+// compact: no whitespace outside its strings.
+func scanNodeShape(data []byte) (n node, compact, ok bool) {
 	s := jsonScanner{data: data}
 	i := s.space(0)
 	if i >= len(data) || data[i] != '{' {
-		return node{}, false
+		return node{}, false, false
 	}
 	end := s.object(i, 1, &n)
 	if end < 0 || s.space(end) != len(data) {
-		return node{}, false
+		return node{}, false, false
 	}
-	return n, true
+	return n, !s.spaced, true
 }
 
 // jsonScanner validates JSON text as encoding/json's scanner does (RFC
@@ -387,18 +405,25 @@ func scanNode(data []byte) (n node, ok bool) {
 // valid there (or too deep): then the caller falls back to encoding/json.
 type jsonScanner struct {
 	data []byte
+	// spaced: space skipped a byte. Every whitespace byte outside the
+	// strings of a text the scanner took is skipped by space, so a text
+	// taken with spaced false is compact, as json.Compact would leave it.
+	spaced bool
 }
 
 // space skips JSON whitespace.
 func (s *jsonScanner) space(i int) int {
+	start := i
 	for i < len(s.data) {
 		switch s.data[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
 		default:
+			s.spaced = s.spaced || i > start
 			return i
 		}
 	}
+	s.spaced = s.spaced || i > start
 	return i
 }
 

@@ -158,6 +158,47 @@ func FuzzQuickString(f *testing.F) {
 	})
 }
 
+// TestParseActivityCompact: the parse tells the activity log a body is
+// compact JSON (sparing the log's writer its own check) only when its scan
+// took the body and found no whitespace outside its strings; the log's
+// writer embeds such a body as it is (FuzzJournalLine holds that to what
+// its check makes).
+func TestParseActivityCompact(t *testing.T) {
+	const like = `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","object":"https://b.test/n"}`
+	tests := []struct {
+		name string
+		body string
+		want bool
+	}{
+		// As every server sends: one line, no whitespace between tokens.
+		{"compact", like, true},
+		// Whitespace inside strings is the strings' own.
+		{"spaces in strings", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","content":" a\tb \n "}`, true},
+		// A space after a colon.
+		{"space after a colon", `{"id": "https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false},
+		// A newline between members, deep in a nested object.
+		{"newline in a nested object", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","object":{"a":[1,` + "\n" + `2]}}`, false},
+		// Leading whitespace.
+		{"leading space", " " + like, false},
+		// A trailing newline, as a pretty-printer leaves.
+		{"trailing newline", like + "\n", false},
+		// A tab before a closing bracket.
+		{"tab before a bracket", `{"id":"https://a.test/1","type":["Like"` + "\t" + `],"actor":"https://a.test/u"}`, false},
+		// A name that folds to "id": encoding/json decided, so nothing is known.
+		{"encoding/json decided", `{"ID":"https://a.test/1","id":"https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false},
+		// Compact, but not an activity: the parse fails, and says nothing.
+		{"no actor", `{"id":"https://a.test/1","type":"Like"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, compact, _ := parseActivity([]byte(tt.body))
+			if compact != tt.want {
+				t.Fatalf("compact = %v, want %v", compact, tt.want)
+			}
+		})
+	}
+}
+
 // TestScanNode: the one-pass scanner takes the usual activities itself
 // and leaves to encoding/json whatever it cannot be sure about; whatever
 // it takes, it decodes as json.Unmarshal does (FuzzScanNode checks that

@@ -94,7 +94,7 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 	var last uint64
 	enc := newLineEncoder() // the journal's JSON, its newline ending the data line
 	send := func(e Entry) bool {
-		b, err := enc.line(&e)
+		b, err := enc.line(&e, false)
 		if err != nil {
 			return true
 		}

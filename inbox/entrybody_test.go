@@ -134,7 +134,7 @@ func TestOldFormJournalReloads(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("old line %s: %v", sc.Bytes(), err)
 		}
-		line, err := enc.line(&e)
+		line, err := enc.line(&e, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,7 +87,7 @@ func TestAppendEntryJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := appendEntryJSON(nil, &tt.e)
+			got, ok := appendEntryJSON(nil, &tt.e, false)
 			if !ok {
 				t.Fatal("appendEntryJSON declined")
 			}
@@ -115,7 +115,7 @@ func TestAppendEntryJSONDeclines(t *testing.T) {
 		{"held NaN", Entry{WeatherHeldMS: math.NaN()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := appendEntryJSON(nil, &tt.e); ok {
+			if _, ok := appendEntryJSON(nil, &tt.e, false); ok {
 				t.Fatal("appendEntryJSON encoded it")
 			}
 			if _, err := encoderJSON(t, &tt.e); err == nil {
@@ -136,7 +136,7 @@ func FuzzAppendEntryJSON(f *testing.F) {
 		e.Time = time.Unix(unix%(1<<40), unix%1e9).UTC()
 		e.Headers = http.Header{hk: {hv, body}, hv: nil}
 		want, err := encoderJSON(t, &e)
-		got, ok := appendEntryJSON(nil, &e)
+		got, ok := appendEntryJSON(nil, &e, false)
 		if err != nil {
 			if ok {
 				t.Fatalf("appendEntryJSON encoded what json.Encoder refuses (%v): %s", err, got)

@@ -382,7 +382,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := Entry{Time: start.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
 		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header)}
 	sig := signing.ParseRequest(r.Header)
-	rep, verified := in.receive(w, r, sig, &e)
+	rep, verified, compactBody := in.receive(w, r, sig, &e)
 	if !verified {
 		// A request the verifier did not check is logged with the keyId it names.
 		e.KeyID = sig.KeyID()
@@ -414,7 +414,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.Time = start.Add(-wd.Held).UTC()
 		e.DurationMS += e.WeatherHeldMS
 	}
-	in.alog.Append(e)
+	in.alog.appendEntry(e, compactBody)
 	in.metrics.observeInbox(e.Type, rep.status)
 	if rep.status >= 500 {
 		in.log.Error("inbox could not take an activity", zap.String("type", e.Type), zap.String("id", e.ID),
@@ -462,26 +462,27 @@ func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, erro
 }
 
 // receive runs the checks in order and acts on the activity; sig is r's signature header,
-// parsed once. verified says the signature was checked, and e.KeyID set to its keyId.
-func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.RequestSignature, e *Entry) (rep reply, verified bool) {
+// parsed once. verified says the signature was checked, and e.KeyID set to its keyId;
+// compactBody that the body parsed as compact JSON (parseActivity), for the log's writer.
+func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.RequestSignature, e *Entry) (rep reply, verified, compactBody bool) {
 	if r.Method != http.MethodPost {
-		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method), false
+		return reject(http.StatusMethodNotAllowed, "an inbox takes POST, not %s", r.Method), false, false
 	}
 	origin, local, err := in.recipient(r)
 	if err != nil {
-		return reject(http.StatusNotFound, "unknown recipient: %v", err), false
+		return reject(http.StatusNotFound, "unknown recipient: %v", err), false, false
 	}
 	if local != nil {
 		e.Local = local.ID
 	}
 	if ct := r.Header.Get("Content-Type"); !activityMediaType(ct) {
 		return reject(http.StatusUnsupportedMediaType,
-			"Content-Type %q is not application/activity+json or application/ld+json", ct), false
+			"Content-Type %q is not application/activity+json or application/ld+json", ct), false, false
 	}
 	limit := in.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		e.BodyBytes = int(min(r.ContentLength, 1<<40))
-		return reject(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit), false
+		return reject(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit), false, false
 	}
 	// MaxBytesReader also tells the server to close the connection rather
 	// than drain a body that is too large.
@@ -489,34 +490,34 @@ func (in *Inbox) receive(w http.ResponseWriter, r *http.Request, sig signing.Req
 	e.Body, e.BodyBytes = loggedBody(body, in.alog.BodyLimit()), len(body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return reject(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit), false
+		return reject(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit), false, false
 	}
 	if err != nil {
-		return reject(http.StatusBadRequest, "reading the body: %v", err), false
+		return reject(http.StatusBadRequest, "reading the body: %v", err), false, false
 	}
 	// Parse early, leniently, so even a rejected request shows its
 	// activity in the log; the parse is enforced after the signature.
-	act, perr := ParseActivity(body)
+	act, compactBody, perr := parseActivity(body)
 	if perr == nil {
 		describe(e, act)
 	}
 	if perr == nil && act.Type == "Delete" && in.isSelfDeleteOfStranger(act, sig.KeyID()) {
 		return reply{status: http.StatusAccepted, note: "Delete of an actor by itself: accepted without fetching its key, " +
-			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}, false
+			"which is gone (410) by now; Mastodon sends these to every server it knows and skips them the same way"}, false, compactBody
 	}
 	ctx := context.WithValue(r.Context(), originKey{}, origin)
 	v, err := in.verifier.VerifyParsed(ctx, r, body, sig)
 	if err != nil {
-		return reject(http.StatusUnauthorized, "signature: %v", err), false
+		return reject(http.StatusUnauthorized, "signature: %v", err), false, compactBody
 	}
 	e.KeyID = v.KeyID
 	if perr != nil {
-		return reject(http.StatusBadRequest, "%v", perr), true
+		return reject(http.StatusBadRequest, "%v", perr), true, compactBody
 	}
 	if v.Owner != act.Actor {
-		return reject(http.StatusUnauthorized, "the key %s belongs to %s, but the activity's actor is %s", v.KeyID, v.Owner, act.Actor), true
+		return reject(http.StatusUnauthorized, "the key %s belongs to %s, but the activity's actor is %s", v.KeyID, v.Owner, act.Actor), true, compactBody
 	}
-	return in.dispatch(act, body), true
+	return in.dispatch(act, body), true, compactBody
 }
 
 // readBody reads r to its end into a buffer sized from the declared
@@ -554,6 +555,11 @@ func loggedBody(body []byte, limit int) string {
 // activityMediaType accepts application/activity+json and
 // application/ld+json (any profile), as every ActivityPub server sends.
 func activityMediaType(ct string) bool {
+	// The two forms servers send, taken without ParseMediaType's parse
+	// and the map of parameters it makes for every delivery.
+	if ct == actors.ContentTypeActivity || ct == actors.ContentTypeLD {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return false

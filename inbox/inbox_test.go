@@ -523,3 +523,36 @@ func TestLoggedBody(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityMediaType: the inbox takes activity+json and ld+json in any
+// form a server writes them, the two usual ones without a parse, and
+// refuses every other type and what does not parse.
+func TestActivityMediaType(t *testing.T) {
+	tests := []struct {
+		name string
+		ct   string
+		want bool
+	}{
+		// What the crowd, Mastodon and GoToSocial send.
+		{"activity+json", "application/activity+json", true},
+		// ActivityPub's own recommendation.
+		{"ld+json with the profile", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, true},
+		// Another case, a charset, no profile: parsed.
+		{"upper case", "Application/Activity+JSON", true},
+		{"a charset", "application/activity+json; charset=utf-8", true},
+		{"ld+json alone", "application/ld+json", true},
+		// Plain JSON is not an activity's type.
+		{"application/json", "application/json", false},
+		{"text/html", "text/html", false},
+		// Nothing, or what does not parse.
+		{"empty", "", false},
+		{"a parameter without a value", "application/activity+json; charset", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := activityMediaType(tt.ct); got != tt.want {
+				t.Fatalf("activityMediaType(%q) = %v, want %v", tt.ct, got, tt.want)
+			}
+		})
+	}
+}

@@ -87,7 +87,7 @@ type ActivityLog struct {
 	full   bool
 	subs   map[*Subscription]struct{}
 	closed bool
-	lines  chan Entry // to the disk writer; nil when memory-only
+	lines  chan logged // to the disk writer; nil when memory-only
 
 	done chan struct{} // closed when the disk writer has finished
 
@@ -148,7 +148,7 @@ func OpenLog(o LogOptions) (*ActivityLog, error) {
 		f.Close()
 		return nil, fmt.Errorf("activity log: %w", err)
 	}
-	l.lines = make(chan Entry, 4096)
+	l.lines = make(chan logged, 4096)
 	go l.writer(f, st.Size(), checkpoint{Seq: r.seq, Totals: r.totals})
 	return l, nil
 }
@@ -188,8 +188,8 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 		saved = time.Now()
 	}
 	// put writes e; false when no file is left to write to.
-	put := func(e *Entry) bool {
-		line, err := enc.line(e)
+	put := func(e *Entry, compactBody bool) bool {
+		line, err := enc.line(e, compactBody)
 		if err != nil {
 			l.fail(err)
 			return true
@@ -213,10 +213,10 @@ func (l *ActivityLog) writer(f *os.File, size int64, cp checkpoint) {
 	for e := range l.lines {
 		// The log was quiet until e: write it and what queued behind it,
 		// then, while entries keep coming, a batch every commitEvery.
-		for ok := put(&e); ; ok = true {
+		for ok := put(&e.Entry, e.compactBody); ; ok = true {
 			for ok && len(l.lines) > 0 {
 				next := <-l.lines // queued: neither blocks nor reads the close
-				ok = put(&next)
+				ok = put(&next.Entry, next.compactBody)
 			}
 			if !ok {
 				// No file to write to: keep draining so Append never
@@ -287,9 +287,11 @@ func newLineEncoder() *lineEncoder {
 	return le
 }
 
-func (le *lineEncoder) line(e *Entry) ([]byte, error) {
+// line is e's line; compactBody says e's body is compact JSON in valid
+// UTF-8, logged whole (see logged).
+func (le *lineEncoder) line(e *Entry, compactBody bool) ([]byte, error) {
 	var ok bool
-	if le.fast, ok = appendEntryJSON(le.fast[:0], e); ok {
+	if le.fast, ok = appendEntryJSON(le.fast[:0], e, compactBody); ok {
 		return le.fast, nil
 	}
 	le.buf.Reset()
@@ -318,7 +320,24 @@ func rotate(path string, keep int) error {
 // length of the whole body: callers may pass only its start), and returns
 // it as logged. It fans the entry out to
 // subscribers without ever waiting for them.
-func (l *ActivityLog) Append(e Entry) Entry {
+func (l *ActivityLog) Append(e Entry) Entry { return l.appendEntry(e, false) }
+
+// logged is an entry on its way to the disk writer, and whether its body
+// is known to be compact JSON text in valid UTF-8, logged whole: then the
+// writer embeds it as it is, without checking it again.
+type logged struct {
+	Entry
+	compactBody bool
+}
+
+// appendEntry is Append for a caller that may know e's body to be compact
+// JSON (compactBody: the inbox, whose parse walked every byte of it, see
+// parseActivity). The hint holds only while the body is logged whole and
+// is valid UTF-8, which Append checks anyway: a body cut at the limit, or
+// mended, goes through the writer's own check. It saves the writer a
+// second walk of every delivery's body (two on two cores: the scan and
+// the search for whitespace).
+func (l *ActivityLog) appendEntry(e Entry, compactBody bool) Entry {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -327,10 +346,13 @@ func (l *ActivityLog) Append(e Entry) Entry {
 	}
 	if len(e.Body) > l.o.BodyBytes {
 		e.Body = strings.ToValidUTF8(e.Body[:l.o.BodyBytes], "")
+		compactBody = false
 	} else if !utf8.ValidString(e.Body) {
 		e.Body = strings.ToValidUTF8(e.Body, "\uFFFD")
+		compactBody = false
 	}
 	e.Truncated = e.Truncated || e.BodyBytes > len(e.Body)
+	compactBody = compactBody && !e.Truncated && e.Body != ""
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
@@ -355,7 +377,7 @@ func (l *ActivityLog) Append(e Entry) Entry {
 	if l.lines != nil && !l.closed {
 		// Blocks only if the disk falls 4096 entries behind: the file is
 		// the durable record, so it is not silently thinned.
-		l.lines <- e
+		l.lines <- logged{e, compactBody}
 	}
 	return e
 }

@@ -247,3 +247,48 @@ func TestLogReachesDiskWhileOpen(t *testing.T) {
 	l.Append(Entry{Direction: DirIn, Type: "Like"})
 	waitFor(501)
 }
+
+// TestCompactBodyHint: the inbox's hint that a body is compact JSON holds
+// only for a body logged as it came: a body the log cuts at its limit, or
+// mends into UTF-8, is written as one without the hint would be, not
+// embedded as JSON it no longer is.
+func TestCompactBodyHint(t *testing.T) {
+	const compact = `{"id":"https://a.test/1","type":"Like","content":"0123456789"}`
+	tests := []struct {
+		name  string
+		body  string
+		limit int // the log's body limit
+		want  string
+	}{
+		// Logged whole: embedded as it is.
+		{"whole", compact, 1 << 10, `,"body":` + compact + "}\n"},
+		// Longer than the log's limit: cut, so a string.
+		{"cut at the limit", compact, 40, `,"body":"{\"id\":\"https://a.test/1\",\"type\":\"Like\",\"","body_encoding":"string"}`},
+		// Not UTF-8: mended with U+FFFD, then checked (and still JSON).
+		{"mended", `{"a":"` + "\xff" + `"}`, 1 << 10, `,"body":{"a":"` + "\uFFFD" + `"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			written := func(hint bool) string {
+				dir := t.TempDir()
+				l := openLog(t, LogOptions{Dir: dir, Ring: 10, BodyBytes: tt.limit})
+				l.appendEntry(Entry{Time: time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), Direction: DirIn, Body: tt.body}, hint)
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(filepath.Join(dir, LogFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+			hinted, checked := written(true), written(false)
+			if hinted != checked {
+				t.Fatalf("with the hint:\n%s\nwithout it:\n%s", hinted, checked)
+			}
+			if !json.Valid([]byte(hinted)) || !strings.Contains(hinted, tt.want) {
+				t.Fatalf("the line\n%s\nis not valid JSON holding %s", hinted, tt.want)
+			}
+		})
+	}
+}

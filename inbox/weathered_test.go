@@ -42,7 +42,7 @@ func TestLogRefused(t *testing.T) {
 			if after.In != before.In+1 || after.Problems != before.Problems+1 {
 				t.Errorf("totals %+v after %+v: want one more in and one more problem", after, before)
 			}
-			line, ok := appendEntryJSON(nil, &e)
+			line, ok := appendEntryJSON(nil, &e, false)
 			if !ok {
 				t.Fatal("the entry does not encode")
 			}
