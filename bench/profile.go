@@ -39,7 +39,7 @@ func deliveryParts() []cpuPart {
 		{"allocation and GC", regexp.MustCompile(`^runtime\.(mallocgc|gcBgMarkWorker|gcAssistAlloc|bgsweep|bgscavenge|gcDrain|gcStart)`)},
 		{"signature: header parse and verification", regexp.MustCompile(crowd + `signing\.`)},
 		{"activity log: line and write", regexp.MustCompile(crowd + `(inbox\.\(\*ActivityLog\)|inbox\.appendEntryJSON|inbox\.\(\*lineEncoder\)|inbox\.safeHeaders)`)},
-		{"activity parse", regexp.MustCompile(crowd + `inbox\.ParseActivity`)},
+		{"activity parse", regexp.MustCompile(crowd + `inbox\.[pP]arseActivity`)},
 		{"inbox, the rest", regexp.MustCompile(crowd + `inbox\.`)},
 		{"router", regexp.MustCompile(`^main\.sharedInbox`)},
 		{"HTTP server, body read, kernel", regexp.MustCompile(`^(net/http|net|internal/poll|syscall|bufio|io)\.`)},

@@ -235,6 +235,54 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 	}
 }
 
+// procsSeen is a presignedSource noting the most GOMAXPROCS its Next saw
+// (its callers are the dispatchers, so it runs while they hold their Ps).
+type procsSeen struct {
+	*presignedSource
+	most int
+}
+
+func (s *procsSeen) Next(ctx context.Context) (*Prepared, error) {
+	s.most = max(s.most, runtime.GOMAXPROCS(0))
+	return s.presignedSource.Next(ctx)
+}
+
+// TestSharedDispatchersSpareProcs: while dispatchers share the schedule,
+// each holding a P as it waits in a system call, the run adds a P for
+// each, and gives them back when it ends; a run of one dispatcher adds
+// none.
+func TestSharedDispatchersSpareProcs(t *testing.T) {
+	needLoopWaits(t)
+	for _, c := range []struct {
+		name      string
+		rate      float64
+		threads   int // dispatchers sharing the schedule
+		wantProcs int // GOMAXPROCS during the run
+	}{
+		// Two dispatchers: two Ps more.
+		{"shared", sharedRate, 2, 4},
+		// At 10 000/s one dispatcher on a thread of its own: none added.
+		{"one dispatcher", preciseRateMax, 0, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			withProcs(t, 2)
+			src := &procsSeen{presignedSource: newPresignedSource(t, wholeAnswers(t))}
+			tr := NewClientTransport(TransportOptions{Client: ClientFast})
+			defer tr.CloseIdleConnections()
+			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, c.rate), Source: src, Transport: tr, Limits: Limits{MaxSends: 300}})
+			if res.Dispatcher.Threads != c.threads {
+				t.Fatalf("%d dispatchers shared the schedule, want %d", res.Dispatcher.Threads, c.threads)
+			}
+			if src.most != c.wantProcs {
+				t.Errorf("GOMAXPROCS during the run: %d, want %d", src.most, c.wantProcs)
+			}
+			if after := runtime.GOMAXPROCS(0); after != 2 {
+				t.Errorf("GOMAXPROCS after the run: %d, want 2 again", after)
+			}
+		})
+	}
+}
+
 // TestSharedScheduleEnds: a shared schedule ends for every dispatcher as
 // it would for one: interrupted, or at the Source's end or error, the
 // record saying why, every request taken from the Source settled once.
