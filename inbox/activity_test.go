@@ -166,32 +166,36 @@ func FuzzQuickString(f *testing.F) {
 func TestParseActivityCompact(t *testing.T) {
 	const like = `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","object":"https://b.test/n"}`
 	tests := []struct {
-		name string
-		body string
-		want bool
+		name    string
+		body    string
+		want    bool
+		wantErr bool // the parse refuses the body
 	}{
 		// As every server sends: one line, no whitespace between tokens.
-		{"compact", like, true},
+		{"compact", like, true, false},
 		// Whitespace inside strings is the strings' own.
-		{"spaces in strings", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","content":" a\tb \n "}`, true},
+		{"spaces in strings", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","content":" a\tb \n "}`, true, false},
 		// A space after a colon.
-		{"space after a colon", `{"id": "https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false},
+		{"space after a colon", `{"id": "https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false, false},
 		// A newline between members, deep in a nested object.
-		{"newline in a nested object", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","object":{"a":[1,` + "\n" + `2]}}`, false},
+		{"newline in a nested object", `{"id":"https://a.test/1","type":"Like","actor":"https://a.test/u","object":{"a":[1,` + "\n" + `2]}}`, false, false},
 		// Leading whitespace.
-		{"leading space", " " + like, false},
+		{"leading space", " " + like, false, false},
 		// A trailing newline, as a pretty-printer leaves.
-		{"trailing newline", like + "\n", false},
+		{"trailing newline", like + "\n", false, false},
 		// A tab before a closing bracket.
-		{"tab before a bracket", `{"id":"https://a.test/1","type":["Like"` + "\t" + `],"actor":"https://a.test/u"}`, false},
+		{"tab before a bracket", `{"id":"https://a.test/1","type":["Like"` + "\t" + `],"actor":"https://a.test/u"}`, false, false},
 		// A name that folds to "id": encoding/json decided, so nothing is known.
-		{"encoding/json decided", `{"ID":"https://a.test/1","id":"https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false},
+		{"encoding/json decided", `{"ID":"https://a.test/1","id":"https://a.test/1","type":"Like","actor":"https://a.test/u"}`, false, false},
 		// Compact, but not an activity: the parse fails, and says nothing.
-		{"no actor", `{"id":"https://a.test/1","type":"Like"}`, false},
+		{"no actor", `{"id":"https://a.test/1","type":"Like"}`, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, compact, _ := parseActivity([]byte(tt.body))
+			_, compact, err := parseActivity([]byte(tt.body))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parse error %v, want one: %v", err, tt.wantErr)
+			}
 			if compact != tt.want {
 				t.Fatalf("compact = %v, want %v", compact, tt.want)
 			}

@@ -20,9 +20,12 @@ import (
 // refuses, a DurationMS that is NaN or infinite): the caller then uses
 // json.Encoder, which reports the error. Kept for the inbox row of
 // `go run ./bench -only inbox` (with the one-pass activity scan and one
-// header parse, 0.62 -> 0.84 of a bare verifier). FuzzAppendEntryJSON
-// holds it to json.Encoder; TestAppendEntryJSON fails when a field is
-// added to Entry and not here.
+// header parse, 0.62 -> 0.84 of a bare verifier). compactBody is the
+// caller's word that e's body is compact JSON in valid UTF-8, logged whole
+// (see logged): the body is then embedded unchecked, and the line is
+// json.Encoder's only if that word is true (FuzzJournalLine holds the
+// inbox's parse to it). FuzzAppendEntryJSON holds it to json.Encoder;
+// TestAppendEntryJSON fails when a field is added to Entry and not here.
 func appendEntryJSON(b []byte, e *Entry, compactBody bool) ([]byte, bool) {
 	if !finite(e.DurationMS) || !finite(e.WeatherHeldMS) {
 		return b, false

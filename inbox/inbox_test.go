@@ -537,15 +537,19 @@ func TestActivityMediaType(t *testing.T) {
 		{"activity+json", "application/activity+json", true},
 		// ActivityPub's own recommendation.
 		{"ld+json with the profile", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, true},
-		// Another case, a charset, no profile: parsed.
+		// Another case: parsed, and media types ignore case.
 		{"upper case", "Application/Activity+JSON", true},
+		// A charset, which some servers add.
 		{"a charset", "application/activity+json; charset=utf-8", true},
+		// ld+json with no profile.
 		{"ld+json alone", "application/ld+json", true},
 		// Plain JSON is not an activity's type.
 		{"application/json", "application/json", false},
+		// Nor is a web page.
 		{"text/html", "text/html", false},
-		// Nothing, or what does not parse.
+		// No Content-Type at all.
 		{"empty", "", false},
+		// What does not parse as a media type.
 		{"a parameter without a value", "application/activity+json; charset", false},
 	}
 	for _, tt := range tests {

@@ -334,9 +334,9 @@ type logged struct {
 // JSON (compactBody: the inbox, whose parse walked every byte of it, see
 // parseActivity). The hint holds only while the body is logged whole and
 // is valid UTF-8, which Append checks anyway: a body cut at the limit, or
-// mended, goes through the writer's own check. It saves the writer a
-// second walk of every delivery's body (two on two cores: the scan and
-// the search for whitespace).
+// mended, goes through the writer's own check. It saves the writer two
+// more walks of every delivery's body, the validating scan and the search
+// for whitespace, which on two cores are the inbox's CPU too.
 func (l *ActivityLog) appendEntry(e Entry, compactBody bool) Entry {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()

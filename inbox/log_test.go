@@ -249,9 +249,11 @@ func TestLogReachesDiskWhileOpen(t *testing.T) {
 }
 
 // TestCompactBodyHint: the inbox's hint that a body is compact JSON holds
-// only for a body logged as it came: a body the log cuts at its limit, or
-// mends into UTF-8, is written as one without the hint would be, not
-// embedded as JSON it no longer is.
+// only for a body logged as it came: a body the log cuts at its limit is
+// written as a string, as without the hint, not embedded as JSON it no
+// longer is; one it mends into UTF-8 goes through the writer's check (it
+// stays compact JSON, so this row shows the line is the same, not which
+// path made it).
 func TestCompactBodyHint(t *testing.T) {
 	const compact = `{"id":"https://a.test/1","type":"Like","content":"0123456789"}`
 	tests := []struct {
@@ -264,7 +266,7 @@ func TestCompactBodyHint(t *testing.T) {
 		{"whole", compact, 1 << 10, `,"body":` + compact + "}\n"},
 		// Longer than the log's limit: cut, so a string.
 		{"cut at the limit", compact, 40, `,"body":"{\"id\":\"https://a.test/1\",\"type\":\"Like\",\"","body_encoding":"string"}`},
-		// Not UTF-8: mended with U+FFFD, then checked (and still JSON).
+		// Not UTF-8: mended with U+FFFD inside its string, still compact JSON.
 		{"mended", `{"a":"` + "\xff" + `"}`, 1 << 10, `,"body":{"a":"` + "\uFFFD" + `"}}` + "\n"},
 	}
 	for _, tt := range tests {
