@@ -403,7 +403,7 @@ func (e *engine) scheduleShared(thread record.Dispatcher, ds []*dispatcher) {
 // and the network poller was asked only as often: at 15 000/s against
 // the bench's null sink a dial took 40-90 ms (median) at the flood's
 // start, and every send due meanwhile dialled one more connection (1 100
-// to 1 450 of them, where the bench's open-loop reference opened 60-150).
+// to 1 480 of them, where the bench's open-loop reference opened 36-153).
 // Scratch trials against that sink, 3 s each, without and with, taking
 // turns four times: 44.8-48.6 against 40.5-44.5 µs of the flood's CPU a
 // send at 15 000/s, 35.6-37.8 against 32.5-35.1 at 22 000/s; the storm of
