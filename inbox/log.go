@@ -346,13 +346,12 @@ func (l *ActivityLog) appendEntry(e Entry, compactBody bool) Entry {
 	}
 	if len(e.Body) > l.o.BodyBytes {
 		e.Body = strings.ToValidUTF8(e.Body[:l.o.BodyBytes], "")
-		compactBody = false
 	} else if !utf8.ValidString(e.Body) {
 		e.Body = strings.ToValidUTF8(e.Body, "\uFFFD")
 		compactBody = false
 	}
 	e.Truncated = e.Truncated || e.BodyBytes > len(e.Body)
-	compactBody = compactBody && !e.Truncated && e.Body != ""
+	compactBody = compactBody && !e.Truncated // a body cut here is Truncated too
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
