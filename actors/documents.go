@@ -112,18 +112,26 @@ func (a *Actor) Document() ActorDoc {
 // bounded cache of rendered documents; callers must not modify it. It is
 // nil only when the actor's key file cannot be loaded (logged).
 func (a *Actor) DocumentJSON() []byte {
+	if a.doc != nil { // a shared actor (Origin.SharedActor) keeps its own
+		if b := a.doc.Load(); b != nil {
+			return *b
+		}
+	}
 	docs := a.Origin.world.docs
-	if b, ok := docs.Get(a.ID); ok {
-		return b
+	b, ok := docs.Get(a.ID)
+	if !ok {
+		if a.PublicKeyPEM() == "" {
+			return nil
+		}
+		var err error
+		if b, err = MarshalDoc(a.Document()); err != nil {
+			return nil // an ActorDoc of strings always encodes
+		}
+		docs.Add(a.ID, b)
 	}
-	if a.PublicKeyPEM() == "" {
-		return nil
+	if a.doc != nil {
+		a.doc.Store(&b)
 	}
-	b, err := MarshalDoc(a.Document())
-	if err != nil {
-		return nil // an ActorDoc of strings always encodes
-	}
-	docs.Add(a.ID, b)
 	return b
 }
 

@@ -93,15 +93,18 @@ type rotations struct {
 	m atomic.Pointer[map[string]*rotatedKey]
 }
 
-// apply gives a (just computed by newActor) its rotated key, if any.
-func (r *rotations) apply(a *Actor) {
+// apply gives a (just computed by newActor) its rotated key, if any, and
+// returns the rotations it looked in: while the world's are still those,
+// a holds its current key.
+func (r *rotations) apply(a *Actor) *map[string]*rotatedKey {
 	m := r.m.Load()
 	if m == nil {
-		return
+		return nil
 	}
 	if rk, ok := (*m)[a.ID]; ok {
 		a.KeyID, a.key, a.Key, a.retained = keyIDOf(a.ID, rk.idGen), rk.key, rk.key, rk.retained
 	}
+	return m
 }
 
 // set records (or replaces) the rotated key of the actor id.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -69,7 +70,8 @@ type Origin struct {
 	// Instance is the origin's Application actor, used for signed GETs.
 	Instance *Actor
 
-	world *World
+	world  *World
+	shared []atomic.Pointer[Actor] // the Persons SharedActor made, Person j at j mod len
 }
 
 // Actor is one account of an origin, with its key. Actors are values
@@ -99,6 +101,9 @@ type Actor struct {
 	index    int            // a Person's index in its origin
 	leaver   bool           // made to be deleted (Leaver)
 	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
+
+	rotationsSeen *map[string]*rotatedKey // the world's rotations when the actor was made
+	doc           *atomic.Pointer[[]byte] // a shared actor's rendered document (DocumentJSON); nil for others
 }
 
 // Open builds the world described by cfg, checking that every key exists
@@ -175,6 +180,12 @@ func layout(cfg Config) *World {
 		w.Origins = append(w.Origins, o)
 		w.byHost[o.Host] = o
 	}
+	// The shared actors keep their documents rendered, so all of them
+	// together are bounded as the cache of rendered documents is.
+	slots := min(cfg.Actors, max(1, DocCacheSize/max(1, len(w.Origins))))
+	for _, o := range w.Origins {
+		o.shared = make([]atomic.Pointer[Actor], slots)
+	}
 	return w
 }
 
@@ -208,7 +219,7 @@ func (o *Origin) namedActor(j int, name string) *Actor {
 		a.key = o.world.keys.entry(o.Index, j)
 		a.Key = a.key
 	}
-	o.world.rotations.apply(a)
+	a.rotationsSeen = o.world.rotations.apply(a)
 	return a
 }
 
@@ -315,14 +326,47 @@ func (o *Origin) Persons() []*Actor {
 // Actor finds a Person by preferredUsername (a leaver too, see
 // Actor.Leaver), or the instance actor by its name (the host).
 func (o *Origin) Actor(name string) (*Actor, bool) {
+	j, a, ok := o.find(name)
+	if j < 0 {
+		return a, ok
+	}
+	return o.namedActor(j, name), true // actorIndex took only the name ActorName(j) makes
+}
+
+// find looks name up: the index of the Person of that name (its actor not
+// made yet), or -1 and the actor of any other name (the instance actor, a
+// leaver) with whether there is one.
+func (o *Origin) find(name string) (int, *Actor, bool) {
 	if name == o.Host {
-		return o.Instance, true
+		return -1, o.Instance, true
 	}
 	j, ok := actorIndex(name)
 	if !ok || j >= o.NumActors() {
-		return o.parseLeaver(name)
+		a, ok := o.parseLeaver(name)
+		return -1, a, ok
 	}
-	return o.namedActor(j, name), true // actorIndex took only the name ActorName(j) makes
+	return j, nil, true
+}
+
+// SharedActor is Actor for a caller that only reads the actor, as a
+// document's GET does: the Person it returns may be shared with other
+// callers, so that a GET computes no actor and renders no document again,
+// and it must not be changed (nor passed to RotateKey or RetireKeys). A
+// rotation since it was made is seen: the lookup after it makes the actor
+// again.
+func (o *Origin) SharedActor(name string) (*Actor, bool) {
+	j, a, ok := o.find(name)
+	if j < 0 {
+		return a, ok
+	}
+	slot := &o.shared[j%len(o.shared)]
+	if kept := slot.Load(); kept != nil && kept.index == j && kept.rotationsSeen == o.world.rotations.m.Load() {
+		return kept, true
+	}
+	a = o.namedActor(j, name)
+	a.doc = new(atomic.Pointer[[]byte])
+	slot.Store(a)
+	return a, true
 }
 
 // Inbox is the actor's own inbox URL.

@@ -260,7 +260,7 @@ func newDocHeaders() docHeaders {
 func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Actor, bool) {
 	o := originOf(r)
 	name := chi.URLParam(r, "name")
-	a, ok := o.Actor(name)
+	a, ok := o.SharedActor(name) // every route here only reads its actor
 	if !ok || a.Kind != actors.KindPerson {
 		http.Error(w, fmt.Sprintf("no actor %q on %s", name, o.Host), http.StatusNotFound)
 		return nil, false
@@ -268,26 +268,34 @@ func (d documents) actorOf(w http.ResponseWriter, r *http.Request) (*actors.Acto
 	return a, true
 }
 
-// wantsHTML reports whether the client asked for a web page rather than
-// an ActivityPub document. With no preference, the document wins.
-func wantsHTML(r *http.Request) bool {
+// accepted is what a client's Accept asked for, read once: the document
+// handlers ask twice (which form, then which media type).
+type accepted struct {
+	// json: it named a JSON type (an ActivityPub client does).
+	json bool
+	// html: a web page rather than an ActivityPub document. With no
+	// preference, the document wins.
+	html bool
+	// ld: ld+json and not activity+json.
+	ld bool
+}
+
+func acceptOf(r *http.Request) accepted {
 	accept := r.Header.Get("Accept")
-	return strings.Contains(accept, "text/html") && !strings.Contains(accept, "json")
+	var a accepted
+	a.json = strings.Contains(accept, "json")
+	a.html = !a.json && strings.Contains(accept, "text/html")
+	a.ld = a.json && strings.Contains(accept, "application/ld+json") && !strings.Contains(accept, "application/activity+json")
+	return a
 }
 
 // apContentType answers in the media type the client asked for: ld+json
 // with the ActivityStreams profile if it asked for that, else activity+json.
 func apContentType(r *http.Request) string {
-	if wantsLD(r) {
+	if acceptOf(r).ld {
 		return actors.ContentTypeLD
 	}
 	return actors.ContentTypeActivity
-}
-
-// wantsLD reports whether the client asked for ld+json and not activity+json.
-func wantsLD(r *http.Request) bool {
-	accept := r.Header.Get("Accept")
-	return strings.Contains(accept, "application/ld+json") && !strings.Contains(accept, "application/activity+json")
 }
 
 func writeDoc(w http.ResponseWriter, r *http.Request, doc any) {
@@ -306,34 +314,35 @@ func (d documents) actor(w http.ResponseWriter, r *http.Request) {
 	if !ok || d.gone(w, r, a, "") {
 		return
 	}
-	html := wantsHTML(r)
-	if p := d.world.Profile(a); p != nil && !html {
+	accept := acceptOf(r)
+	if p := d.world.Profile(a); p != nil && !accept.html {
 		writeDoc(w, r, p)
 		return
 	}
-	if html {
+	if accept.html {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Vary", "Accept")
 		w.Write(a.ProfileHTML())
 		return
 	}
-	d.writeRaw(w, r, a.DocumentJSON())
+	d.writeRaw(w, accept, a.DocumentJSON())
 }
 
 func (d documents) instanceActor(w http.ResponseWriter, r *http.Request) {
 	o := originOf(r)
-	d.writeRaw(w, r, o.Instance.DocumentJSON())
+	d.writeRaw(w, acceptOf(r), o.Instance.DocumentJSON())
 }
 
-// writeRaw answers with an already rendered document.
-func (d documents) writeRaw(w http.ResponseWriter, r *http.Request, doc []byte) {
+// writeRaw answers with an already rendered document, in the media type
+// the client asked for (accept.ld).
+func (d documents) writeRaw(w http.ResponseWriter, accept accepted, doc []byte) {
 	if doc == nil { // actors.Actor.DocumentJSON: a key file damaged since the start
 		http.Error(w, "this actor's key cannot be loaded from the crowd's state directory; the crowd's log names the file", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
 	h["Content-Type"] = d.headers.activity
-	if wantsLD(r) {
+	if accept.ld {
 		h["Content-Type"] = d.headers.ld
 	}
 	h["Vary"] = d.headers.vary
@@ -345,8 +354,8 @@ func (d documents) profile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !wantsHTML(r) && strings.Contains(r.Header.Get("Accept"), "json") {
-		d.writeRaw(w, r, a.DocumentJSON())
+	if accept := acceptOf(r); accept.json {
+		d.writeRaw(w, accept, a.DocumentJSON())
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -47,7 +47,15 @@ func TestOriginRoutes(t *testing.T) {
 		{"actor as ld+json keeps the profile", "flood2.test", "/users/alice", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, 200, "application/ld+json; profile=", `"publicKeyPem"`},
 		{"actor with no Accept is a document", "flood2.test", "/users/alice", "", 200, "application/activity+json", `"inbox"`},
 		{"actor for a browser is a page", "flood2.test", "/users/alice", "text/html,application/xhtml+xml", 200, "text/html", "<h1>@alice@flood2.test</h1>"},
+		// A browser that also names JSON gets the document: JSON wins over a page.
+		{"actor for html and json is a document", "flood2.test", "/users/alice", "text/html, application/json", 200, "application/activity+json", `"inbox"`},
+		// Both ActivityPub types named: activity+json, as Mastodon asks.
+		{"actor for both media types is activity+json", "flood2.test", "/users/alice", `application/activity+json, application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, 200, "application/activity+json", `"inbox"`},
 		{"profile page", "flood2.test", "/@alice", "text/html", 200, "text/html", "alice@flood2.test"},
+		// The profile's address asked for JSON answers the actor document, in the type asked.
+		{"profile page as ld+json", "flood2.test", "/@alice", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`, 200, "application/ld+json; profile=", `"publicKeyPem"`},
+		// The instance actor, as any actor, in ld+json when asked.
+		{"instance actor as ld+json", "flood1.test", "/actor", "application/ld+json", 200, "application/ld+json", `"type": "Application"`},
 		{"instance actor", "flood1.test", "/actor", "application/activity+json", 200, "application/activity+json", `"type": "Application"`},
 		{"followers root", "flood2.test", "/users/alice/followers", "", 200, "application/activity+json", `"totalItems": 0`},
 		{"followers page", "flood2.test", "/users/alice/followers?page=1", "", 200, "application/activity+json", `"OrderedCollectionPage"`},
