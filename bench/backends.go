@@ -493,9 +493,17 @@ func parseOpensslSpeed(out string) (sign, verify float64, err error) {
 }
 
 // dispatcherPolicy is the scheduling policy o's dispatcher ran under
-// ("deadline", "fifo", "other"; empty above 10 000/s), without why a
-// real-time one was refused, which the trials in the JSON keep.
+// ("deadline", "fifo", "other"; empty above 10 000/s), or sharedPolicy
+// where several shared the schedule, without why a real-time one was
+// refused, which the trials in the JSON keep.
 func dispatcherPolicy(o *outcome) string {
+	if o.DispatcherThreads > 0 {
+		return sharedPolicy
+	}
 	policy, _, _ := strings.Cut(o.Dispatcher, " ")
 	return policy
 }
+
+// sharedPolicy is dispatcherPolicy's word for dispatchers that shared the
+// schedule, each on a thread under the policy the crowd runs under.
+const sharedPolicy = "shared"

@@ -70,9 +70,11 @@ type outcome struct {
 	// schedule, with what its record says was refused (why not
 	// real-time; with fifo, why not deadline).
 	Dispatcher string `json:"dispatcher,omitempty"`
-	KeptPace   bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
-	Pass       bool   `json:"pass"`
-	Why        string `json:"why,omitempty"` // what failed
+	// DispatcherThreads is how many dispatchers shared the schedule (0: one ran it).
+	DispatcherThreads int    `json:"dispatcher_threads,omitempty"`
+	KeptPace          bool   `json:"kept_pace"` // sustained but for the latency and lateness bounds
+	Pass              bool   `json:"pass"`
+	Why               string `json:"why,omitempty"` // what failed
 	// Slow says the machine was measured slow around the trial (its
 	// section's ceiling, sampled beside it, fell well below its median):
 	// a failed trial so marked is tried again without counting
@@ -318,7 +320,7 @@ func floodTrial(ctx context.Context, side string, src flood.Source, rate float64
 	span := time.Since(start)
 	res := rec.Result()
 	o.Conns = conns.Load()
-	o.Dispatcher = res.Dispatcher.Policy
+	o.Dispatcher, o.DispatcherThreads = res.Dispatcher.Policy, res.Dispatcher.Threads
 	if n := res.Dispatcher.Threads; n > 0 {
 		o.Dispatcher = fmt.Sprintf("%d threads", n)
 	}

@@ -94,7 +94,7 @@ const unstampedMax = 16
 const skewStepMax = 100 * time.Microsecond
 
 // wakeForEach has the loop's waits wake for each answer as it comes, never
-// quiet: for the dispatchers that share a schedule above preciseRateMax,
+// quiet: for the dispatchers that share a schedule (above sharedRateMin),
 // whose sends are too close for a wait between them to save a wake-up.
 // There, quiet, two dispatchers cost alike at 20 000/s (39.6-40.7 against
 // 41.3-43.0 µs a send) and fell behind their schedule in one trial of two

@@ -1,6 +1,7 @@
 package flood
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -183,32 +185,42 @@ func TestDispatchersShareTheSchedule(t *testing.T) {
 }
 
 // TestWhoSharesTheSchedule: dispatchers share the schedule only above
-// 10 000/s, with a Source that never waits, a transport they write on and
-// more than one core; otherwise one dispatcher runs it, as before.
+// 5 000/s (above 10 000/s where the real-time policy is asked for
+// outright, which one thread of its own takes up to there), with a Source
+// that never waits, a transport they write on and more than one core;
+// otherwise one dispatcher runs it, as before.
 func TestWhoSharesTheSchedule(t *testing.T) {
 	needLoopWaits(t)
 	for _, c := range []struct {
 		name      string
 		rate      float64
+		prio      Priority
 		notAlways bool
 		client    Client
 		procs     int
 		threads   int
+		refused   string // in the record's Refused, where not ""
 	}{
 		// All of it: one dispatcher a core.
-		{"presigned, fast client, two cores", sharedRate, false, ClientFast, 2, 2},
+		{"presigned, fast client, two cores", sharedRate, "", false, ClientFast, 2, 2, "keep the policy the crowd runs under"},
 		// As many as the cores.
-		{"three cores", sharedRate, false, ClientFast, 3, 3},
+		{"three cores", sharedRate, "", false, ClientFast, 3, 3, ""},
 		// One core: one dispatcher.
-		{"one core", sharedRate, false, ClientFast, 1, 0},
-		// At 10 000/s: one dispatcher, on a thread of its own.
-		{"at the precise rates", preciseRateMax, false, ClientFast, 2, 0},
-		// A Source whose Next may wait (a pipeline): one dispatcher.
-		{"a Source that may wait", sharedRate, true, ClientFast, 2, 0},
+		{"one core", sharedRate, "", false, ClientFast, 1, 0, ""},
+		// Above auto's real-time rates, up to 10 000/s too: one dispatcher a core.
+		{"above auto's real-time rates", sharedRateMin + 1, "", false, ClientFast, 2, 2, "auto: above 5000/s the dispatcher keeps the normal policy"},
+		// The normal policy asked for: the same.
+		{"normal asked for", preciseRateMax, PriorityNormal, false, ClientFast, 2, 2, ""},
+		// Real-time asked for outright: one dispatcher, on a thread of its own to raise.
+		{"realtime asked for", preciseRateMax, PriorityRealtime, false, ClientFast, 2, 0, ""},
+		// Up to auto's real-time rates: one dispatcher, on a thread of its own.
+		{"at auto's real-time rates", sharedRateMin, "", false, ClientFast, 2, 0, ""},
+		// A Source that may wait (a pipeline): one dispatcher.
+		{"a Source that may wait", sharedRate, "", true, ClientFast, 2, 0, ""},
 		// net/http's client: no dispatcher writes, one dispatcher.
-		{"net/http", sharedRate, false, ClientNetHTTP, 2, 0},
+		{"net/http", sharedRate, "", false, ClientNetHTTP, 2, 0, ""},
 		// Over TLS, whose bytes no loop reads: one dispatcher.
-		{"https", sharedRate, false, ClientFast, 2, 0},
+		{"https", sharedRate, "", false, ClientFast, 2, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			withProcs(t, c.procs)
@@ -224,9 +236,15 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 			tr := NewClientTransport(TransportOptions{Client: c.client, TLS: tlsConfig})
 			defer tr.CloseIdleConnections()
 			log := &settledTokens{}
-			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, c.rate), Source: src, Transport: tr, Limits: Limits{MaxSends: 200}}, log)
+			res := mustRun(t, context.Background(), Plan{Pacer: mustConstant(t, c.rate), Source: src, Transport: tr, Priority: c.prio, Limits: Limits{MaxSends: 200}}, log)
 			if res.Dispatcher.Threads != c.threads {
 				t.Errorf("%d dispatchers shared the schedule, want %d: %+v", res.Dispatcher.Threads, c.threads, res.Dispatcher)
+			}
+			if !strings.Contains(res.Dispatcher.Refused, c.refused) {
+				t.Errorf("the record says %q was refused, want it to name %q", res.Dispatcher.Refused, c.refused)
+			}
+			if want := string(cmp.Or(c.prio, DefaultPriority)); res.Dispatcher.Priority != want {
+				t.Errorf("the record says priority %q was asked for, want %q", res.Dispatcher.Priority, want)
 			}
 			if len(log.tokens) != 200 {
 				t.Errorf("%d requests settled, want 200", len(log.tokens))
@@ -261,8 +279,8 @@ func TestSharedDispatchersSpareProcs(t *testing.T) {
 	}{
 		// Two dispatchers: two Ps more.
 		{"shared", sharedRate, 2, 4},
-		// At 10 000/s one dispatcher on a thread of its own: none added.
-		{"one dispatcher", preciseRateMax, 0, 2},
+		// One dispatcher on a thread of its own: none added.
+		{"one dispatcher", sharedRateMin, 0, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			withProcs(t, 2)
