@@ -95,7 +95,7 @@ func (b *bench) pipelineRealtimeRow(ctx context.Context) {
 	nBest, nT := normal.best()
 	b.rep.Details[rowPipelineRealtime] = map[string]any{"realtime": rt.trials, "normal": normal.trials, "signing_alone": ceil}
 	row := Row{Key: rowPipelineRealtime, Name: name, Value: rtBest, Unit: "/s", Ceiling: nBest,
-		CeilingName: "the same flood under the normal policy (dispatchers sharing the schedule, one a core, where the crowd may use two)", Target: target}
+		CeilingName: "the same flood with the dispatcher under the normal policy", Target: target}
 	rule := fmt.Sprintf("%s; sustained: achieved ≥ 0.99 × offered, no drops, signers kept up, %s, p99 latency ≤ %v; the two searches alternating",
 		b.signersRule(), b.latenessRule(), b.cfg.LatencyBound)
 	switch {
