@@ -117,8 +117,14 @@ func (a *Actor) DocumentJSON() []byte {
 			return *b
 		}
 	}
-	docs := a.Origin.world.docs
-	b, ok := docs.Get(a.ID)
+	// Rotated since a was made, a renders its own: the cache keeps the
+	// document of its new key.
+	docs, current := a.Origin.world.docs, a.current()
+	var b []byte
+	ok := false
+	if current {
+		b, ok = docs.Get(a.ID)
+	}
 	if !ok {
 		if a.PublicKeyPEM() == "" {
 			return nil
@@ -126,6 +132,9 @@ func (a *Actor) DocumentJSON() []byte {
 		var err error
 		if b, err = MarshalDoc(a.Document()); err != nil {
 			return nil // an ActorDoc of strings always encodes
+		}
+		if !current {
+			return b
 		}
 		docs.Add(a.ID, b)
 	}

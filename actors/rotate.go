@@ -94,17 +94,23 @@ type rotations struct {
 }
 
 // apply gives a (just computed by newActor) its rotated key, if any, and
-// returns the rotations it looked in: while the world's are still those,
-// a holds its current key.
-func (r *rotations) apply(a *Actor) *map[string]*rotatedKey {
+// returns it: while of(a.ID) is still that one, a holds its current key.
+func (r *rotations) apply(a *Actor) *rotatedKey {
+	rk := r.of(a.ID)
+	if rk != nil {
+		a.KeyID, a.key, a.Key, a.retained = keyIDOf(a.ID, rk.idGen), rk.key, rk.key, rk.retained
+	}
+	return rk
+}
+
+// of is the rotated key of the actor id, nil for an actor never rotated.
+// Each rotation records a new one, so a changed pointer is a rotation.
+func (r *rotations) of(id string) *rotatedKey {
 	m := r.m.Load()
 	if m == nil {
 		return nil
 	}
-	if rk, ok := (*m)[a.ID]; ok {
-		a.KeyID, a.key, a.Key, a.retained = keyIDOf(a.ID, rk.idGen), rk.key, rk.key, rk.retained
-	}
-	return m
+	return (*m)[id]
 }
 
 // set records (or replaces) the rotated key of the actor id.

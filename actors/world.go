@@ -102,8 +102,8 @@ type Actor struct {
 	leaver   bool           // made to be deleted (Leaver)
 	retained []PublicKeyDoc // earlier keys still served after a rotation (rotate.go)
 
-	rotationsSeen *map[string]*rotatedKey // the world's rotations when the actor was made
-	doc           *atomic.Pointer[[]byte] // a shared actor's rendered document (DocumentJSON); nil for others
+	rotation *rotatedKey             // its rotated key when it was made (nil: none); current while the world's is this one
+	doc      *atomic.Pointer[[]byte] // a shared actor's rendered document (DocumentJSON); nil for others
 }
 
 // Open builds the world described by cfg, checking that every key exists
@@ -181,7 +181,8 @@ func layout(cfg Config) *World {
 		w.byHost[o.Host] = o
 	}
 	// The shared actors keep their documents rendered, so all of them
-	// together are bounded as the cache of rendered documents is.
+	// together hold as many as the cache of rendered documents does, or
+	// one an origin in a world of more origins than that.
 	slots := min(cfg.Actors, max(1, DocCacheSize/max(1, len(w.Origins))))
 	for _, o := range w.Origins {
 		o.shared = make([]atomic.Pointer[Actor], slots)
@@ -219,7 +220,7 @@ func (o *Origin) namedActor(j int, name string) *Actor {
 		a.key = o.world.keys.entry(o.Index, j)
 		a.Key = a.key
 	}
-	a.rotationsSeen = o.world.rotations.apply(a)
+	a.rotation = o.world.rotations.apply(a)
 	return a
 }
 
@@ -348,6 +349,10 @@ func (o *Origin) find(name string) (int, *Actor, bool) {
 	return j, nil, true
 }
 
+// current reports whether a still holds its key: none of its rotations
+// happened since it was made.
+func (a *Actor) current() bool { return a.rotation == a.Origin.world.rotations.of(a.ID) }
+
 // SharedActor is Actor for a caller that only reads the actor, as a
 // document's GET does: the Person it returns may be shared with other
 // callers, so that a GET computes no actor and renders no document again,
@@ -360,7 +365,7 @@ func (o *Origin) SharedActor(name string) (*Actor, bool) {
 		return a, ok
 	}
 	slot := &o.shared[j%len(o.shared)]
-	if kept := slot.Load(); kept != nil && kept.index == j && kept.rotationsSeen == o.world.rotations.m.Load() {
+	if kept := slot.Load(); kept != nil && kept.index == j && kept.current() {
 		return kept, true
 	}
 	a = o.namedActor(j, name)

@@ -9,11 +9,12 @@ import (
 // the sources' bookkeeping all listen here, so the engine only sends.
 //
 // Begin comes first, once, before any dispatcher runs (on a goroutine of
-// the dispatcher's own up to 10 000/s, else Run's); End last, once, on
-// Run's goroutine after the dispatchers returned. Offered runs on a
-// dispatcher, once per send whose intended time was reached (above
-// 10 000/s several dispatchers may share the schedule: see Plan, so
-// offers may come at once and slightly out of their intended order);
+// the dispatcher's own where it has one, up to 10 000/s, else Run's); End
+// last, once, on Run's goroutine after the dispatchers returned. Offered
+// runs on a dispatcher, once per send whose intended time was reached
+// (above 5 000/s, or 10 000/s with PriorityRealtime, several dispatchers
+// may share the schedule: see Plan, so offers may come at once and
+// slightly out of their intended order);
 // Answered on a worker, once per send handed to it, with the worker's
 // index (shard: a collector may keep one shard per worker, no lock
 // shared), or on a dispatcher with its own shard (0, 1, …; the workers'

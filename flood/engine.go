@@ -33,8 +33,9 @@ type Plan struct {
 	// dispatcher at its intended time, its service time starting then. On
 	// Linux, over plain HTTP, the dispatcher reads its answer too, once the
 	// whole of it has arrived and is plainly framed; a worker reads every
-	// other answer. Above 10 000/s, with a Source that never waits
-	// (AlwaysReady), one dispatcher a core shares the schedule there,
+	// other answer. Above 5 000/s (10 000/s with PriorityRealtime, which
+	// keeps a thread of its own to raise up to there), with a Source that
+	// never waits (AlwaysReady), one dispatcher a core shares the schedule,
 	// each on a thread of its own with the connections it wrote on
 	// (h1's lanes) and its own epoll, as the bench's open-loop reference
 	// does; the collector's Schedule says how many (Dispatcher.Threads).
@@ -43,8 +44,9 @@ type Plan struct {
 	Limits
 	// Priority is the dispatcher's thread's OS priority while it runs the
 	// schedule; "" is DefaultPriority. It applies up to 10 000/s with the
-	// precise Sleep (nil), where the dispatcher has a thread of its own;
-	// the collector's Schedule says what the thread ran with.
+	// precise Sleep (nil), where the dispatcher has a thread of its own
+	// (not where dispatchers share the schedule: see Transport); the
+	// collector's Schedule says what the thread ran with.
 	Priority Priority
 	// Sleep sleeps the last stretch (under 2 ms) before a send. nil = a
 	// precise sleep (nanosleep on Linux, which wakes ~0.1 ms late where a
@@ -87,7 +89,8 @@ const maxTypes = 32
 // returns an error only for an invalid plan (wrapping ErrInvalidPlan);
 // everything that happens during the run, an interruption included, is
 // what c heard, ending with End. Where dispatchers share the schedule
-// (above 10 000/s, a Source that never waits, plain HTTP), the run adds a
+// (above 5 000/s, a Source that never waits, plain HTTP: see Plan's
+// Transport), the run adds a
 // P to the process's GOMAXPROCS for each and takes them away when they
 // end (see spareProcs), unless the setting was changed meanwhile: runs of
 // one process should not overlap.
@@ -198,8 +201,11 @@ func (e *engine) run() {
 	case rate <= preciseRateMax:
 		if rate > sharedRateMin && e.p.Priority != PriorityRealtime {
 			if ds := e.sharedDispatchers(); len(ds) > 1 {
-				_, declined := e.p.Priority.realtimeAt(rate) // auto's choice, said as on a thread of its own
-				e.scheduleShared(record.Dispatcher{Priority: string(e.p.Priority), Threads: len(ds), Refused: declined}, ds)
+				thread := record.Dispatcher{Priority: string(e.p.Priority), Threads: len(ds)}
+				if e.p.Priority != PriorityNormal { // auto, which keeps the normal policy here anyway
+					thread.Refused = fmt.Sprintf("auto: above %d/s the %d dispatchers keep the policy the crowd runs under", sharedRateMin, len(ds))
+				}
+				e.scheduleShared(thread, ds)
 				break
 			}
 		}
@@ -657,7 +663,7 @@ const preciseRateMax = 10_000
 // ones that read their own. Against the bench's null sink, three trials
 // each, at 6 000-10 000/s on a 2-core Zen 3: 53-70 µs of the flood's CPU a send and p99
 // latency 0.29-0.90 ms with one, 42-48 µs and 0.16-0.79 ms shared, p99
-// lateness 0.03-0.21 ms against 0.07-0.10; at 4 000/s the two cost alike.
+// lateness 0.03-0.21 ms against 0.07-0.10; at 4 000/s one cost no more.
 const sharedRateMin = realtimeAutoMax
 
 // coarseMargin is how early the dispatcher's timer is set: runtime timers

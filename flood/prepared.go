@@ -82,13 +82,14 @@ type NextReady interface {
 
 // AlwaysReady is implemented by a NextReady Source whose Next never waits
 // and makes nothing (every request made before the run: a presigned
-// pool), when AlwaysReady says so. Above 10 000 sends a second the engine
-// then shares the schedule among dispatchers, one a core (see Plan), which
-// take turns with Next: one at a time, never at once, so Next needs no
-// lock of its own; one that waited or signed would hold up every
-// dispatcher. Above 10 000/s its first request is taken before
-// Dispatching, when it is DispatcherAware too: it says where the schedule
-// goes (over plain HTTP alone the dispatchers read their answers).
+// pool), when AlwaysReady says so. Above 5 000 sends a second (10 000
+// with PriorityRealtime) the engine then shares the schedule among
+// dispatchers, one a core (see Plan), which take turns with Next: one at a
+// time, never at once, so Next needs no lock of its own; one that waited
+// or signed would hold up every dispatcher. At those rates its first
+// request is taken before Dispatching, when it is DispatcherAware too: it
+// says where the schedule goes (over plain HTTP alone the dispatchers read
+// their answers).
 // WrapSource does not pass it on.
 type AlwaysReady interface {
 	NextReady

@@ -162,8 +162,9 @@ type Dispatcher struct {
 	Priority string `json:"priority"`
 	// TimerSlackNs is the timer slack set for its last-stretch sleeps, in
 	// ns: how late the kernel may wake it. 0 when the thread kept its own
-	// (above 10 000/s, off Linux, or under any policy but the normal one
-	// that the crowd was started under). Under a real-time policy the
+	// (above 10 000/s, where several shared the schedule, off Linux, or
+	// under any policy but the normal one that the crowd was started
+	// under). Under a real-time policy the
 	// kernel wakes the thread with no slack at all, whatever this says.
 	TimerSlackNs int64 `json:"timer_slack_ns"`
 	// Policy is the thread's scheduling policy of sched(7) during the
@@ -181,9 +182,10 @@ type Dispatcher struct {
 	// Threads is how many dispatchers shared the schedule, each on a
 	// thread of its own (under the policy the crowd was started under:
 	// the normal one, as a rule), each reading the answers to what it
-	// wrote: one a core, above 10 000/s with a presigned source over
-	// plain HTTP with the fast client on Linux, where the crowd may use
-	// two cores or more. 0 where one dispatcher ran it.
+	// wrote: one a core, above 5 000/s (10 000/s with "realtime") with a
+	// presigned source over plain HTTP with the fast client on Linux,
+	// where the crowd may use two cores or more. 0 where one dispatcher
+	// ran it.
 	Threads int `json:"threads,omitempty"`
 	// CPUs is how many CPUs the dispatcher's thread could run on (its
 	// affinity: taskset, a cpuset, the machine) when the schedule began;

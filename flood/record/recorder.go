@@ -85,8 +85,8 @@ func (r *Recorder) Begin(s Schedule) {
 }
 
 // Offered counts one offered send. The dispatchers call it; one lock per
-// send, contended only by the ticker's reads once a second and, above
-// 10 000/s, by another dispatcher sharing the schedule.
+// send, contended only by the ticker's reads once a second and, where
+// several share the schedule (Dispatcher.Threads), by another dispatcher.
 func (r *Recorder) Offered(o Offer) {
 	r.mu.Lock()
 	c := &r.warm
