@@ -109,8 +109,11 @@ func (a *Actor) Document() ActorDoc {
 }
 
 // DocumentJSON is Document rendered by MarshalDoc, kept in the world's
-// bounded cache of rendered documents; callers must not modify it. It is
-// nil only when the actor's key file cannot be loaded (logged).
+// bounded cache of rendered documents (and by a shared actor, see
+// Origin.SharedActor, itself); callers must not modify it. An actor whose
+// key rotated since it was made renders its own, the old key's, each time
+// and leaves the cache to the new one. It is nil only when the actor's
+// key file cannot be loaded (logged).
 func (a *Actor) DocumentJSON() []byte {
 	if a.doc != nil { // a shared actor (Origin.SharedActor) keeps its own
 		if b := a.doc.Load(); b != nil {

@@ -90,10 +90,9 @@ const maxTypes = 32
 // everything that happens during the run, an interruption included, is
 // what c heard, ending with End. Where dispatchers share the schedule
 // (above 5 000/s, a Source that never waits, plain HTTP: see Plan's
-// Transport), the run adds a
-// P to the process's GOMAXPROCS for each and takes them away when they
-// end (see spareProcs), unless the setting was changed meanwhile: runs of
-// one process should not overlap.
+// Transport), the run adds a P to the process's GOMAXPROCS for each and
+// takes them away when they end (see spareProcs), unless the setting was
+// changed meanwhile: runs of one process should not overlap.
 func Run(ctx context.Context, p Plan, c Collector) error {
 	if c == nil {
 		return fmt.Errorf("%w: no collector", ErrInvalidPlan)
@@ -659,11 +658,12 @@ const preciseRateMax = 10_000
 // sharedRateMin is the rate above which dispatchers share a schedule that
 // they may (sharedDispatchers) unless the real-time policy is asked for
 // outright: above it PriorityAuto keeps the normal policy anyway, and one
-// dispatcher whose answers workers read cost the flood more than the shared
-// ones that read their own. Against the bench's null sink, three trials
-// each, at 6 000-10 000/s on a 2-core Zen 3: 53-70 µs of the flood's CPU a send and p99
-// latency 0.29-0.90 ms with one, 42-48 µs and 0.16-0.79 ms shared, p99
-// lateness 0.03-0.21 ms against 0.07-0.10; at 4 000/s one cost no more.
+// dispatcher whose answers workers read cost the flood more than the
+// shared ones that read their own. Against the bench's null sink, three
+// trials each, at 6 000-10 000/s on a 2-core Zen 3: 53-70 µs of the
+// flood's CPU a send and p99 latency 0.29-0.90 ms with one, 42-48 µs and
+// 0.16-0.79 ms shared, p99 lateness 0.03-0.21 ms against 0.07-0.10; at
+// 4 000/s one cost no more.
 const sharedRateMin = realtimeAutoMax
 
 // coarseMargin is how early the dispatcher's timer is set: runtime timers
