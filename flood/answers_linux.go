@@ -31,23 +31,24 @@ import (
 //
 // On the one dispatcher's own thread (up to 10 000/s) it runs only where
 // that thread is real-time (--dispatcher-priority auto up to 5 000/s, or
-// realtime up to 10 000/s, where the kernel allows it), so that reading an answer never has it
-// preempted when a send comes due: under the normal policy at 2 000/s the
-// same loop cut the CPU as much (100-107 against 123-138 µs) but tripled
-// the p99 lateness (0.27-0.49 against 0.09-0.10 ms). Above 10 000/s one
-// dispatcher that also read every answer fell behind its schedule (p99
-// lateness 22 ms against 4 ms at 22 000/s), and a loop on a goroutine of
-// its own, woken apart from the dispatcher, cost more than the workers
-// (133-145 against 121-140 µs at 2 000/s). There, where the Source never
-// waits, the dispatchers share the schedule (now from 5 000/s: engine.go's
-// sharedRateMin), one a core, each with a loop of its own, under the normal policy as a rule (engine.go's
-// sharedDispatchers): at 20 000/s a send cost alike (44.8-45.7 against 45.1-46.4 µs), its p99
-// latency 9.9-12.9 ms against 15.1-27.6 ms; at 24 000/s and 27 000/s,
-// past what either held, 22 820/s and 26 206/s were sent against 20 798/s
-// and 22 931/s. Each takes the connections it wrote on before (h1's
-// lanes): taking whichever rested last, the two loops' epolls had each
-// socket in turn, and moving it cost more than the sharing gained
-// (48-50 against 46-47 µs a send).
+// realtime up to 10 000/s, where the kernel allows it), so that reading an
+// answer never has it preempted when a send comes due: under the normal
+// policy at 2 000/s the same loop cut the CPU as much (100-107 against
+// 123-138 µs) but tripled the p99 lateness (0.27-0.49 against
+// 0.09-0.10 ms). Above 10 000/s one dispatcher that also read every answer fell
+// behind its schedule (p99 lateness 22 ms against 4 ms at 22 000/s), and a
+// loop on a goroutine of its own, woken apart from the dispatcher, cost
+// more than the workers (133-145 against 121-140 µs at 2 000/s). There,
+// where the Source never waits, the dispatchers share the schedule (now
+// above 5 000/s: engine.go's sharedRateMin), one a core, each with a loop
+// of its own, under the normal policy as a rule (engine.go's
+// sharedDispatchers): at 20 000/s a send cost alike (44.8-45.7 against
+// 45.1-46.4 µs), its p99 latency 9.9-12.9 ms against 15.1-27.6 ms; at
+// 24 000/s and 27 000/s, past what either held, 22 820/s and 26 206/s were
+// sent against 20 798/s and 22 931/s. Each takes the connections it wrote
+// on before (h1's lanes): taking whichever rested last, the two loops'
+// epolls had each socket in turn, and moving it cost more than the sharing
+// gained (48-50 against 46-47 µs a send).
 //
 // Quiet (see quiet), it reads what has come after each send instead of
 // waking for each answer, and wakes for each again only while a deadline

@@ -198,29 +198,18 @@ func (e *engine) run() {
 		// A test's Sleep runs on a fake clock that needs no thread.
 		e.schedule(record.Dispatcher{})
 	case rate <= preciseRateMax:
-		if rate > sharedRateMin && e.p.Priority != PriorityRealtime {
-			if ds := e.sharedDispatchers(); len(ds) > 1 {
-				thread := record.Dispatcher{Priority: string(e.p.Priority), Threads: len(ds)}
-				if e.p.Priority != PriorityNormal { // auto, which keeps the normal policy here anyway
-					thread.Refused = fmt.Sprintf("auto: above %d/s the %d dispatchers keep the policy the crowd runs under", sharedRateMin, len(ds))
-				}
-				e.scheduleShared(thread, ds)
-				break
-			}
+		// Realtime asked for outright keeps the thread of its own it raises.
+		if rate > sharedRateMin && e.p.Priority != PriorityRealtime && e.scheduledShared(sharedRateMin) {
+			break
 		}
 		e.scheduleOnOwnThread(e.p.Priority.realtimeAt(rate))
 	default:
+		if e.scheduledShared(preciseRateMax) {
+			break
+		}
 		thread := record.Dispatcher{Priority: string(e.p.Priority)}
 		if e.p.Priority != PriorityNormal { // realtime or auto: no thread of its own to raise here
 			thread.Refused = fmt.Sprintf("above %d/s the dispatcher shares its thread", preciseRateMax)
-		}
-		if ds := e.sharedDispatchers(); len(ds) > 1 {
-			thread.Threads = len(ds)
-			if thread.Refused != "" {
-				thread.Refused = fmt.Sprintf("above %d/s the %d dispatchers keep the policy the crowd runs under", preciseRateMax, len(ds))
-			}
-			e.scheduleShared(thread, ds)
-			break
 		}
 		e.schedule(thread)
 	}
@@ -371,6 +360,24 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 	}
 	e.dispatchers = len(ds)
 	return ds
+}
+
+// scheduledShared runs the schedule on the dispatchers that may share it
+// (sharedDispatchers) and reports whether they did: false, and nothing
+// run, where none may. A priority other than normal is not set on their
+// threads, and the record says so, naming the rate above which they share
+// it (above).
+func (e *engine) scheduledShared(above int) bool {
+	ds := e.sharedDispatchers()
+	if len(ds) < 2 {
+		return false
+	}
+	thread := record.Dispatcher{Priority: string(e.p.Priority), Threads: len(ds)}
+	if e.p.Priority != PriorityNormal {
+		thread.Refused = fmt.Sprintf("above %d/s the %d dispatchers keep the policy the crowd runs under", above, len(ds))
+	}
+	e.scheduleShared(thread, ds)
+	return true
 }
 
 // scheduleShared starts the clock and runs the schedule on ds, each

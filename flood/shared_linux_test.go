@@ -208,7 +208,7 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 		// One core: one dispatcher.
 		{"one core", sharedRate, "", false, ClientFast, 1, 0, "shares its thread"},
 		// Above auto's real-time rates, up to 10 000/s too: one dispatcher a core.
-		{"above auto's real-time rates", sharedRateMin + 1, "", false, ClientFast, 2, 2, "auto: above 5000/s the 2 dispatchers keep the policy the crowd runs under"},
+		{"above auto's real-time rates", sharedRateMin + 1, "", false, ClientFast, 2, 2, "above 5000/s the 2 dispatchers keep the policy the crowd runs under"},
 		// The normal policy asked for: the same.
 		{"normal asked for", preciseRateMax, PriorityNormal, false, ClientFast, 2, 2, ""},
 		// Real-time asked for outright: one dispatcher, on a thread of its own to raise.
