@@ -327,7 +327,9 @@ func (e *engine) begin(thread record.Dispatcher) {
 // that paced every send and read every answer fell behind its schedule
 // (its p99 latency 6-111 ms against the bench's open-loop reference's
 // 13-15 ms at 20 000/s), where two, each on a core beside the sink's
-// threads, hold it as the reference's loops do.
+// threads, hold it as the reference's loops do. Their loops wake for
+// each answer above preciseRateMax (wakeForEach) and up to it sleep to
+// their next send where the kernel stamps the answers (quiet).
 //
 // Only over plain HTTP, which the loops read (a TLS connection's bytes
 // are not the answer's): the first request, taken here (AlwaysReady: a
@@ -337,6 +339,7 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 	if ar, ok := e.p.Source.(AlwaysReady); !ok || !ar.AlwaysReady() || e.written == nil || n < 2 {
 		return nil
 	}
+	eachAnswer := e.p.Pacer.Rate() > preciseRateMax
 	f := &e.feed
 	f.first, f.firstErr = e.p.Source.Next(e.ctx)
 	f.firstTaken = true
@@ -349,7 +352,9 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 		if d.loop = newAnswerLoop(&e.crew, k); d.loop == nil {
 			break
 		}
-		d.loop.wakeForEach()
+		if eachAnswer {
+			d.loop.wakeForEach()
+		}
 		ds = append(ds, d)
 	}
 	if len(ds) < 2 {

@@ -257,6 +257,50 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 	}
 }
 
+// TestSharedLoopsWakeForEachAnswerAboveThePreciseRate: the dispatchers
+// that share a schedule up to preciseRateMax sleep to their next sends
+// and read the answers come since after each (quiet), where the kernel
+// stamps them; above it, whose sends are too close for a wait to save a
+// wake-up, they wake for each answer.
+func TestSharedLoopsWakeForEachAnswerAboveThePreciseRate(t *testing.T) {
+	needLoopWaits(t)
+	for _, c := range []struct {
+		name  string
+		rate  float64
+		quiet bool
+	}{
+		// Just above auto's real-time rates, where they first share it: quiet.
+		{"above sharedRateMin", sharedRateMin + 1, true},
+		// At preciseRateMax: quiet still.
+		{"at preciseRateMax", preciseRateMax, true},
+		// Just above it: each answer as it comes.
+		{"above preciseRateMax", preciseRateMax + 1, false},
+		// Far above it: the same.
+		{"twice preciseRateMax", sharedRate, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			withProcs(t, 2)
+			tr := NewClientTransport(TransportOptions{Client: ClientFast})
+			defer tr.CloseIdleConnections()
+			p := Plan{Pacer: mustConstant(t, c.rate), Source: newPresignedSource(t, wholeAnswers(t)), Transport: tr, Limits: Limits{MaxSends: 1}}
+			if err := p.normalize(); err != nil {
+				t.Fatal(err)
+			}
+			e := newEngine(t.Context(), p, &settledTokens{})
+			ds := e.sharedDispatchers()
+			if len(ds) != 2 {
+				t.Fatalf("%d dispatchers may share the schedule, want 2", len(ds))
+			}
+			for k, d := range ds {
+				if got := d.loop.quiet(); got != c.quiet {
+					t.Errorf("dispatcher %d's loop quiet: %v, want %v", k, got, c.quiet)
+				}
+				d.loop.close(&e.crew)
+			}
+		})
+	}
+}
+
 // procsSeen is a presignedSource noting the most GOMAXPROCS its Next saw
 // (its callers are the dispatchers, so it runs while they hold their Ps).
 type procsSeen struct {
