@@ -65,6 +65,10 @@ type Limits struct {
 	MaxSends int64
 	// MaxInflight is the number of worker slots: a send due while all are
 	// busy is dropped and counted, never delayed. 0 = DefaultMaxInflight.
+	// A slot is busy until its answer is read; a quiet dispatcher (on
+	// Linux, where the kernel stamps arrivals) reads an answer after its
+	// next send, so where several share the schedule one may find a slot
+	// still held by an answer come to another's.
 	MaxInflight int
 	// Timeout bounds each send, answer body included. 0 = DefaultTimeout.
 	Timeout time.Duration
@@ -328,8 +332,8 @@ func (e *engine) begin(thread record.Dispatcher) {
 // (its p99 latency 6-111 ms against the bench's open-loop reference's
 // 13-15 ms at 20 000/s), where two, each on a core beside the sink's
 // threads, hold it as the reference's loops do. Their loops wake for
-// each answer above preciseRateMax (wakeForEach) and up to it sleep to
-// their next send where the kernel stamps the answers (quiet).
+// each answer where each dispatcher's share of the rate is above
+// quietShareMax (wakeForEach), and are quiet up to it.
 //
 // Only over plain HTTP, which the loops read (a TLS connection's bytes
 // are not the answer's): the first request, taken here (AlwaysReady: a
@@ -339,7 +343,6 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 	if ar, ok := e.p.Source.(AlwaysReady); !ok || !ar.AlwaysReady() || e.written == nil || n < 2 {
 		return nil
 	}
-	eachAnswer := e.p.Pacer.Rate() > preciseRateMax
 	f := &e.feed
 	f.first, f.firstErr = e.p.Source.Next(e.ctx)
 	f.firstTaken = true
@@ -352,9 +355,6 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 		if d.loop = newAnswerLoop(&e.crew, k); d.loop == nil {
 			break
 		}
-		if eachAnswer {
-			d.loop.wakeForEach()
-		}
 		ds = append(ds, d)
 	}
 	if len(ds) < 2 {
@@ -362,6 +362,11 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 			d.loop.close(&e.crew)
 		}
 		return nil
+	}
+	if e.p.Pacer.Rate()/float64(len(ds)) > quietShareMax {
+		for _, d := range ds {
+			d.loop.wakeForEach()
+		}
 	}
 	e.dispatchers = len(ds)
 	return ds
@@ -545,7 +550,9 @@ func (d *dispatcher) dispatch() {
 		if drop && d.loop.busy() {
 			// Answers read now may free a slot: a quiet loop has read
 			// none since the last send, and a loud one none while it
-			// worked.
+			// worked. Only this dispatcher's: another's that share the
+			// schedule are read on their own threads (MaxInflight says
+			// what a quiet one's may hold).
 			d.loop.wait(&e.crew, 0)
 			drop = !e.claim(maxIn)
 		}
@@ -677,6 +684,15 @@ const preciseRateMax = 10_000
 // 0.16-0.79 ms shared, p99 lateness 0.03-0.21 ms against 0.07-0.10; at
 // 4 000/s one cost no more.
 const sharedRateMin = realtimeAutoMax
+
+// quietShareMax is the highest share of a schedule's rate, one
+// dispatcher's of those that share it, at which their loops are quiet
+// (see answerLoop.quiet) rather than waking for each answer: above it a
+// dispatcher's sends are too close for a wait between them to save a
+// wake-up (answerLoop.wakeForEach has the figures, from two dispatchers:
+// up to 10 000/s in all). The share, not the rate, since the gap between
+// one dispatcher's sends is what a wait saves a wake-up in.
+const quietShareMax = 5_000
 
 // coarseMargin is how early the dispatcher's timer is set: runtime timers
 // wake up to ~1 ms late when the process is otherwise idle (the netpoller

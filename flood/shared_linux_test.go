@@ -121,7 +121,7 @@ func wholeAnswers(t *testing.T) string {
 	return "http://" + partsServer(t, []string{"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok"}, 0, false) + "/inbox"
 }
 
-// TestDispatchersShareTheSchedule: above 10 000/s, with a Source that
+// TestDispatchersShareTheSchedule: above 5 000/s, with a Source that
 // never waits and the fast client over plain HTTP, one dispatcher a
 // core shares the schedule: the record says how many; the Source's Next
 // is never called by two at once; every send of the schedule is made
@@ -130,12 +130,26 @@ func wholeAnswers(t *testing.T) string {
 // listener on the loopback.
 func TestDispatchersShareTheSchedule(t *testing.T) {
 	needLoopWaits(t)
+	for _, c := range []struct {
+		name string
+		rate float64
+	}{
+		// Their loops quiet, each reading after its own sends.
+		{"quiet", 2 * quietShareMax * 4 / 5},
+		// Their loops waking for each answer.
+		{"waking for each answer", sharedRate},
+	} {
+		t.Run(c.name, func(t *testing.T) { shareTheSchedule(t, c.rate) })
+	}
+}
+
+func shareTheSchedule(t *testing.T, rate float64) {
 	withProcs(t, 2)
 	src := newPresignedSource(t, wholeAnswers(t))
 	tr := NewClientTransport(TransportOptions{Client: ClientFast})
 	defer tr.CloseIdleConnections()
 	const sends = 3000
-	pacer := mustConstant(t, sharedRate)
+	pacer := mustConstant(t, rate)
 	log := &settledTokens{}
 	res := mustRun(t, context.Background(), Plan{Pacer: pacer, Source: src, Transport: tr, Limits: Limits{MaxSends: sends, MaxInflight: 32}}, log)
 
@@ -257,29 +271,34 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 	}
 }
 
-// TestSharedLoopsWakeForEachAnswerAboveThePreciseRate: the dispatchers
-// that share a schedule up to preciseRateMax sleep to their next sends
-// and read the answers come since after each (quiet), where the kernel
-// stamps them; above it, whose sends are too close for a wait to save a
-// wake-up, they wake for each answer.
-func TestSharedLoopsWakeForEachAnswerAboveThePreciseRate(t *testing.T) {
+// TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare: the dispatchers
+// that share a schedule, each with a share of its rate up to
+// quietShareMax, sleep to their next sends and read the answers come
+// since after each (quiet), where the kernel stamps them; above it, their
+// sends too close for a wait to save a wake-up, they wake for each answer.
+func TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare(t *testing.T) {
 	needLoopWaits(t)
 	for _, c := range []struct {
 		name  string
 		rate  float64
+		procs int // one dispatcher each
 		quiet bool
 	}{
-		// Just above auto's real-time rates, where they first share it: quiet.
-		{"above sharedRateMin", sharedRateMin + 1, true},
-		// At preciseRateMax: quiet still.
-		{"at preciseRateMax", preciseRateMax, true},
+		// Just above auto's real-time rates, where two first share it: quiet.
+		{"above sharedRateMin", sharedRateMin + 1, 2, true},
+		// Two at quietShareMax each: quiet still.
+		{"two at their quiet share", 2 * quietShareMax, 2, true},
 		// Just above it: each answer as it comes.
-		{"above preciseRateMax", preciseRateMax + 1, false},
+		{"two above it", 2*quietShareMax + 1, 2, false},
 		// Far above it: the same.
-		{"twice preciseRateMax", sharedRate, false},
+		{"two far above it", sharedRate, 2, false},
+		// Three at the rate two were above with: quiet.
+		{"three below it", 2*quietShareMax + 1, 3, true},
+		// Three above it: each answer as it comes.
+		{"three above it", 3*quietShareMax + 1, 3, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			withProcs(t, 2)
+			withProcs(t, c.procs)
 			tr := NewClientTransport(TransportOptions{Client: ClientFast})
 			defer tr.CloseIdleConnections()
 			p := Plan{Pacer: mustConstant(t, c.rate), Source: newPresignedSource(t, wholeAnswers(t)), Transport: tr, Limits: Limits{MaxSends: 1}}
@@ -288,8 +307,8 @@ func TestSharedLoopsWakeForEachAnswerAboveThePreciseRate(t *testing.T) {
 			}
 			e := newEngine(t.Context(), p, &settledTokens{})
 			ds := e.sharedDispatchers()
-			if len(ds) != 2 {
-				t.Fatalf("%d dispatchers may share the schedule, want 2", len(ds))
+			if len(ds) != c.procs {
+				t.Fatalf("%d dispatchers may share the schedule, want %d", len(ds), c.procs)
 			}
 			for k, d := range ds {
 				if got := d.loop.quiet(); got != c.quiet {
