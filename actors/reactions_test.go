@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/crowdfed/crowd/internal/childproc"
 	"github.com/crowdfed/crowd/internal/journal"
 )
 
@@ -170,7 +171,7 @@ func TestReactionsKilledLoseNothingRecorded(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestReactionsKillHelperProcess$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), reactionsKillEnv+"="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
+	childproc.Tie(cmd) // never outlives the test
 	out, err := cmd.StdoutPipe()
 	must(t, err)
 	must(t, cmd.Start())

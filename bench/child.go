@@ -21,6 +21,7 @@ import (
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
+	"github.com/crowdfed/crowd/internal/childproc"
 )
 
 // Helper processes. The bench re-executes its own binary with childEnv set
@@ -234,7 +235,7 @@ func startChild(mode string, args ...string) (*child, error) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(cleanEnv(), childEnv+"="+mode)
-	cmd.SysProcAttr = childAttr()
+	childproc.Tie(cmd)
 	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = c.stderr
 	if c.stdin, err = cmd.StdinPipe(); err != nil {

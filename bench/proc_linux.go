@@ -5,17 +5,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// childAttr makes a helper process die with the bench (SIGKILL when the
-// bench's thread that started it exits), so an interrupted bench leaves
-// no sink, flood or `crowd serve` behind.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
 
 // userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every
 // architecture Go runs Linux on (the kernel's ABI, whatever its internal

@@ -2,12 +2,6 @@
 
 package main
 
-import "syscall"
-
-// childAttr has no parent-death signal outside Linux: helpers end when
-// their stdin closes or their run does.
-func childAttr() *syscall.SysProcAttr { return nil }
-
 // processCPUOf reads no other process's CPU outside Linux: zero.
 func processCPUOf(pid int) cpuTimes { return cpuTimes{} }
 

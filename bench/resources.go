@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/childproc"
 )
 
 // floodArgs are the flood helper's arguments for a flood at rate for d.
@@ -203,7 +204,7 @@ func (b *bench) serveReady(ctx context.Context, world ...string) (time.Duration,
 		"--https", "127.0.0.1:0", "--http", "", "--dns", "", "--admin", admin, "--log-level", "warn", "--log-format", "json"}, world...)
 	cmd := exec.Command(b.crowd, args...)
 	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = childAttr()
+	childproc.Tie(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

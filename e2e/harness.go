@@ -32,7 +32,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/internal/childproc"
 	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
@@ -242,29 +242,6 @@ func (n *Netns) Run(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
-// setnsSyscall is the setns(2) number; package syscall lacks SYS_SETNS on amd64.
-func setnsSyscall() (uintptr, bool) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return 308, true
-	case "arm64", "riscv64", "loong64":
-		return 268, true
-	}
-	return 0, false
-}
-
-// setns moves the calling thread into the network namespace open as f.
-func setns(f *os.File) error {
-	nr, ok := setnsSyscall()
-	if !ok {
-		return fmt.Errorf("setns: unsupported GOARCH %s", runtime.GOARCH)
-	}
-	if _, _, errno := syscall.RawSyscall(nr, f.Fd(), syscall.CLONE_NEWNET, 0); errno != 0 {
-		return fmt.Errorf("setns: %w", errno)
-	}
-	return nil
-}
-
 // Dial connects from the test process to an address inside the namespace. addr must be an
 // IP:port: the socket is made in the namespace, but a name lookup would run elsewhere.
 func (n *Netns) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -387,7 +364,7 @@ func StartProcess(t testing.TB, cmd *exec.Cmd, ready ReadyFunc) *Process {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	childproc.Tie(cmd)
 	name := strings.Join(cmd.Args, " ")
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

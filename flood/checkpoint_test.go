@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/childproc"
 )
 
 // TestCheckpointsMidRun: a 12 s run at 100/s (1 s warm-up) into a SUT that
@@ -184,7 +185,7 @@ func TestKillLeavesAReadablePartialRecord(t *testing.T) {
 	cmd.Env = append(os.Environ(), killHelperEnv+"="+out)
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
+	childproc.Tie(cmd) // never outlives the test
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
