@@ -72,8 +72,8 @@ type answerLoop struct {
 	// loud: the loop's waits wake for each answer (see quiet), because
 	// an answer it awaited was on a socket the kernel does not stamp
 	// (h1's Stamped), more than unstampedMax answers came with no stamp,
-	// or its dispatcher's share of a shared schedule is above
-	// quietShareMax (wakeForEach). Once set, it stays.
+	// or its dispatcher shares a schedule above quietRateMax
+	// (wakeForEach). Once set, it stays.
 	loud      bool
 	unstamped int           // whole answers read with no stamp
 	skew      time.Duration // the wall clock's reading less the monotonic one, since the run's start, at the last wait
@@ -95,9 +95,9 @@ const unstampedMax = 16
 const skewStepMax = 100 * time.Microsecond
 
 // wakeForEach has the loop's waits wake for each answer as it comes, never
-// quiet: for the dispatchers that share a schedule where each one's share
-// is above quietShareMax (engine.go), whose sends are too close for a
-// wait between them to save a wake-up. Two dispatchers at 20 000/s,
+// quiet: for the dispatchers that share a schedule above quietRateMax
+// (engine.go), whose sends are too close for a wait between them to save
+// a wake-up. Two dispatchers at 20 000/s,
 // quiet, cost alike (39.6-40.7 against 41.3-43.0 µs a send) and fell
 // behind their schedule in one trial of two (18 502/s sent, p99 lateness
 // 48 ms), holding answers unread longer and so needing twice the

@@ -332,8 +332,7 @@ func (e *engine) begin(thread record.Dispatcher) {
 // (its p99 latency 6-111 ms against the bench's open-loop reference's
 // 13-15 ms at 20 000/s), where two, each on a core beside the sink's
 // threads, hold it as the reference's loops do. Their loops wake for
-// each answer where each dispatcher's share of the rate is above
-// quietShareMax (wakeForEach), and are quiet up to it.
+// each answer above quietRateMax (wakeForEach), and are quiet up to it.
 //
 // Only over plain HTTP, which the loops read (a TLS connection's bytes
 // are not the answer's): the first request, taken here (AlwaysReady: a
@@ -363,7 +362,7 @@ func (e *engine) sharedDispatchers() []*dispatcher {
 		}
 		return nil
 	}
-	if e.p.Pacer.Rate()/float64(len(ds)) > quietShareMax {
+	if e.p.Pacer.Rate() > quietRateMax {
 		for _, d := range ds {
 			d.loop.wakeForEach()
 		}
@@ -685,14 +684,15 @@ const preciseRateMax = 10_000
 // 4 000/s one cost no more.
 const sharedRateMin = realtimeAutoMax
 
-// quietShareMax is the highest share of a schedule's rate, one
-// dispatcher's of those that share it, at which their loops are quiet
-// (see answerLoop.quiet) rather than waking for each answer: above it a
-// dispatcher's sends are too close for a wait between them to save a
-// wake-up (answerLoop.wakeForEach has the figures, from two dispatchers:
-// up to 10 000/s in all). The share, not the rate, since the gap between
-// one dispatcher's sends is what a wait saves a wake-up in.
-const quietShareMax = 5_000
+// quietRateMax is the highest rate at which the dispatchers that share a
+// schedule keep their loops quiet (see answerLoop.quiet) rather than
+// waking for each answer: above it their sends are too close for a wait
+// between them to save a wake-up (answerLoop.wakeForEach has the
+// figures). It was measured with two dispatchers, each sending up to
+// 5 000/s here. With more, each one's sends are further apart at the same
+// rate, and quiet might hold above it too; that is not measured, so the
+// line is the rate's.
+const quietRateMax = 10_000
 
 // coarseMargin is how early the dispatcher's timer is set: runtime timers
 // wake up to ~1 ms late when the process is otherwise idle (the netpoller

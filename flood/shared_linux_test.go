@@ -135,7 +135,7 @@ func TestDispatchersShareTheSchedule(t *testing.T) {
 		rate float64
 	}{
 		// Their loops quiet, each reading after its own sends.
-		{"quiet", 2 * quietShareMax * 4 / 5},
+		{"quiet", quietRateMax * 4 / 5},
 		// Their loops waking for each answer.
 		{"waking for each answer", sharedRate},
 	} {
@@ -271,12 +271,12 @@ func TestWhoSharesTheSchedule(t *testing.T) {
 	}
 }
 
-// TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare: the dispatchers
-// that share a schedule, each with a share of its rate up to
-// quietShareMax, sleep to their next sends and read the answers come
-// since after each (quiet), where the kernel stamps them; above it, their
-// sends too close for a wait to save a wake-up, they wake for each answer.
-func TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare(t *testing.T) {
+// TestSharedLoopsWakeForEachAnswerAboveTheQuietRate: the dispatchers that
+// share a schedule up to quietRateMax sleep to their next sends and read
+// the answers come since after each (quiet), where the kernel stamps
+// them; above it, their sends too close for a wait to save a wake-up,
+// they wake for each answer, however many share it.
+func TestSharedLoopsWakeForEachAnswerAboveTheQuietRate(t *testing.T) {
 	needLoopWaits(t)
 	for _, c := range []struct {
 		name  string
@@ -286,16 +286,17 @@ func TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare(t *testing.T) {
 	}{
 		// Just above auto's real-time rates, where two first share it: quiet.
 		{"above sharedRateMin", sharedRateMin + 1, 2, true},
-		// Two at quietShareMax each: quiet still.
-		{"two at their quiet share", 2 * quietShareMax, 2, true},
+		// Two at quietRateMax: quiet still.
+		{"two at the quiet rate", quietRateMax, 2, true},
 		// Just above it: each answer as it comes.
-		{"two above it", 2*quietShareMax + 1, 2, false},
+		{"two above it", quietRateMax + 1, 2, false},
 		// Far above it: the same.
 		{"two far above it", sharedRate, 2, false},
-		// Three at the rate two were above with: quiet.
-		{"three below it", 2*quietShareMax + 1, 3, true},
-		// Three above it: each answer as it comes.
-		{"three above it", 3*quietShareMax + 1, 3, false},
+		// Three at it: quiet.
+		{"three at it", quietRateMax, 3, true},
+		// Three just above it, though each sends less than two did at
+		// it: each answer as it comes, as measured only with two.
+		{"three above it", quietRateMax + 1, 3, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			withProcs(t, c.procs)
@@ -307,6 +308,9 @@ func TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare(t *testing.T) {
 			}
 			e := newEngine(t.Context(), p, &settledTokens{})
 			ds := e.sharedDispatchers()
+			for _, d := range ds {
+				defer d.loop.close(&e.crew)
+			}
 			if len(ds) != c.procs {
 				t.Fatalf("%d dispatchers may share the schedule, want %d", len(ds), c.procs)
 			}
@@ -314,7 +318,6 @@ func TestSharedLoopsWakeForEachAnswerAboveTheirQuietShare(t *testing.T) {
 				if got := d.loop.quiet(); got != c.quiet {
 					t.Errorf("dispatcher %d's loop quiet: %v, want %v", k, got, c.quiet)
 				}
-				d.loop.close(&e.crew)
 			}
 		})
 	}
