@@ -16,7 +16,8 @@
 // what Fedify verifies, the delivery-weather test's sub-second windows on Fedify's retries) stays
 // serial, and so does the podman group, whose three tests run side by side within it.
 //
-// The helpers are Linux-only (network namespaces, process groups, parent-death signals).
+// The helpers build elsewhere but run only on Linux (network namespaces, process groups,
+// parent-death signals).
 package e2e
 
 import (
@@ -354,7 +355,7 @@ func (p *Process) Exited() (bool, error) {
 // any Stdout/Stderr the caller set), and waits until ready returns nil (ready may be nil: no
 // wait), failing the test if the process exits first or ReadyTimeout passes. At cleanup it stops
 // the process group (Stop) and logs the output if the test failed.
-// If the test binary dies, the process gets SIGKILL (parent-death signal).
+// If the test binary dies, the process gets SIGKILL (Linux's parent-death signal).
 func StartProcess(t testing.TB, cmd *exec.Cmd, ready ReadyFunc) *Process {
 	t.Helper()
 	p := &Process{Cmd: cmd, out: &crowdtest.SyncBuffer{}, done: make(chan struct{})}

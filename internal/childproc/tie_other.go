@@ -4,6 +4,6 @@ package childproc
 
 import "os/exec"
 
-// Tie changes nothing outside Linux, which has no parent-death signal: the
-// child ends when its stdin closes, or its run does.
+// Tie changes nothing outside Linux: nothing ties the child there, and
+// whoever starts it must end it.
 func Tie(cmd *exec.Cmd) {}
