@@ -97,21 +97,20 @@ const skewStepMax = 100 * time.Microsecond
 // wakeForEach has the loop's waits wake for each answer as it comes, never
 // quiet: for the dispatchers that share a schedule above quietRateMax
 // (engine.go), whose sends are too close for a wait between them to save
-// a wake-up. Two dispatchers at 20 000/s,
-// quiet, cost alike (39.6-40.7 against 41.3-43.0 µs a send) and fell
-// behind their schedule in one trial of two (18 502/s sent, p99 lateness
-// 48 ms), holding answers unread longer and so needing twice the
-// connections. Against the bench's null sink (3 s trials in turns, three
-// rounds at 14 000, 20 000 and 26 000/s on a 2-core Zen 3), quiet cost
-// less in 8 pairs of 9 but failed 3 trials (p99 latency 28-91 ms), loud 1,
-// and at 14 000/s its p99 latency was higher. Up to 10 000/s, where each
-// of the two had up to 5 000/s, quiet cost less in every one of 25 pairs
-// at 5 500-10 000/s (35-51 against 41-74 µs a send), its p99 latency
-// alike (0.18-0.93 against 0.16-1.02 ms) and its p99 lateness too
-// (0.08-0.15 against 0.07-0.20 ms): each dispatcher sharing the schedule
-// reads after its own send, on a core of its own, where the one
-// dispatcher under the normal policy that read its answers was late more
-// often (see answerLoop).
+// a wake-up. Two dispatchers at 20 000/s, quiet, cost alike (39.6-40.7
+// against 41.3-43.0 µs a send) and fell behind their schedule in one
+// trial of two (18 502/s sent, p99 lateness 48 ms), holding answers
+// unread longer and so needing twice the connections. Against the
+// bench's null sink (3 s trials in turns, three rounds at 14 000, 20 000
+// and 26 000/s on a 2-core Zen 3), quiet cost less in 8 pairs of 9 but
+// failed 3 trials (p99 latency 28-91 ms), loud 1, and at 14 000/s its p99
+// latency was higher. Up to 10 000/s, where each of the two sent up to
+// 5 000/s, quiet cost less in every one of 25 pairs at 5 500-10 000/s
+// (35-51 against 41-74 µs a send), its p99 latency alike (0.18-0.93
+// against 0.16-1.02 ms) and its p99 lateness too (0.08-0.15 against
+// 0.07-0.20 ms): each dispatcher sharing the schedule reads after its own
+// send, on a core of its own, where the one dispatcher under the normal
+// policy that read its answers was late more often (see answerLoop).
 func (l *answerLoop) wakeForEach() { l.loud = true }
 
 // quiet reports whether the dispatcher may sleep to its next send (or for

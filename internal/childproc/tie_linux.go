@@ -8,9 +8,9 @@ import (
 // Tie has cmd's process sent SIGKILL when the thread that starts it exits
 // (Linux's parent-death signal), which it does when the process that
 // started it dies, however it dies; the rest of cmd.SysProcAttr is kept.
-// Call it before cmd.Start, and never on a goroutine locked to its thread
-// (runtime.LockOSThread) that may end locked: Go then ends that thread,
-// and the child with it, while the process lives on.
+// Call it before cmd.Start, and start the child from no goroutine locked
+// to its thread (runtime.LockOSThread) that may end locked: Go ends that
+// thread then, and so the child, while the process lives on.
 func Tie(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
