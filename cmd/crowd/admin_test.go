@@ -58,6 +58,24 @@ func startTestCrowd(t *testing.T) *testCrowd {
 	return &testCrowd{admin: c.Admin, world: c.World, inbox: c.Inbox, stop: c.Stop, dials: dials, p: c.Pasture}
 }
 
+// serveInBackground runs `crowd serve` with args in this process until the
+// test ends, its log kept for a failure (keptStderr); the test fails if it
+// has not stopped 15 s after.
+func serveInBackground(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served, stderr := make(chan int, 1), keptStderr(t, "serve")
+	go func() { served <- execute(ctx, append([]string{"serve"}, args...), io.Discard, stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+}
+
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -375,20 +374,8 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	admin, https := freeLoopback(t), freeLoopback(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan int, 1)
-	go func() {
-		served <- execute(ctx, []string{"serve", "--state", state, "--origins", "2", "--actors", "2", "--https", https,
-			"--http", "", "--dns", "", "--admin", admin, "--log-level", "error"}, io.Discard, keptStderr(t, "serve"))
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-served:
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not stop")
-		}
-	}()
+	serveInBackground(t, "--state", state, "--origins", "2", "--actors", "2", "--https", https,
+		"--http", "", "--dns", "", "--admin", admin, "--log-level", "error")
 	var info adminapi.WorldInfo
 	deadline := time.Now().Add(30 * time.Second)
 	for {

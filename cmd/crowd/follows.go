@@ -58,7 +58,12 @@ crowd that is not running.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin")
+	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin (CROWD_STATE does not set it: it names the running crowd's, whose token file is then read)")
+	// CROWD_STATE names the running crowd's state (the image sets it for
+	// every command): read as this --state, it would have this command
+	// work on the state that crowd holds, which it refuses. It names where
+	// the token file is instead (adminFlags.adminToken).
+	fl.SetAnnotation("state", notFromEnv, []string{"true"})
 	f.admin.register(cmd) // after --state: without it, the admin token is read from the default one
 	fl.DurationVar(&f.olderThan, "older-than", loadrun.DefaultPruneAge, "how long a Follow may stay pending before it is pruned")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")

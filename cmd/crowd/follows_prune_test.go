@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/pasture"
 )
 
 // TestFollowsPrune: the crowd's Follows a server never answered are listed
@@ -81,6 +83,36 @@ func TestFollowsPrune(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFollowsPruneInTheImagesEnvironment: with the variables the image and
+// its compose files set for every command (CROWD_STATE, CROWD_ADMIN off
+// loopback), a bare `crowd follows prune` asks the running serve, with the
+// token from CROWD_STATE's folder: CROWD_STATE is not its --state, which
+// would name the state that serve holds.
+func TestFollowsPruneInTheImagesEnvironment(t *testing.T) {
+	state := t.TempDir()
+	_, port, _ := strings.Cut(freeLoopback(t), ":")
+	admin := "localhost:" + port // a name: off loopback, so serve wants its token
+	t.Setenv("CROWD_STATE", state)
+	t.Setenv("CROWD_ADMIN", admin)
+	t.Setenv("CROWD_ADMIN_TOKEN", "")
+	serveInBackground(t, "--origins", "1", "--actors", "1", "--https", freeLoopback(t), "--http", "", "--dns", "", "--log-level", "error")
+	waitFor(t, "serve's admin API", func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if _, err := pasture.ReadAdminToken(state); err != nil {
+		t.Fatalf("serve made no token in CROWD_STATE: %v", err)
+	}
+	code, stdout, stderr := runCLI(t, "follows", "prune", "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "no Follow pending for more than 1h0m0s") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the running serve's answer", code, stdout, stderr)
+	}
 }
 
 func farFuture() time.Time { return time.Now().Add(24 * time.Hour) }
