@@ -28,15 +28,17 @@ func newMergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge RECORD.json...",
 		Short: "Combine the records of several generators (--shard=i/n) into one, exactly",
-		Long: `Combine the run records of generators that flooded together (crowd flood --shard=i/n on
-several machines or containers) into one record: counts and status tallies add up and the
-HDR histograms merge bucket by bucket, so the merged percentiles are those of one histogram
-of every send, not an average of percentiles. Records whose settings differ in anything
-but the shard are refused, naming the setting.
+		Long: `Combine the run records of generators that flooded together (on several machines or
+containers, each a crowd flood attached to a crowd serve --shard=i/n, or a crowd flood
+--standalone --shard=i/n) into one record: counts and status tallies add up and the HDR
+histograms merge bucket by bucket, so the merged percentiles are those of one histogram of
+every send, not an average of percentiles. Records whose settings differ in anything but the
+shard are refused, naming the setting: give every generator's flood the same settings and the
+same --label.
 
 The merged record is written to -o (JSON; the file is replaced) and its table printed; without
 -o the JSON goes to stdout and the table to stderr.`,
-		Example: `  crowd merge out/load/*-shard*.json -o out/load/merged.json
+		Example: `  crowd merge gathered/*-fleet.json -o merged.json
   crowd merge a.json b.json > merged.json`,
 		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
