@@ -60,20 +60,49 @@ func startTestCrowd(t *testing.T) *testCrowd {
 
 // serveInBackground runs `crowd serve` with args in this process until the
 // test ends, its log kept for a failure (keptStderr); the test fails if it
-// has not stopped 15 s after.
-func serveInBackground(t *testing.T, args ...string) {
+// has not stopped 15 s after. The channel has its exit status if it ends
+// before.
+func serveInBackground(t *testing.T, args ...string) <-chan int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	served, stderr := make(chan int, 1), keptStderr(t, "serve")
-	go func() { served <- execute(ctx, append([]string{"serve"}, args...), io.Discard, stderr) }()
+	served, done, stderr := make(chan int, 1), make(chan struct{}), keptStderr(t, "serve")
+	go func() {
+		defer close(done)
+		served <- execute(ctx, append([]string{"serve"}, args...), io.Discard, stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-served:
+		case <-done:
 		case <-time.After(15 * time.Second):
 			t.Error("serve did not stop")
 		}
 	})
+	return served
+}
+
+// waitReady waits until the serve whose admin API is at admin answers
+// /readyz 200, for up to 60 s (a first start makes its keys), failing the
+// test at once if the serve ends first (served: serveInBackground's).
+func waitReady(t *testing.T, admin string, served <-chan int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := http.Get("http://" + admin + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case code := <-served:
+			t.Fatalf("serve ended with exit %d before it was ready", code)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve was not ready after 60 s")
+		}
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.

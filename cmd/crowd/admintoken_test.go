@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/loadrun"
 	"github.com/crowdfed/crowd/pasture"
 )
 
@@ -164,5 +167,35 @@ func TestStandaloneFloodOffLoopback(t *testing.T) {
 	}
 	if _, err := pasture.ReadAdminToken(state); err != nil {
 		t.Errorf("no token in the standalone flood's --state: %v", err)
+	}
+}
+
+// TestStandaloneFloodInTheImagesEnvironment: the variables the image and
+// its compose files set for every command (CROWD_STATE, CROWD_ADMIN) name
+// the serve's state and admin address; a standalone flood given only them
+// keeps its own state (loadrun.StandaloneState, in the working folder)
+// and starts no admin API, so it neither writes into the serve's state,
+// running or stopped, nor tries to take its port (held here: the flood
+// would fail to bind it).
+func TestStandaloneFloodInTheImagesEnvironment(t *testing.T) {
+	serveState, out := t.TempDir(), t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0") // the serve's admin port: binding it would fail
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("CROWD_STATE", serveState)
+	t.Setenv("CROWD_ADMIN", taken.Addr().String())
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runCLI(t, "flood", "--standalone", "--origins", "1", "--actors", "2", "--out", out,
+		"--seconds", "1", "--rate", "20", "--log-level", "error")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got, err := os.ReadDir(serveState); err != nil || len(got) != 0 {
+		t.Errorf("the serve's state holds %v (%v): want it untouched", got, err)
+	}
+	if _, err := os.Stat(loadrun.StandaloneState); err != nil {
+		t.Errorf("no state of its own: %v", err)
 	}
 }

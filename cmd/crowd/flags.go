@@ -27,10 +27,14 @@ func envName(name string) string {
 // turn the command into another (see newPruneCmd's --state).
 const notFromEnv = "crowd-not-from-env"
 
+// fromEnv is the annotation bindEnv puts on a flag it set from the
+// environment (see onCommandLine).
+const fromEnv = "crowd-from-env"
+
 // bindEnv fills every flag the command line did not set from its
-// CROWD_<FLAG> variable, but those annotated notFromEnv; a list flag takes
-// a comma-separated value. A bad value is a usage error naming both the
-// variable and the flag.
+// CROWD_<FLAG> variable, but those annotated notFromEnv, and annotates
+// those it fills fromEnv; a list flag takes a comma-separated value. A bad
+// value is a usage error naming both the variable and the flag.
 func bindEnv(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -41,6 +45,10 @@ func bindEnv(cmd *cobra.Command) error {
 		if !ok {
 			return
 		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[fromEnv] = []string{envName(f.Name)}
 		if sv, isSlice := f.Value.(pflag.SliceValue); isSlice {
 			var items []string
 			for _, s := range strings.Split(v, ",") {
@@ -59,6 +67,15 @@ func bindEnv(cmd *cobra.Command) error {
 		}
 	})
 	return err
+}
+
+// onCommandLine reports whether the command line itself set flag name:
+// Changed, as a flag bindEnv filled is too, and not from the environment.
+// A variable the image sets for every command (CROWD_STATE, and compose's
+// CROWD_ADMIN) is no choice made for this one command.
+func onCommandLine(cmd *cobra.Command, name string) bool {
+	f := cmd.Flags().Lookup(name)
+	return f != nil && f.Changed && f.Annotations[fromEnv] == nil
 }
 
 // globalOptions are the flags every command shares.

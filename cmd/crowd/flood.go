@@ -156,12 +156,15 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		errs = append(errs, errors.New("--seconds does not apply to a ladder: each rung runs --step after --warmup"))
 	}
 	if c.Standalone {
+		// --state and --admin name the running serve's elsewhere, and
+		// the image's environment sets them for every command: only the
+		// command line gives a standalone flood its own.
 		c.AdminAddr = ""
-		if f.admin.addr != defaultAdmin {
+		if onCommandLine(cmd, "admin") && f.admin.addr != defaultAdmin {
 			c.AdminAddr = f.admin.addr
 		}
-		if !changed("state") {
-			c.World.StateDir = loadrun.StandaloneState // never a running serve's ./crowd-state
+		if !onCommandLine(cmd, "state") {
+			c.World.StateDir = loadrun.StandaloneState // never a serve's state, running or not
 		}
 		if c.AdminToken = strings.TrimSpace(f.admin.token); c.AdminToken != "" {
 			if err := checkAdminToken(c.AdminToken); err != nil {

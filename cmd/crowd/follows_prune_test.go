@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -97,15 +96,8 @@ func TestFollowsPruneInTheImagesEnvironment(t *testing.T) {
 	t.Setenv("CROWD_STATE", state)
 	t.Setenv("CROWD_ADMIN", admin)
 	t.Setenv("CROWD_ADMIN_TOKEN", "")
-	serveInBackground(t, "--origins", "1", "--actors", "1", "--https", freeLoopback(t), "--http", "", "--dns", "", "--log-level", "error")
-	waitFor(t, "serve's admin API", func() bool {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	served := serveInBackground(t, "--origins", "1", "--actors", "1", "--https", freeLoopback(t), "--http", "", "--dns", "", "--log-level", "error")
+	waitReady(t, admin, served)
 	if _, err := pasture.ReadAdminToken(state); err != nil {
 		t.Fatalf("serve made no token in CROWD_STATE: %v", err)
 	}
