@@ -34,11 +34,11 @@ containers, each a crowd flood attached to a crowd serve --shard=i/n, or a crowd
 histograms merge bucket by bucket, so the merged percentiles are those of one histogram of
 every send, not an average of percentiles. Records whose settings differ in anything but the
 shard are refused, naming the setting: give every generator's flood the same settings and the
-same --label.
+same --label (their records then share a name: gather each generator's in a folder of its own).
 
 The merged record is written to -o (JSON; the file is replaced) and its table printed; without
 -o the JSON goes to stdout and the table to stderr.`,
-		Example: `  crowd merge gathered/*-fleet.json -o merged.json
+		Example: `  crowd merge gathered/*/*-fleet.json -o merged.json
   crowd merge a.json b.json > merged.json`,
 		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
