@@ -188,9 +188,14 @@ func TestStandaloneFloodInTheImagesEnvironment(t *testing.T) {
 	t.Setenv("CROWD_ADMIN", taken.Addr().String())
 	t.Chdir(t.TempDir())
 	code, stdout, stderr := runCLI(t, "flood", "--standalone", "--origins", "1", "--actors", "2", "--out", out,
-		"--seconds", "1", "--rate", "20", "--log-level", "error")
+		"--seconds", "1", "--rate", "20", "--log-level", "info")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, v := range []string{"CROWD_STATE", "CROWD_ADMIN"} { // said, so that one who meant it knows
+		if !strings.Contains(stderr, v+" names a serve's") {
+			t.Errorf("the log does not say %s was left alone:\n%s", v, stderr)
+		}
 	}
 	if got, err := os.ReadDir(serveState); err != nil || len(got) != 0 {
 		t.Errorf("the serve's state holds %v (%v): want it untouched", got, err)

@@ -206,6 +206,12 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 				log.Warn("--" + name + " applies to --standalone only: the running crowd's world is used")
 			}
 		}
+	} else {
+		for _, name := range []string{"state", "admin"} {
+			if cmd.Flags().Changed(name) && !onCommandLine(cmd, name) {
+				log.Info(envName(name) + " names a serve's --" + name + ": a standalone flood keeps its own unless its command line names one")
+			}
+		}
 	}
 	c.Log = log
 	return runError(loadrun.Run(cmd.Context(), c))
