@@ -25,10 +25,13 @@ type Diagnosis struct {
 //  1. Source starved: more than StarvedShare of the offered sends were late
 //     because the Source (signing) had no request ready.
 //  2. Dispatch late: the p99 of the generator's own delay (intended time to
-//     the moment a worker called the transport: timers, CPU, scheduling) is
+//     the moment a worker took the send: timers, CPU, scheduling) is
 //     above DispatchP99 AND above DispatchShare of the SUT's service-time
 //     p99, so the SUT's time does not dwarf it and latency percentiles are
-//     inflated by the crowd itself. (Time spent waiting for a pooled
+//     inflated by the crowd itself. Where the dispatcher wrote the sends
+//     on time itself (most of them, lateness p99 within DispatchP99), the
+//     worker only reads the answer and the verdict says the delay is in
+//     the reading. (Time spent waiting for a pooled
 //     connection is lateness too, but the SUT causes it by holding
 //     connections: it is reported as a note, not blamed on the generator.)
 //  3. Drops with fast service: more than DropShare of the offered sends were
@@ -89,11 +92,21 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 			c.Starved, c.Offered, Percent(c.Starved, c.Offered)))
 	}
 	disp := time.Duration(r.Dispatch.P99) * time.Microsecond
+	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
 	if disp > b.DispatchP99 && float64(disp) > b.DispatchShare*float64(service) {
 		d.Generator = true
-		d.Reasons = append(d.Reasons, fmt.Sprintf(
-			"generator late: its own dispatch delay p99 is %s (limit %s) against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
-			FormatDuration(disp), FormatDuration(b.DispatchP99), FormatDuration(service)))
+		if 2*c.Written > c.Sent && late <= b.DispatchP99 {
+			// The dispatcher wrote the sends on time itself, and a worker
+			// took each answer after: the delay is in the reading, which
+			// the latency and service time include, not in the sends.
+			d.Reasons = append(d.Reasons, fmt.Sprintf(
+				"generator late reading answers: the sends left on time (lateness p99 %s), but a worker took the answer up to %s after a send's intended time (dispatch delay p99, limit %s), which latency and service time include, against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
+				FormatDuration(late), FormatDuration(disp), FormatDuration(b.DispatchP99), FormatDuration(service)))
+		} else {
+			d.Reasons = append(d.Reasons, fmt.Sprintf(
+				"generator late: its own dispatch delay p99 (from a send's intended time to the worker that sent it) is %s (limit %s) against a SUT service time p99 of %s; the crowd's CPU or scheduling is the limit",
+				FormatDuration(disp), FormatDuration(b.DispatchP99), FormatDuration(service)))
+		}
 	}
 	kept := true
 	if w, rate := r.Window, r.Settings.Rate; rate > 0 && w.LastSent > 0 {
@@ -106,7 +119,6 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 				c.Sent, FormatDuration(secs(due)), FormatDuration(secs(took)), FormatDuration(secs(allowed)), FormatNumber(rate*float64(r.Generators())), Sig3(float64(c.Sent)/max(took, 1e-9))))
 		}
 	}
-	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
 	switch {
 	case late <= b.DispatchP99 || late <= 2*disp:
 	case kept:

@@ -11,6 +11,7 @@ import (
 func TestDiagnose(t *testing.T) {
 	type in struct {
 		offered, dropped, starved int64
+		written                   int64   // of the sends, those the dispatcher wrote itself
 		rate                      float64 // offered per second
 		service, dispatch, late   time.Duration
 		slots, generators         int
@@ -26,6 +27,11 @@ func TestDiagnose(t *testing.T) {
 		{"source starved 0.2%", in{offered: 10000, starved: 20, rate: 300, service: 20 * time.Millisecond, slots: 100}, true, "source starved"},
 		{"starved 0.05%: noise", in{offered: 10000, starved: 5, rate: 300, service: 20 * time.Millisecond, slots: 100}, false, ""},
 		{"dispatch 5ms against service 10ms", in{offered: 10000, rate: 300, service: 10 * time.Millisecond, dispatch: 5 * time.Millisecond, late: 5 * time.Millisecond, slots: 100}, true, "generator late"},
+		// The dispatcher wrote the sends on time; the workers took the
+		// answers late: said so, as the delay is in the reading.
+		{"answers taken 1.8ms late, sends on time", in{offered: 200, written: 200, rate: 20, service: 3 * time.Millisecond, dispatch: 1800 * time.Microsecond, late: 100 * time.Microsecond, slots: 100}, true, "the sends left on time (lateness p99 100µs)"},
+		// Written, but the sends were late too: the plain verdict.
+		{"written and late", in{offered: 200, written: 200, rate: 20, service: 3 * time.Millisecond, dispatch: 1800 * time.Microsecond, late: 1800 * time.Microsecond, slots: 100}, true, "generator late: its own dispatch delay"},
 		{"dispatch 5ms against service 2s: the SUT dwarfs it", in{offered: 10000, rate: 30, service: 2 * time.Second, dispatch: 5 * time.Millisecond, late: 5 * time.Millisecond, slots: 100}, false, ""},
 		{"dispatch 0.8ms: under the limit", in{offered: 10000, rate: 300, service: time.Millisecond, dispatch: 800 * time.Microsecond, late: 800 * time.Microsecond, slots: 100}, false, ""},
 		{"drops with fast service", in{offered: 10000, dropped: 100, rate: 1000, service: 10 * time.Millisecond, slots: 100}, true, "drops with fast service"},
@@ -42,7 +48,7 @@ func TestDiagnose(t *testing.T) {
 		for range max(1, tc.in.generators) {
 			r.Parts = append(r.Parts, record.Part{})
 		}
-		r.Overall.Counts = record.Counts{Offered: tc.in.offered, Sent: tc.in.offered - tc.in.dropped, Dropped: tc.in.dropped, Starved: tc.in.starved}
+		r.Overall.Counts = record.Counts{Offered: tc.in.offered, Sent: tc.in.offered - tc.in.dropped, Dropped: tc.in.dropped, Starved: tc.in.starved, Written: tc.in.written}
 		r.Rates.Offered = tc.in.rate
 		r.Overall.Service.P99 = us(tc.in.service)
 		r.Overall.Lateness.P99 = us(tc.in.late)
