@@ -31,6 +31,11 @@ func refusePublic(err error) error {
 	return err
 }
 
+// selfResolveHint is what a lookup of one of the crowd's own names that
+// failed tells to do: this machine's resolver does not know the crowd's
+// names unless its DNS is in resolv.conf.
+const selfResolveHint = "start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone"
+
 // targets returns the personas to flood and a description for the record:
 // the named ones, checked and looked up, or the crowd's own actors.
 func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error) {
@@ -39,7 +44,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		personas := traffic.WorldPersonas(env.World, p.inbox)
 		for _, o := range env.World.Origins {
 			if _, err := r.guard.Check(ctx, o.Host); err != nil {
-				return nil, "", refusePublic(fmt.Errorf("self-flood of %s: %w (start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone)", env.What, err))
+				return nil, "", refusePublic(fmt.Errorf("self-flood of %s: %w (%s)", env.What, err, selfResolveHint))
 			}
 		}
 		return personas, fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox), nil
@@ -54,6 +59,9 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		}
 		checked[host] = true
 		if _, err := r.guard.Check(ctx, host); err != nil {
+			if _, own := env.World.Origin(host); own {
+				err = fmt.Errorf("%w (one of the crowd's own: %s)", err, selfResolveHint)
+			}
 			return nil, "", refusePublic(fmt.Errorf("persona %s: %w", a, err))
 		}
 	}

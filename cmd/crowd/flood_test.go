@@ -393,6 +393,16 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Without --crowd-https, this machine's resolver does not know the
+	// crowd's names: a persona of the crowd's own says what to do, as the
+	// self-flood does, and nothing is sent.
+	for _, who := range [][]string{nil, {"--persona", "acct:alice@flood1.test"}} {
+		code, _, stderr := runCLIContext(t, context.Background(), append([]string{"flood", "--admin", admin, "--state", state,
+			"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"}, who...)...)
+		if code == 0 || !strings.Contains(stderr, "pass --crowd-https") {
+			t.Errorf("%q without --crowd-https: exit %d, stderr %q; want the hint", who, code, stderr)
+		}
+	}
 	code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
 		"--seconds", "2", "--rate", "30", "--mix", "create=1,follow=1", "--out", out, "--log-level", "error")
 	if code != 0 {
