@@ -458,7 +458,11 @@ func counterName(expr, leaf string) (string, error) {
 	if code, ok := strings.CutPrefix(leaf, "status"); ok && isDigits(code) {
 		return "", usage(expr, "status %s is not a class of its own: use status2xx, status4xx or status5xx", code)
 	}
-	return "", usage(expr, "unknown metric %q", leaf)
+	if isFamily(strings.ToLower(leaf)) {
+		return "", usage(expr, "%s is a family of quantiles: name one, as %s.p99", leaf, strings.ToLower(leaf))
+	}
+	return "", usage(expr, "unknown metric %q: want a quantile (p95, p99, max, or service.p99, lateness.p99, dispatch.p99: latency by default), "+
+		"a rate (rate, offered, throughput) or a count (errors, dropped, timeouts, status5xx, …)", leaf)
 }
 
 // counterClass maps a counter naming one status class to it.

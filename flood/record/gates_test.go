@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -138,4 +139,21 @@ func FuzzParseGate(f *testing.F) {
 		}
 		_ = g.Eval(r).String()
 	})
+}
+
+// TestGateErrorsNameTheFix: a metric the gates do not know is refused with
+// what they do know, and a family of quantiles with the quantile to name.
+func TestGateErrorsNameTheFix(t *testing.T) {
+	for _, c := range []struct{ expr, says string }{
+		// A family where a quantile goes: its p99 is offered.
+		{"latency<5ms", "name one, as latency.p99"},
+		{"Service<5ms", "name one, as service.p99"},
+		// An unknown word: the kinds of metric are listed.
+		{"bogus<1", "want a quantile (p95, p99"},
+	} {
+		_, err := record.ParseGate(c.expr)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: %v; want it to say %q", c.expr, err, c.says)
+		}
+	}
 }
