@@ -41,6 +41,9 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 		// 4 shards of a /29 hold 2 addresses each; 20 origins need 5 per shard
 		{"advertise range too small for the shards", []string{"serve", "--advertise", "127.1.0.0/29", "--origins", "20", "--shard", "1/4", "--state", state}, nil, 2, "--advertise"},
 		{"dns record without =", []string{"serve", "--dns-record", "sut.test", "--state", state}, nil, 2, "--dns-record"},
+		// listen addresses (TestServeChecksListenersBeforeKeys)
+		{"https not host:port", []string{"serve", "--https", "nonsense", "--state", state}, nil, 2, "--https"},
+		{"dns without a port", []string{"serve", "--dns", "127.0.0.1:", "--state", state}, nil, 2, "--dns"},
 		{"dns upstream not an IP", []string{"serve", "--dns-upstream", "resolver.example", "--state", state}, nil, 2, "--dns-upstream"},
 		{"bad log level", []string{"serve", "--log-level", "loud", "--state", state}, nil, 2, "--log-level"},
 		{"bad env value names variable and flag", []string{"serve", "--state", state}, map[string]string{"CROWD_ORIGINS": "lots"}, 2, "CROWD_ORIGINS"},
@@ -55,6 +58,20 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d naming %s", code, out, c.code, c.say)
 			}
 		})
+	}
+}
+
+// TestServeChecksListenersBeforeKeys: a listen address that is none is
+// refused before a first start spends its half minute making keys.
+func TestServeChecksListenersBeforeKeys(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	code, _, stderr := runCLI(t, "serve", "--https", "nonsense", "--origins", "2", "--actors", "2", "--state", state)
+	if code != 2 || !strings.Contains(stderr, "--https") {
+		t.Errorf("exit %d, %s; want a usage error naming --https", code, stderr)
+	}
+	if got, _ := os.ReadDir(state); len(got) != 0 {
+		t.Errorf("the state holds %v: keys were made before the refusal", got)
 	}
 }
 

@@ -100,6 +100,15 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
 	cfg.ShutdownGrace, cfg.AdminHosts, cfg.Weather = f.shutdownGrace, f.adminHosts, f.weather
+	// Checked here, before a first start spends half a minute on keys.
+	for _, l := range []struct{ flag, addr string }{{"https", f.https}, {"http", f.http}, {"dns", f.dns}} {
+		if l.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
+			return cfg, usage(fmt.Errorf("--%s %q is not a listen address: want [host]:port, or empty to disable", l.flag, l.addr))
+		}
+	}
 	if cfg.AdminToken = strings.TrimSpace(f.adminToken); cfg.AdminToken != "" {
 		if err := checkAdminToken(cfg.AdminToken); err != nil {
 			return cfg, usage(err)
