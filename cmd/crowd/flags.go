@@ -24,7 +24,7 @@ func envName(name string) string {
 // notFromEnv is the annotation of a flag bindEnv leaves alone: one whose
 // meaning on its command differs from the flag of that name elsewhere, so
 // that a variable set for every command (the image's CROWD_STATE) would
-// turn the command into another (see newPruneCmd's --state).
+// turn the command into another (see newFollowsPruneCmd's --state).
 const notFromEnv = "crowd-not-from-env"
 
 // fromEnv is the annotation bindEnv puts on a flag it set from the

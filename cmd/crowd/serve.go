@@ -100,7 +100,7 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	var cfg pasture.Config
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
 	cfg.ShutdownGrace, cfg.AdminHosts, cfg.Weather = f.shutdownGrace, f.adminHosts, f.weather
-	// Checked here, before a first start spends half a minute on keys.
+	// Checked here, before a first start spends its seconds on keys.
 	for _, l := range []struct{ flag, addr string }{{"https", f.https}, {"http", f.http}, {"dns", f.dns}} {
 		if l.addr == "" {
 			continue
