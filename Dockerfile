@@ -2,7 +2,8 @@
 #
 # The binary links OpenSSL's libcrypto statically (cgo, Debian's libssl-dev), so it signs with the
 # libcrypto backend (`crowd version` says so; --crypto go picks Go's crypto/rsa): no shared object,
-# no shell. `-linkmode external -extldflags -static` with the tags netgo,osusergo makes it static;
+# no shell. `-linkmode external -extldflags -static` with the tags netgo,osusergo makes it static,
+# and the tag crowd_static links libcrypto.a (a build without it names libcrypto.so.3);
 # the linker's warnings about getaddrinfo and dlopen in libcrypto.a are harmless: the crowd never
 # calls libcrypto's own name lookups or loads OpenSSL engines.
 #
@@ -14,7 +15,7 @@
 #   # Without a registry (no golang image to pull): build the binary on the host (gcc and
 #   # libssl-dev installed), then package it; the `local` target reads ./crowd and
 #   # ./ca-certificates.crt from the context.
-#   CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo \
+#   CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo,crowd_static \
 #     -ldflags "-s -w -linkmode external -extldflags -static -X main.version=$(git describe --always --dirty)" \
 #     -o crowd ./cmd/crowd
 #   # (or CGO_ENABLED=0 go build … for a crowd without libcrypto: the Go backend signs)
@@ -47,7 +48,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo \
+RUN CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo,crowd_static \
       -ldflags "-s -w -linkmode external -extldflags -static -X main.version=${VERSION}" \
       -o /out/usr/local/bin/crowd ./cmd/crowd \
  && mkdir -p /out/etc/ssl/certs /out/state \

@@ -197,7 +197,7 @@ func (p *podmanEnv) buildCrowdImage(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// As the Dockerfile builds it: libcrypto linked in statically (the image has no libc).
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "netgo,osusergo",
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "netgo,osusergo,crowd_static",
 		"-ldflags", "-s -w -linkmode external -extldflags -static -X main.version=e2e-podman",
 		"-o", filepath.Join(ctxDir, "crowd"), "./cmd/crowd")
 	build.Dir = root

@@ -3,12 +3,54 @@
 package signing
 
 /*
-#cgo LDFLAGS: -lcrypto
+#if !defined(CROWD_OPENSSL_DECLARED) && __has_include(<openssl/evp.h>)
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#else
+// OpenSSL 3's own declarations of what is called here, for a machine that
+// has its shared library (Debian's libssl3, which nearly everything
+// needs) but not its headers (libssl-dev), as a new machine may: the
+// first `go run ./cmd/crowd serve` builds there. Every name is OpenSSL
+// 3.0's, unchanged since (its ABI is stable within a major version); the
+// constants are those of rsa.h, evp.h, obj_mac.h and crypto.h.
+// CROWD_OPENSSL_DECLARED forces these where the headers are, so that CI
+// tests them (.ci/run).
+#include <stddef.h>
+typedef struct evp_pkey_st EVP_PKEY;
+typedef struct evp_pkey_ctx_st EVP_PKEY_CTX;
+typedef struct evp_md_st EVP_MD;
+typedef struct engine_st ENGINE;
+#define OPENSSL_VERSION 0
+#define EVP_PKEY_RSA 6
+#define RSA_PKCS1_PADDING 1
+#define RSA_PKCS1_PSS_PADDING 6
+#define RSA_PSS_SALTLEN_DIGEST -1
+#define RSA_PSS_SALTLEN_AUTO -2
+#define RSA_PSS_SALTLEN_MAX -3
+const char *OpenSSL_version(int type);
+unsigned long ERR_get_error(void);
+void ERR_error_string_n(unsigned long e, char *buf, size_t len);
+void ERR_clear_error(void);
+const EVP_MD *EVP_sha256(void);
+const EVP_MD *EVP_sha384(void);
+const EVP_MD *EVP_sha512(void);
+EVP_PKEY *d2i_PrivateKey(int type, EVP_PKEY **a, const unsigned char **pp, long length);
+EVP_PKEY *d2i_PUBKEY(EVP_PKEY **a, const unsigned char **pp, long length);
+void EVP_PKEY_free(EVP_PKEY *pkey);
+EVP_PKEY_CTX *EVP_PKEY_CTX_new(EVP_PKEY *pkey, ENGINE *e);
+void EVP_PKEY_CTX_free(EVP_PKEY_CTX *ctx);
+int EVP_PKEY_sign_init(EVP_PKEY_CTX *ctx);
+int EVP_PKEY_verify_init(EVP_PKEY_CTX *ctx);
+int EVP_PKEY_CTX_set_rsa_padding(EVP_PKEY_CTX *ctx, int pad_mode);
+int EVP_PKEY_CTX_set_signature_md(EVP_PKEY_CTX *ctx, const EVP_MD *md);
+int EVP_PKEY_CTX_set_rsa_mgf1_md(EVP_PKEY_CTX *ctx, const EVP_MD *md);
+int EVP_PKEY_CTX_set_rsa_pss_saltlen(EVP_PKEY_CTX *ctx, int saltlen);
+int EVP_PKEY_sign(EVP_PKEY_CTX *ctx, unsigned char *sig, size_t *siglen, const unsigned char *tbs, size_t tbslen);
+int EVP_PKEY_verify(EVP_PKEY_CTX *ctx, const unsigned char *sig, size_t siglen, const unsigned char *tbs, size_t tbslen);
+#endif
 
 // The EVP_MD of a Go crypto.Hash number (crypto.SHA256 is 5, SHA384 6,
 // SHA512 7); NULL for 0 (a raw PKCS#1 v1.5 block, as Go signs with hash 0).
