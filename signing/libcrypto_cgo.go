@@ -10,12 +10,12 @@ package signing
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 #else
-// OpenSSL 3's own declarations of what is called here, for a machine that
-// has its shared library (Debian's libssl3, which nearly everything
-// needs) but not its headers (libssl-dev), as a new machine may: the
-// first `go run ./cmd/crowd serve` builds there. Every name is OpenSSL
-// 3.0's, unchanged since (its ABI is stable within a major version); the
-// constants are those of rsa.h, evp.h, obj_mac.h and crypto.h.
+// What is called here, declared as OpenSSL 3.0's headers declare it, for
+// a machine that has its shared library (Debian's libssl3, which nearly
+// everything needs) but not its headers (libssl-dev), as a new machine
+// may: the first `go run ./cmd/crowd serve` builds there. OpenSSL keeps
+// these signatures within a major version; the constants are those of
+// rsa.h, evp.h, obj_mac.h and crypto.h.
 // CROWD_OPENSSL_DECLARED forces these where the headers are, so that CI
 // tests them (.ci/run).
 #include <stddef.h>
