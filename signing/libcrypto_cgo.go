@@ -3,26 +3,32 @@
 package signing
 
 /*
-#if !defined(CROWD_OPENSSL_DECLARED) && __has_include(<openssl/evp.h>)
+#if defined(CROWD_OPENSSL_CHECK) || (!defined(CROWD_OPENSSL_DECLARED) && __has_include(<openssl/evp.h>))
+#define CROWD_OPENSSL_HEADERS 1
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
-#else
+#endif
+
+#if !defined(CROWD_OPENSSL_HEADERS) || defined(CROWD_OPENSSL_CHECK)
 // What is called here, declared as OpenSSL 3.0's headers declare it, for
-// a machine that has its shared library (Debian's libssl3, which nearly
-// everything needs) but not its headers (libssl-dev), as a new machine
-// may: the first `go run ./cmd/crowd serve` builds there. OpenSSL keeps
-// these signatures within a major version; the constants are those of
-// rsa.h, evp.h, obj_mac.h and crypto.h.
-// CROWD_OPENSSL_DECLARED forces these where the headers are, so that CI
-// tests them (.ci/run).
+// a machine that has its shared library (Debian's libssl3, libssl3t64
+// from Debian 13, which nearly everything needs) but not its headers
+// (libssl-dev), as a new machine may: the first `go run ./cmd/crowd
+// serve` builds there. OpenSSL keeps these signatures within a major
+// version; the constants are those of rsa.h, evp.h, obj_mac.h and
+// crypto.h. CROWD_OPENSSL_DECLARED uses them where the headers are, and
+// CROWD_OPENSSL_CHECK compiles them beside the headers, where a type that
+// differs is an error and each constant is asserted: CI does both
+// (.ci/run).
 #include <stddef.h>
 typedef struct evp_pkey_st EVP_PKEY;
 typedef struct evp_pkey_ctx_st EVP_PKEY_CTX;
 typedef struct evp_md_st EVP_MD;
 typedef struct engine_st ENGINE;
+#ifndef CROWD_OPENSSL_CHECK
 #define OPENSSL_VERSION 0
 #define EVP_PKEY_RSA 6
 #define RSA_PKCS1_PADDING 1
@@ -30,6 +36,15 @@ typedef struct engine_st ENGINE;
 #define RSA_PSS_SALTLEN_DIGEST -1
 #define RSA_PSS_SALTLEN_AUTO -2
 #define RSA_PSS_SALTLEN_MAX -3
+#else
+_Static_assert(OPENSSL_VERSION == 0, "OPENSSL_VERSION");
+_Static_assert(EVP_PKEY_RSA == 6, "EVP_PKEY_RSA");
+_Static_assert(RSA_PKCS1_PADDING == 1, "RSA_PKCS1_PADDING");
+_Static_assert(RSA_PKCS1_PSS_PADDING == 6, "RSA_PKCS1_PSS_PADDING");
+_Static_assert(RSA_PSS_SALTLEN_DIGEST == -1, "RSA_PSS_SALTLEN_DIGEST");
+_Static_assert(RSA_PSS_SALTLEN_AUTO == -2, "RSA_PSS_SALTLEN_AUTO");
+_Static_assert(RSA_PSS_SALTLEN_MAX == -3, "RSA_PSS_SALTLEN_MAX");
+#endif
 const char *OpenSSL_version(int type);
 unsigned long ERR_get_error(void);
 void ERR_error_string_n(unsigned long e, char *buf, size_t len);
