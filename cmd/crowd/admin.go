@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,9 +40,7 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 
 // adminToken is --admin-token (or CROWD_ADMIN_TOKEN), else the token file
 // of --state when this machine can read it, else "": an admin API on
-// loopback needs none, and one off loopback says so (tokenHint). A --state
-// not read from CROWD_STATE (notFromEnv) and left empty reads the file in
-// CROWD_STATE's folder when that is set.
+// loopback needs none, and one off loopback says so (tokenHint).
 func (f *adminFlags) adminToken() string {
 	if t := strings.TrimSpace(f.token); t != "" {
 		return t
@@ -51,8 +48,6 @@ func (f *adminFlags) adminToken() string {
 	dir := actors.DefaultConfig().StateDir
 	if f.state != nil && f.state.Value.String() != "" {
 		dir = f.state.Value.String()
-	} else if env := os.Getenv(envName("state")); f.state != nil && f.state.Annotations[notFromEnv] != nil && env != "" {
-		dir = env
 	}
 	t, err := pasture.ReadAdminToken(dir)
 	if err != nil {

@@ -21,24 +21,17 @@ func envName(name string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// notFromEnv is the annotation of a flag bindEnv leaves alone: one whose
-// meaning on its command differs from the flag of that name elsewhere, so
-// that a variable set for every command (the image's CROWD_STATE) would
-// turn the command into another (see newFollowsPruneCmd's --state).
-const notFromEnv = "crowd-not-from-env"
-
 // fromEnv is the annotation bindEnv puts on a flag it set from the
 // environment (see onCommandLine).
 const fromEnv = "crowd-from-env"
 
 // bindEnv fills every flag the command line did not set from its
-// CROWD_<FLAG> variable, but those annotated notFromEnv, and annotates
-// those it fills fromEnv; a list flag takes a comma-separated value. A bad
+// CROWD_<FLAG> variable, and annotates those it fills fromEnv; a list flag takes a comma-separated value. A bad
 // value is a usage error naming both the variable and the flag.
 func bindEnv(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Annotations[notFromEnv] != nil {
+		if err != nil || f.Changed {
 			return
 		}
 		v, ok := os.LookupEnv(envName(f.Name))

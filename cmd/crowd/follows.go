@@ -33,6 +33,7 @@ func newFollowsCmd() *cobra.Command {
 type pruneFlags struct {
 	admin     adminFlags
 	state     string
+	stopped   bool // the command line named --state: prune that stopped crowd's state
 	olderThan time.Duration
 	dryRun    bool
 }
@@ -54,16 +55,16 @@ crowd that is not running.`,
   crowd follows prune --state crowd-state`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// CROWD_STATE fills --state too (the image sets it for every
+			// command), but it names the running crowd's state, whose
+			// token file the admin client then reads: only the command
+			// line makes prune work on a stopped crowd's.
+			f.stopped = onCommandLine(cmd, "state") && strings.TrimSpace(f.state) != ""
 			return runPrune(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin (CROWD_STATE does not set it: it names the running crowd's, whose token file is then read)")
-	// CROWD_STATE names the running crowd's state (the image sets it for
-	// every command): read as this --state, it would have this command
-	// work on the state that crowd holds, which it refuses. It names where
-	// the token file is instead (adminFlags.adminToken).
-	fl.SetAnnotation("state", notFromEnv, []string{"true"})
+	fl.StringVar(&f.state, "state", "", "work on this (stopped) crowd's state directory instead of asking the running crowd at --admin (from CROWD_STATE it names the running crowd's, whose token file is then read)")
 	f.admin.register(cmd) // after --state: without it, the admin token is read from the default one
 	fl.DurationVar(&f.olderThan, "older-than", loadrun.DefaultPruneAge, "how long a Follow may stay pending before it is pruned")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list the stale Follows, remove nothing")
@@ -75,7 +76,7 @@ func runPrune(ctx context.Context, stdout io.Writer, f *pruneFlags) error {
 		return usage(fmt.Errorf("--older-than %v: want 0 or more", f.olderThan))
 	}
 	var res adminapi.PruneResult
-	if strings.TrimSpace(f.state) != "" {
+	if f.stopped {
 		var err error
 		if res, err = pasture.PruneState(f.state, f.olderThan, f.dryRun); errors.Is(err, statedir.ErrNotDir) {
 			return usage(err)
