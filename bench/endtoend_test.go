@@ -24,8 +24,8 @@ import (
 // tinyArgs is the whole bench in a tiny configuration: every section
 // runs, each measurement for a fraction of a second, on a 2-origin world
 // (the weather section needs one origin in weather and one clear). A
-// failed trial is not tried again, a search ends once it has a rate that
-// passed (no bisection step), a pipeline rate is judged on two trials
+// failed trial is not tried again, a search makes no bisection step once
+// it has a pass and a failure, a pipeline rate is judged on two trials
 // pooled, not three, and a with/without row runs one pair of paired
 // trials, not four: the searches still walk down to a rate the tiny
 // trials sustain, which is most of this test's time (161 s with the

@@ -32,9 +32,9 @@ func newTailCmd() *cobra.Command {
 		Long: `Follow the activity log of a running ` + "`crowd serve`" + ` (its admin API, --admin) live, one line per
 activity in or out: time, direction, type, actor → recipient, verdict, HTTP status, duration
 and the reason of a rejection. An entry is logged when its exchange ends, and its time is when
-it began, so a delivery out can follow an activity in that began after it (the SUT's Accept
-came in while the crowd's Follow still awaited its answer). --json prints each log entry whole
-(headers and body included), one JSON object a line. Ctrl-C ends it.`,
+it began, so lines are in the order exchanges ended: an incoming Accept can be listed before
+the outgoing Follow it answers, with a later time. --json prints each log entry whole (headers
+and body included), one JSON object a line. Ctrl-C ends it.`,
 		Example: `  crowd tail
   crowd tail --actor alice@flood3.test --type Follow,Accept
   crowd tail --direction in --json | jq .reason`,
