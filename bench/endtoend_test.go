@@ -30,7 +30,7 @@ import (
 // trials, not four: the searches still walk down to a rate the tiny
 // trials sustain, which is most of this test's time (161 s with the
 // defaults, 91 s so, on CI's 2 cores, before the paired trials; with
-// every section of today, 128 s with one bisection step and 111 s
+// the later sections too, 128 s with one bisection step and 111 s
 // without), and the retries and the bisection have their own table in
 // TestSearch.
 func tinyArgs(state, jsonPath string) []string {

@@ -26,8 +26,9 @@ func envName(name string) string {
 const fromEnv = "crowd-from-env"
 
 // bindEnv fills every flag the command line did not set from its
-// CROWD_<FLAG> variable, and annotates those it fills fromEnv; a list flag takes a comma-separated value. A bad
-// value is a usage error naming both the variable and the flag.
+// CROWD_<FLAG> variable, and annotates those it fills fromEnv; a list flag
+// takes a comma-separated value. A bad value is a usage error naming both
+// the variable and the flag.
 func bindEnv(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
