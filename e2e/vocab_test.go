@@ -53,11 +53,14 @@ func TestVocabularyRealFedify(t *testing.T) {
 	// JIT signing drafts each send when it is due, so Undos, Updates and
 	// Deletes find what the run sent a moment before (a pipeline drafts a
 	// buffer ahead). An Undo draws at random from what the SUT has
-	// answered by then, which depends on its pace: the run sends enough
-	// Undos, Likes, Announces and Follows that each kind is drawn whatever
-	// the pace (21 Undos among 7 Follows, 10 Likes and 29 Announces once
-	// drew no Follow; a one-in-a-hundred draw).
-	rec, _ := f.flood(t, "vocab", "--rate", "15", "--seconds", "12", "--timeout", "60s",
+	// answered by then, which depends on its pace: an Undo drawn before
+	// any answer goes out as an Announce, which a later Undo may draw in
+	// turn. On a busy machine Fedify once answered nothing for the run's
+	// first 5 s or so: 18 of 40 Undos went out as Announces, and the other
+	// 22 drew from 43 Announces, 15 Likes and 12 Follows, none a Follow.
+	// The run is long enough that each kind is drawn even after such a
+	// start: 20 s leaves about 50 Undos after it, where 12 s left 22.
+	rec, _ := f.flood(t, "vocab", "--rate", "15", "--seconds", "20", "--timeout", "60s",
 		"--signing", "jit", "--seed", "14", "--mix", "create=1,like=2,follow=2,announce=2,undo=4,delete=2,update=2,reply=2,media=1",
 		"--reply-depth", "3", "--mentions", "1", "--hashtags", "2", "--media-count", "2", "--media-size", "64x48")
 	var stats struct {
