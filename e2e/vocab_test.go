@@ -53,9 +53,9 @@ func TestVocabularyRealFedify(t *testing.T) {
 	// JIT signing drafts each send when it is due, so Undos, Updates and
 	// Deletes find what the run sent a moment before (a pipeline drafts a
 	// buffer ahead). An Undo draws at random from what the SUT has
-	// answered by then, which depends on its pace: an Undo drawn before
-	// any answer goes out as an Announce, which a later Undo may draw in
-	// turn. On a busy machine Fedify once answered nothing for the run's
+	// answered by then, which depends on its pace: an Undo drawn with
+	// nothing answered left to undo goes out as an Announce, which a later
+	// Undo may draw in turn. On a busy machine Fedify once answered nothing for the run's
 	// first 5 s or so: 18 of 40 Undos went out as Announces, and the other
 	// 22 drew from 43 Announces, 15 Likes and 12 Follows, none a Follow.
 	// The run is long enough that each kind is drawn even after such a
