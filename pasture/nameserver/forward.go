@@ -66,8 +66,9 @@ func (h *dnsHandler) Upstreams() []string { return append([]string(nil), h.upstr
 // Skipped returns the configured upstreams that were dropped as the crowd's own address.
 func (h *dnsHandler) Skipped() []string { return append([]string(nil), h.skipped...) }
 
-// forward relays req to the upstreams and returns the first usable answer with req's id.
-func (h *dnsHandler) forward(req *dns.Msg) *dns.Msg {
+// forward relays req, asked by client, to the upstreams and returns the first usable answer
+// with req's id.
+func (h *dnsHandler) forward(req *dns.Msg, client net.Addr) *dns.Msg {
 	q := req.Question[0]
 	// A failure says why, to the asker (an Extended DNS Error, RFC 8914, when it speaks EDNS)
 	// and in the log: a resolver only shows "server misbehaving".
@@ -86,6 +87,10 @@ func (h *dnsHandler) forward(req *dns.Msg) *dns.Msg {
 	if len(h.upstreams) == 0 { // not a recursive server without upstreams
 		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative,
 			"the crowd's DNS forwards no names (no --dns-upstream): answer this one with --dns-record NAME=IP, or give --dns-upstream IP")
+	}
+	if !h.forwardsFor(client) {
+		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeProhibited,
+			"the crowd's DNS forwards names only for clients on loopback, private and link-local networks and on its own machine: answer this one with --dns-record NAME=IP, or resolve it elsewhere")
 	}
 	key := dnsLoopKey{id: req.Id, qtype: q.Qtype, name: strings.ToLower(q.Name)}
 	h.mu.Lock()
@@ -254,6 +259,45 @@ func dnsLocalAddrs() []netip.Addr {
 		}
 	}
 	return out
+}
+
+// sharedAddressSpace is RFC 6598's 100.64.0.0/10, the carrier-grade NAT range: private in
+// practice (Tailscale and some container networks number hosts in it), though netip's
+// IsPrivate leaves it out.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// forwardsFor reports whether a query from client may be forwarded: a client on loopback, a
+// private network (RFC 1918, RFC 6598, IPv6 ULA), a link-local one, or at one of the machine's
+// own addresses. A crowd listening on every interface of a machine with a public address
+// would otherwise forward for anyone: an open resolver, which others use to amplify attacks.
+// A SUT on a public address still gets the crowd's own names; it resolves the rest elsewhere.
+// A client whose address is unknown (not UDP or TCP) is not forwarded for.
+func (h *dnsHandler) forwardsFor(client net.Addr) bool {
+	var a netip.Addr
+	switch c := client.(type) {
+	case *net.UDPAddr:
+		a = c.AddrPort().Addr()
+	case *net.TCPAddr:
+		a = c.AddrPort().Addr()
+	default:
+		return false
+	}
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || sharedAddressSpace.Contains(a) || h.own[a]
+}
+
+// ownAddrs is the set of the machine's addresses (localAddrs) and advertise's.
+func ownAddrs(advertise []net.IP, localAddrs func() []netip.Addr) map[netip.Addr]bool {
+	own := make(map[netip.Addr]bool)
+	for _, a := range localAddrs() {
+		own[a.Unmap()] = true
+	}
+	for _, ip := range advertise {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			own[a.Unmap()] = true
+		}
+	}
+	return own
 }
 
 // dnsParseUpstream accepts "ip", "ip:port" and "[ipv6]:port".

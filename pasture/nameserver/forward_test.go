@@ -63,6 +63,84 @@ func startUpstream(t *testing.T, addr string, rcode int) *upstreamStub {
 	return u
 }
 
+// TestDNSForwardsOnlyForLocalClients: the crowd's names answer any client, but a name it
+// forwards is forwarded only for a client on loopback, a private or link-local network, or at
+// one of the machine's own addresses; any other is REFUSED, with an Extended DNS Error that
+// says so, and the upstream never hears of it: a crowd on a public address is no open
+// resolver.
+func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
+	up := startUpstream(t, "127.0.0.2:0", dns.RcodeSuccess)
+	cfg := crowdDNSConfig()
+	cfg.Upstreams = []string{up.addr}
+	own := netip.MustParseAddr("203.0.113.7") // the machine's public address
+	h, err := newHandler(cfg, func() []netip.Addr { return []netip.Addr{own} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp := func(ip string) net.Addr { return &net.UDPAddr{IP: net.ParseIP(ip), Port: 4242} }
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 4242} }
+	for _, c := range []struct {
+		name     string
+		client   net.Addr
+		forwards bool
+	}{
+		{"loopback", udp("127.0.0.9"), true},
+		{"IPv6 loopback, over TCP", tcp("::1"), true},
+		{"a podman network (RFC 1918)", udp("10.88.0.5"), true},
+		{"a compose network (RFC 1918)", udp("172.20.0.3"), true},
+		{"a home network (RFC 1918)", tcp("192.168.1.20"), true},
+		{"IPv6 unique local", udp("fd00::5"), true},
+		{"IPv6 link-local", udp("fe80::1"), true},
+		{"carrier-grade NAT space (RFC 6598)", udp("100.100.1.1"), true},
+		{"the machine's own public address", udp(own.String()), true},
+		{"an IPv4-mapped private address", udp("::ffff:10.0.0.1"), true},
+		{"a public IPv4 address", udp("198.51.100.23"), false},
+		{"a public IPv4 address, over TCP", tcp("198.51.100.23"), false},
+		{"a public IPv6 address", udp("2001:db8::1"), false},
+		{"an IPv4-mapped public address", udp("::ffff:198.51.100.23"), false},
+		{"the next address after the shared space", udp("100.128.0.1"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := up.udpHits.Load() + up.tcpHits.Load()
+			w := &dnsTestWriter{remote: c.client}
+			q := new(dns.Msg)
+			q.SetQuestion("example.org.", dns.TypeA)
+			q.SetEdns0(dnsEDNSSize, false)
+			h.ServeDNS(w, q)
+			r := w.msgs[len(w.msgs)-1]
+			asked := up.udpHits.Load()+up.tcpHits.Load() > before
+			if c.forwards {
+				if r.Rcode != dns.RcodeSuccess || !slices.Equal(rrStrings(r.Answer), []string{"192.0.2.1"}) || !asked {
+					t.Fatalf("want the upstream's answer (asked %v):\n%v", asked, r)
+				}
+				return
+			}
+			if r.Rcode != dns.RcodeRefused || asked {
+				t.Fatalf("want REFUSED without asking the upstream (asked %v):\n%v", asked, r)
+			}
+			var ede *dns.EDNS0_EDE
+			if opt := r.IsEdns0(); opt != nil {
+				for _, o := range opt.Option {
+					if e, ok := o.(*dns.EDNS0_EDE); ok {
+						ede = e
+					}
+				}
+			}
+			if ede == nil || ede.InfoCode != dns.ExtendedErrorCodeProhibited || !strings.Contains(ede.ExtraText, "loopback, private and link-local") {
+				t.Errorf("want an Extended DNS Error Prohibited saying which clients are forwarded for, got %v", ede)
+			}
+			// The crowd's own names still answer it, with authority.
+			q = new(dns.Msg)
+			q.SetQuestion("flood1.test.", dns.TypeA)
+			h.ServeDNS(w, q)
+			r = w.msgs[len(w.msgs)-1]
+			if r.Rcode != dns.RcodeSuccess || !r.Authoritative || !slices.Equal(rrStrings(r.Answer), []string{"127.0.0.1"}) {
+				t.Errorf("flood1.test: want the crowd's authoritative answer, got\n%v", r)
+			}
+		})
+	}
+}
+
 func TestDNSForwarding(t *testing.T) {
 	good := startUpstream(t, "127.0.0.2:0", dns.RcodeSuccess)
 	failing := startUpstream(t, "127.0.0.3:0", dns.RcodeServerFailure)

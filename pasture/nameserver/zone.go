@@ -123,10 +123,13 @@ type dnsHandler struct {
 	onLapsed  func(host string, client net.Addr)
 	upstreams []string
 	skipped   []string // upstreams dropped because they are the crowd itself
-	ttl       uint32
-	timeout   time.Duration
-	exchange  dnsExchangeFunc
-	forwards  chan struct{} // semaphore
+	// own are the machine's addresses and Advertise's, when the handler was made: a client
+	// at one of them is on this machine, and may have its names forwarded (forwardsFor).
+	own      map[netip.Addr]bool
+	ttl      uint32
+	timeout  time.Duration
+	exchange dnsExchangeFunc
+	forwards chan struct{} // semaphore
 
 	// noRecover lets the fuzz target see panics instead of a SERVFAIL.
 	noRecover bool
@@ -147,7 +150,9 @@ type dnsHandler struct {
 // in the authority section when the name exists without that type, NXDOMAIN with the SOA for
 // other names in the zone, SOA and NS (with glue) at the apex. Everything else is forwarded to
 // the upstreams (UDP, then TCP when truncated; the next upstream on error, timeout, SERVFAIL
-// or REFUSED; SERVFAIL when none answers), or REFUSED when there is no upstream. A message
+// or REFUSED; SERVFAIL when none answers), or REFUSED when there is no upstream, and for a
+// client that is not on loopback, a private or link-local network, or this machine
+// (forwardsFor): the crowd's names answer anyone, but it is no open resolver. A message
 // without exactly one question is FORMERR; a class other than IN is REFUSED; zone transfers
 // are REFUSED. It never forwards to itself. The handler never panics: a bug answers SERVFAIL.
 // The result also has the methods Upstreams() and Skipped() []string (the effective and the
@@ -183,6 +188,7 @@ func newHandler(cfg Config, localAddrs func() []netip.Addr) (*dnsHandler, error)
 	if err := h.setUpstreams(ups, self); err != nil {
 		return nil, err
 	}
+	h.own = ownAddrs(advertise, localAddrs)
 	return h, nil
 }
 
@@ -381,7 +387,7 @@ func (h *dnsHandler) answer(req *dns.Msg, client net.Addr) *dns.Msg {
 	inZone := h.zone != "" && dns.IsSubDomain(h.zone, name)
 
 	if !isAddr && !apex && !inZone {
-		return h.forward(req)
+		return h.forward(req, client)
 	}
 	if q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return m.SetRcode(req, dns.RcodeRefused)

@@ -14,11 +14,13 @@ import (
 	"github.com/miekg/dns"
 )
 
-// dnsTestWriter is a dns.ResponseWriter that records what the handler writes.
+// dnsTestWriter is a dns.ResponseWriter that records what the handler writes. Its client is
+// remote, or 127.0.0.9 when remote is nil.
 type dnsTestWriter struct {
-	tcp  bool
-	mu   sync.Mutex
-	msgs []*dns.Msg
+	tcp    bool
+	remote net.Addr
+	mu     sync.Mutex
+	msgs   []*dns.Msg
 }
 
 func (w *dnsTestWriter) LocalAddr() net.Addr {
@@ -29,6 +31,9 @@ func (w *dnsTestWriter) LocalAddr() net.Addr {
 }
 
 func (w *dnsTestWriter) RemoteAddr() net.Addr {
+	if w.remote != nil {
+		return w.remote
+	}
 	if w.tcp {
 		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 4242}
 	}
