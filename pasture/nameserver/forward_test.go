@@ -66,8 +66,8 @@ func startUpstream(t *testing.T, addr string, rcode int) *upstreamStub {
 // TestDNSForwardsOnlyForLocalClients: the crowd's names answer any client, but a name it
 // forwards is forwarded only for a client on loopback, a private or link-local network, or at
 // one of the machine's own addresses; any other is REFUSED, with an Extended DNS Error that
-// says so, and the upstream never hears of it: a crowd on a public address is no open
-// resolver.
+// says so, the upstream never hears of it, and no answer to it claims recursion available: a
+// crowd on a public address is no open resolver.
 func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 	up := startUpstream(t, "127.0.0.2:0", dns.RcodeSuccess)
 	cfg := crowdDNSConfig()
@@ -110,13 +110,13 @@ func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 			r := w.msgs[len(w.msgs)-1]
 			asked := up.udpHits.Load()+up.tcpHits.Load() > before
 			if c.forwards {
-				if r.Rcode != dns.RcodeSuccess || !slices.Equal(rrStrings(r.Answer), []string{"192.0.2.1"}) || !asked {
-					t.Fatalf("want the upstream's answer (asked %v):\n%v", asked, r)
+				if r.Rcode != dns.RcodeSuccess || !slices.Equal(rrStrings(r.Answer), []string{"192.0.2.1"}) || !asked || !r.RecursionAvailable {
+					t.Fatalf("want the upstream's answer, recursion available (asked %v):\n%v", asked, r)
 				}
 				return
 			}
-			if r.Rcode != dns.RcodeRefused || asked {
-				t.Fatalf("want REFUSED without asking the upstream (asked %v):\n%v", asked, r)
+			if r.Rcode != dns.RcodeRefused || asked || r.RecursionAvailable {
+				t.Fatalf("want REFUSED without asking the upstream, no recursion available (asked %v):\n%v", asked, r)
 			}
 			var ede *dns.EDNS0_EDE
 			if opt := r.IsEdns0(); opt != nil {
@@ -134,8 +134,8 @@ func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 			q.SetQuestion("flood1.test.", dns.TypeA)
 			h.ServeDNS(w, q)
 			r = w.msgs[len(w.msgs)-1]
-			if r.Rcode != dns.RcodeSuccess || !r.Authoritative || !slices.Equal(rrStrings(r.Answer), []string{"127.0.0.1"}) {
-				t.Errorf("flood1.test: want the crowd's authoritative answer, got\n%v", r)
+			if r.Rcode != dns.RcodeSuccess || !r.Authoritative || r.RecursionAvailable || !slices.Equal(rrStrings(r.Answer), []string{"127.0.0.1"}) {
+				t.Errorf("flood1.test: want the crowd's authoritative answer, no recursion available, got\n%v", r)
 			}
 		})
 	}

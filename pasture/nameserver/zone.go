@@ -339,6 +339,8 @@ func (h *dnsHandler) serve(w dns.ResponseWriter, req *dns.Msg) {
 		reply.SetEdns0(dnsEDNSSize, false)
 	} else {
 		reply = h.answer(req, w.RemoteAddr())
+		// Recursion is there only for the clients it is forwarded for.
+		reply.RecursionAvailable = reply.RecursionAvailable && h.forwardsFor(w.RemoteAddr())
 		if opt != nil && reply.IsEdns0() == nil {
 			reply.SetEdns0(dnsEDNSSize, false)
 		}
