@@ -11,8 +11,8 @@
 // A test that runs in a namespace of its own (or on free loopback ports) and floods, if at all,
 // at a modest rate calls t.Parallel: .ci/run lets four run at once on CI's two cores (-parallel 4;
 // go test's default is GOMAXPROCS), since they spend most of their time waiting on a peer or a
-// flood's clock; one whose gates would read a shared CPU as the SUT's slowness (the boost-storm
-// preset at its rate, live metrics' overload, the reactions test's 2 000 sends at the edge of
+// flood's clock; one whose gates would read a shared CPU as the SUT's slowness (the scenario
+// presets at their rates, live metrics' overload, the reactions test's 2 000 sends at the edge of
 // what Fedify verifies, the delivery-weather test's sub-second windows on Fedify's retries) stays
 // serial, and so does the podman group, whose three tests run side by side within it.
 //

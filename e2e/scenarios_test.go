@@ -115,11 +115,14 @@ func TestBoostStormRealFedify(t *testing.T) {
 // was already 1 s, measured when Fedify still fetched each account's key
 // and verified its Delete; it runs at 25/s. The crowd now deletes an
 // account when it drafts its Delete, so Fedify's fetch answers 410 and
-// costs it little, and the run goes beside other tests: its p95 was 17
-// and 19 ms beside boost-storm, 28 ms beside five of the longest parallel
-// tests under -race (its gates: 5 s).
+// costs it little: its p95 was 17 and 19 ms beside boost-storm, 28 ms
+// beside five of the longest parallel tests under -race (its gates: 5 s).
+// It is serial all the same, for the others' sake: among the parallel
+// tests it adds a Fedify and a crowd for 45 s to a part of the run that
+// keeps both cores busy, and there the delivery-isolation test (whose
+// verdict reads a second's delay as head-of-line blocking) failed once in
+// three CI runs, never before.
 func TestDeleteStormRealFedify(t *testing.T) {
-	t.Parallel()
 	runScenario(t,
 		// Account deletions: every Delete an account's own (actor = object),
 		// of leavers Fedify never met, each gone from the moment its Delete
