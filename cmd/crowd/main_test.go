@@ -32,6 +32,8 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 	}{
 		{"unknown flag", []string{"serve", "--nope"}, nil, 2, "--nope"},
 		{"origins not a number", []string{"serve", "--origins", "many"}, nil, 2, "--origins"},
+		// said as what the flag wants, with its default as an example, not as strconv's error
+		{"origins not a number says what it wants", []string{"serve", "--origins", "many"}, nil, 2, `invalid argument "many" for --origins: want a whole number, as in --origins=20`},
 		{"zero origins", []string{"serve", "--origins", "0", "--state", state}, nil, 2, "--origins"},
 		{"domain without %d", []string{"serve", "--domain", "flood.test", "--state", state}, nil, 2, "--domain"},
 		{"bad shard", []string{"serve", "--shard", "3/2", "--state", state}, nil, 2, "--shard"},

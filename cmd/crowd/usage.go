@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crowdfed/crowd/flood/record"
 )
@@ -15,6 +17,34 @@ import (
 // parsing (the root's FlagErrorFunc), the Args validators below, a
 // command's own checks, or the flood's and the load run's parsers.
 // execute maps it to exit status 2.
+
+// plainNumberError is err, from cobra's parsing of a numeric flag's value,
+// as a user reads it: pflag words a value that is no number as its
+// parser's error ("strconv.ParseFloat: parsing \"5s\": invalid syntax"),
+// which names neither what the flag wants nor an example; "--seconds=5s"
+// is a natural slip. Any other error is err itself.
+func plainNumberError(err error) error {
+	var invalid *pflag.InvalidValueError
+	var num *strconv.NumError
+	if !errors.As(err, &invalid) || !errors.As(err, &num) || invalid.GetFlag() == nil {
+		return err
+	}
+	f := invalid.GetFlag()
+	want := "a number"
+	switch typ := f.Value.Type(); {
+	case strings.HasPrefix(typ, "int"), strings.HasPrefix(typ, "uint"):
+		want = "a whole number"
+	case !strings.HasPrefix(typ, "float"):
+		return err
+	}
+	if num.Err == strconv.ErrRange {
+		want += " in range"
+	}
+	if f.DefValue == "" || f.DefValue == "0" {
+		return fmt.Errorf("invalid argument %q for --%s: want %s", invalid.GetValue(), f.Name, want)
+	}
+	return fmt.Errorf("invalid argument %q for --%s: want %s, as in --%s=%s", invalid.GetValue(), f.Name, want, f.Name, f.DefValue)
+}
 
 // usage marks err as a mistake in how the command was called (exit 2).
 func usage(err error) error { return record.Usage(err) }

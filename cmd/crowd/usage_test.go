@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
@@ -111,5 +114,45 @@ func TestOneUsageErrorType(t *testing.T) {
 		if got := isUsageError(c.err); got != c.usage {
 			t.Errorf("%s: isUsageError(%v) = %v, want %v", c.name, c.err, got, c.usage)
 		}
+	}
+}
+
+// TestPlainNumberError: a value that is no number, given to a numeric
+// flag, is said as what the flag wants, with its default as the example;
+// every other parsing error is left as pflag words it.
+func TestPlainNumberError(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		// A duration where a number of seconds goes: the newcomer's slip.
+		{"a float flag", []string{"--seconds=5s"}, `invalid argument "5s" for --seconds: want a number, as in --seconds=60`},
+		// A word where a count goes.
+		{"an int flag", []string{"--origins=many"}, `invalid argument "many" for --origins: want a whole number, as in --origins=20`},
+		// Too large for the flag's type.
+		{"out of range", []string{"--origins=99999999999999999999"}, `invalid argument "99999999999999999999" for --origins: want a whole number in range, as in --origins=20`},
+		// A default of 0 is no example.
+		{"no example", []string{"--max-sends=x"}, `invalid argument "x" for --max-sends: want a whole number`},
+		// Not a number flag: pflag's own words.
+		{"a duration flag", []string{"--grace=soon"}, `invalid argument "soon" for "--grace" flag: time: invalid duration "soon"`},
+		// Not a value at all.
+		{"an unknown flag", []string{"--nope"}, "unknown flag: --nope"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("crowd", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			fs.Float64("seconds", 60, "")
+			fs.Int("origins", 20, "")
+			fs.Int64("max-sends", 0, "")
+			fs.Duration("grace", 5*time.Second, "")
+			err := fs.Parse(c.args)
+			if err == nil {
+				t.Fatal("parsed")
+			}
+			if got := plainNumberError(err).Error(); got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
 	}
 }
