@@ -37,7 +37,7 @@ func plainNumberError(err error) error {
 	case !strings.HasPrefix(typ, "float"):
 		return err
 	}
-	if num.Err == strconv.ErrRange {
+	if errors.Is(num.Err, strconv.ErrRange) {
 		want += " in range"
 	}
 	if f.DefValue == "" || f.DefValue == "0" {

@@ -221,14 +221,7 @@ func newDNSSelf(self []string, advertise []net.IP, localAddrs func() []netip.Add
 		}
 	}
 	if len(s.wildcard) > 0 {
-		for _, a := range localAddrs() {
-			s.local[a.Unmap()] = true
-		}
-		for _, ip := range advertise {
-			if a, ok := netip.AddrFromSlice(ip); ok {
-				s.local[a.Unmap()] = true
-			}
-		}
+		s.local = ownAddrs(advertise, localAddrs)
 	}
 	return s, nil
 }
