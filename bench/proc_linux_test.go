@@ -118,8 +118,11 @@ func TestParseStatusSwitches(t *testing.T) {
 }
 
 // TestProcessSwitchesOfCountsWakeUps: two threads waking each other 200
-// times each way show as at least 400 more switches in this process's
-// /proc count, as the sink's are read.
+// times each way show as at least 200 more switches in this process's
+// /proc count, as the sink's are read. Each round trip puts one of them
+// to sleep at least, waiting in its read for the other's byte; mostly
+// both, but on a busy machine a thread may reach its read after the
+// byte came (392 of 400 once, beside three other packages' tests).
 func TestProcessSwitchesOfCountsWakeUps(t *testing.T) {
 	before := processSwitchesOf(os.Getpid())
 	if before <= 0 {
@@ -128,8 +131,8 @@ func TestProcessSwitchesOfCountsWakeUps(t *testing.T) {
 	if wakeCost(200) <= 0 {
 		t.Fatal("the wake-ups failed")
 	}
-	if d := processSwitchesOf(os.Getpid()) - before; d < 400 {
-		t.Errorf("200 round trips between two threads added %v switches, want at least 400", d)
+	if d := processSwitchesOf(os.Getpid()) - before; d < 200 {
+		t.Errorf("200 round trips between two threads added %v switches, want at least 200", d)
 	}
 	if processSwitchesOf(-1) != 0 {
 		t.Error("a process that does not exist read as some switches")

@@ -232,17 +232,18 @@ func TestParseSignature(t *testing.T) {
 
 // TestKnockOnceLeavesAsWritten: with one scheme (--signature cavage, the
 // default, or rfc9421) a request's first attempt always goes as it was
-// signed, so with the fast client the dispatcher writes it itself on a
-// resting connection, and the first attempts are still counted by scheme,
-// one a send, every request verified; knocking twice, the host's scheme
-// may change before a send, and no request is written by the dispatcher.
+// signed, so with the fast client the dispatcher tries every send itself
+// and writes it on a resting connection, and the first attempts are still
+// counted by scheme, one a send, every request verified; knocking twice,
+// the host's scheme may change before a send, and the dispatcher tries
+// none.
 func TestKnockOnceLeavesAsWritten(t *testing.T) {
 	w := testWorld(t, 1, 3)
 	const n = 30
 	for _, c := range []struct {
 		name    string
 		scheme  SignatureScheme
-		written bool // the dispatcher writes most sends itself
+		written bool // the dispatcher tries every send itself
 	}{
 		// The default: one scheme, cavage.
 		{"cavage", SignatureCavage, true},
@@ -271,10 +272,19 @@ func TestKnockOnceLeavesAsWritten(t *testing.T) {
 				if sink.bad.Load() != 0 || o.Counts.Sent != n || o.Tally.Classes[record.Class202] != n || s.FirstCavage+s.FirstRFC9421 != n || s.Fell() != 0 {
 					t.Fatalf("%d did not verify; counts %+v, tally %+v, signatures %+v; want %d sent, accepted and counted once", sink.bad.Load(), o.Counts, o.Tally, s, n)
 				}
-				// The first send dials; a machine that stalls for 20 ms may
-				// leave another to a worker that dials: most, not all.
-				if written := o.Counts.Written; c.written && written < n/2 || !c.written && written != 0 {
-					t.Errorf("the dispatcher wrote %d of %d sends, want most: %v", written, n, c.written)
+				written, tries := o.Counts.Written, tr.tries.Load()
+				if c.written && tries != n || !c.written && tries != 0 {
+					t.Errorf("the dispatcher tried %d of %d sends itself, want all: %v", tries, n, c.written)
+				}
+				// The first send dials. A send that leaves on time finds
+				// the connection the answer before it left resting, but
+				// how many leave on time is the machine's: a busy one
+				// (the race detector, other packages' tests, signers
+				// starved of a core) sends them late and in bunches,
+				// with every connection busy, so that each goes to a
+				// worker that dials. So most only when most left on time.
+				if onTime := o.Lateness.ValueAtQuantile(50) < onTimeMedianUS; c.written && onTime && written < n/2 || !c.written && written != 0 {
+					t.Errorf("the dispatcher wrote %d of %d sends (median lateness %d µs), want most: %v", written, n, o.Lateness.ValueAtQuantile(50), c.written)
 				}
 				// Each as the head the signer made with it (RenderHead).
 				if heads := tr.heads.Load(); heads != o.Counts.Written {
@@ -285,15 +295,20 @@ func TestKnockOnceLeavesAsWritten(t *testing.T) {
 	}
 }
 
-// headsCounted is h1's transport counting the requests WriteHead put on
-// the wire.
+// onTimeMedianUS is the median lateness, in µs, of a run that kept its
+// schedule: a fifth of its 20 ms between sends.
+const onTimeMedianUS = 4000
+
+// headsCounted is h1's transport counting the WriteHead calls (tries) and
+// the requests they put on the wire (heads).
 type headsCounted struct {
 	*h1.Transport
-	heads atomic.Int64
+	heads, tries atomic.Int64
 }
 
 func (t *headsCounted) WriteHead(h *h1.Head, body []byte, lane int, deadline time.Time) (h1.Written, bool, error) {
 	w, ok, err := t.Transport.WriteHead(h, body, lane, deadline)
+	t.tries.Add(1)
 	if ok && err == nil {
 		t.heads.Add(1)
 	}
