@@ -19,8 +19,11 @@ func ParseRates(s string) ([]float64, error) {
 	var rates []float64
 	for f := range strings.SplitSeq(s, ",") {
 		v, err := record.ParseNumber(strings.TrimSpace(f))
-		if err != nil || v <= 0 {
-			return nil, usage(s, "rate %q: want a number > 0 (e.g. --rate=100,300,600)", f)
+		switch {
+		case (err != nil || v <= 0) && f == s:
+			return nil, usage(s, "want a number > 0, as in --rate=300, or a ladder, as in --rate=100,300,600")
+		case err != nil || v <= 0:
+			return nil, usage(s, "rung %q: want a number > 0, as in --rate=100,300,600", f)
 		}
 		rates = append(rates, v)
 	}

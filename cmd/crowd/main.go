@@ -102,7 +102,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usage(fmt.Errorf("%w (see %s --help)", plainNumberError(err), cmd.CommandPath()))
+		return usage(fmt.Errorf("%w (see %s --help)", flagValueError(err), cmd.CommandPath()))
 	})
 	opts.register(root)
 	root.AddCommand(newServeCmd(opts), newCACmd())

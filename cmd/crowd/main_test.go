@@ -67,13 +67,28 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 // refused before a first start spends its half minute making keys.
 func TestServeChecksListenersBeforeKeys(t *testing.T) {
 	t.Parallel()
-	state := t.TempDir()
-	code, _, stderr := runCLI(t, "serve", "--https", "nonsense", "--origins", "2", "--actors", "2", "--state", state)
-	if code != 2 || !strings.Contains(stderr, "--https") {
-		t.Errorf("exit %d, %s; want a usage error naming --https", code, stderr)
-	}
-	if got, _ := os.ReadDir(state); len(got) != 0 {
-		t.Errorf("the state holds %v: keys were made before the refusal", got)
+	for _, c := range []struct {
+		flag, addr string
+	}{
+		// No port at all.
+		{"https", "nonsense"},
+		// A port past 65535.
+		{"https", "127.0.0.1:99999"},
+		// A negative one.
+		{"http", ":-1"},
+		// A port that is a name, but no service's.
+		{"admin", "127.0.0.1:no-such-service"},
+	} {
+		t.Run(c.flag+" "+c.addr, func(t *testing.T) {
+			state := t.TempDir()
+			code, _, stderr := runCLI(t, "serve", "--"+c.flag, c.addr, "--origins", "2", "--actors", "2", "--state", state)
+			if code != 2 || !strings.Contains(stderr, "--"+c.flag) || !strings.Contains(stderr, c.addr) {
+				t.Errorf("exit %d, %s; want a usage error naming --%s and %s", code, stderr, c.flag, c.addr)
+			}
+			if got, _ := os.ReadDir(state); len(got) != 0 {
+				t.Errorf("the state holds %v: keys were made before the refusal", got)
+			}
+		})
 	}
 }
 

@@ -101,12 +101,16 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 	cfg.HTTPSAddr, cfg.HTTPAddr, cfg.DNSAddr, cfg.AdminAddr = f.https, f.http, f.dns, f.admin
 	cfg.ShutdownGrace, cfg.AdminHosts, cfg.Weather = f.shutdownGrace, f.adminHosts, f.weather
 	// Checked here, before a first start spends its seconds on keys.
-	for _, l := range []struct{ flag, addr string }{{"https", f.https}, {"http", f.http}, {"dns", f.dns}} {
+	for _, l := range []struct{ flag, addr string }{{"https", f.https}, {"http", f.http}, {"dns", f.dns}, {"admin", f.admin}} {
 		if l.addr == "" {
 			continue
 		}
-		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
+		_, port, err := net.SplitHostPort(l.addr)
+		if err != nil || port == "" {
 			return cfg, usage(fmt.Errorf("--%s %q is not a listen address: want [host]:port, or empty to disable", l.flag, l.addr))
+		}
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return cfg, usage(fmt.Errorf("--%s %q: port %q is neither 0-65535 nor a service name", l.flag, l.addr, port))
 		}
 	}
 	if cfg.AdminToken = strings.TrimSpace(f.adminToken); cfg.AdminToken != "" {

@@ -18,32 +18,55 @@ import (
 // command's own checks, or the flood's and the load run's parsers.
 // execute maps it to exit status 2.
 
-// plainNumberError is err, from cobra's parsing of a numeric flag's value,
-// as a user reads it: pflag words a value that is no number as its
-// parser's error ("strconv.ParseFloat: parsing \"5s\": invalid syntax"),
-// which names neither what the flag wants nor an example; "--seconds=5s"
-// is a natural slip. Any other error is err itself.
-func plainNumberError(err error) error {
+// flagValueError is err, from cobra's parsing of a flag's value, as a
+// user reads it: "invalid argument VALUE for --FLAG: what it wants".
+// pflag words a value that is no number as its parser's error
+// ("strconv.ParseFloat: parsing \"5s\": invalid syntax"), which names
+// neither what the flag wants nor an example ("--seconds=5s" is a natural
+// slip), so a numeric or duration flag's says what it wants, with its
+// default as the example (a boolean's, true or false). The crowd's own parsers name the value and the
+// flag as they begin (they also read files and the admin API, where
+// nothing else does), which pflag has said already: that beginning goes.
+// Any other error is err itself.
+func flagValueError(err error) error {
 	var invalid *pflag.InvalidValueError
-	var num *strconv.NumError
-	if !errors.As(err, &invalid) || !errors.As(err, &num) || invalid.GetFlag() == nil {
+	if !errors.As(err, &invalid) || invalid.GetFlag() == nil {
 		return err
 	}
-	f := invalid.GetFlag()
-	want := "a number"
+	f, value := invalid.GetFlag(), invalid.GetValue()
+	said := func(what string) error {
+		return fmt.Errorf("invalid argument %q for --%s: %s", value, f.Name, what)
+	}
+	cause := errors.Unwrap(invalid)
+	if cause == nil {
+		return err
+	}
+	var want string
+	var num *strconv.NumError
 	switch typ := f.Value.Type(); {
+	case typ == "duration":
+		want = "a duration"
+	case !errors.As(cause, &num):
+		// A parser's own words, less what pflag put before them.
+		what := strings.TrimPrefix(cause.Error(), strconv.Quote(value)+": ")
+		what = strings.TrimPrefix(what, "--"+f.Name+" "+strconv.Quote(value)+": ")
+		return said(strings.TrimPrefix(what, "--"+f.Name+": "))
 	case strings.HasPrefix(typ, "int"), strings.HasPrefix(typ, "uint"):
 		want = "a whole number"
-	case !strings.HasPrefix(typ, "float"):
+	case strings.HasPrefix(typ, "float"):
+		want = "a number"
+	case typ == "bool":
+		return said("want true or false")
+	default:
 		return err
 	}
-	if errors.Is(num.Err, strconv.ErrRange) {
+	if num != nil && errors.Is(num.Err, strconv.ErrRange) {
 		want += " in range"
 	}
-	if f.DefValue == "" || f.DefValue == "0" {
-		return fmt.Errorf("invalid argument %q for --%s: want %s", invalid.GetValue(), f.Name, want)
+	if f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" {
+		return said("want " + want)
 	}
-	return fmt.Errorf("invalid argument %q for --%s: want %s, as in --%s=%s", invalid.GetValue(), f.Name, want, f.Name, f.DefValue)
+	return said(fmt.Sprintf("want %s, as in --%s=%s", want, f.Name, f.DefValue))
 }
 
 // usage marks err as a mistake in how the command was called (exit 2).

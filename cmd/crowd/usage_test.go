@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
+	"github.com/crowdfed/crowd/loadrun"
 )
 
 // TestUsageMistakesExit2 lists the mistakes people make on the command
@@ -117,10 +118,13 @@ func TestOneUsageErrorType(t *testing.T) {
 	}
 }
 
-// TestPlainNumberError: a value that is no number, given to a numeric
-// flag, is said as what the flag wants, with its default as the example;
+// TestFlagValueError: a value that is no number, given to a numeric
+// flag, or no duration, given to a duration flag, is said as what the
+// flag wants, with its default as the example (a boolean's, true or
+// false); a value the crowd's own
+// parser refuses is said in its words, the value and the flag named once;
 // every other parsing error is left as pflag words it.
-func TestPlainNumberError(t *testing.T) {
+func TestFlagValueError(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		args []string
@@ -134,8 +138,21 @@ func TestPlainNumberError(t *testing.T) {
 		{"out of range", []string{"--origins=99999999999999999999"}, `invalid argument "99999999999999999999" for --origins: want a whole number in range, as in --origins=20`},
 		// A default of 0 is no example.
 		{"no example", []string{"--max-sends=x"}, `invalid argument "x" for --max-sends: want a whole number`},
-		// Not a number flag: pflag's own words.
-		{"a duration flag", []string{"--grace=soon"}, `invalid argument "soon" for "--grace" flag: time: invalid duration "soon"`},
+		// A word where a duration goes.
+		{"a duration flag", []string{"--grace=soon"}, `invalid argument "soon" for --grace: want a duration, as in --grace=5s`},
+		// A duration flag whose default is none.
+		{"no duration example", []string{"--settle=later"}, `invalid argument "later" for --settle: want a duration`},
+		// The crowd's parser of rates, given one that is no number: the
+		// value once, not thrice.
+		{"a rate", []string{"--rate=abc"}, `invalid argument "abc" for --rate: want a number > 0, as in --rate=300, or a ladder, as in --rate=100,300,600`},
+		// One rung of a ladder: the rung named.
+		{"a ladder's rung", []string{"--rate=100,x,600"}, `invalid argument "100,x,600" for --rate: rung "x": want a number > 0, as in --rate=100,300,600`},
+		// A parser that names the flag itself: the flag once.
+		{"a word flag", []string{"--client=curl"}, `invalid argument "curl" for --client: want nethttp or fast`},
+		// A parser that names the flag and the value: each once.
+		{"a flag and value named", []string{"--signer-nice=30"}, `invalid argument "30" for --signer-nice: want auto, or 0 (unchanged) to 19`},
+		// A boolean flag given a word of neither kind.
+		{"a bool flag", []string{"--fetchback=maybe"}, `invalid argument "maybe" for --fetchback: want true or false`},
 		// Not a value at all.
 		{"an unknown flag", []string{"--nope"}, "unknown flag: --nope"},
 	} {
@@ -146,11 +163,17 @@ func TestPlainNumberError(t *testing.T) {
 			fs.Int("origins", 20, "")
 			fs.Int64("max-sends", 0, "")
 			fs.Duration("grace", 5*time.Second, "")
+			fs.Duration("settle", 0, "")
+			fs.Bool("fetchback", true, "")
+			var cfg loadrun.Config
+			fs.Var(loadrun.RateValue(&cfg), "rate", "")
+			fs.Var(loadrun.ClientValue(&cfg.Client), "client", "")
+			fs.Var(loadrun.SignerNiceValue(&cfg.SignerNice), "signer-nice", "")
 			err := fs.Parse(c.args)
 			if err == nil {
 				t.Fatal("parsed")
 			}
-			if got := plainNumberError(err).Error(); got != c.want {
+			if got := flagValueError(err).Error(); got != c.want {
 				t.Errorf("got  %s\nwant %s", got, c.want)
 			}
 		})
