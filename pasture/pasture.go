@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -49,6 +50,10 @@ type Config struct {
 	// DNSUpstreams are where other names are forwarded ("ip:port"); nil
 	// means the machine's resolv.conf.
 	DNSUpstreams []string
+	// DNSForwardFor are more networks whose clients the DNS forwards other
+	// names for (--dns-forward-for), beside loopback, private and
+	// link-local networks and this machine (nameserver.Config.ForwardFor).
+	DNSForwardFor []netip.Prefix
 	// Version is the crowd's version, shown in NodeInfo and the admin API.
 	Version string
 	// Logger receives the pasture's logs; nil means none.
@@ -339,15 +344,16 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 // the DNS handler widens a wildcard address to every local one itself.
 func (p *Pasture) dnsConfig() nameserver.Config {
 	c := nameserver.Config{
-		Hosts:     p.cfg.World.Hosts(),
-		Zone:      p.cfg.World.Config.Zone(),
-		Advertise: p.cfg.Advertise,
-		Records:   p.cfg.DNSRecords,
-		Upstreams: p.cfg.DNSUpstreams,
-		Self:      []string{p.cfg.DNSAddr},
-		Logger:    p.log.Named("dns"),
-		Lapsed:    skyLapsed(p.sky),
-		OnLapsed:  lapsedLookup(p.sky, p.wire),
+		Hosts:      p.cfg.World.Hosts(),
+		Zone:       p.cfg.World.Config.Zone(),
+		Advertise:  p.cfg.Advertise,
+		Records:    p.cfg.DNSRecords,
+		Upstreams:  p.cfg.DNSUpstreams,
+		ForwardFor: p.cfg.DNSForwardFor,
+		Self:       []string{p.cfg.DNSAddr},
+		Logger:     p.log.Named("dns"),
+		Lapsed:     skyLapsed(p.sky),
+		OnLapsed:   lapsedLookup(p.sky, p.wire),
 	}
 	if p.plan != nil {
 		p.planDNS(&c)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ type serveFlags struct {
 	https, http, dns, admin  string
 	advertise                []string
 	dnsRecords, dnsUpstreams []string
+	dnsForwardFor            []string
 	adminHosts               []string
 	adminToken               string
 	shutdownGrace            time.Duration
@@ -90,7 +92,8 @@ Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.
 	fl.StringSliceVar(&f.adminHosts, "admin-host", nil, "more host names the admin API answers to (a compose service name); it refuses (421) other names than localhost, IPs, the --admin host and this machine's")
 	fl.StringSliceVar(&f.advertise, "advertise", []string{"127.0.0.1"}, "where the SUT reaches the origins, answered by the DNS: one address (per family) shared by all, or a range (a CIDR such as 127.1.0.0/16, or a list of addresses and CIDRs) giving origin k the k-th address and sending from it; --shard i/n takes the i-th n-th of the range")
 	fl.StringArrayVar(&f.dnsRecords, "dns-record", nil, "extra DNS name the crowd answers, NAME=IP (repeatable; the SUT's own name)")
-	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port], asked for clients on loopback, private and link-local networks or this machine only (default: the machine's resolv.conf)")
+	fl.StringSliceVar(&f.dnsUpstreams, "dns-upstream", nil, "DNS server(s) for other names, IP[:port], asked for clients on loopback, private and link-local networks, this machine or --dns-forward-for only (default: the machine's resolv.conf)")
+	fl.StringSliceVar(&f.dnsForwardFor, "dns-forward-for", nil, "more networks, CIDR or IP (a SUT on a public address: 203.0.113.0/24), whose clients the DNS forwards other names for")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "how long a graceful shutdown may take")
 	fl.Var(weatherValue{&f.weather}, "weather", "bad weather the origins start in (crowd weather changes it at run time): "+weatherHelp)
 	return cmd
@@ -143,6 +146,13 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 			return cfg, usage(fmt.Errorf("--dns-upstream %q is not IP[:port]", u))
 		}
 		cfg.DNSUpstreams = append(cfg.DNSUpstreams, u)
+	}
+	for _, n := range f.dnsForwardFor {
+		p, err := parseNetwork(strings.TrimSpace(n))
+		if err != nil {
+			return cfg, usage(fmt.Errorf("--dns-forward-for %q is neither a network (CIDR, as 203.0.113.0/24) nor an IP", n))
+		}
+		cfg.DNSForwardFor = append(cfg.DNSForwardFor, p)
 	}
 	return cfg, nil
 }
@@ -202,4 +212,13 @@ func startCrowd(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg p
 		return nil, usage(err)
 	}
 	return c, weatherUsage(err)
+}
+
+// parseNetwork is s as a network: a CIDR prefix (203.0.113.0/24), or an IP
+// alone, a network of one address.
+func parseNetwork(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
 }

@@ -90,7 +90,7 @@ func (h *dnsHandler) forward(req *dns.Msg, client net.Addr) *dns.Msg {
 	}
 	if !h.forwardsFor(client) {
 		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeProhibited,
-			"the crowd's DNS forwards names only for clients on loopback, private and link-local networks and on its own machine: answer this one with --dns-record NAME=IP, or resolve it elsewhere")
+			"the crowd's DNS forwards names only for clients on loopback, private and link-local networks, on its own machine and in --dns-forward-for: answer this one with --dns-record NAME=IP, add the client's network with --dns-forward-for CIDR, or resolve it elsewhere")
 	}
 	key := dnsLoopKey{id: req.Id, qtype: q.Qtype, name: strings.ToLower(q.Name)}
 	h.mu.Lock()
@@ -260,11 +260,12 @@ func dnsLocalAddrs() []netip.Addr {
 var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 // forwardsFor reports whether a query from client may be forwarded: a client on loopback, a
-// private network (RFC 1918, RFC 6598, IPv6 ULA), a link-local one, or at one of the machine's
-// own addresses. A crowd listening on every interface of a machine with a public address
-// would otherwise forward for anyone: an open resolver, which others use to amplify attacks.
-// A SUT on a public address still gets the crowd's own names; it resolves the rest elsewhere.
-// A client whose address is unknown (not UDP or TCP) is not forwarded for.
+// private network (RFC 1918, RFC 6598, IPv6 ULA), a link-local one, at one of the machine's
+// own addresses, or in a network of Config.ForwardFor. A crowd listening on every interface
+// of a machine with a public address would otherwise forward for anyone: an open resolver,
+// which others use to amplify attacks. A SUT on a public address still gets the crowd's own
+// names; it resolves the rest elsewhere, or its network is named in ForwardFor. A client
+// whose address is unknown (not UDP or TCP) is not forwarded for.
 func (h *dnsHandler) forwardsFor(client net.Addr) bool {
 	var a netip.Addr
 	switch c := client.(type) {
@@ -276,7 +277,15 @@ func (h *dnsHandler) forwardsFor(client net.Addr) bool {
 		return false
 	}
 	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || sharedAddressSpace.Contains(a) || h.own[a]
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || sharedAddressSpace.Contains(a) || h.own[a] {
+		return true
+	}
+	for _, p := range h.forwardFor {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownAddrs is the set of the machine's addresses (localAddrs) and advertise's.

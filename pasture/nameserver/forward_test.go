@@ -64,14 +64,18 @@ func startUpstream(t *testing.T, addr string, rcode int) *upstreamStub {
 }
 
 // TestDNSForwardsOnlyForLocalClients: the crowd's names answer any client, but a name it
-// forwards is forwarded only for a client on loopback, a private or link-local network, or at
-// one of the machine's own addresses; any other is REFUSED, with an Extended DNS Error that
+// forwards is forwarded only for a client on loopback, a private or link-local network, at
+// one of the machine's own addresses, or in a network given (--dns-forward-for); any other is
+// REFUSED, with an Extended DNS Error that
 // says so, the upstream never hears of it, and no answer to it claims recursion available: a
 // crowd on a public address is no open resolver.
 func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 	up := startUpstream(t, "127.0.0.2:0", dns.RcodeSuccess)
 	cfg := crowdDNSConfig()
 	cfg.Upstreams = []string{up.addr}
+	// --dns-forward-for: a SUT's public network (given unmasked, as people
+	// write an address and its length) and an IPv6 one.
+	cfg.ForwardFor = []netip.Prefix{netip.MustParsePrefix("192.0.2.77/24"), netip.MustParsePrefix("2001:db8:1::/48")}
 	own := netip.MustParseAddr("203.0.113.7") // the machine's public address
 	h, err := newHandler(cfg, func() []netip.Addr { return []netip.Addr{own} })
 	if err != nil {
@@ -99,6 +103,10 @@ func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 		{"a public IPv6 address", udp("2001:db8::1"), false},
 		{"an IPv4-mapped public address", udp("::ffff:198.51.100.23"), false},
 		{"the next address after the shared space", udp("100.128.0.1"), false},
+		{"a public address in a --dns-forward-for network", udp("192.0.2.5"), true},
+		{"the same over TCP, IPv4-mapped", tcp("::ffff:192.0.2.250"), true},
+		{"a public IPv6 address in a --dns-forward-for network", udp("2001:db8:1::9"), true},
+		{"the next address after a --dns-forward-for network", udp("192.0.3.0"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := up.udpHits.Load() + up.tcpHits.Load()
@@ -126,7 +134,8 @@ func TestDNSForwardsOnlyForLocalClients(t *testing.T) {
 					}
 				}
 			}
-			if ede == nil || ede.InfoCode != dns.ExtendedErrorCodeProhibited || !strings.Contains(ede.ExtraText, "loopback, private and link-local") {
+			if ede == nil || ede.InfoCode != dns.ExtendedErrorCodeProhibited || !strings.Contains(ede.ExtraText, "loopback, private and link-local") ||
+				!strings.Contains(ede.ExtraText, "--dns-forward-for CIDR") {
 				t.Errorf("want an Extended DNS Error Prohibited saying which clients are forwarded for, got %v", ede)
 			}
 			// The crowd's own names still answer it, with authority.

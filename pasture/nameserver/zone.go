@@ -54,6 +54,10 @@ type Config struct {
 	// Advertise is the address a SUT reaches the crowd at: IPv4 for A, IPv6 for AAAA. Required
 	// when there are Hosts or a Zone.
 	Advertise []net.IP
+	// ForwardFor are more networks whose clients other names are forwarded for
+	// (--dns-forward-for), beside loopback, private and link-local networks and the
+	// machine's and Advertise's own addresses (see forwardsFor): a SUT on a public address.
+	ForwardFor []netip.Prefix
 	// Records are extra names (--dns-record NAME=IP, e.g. the SUT's own name), answered
 	// authoritatively with exactly these addresses, inside the zone or not. A Records entry
 	// overrides a host of the same name.
@@ -125,11 +129,13 @@ type dnsHandler struct {
 	skipped   []string // upstreams dropped because they are the crowd itself
 	// own are the machine's addresses and Advertise's, when the handler was made: a client
 	// at one of them is on this machine, and may have its names forwarded (forwardsFor).
-	own      map[netip.Addr]bool
-	ttl      uint32
-	timeout  time.Duration
-	exchange dnsExchangeFunc
-	forwards chan struct{} // semaphore
+	own map[netip.Addr]bool
+	// forwardFor are Config.ForwardFor, masked.
+	forwardFor []netip.Prefix
+	ttl        uint32
+	timeout    time.Duration
+	exchange   dnsExchangeFunc
+	forwards   chan struct{} // semaphore
 
 	// noRecover lets the fuzz target see panics instead of a SERVFAIL.
 	noRecover bool
@@ -189,6 +195,12 @@ func newHandler(cfg Config, localAddrs func() []netip.Addr) (*dnsHandler, error)
 		return nil, err
 	}
 	h.own = ownAddrs(advertise, localAddrs)
+	for _, p := range cfg.ForwardFor {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("%w: a network to forward for that is none: %v", ErrConfig, p)
+		}
+		h.forwardFor = append(h.forwardFor, p.Masked())
+	}
 	return h, nil
 }
 
