@@ -35,6 +35,8 @@ histograms merge bucket by bucket, so the merged percentiles are those of one hi
 every send, not an average of percentiles. Records whose settings differ in anything but the
 shard are refused, naming the setting: give every generator's flood the same settings and the
 same --label (their records then share a name: gather each generator's in a folder of its own).
+So are records that did not flood together, any two sharing less than half of the shorter
+one's span from start to end: the merged rate would be one the SUT never met.
 
 The merged record is written to -o (JSON; the file is replaced) and its table printed; without
 -o the JSON goes to stdout and the table to stderr.`,

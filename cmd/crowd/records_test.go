@@ -194,6 +194,10 @@ func TestMergeCLIRefuses(t *testing.T) {
 	b := writeJSON(t, dir, "b.json", shardRecord(t, s, lat, 0))
 	s.Rate, s.Mix = 100, "like=1"
 	c := writeJSON(t, dir, "c.json", shardRecord(t, s, lat, 0))
+	s.Mix = "create=1"
+	later := shardRecord(t, s, lat, 0) // shard 1/2 as a, but run a minute after it
+	later.Start, later.End = later.Start.Add(time.Minute), later.End.Add(time.Minute)
+	d := writeJSON(t, dir, "d.json", later)
 	notJSON := filepath.Join(dir, "notes.json")
 	os.WriteFile(notJSON, []byte("not a record"), 0o644)
 	out := filepath.Join(dir, "merged.json")
@@ -209,6 +213,8 @@ func TestMergeCLIRefuses(t *testing.T) {
 		{"mix differs", []string{a, c}, 1, []string{`mix create=1 ≠ like=1`, "record 2 is " + c}},
 		// One record twice.
 		{"same record twice", []string{a, a}, 1, []string{"a second time"}},
+		// Two shards run one after the other: no rate of theirs together.
+		{"not together", []string{a, d}, 1, []string{"did not flood together", "record 2 is " + d}},
 		// A file that is not a record.
 		{"not a record", []string{a, notJSON}, 1, []string{notJSON}},
 		// A file that is not there.

@@ -16,7 +16,8 @@ import (
 // values), timelines add up second by second on the wall clock. It refuses,
 // wrapping ErrMerge: settings that differ in anything but the shard, a shard
 // or record present twice, shards of different totals, sharded with unsharded
-// records, and histograms of another geometry. Timeline percentiles of a
+// records, records that did not run together (mergeSpans), and histograms of
+// another geometry. Timeline percentiles of a
 // merged record are the maximum over the generators (an upper bound); all
 // other figures are exact. The merged record's MeasuredSeconds is the longest
 // of the inputs (the generators ran concurrently).
@@ -92,6 +93,39 @@ func mergeRuns(out *Record, recs []*Record) error {
 		out.Boosters = mergeBoosters(out.Boosters, r.Boosters)
 	}
 	out.PartialReason = StopReason(strings.Join(reasons, "; "))
+	return mergeSpans(recs)
+}
+
+// mergeSpans refuses records that did not flood together: every two must
+// share at least half of the shorter one's span (start to end). A merged
+// record adds their sends over the longest window, so the rate it reports
+// is one the SUT met only when they ran at once; two runs one after the
+// other would read as twice the rate either sent. Half leaves room for
+// generators started by hand, seconds apart. A record without a span (its
+// start or end not kept) is not judged.
+func mergeSpans(recs []*Record) error {
+	for i, a := range recs {
+		for j := i + 1; j < len(recs); j++ {
+			b := recs[j]
+			if a.Start.IsZero() || a.End.IsZero() || b.Start.IsZero() || b.End.IsZero() {
+				continue
+			}
+			start, end := a.Start, a.End
+			if b.Start.After(start) {
+				start = b.Start
+			}
+			if b.End.Before(end) {
+				end = b.End
+			}
+			shared := max(0, end.Sub(start))
+			shorter := min(a.End.Sub(a.Start), b.End.Sub(b.Start))
+			if 2*shared < shorter {
+				return fmt.Errorf("%w: records %d and %d did not flood together: record %d ran %s to %s, record %d %s to %s, sharing %v of the shorter's %v (want at least half)",
+					ErrMerge, i+1, j+1, i+1, a.Start.Format(time.RFC3339), a.End.Format(time.RFC3339),
+					j+1, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), shared.Round(time.Millisecond), shorter.Round(time.Millisecond))
+			}
+		}
+	}
 	return nil
 }
 

@@ -155,6 +155,56 @@ func TestMergeRefuses(t *testing.T) {
 	}
 }
 
+// TestMergeSpans: records merge only when they flooded together, each two
+// sharing at least half of the shorter one's span; a merged rate of runs
+// made one after the other would be one the SUT never met.
+func TestMergeSpans(t *testing.T) {
+	rec := func(shard string, start time.Time) *record.Record {
+		res := recordtest.Run(start, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
+		return recordtest.MustRecord(t, res, record.Settings{Label: "x", Arrivals: "constant", Shard: shard})
+	}
+	for _, tc := range []struct {
+		name   string
+		second time.Duration // when the second shard started, after the first (each spans 5.05 s)
+		cut    time.Duration // when not 0, the second's span: interrupted early
+		merges bool
+	}{
+		// Started together: the sharded run as meant.
+		{"together", 0, 0, true},
+		// Started by hand two seconds apart: they share 3.05 s of 5.05.
+		{"two seconds apart", 2 * time.Second, 0, true},
+		// Three seconds apart: 2.05 s of 5.05 shared, under half.
+		{"three seconds apart", 3 * time.Second, 0, false},
+		// One after the other: nothing shared.
+		{"one after the other", 10 * time.Second, 0, false},
+		// Before the first began.
+		{"before", -10 * time.Second, 0, false},
+		// Interrupted after 2 s, within the other's span: all of the
+		// shorter shared.
+		{"interrupted inside the other", time.Second, 2 * time.Second, true},
+		// Interrupted after 2 s, 4 s in: 1.05 s of the shorter's 2 s.
+		{"interrupted at the other's end", 4 * time.Second, 2 * time.Second, true},
+		// Interrupted after 2 s, 4.5 s in: 0.55 s of 2 s.
+		{"interrupted mostly after the other", 4500 * time.Millisecond, 2 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			second := rec("1/2", t0.Add(tc.second))
+			if tc.cut > 0 {
+				second.End = second.Start.Add(tc.cut)
+			}
+			m, err := record.Merge(rec("0/2", t0), second)
+			switch {
+			case tc.merges && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tc.merges && (!errors.Is(err, record.ErrMerge) || !strings.Contains(err.Error(), "did not flood together")):
+				t.Fatalf("merged (%v), want ErrMerge saying they did not flood together", err)
+			case tc.merges && m.Generators() != 2:
+				t.Errorf("merged %d generators, want 2", m.Generators())
+			}
+		})
+	}
+}
+
 // encodedForeign is a histogram with a geometry other than the flood's.
 func encodedForeign(t *testing.T) string {
 	t.Helper()
