@@ -25,11 +25,21 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	var b strings.Builder
 	b.WriteString(record.MarkdownHeader())
 	b.WriteString(r.MarkdownRow(file))
-	b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | dropped |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	aborted := r.Overall.Counts.Aborted > 0
+	if aborted {
+		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | aborted | dropped |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | dropped |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, t := range typeRows(r) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			t.Name, t.Sent, t.P50, t.P90, t.P95, t.P99, t.P999, t.Max, t.Service99, t.Late99, t.OK, t.Errors, t.Dropped)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+			t.Name, t.Sent, t.P50, t.P90, t.P95, t.P99, t.P999, t.Max, t.Service99, t.Late99, t.OK, t.Errors)
+		if aborted {
+			fmt.Fprintf(&b, " %s |", t.Aborted)
+		}
+		fmt.Fprintf(&b, " %s |\n", t.Dropped)
 	}
 	b.WriteString("\nStatus: ")
 	var parts []string
@@ -68,9 +78,11 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	return err
 }
 
-// typeRow is one row of the per-type table, formatted.
+// typeRow is one row of the per-type table, formatted. Aborted counts the
+// sends in flight when the run was interrupted, which the tables show as
+// a column of their own only then.
 type typeRow struct {
-	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, Dropped string
+	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, Aborted, Dropped string
 }
 
 // typeRows are the per-type rows, types sorted, then "all".
@@ -83,6 +95,7 @@ func typeRows(r *record.Record) []typeRow {
 			Service99: record.FormatMicros(t.Service.P99), Late99: record.FormatMicros(t.Lateness.P99),
 			OK:      strconv.FormatInt(t.Tally.OK(), 10),
 			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
+			Aborted: strconv.FormatInt(t.Counts.Aborted, 10),
 			Dropped: fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
 		}
 	}
@@ -131,13 +144,21 @@ type htmlPage struct {
 	Bottleneck record.Diagnosis
 	Plots      []htmlPlot
 	Types      []typeRow
+	Aborted    bool // an interrupted run's sends in flight: the types table's column
 	Status     []statusRow
 	RetryAfter int64
 	Settings   []keyValue
 	Parts      []keyValue
 	Schema     string
-	Fetchback  *fetchView // nil: the record has no fetch-back section
-	Security   []string   // the security section's lines (security.go); none without it
+	Fetchback  *fetchView  // nil: the record has no fetch-back section
+	Security   []string    // the security section's lines (security.go); none without it
+	Weather    []htmlBlock // the weather timeline and the deliveries under it (weather.go); none without them
+}
+
+// htmlBlock is a block of lines under a heading.
+type htmlBlock struct {
+	Title string
+	Lines []string
 }
 
 // WriteHTML writes the record as one self-contained HTML page (no script,
@@ -177,7 +198,9 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Headline:   headline(r),
 		Bottleneck: r.Bottleneck,
 		Types:      typeRows(r),
+		Aborted:    r.Overall.Counts.Aborted > 0,
 		Status:     statusRows(r),
+		Weather:    weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,
 		Settings:   settingRows(r),
 		Parts:      partRows(r),
@@ -566,12 +589,15 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{end}}
 <h2>Per activity type</h2>
 <table id="types">
-<thead><tr><th>type</th><th>sent</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>late p99</th><th>2xx</th><th>errors</th><th>dropped</th></tr></thead>
+<thead><tr><th>type</th><th>sent</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>late p99</th><th>2xx</th><th>errors</th>{{if .Aborted}}<th>aborted</th>{{end}}<th>dropped</th></tr></thead>
 <tbody>
-{{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.Dropped}}</td></tr>
+{{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td>{{if $.Aborted}}<td>{{.Aborted}}</td>{{end}}<td>{{.Dropped}}</td></tr>
 {{end}}</tbody>
 </table>
-<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.</p>
+<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}</p>{{range .Weather}}
+<h2>{{.Title}}</h2>
+<ul class="weather">{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul>{{end}}
 
 <h2>Status</h2>
 <table id="status">

@@ -197,14 +197,26 @@ func writeMeasured(b *strings.Builder, r *record.Record) {
 }
 
 // writeTypeTable is the aligned per-type table, types sorted, then "all".
+// An interrupted run's table has an "aborted" column too: the sends in
+// flight when it was interrupted, neither answered nor not, so that each
+// row's sent is answered + no answer + aborted.
 func writeTypeTable(b *strings.Builder, r *record.Record) error {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\tdropped\t")
+	aborted := r.Overall.Counts.Aborted > 0
+	head := "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\t"
+	if aborted {
+		head += "aborted\t"
+	}
+	fmt.Fprintln(tw, head+"dropped\t")
 	row := func(name string, t *record.TypeRecord) {
 		l := t.Latency
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t\n", name, t.Counts.Sent, l.Count,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t", name, t.Counts.Sent, l.Count,
 			record.FormatMicros(l.P50), record.FormatMicros(l.P90), record.FormatMicros(l.P95), record.FormatMicros(l.P99), record.FormatMicros(l.P999), record.FormatMicros(l.Max),
-			record.FormatMicros(t.Service.P99), record.FormatMicros(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count, t.Counts.Dropped)
+			record.FormatMicros(t.Service.P99), record.FormatMicros(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count)
+		if aborted {
+			fmt.Fprintf(tw, "%d\t", t.Counts.Aborted)
+		}
+		fmt.Fprintf(tw, "%d\t\n", t.Counts.Dropped)
 	}
 	for _, name := range r.TypeNames() {
 		row(name, r.Types[name])

@@ -88,3 +88,20 @@ func TestFormatting(t *testing.T) {
 }
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// TestAbortedShown: an interrupted run's tables show the sends in flight
+// at the interruption in a column of their own, per type, so that each
+// row's sent adds up; the page says why they are in no figure. A run
+// without any (the goldens) has no such column.
+func TestAbortedShown(t *testing.T) {
+	r := reportRecord(t)
+	r.Types["Create"].Counts.Aborted = 4
+	r.Overall.Counts.Aborted = 4
+	checkRenderings(t, []rendering{
+		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{"no answer  aborted  dropped", "; aborted 4"}},
+		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{
+			"| 2xx | errors | aborted | dropped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", " | 4 | 12 (0.5%) |\n", " | 0 | 0 (0%) |\n"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{"<th>errors</th><th>aborted</th><th>dropped</th>",
+			"<td>4</td><td>12 (0.5%)</td>", "in flight when the run was interrupted"}},
+	})
+}

@@ -63,6 +63,23 @@ func writeWeather(b *strings.Builder, r *record.Record) {
 	}
 }
 
+// weatherBlocks are writeWeather's blocks for the page: each heading, then
+// its lines; none without a timeline or deliveries.
+func weatherBlocks(r *record.Record) []htmlBlock {
+	var out []htmlBlock
+	for _, lines := range [][]string{weatherLines(r.Weather), r.Deliveries.Lines()} {
+		if len(lines) == 0 {
+			continue
+		}
+		b := htmlBlock{Title: strings.ToUpper(lines[0][:1]) + lines[0][1:]}
+		for _, l := range lines[1:] {
+			b.Lines = append(b.Lines, strings.TrimSpace(l))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // writeWeatherMarkdown is writeWeather for a pull request: the heading in
 // bold, a list item per change.
 func writeWeatherMarkdown(b *strings.Builder, r *record.Record) {

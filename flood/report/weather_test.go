@@ -11,7 +11,8 @@ import (
 
 // TestWeatherShown: a record with a weather timeline shows each change
 // (offset, spec as written, origins per condition, the origins taken, a
-// refusal) in the table and the Markdown; one without shows nothing.
+// refusal) in the table, the Markdown and the HTML page; one without shows
+// nothing.
 func TestWeatherShown(t *testing.T) {
 	r := reportRecord(t)
 	r.Weather = &record.Weather{RepeatS: 240, Changes: []record.WeatherChange{
@@ -32,11 +33,20 @@ func TestWeatherShown(t *testing.T) {
 			"  +10m0s   clear: clear 20\n"}},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{
 			"**Weather timeline: 4 change(s)", "- +1m0s    down=@followers: down 1, clear 19"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{
+			"<h2>Weather timeline: 4 change(s), starting over every 4m0s; 1 REFUSED by the crowd</h2>",
+			"<li>&#43;1m0s    down=@followers: down 1, clear 19 (flood7.test down)</li>", // + escaped, as html/template does
+			"<li>&#43;2m0s    gone=flood99.test: REFUSED: flood99.test is not one of the crowd&#39;s origins</li>"}},
 	})
 	r.Weather = nil
-	var b bytes.Buffer
-	if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "weather") {
-		t.Errorf("a run without a timeline shows one (%v):\n%s", err, b.String())
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"table": func(b *bytes.Buffer) error { return WriteTable(b, r) },
+		"html":  func(b *bytes.Buffer) error { return WriteHTML(b, r) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil || strings.Contains(strings.ToLower(b.String()), "weather") {
+			t.Errorf("%s: a run without a timeline shows one (%v):\n%s", name, err, b.String())
+		}
 	}
 }
 
@@ -62,7 +72,8 @@ func TestDeliveriesShown(t *testing.T) {
 	checkRenderings(t, []rendering{
 		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, append(want, "rule: head-of-line blocking when")},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"**Deliveries under the weather:", "- flood1.test"}},
-		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{`id="plot-attempts"`, "head-of-line blocking"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{`id="plot-attempts"`, "head-of-line blocking",
+			"<h2>Deliveries under the weather:", "<li>flood1.test clear → down → clear: 4 attempts"}},
 	})
 	r.Deliveries = nil
 	var b bytes.Buffer
