@@ -29,6 +29,7 @@ type floodFlags struct {
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
 	f := &floodFlags{}
+	f.scn.fresh = func() *cobra.Command { return newFloodCmd(g) }
 	cmd := &cobra.Command{
 		Use:   "flood",
 		Short: "Flood a server under test with signed Creates, Likes and Follows from the crowd, on an open-loop schedule, and report honestly",

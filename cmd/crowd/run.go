@@ -43,6 +43,7 @@ func newRunCmd(g *globalOptions) *cobra.Command { return (&runFlags{}).command(g
 
 // command is `crowd run` with its flags in f.
 func (f *runFlags) command(g *globalOptions) *cobra.Command {
+	f.flood.scn.fresh = func() *cobra.Command { return newRunCmd(g) }
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "A whole load run: set up an audience on the SUT, flood it, watch it from the personas' seats, keep the record",

@@ -13,6 +13,9 @@ import (
 // scenarioFlags are the flags of crowd flood and crowd run that name a
 // scenario and what it adds beyond the other flags.
 type scenarioFlags struct {
+	// fresh makes the command anew, its flags at their defaults: a value
+	// the command line overrides is still checked there (apply).
+	fresh       func() *cobra.Command
 	scenario    string
 	tamper      string
 	tamperShare float64
@@ -32,7 +35,9 @@ func (s *scenarioFlags) register(cmd *cobra.Command) {
 }
 
 // apply reads --scenario and sets each flag of cmd it names that neither
-// the command line nor the environment set. help is true for
+// the command line nor the environment set; every value it holds is
+// checked either way, so that a file is refused as soon as it is wrong,
+// not the day it runs without the override. help is true for
 // '--scenario help', whose list it prints to cmd's output. It returns the
 // scenario's name ("" with none).
 func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err error) {
@@ -51,19 +56,30 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	if err != nil {
 		return "", false, usage(fmt.Errorf("--scenario: %w", err))
 	}
-	set := map[string]bool{}
+	set, seen := map[string]bool{}, map[string]bool{}
+	var probe *cobra.Command // made once a value is overridden
 	for _, st := range sc.Settings {
 		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
 		f := cmd.Flags().Lookup(st.Key)
 		if f == nil || st.Key == "scenario" {
 			return "", false, usage(fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name()))
 		}
-		_, list := f.Value.(pflag.SliceValue)
-		if f.Changed && !set[st.Key] {
-			continue // the command line (or CROWD_<FLAG>) wins
-		}
-		if set[st.Key] && !list {
+		if _, list := f.Value.(pflag.SliceValue); seen[st.Key] && !list {
 			return "", false, usage(fmt.Errorf("%s: --%s is set twice", where, st.Key))
+		}
+		seen[st.Key] = true
+		if f.Changed && !set[st.Key] {
+			// The command line (or CROWD_<FLAG>) wins; the value is
+			// checked on a command of its own.
+			if probe == nil && s.fresh != nil {
+				probe = s.fresh()
+			}
+			if p := probeFlag(probe, st.Key); p != nil {
+				if err := p.Value.Set(st.Value); err != nil {
+					return "", false, usage(fmt.Errorf("%s: --%s %q: %v (the command line's --%s overrides it, but the file is wrong)", where, st.Key, st.Value, err, st.Key))
+				}
+			}
+			continue
 		}
 		if err := cmd.Flags().Set(st.Key, st.Value); err != nil {
 			return "", false, usage(fmt.Errorf("%s: --%s %q: %v", where, st.Key, st.Value, err))
@@ -71,6 +87,15 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 		set[st.Key] = true
 	}
 	return sc.Name, false, nil
+}
+
+// probeFlag is probe's own flag key, nil without probe or such a flag (a
+// flag of the whole program, which probe, not under the root, lacks).
+func probeFlag(probe *cobra.Command, key string) *pflag.Flag {
+	if probe == nil {
+		return nil
+	}
+	return probe.Flags().Lookup(key)
 }
 
 // config is what the scenario flags add to a load run.

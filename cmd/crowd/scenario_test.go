@@ -51,11 +51,26 @@ func TestScenarioApply(t *testing.T) {
 		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"}, // not a flag
 		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},   // a scalar set twice
 		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},    // a value the flag refuses
-		{"syntax.scenario", "rate = 1\n", "no name"},                        // not a scenario
+		{"syntax.scenario", "name = x\nrate 1\n", "syntax.scenario:2"},      // not key = value
+		{"no name.scenario", "rate = 1\n", "no name = line"},                // neither a name nor a file name that is one
+		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"}, // named after its file: its own mistake is the one said
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") {
+			t.Errorf("%s: exit %d, want 2 naming %q (and syntax errors said once):\n%s", tc.name, code, tc.want, errOut)
+		}
+	}
+	// A value the command line overrides is still checked, and so is a
+	// scalar set twice: the file is wrong whichever wins.
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"overridden.scenario", "name = x\nrate = fast\n", `overridden.scenario:2): --rate "fast"`}, // a rate that is none
+		{"twice-overridden.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                // set twice
+	} {
+		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone", "--rate", "5")
 		if code != 2 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%s: exit %d, want 2 naming %q:\n%s", tc.name, code, tc.want, errOut)
+			t.Errorf("%s with --rate 5: exit %d, want 2 naming %q:\n%s", tc.name, code, tc.want, errOut)
 		}
 	}
 	for _, c := range []string{"flood", "run"} {

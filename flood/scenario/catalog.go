@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -70,7 +71,9 @@ func (c *Catalog) Lookup(name string) (*Scenario, bool) {
 }
 
 // Load is the scenario --scenario names: a preset of c by name, else the
-// file at that path. The error names both when neither is found.
+// file at that path. The error names both when neither is found. A file
+// without a name = line is named after the file (mine.scenario: mine),
+// when that is a name.
 func (c *Catalog) Load(nameOrFile string) (*Scenario, error) {
 	if s, ok := c.Lookup(nameOrFile); ok {
 		return s, nil
@@ -83,7 +86,15 @@ func (c *Catalog) Load(nameOrFile string) (*Scenario, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return Parse(f, nameOrFile)
+	s, err := Parse(f, nameOrFile)
+	if err != nil || s.Name != "" {
+		return s, err
+	}
+	base := filepath.Base(nameOrFile)
+	if s.Name = strings.ToLower(strings.TrimSuffix(base, filepath.Ext(base))); !validKey(s.Name) {
+		return nil, fmt.Errorf("%w: %s: no name = line, and the file's name %q is none (lower-case letters, digits and '-'): add one", ErrSyntax, nameOrFile, base)
+	}
+	return s, nil
 }
 
 // Help lists the catalog's scenarios: each name, what it sends, the

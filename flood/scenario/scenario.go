@@ -47,7 +47,7 @@ type Setting struct {
 }
 
 // ErrSyntax is wrapped by every error of Parse.
-var ErrSyntax = errors.New("scenario: syntax error")
+var ErrSyntax = errors.New("syntax error")
 
 // maxLine bounds a line, so a file that is not a scenario (a binary, a
 // log) fails fast instead of being read whole.
@@ -91,9 +91,6 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s:%d: %v", ErrSyntax, source, n+1, err)
-	}
-	if s.Name == "" {
-		return nil, fmt.Errorf("%w: %s: no name = line", ErrSyntax, source)
 	}
 	return s, nil
 }

@@ -21,14 +21,14 @@ func TestParse(t *testing.T) {
 		{"comments and blanks", "# c\n\n  # indented\nname = x\nexpect = p95<1s # kept\n", []Setting{{"expect", "p95<1s # kept", 5}}, false}, // '#' in a value is kept
 		{"repeated key", "name = x\nexpect = a<1\nexpect = b<1\n", []Setting{{"expect", "a<1", 2}, {"expect", "b<1", 3}}, false},             // lists repeat
 		{"crlf", "name = x\r\nrate = 5\r\n", []Setting{{"rate", "5", 2}}, false},                                                             // Windows line ends
-		{"no name", "rate = 5\n", nil, true},                                       // a scenario has a name
-		{"two names", "name = x\nname = y\n", nil, true},                           // one name
-		{"bad name", "name = X Y\n", nil, true},                                    // names are keys
-		{"no equals", "name = x\nrate 5\n", nil, true},                             // key = value
-		{"upper-case key", "name = x\nRate = 5\n", nil, true},                      // keys are lower-case
-		{"empty key", "name = x\n = 5\n", nil, true},                               // a key
-		{"dash key", "name = x\n--rate = 5\n", nil, true},                          // flags without their dashes
-		{"long line", "name = x\nabout = " + strings.Repeat("a", 5000), nil, true}, // a line has a bound
+		{"no name", "rate = 5\n", []Setting{{"rate", "5", 1}}, false},                                                                        // a file may leave it to its file name (Load)
+		{"two names", "name = x\nname = y\n", nil, true},                                                                                     // one name
+		{"bad name", "name = X Y\n", nil, true},                                                                                              // names are keys
+		{"no equals", "name = x\nrate 5\n", nil, true},                                                                                       // key = value
+		{"upper-case key", "name = x\nRate = 5\n", nil, true},                                                                                // keys are lower-case
+		{"empty key", "name = x\n = 5\n", nil, true},                                                                                         // a key
+		{"dash key", "name = x\n--rate = 5\n", nil, true},                                                                                    // flags without their dashes
+		{"long line", "name = x\nabout = " + strings.Repeat("a", 5000), nil, true},                                                           // a line has a bound
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +104,26 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := c.Load("nope"); err == nil || !strings.Contains(err.Error(), "steady") {
 		t.Fatalf("nope: %v", err)
+	}
+	// Without a name = line, a file is named after itself, if it can be.
+	for _, tc := range []struct {
+		file, want string // "" want: refused
+	}{
+		{"Night-Shift.scenario", "night-shift"}, // lower-cased, the extension dropped
+		{"plain", "plain"},                      // no extension
+		{"two words.scenario", ""},              // a space: no name
+	} {
+		f := filepath.Join(t.TempDir(), tc.file)
+		if err := os.WriteFile(f, []byte("rate = 7\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Load(f)
+		switch {
+		case tc.want == "" && (!errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "no name = line")):
+			t.Errorf("%s: %+v, %v; want ErrSyntax asking for a name", tc.file, s, err)
+		case tc.want != "" && (err != nil || s.Name != tc.want):
+			t.Errorf("%s: %+v, %v; want named %q", tc.file, s, err, tc.want)
+		}
 	}
 }
 
