@@ -59,7 +59,7 @@ func TestAdminWeatherRoutes(t *testing.T) {
 		// An origin the crowd does not serve.
 		{"PUT an unknown origin", "PUT", `{"spec":"down=flood9.test"}`, "", "", 400, "flood9.test is not one of the crowd's origins", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// Shares that need more origins than there are.
-		{"PUT shares too large", "PUT", `{"spec":"down=100%,gone=50%"}`, "", "", 400, "needs 1 origins, and only 0", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
+		{"PUT shares too large", "PUT", `{"spec":"down=100%,gone=50%"}`, "", "", 400, "needs 1 origin, and only 0", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// A body without a spec is not read as clear: a misspelt field would clear the weather.
 		{"PUT without spec", "PUT", `{"weather":"down=5%"}`, "", "", 400, "no spec", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// A body that is not JSON.

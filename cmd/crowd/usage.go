@@ -117,9 +117,12 @@ func minArgsUsage(n int) cobra.PositionalArgs {
 func exactArgsUsage(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usage(fmt.Errorf("%s wants %s, got %d arguments (see %s --help)",
-				cmd.CommandPath(), argsWanted(cmd), len(args), cmd.CommandPath()))
-
+			s := "s"
+			if len(args) == 1 {
+				s = ""
+			}
+			return usage(fmt.Errorf("%s wants %s, got %d argument%s (see %s --help)",
+				cmd.CommandPath(), argsWanted(cmd), len(args), s, cmd.CommandPath()))
 		}
 		return nil
 	}

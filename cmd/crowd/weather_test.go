@@ -33,7 +33,7 @@ func TestServeWeatherRefusesNamingTheFlag(t *testing.T) {
 		// An origin the world does not have: found before the world opens.
 		{"unknown origin", []string{"--weather", "down=flood9.test"}, "", []string{"--weather", "flood9.test is not one of the crowd's origins"}},
 		// Shares that need more origins than the world has.
-		{"shares too large", []string{"--weather", "down=100%,gone=50%"}, "", []string{"--weather", "needs 1 origins, and only 0"}},
+		{"shares too large", []string{"--weather", "down=100%,gone=50%"}, "", []string{"--weather", "needs 1 origin, and only 0"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.env != "" {

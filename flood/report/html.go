@@ -61,7 +61,8 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	writeSecurityMarkdown(&b, r)
 	writeWeatherMarkdown(&b, r)
 	if r.Signatures != nil {
-		fmt.Fprintf(&b, "Signatures: %s.\n\n", record.EscapeMarkdown(r.Signatures.Summary()))
+		s := r.Signatures.Summary() // "signature both: …", said once
+		fmt.Fprintf(&b, "%s.\n\n", record.EscapeMarkdown(strings.ToUpper(s[:1])+s[1:]))
 	}
 	if r.Bottleneck.Generator {
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")

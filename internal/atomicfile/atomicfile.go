@@ -88,7 +88,12 @@ func SyncDir(dir string) error {
 func synced(dir, name string, data []byte, perm os.FileMode) (string, error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp*")
 	if err != nil {
-		return "", err
+		// Named as the file asked for, not the temporary one beside it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
 	fail := func(err error) (string, error) {
 		f.Close()

@@ -216,5 +216,8 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 			break
 		}
 	}
+	if len(errs) == 1 && len(ips) == 1 && net.JoinHostPort(ips[0].String(), port) == addr {
+		return nil, errs[0] // an address, not a name: the dial's own error says it
+	}
 	return nil, fmt.Errorf("dial %s: %w", addr, errors.Join(errs...))
 }

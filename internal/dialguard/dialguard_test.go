@@ -151,3 +151,34 @@ func TestGuardPinsTheFirstAnswer(t *testing.T) {
 		t.Errorf("dialed %v, want the pinned 10.0.0.1:443", lastDial(fn))
 	}
 }
+
+// TestGuardDialErrorSaysTheAddressOnce: a refused dial of an address (no
+// name to resolve) is the dial's own error, which names it; a name's says
+// the name and the address it resolved to.
+func TestGuardDialErrorSaysTheAddressOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: the dial is refused
+	_, port, _ := net.SplitHostPort(addr)
+	g := NewGuard(GuardOptions{Resolve: (&dialguardtest.FakeNet{Names: map[string][]string{"sut.test": {"127.0.0.1"}}}).Resolve})
+	for _, c := range []struct {
+		dial string
+		once []string // each said once
+	}{
+		{addr, []string{addr}},                           // an address
+		{"sut.test:" + port, []string{"sut.test", addr}}, // a name, and where it led
+	} {
+		_, err := g.DialContext(context.Background(), "tcp", c.dial)
+		if err == nil {
+			t.Fatalf("%s: dialed a port nothing listens on", c.dial)
+		}
+		for _, s := range c.once {
+			if n := strings.Count(err.Error(), s); n != 1 {
+				t.Errorf("%s: %q says %s %d times, want once", c.dial, err, s, n)
+			}
+		}
+	}
+}

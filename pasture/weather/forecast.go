@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -36,6 +37,9 @@ func Assign(spec Spec, origins []string, seed uint64) (*Forecast, error) {
 		}
 		for _, h := range r.Origins {
 			if !known[h] {
+				if _, err := strconv.ParseFloat(h, 64); err == nil {
+					return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins (a share of them needs %%: %s=%s%%)", ErrSpec, r, h, r.Condition.Kind, h)
+				}
 				return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins", ErrSpec, r, h)
 			}
 			if prev, taken := f.byHost[h]; taken {
@@ -51,7 +55,7 @@ func Assign(spec Spec, origins []string, seed uint64) (*Forecast, error) {
 		}
 		n := max(1, int(math.Round(r.Percent/100*float64(len(origins)))))
 		if n > len(free) {
-			return nil, fmt.Errorf("%w: %s needs %d origins, and only %d of the crowd's %d are left", ErrSpec, r, n, len(free), len(origins))
+			return nil, fmt.Errorf("%w: %s needs %d origin%s, and only %d of the crowd's %d are left", ErrSpec, r, n, plural(n), len(free), len(origins))
 		}
 		for _, h := range free[:n] {
 			f.byHost[h] = r.Condition
@@ -123,4 +127,12 @@ func (f *Forecast) Origins() []Assigned {
 type Assigned struct {
 	Host string
 	Condition
+}
+
+// plural is "s" but for one.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -87,6 +87,8 @@ func TestAssignRefuses(t *testing.T) {
 		spec, names string
 	}{
 		{"down=flood9.test", "not one of the crowd's origins"},            // not in the world
+		{"down=5", "a share of them needs %: down=5%"},                    // a share without its %
+		{"down=100%,gone=10%", "needs 1 origin, and only 0"},              // one, said as one
 		{"down=flood1.test,gone=flood1.test", "already down"},             // two conditions
 		{"down=60%,gone=60%", "only 2 of the crowd's 5 are left"},         // shares beyond the world
 		{"down=flood1.test+flood2.test,gone=100%", "only 3 of the crowd"}, // lists leave fewer
