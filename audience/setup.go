@@ -42,7 +42,7 @@ type noAPIError struct{ base, detail string }
 
 func (e noAPIError) Error() string {
 	return fmt.Sprintf("the SUT has no Mastodon client API at %s (%s): crowd run drives its personas through it; "+
-		"pass --client-api if the SUT serves it elsewhere", e.base, e.detail)
+		"if it is served elsewhere, point --client-api there", e.base, e.detail)
 }
 
 // Unwrap is ErrNoClientAPI.

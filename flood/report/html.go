@@ -192,7 +192,9 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 	}
 	p := &htmlPage{
 		Title: "crowd flood: " + label,
-		Subtitle: fmt.Sprintf("%s/s %s, %s measured from %s to %s UTC", record.FormatNumber(r.OfferedRate()), r.Settings.Arrivals,
+		// The run's span holds its warm-up and the wait for the last
+		// answers; the measured window is within it, so each is said apart.
+		Subtitle: fmt.Sprintf("%s/s %s, measured over %s; ran %s to %s UTC", record.FormatNumber(r.OfferedRate()), r.Settings.Arrivals,
 			fmtSeconds(time.Duration(r.Measured*float64(time.Second))),
 			r.Start.UTC().Format("2006-01-02 15:04:05"), r.End.UTC().Format("15:04:05")),
 		Changed:    r.Deviations.Lines(),
