@@ -51,13 +51,19 @@ func bindEnv(cmd *cobra.Command) error {
 				}
 			}
 			if e := sv.Replace(items); e != nil {
-				err = usage(fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e))
+				err = usage(fmt.Errorf("%s: %v", envName(f.Name), valueError(f, v, e)))
 			}
 			f.Changed = true
 			return
 		}
+		// The value read first, for its own error (FlagSet.Set words it
+		// as pflag does), then set as the command line sets it.
+		if e := f.Value.Set(v); e != nil {
+			err = usage(fmt.Errorf("%s: %v", envName(f.Name), valueError(f, v, e)))
+			return
+		}
 		if e := cmd.Flags().Set(f.Name, v); e != nil {
-			err = usage(fmt.Errorf("%s=%q (for --%s): %v", envName(f.Name), v, f.Name, e))
+			err = usage(fmt.Errorf("%s: %v", envName(f.Name), e))
 		}
 	})
 	return err

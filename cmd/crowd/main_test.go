@@ -47,9 +47,9 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 		{"https not host:port", []string{"serve", "--https", "nonsense", "--state", state}, nil, 2, "--https"},
 		{"dns without a port", []string{"serve", "--dns", "127.0.0.1:", "--state", state}, nil, 2, "--dns"},
 		{"dns upstream not an IP", []string{"serve", "--dns-upstream", "resolver.example", "--state", state}, nil, 2, "--dns-upstream"},
-		{"dns forward-for not a network", []string{"serve", "--dns-forward-for", "203.0.113.0/33", "--state", state}, nil, 2, "--dns-forward-for"},
+		{"dns forward-for not a network", []string{"serve", "--dns-forward-for", "203.0.113.0/33", "--state", state}, nil, 2, `--dns-forward-for "203.0.113.0/33": want a network`},
 		{"bad log level", []string{"serve", "--log-level", "loud", "--state", state}, nil, 2, "--log-level"},
-		{"bad env value names variable and flag", []string{"serve", "--state", state}, map[string]string{"CROWD_ORIGINS": "lots"}, 2, "CROWD_ORIGINS"},
+		{"bad env value names variable and flag", []string{"serve", "--state", state}, map[string]string{"CROWD_ORIGINS": "lots"}, 2, `CROWD_ORIGINS: invalid argument "lots" for --origins: want a whole number, as in --origins=20`},
 		{"a busy port names its flag", []string{"serve", "--state", state, "--origins", "1", "--actors", "1", "--https", "", "--http", "", "--dns", "", "--admin", "256.0.0.1:1"}, nil, 1, "--admin"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -300,15 +300,19 @@ func TestParseNetwork(t *testing.T) {
 		in   string
 		want string // "" for refused
 	}{
-		{"203.0.113.0/24", "203.0.113.0/24"}, // a network
-		{"203.0.113.9", "203.0.113.9/32"},    // an address alone
-		{"2001:db8::/32", "2001:db8::/32"},   // an IPv6 network
-		{"2001:db8::7", "2001:db8::7/128"},   // an IPv6 address alone
-		{"::ffff:10.1.2.3", "10.1.2.3/32"},   // an IPv4-mapped address, as the IPv4 one
-		{"203.0.113.0/33", ""},               // a length past the address's
-		{"fe80::1%eth0", ""},                 // a zoned address: no network
-		{"sut.test", ""},                     // a name
-		{"", ""},                             // nothing
+		{"203.0.113.0/24", "203.0.113.0/24"},     // a network
+		{"203.0.113.9", "203.0.113.9/32"},        // an address alone
+		{"2001:db8::/32", "2001:db8::/32"},       // an IPv6 network
+		{"2001:db8::7", "2001:db8::7/128"},       // an IPv6 address alone
+		{"::ffff:10.1.2.3", "10.1.2.3/32"},       // an IPv4-mapped address, as the IPv4 one
+		{"::ffff:192.0.2.0/120", "192.0.2.0/24"}, // an IPv4-mapped network, as the IPv4 one
+		{"::ffff:0:0/80", ""},                    // more than the mapped addresses
+		{"0.0.0.0/0", ""},                        // every IPv4 address: an open resolver
+		{"::/0", ""},                             // every IPv6 address
+		{"203.0.113.0/33", ""},                   // a length past the address's
+		{"fe80::1%eth0", ""},                     // a zoned address: no network
+		{"sut.test", ""},                         // a name
+		{"", ""},                                 // nothing
 	} {
 		p, err := parseNetwork(c.in)
 		got := ""

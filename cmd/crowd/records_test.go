@@ -195,7 +195,7 @@ func TestMergeCLIRefuses(t *testing.T) {
 	s.Rate, s.Mix = 100, "like=1"
 	c := writeJSON(t, dir, "c.json", shardRecord(t, s, lat, 0))
 	s.Mix = "create=1"
-	later := shardRecord(t, s, lat, 0) // shard 1/2 as a, but run a minute after it
+	later := shardRecord(t, s, lat, 0) // shard 1/2, as b is, but run a minute after a
 	later.Start, later.End = later.Start.Add(time.Minute), later.End.Add(time.Minute)
 	d := writeJSON(t, dir, "d.json", later)
 	notJSON := filepath.Join(dir, "notes.json")

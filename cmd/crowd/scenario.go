@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -35,9 +36,11 @@ func (s *scenarioFlags) register(cmd *cobra.Command) {
 }
 
 // apply reads --scenario and sets each flag of cmd it names that neither
-// the command line nor the environment set; every value it holds is
-// checked either way, so that a file is refused as soon as it is wrong,
-// not the day it runs without the override. help is true for
+// the command line nor the environment set; every value it holds is read
+// as its flag reads it either way (a gate of --expect or --stop-when
+// parsed too), so that a file is refused as soon as a value is wrong, not
+// the day it runs without the override. Checks made later, across flags
+// (the flood's config), see only the values that won. help is true for
 // '--scenario help', whose list it prints to cmd's output. It returns the
 // scenario's name ("" with none).
 func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err error) {
@@ -74,28 +77,40 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			if probe == nil && s.fresh != nil {
 				probe = s.fresh()
 			}
-			if p := probeFlag(probe, st.Key); p != nil {
-				if err := p.Value.Set(st.Value); err != nil {
-					return "", false, usage(fmt.Errorf("%s: --%s %q: %v (the command line's --%s overrides it, but the file is wrong)", where, st.Key, st.Value, err, st.Key))
-				}
+			if err := probeValue(probe, st.Key, st.Value); err != nil {
+				return "", false, usage(fmt.Errorf("%s: %v (the command line's --%s overrides it, but the file is wrong)", where, err, st.Key))
 			}
 			continue
 		}
 		if err := cmd.Flags().Set(st.Key, st.Value); err != nil {
-			return "", false, usage(fmt.Errorf("%s: --%s %q: %v", where, st.Key, st.Value, err))
+			return "", false, usage(fmt.Errorf("%s: %v", where, valueError(f, st.Value, err)))
 		}
 		set[st.Key] = true
 	}
 	return sc.Name, false, nil
 }
 
-// probeFlag is probe's own flag key, nil without probe or such a flag (a
-// flag of the whole program, which probe, not under the root, lacks).
-func probeFlag(probe *cobra.Command, key string) *pflag.Flag {
+// probeValue reads value as probe's flag key reads it, and as a gate for
+// --expect and --stop-when, whose gates the flood parses later. Without
+// probe or such a flag (a flag of the whole program, which probe, not
+// under the root, lacks) there is nothing to read it with: nil.
+func probeValue(probe *cobra.Command, key, value string) error {
 	if probe == nil {
 		return nil
 	}
-	return probe.Flags().Lookup(key)
+	f := probe.Flags().Lookup(key)
+	if f == nil {
+		return nil
+	}
+	if err := f.Value.Set(value); err != nil {
+		return valueError(f, value, err)
+	}
+	if key == "expect" || key == "stop-when" {
+		if _, err := record.ParseGates([]string{value}); err != nil {
+			return fmt.Errorf("--%s %w", key, err)
+		}
+	}
+	return nil
 }
 
 // config is what the scenario flags add to a load run.

@@ -48,12 +48,12 @@ func TestScenarioApply(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"}, // not a flag
-		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},   // a scalar set twice
-		{"bad.scenario", "name = x\nseconds = soon\n", "bad.scenario:2"},    // a value the flag refuses
-		{"syntax.scenario", "name = x\nrate 1\n", "syntax.scenario:2"},      // not key = value
-		{"no name.scenario", "rate = 1\n", "no name = line"},                // neither a name nor a file name that is one
-		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"}, // named after its file: its own mistake is the one said
+		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"},                                                     // not a flag
+		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                                                       // a scalar set twice
+		{"bad.scenario", "name = x\nseconds = soon\n", `bad.scenario:2): invalid argument "soon" for --seconds: want a number`}, // a value the flag refuses, said as the command line's
+		{"syntax.scenario", "name = x\nrate 1\n", "syntax.scenario:2"},                                                          // not key = value
+		{"no name.scenario", "rate = 1\n", "no name = line"},                                                                    // neither a name nor a file name that is one
+		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"},                                                     // named after its file: its own mistake is the one said
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") {
@@ -65,10 +65,11 @@ func TestScenarioApply(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"overridden.scenario", "name = x\nrate = fast\n", `overridden.scenario:2): --rate "fast"`}, // a rate that is none
-		{"twice-overridden.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                // set twice
+		{"overridden.scenario", "name = x\nrate = fast\n", `overridden.scenario:2): invalid argument "fast" for --rate: want a number > 0`}, // a rate that is none
+		{"twice-overridden.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                                                        // set twice
+		{"gate-overridden.scenario", "name = x\nexpect = p95<<1s\n", "gate-overridden.scenario:2): --expect"},                               // a gate that is none
 	} {
-		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone", "--rate", "5")
+		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone", "--rate", "5", "--expect", "p95<1m")
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s with --rate 5: exit %d, want 2 naming %q:\n%s", tc.name, code, tc.want, errOut)
 		}

@@ -18,28 +18,34 @@ import (
 // command's own checks, or the flood's and the load run's parsers.
 // execute maps it to exit status 2.
 
-// flagValueError is err, from cobra's parsing of a flag's value, as a
-// user reads it: "invalid argument VALUE for --FLAG: what it wants".
-// pflag words a value that is no number as its parser's error
-// ("strconv.ParseFloat: parsing \"5s\": invalid syntax"), which names
-// neither what the flag wants nor an example ("--seconds=5s" is a natural
-// slip), so a numeric or duration flag's says what it wants, with its
-// default as the example (a boolean's, true or false). The crowd's own parsers name the value and the
-// flag as they begin (they also read files and the admin API, where
-// nothing else does), which pflag has said already: that beginning goes.
-// Any other error is err itself.
+// flagValueError is err, from cobra's parsing of a flag's value, as
+// valueError says it; any other error is err itself.
 func flagValueError(err error) error {
 	var invalid *pflag.InvalidValueError
 	if !errors.As(err, &invalid) || invalid.GetFlag() == nil {
 		return err
 	}
-	f, value := invalid.GetFlag(), invalid.GetValue()
-	said := func(what string) error {
-		return fmt.Errorf("invalid argument %q for --%s: %s", value, f.Name, what)
-	}
 	cause := errors.Unwrap(invalid)
 	if cause == nil {
 		return err
+	}
+	return valueError(invalid.GetFlag(), invalid.GetValue(), cause)
+}
+
+// valueError is cause, the error of f's Set(value), as a user reads it,
+// whether the value came from the command line, the environment or a
+// scenario file: "invalid argument VALUE for --FLAG: what it wants". pflag
+// words a value that is no number as its parser's error
+// ("strconv.ParseFloat: parsing \"5s\": invalid syntax"), which names
+// neither what the flag wants nor an example ("--seconds=5s" is a natural
+// slip), so a numeric or duration flag's says what it wants, with its
+// default as the example (a boolean's, true or false). The crowd's own
+// parsers name the value and the flag as they begin (they also read files
+// and the admin API, where nothing else does), which is said already:
+// that beginning goes.
+func valueError(f *pflag.Flag, value string, cause error) error {
+	said := func(what string) error {
+		return fmt.Errorf("invalid argument %q for --%s: %s", value, f.Name, what)
 	}
 	var want string
 	var num *strconv.NumError
@@ -47,18 +53,18 @@ func flagValueError(err error) error {
 	case typ == "duration":
 		want = "a duration"
 	case !errors.As(cause, &num):
-		// A parser's own words, less what pflag put before them.
+		// A parser's own words, less its repeat of the value and flag.
 		what := strings.TrimPrefix(cause.Error(), strconv.Quote(value)+": ")
 		what = strings.TrimPrefix(what, "--"+f.Name+" "+strconv.Quote(value)+": ")
 		return said(strings.TrimPrefix(what, "--"+f.Name+": "))
-	case strings.HasPrefix(typ, "int"), strings.HasPrefix(typ, "uint"):
+	case wholeNumber(typ):
 		want = "a whole number"
-	case strings.HasPrefix(typ, "float"):
+	case typ == "float32" || typ == "float64":
 		want = "a number"
 	case typ == "bool":
 		return said("want true or false")
 	default:
-		return err
+		return said(cause.Error())
 	}
 	if num != nil && errors.Is(num.Err, strconv.ErrRange) {
 		want += " in range"
@@ -67,6 +73,16 @@ func flagValueError(err error) error {
 		return said("want " + want)
 	}
 	return said(fmt.Sprintf("want %s, as in --%s=%s", want, f.Name, f.DefValue))
+}
+
+// wholeNumber reports whether typ is the Type name of one of pflag's
+// integer flags (not of their slices, whose text is a list).
+func wholeNumber(typ string) bool {
+	switch typ {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return true
+	}
+	return false
 }
 
 // usage marks err as a mistake in how the command was called (exit 2).

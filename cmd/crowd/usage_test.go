@@ -118,12 +118,12 @@ func TestOneUsageErrorType(t *testing.T) {
 	}
 }
 
-// TestFlagValueError: a value that is no number, given to a numeric
-// flag, or no duration, given to a duration flag, is said as what the
-// flag wants, with its default as the example (a boolean's, true or
-// false); a value the crowd's own
-// parser refuses is said in its words, the value and the flag named once;
-// every other parsing error is left as pflag words it.
+// TestFlagValueError: a value that is no number, given to a numeric flag,
+// or no duration, given to a duration flag, is said as what the flag
+// wants, with its default as the example (a boolean's, true or false); a
+// value the crowd's own parser refuses is said in its words, the value and
+// the flag named once; an error that is no value's is left as pflag words
+// it.
 func TestFlagValueError(t *testing.T) {
 	for _, c := range []struct {
 		name string

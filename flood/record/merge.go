@@ -101,9 +101,15 @@ func mergeRuns(out *Record, recs []*Record) error {
 // record adds their sends over the longest window, so the rate it reports
 // is one the SUT met only when they ran at once; two runs one after the
 // other would read as twice the rate either sent. Half leaves room for
-// generators started by hand, seconds apart. A record without a span (its
-// start or end not kept) is not judged.
+// generators started by hand, seconds apart; a record of no length must
+// lie within the other's span. A record without a span (its start or end
+// not kept) is not judged; one that ends before it starts is refused.
 func mergeSpans(recs []*Record) error {
+	for i, r := range recs {
+		if !r.Start.IsZero() && !r.End.IsZero() && r.End.Before(r.Start) {
+			return fmt.Errorf("%w: record %d ends (%s) before it starts (%s)", ErrMerge, i+1, r.End.Format(time.RFC3339), r.Start.Format(time.RFC3339))
+		}
+	}
 	for i, a := range recs {
 		for j := i + 1; j < len(recs); j++ {
 			b := recs[j]
@@ -117,9 +123,10 @@ func mergeSpans(recs []*Record) error {
 			if b.End.Before(end) {
 				end = b.End
 			}
-			shared := max(0, end.Sub(start))
+			shared := end.Sub(start) // negative when they do not meet
 			shorter := min(a.End.Sub(a.Start), b.End.Sub(b.Start))
-			if 2*shared < shorter {
+			if shared < 0 || 2*shared < shorter {
+				shared = max(0, shared)
 				return fmt.Errorf("%w: records %d and %d did not flood together: record %d ran %s to %s, record %d %s to %s, sharing %v of the shorter's %v (want at least half)",
 					ErrMerge, i+1, j+1, i+1, a.Start.Format(time.RFC3339), a.End.Format(time.RFC3339),
 					j+1, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), shared.Round(time.Millisecond), shorter.Round(time.Millisecond))

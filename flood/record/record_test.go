@@ -3,6 +3,7 @@ package record_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -163,22 +164,23 @@ func TestMergeSpans(t *testing.T) {
 		res := recordtest.Run(start, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(10, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
 		return recordtest.MustRecord(t, res, record.Settings{Label: "x", Arrivals: "constant", Shard: shard})
 	}
+	const whole = time.Duration(math.MaxInt64)
 	for _, tc := range []struct {
 		name   string
 		second time.Duration // when the second shard started, after the first (each spans 5.05 s)
-		cut    time.Duration // when not 0, the second's span: interrupted early
+		span   time.Duration // the second's span: whole (5.05 s), or less, interrupted early
 		merges bool
 	}{
 		// Started together: the sharded run as meant.
-		{"together", 0, 0, true},
+		{"together", 0, whole, true},
 		// Started by hand two seconds apart: they share 3.05 s of 5.05.
-		{"two seconds apart", 2 * time.Second, 0, true},
+		{"two seconds apart", 2 * time.Second, whole, true},
 		// Three seconds apart: 2.05 s of 5.05 shared, under half.
-		{"three seconds apart", 3 * time.Second, 0, false},
+		{"three seconds apart", 3 * time.Second, whole, false},
 		// One after the other: nothing shared.
-		{"one after the other", 10 * time.Second, 0, false},
+		{"one after the other", 10 * time.Second, whole, false},
 		// Before the first began.
-		{"before", -10 * time.Second, 0, false},
+		{"before", -10 * time.Second, whole, false},
 		// Interrupted after 2 s, within the other's span: all of the
 		// shorter shared.
 		{"interrupted inside the other", time.Second, 2 * time.Second, true},
@@ -186,18 +188,28 @@ func TestMergeSpans(t *testing.T) {
 		{"interrupted at the other's end", 4 * time.Second, 2 * time.Second, true},
 		// Interrupted after 2 s, 4.5 s in: 0.55 s of 2 s.
 		{"interrupted mostly after the other", 4500 * time.Millisecond, 2 * time.Second, false},
+		// A record of no length within the other's span.
+		{"no length, within", 2 * time.Second, 0, true},
+		// A record of no length a day later: nothing shared.
+		{"no length, a day later", 24 * time.Hour, 0, false},
+		// A record that ends before it starts: malformed.
+		{"reversed", time.Second, -time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			second := rec("1/2", t0.Add(tc.second))
-			if tc.cut > 0 {
-				second.End = second.Start.Add(tc.cut)
+			refusal := "did not flood together"
+			if tc.span < 0 {
+				refusal = "ends (" // before it starts
+			}
+			if tc.span != whole {
+				second.End = second.Start.Add(tc.span)
 			}
 			m, err := record.Merge(rec("0/2", t0), second)
 			switch {
 			case tc.merges && err != nil:
 				t.Fatalf("refused: %v", err)
-			case !tc.merges && (!errors.Is(err, record.ErrMerge) || !strings.Contains(err.Error(), "did not flood together")):
-				t.Fatalf("merged (%v), want ErrMerge saying they did not flood together", err)
+			case !tc.merges && (!errors.Is(err, record.ErrMerge) || !strings.Contains(err.Error(), refusal)):
+				t.Fatalf("merged (%v), want ErrMerge saying %q", err, refusal)
 			case tc.merges && m.Generators() != 2:
 				t.Errorf("merged %d generators, want 2", m.Generators())
 			}

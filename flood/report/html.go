@@ -25,7 +25,7 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	var b strings.Builder
 	b.WriteString(record.MarkdownHeader())
 	b.WriteString(r.MarkdownRow(file))
-	aborted := r.Overall.Counts.Aborted > 0
+	aborted := anyAborted(r)
 	if aborted {
 		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | aborted | dropped |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -84,6 +84,20 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 // a column of their own only then.
 type typeRow struct {
 	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, Aborted, Dropped string
+}
+
+// anyAborted reports whether r aborted a send, overall or of a type: its
+// tables then have an aborted column.
+func anyAborted(r *record.Record) bool {
+	if r.Overall.Counts.Aborted > 0 {
+		return true
+	}
+	for _, t := range r.Types {
+		if t.Counts.Aborted > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // typeRows are the per-type rows, types sorted, then "all".
@@ -201,7 +215,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Headline:   headline(r),
 		Bottleneck: r.Bottleneck,
 		Types:      typeRows(r),
-		Aborted:    r.Overall.Counts.Aborted > 0,
+		Aborted:    anyAborted(r),
 		Status:     statusRows(r),
 		Weather:    weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,

@@ -202,7 +202,7 @@ func writeMeasured(b *strings.Builder, r *record.Record) {
 // row's sent is answered + no answer + aborted.
 func writeTypeTable(b *strings.Builder, r *record.Record) error {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	aborted := r.Overall.Counts.Aborted > 0
+	aborted := anyAborted(r)
 	head := "type\tsent\tanswered\tp50\tp90\tp95\tp99\tp99.9\tmax\tservice p99\tlate p99\t2xx\terrors\tno answer\t"
 	if aborted {
 		head += "aborted\t"

@@ -29,7 +29,10 @@ import (
 
 // Scenario is one parsed scenario.
 type Scenario struct {
-	// Name names it (--scenario NAME, and the record's settings.scenario).
+	// Name names it (--scenario NAME, and the record's settings.scenario):
+	// lower-case letters, digits and '-'. Parse leaves it empty for a
+	// file without a name = line; Catalog.Load then names the file after
+	// itself.
 	Name string
 	// About says what it sends; Incident what incident of real federation
 	// it models.
@@ -55,7 +58,7 @@ const maxLine = 4096
 
 // Parse reads a scenario from r; source names it in errors (a file's
 // path, or "preset NAME"). Every error wraps ErrSyntax and names
-// source:line.
+// source:line. A scenario without a name = line parses with no Name.
 func Parse(r io.Reader, source string) (*Scenario, error) {
 	s := &Scenario{Source: source}
 	sc := bufio.NewScanner(r)

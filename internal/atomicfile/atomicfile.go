@@ -84,21 +84,24 @@ func SyncDir(dir string) error {
 }
 
 // synced writes data to a new temporary file in dir, fsynced and closed,
-// and returns its name.
+// and returns its name. Its errors name the file asked for (dir/name),
+// not the temporary one beside it.
 func synced(dir, name string, data []byte, perm os.FileMode) (string, error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp*")
-	if err != nil {
-		// Named as the file asked for, not the temporary one beside it.
+	asked := func(err error) error {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	f, err := os.CreateTemp(dir, "."+name+".tmp*")
+	if err != nil {
+		return "", asked(err)
 	}
 	fail := func(err error) (string, error) {
 		f.Close()
 		os.Remove(f.Name())
-		return "", err
+		return "", asked(err)
 	}
 	if err := f.Chmod(perm); err != nil {
 		return fail(err)
@@ -111,7 +114,7 @@ func synced(dir, name string, data []byte, perm os.FileMode) (string, error) {
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
-		return "", err
+		return "", asked(err)
 	}
 	return f.Name(), nil
 }

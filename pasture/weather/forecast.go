@@ -37,8 +37,9 @@ func Assign(spec Spec, origins []string, seed uint64) (*Forecast, error) {
 		}
 		for _, h := range r.Origins {
 			if !known[h] {
-				if _, err := strconv.ParseFloat(h, 64); err == nil {
-					return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins (a share of them needs %%: %s=%s%%)", ErrSpec, r, h, r.Condition.Kind, h)
+				if plainNumber(h) {
+					shared := strings.Replace(r.String(), "="+h, "="+h+"%", 1)
+					return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins (a share of them needs %%: %s)", ErrSpec, r, h, shared)
 				}
 				return nil, fmt.Errorf("%w: %s: %s is not one of the crowd's origins", ErrSpec, r, h)
 			}
@@ -127,6 +128,13 @@ func (f *Forecast) Origins() []Assigned {
 type Assigned struct {
 	Host string
 	Condition
+}
+
+// plainNumber reports whether s is written as a share is, less its %:
+// digits, and a decimal point among them.
+func plainNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil && strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1
 }
 
 // plural is "s" but for one.

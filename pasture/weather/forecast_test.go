@@ -88,6 +88,8 @@ func TestAssignRefuses(t *testing.T) {
 	}{
 		{"down=flood9.test", "not one of the crowd's origins"},            // not in the world
 		{"down=5", "a share of them needs %: down=5%"},                    // a share without its %
+		{"flaky=50:0.25", "needs %: flaky=50%:0.25"},                      // its parameters kept
+		{"down=1e3", "1e3 is not one of the crowd's origins"},             // not written as a share: no hint
 		{"down=100%,gone=10%", "needs 1 origin, and only 0"},              // one, said as one
 		{"down=flood1.test,gone=flood1.test", "already down"},             // two conditions
 		{"down=60%,gone=60%", "only 2 of the crowd's 5 are left"},         // shares beyond the world
@@ -100,6 +102,10 @@ func TestAssignRefuses(t *testing.T) {
 		_, err = Assign(spec, hosts(5), 1)
 		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.names) {
 			t.Errorf("Assign(%q) = %v, want ErrSpec naming %q", c.spec, err, c.names)
+		}
+		// The hint only for what is written as a share, less its %.
+		if hint := strings.Contains(err.Error(), "needs %"); hint != strings.Contains(c.names, "needs %") {
+			t.Errorf("Assign(%q) = %v: a hint about %% %v, want %v", c.spec, err, hint, !hint)
 		}
 	}
 }
