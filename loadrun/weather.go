@@ -117,6 +117,12 @@ func (c Config) checkWeather(p *plan, bad func(string, ...any)) {
 		bad("--weather-repeat %v: want 1s or more (0: the timeline runs once)", t.Repeat)
 	}
 	end := c.Warmup + time.Duration(c.Seconds*float64(time.Second))
+	// A scenario's timeline (the outage preset's, an hour long) meets a
+	// run shortened with --seconds: say the two ways out.
+	shorter := ""
+	if c.Scenario != nil && c.Scenario.Name != "" {
+		shorter = fmt.Sprintf("; with --scenario %s, give --seconds past it, or a --weather-at of your own, which replaces the scenario's timeline", c.Scenario.Name)
+	}
 	for i, w := range t.At {
 		switch {
 		case i > 0 && w.Offset <= t.At[i-1].Offset:
@@ -124,7 +130,7 @@ func (c Config) checkWeather(p *plan, bad func(string, ...any)) {
 		case t.Repeat > 0 && w.Offset >= t.Repeat:
 			bad("--weather-at %q: +%v is not before --weather-repeat %v, so the timeline starts over before it applies", w.String(), w.Offset, t.Repeat)
 		case c.Seconds > 0 && w.Offset >= end:
-			bad("--weather-at %q: +%v is not before the run's end (--warmup + --seconds = %v), so it would never apply", w.String(), w.Offset, end)
+			bad("--weather-at %q: +%v is not before the run's end (--warmup + --seconds = %v), so it would never apply%s", w.String(), w.Offset, end, shorter)
 		}
 	}
 }

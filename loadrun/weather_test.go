@@ -107,6 +107,11 @@ func TestWeatherTimelineRules(t *testing.T) {
 		// A change at the run's end never applies.
 		{"past the end", func(c *Config) { c.Weather = at("+1s down=1%", "+10s clear") },
 			`--weather-at "+10s clear": +10s is not before the run's end (--warmup + --seconds = 10s)`},
+		// A scenario's timeline past a shortened run: the two ways out.
+		{"a scenario's, past the end", func(c *Config) {
+			c.Weather = at("+1m down=1%")
+			c.Scenario = &ScenarioConfig{Name: "outage"}
+		}, "never apply; with --scenario outage, give --seconds past it, or a --weather-at of your own, which replaces the scenario's timeline"},
 		// The warm-up is part of the flood: offsets count from its start.
 		{"warm-up counts", func(c *Config) { c.Warmup = 5 * time.Second; c.Weather = at("+12s clear") }, ""},
 		// A repeat does not make a change past the end apply.

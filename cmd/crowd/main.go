@@ -44,6 +44,10 @@ func main() {
 // command writes through the writers it is handed, so tests can run the CLI
 // side by side), and returns the process exit status.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if err := helpOfNoCommand(args); err != nil {
+		fmt.Fprintln(stderr, "crowd:", err)
+		return 2
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,6 +158,25 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
 	return usage(fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath()))
+}
+
+// helpOfNoCommand is subcommandArgs's error for args that ask for help
+// (--help, -h) after a word that is no command ("crowd scenario --help"),
+// where cobra would print the group's help and exit 0, as though the word
+// were one; nil otherwise. It reads args on a command tree of its own.
+func helpOfNoCommand(args []string) error {
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--help" || a == "-h" }) {
+		return nil
+	}
+	cmd, rest, err := newRoot().Find(args)
+	if err != nil || !cmd.HasSubCommands() {
+		return nil // cobra says what is wrong
+	}
+	cmd.InitDefaultHelpFlag() // as cobra does before it parses
+	if cmd.ParseFlags(rest) != nil {
+		return nil
+	}
+	return subcommandArgs(cmd, cmd.Flags().Args())
 }
 
 // showHelp is the RunE of a command that only groups subcommands.

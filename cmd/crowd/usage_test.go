@@ -32,6 +32,8 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{[]string{"ca", "isue", "sut.test"}, "did you mean issue"},     // a subcommand typo
 		{[]string{"version", "extra"}, `"extra"`},                      // version takes no argument
 		{[]string{"verison"}, "did you mean version"},                  // a command typo
+		{[]string{"scenario", "--help"}, `unknown command "scenario"`}, // --help after no command: refused, not the top-level help
+		{[]string{"ca", "isue", "-h"}, "did you mean issue"},           // nor of no subcommand
 		{[]string{"tail", "alice"}, `"alice"`},                         // tail filters with flags
 		{[]string{"send", "alice@flood1.test"}, `"alice@flood1.test"`}, // send names with flags
 		{[]string{"lookup"}, "one actor"},                              // lookup needs the actor
