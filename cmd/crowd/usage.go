@@ -168,7 +168,11 @@ func helpOfNoCommand(args []string) error {
 	if !slices.ContainsFunc(args, func(a string) bool { return a == "--help" || a == "-h" }) {
 		return nil
 	}
-	cmd, rest, err := newRoot().Find(args)
+	root := newRoot()
+	// The commands cobra adds as it executes, so that they are found.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	cmd, rest, err := root.Find(args)
 	if err != nil || !cmd.HasSubCommands() {
 		return nil // cobra says what is wrong
 	}

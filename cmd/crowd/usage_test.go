@@ -61,6 +61,27 @@ func TestUsageMistakesExit2(t *testing.T) {
 	}
 }
 
+// TestHelpOfACommandExits0: --help (or -h) of a command, a group, or the
+// commands cobra adds itself (help, completion) prints help and exits 0;
+// only help after a word that is no command is refused
+// (TestUsageMistakesExit2).
+func TestHelpOfACommandExits0(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"},                              // the whole program
+		{"flood", "--help"},                     // a command
+		{"ca", "-h"},                            // a group
+		{"ca", "issue", "--help"},               // a group's command
+		{"help", "flood", "-h"},                 // cobra's help command
+		{"completion", "bash", "-h"},            // cobra's completion command
+		{"--log-level", "error", "flood", "-h"}, // after a flag's value
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%q: exit %d, want 0: %s", args, code, stderr)
+		}
+	}
+}
+
 // TestEveryCommandRefusesUnknownFlagsAndArguments walks the command tree,
 // so that a new command is covered: an unknown flag exits 2 naming it; a
 // command that takes no arguments refuses one (exit 2, naming it); a
