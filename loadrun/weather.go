@@ -117,7 +117,7 @@ func (c Config) checkWeather(p *plan, bad func(string, ...any)) {
 		bad("--weather-repeat %v: want 1s or more (0: the timeline runs once)", t.Repeat)
 	}
 	end := c.Warmup + time.Duration(c.Seconds*float64(time.Second))
-	// A scenario's timeline (the outage preset's, an hour long) meets a
+	// A scenario's timeline (the outage preset's runs to +10 min) meets a
 	// run shortened with --seconds: say the two ways out.
 	shorter := ""
 	if c.Scenario != nil && c.Scenario.Name != "" {

@@ -17,10 +17,10 @@ import (
 // wrapping ErrMerge: settings that differ in anything but the shard, a shard
 // or record present twice, shards of different totals, sharded with unsharded
 // records, records that did not run together (mergeSpans), and histograms of
-// another geometry. Timeline percentiles of a
-// merged record are the maximum over the generators (an upper bound); all
-// other figures are exact. The merged record's MeasuredSeconds is the longest
-// of the inputs (the generators ran concurrently).
+// another geometry. Timeline percentiles of a merged record are the maximum
+// over the generators (an upper bound); all other figures are exact. The
+// merged record's MeasuredSeconds is the longest of the inputs (the
+// generators ran concurrently).
 func Merge(recs ...*Record) (*Record, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: no records", ErrMerge)

@@ -61,7 +61,8 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	writeSecurityMarkdown(&b, r)
 	writeWeatherMarkdown(&b, r)
 	if r.Signatures != nil {
-		s := r.Signatures.Summary() // "signature both: …", said once
+		// "signature both: …", capitalised: the word said once.
+		s := r.Signatures.Summary()
 		fmt.Fprintf(&b, "%s.\n\n", record.EscapeMarkdown(strings.ToUpper(s[:1])+s[1:]))
 	}
 	if r.Bottleneck.Generator {

@@ -198,8 +198,8 @@ func writeMeasured(b *strings.Builder, r *record.Record) {
 
 // writeTypeTable is the aligned per-type table, types sorted, then "all".
 // An interrupted run's table has an "aborted" column too: the sends in
-// flight when it was interrupted, neither answered nor not, so that each
-// row's sent is answered + no answer + aborted.
+// flight when it was interrupted, which got neither an answer nor a
+// timeout, so that each row's sent is answered + no answer + aborted.
 func writeTypeTable(b *strings.Builder, r *record.Record) error {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	aborted := anyAborted(r)
