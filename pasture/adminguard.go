@@ -21,9 +21,11 @@ import (
 //   - every request's Host must be one of the admin's own names: an IP
 //     literal (rebinding needs a name), localhost, the --admin host, this
 //     machine's host name, or one added with --admin-host; otherwise 421;
-//   - a request that changes state (not GET, HEAD or OPTIONS) must not come
-//     from another origin (its Origin header, or, without one, a browser's
-//     Sec-Fetch-Site saying cross-site): 403;
+//   - a request that changes state (not GET, HEAD or OPTIONS), or a GET
+//     that makes the crowd send (a lookup signs and fetches, so an <img>
+//     on any page could aim the crowd's signed GETs anywhere), must not
+//     come from another origin (its Origin header, or, without one, a
+//     browser's Sec-Fetch-Site saying cross-site): 403;
 //   - and its body must be application/json, which a page cannot send
 //     cross-origin without a preflight the admin never answers: 403, since
 //     this is a refusal of who may write, not a media type to negotiate.
@@ -80,8 +82,8 @@ func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 				"Host %q is not a name of this admin API (use 127.0.0.1, localhost or the --admin host, or add the name with crowd serve --admin-host)", r.Host))
 			return
 		}
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		reads := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
+		if reads && !sends(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -89,7 +91,7 @@ func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 			adminapi.WriteError(w, http.StatusForbidden, reason+": a web page may not drive the crowd's admin API")
 			return
 		}
-		if hasBody(r) {
+		if !reads && hasBody(r) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 				adminapi.WriteError(w, http.StatusForbidden, fmt.Sprintf("Content-Type %q: the admin API takes writes only as application/json", r.Header.Get("Content-Type")))
 				return
@@ -98,6 +100,10 @@ func (g *adminGuard) Wrap(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// sends reports whether r, a GET, makes the crowd send: a lookup signs a
+// WebFinger query and the actor's fetch, to whatever host it names.
+func sends(r *http.Request) bool { return r.URL.Path == adminapi.RouteLookup.Path() }
 
 // foreignOrigin says why r comes from another origin than the admin's own
 // (scheme://Host), or "" when it does not: a non-browser client sends no

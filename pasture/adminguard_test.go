@@ -129,6 +129,47 @@ func TestAdminGuard(t *testing.T) {
 	}
 }
 
+// TestAdminGuardLookupSends: a lookup is a GET that makes the crowd sign
+// and fetch, to whatever host it names, so a web page elsewhere may not
+// drive it (an <img> would do); the CLI, the admin page and a URL typed
+// into the browser may. Other GETs only read.
+func TestAdminGuardLookupSends(t *testing.T) {
+	p, _ := guardedPasture(t, "crowd")
+	for _, c := range []struct {
+		name    string
+		path    string
+		header  map[string]string
+		refused bool
+	}{
+		// A page elsewhere, by its Origin or its browser's Sec-Fetch-Site.
+		{"foreign Origin", adminapi.RouteLookup.Path(), map[string]string{"Origin": "https://evil.example"}, true},
+		{"cross-site", adminapi.RouteLookup.Path(), map[string]string{"Sec-Fetch-Site": "cross-site"}, true},
+		{"same-site", adminapi.RouteLookup.Path(), map[string]string{"Sec-Fetch-Site": "same-site"}, true},
+		// The CLI: no Origin, no Sec-Fetch-Site.
+		{"the CLI", adminapi.RouteLookup.Path(), nil, false},
+		// The admin page's own fetch, and a URL typed into the browser.
+		{"same-origin", adminapi.RouteLookup.Path(), map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
+		{"typed", adminapi.RouteLookup.Path(), map[string]string{"Sec-Fetch-Site": "none"}, false},
+		// A GET that only reads: a page cannot read the answer anyway.
+		{"a read, cross-site", adminapi.RouteWorld.Path(), map[string]string{"Sec-Fetch-Site": "cross-site"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// No resource: a lookup let through answers 400, before any fetch.
+			req := httptest.NewRequest("GET", c.path, nil)
+			req.Host = "127.0.0.1:9180"
+			req.Header.Set("Authorization", "Bearer "+guardToken)
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			p.AdminHandler().ServeHTTP(rec, req)
+			if refused := rec.Code == http.StatusForbidden; refused != c.refused {
+				t.Errorf("status %d %q, want refused %v", rec.Code, rec.Body, c.refused)
+			}
+		})
+	}
+}
+
 // A path the admin API does not serve is its JSON error, naming the routes it does serve.
 func TestAdminNotFoundNamesItsRoutes(t *testing.T) {
 	p, _ := guardedPasture(t)
