@@ -93,7 +93,7 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	r.Handle(string(adminapi.RouteWorld), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := adminapi.ParseWorldQuery(r.URL.Query())
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			adminapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		adminapi.WriteJSON(w, http.StatusOK, p.WorldPage(q))
@@ -110,6 +110,18 @@ func (p *Pasture) adminHandler(reg *prometheus.Registry) {
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("the admin API serves no %s %s; it serves %s",
 			req.Method, req.URL.Path, strings.Join(p.AdminRoutes(), ", ")))
+	})
+	// A path it serves by other methods answers in the same shape, naming them.
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		var by []string
+		for _, route := range p.AdminRoutes() {
+			if method, path, _ := strings.Cut(route, " "); path == req.URL.Path {
+				by = append(by, method)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(by, ", "))
+		adminapi.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("the admin API serves %s by %s, not %s",
+			req.URL.Path, strings.Join(by, ", "), req.Method))
 	})
 }
 

@@ -185,3 +185,39 @@ func TestAdminNotFoundNamesItsRoutes(t *testing.T) {
 		t.Fatalf("the 404 %q names neither the request nor the routes", refusal.Error)
 	}
 }
+
+// TestAdminErrorsAreJSON: the admin API's refusals are its error shape,
+// {"error": reason}, whatever refuses: a method a path is not served by
+// (naming the ones it is, in Allow too), and a query the route cannot
+// read.
+func TestAdminErrorsAreJSON(t *testing.T) {
+	p, _ := guardedPasture(t)
+	for _, c := range []struct {
+		name, method, path string
+		status             int
+		say                string // in the error
+		allow              string // the Allow header
+	}{
+		// A route served by GET, asked by DELETE.
+		{"a method not served", http.MethodDelete, adminapi.RouteWorld.Path(), http.StatusMethodNotAllowed, "serves /api/world by GET, not DELETE", "GET"},
+		// One served by three methods, asked by another.
+		{"a method of none of three", http.MethodPatch, adminapi.RouteWeather.Path(), http.StatusMethodNotAllowed, "by DELETE, GET, PUT, not PATCH", "DELETE, GET, PUT"},
+		// The world's paging, an offset below 0.
+		{"a bad page", http.MethodGet, adminapi.RouteWorld.Path() + "?offset=-1", http.StatusBadRequest, "offset", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(c.method, "http://127.0.0.1:9180"+c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+guardToken)
+			req.Header.Set("Content-Type", "application/json") // past the guard, which wants writes as JSON
+			p.AdminHandler().ServeHTTP(rec, req)
+			var refusal struct{ Error string }
+			if rec.Code != c.status || json.Unmarshal(rec.Body.Bytes(), &refusal) != nil || !strings.Contains(refusal.Error, c.say) {
+				t.Fatalf("%d %q, want %d in the API's error shape saying %q", rec.Code, rec.Body, c.status, c.say)
+			}
+			if got := rec.Header().Get("Allow"); got != c.allow {
+				t.Errorf("Allow %q, want %q", got, c.allow)
+			}
+		})
+	}
+}
