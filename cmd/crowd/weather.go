@@ -127,7 +127,7 @@ func newWeatherSetCmd() *cobra.Command {
 }
 
 func newWeatherShowCmd() *cobra.Command {
-	return newWeatherCallCmd("show", "Show the weather in force: each origin in weather with its condition and what the weather answered for it, and the counts",
+	return newWeatherCallCmd("show", "Show the weather in force: each origin in weather with its condition and what the weather has answered for it since the crowd started (across changes), and the counts",
 		(*adminapi.Client).Weather)
 }
 
@@ -181,7 +181,9 @@ func writeWeather(w io.Writer, info adminapi.WeatherInfo) error {
 	}
 	if len(rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ORIGIN\tCONDITION\tANSWERED")
+		// The counters run from the crowd's start across changes: an
+		// origin clear now shows what its earlier weather answered.
+		fmt.Fprintln(tw, "ORIGIN\tCONDITION\tANSWERED SINCE THE CROWD STARTED")
 		for _, o := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", o.Host, o.Condition, answeredText(info.Answered[o.Host]))
 		}

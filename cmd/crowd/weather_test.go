@@ -132,7 +132,7 @@ func TestWeatherCommands(t *testing.T) {
 	}{
 		// Set: the table of the origins in weather, then the spec and the counts.
 		{"set", []string{"set", "down=flood1.test,limited=flood2.test:30s"}, 0,
-			[]string{"ORIGIN       CONDITION    ANSWERED\nflood1.test  down         -\nflood2.test  limited:30s  -\n", "weather down=flood1.test,limited=flood2.test:30s since ", "of 2 origins: down 1, limited 1\n"},
+			[]string{"ORIGIN       CONDITION    ANSWERED SINCE THE CROWD STARTED\nflood1.test  down         -\nflood2.test  limited:30s  -\n", "weather down=flood1.test,limited=flood2.test:30s since ", "of 2 origins: down 1, limited 1\n"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// Show reads the same back.
 		{"show", []string{"show"}, 0, []string{"flood2.test  limited:30s  -\n", "of 2 origins: down 1, limited 1"},
@@ -234,11 +234,11 @@ func TestWriteWeatherAnswered(t *testing.T) {
 		// an origin in weather with answers: the non-zero counters, from the wire up
 		{"in weather", adminapi.WeatherInfo{Origins: []adminapi.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}},
 			Answered: map[string]adminapi.WeatherAnswered{"flood2.test": {Documents: 3, Deliveries: 2, Lookups: 1}}},
-			"ORIGIN       CONDITION  ANSWERED\nflood2.test  gone       lookups 1, deliveries 2, documents 3\n"},
+			"ORIGIN       CONDITION  ANSWERED SINCE THE CROWD STARTED\nflood2.test  gone       lookups 1, deliveries 2, documents 3\n"},
 		// cleared since, with answers: listed as clear, after those in weather
 		{"cleared with answers", adminapi.WeatherInfo{Origins: []adminapi.WeatherOrigin{{Host: "flood3.test", Condition: "down"}},
 			Answered: map[string]adminapi.WeatherAnswered{"flood1.test": {Connections: 4}, "flood3.test": {}}},
-			"ORIGIN       CONDITION  ANSWERED\nflood3.test  down       -\nflood1.test  clear      connections 4\n"},
+			"ORIGIN       CONDITION  ANSWERED SINCE THE CROWD STARTED\nflood3.test  down       -\nflood1.test  clear      connections 4\n"},
 		// cleared since, nothing answered: no table at all
 		{"cleared without answers", adminapi.WeatherInfo{Answered: map[string]adminapi.WeatherAnswered{"flood1.test": {}}}, ""},
 	} {
