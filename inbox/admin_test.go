@@ -230,6 +230,13 @@ func TestAdminSendAndLookup(t *testing.T) {
 	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {
 		t.Errorf("lookup bob: %d %+v", s, lr)
 	}
+	// A crowd origin's URL that is no actor of it: the origin's 404, not
+	// the failed DNS lookup of a name the machine does not resolve.
+	lr = adminapi.LookupResult{}
+	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=https://flood1.test/users/zed", &lr)
+	if lr.Status != http.StatusNotFound || !strings.Contains(strings.Join(lr.Problems, "\n"), "404") || strings.Contains(strings.Join(lr.Problems, "\n"), "lookup") {
+		t.Errorf("lookup of no actor on a crowd origin: status %d, problems %q; want its 404", lr.Status, lr.Problems)
+	}
 	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource="+remoteID("badguy"), &lr)
 	for _, want := range []string{"Content-Type", "no inbox", "publicKey.owner", "publicKeyPem", "preferredUsername"} {
 		if !strings.Contains(strings.Join(lr.Problems, "\n"), want) {

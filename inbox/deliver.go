@@ -358,12 +358,21 @@ func (in *Inbox) sendWith(from *actors.Actor, to, inbox string, activity []byte,
 }
 
 // fetch GETs target signed by as (an origin's instance actor), asking for
-// an ActivityPub document, and returns the answer whatever its status. A
-// crowd actor's document is rendered in-process. The error is set only when
-// there was no usable answer.
+// an actor's ActivityPub document, and returns the answer whatever its
+// status. A crowd actor's document is rendered in-process, and any other
+// URL of a crowd origin is its 404 there too: the crowd's names need not
+// resolve where it runs, and the machine's resolver would report a lookup
+// failure for an actor the origin simply does not have. The error is set
+// only when there was no usable answer.
 func (in *Inbox) fetch(ctx context.Context, as *actors.Actor, target string) (apclient.Response, error) {
 	if a, ok := in.crowdActor(target); ok {
 		return apclient.Response{URL: target, Status: http.StatusOK, ContentType: actors.ContentTypeActivity, Body: a.DocumentJSON()}, nil
+	}
+	if u, err := url.Parse(target); err == nil && u.Scheme == "https" {
+		if _, ok := in.world.Origin(u.Host); ok {
+			return apclient.Response{URL: target, Status: http.StatusNotFound, ContentType: "text/plain; charset=utf-8",
+				Body: fmt.Appendf(nil, "no actor at %s on %s\n", u.Path, u.Host)}, nil
+		}
 	}
 	return in.fetcher.Do(context.WithValue(ctx, originKey{}, as.Origin), target, "")
 }
