@@ -214,24 +214,14 @@ func startCrowd(ctx context.Context, log *zap.Logger, wcfg actors.Config, pcfg p
 	return c, weatherUsage(err)
 }
 
-// parseNetwork is s as a network: a CIDR prefix (203.0.113.0/24), or an IP
-// alone, a network of one address. An IPv4-mapped one is its IPv4 network,
-// as the DNS compares IPv4 clients unmapped. Every address (0.0.0.0/0,
-// ::/0) is refused: that is the open resolver the check keeps the crowd
-// from being.
+// parseNetwork is s as a network (originaddr.ParseNetwork: a CIDR prefix
+// or an IP alone, an IPv4-mapped one as its IPv4 network). Every address
+// (0.0.0.0/0, ::/0) is refused: that is the open resolver the check keeps
+// the crowd from being.
 func parseNetwork(s string) (netip.Prefix, error) {
-	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
-		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
-	}
-	p, err := netip.ParsePrefix(s)
+	p, err := originaddr.ParseNetwork(s)
 	if err != nil {
 		return p, err
-	}
-	if a := p.Addr(); a.Is4In6() {
-		if p.Bits() < 96 {
-			return netip.Prefix{}, fmt.Errorf("%s: an IPv4-mapped network of more than the mapped addresses", s)
-		}
-		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
 	if p.Bits() == 0 {
 		return netip.Prefix{}, fmt.Errorf("%s is every address: the crowd would forward for anyone, an open resolver", s)

@@ -134,12 +134,8 @@ func minArgsUsage(n int) cobra.PositionalArgs {
 func exactArgsUsage(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			s := "s"
-			if len(args) == 1 {
-				s = ""
-			}
-			return usage(fmt.Errorf("%s wants %s, got %d argument%s (see %s --help)",
-				cmd.CommandPath(), argsWanted(cmd), len(args), s, cmd.CommandPath()))
+			return usage(fmt.Errorf("%s wants %s, got %d %s (see %s --help)",
+				cmd.CommandPath(), argsWanted(cmd), len(args), plural(len(args), "argument", "arguments"), cmd.CommandPath()))
 		}
 		return nil
 	}

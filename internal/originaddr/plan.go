@@ -42,7 +42,7 @@ func ParseRange(spec string) (Range, error) {
 		if item == "" {
 			continue
 		}
-		p, err := parseItem(item)
+		p, err := ParseNetwork(item)
 		if err != nil {
 			return Range{}, fmt.Errorf("%w %q: %q is neither an IP address nor a CIDR prefix (127.1.0.0/16)", ErrRange, spec, item)
 		}
@@ -61,7 +61,11 @@ func ParseRange(spec string) (Range, error) {
 	return r, nil
 }
 
-func parseItem(item string) (netip.Prefix, error) {
+// ParseNetwork reads one network: a CIDR prefix, masked ("10.0.0.7/24" is
+// 10.0.0.0/24), or an address alone, a network of one. An IPv4-mapped one
+// is its IPv4 network (::ffff:10.0.0.0/120 is 10.0.0.0/24), as IPv4 peers
+// are compared unmapped; a zoned address is none.
+func ParseNetwork(item string) (netip.Prefix, error) {
 	if strings.Contains(item, "/") {
 		p, err := netip.ParsePrefix(item)
 		if err != nil {

@@ -56,7 +56,7 @@ func Assign(spec Spec, origins []string, seed uint64) (*Forecast, error) {
 		}
 		n := max(1, int(math.Round(r.Percent/100*float64(len(origins)))))
 		if n > len(free) {
-			return nil, fmt.Errorf("%w: %s needs %d origin%s, and only %d of the crowd's %d are left", ErrSpec, r, n, plural(n), len(free), len(origins))
+			return nil, fmt.Errorf("%w: %s needs %d %s, and only %d of the crowd's %d are left", ErrSpec, r, n, plural(n, "origin", "origins"), len(free), len(origins))
 		}
 		for _, h := range free[:n] {
 			f.byHost[h] = r.Condition
@@ -137,10 +137,10 @@ func plainNumber(s string) bool {
 	return err == nil && strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1
 }
 
-// plural is "s" but for one.
-func plural(n int) string {
+// plural picks the word for n.
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return ""
+		return one
 	}
-	return "s"
+	return many
 }
