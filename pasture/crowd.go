@@ -81,6 +81,12 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 		lock.Release()
 		return nil, err
 	}
+	// For crowd keys rotate, which must rotate in the world served here.
+	if err := actors.RecordServed(wcfg); err != nil {
+		world.Close()
+		lock.Release()
+		return nil, err
+	}
 	c, err := serveWorld(ctx, world, cfg)
 	if err != nil {
 		world.Close()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,65 @@ func TestShutdownJournalsDeliveriesInFlight(t *testing.T) {
 	})
 	if !strings.Contains(string(journal), "likes/in-flight") {
 		t.Errorf("the delivery in flight at shutdown is not in the journal:\n%s", journal)
+	}
+}
+
+// TestRotateKeysTakesTheServedWorld: a crowd serve records the world it
+// served in its state, and crowd keys rotate works on that world: with no
+// world flags it takes it (and makes no keys for actors nobody serves);
+// with world flags that are not it, it refuses before anything changes.
+func TestRotateKeysTakesTheServedWorld(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	served := actors.Config{Origins: 2, Actors: 1, Domain: "flood%d.test", StateDir: state}
+	c, err := StartCrowd(ctx, CrowdConfig{World: served, Listen: Config{HTTPSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	// The hosts with keys in the state: a rotation adds key files (the
+	// new key, the one it retains), never a host.
+	keyHosts := func() []string {
+		entries, _ := os.ReadDir(filepath.Join(state, "keys"))
+		var hosts []string
+		for _, e := range entries {
+			hosts = append(hosts, e.Name())
+		}
+		return hosts
+	}
+	before := keyHosts()
+	if len(before) != 2 {
+		t.Fatalf("the served crowd made keys for %q, want its 2 hosts", before)
+	}
+	def := actors.DefaultConfig()
+	def.StateDir = state
+	other := served
+	other.Actors = 3
+	for _, tc := range []struct {
+		name    string
+		world   actors.Config
+		given   bool
+		rotated int   // actors rotated
+		want    error // a sentinel the error wraps
+		say     string
+	}{
+		// Other world flags than the served ones: refused, naming both.
+		{"other world flags", other, true, 0, actors.ErrConfig, "last served as --origins 2 --actors 1 --domain flood%d.test, and these world flags ask for --origins 2 --actors 3"},
+		// No world flags (the defaults, 20 origins of 10): the served world is taken.
+		{"no world flags", def, false, 2, nil, ""},
+		// The served world's own flags.
+		{"the served flags", served, true, 2, nil, ""},
+	} {
+		done, err := RotateKeys(RotateConfig{World: tc.world, WorldGiven: tc.given})
+		if len(done) != tc.rotated || (tc.want == nil) != (err == nil) || (tc.want != nil && (!errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.say))) {
+			t.Errorf("%s: rotated %d, %v; want %d and %v saying %q", tc.name, len(done), err, tc.rotated, tc.want, tc.say)
+		}
+		if after := keyHosts(); !slices.Equal(after, before) {
+			t.Errorf("%s: keys for %q, was %q: keys made for actors nobody serves", tc.name, after, before)
+		}
 	}
 }

@@ -15,8 +15,13 @@ import (
 
 // RotateConfig asks for a key rotation of a stopped crowd.
 type RotateConfig struct {
-	// World is the crowd's world, as its crowd serve was given it.
-	World actors.Config
+	// World is the crowd's world, as its crowd serve was given it. When
+	// the state records the world its last crowd serve served
+	// (actors.RecordServed), WorldGiven says whether World's shape was
+	// given (the world flags) and must be that one; otherwise the
+	// recorded shape is taken.
+	World      actors.Config
+	WorldGiven bool
 	// Origins are the hosts whose actors rotate; Actors are accounts
 	// (name@host) that rotate. Both empty: every person of the world.
 	Origins, Actors []string
@@ -54,6 +59,9 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 		return nil, fmt.Errorf("%w (stop the crowd first: keys rotate only while it does not serve them)", err)
 	}
 	defer lock.Release()
+	if cfg.World, err = servedWorld(cfg.World, cfg.WorldGiven); err != nil {
+		return nil, err
+	}
 	if err := cfg.World.Validate(); err != nil {
 		return nil, err
 	}
@@ -90,6 +98,26 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// servedWorld is the world to rotate in: the one the state's last crowd
+// serve recorded, when it recorded one; given says world's shape was given
+// and must then be that one. Any other world would have keys made for
+// actors nobody serves (an error wrapping actors.ErrConfig, before
+// anything changes).
+func servedWorld(world actors.Config, given bool) (actors.Config, error) {
+	served, ok, err := actors.LoadServed(world.StateDir)
+	if err != nil || !ok {
+		return world, err
+	}
+	if !given {
+		return served.Apply(world)
+	}
+	if asked := actors.ServedOf(world); asked != served {
+		return world, fmt.Errorf("%w: %s was last served as %s, and these world flags ask for %s: rotate in the world that was served (give its flags, or none)",
+			actors.ErrConfig, world.StateDir, served.Flags(), asked.Flags())
+	}
+	return world, nil
 }
 
 // chooseActors are the persons of the origins and the accounts named;

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/internal/statedir"
@@ -38,8 +39,9 @@ func newKeysRotateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rotate",
 		Short: "Give chosen actors new keys, and tell the servers that know them (Update(Person)); or retire the old keys",
-		Long: `Rotate the keys of a stopped crowd's actors (--state, with the world flags its crowd serve was
-given): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
+		Long: `Rotate the keys of a stopped crowd's actors (--state), in the world its crowd serve last served
+from that state (recorded there: no world flags are needed, and ones that ask for another world
+are refused, since they would make keys for actors nobody serves): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
 new RSA key, kept in --state, under the key id it had (#main-key), as real servers rotate: a SUT
 that refetches an actor when a signature fails with a known key id (Mastodon, Fedify) takes the
 new key at the first request signed with it. With --new-key-id the new key goes by the next key id
@@ -59,7 +61,7 @@ The crowd must be stopped: its state directory is taken as crowd serve takes it.
   crowd keys rotate --state crowd-state --actor alice@flood3.test --retire`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRotate(cmd.OutOrStdout(), f)
+			return runRotate(cmd.OutOrStdout(), cmd.Flags(), f)
 		},
 	}
 	f.world.register(cmd)
@@ -71,11 +73,12 @@ The crowd must be stopped: its state directory is taken as crowd serve takes it.
 	return cmd
 }
 
-func runRotate(w io.Writer, f *rotateFlags) error {
+func runRotate(w io.Writer, fl *pflag.FlagSet, f *rotateFlags) error {
 	if f.retire && f.newID {
 		return usage(errors.New("--new-key-id makes a new key; --retire makes none: give one of them"))
 	}
-	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, Origins: f.origins, Actors: f.actors, Retire: f.retire, NewKeyID: f.newID})
+	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, WorldGiven: f.world.given(fl),
+		Origins: f.origins, Actors: f.actors, Retire: f.retire, NewKeyID: f.newID})
 	for _, r := range done {
 		if f.retire {
 			fmt.Fprintf(w, "%s: old keys retired; its key is %s\n", r.Acct, r.KeyID)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/crowdtest"
 )
@@ -75,5 +76,23 @@ func TestKeysRotate(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "zed@flood9.test"}, world...)...); code != 2 || !strings.Contains(errOut, "zed@flood9.test") {
 		t.Fatalf("an unknown actor: exit %d\n%s", code, errOut)
+	}
+	// Once the state records the world its crowd served (as crowd serve
+	// does), world flags that are not that world are refused (2) …
+	if err := actors.RecordServed(actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "keys", "rotate", "--state", state, "--origins", "3", "--actors", "2", "--actor", "alice@flood1.test")
+	if code != 2 || !strings.Contains(errOut, "last served as --origins 2 --actors 2") {
+		t.Fatalf("other world flags: exit %d\n%s", code, errOut)
+	}
+	// … and none are needed: the served world is taken, in which carol
+	// (the third actor, with the default --actors 10) is no actor.
+	code, _, errOut = runCLI(t, "keys", "rotate", "--state", state, "--actor", "carol@flood1.test")
+	if code != 2 || !strings.Contains(errOut, "carol@flood1.test") {
+		t.Fatalf("no world flags, an actor of the default world only: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "keys", "rotate", "--state", state, "--actor", "bob@flood2.test"); code != 0 || !strings.Contains(out, "bob@flood2.test: new key") {
+		t.Fatalf("no world flags: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
@@ -34,6 +35,17 @@ func (f *worldFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cfg.StateDir, "state", def.StateDir, "directory for keys, the CA, the follow graph and the activity log")
 	fl.Var(shardFlag{&f.cfg.Shard}, "shard", "serve only shard i of n of the origins (i/n, 0-based)")
 	fl.IntVar(&f.cfg.KeyPool, "key-pool", 0, fmt.Sprintf("how many RSA keys the actors share, each actor keeping its own key id (0: a key per actor up to %d actors, a pool of %d beyond); made once and kept in --state", actors.DefaultKeyPoolBound, actors.DefaultKeyPoolBound))
+}
+
+// given reports whether any flag of the world's shape (all but --state)
+// was set, on the command line or from the environment.
+func (f *worldFlags) given(fl *pflag.FlagSet) bool {
+	for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool"} {
+		if fl.Changed(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // shardFlag is --shard read as the world's Shard ("i/n"; empty is every origin).
