@@ -228,10 +228,10 @@ func inBatches[T any](items []T, limit int, record func([]T) error) error {
 	return nil
 }
 
-// Lookup calls RouteLookup for resource.
-func (c *Client) Lookup(ctx context.Context, resource string) (LookupResult, error) {
+// Lookup calls RouteLookup with q.
+func (c *Client) Lookup(ctx context.Context, q LookupQuery) (LookupResult, error) {
 	var r LookupResult
-	return r, c.call(ctx, RouteLookup, url.Values{ParamResource: {resource}}, nil, &r)
+	return r, c.call(ctx, RouteLookup, q.Values(), nil, &r)
 }
 
 // Activities calls RouteActivities.

@@ -162,7 +162,7 @@ func TestClientRoundTrips(t *testing.T) {
 		}},
 		// A lookup of a crowd actor finds its document and no problem.
 		{"lookup", func() error {
-			return want(c.Lookup(ctx, "acct:bob@flood2.test"))(func(r adminapi.LookupResult) bool {
+			return want(c.Lookup(ctx, adminapi.LookupQuery{Resource: "acct:bob@flood2.test"}))(func(r adminapi.LookupResult) bool {
 				return r.URL == bob && r.Status == http.StatusOK && len(r.Problems) == 0 && r.WebFinger != nil
 			})
 		}},
@@ -284,7 +284,7 @@ func TestClientErrors(t *testing.T) {
 			return err
 		}, http.StatusNotFound, "no such crowd actor", nil},
 		// A resource that is neither acct nor URL: 400.
-		{"bad lookup", func() error { _, err := c.Lookup(ctx, "nonsense"); return err }, http.StatusBadRequest, "nonsense", nil},
+		{"bad lookup", func() error { _, err := c.Lookup(ctx, adminapi.LookupQuery{Resource: "nonsense"}); return err }, http.StatusBadRequest, "nonsense", nil},
 		// Follows of an unknown actor: 404.
 		{"unknown actor's follows", func() error { _, err := c.Follows(ctx, "nobody@flood1.test"); return err },
 			http.StatusNotFound, "nobody", nil},
@@ -401,6 +401,17 @@ func TestQueries(t *testing.T) {
 	}
 	if _, err := adminapi.ParseStreamQuery(url.Values{adminapi.ParamBacklog: {"many"}}); err == nil {
 		t.Error("backlog=many accepted")
+	}
+	// A direction that is neither in nor out would match nothing: refused
+	// by both routes, naming the parameter.
+	for _, bad := range []string{"sideways", "IN", " out"} {
+		v := url.Values{adminapi.ParamDirection: {bad}}
+		if _, err := adminapi.ParseActivitiesQuery(v); err == nil || !strings.Contains(err.Error(), "direction=") {
+			t.Errorf("activities direction=%q: %v, want an error naming direction", bad, err)
+		}
+		if _, err := adminapi.ParseStreamQuery(v); err == nil || !strings.Contains(err.Error(), "direction=") {
+			t.Errorf("stream direction=%q: %v, want an error naming direction", bad, err)
+		}
 	}
 }
 

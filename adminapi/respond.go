@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 )
@@ -39,16 +40,49 @@ func WriteError(w http.ResponseWriter, status int, reason string) {
 	WriteJSON(w, status, map[string]string{"error": reason})
 }
 
+// ErrBodyTooLarge is wrapped by DecodeBody's error for a body past its limit: answered 413
+// (BodyStatus), not 400, so that a client can tell a body too long from one malformed.
+var ErrBodyTooLarge = errors.New("the body is too large")
+
 // DecodeBody reads r's JSON body of at most limit bytes (BodyLimit when limit is 0) into v.
-// No body at all is ErrEmptyBody with v untouched; a body past the limit is an error, and the
-// server closes the connection rather than drain it.
+// No body at all is ErrEmptyBody with v untouched; a body past the limit wraps
+// ErrBodyTooLarge, and the server closes the connection rather than drain it. Fields v does
+// not have are ignored: for the routes other crowd processes call, which may be of another
+// version.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decodeBody(w, r, limit, v, false)
+}
+
+// DecodeStrictBody is DecodeBody that refuses a field v does not have, naming it: for the
+// routes a person writes bodies for by hand, where a misspelt field ("allow_public_taget")
+// would otherwise be dropped without a word, and the request carried out without it.
+func DecodeStrictBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decodeBody(w, r, limit, v, true)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, strict bool) error {
 	if limit <= 0 {
 		limit = BodyLimit
 	}
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(v)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	err := dec.Decode(v)
 	if errors.Is(err, io.EOF) {
 		return ErrEmptyBody
 	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
+	}
 	return err
+}
+
+// BodyStatus is the status that answers a DecodeBody error: 413 for a body too large, 400
+// for any other.
+func BodyStatus(err error) int {
+	if errors.Is(err, ErrBodyTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }

@@ -55,39 +55,55 @@ func TestDecodeBody(t *testing.T) {
 		ID string `json:"id"`
 	}
 	tests := []struct {
-		name  string
-		body  string
-		limit int64
-		want  string // the id after decoding ("before": untouched)
-		err   error  // a sentinel the error wraps; nil: no error
-		bad   bool   // an error with no sentinel
+		name   string
+		body   string
+		limit  int64
+		strict bool   // DecodeStrictBody rather than DecodeBody
+		want   string // the id after decoding ("before": untouched)
+		err    error  // a sentinel the error wraps; nil: no error
+		bad    string // an error with no sentinel, holding this
+		status int    // BodyStatus of the error, when there is one
 	}{
 		// The route's shape.
-		{"object", `{"id":"w1"}`, 0, "w1", nil, false},
+		{"object", `{"id":"w1"}`, 0, false, "w1", nil, "", 0},
 		// No body at all: the caller decides whether that is the empty object.
-		{"empty", "", 0, "before", ErrEmptyBody, false},
+		{"empty", "", 0, false, "before", ErrEmptyBody, "", http.StatusBadRequest},
 		// Not JSON is an error, and not ErrEmptyBody.
-		{"not JSON", "id=w1", 0, "before", nil, true},
-		// One byte over the default limit is refused, not cut to a prefix that may parse.
-		{"over BodyLimit", `{"id":"` + strings.Repeat("x", BodyLimit) + `"}`, 0, "before", nil, true},
+		{"not JSON", "id=w1", 0, false, "before", nil, "invalid character", http.StatusBadRequest},
+		// One byte over the default limit is refused, not cut to a prefix
+		// that may parse, and answered 413, not 400.
+		{"over BodyLimit", `{"id":"` + strings.Repeat("x", BodyLimit) + `"}`, 0, false, "before", ErrBodyTooLarge, "", http.StatusRequestEntityTooLarge},
 		// A route's own limit applies instead.
-		{"over own limit", `{"id":"w1"}`, 5, "before", nil, true},
-		{"within own limit", `{"id":"w1"}`, 11, "w1", nil, false},
+		{"over own limit", `{"id":"w1"}`, 5, false, "before", ErrBodyTooLarge, "", http.StatusRequestEntityTooLarge},
+		{"within own limit", `{"id":"w1"}`, 11, false, "w1", nil, "", 0},
+		// A field the shape does not have: ignored by DecodeBody (another
+		// crowd process of another version) …
+		{"unknown field", `{"id":"w1","colour":"red"}`, 0, false, "w1", nil, "", 0},
+		// … and named by DecodeStrictBody (a person's misspelling).
+		{"unknown field, strict", `{"id":"w1","colour":"red"}`, 0, true, "w1", nil, `unknown field "colour"`, http.StatusBadRequest},
+		{"known fields, strict", `{"id":"w1"}`, 0, true, "w1", nil, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
 			v := shape{ID: "before"}
-			err := DecodeBody(httptest.NewRecorder(), r, tc.limit, &v)
+			decode := DecodeBody
+			if tc.strict {
+				decode = DecodeStrictBody
+			}
+			err := decode(httptest.NewRecorder(), r, tc.limit, &v)
 			switch {
 			case tc.err != nil && !errors.Is(err, tc.err):
 				t.Fatalf("err %v, want %v", err, tc.err)
-			case tc.bad && (err == nil || errors.Is(err, ErrEmptyBody)):
-				t.Fatalf("err %v, want a decoding error", err)
-			case tc.err == nil && !tc.bad && err != nil:
+			case tc.bad != "" && (err == nil || errors.Is(err, ErrEmptyBody) || !strings.Contains(err.Error(), tc.bad)):
+				t.Fatalf("err %v, want a decoding error saying %q", err, tc.bad)
+			case tc.err == nil && tc.bad == "" && err != nil:
 				t.Fatalf("err %v", err)
 			}
-			if v.ID != tc.want {
+			if err != nil && BodyStatus(err) != tc.status {
+				t.Errorf("BodyStatus %d, want %d", BodyStatus(err), tc.status)
+			}
+			if v.ID != tc.want && !(tc.strict && tc.bad != "") { // a refused body may have filled some fields: the route answers 400 whatever they are
 				t.Fatalf("id %q, want %q", v.ID, tc.want)
 			}
 		})

@@ -60,7 +60,8 @@ const (
 
 	// RouteActivities answers the latest activity log entries, []Entry
 	// oldest first. Query: ActivitiesQuery (limit, actor, type, direction);
-	// a limit that is not a non-negative number is 400.
+	// a limit that is not a non-negative number, or a direction that is
+	// neither in nor out, is 400.
 	RouteActivities Route = "GET /api/activities"
 
 	// RouteStream follows the activity log live as Server-Sent Events
@@ -68,7 +69,8 @@ const (
 	// the event id), a "lost" event {"lost": n} says how many entries the
 	// server dropped for this reader because it read too slowly, a comment
 	// line every 15 s keeps proxies from closing the stream. Query:
-	// StreamQuery (actor, type, direction, backlog); a bad backlog is 400.
+	// StreamQuery (actor, type, direction, backlog); a bad backlog or
+	// direction is 400.
 	// Read it with Stream or ReadStream.
 	RouteStream Route = "GET /api/activities/stream"
 
@@ -109,9 +111,11 @@ const (
 	// is recorded.
 	RouteOutbox Route = "POST /api/outbox"
 
-	// RouteLookup fetches an actor as a real server would (?resource=
-	// acct:name@host, name@host or an actor URL) and answers the
-	// LookupResult with its problems; a resource that is neither is 400.
+	// RouteLookup fetches an actor as a real server would (LookupQuery:
+	// ?resource=acct:name@host, name@host or an actor URL) and answers the
+	// LookupResult with its problems; a resource that is neither is 400, a
+	// host that resolves to a public address without allow_public_target
+	// is 403 (nothing was sent to it).
 	RouteLookup Route = "GET /api/lookup"
 
 	// RouteDeliveries answers the delivery queue, []Delivery earliest due
@@ -128,6 +132,9 @@ const (
 	ParamBacklog   = "backlog"
 	ParamResource  = "resource"
 	ParamOnce      = "once"
+	// ParamAllowPublicTarget ("true" or "false") is RouteLookup's
+	// SendRequest.AllowPublicTarget.
+	ParamAllowPublicTarget = "allow_public_target"
 )
 
 // DefaultLimit is how many entries RouteActivities answers without a limit.
@@ -183,13 +190,21 @@ func (q StreamQuery) Values() url.Values {
 	return v
 }
 
-// filterOf reads a Filter from a query.
-func filterOf(v url.Values) Filter {
-	return Filter{Actor: v.Get(ParamActor), Type: v.Get(ParamType), Direction: v.Get(ParamDirection)}
+// filterOf reads a Filter from a query; the error names a direction that
+// is neither in nor out, which would otherwise match nothing, silently.
+func filterOf(v url.Values) (Filter, error) {
+	f := Filter{Actor: v.Get(ParamActor), Type: v.Get(ParamType), Direction: v.Get(ParamDirection)}
+	switch f.Direction {
+	case "", DirIn, DirOut:
+		return f, nil
+	}
+	return Filter{}, fmt.Errorf("%s=%q: want %s (received by the crowd) or %s (sent by it)",
+		ParamDirection, f.Direction, DirIn, DirOut)
 }
 
 // ParseActivitiesQuery reads RouteActivities' query, as the server does;
-// the error names a limit that is not a non-negative number.
+// the error names a limit that is not a non-negative number or a direction
+// that is neither in nor out.
 func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
 	n, err := count(v, ParamLimit, DefaultLimit)
 	if err != nil {
@@ -198,17 +213,60 @@ func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
 	if n == 0 {
 		n = AllEntries
 	}
-	return ActivitiesQuery{Filter: filterOf(v), Limit: n}, nil
+	f, err := filterOf(v)
+	if err != nil {
+		return ActivitiesQuery{}, err
+	}
+	return ActivitiesQuery{Filter: f, Limit: n}, nil
 }
 
 // ParseStreamQuery reads RouteStream's query, as the server does; the
-// error names a backlog that is not a non-negative number.
+// error names a backlog that is not a non-negative number or a direction
+// that is neither in nor out.
 func ParseStreamQuery(v url.Values) (StreamQuery, error) {
 	n, err := count(v, ParamBacklog, 0)
 	if err != nil {
 		return StreamQuery{}, err
 	}
-	return StreamQuery{Filter: filterOf(v), Backlog: n}, nil
+	f, err := filterOf(v)
+	if err != nil {
+		return StreamQuery{}, err
+	}
+	return StreamQuery{Filter: f, Backlog: n}, nil
+}
+
+// LookupQuery is the query of RouteLookup.
+type LookupQuery struct {
+	// Resource is the actor to look up: acct:name@host, name@host or an
+	// actor URL.
+	Resource string
+	// AllowPublicTarget lets the lookup reach hosts with public addresses,
+	// as SendRequest's does; without it they are refused before anything is
+	// sent to them.
+	AllowPublicTarget bool
+}
+
+// Values encodes q as RouteLookup's query.
+func (q LookupQuery) Values() url.Values {
+	v := url.Values{ParamResource: {q.Resource}}
+	if q.AllowPublicTarget {
+		v.Set(ParamAllowPublicTarget, "true")
+	}
+	return v
+}
+
+// ParseLookupQuery reads RouteLookup's query, as the server does; the
+// error names an allow_public_target that is not a boolean.
+func ParseLookupQuery(v url.Values) (LookupQuery, error) {
+	q := LookupQuery{Resource: v.Get(ParamResource)}
+	if s := v.Get(ParamAllowPublicTarget); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return LookupQuery{}, fmt.Errorf("%s=%q: want true or false", ParamAllowPublicTarget, s)
+		}
+		q.AllowPublicTarget = b
+	}
+	return q, nil
 }
 
 // count reads the non-negative number in v's parameter name, def when absent.

@@ -51,6 +51,8 @@ func (in *Inbox) AdminRoutes(handle func(pattern string, h http.Handler)) {
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
+	case errors.Is(err, adminapi.ErrBodyTooLarge): // also a bad request: the more telling status wins
+		status = http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadRequest):
 		status = http.StatusBadRequest
 	case errors.Is(err, errUnknownActor):
@@ -69,7 +71,52 @@ func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
 		return
 	}
+	if err := in.checkFilterActor(q.Filter.Actor); err != nil {
+		writeError(w, err)
+		return
+	}
 	adminapi.WriteJSON(w, http.StatusOK, in.alog.Latest(q.Limit, q.Filter))
+}
+
+// checkFilterActor refuses a filter's acct that names a host of this crowd
+// but no actor on it (a misspelt name), which would match nothing: a tail
+// would wait forever for it, and a query answer nothing, with no word why.
+// An acct of another host, a host alone and a URL (it may name a note as
+// well as an actor) pass.
+func (in *Inbox) checkFilterActor(want string) error {
+	if want == "" || strings.Contains(want, "://") {
+		return nil
+	}
+	user, host, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@"), "@")
+	if !ok {
+		return nil
+	}
+	o, ok := in.world.Origin(host)
+	if !ok {
+		return nil
+	}
+	if _, ok := o.Actor(user); !ok {
+		return fmt.Errorf("%w: %s=%q: %s has no actor %q (%s), so nothing would match",
+			ErrBadRequest, adminapi.ParamActor, want, o.Host, user, actorNamesHint(o))
+	}
+	return nil
+}
+
+// actorNamesHint names how many actors an origin has and the first of
+// them, as "its 50 actors: alice, bob, carol, …".
+func actorNamesHint(o *actors.Origin) string {
+	n := o.NumActors()
+	names := make([]string, 0, 4)
+	for i := 0; i < n && i < 3; i++ {
+		names = append(names, actors.ActorName(i))
+	}
+	if n > 3 {
+		names = append(names, "…")
+	}
+	if n == 1 {
+		return "its one actor: " + names[0]
+	}
+	return fmt.Sprintf("its %d actors: %s", n, strings.Join(names, ", "))
 }
 
 // handleStream follows the log as Server-Sent Events: "activity" events
@@ -80,6 +127,10 @@ func (in *Inbox) handleStream(w http.ResponseWriter, r *http.Request) {
 	q, err := adminapi.ParseStreamQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
+	if err := in.checkFilterActor(q.Filter.Actor); err != nil {
+		writeError(w, err)
 		return
 	}
 	backlog, f := q.Backlog, q.Filter
@@ -252,7 +303,7 @@ func (in *Inbox) RegisterFollowing(req adminapi.FollowingRequest) (actors.Relati
 func (in *Inbox) handleFollowing(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.FollowingRequest
 	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
+		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %w", ErrBadRequest, err))
 		return
 	}
 	rel, err := in.RegisterFollowing(req)
@@ -277,8 +328,8 @@ func (in *Inbox) Prune(req adminapi.PruneRequest) (adminapi.PruneResult, error) 
 
 func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.PruneRequest
-	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {older_than, dry_run}: %v", ErrBadRequest, err))
+	if err := adminapi.DecodeStrictBody(w, r, 0, &req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {older_than, dry_run}: %w", ErrBadRequest, err))
 		return
 	}
 	res, err := in.Prune(req)
@@ -520,8 +571,8 @@ const maxSendBody = 1 << 20
 
 func (in *Inbox) handleSend(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.SendRequest
-	if err := adminapi.DecodeBody(w, r, maxSendBody, &req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {from, type, to, object}: %v", ErrBadRequest, err))
+	if err := adminapi.DecodeStrictBody(w, r, maxSendBody, &req); err != nil {
+		writeError(w, fmt.Errorf("%w: body is not a JSON {from, type, to, object, …}: %w", ErrBadRequest, err))
 		return
 	}
 	res, err := in.SendActivity(r.Context(), req)
@@ -547,7 +598,12 @@ func (in *Inbox) handleOutbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inbox) handleLookup(w http.ResponseWriter, r *http.Request) {
-	res, err := in.Lookup(r.Context(), r.URL.Query().Get(adminapi.ParamResource))
+	q, err := adminapi.ParseLookupQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := in.Lookup(r.Context(), q)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -73,6 +74,28 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 	}
 	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?limit=x", nil); s != http.StatusBadRequest {
 		t.Errorf("bad limit: %d", s)
+	}
+	for _, tt := range []struct {
+		actor string
+		want  int
+	}{
+		{"alic@flood1.test", http.StatusBadRequest},     // a crowd host, no such actor: would match nothing
+		{"acct:zed@FLOOD1.test", http.StatusBadRequest}, // the same, with acct: and another case
+		{"alice@flood1.test", http.StatusOK},            // a crowd actor
+		{"flood1.test@flood1.test", http.StatusOK},      // the instance actor
+		{"ghost@" + remoteHost, http.StatusOK},          // another host's actor: the crowd cannot know it
+		{"https://flood1.test/notes/1", http.StatusOK},  // a URL may name a note
+		{"flood1.test", http.StatusOK},                  // a host alone
+	} {
+		for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream} {
+			q := url.Values{adminapi.ParamActor: {tt.actor}, adminapi.ParamBacklog: {"0"}}
+			if route == adminapi.RouteStream && tt.want == http.StatusOK {
+				continue // a stream that is not refused stays open
+			}
+			if s := getJSON(t, admin.URL+route.Path()+"?"+q.Encode(), nil); s != tt.want {
+				t.Errorf("%s actor=%q: %d, want %d", route, tt.actor, s, tt.want)
+			}
+		}
 	}
 
 	var follows []adminapi.FollowsInfo
@@ -211,6 +234,27 @@ func TestAdminSendAndLookup(t *testing.T) {
 			}
 		})
 	}
+	// Bodies refused before anything is sent, with the status that says why.
+	for _, tt := range []struct {
+		name   string
+		body   string
+		status int
+		say    string
+	}{
+		// A misspelt field would be dropped, and the send made without it.
+		{"misspelt field", `{"from":"alice@flood1.test","type":"Follow","to":"` + bob + `","allow_public_taget":true}`, http.StatusBadRequest, `unknown field "allow_public_taget"`},
+		// Past the limit: 413, not 400.
+		{"too large", `{"from":"alice@flood1.test","type":"Create","to":"` + bob + `","object":{"content":"` + strings.Repeat("x", 1<<20) + `"}}`, http.StatusRequestEntityTooLarge, "too large"},
+	} {
+		before := len(f.remote.postsTo("/users/bob/inbox")) + len(f.remote.postsTo("/inbox"))
+		var answer struct{ Error string }
+		if s := postJSON(t, admin.URL+adminapi.RouteSend.Path(), json.RawMessage(tt.body), &answer); s != tt.status || !strings.Contains(answer.Error, tt.say) {
+			t.Errorf("%s: %d %q, want %d saying %q", tt.name, s, answer.Error, tt.status, tt.say)
+		}
+		if after := len(f.remote.postsTo("/users/bob/inbox")) + len(f.remote.postsTo("/inbox")); after != before {
+			t.Errorf("%s: the remote got something", tt.name)
+		}
+	}
 	// Create goes to the shared inbox, the rest to bob's own.
 	if n := len(f.remote.postsTo("/inbox")); n != 1 {
 		t.Errorf("%d posts to the shared inbox", n)
@@ -322,40 +366,56 @@ func FuzzActorProblems(f *testing.F) {
 	})
 }
 
-// TestSendRefusesPublicTargetsBeforeContactingThem: a manual send checks
-// every host it is about to talk to (WebFinger, the actor, the inbox) as
-// a flood does, and a public one is refused (403 over the API) before a
-// byte goes to it, unless the request allows public targets.
-func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
+// TestManualRequestsRefusePublicTargetsBeforeContactingThem: a manual send
+// and a lookup check every host they are about to talk to (WebFinger, the
+// actor, the inbox) as a flood does (a lookup's GETs are signed by a crowd
+// actor too), and a public one is refused (403 over the API, naming the
+// override) before a byte goes to it, unless the request allows public
+// targets.
+func TestManualRequestsRefusePublicTargetsBeforeContactingThem(t *testing.T) {
+	lookup := func(q adminapi.LookupQuery) *adminapi.LookupQuery { return &q }
 	for _, c := range []struct {
 		name    string
-		req     adminapi.SendRequest
-		public  string // the remote's address as the resolver answers it
-		status  int    // the API's answer
-		gets    int    // signed GETs the remote got (the actor document)
-		posts   int    // activities the remote got
-		lookups int    // names resolved for the check
+		send    adminapi.SendRequest  // the request, for a send
+		lookup  *adminapi.LookupQuery // or the lookup's query
+		public  string                // the remote's address as the resolver answers it
+		status  int                   // the API's answer
+		gets    int                   // signed GETs the remote got (the actor document)
+		posts   int                   // activities the remote got
+		lookups int                   // names resolved for the check
 	}{
 		// An IP literal is judged without resolving and without any request.
-		{"public IP literal", adminapi.SendRequest{To: "acct:x@192.0.2.1"}, "127.0.0.1", http.StatusForbidden, 0, 0, 0},
+		{"send: public IP literal", adminapi.SendRequest{To: "acct:x@192.0.2.1"}, nil, "127.0.0.1", http.StatusForbidden, 0, 0, 0},
+		{"lookup: public IP literal", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: "acct:x@192.0.2.1"}), "127.0.0.1", http.StatusForbidden, 0, 0, 0},
 		// A name that resolves to a public address: no WebFinger either.
-		{"public name", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"send: public name", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, nil, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"lookup: public name", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: "acct:bob@" + remoteHost}), "93.184.215.14", http.StatusForbidden, 0, 0, 1},
 		// An actor URL is checked before its document is fetched.
-		{"public actor URL", adminapi.SendRequest{To: remoteID("bob")}, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"send: public actor URL", adminapi.SendRequest{To: remoteID("bob")}, nil, "93.184.215.14", http.StatusForbidden, 0, 0, 1},
+		{"lookup: public actor URL", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: remoteID("bob")}), "93.184.215.14", http.StatusForbidden, 0, 0, 1},
 		// The inbox is checked too: the target is private, the override is not.
-		{"public inbox override", adminapi.SendRequest{To: remoteID("bob"), Inbox: "https://192.0.2.1/inbox"}, "127.0.0.1", http.StatusForbidden, 1, 0, 1},
-		// Allowed by the request: the send goes through.
-		{"allowed", adminapi.SendRequest{To: "acct:bob@" + remoteHost, AllowPublicTarget: true}, "93.184.215.14", http.StatusOK, 1, 1, 1},
+		{"send: public inbox override", adminapi.SendRequest{To: remoteID("bob"), Inbox: "https://192.0.2.1/inbox"}, nil, "127.0.0.1", http.StatusForbidden, 1, 0, 1},
+		// Allowed by the request: it goes through.
+		{"send: allowed", adminapi.SendRequest{To: "acct:bob@" + remoteHost, AllowPublicTarget: true}, nil, "93.184.215.14", http.StatusOK, 1, 1, 1},
+		{"lookup: allowed", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: remoteID("bob"), AllowPublicTarget: true}), "93.184.215.14", http.StatusOK, 1, 0, 1},
 		// A private target needs no permission.
-		{"private", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, "127.0.0.1", http.StatusOK, 1, 1, 1},
+		{"send: private", adminapi.SendRequest{To: "acct:bob@" + remoteHost}, nil, "127.0.0.1", http.StatusOK, 1, 1, 1},
+		{"lookup: private", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: remoteID("bob")}), "127.0.0.1", http.StatusOK, 1, 0, 1},
+		// A crowd actor is looked up in-process: nothing is resolved.
+		{"lookup: crowd actor", adminapi.SendRequest{}, lookup(adminapi.LookupQuery{Resource: "acct:bob@flood2.test"}), "93.184.215.14", http.StatusOK, 0, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fn := &dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {c.public}}}
 			f := newFixture(t, false, func(cfg *Config) { cfg.ResolveTarget = fn.Resolve })
 			admin := adminServer(t, f)
-			c.req.From, c.req.Type = "alice@flood1.test", "Follow"
 			var answer map[string]any
-			status := postJSON(t, admin.URL+adminapi.RouteSend.Path(), c.req, &answer)
+			var status int
+			if c.lookup != nil {
+				status = getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?"+c.lookup.Values().Encode(), &answer)
+			} else {
+				c.send.From, c.send.Type = "alice@flood1.test", "Follow"
+				status = postJSON(t, admin.URL+adminapi.RouteSend.Path(), c.send, &answer)
+			}
 			if status != c.status {
 				t.Errorf("status %d %v, want %d", status, answer, c.status)
 			}
@@ -372,6 +432,11 @@ func TestSendRefusesPublicTargetsBeforeContactingThem(t *testing.T) {
 				t.Errorf("a refused Follow was registered: %+v", rels)
 			}
 		})
+	}
+	f := newFixture(t, false)
+	admin := adminServer(t, f)
+	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:bob@flood2.test&allow_public_target=maybe", nil); s != http.StatusBadRequest {
+		t.Errorf("allow_public_target=maybe: %d, want 400", s)
 	}
 }
 

@@ -38,7 +38,7 @@ func recordBatch[In, Out any](items []In, most int, conv func(In) Out, record fu
 func serveBatch[Req, Res any](w http.ResponseWriter, r *http.Request, shape string, take func(Req) (Res, error)) {
 	var req Req
 	if err := adminapi.DecodeBody(w, r, maxBatchBody, &req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON %s: %v", ErrBadRequest, shape, err))
+		writeError(w, fmt.Errorf("%w: body is not a JSON %s: %w", ErrBadRequest, shape, err))
 		return
 	}
 	res, err := take(req)

@@ -46,7 +46,7 @@ func (in *Inbox) Unfollow(req adminapi.FollowingRequest) (adminapi.UnfollowResul
 func (in *Inbox) handleUnfollow(w http.ResponseWriter, r *http.Request) {
 	var req adminapi.FollowingRequest
 	if err := adminapi.DecodeBody(w, r, 0, &req); err != nil {
-		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %v", ErrBadRequest, err))
+		writeError(w, fmt.Errorf("%w: body is not a JSON {local, remote, follow_id}: %w", ErrBadRequest, err))
 		return
 	}
 	res, err := in.Unfollow(req)

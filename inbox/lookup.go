@@ -14,6 +14,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/apclient"
+	"github.com/crowdfed/crowd/internal/dialguard"
 	"github.com/crowdfed/crowd/signing"
 	"github.com/crowdfed/crowd/webfinger"
 )
@@ -27,22 +28,45 @@ var ErrBadRequest = errors.New("bad request")
 // actor fetch failed); the admin API answers it with 502.
 var ErrTarget = errors.New("target not resolved")
 
-// Lookup resolves resource (acct:name@host, name@host, or an actor URL)
+// Lookup resolves q.Resource (acct:name@host, name@host, or an actor URL)
 // as a real server would: WebFinger, then a GET signed by the instance
 // actor of the crowd's first origin, then the WebFinger round trip from
-// the document's preferredUsername. Every failure becomes a problem in
-// the result; the error (wrapping ErrBadRequest) is only for a resource
-// that is neither an acct nor a URL.
-func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupResult, error) {
+// the document's preferredUsername. Every host is checked before anything
+// is sent to it, as a send's are: one that resolves to a public address,
+// unless q.AllowPublicTarget, is the error (wrapping
+// dialguard.ErrPublicTarget). Every other failure becomes a problem in the
+// result; the error (wrapping ErrBadRequest) is otherwise only for a
+// resource that is neither an acct nor a URL.
+func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.LookupResult, error) {
+	resource := q.Resource
 	res := adminapi.LookupResult{Resource: resource, Problems: []string{}}
 	as := in.world.Origins[0].Instance
+	// One guard for the lookup: its answers are pinned for the lookup's hosts.
+	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: q.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
+	// reachable checks a host before the lookup contacts it; a host with no
+	// address is the lookup's problem, a public one its refusal.
+	reachable := func(rawURL string) (bool, error) {
+		err := in.checkHost(ctx, g, rawURL)
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, dialguard.ErrPublicTarget) {
+			return false, err
+		}
+		res.Problems = append(res.Problems, err.Error())
+		return false, nil
+	}
 	selfHref := ""
 	switch {
 	case strings.HasPrefix(resource, "https://") || strings.HasPrefix(resource, "http://"):
 		res.URL = resource
 	default:
-		if _, _, err := apclient.ParseAcct(resource); err != nil {
+		_, host, err := apclient.ParseAcct(resource)
+		if err != nil {
 			return res, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+		if ok, err := reachable("https://" + host + "/"); !ok {
+			return res, err
 		}
 		jrd, err := in.webfinger(ctx, resource)
 		if err != nil {
@@ -52,6 +76,9 @@ func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupRe
 		res.WebFinger = &jrd
 		selfHref = jrd.Self()
 		res.URL = selfHref
+	}
+	if ok, err := reachable(res.URL); !ok {
+		return res, err
 	}
 	f, err := in.fetch(ctx, as, res.URL)
 	if err != nil {
@@ -72,6 +99,9 @@ func (in *Inbox) Lookup(ctx context.Context, resource string) (adminapi.LookupRe
 	if f.Status == http.StatusOK && json.Unmarshal(f.Body, &doc) == nil && doc.ID != "" && doc.PreferredUsername != "" {
 		acct := "acct:" + doc.PreferredUsername + "@" + actors.HostOf(doc.ID)
 		if res.WebFinger == nil || !strings.EqualFold(res.WebFinger.Subject, acct) {
+			if ok, err := reachable("https://" + actors.HostOf(doc.ID) + "/"); !ok {
+				return res, err
+			}
 			jrd, err := in.webfinger(ctx, acct)
 			switch {
 			case err != nil:

@@ -180,7 +180,7 @@ func (a *audienceObserver) followPersonas(ctx, sctx context.Context, crowd []aud
 func (a *audienceObserver) fanFollow(ctx context.Context, p audience.Persona, fans []audience.CrowdActor,
 	rel func(local, remote string) string) ([]audience.CrowdActor, error) {
 	admin := a.env.Admin
-	lr, err := admin.Lookup(ctx, "acct:"+p.Acct)
+	lr, err := admin.Lookup(ctx, adminapi.LookupQuery{Resource: "acct:" + p.Acct, AllowPublicTarget: a.public})
 	if err != nil {
 		return nil, fmt.Errorf("looking up %s through the crowd: %w", p.Acct, err)
 	}

@@ -69,13 +69,11 @@ func (l *floodLive) routes(handle func(pattern string, h http.Handler)) {
 
 func (l *floodLive) handlePush(w http.ResponseWriter, r *http.Request) {
 	var push adminapi.FloodLive
-	err := adminapi.DecodeBody(w, r, maxLivePush, &push)
-	if err != nil {
-		err = fmt.Errorf("%w: body is not a FloodLive JSON document: %v", errBadPush, err)
-	} else {
-		err = l.push(push)
+	if err := adminapi.DecodeBody(w, r, maxLivePush, &push); err != nil {
+		adminapi.WriteError(w, adminapi.BodyStatus(err), fmt.Errorf("%w: body is not a FloodLive JSON document: %w", errBadPush, err).Error())
+		return
 	}
-	if err != nil {
+	if err := l.push(push); err != nil {
 		adminapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -74,8 +74,8 @@ func (p *Pasture) serveWeatherSet(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Spec *string `json:"spec"`
 	}
-	if err := adminapi.DecodeBody(w, r, 0, &body); err != nil && !errors.Is(err, adminapi.ErrEmptyBody) {
-		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("the body is not {\"spec\": \"...\"}: %v", err))
+	if err := adminapi.DecodeStrictBody(w, r, 0, &body); err != nil && !errors.Is(err, adminapi.ErrEmptyBody) {
+		adminapi.WriteError(w, adminapi.BodyStatus(err), fmt.Sprintf("the body is not {\"spec\": \"...\"}: %v", err))
 		return
 	}
 	if body.Spec == nil {

@@ -60,8 +60,12 @@ func TestAdminWeatherRoutes(t *testing.T) {
 		{"PUT an unknown origin", "PUT", `{"spec":"down=flood9.test"}`, "", "", 400, "flood9.test is not one of the crowd's origins", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// Shares that need more origins than there are.
 		{"PUT shares too large", "PUT", `{"spec":"down=100%,gone=50%"}`, "", "", 400, "needs 1 origin, and only 0", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
-		// A body without a spec is not read as clear: a misspelt field would clear the weather.
-		{"PUT without spec", "PUT", `{"weather":"down=5%"}`, "", "", 400, "no spec", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
+		// A body without a spec is not read as clear.
+		{"PUT without spec", "PUT", `{}`, "", "", 400, "no spec", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
+		// A misspelt field is named, and changes nothing.
+		{"PUT a misspelt field", "PUT", `{"weather":"down=5%"}`, "", "", 400, `unknown field "weather"`, "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
+		// A body past the limit is 413, not 400.
+		{"PUT too large", "PUT", `{"spec":"` + strings.Repeat(" ", adminapi.BodyLimit) + `"}`, "", "", 413, "too large", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// A body that is not JSON.
 		{"PUT not JSON", "PUT", `down=5%`, "", "", 400, "not {\"spec\"", "slow=flood2.test:2s:0.5,flaky=50%:0.25", nil},
 		// The admin guard: a write that is not JSON is refused before the handler.

@@ -13,8 +13,9 @@ import (
 )
 
 type lookupFlags struct {
-	admin adminFlags
-	json  bool
+	admin  adminFlags
+	json   bool
+	public bool
 }
 
 func newLookupCmd() *cobra.Command {
@@ -25,8 +26,9 @@ func newLookupCmd() *cobra.Command {
 		Long: `Ask the running ` + "`crowd serve`" + ` (its admin API, --admin) to look an actor up the way Mastodon,
 GoToSocial or Fedify would: WebFinger for an account, a GET signed by a crowd instance actor,
 and the WebFinger round trip back from the document's preferredUsername. Prints the document
-pretty-printed and every problem a real server would object to. Exits 1 when there are
-problems or the fetch failed.`,
+pretty-printed and every problem a real server would object to. Every host it names must
+resolve to loopback or a private network unless --allow-public-target (the GET is signed by a
+crowd actor). Exits 1 when there are problems or the fetch failed, 2 for a refused resource.`,
 		Example: `  crowd lookup acct:admin@sut.test
   crowd lookup https://sut.test/users/admin --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -44,6 +46,7 @@ problems or the fetch failed.`,
 	}
 	f.admin.register(cmd)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the admin API's answer as JSON")
+	cmd.Flags().BoolVar(&f.public, "allow-public-target", false, "let the lookup reach hosts that resolve to public addresses")
 	return cmd
 }
 
@@ -52,9 +55,10 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 	if err != nil {
 		return err
 	}
-	res, err := c.Lookup(ctx, resource)
+	res, err := c.Lookup(ctx, adminapi.LookupQuery{Resource: resource, AllowPublicTarget: f.public})
 	if err != nil {
-		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
+		// A malformed resource, or a public one: the refusal names --allow-public-target.
+		if ae, ok := apiRefusal(err); ok && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusForbidden) {
 			return usage(fmt.Errorf("crowd lookup %q: %s", resource, ae.Reason))
 		}
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,7 +76,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 			return nil
 		}
 		if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
-			return usage(err) // the API's filter check: a flag's value
+			return usage(errors.New(filterRefusal(ae.Reason))) // the API's filter check: a flag's value
 		}
 		return err
 	}
@@ -105,6 +106,19 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		return fmt.Errorf("the activity stream of the crowd at %s (--admin) broke off: %w", f.admin.addr, err)
 	}
 	return fmt.Errorf("the activity stream of the crowd at %s (--admin) ended: that crowd is shutting down", f.admin.addr)
+}
+
+// filterRefusal says the admin API's refusal of a filter in the tail's
+// terms: the query parameter it names (actor="x": …) becomes the flag that
+// set it (--actor="x": …).
+func filterRefusal(reason string) string {
+	reason = strings.TrimPrefix(reason, "bad request: ")
+	for _, p := range []string{adminapi.ParamActor, adminapi.ParamType, adminapi.ParamDirection, adminapi.ParamBacklog} {
+		if strings.HasPrefix(reason, p+"=") {
+			return "--" + reason
+		}
+	}
+	return reason
 }
 
 // entryLine renders an activity log entry as one readable line:

@@ -242,6 +242,16 @@ func TestTailRejectsBadInput(t *testing.T) {
 			}
 		})
 	}
+	// A misspelt crowd actor would match nothing, and the tail wait
+	// forever: the crowd refuses it (2), naming the flag and the names the
+	// host has.
+	c := startTestCrowd(t)
+	code, _, errOut := runCLI(t, "tail", "--admin", c.admin, "--actor", "alcie@flood1.test")
+	for _, want := range []string{`--actor="alcie@flood1.test"`, `no actor "alcie"`, "actors: alice, bob"} {
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("a misspelt actor: exit %d, stderr %q; want exit 2 naming %q", code, errOut, want)
+		}
+	}
 }
 
 func TestEntryLine(t *testing.T) {

@@ -170,6 +170,9 @@ func (g *Guard) resolve(ctx context.Context, host string) guardEntry {
 	if !g.o.AllowPublic {
 		for _, ip := range ips {
 			if !IsNonPublic(ip) {
+				if normHost(host) == ip.String() { // an address literal: saying it twice tells nothing
+					return guardEntry{err: fmt.Errorf("%s: %w", host, ErrPublicTarget)}
+				}
 				return guardEntry{err: fmt.Errorf("%s is %s: %w", host, ip, ErrPublicTarget)}
 			}
 		}

@@ -13,7 +13,7 @@ func (f *Windows) Routes(handle func(pattern string, h http.Handler)) {
 	handle(string(adminapi.RouteFetchbackOpen), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req adminapi.FetchbackOpenRequest
 		if err := decodeAdminBody(w, r, &req); err != nil {
-			adminapi.WriteError(w, http.StatusBadRequest, err.Error())
+			adminapi.WriteError(w, adminapi.BodyStatus(err), err.Error())
 			return
 		}
 		win, err := f.Open(req.Label)
@@ -27,7 +27,11 @@ func (f *Windows) Routes(handle func(pattern string, h http.Handler)) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var ref adminapi.FetchbackRef
 			if err := decodeAdminBody(w, r, &ref); err != nil || ref.ID == "" {
-				adminapi.WriteError(w, http.StatusBadRequest, `want {"id": "<the id the window was opened with>"}`)
+				status := http.StatusBadRequest
+				if err != nil {
+					status = adminapi.BodyStatus(err)
+				}
+				adminapi.WriteError(w, status, `want {"id": "<the id the window was opened with>"}`)
 				return
 			}
 			t, ok := op(ref.ID)
@@ -56,7 +60,7 @@ func (f *Windows) Routes(handle func(pattern string, h http.Handler)) {
 func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any) error {
 	err := adminapi.DecodeBody(w, r, 0, v)
 	if err != nil && !errors.Is(err, adminapi.ErrEmptyBody) {
-		return fmt.Errorf("the body is not the route's JSON: %v", err)
+		return fmt.Errorf("the body is not the route's JSON: %w", err)
 	}
 	return nil
 }
