@@ -59,7 +59,7 @@ func writeError(w http.ResponseWriter, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, dialguard.ErrPublicTarget):
 		status = http.StatusForbidden
-	case errors.Is(err, ErrTarget):
+	case errors.Is(err, ErrTarget), errors.Is(err, ErrUndelivered):
 		status = http.StatusBadGateway
 	}
 	adminapi.WriteError(w, status, err.Error())
@@ -425,8 +425,8 @@ func marshalActivity(v any) ([]byte, error) {
 // Follow of the target and, once answered 2xx, forgets it; a generated
 // Create, once answered, goes to the sender's outbox: an object given in
 // req is not one the crowd can regenerate, so it does not), signs it and
-// delivers it now. Errors wrap ErrBadRequest, ErrTarget or name the
-// unknown sender; a non-2xx answer is a result, not an error.
+// delivers it now. Errors wrap ErrBadRequest, ErrTarget, ErrUndelivered or
+// name the unknown sender; a non-2xx answer is a result, not an error.
 func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (adminapi.SendResult, error) {
 	from, err := in.LocalActor(req.From)
 	if err != nil {
@@ -465,7 +465,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body, o.scheme)
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", ErrTarget, err)
+		return res, fmt.Errorf("%w: %v", ErrUndelivered, err)
 	}
 	// Answered, whatever the status: the Create left, so the outbox lists it.
 	if sentNote != nil {

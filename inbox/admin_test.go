@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -254,6 +255,20 @@ func TestAdminSendAndLookup(t *testing.T) {
 		if after := len(f.remote.postsTo("/users/bob/inbox")) + len(f.remote.postsTo("/inbox")); after != before {
 			t.Errorf("%s: the remote got something", tt.name)
 		}
+	}
+	// An inbox that does not answer (nothing listens there): 502, saying
+	// so, not that the target was not resolved (it was).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	var answer struct{ Error string }
+	if s := postJSON(t, admin.URL+adminapi.RouteSend.Path(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Like", To: bob,
+		Object: json.RawMessage(`"https://example.com/users/bob/statuses/1"`), Inbox: "http://" + closed + "/inbox"}, &answer); s != http.StatusBadGateway ||
+		!strings.Contains(answer.Error, "the inbox did not answer") {
+		t.Errorf("an inbox that does not answer: %d %q, want 502 saying the inbox did not answer", s, answer.Error)
 	}
 	// Create goes to the shared inbox, the rest to bob's own.
 	if n := len(f.remote.postsTo("/inbox")); n != 1 {

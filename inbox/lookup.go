@@ -28,6 +28,11 @@ var ErrBadRequest = errors.New("bad request")
 // actor fetch failed); the admin API answers it with 502.
 var ErrTarget = errors.New("target not resolved")
 
+// ErrUndelivered marks a send the target's inbox did not answer (the
+// connection, the TLS handshake or the request failed); the admin API
+// answers it with 502. An answer of any status is a result, not this.
+var ErrUndelivered = errors.New("the inbox did not answer")
+
 // Lookup resolves q.Resource (acct:name@host, name@host, or an actor URL)
 // as a real server would: WebFinger, then a GET signed by the instance
 // actor of the crowd's first origin, then the WebFinger round trip from

@@ -72,7 +72,9 @@ func (f *adminFlags) client() (*adminapi.Client, error) {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	if u, err := url.Parse(base); err == nil && u.Host != "" && u.Port() == "" {
+	if u, err := url.Parse(base); err == nil && u.Scheme != "http" && u.Scheme != "https" {
+		return nil, usage(fmt.Errorf("--admin %q: the admin API speaks http or https, not %s: give host:port or http://host:port", f.addr, u.Scheme))
+	} else if err == nil && u.Host != "" && u.Port() == "" {
 		return nil, usage(fmt.Errorf("--admin %q has no port (the default is %s)", f.addr, defaultAdmin))
 	}
 	c, err := adminapi.New(base, adminapi.Options{Name: raw + " (--admin)", Token: f.adminToken(), TokenHint: tokenHint})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -20,11 +19,59 @@ type floodFlags struct {
 	admin adminFlags // --admin
 	vocab vocabFlags // --reply-depth, --mentions, --hashtags, --media-count, --media-size
 
-	cfg              loadrun.Config
-	stopWhen, expect []string          // gates, parsed by config
-	fetchback        fetchbackFlags    // what the SUT fetches back (fetchback.go)
-	posts            personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
-	scn              scenarioFlags     // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
+	cfg       loadrun.Config    // --expect and --stop-when too, read as gates when set (gatesValue)
+	fetchback fetchbackFlags    // what the SUT fetches back (fetchback.go)
+	posts     personaPostsFlags // crowd flood only: posts for personas without (fetchback.go)
+	scn       scenarioFlags     // --scenario, --tamper, --tamper-share, --origin-zipf, --target-posts
+}
+
+// gatesValue is a repeatable gate flag (--expect, --stop-when): each value
+// is read as a gate when it is set, so a bad one is refused where it was
+// given (the command line, CROWD_EXPECT, a scenario file), naming the flag.
+type gatesValue struct{ gates *[]record.Gate }
+
+// String lists the gates as a list flag does; none is "", so that help
+// shows no default.
+func (v gatesValue) String() string {
+	if len(*v.gates) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(v.GetSlice(), ",") + "]"
+}
+
+// Set adds the gate s.
+func (v gatesValue) Set(s string) error {
+	g, err := record.ParseGate(s)
+	if err != nil {
+		return err
+	}
+	*v.gates = append(*v.gates, g)
+	return nil
+}
+
+func (gatesValue) Type() string { return "gate" }
+
+// Replace sets the gates to items (pflag.SliceValue: a comma-separated
+// environment variable); on an error they are left as they were.
+func (v gatesValue) Replace(items []string) error {
+	gates, err := record.ParseGates(items)
+	if err != nil {
+		return err
+	}
+	*v.gates = gates
+	return nil
+}
+
+// Append adds the gate s (pflag.SliceValue).
+func (v gatesValue) Append(s string) error { return v.Set(s) }
+
+// GetSlice is the gates' expressions (pflag.SliceValue).
+func (v gatesValue) GetSlice() []string {
+	exprs := make([]string, len(*v.gates))
+	for i, g := range *v.gates {
+		exprs[i] = g.Expr
+	}
+	return exprs
 }
 
 func newFloodCmd(g *globalOptions) *cobra.Command {
@@ -84,7 +131,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.Var(loadrun.RampValue(c), "ramp", "a ladder from:to:step of rates, e.g. 100:1000:100 (instead of --rate)")
 	fl.DurationVar(&c.Step, "step", def.Step, "measured length of each ladder rung")
 	fl.DurationVar(&c.Warmup, "warmup", 0, "start of the run (of each rung) that is sent but not measured")
-	fl.StringArrayVar(&f.stopWhen, "stop-when", nil, "stop a ladder after the rung where this holds, e.g. 'p95>2s' (repeatable)")
+	fl.Var(gatesValue{&f.cfg.StopWhen}, "stop-when", "stop a ladder after the rung where this holds, e.g. 'p95>2s' (repeatable)")
 	fl.Float64Var(&c.Seconds, "seconds", def.Seconds, "measured length of the run, after --warmup (0 with --max-sends: bounded by sends only)")
 	fl.Int64Var(&c.MaxSends, "max-sends", 0, "stop after this many sends, warm-up included (0 = no limit)")
 	fl.Var(loadrun.ArrivalsValue(&c.Arrivals), "arrivals", "arrival process: constant (start + n/rate) or poisson")
@@ -103,7 +150,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&c.Count, "count", 0, "how many personas --personas names")
 	fl.StringVar(&c.PersonasFile, "personas-file", "", "file naming the personas, one name@host a line")
 	fl.Var(loadrun.InboxValue(&c.Inbox), "inbox", "where to post: auto (the shared inbox, else the persona's own), shared or personal")
-	fl.StringArrayVar(&f.expect, "expect", nil, "a gate, e.g. 'p95<100ms', 'errors<1%', 'rate>=0.95*offered' (repeatable); exit 1 when one is missed")
+	fl.Var(gatesValue{&f.cfg.Expect}, "expect", "a gate, e.g. 'p95<100ms', 'errors<1%', 'rate>=0.95*offered' (repeatable); exit 1 when one is missed")
 	fl.StringVar(&c.Out, "out", def.Out, "directory of the run records and runs.md")
 	fl.StringVar(&c.Label, "label", "", "name of the run, in its record's file name and row")
 	fl.StringVar(&c.Results, "results", "", "write every send as a line of NDJSON to this file (.gz gzip, .zst zstd; - stdout, the table then on stderr); see docs/results.md")
@@ -142,13 +189,6 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 		signal.Ignore(syscall.SIGPIPE)
 	}
 	var errs []error
-	var err error
-	if c.Expect, err = record.ParseGates(f.expect); err != nil {
-		errs = append(errs, fmt.Errorf("--expect %w", err))
-	}
-	if c.StopWhen, err = record.ParseGates(f.stopWhen); err != nil {
-		errs = append(errs, fmt.Errorf("--stop-when %w", err))
-	}
 	changed := cmd.Flags().Changed
 	if changed("rate") && changed("ramp") {
 		errs = append(errs, errors.New("--rate and --ramp are exclusive: a ramp is its own list of rates"))
@@ -172,8 +212,11 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 				errs = append(errs, err)
 			}
 		}
-	} else if c.Admin, err = f.admin.client(); err != nil {
-		errs = append(errs, err)
+	} else {
+		var err error
+		if c.Admin, err = f.admin.client(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return c, usage(errors.Join(errs...))

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -38,7 +37,7 @@ func (s *scenarioFlags) register(cmd *cobra.Command) {
 // apply reads --scenario and sets each flag of cmd it names that neither
 // the command line nor the environment set; every value it holds is read
 // as its flag reads it either way (a gate of --expect or --stop-when
-// parsed too), so that a file is refused as soon as a value is wrong, not
+// too), so that a file is refused as soon as a value is wrong, not
 // the day it runs without the override. Checks made later, across flags
 // (the flood's config), see only the values that won. help is true for
 // '--scenario help', whose list it prints to cmd's output. It returns the
@@ -90,8 +89,7 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	return sc.Name, false, nil
 }
 
-// probeValue reads value as probe's flag key reads it, and as a gate for
-// --expect and --stop-when, whose gates the flood parses later. Without
+// probeValue reads value as probe's flag key reads it. Without
 // probe or such a flag (a flag of the whole program, which probe, not
 // under the root, lacks) there is nothing to read it with: nil.
 func probeValue(probe *cobra.Command, key, value string) error {
@@ -104,11 +102,6 @@ func probeValue(probe *cobra.Command, key, value string) error {
 	}
 	if err := f.Value.Set(value); err != nil {
 		return valueError(f, value, err)
-	}
-	if key == "expect" || key == "stop-when" {
-		if _, err := record.ParseGates([]string{value}); err != nil {
-			return fmt.Errorf("--%s %w", key, err)
-		}
 	}
 	return nil
 }

@@ -39,8 +39,9 @@ func TestScenarioApply(t *testing.T) {
 		t.Fatalf("apply: %q %v %v", name, help, err)
 	}
 	rate, mix := cmd.Flags().Lookup("rate").Value.String(), f.cfg.Mix.String()
-	if rate != "7" || mix != "create=1" || strings.Join(f.expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
-		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", rate, mix, f.expect, f.scn.tamper)
+	expect := gatesValue{&f.cfg.Expect}.GetSlice()
+	if rate != "7" || mix != "create=1" || strings.Join(expect, ";") != "p95<1s;errors<1%" || f.scn.tamper != "date" {
+		t.Fatalf("rate %s (scenario's), mix %s (the command line's), expect %v, tamper %q", rate, mix, expect, f.scn.tamper)
 	}
 	if c := f.scn.config(name); c == nil || c.Name != "mine" || c.Tamper != "date" {
 		t.Fatalf("config %+v", c)
@@ -65,9 +66,9 @@ func TestScenarioApply(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"overridden.scenario", "name = x\nrate = fast\n", `overridden.scenario:2): invalid argument "fast" for --rate: want a number > 0`}, // a rate that is none
-		{"twice-overridden.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                                                        // set twice
-		{"gate-overridden.scenario", "name = x\nexpect = p95<<1s\n", "gate-overridden.scenario:2): --expect"},                               // a gate that is none
+		{"overridden.scenario", "name = x\nrate = fast\n", `overridden.scenario:2): invalid argument "fast" for --rate: want a number > 0`},    // a rate that is none
+		{"twice-overridden.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                                                           // set twice
+		{"gate-overridden.scenario", "name = x\nexpect = p95<<1s\n", "gate-overridden.scenario:2): invalid argument \"p95<<1s\" for --expect"}, // a gate that is none
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone", "--rate", "5", "--expect", "p95<1m")
 		if code != 2 || !strings.Contains(errOut, tc.want) {

@@ -210,7 +210,9 @@ func TestWeatherNeedsACrowd(t *testing.T) {
 		// Nothing listens there.
 		{"no crowd", freeAddr(t), 1, "crowd serve"},
 		// Not an address.
-		{"no port", "crowd", 2, "--admin"},
+		{"no port", "crowd", 2, "has no port"},
+		// Another scheme: said as such, not as a missing port.
+		{"another scheme", "ftp://crowd:21", 2, "http or https, not ftp"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, "weather", "show", "--admin", c.admin)

@@ -277,7 +277,7 @@ func (r *Rule) parseParams(ps []string) error {
 			return errors.New("slow takes a delay and a document share at most (slow=5%:30s:0.5)")
 		}
 		if len(ps) > 0 {
-			d, err := parseDelay(ps[0])
+			d, err := parseDelay(ps[0], "delay")
 			if err != nil {
 				return err
 			}
@@ -308,7 +308,7 @@ func (r *Rule) parseParams(ps []string) error {
 			return errors.New("limited takes one Retry-After at most (limited=2%:60s)")
 		}
 		if len(ps) == 1 {
-			d, err := parseDelay(ps[0])
+			d, err := parseDelay(ps[0], "Retry-After")
 			if err != nil {
 				return err
 			}
@@ -328,11 +328,12 @@ func (r *Rule) parseParams(ps []string) error {
 // maxDelay bounds a delay so that a typo cannot hold connections for days.
 const maxDelay = time.Hour
 
-// parseDelay reads a Go duration in (0, 1h].
-func parseDelay(s string) (time.Duration, error) {
+// parseDelay reads a Go duration in (0, 1h]; what names it in the error
+// ("delay", "Retry-After").
+func parseDelay(s, what string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil || d <= 0 || d > maxDelay {
-		return 0, fmt.Errorf("delay %q is not a duration in (0, %s] (e.g. 30s)", s, maxDelay)
+		return 0, fmt.Errorf("%s %q is not a duration in (0, %s] (e.g. 30s)", what, s, maxDelay)
 	}
 	return d, nil
 }

@@ -91,6 +91,7 @@ func TestParseSpecRefuses(t *testing.T) {
 		{"flaky=1%:0", "probability"},                    // never flaky
 		{"flaky=1%:1.5", "probability"},                  // more than always
 		{"limited=1%:1500ms", "whole number of seconds"}, // Retry-After is in seconds
+		{"limited=1%:5", `Retry-After "5"`},              // a number alone: named as what it is, not a delay
 	} {
 		_, err := ParseSpec(c.in)
 		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.names) {
