@@ -117,6 +117,22 @@ func (h WeatherHistory) anyAt(t time.Time) bool {
 	return n > 0
 }
 
+// phaseOf says which phase the stretch from..to since the start lies in,
+// as the healthy deliveries' posts are split: the clear phase when it
+// ends before any weather, under the weather when some origin had weather
+// at both its ends (after the first weather), and neither when it
+// straddles a change into or out of all-clear.
+func (h WeatherHistory) phaseOf(from, to time.Duration) (weather, ok bool) {
+	first := h.firstWeather()
+	switch at, until := h.Start.Add(from), h.Start.Add(to); {
+	case first.IsZero() || !until.After(first):
+		return false, true
+	case !at.Before(first) && h.anyAt(at) && h.anyAt(until):
+		return true, true
+	}
+	return false, false
+}
+
 // firstWeather is when some origin first had weather (the start, when
 // one had it then); zero when none ever did.
 func (h WeatherHistory) firstWeather() time.Time {
@@ -177,7 +193,7 @@ func kindOf(condition string) string {
 // latency under the weather beside the clear phase before it, judged
 // (record.Isolate); and the attempts per second by weather. Nil when no
 // origin had weather or no post was made.
-func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deliveries, error) {
+func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time, timeline []record.Tick) (*record.Deliveries, error) {
 	hosts := h.weathered()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -204,6 +220,7 @@ func (d *Deliveries) UnderWeather(h WeatherHistory, end time.Time) (*record.Deli
 	if err != nil {
 		return nil, err
 	}
+	healthy.Answers = record.AnswersOf(timeline, h.phaseOf)
 	out.Healthy = healthy
 	out.Isolation = record.Isolate(healthy)
 	out.Attempts = attemptTicks(h.Start, end, attempts)

@@ -12,6 +12,8 @@ import (
 type weatherFixture struct {
 	t *testing.T
 	d *Deliveries
+	// timeline is the flood's, for the SUT's answers in each phase.
+	timeline []record.Tick
 }
 
 // newWeatherFixture expects p's posts at followers.
@@ -42,7 +44,7 @@ func (f *weatherFixture) attempt(ms int, host, inbox string, s Status, status in
 // offsets (seconds) to the given origins, up to endMS.
 func (f *weatherFixture) under(endMS int, changes ...record.WeatherChange) *record.Deliveries {
 	f.t.Helper()
-	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{}, &record.Weather{Changes: changes}), at(endMS))
+	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{}, &record.Weather{Changes: changes}), at(endMS), f.timeline)
 	if err != nil || got == nil {
 		f.t.Fatalf("UnderWeather: %v, %v", got, err)
 	}
@@ -79,6 +81,14 @@ func TestUnderWeather(t *testing.T) {
 	f.attempt(12050, "flood1.test", "/users/a/inbox", after, 202, "")
 	f.attempt(12060, "flood2.test", "/users/b/inbox", after, 429, "limited:2s")
 	f.attempt(12070, "flood3.test", "/users/c/inbox", after, 202, "")
+	// The flood's answers: 10 ms a second before the weather, 30 ms in it.
+	for s := 1; s <= 20; s++ {
+		p50 := int64(30_000)
+		if s <= 1 {
+			p50 = 10_000
+		}
+		f.timeline = append(f.timeline, record.Tick{T: s, Span: 1, LatencyP50: p50})
+	}
 
 	got := f.under(20000,
 		record.WeatherChange{AtS: 1, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "down"}, {Host: "flood2.test", Condition: "limited:2s"}}},
@@ -128,6 +138,11 @@ func TestUnderWeather(t *testing.T) {
 	}
 	if got.Isolation.Verdict != record.VerdictUnknown {
 		t.Errorf("isolation %+v: want no verdict on so few deliveries", got.Isolation)
+	}
+	// The SUT's answers split as the posts are: the second before +1 s in
+	// the clear phase, the nineteen after it under the weather.
+	if a := h.Answers; a == nil || *a != (record.SUTAnswers{BaselineP50US: 10_000, WeatherP50US: 30_000, BaselineSeconds: 1, WeatherSeconds: 19}) {
+		t.Errorf("the SUT's answers %+v: want 10 ms over 1 s clear, 30 ms over 19 s of weather", a)
 	}
 	// Every attempt counted once in the plot, by the weather it met; every
 	// second of the run has its tick.
@@ -239,7 +254,7 @@ func TestUnderWeatherBounds(t *testing.T) {
 	f.post("1", 10)
 	f.d.attempts = make([]Attempt, maxAttempts) // as if full (all before the run: filtered out)
 	f.attempt(100, "flood1.test", "", Status{}, 0, "down")
-	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(3000))
+	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(3000), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,10 +270,10 @@ func TestUnderWeatherBounds(t *testing.T) {
 // deliveries section.
 func TestUnderClearWeather(t *testing.T) {
 	d := NewDeliveries(nil)
-	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{}, nil), at(2000)); got != nil || err != nil {
+	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{}, nil), at(2000), nil); got != nil || err != nil {
 		t.Errorf("UnderWeather of clear weather = %+v, %v: want nil", got, err)
 	}
-	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(2000)); got != nil || err != nil {
+	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(2000), nil); got != nil || err != nil {
 		t.Errorf("UnderWeather with no post = %+v, %v: want nil", got, err)
 	}
 }

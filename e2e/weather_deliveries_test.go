@@ -293,6 +293,10 @@ func TestWeatherIsolationRealFedify(t *testing.T) {
 	if many.Verdict != record.VerdictIsolated {
 		t.Errorf("sixteen workers: %+v: want isolated", many)
 	}
+	// The flood's own answers, compared phase to phase beside the verdict.
+	if one.SUTSlowdown == 0 || many.SUTSlowdown == 0 {
+		t.Errorf("the SUT's answers were not compared: slowdown %g with one worker, %g with sixteen", one.SUTSlowdown, many.SUTSlowdown)
+	}
 	if one.WeatherP95US <= many.WeatherP95US {
 		t.Errorf("healthy p95 under the weather: %d µs with one worker, %d µs with sixteen: want more with one", one.WeatherP95US, many.WeatherP95US)
 	}

@@ -14,13 +14,22 @@ import (
 // The isolation rule: healthy deliveries suffered head-of-line blocking
 // when their p95 under the weather is at least IsolationRatio times the
 // clear phase's and at least IsolationFloor more. The floor keeps a few
-// milliseconds' jitter on a fast SUT from reading as blocking.
+// milliseconds' jitter on a fast SUT from reading as blocking. Beside the
+// verdict the record says how much the SUT's own answers to the flood
+// slowed between the same phases (SUTAnswers), which the verdict does not
+// use: a SUT the weather made slower as a whole is not isolated either,
+// and in a run of Fedify whose CPU other processes took, its deliveries
+// slowed 2.7× while its answers' medians did not move: the answers cannot
+// tell a busy machine from a blocked queue.
 const (
 	IsolationRatio = 3.0
 	IsolationFloor = time.Second
 	// IsolationMinimum is the fewest deliveries each phase needs for a
 	// verdict.
 	IsolationMinimum = 5
+	// AnswersMinimum is the fewest measured seconds with answers each
+	// phase needs for the SUT's answers to be compared.
+	AnswersMinimum = 3
 )
 
 // Verdicts of an Isolation.
@@ -170,6 +179,63 @@ type HealthyDeliveries struct {
 	// NoBaseline says the weather was in force from the start: there was
 	// no clear phase.
 	NoBaseline bool `json:"no_baseline,omitempty"`
+	// Answers is how fast the SUT answered the flood itself in the same
+	// two phases; nil when the run could not tell.
+	Answers *SUTAnswers `json:"sut_answers,omitempty"`
+}
+
+// SUTAnswers is how fast the SUT answered the flood's sends in the clear
+// phase and under the weather: the median, over the phase's measured
+// seconds (warm-up left out), of each second's median latency. A SUT slower
+// as a whole may show here as well as in its deliveries (a busy machine
+// need not: see the isolation rule).
+type SUTAnswers struct {
+	BaselineP50US   int64 `json:"baseline_p50_us"`
+	WeatherP50US    int64 `json:"weather_p50_us"`
+	BaselineSeconds int   `json:"baseline_seconds"`
+	WeatherSeconds  int   `json:"weather_seconds"`
+}
+
+// Slowdown is how many times slower the SUT answered under the weather
+// than in the clear phase; false when a phase had fewer than
+// AnswersMinimum seconds with answers.
+func (a *SUTAnswers) Slowdown() (float64, bool) {
+	if a == nil || a.BaselineSeconds < AnswersMinimum || a.WeatherSeconds < AnswersMinimum || a.BaselineP50US <= 0 {
+		return 0, false
+	}
+	return float64(a.WeatherP50US) / float64(a.BaselineP50US), true
+}
+
+// AnswersOf is the SUT's answers in each phase from a run's timeline:
+// phase says which a second belongs to (from its start and end since the
+// run's start), and whether it belongs to any.
+func AnswersOf(timeline []Tick, phase func(from, to time.Duration) (weather, ok bool)) *SUTAnswers {
+	var base, under []int64
+	for _, t := range timeline {
+		if t.Warmup || t.LatencyP50 <= 0 {
+			continue
+		}
+		to := time.Duration(t.T) * time.Second
+		from := to - time.Duration(t.Span*float64(time.Second))
+		weather, ok := phase(from, to)
+		switch {
+		case !ok:
+		case weather:
+			under = append(under, t.LatencyP50)
+		default:
+			base = append(base, t.LatencyP50)
+		}
+	}
+	return &SUTAnswers{BaselineP50US: median(base), WeatherP50US: median(under), BaselineSeconds: len(base), WeatherSeconds: len(under)}
+}
+
+// median is the middle of xs (the lower of the two middles); 0 for none.
+func median(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[(len(xs)-1)/2]
 }
 
 // Isolation is the verdict on whether bad weather on some origins delayed
@@ -182,6 +248,10 @@ type Isolation struct {
 	BaselineP95US int64   `json:"baseline_p95_us"`
 	WeatherP95US  int64   `json:"weather_p95_us"`
 	Ratio         float64 `json:"ratio"`
+	// SUTSlowdown is how many times slower the SUT's own answers were
+	// under the weather (SUTAnswers.Slowdown), for the reader beside Ratio
+	// (the rule does not use it); 0 when they are not known.
+	SUTSlowdown float64 `json:"sut_slowdown,omitempty"`
 	// Rule is the rule the verdict applies, for people.
 	Rule string `json:"rule"`
 }
@@ -212,6 +282,9 @@ func Isolate(h HealthyDeliveries) Isolation {
 	}
 	if b.P95 > 0 {
 		iso.Ratio = float64(w.P95) / float64(b.P95)
+	}
+	if slowdown, ok := h.Answers.Slowdown(); ok {
+		iso.SUTSlowdown = slowdown
 	}
 	iso.Verdict = VerdictIsolated
 	if float64(w.P95) >= IsolationRatio*float64(b.P95) && time.Duration(w.P95-b.P95)*time.Microsecond >= IsolationFloor {
@@ -247,8 +320,12 @@ func (d *Deliveries) Summary() string {
 	case VerdictNoBaseline:
 		s += "; isolation: " + VerdictNoBaseline
 	default:
-		s += fmt.Sprintf("; isolation: healthy p95 %s clear, %s under weather (%.1f×): %s",
-			FormatMicros(iso.BaselineP95US), FormatMicros(iso.WeatherP95US), iso.Ratio, iso.Verdict)
+		s += fmt.Sprintf("; isolation: healthy p95 %s clear, %s under weather (%.1f×",
+			FormatMicros(iso.BaselineP95US), FormatMicros(iso.WeatherP95US), iso.Ratio)
+		if iso.SUTSlowdown > 0 {
+			s += fmt.Sprintf("; the SUT's answers %.1f×", iso.SUTSlowdown)
+		}
+		s += "): " + iso.Verdict
 	}
 	return s
 }
@@ -273,6 +350,7 @@ func mergeDeliveries(out *Record, recs []*Record) error {
 		d.Healthy.Reached += in.Healthy.Reached
 		d.Healthy.Unreached += in.Healthy.Unreached
 		d.Healthy.NoBaseline = d.Healthy.NoBaseline || in.Healthy.NoBaseline
+		d.Healthy.Answers = slowerAnswers(d.Healthy.Answers, in.Healthy.Answers)
 		d.AttemptsDropped += in.AttemptsDropped
 		d.StreamLost += in.StreamLost
 		for _, p := range []struct {
@@ -312,6 +390,17 @@ func mergeDeliveries(out *Record, recs []*Record) error {
 	d.Isolation = Isolate(d.Healthy)
 	out.Deliveries = d
 	return nil
+}
+
+// slowerAnswers joins two shards' SUTAnswers (either may be nil): the
+// same SUT answered both, each shard a part of its flood, so each phase
+// keeps the slower median and the fewer seconds.
+func slowerAnswers(a, b *SUTAnswers) *SUTAnswers {
+	if a == nil || b == nil {
+		return cmp.Or(a, b)
+	}
+	return &SUTAnswers{BaselineP50US: max(a.BaselineP50US, b.BaselineP50US), WeatherP50US: max(a.WeatherP50US, b.WeatherP50US),
+		BaselineSeconds: min(a.BaselineSeconds, b.BaselineSeconds), WeatherSeconds: min(a.WeatherSeconds, b.WeatherSeconds)}
 }
 
 // Lines are the deliveries as a block for people: the summary, then a line

@@ -28,30 +28,83 @@ func healthyOf(t *testing.T, n int, base, under time.Duration) HealthyDeliveries
 
 // TestIsolate judges healthy deliveries by the isolation rule.
 func TestIsolate(t *testing.T) {
+	// answers is the SUT's answers: 10 ms in the clear phase, slower under
+	// the weather, over seconds each phase.
+	answers := func(slower float64, seconds int) *SUTAnswers {
+		return &SUTAnswers{BaselineP50US: 10_000, WeatherP50US: int64(10_000 * slower), BaselineSeconds: seconds, WeatherSeconds: seconds}
+	}
 	for _, tc := range []struct {
 		name         string
 		n            int
 		base, under  time.Duration
+		answers      *SUTAnswers
 		want         string
 		wantRatioMin float64
 	}{
 		// 0.4 s to 38 s: blocked.
-		{"95 times slower", 10, 400 * time.Millisecond, 38 * time.Second, VerdictBlocking, 90},
+		{"95 times slower", 10, 400 * time.Millisecond, 38 * time.Second, nil, VerdictBlocking, 90},
 		// Three times slower but by milliseconds: jitter, not blocking.
-		{"slower by milliseconds", 10, 5 * time.Millisecond, 20 * time.Millisecond, VerdictIsolated, 3.5},
+		{"slower by milliseconds", 10, 5 * time.Millisecond, 20 * time.Millisecond, nil, VerdictIsolated, 3.5},
 		// A second more but not three times: isolated.
-		{"a second more of many", 10, 2 * time.Second, 3 * time.Second, VerdictIsolated, 1.4},
+		{"a second more of many", 10, 2 * time.Second, 3 * time.Second, nil, VerdictIsolated, 1.4},
 		// The same latency under the weather.
-		{"unchanged", 10, 300 * time.Millisecond, 300 * time.Millisecond, VerdictIsolated, 0.99},
+		{"unchanged", 10, 300 * time.Millisecond, 300 * time.Millisecond, nil, VerdictIsolated, 0.99},
 		// Four deliveries a phase are too few to judge.
-		{"too few", 4, 400 * time.Millisecond, 38 * time.Second, VerdictUnknown, 0},
+		{"too few", 4, 400 * time.Millisecond, 38 * time.Second, nil, VerdictUnknown, 0},
+		// The SUT's answers twice as slow: said beside the verdict, which
+		// they do not change (a SUT the weather slowed as a whole is not
+		// isolated either).
+		{"blocked, the SUT's answers slower", 10, 500 * time.Millisecond, 2 * time.Second, answers(2, 10), VerdictBlocking, 3.9},
+		{"isolated, the SUT's answers slower", 10, 300 * time.Millisecond, 300 * time.Millisecond, answers(5, 10), VerdictIsolated, 0.99},
+		// Answers in too few seconds of a phase are not compared.
+		{"too few seconds of answers", 10, 500 * time.Millisecond, 2 * time.Second, answers(2, 2), VerdictBlocking, 3.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			iso := Isolate(healthyOf(t, tc.n, tc.base, tc.under))
+			h := healthyOf(t, tc.n, tc.base, tc.under)
+			h.Answers = tc.answers
+			iso := Isolate(h)
 			if iso.Verdict != tc.want || iso.Ratio < tc.wantRatioMin || !strings.Contains(iso.Rule, "head-of-line") {
 				t.Errorf("Isolate = %+v: want %q, ratio >= %g, the rule printed", iso, tc.want, tc.wantRatioMin)
 			}
+			if want, _ := tc.answers.Slowdown(); iso.SUTSlowdown != want {
+				t.Errorf("SUTSlowdown %g, want %g", iso.SUTSlowdown, want)
+			}
 		})
+	}
+}
+
+// TestAnswersOf reads the SUT's answers in each phase from a timeline:
+// the median of the seconds' medians, warm-up and seconds without
+// answers left out, and seconds in neither phase too.
+func TestAnswersOf(t *testing.T) {
+	timeline := []Tick{
+		{T: 1, Span: 1, Warmup: true, LatencyP50: 900_000}, // warm-up: left out
+		{T: 2, Span: 1, LatencyP50: 10_000},
+		{T: 3, Span: 1, LatencyP50: 12_000},
+		{T: 4, Span: 1, LatencyP50: 0}, // no answer that second
+		{T: 5, Span: 1, LatencyP50: 11_000},
+		{T: 6, Span: 1, LatencyP50: 50_000}, // in neither phase
+		{T: 7, Span: 1, LatencyP50: 40_000},
+		{T: 8, Span: 1, LatencyP50: 20_000},
+		{T: 9, Span: 0.5, LatencyP50: 30_000},
+	}
+	// Clear until +5 s, a second in between, weather from +6 s.
+	phase := func(from, to time.Duration) (bool, bool) {
+		switch {
+		case to <= 5*time.Second:
+			return false, true
+		case from >= 6*time.Second:
+			return true, true
+		}
+		return false, false
+	}
+	got := AnswersOf(timeline, phase)
+	want := SUTAnswers{BaselineP50US: 11_000, WeatherP50US: 30_000, BaselineSeconds: 3, WeatherSeconds: 3}
+	if *got != want {
+		t.Errorf("AnswersOf = %+v, want %+v", *got, want)
+	}
+	if s, ok := got.Slowdown(); !ok || s < 2.7 || s > 2.8 {
+		t.Errorf("Slowdown = %g, %v; want 30/11", s, ok)
 	}
 }
 
