@@ -46,7 +46,8 @@ var ErrBodyTooLarge = errors.New("the body is too large")
 
 // DecodeBody reads r's JSON body of at most limit bytes (BodyLimit when limit is 0) into v.
 // No body at all is ErrEmptyBody with v untouched; a body past the limit wraps
-// ErrBodyTooLarge, and the server closes the connection rather than drain it. Fields v does
+// ErrBodyTooLarge, and the server closes the connection rather than drain it; anything but
+// space after the JSON value is an error. Fields v does
 // not have are ignored: for the routes other crowd processes call, which may be of another
 // version.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
@@ -71,6 +72,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, stri
 	err := dec.Decode(v)
 	if errors.Is(err, io.EOF) {
 		return ErrEmptyBody
+	}
+	if err == nil {
+		// Two documents, or one and a stray: whoever wrote it meant something the first alone
+		// does not say.
+		if _, next := dec.Token(); next != io.EOF {
+			return errors.New("the body goes on after its JSON value")
+		}
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
