@@ -57,8 +57,8 @@ func (s ServedWorld) Flags() string {
 }
 
 // RecordServed writes cfg's world shape into its state directory, replacing
-// what an earlier crowd serve recorded: a crowd serve calls it once its
-// world is open.
+// what was recorded before: a crowd that serves the world (crowd serve, and
+// a standalone flood in its own state) calls it once the world is open.
 func RecordServed(cfg Config) error {
 	b, err := json.MarshalIndent(ServedOf(cfg), "", "  ")
 	if err != nil {
@@ -69,8 +69,8 @@ func RecordServed(cfg Config) error {
 
 // LoadServed reads the world shape the last crowd serve recorded in
 // stateDir; false when none did (a state from before the record was kept,
-// or never served). A record that cannot be read is an error naming its
-// file, wrapping ErrConfig.
+// or never served). A record that is not a world is an error naming its
+// file, wrapping ErrConfig; a file that cannot be read, the reading's error.
 func LoadServed(stateDir string) (ServedWorld, bool, error) {
 	path := servedFile(stateDir)
 	b, err := os.ReadFile(path)

@@ -39,7 +39,7 @@ func TestServedWorldRecord(t *testing.T) {
 		// JSON, but no world: the setting is named as its flag.
 		{"no world", `{"origins":0,"actors":5,"domain":"a%d.example"}`, "--origins"},
 		// A shard that cannot be read.
-		{"bad shard", `{"origins":3,"actors":5,"domain":"a%d.example","shard":"x"}`, "world.json"},
+		{"bad shard", `{"origins":3,"actors":5,"domain":"a%d.example","shard":"x"}`, "shard"},
 	} {
 		os.WriteFile(filepath.Join(dir, "world.json"), []byte(tc.body), 0o644)
 		if _, ok, err := LoadServed(dir); ok || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.say) {

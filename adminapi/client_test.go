@@ -393,6 +393,17 @@ func TestQueries(t *testing.T) {
 	if got, err := adminapi.ParseStreamQuery(s.Values()); err != nil || got != s {
 		t.Errorf("stream %+v → %+v, %v", s, got, err)
 	}
+	for _, l := range []adminapi.LookupQuery{
+		{Resource: "acct:bob@sut.test"},                                   // by acct, public hosts refused
+		{Resource: "https://sut.test/users/bob", AllowPublicTarget: true}, // by URL, public hosts allowed
+	} {
+		if got, err := adminapi.ParseLookupQuery(l.Values()); err != nil || got != l {
+			t.Errorf("lookup %+v → %q → %+v, %v", l, l.Values().Encode(), got, err)
+		}
+	}
+	if _, err := adminapi.ParseLookupQuery(url.Values{adminapi.ParamAllowPublicTarget: {"maybe"}}); err == nil || !strings.Contains(err.Error(), "allow_public_target") {
+		t.Errorf("allow_public_target=maybe: %v, want an error naming it", err)
+	}
 	for _, bad := range []string{"limit=x", "limit=-1", "limit=1e3"} {
 		v, _ := url.ParseQuery(bad)
 		if _, err := adminapi.ParseActivitiesQuery(v); err == nil || !strings.Contains(err.Error(), "limit") {
@@ -421,6 +432,7 @@ func FuzzQueries(f *testing.F) {
 	f.Add("limit=3&actor=a@b&type=Follow&direction=in&backlog=2")
 	f.Add("limit=0")
 	f.Add("backlog=&type=%00")
+	f.Add("resource=acct:a@b&allow_public_target=1")
 	f.Fuzz(func(t *testing.T, raw string) {
 		v, err := url.ParseQuery(raw)
 		if err != nil {
@@ -434,6 +446,11 @@ func FuzzQueries(f *testing.F) {
 		if q, err := adminapi.ParseStreamQuery(v); err == nil {
 			if again, err := adminapi.ParseStreamQuery(q.Values()); err != nil || again != q {
 				t.Errorf("stream %q → %+v → %+v, %v", raw, q, again, err)
+			}
+		}
+		if q, err := adminapi.ParseLookupQuery(v); err == nil {
+			if again, err := adminapi.ParseLookupQuery(q.Values()); err != nil || again != q {
+				t.Errorf("lookup %q → %+v → %+v, %v", raw, q, again, err)
 			}
 		}
 	})

@@ -55,8 +55,10 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 }
 
 // DecodeStrictBody is DecodeBody that refuses a field v does not have, naming it: for the
-// routes a person writes bodies for by hand, where a misspelt field ("allow_public_taget")
-// would otherwise be dropped without a word, and the request carried out without it.
+// routes a person also writes bodies for by hand, where a misspelt field
+// ("allow_public_taget") would otherwise be dropped without a word, and the request carried
+// out without it. A crowd process of a newer version is refused the same way for a field this
+// one lacks, so such a request type's new fields are omitempty: sent only when used.
 func DecodeStrictBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	return decodeBody(w, r, limit, v, true)
 }
@@ -76,8 +78,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, stri
 	if err == nil {
 		// Two documents, or one and a stray: whoever wrote it meant something the first alone
 		// does not say.
-		if _, next := dec.Token(); next != io.EOF {
-			return errors.New("the body goes on after its JSON value")
+		_, err = dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); !ok {
+			err = errors.New("the body goes on after its JSON value")
 		}
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {

@@ -88,6 +88,8 @@ func TestDecodeBody(t *testing.T) {
 		{"a brace too many", `{"id":"w1"}}`, 0, false, "w1", nil, "goes on after", http.StatusBadRequest},
 		// Space and a newline after it are no more.
 		{"a newline after it", "{\"id\":\"w1\"}\n  ", 0, true, "w1", nil, "", 0},
+		// Space past the limit after the value: too large, as any byte there.
+		{"space past the limit", "{\"id\":\"w1\"}" + strings.Repeat(" ", 20), 16, false, "w1", ErrBodyTooLarge, "", http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,8 +60,9 @@ const (
 
 	// RouteActivities answers the latest activity log entries, []Entry
 	// oldest first. Query: ActivitiesQuery (limit, actor, type, direction);
-	// a limit that is not a non-negative number, or a direction that is
-	// neither in nor out, is 400.
+	// a limit that is not a non-negative number, a direction that is
+	// neither in nor out, or an actor acct on one of the crowd's hosts that
+	// names none of its actors (it would match nothing) is 400.
 	RouteActivities Route = "GET /api/activities"
 
 	// RouteStream follows the activity log live as Server-Sent Events
@@ -69,8 +70,8 @@ const (
 	// the event id), a "lost" event {"lost": n} says how many entries the
 	// server dropped for this reader because it read too slowly, a comment
 	// line every 15 s keeps proxies from closing the stream. Query:
-	// StreamQuery (actor, type, direction, backlog); a bad backlog or
-	// direction is 400.
+	// StreamQuery (actor, type, direction, backlog); a bad backlog,
+	// direction or actor (as RouteActivities says) is 400.
 	// Read it with Stream or ReadStream.
 	RouteStream Route = "GET /api/activities/stream"
 
@@ -133,7 +134,7 @@ const (
 	ParamResource  = "resource"
 	ParamOnce      = "once"
 	// ParamAllowPublicTarget ("true" or "false") is RouteLookup's
-	// SendRequest.AllowPublicTarget.
+	// LookupQuery.AllowPublicTarget.
 	ParamAllowPublicTarget = "allow_public_target"
 )
 

@@ -108,7 +108,8 @@ type OutboxResult struct {
 	Recorded int `json:"recorded"`
 }
 
-// PruneRequest is the body of RoutePrune.
+// PruneRequest is the body of RoutePrune, which refuses a field it lacks
+// (DecodeStrictBody): a field added here is omitempty.
 type PruneRequest struct {
 	// OlderThan is a Go duration ("1h"), at least 0.
 	OlderThan string `json:"older_than"`
@@ -125,7 +126,9 @@ type PruneResult struct {
 	Removed int `json:"removed"`
 }
 
-// SendRequest is the body of RouteSend: one activity to send by hand.
+// SendRequest is the body of RouteSend: one activity to send by hand. The
+// route refuses a field it lacks (DecodeStrictBody): a field added here is
+// omitempty.
 type SendRequest struct {
 	// From is the crowd actor that sends (acct or id).
 	From string `json:"from"`

@@ -23,7 +23,8 @@ const (
 	RouteWeatherClear Route = "DELETE /api/weather"
 )
 
-// WeatherRequest is RouteWeatherSet's body.
+// WeatherRequest is RouteWeatherSet's body, which refuses a field it lacks
+// (DecodeStrictBody): a field added here is omitempty.
 type WeatherRequest struct {
 	// Spec is the weather, as `crowd serve --weather` takes it
 	// ("down=5%,slow=flood2.test:30s"); "" or "clear" clears it.

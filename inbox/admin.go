@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -340,6 +341,26 @@ func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 	adminapi.WriteJSON(w, http.StatusOK, res)
 }
 
+// deliverableURL refuses an inbox the crowd cannot post to: not an
+// absolute http(s) URL.
+func deliverableURL(inbox string) error {
+	u, err := url.Parse(inbox)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("inbox %q is not an absolute http(s) URL", inbox)
+	}
+	return nil
+}
+
+// unanswered is the error of a send whose post failed: ErrUndelivered
+// when the inbox did not answer, the failure itself (a 500) when the post
+// could not be made (the inbox was checked before: a signing failure).
+func unanswered(err error) error {
+	if errors.Is(err, errPermanent) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrUndelivered, err)
+}
+
 // target is a resolved recipient.
 type target struct {
 	id, inbox, sharedInbox, handle string
@@ -436,7 +457,13 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	if err != nil {
 		return adminapi.SendResult{}, err
 	}
-	// One guard per send: its answers are pinned for the send's hosts.
+	if req.Inbox != "" {
+		if err := deliverableURL(req.Inbox); err != nil {
+			return adminapi.SendResult{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
+	// One guard per send, which checks each host before it is contacted
+	// (the post resolves the name again as it dials).
 	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: req.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
 	t, err := in.resolveTarget(ctx, g, from, req.To)
 	if err != nil {
@@ -447,6 +474,9 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		inbox = t.inbox
 		if (o.typ == "Create" && t.sharedInbox != "") || inbox == "" {
 			inbox = t.sharedInbox
+		}
+		if err := deliverableURL(inbox); err != nil {
+			return adminapi.SendResult{}, fmt.Errorf("%w: the actor %s names an inbox that cannot be delivered to: %v", ErrTarget, t.id, err)
 		}
 	}
 	if err := in.checkHost(ctx, g, inbox); err != nil {
@@ -465,7 +495,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body, o.scheme)
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", ErrUndelivered, err)
+		return res, unanswered(err)
 	}
 	// Answered, whatever the status: the Create left, so the outbox lists it.
 	if sentNote != nil {

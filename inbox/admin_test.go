@@ -244,6 +244,9 @@ func TestAdminSendAndLookup(t *testing.T) {
 	}{
 		// A misspelt field would be dropped, and the send made without it.
 		{"misspelt field", `{"from":"alice@flood1.test","type":"Follow","to":"` + bob + `","allow_public_taget":true}`, http.StatusBadRequest, `unknown field "allow_public_taget"`},
+		// An inbox the crowd cannot post to: refused as asked, not as an
+		// inbox that did not answer.
+		{"an ftp inbox", `{"from":"alice@flood1.test","type":"Follow","to":"` + bob + `","inbox":"ftp://127.0.0.1/inbox"}`, http.StatusBadRequest, "not an absolute http(s) URL"},
 		// Past the limit: 413, not 400.
 		{"too large", `{"from":"alice@flood1.test","type":"Create","to":"` + bob + `","object":{"content":"` + strings.Repeat("x", 1<<20) + `"}}`, http.StatusRequestEntityTooLarge, "too large"},
 	} {

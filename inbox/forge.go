@@ -37,7 +37,7 @@ func (in *Inbox) sendForged(ctx context.Context, from *actors.Actor, to, inbox s
 	post := func() answer { return in.postSigned(withBody(req, sent), sent) }
 	res, err := in.sendWith(from, to, inbox, sent, post)
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", ErrUndelivered, err)
+		return res, unanswered(err)
 	}
 	forged := &adminapi.ForgedSend{Kind: string(f.Kind)}
 	if f.Kind == signing.TamperReplay {
@@ -48,7 +48,7 @@ func (in *Inbox) sendForged(ctx context.Context, from *actors.Actor, to, inbox s
 			return res, nil
 		}
 		if res, err = in.sendWith(from, to, inbox, sent, post); err != nil {
-			return res, fmt.Errorf("%w: %v", ErrUndelivered, err)
+			return res, unanswered(err)
 		}
 	}
 	forged.Verdict = adminapi.ForgedVerdict(res.Status)

@@ -37,16 +37,18 @@ var ErrUndelivered = errors.New("the inbox did not answer")
 // as a real server would: WebFinger, then a GET signed by the instance
 // actor of the crowd's first origin, then the WebFinger round trip from
 // the document's preferredUsername. Every host is checked before anything
-// is sent to it, as a send's are: one that resolves to a public address,
-// unless q.AllowPublicTarget, is the error (wrapping
-// dialguard.ErrPublicTarget). Every other failure becomes a problem in the
-// result; the error (wrapping ErrBadRequest) is otherwise only for a
-// resource that is neither an acct nor a URL.
+// is sent to it, as a send's are: the resource's or its actor's resolving
+// to a public address, unless q.AllowPublicTarget, is the error (wrapping
+// dialguard.ErrPublicTarget); the round trip's, once the document is in
+// hand, a problem. Every other failure becomes a problem in the result;
+// the error (wrapping ErrBadRequest) is otherwise only for a resource that
+// is neither an acct nor a URL.
 func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.LookupResult, error) {
 	resource := q.Resource
 	res := adminapi.LookupResult{Resource: resource, Problems: []string{}}
 	as := in.world.Origins[0].Instance
-	// One guard for the lookup: its answers are pinned for the lookup's hosts.
+	// One guard for the lookup, which checks each host before it is
+	// contacted (the fetch resolves the name again as it dials).
 	g := dialguard.NewGuard(dialguard.GuardOptions{AllowPublic: q.AllowPublicTarget, Resolve: in.cfg.ResolveTarget})
 	// reachable checks a host before the lookup contacts it; a host with no
 	// address is the lookup's problem, a public one its refusal.
@@ -104,8 +106,11 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 	if f.Status == http.StatusOK && json.Unmarshal(f.Body, &doc) == nil && doc.ID != "" && doc.PreferredUsername != "" {
 		acct := "acct:" + doc.PreferredUsername + "@" + actors.HostOf(doc.ID)
 		if res.WebFinger == nil || !strings.EqualFold(res.WebFinger.Subject, acct) {
-			if ok, err := reachable("https://" + actors.HostOf(doc.ID) + "/"); !ok {
-				return res, err
+			// The document is in hand: a public host here is a problem to
+			// list beside it, not a refusal that would drop it.
+			if err := in.checkHost(ctx, g, "https://"+actors.HostOf(doc.ID)+"/"); err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s not asked: %v", acct, err))
+				return res, nil
 			}
 			jrd, err := in.webfinger(ctx, acct)
 			switch {

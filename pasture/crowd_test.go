@@ -176,4 +176,15 @@ func TestRotateKeysTakesTheServedWorld(t *testing.T) {
 			t.Errorf("%s: keys for %q, was %q: keys made for actors nobody serves", tc.name, after, before)
 		}
 	}
+	// A state no serve recorded a world in (an older crowd's), and no world
+	// flags: the defaults would be a guess, so it is refused, and no key
+	// is made there.
+	old := t.TempDir()
+	def.StateDir = old
+	if done, err := RotateKeys(RotateConfig{World: def}); len(done) != 0 || !errors.Is(err, actors.ErrConfig) || !strings.Contains(err.Error(), "give the world flags") {
+		t.Errorf("a state without a record, no world flags: rotated %d, %v; want a refusal asking for the world flags", len(done), err)
+	}
+	if _, err := os.Stat(filepath.Join(old, "keys")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused rotation made keys (%v)", err)
+	}
 }

@@ -104,11 +104,19 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 // serve recorded, when it recorded one; given says world's shape was given
 // and must then be that one. Any other world would have keys made for
 // actors nobody serves (an error wrapping actors.ErrConfig, before
-// anything changes).
+// anything changes). A state with no record (served by an older crowd)
+// needs the world given: the defaults would be a guess.
 func servedWorld(world actors.Config, given bool) (actors.Config, error) {
 	served, ok, err := actors.LoadServed(world.StateDir)
-	if err != nil || !ok {
+	switch {
+	case err != nil:
 		return world, err
+	case !ok && !given:
+		return world, fmt.Errorf("%w: %s records no world served from it (a crowd serve of this version writes it): "+
+			"give the world flags its crowd serve was given (--origins, --actors, --domain, and --shard or --key-pool if it had them), or start crowd serve on it once",
+			actors.ErrConfig, world.StateDir)
+	case !ok:
+		return world, nil
 	}
 	if !given {
 		return served.Apply(world)

@@ -41,7 +41,8 @@ func newKeysRotateCmd() *cobra.Command {
 		Short: "Give chosen actors new keys, and tell the servers that know them (Update(Person)); or retire the old keys",
 		Long: `Rotate the keys of a stopped crowd's actors (--state), in the world its crowd serve last served
 from that state (recorded there: no world flags are needed, and ones that ask for another world
-are refused, since they would make keys for actors nobody serves): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
+are refused, since they would make keys for actors nobody serves; a state an older crowd served
+records none, and needs its world flags): each chosen actor (--origin HOST, --actor NAME@HOST, repeatable; none: every actor) gets a
 new RSA key, kept in --state, under the key id it had (#main-key), as real servers rotate: a SUT
 that refetches an actor when a signature fails with a known key id (Mastodon, Fedify) takes the
 new key at the first request signed with it. With --new-key-id the new key goes by the next key id
@@ -66,6 +67,9 @@ The crowd must be stopped: its state directory is taken as crowd serve takes it.
 	}
 	f.world.register(cmd)
 	fl := cmd.Flags()
+	for _, name := range []string{"origins", "actors", "domain", "shard", "key-pool"} {
+		fl.Lookup(name).Usage = "only for a state without world.json (else it must be the served world's): " + fl.Lookup(name).Usage
+	}
 	fl.StringArrayVar(&f.origins, "origin", nil, "rotate every actor of this origin (repeatable)")
 	fl.StringArrayVar(&f.actors, "actor", nil, "rotate this actor, NAME@HOST (repeatable)")
 	fl.BoolVar(&f.retire, "retire", false, "instead of new keys, stop serving the old keys the last rotations kept")

@@ -53,7 +53,7 @@ func TestLookup(t *testing.T) {
 		// A public host (an IP literal, judged without resolving or sending):
 		// refused (2), naming the flag that would allow it.
 		{"a public target", []string{"acct:x@192.0.2.1"}, 2, nil, "--allow-public-target", false},
-		{"a public actor URL", []string{"https://192.0.2.1/users/x"}, 2, nil, "192.0.2.1", false},
+		{"a public actor URL", []string{"https://192.0.2.1/users/x"}, 2, nil, "--allow-public-target", false},
 		// No crowd at --admin (1), with what to do about it.
 		{"no crowd", []string{"--admin", down, "acct:bob@flood2.test"}, 1, nil,
 			"no crowd serve answers at " + down + " (--admin): start one with `crowd serve`", true},

@@ -208,7 +208,8 @@ func (a *SUTAnswers) Slowdown() (float64, bool) {
 
 // AnswersOf is the SUT's answers in each phase from a run's timeline:
 // phase says which a second belongs to (from its start and end since the
-// run's start), and whether it belongs to any.
+// run's start), and whether it belongs to any. Nil when no second of
+// either phase had answers.
 func AnswersOf(timeline []Tick, phase func(from, to time.Duration) (weather, ok bool)) *SUTAnswers {
 	var base, under []int64
 	for _, t := range timeline {
@@ -225,6 +226,9 @@ func AnswersOf(timeline []Tick, phase func(from, to time.Duration) (weather, ok 
 		default:
 			base = append(base, t.LatencyP50)
 		}
+	}
+	if len(base) == 0 && len(under) == 0 {
+		return nil
 	}
 	return &SUTAnswers{BaselineP50US: median(base), WeatherP50US: median(under), BaselineSeconds: len(base), WeatherSeconds: len(under)}
 }

@@ -73,6 +73,26 @@ func TestIsolate(t *testing.T) {
 	}
 }
 
+// TestSummarySaysTheSUTsSlowdown: the summary says how much the SUT's
+// own answers slowed beside the deliveries' ratio, when it is known.
+func TestSummarySaysTheSUTsSlowdown(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		slowdown float64
+		want     string
+	}{
+		// Known: said inside the ratio's parentheses.
+		{"known", 2.04, "(95.0×; the SUT's answers 2.0×): head-of-line blocking"},
+		// Not known (0): the ratio alone.
+		{"not known", 0, "(95.0×): head-of-line blocking"},
+	} {
+		d := &Deliveries{Isolation: Isolation{Verdict: VerdictBlocking, BaselineP95US: 400_000, WeatherP95US: 38_000_000, Ratio: 95, SUTSlowdown: tc.slowdown}}
+		if got := d.Summary(); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q lacks %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestAnswersOf reads the SUT's answers in each phase from a timeline:
 // the median of the seconds' medians, warm-up and seconds without
 // answers left out, and seconds in neither phase too.
@@ -105,6 +125,10 @@ func TestAnswersOf(t *testing.T) {
 	}
 	if s, ok := got.Slowdown(); !ok || s < 2.7 || s > 2.8 {
 		t.Errorf("Slowdown = %g, %v; want 30/11", s, ok)
+	}
+	// A timeline with no answer in either phase: none to say.
+	if got := AnswersOf(timeline[:1], phase); got != nil {
+		t.Errorf("AnswersOf(warm-up alone) = %+v, want nil", got)
 	}
 }
 
