@@ -26,8 +26,9 @@ type Error struct {
 	// Status is the HTTP status answered.
 	Status int
 	// Reason is the API's own {"error": reason}: the status says which kind
-	// (400 bad request, 403 refused, 404 unknown crowd actor, 415 or 421
-	// refused by the admin guard, 502 target unreachable). It is "" when the
+	// (400 bad request, 403 refused (by the admin guard too), 404 unknown
+	// crowd actor, 413 body too large, 421 refused by the admin guard, 502
+	// target unreachable). It is "" when the
 	// answer was not the API's JSON error: another program answered, or a
 	// route that answers text (RouteReady's 503); Body holds its start then.
 	Reason string

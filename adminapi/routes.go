@@ -19,7 +19,7 @@ func (r Route) Path() string { _, p, _ := strings.Cut(string(r), " "); return p 
 
 // The admin API's routes. Every one is behind pasture's admin guard: a Host
 // that is not one of the admin's own names is answered 421, a write from a
-// web page's origin 403, a write whose body is not application/json 415.
+// web page's origin 403, a write whose body is not application/json 403.
 // When the admin API listens off loopback, every route but RouteHealth,
 // RouteReady, RouteMetrics, RouteCA and RouteLogin also requires the admin
 // token (Options.Token), or the admin page's session cookie: without it,
