@@ -47,9 +47,8 @@ var ErrBodyTooLarge = errors.New("the body is too large")
 // DecodeBody reads r's JSON body of at most limit bytes (BodyLimit when limit is 0) into v.
 // No body at all is ErrEmptyBody with v untouched; a body past the limit wraps
 // ErrBodyTooLarge, and the server closes the connection rather than drain it; anything but
-// space after the JSON value is an error. Fields v does
-// not have are ignored: for the routes other crowd processes call, which may be of another
-// version.
+// space after the JSON value is an error. Fields v does not have are ignored: for the routes
+// only other crowd processes call, which may be of another version.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	return decodeBody(w, r, limit, v, false)
 }

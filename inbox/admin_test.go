@@ -292,6 +292,13 @@ func TestAdminSendAndLookup(t *testing.T) {
 	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:bob@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != bob || lr.Document == nil {
 		t.Errorf("lookup bob: %d %+v", s, lr)
 	}
+	// An account whose WebFinger names no actor: that is the problem, and
+	// nothing else is asked.
+	lr = adminapi.LookupResult{}
+	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:noself@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 1 ||
+		!strings.Contains(lr.Problems[0], "no ActivityPub self link") || lr.Status != 0 {
+		t.Errorf("lookup of an account with no actor: %d %+v", s, lr)
+	}
 	// A crowd origin's URL that is no actor of it: the origin's 404, not
 	// the failed DNS lookup of a name the machine does not resolve.
 	lr = adminapi.LookupResult{}

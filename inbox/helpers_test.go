@@ -158,6 +158,11 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	mux.HandleFunc("GET /.well-known/webfinger", func(w http.ResponseWriter, r *http.Request) {
 		res := r.URL.Query().Get("resource")
 		user, _, _ := strings.Cut(strings.TrimPrefix(res, "acct:"), "@")
+		if user == "noself" { // an account with no ActivityPub actor
+			w.Header().Set("Content-Type", "application/jrd+json")
+			fmt.Fprintf(w, `{"subject":%q,"links":[]}`, res)
+			return
+		}
 		if _, ok := rs.keys[user]; !ok && user != "badguy" {
 			http.Error(w, "not found", http.StatusNotFound)
 			return

@@ -83,6 +83,10 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 		res.WebFinger = &jrd
 		selfHref = jrd.Self()
 		res.URL = selfHref
+		if selfHref == "" {
+			res.Problems = append(res.Problems, "WebFinger: no ActivityPub self link (rel self, type application/activity+json): no actor to fetch")
+			return res, nil
+		}
 	}
 	if ok, err := reachable(res.URL); !ok {
 		return res, err

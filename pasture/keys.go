@@ -15,11 +15,12 @@ import (
 
 // RotateConfig asks for a key rotation of a stopped crowd.
 type RotateConfig struct {
-	// World is the crowd's world, as its crowd serve was given it. When
-	// the state records the world its last crowd serve served
-	// (actors.RecordServed), WorldGiven says whether World's shape was
-	// given (the world flags) and must be that one; otherwise the
-	// recorded shape is taken.
+	// World is the crowd's world, as its crowd serve was given it.
+	// WorldGiven says whether World's shape was given (the world flags).
+	// When the state records the world its last crowd serve served
+	// (actors.RecordServed), a given shape must be that one, and without
+	// one the recorded shape is taken; a state with no record needs it
+	// given.
 	World      actors.Config
 	WorldGiven bool
 	// Origins are the hosts whose actors rotate; Actors are accounts
