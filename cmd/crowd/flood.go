@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -233,6 +234,10 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	c, err := f.config(cmd)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("tamper-share") && f.scn.tamper == "" {
+		// The share of forgeries among no forgeries: a flag that would do nothing.
+		return usage(fmt.Errorf("--tamper-share %g is the share of the sends --tamper forges: give --tamper too", f.scn.tamperShare))
 	}
 	c.Scenario = f.scn.config(scenario)
 	c.Audience = audience

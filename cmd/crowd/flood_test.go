@@ -181,6 +181,8 @@ func TestFloodExitCodes(t *testing.T) {
 		{"a real-time dispatcher asked for outright", []string{"--seconds", "1", "--rate", "20", "--dispatcher-priority", "realtime", "--expect", "errors<1%"}, 0, ""},
 		{"a bad dispatcher priority", []string{"--dispatcher-priority", "high"}, 2, "--dispatcher-priority"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
+		// A share of forgeries with nothing to forge would do nothing.
+		{"tamper-share without tamper", []string{"--tamper-share", "2"}, 2, "give --tamper too"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"a nice value that is a word", []string{"--signer-nice", "low"}, 2, "--signer-nice"},
 		// The signers lowered as asked, and following a normal-priority

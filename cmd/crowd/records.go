@@ -26,7 +26,7 @@ import (
 func newMergeCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "merge RECORD.json...",
+		Use:   "merge RECORD.json RECORD.json...",
 		Short: "Combine the records of several generators (--shard=i/n) into one, exactly",
 		Long: `Combine the run records of generators that flooded together (on several machines or
 containers, each a crowd flood attached to a crowd serve --shard=i/n, or a crowd flood
@@ -42,7 +42,7 @@ The merged record is written to -o (JSON; the file is replaced) and its table pr
 -o the JSON goes to stdout and the table to stderr.`,
 		Example: `  crowd merge gathered/*/*-fleet.json -o merged.json
   crowd merge a.json b.json > merged.json`,
-		Args: minArgsUsage(1),
+		Args: minArgsUsage(2), // one record alone has nothing to merge with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out)
 		},
@@ -147,6 +147,9 @@ A file of several runs (a ladder's rungs) takes --run.`,
   crowd report sends.ndjson.gz -o sends.html`,
 		Args: exactArgsUsage(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("run") && run < 0 {
+				return usage(fmt.Errorf("--run %d: want a run's number, 0 or more", run))
+			}
 			if !cmd.Flags().Changed("format") {
 				switch strings.ToLower(filepath.Ext(out)) {
 				case ".html", ".htm":

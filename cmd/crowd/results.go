@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,7 +60,7 @@ func loadReported(path string, run int) (*record.Record, error) {
 	case run < 0:
 		return recs[0], nil
 	case run >= len(recs):
-		return nil, usage(fmt.Errorf("--run %d: %s holds %d runs", run, path, len(recs)))
+		return nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
 	}
 	return recs[run], nil
 }
@@ -87,7 +88,9 @@ func newResultsCSVCmd() *cobra.Command {
 		Use:   "csv RESULTS.ndjson[.gz|.zst]",
 		Short: "Convert a results file's sends to CSV: a header of the field names, a row per send",
 		Long: `Write a row per send of a results file (all its runs; the run column says which),
-under a header of the send line's field names; null is an empty cell. "-" reads stdin.`,
+under a header of the send line's field names; null is an empty cell. "-" reads stdin. A file
+that ends before a run of it did (a killed flood) is converted all the same, every row it holds,
+and the exit status is then 1, saying so.`,
 		Example: `  crowd results csv sends.ndjson.gz -o sends.csv
   crowd flood --standalone --seconds 10 --results - | crowd results csv - > sends.csv`,
 		Args: exactArgsUsage(1),
@@ -105,18 +108,27 @@ func resultsCSV(stdin io.Reader, stdout io.Writer, path, out string) error {
 		return exitCode{1, err}
 	}
 	defer f.Close()
+	// A file cut short still converts, every row it holds; the exit says so.
+	var cut error
 	if out == "" || out == "-" {
-		if err := results.WriteCSV(stdout, f); err != nil {
+		if err := results.WriteCSV(stdout, f); errors.Is(err, results.ErrCut) {
+			cut = err
+		} else if err != nil {
 			return exitCode{1, fmt.Errorf("%s: %w", path, err)}
 		}
-		return nil
+	} else {
+		var b bytes.Buffer
+		if err := results.WriteCSV(&b, f); errors.Is(err, results.ErrCut) {
+			cut = err
+		} else if err != nil {
+			return exitCode{1, fmt.Errorf("%s: %w", path, err)}
+		}
+		if err := atomicfile.Write(out, b.Bytes(), 0o644); err != nil {
+			return exitCode{1, err}
+		}
 	}
-	var b bytes.Buffer
-	if err := results.WriteCSV(&b, f); err != nil {
-		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
-	}
-	if err := atomicfile.Write(out, b.Bytes(), 0o644); err != nil {
-		return exitCode{1, err}
+	if cut != nil {
+		return exitCode{1, fmt.Errorf("%s: %w (its rows were written)", path, cut)}
 	}
 	return nil
 }

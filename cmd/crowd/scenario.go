@@ -82,6 +82,15 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			continue
 		}
 		if err := cmd.Flags().Set(st.Key, st.Value); err != nil {
+			// FlagSet.Set words the value's error as pflag does, and
+			// valueError would say it twice: the value's own error, read
+			// on a command of its own, is said as the command line's.
+			if probe == nil && s.fresh != nil {
+				probe = s.fresh()
+			}
+			if perr := probeValue(probe, st.Key, st.Value); perr != nil {
+				return "", false, usage(fmt.Errorf("%s: %v", where, perr))
+			}
 			return "", false, usage(fmt.Errorf("%s: %v", where, valueError(f, st.Value, err)))
 		}
 		set[st.Key] = true

@@ -52,13 +52,14 @@ func TestScenarioApply(t *testing.T) {
 		{"unknown.scenario", "name = x\nbogus = 1\n", "unknown.scenario:2"},                                                     // not a flag
 		{"twice.scenario", "name = x\nrate = 1\nrate = 2\n", "set twice"},                                                       // a scalar set twice
 		{"bad.scenario", "name = x\nseconds = soon\n", `bad.scenario:2): invalid argument "soon" for --seconds: want a number`}, // a value the flag refuses, said as the command line's
+		{"gate.scenario", "name = x\nexpect = p95<\n", `gate.scenario:2): invalid argument "p95<" for --expect: want metric`},   // a gate that is none, said once
 		{"syntax.scenario", "name = x\nrate 1\n", "syntax.scenario:2"},                                                          // not key = value
 		{"no name.scenario", "rate = 1\n", "no name = line"},                                                                    // neither a name nor a file name that is one
 		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"},                                                     // named after its file: its own mistake is the one said
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
-		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") {
-			t.Errorf("%s: exit %d, want 2 naming %q (and syntax errors said once):\n%s", tc.name, code, tc.want, errOut)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") || strings.Count(errOut, "invalid argument") > 1 {
+			t.Errorf("%s: exit %d, want 2 naming %q (and errors said once):\n%s", tc.name, code, tc.want, errOut)
 		}
 	}
 	// A value the command line overrides is still checked, and so is a

@@ -107,17 +107,23 @@ func ParseThreshold(s string) (float64, error) {
 // OfferedRate is the rate the run's generators were asked for together.
 func (r *Record) OfferedRate() float64 { return r.Settings.Rate * float64(r.Generators()) }
 
-// sameMix compares two --mix values by their proportions (create=2,like=1
-// is create=4,like=2); values that do not parse compare as strings.
+// sameMix compares two --mix values by the proportion of every kind they
+// weigh (create=2,like=1 is create=4,like=2; create=1 is not
+// create=1,delete=3); values that do not parse compare as strings.
 func sameMix(a, b string) bool {
 	ma, errA := ParseMix(a)
 	mb, errB := ParseMix(b)
 	if errA != nil || errB != nil {
 		return strings.TrimSpace(a) == strings.TrimSpace(b)
 	}
-	sa, sb := ma.Create+ma.Like+ma.Follow, mb.Create+mb.Like+mb.Follow
-	near := func(x, y float64) bool { return math.Abs(x/sa-y/sb) < 1e-9 }
-	return near(ma.Create, mb.Create) && near(ma.Like, mb.Like) && near(ma.Follow, mb.Follow)
+	sa, sb := ma.Total(), mb.Total()
+	wa, wb := ma.Weights(), mb.Weights()
+	for i := range wa {
+		if math.Abs(wa[i].Weight/sa-wb[i].Weight/sb) >= 1e-9 {
+			return false
+		}
+	}
+	return true
 }
 
 // Comparable reports whether base and head measured the same unit of work:

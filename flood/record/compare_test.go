@@ -205,6 +205,13 @@ func TestComparableRefuses(t *testing.T) {
 		{"mix", func(s *record.Settings) { s.Mix = "create=1,like=1" }, 1, record.Deviations{}, `mix "create=2,like=1" ≠ "create=1,like=1"`},
 		// The same proportions written otherwise are the same mix.
 		{"same mix scaled", func(s *record.Settings) { s.Mix = "like=2, create=4" }, 1, record.Deviations{}, ""},
+		// A kind beyond Create, Like and Follow added: another mix, though
+		// the first three keep their proportions among themselves.
+		{"a kind added", func(s *record.Settings) { s.Mix = "create=2,like=1,delete=3" }, 1, record.Deviations{},
+			`mix "create=2,like=1" ≠ "create=2,like=1,delete=3"`},
+		// One kind beyond the first three for another: another mix.
+		{"a kind for another", func(s *record.Settings) { s.Mix = "create=2,announce=1" }, 1, record.Deviations{},
+			`mix "create=2,like=1" ≠ "create=2,announce=1"`},
 		// Poisson arrivals load a server otherwise than a constant rate.
 		{"arrivals", func(s *record.Settings) { s.Arrivals = "poisson" }, 1, record.Deviations{}, "arrivals constant ≠ poisson"},
 		// Signing, target and duration may differ: noted, not refused.

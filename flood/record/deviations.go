@@ -105,21 +105,23 @@ func formatRates(rates []float64) string {
 func (d Deviations) short() string {
 	var parts []string
 	if d.FollowsDiverted > 0 {
-		parts = append(parts, fmt.Sprintf("%d Follows sent as Creates", d.FollowsDiverted))
+		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow", "Follows"),
+			plural(int(d.FollowsDiverted), "a Create", "Creates")))
 	}
 	if d.UndosDiverted > 0 {
-		parts = append(parts, fmt.Sprintf("%d Undos sent as Announces", d.UndosDiverted))
+		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.UndosDiverted, plural(int(d.UndosDiverted), "Undo", "Undos"),
+			plural(int(d.UndosDiverted), "an Announce", "Announces")))
 	}
 	for _, r := range d.reactions() {
 		if r.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %ss sent as Creates", r.n, r.kind))
+			parts = append(parts, fmt.Sprintf("%d %s sent as %s", r.n, plural(int(r.n), r.kind, r.kind+"s"), plural(int(r.n), "a Create", "Creates")))
 		}
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d personas without posts", n))
+		parts = append(parts, fmt.Sprintf("%d %s without posts", n, plural(n, "persona", "personas")))
 	}
 	if n := len(d.RungsSkipped); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d rungs skipped", n))
+		parts = append(parts, fmt.Sprintf("%d %s skipped", n, plural(n, "rung", "rungs")))
 	}
 	return strings.Join(parts, ", ")
 }

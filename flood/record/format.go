@@ -19,8 +19,11 @@ func (r *Record) MarkdownRow(file string) string {
 	o := r.Overall
 	c := o.Counts
 	bound := "SUT"
-	if r.Bottleneck.Generator {
+	switch {
+	case r.Bottleneck.Generator:
 		bound = "**generator**"
+	case o.Latency.Count == 0 && c.Sent > 0:
+		bound = "- (no answer)"
 	}
 	if r.Partial {
 		bound += " (partial: " + EscapeMarkdown(string(r.PartialReason)) + ")"
@@ -36,8 +39,8 @@ func (r *Record) MarkdownRow(file string) string {
 		r.Start.UTC().Format("2006-01-02 15:04:05"), EscapeMarkdown(label), r.Generators(), r.Settings.Arrivals,
 		r.Settings.Rate*float64(r.Generators()), r.Measured, r.Rates.Offered, r.Rates.Sent,
 		c.Dropped, Percent(c.Dropped, c.Offered),
-		FormatMicros(o.Latency.P50), FormatMicros(o.Latency.P95), FormatMicros(o.Latency.P99), FormatMicros(o.Latency.P999), FormatMicros(o.Latency.Max),
-		FormatMicros(o.Lateness.P99), o.Tally.OK(), o.Tally.Classes[Class429], o.Tally.Errors(), Percent(o.Tally.Errors(), c.Completed),
+		o.Latency.Format(o.Latency.P50), o.Latency.Format(o.Latency.P95), o.Latency.Format(o.Latency.P99), o.Latency.Format(o.Latency.P999), o.Latency.Format(o.Latency.Max),
+		o.Lateness.Format(o.Lateness.P99), o.Tally.OK(), o.Tally.Classes[Class429], o.Tally.Errors(), Percent(o.Tally.Errors(), c.Completed),
 		bound, file, file)
 }
 

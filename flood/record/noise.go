@@ -62,8 +62,8 @@ func withinNoise(base, head *Record, typ string, m CompareMetric) bool {
 // each run's standard error is its per-second series' (see batchSeries)
 // standard deviation over √seconds, relative to the series' mean for a
 // duration or a rate (and so scaled to each type's value), absolute for a
-// share. Runs of fewer than two measured seconds, or a metric without a
-// per-second series, have no batch bound.
+// share. Runs of fewer than minBatchSeconds whole measured seconds, or a
+// metric without a per-second series, have no batch bound.
 func withinBatchNoise(base, head *Record, m CompareMetric, b, h float64) bool {
 	series := batchSeries(m)
 	if series == nil {
@@ -71,7 +71,7 @@ func withinBatchNoise(base, head *Record, m CompareMetric, b, h float64) bool {
 	}
 	seB, kB := batchSE(base, series, m.isShare())
 	seH, kH := batchSE(head, series, m.isShare())
-	if kB < 2 || kH < 2 {
+	if kB < minBatchSeconds || kH < minBatchSeconds {
 		return false
 	}
 	if !m.isShare() {
@@ -160,6 +160,11 @@ func batchSE(r *Record, series func(Tick) (float64, bool), absolute bool) (se fl
 	}
 	return se, len(vals)
 }
+
+// minBatchSeconds is the fewest whole measured seconds a run needs for its
+// second-to-second spread to bound noise. With two, Student's t is 63.7 and
+// the bound calls a halved send rate noise; with five it is 4.6.
+const minBatchSeconds = 5
 
 // studentT99 is Student's t for a two-sided 99 % interval with dof degrees
 // of freedom (a table; noiseZ beyond 30).

@@ -19,7 +19,7 @@ func TestReactionsDivertedAreADeviation(t *testing.T) {
 	}{
 		// A Like with no liker left.
 		{"one Like", Deviations{LikesDiverted: 1}, "1 Like was sent as a Create: every crowd actor had already liked every post",
-			"1 Likes sent as Creates", `"likes_diverted":1`},
+			"1 Like sent as a Create", `"likes_diverted":1`},
 		// Announces with no booster left.
 		{"Announces", Deviations{AnnouncesDiverted: 40}, "40 Announces were sent as Creates: every crowd actor had already boosted every post",
 			"40 Announces sent as Creates", `"announces_diverted":40`},

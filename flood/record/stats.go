@@ -291,6 +291,15 @@ type Quantiles struct {
 	Max   int64   `json:"max_us"`
 }
 
+// Format formats v, one of q's values, for people: "-" when q holds no
+// value (nothing was answered: a 0 would read as an instant answer).
+func (q Quantiles) Format(v int64) string {
+	if q.Count == 0 {
+		return "-"
+	}
+	return FormatMicros(v)
+}
+
 // Summarize computes the Quantiles of h (hdrhistogram quantiles take 0-100).
 func Summarize(h *hdr.Histogram) Quantiles {
 	if h == nil || h.TotalCount() == 0 {

@@ -65,12 +65,15 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 		s := r.Signatures.Summary()
 		fmt.Fprintf(&b, "%s.\n\n", record.EscapeMarkdown(strings.ToUpper(s[:1])+s[1:]))
 	}
-	if r.Bottleneck.Generator {
+	switch {
+	case r.Bottleneck.Generator:
 		b.WriteString("**Bottleneck: the generator, not the SUT**: these figures include the crowd's own limits.\n")
 		for _, s := range r.Bottleneck.Reasons {
 			fmt.Fprintf(&b, "- %s\n", record.EscapeMarkdown(s))
 		}
-	} else {
+	case noAnswer(r):
+		b.WriteString(noAnswerSaid(r) + ".\n")
+	default:
 		b.WriteString("The generator kept up: the figures are the SUT's.\n")
 	}
 	for _, s := range r.Bottleneck.Notes {
@@ -107,8 +110,8 @@ func typeRows(r *record.Record) []typeRow {
 		l := t.Latency
 		return typeRow{
 			Name: name, Sent: strconv.FormatInt(t.Counts.Sent, 10),
-			P50: record.FormatMicros(l.P50), P90: record.FormatMicros(l.P90), P95: record.FormatMicros(l.P95), P99: record.FormatMicros(l.P99), P999: record.FormatMicros(l.P999), Max: record.FormatMicros(l.Max),
-			Service99: record.FormatMicros(t.Service.P99), Late99: record.FormatMicros(t.Lateness.P99),
+			P50: l.Format(l.P50), P90: l.Format(l.P90), P95: l.Format(l.P95), P99: l.Format(l.P99), P999: l.Format(l.P999), Max: l.Format(l.Max),
+			Service99: t.Service.Format(t.Service.P99), Late99: t.Lateness.Format(t.Lateness.P99),
 			OK:      strconv.FormatInt(t.Tally.OK(), 10),
 			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
 			Aborted: strconv.FormatInt(t.Counts.Aborted, 10),
@@ -158,6 +161,8 @@ type htmlPage struct {
 	Changed    []string // Deviations.Lines
 	Headline   []keyValue
 	Bottleneck record.Diagnosis
+	// NoAnswer is said in the verdict's place when no send was answered.
+	NoAnswer   string
 	Plots      []htmlPlot
 	Types      []typeRow
 	Aborted    bool // an interrupted run's sends in flight: the types table's column
@@ -215,6 +220,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Changed:    r.Deviations.Lines(),
 		Headline:   headline(r),
 		Bottleneck: r.Bottleneck,
+		NoAnswer:   noAnswerSaid(r),
 		Types:      typeRows(r),
 		Aborted:    anyAborted(r),
 		Status:     statusRows(r),
@@ -252,13 +258,13 @@ func headline(r *record.Record) []keyValue {
 		{"2xx", fmt.Sprintf("%.1f/s", r.Rates.Throughput)},
 		{"dropped", fmt.Sprintf("%d (%s)", c.Dropped, record.Percent(c.Dropped, c.Offered))},
 		{"errors", fmt.Sprintf("%d (%s)", o.Tally.Errors(), record.Percent(o.Tally.Errors(), c.Completed))},
-		{"p50", record.FormatMicros(o.Latency.P50)},
-		{"p95", record.FormatMicros(o.Latency.P95)},
-		{"p99", record.FormatMicros(o.Latency.P99)},
-		{"p99.9", record.FormatMicros(o.Latency.P999)},
-		{"max", record.FormatMicros(o.Latency.Max)},
-		{"service p99", record.FormatMicros(o.Service.P99)},
-		{"late p99", record.FormatMicros(o.Lateness.P99)},
+		{"p50", o.Latency.Format(o.Latency.P50)},
+		{"p95", o.Latency.Format(o.Latency.P95)},
+		{"p99", o.Latency.Format(o.Latency.P99)},
+		{"p99.9", o.Latency.Format(o.Latency.P999)},
+		{"max", o.Latency.Format(o.Latency.Max)},
+		{"service p99", o.Service.Format(o.Service.P99)},
+		{"late p99", o.Lateness.Format(o.Lateness.P99)},
 	}
 }
 
@@ -595,6 +601,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 <h2>Bottleneck</h2>
 {{if .Bottleneck.Generator}}<div class="verdict generator" id="verdict"><strong>The generator, not the SUT, was the bottleneck</strong>: these figures include the crowd's own limits.
 <ul>{{range .Bottleneck.Reasons}}<li>{{.}}</li>{{end}}</ul></div>
+{{else if .NoAnswer}}<div class="verdict" id="verdict"><strong>{{.NoAnswer}}</strong>.</div>
 {{else}}<div class="verdict sut" id="verdict"><strong>The generator kept up</strong>: the figures are the SUT's.</div>
 {{end}}{{if .Bottleneck.Notes}}<ul class="notes">{{range .Bottleneck.Notes}}<li>{{.}}</li>{{end}}</ul>
 {{end}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -33,7 +34,7 @@ func LadderRowLine(r record.RungRow) string {
 	}
 	return fmt.Sprintf("%g\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 		r.Rate, rec.Rates.Offered, rec.Rates.Sent, rec.Rates.Throughput, record.Percent(o.Counts.Dropped, o.Counts.Offered),
-		record.FormatMicros(o.Latency.P50), record.FormatMicros(o.Latency.P95), record.FormatMicros(o.Latency.P99), record.FormatMicros(o.Lateness.P95),
+		o.Latency.Format(o.Latency.P50), o.Latency.Format(o.Latency.P95), o.Latency.Format(o.Latency.P99), o.Lateness.Format(o.Lateness.P95),
 		record.Percent(o.Tally.Errors(), o.Counts.Completed), o.Tally.Classes[record.Class429], strings.Join(mark, " "))
 }
 
@@ -78,6 +79,22 @@ func WriteLadder(w io.Writer, res record.LadderResult) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	// What each rung changed from what was asked (its p95 per type above
+	// may lack a type for it), and the seeds that replay the draws.
+	var seeds []string
+	for _, r := range res.Rows {
+		for _, l := range r.Record.Deviations.Lines() {
+			fmt.Fprintf(w, "CHANGED at %g/s: %s\n", r.Rate, l)
+		}
+		for _, p := range r.Record.Parts {
+			if s := strconv.FormatUint(p.Seed, 10); p.Seed != 0 && !slices.Contains(seeds, s) {
+				seeds = append(seeds, s)
+			}
+		}
+	}
+	if len(seeds) > 0 {
+		fmt.Fprintf(w, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))
 	}
 	if len(res.Rows) > 0 {
 		c := res.Capacity

@@ -143,7 +143,7 @@ func WriteTable(w io.Writer, r *record.Record) error {
 	}
 	writeSecurity(&b, r)
 	writeWeather(&b, r)
-	writeVerdict(&b, r.Bottleneck)
+	writeVerdict(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -211,8 +211,8 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 	row := func(name string, t *record.TypeRecord) {
 		l := t.Latency
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t", name, t.Counts.Sent, l.Count,
-			record.FormatMicros(l.P50), record.FormatMicros(l.P90), record.FormatMicros(l.P95), record.FormatMicros(l.P99), record.FormatMicros(l.P999), record.FormatMicros(l.Max),
-			record.FormatMicros(t.Service.P99), record.FormatMicros(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count)
+			l.Format(l.P50), l.Format(l.P90), l.Format(l.P95), l.Format(l.P99), l.Format(l.P999), l.Format(l.Max),
+			t.Service.Format(t.Service.P99), t.Lateness.Format(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count)
 		if aborted {
 			fmt.Fprintf(tw, "%d\t", t.Counts.Aborted)
 		}
@@ -249,13 +249,17 @@ func writeStatus(b *strings.Builder, r *record.Record) {
 }
 
 // writeVerdict is the bottleneck verdict, its reasons, notes and rule.
-func writeVerdict(b *strings.Builder, d record.Diagnosis) {
-	if d.Generator {
+func writeVerdict(b *strings.Builder, r *record.Record) {
+	d := r.Bottleneck
+	switch {
+	case d.Generator:
 		b.WriteString("BOTTLENECK: the generator, not the SUT: these figures include the crowd's own limits:\n")
 		for _, s := range d.Reasons {
 			fmt.Fprintf(b, "  - %s\n", s)
 		}
-	} else {
+	case noAnswer(r):
+		b.WriteString(noAnswerVerdict + "\n")
+	default:
 		b.WriteString("generator kept up: the figures are the SUT's\n")
 	}
 	for _, s := range d.Notes {
@@ -264,6 +268,24 @@ func writeVerdict(b *strings.Builder, d record.Diagnosis) {
 	if d.Rule != "" {
 		fmt.Fprintf(b, "  rule: %s\n", d.Rule)
 	}
+}
+
+// noAnswerVerdict is said in the verdict's place when no send was answered:
+// there is no latency of the SUT's to judge, nor the generator's part in it.
+const noAnswerVerdict = "no send was answered: no latency figure here is the SUT's, and there is none to judge the generator by"
+
+// noAnswer reports whether r sent and got no answer at all.
+func noAnswer(r *record.Record) bool {
+	return r.Overall.Latency.Count == 0 && r.Overall.Counts.Sent > 0
+}
+
+// noAnswerSaid is noAnswerVerdict as a sentence begins it when r got no
+// answer, "" when it did.
+func noAnswerSaid(r *record.Record) string {
+	if !noAnswer(r) {
+		return ""
+	}
+	return strings.ToUpper(noAnswerVerdict[:1]) + noAnswerVerdict[1:]
 }
 
 // fmtElapsed formats a window in seconds: "60.1s", or three significant

@@ -105,3 +105,59 @@ func TestAbortedShown(t *testing.T) {
 			"<td>4</td><td>12 (0.5%)</td>", "in flight when the run was interrupted"}},
 	})
 }
+
+// TestNoAnswerShown: a run whose every send went unanswered (interrupted
+// while a slow SUT held them all) has no latency to show: every latency
+// cell is "-", not a 0 that reads as an instant answer, and the verdict
+// says there is nothing to judge, not that the figures are the SUT's.
+func TestNoAnswerShown(t *testing.T) {
+	held := record.NewStats()
+	held.Counts = record.Counts{Offered: 54, Sent: 54, Aborted: 54}
+	res := recordtest.Run(t0, 3*time.Second, map[string]*record.Stats{"Create": held})
+	res.Partial, res.Reason = true, "interrupted"
+	r, err := res.Record(record.Settings{Label: "held", Arrivals: "constant", Mix: "create=1", Signing: "pipeline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRenderings(t, []rendering{
+		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{
+			"Create    54         0    -    -    -    -      -    -            -         -", "no send was answered: no latency figure here is the SUT's"}},
+		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{"| Create | 54 | - | - | - | - | - | - | - | - |",
+			"No send was answered: no latency figure here is the SUT's"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{"<td>Create</td><td>54</td><td>-</td><td>-</td>",
+			"<strong>No send was answered: no latency figure here is the SUT&#39;s"}},
+		{"runs.md row", func(b *bytes.Buffer) error { _, err := b.WriteString(r.MarkdownRow("r.json")); return err }, []string{
+			"| - | - | - | - | - |", "| - (no answer) (partial: interrupted) |"}},
+	})
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"table": func(b *bytes.Buffer) error { return WriteTable(b, r) },
+		"html":  func(b *bytes.Buffer) error { return WriteHTML(b, r) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil || strings.Contains(b.String(), "kept up") {
+			t.Errorf("%s: says the generator kept up with nothing answered (%v):\n%s", name, err, b.String())
+		}
+	}
+}
+
+// TestLadderSaysChangesAndSeeds: a ladder's table says what each rung
+// changed from what was asked (its per-type p95 may lack a type for it),
+// and the seeds that replay the draws, as a single run's table does.
+func TestLadderSaysChangesAndSeeds(t *testing.T) {
+	first, second := reportRecord(t), reportRecord(t)
+	first.Parts[0].Seed, second.Parts[0].Seed = 7, 7
+	second.Deviations = record.Deviations{FollowsDiverted: 6}
+	res := record.LadderResult{Rows: []record.RungRow{{Rate: 10, Record: first}, {Rate: 20, Record: second}}, Shoulder: -1}
+	var b bytes.Buffer
+	if err := WriteLadder(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CHANGED at 20/s: 6 Follows were sent as Creates", "seed 7 (--seed replays the draws)\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the ladder lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "CHANGED at 10/s") {
+		t.Errorf("a rung that changed nothing says it did:\n%s", b.String())
+	}
+}

@@ -14,8 +14,12 @@ import (
 	"strconv"
 )
 
-// Write replaces path with data (mode perm), atomically and durably.
+// Write replaces path with data (mode perm), atomically and durably. A
+// directory at path is not replaced: the error says it is one.
 func Write(path string, data []byte, perm os.FileMode) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("write %s: it is a directory: name a file", path)
+	}
 	tmp, err := synced(filepath.Dir(path), filepath.Base(path), data, perm)
 	if err != nil {
 		return err

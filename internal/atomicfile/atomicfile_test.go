@@ -96,6 +96,15 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			t.Errorf("%s: %v, want fs.ErrNotExist naming %s", c.name, c.err, missing)
 		}
 	}
+	// A directory where the file goes: said as such, and left as it was
+	// (a rename over it said "file exists").
+	dir := t.TempDir()
+	if err := Write(dir, []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), dir+": it is a directory") {
+		t.Errorf("Write over a directory: %v, want it named as a directory", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("the directory after a refused Write: %v, %v", fi, err)
+	}
 }
 
 func TestAppendWritesTheHeaderOnce(t *testing.T) {

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -11,10 +12,16 @@ import (
 	"time"
 )
 
+// ErrCut is wrapped by WriteCSV's error for a results file that ends
+// before a run of it did; every row it held was written.
+var ErrCut = errors.New("the results file ends before the run did")
+
 // WriteCSV converts the send lines of a results file to CSV: a header of
 // the send line's field names (SCHEMA.md), then a row per send; null is an
 // empty cell, a time RFC 3339 with nanoseconds. The run and end lines are
-// left out (the run column says which run a send belongs to).
+// left out (the run column says which run a send belongs to). Every row
+// is written all the same when a run has no end line (the file was cut
+// short: a killed flood), and the error then wraps ErrCut.
 func WriteCSV(dst io.Writer, src io.Reader) error {
 	cw := csv.NewWriter(dst)
 	typ := reflect.TypeFor[SendLine]()
@@ -26,8 +33,17 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 		return err
 	}
 	row := make([]string, len(header))
+	open := 0 // runs begun and not ended
 	err := Each(src, func(kind string, b []byte) error {
-		if kind != LineSend {
+		switch kind {
+		case LineRun:
+			open++
+			return nil
+		case LineEnd:
+			open--
+			return nil
+		case LineSend:
+		default:
 			return nil
 		}
 		var l SendLine
@@ -44,7 +60,13 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 		return err
 	}
 	cw.Flush()
-	return cw.Error()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	if open > 0 {
+		return fmt.Errorf("%w: a run has no end line, so its sends may not all be here", ErrCut)
+	}
+	return nil
 }
 
 // cell is one field's CSV cell.

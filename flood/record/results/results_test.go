@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -289,5 +290,13 @@ func TestCSVHasARowPerSend(t *testing.T) {
 		case outcome == results.OutcomeAnswered && (status == "0" || row[col["sender"]] == ""):
 			t.Errorf("an answered send with status %s, sender %q", status, row[col["sender"]])
 		}
+	}
+	// The same file cut before its end line (a killed flood): every row it
+	// holds is written, and the error says the run's end is missing.
+	cut := raw[:bytes.LastIndex(raw, []byte(`{"line":"end"`))]
+	b.Reset()
+	err = results.WriteCSV(&b, bytes.NewReader(cut))
+	if rows, _ := csv.NewReader(&b).ReadAll(); !errors.Is(err, results.ErrCut) || len(rows) != bytes.Count(cut, []byte(`{"line":"send"`))+1 {
+		t.Errorf("a file cut before its end: %d rows, %v; want every send's row and ErrCut", len(rows), err)
 	}
 }
