@@ -73,10 +73,11 @@ func describeSend(token any) results.Sender {
 }
 
 // run is the results' collector of one flood (nil without
-// --results) and the flood's context, cancelled as soon as a results line
-// cannot be written: a run whose results end silently is worse than one
-// that stops. stop releases the context.
-func (f *resultsFile) run(ctx context.Context, s record.Settings) (fctx context.Context, c flood.Collector, stop func()) {
+// --results), its first line saying seed, and the flood's context,
+// cancelled as soon as a results line cannot be written: a run whose
+// results end silently is worse than one that stops. stop releases the
+// context.
+func (f *resultsFile) run(ctx context.Context, s record.Settings, seed uint64) (fctx context.Context, c flood.Collector, stop func()) {
 	if f == nil || f.w == nil {
 		return ctx, nil, func() {}
 	}
@@ -88,7 +89,9 @@ func (f *resultsFile) run(ctx context.Context, s record.Settings) (fctx context.
 		case <-fctx.Done():
 		}
 	}()
-	return fctx, f.w.Run(s), cancel
+	run := f.w.Run(s)
+	run.SetSeed(seed)
+	return fctx, run, cancel
 }
 
 // stopped marks res stopped by the results, when they failed: not

@@ -95,7 +95,7 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 	if r.live != nil {
 		r.live.fetchback(fetch)
 	}
-	fctx, sends, stop := r.results.run(ctx, s)
+	fctx, sends, stop := r.results.run(ctx, s, r.seed)
 	err := flood.Run(fctx, plan, flood.Collectors(recorder, watch, &r.ledger, r.weatherCollector(), sends))
 	stop()
 	ended := time.Now()

@@ -39,7 +39,8 @@ So are records that did not flood together, any two sharing less than half of th
 one's span from start to end: the merged rate would be one the SUT never met.
 
 The merged record is written to -o (JSON; the file is replaced) and its table printed; without
--o the JSON goes to stdout and the table to stderr.`,
+-o the JSON goes to stdout and the table to stderr. Exits 2 for a usage error, 1 when a record
+cannot be read or the records cannot be merged (nothing is written then).`,
 		Example: `  crowd merge gathered/*/*-fleet.json -o merged.json
   crowd merge a.json b.json > merged.json`,
 		Args: minArgsUsage(2), // one record alone has nothing to merge with
@@ -140,7 +141,8 @@ Without --format, an -o file ending in .html or .md picks the format.
 A results file (crowd flood --results: a name ending in .ndjson, .jsonl, .gz or .zst)
 is read back into the record its sends make: the same counts, histograms and timeline
 (what only the crowd's bookkeeping knows, as signatures and forgeries, is not in it).
-A file of several runs (a ladder's rungs) takes --run.`,
+A file of several runs (a ladder's rungs) takes --run. "-" reads a results file from stdin.
+Exits 2 for a usage error, 1 when the file cannot be read or the report written.`,
 		Example: `  crowd report out/load/20261130-120000-smoke.json
   crowd report merged.json -o merged.html
   crowd report run.json --format markdown >> pr-comment.md
@@ -158,7 +160,7 @@ A file of several runs (a ladder's rungs) takes --run.`,
 					format = "markdown"
 				}
 			}
-			return runReport(cmd.OutOrStdout(), args[0], format, out, run)
+			return runReport(cmd.InOrStdin(), cmd.OutOrStdout(), args[0], format, out, run)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or html")
@@ -167,7 +169,7 @@ A file of several runs (a ladder's rungs) takes --run.`,
 	return cmd
 }
 
-func runReport(stdout io.Writer, path, format, out string, run int) error {
+func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run int) error {
 	var render func(io.Writer, *record.Record) error
 	switch strings.ToLower(format) {
 	case "text", "txt":
@@ -179,7 +181,7 @@ func runReport(stdout io.Writer, path, format, out string, run int) error {
 	default:
 		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
-	rec, err := loadReported(path, run)
+	rec, err := loadReported(path, run, stdin)
 	if err != nil {
 		return err
 	}

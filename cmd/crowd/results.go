@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,9 +17,9 @@ import (
 
 // isResults reports whether path names a results file (crowd flood
 // --results) rather than a record: by its name, as the flood chose its
-// compression.
+// compression; "-" (stdin) is one, as crowd flood --results - writes.
 func isResults(path string) bool {
-	if results.CompressionOf(path) != results.Plain {
+	if path == "-" || results.CompressionOf(path) != results.Plain {
 		return true
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -31,8 +30,8 @@ func isResults(path string) bool {
 }
 
 // loadReported is the record `crowd report` renders: the record at path,
-// or run (-1: the only one) of the results file at path.
-func loadReported(path string, run int) (*record.Record, error) {
+// or run (-1: the only one) of the results file at path (stdin for "-").
+func loadReported(path string, run int, stdin io.Reader) (*record.Record, error) {
 	if !isResults(path) {
 		if run >= 0 {
 			return nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
@@ -43,7 +42,7 @@ func loadReported(path string, run int) (*record.Record, error) {
 		}
 		return recs[0], nil
 	}
-	f, err := results.Open(path, os.Stdin)
+	f, err := results.Open(path, stdin)
 	if err != nil {
 		return nil, exitCode{1, err}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -94,11 +95,30 @@ func TestResultsOfATenSecondFlood(t *testing.T) {
 			}
 		}
 	}
-	fromResults, err := loadReported(sends, -1)
+	fromResults, err := loadReported(sends, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reportsAgree(t, rec, fromResults)
+	// The seed that replays the run, which the file's run line carries.
+	if s := fromResults.Parts[0].Seed; s == 0 || s != rec.Parts[0].Seed {
+		t.Errorf("the results' seed %d, the record's %d: want the same, not 0", s, rec.Parts[0].Seed)
+	}
+	// The same sends on stdin ("-", as crowd flood --results - writes them).
+	gzf, err := os.Open(sends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gzf.Close()
+	plain, err := gzip.NewReader(gzf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromStdin, err := loadReported("-", -1, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportsAgree(t, rec, fromStdin)
 	html := filepath.Join(t.TempDir(), "sends.html")
 	if code, _, stderr := runCLI(t, "report", sends, "-o", html); code != 0 {
 		t.Errorf("crowd report %s: exit %d: %s", sends, code, stderr)

@@ -418,6 +418,10 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("read record: %w", err)
 	}
+	if r.Schema == "crowd.flood.results" { // results.Schema, which imports this package
+		return nil, errors.New("read record: this is a results file (crowd flood --results), not a run record: " +
+			"crowd report and crowd results read it under a name ending in .ndjson, .jsonl, .gz or .zst")
+	}
 	if r.Schema != RecordSchema {
 		return nil, fmt.Errorf("read record: schema %q, want %q", r.Schema, RecordSchema)
 	}

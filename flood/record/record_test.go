@@ -254,6 +254,11 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
+	// A results file's first line: said to be one, and how to read it.
+	run := `{"line":"run","schema":"crowd.flood.results","version":1,"run":0}`
+	if _, err := record.DecodeRecord(strings.NewReader(run)); err == nil || !strings.Contains(err.Error(), "this is a results file") {
+		t.Errorf("a results file read as a record: %v, want it said to be one", err)
+	}
 }
 
 // TestWriteRecord: a final record without checkpoints takes the name its

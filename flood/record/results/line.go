@@ -58,6 +58,10 @@ type RunLine struct {
 	// record's parts[].dispatcher; absent in files made before it was
 	// kept.
 	Dispatcher *record.Dispatcher `json:"dispatcher,omitempty"`
+	// Seed seeded the run's draws (--seed replays them), as the record's
+	// parts[].seed; absent when the run had none to say, and in files made
+	// before it was kept.
+	Seed uint64 `json:"seed,omitempty"`
 }
 
 // SendLine is one request the engine took from its source, whatever

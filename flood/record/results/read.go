@@ -66,6 +66,14 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		}
 		head.Line, head.Schema, head.Version = "", "", 0
 		if err := json.Unmarshal(b, &head); err != nil {
+			if !sc.Scan() && errors.Is(sc.Err(), io.ErrUnexpectedEOF) {
+				// The last line, cut where a compressed stream broke off.
+				return fmt.Errorf("line %d: the file is cut short (its compressed stream ends early: %v), so its last line is not whole", n, sc.Err())
+			}
+			if first {
+				// A run record is one indented document: its first line is "{".
+				return fmt.Errorf("line %d: not a results file, whose every line is a JSON object (a run record is read under a name ending in .json): %w", n, err)
+			}
 			return fmt.Errorf("line %d: not a results line: %w", n, err)
 		}
 		switch {
@@ -81,7 +89,9 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("reading results: the file is cut short (its compressed stream ends early): %w", err)
+	} else if err != nil {
 		return fmt.Errorf("reading results: %w", err)
 	}
 	return nil
@@ -199,7 +209,11 @@ func (r *replay) record(end *EndLine) (*record.Record, error) {
 	if d := st.End.Sub(r.head.Start); d < 0 || d > maxRun {
 		return nil, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
 	}
-	return r.p.Result(st).Record(r.head.Settings)
+	rec, err := r.p.Result(st).Record(r.head.Settings)
+	if err == nil && len(rec.Parts) > 0 {
+		rec.Parts[0].Seed = r.head.Seed
+	}
+	return rec, err
 }
 
 func us(v *int64) time.Duration {

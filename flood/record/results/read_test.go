@@ -2,6 +2,7 @@ package results_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"strings"
 	"testing"
@@ -48,6 +49,8 @@ func TestReadingResults(t *testing.T) {
 		{"one run", strings.Join(lines[:firstEnd+1], ""), 1, false, ""},
 		// A record is not a results file.
 		{"a record", `{"schema":"crowd.flood.record","version":2}` + "\n", 0, false, "not a results file"},
+		// A record as the flood writes it, indented: said to be no results file.
+		{"an indented record", "{\n  \"schema\": \"crowd.flood.record\"\n}\n", 0, false, "line 1: not a results file"},
 		// Another version is refused, not misread.
 		{"a later version", strings.Replace(whole, `"version":1`, `"version":2`, 1), 0, false, "version 2"},
 		// An unknown kind of line is an error naming the line.
@@ -81,6 +84,19 @@ func TestReadingResults(t *testing.T) {
 				agree(t, second, recs[1])
 			}
 		})
+	}
+	// A gzip file cut mid-stream (a copy that stopped): said to be cut
+	// short, not a line of bad JSON.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(whole))
+	zw.Close()
+	zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()[:gz.Len()*2/3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Records(zr); err == nil || !strings.Contains(err.Error(), "the file is cut short") {
+		t.Errorf("a gzip stream cut mid-way: %v, want it said to be cut short", err)
 	}
 }
 

@@ -16,6 +16,7 @@ type Run struct {
 	w     *Writer
 	index int
 	s     record.Settings
+	seed  uint64
 	sends atomic.Int64
 	lost  atomic.Int64
 }
@@ -28,6 +29,9 @@ func (w *Writer) Run(s record.Settings) *Run {
 	return r
 }
 
+// SetSeed says the seed of the run's draws in its first line; before Begin.
+func (r *Run) SetSeed(seed uint64) { r.seed = seed }
+
 // Begin writes the run's first line, its settings completed from the
 // schedule as the record's are.
 func (r *Run) Begin(s record.Schedule) {
@@ -36,7 +40,7 @@ func (r *Run) Begin(s record.Schedule) {
 	head := &RunLine{Line: LineRun, Schema: Schema, Version: Version, Run: r.index,
 		Start: s.Start.UTC(), Settings: set, RateHz: s.Rate, DurationUS: s.Duration.Microseconds(),
 		WarmupUS: s.Warmup.Microseconds(), MaxSends: s.MaxSends, MaxInflight: s.MaxInflight,
-		TimeoutUS: s.Timeout.Microseconds(), TotalUS: s.Total.Microseconds()}
+		TimeoutUS: s.Timeout.Microseconds(), TotalUS: s.Total.Microseconds(), Seed: r.seed}
 	if d := s.Dispatcher; d != (record.Dispatcher{}) {
 		head.Dispatcher = &d
 	}
