@@ -84,7 +84,7 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 		selfHref = jrd.Self()
 		res.URL = selfHref
 		if selfHref == "" {
-			res.Problems = append(res.Problems, "WebFinger: no ActivityPub self link (rel self, type application/activity+json): no actor to fetch")
+			res.Problems = append(res.Problems, "WebFinger: no ActivityPub self link (rel self, type application/activity+json or application/ld+json): no actor to fetch")
 			return res, nil
 		}
 	}

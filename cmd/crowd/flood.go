@@ -235,8 +235,10 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	if err != nil {
 		return err
 	}
-	if cmd.Flags().Changed("tamper-share") && f.scn.tamper == "" {
-		// The share of forgeries among no forgeries: a flag that would do nothing.
+	if onCommandLine(cmd, "tamper-share") && f.scn.tamper == "" {
+		// The share of forgeries among no forgeries: a flag that would do
+		// nothing. Only the command line's: a preset's share stays
+		// quietly when --tamper= takes its forgeries away.
 		return usage(fmt.Errorf("--tamper-share %g is the share of the sends --tamper forges: give --tamper too", f.scn.tamperShare))
 	}
 	c.Scenario = f.scn.config(scenario)

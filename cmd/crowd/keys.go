@@ -43,9 +43,9 @@ func newKeysRotateCmd() *cobra.Command {
 from that state (recorded there: no world flags are needed, and ones that ask for another world
 are refused, since they would make keys for actors nobody serves; a state an older crowd served
 records none, and needs its world flags). Each chosen actor (--origin HOST, --actor NAME@HOST,
-repeatable; none: every actor) gets a new RSA key, kept in --state, under the key id it had (#main-key), as real servers rotate: a SUT
-that refetches an actor when a signature fails with a known key id (Mastodon, Fedify) takes the
-new key at the first request signed with it. With --new-key-id the new key goes by the next key id
+repeatable; none: every actor) gets a new RSA key, kept in --state, under the key id it had
+(#main-key), as real servers rotate: a SUT that refetches an actor when a signature fails with a
+known key id (Mastodon, Fedify) takes the new key at the first request signed with it. With --new-key-id the new key goes by the next key id
 (#main-key-2, #main-key-3 …) instead, and the old public key keeps answering at its key id (the
 actor document lists it in additionalPublicKeys) until 'crowd keys rotate --retire', which stops
 serving the retained keys: requests signed with them are refused from then on. docs/debugging.md

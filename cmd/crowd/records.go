@@ -26,7 +26,7 @@ import (
 func newMergeCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "merge RECORD.json RECORD.json...",
+		Use:   "merge RECORD.json...",
 		Short: "Combine the records of several generators (--shard=i/n) into one, exactly",
 		Long: `Combine the run records of generators that flooded together (on several machines or
 containers, each a crowd flood attached to a crowd serve --shard=i/n, or a crowd flood
@@ -43,7 +43,7 @@ The merged record is written to -o (JSON; the file is replaced) and its table pr
 cannot be read or the records cannot be merged (nothing is written then).`,
 		Example: `  crowd merge gathered/*/*-fleet.json -o merged.json
   crowd merge a.json b.json > merged.json`,
-		Args: minArgsUsage(2), // one record alone has nothing to merge with
+		Args: minArgsUsage(1), // one record merges into itself: a one-shard fleet's Job does so
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out)
 		},

@@ -186,7 +186,8 @@ type CompareOptions struct {
 // share, a two-proportion test; for a rate, Poisson counts. Sends are not
 // independent (a stall delays every send due during it), so the change must
 // also exceed the runs' second-to-second spread: batch means over the
-// timeline's measured seconds, with Student's t for their number.
+// timeline's measured seconds, with Student's t for their number (for runs
+// of minBatchSeconds whole seconds or more).
 const (
 	noiseZ          = 2.576
 	noiseConfidence = "99%"
@@ -490,7 +491,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more%s)\n",
 		th, strings.TrimSuffix(FormatPercent(c.Options.ShareFloor), "%"), latFloor)
 	fmt.Fprintf(&b, "  and beyond the two runs' sampling noise at %s confidence (a quantile: their order-statistic intervals apart; a share: a two-proportion test; a rate: Poisson counts)\n", noiseConfidence)
-	fmt.Fprintf(&b, "  and beyond their second-to-second spread (batch means over the measured seconds, Student's t);\n")
+	fmt.Fprintf(&b, "  and beyond their second-to-second spread (batch means over the measured seconds, Student's t; runs of %d whole seconds or more);\n", minBatchSeconds)
 	fmt.Fprintf(&b, "  a quantile with fewer than %d sends beyond it, or a max, is shown but never judged\n\n", fewBeyond)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)

@@ -38,8 +38,11 @@ func LadderRowLine(r record.RungRow) string {
 		record.Percent(o.Tally.Errors(), o.Counts.Completed), o.Tally.Classes[record.Class429], strings.Join(mark, " "))
 }
 
-// WriteLadder writes the ladder's table (one row per rung) and then the p95
-// latency of each activity type per rung, where load shows first.
+// WriteLadder writes the ladder's table (one row per rung), the p95
+// latency of each activity type per rung (where load shows first), what
+// the rungs changed from what was asked (CHANGED lines, each with the
+// rungs it held at) and the seeds that replay them, then the capacity
+// verdict and where the ladder stopped.
 func WriteLadder(w io.Writer, res record.LadderResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, LadderHeader())
@@ -80,18 +83,30 @@ func WriteLadder(w io.Writer, res record.LadderResult) error {
 			return err
 		}
 	}
-	// What each rung changed from what was asked (its p95 per type above
-	// may lack a type for it), and the seeds that replay the draws.
+	// What the rungs changed from what was asked (a type may be missing
+	// from the p95 above for it), each change once with the rungs it held
+	// at, and the seeds that replay the draws.
+	var changes []string
+	at := map[string][]string{}
 	var seeds []string
 	for _, r := range res.Rows {
 		for _, l := range r.Record.Deviations.Lines() {
-			fmt.Fprintf(w, "CHANGED at %g/s: %s\n", r.Rate, l)
+			if at[l] == nil {
+				changes = append(changes, l)
+			}
+			at[l] = append(at[l], fmt.Sprintf("%g/s", r.Rate))
 		}
 		for _, p := range r.Record.Parts {
 			if s := strconv.FormatUint(p.Seed, 10); p.Seed != 0 && !slices.Contains(seeds, s) {
 				seeds = append(seeds, s)
 			}
 		}
+	}
+	if len(changes) > 0 || len(seeds) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, l := range changes {
+		fmt.Fprintf(w, "CHANGED at %s: %s\n", strings.Join(at[l], ", "), l)
 	}
 	if len(seeds) > 0 {
 		fmt.Fprintf(w, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))

@@ -146,18 +146,23 @@ func TestNoAnswerShown(t *testing.T) {
 func TestLadderSaysChangesAndSeeds(t *testing.T) {
 	first, second := reportRecord(t), reportRecord(t)
 	first.Parts[0].Seed, second.Parts[0].Seed = 7, 7
-	second.Deviations = record.Deviations{FollowsDiverted: 6}
+	// A persona without posts is so at every rung: said once, with both.
+	first.Deviations = record.Deviations{PersonasWithoutPosts: []string{"a@sut.test"}}
+	second.Deviations = record.Deviations{FollowsDiverted: 6, PersonasWithoutPosts: []string{"a@sut.test"}}
 	res := record.LadderResult{Rows: []record.RungRow{{Rate: 10, Record: first}, {Rate: 20, Record: second}}, Shoulder: -1}
 	var b bytes.Buffer
 	if err := WriteLadder(&b, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CHANGED at 20/s: 6 Follows were sent as Creates", "seed 7 (--seed replays the draws)\n"} {
+	if n := strings.Count(b.String(), "a@sut.test"); n != 1 {
+		t.Errorf("the persona without posts is said %d times, want once:\n%s", n, b.String())
+	}
+	for _, want := range []string{"CHANGED at 10/s, 20/s: 1 persona", "CHANGED at 20/s: 6 Follows were sent as Creates", "seed 7 (--seed replays the draws)\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the ladder lacks %q:\n%s", want, b.String())
 		}
 	}
-	if strings.Contains(b.String(), "CHANGED at 10/s") {
-		t.Errorf("a rung that changed nothing says it did:\n%s", b.String())
+	if strings.Contains(b.String(), "CHANGED at 10/s: 6") {
+		t.Errorf("a rung that diverted nothing says it did:\n%s", b.String())
 	}
 }

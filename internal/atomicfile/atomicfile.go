@@ -15,7 +15,8 @@ import (
 )
 
 // Write replaces path with data (mode perm), atomically and durably. A
-// directory at path is not replaced: the error says it is one.
+// directory at path (or a symbolic link to one) is not replaced: the error
+// says it is one.
 func Write(path string, data []byte, perm os.FileMode) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("write %s: it is a directory: name a file", path)

@@ -3,7 +3,6 @@ package results
 import (
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -12,16 +11,13 @@ import (
 	"time"
 )
 
-// ErrCut is wrapped by WriteCSV's error for a results file that ends
-// before a run of it did; every row it held was written.
-var ErrCut = errors.New("the results file ends before the run did")
-
 // WriteCSV converts the send lines of a results file to CSV: a header of
 // the send line's field names (SCHEMA.md), then a row per send; null is an
 // empty cell, a time RFC 3339 with nanoseconds. The run and end lines are
-// left out (the run column says which run a send belongs to). Every row
-// is written all the same when a run has no end line (the file was cut
-// short: a killed flood), and the error then wraps ErrCut.
+// left out (the run column says which run a send belongs to). A file cut
+// short (a killed flood: a run without its end line, a last line not
+// whole) gives a row for every whole send line all the same, and an error
+// wrapping ErrCut.
 func WriteCSV(dst io.Writer, src io.Reader) error {
 	cw := csv.NewWriter(dst)
 	typ := reflect.TypeFor[SendLine]()
@@ -33,14 +29,15 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 		return err
 	}
 	row := make([]string, len(header))
-	open := 0 // runs begun and not ended
+	open, unended := false, false // a run begun and not ended; one that never was
 	err := Each(src, func(kind string, b []byte) error {
 		switch kind {
 		case LineRun:
-			open++
+			unended = unended || open
+			open = true
 			return nil
 		case LineEnd:
-			open--
+			open = false
 			return nil
 		case LineSend:
 		default:
@@ -56,15 +53,14 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 		}
 		return cw.Write(row)
 	})
-	if err != nil {
+	cw.Flush() // the rows before a cut or a bad line are written all the same
+	switch {
+	case err != nil:
 		return err
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
-	}
-	if open > 0 {
-		return fmt.Errorf("%w: a run has no end line, so its sends may not all be here", ErrCut)
+	case cw.Error() != nil:
+		return cw.Error()
+	case open || unended:
+		return fmt.Errorf("%w (a run has no end line)", ErrCut)
 	}
 	return nil
 }

@@ -47,9 +47,15 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return errors.Join(r.ReadCloser.Close(), r.f.Close()) }
 
+// ErrCut is wrapped by the error for a results file cut short: by Each's
+// for one that ends in the middle of a line (a killed flood's buffered
+// writes, a compressed stream that broke off), every whole line before it
+// handed over; by WriteCSV's for a run without its end line too.
+var ErrCut = errors.New("the results file is cut short")
+
 // Each calls fn with every line of a results file in order: its kind (the
 // field "line") and its bytes, valid only during the call. An error names
-// the line.
+// the line; a last line cut short is ErrCut.
 func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
@@ -66,13 +72,13 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		}
 		head.Line, head.Schema, head.Version = "", "", 0
 		if err := json.Unmarshal(b, &head); err != nil {
-			if !sc.Scan() && errors.Is(sc.Err(), io.ErrUnexpectedEOF) {
-				// The last line, cut where a compressed stream broke off.
-				return fmt.Errorf("line %d: the file is cut short (its compressed stream ends early: %v), so its last line is not whole", n, sc.Err())
-			}
 			if first {
 				// A run record is one indented document: its first line is "{".
-				return fmt.Errorf("line %d: not a results file, whose every line is a JSON object (a run record is read under a name ending in .json): %w", n, err)
+				return fmt.Errorf("line %d: not a results file, whose every line is a JSON object (a run record is its own kind of file): %w", n, err)
+			}
+			if !sc.Scan() && (sc.Err() == nil || errors.Is(sc.Err(), io.ErrUnexpectedEOF)) {
+				// The last line, and not whole.
+				return fmt.Errorf("line %d: %w: its last line is not whole", n, ErrCut)
 			}
 			return fmt.Errorf("line %d: not a results line: %w", n, err)
 		}
@@ -90,7 +96,7 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		}
 	}
 	if err := sc.Err(); errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("reading results: the file is cut short (its compressed stream ends early): %w", err)
+		return fmt.Errorf("reading results: %w (its compressed stream ends early)", ErrCut)
 	} else if err != nil {
 		return fmt.Errorf("reading results: %w", err)
 	}
@@ -102,7 +108,8 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 // same sends (record.Replay). What only the crowd's bookkeeping knows
 // (signatures, security, fetch-back, the audience) is not in the results.
 // A run whose last line is missing (a writer that failed, a killed
-// generator) gives a record marked partial.
+// generator) gives a record marked partial; a file cut in the middle of a
+// line is an error wrapping ErrCut.
 func Records(r io.Reader) ([]*record.Record, error) {
 	var recs []*record.Record
 	var cur *replay

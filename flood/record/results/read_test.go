@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/record/results"
 )
 
@@ -57,8 +60,9 @@ func TestReadingResults(t *testing.T) {
 		{"an unknown line", lines[0] + `{"line":"sample"}` + "\n", 0, false, `line 2: unknown line kind "sample"`},
 		// A send after its run's end line belongs to no run.
 		{"a send after the end", strings.Join(lines[:firstEnd+1], "") + lines[1], 0, false, "a send line outside a run"},
-		// So is a line that is not JSON.
-		{"not JSON", lines[0] + "{\"line\":\n", 0, false, "line 2: not a results line"},
+		// So is a line that is not JSON, with lines after it (a last one is
+		// a cut: below).
+		{"not JSON", lines[0] + "{\"line\":\n" + lines[1], 0, false, "line 2: not a results line"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			recs, err := results.Records(strings.NewReader(c.in))
@@ -85,18 +89,32 @@ func TestReadingResults(t *testing.T) {
 			}
 		})
 	}
-	// A gzip file cut mid-stream (a copy that stopped): said to be cut
+	// A results file read as a run record is said to be one (the record
+	// package knows its schema by a copy of Schema: this pins it).
+	if _, err := record.DecodeRecord(strings.NewReader(lines[0])); err == nil || !strings.Contains(err.Error(), "this is a results file") {
+		t.Errorf("a results file read as a record: %v, want it said to be one", err)
+	}
+	// A file cut in the middle of a line (a killed flood's buffered
+	// writes), plain or a gzip stream that broke off: said to be cut
 	// short, not a line of bad JSON.
+	cutPlain := whole[:len(whole)*2/3]
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(whole))
 	zw.Close()
-	zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()[:gz.Len()*2/3]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := results.Records(zr); err == nil || !strings.Contains(err.Error(), "the file is cut short") {
-		t.Errorf("a gzip stream cut mid-way: %v, want it said to be cut short", err)
+	for name, open := range map[string]func() io.Reader{
+		"plain, mid-line": func() io.Reader { return strings.NewReader(cutPlain) },
+		"gzip, mid-stream": func() io.Reader {
+			zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()[:gz.Len()*2/3]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return zr
+		},
+	} {
+		if _, err := results.Records(open()); !errors.Is(err, results.ErrCut) {
+			t.Errorf("%s: Records: %v, want ErrCut", name, err)
+		}
 	}
 }
 

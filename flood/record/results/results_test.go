@@ -291,12 +291,19 @@ func TestCSVHasARowPerSend(t *testing.T) {
 			t.Errorf("an answered send with status %s, sender %q", status, row[col["sender"]])
 		}
 	}
-	// The same file cut before its end line (a killed flood): every row it
-	// holds is written, and the error says the run's end is missing.
-	cut := raw[:bytes.LastIndex(raw, []byte(`{"line":"end"`))]
-	b.Reset()
-	err = results.WriteCSV(&b, bytes.NewReader(cut))
-	if rows, _ := csv.NewReader(&b).ReadAll(); !errors.Is(err, results.ErrCut) || len(rows) != bytes.Count(cut, []byte(`{"line":"send"`))+1 {
-		t.Errorf("a file cut before its end: %d rows, %v; want every send's row and ErrCut", len(rows), err)
+	// The same file cut short (a killed flood): before its end line, or in
+	// the middle of a line. Every whole send line's row is written, and the
+	// error says the file is cut.
+	atEnd := raw[:bytes.LastIndex(raw, []byte(`{"line":"end"`))]
+	midLine := raw[:len(raw)/2]
+	wholeSends := func(cut []byte) int {
+		return bytes.Count(cut[:bytes.LastIndexByte(cut, '\n')+1], []byte(`{"line":"send"`))
+	}
+	for name, cut := range map[string][]byte{"before the end line": atEnd, "mid-line": midLine} {
+		b.Reset()
+		err = results.WriteCSV(&b, bytes.NewReader(cut))
+		if rows, _ := csv.NewReader(&b).ReadAll(); !errors.Is(err, results.ErrCut) || len(rows) != wholeSends(cut)+1 {
+			t.Errorf("a file cut %s: %d rows, %v; want %d sends' rows and ErrCut", name, len(rows), err, wholeSends(cut))
+		}
 	}
 }
