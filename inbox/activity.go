@@ -293,12 +293,21 @@ func refOf(raw json.RawMessage) (Ref, error) {
 // url.Parse's work and allocation (two a delivery), and leaves the rest
 // to it.
 func absoluteURL(name, s string) error {
+	if err := httpURL(name, s); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return nil
+}
+
+// httpURL reports s, named name in the error, when it is not an absolute
+// http(s) URL.
+func httpURL(name, s string) error {
 	if plainHTTPURL(s) {
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%w: %s %q is not an absolute http(s) URL", ErrMalformed, name, s)
+		return fmt.Errorf("%s %q is not an absolute http(s) URL", name, s)
 	}
 	return nil
 }

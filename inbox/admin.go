@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -341,16 +340,6 @@ func (in *Inbox) handlePrune(w http.ResponseWriter, r *http.Request) {
 	adminapi.WriteJSON(w, http.StatusOK, res)
 }
 
-// deliverableURL refuses an inbox the crowd cannot post to: not an
-// absolute http(s) URL.
-func deliverableURL(inbox string) error {
-	u, err := url.Parse(inbox)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("inbox %q is not an absolute http(s) URL", inbox)
-	}
-	return nil
-}
-
 // unanswered is the error of a send whose post failed: ErrUndelivered
 // when the inbox did not answer, the failure itself (a 500) when the post
 // could not be made (the inbox was checked before: a signing failure).
@@ -458,7 +447,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		return adminapi.SendResult{}, err
 	}
 	if req.Inbox != "" {
-		if err := deliverableURL(req.Inbox); err != nil {
+		if err := httpURL("inbox", req.Inbox); err != nil {
 			return adminapi.SendResult{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
 	}
@@ -475,7 +464,7 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		if (o.typ == "Create" && t.sharedInbox != "") || inbox == "" {
 			inbox = t.sharedInbox
 		}
-		if err := deliverableURL(inbox); err != nil {
+		if err := httpURL("inbox", inbox); err != nil {
 			return adminapi.SendResult{}, fmt.Errorf("%w: the actor %s names an inbox that cannot be delivered to: %v", ErrTarget, t.id, err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -88,7 +87,7 @@ func WriteLadder(w io.Writer, res record.LadderResult) error {
 	// at, and the seeds that replay the draws.
 	var changes []string
 	at := map[string][]string{}
-	var seeds []string
+	recs := make([]*record.Record, 0, len(res.Rows))
 	for _, r := range res.Rows {
 		for _, l := range r.Record.Deviations.Lines() {
 			if at[l] == nil {
@@ -96,12 +95,9 @@ func WriteLadder(w io.Writer, res record.LadderResult) error {
 			}
 			at[l] = append(at[l], fmt.Sprintf("%g/s", r.Rate))
 		}
-		for _, p := range r.Record.Parts {
-			if s := strconv.FormatUint(p.Seed, 10); p.Seed != 0 && !slices.Contains(seeds, s) {
-				seeds = append(seeds, s)
-			}
-		}
+		recs = append(recs, r.Record)
 	}
+	seeds := seedsOf(recs...)
 	if len(changes) > 0 || len(seeds) > 0 {
 		fmt.Fprintln(w)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -105,13 +106,7 @@ func (l *Live) Done() {
 // writeSeedsAndDeviations writes the seeds a run can be replayed with and
 // what it changed from what it was asked, one line each.
 func writeSeedsAndDeviations(b *strings.Builder, r *record.Record) {
-	var seeds []string
-	for _, p := range r.Parts {
-		if p.Seed != 0 {
-			seeds = append(seeds, strconv.FormatUint(p.Seed, 10))
-		}
-	}
-	if len(seeds) > 0 {
+	if seeds := seedsOf(r); len(seeds) > 0 {
 		fmt.Fprintf(b, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))
 	}
 	for _, l := range r.Deviations.Lines() {
@@ -268,6 +263,21 @@ func writeVerdict(b *strings.Builder, r *record.Record) {
 	if d.Rule != "" {
 		fmt.Fprintf(b, "  rule: %s\n", d.Rule)
 	}
+}
+
+// seedsOf lists the seeds of recs' parts that replay their draws, each
+// once, in order (a part without one, from before seeds were kept, says
+// none).
+func seedsOf(recs ...*record.Record) []string {
+	var seeds []string
+	for _, r := range recs {
+		for _, p := range r.Parts {
+			if s := strconv.FormatUint(p.Seed, 10); p.Seed != 0 && !slices.Contains(seeds, s) {
+				seeds = append(seeds, s)
+			}
+		}
+	}
+	return seeds
 }
 
 // noAnswerVerdict is said in the verdict's place when no send was answered:
