@@ -230,8 +230,13 @@ type interval struct {
 func newInterval() *interval { return &interval{lat: NewHist(), late: NewHist()} }
 
 func (iv *interval) reset() {
-	iv.lat.Reset()
-	iv.late.Reset()
+	// A quiet second (a replayed run's gap, a stalled SUT) has nothing to
+	// clear, and clearing a histogram walks all its buckets.
+	for _, h := range [...]*hdr.Histogram{iv.lat, iv.late} {
+		if h.TotalCount() != 0 {
+			h.Reset()
+		}
+	}
 	iv.completed, iv.ok, iv.errs, iv.r4 = 0, 0, 0, 0
 }
 

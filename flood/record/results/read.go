@@ -17,9 +17,11 @@ import (
 // bytes, a run line a few more; anything longer is not a results file.
 const maxLine = 1 << 20
 
-// maxRun bounds the length of a run read back: its timeline has a tick a
-// second, so a corrupt end time years away would otherwise be a loop of
-// years of ticks. No flood runs a week.
+// maxRun bounds the length of the runs of one results file read back,
+// together: each run's timeline has a tick a second, so a corrupt end time
+// years away (or a short file of many runs each claiming days) would
+// otherwise be a loop and a timeline of years of ticks. A file's runs are one
+// flood's, one after another, and no flood runs a week.
 const maxRun = 7 * 24 * time.Hour
 
 // Open opens the results file at path, decompressed by its name; "-" reads
@@ -113,12 +115,13 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 func Records(r io.Reader) ([]*record.Record, error) {
 	var recs []*record.Record
 	var cur *replay
+	left := maxRun // what the file's runs may last, together
 	finish := func(end *EndLine) error {
-		rec, err := cur.record(end)
+		rec, span, err := cur.record(end, left)
 		if err != nil {
 			return err
 		}
-		recs, cur = append(recs, rec), nil
+		recs, cur, left = append(recs, rec), nil, left-span
 		return nil
 	}
 	err := Each(r, func(kind string, b []byte) error {
@@ -202,8 +205,9 @@ func (r *replay) add(l *SendLine) error {
 }
 
 // record ends the replay as end says; without end (the file stops before
-// the run's last line), at its last answer, marked partial.
-func (r *replay) record(end *EndLine) (*record.Record, error) {
+// the run's last line), at its last answer, marked partial. It refuses a
+// run that would last longer than left, and says how long this one lasted.
+func (r *replay) record(end *EndLine, left time.Duration) (*record.Record, time.Duration, error) {
 	st := record.Stop{End: r.head.Start.Add(r.lastEnd), WindowEnd: r.lastEnd, Partial: true,
 		Reason: "the results file ends before the run did"}
 	if end != nil {
@@ -213,14 +217,21 @@ func (r *replay) record(end *EndLine) (*record.Record, error) {
 			st.Err = errors.New(end.Error)
 		}
 	}
-	if d := st.End.Sub(r.head.Start); d < 0 || d > maxRun {
-		return nil, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
+	d := st.End.Sub(r.head.Start)
+	switch {
+	case d < 0:
+		return nil, 0, fmt.Errorf("run %d ends %v before its start", r.head.Run, -d)
+	case d > left && left == maxRun:
+		return nil, 0, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
+	case d > left:
+		return nil, 0, fmt.Errorf("run %d ends %v after its start, and the runs before it lasted %v: not one flood's runs (at most %v together)",
+			r.head.Run, d, maxRun-left, maxRun)
 	}
 	rec, err := r.p.Result(st).Record(r.head.Settings)
 	if err == nil && len(rec.Parts) > 0 {
 		rec.Parts[0].Seed = r.head.Seed
 	}
-	return rec, err
+	return rec, d, err
 }
 
 func us(v *int64) time.Duration {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -115,6 +116,54 @@ func TestReadingResults(t *testing.T) {
 		if _, err := results.Records(open()); !errors.Is(err, results.ErrCut) {
 			t.Errorf("%s: Records: %v, want ErrCut", name, err)
 		}
+	}
+}
+
+// TestRunsLastAtMostAWeek: a run is read back a tick a second, so how long
+// a file says its runs lasted is bounded, one run and all of them together
+// (a short corrupt file must not cost days of ticks).
+func TestRunsLastAtMostAWeek(t *testing.T) {
+	const start = "2026-12-02T17:00:00Z"
+	run := func(n int) string {
+		return fmt.Sprintf(`{"line":"run","schema":"crowd.flood.results","version":1,"run":%d,"start":%q,"settings":{"label":"f"},"rate_hz":10,"duration_us":2000000}`+"\n", n, start)
+	}
+	end := func(n int, after time.Duration) string {
+		at, _ := time.Parse(time.RFC3339, start)
+		return fmt.Sprintf(`{"line":"end","run":%d,"end":%q,"window_end_us":2000000}`+"\n", n, at.Add(after).Format(time.RFC3339Nano))
+	}
+	// A cut run ends at its last answer.
+	answeredAfter := func(n int, after time.Duration) string {
+		return fmt.Sprintf(`{"line":"send","run":%d,"type":"Like","measured":true,"outcome":"answered","class":"202","status":202,"intended_us":0,"picked_us":0,"sent_us":0,"done_us":%d}`+"\n", n, after.Microseconds())
+	}
+	const day = 24 * time.Hour
+	for _, c := range []struct {
+		name string
+		in   string
+		err  string // "" none
+	}{
+		// Three days, whole or cut: read.
+		{"three days", run(0) + end(0, 3*day), ""},
+		{"three days, cut", run(0) + answeredAfter(0, 3*day), ""},
+		// Two runs of three days: still one week's flood.
+		{"two runs of three days", run(0) + end(0, 3*day) + run(1) + end(1, 3*day), ""},
+		// Eight days: no flood the crowd makes.
+		{"eight days", run(0) + end(0, 8*day), "ends 192h0m0s after its start"},
+		// A cut run whose last answer came eight days in.
+		{"eight days, cut", run(0) + answeredAfter(0, 8*day), "ends 192h0m0s after its start"},
+		// Two runs of four days: each could be, both together cannot.
+		{"two runs of four days", run(0) + end(0, 4*day) + run(1) + end(1, 4*day), "the runs before it lasted 96h0m0s"},
+		// An end before the start.
+		{"ends before it starts", run(0) + end(0, -time.Second), "ends 1s before its start"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := results.Records(strings.NewReader(c.in))
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatal(err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("error %v, want one saying %q", err, c.err)
+			}
+		})
 	}
 }
 
