@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNotDir marks a --state that names something other than a directory.
@@ -61,7 +62,17 @@ func Acquire(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	if err := lock(f); err != nil {
+	err = lock(f)
+	if errors.Is(err, errBusy) && ownerPID(path) == os.Getpid() {
+		// Released by this process, not yet by the kernel: a child it was
+		// starting at that moment holds a copy of the descriptor until its
+		// exec closes it. A moment's wait, not a refusal.
+		for deadline := time.Now().Add(ownReleaseWait); errors.Is(err, errBusy) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			err = lock(f)
+		}
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, errBusy) {
 			return nil, fmt.Errorf("%w: --state %s is owned by %s: stop it, or pass another --state",
@@ -76,11 +87,28 @@ func Acquire(dir string) (*Lock, error) {
 	return &Lock{f: f}, nil
 }
 
+// ownReleaseWait bounds how long Acquire waits for a lock that this very
+// process released (see Acquire).
+const ownReleaseWait = time.Second
+
+// ownerPID is the pid written in the lock file at path, 0 when there is
+// none.
+func ownerPID(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
 // owner describes the process named in the lock file at path.
 func owner(path string) string {
-	data, err := os.ReadFile(path)
-	pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || perr != nil {
+	pid := ownerPID(path)
+	if pid == 0 {
 		return "another process (its pid is not written yet)"
 	}
 	return fmt.Sprintf("another crowd process, pid %d", pid)

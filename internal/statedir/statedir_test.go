@@ -68,6 +68,33 @@ func TestSecondOwnerIsRefusedNamingThePid(t *testing.T) {
 	l2.Release() // idempotent
 }
 
+// TestLockReleasedButHeldByAChild: a lock this process released while a
+// child it was starting held a copy of the descriptor (fork copies it; exec
+// closes it) is taken once the copy is gone, not refused as another owner's.
+func TestLockReleasedButHeldByAChild(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A child that keeps the descriptor open a while, as one between fork
+	// and exec does for a moment.
+	child := exec.Command("sleep", "0.3")
+	child.ExtraFiles = []*os.File{l.f}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("Acquire while a child held the released lock: %v", err)
+	}
+	l2.Release()
+}
+
 // The lock holder for TestKillReleasesTheLock: it takes the lock, says so
 // and waits to be killed.
 func TestMain(m *testing.M) {
