@@ -63,8 +63,13 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	for _, st := range sc.Settings {
 		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
 		f := cmd.Flags().Lookup(st.Key)
-		if f == nil || st.Key == "scenario" {
+		if f == nil || st.Key == "scenario" || st.Key == "help" {
 			return "", false, usage(fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name()))
+		}
+		if st.Key == "allow-public-target" {
+			// A scenario is data people share: reaching a public address
+			// (a flood is a denial of service) is the user's own act.
+			return "", false, usage(fmt.Errorf("%s: --allow-public-target is given on the command line only, never by a scenario", where))
 		}
 		if _, list := f.Value.(pflag.SliceValue); seen[st.Key] && !list {
 			return "", false, usage(fmt.Errorf("%s: --%s is set twice", where, st.Key))

@@ -56,6 +56,9 @@ func TestScenarioApply(t *testing.T) {
 		{"syntax.scenario", "name = x\nrate 1\n", "syntax.scenario:2"},                                                          // not key = value
 		{"no name.scenario", "rate = 1\n", "no name = line"},                                                                    // neither a name nor a file name that is one
 		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"},                                                     // named after its file: its own mistake is the one said
+		{"empty.scenario", "# nothing yet\n", "empty.scenario: no settings"},                                                    // an empty file is not the defaults
+		{"help.scenario", "name = x\nhelp = true\n", `"help" is not a flag`},                                                    // help is no setting
+		{"public.scenario", "name = x\nallow-public-target = true\n", "command line only"},                                      // the public-target switch is the user's
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") || strings.Count(errOut, "invalid argument") > 1 {

@@ -58,7 +58,8 @@ const maxLine = 4096
 
 // Parse reads a scenario from r; source names it in errors (a file's
 // path, or "preset NAME"). Every error wraps ErrSyntax and names
-// source:line. A scenario without a name = line parses with no Name.
+// source:line. A scenario without a name = line parses with no Name; one
+// without any key at all is refused.
 func Parse(r io.Reader, source string) (*Scenario, error) {
 	s := &Scenario{Source: source}
 	sc := bufio.NewScanner(r)
@@ -94,6 +95,11 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s:%d: %v", ErrSyntax, source, n+1, err)
+	}
+	if s.Name == "" && s.About == "" && s.Incident == "" && len(s.Settings) == 0 {
+		// An empty file (a truncated copy, the wrong path) would run the
+		// command's defaults under the file's name, as if it had said so.
+		return nil, fmt.Errorf("%w: %s: no settings, only blank lines and comments (a scenario of the defaults says so with a name = line)", ErrSyntax, source)
 	}
 	return s, nil
 }

@@ -28,7 +28,9 @@ func TestParse(t *testing.T) {
 		{"upper-case key", "name = x\nRate = 5\n", nil, true},                                                                                // keys are lower-case
 		{"empty key", "name = x\n = 5\n", nil, true},                                                                                         // a key
 		{"dash key", "name = x\n--rate = 5\n", nil, true},                                                                                    // flags without their dashes
-		{"long line", "name = x\nabout = " + strings.Repeat("a", 5000), nil, true},                                                           // a line has a bound
+		{"empty", "", nil, true}, // nothing is no scenario
+		{"only comments", "# a scenario\n\n  # to come\n", nil, true},              // nor are comments alone
+		{"long line", "name = x\nabout = " + strings.Repeat("a", 5000), nil, true}, // a line has a bound
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
