@@ -195,6 +195,9 @@ type plan struct {
 
 	scenario *scenarioPlan // nil: none
 	results  *resultsFile  // --results, opened by start; the caller closes it
+	// undoOut removes the --out directories start made, while they are
+	// empty: a run that fails before its first record leaves none.
+	undoOut func()
 }
 
 // Validate reports every problem of c, each naming its flag; none is nil.
@@ -337,7 +340,9 @@ func (c Config) checkBounds(p *plan, bad func(string, ...any)) {
 // --personas-file and the --tokens-file, look tokens up in the
 // environment, and probe --out (a record that cannot be written after the
 // flood is a flood lost). Every problem is in one usage error. Then it
-// opens --results, which the caller closes (plan.results).
+// opens --results, which the caller closes (plan.results). On an error,
+// an --out it made is gone again; after one, the caller's to remove
+// (plan.undoOut).
 func (c Config) start() (*plan, error) {
 	if errs := c.Validate(); len(errs) > 0 {
 		return nil, usage(errors.Join(errs...))
@@ -356,16 +361,19 @@ func (c Config) start() (*plan, error) {
 		}
 		p.accts = union(p.accts, more)
 	}
-	if err := record.CheckOutDir(c.Out); err != nil {
+	undo, err := record.CheckOutDir(c.Out)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("--out %s cannot take the run's record: %w", c.Out, err))
 	}
 	if len(errs) > 0 {
+		undo()
 		return nil, usage(errors.Join(errs...))
 	}
-	var err error
 	if p.results, err = c.openResults(); err != nil { // last: nothing after it fails with the file open
+		undo()
 		return nil, err
 	}
+	p.undoOut = undo
 	return p, nil
 }
 

@@ -29,6 +29,11 @@ func Run(ctx context.Context, c Config) (err error) {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			p.undoOut() // only what is still empty: a partial record stays
+		}
+	}()
 	defer p.results.close(&err)
 	if c.Log == nil {
 		c.Log = zap.NewNop()

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -352,11 +354,17 @@ func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
 	}
 }
 
+// TestFloodWithoutACrowdSaysWhatToDo: no crowd at --admin is said with
+// the two ways out, and the --out the flood never used is not left behind.
 func TestFloodWithoutACrowdSaysWhatToDo(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1")
+	out := filepath.Join(t.TempDir(), "out", "load")
+	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1", "--out", out)
 	if code != 1 || !strings.Contains(stderr, "crowd serve") || !strings.Contains(stderr, "--standalone") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Dir(out)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the unused --out's parent: %v, want it gone", err)
 	}
 }
 

@@ -2,7 +2,9 @@ package record
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,21 +114,54 @@ func sanitizeLabel(s string) string {
 // CheckOutDir makes sure records can be written to dir before a run
 // starts: it creates dir if needed and writes and removes a probe file, so
 // a directory that cannot take the record is found before the first send,
-// not after the whole flood, when the record would be lost.
-func CheckOutDir(dir string) error {
+// not after the whole flood, when the record would be lost. undo removes
+// the directories it created, each only while it is empty: a run refused
+// or failed before it wrote anything leaves no --out behind that it never
+// used. undo is never nil, and is called already when err is set.
+func CheckOutDir(dir string) (undo func(), err error) {
+	created := missingDirs(dir)
+	undo = func() {
+		for _, d := range created { // deepest first; a directory with anything in it stays, and so do its parents
+			if os.Remove(d) != nil {
+				return
+			}
+		}
+	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return undo, err
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return err
+		return undo, err
 	}
 	name := f.Name()
 	err = f.Close()
 	if rerr := os.Remove(name); err == nil {
 		err = rerr
 	}
-	return err
+	return undo, err
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet,
+// deepest first: what os.MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = append(missing, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			return missing
+		}
+		d = parent
+	}
 }
 
 func appendRunsMD(path string, r *Record, file string) error {

@@ -135,3 +135,60 @@ func TestRecordFile(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOutDirUndo: CheckOutDir's undo takes back the directories it
+// made while they are empty, and nothing that was there before.
+func TestCheckOutDirUndo(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		existing string // made before the check, under the temp dir ("" none)
+		out      string // the --out checked, under the temp dir
+		written  string // a file written into out after the check ("" none)
+		left     string // the deepest directory left after undo, under the temp dir ("" the temp dir alone)
+	}{
+		// A new out/load: both go again.
+		{"new nested", "", "out/load", "", ""},
+		// A new load in an existing out: out stays.
+		{"new in existing", "out", "out/load", "", "out"},
+		// An out that was there: kept.
+		{"existing", "out/load", "out/load", "", "out/load"},
+		// A record written: kept, with its parents.
+		{"written to", "", "out/load", "run.json", "out/load"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			if c.existing != "" {
+				if err := os.MkdirAll(filepath.Join(root, c.existing), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := filepath.Join(root, c.out)
+			undo, err := record.CheckOutDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.written != "" {
+				if err := os.WriteFile(filepath.Join(out, c.written), []byte("{}\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			undo()
+			for d := out; d != root; d = filepath.Dir(d) {
+				rel, _ := filepath.Rel(root, d)
+				_, err := os.Stat(d)
+				kept := c.left != "" && (rel == c.left || strings.HasPrefix(c.left, rel+"/"))
+				if kept != (err == nil) {
+					t.Errorf("%s: exists %v, want %v", rel, err == nil, kept)
+				}
+			}
+		})
+	}
+	// A directory that cannot be made: the error.
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := record.CheckOutDir(filepath.Join(root, "file", "load")); err == nil {
+		t.Error("an out under a file: no error")
+	}
+}
