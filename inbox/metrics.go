@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, depth, keys func() float64) (*metrics
 			Help: "Activity log entries dropped for slow live subscribers (crowd tail, the admin page).",
 		}),
 	}
-	cs := []prometheus.Collector{m.inbox, m.deliveries, m.latency,
+	cs := []prometheus.Collector{m.inbox, m.deliveries, m.latency, m.lost,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "crowd_delivery_queue_depth",
 			Help: "Deliveries waiting in the persistent queue (including those being attempted).",
