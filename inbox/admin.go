@@ -521,7 +521,7 @@ func parseSendOrder(req adminapi.SendRequest) (sendOrder, error) {
 		return o, fmt.Errorf("%w: type %q is not Follow, Undo, Create or Like", ErrBadRequest, req.Type)
 	}
 	if req.Tamper != "" && o.typ != "Create" && o.typ != "Like" {
-		return o, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not a %s", ErrBadRequest, o.typ)
+		return o, fmt.Errorf("%w: a forged send (tamper) is a Create or a Like, not an activity of type %s", ErrBadRequest, o.typ)
 	}
 	o.scheme = signing.Scheme(req.Signature)
 	switch o.scheme {

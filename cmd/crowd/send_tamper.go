@@ -32,13 +32,13 @@ func printForged(w io.Writer, f *adminapi.ForgedSend) {
 	}
 	switch f.Verdict {
 	case adminapi.ForgedAccepted:
-		fmt.Fprintf(w, "SECURITY: the target accepted a %s forgery: it must refuse it\n", f.Kind)
+		fmt.Fprintf(w, "SECURITY: the target accepted the %s forgery: it must refuse it\n", f.Kind)
 	case adminapi.ForgedRefused:
 		fmt.Fprintf(w, "forgery %s refused, as it should be\n", f.Kind)
 	case adminapi.ForgedNotReplayed:
 		fmt.Fprintf(w, "forgery %s: the original was answered %d, not accepted: nothing to replay\n", f.Kind, f.OriginalStatus)
 	default:
-		fmt.Fprintf(w, "forgery %s: no verdict (neither 2xx nor 4xx)\n", f.Kind)
+		fmt.Fprintf(w, "forgery %s: no verdict (a 404, 410 or 429 answers about the inbox or the load, not the forgery; a 5xx or no answer, neither)\n", f.Kind)
 	}
 }
 
@@ -64,7 +64,7 @@ func forgedExit(res *adminapi.SendResult) error {
 	}
 	switch res.Forged.Verdict {
 	case adminapi.ForgedAccepted:
-		return exitCode{1, fmt.Errorf("%s accepted a %s forgery (HTTP %d): a security finding", res.Inbox, res.Forged.Kind, res.Status)}
+		return exitCode{1, fmt.Errorf("%s accepted the %s forgery (HTTP %d): a security finding", res.Inbox, res.Forged.Kind, res.Status)}
 	}
 	return exitCode{1, fmt.Errorf("%s gave the %s forgery no verdict (HTTP %d)", res.Inbox, res.Forged.Kind, res.Status)}
 }

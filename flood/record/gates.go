@@ -411,6 +411,13 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 		return 0, 0, false
 	}
 	c, tl := t.Counts, t.Tally
+	if f, forged := r.Types[string(TypeForged)]; forged && g.Type == "" && g.answerCount() {
+		// A forged request refused is the right answer, not an error of the
+		// run: over all types the answers are the honest requests' (the
+		// Forged row and the security section judge the forged ones).
+		c.Completed -= f.Counts.Completed
+		tl = tl.minus(f.Tally)
+	}
 	switch g.Metric {
 	case "sent":
 		return c.Sent, c.Offered, true
@@ -439,6 +446,16 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 	}
 	cl, _ := counterClass(g.Metric)
 	return tl.Classes[cl], c.Completed, true
+}
+
+// answerCount reports a count gate on the answers (their status classes,
+// Retry-After), not on the sends themselves.
+func (g Gate) answerCount() bool {
+	switch g.Metric {
+	case "sent", "dropped", "starved", "completed", "aborted":
+		return false
+	}
+	return !isForgedCounter(g.Metric)
 }
 
 // counterName canonicalises a counter and rejects unknown ones.

@@ -111,6 +111,41 @@ func TestGateEval(t *testing.T) {
 	}
 }
 
+// TestGatesOverAllTypesLeaveForgeriesOut: a gate on the answers over all
+// types counts the honest requests only (a forgery refused is the right
+// answer); the sends themselves count every one, and the Forged row is
+// gated by name.
+func TestGatesOverAllTypesLeaveForgeriesOut(t *testing.T) {
+	r := recordtest.Gated(t) // 1500 completed, 50 of them 429
+	forged := &record.TypeRecord{Counts: record.Counts{Offered: 300, Sent: 300, Completed: 300}}
+	forged.Tally.Classes[record.Class401] = 300
+	r.Types[string(record.TypeForged)] = forged
+	r.Overall.Counts.Offered += 300
+	r.Overall.Counts.Sent += 300
+	r.Overall.Counts.Completed += 300
+	r.Overall.Tally.Classes[record.Class401] += 300
+	for _, tc := range []struct {
+		expr   string
+		actual float64
+	}{
+		{"errors<5%", 50.0 / 1500}, // the honest 429s, of the honest answers
+		{"status4xx==0", 50},       // 401s to forgeries are not counted
+		{"Forged.errors==0", 300},  // the Forged row, by name
+		{"Forged.status401<1%", 1}, // all of them
+		{"completed==0", 1800},     // sends count every one
+		{"sent<1%", 1800.0 / 1825}, // of every offered
+		{"Like.errors==0", 0},      // a type's own row is unchanged
+	} {
+		g, err := record.ParseGate(tc.expr)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.expr, err)
+		}
+		if res := g.Eval(r); !res.Known || res.Actual != tc.actual {
+			t.Errorf("%s: %s, want the actual value %g", tc.expr, res, tc.actual)
+		}
+	}
+}
+
 // FuzzParseGate: the parser never panics, fails only with *UsageError, and
 // what it accepts prints to a canonical form that parses back to the same
 // gate and evaluates without panicking.

@@ -34,6 +34,12 @@ const (
 	TypeMedia ActivityKind = "Media"
 )
 
+// TypeForged is the breakdown key of every forged request (--tamper), of
+// any type: no kind of the mix, a row apart so that its latencies and 401s
+// stay out of the honest types' (and its refusals out of the errors a gate
+// counts over all types).
+const TypeForged ActivityKind = "Forged"
+
 // Mix is the weighted mix of activity types (--mix): each send is of a
 // kind with probability its weight / sum of weights.
 type Mix struct {

@@ -64,8 +64,11 @@ const MaxUnread = 20
 type ForgeryCounts struct {
 	Sent     int64 `json:"sent"`
 	Accepted int64 `json:"accepted"` // answered 2xx
-	Refused  int64 `json:"refused"`  // answered 4xx
-	Failed   int64 `json:"failed"`   // 5xx, 1xx/3xx, timeouts, connection errors: no verdict
+	Refused  int64 `json:"refused"`  // answered 4xx but 404, 410 and 429
+	// Failed counts the answers that judge nothing: 404 (no such inbox),
+	// 410 and 429 (an honest request there draws them too), 5xx, 1xx/3xx,
+	// timeouts, connection errors.
+	Failed int64 `json:"failed"`
 	// Effective counts the accepted forgeries whose marker the look-up
 	// found where they would land: each is a finding.
 	Effective int64 `json:"effective,omitempty"`
@@ -141,7 +144,7 @@ func (s *Security) Add(kind, activity, inbox string, class Class, status int) {
 		} else {
 			s.FindingsOmitted++
 		}
-	case class >= Class401 && class <= ClassOther4xx:
+	case class == Class401 || class == Class403 || class == ClassOther4xx:
 		c.Refused++
 	default:
 		c.Failed++

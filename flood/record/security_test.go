@@ -69,6 +69,33 @@ func TestSecurityCounts(t *testing.T) {
 	}
 }
 
+// TestForgeryAnswersThatJudge: which answers to a forged request count as
+// its refusal. Those that answer about the inbox or the load (an honest
+// request there draws them too) are no verdict: a typo in the inbox or a
+// rate-limited SUT must not pass a forgery it never checked.
+func TestForgeryAnswersThatJudge(t *testing.T) {
+	for _, c := range []struct {
+		class record.Class
+		want  record.ForgeryCounts
+	}{
+		{record.Class202, record.ForgeryCounts{Sent: 1, Accepted: 1}},     // taken: a finding
+		{record.Class401, record.ForgeryCounts{Sent: 1, Refused: 1}},      // the signature refused
+		{record.Class403, record.ForgeryCounts{Sent: 1, Refused: 1}},      // forbidden
+		{record.ClassOther4xx, record.ForgeryCounts{Sent: 1, Refused: 1}}, // 400, 422: a bad request
+		{record.Class404, record.ForgeryCounts{Sent: 1, Failed: 1}},       // no such inbox: nothing judged
+		{record.Class410, record.ForgeryCounts{Sent: 1, Failed: 1}},       // gone: nothing judged
+		{record.Class429, record.ForgeryCounts{Sent: 1, Failed: 1}},       // rate limited: nothing judged
+		{record.Class503, record.ForgeryCounts{Sent: 1, Failed: 1}},       // unavailable
+		{record.ClassTimeout, record.ForgeryCounts{Sent: 1, Failed: 1}},   // no answer
+	} {
+		var s record.Security
+		s.Add("date", "https://flood1.test/users/alice/notes/1", "https://sut.test/inbox", c.class, 0)
+		if got := s.Total(); got != c.want {
+			t.Errorf("%v: %+v, want %+v", c.class, got, c.want)
+		}
+	}
+}
+
 // TestParseForgedGates: the security counters parse, over every kind or
 // one ('_' for '-'), and '=' reads as '=='.
 func TestParseForgedGates(t *testing.T) {

@@ -114,6 +114,15 @@ type Tally struct {
 	RetryAfter int64
 }
 
+// minus is t without o's answers (o counted within t).
+func (t Tally) minus(o Tally) Tally {
+	for c := range t.Classes {
+		t.Classes[c] -= o.Classes[c]
+	}
+	t.RetryAfter -= o.RetryAfter
+	return t
+}
+
 // Add counts one completed send.
 func (t *Tally) Add(c Class, retryAfter bool) {
 	t.Classes[c]++

@@ -22,9 +22,9 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// KindForged is the per-type breakdown key of every forged request: their
-// latencies and 401s stay out of the honest types' rows.
-const KindForged record.ActivityKind = "Forged"
+// KindForged is the per-type breakdown key of every forged request
+// (record.TypeForged).
+const KindForged = record.TypeForged
 
 // Draws are what a scenario draws beyond the mix and --zipf
 // (GeneratorConfig.Draws). The zero value draws nothing more.
