@@ -171,12 +171,30 @@ func (s *Security) Clone() *Security {
 }
 
 // Total sums the counts of every kind.
-func (s *Security) Total() ForgeryCounts {
+func (s *Security) Total() ForgeryCounts { return s.sum(true) }
+
+// replayKind is the tamper kind (signing.TamperReplay) whose 2xx is no
+// verdict: a correct server takes a verified duplicate (Fedify, Mastodon
+// answer it 202) and drops it by its activity id; only its log, or the
+// effect counted twice, tells.
+const replayKind = "replay"
+
+// Judged sums the kinds whose answer is a verdict: every kind but replay.
+// The summary's verdict and the gates over every kind use it, so that a
+// correct server answering replays 202 draws no SECURITY line (crowd send
+// --tamper replay says the same); replay.forged_accepted still counts them.
+func (s *Security) Judged() ForgeryCounts { return s.sum(false) }
+
+// sum adds up the kinds, replay among them when withReplay.
+func (s *Security) sum(withReplay bool) ForgeryCounts {
 	var t ForgeryCounts
 	if s == nil {
 		return t
 	}
-	for _, c := range s.Kinds {
+	for k, c := range s.Kinds {
+		if k == replayKind && !withReplay {
+			continue
+		}
 		t.Sent += c.Sent
 		t.Accepted += c.Accepted
 		t.Refused += c.Refused
@@ -363,8 +381,12 @@ func schemeName(scheme string) string {
 // forgeryLines describe Kinds and the findings.
 func (s *Security) forgeryLines(limit int) []string {
 	t := s.Total()
+	verdict := s.verdict(s.Judged())
+	if r := s.Kinds[replayKind]; r != nil && r.Accepted > 0 {
+		verdict += fmt.Sprintf("; %d replay(s) answered 2xx, which judges nothing (a correct server takes a verified duplicate and drops it by its id: the SUT's log tells)", r.Accepted)
+	}
 	lines := []string{fmt.Sprintf("Forged requests: %d sent, %d refused, %d answered 2xx (%d took effect, %d without effect, %d effect unknown), %d without a verdict: %s.",
-		t.Sent, t.Refused, t.Accepted, t.Effective, t.NoEffect, t.Unknown(), t.Failed, s.verdict(t))}
+		t.Sent, t.Refused, t.Accepted, t.Effective, t.NoEffect, t.Unknown(), t.Failed, verdict)}
 	if s.Effects != nil {
 		l := fmt.Sprintf("  effects looked for through %s, %s after the flood", s.Effects.Via, formatSeconds(s.Effects.SettleSeconds))
 		if len(s.Effects.Unread) > 0 {
@@ -385,6 +407,8 @@ func (s *Security) forgeryLines(limit int) []string {
 		switch {
 		case c.Effective > 0:
 			mark = "  <- TOOK EFFECT"
+		case k == replayKind && c.Unknown() > 0:
+			mark = "  <- 2xx: see the SUT's log"
 		case c.Unknown() > 0:
 			mark = "  <- ACCEPTED, EFFECT UNKNOWN"
 		}
@@ -396,8 +420,8 @@ func (s *Security) forgeryLines(limit int) []string {
 	}
 	shown, more := 0, s.FindingsOmitted
 	for _, f := range s.Findings {
-		if f.Effect == EffectNone {
-			continue // answered 2xx and dropped: counted, not a finding
+		if f.Effect == EffectNone || (f.Kind == replayKind && f.Effect == EffectUnknown) {
+			continue // answered 2xx and dropped, or a replay taken: counted, not a finding
 		}
 		if shown == limit {
 			more++
@@ -440,16 +464,22 @@ func formatSeconds(sec float64) string {
 	return strconv.FormatFloat(sec, 'f', -1, 64) + "s"
 }
 
-// forgedCounter is a gate counter of the section, over every kind or one:
-// forged_sent; forged_accepted, the 2xx answers not shown to be without
-// effect; forged_effective, those that took effect, known only when every
-// 2xx was judged. Without a security section there is no data: a gate on
+// forgedCounter is a gate counter of the section, over every kind (but
+// replay, see Judged; forged_sent counts every one) or one: forged_sent;
+// forged_accepted, the 2xx answers not shown to be without effect;
+// forged_effective, those that took effect, known only when every 2xx was
+// judged. Without a security section there is no data: a gate on
 // forgeries of a run that sent none is missed, not met.
 func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 	if s == nil {
 		return 0, 0, false
 	}
-	c := s.Total()
+	c := s.Judged()
+	if metric == "forged_sent" {
+		c = s.Total()
+	} else if kind == "" && c.Sent == 0 {
+		return 0, 0, false // replays alone: nothing their answers judge
+	}
 	if kind != "" {
 		k, found := s.Kinds[strings.ReplaceAll(strings.ToLower(kind), "_", "-")]
 		if !found {

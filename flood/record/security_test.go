@@ -197,6 +197,62 @@ func TestSecurityVerdicts(t *testing.T) {
 	}
 }
 
+// TestReplaysJudgeNothing: a replay answered 2xx is no finding (a correct
+// server takes a verified duplicate and drops it by its id), so it draws
+// no SECURITY line and no gate over every kind; it is counted in its row
+// and replay.forged_accepted still gates it.
+func TestReplaysJudgeNothing(t *testing.T) {
+	const inbox = "https://sut.test/inbox"
+	for _, tc := range []struct {
+		name     string
+		add      func(*record.Security)
+		verdict  string  // in the summary line
+		accepted float64 // forged_accepted over every kind; -1: no data
+	}{
+		// Replays taken beside other kinds refused: those kinds' verdict, the replays said apart.
+		{"replays taken, the rest refused", func(s *record.Security) {
+			s.Add("replay", "a0", inbox, record.Class202, 202)
+			s.Add("replay", "a1", inbox, record.Class202, 202)
+			s.Add("date", "a2", inbox, record.Class401, 401)
+		}, "every forged request was refused; 2 replay(s) answered 2xx, which judges nothing", 0},
+		// Replays alone: no verdict on any other kind, and no data for the gate.
+		{"replays alone", func(s *record.Security) {
+			s.Add("replay", "a0", inbox, record.Class202, 202)
+		}, "every forged request was refused; 1 replay(s) answered 2xx", -1},
+		// Another kind taken: still the finding it is.
+		{"a date forgery taken", func(s *record.Security) {
+			s.Add("replay", "a0", inbox, record.Class202, 202)
+			s.Add("date", "a1", inbox, record.Class202, 202)
+		}, "SECURITY: 1 forged request(s) accepted, effect unknown", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s record.Security
+			tc.add(&s)
+			lines := strings.Join(s.SecurityLines(10), "\n")
+			if !strings.Contains(lines, tc.verdict) {
+				t.Errorf("lines lack %q:\n%s", tc.verdict, lines)
+			}
+			if strings.Contains(lines, "finding: replay") {
+				t.Errorf("a replay listed as a finding:\n%s", lines)
+			}
+			gates, err := record.ParseGates([]string{"forged_accepted=0", "replay.forged_accepted=0", "forged_sent>0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _ := record.CheckGates(&record.Record{Security: &s}, gates)
+			if (tc.accepted < 0) == res[0].Known || (res[0].Known && res[0].Actual != tc.accepted) {
+				t.Errorf("forged_accepted: known %v actual %v, want %g (-1: no data)", res[0].Known, res[0].Actual, tc.accepted)
+			}
+			if !res[1].Known || res[1].Actual != float64(s.Kinds["replay"].Accepted) {
+				t.Errorf("replay.forged_accepted: %v, want the replays taken", res[1])
+			}
+			if !res[2].Known || res[2].Actual != float64(s.Total().Sent) {
+				t.Errorf("forged_sent: %v, want every forged request", res[2])
+			}
+		})
+	}
+}
+
 // TestSecurityEffectsMerge: the look-up's counts, findings' effects and
 // lookup survive JSON and add up in Merge.
 func TestSecurityEffectsMerge(t *testing.T) {
