@@ -242,6 +242,8 @@ func (c Config) plan() (*plan, []error) {
 	try(err)
 	c.checkScenario(p, bad)
 	c.checkWeather(p, bad)
+	checkGateNames("--expect", c.Expect, bad)
+	checkGateNames("--stop-when", c.StopWhen, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {
@@ -259,6 +261,35 @@ func (c Config) plan() (*plan, []error) {
 		p.accts = accts
 	}
 	return p, errs
+}
+
+// checkGateNames refuses a gate whose type or tamper kind no run has (a
+// misspelt 'Bogus.errors<1%', 'nokind.forged_accepted=0'): it would run
+// the whole flood and only then be missed for want of data.
+func checkGateNames(flag string, gates []record.Gate, bad func(string, ...any)) {
+	for _, g := range gates {
+		if g.Type == "" {
+			continue
+		}
+		if strings.HasPrefix(g.Metric, "forged_") {
+			kind := strings.ReplaceAll(strings.ToLower(g.Type), "_", "-")
+			if !slices.Contains(signing.Tampers(), signing.Tamper(kind)) {
+				var kinds []string
+				for _, k := range signing.Tampers() {
+					kinds = append(kinds, strings.ReplaceAll(string(k), "-", "_"))
+				}
+				bad("%s %q: %q is no tamper kind (%s)", flag, g.Expr, g.Type, strings.Join(kinds, ", "))
+			}
+			continue
+		}
+		kinds := []string{string(record.TypeForged)}
+		for _, k := range record.DefaultMix().Weights() {
+			kinds = append(kinds, string(k.Kind))
+		}
+		if !slices.ContainsFunc(kinds, func(k string) bool { return strings.EqualFold(k, g.Type) }) {
+			bad("%s %q: %q is no activity type of a run (%s)", flag, g.Expr, g.Type, strings.Join(kinds, ", "))
+		}
+	}
 }
 
 // checkRates checks the rates (nil: DefaultRate) and whether they are a

@@ -48,6 +48,13 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 // TestValidateRules: each rule of the command line, alone.
 func TestValidateRules(t *testing.T) {
 	p95, _ := record.ParseGates([]string{"p95>2s"})
+	gates := func(exprs ...string) []record.Gate {
+		g, err := record.ParseGates(exprs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
@@ -99,6 +106,14 @@ func TestValidateRules(t *testing.T) {
 		{"algorithm", func(c *Config) { c.Algorithm = "ed25519" }, `--algorithm "ed25519": want rsa-sha256 or hs2019`},
 		// A file that is not there is the run's start's to find, not Validate's.
 		{"personas file", func(c *Config) { c.PersonasFile = "/nonexistent/personas.txt" }, ""},
+		// A gate on a type no run has is refused before the run, not missed after it.
+		{"gate type", func(c *Config) { c.Expect = gates("Bogus.errors<1%") }, `--expect "Bogus.errors<1%": "Bogus" is no activity type of a run (Forged, Create, Like`},
+		// Types are matched as the record matches them, in any case; Forged is one.
+		{"gate types", func(c *Config) { c.Expect = gates("like.errors<1%", "Forged.errors==0", "Reply.p95<1s") }, ""},
+		// A tamper kind no forgery has, on --stop-when too.
+		{"gate tamper kind", func(c *Config) { c.Rates, c.StopWhen = []float64{10, 20}, gates("nokind.forged_accepted>0") }, `--stop-when "nokind.forged_accepted>0": "nokind" is no tamper kind (body, digest_unsigned`},
+		// A tamper kind as --tamper spells it.
+		{"gate tamper kind with a dash", func(c *Config) { c.Expect = gates("digest-unsigned.forged_accepted=0") }, ""},
 		// The record's directory is empty: nowhere to write.
 		{"empty out", func(c *Config) { c.Out = " " }, "--out is empty"},
 	} {

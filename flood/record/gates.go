@@ -178,6 +178,11 @@ func (g *Gate) parseMetric(lhs string) error {
 			return usage(g.Expr, "metric %q: want [Type.]counter", lhs)
 		}
 	}
+	if isForgedCounter(g.Metric) {
+		// A tamper kind as --tamper spells it (digest-unsigned) is the
+		// gate's digest_unsigned.
+		g.Type = strings.ReplaceAll(g.Type, "-", "_")
+	}
 	if g.Type != "" && !isTypeName(g.Type) {
 		return usage(g.Expr, "activity type %q: want letters and digits", g.Type)
 	}
