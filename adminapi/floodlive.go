@@ -12,8 +12,8 @@ import (
 // shows the load beside the crowd's server side.
 const (
 	// RouteFloodLivePush takes one FloodLive (JSON). A body that is not
-	// one, or whose metrics are not crowd_flood_ metric families in the
-	// delimited protobuf exposition, is 400.
+	// one, names no run (no seed), or whose metrics are not crowd_flood_
+	// metric families in the delimited protobuf exposition, is 400.
 	RouteFloodLivePush Route = "POST /api/flood/live"
 
 	// RouteFloodLive answers []FloodLiveRun: the runs pushed in the last

@@ -82,6 +82,11 @@ func (l *floodLive) handlePush(w http.ResponseWriter, r *http.Request) {
 
 // push files one push.
 func (l *floodLive) push(p adminapi.FloodLive) error {
+	if p.Run.Seed == "" {
+		// Every flood's run has a seed; a push without one (an empty
+		// document) is no flood's and would list a blank run.
+		return fmt.Errorf("%w: the push names no run (run.seed is empty)", errBadPush)
+	}
 	mfs, err := decodeFamilies(p.Metrics)
 	if err != nil {
 		return err

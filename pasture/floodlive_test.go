@@ -73,6 +73,8 @@ func TestFloodLivePushes(t *testing.T) {
 		{"foreign metric", push(a, 3, exposition(t, "crowd_http_requests_total", a, 1)), 400},
 		{"not an exposition", push(a, 3, []byte("crowd_flood_sent_total 1\n")), 400},
 		{"not JSON", "{", 400},
+		// An empty push names no run: not listed as a blank one.
+		{"empty", "{}", 400},
 	} {
 		resp := do("POST", "/api/flood/live", c.body)
 		if resp.StatusCode != c.status {
