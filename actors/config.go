@@ -44,6 +44,13 @@ type Config struct {
 	// missing there is an error, not a key to make. A process that borrows
 	// a running crowd's keys sets it with EphemeralGraph.
 	BorrowKeys bool
+	// AllowLostKeys opens a world whose state lost keys it held (a key
+	// file of an actor it served, or of its kept pool, removed): their
+	// actors are left without a key, and cannot sign, instead of Open
+	// refusing. Never are they given new keys here, since a SUT that
+	// cached a key must not find it changed: crowd keys rotate sets it,
+	// to give chosen actors new keys that the SUTs are told of.
+	AllowLostKeys bool
 	// Logger receives what opening the world has to say: key-making
 	// progress on a first start, a torn journal line dropped. Nil is
 	// silent.

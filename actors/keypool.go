@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,9 @@ type keyPlan struct {
 	pool int
 	// why is the one-line reason for the log.
 	why string
+	// kept says the pool's keys were all made before (its size file is
+	// there): a pool key missing now was lost, not yet to be made.
+	kept bool
 }
 
 // planKeys chooses between a key per actor and a pool, from cfg.KeyPool
@@ -57,7 +61,7 @@ func planKeys(cfg Config) (keyPlan, error) {
 		return keyPlan{}, fmt.Errorf("%w: --key-pool %d, but --state %s holds a pool of %d keys that a SUT may have cached: pass --key-pool %d (or 0), or a fresh --state",
 			ErrConfig, cfg.KeyPool, cfg.StateDir, kept, kept)
 	case kept > 0:
-		return keyPlan{pool: kept, why: fmt.Sprintf("the pool of %d keys kept in --state", kept)}, nil
+		return keyPlan{pool: kept, kept: true, why: fmt.Sprintf("the pool of %d keys kept in --state", kept)}, nil
 	case cfg.KeyPool == 0 && total <= DefaultKeyPoolBound:
 		return keyPlan{why: fmt.Sprintf("a key per actor (%d ≤ %d, the default bound)", total, DefaultKeyPoolBound)}, nil
 	case cfg.KeyPool == 0:
@@ -92,8 +96,10 @@ func (k *keyRing) entry(origin, j int) *keyEntry {
 }
 
 // openKeys plans the keys of w's world, makes the missing ones (unless
-// borrowing) and returns the ring; no key is parsed here.
-func openKeys(w *World, log *zap.Logger) (*keyRing, error) {
+// borrowing) and returns the ring; no key is parsed here. A key the state
+// held before and lost is refused, never made again (lostKeys); making
+// keys stops when ctx is done (generateKeys).
+func openKeys(ctx context.Context, w *World, log *zap.Logger) (*keyRing, error) {
 	cfg := w.Config
 	plan, err := planKeys(cfg)
 	if err != nil {
@@ -110,6 +116,7 @@ func openKeys(w *World, log *zap.Logger) (*keyRing, error) {
 	}
 	ring := &keyRing{plan: plan, actors: cfg.Actors}
 	var used []*keyEntry
+	var accts []string // the actor of each of used's keys, name@host; nil for a pool
 	if plan.pool > 0 {
 		dir := filepath.Join(cfg.StateDir, "keys", keyPoolDir)
 		ring.entries = make([]*keyEntry, plan.pool)
@@ -128,11 +135,24 @@ func openKeys(w *World, log *zap.Logger) (*keyRing, error) {
 				e := &keyEntry{path: keyPath(cfg.StateDir, o.Host, name), log: log, backend: cfg.Backend}
 				ring.entries[ring.slot(o.Index, j)] = e
 				used = append(used, e)
+				accts = append(accts, name+"@"+o.Host)
 			}
 		}
 	}
-	if err := ensureKeys(cfg.StateDir, used, !cfg.BorrowKeys, log); err != nil {
+	missing, err := missingKeys(cfg.StateDir, used, cfg.BorrowKeys)
+	if err != nil {
 		return nil, err
+	}
+	if len(missing) > 0 {
+		fresh, why, err := lostKeys(w, plan, used, accts, missing, log)
+		if err != nil {
+			return nil, err
+		}
+		if len(fresh) > 0 {
+			if err := generateKeys(ctx, cfg.StateDir, fresh, why, log); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if plan.pool > 0 && !cfg.BorrowKeys {
 		sizePath := filepath.Join(cfg.StateDir, "keys", keyPoolDir, keyPoolSizeFile)
@@ -143,4 +163,86 @@ func openKeys(w *World, log *zap.Logger) (*keyRing, error) {
 		}
 	}
 	return ring, nil
+}
+
+// lostKeys tells the missing keys of a world (used[i] for i in missing)
+// that are new to its state apart from the ones the state held and lost,
+// and returns the new ones, to make, with why they are made (for the
+// log). A lost key is an error wrapping ErrKeyFile that names its file and
+// the ways out, since a SUT that cached a key must never see it change;
+// with cfg.AllowLostKeys it is left unmade (its actors cannot sign) and
+// logged. The state held a key when its keys/ directory is there and
+// either the key is a pool's whose size file is written (a pool's keys are
+// all made before it is), or it is the key of an actor of the world last
+// served from the state (world.json): a world grown since, an interrupted
+// first start, or a state whose keys/ was removed makes its keys anew.
+func lostKeys(w *World, plan keyPlan, used []*keyEntry, accts []string, missing []int, log *zap.Logger) ([]*keyEntry, string, error) {
+	cfg := w.Config
+	all := func() []*keyEntry {
+		out := make([]*keyEntry, len(missing))
+		for k, i := range missing {
+			out[k] = used[i]
+		}
+		return out
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "keys")); errors.Is(err, os.ErrNotExist) {
+		return all(), "only on a first start, they are kept in --state", nil
+	}
+	var held func(i int) bool
+	switch {
+	case plan.pool > 0 && plan.kept:
+		held = func(int) bool { return true }
+	case plan.pool > 0:
+		return all(), "the pool is new to this --state (or its making was interrupted): they are kept there", nil
+	default:
+		served, ok, err := LoadServed(cfg.StateDir)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w (it tells a lost key from a new one, and %d keys are missing)", err, len(missing))
+		}
+		if !ok {
+			return all(), "this --state lacks them and records no world served from it (an interrupted first start, or a state an older crowd served): they are kept there", nil
+		}
+		sc, err := served.Apply(cfg)
+		if err != nil {
+			return nil, "", err // LoadServed validated it
+		}
+		held = func(i int) bool {
+			origin, j := i/(cfg.Actors+1), i%(cfg.Actors+1)
+			o := w.Origins[origin]
+			return o.Index <= sc.Origins && sc.Shard.Has(o.Index) && sc.hostOf(o.Index) == o.Host && (j == cfg.Actors || j < sc.Actors)
+		}
+	}
+	var fresh []*keyEntry
+	var lost []int
+	for _, i := range missing {
+		if held(i) {
+			lost = append(lost, i)
+		} else {
+			fresh = append(fresh, used[i])
+		}
+	}
+	why := "of actors new to this --state (a larger world than it served): they are kept there"
+	if len(lost) == 0 {
+		return fresh, why, nil
+	}
+	first := used[lost[0]].path
+	more := ""
+	if len(lost) > 1 {
+		more = fmt.Sprintf(" and %d more", len(lost)-1)
+	}
+	if cfg.AllowLostKeys {
+		log.Warn("keys this --state held are missing: their actors cannot sign until a rotation gives them new keys",
+			zap.String("file", first), zap.Int("lost", len(lost)))
+		return fresh, why, nil
+	}
+	keys := filepath.Join(cfg.StateDir, "keys")
+	if plan.pool > 0 {
+		return nil, "", fmt.Errorf("%w: the pool key %s%s is missing from --state %s, which made it: a new one would change the key of every actor sharing it, under its cached key id, and break the SUTs that cached it. "+
+			"Restore the file from a backup, or remove %s to start over with new keys for every actor (then every SUT must forget the crowd's cached keys)",
+			ErrKeyFile, first, more, cfg.StateDir, keys)
+	}
+	return nil, "", fmt.Errorf("%w: the key of %s, %s%s, is missing from --state %s, which served it: a new one would change its key under its cached key id and break the SUTs that cached it. "+
+		"Restore the file from a backup; or give it a new key the SUTs are told of (an Update), with crowd keys rotate --state %s --actor %s; "+
+		"or remove %s to start over with new keys for every actor (then every SUT must forget the crowd's cached keys)",
+		ErrKeyFile, accts[lost[0]], first, more, cfg.StateDir, cfg.StateDir, accts[lost[0]], keys)
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -9,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"os"
 	"path/filepath"
 	"runtime"
@@ -120,40 +120,41 @@ func (e *keyEntry) publicPEM() string {
 	return e.pubPEM
 }
 
-// ensureKeys checks that every entry's file exists (a stat each, no
-// parsing) and, when create is set, makes the missing ones in parallel,
-// persisted before the world is served, with progress logged. A key, once
-// written, is never replaced: real servers cache keys by keyId and a
-// changed key silently breaks them.
-func ensureKeys(stateDir string, entries []*keyEntry, create bool, log *zap.Logger) error {
-	var missing []*keyEntry
+// missingKeys checks that every entry's file exists (a stat each, no
+// parsing) and returns the indexes of the missing ones; borrowing (another
+// process's state, never written) a missing key is an error.
+func missingKeys(stateDir string, entries []*keyEntry, borrow bool) ([]int, error) {
+	var missing []int
 	var errs []error
-	for _, e := range entries {
+	for i, e := range entries {
 		st, err := os.Stat(e.path)
 		switch {
 		case err == nil && st.Mode().IsRegular():
 		case err == nil:
 			errs = append(errs, fmt.Errorf("%w: %s is not a file", ErrKeyFile, e.path))
-		case errors.Is(err, os.ErrNotExist) && create:
-			missing = append(missing, e)
+		case errors.Is(err, os.ErrNotExist) && borrow:
+			return nil, fmt.Errorf("%w: --state %s has no key %s: pass the --state of the crowd whose keys to use", ErrKeyFile, stateDir, e.path)
 		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%w: --state %s has no key %s: pass the --state of the crowd whose keys to use", ErrKeyFile, stateDir, e.path)
+			missing = append(missing, i)
 		default:
 			errs = append(errs, fmt.Errorf("%w: %v", ErrKeyFile, err))
 		}
 	}
-	if len(errs) > 0 || len(missing) == 0 {
-		return errors.Join(errs...)
-	}
-	return generateKeys(stateDir, missing, log)
+	return missing, errors.Join(errs...)
 }
 
 // generateKeys makes and persists the keys of entries, logging what it
-// does: how many, an estimate, progress every few seconds and the end.
-func generateKeys(stateDir string, entries []*keyEntry, log *zap.Logger) error {
+// does: why (the reason after "making the actors' keys: "), how many, an
+// estimate, progress every few seconds and the end. A key, once written,
+// is never replaced: real servers cache keys by keyId and a changed key
+// silently breaks them. When ctx is done it stops within one key's time
+// (the keys being made are finished and written, whole) and returns an
+// error wrapping ctx.Err(): the keys written stay, and the next start
+// makes only the others.
+func generateKeys(ctx context.Context, stateDir string, entries []*keyEntry, why string, log *zap.Logger) error {
 	workers := min(runtime.GOMAXPROCS(0), len(entries))
 	start := time.Now()
-	log.Info("making the actors' keys: only on a first start, they are kept in --state",
+	log.Info("making the actors' keys: "+why,
 		zap.Int("keys", len(entries)), zap.String("kind", fmt.Sprintf("RSA-%d", KeyBits)), zap.Int("workers", workers),
 		zap.String("state", stateDir), zap.Duration("estimate", (keyEstimate*time.Duration(len(entries))/time.Duration(workers)).Round(time.Second)))
 	jobs := make(chan *keyEntry)
@@ -163,6 +164,9 @@ func generateKeys(stateDir string, entries []*keyEntry, log *zap.Logger) error {
 	for range workers {
 		wg.Go(func() {
 			for e := range jobs {
+				if ctx.Err() != nil {
+					continue // a job taken as the interruption came: one key's time saved
+				}
 				if err := generateKey(e.path); err != nil {
 					errs <- err
 					continue
@@ -190,8 +194,13 @@ func generateKeys(stateDir string, entries []*keyEntry, log *zap.Logger) error {
 			}
 		}
 	}()
+feed:
 	for _, e := range entries {
-		jobs <- e
+		select {
+		case jobs <- e:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(jobs)
 	wg.Wait()
@@ -199,6 +208,12 @@ func generateKeys(stateDir string, entries []*keyEntry, log *zap.Logger) error {
 	close(errs)
 	if err := errors.Join(collect(errs)...); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		n := made.Load()
+		log.Info("key making interrupted: the keys made are kept", zap.Int64("made", n), zap.Int("of", len(entries)))
+		return fmt.Errorf("interrupted while making the actors' keys (%d of %d made, kept in --state %s: the next start makes the other %d): %w",
+			n, len(entries), stateDir, int64(len(entries))-n, err)
 	}
 	log.Info("keys made", zap.Int("keys", len(entries)), zap.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return nil

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"crypto/rsa"
 	"errors"
 	"fmt"
@@ -108,8 +109,17 @@ type Actor struct {
 
 // Open builds the world described by cfg, checking that every key exists
 // in cfg.StateDir or generating and persisting the missing ones (no key is
-// parsed until used), and opens the follow graph and the outboxes.
-func Open(cfg Config) (*World, error) {
+// parsed until used), and opens the follow graph and the outboxes. A key
+// the state held and lost is refused with an error wrapping ErrKeyFile
+// (see Config.AllowLostKeys), never made again. It is OpenContext with a
+// context that is never done.
+func Open(cfg Config) (*World, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open, stopped when ctx is done (SIGINT while a first
+// start makes thousands of keys): key making ends within one key's time,
+// the keys written stay (whole: each is written atomically) for the next
+// start, which makes only the others, and the error wraps ctx.Err().
+func OpenContext(ctx context.Context, cfg Config) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -125,7 +135,7 @@ func Open(cfg Config) (*World, error) {
 			return nil, err
 		}
 	}
-	keys, err := openKeys(w, log)
+	keys, err := openKeys(ctx, w, log)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,8 @@ type Crowd struct {
 // statedir.ErrNotDir, or naming the owner's pid), opens
 // the world (keys, follow graph), builds its inboxes and serves them on
 // cfg.Listen. On error nothing started keeps running and the state is
-// released.
+// released; ctx done while the world's keys are made stops that making
+// (the error wraps ctx.Err(), the keys made are kept).
 func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -76,7 +77,7 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 	if err != nil {
 		return nil, err
 	}
-	world, err := actors.Open(wcfg)
+	world, err := actors.OpenContext(ctx, wcfg) // a SIGINT stops a first start's key making
 	if err != nil {
 		lock.Release()
 		return nil, err

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/internal/crowdtest"
+	"github.com/crowdfed/crowd/pasture"
 )
 
 // TestKeysRotate rotates alice@flood1.test's key on a stopped crowd: by
@@ -94,5 +102,51 @@ func TestKeysRotate(t *testing.T) {
 	}
 	if code, out, errOut := runCLI(t, "keys", "rotate", "--state", state, "--actor", "bob@flood2.test"); code != 0 || !strings.Contains(out, "bob@flood2.test: new key") {
 		t.Fatalf("no world flags: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A served actor's lost key stops crowd serve with an error naming the
+// file and the ways out, making no key; crowd keys rotate, one of them,
+// gives the actor a new key (announced by an Update), and the crowd then
+// starts, with every other key as it was.
+func TestLostKeyIsRefusedUntilRotated(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	serve := []string{"serve", "--state", state, "--origins", "2", "--actors", "2",
+		"--https", "127.0.0.1:0", "--http", "", "--dns", "", "--admin", "", "--log-level", "error"}
+	// A served state: the first start makes the keys and records the world.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := pasture.StartCrowd(ctx, pasture.CrowdConfig{World: actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
+		Listen: pasture.Config{HTTPSAddr: "127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := filepath.Join(state, "keys", "flood2.test", "bob.pem")
+	alice, _ := os.ReadFile(filepath.Join(state, "keys", "flood1.test", "alice.pem"))
+	if err := os.Remove(lost); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLIContext(t, ctx, serve...)
+	if code != 1 || !strings.Contains(errOut, lost) || !strings.Contains(errOut, "crowd keys rotate --state "+state+" --actor bob@flood2.test") {
+		t.Fatalf("serve with a lost key: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(lost); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("serve made the lost key again (%v)", err)
+	}
+	if code, out, errOut := runCLI(t, "keys", "rotate", "--state", state, "--actor", "bob@flood2.test"); code != 0 || !strings.Contains(out, "bob@flood2.test: new key") {
+		t.Fatalf("rotating the lost key's actor: exit %d\n%s\n%s", code, out, errOut)
+	}
+	w, err = pasture.StartCrowd(ctx, pasture.CrowdConfig{World: actors.Config{Origins: 2, Actors: 2, Domain: "flood%d.test", StateDir: state},
+		Listen: pasture.Config{HTTPSAddr: "127.0.0.1:0"}})
+	if err != nil {
+		t.Fatalf("the crowd after the rotation: %v", err)
+	}
+	w.Shutdown(ctx)
+	if now, _ := os.ReadFile(filepath.Join(state, "keys", "flood1.test", "alice.pem")); !bytes.Equal(now, alice) {
+		t.Error("another actor's key changed")
 	}
 }

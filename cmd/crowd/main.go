@@ -42,7 +42,9 @@ func main() {
 
 // execute runs the CLI with args, printing to stdout and stderr (every
 // command writes through the writers it is handed, so tests can run the CLI
-// side by side), and returns the process exit status.
+// side by side), and returns the process exit status: 0, 2 for a usage
+// error, a command's own (exitCode), 130 for an error that is ctx's end
+// (SIGINT, SIGTERM), 1 for any other.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := helpOfNoCommand(args); err != nil {
 		fmt.Fprintln(stderr, "crowd:", err)
@@ -66,6 +68,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "crowd:", err)
 	if isUsageError(err) {
 		return 2
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The interruption itself, wherever it stopped the command (a first
+		// start's key making): the status a load run's interruption has.
+		return exitInterrupted
 	}
 	return 1
 }
@@ -121,7 +128,8 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// exitInterrupted is the status of a run stopped by SIGINT or SIGTERM
-// (128 + SIGINT, as shells report it) after its partial record is written:
-// an interrupted run neither met nor missed its gates.
+// exitInterrupted is the status of a command stopped by SIGINT or SIGTERM
+// (128 + SIGINT, as shells report it): a run after its partial record is
+// written (it neither met nor missed its gates), a serve or a standalone
+// flood stopped while it made the world's keys.
 const exitInterrupted = 130
