@@ -126,6 +126,20 @@ func (c Config) Validate() error {
 	if c.Shard.N != 0 && (c.Shard.I < 0 || c.Shard.I >= c.Shard.N) {
 		return fmt.Errorf("%w: --shard %s needs 0 <= i < n", ErrConfig, c.Shard)
 	}
+	// Shard i holds origin i+1 first (Has): past the last origin it holds
+	// none, and a world of no origin fails far from the flag (in the inbox,
+	// after the keys) or floods from nothing. A shard that holds one, of a
+	// fleet with more shards than origins, is refused too (as the Helm chart
+	// does): its siblings past the last origin are the same mistake.
+	switch {
+	case c.Shard.N == 0 || c.Shard.N <= c.Origins:
+	case c.Shard.I >= c.Origins:
+		return fmt.Errorf("%w: --shard %s: shard %d of %d holds no origin of the %d (--origins): at most %d shards",
+			ErrConfig, c.Shard, c.Shard.I, c.Shard.N, c.Origins, c.Origins)
+	default:
+		return fmt.Errorf("%w: --shard %s: %d shards of the %d origins (--origins) leave shards %d to %d with no origin: at most %d shards",
+			ErrConfig, c.Shard, c.Shard.N, c.Origins, c.Origins, c.Shard.N-1, c.Origins)
+	}
 	return nil
 }
 

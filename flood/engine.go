@@ -189,6 +189,7 @@ func newEngine(ctx context.Context, p Plan, c Collector) *engine {
 	if newDirectWriter(p.Transport, 0) != nil {
 		e.written = p.Transport.(directTransport)
 	}
+	e.crew.halt = func(err error) { e.stop(record.ReasonError("send", err), err) }
 	if e.sleep == nil {
 		e.sleep = preciseSleep
 	}

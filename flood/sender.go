@@ -18,6 +18,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/h1"
+	"github.com/crowdfed/crowd/internal/originaddr"
 )
 
 // Defaults for a Plan's zero fields.
@@ -126,6 +127,10 @@ type crew struct {
 	written directTransport // the transport the dispatchers write on; nil when it takes no writes
 	awaited atomic.Int64    // the sends whose answers the dispatchers' loops await
 	sockets watchers        // which loop's epoll watches each socket
+
+	// halt ends the run for err (the engine's stop): a send that shows
+	// the crowd itself cannot send (notTheSUTs).
+	halt func(err error)
 }
 
 // directTransport is a transport on whose resting connections one
@@ -391,6 +396,13 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	case err == nil:
 		d.Class = record.ClassOfStatus(status)
 		d.Status = status
+	case notTheSUTs(err):
+		// Nothing left: no SUT refused it, and no send from that origin
+		// can go better. Counted as a connection error it read as the
+		// SUT refusing connections; the run stops saying why, and the
+		// send is aborted, as those a stopped run leaves are.
+		e.halt(err)
+		d.Aborted = true
 	case e.ctx.Err() != nil && !timedOut:
 		d.Aborted = true
 	case timedOut || isTimeout(err):
@@ -400,6 +412,11 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 	}
 	return true
 }
+
+// notTheSUTs reports whether err is the crowd's own set-up failing
+// before a byte left: an origin's address this machine cannot bind (the
+// advertised range not local), which would fail every send of the run.
+func notTheSUTs(err error) bool { return errors.Is(err, originaddr.ErrNotLocal) }
 
 // errResume ends the attempts of the dispatcher's own worker where a
 // worker goes on (job.resume).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,51 @@ func TestRangeTooSmallNamesTheFlag(t *testing.T) {
 	_, err = New(Config{World: w, Range: &rng})
 	if !errors.Is(err, actors.ErrConfig) || !strings.Contains(err.Error(), "--advertise") {
 		t.Fatalf("New = %v, want ErrConfig naming --advertise", err)
+	}
+}
+
+// TestStartRefusesARangeThatIsNotLocal: origins at their own addresses
+// send from them, which needs the range local (the docs' `ip route add
+// local`). A range this machine cannot bind (TEST-NET-2: binding it fails
+// with EADDRNOTAVAIL, nothing is sent) stops the start, before any key is
+// made, naming --advertise, the address and the route; a local one, or
+// one address shared by every origin (perhaps a NAT's), starts.
+func TestStartRefusesARangeThatIsNotLocal(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		advertise string
+		say       []string // nil: the crowd starts
+	}{
+		// The walk: the docs' block without its route, here TEST-NET-2.
+		{"range not local", "198.51.100.0/24", []string{"--advertise 198.51.100.0/24", "cannot bind 198.51.100.0", "ip route add local 198.51.100.0/24 dev lo"}},
+		// All of 127.0.0.0/8 is local on Linux.
+		{"loopback range", "127.1.0.0/24", nil},
+		// One shared address is never bound: only where the SUT reaches the crowd.
+		{"shared address", "198.51.100.7", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			cw, err := StartCrowd(context.Background(), CrowdConfig{
+				World:  actors.Config{Origins: 3, Actors: 1, Domain: "flood%d.test", StateDir: state},
+				Listen: Config{AdminAddr: "127.0.0.1:0", DNSUpstreams: []string{}, Range: parseRange(t, c.advertise)}})
+			if c.say == nil {
+				if err != nil {
+					t.Fatalf("StartCrowd = %v, want a started crowd", err)
+				}
+				cw.Shutdown(context.Background())
+				return
+			}
+			if !errors.Is(err, originaddr.ErrNotLocal) {
+				t.Fatalf("StartCrowd = %v, want ErrNotLocal", err)
+			}
+			for _, s := range c.say {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("StartCrowd = %q, want it to say %q", err, s)
+				}
+			}
+			if got, _ := os.ReadDir(state); len(got) != 0 {
+				t.Errorf("the state holds %v: the refusal came after keys were made", got)
+			}
+		})
 	}
 }

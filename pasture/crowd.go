@@ -70,8 +70,21 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 		return nil, err
 	}
 	wcfg.Logger = cmp.Or(cfg.WorldLogger, cfg.Logger)
-	if _, err := originPlan(cfg.Listen.Range, wcfg); err != nil {
+	plan, err := originPlan(cfg.Listen.Range, wcfg)
+	if err != nil {
 		return nil, err // before a first start makes keys for a minute
+	}
+	// A range whose shard's addresses this machine cannot bind (no local
+	// route) is refused, naming --advertise and the route to add: every
+	// Accept and signed GET the crowd sends leaves from its origin's
+	// address, and so does an attached flood's every send, so a crowd that
+	// started anyway would look healthy while all of them failed. A
+	// failure, not a usage error: the flag is right, the machine is not
+	// set up, as with a busy port.
+	if plan != nil {
+		if err := plan.CheckLocal(wcfg.Shard.I); err != nil {
+			return nil, err
+		}
 	}
 	lock, err := statedir.Acquire(wcfg.StateDir)
 	if err != nil {

@@ -253,6 +253,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 		if err != nil {
 			return fail(err)
 		}
+		p.logSkippedUpstreams(h)
 		d := nameserver.NewServer(p.cfg.DNSAddr, h)
 		if err := d.Start(ctx); err != nil {
 			return fail(err)
@@ -338,6 +339,21 @@ func (p *Pasture) Shutdown(ctx context.Context) error {
 		errs = append(errs, d.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// logSkippedUpstreams warns, at start, of upstreams the DNS dropped as
+// itself: the user asked for that forwarding, and would otherwise learn
+// of its absence only from names refused later.
+func (p *Pasture) logSkippedUpstreams(h nameserver.Handler) {
+	why := h.SkipReason()
+	if why == "" {
+		return
+	}
+	fields := []zap.Field{zap.String("why", why), zap.Strings("skipped", h.Skipped()), zap.Strings("forwards_to", h.Upstreams())}
+	if len(h.Upstreams()) == 0 {
+		fields = append(fields, zap.String("then", "the crowd's DNS forwards no other names: answer them with --dns-record NAME=IP, or give --dns-upstream IP of a resolver that is not the crowd"))
+	}
+	p.log.Warn("a DNS upstream is the crowd's own DNS listener: skipped, as forwarding to it would loop", fields...)
 }
 
 // dnsConfig describes the DNS to serve. Self is just the listen address:

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/pasture/tlsca"
@@ -111,4 +113,96 @@ func caPool(ca *tlsca.CA) *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AppendCertsFromPEM(ca.CertPEM())
 	return p
+}
+
+// TestStartWarnsOfASkippedDNSUpstream: --dns-upstream naming the crowd's
+// own --dns listener would loop, so it is skipped; the start-up log says
+// so (naming --dns-upstream, the address and why), and a name then
+// refused (a real query) says the upstream was skipped, not that none was
+// given.
+func TestStartWarnsOfASkippedDNSUpstream(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		warn bool // the upstream is the listener, else there is none
+	}{
+		// The walk: --dns 127.0.0.1:P --dns-upstream 127.0.0.1:P.
+		{"upstream is the listener", true},
+		// No upstream at all (not nil: nil reads resolv.conf): nothing was
+		// skipped, nothing to warn of.
+		{"no upstream", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// --dns needs its port known before it is bound, for
+			// --dns-upstream to name it.
+			dnsAddr := freeDNSAddr(t)
+			upstreams := []string{}
+			if c.warn {
+				upstreams = []string{dnsAddr}
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			p := testPasture(t, Config{DNSAddr: dnsAddr, Advertise: []net.IP{net.ParseIP("127.0.0.1")},
+				DNSUpstreams: upstreams, Logger: zap.New(core)})
+			ctx := context.Background()
+			if err := p.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer p.Shutdown(ctx)
+			warned := logs.FilterMessageSnippet("DNS upstream").All()
+			if !c.warn {
+				if len(warned) != 0 {
+					t.Fatalf("warned %+v with no upstream skipped", warned)
+				}
+				return
+			}
+			if len(warned) != 1 {
+				t.Fatalf("start-up warnings of a skipped upstream: %+v, want one", logs.All())
+			}
+			why, _ := warned[0].ContextMap()["why"].(string)
+			for _, s := range []string{"--dns-upstream " + dnsAddr, "the crowd's own DNS listener (--dns " + dnsAddr + ")", "loop"} {
+				if !strings.Contains(why, s) {
+					t.Errorf("the warning's why %q does not say %q", why, s)
+				}
+			}
+			m := new(dns.Msg)
+			m.SetQuestion("elsewhere.example.", dns.TypeA)
+			m.SetEdns0(1232, false)
+			r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, p.Addr("dns"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text string
+			if opt := r.IsEdns0(); opt != nil {
+				for _, o := range opt.Option {
+					if e, ok := o.(*dns.EDNS0_EDE); ok {
+						text = e.ExtraText
+					}
+				}
+			}
+			if r.Rcode != dns.RcodeRefused || strings.Contains(text, "no --dns-upstream") || !strings.Contains(text, "--dns-upstream "+dnsAddr+" was skipped") {
+				t.Errorf("a foreign name: %s %q; want REFUSED saying the --dns-upstream was skipped", dns.RcodeToString[r.Rcode], text)
+			}
+		})
+	}
+}
+
+// freeDNSAddr is a loopback address whose port was free a moment ago for
+// both UDP and TCP, as a DNS listener binds both: a port free for one may
+// be another socket's for the other.
+func freeDNSAddr(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		pc, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for both UDP and TCP in 20 tries")
+	return ""
 }

@@ -114,7 +114,7 @@ func TestAdminNeverServesPrivateKeys(t *testing.T) {
 		{pattern: "POST /api/fetchback/end", body: `{"id":"{window}"}`},                                                                                  // a window's tally at the run's end
 		{pattern: "POST /api/fetchback/close", body: `{"id":"{window}"}`},                                                                                // and its last
 		{pattern: "GET /api/fetchback"},                                                                                                                  // the open windows' tallies
-		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                            // a flood's push
+		{pattern: "POST /api/flood/live", body: `{"run":{"label":"keys","seed":"1"},"elapsed_s":1,"tick":{"elapsed_s":1},"metrics":""}`},                 // a flood's push
 		{pattern: "GET /api/flood/live"},                                                                                                                 // the runs pushed
 		{pattern: "POST /api/changes", body: `{"items":[]}`},                                                                                             // the count of edits and deletions taken
 		{pattern: "POST /api/following/undo", body: `{"local":"%s","remote":"https://sut.example/users/x","follow_id":"https://sut.example/follows/1"}`}, // whether an undone Follow was there

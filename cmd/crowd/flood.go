@@ -197,6 +197,15 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	if changed("seconds") && (c.Ramp || len(c.Rates) > 1) {
 		errs = append(errs, errors.New("--seconds does not apply to a ladder: each rung runs --step after --warmup"))
 	}
+	// Flags that only tune another would do nothing alone; as with
+	// --tamper-share, the command line's are refused (an environment's
+	// defaults are not the user's mistake).
+	if onCommandLine(cmd, "metrics-linger") && c.Metrics.Addr == "" {
+		errs = append(errs, errors.New("--metrics-linger keeps the live metrics served after the run: give --metrics-addr too"))
+	}
+	if onCommandLine(cmd, "forgery-settle") && f.scn.tamper == "" {
+		errs = append(errs, errors.New("--forgery-settle is the wait before the forgeries' effects are looked for: give --tamper (or a scenario that forges) too"))
+	}
 	if c.Standalone {
 		// --state and --admin name the running serve's elsewhere, and
 		// the image's environment sets them for every command: only the

@@ -186,8 +186,13 @@ func TestFloodExitCodes(t *testing.T) {
 		{"a real-time dispatcher asked for outright", []string{"--seconds", "1", "--rate", "20", "--dispatcher-priority", "realtime", "--expect", "errors<1%"}, 0, ""},
 		{"a bad dispatcher priority", []string{"--dispatcher-priority", "high"}, 2, "--dispatcher-priority"},
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
+		// Two origins leave shard 2 of 3 with none: a usage error naming --shard, not the inbox's "no world".
+		{"more shards than origins", []string{"--shard", "2/3", "--seconds", "1", "--rate", "5"}, 2, "--shard 2/3: shard 2 of 3 holds no origin of the 2 (--origins)"},
 		// A share of forgeries with nothing to forge would do nothing.
 		{"tamper-share without tamper", []string{"--tamper-share", "0.2"}, 2, "give --tamper too"},
+		// So would a settle with no forgery to look for, and a linger of metrics never served.
+		{"forgery-settle without tamper", []string{"--forgery-settle", "-1s"}, 2, "--forgery-settle is the wait"},
+		{"metrics-linger without metrics-addr", []string{"--metrics-linger", "15s"}, 2, "give --metrics-addr too"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"a nice value that is a word", []string{"--signer-nice", "low"}, 2, "--signer-nice"},
 		// The signers lowered as asked, and following a normal-priority

@@ -8,12 +8,14 @@ package originaddr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -52,7 +54,13 @@ func BindDial(d *net.Dialer) DialFunc {
 		}
 		bound := *d
 		bound.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
-		return bound.DialContext(ctx, network, addr)
+		c, err := bound.DialContext(ctx, network, addr)
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			// Said as the crowd's set-up it is: left as the dial's error, a
+			// flood counted it with the SUT's refused connections.
+			return nil, notLocal(local, err)
+		}
+		return c, err
 	}
 }
 

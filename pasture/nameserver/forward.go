@@ -20,20 +20,21 @@ import (
 )
 
 // dnsConfiguredUpstreams is cfg.Upstreams or, when nil, the nameservers of cfg.ResolvConf
-// (none when that file does not exist).
-func dnsConfiguredUpstreams(cfg Config) ([]string, error) {
+// (none when that file does not exist), and where they came from, as a user would look
+// for them: "--dns-upstream", or the resolv.conf file's path.
+func dnsConfiguredUpstreams(cfg Config) (ups []string, from string, err error) {
 	if cfg.Upstreams != nil {
-		return cfg.Upstreams, nil
+		return cfg.Upstreams, "--dns-upstream", nil
 	}
 	path := cfg.ResolvConf
 	if path == "" {
 		path = DefaultResolvConf
 	}
-	ups, err := upstreamsFromResolvConf(path)
+	ups, err = upstreamsFromResolvConf(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, path, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return ups, nil
+	return ups, path, nil
 }
 
 // setUpstreams keeps each upstream once, in order, and sets aside as skipped the ones self
@@ -60,11 +61,41 @@ func (h *dnsHandler) setUpstreams(ups []string, self *dnsSelf) error {
 }
 
 // Upstreams returns the upstreams h forwards to, after defaults and the self filter, for the
-// start-up log. The handler returned by NewHandler has this method and Skipped.
+// start-up log.
 func (h *dnsHandler) Upstreams() []string { return append([]string(nil), h.upstreams...) }
 
 // Skipped returns the configured upstreams that were dropped as the crowd's own address.
 func (h *dnsHandler) Skipped() []string { return append([]string(nil), h.skipped...) }
+
+// SkipReason says which upstreams were skipped, where they were given (--dns-upstream or
+// resolv.conf) and why (the crowd's own --dns listener: a loop); "" when none was.
+func (h *dnsHandler) SkipReason() string {
+	if len(h.skipped) == 0 {
+		return ""
+	}
+	// A user looks for the upstream where it was written: a flag, or a file they may not
+	// know the crowd reads.
+	ns, was, it := "nameserver", "was", "it is"
+	if len(h.skipped) > 1 {
+		ns, was, it = "nameservers", "were", "they are"
+	}
+	given := h.upstreamsFrom + " " + strings.Join(h.skipped, ", ")
+	if h.upstreamsFrom != "--dns-upstream" {
+		given = fmt.Sprintf("the %s %s of %s (read without --dns-upstream)", ns, strings.Join(h.skipped, ", "), h.upstreamsFrom)
+	}
+	return fmt.Sprintf("%s %s skipped: %s the crowd's own DNS listener (--dns %s), and forwarding there would loop",
+		given, was, it, strings.Join(h.self, ", "))
+}
+
+// noUpstreamWhy is why a name is not forwarded when h has no upstream: none was given, or
+// every one given is the crowd itself (then a bare "no --dns-upstream" would send the user
+// looking for a flag they did give).
+func (h *dnsHandler) noUpstreamWhy() string {
+	if len(h.skipped) == 0 {
+		return "the crowd's DNS forwards no names (no --dns-upstream): answer this one with --dns-record NAME=IP, or give --dns-upstream IP"
+	}
+	return "the crowd's DNS forwards no names (" + h.SkipReason() + "): answer this one with --dns-record NAME=IP, or give --dns-upstream IP of a resolver that is not the crowd"
+}
 
 // forward relays req, asked by client, to the upstreams and returns the first usable answer
 // with req's id.
@@ -85,8 +116,7 @@ func (h *dnsHandler) forward(req *dns.Msg, client net.Addr) *dns.Msg {
 		return m
 	}
 	if len(h.upstreams) == 0 { // not a recursive server without upstreams
-		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative,
-			"the crowd's DNS forwards no names (no --dns-upstream): answer this one with --dns-record NAME=IP, or give --dns-upstream IP")
+		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeNotAuthoritative, h.noUpstreamWhy())
 	}
 	if !h.forwardsFor(client) {
 		return fail(dns.RcodeRefused, dns.ExtendedErrorCodeProhibited,

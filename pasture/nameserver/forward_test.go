@@ -403,6 +403,80 @@ func TestResolvConfUpstreams(t *testing.T) {
 	}
 }
 
+// TestDNSSkippedUpstreamsSayWhy: an upstream that is the crowd's own DNS listener, given with
+// --dns-upstream or read from a resolv.conf that names the crowd, is skipped, and the handler
+// says so naming where it was given and the --dns listener it is; a name then refused for want
+// of upstreams (asked over real UDP) says they were skipped and why, not "no --dns-upstream",
+// which would send the user looking for a flag they did give.
+func TestDNSSkippedUpstreamsSayWhy(t *testing.T) {
+	// The crowd's own listener, on a real socket: the address the walk gave both flags.
+	var current atomic.Pointer[dnsHandler]
+	addr := startDNS(t, "127.0.0.1:0", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) { current.Load().ServeDNS(w, r) }))
+	_, port, _ := net.SplitHostPort(addr)
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	os.WriteFile(resolv, []byte("nameserver [127.0.0.1]:"+port+"\n"), 0o644)
+	for _, c := range []struct {
+		name      string
+		upstreams []string // nil: resolv
+		self      []string
+		reason    []string // in SkipReason and in the refusal's text; none: nothing skipped
+		refusal   []string // also in the refusal's text
+	}{
+		// The walk: --dns and --dns-upstream the same address.
+		{"flag names the listener", []string{addr}, []string{addr},
+			[]string{"--dns-upstream " + addr + " was skipped", "the crowd's own DNS listener (--dns " + addr + ")", "loop"},
+			[]string{"--dns-record", "not the crowd"}},
+		// A wildcard --dns receives every loopback address on its port.
+		{"flag names a loopback of a wildcard listener", []string{"127.0.0.1:" + port}, []string{":" + port},
+			[]string{"--dns-upstream 127.0.0.1:" + port + " was skipped", "(--dns :" + port + ")"},
+			[]string{"--dns-record"}},
+		// Without --dns-upstream, a resolv.conf (shared with a SUT, say) that names the crowd.
+		{"resolv.conf names the listener", nil, []string{addr},
+			[]string{"the nameserver " + addr + " of " + resolv + " (read without --dns-upstream) was skipped", "--dns " + addr},
+			[]string{"--dns-upstream IP of a resolver that is not the crowd"}},
+		// Nothing given, nothing skipped: the refusal says so as before.
+		{"no upstream given", []string{}, []string{addr}, nil, []string{"no --dns-upstream"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := crowdDNSConfig()
+			cfg.Upstreams, cfg.ResolvConf, cfg.Self = c.upstreams, resolv, c.self
+			h := mustDNSHandler(t, cfg)
+			if len(h.Upstreams()) != 0 {
+				t.Fatalf("upstreams %v, want none left", h.Upstreams())
+			}
+			why := h.SkipReason()
+			if (why == "") != (c.reason == nil) {
+				t.Fatalf("SkipReason %q; want one only when an upstream was skipped", why)
+			}
+			for _, want := range c.reason {
+				if !strings.Contains(why, want) {
+					t.Errorf("SkipReason %q does not say %q", why, want)
+				}
+			}
+			current.Store(h)
+			m := new(dns.Msg)
+			m.SetQuestion("elsewhere.example.", dns.TypeA)
+			m.SetEdns0(1232, false)
+			r, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Exchange(m, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := edeText(r)
+			if r.Rcode != dns.RcodeRefused {
+				t.Fatalf("rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
+			}
+			for _, want := range append(c.reason, c.refusal...) {
+				if !strings.Contains(text, want) {
+					t.Errorf("refusal %q does not say %q", text, want)
+				}
+			}
+			if c.reason != nil && strings.Contains(text, "no --dns-upstream") {
+				t.Errorf("refusal %q says no --dns-upstream, though one was given and skipped", text)
+			}
+		})
+	}
+}
+
 // TestDNSRefusalsNameTheFlags: a name the crowd's DNS cannot answer (no upstream, or none
 // that answers) is refused over real UDP with an Extended DNS Error (RFC 8914) whose text
 // names --dns-record and --dns-upstream, and logged once per name saying the same: a
@@ -464,4 +538,16 @@ func TestDNSRefusalsNameTheFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// edeText is the extra text of r's Extended DNS Error, "" with none.
+func edeText(r *dns.Msg) string {
+	if opt := r.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if e, ok := o.(*dns.EDNS0_EDE); ok {
+				return e.ExtraText
+			}
+		}
+	}
+	return ""
 }

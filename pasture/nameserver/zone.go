@@ -127,6 +127,10 @@ type dnsHandler struct {
 	onLapsed  func(host string, client net.Addr)
 	upstreams []string
 	skipped   []string // upstreams dropped because they are the crowd itself
+	// upstreamsFrom is where the upstreams were given ("--dns-upstream" or a resolv.conf
+	// path) and self the crowd DNS's listen addresses (Config.Self): SkipReason names both.
+	upstreamsFrom string
+	self          []string
 	// own are the machine's addresses and Advertise's, when the handler was made: a client
 	// at one of them is on this machine, and may have its names forwarded (forwardsFor).
 	own map[netip.Addr]bool
@@ -161,10 +165,29 @@ type dnsHandler struct {
 // (forwardsFor): the crowd's names answer anyone, but it is no open resolver. A message
 // without exactly one question is FORMERR; a class other than IN is REFUSED; zone transfers
 // are REFUSED. It never forwards to itself. The handler never panics: a bug answers SERVFAIL.
-// The result also has the methods Upstreams() and Skipped() []string (the effective and the
-// self-skipped upstreams), for the start-up log.
-func NewHandler(cfg Config) (dns.Handler, error) {
-	return newHandler(cfg, dnsLocalAddrs)
+// The result also tells the start-up log where it forwards (Handler).
+func NewHandler(cfg Config) (Handler, error) {
+	h, err := newHandler(cfg, dnsLocalAddrs)
+	if err != nil {
+		return nil, err // not a nil *dnsHandler in a non-nil interface
+	}
+	return h, nil
+}
+
+// Handler is the crowd's DNS handler (NewHandler), which also tells where it forwards, for
+// the start-up log: an upstream it skipped is a forwarding the user asked for and does not
+// get, which would otherwise show only as refused names later.
+type Handler interface {
+	dns.Handler
+	// Upstreams are the upstreams it forwards to, in order, after defaults and the self
+	// filter.
+	Upstreams() []string
+	// Skipped are the upstreams given (Config.Upstreams or resolv.conf) that it does not
+	// forward to, being the crowd's own DNS listener (Config.Self).
+	Skipped() []string
+	// SkipReason says, in a sentence naming --dns-upstream (or the resolv.conf file) and
+	// --dns, which upstreams were skipped and why; "" when Skipped is empty.
+	SkipReason() string
 }
 
 func newHandler(cfg Config, localAddrs func() []netip.Addr) (*dnsHandler, error) {
@@ -183,10 +206,11 @@ func newHandler(cfg Config, localAddrs func() []netip.Addr) (*dnsHandler, error)
 		return nil, err
 	}
 	h.addEmptyNonTerminals()
-	ups, err := dnsConfiguredUpstreams(cfg)
+	ups, from, err := dnsConfiguredUpstreams(cfg)
 	if err != nil {
 		return nil, err
 	}
+	h.upstreamsFrom, h.self = from, cfg.Self
 	self, err := newDNSSelf(cfg.Self, advertise, localAddrs)
 	if err != nil {
 		return nil, err

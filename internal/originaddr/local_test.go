@@ -1,0 +1,90 @@
+package originaddr
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// notLocalBlock is a documentation block (TEST-NET-2) that no machine
+// should hold: binding it fails with EADDRNOTAVAIL, before any packet
+// could leave. (TEST-NET-1, 192.0.2.0/24, numbers some test machines'
+// own interfaces.) The test stops if this machine does hold it.
+func notLocalBlock(t *testing.T) string {
+	t.Helper()
+	const block = "198.51.100.0/24"
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && netip.MustParsePrefix(block).Contains(p.Addr()) {
+			t.Fatalf("this machine holds %s, in %s: pick another block no interface has", p.Addr(), block)
+		}
+	}
+	return block
+}
+
+// TestCheckLocal binds, for real, the ends of a shard's slice: all of
+// 127.0.0.0/8 is local on Linux; notLocalBlock is not.
+func TestCheckLocal(t *testing.T) {
+	notLocalBlock(t)
+	for _, c := range []struct {
+		name    string
+		spec    string
+		origins int
+		shards  int
+		shard   int
+		say     []string // nil: the slice is local
+	}{
+		// The docs' loopback block: local with no set-up.
+		{"loopback block", "127.1.0.0/16", 20, 0, 0, nil},
+		// The walk: a block no route makes local, refused naming the flag, the address and the route.
+		{"block not local", "198.51.100.0/24", 20, 0, 0, []string{"--advertise 198.51.100.0/24", "cannot bind 198.51.100.0", "origin 1's", "ip route add local 198.51.100.0/24 dev lo", "docs/large-world.md"}},
+		// Local at its start, not at its end (a route too narrow): the last origin's address shows it.
+		{"only the start local", "127.1.0.0/24,198.51.100.0/24", 300, 0, 0, []string{"cannot bind 198.51.100.43", "origin 300's", "ip route add local 198.51.100.0/24 dev lo"}},
+		// Shard 0's slice is the local half; shard 1's is not.
+		{"shard of the local half", "127.1.0.0/24,198.51.100.0/24", 200, 2, 0, nil},
+		{"shard of the other half", "127.1.0.0/24,198.51.100.0/24", 200, 2, 1, []string{"cannot bind 198.51.100.0", "origin 2's"}},
+		// One address shared by every origin is never bound (the SUT may reach it through a NAT).
+		{"shared address", "198.51.100.5", 20, 0, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := mustPlan(t, c.spec, c.origins, c.shards).CheckLocal(c.shard)
+			if c.say == nil {
+				if err != nil {
+					t.Fatalf("CheckLocal = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotLocal) {
+				t.Fatalf("CheckLocal = %v, want ErrNotLocal", err)
+			}
+			for _, s := range c.say {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("CheckLocal = %q, want it to say %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// A send from an origin whose address is not local fails saying so (and
+// wrapping ErrNotLocal, which a flood tells from the SUT's refused
+// connections), over each kind of pool; the server hears nothing.
+func TestBindDialSaysTheAddressIsNotLocal(t *testing.T) {
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			rl := startRemoteLog(t) // on loopback: the bind fails before any packet leaves
+			tr := k.make(BindDial(&net.Dialer{Timeout: 5 * time.Second}), mustPlan(t, notLocalBlock(t), 5, 0))
+			defer tr.CloseIdleConnections()
+			err := send(t, tr, rl.url, cavage("flood3.test"))
+			if !errors.Is(err, ErrNotLocal) || !strings.Contains(err.Error(), "cannot bind the origin's address 198.51.100.2 (EADDRNOTAVAIL): is the advertised range local?") {
+				t.Fatalf("err = %v, want ErrNotLocal naming 198.51.100.2", err)
+			}
+			if n := len(rl.seen()); n != 0 {
+				t.Errorf("%d requests arrived", n)
+			}
+		})
+	}
+}
