@@ -100,7 +100,8 @@ A ladder: --rate=100,300,600 or --ramp=100:1000:100, each rung --step long after
 
 Output: a live line each second on stderr; the final table on stdout; a JSON record and a
 Markdown row in --out. Exit status: 0 when every --expect holds, 1 when one is missed (or the
-run failed), 2 for a usage error, 130 when interrupted (the partial record is written).
+run failed), 2 for a usage error, 130 when interrupted (during the run: its partial record is
+written; before it, as while a first start makes keys: the keys made are kept).
 Targets that resolve to public addresses are refused unless --allow-public-target.
 Every flag can also be set as CROWD_<FLAG>.`,
 		Args: noArgsHint("name the SUT's accounts with --personas (e.g. --personas 'load%d@sut.test' --count 3)"),

@@ -43,8 +43,9 @@ func crowdProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 }
 
 // SIGINT or SIGTERM while a first start makes the world's keys stops it
-// within about a key's time with the status of an interrupted command
-// (130), saying so; the keys made stay, whole, in --state.
+// with the status of an interrupted command (130), saying so, before every
+// key is made (not timed: a busy machine makes keys slowly either way);
+// the keys made stay, whole, in --state.
 func TestKeyMakingStopsOnASignal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -84,16 +85,12 @@ func TestKeyMakingStopsOnASignal(t *testing.T) {
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
-			signalled := time.Now()
 			var err error
 			select {
 			case err = <-exited:
 			case <-time.After(time.Minute):
 				cmd.Process.Kill()
 				t.Fatalf("still running a minute after %v:\n%s", tc.sig, <-exited)
-			}
-			if d := time.Since(signalled); d > 5*time.Second {
-				t.Errorf("exited %v after %v, want about a key's time", d, tc.sig)
 			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {

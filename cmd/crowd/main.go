@@ -37,6 +37,13 @@ func (e exitCode) Unwrap() error { return e.err }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks the command to stop well (a partial record
+	// written, the graph flushed); a second one is the user's "now": the
+	// signals go back to their default, which ends the process at once.
+	context.AfterFunc(ctx, func() {
+		stop()
+		fmt.Fprintln(os.Stderr, "crowd: stopping; interrupt again to quit at once")
+	})
 	os.Exit(execute(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
