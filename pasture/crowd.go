@@ -86,6 +86,10 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 			return nil, err
 		}
 	}
+	// A port in use is found now, not after a first start's keys.
+	if err := cfg.Listen.CheckListen(); err != nil {
+		return nil, err
+	}
 	lock, err := statedir.Acquire(wcfg.StateDir)
 	if err != nil {
 		return nil, err

@@ -244,7 +244,7 @@ func (p *Pasture) Start(ctx context.Context) error {
 	for _, pl := range plans {
 		l, err := net.Listen("tcp", pl.addr)
 		if err != nil {
-			return fail(fmt.Errorf("%w on %s for %s (set %s to another address): %v", ErrListen, pl.addr, pl.name, pl.flag, err))
+			return fail(listenError(pl.addr, pl.name, pl.flag, err))
 		}
 		listeners = append(listeners, l)
 	}
@@ -288,6 +288,37 @@ func (p *Pasture) Start(ctx context.Context) error {
 	}
 	p.logPlan(map[string]string{"--https": p.cfg.HTTPSAddr, "--http": p.cfg.HTTPAddr, "--dns": p.cfg.DNSAddr})
 	p.ready = true
+	return nil
+}
+
+// listenError is the error of a listener that could not be bound, naming
+// its flag.
+func listenError(addr, name, flag string, err error) error {
+	return fmt.Errorf("%w on %s for %s (set %s to another address): %v", ErrListen, addr, name, flag, err)
+}
+
+// CheckListen binds, and closes at once, every address c would listen on
+// (its HTTPS, HTTP, admin and DNS listeners), returning the error Start
+// would give for the first that cannot be bound (wrapping ErrListen, or
+// the nameserver's): a port in use or privileged is found before a first
+// start spends minutes making keys. Another process may still take a port
+// before Start binds it.
+func (c Config) CheckListen() error {
+	for _, l := range []struct{ name, flag, addr string }{
+		{"https", "--https", c.HTTPSAddr}, {"http", "--http", c.HTTPAddr}, {"admin", "--admin", c.AdminAddr},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return listenError(l.addr, l.name, l.flag, err)
+		}
+		ln.Close()
+	}
+	if c.DNSAddr != "" {
+		return nameserver.CheckListen(c.DNSAddr)
+	}
 	return nil
 }
 

@@ -97,6 +97,46 @@ func TestServeChecksListenersBeforeKeys(t *testing.T) {
 	}
 }
 
+// TestServeFindsBusyPortsBeforeKeys: a listener's port another socket
+// holds stops a first start before it makes its keys, naming the flag.
+func TestServeFindsBusyPortsBeforeKeys(t *testing.T) {
+	t.Parallel()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	for _, c := range []struct {
+		flag, addr string
+	}{
+		// HTTPS on a port in use.
+		{"https", tcp.Addr().String()},
+		// The admin API on it.
+		{"admin", tcp.Addr().String()},
+		// DNS on a UDP port in use.
+		{"dns", udp.LocalAddr().String()},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			state := t.TempDir()
+			args := map[string]string{"https": "127.0.0.1:0", "http": "", "dns": "", "admin": ""}
+			args[c.flag] = c.addr
+			code, _, stderr := runCLI(t, "serve", "--origins", "2", "--actors", "2", "--state", state,
+				"--https", args["https"], "--http", args["http"], "--dns", args["dns"], "--admin", args["admin"])
+			if code != 1 || !strings.Contains(stderr, "--"+c.flag) || !strings.Contains(stderr, c.addr) {
+				t.Errorf("exit %d, %s; want a failure naming --%s and %s", code, stderr, c.flag, c.addr)
+			}
+			if keys, _ := filepath.Glob(filepath.Join(state, "keys", "*", "*")); len(keys) != 0 {
+				t.Errorf("%d keys made before the refusal", len(keys))
+			}
+		})
+	}
+}
+
 func TestEnvironmentSetsFlags(t *testing.T) {
 	var got *serveFlags
 	root := newRoot()

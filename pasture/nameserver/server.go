@@ -68,6 +68,19 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// CheckListen binds addr for UDP and TCP, as Start does, and closes both at
+// once: nil when Start could bind it a moment later, else Start's error
+// (wrapping ErrListen, naming --dns).
+func CheckListen(addr string) error {
+	pc, ln, err := dnsListen(addr)
+	if err != nil {
+		return err
+	}
+	pc.Close()
+	ln.Close()
+	return nil
+}
+
 func dnsListen(addr string) (net.PacketConn, net.Listener, error) {
 	fail := func(network string, err error) error {
 		return fmt.Errorf("%w: %s %s (change the --dns flag): %w", ErrListen, network, addr, err)
