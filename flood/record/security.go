@@ -179,13 +179,16 @@ func (s *Security) Total() ForgeryCounts { return s.sum(true) }
 // effect counted twice, tells.
 const replayKind = "replay"
 
-// Judged sums the kinds whose answer is a verdict: every kind but replay.
-// The summary's verdict and the gates over every kind use it, so that a
-// correct server answering replays 202 draws no SECURITY line (crowd send
-// --tamper replay says the same); replay.forged_accepted still counts them.
+// Judged sums every kind's counts but the replays answered 2xx: the
+// answers that are a verdict, and those (refused or none) that would
+// be one. The summary's verdict and the gates over every kind use it, so
+// that a correct server answering replays 202 draws no SECURITY line (crowd
+// send --tamper replay says the same); replay.forged_accepted still counts
+// them.
 func (s *Security) Judged() ForgeryCounts { return s.sum(false) }
 
-// sum adds up the kinds, replay among them when withReplay.
+// sum adds up the kinds, the replays answered 2xx among them when
+// withReplay.
 func (s *Security) sum(withReplay bool) ForgeryCounts {
 	var t ForgeryCounts
 	if s == nil {
@@ -193,6 +196,9 @@ func (s *Security) sum(withReplay bool) ForgeryCounts {
 	}
 	for k, c := range s.Kinds {
 		if k == replayKind && !withReplay {
+			t.Sent += c.Sent - c.Accepted
+			t.Refused += c.Refused
+			t.Failed += c.Failed
 			continue
 		}
 		t.Sent += c.Sent
@@ -444,9 +450,11 @@ func (s *Security) forgeryLines(limit int) []string {
 }
 
 // verdict is the summary's verdict on the forgeries t counts: a refusal
-// claimed only when every one was refused.
+// claimed only when every one was refused, and one was.
 func (s *Security) verdict(t ForgeryCounts) string {
 	switch {
+	case t.Sent == 0:
+		return "no forged request whose answer judges the SUT (only replays answered 2xx)"
 	case t.Effective > 0:
 		return fmt.Sprintf("SECURITY: %d forged request(s) took effect", t.Effective)
 	case t.Unknown() > 0:
@@ -465,11 +473,13 @@ func formatSeconds(sec float64) string {
 }
 
 // forgedCounter is a gate counter of the section, over every kind (but
-// replay, see Judged; forged_sent counts every one) or one: forged_sent;
-// forged_accepted, the 2xx answers not shown to be without effect;
-// forged_effective, those that took effect, known only when every 2xx was
-// judged. Without a security section there is no data: a gate on
-// forgeries of a run that sent none is missed, not met.
+// the replays taken, see Judged; forged_sent counts every one) or one:
+// forged_sent; forged_accepted, the 2xx answers not shown to be without
+// effect; forged_effective, those that took effect, known only when every
+// 2xx was judged. Without a security section, or when the SUT answered
+// none of the forgeries counted with a verdict (2xx or a refusal), there
+// is no data: a gate on forgeries of a run that sent none, or that the SUT
+// rate-limited all of, is missed, not met.
 func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 	if s == nil {
 		return 0, 0, false
@@ -477,8 +487,6 @@ func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 	c := s.Judged()
 	if metric == "forged_sent" {
 		c = s.Total()
-	} else if kind == "" && c.Sent == 0 {
-		return 0, 0, false // replays alone: nothing their answers judge
 	}
 	if kind != "" {
 		k, found := s.Kinds[strings.ReplaceAll(strings.ToLower(kind), "_", "-")]
@@ -486,6 +494,12 @@ func (s *Security) forgedCounter(metric, kind string) (n, of int64, ok bool) {
 			return 0, 0, false
 		}
 		c = *k
+	}
+	if metric != "forged_sent" && c.Accepted+c.Refused == 0 {
+		// Every answer a 404, 429, 5xx or none (or replays taken alone):
+		// the SUT judged no forgery, so a gate on what it accepted cannot
+		// hold, nor fail.
+		return 0, 0, false
 	}
 	switch metric {
 	case "forged_sent":

@@ -200,7 +200,8 @@ func TestSecurityVerdicts(t *testing.T) {
 // TestReplaysJudgeNothing: a replay answered 2xx is no finding (a correct
 // server takes a verified duplicate and drops it by its id), so it draws
 // no SECURITY line and no gate over every kind; it is counted in its row
-// and replay.forged_accepted still gates it.
+// and replay.forged_accepted still gates it. Forgeries of which the SUT
+// judged none (replays taken, 429s) give the gates no data: missed.
 func TestReplaysJudgeNothing(t *testing.T) {
 	const inbox = "https://sut.test/inbox"
 	for _, tc := range []struct {
@@ -215,10 +216,21 @@ func TestReplaysJudgeNothing(t *testing.T) {
 			s.Add("replay", "a1", inbox, record.Class202, 202)
 			s.Add("date", "a2", inbox, record.Class401, 401)
 		}, "every forged request was refused; 2 replay(s) answered 2xx, which judges nothing", 0},
-		// Replays alone: no verdict on any other kind, and no data for the gate.
+		// Replays taken alone: nothing judged, said so, and no data for the gate.
 		{"replays alone", func(s *record.Security) {
 			s.Add("replay", "a0", inbox, record.Class202, 202)
-		}, "every forged request was refused; 1 replay(s) answered 2xx", -1},
+		}, "no forged request whose answer judges the SUT (only replays answered 2xx); 1 replay(s) answered 2xx", -1},
+		// Replays refused or unanswered still count: no claim that every one was refused.
+		{"replays unanswered", func(s *record.Security) {
+			s.Add("replay", "a0", inbox, record.Class401, 401)
+			s.Add("replay", "a1", inbox, record.ClassTimeout, 0)
+			s.Add("date", "a2", inbox, record.Class401, 401)
+		}, "1 forged request(s) got no verdict; none seen accepted", 0},
+		// Every forgery answered 429: the SUT judged none, and the gate cannot say it refused them.
+		{"all rate limited", func(s *record.Security) {
+			s.Add("date", "a0", inbox, record.Class429, 429)
+			s.Add("body", "a1", inbox, record.Class429, 429)
+		}, "2 forged request(s) got no verdict; none seen accepted", -1},
 		// Another kind taken: still the finding it is.
 		{"a date forgery taken", func(s *record.Security) {
 			s.Add("replay", "a0", inbox, record.Class202, 202)
@@ -243,7 +255,9 @@ func TestReplaysJudgeNothing(t *testing.T) {
 			if (tc.accepted < 0) == res[0].Known || (res[0].Known && res[0].Actual != tc.accepted) {
 				t.Errorf("forged_accepted: known %v actual %v, want %g (-1: no data)", res[0].Known, res[0].Actual, tc.accepted)
 			}
-			if !res[1].Known || res[1].Actual != float64(s.Kinds["replay"].Accepted) {
+			if r := s.Kinds["replay"]; r == nil && res[1].Known {
+				t.Errorf("replay.forged_accepted: %v with no replay sent, want no data", res[1])
+			} else if r != nil && (!res[1].Known || res[1].Actual != float64(r.Accepted)) {
 				t.Errorf("replay.forged_accepted: %v, want the replays taken", res[1])
 			}
 			if !res[2].Known || res[2].Actual != float64(s.Total().Sent) {
