@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // ErrNotDir marks a --state that names something other than a directory.
@@ -62,17 +61,7 @@ func Acquire(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	err = lock(f)
-	if errors.Is(err, errBusy) && ownerPID(path) == os.Getpid() {
-		// Released by this process, not yet by the kernel: a child it was
-		// starting at that moment holds a copy of the descriptor until its
-		// exec closes it. A moment's wait, not a refusal.
-		for deadline := time.Now().Add(ownReleaseWait); errors.Is(err, errBusy) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-			err = lock(f)
-		}
-	}
-	if err != nil {
+	if err := lock(f); err != nil {
 		f.Close()
 		if errors.Is(err, errBusy) {
 			return nil, fmt.Errorf("%w: --state %s is owned by %s: stop it, or pass another --state",
@@ -86,10 +75,6 @@ func Acquire(dir string) (*Lock, error) {
 	}
 	return &Lock{f: f}, nil
 }
-
-// ownReleaseWait bounds how long Acquire waits for a lock that this very
-// process released (see Acquire).
-const ownReleaseWait = time.Second
 
 // ownerPID is the pid written in the lock file at path, 0 when there is
 // none.
@@ -119,7 +104,11 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := l.f.Close() // closing the descriptor releases the flock
+	// Unlocked before the close: closing drops the lock only with the
+	// last descriptor of the open file, and a child this process was
+	// starting holds a copy of it until its exec closes it, so a second
+	// Acquire here would find the directory still owned, by this pid.
+	err := errors.Join(unlock(l.f), l.f.Close())
 	l.f = nil
 	return err
 }

@@ -70,7 +70,7 @@ func TestSecondOwnerIsRefusedNamingThePid(t *testing.T) {
 
 // TestLockReleasedButHeldByAChild: a lock this process released while a
 // child it was starting held a copy of the descriptor (fork copies it; exec
-// closes it) is taken once the copy is gone, not refused as another owner's.
+// closes it) is free at once, not refused as another owner's.
 func TestLockReleasedButHeldByAChild(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Acquire(dir)
