@@ -241,8 +241,12 @@ func lostKeys(w *World, plan keyPlan, used []*keyEntry, accts []string, missing 
 			"Restore the file from a backup, or remove %s to start over with new keys for every actor (then every SUT must forget the crowd's cached keys)",
 			ErrKeyFile, first, more, cfg.StateDir, keys)
 	}
+	rotate := fmt.Sprintf("or give it a new key the SUTs are told of (an Update), with crowd keys rotate --state %s --actor %s; ", cfg.StateDir, accts[lost[0]])
+	if lost[0]%(cfg.Actors+1) == cfg.Actors {
+		rotate = "" // an instance actor: crowd keys rotate gives persons new keys only
+	}
 	return nil, "", fmt.Errorf("%w: the key of %s, %s%s, is missing from --state %s, which served it: a new one would change its key under its cached key id and break the SUTs that cached it. "+
-		"Restore the file from a backup; or give it a new key the SUTs are told of (an Update), with crowd keys rotate --state %s --actor %s; "+
+		"Restore the file from a backup; %s"+
 		"or remove %s to start over with new keys for every actor (then every SUT must forget the crowd's cached keys)",
-		ErrKeyFile, accts[lost[0]], first, more, cfg.StateDir, cfg.StateDir, accts[lost[0]], keys)
+		ErrKeyFile, accts[lost[0]], first, more, cfg.StateDir, rotate, keys)
 }

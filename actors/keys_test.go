@@ -79,7 +79,9 @@ func TestOpenContextStopsMakingKeys(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted while making the actors' keys") {
 		t.Fatalf("an interrupted key making: %v, want an error wrapping context.Canceled that says what was interrupted", err)
 	}
-	if d := returned.Sub(<-cancelled); d > 5*time.Second {
+	// A hang guard, not a measure (a busy machine makes a key slowly); the
+	// keys left unmade below are what shows the making stopped.
+	if d := returned.Sub(<-cancelled); d > 30*time.Second {
 		t.Errorf("key making went on for %v after the interruption, want about one key's time", d)
 	}
 	kept := keyFiles(t, state)
@@ -159,6 +161,9 @@ func TestLostKeysAreRefused(t *testing.T) {
 		made   int           // keys made
 		why    string        // the key making's log line says it
 		absent string        // a key file that must stay absent
+		// instance: the key lost is an instance actor's, which crowd keys
+		// rotate does not rotate: the refusal must not advise it.
+		instance bool
 	}{
 		// A served actor's key removed: refused, naming actor, file and every way out.
 		{name: "a served actor's key lost", remove: rm("keys/flood2.test/bob.pem"),
@@ -166,7 +171,7 @@ func TestLostKeysAreRefused(t *testing.T) {
 			absent: "keys/flood2.test/bob.pem"},
 		// The instance actor's key is one the world served too.
 		{name: "an instance actor's key lost", remove: rm("keys/flood1.test/flood1.test.pem"),
-			say: []string{"flood1.test@flood1.test"}, absent: "keys/flood1.test/flood1.test.pem"},
+			say: []string{"flood1.test@flood1.test", "Restore", "remove"}, absent: "keys/flood1.test/flood1.test.pem", instance: true},
 		// Several lost: the first is named, with how many more.
 		{name: "an origin's keys lost", remove: rm("keys/flood1.test"), say: []string{"and 2 more"}, absent: "keys/flood1.test/alice.pem"},
 		// A world grown past the served one: its new actors get keys.
@@ -218,8 +223,8 @@ func TestLostKeysAreRefused(t *testing.T) {
 					t.Errorf("the refusal %q does not say %q", err, s)
 				}
 			}
-			if len(tc.say) > 0 && tc.pool && strings.Contains(err.Error(), "rotate") {
-				t.Errorf("the refusal of a pool key %q advises a rotation, which makes no pool key", err)
+			if len(tc.say) > 0 && (tc.pool || tc.instance) && strings.Contains(err.Error(), "rotate") {
+				t.Errorf("the refusal %q advises a rotation, which makes neither a pool key nor an instance actor's", err)
 			}
 			made := logs.FilterMessageSnippet("making the actors' keys").All()
 			switch {

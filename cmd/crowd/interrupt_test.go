@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crowdfed/crowd/internal/crowdtest"
 )
 
 // crowdArgsEnv carries, unit-separator (0x1f) separated, the command line of a crowd that
@@ -29,17 +31,18 @@ func TestCrowdProcess(t *testing.T) {
 	main()
 }
 
-// crowdProcess starts the crowd with args as a process of its own.
-func crowdProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// crowdProcess starts the crowd with args as a process of its own; its
+// output may be read while it runs.
+func crowdProcess(t *testing.T, args ...string) (*exec.Cmd, *crowdtest.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrowdProcess$")
 	cmd.Env = append(os.Environ(), crowdArgsEnv+"="+strings.Join(args, "\x1f"))
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	stderr := &crowdtest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, &stderr
+	return cmd, stderr
 }
 
 // SIGINT or SIGTERM while a first start makes the world's keys stops it
