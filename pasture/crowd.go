@@ -75,23 +75,25 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 		return nil, err // before a first start makes keys for a minute
 	}
 	// A range whose shard's addresses this machine cannot bind (no local
-	// route) is refused, naming --advertise and the route to add: every
-	// Accept and signed GET the crowd sends leaves from its origin's
-	// address, and so does an attached flood's every send, so a crowd that
-	// started anyway would look healthy while all of them failed. A
-	// failure, not a usage error: the flag is right, the machine is not
-	// set up, as with a busy port.
+	// route yet) is said at once, naming --advertise and the route to add:
+	// every Accept and signed GET the crowd sends leaves from its origin's
+	// address, and so does an attached flood's every send (which stops,
+	// saying so). Warned of, not refused: the compose recipe adds the route
+	// from a one-shot container once the crowd's has started.
 	if plan != nil {
 		if err := plan.CheckLocal(wcfg.Shard.I); err != nil {
-			return nil, err
+			cfg.Logger.Warn("the origins' addresses are not local yet: their sends fail until the route is added", zap.Error(err))
 		}
-	}
-	// A port in use is found now, not after a first start's keys.
-	if err := cfg.Listen.CheckListen(); err != nil {
-		return nil, err
 	}
 	lock, err := statedir.Acquire(wcfg.StateDir)
 	if err != nil {
+		return nil, err
+	}
+	// A port in use is found now, not after a first start's keys; after
+	// the lock, so that a second serve of the same state (and ports) is
+	// told whose state it is.
+	if err := cfg.Listen.CheckListen(); err != nil {
+		lock.Release()
 		return nil, err
 	}
 	world, err := actors.OpenContext(ctx, wcfg) // a SIGINT stops a first start's key making
