@@ -17,12 +17,17 @@ import (
 // bytes, a run line a few more; anything longer is not a results file.
 const maxLine = 1 << 20
 
-// maxRun bounds the length of the runs of one results file read back,
-// together: each run's timeline has a tick a second, so a corrupt end time
-// years away (or a short file of many runs each claiming days) would
-// otherwise be a loop and a timeline of years of ticks. A file's runs are one
-// flood's, one after another, and no flood runs a week.
+// maxRun bounds the length of the runs of a results file read back,
+// together, beyond what its lines allow (linesRun each): each run's
+// timeline has a tick a second, so a corrupt end time years away (or a
+// short file of many runs each claiming days) would otherwise be a loop and
+// a timeline of years of ticks. No flood runs a week, and files of many
+// floods appended (--results - >> all.ndjson) bring lines with their runs.
 const maxRun = 7 * 24 * time.Hour
+
+// linesRun is the run time each line of a results file allows beyond
+// maxRun: a run of a minute has a run line and an end line at least.
+const linesRun = time.Hour
 
 // Open opens the results file at path, decompressed by its name; "-" reads
 // stdin.
@@ -115,16 +120,18 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 func Records(r io.Reader) ([]*record.Record, error) {
 	var recs []*record.Record
 	var cur *replay
-	left := maxRun // what the file's runs may last, together
+	var lines int64
+	var spent time.Duration // what the runs read lasted, together
 	finish := func(end *EndLine) error {
-		rec, span, err := cur.record(end, left)
+		rec, span, err := cur.record(end, maxRun+time.Duration(lines)*linesRun-spent)
 		if err != nil {
 			return err
 		}
-		recs, cur, left = append(recs, rec), nil, left-span
+		recs, cur, spent = append(recs, rec), nil, spent+span
 		return nil
 	}
 	err := Each(r, func(kind string, b []byte) error {
+		lines++
 		if kind != LineRun && cur == nil {
 			return fmt.Errorf("a %s line outside a run (after its end line)", kind)
 		}
@@ -221,11 +228,9 @@ func (r *replay) record(end *EndLine, left time.Duration) (*record.Record, time.
 	switch {
 	case d < 0:
 		return nil, 0, fmt.Errorf("run %d ends %v before its start", r.head.Run, -d)
-	case d > left && left == maxRun:
-		return nil, 0, fmt.Errorf("run %d ends %v after its start: not a run the crowd makes (at most %v)", r.head.Run, d, maxRun)
 	case d > left:
-		return nil, 0, fmt.Errorf("run %d ends %v after its start, and the runs before it lasted %v: not one flood's runs (at most %v together)",
-			r.head.Run, d, maxRun-left, maxRun)
+		return nil, 0, fmt.Errorf("run %d ends %v after its start: more than the crowd's runs last, with the runs before it and as few lines as the file has (at most %v, and %v a line)",
+			r.head.Run, d, maxRun, linesRun)
 	}
 	rec, err := r.p.Result(st).Record(r.head.Settings)
 	if err == nil && len(rec.Parts) > 0 {

@@ -121,7 +121,8 @@ func TestReadingResults(t *testing.T) {
 
 // TestRunsLastAtMostAWeek: a run is read back a tick a second, so how long
 // a file says its runs lasted is bounded, one run and all of them together
-// (a short corrupt file must not cost days of ticks).
+// (a short corrupt file must not cost days of ticks), by a week and an
+// hour for each line (files of many floods appended bring their lines).
 func TestRunsLastAtMostAWeek(t *testing.T) {
 	const start = "2026-12-02T17:00:00Z"
 	run := func(n int) string {
@@ -151,7 +152,9 @@ func TestRunsLastAtMostAWeek(t *testing.T) {
 		// A cut run whose last answer came eight days in.
 		{"eight days, cut", run(0) + answeredAfter(0, 8*day), "ends 192h0m0s after its start"},
 		// Two runs of four days: each could be, both together cannot.
-		{"two runs of four days", run(0) + end(0, 4*day) + run(1) + end(1, 4*day), "the runs before it lasted 96h0m0s"},
+		{"two runs of four days", run(0) + end(0, 4*day) + run(1) + end(1, 4*day), "run 1 ends 96h0m0s after its start: more than"},
+		// A hundred floods of two hours appended: past a week together, their lines allow it.
+		{"a hundred runs of two hours", strings.Repeat(run(0)+end(0, 2*time.Hour), 100), ""},
 		// An end before the start.
 		{"ends before it starts", run(0) + end(0, -time.Second), "ends 1s before its start"},
 	} {
