@@ -49,6 +49,8 @@ func TestServeRejectsBadInputNamingTheFlag(t *testing.T) {
 		{"https not host:port", []string{"serve", "--https", "nonsense", "--state", state}, nil, 2, "--https"},
 		{"dns without a port", []string{"serve", "--dns", "127.0.0.1:", "--state", state}, nil, 2, "--dns"},
 		{"dns upstream not an IP", []string{"serve", "--dns-upstream", "resolver.example", "--state", state}, nil, 2, "--dns-upstream"},
+		// a port past 65535: said as the flag's, not later as the DNS's configuration
+		{"dns upstream port out of range", []string{"serve", "--dns-upstream", "192.0.2.1:99999", "--state", state}, nil, 2, `--dns-upstream "192.0.2.1:99999": the port is not a number from 1 to 65535`},
 		{"dns forward-for not a network", []string{"serve", "--dns-forward-for", "203.0.113.0/33", "--state", state}, nil, 2, `--dns-forward-for "203.0.113.0/33": want a network`},
 		{"bad log level", []string{"serve", "--log-level", "loud", "--state", state}, nil, 2, "--log-level"},
 		{"bad env value names variable and flag", []string{"serve", "--state", state}, map[string]string{"CROWD_ORIGINS": "lots"}, 2, `CROWD_ORIGINS: invalid argument "lots" for --origins: want a whole number, as in --origins=20`},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,9 +154,12 @@ func (f *serveFlags) pastureConfig() (pasture.Config, error) {
 		if _, _, err := net.SplitHostPort(u); err != nil {
 			u = net.JoinHostPort(u, "53")
 		}
-		host, _, _ := net.SplitHostPort(u)
+		host, port, _ := net.SplitHostPort(u)
 		if net.ParseIP(host) == nil {
 			return cfg, usage(fmt.Errorf("--dns-upstream %q is not IP[:port]", u))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return cfg, usage(fmt.Errorf("--dns-upstream %q: the port is not a number from 1 to 65535", u))
 		}
 		cfg.DNSUpstreams = append(cfg.DNSUpstreams, u)
 	}
