@@ -24,6 +24,9 @@ func TestParseAcct(t *testing.T) {
 		{"alice@sut.test/x", "", "", false},                // a path is no host
 		{"al ice@sut.test", "", "", false},                 // a space in the name
 		{"https://sut.test/users/alice", "", "", false},    // a URL
+		{"alice@127.0.0.1:8443", "", "", false},            // a port: servers federate on 443
+		{"alice@[::1]:3000", "", "", false},                // an IPv6 literal's port too
+		{"alice@[::1]", "alice", "[::1]", true},            // a bracketed IPv6 literal, no port
 	} {
 		user, host, err := ParseAcct(c.in)
 		if c.ok != (err == nil) || user != c.user || host != c.host {
