@@ -81,7 +81,10 @@ func StartCrowd(ctx context.Context, cfg CrowdConfig) (*Crowd, error) {
 	// saying so). Warned of, not refused: the compose recipe adds the route
 	// from a one-shot container once the crowd's has started.
 	if plan != nil {
-		if err := plan.CheckLocal(wcfg.Shard.I); err != nil {
+		switch err := plan.CheckLocal(wcfg.Shard.I); {
+		case errors.Is(err, originaddr.ErrUncheckable):
+			cfg.Logger.Warn("the origins' addresses cannot be checked here", zap.Error(err))
+		case err != nil:
 			cfg.Logger.Warn("the origins' addresses are not local yet: their sends fail until the route is added", zap.Error(err))
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 )
 
 // ErrNotLocal is wrapped when an origin's own address cannot be bound on
@@ -28,46 +30,69 @@ func notLocal(local netip.Addr, err error) error {
 		ErrNotLocal, local, routeHint("<the --advertise range>"), err)
 }
 
-// CheckLocal binds (port 0, closed at once) the first and the last address
-// of each family of shard i's slice (Slice), the addresses its origins
-// send from, and returns an error wrapping ErrNotLocal, naming --advertise,
-// the address and the route that makes the range local, when one cannot be
-// bound; nil for a Plan whose origins share their addresses (nothing binds
-// a shared one: it may be a NAT's). The addresses between are taken to be
-// as local as the ends: a local route covers a block, and the ends are
-// where a route too narrow shows.
+// ErrUncheckable is wrapped by CheckLocal's error when the kernel lets any
+// address be bound (net.ipv4.ip_nonlocal_bind or its IPv6 twin is 1, as on
+// many keepalived and Kubernetes nodes): a bind then proves nothing, and a
+// send from an address not routed here times out instead of failing.
+var ErrUncheckable = errors.New("the origins' addresses cannot be checked")
+
+// CheckLocal binds (port 0, closed at once) the addresses of shard i's
+// slice (Slice) that its origins send from, the first and the last of each
+// prefix of the range the slice crosses (a local route covers a block, and
+// the ends are where a route too narrow shows), and returns an error
+// wrapping ErrNotLocal, naming --advertise, the address and the route that
+// makes its block local, when one cannot be bound; nil for a Plan whose
+// origins share their addresses (nothing binds a shared one: it may be a
+// NAT's). Where the kernel binds any address (NonlocalBind), the error
+// wraps ErrUncheckable.
 func (p *Plan) CheckLocal(i int) error {
 	if !p.PerOrigin() || i < 0 || i >= p.shards || i >= p.origins {
 		return nil
 	}
-	last := i + 1 + (p.origins-i-1)/p.shards*p.shards // the shard's last origin (as Slice)
+	if sysctl := NonlocalBind(); sysctl != "" {
+		return fmt.Errorf("%w: %s is 1, so this machine binds any address: make sure the --advertise range %s is routed to it (ip route show table local)",
+			ErrUncheckable, sysctl, p.rng.spec)
+	}
+	shards := uint64(p.shards)
+	n := uint64((p.origins-i-1)/p.shards + 1) // the shard's origins
 	for _, f := range []family{p.v4, p.v6} {
 		if f.count <= 1 {
 			continue // none, or one shared by every origin: maybe a NAT's
 		}
-		for _, k := range []int{i + 1, last} {
-			a, ok := p.addrOf(f, k)
-			if !ok {
-				continue
+		// Shard i's origins hold the addresses lo … hi of the family, in order (addrOf).
+		lo := uint64(i) * (f.count / shards)
+		hi := lo + n - 1
+		base := uint64(0)
+		for _, pf := range f.seq {
+			end := base + prefixSize(pf) - 1
+			if base > hi {
+				break
 			}
-			l, err := net.Listen("tcp", net.JoinHostPort(a.String(), "0"))
-			if err != nil {
-				return fmt.Errorf("%w: --advertise %s: this machine cannot bind %s, origin %d's own address, from which its sends leave (%v): %s",
-					ErrNotLocal, p.rng.spec, a, k, err, routeHint(p.routeOf(f, a)))
+			if end >= lo {
+				for _, j := range []uint64{max(base, lo), min(end, hi)} {
+					a, k := f.at(j), i+1+int(j-lo)*p.shards
+					l, err := net.Listen("tcp", net.JoinHostPort(a.String(), "0"))
+					if err != nil {
+						return fmt.Errorf("%w: --advertise %s: this machine cannot bind %s, origin %d's own address, from which its sends leave (%v): %s",
+							ErrNotLocal, p.rng.spec, a, k, err, routeHint(pf.String()))
+					}
+					l.Close()
+				}
 			}
-			l.Close()
+			base = end + 1
 		}
 	}
 	return nil
 }
 
-// routeOf is the prefix of f's range that holds a, for the route command
-// (a single address as a host prefix).
-func (p *Plan) routeOf(f family, a netip.Addr) string {
-	for _, pf := range f.seq {
-		if pf.Contains(a) {
-			return pf.String()
+// NonlocalBind names the sysctl that lets this machine bind any address
+// when one is on, "" when neither is (or where there are none to read).
+func NonlocalBind() string {
+	for _, name := range []string{"net.ipv4.ip_nonlocal_bind", "net.ipv6.ip_nonlocal_bind"} {
+		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+		if err == nil && strings.TrimSpace(string(b)) == "1" {
+			return name
 		}
 	}
-	return a.String()
+	return ""
 }
