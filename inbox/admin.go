@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/dialguard"
 	"github.com/crowdfed/crowd/signing"
 )
@@ -379,9 +380,9 @@ func (in *Inbox) resolveTarget(ctx context.Context, g *dialguard.Guard, from *ac
 	if strings.Contains(to, "://") {
 		t.id = to
 	} else {
-		user, host, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(to, "acct:"), "@"), "@")
-		if !ok || user == "" || host == "" {
-			return t, fmt.Errorf("%w: to %q is neither acct:name@host nor an actor URL", ErrBadRequest, to)
+		user, host, err := apclient.ParseAcct(to)
+		if err != nil {
+			return t, fmt.Errorf("%w: to %q is neither an account nor an actor URL: %v", ErrBadRequest, to, err)
 		}
 		if err := in.checkHost(ctx, g, "https://"+host+"/"); err != nil {
 			return t, err

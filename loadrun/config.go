@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
@@ -413,11 +414,11 @@ func (c Config) start() (*plan, error) {
 func (c Config) personas() ([]string, error) {
 	var accts []string
 	for _, a := range c.Persona {
-		l, err := traffic.ParsePersonaList(strings.NewReader(a))
-		if err != nil || len(l) != 1 {
-			return nil, fmt.Errorf("--persona %q: want acct:name@host", a)
+		user, host, err := apclient.ParseAcct(a)
+		if err != nil {
+			return nil, fmt.Errorf("--persona %q: want acct:name@host: %v", a, err)
 		}
-		accts = append(accts, l...)
+		accts = append(accts, user+"@"+host)
 	}
 	switch {
 	case c.Personas != "":
