@@ -69,13 +69,20 @@ func bindEnv(cmd *cobra.Command) error {
 	return err
 }
 
+// fromScenario is the annotation scenarioFlags.apply puts on a flag it
+// set from --scenario (see onCommandLine).
+const fromScenario = "crowd-from-scenario"
+
 // onCommandLine reports whether the command line itself set flag name:
-// Changed, as a flag bindEnv filled is too, and not from the environment.
-// A variable the image sets for every command (CROWD_STATE, and compose's
-// CROWD_ADMIN) is no choice made for this one command.
+// Changed, as a flag bindEnv or a scenario filled is too, and neither from
+// the environment nor from --scenario. A variable the image sets for every
+// command (CROWD_STATE, and compose's CROWD_ADMIN) is no choice made for
+// this one command, and a preset's setting (the forgery preset's
+// --tamper-share, left when --tamper= takes its forgeries away) no mistake
+// of the user's.
 func onCommandLine(cmd *cobra.Command, name string) bool {
 	f := cmd.Flags().Lookup(name)
-	return f != nil && f.Changed && f.Annotations[fromEnv] == nil
+	return f != nil && f.Changed && f.Annotations[fromEnv] == nil && f.Annotations[fromScenario] == nil
 }
 
 // globalOptions are the flags every command shares.

@@ -207,6 +207,20 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	if onCommandLine(cmd, "forgery-settle") && f.scn.tamper == "" {
 		errs = append(errs, errors.New("--forgery-settle is the wait before the forgeries' effects are looked for: give --tamper (or a scenario that forges) too"))
 	}
+	if onCommandLine(cmd, "step") && !c.Ramp && len(c.Rates) <= 1 {
+		errs = append(errs, errors.New("--step is each ladder rung's length: give a ladder (--rate=a,b,c or --ramp), or --seconds for one rate"))
+	}
+	for _, o := range []struct {
+		flag, kind string
+		weight     float64
+	}{{"media-count", "media", c.Mix.Media}, {"media-size", "media", c.Mix.Media}, {"reply-depth", "reply", c.Mix.Reply}} {
+		if onCommandLine(cmd, o.flag) && o.weight == 0 {
+			errs = append(errs, fmt.Errorf("--%s shapes the %s sends: give %s in --mix (or a scenario whose mix has it) too", o.flag, o.kind, o.kind))
+		}
+	}
+	if onCommandLine(cmd, "fetchback-grace") && c.Fetchback.Off {
+		errs = append(errs, errors.New("--fetchback-grace is how long the fetch-back count goes on: it needs --fetchback"))
+	}
 	if c.Standalone {
 		// --state and --admin name the running serve's elsewhere, and
 		// the image's environment sets them for every command: only the

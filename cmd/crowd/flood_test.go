@@ -190,9 +190,16 @@ func TestFloodExitCodes(t *testing.T) {
 		{"more shards than origins", []string{"--shard", "2/3", "--seconds", "1", "--rate", "5"}, 2, "--shard 2/3: shard 2 of 3 holds no origin of the 2 (--origins)"},
 		// A share of forgeries with nothing to forge would do nothing.
 		{"tamper-share without tamper", []string{"--tamper-share", "0.2"}, 2, "give --tamper too"},
+		// A preset's share is no mistake of the user's when --tamper= takes its forgeries away.
+		{"a preset's tamper-share, its forgeries taken away", []string{"--scenario", "forgery", "--tamper=", "--seconds", "1", "--rate", "5", "--expect", "errors<50%"}, 0, ""},
 		// So would a settle with no forgery to look for, and a linger of metrics never served.
 		{"forgery-settle without tamper", []string{"--forgery-settle", "-1s"}, 2, "--forgery-settle is the wait"},
 		{"metrics-linger without metrics-addr", []string{"--metrics-linger", "15s"}, 2, "give --metrics-addr too"},
+		// A rung's length with no ladder, the media's shape with no media sent, a thread's depth with no reply, a grace with no count.
+		{"step without a ladder", []string{"--rate", "20", "--step", "1s"}, 2, "--step is each ladder rung's length"},
+		{"media-count without media", []string{"--media-count", "3"}, 2, "--media-count shapes the media sends: give media in --mix"},
+		{"reply-depth without reply", []string{"--mix", "create=1", "--reply-depth", "3"}, 2, "--reply-depth shapes the reply sends"},
+		{"fetchback-grace without fetchback", []string{"--fetchback=false", "--fetchback-grace", "1s"}, 2, "--fetchback-grace is how long"},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"a nice value that is a word", []string{"--signer-nice", "low"}, 2, "--signer-nice"},
 		// The signers lowered as asked, and following a normal-priority

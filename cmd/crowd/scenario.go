@@ -99,6 +99,10 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			return "", false, usage(fmt.Errorf("%s: %v", where, valueError(f, st.Value, err)))
 		}
 		set[st.Key] = true
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[fromScenario] = []string{sc.Name}
 	}
 	return sc.Name, false, nil
 }
