@@ -53,7 +53,11 @@ func main() {
 // error, a command's own (exitCode), 130 for an error that is ctx's end
 // (SIGINT, SIGTERM), 1 for any other.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if err := helpOfNoCommand(args); err != nil {
+	err := helpOfNoCommand(args)
+	if err == nil {
+		err = unknownSubcommand(args)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "crowd:", err)
 		return 2
 	}
@@ -61,7 +65,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

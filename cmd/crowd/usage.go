@@ -179,5 +179,24 @@ func helpOfNoCommand(args []string) error {
 	return subcommandArgs(cmd, cmd.Flags().Args())
 }
 
+// unknownSubcommand is subcommandArgs's error for args whose first word
+// after a group of commands (the root, crowd keys, …) is no command of it,
+// where flags follow: cobra parses the flags first and blames the first
+// one the group lacks ("crowd flod --rate=20": "unknown flag: --rate"),
+// not the word. nil otherwise; cobra's own message stands.
+func unknownSubcommand(args []string) error {
+	root := newRoot()
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	cmd, rest, err := root.Find(args)
+	if err != nil || !cmd.HasSubCommands() || len(rest) < 2 || strings.HasPrefix(rest[0], "-") {
+		return nil
+	}
+	if !slices.ContainsFunc(rest[1:], func(a string) bool { return strings.HasPrefix(a, "-") }) {
+		return nil // no flag to be blamed: cobra names the word itself
+	}
+	return subcommandArgs(cmd, rest[:1])
+}
+
 // showHelp is the RunE of a command that only groups subcommands.
 func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }

@@ -25,30 +25,32 @@ func TestUsageMistakesExit2(t *testing.T) {
 		args []string
 		say  string // the message names this
 	}{
-		{[]string{"serve", "extra"}, `"extra"`},                        // serve takes no argument
-		{[]string{"flood", "acct:x@y"}, "--personas"},                  // a persona as an argument: the flag it meant
-		{[]string{"run", "extra"}, `"extra"`},                          // run takes no argument
-		{[]string{"ca", "issue"}, "NAME"},                              // ca issue needs a name
-		{[]string{"ca", "isue", "sut.test"}, "did you mean issue"},     // a subcommand typo
-		{[]string{"version", "extra"}, `"extra"`},                      // version takes no argument
-		{[]string{"verison"}, "did you mean version"},                  // a command typo
-		{[]string{"scenario", "--help"}, `unknown command "scenario"`}, // --help after no command: refused, not the top-level help
-		{[]string{"ca", "isue", "-h"}, "did you mean issue"},           // nor of no subcommand
-		{[]string{"tail", "alice"}, `"alice"`},                         // tail filters with flags
-		{[]string{"send", "alice@flood1.test"}, `"alice@flood1.test"`}, // send names with flags
-		{[]string{"lookup"}, "one actor"},                              // lookup needs the actor
-		{[]string{"lookup", "a@b", "c@d"}, "got 2 arguments"},          // and only one
-		{[]string{"merge"}, "RECORD.json"},                             // merge needs records
-		{[]string{"report", "a.json", "b.json"}, "got 2 arguments"},    // report takes one
-		{[]string{"report", "a.json", "--run", "-5"}, "--run -5"},      // a run's number is 0 or more
-		{[]string{"compare", "a.json"}, "BASE.json HEAD.json"},         // compare takes two
-		{[]string{"flood", "--rate", "abc"}, "--rate"},                 // a bad value
-		{[]string{"flood", "--rat", "100"}, "--rat"},                   // a flag typo
-		{[]string{"serve", "--origins", "many"}, "--origins"},          // not a number
-		{[]string{"send", "--from"}, "--from"},                         // a flag without its value
-		{[]string{"tail", "--direction", "sideways"}, "--direction"},   // a value out of its set
-		{[]string{"--log-level", "loud", "version"}, "--log-level"},    // a global flag's value, checked where it is used
-		{[]string{"ca", "issue", "--out"}, "--out"},                    // a subcommand's flag without its value
+		{[]string{"serve", "extra"}, `"extra"`},                            // serve takes no argument
+		{[]string{"flood", "acct:x@y"}, "--personas"},                      // a persona as an argument: the flag it meant
+		{[]string{"run", "extra"}, `"extra"`},                              // run takes no argument
+		{[]string{"ca", "issue"}, "NAME"},                                  // ca issue needs a name
+		{[]string{"ca", "isue", "sut.test"}, "did you mean issue"},         // a subcommand typo
+		{[]string{"version", "extra"}, `"extra"`},                          // version takes no argument
+		{[]string{"verison"}, "did you mean version"},                      // a command typo
+		{[]string{"flod", "--rate=20"}, "did you mean flood"},              // a command typo with flags: the word is named, not a flag
+		{[]string{"keys", "rotat", "--state", "x"}, "did you mean rotate"}, // a subcommand typo with flags
+		{[]string{"scenario", "--help"}, `unknown command "scenario"`},     // --help after no command: refused, not the top-level help
+		{[]string{"ca", "isue", "-h"}, "did you mean issue"},               // nor of no subcommand
+		{[]string{"tail", "alice"}, `"alice"`},                             // tail filters with flags
+		{[]string{"send", "alice@flood1.test"}, `"alice@flood1.test"`},     // send names with flags
+		{[]string{"lookup"}, "one actor"},                                  // lookup needs the actor
+		{[]string{"lookup", "a@b", "c@d"}, "got 2 arguments"},              // and only one
+		{[]string{"merge"}, "RECORD.json"},                                 // merge needs records
+		{[]string{"report", "a.json", "b.json"}, "got 2 arguments"},        // report takes one
+		{[]string{"report", "a.json", "--run", "-5"}, "--run -5"},          // a run's number is 0 or more
+		{[]string{"compare", "a.json"}, "BASE.json HEAD.json"},             // compare takes two
+		{[]string{"flood", "--rate", "abc"}, "--rate"},                     // a bad value
+		{[]string{"flood", "--rat", "100"}, "--rat"},                       // a flag typo
+		{[]string{"serve", "--origins", "many"}, "--origins"},              // not a number
+		{[]string{"send", "--from"}, "--from"},                             // a flag without its value
+		{[]string{"tail", "--direction", "sideways"}, "--direction"},       // a value out of its set
+		{[]string{"--log-level", "loud", "version"}, "--log-level"},        // a global flag's value, checked where it is used
+		{[]string{"ca", "issue", "--out"}, "--out"},                        // a subcommand's flag without its value
 		{[]string{"report", "--format", "pdf", "x.json"}, "--format"},
 		{[]string{"run", "--count", "0"}, "--count"},                       // no personas
 		{[]string{"run", "--personas", "2", "--count", "3"}, "--personas"}, // the deprecated count and the count
