@@ -243,8 +243,8 @@ func (c Config) plan() (*plan, []error) {
 	try(err)
 	c.checkScenario(p, bad)
 	c.checkWeather(p, bad)
-	checkGateNames("--expect", c.Expect, bad)
-	checkGateNames("--stop-when", c.StopWhen, bad)
+	checkGateNames("--expect", c.Expect, p, bad)
+	checkGateNames("--stop-when", c.StopWhen, p, bad)
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {
@@ -265,9 +265,10 @@ func (c Config) plan() (*plan, []error) {
 }
 
 // checkGateNames refuses a gate whose type or tamper kind no run has (a
-// misspelt 'Bogus.errors<1%', 'nokind.forged_accepted=0'): it would run
+// misspelt 'Bogus.errors<1%', 'nokind.forged_accepted=0'), or that p's run
+// cannot have ('Announce.p95<1s' with no announce in the mix): it would run
 // the whole flood and only then be missed for want of data.
-func checkGateNames(flag string, gates []record.Gate, bad func(string, ...any)) {
+func checkGateNames(flag string, gates []record.Gate, p *plan, bad func(string, ...any)) {
 	for _, g := range gates {
 		if g.Type == "" {
 			continue
@@ -289,6 +290,21 @@ func checkGateNames(flag string, gates []record.Gate, bad func(string, ...any)) 
 		}
 		if !slices.ContainsFunc(kinds, func(k string) bool { return strings.EqualFold(k, g.Type) }) {
 			bad("%s %q: %q is no activity type of a run (%s)", flag, g.Expr, g.Type, strings.Join(kinds, ", "))
+			continue
+		}
+		// This run's: its mix's kinds, Create (where Likes and Follows
+		// with no pair left are diverted) and Forged with forgeries.
+		ran := []string{string(record.TypeCreate)}
+		for _, k := range p.mix.Weights() {
+			if k.Weight > 0 && k.Kind != record.TypeCreate {
+				ran = append(ran, string(k.Kind))
+			}
+		}
+		if p.scenario != nil && p.scenario.draws != nil && len(p.scenario.draws.Tamper) > 0 {
+			ran = append(ran, string(record.TypeForged))
+		}
+		if !slices.ContainsFunc(ran, func(k string) bool { return strings.EqualFold(k, g.Type) }) {
+			bad("%s %q: this run sends no %s (it sends %s: see --mix, --tamper)", flag, g.Expr, g.Type, strings.Join(ran, ", "))
 		}
 	}
 }

@@ -110,8 +110,16 @@ func TestValidateRules(t *testing.T) {
 		{"personas file", func(c *Config) { c.PersonasFile = "/nonexistent/personas.txt" }, ""},
 		// A gate on a type no run has is refused before the run, not missed after it.
 		{"gate type", func(c *Config) { c.Expect = gates("Bogus.errors<1%") }, `--expect "Bogus.errors<1%": "Bogus" is no activity type of a run (Forged, Create, Like`},
-		// Types are matched as the record matches them, in any case; Forged is one.
-		{"gate types", func(c *Config) { c.Expect = gates("like.errors<1%", "Forged.errors==0", "Reply.p95<1s") }, ""},
+		// Types are matched as the record matches them, in any case; Forged is one with forgeries.
+		{"gate types", func(c *Config) {
+			c.Mix = record.Mix{Like: 1, Reply: 1}
+			c.Scenario = &ScenarioConfig{Tamper: "date", TamperShare: 0.5, ForgerySettle: time.Second}
+			c.Expect = gates("like.errors<1%", "Forged.errors==0", "Reply.p95<1s", "Create.p95<1s")
+		}, ""},
+		// A type this run's mix does not send: refused, saying what it sends.
+		{"gate type not in the mix", func(c *Config) { c.Expect = gates("Announce.p95<1s") }, `--expect "Announce.p95<1s": this run sends no Announce (it sends Create, Like, Follow`},
+		// Forged needs forgeries.
+		{"forged without tamper", func(c *Config) { c.Expect = gates("Forged.errors==0") }, "this run sends no Forged"},
 		// A tamper kind no forgery has, on --stop-when too.
 		{"gate tamper kind", func(c *Config) { c.Rates, c.StopWhen = []float64{10, 20}, gates("nokind.forged_accepted>0") }, `--stop-when "nokind.forged_accepted>0": "nokind" is no tamper kind (body, digest_unsigned`},
 		// A tamper kind as --tamper spells it.
