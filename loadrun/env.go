@@ -148,6 +148,15 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			world.Close()
 			return nil, usagef("--crowd-https %q is not ip:port", c.CrowdHTTPS)
 		}
+		// Every send of a self-flood goes there: a port where nothing
+		// listens would be a run of connection errors, exit 0 without gates.
+		d := net.Dialer{Timeout: 3 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", c.CrowdHTTPS)
+		if err != nil {
+			world.Close()
+			return nil, fmt.Errorf("--crowd-https %s: nothing answers there (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, err)
+		}
+		conn.Close()
 		for _, h := range world.Hosts() {
 			hosts[h] = c.CrowdHTTPS
 		}

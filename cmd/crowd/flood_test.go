@@ -428,6 +428,11 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 			t.Errorf("%q without --crowd-https: exit %d, stderr %q; want the hint", who, code, stderr)
 		}
 	}
+	// A --crowd-https where nothing listens: said before the run, not a run of connection errors.
+	if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", freeLoopback(t),
+		"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 1 || !strings.Contains(stderr, "nothing answers there") {
+		t.Errorf("--crowd-https where nothing listens: exit %d, stderr %q; want it said", code, stderr)
+	}
 	code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
 		"--seconds", "2", "--rate", "30", "--mix", "create=1,follow=1", "--out", out, "--log-level", "error")
 	if code != 0 {
