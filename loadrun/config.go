@@ -15,7 +15,6 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
-	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
@@ -430,11 +429,11 @@ func (c Config) start() (*plan, error) {
 func (c Config) personas() ([]string, error) {
 	var accts []string
 	for _, a := range c.Persona {
-		user, host, err := apclient.ParseAcct(a)
+		acct, err := traffic.ParsePersona(a)
 		if err != nil {
-			return nil, fmt.Errorf("--persona %q: want acct:name@host: %v", a, err)
+			return nil, fmt.Errorf("--persona: want acct:name@host: %v", err)
 		}
-		accts = append(accts, user+"@"+host)
+		accts = append(accts, acct)
 	}
 	switch {
 	case c.Personas != "":

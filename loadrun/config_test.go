@@ -93,9 +93,9 @@ func TestValidateRules(t *testing.T) {
 		// --count names how many of a pattern.
 		{"count alone", func(c *Config) { c.Count = 3 }, "--count needs --personas"},
 		// A persona is an account.
-		{"persona", func(c *Config) { c.Persona = []string{"not an account"} }, `--persona "not an account"`},
+		{"persona", func(c *Config) { c.Persona = []string{"not an account"} }, `--persona: want acct:name@host: "not an account"`},
 		// A persona with a port says why, as a pattern's or a file's does.
-		{"persona with a port", func(c *Config) { c.Persona = []string{"acct:load0@127.0.0.1:8443"} }, `--persona "acct:load0@127.0.0.1:8443": want acct:name@host: bad resource: "load0@127.0.0.1:8443" names a port (8443)`},
+		{"persona with a port", func(c *Config) { c.Persona = []string{"acct:load0@127.0.0.1:8443"} }, `--persona: want acct:name@host: "acct:load0@127.0.0.1:8443": bad resource: "load0@127.0.0.1:8443" names a port (8443)`},
 		// A pattern has its %d.
 		{"pattern", func(c *Config) { c.Personas, c.Count = "load@sut.test", 2 }, "--personas needs exactly one %d"},
 		// crowd run floods at one rate.

@@ -109,6 +109,17 @@ func ExpandPersonas(pattern string, count int) ([]string, error) {
 	return out, nil
 }
 
+// ParsePersona reads one account (acct:name@host, name@host or
+// @name@host) as name@host; the error, a *UsageError, says why it is
+// none (apclient.ParseAcct's reason: no host, a port, …).
+func ParsePersona(s string) (string, error) {
+	user, host, err := apclient.ParseAcct(s)
+	if err != nil {
+		return "", usage(s, "%v", err)
+	}
+	return user + "@" + host, nil
+}
+
 // ParsePersonaList reads a --personas-file: one account per line
 // (acct:name@host, name@host or @name@host); blank lines and lines
 // starting with # are skipped, as is anything after whitespace on a line.
