@@ -185,6 +185,9 @@ func helpOfNoCommand(args []string) error {
 // one the group lacks ("crowd flod --rate=20": "unknown flag: --rate"),
 // not the word. nil otherwise; cobra's own message stands.
 func unknownSubcommand(args []string) error {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return nil // shell completion's hidden command, which cobra adds as it executes
+	}
 	root := newRoot()
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd(args...)

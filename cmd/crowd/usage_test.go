@@ -64,6 +64,17 @@ func TestUsageMistakesExit2(t *testing.T) {
 	}
 }
 
+// TestCompletionWithFlags: shell completion asks through a hidden command
+// cobra adds as it runs; a line with flags on it is completed, not refused
+// as an unknown command.
+func TestCompletionWithFlags(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, "__complete", "flood", "--ra")
+	if code != 0 || !strings.Contains(stdout, "--rate") {
+		t.Errorf("crowd __complete flood --ra: exit %d, stdout %q, stderr %q; want --rate offered", code, stdout, stderr)
+	}
+}
+
 // TestHelpOfACommandExits0: --help (or -h) of a command, a group, or the
 // commands cobra adds itself (help, completion) prints help and exits 0;
 // only help after a word that is no command is refused
