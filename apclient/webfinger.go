@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 )
@@ -46,12 +45,6 @@ func ParseAcct(s string) (user, host string, err error) {
 	user, host, ok := strings.Cut(s, "@")
 	if !ok || user == "" || host == "" || strings.ContainsAny(host, "@/?# ") || strings.ContainsAny(user, "/?# ") {
 		return "", "", fmt.Errorf("%w: %q is not of the form name@host", ErrBadAcct, s)
-	}
-	if name, port, err := net.SplitHostPort(host); err == nil {
-		// A development server's handle (alice@localhost:3000): servers
-		// federate at https://HOST on port 443, and so does the crowd.
-		return "", "", fmt.Errorf("%w: %q names a port (%s): the fediverse reaches an account's server at https://%s on port 443; point that name at the server instead (its DNS, /etc/hosts, or --dns-record on the crowd)",
-			ErrBadAcct, s, port, name)
 	}
 	return user, strings.ToLower(host), nil
 }

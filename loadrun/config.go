@@ -291,16 +291,25 @@ func checkGateNames(flag string, gates []record.Gate, p *plan, bad func(string, 
 			bad("%s %q: %q is no activity type of a run (%s)", flag, g.Expr, g.Type, strings.Join(kinds, ", "))
 			continue
 		}
-		// This run's: its mix's kinds, Create (where Likes and Follows
-		// with no pair left are diverted) and Forged with forgeries.
+		// This run's: its mix's kinds, Create (where reactions and Follows
+		// with no pair left are diverted), Announce with undo (an Undo with
+		// nothing to undo yet is one) and Forged with forgeries.
 		ran := []string{string(record.TypeCreate)}
-		for _, k := range p.mix.Weights() {
-			if k.Weight > 0 && k.Kind != record.TypeCreate {
-				ran = append(ran, string(k.Kind))
+		add := func(k record.ActivityKind) {
+			if !slices.Contains(ran, string(k)) {
+				ran = append(ran, string(k))
 			}
 		}
-		if p.scenario != nil && p.scenario.draws != nil && len(p.scenario.draws.Tamper) > 0 {
-			ran = append(ran, string(record.TypeForged))
+		for _, k := range p.mix.Weights() {
+			if k.Weight > 0 {
+				add(k.Kind)
+			}
+		}
+		if p.mix.Undo > 0 {
+			add(record.TypeAnnounce)
+		}
+		if p.forging() {
+			add(record.TypeForged)
 		}
 		if !slices.ContainsFunc(ran, func(k string) bool { return strings.EqualFold(k, g.Type) }) {
 			bad("%s %q: this run sends no %s (it sends %s: see --mix, --tamper)", flag, g.Expr, g.Type, strings.Join(ran, ", "))

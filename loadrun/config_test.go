@@ -95,7 +95,7 @@ func TestValidateRules(t *testing.T) {
 		// A persona is an account.
 		{"persona", func(c *Config) { c.Persona = []string{"not an account"} }, `--persona: want acct:name@host: "not an account"`},
 		// A persona with a port says why, as a pattern's or a file's does.
-		{"persona with a port", func(c *Config) { c.Persona = []string{"acct:load0@127.0.0.1:8443"} }, `--persona: want acct:name@host: "acct:load0@127.0.0.1:8443": bad resource: "load0@127.0.0.1:8443" names a port (8443)`},
+		{"persona with a port", func(c *Config) { c.Persona = []string{"acct:load0@127.0.0.1:8443"} }, `--persona: want acct:name@host: "acct:load0@127.0.0.1:8443": "acct:load0@127.0.0.1:8443" names a port (8443): the flood reaches a persona's server`},
 		// A pattern has its %d.
 		{"pattern", func(c *Config) { c.Personas, c.Count = "load@sut.test", 2 }, "--personas needs exactly one %d"},
 		// crowd run floods at one rate.
@@ -118,6 +118,8 @@ func TestValidateRules(t *testing.T) {
 		}, ""},
 		// A type this run's mix does not send: refused, saying what it sends.
 		{"gate type not in the mix", func(c *Config) { c.Expect = gates("Announce.p95<1s") }, `--expect "Announce.p95<1s": this run sends no Announce (it sends Create, Like, Follow`},
+		// An Undo with nothing to undo yet is sent as an Announce: a run with undo sends Announces.
+		{"announce from undo", func(c *Config) { c.Mix = record.Mix{Create: 1, Undo: 1}; c.Expect = gates("Announce.p95<1s") }, ""},
 		// Forged needs forgeries.
 		{"forged without tamper", func(c *Config) { c.Expect = gates("Forged.errors==0") }, "this run sends no Forged"},
 		// A tamper kind no forgery has, on --stop-when too.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,7 +103,7 @@ func ExpandPersonas(pattern string, count int) ([]string, error) {
 	out := make([]string, count)
 	for i := range out {
 		out[i] = fmt.Sprintf(pattern, i)
-		if _, _, err := apclient.ParseAcct(out[i]); err != nil {
+		if _, err := personaAcct(out[i]); err != nil {
 			return nil, usage(pattern, "%v", err)
 		}
 	}
@@ -111,11 +112,29 @@ func ExpandPersonas(pattern string, count int) ([]string, error) {
 
 // ParsePersona reads one account (acct:name@host, name@host or
 // @name@host) as name@host; the error, a *UsageError, says why it is
-// none (apclient.ParseAcct's reason: no host, a port, …).
+// none (no host, a port, …).
 func ParsePersona(s string) (string, error) {
-	user, host, err := apclient.ParseAcct(s)
+	acct, err := personaAcct(s)
 	if err != nil {
 		return "", usage(s, "%v", err)
+	}
+	return acct, nil
+}
+
+// personaAcct is s as name@host, or why it is no persona: not an account
+// (apclient.ParseAcct), or one whose host names a port. The flood reaches
+// a persona's server as servers federate, at https://HOST on port 443,
+// and resolves HOST for it (a lookup or a send by hand keeps the port).
+func personaAcct(s string) (string, error) {
+	user, host, err := apclient.ParseAcct(s)
+	if err != nil {
+		return "", err
+	}
+	if name, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" {
+			return "", fmt.Errorf("%q ends its host with ':' and no port", s)
+		}
+		return "", fmt.Errorf("%q names a port (%s): the flood reaches a persona's server as servers federate, at https://%s on port 443: serve the SUT there (or a proxy to it), and point the name at it", s, port, name)
 	}
 	return user + "@" + host, nil
 }
@@ -137,11 +156,11 @@ func ParsePersonaList(r io.Reader) ([]string, error) {
 		if f := strings.Fields(line); len(f) > 0 {
 			line = f[0]
 		}
-		user, host, err := apclient.ParseAcct(line)
+		acct, err := personaAcct(line)
 		if err != nil {
 			return nil, usage(line, "line %d: %v", n, err)
 		}
-		out = append(out, user+"@"+host)
+		out = append(out, acct)
 		if len(out) > maxPersonas {
 			return nil, usage(line, "more than %d personas", maxPersonas)
 		}

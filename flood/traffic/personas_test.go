@@ -378,11 +378,12 @@ func TestExpandPersonas(t *testing.T) {
 	}{
 		{"load%d@sut.test", 3, []string{"load0@sut.test", "load1@sut.test", "load2@sut.test"}}, // 0-based, as the audience set-up
 		{"acct:p%d@sut.test", 1, []string{"p0@sut.test"}},                                      // acct: prefix is fine
-		{"load@sut.test", 3, nil},     // no %d
-		{"load%d%d@sut.test", 3, nil}, // two %d
-		{"load%s@sut.test", 3, nil},   // another verb
-		{"load%d@sut.test", 0, nil},   // no count
-		{"load%d", 2, nil},            // no host
+		{"load@sut.test", 3, nil},        // no %d
+		{"load%d%d@sut.test", 3, nil},    // two %d
+		{"load%s@sut.test", 3, nil},      // another verb
+		{"load%d@sut.test", 0, nil},      // no count
+		{"load%d", 2, nil},               // no host
+		{"load%d@sut.test:8443", 2, nil}, // a port: the flood reaches a persona's server on 443
 	} {
 		got, err := ExpandPersonas(c.pattern, c.count)
 		if c.want == nil {
@@ -413,6 +414,9 @@ func TestParsePersonaList(t *testing.T) {
 		{"a@sut.test\nnot-an-account\n", nil, false}, // a bad line
 		{"a@b@c\n", nil, false},                      // two @
 		{"https://sut.test/users/a\n", nil, false},   // a URL is not an account
+		{"a@127.0.0.1:8443\n", nil, false},           // a port: the flood reaches a persona's server on 443
+		{"a@sut.test:\n", nil, false},                // a host ending in ':' and no port
+		{"a@[::1]\n", []string{"a@[::1]"}, true},     // a bracketed IPv6 literal
 	} {
 		got, err := ParsePersonaList(strings.NewReader(c.in))
 		if (err == nil) != c.ok || !slices.Equal(got, c.want) {
