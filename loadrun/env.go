@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -148,19 +149,24 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			world.Close()
 			return nil, usagef("--crowd-https %q is not ip:port", c.CrowdHTTPS)
 		}
-		// Every send of a self-flood goes there: a port where nothing
-		// listens would be a run of connection errors, exit 0 without gates.
-		d := net.Dialer{Timeout: 3 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", c.CrowdHTTPS)
-		if err != nil {
-			world.Close()
-			return nil, fmt.Errorf("--crowd-https %s: nothing answers there (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, err)
-		}
-		conn.Close()
 		for _, h := range world.Hosts() {
 			hosts[h] = c.CrowdHTTPS
 		}
 		planHosts(world, plan, c.CrowdHTTPS, hosts)
+		// Every send of a self-flood goes there (to the first origin's own
+		// address, with one each): a port where nothing listens would be a
+		// run of connection errors, exit 0 without gates.
+		addr := cmp.Or(hosts[world.Origins[0].Host], c.CrowdHTTPS)
+		d := net.Dialer{Timeout: 3 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			world.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // interrupted: 130, not a refusal
+			}
+			return nil, fmt.Errorf("--crowd-https %s: nothing answers at %s (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, addr, err)
+		}
+		conn.Close()
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
 		zap.Int("actors", world.NumPersons()), zap.String("state", c.World.StateDir))

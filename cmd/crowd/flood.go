@@ -207,7 +207,11 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 	if onCommandLine(cmd, "forgery-settle") && f.scn.tamper == "" {
 		errs = append(errs, errors.New("--forgery-settle is the wait before the forgeries' effects are looked for: give --tamper (or a scenario that forges) too"))
 	}
-	if onCommandLine(cmd, "step") && !c.Ramp && len(c.Rates) <= 1 {
+	switch {
+	case !onCommandLine(cmd, "step") || c.Ramp || len(c.Rates) > 1:
+	case cmd.Name() == "run":
+		errs = append(errs, errors.New("--step is a ladder rung's length, and crowd run floods at one rate: give --seconds"))
+	default:
 		errs = append(errs, errors.New("--step is each ladder rung's length: give a ladder (--rate=a,b,c or --ramp), or --seconds for one rate"))
 	}
 	for _, o := range []struct {
@@ -284,7 +288,11 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 	} else {
 		for _, name := range []string{"state", "admin"} {
 			if cmd.Flags().Changed(name) && !onCommandLine(cmd, name) {
-				log.Info(envName(name) + " names a serve's --" + name + ": a standalone flood keeps its own unless its command line names one")
+				from := envName(name)
+				if f := cmd.Flags().Lookup(name); f.Annotations[fromScenario] != nil {
+					from = "the scenario's " + name
+				}
+				log.Info(from + " names a serve's --" + name + ": a standalone flood keeps its own unless its command line names one")
 			}
 		}
 	}

@@ -200,6 +200,9 @@ func TestFloodExitCodes(t *testing.T) {
 		{"media-count without media", []string{"--media-count", "3"}, 2, "--media-count shapes the media sends: give media in --mix"},
 		{"reply-depth without reply", []string{"--mix", "create=1", "--reply-depth", "3"}, 2, "--reply-depth shapes the reply sends"},
 		{"fetchback-grace without fetchback", []string{"--fetchback=false", "--fetchback-grace", "1s"}, 2, "--fetchback-grace is how long"},
+		// … and taken where the mix has what they shape, a scenario's mix included.
+		{"media-count with a media scenario", []string{"--scenario", "media", "--media-count", "2", "--seconds", "1", "--rate", "5", "--expect", "errors<50%"}, 0, ""},
+		{"reply-depth with a thread scenario", []string{"--scenario", "thread", "--reply-depth", "3", "--seconds", "1", "--rate", "5", "--expect", "errors<50%"}, 0, ""},
 		{"a nice value out of range", []string{"--signer-nice", "20"}, 2, "--signer-nice"},
 		{"a nice value that is a word", []string{"--signer-nice", "low"}, 2, "--signer-nice"},
 		// The signers lowered as asked, and following a normal-priority
@@ -430,7 +433,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	}
 	// A --crowd-https where nothing listens: said before the run, not a run of connection errors.
 	if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", freeLoopback(t),
-		"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 1 || !strings.Contains(stderr, "nothing answers there") {
+		"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 1 || !strings.Contains(stderr, "nothing answers at") {
 		t.Errorf("--crowd-https where nothing listens: exit %d, stderr %q; want it said", code, stderr)
 	}
 	code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
