@@ -5,6 +5,7 @@
 package originaddr
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -43,21 +44,26 @@ var ErrUncheckable = errors.New("the origins' addresses cannot be checked")
 // wrapping ErrNotLocal, naming --advertise, the address and the route that
 // makes its block local, when one cannot be bound; nil for a Plan whose
 // origins share their addresses (nothing binds a shared one: it may be a
-// NAT's). Where the kernel binds any address (NonlocalBind), the error
-// wraps ErrUncheckable.
-func (p *Plan) CheckLocal(i int) error {
+// NAT's). Where the kernel binds any address of a family (NonlocalBind)
+// and the range's blocks of it are not loopback, the error wraps
+// ErrUncheckable.
+func (p *Plan) CheckLocal(i int) error { return p.checkLocal(i, nonlocalBindOf) }
+
+// checkLocal is CheckLocal, asking nonlocal whether the kernel binds any
+// address of a family (the sysctl's name, "" when it does not).
+func (p *Plan) checkLocal(i int, nonlocal func(v6 bool) string) error {
 	if !p.PerOrigin() || i < 0 || i >= p.shards || i >= p.origins {
 		return nil
 	}
-	if sysctl := NonlocalBind(); sysctl != "" {
-		return fmt.Errorf("%w: %s is 1, so this machine binds any address: make sure the --advertise range %s is routed to it (ip route show table local)",
-			ErrUncheckable, sysctl, p.rng.spec)
-	}
 	shards := uint64(p.shards)
 	n := uint64((p.origins-i-1)/p.shards + 1) // the shard's origins
-	for _, f := range []family{p.v4, p.v6} {
+	for v6, f := range []family{p.v4, p.v6} {
 		if f.count <= 1 {
 			continue // none, or one shared by every origin: maybe a NAT's
+		}
+		if sysctl := nonlocal(v6 == 1); sysctl != "" && !f.loopback() {
+			return fmt.Errorf("%w: %s is 1, so this machine binds any address: make sure the --advertise range %s is routed to it (ip route show table local)",
+				ErrUncheckable, sysctl, p.rng.spec)
 		}
 		// Shard i's origins hold the addresses lo … hi of the family, in order (addrOf).
 		lo := uint64(i) * (f.count / shards)
@@ -85,14 +91,32 @@ func (p *Plan) CheckLocal(i int) error {
 	return nil
 }
 
-// NonlocalBind names the sysctl that lets this machine bind any address
-// when one is on, "" when neither is (or where there are none to read).
-func NonlocalBind() string {
-	for _, name := range []string{"net.ipv4.ip_nonlocal_bind", "net.ipv6.ip_nonlocal_bind"} {
-		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
-		if err == nil && strings.TrimSpace(string(b)) == "1" {
-			return name
-		}
+// NonlocalBind names a sysctl that lets this machine bind any address (of
+// IPv4 or IPv6) when one is on, "" when neither is (or where there are
+// none to read): a test that needs a bind to fail skips there.
+func NonlocalBind() string { return cmp.Or(nonlocalBindOf(false), nonlocalBindOf(true)) }
+
+// nonlocalBindOf names the sysctl that lets this machine bind any address
+// of the family (IPv6 when v6) when it is on, else "".
+func nonlocalBindOf(v6 bool) string {
+	name := "net.ipv4.ip_nonlocal_bind"
+	if v6 {
+		name = "net.ipv6.ip_nonlocal_bind"
+	}
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err == nil && strings.TrimSpace(string(b)) == "1" {
+		return name
 	}
 	return ""
+}
+
+// loopback reports whether every block of f is loopback (127.0.0.0/8,
+// ::1), local on any machine.
+func (f family) loopback() bool {
+	for _, pf := range f.seq {
+		if !pf.Addr().IsLoopback() || (pf.Addr().Is4() && pf.Bits() < 8) {
+			return false
+		}
+	}
+	return true
 }

@@ -75,6 +75,39 @@ func TestCheckLocal(t *testing.T) {
 	}
 }
 
+// TestCheckLocalWhereAnyAddressBinds: where the kernel binds any address of
+// a family (ip_nonlocal_bind), a bind proves nothing: a range of that
+// family is said to be unchecked, unless it is loopback (local anyway);
+// the other family is checked as ever.
+func TestCheckLocalWhereAnyAddressBinds(t *testing.T) {
+	v4on := func(v6 bool) string {
+		if v6 {
+			return ""
+		}
+		return "net.ipv4.ip_nonlocal_bind"
+	}
+	for _, c := range []struct {
+		name        string
+		spec        string
+		uncheckable bool
+	}{
+		// The docs' block on such a machine: said unchecked, naming the sysctl.
+		{"a block on a nonlocal-bind machine", "10.251.0.0/16", true},
+		// Loopback is local anyway: checked by its binds, which hold.
+		{"loopback", "127.1.0.0/16", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := mustPlan(t, c.spec, 20, 0).checkLocal(0, v4on)
+			if got := errors.Is(err, ErrUncheckable); got != c.uncheckable || (!c.uncheckable && err != nil) {
+				t.Fatalf("checkLocal = %v, want uncheckable %v", err, c.uncheckable)
+			}
+			if c.uncheckable && !strings.Contains(err.Error(), "net.ipv4.ip_nonlocal_bind is 1") {
+				t.Errorf("checkLocal = %q, want the sysctl named", err)
+			}
+		})
+	}
+}
+
 // A send from an origin whose address is not local fails saying so (and
 // wrapping ErrNotLocal, which a flood tells from the SUT's refused
 // connections), over each kind of pool; the server hears nothing.
