@@ -275,12 +275,18 @@ type GateResult struct {
 	Limit  float64
 	Known  bool // the record has data to evaluate the metric on
 	Holds  bool // the expression is true (false when not Known)
+	// forgedApart says the count left the forged requests out (see
+	// counter), so String says so beside a table whose "all" row has them.
+	forgedApart bool
 }
 
 // String describes the result: "p95 = 123ms (want < 100ms): missed".
 func (r GateResult) String() string {
 	g := r.Gate
 	name := g.metricString()
+	if r.forgedApart {
+		name += " (forged requests apart)"
+	}
 	if !r.Known {
 		return fmt.Sprintf("%s: no data (want %s %s): missed", name, g.Op, g.valueString())
 	}
@@ -316,6 +322,8 @@ func (g Gate) Eval(r *Record) GateResult {
 	case kindCount:
 		var n, of int64
 		n, of, ok = g.counter(r)
+		_, forged := r.Types[string(TypeForged)]
+		res.forgedApart = forged && g.Type == "" && g.answerCount()
 		res.Actual, res.Limit = float64(n), g.Num
 		if g.Percent {
 			if of == 0 {

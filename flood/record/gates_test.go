@@ -140,8 +140,13 @@ func TestGatesOverAllTypesLeaveForgeriesOut(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.expr, err)
 		}
-		if res := g.Eval(r); !res.Known || res.Actual != tc.actual {
+		res := g.Eval(r)
+		if !res.Known || res.Actual != tc.actual {
 			t.Errorf("%s: %s, want the actual value %g", tc.expr, res, tc.actual)
+		}
+		// Beside a table whose "all" row counts the forgeries, the line says they were left out.
+		if apart := strings.Contains(res.String(), "(forged requests apart)"); apart != (tc.expr == "errors<5%" || tc.expr == "status4xx==0") {
+			t.Errorf("%s: %q says the forged requests apart %v", tc.expr, res, apart)
 		}
 	}
 }
