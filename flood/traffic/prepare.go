@@ -93,7 +93,7 @@ func prepareForged(signer *signing.Signer, d Draft) (*flood.Prepared, error) {
 	if f.Kind == signing.TamperBody {
 		body = remark(body, d.Forgery.Marker)
 	}
-	p := (&Ticket{Forgery: mark}).Attach(&flood.Prepared{Type: KindForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
+	p := (&Ticket{Forgery: mark}).Attach(&flood.Prepared{Type: record.TypeForged, Method: http.MethodPost, URL: d.URL, Header: req.Header, Body: body})
 	if req.Host != d.URL.Host {
 		p.Host = req.Host
 	}

@@ -22,10 +22,6 @@ import (
 	"github.com/crowdfed/crowd/signing"
 )
 
-// KindForged is the per-type breakdown key of every forged request
-// (record.TypeForged).
-const KindForged = record.TypeForged
-
 // Draws are what a scenario draws beyond the mix and --zipf
 // (GeneratorConfig.Draws). The zero value draws nothing more.
 type Draws struct {
@@ -352,7 +348,7 @@ func (f *Forgeries) Source(in flood.Source) flood.Source {
 		}
 		last := f.accepted[(f.next+len(f.accepted)-1)%len(f.accepted)]
 		replay := &Ticket{Forgery: &ForgeryMark{Kind: signing.TamperReplay, Activity: activityID(last.Body)}}
-		return replay.Attach(&flood.Prepared{Type: KindForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body}), nil
+		return replay.Attach(&flood.Prepared{Type: record.TypeForged, Method: last.Method, URL: last.URL, Host: last.Host, Header: last.Header, Body: last.Body}), nil
 	})
 }
 

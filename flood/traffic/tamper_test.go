@@ -208,7 +208,7 @@ func TestForgeryAgainstInboxes(t *testing.T) {
 			// A replay taken judges nothing: the gate over every kind fails
 			// on the other kinds only.
 			findings := slices.DeleteFunc(slices.Clone(tc.want), func(k string) bool { return k == string(signing.TamperReplay) })
-			if tl := rec.Types[string(KindForged)]; tl == nil || tl.Counts.Sent != rec.Security.Total().Sent {
+			if tl := rec.Types[string(record.TypeForged)]; tl == nil || tl.Counts.Sent != rec.Security.Total().Sent {
 				t.Fatalf("the Forged row %+v does not count the %d forgeries", tl, rec.Security.Total().Sent)
 			}
 			results, ok := record.CheckGates(rec, gate)

@@ -76,24 +76,11 @@ func Acquire(dir string) (*Lock, error) {
 	return &Lock{f: f}, nil
 }
 
-// ownerPID is the pid written in the lock file at path, 0 when there is
-// none.
-func ownerPID(path string) int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return 0
-	}
-	return pid
-}
-
 // owner describes the process named in the lock file at path.
 func owner(path string) string {
-	pid := ownerPID(path)
-	if pid == 0 {
+	data, err := os.ReadFile(path)
+	pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || perr != nil {
 		return "another process (its pid is not written yet)"
 	}
 	return fmt.Sprintf("another crowd process, pid %d", pid)
