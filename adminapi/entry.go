@@ -107,6 +107,28 @@ type Entry struct {
 	WeatherHeldMS float64 `json:"weather_held_ms,omitempty"`
 }
 
+// IsActivityType reports whether t is, in its canonical case, an activity
+// type of the ActivityStreams vocabulary or one of the extensions fediverse
+// servers send (EmojiReact). A log entry may carry any other type a sender
+// chose; this names the ones a reader should expect. It is a switch, not a
+// lookup in ActivityTypes, because the inbox asks it on every delivery.
+func IsActivityType(t string) bool {
+	switch t {
+	case "Create", "Update", "Delete", "Follow", "Undo", "Accept", "Reject", "Like", "Dislike", "Announce", "Add",
+		"Remove", "Block", "Flag", "Move", "EmojiReact", "Question", "Listen", "Read", "View", "Arrive", "Invite",
+		"Join", "Leave", "Offer", "TentativeAccept", "TentativeReject", "Travel", "Ignore":
+		return true
+	}
+	return false
+}
+
+// ActivityTypes lists the types IsActivityType knows, in a new slice.
+func ActivityTypes() []string {
+	return []string{"Create", "Update", "Delete", "Follow", "Undo", "Accept", "Reject", "Like", "Dislike", "Announce",
+		"Add", "Remove", "Block", "Flag", "Move", "EmojiReact", "Question", "Listen", "Read", "View", "Arrive",
+		"Invite", "Join", "Leave", "Offer", "TentativeAccept", "TentativeReject", "Travel", "Ignore"}
+}
+
 // Filter selects entries, as `crowd tail --actor A --type T` does: the query
 // of RouteActivities and RouteStream, and its meaning (Match), which the
 // server applies. The zero Filter matches everything.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowdfed/crowd/adminapi"
 )
 
 // metrics are the inbox's Prometheus series, registered on the caller's
@@ -65,12 +67,10 @@ func newMetrics(reg prometheus.Registerer, depth, keys func() float64) (*metrics
 // typeLabel keeps the type label's cardinality bounded: a sender choosing
 // types freely cannot grow the series.
 func typeLabel(t string) string {
-	switch t {
-	case "Create", "Update", "Delete", "Follow", "Undo", "Accept", "Reject", "Like", "Announce", "Add", "Remove",
-		"Block", "Flag", "Move", "EmojiReact", "Question", "Listen", "Read", "View", "Arrive", "Invite", "Join", "Leave",
-		"Offer", "TentativeAccept", "TentativeReject", "Travel", "Ignore":
+	switch {
+	case adminapi.IsActivityType(t):
 		return t
-	case "":
+	case t == "":
 		return "unknown"
 	}
 	return "other"

@@ -63,6 +63,11 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 	if f.backlog < 0 {
 		return usage(fmt.Errorf("--backlog %d: want 0 or more", f.backlog))
 	}
+	for t := range strings.SplitSeq(f.typ, ",") {
+		if msg := unknownTypeWarning(strings.TrimSpace(t)); msg != "" {
+			fmt.Fprintln(stderr, "crowd tail:", msg)
+		}
+	}
 	c, err := f.admin.client()
 	if err != nil {
 		return err
@@ -106,6 +111,53 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		return fmt.Errorf("the activity stream of the crowd at %s (--admin) broke off: %w", f.admin.addr, err)
 	}
 	return fmt.Errorf("the activity stream of the crowd at %s (--admin) ended: that crowd is shutting down", f.admin.addr)
+}
+
+// unknownTypeWarning says why a --type that is no activity type a server
+// sends (a typo, "Folow") may never show a line, naming the nearest type; ""
+// for a known type in any case. It warns rather than refuses: a server may
+// send types of its own, and the tail shows those too.
+func unknownTypeWarning(t string) string {
+	if t == "" {
+		return ""
+	}
+	// A typo is an edit or so away: a letter in four at most, so that a short
+	// type of the server's own ("Bite") is not taken for a near one ("Like").
+	best, bestDistance := "", max(1, len(t)/4)+1
+	for _, known := range adminapi.ActivityTypes() {
+		if strings.EqualFold(t, known) {
+			return ""
+		}
+		if d := editDistance(strings.ToLower(t), strings.ToLower(known)); d < bestDistance {
+			best, bestDistance = known, d
+		}
+	}
+	msg := fmt.Sprintf("--type %q is no ActivityStreams activity type; waiting for it all the same", t)
+	if best != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return msg
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // filterRefusal says the admin API's refusal of a filter in the tail's

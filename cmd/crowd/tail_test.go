@@ -234,6 +234,8 @@ func TestTailRejectsBadInput(t *testing.T) {
 		{"a positional argument", []string{"alice"}, 2, "no arguments"},
 		// No crowd to follow (1), and what to do about it.
 		{"no crowd", []string{"--admin", down}, 1, "no crowd serve answers at " + down + " (--admin): start one with `crowd serve`"},
+		// A type no server sends is told at once, not waited for in silence.
+		{"a misspelt type", []string{"--admin", down, "--type", "Accept,Folow"}, 1, `crowd tail: --type "Folow" is no ActivityStreams activity type; waiting for it all the same (did you mean Follow?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, append([]string{"tail"}, tc.args...)...)
@@ -250,6 +252,26 @@ func TestTailRejectsBadInput(t *testing.T) {
 	for _, want := range []string{`--actor="alcie@flood1.test"`, `no actor "alcie"`, "actors: alice, bob"} {
 		if code != 2 || !strings.Contains(errOut, want) {
 			t.Errorf("a misspelt actor: exit %d, stderr %q; want exit 2 naming %q", code, errOut, want)
+		}
+	}
+}
+
+func TestUnknownTypeWarning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		typ  string
+		want string // "" for no warning
+	}{
+		{"Follow", ""},     // a known type
+		{"emojireact", ""}, // any case: the filter folds case
+		{"", ""},           // an empty item of the list
+		{"Folow", `--type "Folow" is no ActivityStreams activity type; waiting for it all the same (did you mean Follow?)`},           // a letter missing
+		{"Annnounce", `--type "Annnounce" is no ActivityStreams activity type; waiting for it all the same (did you mean Announce?)`}, // a letter too many
+		{"Note", `--type "Note" is no ActivityStreams activity type; waiting for it all the same`},                                    // an object type: nothing near enough to suggest
+		{"Bite", `--type "Bite" is no ActivityStreams activity type; waiting for it all the same`},                                    // a server's own type: shown should it come
+	} {
+		if got := unknownTypeWarning(tc.typ); got != tc.want {
+			t.Errorf("unknownTypeWarning(%q) = %q, want %q", tc.typ, got, tc.want)
 		}
 	}
 }
