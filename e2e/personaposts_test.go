@@ -3,23 +3,28 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // TestFloodPostsForPersonasWithout: against a Fedify whose personas have
 // no post, a flood of Likes given a client-API token for load0 posts for it
 // first (through Fedify's Mastodon client API) and likes that post; load1,
-// with no token, keeps none and gets no Likes, as the record says.
+// with no token, keeps none and gets no Likes, as the record says. A token
+// for a name no persona has (load9) is warned of, not used.
 func TestFloodPostsForPersonasWithout(t *testing.T) {
 	t.Parallel()
 	f := startFederationWith(t, 2, "--posts", "0")
 	out := t.TempDir()
 	cmd := f.ns.Command(context.Background(), BuildCrowd(t), "flood", "--rate", "10", "--seconds", "2", "--timeout", "60s",
 		"--mix", "like=1", "--personas", "load%d@sut.test", "--count", "2", "--admin", "127.0.0.1:9180", "--state", f.state,
-		"--post-token", "load0=token-load0", "--out", out, "--label", "posts", "--log-format", "json")
+		"--post-token", "load0=token-load0", "--post-token", "load9=token-load9", "--out", out, "--label", "posts", "--log-format", "json")
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("crowd flood: %v\n%s", err, output)
+	}
+	if !strings.Contains(string(output), "--post-token names no persona of this flood") || !strings.Contains(string(output), `"names":["load9"]`) {
+		t.Errorf("no warning that load9's token is not used:\n%s", output)
 	}
 	var rec postsRecord
 	readRecord(t, out, "posts", &rec)

@@ -259,6 +259,11 @@ func (c Config) plan() (*plan, []error) {
 		accts, err := c.personas()
 		try(err)
 		p.accts = accts
+		if len(c.PersonaPosts.Tokens) > 0 && len(accts) == 0 && c.PersonasFile == "" && err == nil {
+			// A self-flood's targets are the crowd's own actors, whose notes
+			// the crowd serves: the tokens would post nowhere, silently.
+			bad("--post-token posts as the SUT's personas: give them (--persona, --personas, --personas-file); a flood without them floods the crowd's own actors")
+		}
 	}
 	return p, errs
 }

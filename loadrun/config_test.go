@@ -64,6 +64,10 @@ func TestValidateRules(t *testing.T) {
 		{"negative grace", func(c *Config) { c.Fetchback.Grace = -time.Second }, "--fetchback-grace -1s: want 0 to 10m"},
 		// A client-API token is name=TOKEN.
 		{"post token", func(c *Config) { c.PersonaPosts.Tokens = []string{"load0"} }, `--post-token "load0": want name=TOKEN`},
+		// Tokens post as the SUT's personas: a self-flood has none.
+		{"post token in a self-flood", func(c *Config) { c.PersonaPosts.Tokens = []string{"load0=t"} }, "--post-token posts as the SUT's personas: give them"},
+		// With personas to post as, the same token is taken.
+		{"post token with personas", func(c *Config) { c.PersonaPosts.Tokens, c.Persona = []string{"load0=t"}, []string{"load0@sut.test"} }, ""},
 		// The client API is a base URL.
 		{"post api", func(c *Config) { c.PersonaPosts.ClientAPI = "sut.test/api" }, "--post-api"},
 		// A rate is above 0, whoever built the Config.

@@ -3,6 +3,7 @@ package loadrun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -53,6 +54,7 @@ func (r *runner) postForEmpty(ctx context.Context, personas []*traffic.Persona) 
 	if err != nil || len(tokens) == 0 {
 		return err
 	}
+	r.warnUnusedTokens(tokens, personas)
 	for _, ps := range personas {
 		name, _, _ := strings.Cut(ps.Acct, "@")
 		tok, ok := tokens[name]
@@ -72,6 +74,30 @@ func (r *runner) postForEmpty(ctx context.Context, personas []*traffic.Persona) 
 		r.log.Info("posted for a persona that had none", zap.String("persona", ps.Acct), zap.String("post", st.URI))
 	}
 	return nil
+}
+
+// warnUnusedTokens warns of each --post-token whose name is no persona's
+// (a typo, or a token list kept for a larger run): that persona's token
+// posts nothing and judges no forgery. A warning, not a refusal, so that one
+// token list serves runs over subsets of its personas.
+func (r *runner) warnUnusedTokens(tokens map[string]string, personas []*traffic.Persona) {
+	names := map[string]bool{}
+	for _, ps := range personas {
+		name, _, _ := strings.Cut(ps.Acct, "@")
+		names[name] = true
+	}
+	var unused []string
+	for name := range tokens {
+		if !names[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) == 0 {
+		return
+	}
+	slices.Sort(unused)
+	r.log.Warn("--post-token names no persona of this flood: its token is not used",
+		zap.Strings("names", unused), zap.Int("personas", len(personas)))
 }
 
 // clientAPI is the client API that serves the persona acct: --post-api

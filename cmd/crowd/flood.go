@@ -222,6 +222,9 @@ func (f *floodFlags) config(cmd *cobra.Command) (loadrun.Config, error) {
 			errs = append(errs, fmt.Errorf("--%s shapes the %s sends: give %s in --mix (or a scenario whose mix has it) too", o.flag, o.kind, o.kind))
 		}
 	}
+	if onCommandLine(cmd, "post-api") && len(c.PersonaPosts.Tokens) == 0 {
+		errs = append(errs, errors.New("--post-api is the client API --post-token posts through: give --post-token too"))
+	}
 	if onCommandLine(cmd, "fetchback-grace") && c.Fetchback.Off {
 		errs = append(errs, errors.New("--fetchback-grace is how long the fetch-back count goes on: it needs --fetchback"))
 	}

@@ -200,6 +200,9 @@ func TestFloodExitCodes(t *testing.T) {
 		{"media-count without media", []string{"--media-count", "3"}, 2, "--media-count shapes the media sends: give media in --mix"},
 		{"reply-depth without reply", []string{"--mix", "create=1", "--reply-depth", "3"}, 2, "--reply-depth shapes the reply sends"},
 		{"fetchback-grace without fetchback", []string{"--fetchback=false", "--fetchback-grace", "1s"}, 2, "--fetchback-grace is how long"},
+		// A client API with no token to post through it; tokens with no persona to post as (a self-flood).
+		{"post-api without post-token", []string{"--persona", "a@sut.test", "--post-api", "https://sut.test"}, 2, "--post-api is the client API --post-token posts through"},
+		{"post-token in a self-flood", []string{"--post-token", "alice=t"}, 2, "--post-token posts as the SUT's personas"},
 		// … and taken where the mix has what they shape, a scenario's mix included.
 		{"media-count with a media scenario", []string{"--scenario", "media", "--media-count", "2", "--seconds", "1", "--rate", "5", "--expect", "errors<50%"}, 0, ""},
 		{"reply-depth with a thread scenario", []string{"--scenario", "thread", "--reply-depth", "3", "--seconds", "1", "--rate", "5", "--expect", "errors<50%"}, 0, ""},
