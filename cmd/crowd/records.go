@@ -136,7 +136,8 @@ func newReportCmd() *cobra.Command {
             time and lateness from the HDR histograms, status classes over time, the
             summary, the bottleneck verdict, the per-type table and the settings
 
-Without --format, an -o file ending in .html or .md picks the format.
+Without --format, an -o file ending in .html or .md picks the format (.txt or none: text;
+another ending, as .pdf or .json, is refused).
 
 A results file (crowd flood --results: a name ending in .ndjson, .jsonl, .gz or .zst)
 is read back into the record its sends make: the same counts, histograms and timeline
@@ -153,11 +154,16 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 				return usage(fmt.Errorf("--run %d: want a run's number, 0 or more", run))
 			}
 			if !cmd.Flags().Changed("format") {
-				switch strings.ToLower(filepath.Ext(out)) {
+				switch ext := strings.ToLower(filepath.Ext(out)); ext {
 				case ".html", ".htm":
 					format = "html"
 				case ".md", ".markdown":
 					format = "markdown"
+				case "", ".txt", ".text", ".log", ".out":
+				default:
+					// x.pdf or x.json would get the text table under a name
+					// that promises something else.
+					return usage(fmt.Errorf("-o %s: a report is text, markdown or html, and %s names none of them: end the name in .html, .md or .txt, or give --format", out, ext))
 				}
 			}
 			return runReport(cmd.InOrStdin(), cmd.OutOrStdout(), args[0], format, out, run)

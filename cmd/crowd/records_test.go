@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -303,11 +305,19 @@ func TestReportCLIGolden(t *testing.T) {
 		{"no record", []string{"report"}, 2, "crowd report wants RECORD.json"},                  // usage
 		{"two records", []string{"report", in, in}, 2, "got 2 arguments"},                       // usage
 		{"missing record", []string{"report", filepath.Join(dir, "nope.json")}, 1, "nope.json"}, // bad input
+		// An -o name promising a format the report has not would get text under it.
+		{"a pdf", []string{"report", in, "-o", filepath.Join(dir, "r.pdf")}, 2, "-o " + filepath.Join(dir, "r.pdf") + ": a report is text, markdown or html, and .pdf names none of them"},
+		{"a json", []string{"report", in, "-o", filepath.Join(dir, "r.JSON")}, 2, ".json names none of them"},
+		// --format says what the name does not: the user's choice.
+		{"a pdf named text", []string{"report", in, "-o", filepath.Join(dir, "r2.pdf"), "--format", "text"}, 0, ""},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.say) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d naming %s", c.name, code, stderr, c.code, c.say)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.pdf")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused -o was written: %v", err)
 	}
 }
 
