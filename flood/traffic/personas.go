@@ -153,10 +153,13 @@ func ParsePersonaList(r io.Reader) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if f := strings.Fields(line); len(f) > 0 {
-			line = f[0]
+		// One persona a line, then at most a comment: a second account on
+		// the line would otherwise be dropped without a word.
+		first, rest, _ := strings.Cut(strings.Join(strings.Fields(line), " "), " ")
+		if rest != "" && !strings.HasPrefix(rest, "#") {
+			return nil, usage(line, "line %d: one persona a line (%q follows it; a comment starts with #)", n, rest)
 		}
-		acct, err := personaAcct(line)
+		acct, err := personaAcct(first)
 		if err != nil {
 			return nil, usage(line, "line %d: %v", n, err)
 		}

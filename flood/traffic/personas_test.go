@@ -411,12 +411,14 @@ func TestParsePersonaList(t *testing.T) {
 		{"a@sut.test\nacct:b@sut.test\n@c@SUT.test\n", []string{"a@sut.test", "b@sut.test", "c@sut.test"}, true}, // the three spellings
 		{"# personas\n\n  a@sut.test  # first\n", []string{"a@sut.test"}, true},                                  // comments and blanks
 		{"", nil, true}, // empty: nothing
-		{"a@sut.test\nnot-an-account\n", nil, false}, // a bad line
-		{"a@b@c\n", nil, false},                      // two @
-		{"https://sut.test/users/a\n", nil, false},   // a URL is not an account
-		{"a@127.0.0.1:8443\n", nil, false},           // a port: the flood reaches a persona's server on 443
-		{"a@sut.test:\n", nil, false},                // a host ending in ':' and no port
-		{"a@[::1]\n", []string{"a@[::1]"}, true},     // a bracketed IPv6 literal
+		{"a@sut.test\nnot-an-account\n", nil, false},      // a bad line
+		{"a@b@c\n", nil, false},                           // two @
+		{"https://sut.test/users/a\n", nil, false},        // a URL is not an account
+		{"a@127.0.0.1:8443\n", nil, false},                // a port: the flood reaches a persona's server on 443
+		{"a@sut.test:\n", nil, false},                     // a host ending in ':' and no port
+		{"a@[::1]\n", []string{"a@[::1]"}, true},          // a bracketed IPv6 literal
+		{"a@sut.test b@sut.test\n", nil, false},           // two on a line: the second would be lost
+		{"a@sut.test\t#\n", []string{"a@sut.test"}, true}, // a tab before an empty comment
 	} {
 		got, err := ParsePersonaList(strings.NewReader(c.in))
 		if (err == nil) != c.ok || !slices.Equal(got, c.want) {
@@ -426,6 +428,11 @@ func TestParsePersonaList(t *testing.T) {
 	_, err := ParsePersonaList(strings.NewReader("a@sut.test\n\nbad\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("error %v does not name line 3", err)
+	}
+	// The whole line is quoted, so that it can be found in the file.
+	_, err = ParsePersonaList(strings.NewReader("a@sut.test\nbob @sut.test\n"))
+	if err == nil || !strings.Contains(err.Error(), `"bob @sut.test": line 2: one persona a line ("@sut.test" follows it`) {
+		t.Errorf("error %v: want the whole line and what follows the persona", err)
 	}
 }
 
