@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,6 +82,9 @@ type serveFlags struct {
 	adminToken               string
 	shutdownGrace            time.Duration
 	weather                  weather.Spec
+	// recordsTyped: the --dns-record values are the command line's, not
+	// an environment's (a fleet maps every origin to its shard that way).
+	recordsTyped bool
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -92,6 +97,7 @@ state in ./crowd-state, HTTPS on :443, HTTP on :80, DNS on :53 and the admin API
 Every flag can also be set as CROWD_<FLAG> (e.g. CROWD_DNS_RECORD=sut.test=10.0.0.5).`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.recordsTyped = onCommandLine(cmd, "dns-record")
 			return runServe(cmd.Context(), g, f, cmd.ErrOrStderr())
 		},
 	}
@@ -203,6 +209,9 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Wr
 		// Off loopback a login link: its code works once, and sets the page's session cookie.
 		log.Info("admin page: "+link, zap.Bool("token", p.AdminToken() != ""))
 	}
+	if f.recordsTyped && pcfg.DNSAddr != "" {
+		warnOverriddenOrigins(log, world, pcfg.DNSRecords)
+	}
 	if wx := p.WeatherInfo(); wx.Spec != "" {
 		log.Info("weather", zap.String("spec", wx.Spec), zap.Any("origins", wx.Counts))
 	}
@@ -218,6 +227,24 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Wr
 		log.Warn("shutdown", zap.Error(serr))
 	}
 	return err
+}
+
+// warnOverriddenOrigins warns of each --dns-record naming one of the
+// world's origins: the record wins (a way to send an origin's traffic
+// elsewhere), so the SUT reaches that origin at the record's address, not
+// the crowd's; a slip of the SUT's name would do that too, silently.
+func warnOverriddenOrigins(log *zap.Logger, world *actors.World, records map[string][]net.IP) {
+	for _, name := range slices.Sorted(maps.Keys(records)) {
+		if _, ok := world.Origin(name); !ok {
+			continue
+		}
+		addrs := make([]string, 0, len(records[name]))
+		for _, ip := range records[name] {
+			addrs = append(addrs, ip.String())
+		}
+		log.Warn("--dns-record names one of the crowd's origins: the crowd's DNS answers it with the record's addresses, so the SUT reaches that origin there, not at the crowd",
+			zap.String("origin", name), zap.Strings("answers", addrs))
+	}
 }
 
 // startCrowd is pasture.StartCrowd with the CLI's version and User-Agent;
