@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,6 +68,60 @@ func bindEnv(cmd *cobra.Command) error {
 		}
 	})
 	return err
+}
+
+// misspeltEnv says, for each CROWD_ variable in environ that no flag of
+// any command reads but that is a slip away from one that does
+// (CROWD_ORIGN for CROWD_ORIGINS), which one it likely meant: a compose
+// file's typo is otherwise ignored without a word. Variables the crowd
+// reads that are no flag's (CROWD_TOKEN_<NAME>, the build's and the tests'
+// own) are no slip; nor is a variable near none, which may be anyone's.
+func misspeltEnv(root *cobra.Command, environ []string) []string {
+	known := map[string]string{} // variable → its flag
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.PersistentFlags(), c.Flags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = f.Name })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, envPrefix)
+		if !ok || known[name] != "" || notAFlagsVariable(rest) {
+			continue
+		}
+		limit := 1
+		if len(rest) >= 5 {
+			limit = 2
+		}
+		best, bestDistance := "", limit+1
+		for v := range known {
+			if d := editDistance(name, v); d < bestDistance || (d == bestDistance && v < best) {
+				best, bestDistance = v, d
+			}
+		}
+		if best != "" {
+			out = append(out, fmt.Sprintf("%s is set, but no flag reads it: did you mean %s (--%s)?", name, best, known[best]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// notAFlagsVariable reports whether CROWD_<rest> is a variable the crowd,
+// its build or its tests read for themselves, not a flag's.
+func notAFlagsVariable(rest string) bool {
+	for _, prefix := range []string{"TOKEN_", "CI_", "TEST_", "BENCH_", "E2E_", "OPENSSL_", "RECORD_"} {
+		if strings.HasPrefix(rest, prefix) {
+			return true
+		}
+	}
+	return rest == "BIN" || rest == "IMAGE"
 }
 
 // fromScenario is the annotation scenarioFlags.apply puts on a flag it

@@ -120,6 +120,9 @@ func newRoot() *cobra.Command {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
+			for _, msg := range misspeltEnv(cmd.Root(), os.Environ()) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crowd:", msg)
+			}
 			return opts.check()
 		},
 	}
