@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -136,8 +137,10 @@ type Filter struct {
 	// Actor matches an entry whose Actor, Local, To or Object is this
 	// actor: an id (a #fragment is ignored), an acct ("alice@flood3.test",
 	// optionally with "acct:" or "@"), or a bare host name (every actor of
-	// that host, and the connections, handshakes and lookups its weather
-	// refused: the entries with no Method, which name no actor).
+	// that host, every delivery to one of its inboxes, the shared one
+	// included, whatever the body names, and the connections, handshakes
+	// and lookups its weather refused: the entries with no Method, which
+	// name no actor).
 	Actor string
 	// Type is a comma-separated list of activity types (any case).
 	Type string
@@ -167,9 +170,25 @@ func (f Filter) Match(e *Entry) bool {
 			return strings.EqualFold(f.Actor, e.URL)
 		}
 		return matchActor(f.Actor, e.Actor) || matchActor(f.Actor, e.Local) ||
-			matchActor(f.Actor, e.To) || matchActor(f.Actor, e.Object)
+			matchActor(f.Actor, e.To) || matchActor(f.Actor, e.Object) ||
+			(e.Direction == DirIn && deliveredTo(f.Actor, e.URL))
 	}
 	return true
+}
+
+// deliveredTo reports whether the filter value want is a bare host and the
+// incoming entry's URL (host[:port]/path, as received) was addressed to it:
+// a delivery an origin's weather answered, or one to its shared inbox,
+// whose body may name no actor of that host.
+func deliveredTo(want, url string) bool {
+	if strings.ContainsAny(want, "@/") {
+		return false
+	}
+	host, _, _ := strings.Cut(url, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return host != "" && strings.EqualFold(host, want)
 }
 
 // matchActor reports whether the actor id v is what the filter value want

@@ -3,9 +3,12 @@ package inbox
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -44,7 +47,7 @@ func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int
 		arrived = start.Add(-wd.Held)
 	}
 	e := Entry{Time: arrived.UTC(), Direction: DirIn, Remote: r.RemoteAddr, Method: r.Method,
-		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header), Weather: condition}
+		URL: r.Host + r.URL.RequestURI(), Headers: safeHeaders(r.Header), Weather: condition, Local: in.inboxOwner(r)}
 	if held {
 		e.WeatherHeldMS = float64(wd.Held.Microseconds()) / 1000
 	}
@@ -66,6 +69,32 @@ func (in *Inbox) LogWeathered(r *http.Request, condition string) func(status int
 		e.DurationMS = float64(in.now().Sub(arrived).Microseconds()) / 1000
 		in.alog.Append(e)
 	}
+}
+
+// inboxOwner is the id of the crowd actor whose own inbox r is addressed
+// to, "" for a shared inbox or a path that is no actor's: the weather
+// answers before the router hands the inbox its Recipient, so its log entry
+// finds the owner from the Host and path itself.
+func (in *Inbox) inboxOwner(r *http.Request) string {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	o, ok := in.world.Origin(strings.ToLower(host))
+	if !ok {
+		return ""
+	}
+	rc := localRecipient(o, r.URL.Path)
+	switch {
+	case rc.Instance:
+		return o.Instance.ID
+	case rc.Name == "" || strings.Contains(rc.Name, "/"):
+		return ""
+	}
+	if a, ok := o.Actor(rc.Name); ok && a.Kind == actors.KindPerson {
+		return a.ID
+	}
+	return ""
 }
 
 // LogRefused logs a connection, TLS handshake or DNS lookup for the origin

@@ -2,6 +2,9 @@ package inbox
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -76,6 +79,73 @@ func TestFilterRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := c.f.Match(&e); got != c.want {
+				t.Errorf("Match = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A delivery the weather answered in the inbox's stead names the crowd
+// actor whose own inbox it was posted to (the weather answers before the
+// router does, so the entry finds the owner from the Host and path), and a
+// filter on the origin's host finds it even when it names no actor of
+// that host (a shared inbox's): watching one bad origin shows every
+// delivery its weather answered.
+func TestLogWeatheredNamesTheInbox(t *testing.T) {
+	f := newFixture(t, false)
+	body := `{"@context":"https://www.w3.org/ns/activitystreams","id":"https://sut.test/a/1","type":"Create","actor":"https://sut.test/users/ann","object":{"id":"https://sut.test/n/1","type":"Note"}}`
+	for _, c := range []struct {
+		name, url string
+		local     string // the entry's Local
+	}{
+		{"a person's inbox", "https://flood1.test/users/alice/inbox", "https://flood1.test/users/alice"},
+		{"with the listener's port", "https://flood1.test:8443/users/bob/inbox", "https://flood1.test/users/bob"},
+		{"the shared inbox", "https://flood2.test/inbox", ""},
+		{"the instance actor's", "https://flood2.test/actor/inbox", "https://flood2.test/actor"},
+		{"no such actor", "https://flood1.test/users/nobody/inbox", ""},
+		{"no such origin", "https://flood9.test/users/alice/inbox", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+			f.in.LogWeathered(r, "flaky:1")(http.StatusServiceUnavailable, "the origin is flaky")
+			es := f.entries(Filter{})
+			e := es[len(es)-1]
+			if e.Local != c.local || e.Weather != "flaky:1" || e.Status != http.StatusServiceUnavailable {
+				t.Errorf("entry local %q weather %q status %d; want local %q", e.Local, e.Weather, e.Status, c.local)
+			}
+			host := strings.Split(strings.TrimPrefix(c.url, "https://"), "/")[0]
+			host = strings.Split(host, ":")[0]
+			if !(Filter{Actor: host}).Match(&e) {
+				t.Errorf("a filter on %s does not find the delivery to %s", host, c.url)
+			}
+			if c.local != "" && !(Filter{Actor: c.local}).Match(&e) {
+				t.Errorf("a filter on %s does not find the delivery to its inbox", c.local)
+			}
+		})
+	}
+}
+
+// A host filter takes an incoming delivery by where it was addressed, but
+// not an outgoing one by the SUT's inbox, nor an acct by its host alone.
+func TestFilterDeliveredTo(t *testing.T) {
+	in := Entry{Direction: DirIn, Method: http.MethodPost, URL: "flood3.test:8443/inbox", Actor: "https://sut.test/users/ann"}
+	out := Entry{Direction: DirOut, Method: http.MethodPost, URL: "https://sut.test/inbox", Local: "https://flood3.test/users/alice", To: "https://sut.test/users/ann"}
+	for _, c := range []struct {
+		name string
+		e    *Entry
+		f    Filter
+		want bool
+	}{
+		{"the host delivered to", &in, Filter{Actor: "flood3.test"}, true},         // the shared inbox of flood3
+		{"in capitals", &in, Filter{Actor: "FLOOD3.TEST"}, true},                   // host names have no case
+		{"another host", &in, Filter{Actor: "flood4.test"}, false},                 // not where it went
+		{"an acct of that host", &in, Filter{Actor: "alice@flood3.test"}, false},   // no actor of flood3 is named
+		{"the sender's host", &in, Filter{Actor: "sut.test"}, true},                // its actor, as before
+		{"outgoing, the SUT's host", &out, Filter{Actor: "sut.test"}, true},        // by its To, as before
+		{"outgoing, not by URL alone", &out, Filter{Actor: "sut.test:443"}, false}, // a URL's host is an incoming entry's only
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.f.Match(c.e); got != c.want {
 				t.Errorf("Match = %v, want %v", got, c.want)
 			}
 		})
