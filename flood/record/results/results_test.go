@@ -311,3 +311,61 @@ func TestCSVHasARowPerSend(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateKeepsAnEarlierFileUntilTheFirstLine: --results names a file an
+// earlier run wrote; a run that fails before its first line (a persona not
+// found) leaves it whole, and a file made for such a run is not left
+// behind empty. A run that writes replaces it, with nothing of the old
+// file's tail left past the new end.
+func TestCreateKeepsAnEarlierFileUntilTheFirstLine(t *testing.T) {
+	old := bytes.Repeat([]byte(`{"line":"run","old":true}`+"\n"), 500)
+	for _, c := range []struct {
+		name    string
+		file    string
+		existed bool
+		writes  bool // the run writes its first line
+	}{
+		{"an earlier file, no line", "prev.ndjson", true, false},         // left whole
+		{"an earlier gzip file, no line", "prev.ndjson.gz", true, false}, // no gzip header written over it
+		{"a new file, no line", "new.ndjson.zst", false, false},          // removed again
+		{"an earlier file, a run", "prev.ndjson", true, true},            // replaced
+		{"an earlier gzip file, a run", "prev.ndjson.gz", true, true},    // replaced, compressed
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.file)
+			if c.existed {
+				if err := os.WriteFile(path, old, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w, err := results.Create(path, nil, results.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.writes {
+				w.Run(settings()).Begin(record.Schedule{Start: time.Now(), Rate: 10, Duration: time.Second})
+			} else {
+				time.Sleep(450 * time.Millisecond) // two of the writer's flush ticks pass with nothing to write
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(path)
+			switch {
+			case !c.existed && !c.writes:
+				if !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the file made for a run that wrote nothing is left: %v, %d bytes", err, len(raw))
+				}
+			case !c.writes:
+				if !bytes.Equal(raw, old) {
+					t.Errorf("the earlier file changed: %d bytes, want its %d", len(raw), len(old))
+				}
+			default:
+				got := readRecords(t, path)
+				if len(got) != 1 || bytes.Contains(raw, []byte(`"old"`)) || len(raw) >= len(old) {
+					t.Errorf("%d runs, %d bytes: want the new run alone", len(got), len(raw))
+				}
+			}
+		})
+	}
+}

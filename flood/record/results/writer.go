@@ -63,6 +63,11 @@ type Writer struct {
 	line  []byte        // a send line appended (appendSendLine), reused
 	made  lineScratch   // a send line made, reused
 	close func() error
+	// wrote: a line was handed to the output. Until then nothing is
+	// flushed, nor a compressed stream ended: a run that failed before its
+	// first line leaves the file as it found it. Read by Close after the
+	// goroutine ended.
+	wrote bool
 }
 
 // entry is one line for the writing goroutine, or a request to flush.
@@ -86,24 +91,60 @@ type send struct {
 }
 
 // Create opens path for results, compressed by its name (.gz gzip, .zst
-// zstd); "-" writes to stdout instead, which Close leaves open. The file
-// is truncated if it exists.
+// zstd); "-" writes to stdout instead, which Close leaves open. A file that
+// exists is replaced when the first line is written, not before: a run that
+// fails before its first line (a persona not found) leaves an earlier run's
+// results as they were, and a file Create made for it is removed.
 func Create(path string, stdout io.Writer, o Options) (*Writer, error) {
 	if path == "-" {
 		return NewWriter(stdout, "stdout", CompressionOf(""), o)
 	}
-	f, err := os.Create(path)
+	_, statErr := os.Stat(path)
+	existed := statErr == nil
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	w, err := NewWriter(f, path, CompressionOf(path), o)
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	w, err := NewWriter(&replacedOnWrite{f: f, regular: info.Mode().IsRegular()}, path, CompressionOf(path), o)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	inner := w.close
-	w.close = func() error { return errors.Join(inner(), f.Close()) }
+	w.close = func() error {
+		err := errors.Join(inner(), f.Close())
+		if !w.wrote && !existed {
+			os.Remove(path) // made for a run that wrote nothing
+		}
+		return err
+	}
 	return w, nil
+}
+
+// replacedOnWrite is a results file opened without truncation, truncated
+// at its first write (a regular file's; a pipe or a device has nothing to
+// truncate), so that what it held survives a run that never wrote.
+type replacedOnWrite struct {
+	f       *os.File
+	regular bool
+	begun   bool
+}
+
+func (r *replacedOnWrite) Write(p []byte) (int, error) {
+	if !r.begun {
+		r.begun = true
+		if r.regular {
+			if err := r.f.Truncate(0); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return r.f.Write(p)
 }
 
 // NewWriter writes results to dst, compressed with c; name says where in
@@ -155,10 +196,10 @@ func (w *Writer) Close() error {
 	close(w.queue)
 	<-w.done
 	err := w.Err()
-	if err == nil && w.comp != nil {
+	if err == nil && w.comp != nil && w.wrote {
 		err = w.wrap(w.comp.Close())
 	}
-	if err == nil {
+	if err == nil && w.wrote {
 		err = w.wrap(w.out.Flush())
 	}
 	err = errors.Join(err, w.wrap(w.close()))
@@ -265,6 +306,7 @@ func (w *Writer) write(e entry) {
 	if w.Err() != nil {
 		return
 	}
+	w.wrote = true
 	var v any
 	switch {
 	case e.head != nil:
@@ -287,9 +329,11 @@ func (w *Writer) write(e entry) {
 	}
 }
 
-// flush pushes what is buffered (and compressed) to the file.
+// flush pushes what is buffered (and compressed) to the file; before the
+// first line there is nothing, and a compressor's header alone would
+// replace the file.
 func (w *Writer) flush() {
-	if w.Err() != nil {
+	if w.Err() != nil || !w.wrote {
 		return
 	}
 	if w.comp != nil {
