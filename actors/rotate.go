@@ -290,23 +290,28 @@ func (w *World) RotateKey(a *Actor, retire, newKeyID bool) error {
 }
 
 // RetireKeys stops serving a's earlier keys: requests signed with them
-// are refused from now on. It changes a, as RotateKey does.
-func (w *World) RetireKeys(a *Actor) error {
+// are refused from now on. It changes a, as RotateKey does, and returns
+// how many keys it retired (0: a kept none, and nothing changed).
+func (w *World) RetireKeys(a *Actor) (int, error) {
 	rp := rotationPath(w.Config.StateDir, a.Origin.Host, a.Name)
 	b, err := os.ReadFile(rp)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // never rotated: nothing retained
+		return 0, nil // never rotated: nothing retained
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var r rotation
 	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrKeyFile, rp, err)
+		return 0, fmt.Errorf("%w: %s: %v", ErrKeyFile, rp, err)
+	}
+	retired := len(r.Retained)
+	if retired == 0 {
+		return 0, nil
 	}
 	r.Retained = nil
 	if err := writeRotation(rp, r); err != nil {
-		return err
+		return 0, err
 	}
 	if m := w.rotations.m.Load(); m != nil {
 		if rk, ok := (*m)[a.ID]; ok {
@@ -315,7 +320,7 @@ func (w *World) RetireKeys(a *Actor) error {
 	}
 	a.retained = nil
 	w.docs.Remove(a.ID)
-	return nil
+	return retired, nil
 }
 
 func writeRotation(path string, r rotation) error {

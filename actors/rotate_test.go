@@ -92,8 +92,11 @@ func TestRotateKey(t *testing.T) {
 					t.Fatalf("%s changed with the rotation of another: %s", o.Acct(), o.KeyID)
 				}
 			}
-			if err := w.RetireKeys(a); err != nil {
-				t.Fatal(err)
+			if n, err := w.RetireKeys(a); err != nil || n != 1 {
+				t.Fatalf("retired %d keys, %v; want the one retained", n, err)
+			}
+			if n, err := w.RetireKeys(a); err != nil || n != 0 {
+				t.Fatalf("again: retired %d keys, %v; want none left to retire", n, err)
 			}
 			if _, err := verifyWith(t, w, oldID, oldKey); !errors.Is(err, signing.ErrKeyUnavailable) {
 				t.Fatalf("the old key after the cut: %v, want refused (no such key)", err)

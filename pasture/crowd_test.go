@@ -180,11 +180,38 @@ func TestRotateKeysTakesTheServedWorld(t *testing.T) {
 	// flags: the defaults would be a guess, so it is refused, and no key
 	// is made there.
 	old := t.TempDir()
+	if err := os.Mkdir(filepath.Join(old, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	def.StateDir = old
 	if done, err := RotateKeys(RotateConfig{World: def}); len(done) != 0 || !errors.Is(err, actors.ErrConfig) || !strings.Contains(err.Error(), "give the world flags") {
 		t.Errorf("a state without a record, no world flags: rotated %d, %v; want a refusal asking for the world flags", len(done), err)
 	}
-	if _, err := os.Stat(filepath.Join(old, "keys")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the refused rotation made keys (%v)", err)
+	if entries, _ := os.ReadDir(filepath.Join(old, "keys")); len(entries) != 0 {
+		t.Errorf("the refused rotation made keys: %v", entries)
+	}
+	// No crowd's state at all (a misspelt --state): with world flags or
+	// without, refused, and nothing made there; a missing one is not made.
+	empty, missing := t.TempDir(), filepath.Join(t.TempDir(), "typo")
+	for _, tc := range []struct {
+		dir   string
+		given bool
+		want  error
+		say   string
+	}{
+		{empty, false, actors.ErrConfig, "holds no crowd's state"}, // an empty directory
+		{empty, true, actors.ErrConfig, "holds no crowd's state"},  // world flags do not make it one
+		{missing, true, statedir.ErrNotDir, "does not exist"},      // no directory at all
+	} {
+		def.StateDir = tc.dir
+		if done, err := RotateKeys(RotateConfig{World: def, WorldGiven: tc.given}); len(done) != 0 || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s (world flags %v): rotated %d, %v; want a refusal saying %q", tc.dir, tc.given, len(done), err, tc.say)
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) > 1 { // the lock alone
+		t.Errorf("the refused rotation left %v in an empty directory", entries)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused rotation made the missing --state (%v)", err)
 	}
 }

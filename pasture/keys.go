@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -37,9 +39,10 @@ type RotateConfig struct {
 
 // Rotated is what RotateKeys did to one actor.
 type Rotated struct {
-	Acct   string
-	KeyID  string // the key id now
-	Queued int    // Update(Person) deliveries queued
+	Acct    string
+	KeyID   string // the key id now
+	Queued  int    // Update(Person) deliveries queued
+	Retired int    // with Retire: the old keys retired (0: it kept none)
 }
 
 // RotateKeys rotates (or retires) the keys of the chosen actors of the
@@ -52,7 +55,7 @@ type Rotated struct {
 // NewKeyID the old key keeps answering at its id until --retire. A name that is no
 // crowd actor is an error (wrapping actors.ErrConfig) before anything changes.
 func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
-	lock, err := statedir.Acquire(cfg.World.StateDir)
+	lock, err := statedir.AcquireExisting(cfg.World.StateDir)
 	if errors.Is(err, statedir.ErrNotDir) {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 	for _, a := range chosen {
 		r := Rotated{Acct: a.Acct()}
 		if cfg.Retire {
-			err = w.RetireKeys(a)
+			r.Retired, err = w.RetireKeys(a)
 		} else if err = w.RotateKey(a, false, cfg.NewKeyID); err == nil {
 			r.Queued, err = in.AnnounceKey(a)
 		}
@@ -116,6 +119,11 @@ func servedWorld(world actors.Config, given bool) (actors.Config, error) {
 	switch {
 	case err != nil:
 		return world, err
+	case !ok && !hasKeys(world.StateDir):
+		// Rotating there would make a whole new world's keys and report
+		// a rotation: a misspelt --state, not a crowd's.
+		return world, fmt.Errorf("%w: %s holds no crowd's state (no world.json, no keys/): give the --state its crowd serve was given",
+			actors.ErrConfig, world.StateDir)
 	case !ok && !given:
 		return world, fmt.Errorf("%w: %s records no world served from it (a crowd serve of this version writes it): "+
 			"give the world flags its crowd serve was given (--origins, --actors, --domain, and --shard or --key-pool if it had them), or start crowd serve on it once",
@@ -131,6 +139,12 @@ func servedWorld(world actors.Config, given bool) (actors.Config, error) {
 			actors.ErrConfig, world.StateDir, served.Flags(), asked.Flags())
 	}
 	return world, nil
+}
+
+// hasKeys reports whether the state directory dir holds a keys directory.
+func hasKeys(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, "keys"))
+	return err == nil && st.IsDir()
 }
 
 // chooseActors are the persons of the origins and the accounts named;

@@ -21,7 +21,7 @@ import (
 // pruned through its admin API instead.
 func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.PruneResult, error) {
 	var res adminapi.PruneResult
-	lock, err := statedir.Acquire(dir)
+	lock, err := statedir.AcquireExisting(dir)
 	if errors.Is(err, statedir.ErrNotDir) {
 		return res, err
 	}

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,14 +76,19 @@ func TestFollowsPrune(t *testing.T) {
 	})
 
 	t.Run("usage", func(t *testing.T) {
+		typo := filepath.Join(t.TempDir(), "crowd-stat")
 		for _, args := range [][]string{
 			{"follows"},
 			{"follows", "prune", "--older-than", "-1s", "--admin", c.admin},
 			{"follows", "prune", "extra"},
+			{"follows", "prune", "--state", typo, "--dry-run"}, // a misspelt state: no crowd's, and not made
 		} {
 			if code, _, stderr := runCLI(t, args...); code != 2 {
 				t.Errorf("%q: exit %d (%s), want 2", args, code, stderr)
 			}
+		}
+		if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("prune made the misspelt --state %s (%v)", typo, err)
 		}
 	})
 }

@@ -83,12 +83,20 @@ func runRotate(w io.Writer, fl *pflag.FlagSet, f *rotateFlags) error {
 	}
 	done, err := pasture.RotateKeys(pasture.RotateConfig{World: f.world.cfg, WorldGiven: f.world.given(fl),
 		Origins: f.origins, Actors: f.actors, Retire: f.retire, NewKeyID: f.newID})
+	none := 0 // actors with no old key to retire
 	for _, r := range done {
-		if f.retire {
-			fmt.Fprintf(w, "%s: old keys retired; its key is %s\n", r.Acct, r.KeyID)
-		} else {
+		switch {
+		case f.retire && r.Retired == 0:
+			none++
+		case f.retire:
+			fmt.Fprintf(w, "%s: %d old key(s) retired; its key is %s\n", r.Acct, r.Retired, r.KeyID)
+		default:
 			fmt.Fprintf(w, "%s: new key %s; Update(Person) queued for %d recipient(s)\n", r.Acct, r.KeyID, r.Queued)
 		}
+	}
+	if none > 0 {
+		// One line, not one per actor: a whole world retired shows the few that kept keys.
+		fmt.Fprintf(w, "%d of %d actor(s) kept no old key: nothing to retire\n", none, len(done))
 	}
 	if errors.Is(err, statedir.ErrNotDir) || errors.Is(err, actors.ErrConfig) {
 		return usage(err)

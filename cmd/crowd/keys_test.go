@@ -79,8 +79,12 @@ func TestKeysRotate(t *testing.T) {
 		t.Fatalf("the Update(Person)s pending for %s carry the keys %v, want one with %s#main-key-2: %+v", remote, carried, alice, c.Inbox.Pending())
 	}
 	c.Stop()
-	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--retire"}, world...)...); code != 0 || !strings.Contains(out, "old keys retired") {
+	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--retire"}, world...)...); code != 0 || !strings.Contains(out, "alice@flood1.test: 1 old key(s) retired") {
 		t.Fatalf("--retire: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Again: nothing is left to retire, and it says so rather than claim a retirement.
+	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--retire"}, world...)...); code != 0 || out != "1 of 1 actor(s) kept no old key: nothing to retire\n" {
+		t.Fatalf("--retire again: exit %d\n%q\n%s", code, out, errOut)
 	}
 	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "zed@flood9.test"}, world...)...); code != 2 || !strings.Contains(errOut, "zed@flood9.test") {
 		t.Fatalf("an unknown actor: exit %d\n%s", code, errOut)

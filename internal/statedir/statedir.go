@@ -43,6 +43,18 @@ func Prepare(dir string) error {
 	return nil
 }
 
+// AcquireExisting is Acquire for a command that works on a crowd's state
+// rather than making one (rotating its keys, pruning its follows): a dir
+// that does not exist is an error wrapping ErrNotDir that says so, and
+// nothing is created, so that a misspelt --state is not taken for an empty
+// crowd.
+func AcquireExisting(dir string) (*Lock, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: --state %s does not exist: give the --state the crowd's serve was given", ErrNotDir, dir)
+	}
+	return Acquire(dir)
+}
+
 // Lock is the ownership of a state directory. Release it when done; the
 // kernel releases it when the process ends, however it ends.
 type Lock struct {
