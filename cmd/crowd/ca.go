@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -26,9 +28,21 @@ with the CA itself as ca.pem beside them for the SUT to trust the crowd. A SUT t
 certificate is trusted by the crowd and by every peer that trusts the crowd's CA.`,
 		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
-			ca, err := tlsca.LoadOrCreate(filepath.Join(state, "tls"))
+			for _, name := range names { // every name before anything is written
+				if err := tlsca.CheckHost(name); err != nil {
+					return usage(fmt.Errorf("NAME %q: %w", name, err))
+				}
+			}
+			dir := filepath.Join(state, "tls")
+			_, statErr := os.Stat(filepath.Join(dir, tlsca.CACertFile))
+			ca, err := tlsca.LoadOrCreate(dir)
 			if err != nil {
 				return err
+			}
+			if errors.Is(statErr, fs.ErrNotExist) {
+				// Right before a first serve; from the wrong directory, a CA no
+				// running crowd trusts: either way the user should know.
+				fmt.Fprintf(cmd.ErrOrStderr(), "crowd: made a new CA in %s (there was none): a crowd trusts these certificates when it serves with --state %s\n", dir, state)
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("--out %s: %w", out, err)

@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -266,9 +268,16 @@ func logLines(t *testing.T) (io.WriteCloser, <-chan map[string]any) {
 func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
-	code, _, _ := runCLI(t, "ca", "issue", "--state", state, "--out", out, "sut.test")
+	code, _, stderr := runCLI(t, "ca", "issue", "--state", state, "--out", out, "sut.test")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+	// A CA made here, not found: said, since from the wrong directory no crowd would trust it.
+	if !strings.Contains(stderr, "made a new CA in "+filepath.Join(state, "tls")) {
+		t.Errorf("the CA's making is not told: %q", stderr)
+	}
+	if code, _, stderr := runCLI(t, "ca", "issue", "--state", state, "--out", out, "sut.test"); code != 0 || stderr != "" {
+		t.Errorf("the CA found: exit %d, stderr %q; want 0 and nothing", code, stderr)
 	}
 	ca, err := tlsca.LoadOrCreate(filepath.Join(state, "tls"))
 	if err != nil {
@@ -293,6 +302,16 @@ func TestCAIssueWritesACertificateTheCrowdsCAVerifies(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "ca", "issue", "--state", state, "--out", out, "../etc"); code != 2 {
 		t.Errorf("a name that is no host name: exit %d, want 2", code)
+	}
+	// A refused name among good ones: refused before anything is written, no CA made.
+	fresh, freshOut := t.TempDir(), filepath.Join(t.TempDir(), "certs")
+	if code, _, stderr := runCLI(t, "ca", "issue", "--state", fresh, "--out", freshOut, "sut.test", "*.sut.test"); code != 2 || !strings.Contains(stderr, `NAME "*.sut.test"`) {
+		t.Errorf("a wildcard: exit %d, stderr %q; want 2 naming it", code, stderr)
+	}
+	for _, p := range []string{freshOut, filepath.Join(fresh, "tls")} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a refused issue made %s (%v)", p, err)
+		}
 	}
 }
 

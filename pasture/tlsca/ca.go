@@ -282,6 +282,13 @@ func (c *CA) IssueFiles(host, dir string) (certPath, keyPath string, err error) 
 	return certPath, keyPath, nil
 }
 
+// CheckHost reports whether host can get a certificate (IssueFiles): an
+// IP address or a DNS name, with no wildcard; the error wraps ErrCertHost.
+func CheckHost(host string) error {
+	_, err := caNormalizeHost(host)
+	return err
+}
+
 // caNormalizeHost lower-cases host and strips a port and a trailing dot. It refuses anything
 // that is neither an IP address nor a plausible DNS name, since the name becomes a file name.
 func caNormalizeHost(host string) (string, error) {
