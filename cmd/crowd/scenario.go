@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,16 +61,15 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	}
 	set, seen := map[string]bool{}, map[string]bool{}
 	var probe *cobra.Command // made once a value is overridden
+	var replacedGates []string
 	for _, st := range sc.Settings {
 		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
 		f := cmd.Flags().Lookup(st.Key)
-		if f == nil || st.Key == "scenario" || st.Key == "help" {
+		if f == nil {
 			return "", false, usage(fmt.Errorf("%s: %q is not a flag of crowd %s", where, st.Key, cmd.Name()))
 		}
-		if st.Key == "allow-public-target" {
-			// A scenario is data people share: reaching a public address
-			// (a flood is a denial of service) is the user's own act.
-			return "", false, usage(fmt.Errorf("%s: --allow-public-target is given on the command line only, never by a scenario", where))
+		if why := notAScenarios(st.Key); why != "" {
+			return "", false, usage(fmt.Errorf("%s: --%s %s", where, st.Key, why))
 		}
 		if _, list := f.Value.(pflag.SliceValue); seen[st.Key] && !list {
 			return "", false, usage(fmt.Errorf("%s: --%s is set twice", where, st.Key))
@@ -83,6 +83,9 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			}
 			if err := probeValue(probe, st.Key, st.Value); err != nil {
 				return "", false, usage(fmt.Errorf("%s: %v (the command line's --%s overrides it, but the file is wrong)", where, err, st.Key))
+			}
+			if st.Key == "expect" {
+				replacedGates = append(replacedGates, st.Value)
 			}
 			continue
 		}
@@ -104,7 +107,41 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 		}
 		f.Annotations[fromScenario] = []string{sc.Name}
 	}
+	if len(replacedGates) > 0 {
+		// A list given replaces the scenario's, as any flag given does; a
+		// gate the scenario holds the run to (the forgery preset's
+		// forged_effective=0) gone without a word would pass a run it fails.
+		by := "--expect"
+		if !onCommandLine(cmd, "expect") {
+			by = envName("expect")
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "crowd: %s replaces the scenario %s's gates %s: give them too to keep them\n",
+			by, sc.Name, strings.Join(replacedGates, ", "))
+	}
 	return sc.Name, false, nil
+}
+
+// notAScenarios says why a scenario may not set flag key ("" when it may).
+// A scenario is data people share, so what reaches beyond the flood's own
+// shape is the user's own act: where the run writes (a shared file's
+// results = ~/.bashrc), where it listens, which crowd and state it uses,
+// and reaching a public address (a flood is a denial of service).
+func notAScenarios(key string) string {
+	switch key {
+	case "scenario":
+		return "is the command line's: a scenario does not name another"
+	case "help":
+		return "is no setting"
+	case "allow-public-target":
+		return "is given on the command line only, never by a scenario"
+	case "out", "results":
+		return "is where the run writes: the command line's, never a scenario's"
+	case "https", "http", "dns", "metrics-addr":
+		return "is where the run listens: the command line's, never a scenario's"
+	case "state", "admin", "admin-token", "crowd-https":
+		return "names the crowd the run uses: the command line's, never a scenario's"
+	}
+	return ""
 }
 
 // probeValue reads value as probe's flag key reads it. Without

@@ -57,8 +57,14 @@ func TestScenarioApply(t *testing.T) {
 		{"no name.scenario", "rate = 1\n", "no name = line"},                                                                    // neither a name nor a file name that is one
 		{"unnamed.scenario", "rate = 1\nbogus = 1\n", "unnamed.scenario:2"},                                                     // named after its file: its own mistake is the one said
 		{"empty.scenario", "# nothing yet\n", "empty.scenario: no settings"},                                                    // an empty file is not the defaults
-		{"help.scenario", "name = x\nhelp = true\n", `"help" is not a flag`},                                                    // help is no setting
+		{"help.scenario", "name = x\nhelp = true\n", `--help is no setting`},                                                    // help is no setting
+		{"nested.scenario", "name = x\nscenario = boost-storm\n", "a scenario does not name another"},                           // one scenario a run
 		{"public.scenario", "name = x\nallow-public-target = true\n", "command line only"},                                      // the public-target switch is the user's
+		// Where the run writes, listens, and which crowd it uses are the user's, not shared data's.
+		{"writes.scenario", "name = x\nresults = victim.txt\n", "--results is where the run writes"},
+		{"out.scenario", "name = x\nout = elsewhere\n", "--out is where the run writes"},
+		{"listens.scenario", "name = x\nmetrics-addr = 0.0.0.0:9100\n", "--metrics-addr is where the run listens"},
+		{"state.scenario", "name = x\nstate = /tmp/other\n", "--state names the crowd the run uses"},
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") || strings.Count(errOut, "invalid argument") > 1 {
@@ -92,6 +98,23 @@ func TestScenarioApply(t *testing.T) {
 	run := write("run.scenario", "name = r\npersonas-file = x\n")
 	if code, _, errOut := runCLI(t, "run", "--scenario", run); code != 2 || !strings.Contains(errOut, "not a flag of crowd run") {
 		t.Errorf("crowd run with a flood-only flag: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestScenarioGatesReplacedAreSaid: --expect replaces a scenario's gates,
+// as any flag given replaces its value, and says which it replaced: the
+// forgery preset's forged_effective=0 gone without a word would pass a run
+// it fails. Gates of the scenario alone are no news.
+func TestScenarioGatesReplacedAreSaid(t *testing.T) {
+	t.Parallel()
+	// --step without a ladder stops the run after the scenario is applied, before any flood.
+	_, _, errOut := runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--expect", "errors<1%", "--step", "1s")
+	if !strings.Contains(errOut, "crowd: --expect replaces the scenario forgery's gates forged_effective=0: give them too to keep them") {
+		t.Errorf("the replaced gate is not said:\n%s", errOut)
+	}
+	_, _, errOut = runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--step", "1s")
+	if strings.Contains(errOut, "replaces") {
+		t.Errorf("the scenario's own gates reported replaced:\n%s", errOut)
 	}
 }
 
