@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
@@ -481,9 +484,12 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		return adminapi.SendResult{}, err
 	}
 	if req.Tamper != "" {
-		return in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
+		res, err := in.sendForged(ctx, from, t.id, inbox, body, req.Tamper)
+		in.takeBackFollow(act, from, t.id, res, err)
+		return res, err
 	}
 	res, err := in.sendTo(ctx, from, t.id, inbox, body, o.scheme)
+	in.takeBackFollow(act, from, t.id, res, err)
 	if err != nil {
 		return res, unanswered(err)
 	}
@@ -499,6 +505,31 @@ func (in *Inbox) SendActivity(ctx context.Context, req adminapi.SendRequest) (ad
 		}
 	}
 	return res, nil
+}
+
+// takeBackFollow forgets the pending Follow draftSend registered for act
+// when the target did not take it: answered non-2xx, or never reached (no
+// connection was made). Left pending, it would read as a Follow awaiting
+// its Accept, keep a flood from following that pair and wait for a prune.
+// A send that failed after the request may have arrived (a timeout) keeps
+// it: an Accept may still come. An Accept that came meanwhile is kept too.
+func (in *Inbox) takeBackFollow(act any, from *actors.Actor, remote string, res adminapi.SendResult, err error) {
+	f, ok := act.(actors.Activity)
+	if !ok || f.Type != "Follow" {
+		return
+	}
+	refused := err == nil && (res.Status < 200 || res.Status > 299)
+	var op *net.OpError
+	unreached := err != nil && errors.As(err, &op) && op.Op == "dial"
+	if !refused && !unreached {
+		return
+	}
+	graph := in.world.Graph
+	if rel, ok := graph.FollowingByRemote(from.ID, remote); ok && rel.FollowID == f.ID {
+		if _, err := graph.RemovePending(rel); err != nil {
+			in.log.Warn("a Follow the target did not take stays pending", zap.String("follow", f.ID), zap.Error(err))
+		}
+	}
 }
 
 // sendOrder is a SendRequest checked: the activity's type in its canonical case, the

@@ -199,7 +199,8 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	addr := rs.srv.Listener.Addr().String()
 	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
 		if a != remoteHost+":443" {
-			return nil, fmt.Errorf("test network: no route to %s", a)
+			// As a real dial that finds nothing there fails.
+			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("test network: no route to %s", a)}
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)

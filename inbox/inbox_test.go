@@ -560,3 +560,38 @@ func TestActivityMediaType(t *testing.T) {
 		})
 	}
 }
+
+// TestAFollowNotTakenIsNotLeftPending: a Follow sent by hand is registered
+// pending before it goes (so that its Accept finds it); when the target
+// refuses it (non-2xx) or is never reached, it is taken back, else it would
+// wait as pending and keep floods from following that pair until a prune.
+// A Follow that was taken stays pending for its Accept.
+func TestAFollowNotTakenIsNotLeftPending(t *testing.T) {
+	f := newFixture(t, true)
+	alice := f.actor("alice@flood1.test")
+	bob := remoteID("bob")
+	for _, tc := range []struct {
+		name    string
+		status  int    // the remote's answer
+		inbox   string // the inbox sent to ("": bob's)
+		pending bool
+	}{
+		{"answered 500", http.StatusInternalServerError, "", false},          // refused: taken back
+		{"answered 403", http.StatusForbidden, "", false},                    // refused: taken back
+		{"never reached", 0, "https://" + remoteHost + ":8443/inbox", false}, // no connection made: taken back
+		{"accepted", http.StatusAccepted, "", true},                          // taken: awaits its Accept
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.remote.setStatuses(tc.status)
+			_, err := f.in.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: bob, Inbox: tc.inbox})
+			// Sent, whatever came of it: the Follow was registered first.
+			if (err == nil) != (tc.status != 0) || (err != nil && !errors.Is(err, ErrUndelivered)) {
+				t.Fatalf("send: %v", err)
+			}
+			rel, ok := f.world.Graph.FollowingByRemote(alice.ID, bob)
+			if ok != tc.pending || (ok && rel.State != adminapi.StatePending) {
+				t.Errorf("following %+v (%v), want pending %v", rel, ok, tc.pending)
+			}
+		})
+	}
+}
