@@ -26,7 +26,7 @@ origins joined by + (flood3.test+flood4.test), or @followers[:N] (the N origins 
   blackhole                 requests read, never answered (held up to 15 min)
   slow[:DELAY[:DOC_SHARE]]  deliveries answered after DELAY (30s, at most 1h), documents too at DOC_SHARE (0.5)
   flaky[:P]                 502/503/504 with probability P (0.5) in (0, 1]
-  limited[:RETRY_AFTER]     429 with Retry-After (60s, whole seconds) and X-RateLimit-*
+  limited[:RETRY_AFTER]     429 with Retry-After (60s, or 60: whole seconds) and X-RateLimit-*
   gone                      410 for everything (Tombstones for documents)
   nxdomain                  the crowd's DNS answers NXDOMAIN
   tls-expired, tls-wrong-name  an expired certificate, or one for wrong-name.invalid
@@ -108,7 +108,13 @@ func newWeatherSetCmd() *cobra.Command {
 		Long:  "Put SPEC in force over the running crowd's origins at once, in place of the weather before.\nSPEC: " + weatherHelp + ".",
 		Example: `  crowd weather set 'down=5%,slow=5%:30s,flaky=flood3.test:0.5'
   crowd weather set limited=flood2.test:60s`,
-		Args: exactArgsUsage(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 && !slices.ContainsFunc(args, func(a string) bool { return !strings.Contains(a, "=") }) {
+				// Rules given apart, as a shell splits them at a space.
+				return usage(fmt.Errorf("%s takes one SPEC, its rules joined by commas: %s", cmd.CommandPath(), strings.Join(args, ",")))
+			}
+			return exactArgsUsage(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := weather.ParseSpec(args[0]); err != nil {
 				return usage(fmt.Errorf("SPEC: %w", err)) // before asking the crowd: no serve is needed to hear it

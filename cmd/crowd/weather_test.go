@@ -145,6 +145,10 @@ func TestWeatherCommands(t *testing.T) {
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// No SPEC, or two.
 		{"set without SPEC", []string{"set"}, 2, []string{"wants SPEC"}, "down=flood1.test,limited=flood2.test:30s", "down"},
+		{"set rules apart", []string{"set", "down=flood1.test", "flaky=50%"}, 2, []string{"takes one SPEC, its rules joined by commas: down=flood1.test,flaky=50%"},
+			"down=flood1.test,limited=flood2.test:30s", "down"},
+		{"set a rule and a stray word", []string{"set", "down=flood1.test", "now"}, 2, []string{"wants SPEC, got 2 arguments"},
+			"down=flood1.test,limited=flood2.test:30s", "down"},
 		{"show with an argument", []string{"show", "down=5%"}, 2, []string{"takes no arguments"}, "down=flood1.test,limited=flood2.test:30s", "down"},
 		// A share: which origin it took is the crowd's to say.
 		{"set a share", []string{"set", "flaky=50%:0.2"}, 0, []string{"flaky:0.2  -\n", "of 2 origins: clear 1, flaky 1"}, "flaky=50%:0.2", ""},

@@ -267,23 +267,25 @@ func (r *Rule) parseTarget(t string) error {
 	return nil
 }
 
-// parseParams reads the condition's parameters, filling in its defaults.
+// parseParams reads the condition's parameters, filling in its defaults;
+// an empty one keeps its default (slow=5%::0.2 sets only the share).
 func (r *Rule) parseParams(ps []string) error {
 	c := &r.Condition
+	given := func(i int) bool { return len(ps) > i && strings.TrimSpace(ps[i]) != "" }
 	switch c.Kind {
 	case Slow:
 		c.Delay, c.DocShare = DefaultSlowDelay, DefaultSlowDocShare
 		if len(ps) > 2 {
 			return errors.New("slow takes a delay and a document share at most (slow=5%:30s:0.5)")
 		}
-		if len(ps) > 0 {
+		if given(0) {
 			d, err := parseDelay(ps[0], "delay")
 			if err != nil {
 				return err
 			}
 			c.Delay = d
 		}
-		if len(ps) > 1 {
+		if given(1) {
 			v, err := parseProbability(ps[1], "document share")
 			if err != nil {
 				return err
@@ -295,7 +297,7 @@ func (r *Rule) parseParams(ps []string) error {
 		if len(ps) > 1 {
 			return errors.New("flaky takes one probability at most (flaky=5%:0.5)")
 		}
-		if len(ps) == 1 {
+		if given(0) {
 			v, err := parseProbability(ps[0], "probability")
 			if err != nil {
 				return err
@@ -307,8 +309,8 @@ func (r *Rule) parseParams(ps []string) error {
 		if len(ps) > 1 {
 			return errors.New("limited takes one Retry-After at most (limited=2%:60s)")
 		}
-		if len(ps) == 1 {
-			d, err := parseDelay(ps[0], "Retry-After")
+		if given(0) {
+			d, err := parseRetryAfter(ps[0])
 			if err != nil {
 				return err
 			}
@@ -336,6 +338,18 @@ func parseDelay(s, what string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s %q is not a duration in (0, %s] (e.g. 30s)", what, s, maxDelay)
 	}
 	return d, nil
+}
+
+// parseRetryAfter reads limited's Retry-After: a duration (60s), or whole
+// seconds alone (60), as the header itself says it.
+func parseRetryAfter(s string) (time.Duration, error) {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+		if n < 1 || time.Duration(n)*time.Second > maxDelay {
+			return 0, fmt.Errorf("Retry-After %q is not a number of seconds in [1, %d]", s, int(maxDelay/time.Second))
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	return parseDelay(s, "Retry-After")
 }
 
 // parseProbability reads a number in (0, 1].

@@ -36,6 +36,13 @@ func TestParseSpec(t *testing.T) {
 			{Condition{Kind: Flaky, P: DefaultFlakyP}, 1, nil, 0},
 			{Condition{Kind: Limited, Delay: DefaultRetryAfter}, 1, nil, 0},
 		}, "slow=1%:30s:0.5,flaky=1%:0.5,limited=1%:1m0s"},
+		// An empty parameter keeps its default: a slow share alone.
+		{"a default kept", "slow=1%::0.2,flaky=1%:", []Rule{
+			{Condition{Kind: Slow, Delay: DefaultSlowDelay, DocShare: 0.2}, 1, nil, 0},
+			{Condition{Kind: Flaky, P: DefaultFlakyP}, 1, nil, 0},
+		}, "slow=1%:30s:0.2,flaky=1%:0.5"},
+		// Retry-After in whole seconds alone, as the header says it.
+		{"Retry-After in seconds", "limited=1%:60", []Rule{{Condition{Kind: Limited, Delay: time.Minute}, 1, nil, 0}}, "limited=1%:1m0s"},
 		// slow's second parameter is the share of documents that wait.
 		{"slow documents", "slow=flood2.test:2s:1", []Rule{{Condition{Kind: Slow, Delay: 2 * time.Second, DocShare: 1}, 0, []string{"flood2.test"}, 0}}, "slow=flood2.test:2s:1"},
 		// A fractional share survives the round trip exactly.
@@ -91,7 +98,8 @@ func TestParseSpecRefuses(t *testing.T) {
 		{"flaky=1%:0", "probability"},                    // never flaky
 		{"flaky=1%:1.5", "probability"},                  // more than always
 		{"limited=1%:1500ms", "whole number of seconds"}, // Retry-After is in seconds
-		{"limited=1%:5", `Retry-After "5"`},              // a number alone: named as what it is, not a delay
+		{"limited=1%:0", `Retry-After "0" is not a number of seconds in [1, 3600]`}, // seconds alone, none
+		{"limited=1%:7200", `Retry-After "7200"`},                                   // seconds alone, past the bound
 	} {
 		_, err := ParseSpec(c.in)
 		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.names) {
