@@ -369,6 +369,12 @@ func (in *Inbox) checkHost(ctx context.Context, g *dialguard.Guard, rawURL strin
 		if errors.Is(err, dialguard.ErrPublicTarget) {
 			return err
 		}
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			// The crowd's own DNS answers the SUT, not the crowd: a
+			// --dns-record is no help here, which users expect it to be.
+			return fmt.Errorf("%w: %v (the crowd looks names up with its machine's resolver, not with its own DNS's --dns-record: the name must resolve where the crowd runs: a compose network, or /etc/hosts)", ErrTarget, err)
+		}
 		return fmt.Errorf("%w: %v", ErrTarget, err)
 	}
 	return nil

@@ -595,3 +595,14 @@ func TestAFollowNotTakenIsNotLeftPending(t *testing.T) {
 		})
 	}
 }
+
+// TestASendToAnUnknownNameSaysWhichResolver: a send to a name that does not
+// resolve says the crowd looks names up with its machine's resolver, not
+// its DNS's --dns-record (which users expect to answer it).
+func TestASendToAnUnknownNameSaysWhichResolver(t *testing.T) {
+	f := newFixture(t, false)
+	_, err := f.in.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:admin@sut.test"})
+	if !errors.Is(err, ErrTarget) || !strings.Contains(err.Error(), "no such host") || !strings.Contains(err.Error(), "not with its own DNS's --dns-record") {
+		t.Errorf("%v: want the target unresolved, and which resolver looked", err)
+	}
+}

@@ -67,7 +67,7 @@ func ReadAdminToken(dir string) (string, error) {
 	}
 	token := strings.TrimSpace(string(b))
 	if err := CheckAdminToken(token); err != nil {
-		return "", fmt.Errorf("%s: %w", filepath.Join(dir, AdminTokenFile), err)
+		return "", fmt.Errorf("%s: %w (remove the file: the crowd makes a new token at its next start)", filepath.Join(dir, AdminTokenFile), err)
 	}
 	return token, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,9 @@ func (f *adminFlags) client() (*adminapi.Client, error) {
 	if u, err := url.Parse(base); err == nil && u.Scheme != "http" && u.Scheme != "https" {
 		return nil, usage(fmt.Errorf("--admin %q: the admin API speaks http or https, not %s: give host:port or http://host:port", f.addr, u.Scheme))
 	} else if err == nil && u.Host != "" && u.Port() == "" {
+		if _, err := strconv.ParseUint(raw, 10, 16); err == nil {
+			return nil, usage(fmt.Errorf("--admin %q is a port alone: give host:port, e.g. 127.0.0.1:%s", f.addr, raw))
+		}
 		return nil, usage(fmt.Errorf("--admin %q has no port (the default is %s)", f.addr, defaultAdmin))
 	}
 	c, err := adminapi.New(base, adminapi.Options{Name: raw + " (--admin)", Token: f.adminToken(), TokenHint: tokenHint})

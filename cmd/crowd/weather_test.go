@@ -215,6 +215,8 @@ func TestWeatherNeedsACrowd(t *testing.T) {
 		{"no crowd", freeAddr(t), 1, "crowd serve"},
 		// Not an address.
 		{"no port", "crowd", 2, "has no port"},
+		// A port alone: said as such, with the address it likely meant.
+		{"a port alone", "18180", 2, `--admin "18180" is a port alone: give host:port, e.g. 127.0.0.1:18180`},
 		// Another scheme: said as such, not as a missing port.
 		{"another scheme", "ftp://crowd:21", 2, "http or https, not ftp"},
 	} {
