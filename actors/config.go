@@ -6,6 +6,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/crowdfed/crowd/signing"
@@ -189,6 +190,22 @@ func (c Config) Hosts() []string {
 		}
 	}
 	return out
+}
+
+// OriginNumber reports whether host has the form of the pattern Domain
+// (flood7.test for flood%d.test), and which number it carries: whether or
+// not that origin is one of the world's (1 … Origins).
+func (c Config) OriginNumber(host string) (int, bool) {
+	prefix, suffix, ok := strings.Cut(strings.ToLower(c.Domain), "%d")
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if !ok || !strings.HasPrefix(host, prefix) || !strings.HasSuffix(host, suffix) || len(host) <= len(prefix)+len(suffix) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(host[len(prefix) : len(host)-len(suffix)])
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // hostOf is the host name of origin i (from 1).

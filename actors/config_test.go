@@ -44,3 +44,25 @@ func TestValidateRefusesMoreShardsThanOrigins(t *testing.T) {
 		})
 	}
 }
+
+func TestOriginNumber(t *testing.T) {
+	c := Config{Origins: 20, Domain: "flood%d.test"}
+	for _, tc := range []struct {
+		host string
+		n    int
+		ok   bool
+	}{
+		{"flood7.test", 7, true},    // one of the world's
+		{"flood99.test", 99, true},  // the pattern's, past the world
+		{"FLOOD3.TEST.", 3, true},   // any case, a trailing dot
+		{"flood.test", 0, false},    // no number
+		{"floodx.test", 0, false},   // not a number
+		{"flood-1.test", 0, false},  // not a number of origins
+		{"sut.test", 0, false},      // another name
+		{"flood7.test.x", 0, false}, // more after the suffix
+	} {
+		if n, ok := c.OriginNumber(tc.host); n != tc.n || ok != tc.ok {
+			t.Errorf("OriginNumber(%q) = %d, %v; want %d, %v", tc.host, n, ok, tc.n, tc.ok)
+		}
+	}
+}

@@ -214,7 +214,10 @@ func matchActor(want, v string) bool {
 	if !strings.EqualFold(u.Hostname(), host) {
 		return false
 	}
-	p := strings.TrimSuffix(u.Path, "/")
+	// User names have no case (Mastodon's, and the crowd's own), paths
+	// may keep the one the account was made with.
+	p := strings.ToLower(strings.TrimSuffix(u.Path, "/"))
+	user = strings.ToLower(user)
 	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user)
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -82,28 +83,80 @@ func (in *Inbox) handleActivities(w http.ResponseWriter, r *http.Request) {
 	adminapi.WriteJSON(w, http.StatusOK, in.alog.Latest(q.Limit, q.Filter))
 }
 
-// checkFilterActor refuses a filter's acct that names a host of this crowd
-// but no actor on it (a misspelt name), which would match nothing: a tail
-// would wait forever for it, and a query answer nothing, with no word why.
-// An acct of another host, a host alone and a URL (it may name a note as
-// well as an actor) pass.
+// checkFilterActor refuses a filter's actor that could match nothing, so
+// that a tail does not wait forever for it, nor a query answer nothing,
+// with no word why: an acct with no name or no host; a URL without its
+// scheme; a crowd actor's name alone (a bare word is a host); a host of the
+// crowd's pattern past its origins (flood99.test of 20); and, on one of
+// the crowd's hosts, a name (acct, or a /users/NAME URL) no actor has. An
+// acct or URL of another host, and another host alone, pass: the SUT's
+// names are its own.
 func (in *Inbox) checkFilterActor(want string) error {
-	if want == "" || strings.Contains(want, "://") {
+	if want == "" {
 		return nil
 	}
-	user, host, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@"), "@")
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s=%q: %s, so nothing would match", ErrBadRequest, adminapi.ParamActor, want, fmt.Sprintf(format, args...))
+	}
+	if strings.Contains(want, "://") {
+		u, err := url.Parse(want)
+		if err != nil || u.Host == "" {
+			return bad("not an actor URL")
+		}
+		if err := in.checkFilterHost(u.Hostname(), bad); err != nil {
+			return err
+		}
+		name, ok := strings.CutPrefix(strings.TrimSuffix(u.Path, "/"), "/users/")
+		if o, crowd := in.world.Origin(strings.ToLower(u.Hostname())); crowd && ok && name != "" && !strings.Contains(name, "/") {
+			if _, ok := o.Actor(strings.ToLower(name)); !ok {
+				return bad("%s has no actor %q (%s)", o.Host, name, actorNamesHint(o))
+			}
+		}
+		return nil
+	}
+	user, host, isAcct := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@"), "@")
+	if !isAcct {
+		switch {
+		case strings.Contains(user, "/"):
+			return bad("neither name@host, an actor URL (https://…) nor a host")
+		case in.isCrowdActorName(user):
+			return bad("%s is an actor's name: give name@host (%s@%s), or a host alone", user, user, in.world.Origins[0].Host)
+		}
+		return in.checkFilterHost(user, bad)
+	}
+	if user == "" || host == "" || strings.Contains(host, "@") {
+		return bad("an account is name@host")
+	}
+	if err := in.checkFilterHost(host, bad); err != nil {
+		return err
+	}
+	o, ok := in.world.Origin(strings.ToLower(host))
 	if !ok {
 		return nil
 	}
-	o, ok := in.world.Origin(host)
-	if !ok {
-		return nil
-	}
-	if _, ok := o.Actor(user); !ok {
-		return fmt.Errorf("%w: %s=%q: %s has no actor %q (%s), so nothing would match",
-			ErrBadRequest, adminapi.ParamActor, want, o.Host, user, actorNamesHint(o))
+	if _, ok := o.Actor(strings.ToLower(user)); !ok {
+		return bad("%s has no actor %q (%s)", o.Host, user, actorNamesHint(o))
 	}
 	return nil
+}
+
+// checkFilterHost refuses a host of the crowd's own pattern that is no
+// origin of its world (flood99.test of 20): a typo of one of them.
+func (in *Inbox) checkFilterHost(host string, bad func(string, ...any) error) error {
+	cfg := in.world.Config
+	if n, ok := cfg.OriginNumber(host); ok && (n < 1 || n > cfg.Origins) {
+		hosts := in.world.Hosts()
+		return bad("%s is no origin of this crowd (it serves %s … %s)", host, hosts[0], hosts[len(hosts)-1])
+	}
+	return nil
+}
+
+// isCrowdActorName reports whether name is the name of a person of the
+// crowd's first origin (every origin has the same names); an origin's
+// host, its instance actor's name, is a host.
+func (in *Inbox) isCrowdActorName(name string) bool {
+	a, ok := in.world.Origins[0].Actor(strings.ToLower(name))
+	return ok && a.Kind == actors.KindPerson
 }
 
 // actorNamesHint names how many actors an origin has and the first of

@@ -80,13 +80,22 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 		actor string
 		want  int
 	}{
-		{"alic@flood1.test", http.StatusBadRequest},     // a crowd host, no such actor: would match nothing
-		{"acct:zed@FLOOD1.test", http.StatusBadRequest}, // the same, with acct: and another case
-		{"alice@flood1.test", http.StatusOK},            // a crowd actor
-		{"flood1.test@flood1.test", http.StatusOK},      // the instance actor
-		{"ghost@" + remoteHost, http.StatusOK},          // another host's actor: the crowd cannot know it
-		{"https://flood1.test/notes/1", http.StatusOK},  // a URL may name a note
-		{"flood1.test", http.StatusOK},                  // a host alone
+		{"alic@flood1.test", http.StatusBadRequest},                // a crowd host, no such actor: would match nothing
+		{"acct:zed@FLOOD1.test", http.StatusBadRequest},            // the same, with acct: and another case
+		{"alice@flood1.test", http.StatusOK},                       // a crowd actor
+		{"flood1.test@flood1.test", http.StatusOK},                 // the instance actor
+		{"ghost@" + remoteHost, http.StatusOK},                     // another host's actor: the crowd cannot know it
+		{"https://flood1.test/notes/1", http.StatusOK},             // a URL may name a note
+		{"flood1.test", http.StatusOK},                             // a host alone
+		{"ALICE@flood1.test", http.StatusOK},                       // a crowd actor, its name in capitals: names have no case
+		{"alice", http.StatusBadRequest},                           // an actor's name alone: a bare word is a host
+		{"alice@", http.StatusBadRequest},                          // an account with no host
+		{"flood1.test/users/alice", http.StatusBadRequest},         // a URL without its scheme
+		{"https://flood1.test/users/alcie", http.StatusBadRequest}, // a crowd actor URL, no such actor
+		{"https://flood1.test/users/alice", http.StatusOK},         // a crowd actor's URL
+		{"alice@flood99.test", http.StatusBadRequest},              // the crowd's pattern, past its origins
+		{"flood99.test", http.StatusBadRequest},                    // the same host alone
+		{"gts", http.StatusOK},                                     // a host with no dot (a compose service's name) is a host
 	} {
 		for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream} {
 			q := url.Values{adminapi.ParamActor: {tt.actor}, adminapi.ParamBacklog: {"0"}}

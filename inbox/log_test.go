@@ -145,6 +145,7 @@ func TestFilter(t *testing.T) {
 		{"actor id", Filter{Actor: "https://sut.test/users/pat"}, true},                        // the sender
 		{"actor id with fragment", Filter{Actor: "https://sut.test/users/pat#main-key"}, true}, // keyId form
 		{"local acct", Filter{Actor: "alice@flood3.test"}, true},                               // the crowd recipient by acct
+		{"local acct in capitals", Filter{Actor: "ALICE@FLOOD3.TEST"}, true},                   // names and hosts have no case
 		{"acct: form", Filter{Actor: "acct:pat@sut.test"}, true},                               // with scheme
 		{"@ form", Filter{Actor: "@pat@sut.test"}, true},                                       // with leading @
 		{"host", Filter{Actor: "sut.test"}, true},                                              // every actor of a host
