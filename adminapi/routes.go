@@ -3,6 +3,7 @@ package adminapi
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -207,6 +208,9 @@ func filterOf(v url.Values) (Filter, error) {
 // the error names a limit that is not a non-negative number or a direction
 // that is neither in nor out.
 func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
+	if err := onlyParams(v, ParamActor, ParamType, ParamDirection, ParamLimit); err != nil {
+		return ActivitiesQuery{}, err
+	}
 	n, err := count(v, ParamLimit, DefaultLimit)
 	if err != nil {
 		return ActivitiesQuery{}, err
@@ -225,6 +229,9 @@ func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
 // error names a backlog that is not a non-negative number or a direction
 // that is neither in nor out.
 func ParseStreamQuery(v url.Values) (StreamQuery, error) {
+	if err := onlyParams(v, ParamActor, ParamType, ParamDirection, ParamBacklog); err != nil {
+		return StreamQuery{}, err
+	}
 	n, err := count(v, ParamBacklog, 0)
 	if err != nil {
 		return StreamQuery{}, err
@@ -259,6 +266,9 @@ func (q LookupQuery) Values() url.Values {
 // ParseLookupQuery reads RouteLookup's query, as the server does; the
 // error names an allow_public_target that is not a boolean.
 func ParseLookupQuery(v url.Values) (LookupQuery, error) {
+	if err := onlyParams(v, ParamResource, ParamAllowPublicTarget); err != nil {
+		return LookupQuery{}, err
+	}
 	q := LookupQuery{Resource: v.Get(ParamResource)}
 	if s := v.Get(ParamAllowPublicTarget); s != "" {
 		b, err := strconv.ParseBool(s)
@@ -268,6 +278,17 @@ func ParseLookupQuery(v url.Values) (LookupQuery, error) {
 		q.AllowPublicTarget = b
 	}
 	return q, nil
+}
+
+// onlyParams refuses a query parameter the route does not read (acter=…):
+// taken silently, a misspelt filter would answer everything as if it held.
+func onlyParams(v url.Values, known ...string) error {
+	for name := range v {
+		if !slices.Contains(known, name) {
+			return fmt.Errorf("%q is no query parameter of this route (it takes %s)", name, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // count reads the non-negative number in v's parameter name, def when absent.

@@ -76,6 +76,12 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?limit=x", nil); s != http.StatusBadRequest {
 		t.Errorf("bad limit: %d", s)
 	}
+	// A misspelt parameter would answer everything as if its filter held.
+	for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream, adminapi.RouteLookup} {
+		if s := getJSON(t, admin.URL+route.Path()+"?acter=alice@flood1.test", nil); s != http.StatusBadRequest {
+			t.Errorf("%s with an unknown parameter: %d, want 400", route, s)
+		}
+	}
 	for _, tt := range []struct {
 		actor string
 		want  int
@@ -98,10 +104,10 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 		{"gts", http.StatusOK},                                     // a host with no dot (a compose service's name) is a host
 	} {
 		for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream} {
-			q := url.Values{adminapi.ParamActor: {tt.actor}, adminapi.ParamBacklog: {"0"}}
 			if route == adminapi.RouteStream && tt.want == http.StatusOK {
 				continue // a stream that is not refused stays open
 			}
+			q := url.Values{adminapi.ParamActor: {tt.actor}}
 			if s := getJSON(t, admin.URL+route.Path()+"?"+q.Encode(), nil); s != tt.want {
 				t.Errorf("%s actor=%q: %d, want %d", route, tt.actor, s, tt.want)
 			}
