@@ -310,3 +310,15 @@ func TestAudienceConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshSeedsReadBackExactly: a fresh seed is below 2^53, so a reader
+// of JSON numbers as float64 (jq, JavaScript, pandas) gets the seed that
+// replays the run, not a rounded one.
+func TestFreshSeedsReadBackExactly(t *testing.T) {
+	for range 1000 {
+		s := freshSeed()
+		if s == 0 || s >= 1<<53 || uint64(float64(s)) != s {
+			t.Fatalf("fresh seed %d does not read back exactly as a float64", s)
+		}
+	}
+}

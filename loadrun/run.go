@@ -260,10 +260,13 @@ func (r *runner) sharedSource(ctx context.Context) (stop func(), err error) {
 	return stop, nil
 }
 
-// freshSeed is a random, non-zero seed for a run without --seed.
+// freshSeed is a random, non-zero seed for a run without --seed, below
+// 2^53: records and results files write it as a JSON number, which jq,
+// JavaScript and pandas read as a float64, and a larger one would come
+// back rounded and replay another run. --seed still takes any uint64.
 func freshSeed() uint64 {
 	for {
-		if s := rand.Uint64(); s != 0 {
+		if s := rand.Uint64N(1 << 53); s != 0 {
 			return s
 		}
 	}
