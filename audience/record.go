@@ -236,9 +236,12 @@ func WriteSummary(out io.Writer, run *RunSection) error {
 		}
 		w.WriteString("); they are counted as buried, not never seen\n")
 	}
-	if run.Drain.Complete {
+	switch {
+	case run.Drain.Complete && v.Accepted == 0:
+		w.WriteString("drain: no accepted note to wait for\n")
+	case run.Drain.Complete:
 		fmt.Fprintf(w, "drain: the last accepted note was visible %s after the flood\n", fmtSeconds(run.Drain.Seconds))
-	} else {
+	default:
 		fmt.Fprintf(w, "drain: not complete after %s (--drain-timeout %s)\n", fmtSeconds(run.Drain.Seconds), fmtSeconds(run.Drain.Timeout))
 	}
 	d := run.Delivery

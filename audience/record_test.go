@@ -91,6 +91,16 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "summary.txt.golden", b.Bytes())
+	// A run that owed no note (a delete storm) had no drain to time.
+	run := *sampleRecord().Run
+	run.Visibility.Sent, run.Visibility.Accepted, run.Drain = 0, 0, DrainStats{Complete: true}
+	b.Reset()
+	if err := WriteSummary(&b, &run); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "drain: no accepted note to wait for\n") || strings.Contains(b.String(), "was visible") {
+		t.Errorf("a run that owed no note:\n%s", b.String())
+	}
 }
 
 // TestRecordFiles: a run record, written as the run's final record, is

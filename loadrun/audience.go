@@ -48,6 +48,10 @@ func (a *audienceObserver) Setup(ctx context.Context, s Setup) error {
 	a.start = time.Now()
 	a.env = s.Env
 	if err := s.Guard.CheckURL(ctx, a.p.api); err != nil {
+		if a.cfg.ClientAPI == "" {
+			// The default, from the personas' host: name where it came from.
+			return refusePublic(fmt.Errorf("the SUT's client API %s (the personas' host; --client-api to give another): %w", a.p.api, err))
+		}
 		return refusePublic(fmt.Errorf("--client-api %s: %w", a.p.api, err))
 	}
 	c, err := audience.NewClient(a.p.api, s.Client, s.UserAgent)

@@ -19,20 +19,23 @@ import (
 // user's (a usage error, exit 2) or the SUT's (exit 1).
 func TestAudienceSetupRefuses(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		api    string
-		public bool   // --allow-public-target
-		want   string // the error names this
-		usage  bool   // a usage error
+		name    string
+		sutHost string // the personas' host
+		api     string
+		public  bool   // --allow-public-target
+		want    string // the error names this
+		usage   bool   // a usage error
 	}{
 		// A client API at a public address is a flood of someone else's server.
-		{"public client api", "https://93.184.216.34", false, "--client-api https://93.184.216.34", true},
+		{"public client api", "sut.test", "https://93.184.216.34", false, "--client-api https://93.184.216.34", true},
+		// The default client API, the personas' host: named as that, not as a flag never given.
+		{"public default client api", "93.184.216.34", "", false, "the SUT's client API https://93.184.216.34 (the personas' host; --client-api to give another)", true},
 		// A client API where nothing answers (port 1 of loopback): the SUT's
 		// failure, not the user's.
-		{"nothing answers", "http://127.0.0.1:1", false, "connect", false},
+		{"nothing answers", "sut.test", "http://127.0.0.1:1", false, "connect", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := AudienceConfig{Count: 1, SUTHost: "sut.test", ClientAPI: tc.api, Tokens: []string{"load0=t"},
+			a := AudienceConfig{Count: 1, SUTHost: tc.sutHost, ClientAPI: tc.api, Tokens: []string{"load0=t"},
 				ProbeHz: 1, SetupTimeout: time.Second}
 			p, errs := a.plan()
 			if len(errs) == 0 {
