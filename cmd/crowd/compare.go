@@ -46,7 +46,8 @@ process changes the latency for reasons that are not the server's. --force compa
 anyway, saying so.
 
 Exit status: 0 no regression, 1 a regression, 2 no verdict (usage error, a record that
-does not read, runs that are not comparable).`,
+does not read, runs that are not comparable, a run that measured nothing: no measured
+window, no completed send, or a partial run stopped within its first measured second).`,
 		Example: `  crowd compare out/load/main.json out/load/pr.json
   crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput`,
 		Args: exactArgsUsage(2),
@@ -90,6 +91,9 @@ func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) er
 	})
 	if errors.Is(err, record.ErrIncomparable) {
 		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
+	}
+	if errors.Is(err, record.ErrUnmeasured) {
+		return noVerdict(fmt.Errorf("no verdict on %s against %s: %w", headPath, basePath, err))
 	}
 	if err != nil {
 		return noVerdict(err)

@@ -350,6 +350,9 @@ func TestCompareCLI(t *testing.T) {
 	s3 := s
 	s3.Mix = "create=1,like=1"
 	otherMix := writeJSON(t, dir, "othermix.json", shardRecord(t, s3, baseLat, 200))
+	stopped := shardRecord(t, s, scaled(1, 1), 200)
+	stopped.Measured, stopped.Partial, stopped.PartialReason = 0.04, true, "results /dev/full: no space left on device"
+	unmeasured := writeJSON(t, dir, "unmeasured.json", stopped)
 
 	for _, c := range []struct {
 		name string
@@ -386,6 +389,12 @@ func TestCompareCLI(t *testing.T) {
 		{"bad latency floor", []string{base, same, "--latency-floor", "-1ms"}, 2, []string{"--latency-floor"}},
 		// A record that does not read: no verdict.
 		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, 2, []string{"nope.json"}},
+		// A head stopped before its window opened measured nothing: no
+		// verdict, saying why, forced or not.
+		{"unmeasured head", []string{base, unmeasured}, 2, []string{"no verdict on " + unmeasured, "head: nothing measured to compare: it stopped 0.04s into its measured window", "a partial run (results /dev/full"}},
+		{"unmeasured head forced", []string{base, unmeasured, "--force"}, 2, []string{"head: nothing measured"}},
+		// So with base.
+		{"unmeasured base", []string{unmeasured, base}, 2, []string{"base: nothing measured to compare"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"compare"}, c.args...)...)

@@ -16,6 +16,13 @@ import (
 // latencies would differ for reasons that are not the SUT's.
 var ErrIncomparable = errors.New("flood: runs are not the same unit of work")
 
+// ErrUnmeasured is wrapped by Compare's error for a record with nothing to
+// judge: no measured window, no completed measured send, or a partial run
+// stopped within its first measured second (a results file that could not
+// be written, a crash at start). Its figures rest on a send or two, so no
+// verdict can be given, whatever Force says.
+var ErrUnmeasured = errors.New("nothing measured to compare")
+
 // DefaultCompareMetrics is what `crowd compare` looks at when not told:
 // latency p95 and p99 (from the intended send time), the error share, the
 // send rate achieved and the 2xx rate.
@@ -246,8 +253,17 @@ type Comparison struct {
 
 // Compare compares head with base, metric by metric, overall and for each
 // activity type present in both. It refuses (Comparable's error) records
-// that are not the same unit of work unless o.Force.
+// that are not the same unit of work unless o.Force, and (ErrUnmeasured,
+// Force or not) a record that measured nothing.
 func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
+	for _, side := range []struct {
+		name string
+		r    *Record
+	}{{"base", base}, {"head", head}} {
+		if err := measuredSomething(side.r); err != nil {
+			return nil, fmt.Errorf("%s: %w", side.name, err)
+		}
+	}
 	if o.Metrics == nil {
 		ms, err := ParseCompareMetrics(DefaultCompareMetrics())
 		if err != nil {
@@ -324,6 +340,30 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 		}
 	}
 	return c, nil
+}
+
+// measuredSomething refuses, wrapping ErrUnmeasured, a record whose
+// figures rest on nothing: its rates would be 0/0 or a send or two over a
+// few milliseconds, and a comparison of them would pass for "no
+// regression". A complete run asked to be that short (--max-sends) is
+// what it was asked to be, and is compared.
+func measuredSomething(r *Record) error {
+	why := ""
+	switch {
+	case r.Measured <= 0:
+		why = "it has no measured window (0s measured)"
+	case r.Overall.Counts.Completed == 0:
+		why = fmt.Sprintf("no measured send of it completed (%.2fs measured)", r.Measured)
+	case r.Partial && r.Measured < 1:
+		why = fmt.Sprintf("it stopped %.2fs into its measured window, %d %s completed", r.Measured,
+			r.Overall.Counts.Completed, plural(int(r.Overall.Counts.Completed), "send", "sends"))
+	default:
+		return nil
+	}
+	if r.Partial {
+		why += "; a partial run (" + string(r.PartialReason) + ")"
+	}
+	return fmt.Errorf("%w: %s", ErrUnmeasured, why)
 }
 
 // compareRow compares one metric of one type.

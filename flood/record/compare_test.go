@@ -259,6 +259,57 @@ func TestComparableRefuses(t *testing.T) {
 	}
 }
 
+// TestCompareRefusesUnmeasured: a record that measured nothing (a run
+// stopped in its warm-up, one whose every send was lost) gives no verdict,
+// as base or as head, forced or not: its empty figures would pass as "no
+// regression".
+func TestCompareRefusesUnmeasured(t *testing.T) {
+	run := cmpRun{n: 100, scale: time.Millisecond}
+	for _, c := range []struct {
+		name string
+		side string               // which record is emptied
+		edit func(*record.Record) // how
+		want string               // named in the error; "" = compared
+	}{
+		// A partial run stopped before its window opened.
+		{"head without a window", "head", func(r *record.Record) {
+			r.Measured, r.Partial, r.PartialReason = 0, true, "results /dev/full: no space left"
+		}, "head: nothing measured to compare: it has no measured window (0s measured); a partial run (results /dev/full: no space left)"},
+		// The same of base.
+		{"base without a window", "base", func(r *record.Record) { r.Measured = 0 }, "base: nothing measured to compare: it has no measured window"},
+		// A window, and not one send in it completed.
+		{"head without a completed send", "head", func(r *record.Record) { r.Overall.Counts.Completed = 0 },
+			"head: nothing measured to compare: no measured send of it completed (10.00s measured)"},
+		// A partial run that stopped 40 ms in, after a send or two: a
+		// window, yet nothing measured.
+		{"partial head of 40ms", "head", func(r *record.Record) {
+			r.Measured, r.Partial, r.PartialReason = 0.04, true, "results /dev/full: no space left"
+		}, "head: nothing measured to compare: it stopped 0.04s into its measured window, 200 sends completed; a partial run"},
+		// A complete run asked to be that short is what it was asked: compared.
+		{"a short complete run", "head", func(r *record.Record) { r.Measured = 0.1 }, ""},
+		// A partial run of a second or more is compared (the table notes it).
+		{"a partial run of 2s", "head", func(r *record.Record) { r.Measured, r.Partial = 2, true }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			base, head := run.record(t, record.Settings{}), run.record(t, record.Settings{})
+			c.edit(map[string]*record.Record{"base": base, "head": head}[c.side])
+			for _, force := range []bool{false, true} {
+				_, err := record.Compare(base, head, record.CompareOptions{MaxRegression: 0.15, Force: force})
+				if c.want == "" {
+					if err != nil {
+						t.Fatalf("force=%v: %v", force, err)
+					}
+					continue
+				}
+				if !errors.Is(err, record.ErrUnmeasured) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("force=%v: err = %v, want ErrUnmeasured naming %q", force, err, c.want)
+				}
+			}
+		})
+	}
+}
+
 func TestParseCompareMetrics(t *testing.T) {
 	for _, c := range []struct {
 		in   string
