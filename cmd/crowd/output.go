@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -44,4 +45,20 @@ func runShow(terminal bool) loadrun.Show {
 		},
 		Ladder: report.WriteLadder,
 	}
+}
+
+// checkOutput refuses (a usage error naming -o) an output file that is the
+// input: the atomic write would replace what the command reads with what it
+// rendered. An output that does not exist yet is no input, whatever its
+// name; stdin and stdout ("-") are no files.
+func checkOutput(in, out string) error {
+	if in == "-" || out == "" || out == "-" {
+		return nil
+	}
+	fi, errIn := os.Stat(in)
+	fo, errOut := os.Stat(out)
+	if errIn == nil && errOut == nil && os.SameFile(fi, fo) {
+		return usage(fmt.Errorf("-o %s is the input file: writing it would replace %s with its own report; give -o another name", out, in))
+	}
+	return nil
 }

@@ -176,6 +176,9 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 }
 
 func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run int) error {
+	if err := checkOutput(path, out); err != nil {
+		return err
+	}
 	var render func(io.Writer, *record.Record) error
 	switch strings.ToLower(format) {
 	case "text", "txt":

@@ -102,6 +102,15 @@ and the exit status is then 1, saying so.`,
 }
 
 func resultsCSV(stdin io.Reader, stdout io.Writer, path, out string) error {
+	if err := checkOutput(path, out); err != nil {
+		return err
+	}
+	if c := results.CompressionOf(strings.ToLower(out)); c != results.Plain {
+		// The CSV is written as it is: a compressed name would lie about it.
+		tool := map[results.Compression]string{results.Gzip: "gzip", results.Zstd: "zstd"}[c]
+		return usage(fmt.Errorf("-o %s: crowd results csv writes plain CSV, and %s names a compressed file: name it .csv, or pipe it: crowd results csv %s | %s > %s",
+			out, filepath.Ext(out), path, tool, out))
+	}
 	f, err := results.Open(path, stdin)
 	if err != nil {
 		return exitCode{1, err}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// A results file of one run of two sends, line by line (flood/record/
+// SCHEMA.md, "Results"), as crowd flood --results writes it.
+const (
+	resultsRunLine = `{"line":"run","schema":"crowd.flood.results","version":1,"run":0,"start":"2026-12-02T17:00:00Z","settings":{"label":"f","mix":"create=1"},"rate_hz":10,"duration_us":2000000,"max_inflight":4,"timeout_us":1000000,"seed":7}` + "\n"
+	resultsSends   = `{"line":"send","run":0,"type":"Create","measured":true,"outcome":"answered","class":"202","status":202,"intended_us":100000,"picked_us":100100,"sent_us":100200,"done_us":150000}` + "\n" +
+		`{"line":"send","run":0,"type":"Create","measured":true,"outcome":"answered","class":"202","status":202,"intended_us":1100000,"picked_us":1100100,"sent_us":1100200,"done_us":1150000}` + "\n"
+	resultsEndLine = `{"line":"end","run":0,"end":"2026-12-02T17:00:02Z","window_end_us":2000000,"sends":2}` + "\n"
+	resultsWhole   = resultsRunLine + resultsSends + resultsEndLine
+)
+
+// writeFile writes data to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOutputIsNotTheInput: crowd report and crowd results csv refuse an -o
+// that is their input file (the atomic write would replace it with the
+// report), by any path to it, leaving it as it was; and csv refuses a
+// compressed name for the plain CSV it writes.
+func TestOutputIsNotTheInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := writeJSON(t, dir, "victim.json", shardRecord(t, record.Settings{Label: "victim", Mix: "create=1"}, map[string][]int64{"Create": {1000, 2000}}, 0))
+	res := writeFile(t, dir, "x.ndjson", []byte(resultsWhole))
+	other := filepath.Join(dir, "sub", "..", "x.ndjson") // another path to the same file
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		// A record rendered over itself.
+		{"report over its record", []string{"report", rec, "-o", rec, "--format", "text"}, 2, "-o " + rec + " is the input file"},
+		// A results file rendered over itself.
+		{"report over its results", []string{"report", res, "-o", res, "--format", "text"}, 2, "-o " + res + " is the input file"},
+		// The CSV over its results file.
+		{"csv over its results", []string{"results", "csv", res, "-o", res}, 2, "-o " + res + " is the input file"},
+		// By another path to the same file.
+		{"csv over its results, another path", []string{"results", "csv", res, "-o", other}, 2, "is the input file"},
+		// A compressed name for plain CSV.
+		{"csv under .gz", []string{"results", "csv", res, "-o", filepath.Join(dir, "out.csv.gz")}, 2, "writes plain CSV, and .gz names a compressed file"},
+		// In capitals too.
+		{"csv under .ZST", []string{"results", "csv", res, "-o", filepath.Join(dir, "OUT.CSV.ZST")}, 2, "| zstd >"},
+		// Another file: written.
+		{"csv to another file", []string{"results", "csv", res, "-o", filepath.Join(dir, "out.csv")}, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := map[string][]byte{}
+			for _, p := range []string{rec, res} {
+				before[p], _ = os.ReadFile(p)
+			}
+			code, _, stderr := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.say) {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, stderr, c.code, c.say)
+			}
+			for p, b := range before {
+				if now, _ := os.ReadFile(p); !bytes.Equal(now, b) {
+					t.Errorf("%s was rewritten", p)
+				}
+			}
+		})
+	}
+	for _, p := range []string{"out.csv.gz", "OUT.CSV.ZST"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("a refused -o %s was written", p)
+		}
+	}
+}
