@@ -53,7 +53,7 @@ func loadReported(path string, run int, stdin io.Reader) (*record.Record, error)
 	}
 	switch {
 	case len(recs) == 0:
-		return nil, exitCode{1, fmt.Errorf("%s: no run in it", path)}
+		return nil, exitCode{1, fmt.Errorf("%s: %w", path, results.ErrNoRun)}
 	case run < 0 && len(recs) > 1:
 		return nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
 	case run < 0:
@@ -89,7 +89,8 @@ func newResultsCSVCmd() *cobra.Command {
 		Long: `Write a row per send of a results file (all its runs; the run column says which),
 under a header of the send line's field names; null is an empty cell. "-" reads stdin. A file
 that ends before a run of it did (a killed flood) is converted all the same, every row it holds,
-and the exit status is then 1, saying so.`,
+and the exit status is then 1, saying so. A file with no run in it (empty), or that is no results
+file, gets no CSV, not even the header: exit 1, as crowd report.`,
 		Example: `  crowd results csv sends.ndjson.gz -o sends.csv
   crowd flood --standalone --seconds 10 --results - | crowd results csv - > sends.csv`,
 		Args: exactArgsUsage(1),

@@ -86,3 +86,34 @@ func TestOutputIsNotTheInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVAndReportOfNoRun: a file that holds no run is refused alike by
+// crowd report and crowd results csv (exit 1, no run in it), and a file
+// that is no results file gets no CSV header before the error.
+func TestCSVAndReportOfNoRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty.ndjson", nil)
+	notes := writeFile(t, dir, "notes.jsonl", []byte(`{"note":"first"}`+"\n"))
+	for _, c := range []struct {
+		name string
+		args []string
+		say  string
+	}{
+		// An empty file: no run, said by both commands.
+		{"report of an empty file", []string{"report", empty}, "no run in it"},
+		{"csv of an empty file", []string{"results", "csv", empty}, "no run in it"},
+		// JSON lines that are not results: refused before any output.
+		{"csv of notes", []string{"results", "csv", notes}, `want a "run" line first`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, c.args...)
+			if code != 1 || !strings.Contains(stderr, c.say) {
+				t.Errorf("exit %d, stderr %q; want exit 1 saying %q", code, stderr, c.say)
+			}
+			if stdout != "" {
+				t.Errorf("stdout got %q", stdout)
+			}
+		})
+	}
+}

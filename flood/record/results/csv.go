@@ -14,10 +14,12 @@ import (
 // WriteCSV converts the send lines of a results file to CSV: a header of
 // the send line's field names (SCHEMA.md), then a row per send; null is an
 // empty cell, a time RFC 3339 with nanoseconds. The run and end lines are
-// left out (the run column says which run a send belongs to). A file cut
-// short (a killed flood: a run without its end line, a last line not
-// whole) gives a row for every whole send line all the same, and an error
-// wrapping ErrCut.
+// left out (the run column says which run a send belongs to). Nothing is
+// written before the file's first run line has been read: a file that is
+// no results file, or holds no run (ErrNoRun), gets no header of its own.
+// A file cut short (a killed flood: a run without its end line, a last
+// line not whole) gives a row for every whole send line all the same, and
+// an error wrapping ErrCut.
 func WriteCSV(dst io.Writer, src io.Reader) error {
 	cw := csv.NewWriter(dst)
 	typ := reflect.TypeFor[SendLine]()
@@ -25,14 +27,16 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 	for i := range header {
 		header[i], _, _ = strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 	}
-	if err := cw.Write(header); err != nil {
-		return err
-	}
 	row := make([]string, len(header))
-	open, unended := false, false // a run begun and not ended; one that never was
+	runs, open, unended := 0, false, false // a run begun and not ended; one that never was
 	err := Each(src, func(kind string, b []byte) error {
 		switch kind {
 		case LineRun:
+			if runs++; runs == 1 {
+				if err := cw.Write(header); err != nil {
+					return err
+				}
+			}
 			unended = unended || open
 			open = true
 			return nil
@@ -59,6 +63,8 @@ func WriteCSV(dst io.Writer, src io.Reader) error {
 		return err
 	case cw.Error() != nil:
 		return cw.Error()
+	case runs == 0:
+		return ErrNoRun
 	case open || unended:
 		return fmt.Errorf("%w (a run has no end line)", ErrCut)
 	}

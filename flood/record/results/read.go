@@ -60,6 +60,10 @@ func (r readCloser) Close() error { return errors.Join(r.ReadCloser.Close(), r.f
 // handed over; by WriteCSV's for a run without its end line too.
 var ErrCut = errors.New("the results file is cut short")
 
+// ErrNoRun is the error for a file with no line in it (an empty file, or
+// one of blank lines): no run to read back or convert.
+var ErrNoRun = errors.New("no run in it")
+
 // Each calls fn with every line of a results file in order: its kind (the
 // field "line") and its bytes, valid only during the call. An error names
 // the line; a last line cut short is ErrCut.

@@ -369,3 +369,34 @@ func TestCreateKeepsAnEarlierFileUntilTheFirstLine(t *testing.T) {
 		})
 	}
 }
+
+// TestCSVOfNoRunWritesNothing: a file that holds no run, or is no results
+// file, gets no CSV at all (not a header alone, which reads as a run of no
+// sends), and an error saying why.
+func TestCSVOfNoRunWritesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		err  string // what the error says
+	}{
+		// An empty file: no run in it, as crowd report says.
+		{"empty", "", "no run in it"},
+		// Blank lines alone.
+		{"blank lines", "\n  \n", "no run in it"},
+		// JSON lines of something else: refused at the first line.
+		{"notes", `{"note":"first"}` + "\n" + `{"note":"second"}` + "\n", `want a "run" line first`},
+		// A run record, indented.
+		{"a record", "{\n  \"schema\": \"crowd.flood.record\"\n}\n", "not a results file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := results.WriteCSV(&b, strings.NewReader(c.in))
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("error %v, want one saying %q", err, c.err)
+			}
+			if b.Len() > 0 {
+				t.Errorf("wrote %q", b.String())
+			}
+		})
+	}
+}
