@@ -143,6 +143,8 @@ A results file (crowd flood --results: a name ending in .ndjson, .jsonl, .gz or 
 is read back into the record its sends make: the same counts, histograms and timeline
 (what only the crowd's bookkeeping knows, as signatures and forgeries, is not in it).
 A file of several runs (a ladder's rungs) takes --run. "-" reads a results file from stdin.
+A results file cut short (a killed flood) is rendered from its whole lines, the cut run
+marked PARTIAL, and the exit status is then 1, saying so on stderr, as crowd results csv's.
 Exits 2 for a usage error, 1 when the file cannot be read or the report written.`,
 		Example: `  crowd report out/load/20261130-120000-smoke.json
   crowd report merged.json -o merged.html
@@ -190,7 +192,7 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	default:
 		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
-	rec, err := loadReported(path, run, stdin)
+	rec, cut, err := loadReported(path, run, stdin)
 	if err != nil {
 		return err
 	}
@@ -205,6 +207,15 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	}
 	if err != nil {
 		return exitCode{1, err}
+	}
+	if cut != nil {
+		// Rendered, from a file cut short: exit 1 all the same, as crowd
+		// results csv does, so that a script notices.
+		shown := "the report shows what its whole lines hold"
+		if rec.Partial {
+			shown += ", marked PARTIAL"
+		}
+		return exitCode{1, fmt.Errorf("%s: %w; %s", path, cut, shown)}
 	}
 	return nil
 }

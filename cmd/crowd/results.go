@@ -31,37 +31,42 @@ func isResults(path string) bool {
 
 // loadReported is the record `crowd report` renders: the record at path,
 // or run (-1: the only one) of the results file at path (stdin for "-").
-func loadReported(path string, run int, stdin io.Reader) (*record.Record, error) {
+// A results file cut short (a killed flood) gives the record its whole
+// lines hold (the cut run marked partial) and cut, the ErrCut that says
+// so, for the report to exit 1 with once written, as crowd results csv does.
+func loadReported(path string, run int, stdin io.Reader) (rec *record.Record, cut, err error) {
 	if !isResults(path) {
 		if run >= 0 {
-			return nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
+			return nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
 		}
 		recs, err := loadRecords([]string{path})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return recs[0], nil
+		return recs[0], nil, nil
 	}
 	f, err := results.Open(path, stdin)
 	if err != nil {
-		return nil, exitCode{1, err}
+		return nil, nil, exitCode{1, err}
 	}
 	defer f.Close()
 	recs, err := results.Records(f)
-	if err != nil {
-		return nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	if errors.Is(err, results.ErrCut) && len(recs) > 0 {
+		cut = err
+	} else if err != nil {
+		return nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}
 	switch {
 	case len(recs) == 0:
-		return nil, exitCode{1, fmt.Errorf("%s: %w", path, results.ErrNoRun)}
+		return nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, results.ErrNoRun)}
 	case run < 0 && len(recs) > 1:
-		return nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
+		return nil, nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
 	case run < 0:
-		return recs[0], nil
+		return recs[0], cut, nil
 	case run >= len(recs):
-		return nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
+		return nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
 	}
-	return recs[run], nil
+	return recs[run], cut, nil
 }
 
 // newResultsCmd is `crowd results`: what to do with a results file.
@@ -137,7 +142,7 @@ func resultsCSV(stdin io.Reader, stdout io.Writer, path, out string) error {
 		}
 	}
 	if cut != nil {
-		return exitCode{1, fmt.Errorf("%s: %w (its rows were written)", path, cut)}
+		return exitCode{1, fmt.Errorf("%s: %w; its every whole send line was written", path, cut)}
 	}
 	return nil
 }

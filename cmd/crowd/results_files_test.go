@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,29 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// gzipped is lines compressed as crowd flood --results x.gz writes them: a
+// block flushed after each line; killed, the stream is left there, without
+// its end (what a flood killed with SIGKILL leaves).
+func gzipped(t *testing.T, killed bool, lines ...string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	for _, l := range lines {
+		if _, err := zw.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !killed {
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
 }
 
 // TestOutputIsNotTheInput: crowd report and crowd results csv refuse an -o
@@ -113,6 +137,57 @@ func TestCSVAndReportOfNoRun(t *testing.T) {
 			}
 			if stdout != "" {
 				t.Errorf("stdout got %q", stdout)
+			}
+		})
+	}
+}
+
+// TestCutResultsRenderAndConvert: a results file cut short (a killed flood:
+// a gzip stream that breaks off, a last line not whole, no end line) is
+// rendered by crowd report, marked PARTIAL with the cut, and converted by
+// crowd results csv, a row per whole send line; both then exit 1 saying
+// the file is cut. A whole file exits 0.
+func TestCutResultsRenderAndConvert(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		file   string
+		data   []byte
+		cut    bool   // the file is cut short: exit 1
+		reason string // the PARTIAL reason; "" = the run is whole
+	}{
+		// A whole file: no cut, exit 0.
+		{"whole", "whole.ndjson", []byte(resultsWhole), false, ""},
+		{"whole gzip", "whole.ndjson.gz", gzipped(t, false, resultsRunLine, resultsSends, resultsEndLine), false, ""},
+		// A flood killed before its end line, its gzip stream broken off.
+		{"gzip killed", "killed.ndjson.gz", gzipped(t, true, resultsRunLine, resultsSends), true,
+			"the results file is cut short (its compressed stream ends early)"},
+		// Killed after its end line: the run is whole, the file is not.
+		{"gzip killed after the end line", "late.ndjson.gz", gzipped(t, true, resultsRunLine, resultsSends, resultsEndLine), true, ""},
+		// A plain file whose last line is half written.
+		{"last line cut", "killed.ndjson", []byte(resultsRunLine + resultsSends + resultsEndLine[:20]), true, "line 4: the results file is cut short: its last line is not whole"},
+		// A file that only lacks its end line.
+		{"no end line", "noend.ndjson", []byte(resultsRunLine + resultsSends), true, "the results file is cut short: the run has no end line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeFile(t, dir, c.file, c.data)
+			code, stdout, stderr := runCLI(t, "report", p)
+			if (code == 1) != c.cut || (code != 0 && code != 1) || !strings.Contains(stdout, "offered 2") {
+				t.Errorf("report: exit %d, want the two sends shown, exit 1 when cut\n%s%s", code, stdout, stderr)
+			}
+			if strings.Contains(stdout, "PARTIAL: "+c.reason) != (c.reason != "") || strings.Contains(stderr, "marked PARTIAL") != (c.reason != "") {
+				t.Errorf("report: want the run marked PARTIAL: %q (\"\" none), got\n%s%s", c.reason, stdout, stderr)
+			}
+			if c.cut && (!strings.Contains(stderr, p+": ") || !strings.Contains(stderr, "the results file is cut short")) {
+				t.Errorf("report: stderr %q does not say %s is cut", stderr, p)
+			}
+			code, stdout, stderr = runCLI(t, "results", "csv", p)
+			if rows := strings.Count(stdout, "\n"); rows != 3 || (code == 1) != c.cut || (code != 0 && code != 1) {
+				t.Errorf("csv: exit %d, %d lines, stderr %q; want the header and 2 rows, exit 1 when cut", code, rows, stderr)
+			}
+			if c.cut && !strings.Contains(stderr, "the results file is cut short") {
+				t.Errorf("csv: stderr %q does not say the file is cut", stderr)
 			}
 		})
 	}

@@ -95,7 +95,7 @@ func TestResultsOfATenSecondFlood(t *testing.T) {
 			}
 		}
 	}
-	fromResults, err := loadReported(sends, -1, nil)
+	fromResults, _, err := loadReported(sends, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestResultsOfATenSecondFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromStdin, err := loadReported("-", -1, plain)
+	fromStdin, _, err := loadReported("-", -1, plain)
 	if err != nil {
 		t.Fatal(err)
 	}

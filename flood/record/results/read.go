@@ -57,7 +57,8 @@ func (r readCloser) Close() error { return errors.Join(r.ReadCloser.Close(), r.f
 // ErrCut is wrapped by the error for a results file cut short: by Each's
 // for one that ends in the middle of a line (a killed flood's buffered
 // writes, a compressed stream that broke off), every whole line before it
-// handed over; by WriteCSV's for a run without its end line too.
+// handed over; by Records' and WriteCSV's for a run without its end line
+// too, after they gave what the whole lines hold.
 var ErrCut = errors.New("the results file is cut short")
 
 // ErrNoRun is the error for a file with no line in it (an empty file, or
@@ -107,7 +108,7 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		}
 	}
 	if err := sc.Err(); errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("reading results: %w (its compressed stream ends early)", ErrCut)
+		return fmt.Errorf("%w (its compressed stream ends early)", ErrCut)
 	} else if err != nil {
 		return fmt.Errorf("reading results: %w", err)
 	}
@@ -118,22 +119,25 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 // counts, histograms and timeline a Recorder would have composed from the
 // same sends (record.Replay). What only the crowd's bookkeeping knows
 // (signatures, security, fetch-back, the audience) is not in the results.
-// A run whose last line is missing (a writer that failed, a killed
-// generator) gives a record marked partial; a file cut in the middle of a
-// line is an error wrapping ErrCut.
+// A file cut short (a killed flood: a run without its end line, a last line
+// not whole, a compressed stream that breaks off) gives the record of every
+// run its whole lines hold, the cut one ending at its last answer and marked
+// partial with the cut as its reason, and an error wrapping ErrCut; any
+// other error gives no record.
 func Records(r io.Reader) ([]*record.Record, error) {
 	var recs []*record.Record
 	var cur *replay
 	var lines int64
 	var spent time.Duration // what the runs read lasted, together
-	finish := func(end *EndLine) error {
-		rec, span, err := cur.record(end, maxRun+time.Duration(lines)*linesRun-spent)
+	finish := func(end *EndLine, cut string) error {
+		rec, span, err := cur.record(end, cut, maxRun+time.Duration(lines)*linesRun-spent)
 		if err != nil {
 			return err
 		}
 		recs, cur, spent = append(recs, rec), nil, spent+span
 		return nil
 	}
+	unended := false // a run of the file has no end line
 	err := Each(r, func(kind string, b []byte) error {
 		lines++
 		if kind != LineRun && cur == nil {
@@ -142,7 +146,8 @@ func Records(r io.Reader) ([]*record.Record, error) {
 		switch kind {
 		case LineRun:
 			if cur != nil {
-				if err := finish(nil); err != nil {
+				unended = true
+				if err := finish(nil, noEndLine); err != nil {
 					return err
 				}
 			}
@@ -162,15 +167,34 @@ func Records(r io.Reader) ([]*record.Record, error) {
 			if err := json.Unmarshal(b, &e); err != nil {
 				return err
 			}
-			return finish(&e)
+			return finish(&e, "")
 		}
 		return nil
 	})
-	if err == nil && cur != nil {
-		err = finish(nil)
+	switch {
+	case errors.Is(err, ErrCut):
+		if cur != nil {
+			if ferr := finish(nil, err.Error()); ferr != nil { // the reason names the line cut
+				return nil, ferr
+			}
+		}
+		return recs, err
+	case err != nil:
+		return nil, err
+	case cur != nil:
+		unended = true
+		if err := finish(nil, noEndLine); err != nil {
+			return nil, err
+		}
 	}
-	return recs, err
+	if unended {
+		return recs, fmt.Errorf("%w (a run has no end line)", ErrCut)
+	}
+	return recs, nil
 }
+
+// noEndLine is the partial reason of a run read back without its end line.
+const noEndLine = "the results file is cut short: the run has no end line"
 
 // replay is one run being read back.
 type replay struct {
@@ -216,11 +240,12 @@ func (r *replay) add(l *SendLine) error {
 }
 
 // record ends the replay as end says; without end (the file stops before
-// the run's last line), at its last answer, marked partial. It refuses a
-// run that would last longer than left, and says how long this one lasted.
-func (r *replay) record(end *EndLine, left time.Duration) (*record.Record, time.Duration, error) {
+// the run's last line), at its last answer, marked partial for the reason
+// cut ("the results file is cut short …"). It refuses a run that would last
+// longer than left, and says how long this one lasted.
+func (r *replay) record(end *EndLine, cut string, left time.Duration) (*record.Record, time.Duration, error) {
 	st := record.Stop{End: r.head.Start.Add(r.lastEnd), WindowEnd: r.lastEnd, Partial: true,
-		Reason: "the results file ends before the run did"}
+		Reason: record.StopReason(cut)}
 	if end != nil {
 		st = record.Stop{End: end.End, WindowEnd: us(&end.WindowEndUS),
 			Partial: end.Partial, Reason: record.StopReason(end.Reason)}

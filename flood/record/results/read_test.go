@@ -42,13 +42,13 @@ func TestReadingResults(t *testing.T) {
 		in      string
 		runs    int
 		partial bool   // the last run's record
-		err     string // "" none
+		err     string // "" none; with records, an ErrCut
 	}{
 		// Each run is read back into its own record.
 		{"two runs", whole, 2, false, ""},
 		// A file that stops before a run's end line (a killed generator)
-		// gives that run's record, partial.
-		{"cut before the end line", withoutEnd, 2, true, ""},
+		// gives that run's record, partial, and says the file is cut.
+		{"cut before the end line", withoutEnd, 2, true, "the results file is cut short (a run has no end line)"},
 		// The first run alone, whole.
 		{"one run", strings.Join(lines[:firstEnd+1], ""), 1, false, ""},
 		// A record is not a results file.
@@ -67,13 +67,16 @@ func TestReadingResults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			recs, err := results.Records(strings.NewReader(c.in))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want one saying %q", err, c.err)
+			if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("error %v, want one saying %q", err, c.err)
+			}
+			if c.runs == 0 {
+				if recs != nil {
+					t.Errorf("%d records beside the error", len(recs))
 				}
 				return
 			}
-			if err != nil {
+			if c.err == "" && err != nil {
 				t.Fatal(err)
 			}
 			if len(recs) != c.runs {
@@ -116,9 +119,17 @@ func TestReadingResults(t *testing.T) {
 			return zr
 		},
 	} {
-		if _, err := results.Records(open()); !errors.Is(err, results.ErrCut) {
+		// What the whole lines hold is read all the same, the cut run
+		// partial, saying why.
+		recs, err := results.Records(open())
+		if !errors.Is(err, results.ErrCut) {
 			t.Errorf("%s: Records: %v, want ErrCut", name, err)
+			continue
 		}
+		if len(recs) != 2 || !recs[1].Partial || !strings.Contains(string(recs[1].PartialReason), "the results file is cut short") {
+			t.Errorf("%s: %d records, the last partial for %q; want 2, the second cut", name, len(recs), recs[len(recs)-1].PartialReason)
+		}
+		agree(t, first, recs[0])
 	}
 }
 
@@ -145,9 +156,9 @@ func TestRunsLastAtMostAWeek(t *testing.T) {
 		in   string
 		err  string // "" none
 	}{
-		// Three days, whole or cut: read.
+		// Three days, whole or cut: read (a cut file says so).
 		{"three days", run(0) + end(0, 3*day), ""},
-		{"three days, cut", run(0) + answeredAfter(0, 3*day), ""},
+		{"three days, cut", run(0) + answeredAfter(0, 3*day), "the results file is cut short"},
 		// Two runs of three days: still one week's flood.
 		{"two runs of three days", run(0) + end(0, 3*day) + run(1) + end(1, 3*day), ""},
 		// Eight days: no flood the crowd makes.
@@ -188,7 +199,10 @@ func FuzzRecords(f *testing.F) {
 	f.Add(strings.Replace(run+send, `"done_us":150000`, `"done_us":-9223372036854775807`, 1))
 	f.Fuzz(func(t *testing.T, in string) {
 		recs, err := results.Records(strings.NewReader(in))
-		if err != nil {
+		if err != nil && !errors.Is(err, results.ErrCut) {
+			if recs != nil {
+				t.Errorf("%d records beside %v", len(recs), err)
+			}
 			return
 		}
 		for _, r := range recs {

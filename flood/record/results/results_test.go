@@ -343,7 +343,9 @@ func TestCreateKeepsAnEarlierFileUntilTheFirstLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.writes {
-				w.Run(settings()).Begin(record.Schedule{Start: time.Now(), Rate: 10, Duration: time.Second})
+				r, start := w.Run(settings()), time.Now()
+				r.Begin(record.Schedule{Start: start, Rate: 10, Duration: time.Second})
+				r.End(record.Stop{End: start.Add(time.Second), WindowEnd: time.Second})
 			} else {
 				time.Sleep(450 * time.Millisecond) // two of the writer's flush ticks pass with nothing to write
 			}
