@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/results"
 	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
@@ -53,10 +54,13 @@ cannot be read or the records cannot be merged (nothing is written then).`,
 }
 
 // loadRecords reads every record, failing (exit 1) on the first that does
-// not read.
+// not read; a results file, known by its content, is said to be one.
 func loadRecords(paths []string) ([]*record.Record, error) {
 	recs := make([]*record.Record, 0, len(paths))
 	for _, p := range paths {
+		if err := notResults(p); err != nil {
+			return nil, exitCode{1, err}
+		}
 		r, err := record.LoadRecord(p)
 		if err != nil {
 			return nil, exitCode{1, err}
@@ -64,6 +68,23 @@ func loadRecords(paths []string) ([]*record.Record, error) {
 		recs = append(recs, r)
 	}
 	return recs, nil
+}
+
+// notResults refuses a file that holds results, or is compressed, where a
+// run record is wanted: the JSON decoder would say no more than that a byte
+// of it is invalid.
+func notResults(path string) error {
+	compressed, res, err := results.Sniff(path)
+	switch {
+	case err != nil:
+		return nil // LoadRecord says why the file does not read
+	case res:
+		return fmt.Errorf("%s is a results file (crowd flood --results), not a run record: crowd compare and crowd merge take run records "+
+			"(crowd flood's JSON in out/load/, or crowd merge's); crowd report %s renders a results file, and crowd results csv converts it", path, path)
+	case compressed:
+		return fmt.Errorf("%s is compressed and holds no results: a run record is plain JSON (crowd flood's in out/load/): decompress it first", path)
+	}
+	return nil
 }
 
 // recordRefPattern finds "record N" in Merge's errors, to name the file.
@@ -139,8 +160,8 @@ func newReportCmd() *cobra.Command {
 Without --format, an -o file ending in .html or .md picks the format (.txt or none: text;
 another ending, as .pdf or .json, is refused).
 
-A results file (crowd flood --results: a name ending in .ndjson, .jsonl, .gz or .zst)
-is read back into the record its sends make: the same counts, histograms and timeline
+A results file (crowd flood --results; known by its content, plain, gzip or zstd, whatever
+its name) is read back into the record its sends make: the same counts, histograms and timeline
 (what only the crowd's bookkeeping knows, as signatures and forgeries, is not in it).
 A file of several runs (a ladder's rungs) takes --run. "-" reads a results file from stdin.
 A results file cut short (a killed flood) is rendered from its whole lines, the cut run

@@ -15,11 +15,20 @@ import (
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
 
-// isResults reports whether path names a results file (crowd flood
-// --results) rather than a record: by its name, as the flood chose its
-// compression; "-" (stdin) is one, as crowd flood --results - writes.
+// isResults reports whether path is a results file (crowd flood
+// --results) rather than a record: by its content (a compressed stream, a
+// first line that is a results run line), whatever it is named, and else
+// by a name that only results take (.ndjson, .jsonl, .gz, .zst), so that a
+// damaged one gets the results reader's word for what is wrong. "-" (stdin)
+// is one, as crowd flood --results - writes.
 func isResults(path string) bool {
-	if path == "-" || results.CompressionOf(path) != results.Plain {
+	if path == "-" {
+		return true
+	}
+	if compressed, res, err := results.Sniff(path); err == nil && (compressed || res) {
+		return true
+	}
+	if results.CompressionOf(path) != results.Plain {
 		return true
 	}
 	switch strings.ToLower(filepath.Ext(path)) {

@@ -192,3 +192,52 @@ func TestCutResultsRenderAndConvert(t *testing.T) {
 		})
 	}
 }
+
+// TestResultsFilesKnownByContent: a results file is known by what it holds,
+// not by its name: crowd report renders one under a .json name or
+// compressed under any name (stdin included); crowd compare and crowd merge
+// say plainly that they take run records and where a results file goes.
+func TestResultsFilesKnownByContent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := writeJSON(t, dir, "base.json", shardRecord(t, record.Settings{Label: "f", Mix: "create=1"}, map[string][]int64{"Create": {1000, 2000}}, 0))
+	asJSON := writeFile(t, dir, "sends.json", []byte(resultsWhole))
+	gz := writeFile(t, dir, "sends.ndjson.gz", gzipped(t, false, resultsWhole))
+	gzUnnamed := writeFile(t, dir, "sends.ndjson", gzipped(t, false, resultsWhole))
+	recGz := writeFile(t, dir, "base.json.gz", gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n"))
+	plainRecords := "crowd compare and crowd merge take run records"
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // on stdout (code 0) or stderr
+	}{
+		// A results file under a .json name (--results x.json writes one).
+		{"report of results named .json", []string{"report", asJSON}, 0, "offered 2"},
+		// gzip under a plain name.
+		{"report of gzip named .ndjson", []string{"report", gzUnnamed}, 0, "offered 2"},
+		// compare given a results file: said plainly, with what to do.
+		{"compare with results", []string{"compare", rec, gz}, 2, gz + " is a results file (crowd flood --results), not a run record: " + plainRecords},
+		{"compare with results named .json", []string{"compare", asJSON, rec}, 2, "crowd report " + asJSON + " renders a results file"},
+		// merge too.
+		{"merge of results", []string{"merge", gz}, 1, plainRecords},
+		// A compressed record: decompress it first.
+		{"compare with a gzipped record", []string{"compare", rec, recGz}, 2, "is compressed and holds no results: a run record is plain JSON"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, c.args...)
+			out := stderr
+			if c.code == 0 {
+				out = stdout
+			}
+			if code != c.code || !strings.Contains(out, c.say) || strings.Contains(stderr, `\x1f`) {
+				t.Errorf("exit %d\nstdout: %s\nstderr: %s\nwant exit %d saying %q", code, stdout, stderr, c.code, c.say)
+			}
+		})
+	}
+	// A gzip stream on stdin (cat sends.ndjson.gz | crowd report -).
+	got, cut, err := loadReported("-", -1, bytes.NewReader(gzipped(t, false, resultsWhole)))
+	if err != nil || cut != nil || got.Overall.Counts.Offered != 2 {
+		t.Errorf("a gzip stream on stdin: %v, %v", err, cut)
+	}
+}

@@ -420,7 +420,7 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	}
 	if r.Schema == "crowd.flood.results" { // results.Schema, which imports this package
 		return nil, errors.New("read record: this is a results file (crowd flood --results), not a run record: " +
-			"crowd report reads it under a name ending in .ndjson, .jsonl, .gz or .zst, crowd results csv under any")
+			"crowd report renders it, crowd results csv converts it")
 	}
 	if r.Schema != RecordSchema {
 		return nil, fmt.Errorf("read record: schema %q, want %q", r.Schema, RecordSchema)

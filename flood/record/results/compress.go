@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"io"
 	"strings"
 
@@ -8,7 +9,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compression is how a results file is compressed, chosen by its name.
+// Compression is how a results file is compressed: chosen by its name
+// when written, known by its first bytes when read.
 type Compression int
 
 // The compressions of a results file.
@@ -18,12 +20,32 @@ const (
 	Zstd                     // a name ending in .zst
 )
 
-// CompressionOf is the compression a file named path takes (or has).
+// CompressionOf is the compression a file named path takes, its ending
+// matched in any case (X.NDJSON.GZ is gzip).
 func CompressionOf(path string) Compression {
-	switch {
+	switch path = strings.ToLower(path); {
 	case strings.HasSuffix(path, ".gz"):
 		return Gzip
 	case strings.HasSuffix(path, ".zst"):
+		return Zstd
+	}
+	return Plain
+}
+
+// The magic numbers a compressed stream starts with (RFC 1952; RFC 8878).
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// compressionIn is the compression a stream starting with head has: its
+// magic number says, whatever the file is named. NDJSON starts with "{" or
+// a blank, never with either.
+func compressionIn(head []byte) Compression {
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		return Gzip
+	case bytes.HasPrefix(head, zstdMagic):
 		return Zstd
 	}
 	return Plain

@@ -29,22 +29,74 @@ const maxRun = 7 * 24 * time.Hour
 // maxRun: a run of a minute has a run line and an end line at least.
 const linesRun = time.Hour
 
-// Open opens the results file at path, decompressed by its name; "-" reads
-// stdin.
+// Open opens the results file at path ("-": stdin), decompressed by its
+// content: a gzip or zstd stream by its magic number, whatever the name
+// says (stdin, a .json name, capitals), anything else read as it is.
 func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
-	if path == "-" {
-		return io.NopCloser(stdin), nil
+	var src io.Reader = stdin
+	var f *os.File
+	if path != "-" {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+		src = f
 	}
-	f, err := os.Open(path)
+	br := bufio.NewReader(src)
+	head, _ := br.Peek(len(zstdMagic)) // a short file is no compressed stream; a read error shows at the first read
+	r, err := compressionIn(head).reader(br)
 	if err != nil {
-		return nil, err
-	}
-	r, err := CompressionOf(path).reader(f)
-	if err != nil {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if f == nil {
+		return r, nil
+	}
 	return readCloser{r, f}, nil
+}
+
+// Sniff reports whether the file at path holds results, by its content:
+// a compressed stream (no run record is compressed) or a first line that is
+// a results file's run line. A file it cannot read is not, and says why in
+// err.
+func Sniff(path string) (compressed, results bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, false, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(len(zstdMagic))
+	if c := compressionIn(head); c != Plain {
+		r, err := Open(path, nil)
+		if err != nil {
+			return true, false, err
+		}
+		defer r.Close()
+		return true, firstLineIsRun(r), nil
+	}
+	return false, firstLineIsRun(br), nil
+}
+
+// firstLineIsRun reports whether the first line of r that is not blank is
+// a run line of a results file. A run record's first line is "{" alone.
+func firstLineIsRun(r io.Reader) bool {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4<<10), maxLine)
+	for sc.Scan() {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var head struct {
+			Line   string `json:"line"`
+			Schema string `json:"schema"`
+		}
+		return json.Unmarshal(b, &head) == nil && head.Line == LineRun && head.Schema == Schema
+	}
+	return false
 }
 
 type readCloser struct {
