@@ -241,3 +241,36 @@ func TestResultsFilesKnownByContent(t *testing.T) {
 		t.Errorf("a gzip stream on stdin: %v, %v", err, cut)
 	}
 }
+
+// TestForeignFilesSaidPlainly: a file that is no run record is said to be
+// none, naming it, in plain words: not Go's types, nor a bare EOF.
+func TestForeignFilesSaidPlainly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := writeJSON(t, dir, "base.json", shardRecord(t, record.Settings{Label: "f", Mix: "create=1"}, map[string][]int64{"Create": {1000, 2000}}, 0))
+	pkg := writeFile(t, dir, "package.json", []byte(`{"name":"x","version":"1.0.0"}`+"\n"))
+	list := writeFile(t, dir, "list.json", []byte("[]\n"))
+	empty := writeFile(t, dir, "empty.json", nil)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		// An npm manifest to report.
+		{"report of package.json", []string{"report", pkg}, 1, pkg + ` is not a crowd run record (it has no "schema"`},
+		// A JSON list.
+		{"report of a list", []string{"report", list}, 1, list + " is not a crowd run record (it holds a JSON list, not an object)"},
+		// An empty file to compare: no verdict.
+		{"compare with an empty file", []string{"compare", rec, empty}, 2, empty + " is not a crowd run record (it is empty)"},
+		// To merge.
+		{"merge of an empty file", []string{"merge", rec, empty}, 1, empty + " is not a crowd run record (it is empty)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.say) || strings.Contains(stderr, "Go ") || strings.Contains(stderr, "EOF") {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, stderr, c.code, c.say)
+			}
+		})
+	}
+}

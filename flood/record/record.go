@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -409,43 +407,6 @@ func (r *Record) TypeNames() []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// DecodeRecord reads one JSON record and checks its schema and version.
-func DecodeRecord(rd io.Reader) (*Record, error) {
-	var r Record
-	dec := json.NewDecoder(rd)
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("read record: %w", err)
-	}
-	if r.Schema == "crowd.flood.results" { // results.Schema, which imports this package
-		return nil, errors.New("read record: this is a results file (crowd flood --results), not a run record: " +
-			"crowd report renders it, crowd results csv converts it")
-	}
-	if r.Schema != RecordSchema {
-		return nil, fmt.Errorf("read record: schema %q, want %q", r.Schema, RecordSchema)
-	}
-	if r.Version < 1 || r.Version > RecordVersion {
-		return nil, fmt.Errorf("read record: version %d, this crowd reads 1 to %d", r.Version, RecordVersion)
-	}
-	if r.Types == nil {
-		r.Types = map[string]*TypeRecord{}
-	}
-	return &r, nil
-}
-
-// LoadRecord reads the record in file path.
-func LoadRecord(path string) (*Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := DecodeRecord(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
 }
 
 // Generators is the number of generator runs combined in the record.

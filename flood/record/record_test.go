@@ -256,7 +256,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	}
 	// A results file's first line: said to be one, and how to read it.
 	run := `{"line":"run","schema":"crowd.flood.results","version":1,"run":0}`
-	if _, err := record.DecodeRecord(strings.NewReader(run)); err == nil || !strings.Contains(err.Error(), "this is a results file") {
+	if _, err := record.DecodeRecord(strings.NewReader(run)); err == nil || !strings.Contains(err.Error(), "a results file of crowd flood --results") {
 		t.Errorf("a results file read as a record: %v, want it said to be one", err)
 	}
 }

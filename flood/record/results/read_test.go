@@ -95,7 +95,7 @@ func TestReadingResults(t *testing.T) {
 	}
 	// A results file read as a run record is said to be one (the record
 	// package knows its schema by a copy of Schema: this pins it).
-	if _, err := record.DecodeRecord(strings.NewReader(lines[0])); err == nil || !strings.Contains(err.Error(), "this is a results file") {
+	if _, err := record.DecodeRecord(strings.NewReader(lines[0])); err == nil || !strings.Contains(err.Error(), "a results file of crowd flood --results") {
 		t.Errorf("a results file read as a record: %v, want it said to be one", err)
 	}
 	// A file cut in the middle of a line (a killed flood's buffered

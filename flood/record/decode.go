@@ -1,0 +1,143 @@
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+)
+
+// ErrNotRecord is wrapped by DecodeRecord's error for input that is no
+// run record at all (empty, not JSON, another JSON document, a results
+// file), as opposed to a run record this crowd cannot read.
+var ErrNotRecord = errors.New("not a crowd run record")
+
+// resultsSchema is results.Schema (crowd flood --results), which imports
+// this package: its first line decodes as a JSON object of that schema.
+const resultsSchema = "crowd.flood.results"
+
+// DecodeRecord reads one JSON record and checks its schema and version.
+// Its errors say what the input is in plain words, never in Go's types: no
+// run record at all wraps ErrNotRecord.
+func DecodeRecord(rd io.Reader) (*Record, error) {
+	var raw json.RawMessage
+	if err := json.NewDecoder(rd).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRecord, jsonProblem(err))
+	}
+	var head map[string]any
+	if err := json.Unmarshal(raw, &head); err != nil || head == nil {
+		return nil, fmt.Errorf("%w (it holds a JSON %s, not an object)", ErrNotRecord, jsonKind(raw))
+	}
+	schema, isString := head["schema"].(string)
+	switch {
+	case schema == resultsSchema:
+		return nil, fmt.Errorf("%w (a results file of crowd flood --results: crowd report renders it, crowd results csv converts it)", ErrNotRecord)
+	case head["schema"] == nil:
+		return nil, fmt.Errorf("%w (it has no \"schema\"; a run record's is %q)", ErrNotRecord, RecordSchema)
+	case !isString:
+		return nil, fmt.Errorf("%w (its \"schema\" is no string; a run record's is %q)", ErrNotRecord, RecordSchema)
+	case schema != RecordSchema:
+		return nil, fmt.Errorf("%w (its schema is %q; a run record's is %q)", ErrNotRecord, short(schema), RecordSchema)
+	}
+	// A version this crowd does not know may have fields it cannot decode:
+	// say which version before decoding the rest.
+	switch v, ok := head["version"].(float64); {
+	case head["version"] == nil:
+		return nil, errors.New("a damaged run record (it has no \"version\")")
+	case !ok || v != float64(int(v)) || v < 1 || v > RecordVersion:
+		return nil, fmt.Errorf("a run record of version %s: this crowd reads 1 to %d", short(fmt.Sprint(head["version"])), RecordVersion)
+	}
+	var r Record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("a damaged run record (%s)", jsonProblem(err))
+	}
+	if r.Types == nil {
+		r.Types = map[string]*TypeRecord{}
+	}
+	return &r, nil
+}
+
+// LoadRecord reads the record in file path; its errors name the file.
+func LoadRecord(path string) (*Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := DecodeRecord(f)
+	if errors.Is(err, ErrNotRecord) {
+		return nil, fmt.Errorf("%s is %w", path, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// jsonProblem says in a few plain words what encoding/json found wrong.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "it is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "its JSON ends early"
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return fmt.Sprintf("a JSON %s where a run record has %s", typ.Value, kindWord(typ.Type))
+		}
+		return fmt.Sprintf("its %q is a JSON %s where a run record has %s", typ.Field, typ.Value, kindWord(typ.Type))
+	}
+	return err.Error()
+}
+
+// kindWord is what JSON value a Go type takes, in JSON's words.
+func kindWord(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(raw json.RawMessage) string {
+	switch s := strings.TrimSpace(string(raw)); {
+	case strings.HasPrefix(s, "["):
+		return "list"
+	case strings.HasPrefix(s, `"`):
+		return "string"
+	case s == "null":
+		return "null"
+	case s == "true" || s == "false":
+		return "boolean"
+	}
+	return "number"
+}
+
+// short is s cut to a length an error line holds.
+func short(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
