@@ -144,7 +144,7 @@ func nameRecords(msg string, paths []string) string {
 // newReportCmd is `crowd report`.
 func newReportCmd() *cobra.Command {
 	var format, out string
-	run := -1
+	var run int
 	cmd := &cobra.Command{
 		Use:   "report RECORD.json | RESULTS.ndjson[.gz|.zst]",
 		Short: "Render a run record (or a results file) as text, Markdown, or an HTML page with plots",
@@ -173,7 +173,11 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
   crowd report sends.ndjson.gz -o sends.html`,
 		Args: exactArgsUsage(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("run") && run < 0 {
+			// Not given is the only run; the flag's zero default keeps -1, which
+			// is refused, out of the help.
+			if !cmd.Flags().Changed("run") {
+				run = -1
+			} else if run < 0 {
 				return usage(fmt.Errorf("--run %d: want a run's number, 0 or more", run))
 			}
 			if !cmd.Flags().Changed("format") {
@@ -193,7 +197,7 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or html")
-	cmd.Flags().IntVar(&run, "run", -1, "of a results file of several runs, the one to report (0, 1, …)")
+	cmd.Flags().IntVar(&run, "run", 0, "of a results file of several runs, the one to report (0, 1, …; default: a file's only run)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	return cmd
 }

@@ -274,3 +274,41 @@ func TestForeignFilesSaidPlainly(t *testing.T) {
 		})
 	}
 }
+
+// TestReportRunFlag: --run names a run of a results file, 0 or more; left
+// out, the file's only run. The help advertises no -1, which is refused.
+func TestReportRunFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	one := writeFile(t, dir, "one.ndjson", []byte(resultsWhole))
+	two := writeFile(t, dir, "ladder.ndjson", []byte(resultsWhole+strings.ReplaceAll(resultsWhole, `"run":0`, `"run":1`)))
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // on stderr
+	}{
+		// Left out: the only run.
+		{"the only run", []string{one}, 0, ""},
+		// Named: that run.
+		{"run 0", []string{one, "--run", "0"}, 0, ""},
+		{"run 1 of two", []string{two, "--run", "1"}, 0, ""},
+		// -1 is no run's number, given or not in the help.
+		{"run -1", []string{two, "--run", "-1"}, 2, "--run -1: want a run's number, 0 or more"},
+		// Left out of a file of two runs: name one.
+		{"two runs, none named", []string{two}, 2, "name one with --run 0 … 1"},
+		// Past the last run.
+		{"run 1 of one", []string{one, "--run", "1"}, 2, "--run 1: " + one + " holds 1 run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"report"}, c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.say) {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, stderr, c.code, c.say)
+			}
+		})
+	}
+	_, help, _ := runCLI(t, "report", "--help")
+	if line := help[strings.Index(help, "--run int"):]; strings.Contains(line[:strings.IndexByte(line, '\n')], "-1") {
+		t.Errorf("--help advertises -1: %s", line[:strings.IndexByte(line, '\n')])
+	}
+}
