@@ -56,9 +56,9 @@ window, no completed send, or a partial run stopped within its first measured se
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression")
+	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression, a percentage")
 	fl.StringVar(&f.metrics, "metric", record.DefaultCompareMetrics(), "metrics to compare, comma-separated")
-	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points, that can be a regression")
+	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points (0% to 100%), that can be a regression")
 	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(record.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
 	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix or arrival process anyway")
 	return cmd
@@ -73,6 +73,11 @@ func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) er
 	floor, err := record.ParseThreshold(f.shareFloor)
 	if err != nil {
 		return noVerdict(fmt.Errorf("--share-floor %w", err))
+	}
+	if floor > 1 {
+		// A share moves by 100 percentage points at most: such a floor
+		// would judge no share at all.
+		return noVerdict(usage(fmt.Errorf("--share-floor %s: a share changes by 100 percentage points at most: want 0%% to 100%%", f.shareFloor)))
 	}
 	if f.latencyFloor < 0 {
 		return noVerdict(fmt.Errorf("--latency-floor %v: want 0 or more", f.latencyFloor))

@@ -386,6 +386,12 @@ func TestCompareCLI(t *testing.T) {
 		{"bad threshold", []string{base, same, "--max-regression", "lots"}, 2, []string{"--max-regression"}},
 		{"bad metric", []string{base, same, "--metric", "p95,speed"}, 2, []string{"--metric", "speed"}},
 		{"bad share floor", []string{base, same, "--share-floor", "-1"}, 2, []string{"--share-floor"}},
+		// A bare number could be 15 % or 0.15 %: refused, offering both.
+		{"bare threshold", []string{base, same, "--max-regression", "0.15"}, 2, []string{`--max-regression "0.15": give a percentage: 15% (0.15 as a fraction) or 0.15%`}},
+		// A share moves by 100 points at most.
+		{"share floor past 100%", []string{base, same, "--share-floor", "200%"}, 2, []string{"--share-floor 200%: a share changes by 100 percentage points at most"}},
+		// 100 % is the most: every share change below it is noise.
+		{"share floor 100%", []string{base, same, "--share-floor", "100%"}, 0, []string{"no regression"}},
 		{"bad latency floor", []string{base, same, "--latency-floor", "-1ms"}, 2, []string{"--latency-floor"}},
 		// A record that does not read: no verdict.
 		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, 2, []string{"nope.json"}},

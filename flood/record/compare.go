@@ -100,13 +100,22 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 	return out, nil
 }
 
-// ParseThreshold reads a --max-regression: a percentage with or without
-// its sign ("15%", "15", "2.5%"), returned as a fraction (0.15). It must be
-// 0 or more and finite. Errors are *UsageError.
+// ParseThreshold reads a --max-regression or a --share-floor: a
+// percentage with its sign ("15%", "2.5%"), returned as a fraction (0.15).
+// It must be 0 or more and finite. A bare number other than 0 is refused:
+// 0.15 reads as a fraction (15 %) as readily as a percentage (0.15 %).
+// Errors are *UsageError.
 func ParseThreshold(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+	t := strings.TrimSpace(s)
+	num, pct := strings.CutSuffix(t, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	switch {
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
 		return 0, usage(s, "want a percentage of 0 or more, e.g. 15%%")
+	case !pct && v != 0 && v <= 1:
+		return 0, usage(s, "give a percentage: %s%% (%s as a fraction) or %s%%", FormatNumber(math.Round(v*100*1e9)/1e9), num, num)
+	case !pct && v != 0:
+		return 0, usage(s, "give a percentage, e.g. %s%%", num)
 	}
 	return v / 100, nil
 }

@@ -355,19 +355,25 @@ func TestParseThreshold(t *testing.T) {
 		in   string
 		want float64
 		ok   bool
+		say  string // in the error
 	}{
-		{"15%", 0.15, true},   // the usual form
-		{"15", 0.15, true},    // percent without its sign
-		{"2.5%", 0.025, true}, // fractions of a percent
-		{"0%", 0, true},       // any change the wrong way
-		{"-5%", 0, false},     // negative
-		{"fast", 0, false},    // not a number
-		{"NaN", 0, false},     // not a number either
-		{"Inf%", 0, false},    // no threshold at all: leave the flag out instead
+		{"15%", 0.15, true, ""},     // the usual form
+		{" 2.5 %", 0.025, true, ""}, // fractions of a percent, spaced
+		{"0%", 0, true, ""},         // any change the wrong way
+		{"0", 0, true, ""},          // 0 is 0 in any unit
+		{"150%", 1.5, true, ""},     // latency up half as much again
+		// A bare number could be a fraction or a percentage: refused,
+		// offering both.
+		{"0.15", 0, false, `"0.15": give a percentage: 15% (0.15 as a fraction) or 0.15%`},
+		{"15", 0, false, `"15": give a percentage, e.g. 15%`},
+		{"-5%", 0, false, "0 or more"},  // negative
+		{"fast", 0, false, "0 or more"}, // not a number
+		{"NaN", 0, false, "0 or more"},  // not a number either
+		{"Inf%", 0, false, "0 or more"}, // no threshold at all: leave the flag out instead
 	} {
 		got, err := record.ParseThreshold(c.in)
-		if (err == nil) != c.ok || math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("%q: %v, %v; want %v ok=%v", c.in, got, err, c.want, c.ok)
+		if (err == nil) != c.ok || math.Abs(got-c.want) > 1e-12 || (err != nil && !strings.Contains(err.Error(), c.say)) {
+			t.Errorf("%q: %v, %v; want %v ok=%v saying %q", c.in, got, err, c.want, c.ok, c.say)
 		}
 	}
 }
