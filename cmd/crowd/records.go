@@ -117,7 +117,7 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 		return exitCode{1, err}
 	}
 	if out != "" && out != "-" {
-		fmt.Fprintf(table, "merged %d records into %s\n", len(recs), out)
+		fmt.Fprintf(table, "merged %d %s into %s\n", len(recs), plural(len(recs), "record", "records"), out)
 	}
 	return nil
 }

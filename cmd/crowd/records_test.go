@@ -185,6 +185,20 @@ func TestMergeCLIIsExact(t *testing.T) {
 	}
 }
 
+// TestMergeOfOneRecord: one record merges into itself (a one-shard
+// fleet's Job does so), and the count is said in the singular.
+func TestMergeOfOneRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := record.Settings{Label: "one", Arrivals: "constant", Mix: "create=1", Shard: "0/1"}
+	in := writeJSON(t, dir, "one.json", shardRecord(t, s, map[string][]int64{"Create": {1000, 2000}}, 0))
+	out := filepath.Join(dir, "merged.json")
+	code, stdout, stderr := runCLI(t, "merge", in, "-o", out)
+	if code != 0 || !strings.Contains(stdout, "merged 1 record into "+out+"\n") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want \"merged 1 record into\"", code, stdout, stderr)
+	}
+}
+
 func TestMergeCLIRefuses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

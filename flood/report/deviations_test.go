@@ -60,6 +60,40 @@ func TestDeviationsAreShownEverywhere(t *testing.T) {
 	}
 }
 
+// TestMergedSeedsNameTheirGenerator: a merged record's seeds say which
+// generator each replays (a seed replays one generator's draws, not the
+// fleet's); one generator's seed stands alone.
+func TestMergedSeedsNameTheirGenerator(t *testing.T) {
+	mk := func(shard string, seed uint64) *record.Record {
+		res := recordtest.Run(t0, 5*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))})
+		r := recordtest.MustRecord(t, res, record.Settings{Arrivals: "constant", Mix: "create=1", Shard: shard})
+		r.Parts[0].Seed = seed
+		return recordtest.RoundTrip(t, r)
+	}
+	m, err := record.Merge(mk("0/2", 42), mk("1/2", 43))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		r    *record.Record
+		want string // the seed line
+	}{
+		// Two shards: each seed named by its shard.
+		{"merged", m, "seeds: shard 0/2 42, shard 1/2 43 (each generator's --seed replays its own draws)\n"},
+		// One generator: its seed alone.
+		{"one generator", mk("", 42), "seed 42 (--seed replays the draws)\n"},
+	} {
+		var b bytes.Buffer
+		if err := WriteTable(&b, c.r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: the table lacks %q:\n%s", c.name, c.want, b.String())
+		}
+	}
+}
+
 // TestRungsSkippedAreShown: a ladder's shoulder rung says which rungs were
 // not run, in the table, the row and the report, and shards unite them.
 func TestRungsSkippedAreShown(t *testing.T) {

@@ -97,15 +97,15 @@ func WriteLadder(w io.Writer, res record.LadderResult) error {
 		}
 		recs = append(recs, r.Record)
 	}
-	seeds := seedsOf(recs...)
-	if len(changes) > 0 || len(seeds) > 0 {
+	seeds := seedLine(recs...)
+	if len(changes) > 0 || seeds != "" {
 		fmt.Fprintln(w)
 	}
 	for _, l := range changes {
 		fmt.Fprintf(w, "CHANGED at %s: %s\n", strings.Join(at[l], ", "), l)
 	}
-	if len(seeds) > 0 {
-		fmt.Fprintf(w, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))
+	if seeds != "" {
+		fmt.Fprintln(w, seeds)
 	}
 	if len(res.Rows) > 0 {
 		c := res.Capacity

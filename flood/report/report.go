@@ -106,8 +106,8 @@ func (l *Live) Done() {
 // writeSeedsAndDeviations writes the seeds a run can be replayed with and
 // what it changed from what it was asked, one line each.
 func writeSeedsAndDeviations(b *strings.Builder, r *record.Record) {
-	if seeds := seedsOf(r); len(seeds) > 0 {
-		fmt.Fprintf(b, "seed %s (--seed replays the draws)\n", strings.Join(seeds, ", "))
+	if l := seedLine(r); l != "" {
+		fmt.Fprintln(b, l)
 	}
 	for _, l := range r.Deviations.Lines() {
 		fmt.Fprintf(b, "CHANGED: %s\n", l)
@@ -265,19 +265,40 @@ func writeVerdict(b *strings.Builder, r *record.Record) {
 	}
 }
 
-// seedsOf lists the seeds of recs' parts that replay their draws, each
-// once, in order (a part without one, from before seeds were kept, says
-// none).
-func seedsOf(recs ...*record.Record) []string {
-	var seeds []string
+// seedLine says the seeds that replay recs' draws, each once, in order:
+// "seed 42 (--seed replays the draws)" when one generator drew them; for
+// several (merged shards), which generator each seed replays, since a seed
+// replays one generator's draws, not the fleet's. "" when no part kept one
+// (records from before seeds were kept).
+func seedLine(recs ...*record.Record) string {
+	var seeds, labelled []string
+	several := false
 	for _, r := range recs {
-		for _, p := range r.Parts {
-			if s := strconv.FormatUint(p.Seed, 10); p.Seed != 0 && !slices.Contains(seeds, s) {
+		several = several || len(r.Parts) > 1
+		for i, p := range r.Parts {
+			if p.Seed == 0 {
+				continue
+			}
+			s := strconv.FormatUint(p.Seed, 10)
+			who := "shard " + p.Shard
+			if p.Shard == "" {
+				who = "generator " + strconv.Itoa(i+1)
+			}
+			if l := who + " " + s; !slices.Contains(labelled, l) {
+				labelled = append(labelled, l)
+			}
+			if !slices.Contains(seeds, s) {
 				seeds = append(seeds, s)
 			}
 		}
 	}
-	return seeds
+	switch {
+	case len(seeds) == 0:
+		return ""
+	case several:
+		return "seeds: " + strings.Join(labelled, ", ") + " (each generator's --seed replays its own draws)"
+	}
+	return "seed " + strings.Join(seeds, ", ") + " (--seed replays the draws)"
 }
 
 // noAnswerVerdict is said in the verdict's place when no send was answered:
