@@ -83,12 +83,15 @@ func (v *Visibility) Sent(sender, uri string, at time.Time) int {
 }
 
 // Answered records the SUT's answer to the Create of uri (0: no answer, a
-// timeout or a failed connection). Only the first answer counts.
+// timeout or a failed connection). An accepted note stays accepted; a later
+// answer replaces a refusal, as the flood's tally counts the last attempt
+// of a send: with --signature both, a 401 to the first signature and a 202
+// to the fallback is a note accepted, and owed.
 func (v *Visibility) Answered(uri string, status int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, n := range v.byURI[uri] {
-		if n.answered {
+		if n.answered && n.accepted() {
 			continue
 		}
 		n.answered, n.status = true, status

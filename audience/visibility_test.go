@@ -75,6 +75,14 @@ func TestVisibility(t *testing.T) {
 		// The same note sent twice: owed once, from its first send.
 		{"resent", []step{{"sent", alice, "n1", 0, 0}, {"sent", alice, "n1", 50, 0}, {"answered", "", "n1", 60, 202}, {"seen", "load0", "n1", 100, 0}},
 			1000, 1000, 1, 1, 1, 1, 0, 0, 100, 0, true, 0},
+		// --signature both: refused 401 under the first signature, taken
+		// 202 under the fallback, as the flood's tally counts it: owed, seen.
+		{"refused, then taken", []step{{"sent", alice, "n1", 0, 0}, {"answered", "", "n1", 5, 401}, {"sent", alice, "n1", 6, 0},
+			{"answered", "", "n1", 10, 202}, {"seen", "load0", "n1", 100, 0}},
+			1000, 1000, 1, 1, 1, 1, 0, 0, 100, 0, true, 0},
+		// Taken, then refused when sent again: it stays taken, and owed.
+		{"taken, then refused", []step{{"sent", alice, "n1", 0, 0}, {"answered", "", "n1", 5, 202}, {"answered", "", "n1", 50, 409}},
+			1000, 61000, 1, 1, 1, 0, 1, 0, 0, 60, false, 1},
 		// Another persona's home showing the note is not the owed one.
 		{"wrong home", []step{{"sent", alice, "n1", 0, 0}, {"answered", "", "n1", 5, 202}, {"seen", "load1", "n1", 50, 0}},
 			1000, 2000, 1, 1, 1, 0, 1, 0, 0, 1, false, 1},
