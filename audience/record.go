@@ -81,6 +81,29 @@ type Record struct {
 	Run *RunSection `json:"run"`
 }
 
+// ReadRun reads the run section of a record file's bytes: nil (and no
+// error) for a flood's record, which has none; an error for a section of
+// another schema or a newer version than this crowd reads.
+func ReadRun(raw []byte) (*RunSection, error) {
+	var doc struct {
+		Run *RunSection `json:"run"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Run == nil {
+		return nil, nil // a flood's record, or one the record's own reader refuses, saying why
+	}
+	if doc.Run.Schema != RunSchema || doc.Run.Version > RunVersion {
+		return nil, fmt.Errorf("its run section is %s version %d: this crowd reads %s up to version %d", doc.Run.Schema, doc.Run.Version, RunSchema, RunVersion)
+	}
+	return doc.Run, nil
+}
+
+// SummaryLines are WriteSummary's lines, for a report's section.
+func SummaryLines(run *RunSection) []string {
+	var b strings.Builder
+	WriteSummary(&b, run) // a strings.Builder takes every write
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
 // NotesPath is the notes file of the record at recordPath: the same name
 // with ".notes.jsonl" for ".json".
 func NotesPath(recordPath string) string {

@@ -114,6 +114,8 @@ func TestValidateRules(t *testing.T) {
 		{"personas file", func(c *Config) { c.PersonasFile = "/nonexistent/personas.txt" }, ""},
 		// A gate on a type no run has is refused before the run, not missed after it.
 		{"gate type", func(c *Config) { c.Expect = gates("Bogus.errors<1%") }, `--expect "Bogus.errors<1%": "Bogus" is no activity type of a run (Forged, Create, Like`},
+		// A figure of crowd run's run section: said to be no gate's yet, not an activity type missing.
+		{"gate on the run section", func(c *Config) { c.Expect = gates("visibility.p95<1s") }, `--expect "visibility.p95<1s": gates are over the flood's figures; visibility is in crowd run's run section`},
 		// Types are matched as the record matches them, in any case; Forged is one with forgeries.
 		{"gate types", func(c *Config) {
 			c.Mix = record.Mix{Like: 1, Reply: 1}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/crowdfed/crowd/flood/record/results"
 	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/internal/atomicfile"
+	"github.com/crowdfed/crowd/loadrun"
 )
 
 // The record commands read run records (flood/record/SCHEMA.md) and never send
@@ -119,6 +121,13 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 	if out != "" && out != "-" {
 		fmt.Fprintf(table, "merged %d %s into %s\n", len(recs), plural(len(recs), "record", "records"), out)
 	}
+	for _, p := range paths {
+		if extra, _ := runSections(p); len(extra) > 0 {
+			// The flood's figures merge exactly; what the personas' homes
+			// showed is per run and does not add up: said, not dropped unseen.
+			fmt.Fprintf(stderr, "crowd merge: %s is a crowd run's record: its run section (the personas' homes, the drain, the deliveries) is not in the merged record; crowd report %s shows it\n", p, p)
+		}
+	}
 	return nil
 }
 
@@ -202,18 +211,39 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 	return cmd
 }
 
+// runSections are the report's sections beyond the flood's: a crowd run
+// record's audience measures (what the personas' homes showed, the drain,
+// the deliveries to the crowd), as crowd run printed them. None for a
+// flood's record, a results file or stdin.
+func runSections(path string) ([]report.Section, error) {
+	if path == "-" || isResults(path) {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil // the record itself was read: a file gone since says nothing of its run
+	}
+	lines, err := loadrun.RunSummary(raw)
+	if err != nil || lines == nil {
+		return nil, err
+	}
+	return []report.Section{{Title: "crowd run: the personas' homes, the drain and the deliveries to the crowd", Lines: lines}}, nil
+}
+
 func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run int) error {
 	if err := checkOutput(path, out); err != nil {
 		return err
 	}
-	var render func(io.Writer, *record.Record) error
+	var render func(io.Writer, *record.Record, []report.Section) error
 	switch strings.ToLower(format) {
 	case "text", "txt":
-		render = report.WriteTable
+		render = report.WriteTableWith
 	case "markdown", "md":
-		render = func(w io.Writer, r *record.Record) error { return report.WriteMarkdown(w, r, filepath.Base(path)) }
+		render = func(w io.Writer, r *record.Record, extra []report.Section) error {
+			return report.WriteMarkdownWith(w, r, filepath.Base(path), extra)
+		}
 	case "html":
-		render = report.WriteHTML
+		render = report.WriteHTMLWith
 	default:
 		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
@@ -221,8 +251,12 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	if err != nil {
 		return err
 	}
+	extra, err := runSections(path)
+	if err != nil {
+		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
 	var b bytes.Buffer
-	if err := render(&b, rec); err != nil {
+	if err := render(&b, rec, extra); err != nil {
 		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}
 	if out == "" || out == "-" {

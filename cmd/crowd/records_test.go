@@ -71,8 +71,8 @@ func shardRecord(t *testing.T, s record.Settings, lat map[string][]int64, errEve
 	return r
 }
 
-// writeJSON writes a record to dir/name and returns the path.
-func writeJSON(t *testing.T, dir, name string, r *record.Record) string {
+// writeJSON writes a record (or any document) to dir/name and returns the path.
+func writeJSON(t *testing.T, dir, name string, r any) string {
 	t.Helper()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -252,6 +252,56 @@ func TestMergeCLIRefuses(t *testing.T) {
 				t.Errorf("a refused merge wrote %s", out)
 			}
 		})
+	}
+}
+
+// TestReportOfARunRecord: a crowd run record's report has, after the
+// flood's parts, what its run section measured (the personas' homes, the
+// drain, the deliveries), in every format, as crowd run printed it; a run
+// section this crowd cannot read is said, not dropped.
+func TestReportOfARunRecord(t *testing.T) {
+	t.Parallel()
+	flood, err := os.ReadFile(filepath.Join(fixtureDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(flood, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, run string) string {
+		doc["run"] = json.RawMessage(run)
+		return writeJSON(t, dir, name, doc)
+	}
+	rec := write("run.json", `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"follows":2,"followers":3,`+
+		`"visibility":{"sent":10,"accepted":9,"seen":8,"never_seen":1},"drain":{"seconds":1.5,"complete":true,"timeout_s":60}}`)
+	for _, c := range []struct {
+		format string
+		want   []string
+	}{
+		{"text", []string{"\ncrowd run: the personas' homes, the drain and the deliveries to the crowd\n", "visibility: 10 notes owed to a follower's home, 9 accepted, 8 seen, 1 never seen", "drain: the last accepted note was visible 1.50 s after the flood"}},
+		{"markdown", []string{"**crowd run: the personas' homes", "- visibility: 10 notes owed"}},
+		{"html", []string{"<h2>crowd run: the personas&#39; homes", "<li>visibility: 10 notes owed"}},
+	} {
+		code, out, errOut := runCLI(t, "report", rec, "--format", c.format)
+		for _, w := range c.want {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Errorf("%s: exit %d (%s), want %q in:\n%s", c.format, code, errOut, w, out)
+			}
+		}
+	}
+	// A flood's own record has no such part.
+	if _, out, _ := runCLI(t, "report", filepath.Join(fixtureDir, "report.json")); strings.Contains(out, "crowd run:") {
+		t.Errorf("a flood's record reported as a run's:\n%s", out)
+	}
+	// Merged, its flood's figures are; its run section is said to be left out.
+	if code, _, errOut := runCLI(t, "merge", rec, "-o", filepath.Join(dir, "merged.json")); code != 0 || !strings.Contains(errOut, "is a crowd run's record: its run section") {
+		t.Errorf("merge of a run record: exit %d, stderr %q", code, errOut)
+	}
+	newer := write("newer.json", `{"schema":"crowd.run","version":9}`)
+	if code, _, errOut := runCLI(t, "report", newer); code != 1 || !strings.Contains(errOut, "its run section is crowd.run version 9: this crowd reads crowd.run up to version 1") {
+		t.Errorf("a newer run section: exit %d, %s", code, errOut)
 	}
 }
 

@@ -65,6 +65,17 @@ func (m CompareMetric) HigherIsBetter() bool {
 // isShare: the metric is a share, whose change is shown in percentage points.
 func (m CompareMetric) isShare() bool { return m.g.kind == kindCount }
 
+// RunSectionPart reports whether name is a part of crowd run's section of
+// a record (SCHEMA.md, "A load run"), which a metric may be taken to name
+// (visibility.p95) though no flood figure is one.
+func RunSectionPart(name string) bool {
+	switch strings.ToLower(name) {
+	case "visibility", "home", "delivery", "drain", "sweep", "setup":
+		return true
+	}
+	return false
+}
+
 // ParseCompareMetrics reads a comma-separated list of metric names (see
 // CompareMetric); a name may appear once. A type prefix ("Create.p99") is
 // refused: the comparison covers every type anyway. So is "offered", which
@@ -82,6 +93,9 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 			return nil, err
 		}
 		if g.Type != "" {
+			if RunSectionPart(g.Type) {
+				return nil, usage(f, "compare compares the flood's figures; %s is a part of crowd run's run section, which crowd report shows", g.Type)
+			}
 			return nil, usage(f, "compare covers every activity type: drop %q", g.Type+".")
 		}
 		if g.kind == kindRate && g.Metric == "offered" {

@@ -320,13 +320,14 @@ func TestParseCompareMetrics(t *testing.T) {
 		{" p99.9 , max,throughput ", "p99.9 max throughput", true},                               // spaces, p99.9 kept whole
 		{"service.p99,lateness.p99,dispatch.p99", "service.p99 lateness.p99 dispatch.p99", true}, // families
 		{"status429,timeouts,dropped", "status429 timeout dropped", true},                        // counters, canonical
-		{"", "no metric", false},                                  // nothing
-		{"p95,p95", "p95 appears twice", false},                   // twice
-		{"latency.p95,p95", "p95 appears twice", false},           // twice, once spelled out
-		{"Create.p99", "drop \"Create.\"", false},                 // types are all compared anyway
-		{"offered", "comparable runs offer the same rate", false}, // always equal
-		{"p101", "quantile", false},                               // out of range
-		{"speed", "unknown metric", false},                        // unknown
+		{"", "no metric", false},                        // nothing
+		{"p95,p95", "p95 appears twice", false},         // twice
+		{"latency.p95,p95", "p95 appears twice", false}, // twice, once spelled out
+		{"Create.p99", "drop \"Create.\"", false},       // types are all compared anyway
+		{"visibility.p95", "visibility is a part of crowd run's run section, which crowd report shows", false}, // not a flood figure
+		{"offered", "comparable runs offer the same rate", false},                                              // always equal
+		{"p101", "quantile", false},        // out of range
+		{"speed", "unknown metric", false}, // unknown
 	} {
 		ms, err := record.ParseCompareMetrics(c.in)
 		if !c.ok {

@@ -22,6 +22,12 @@ import (
 // (linking file), the per-type table, the status tally and the bottleneck
 // verdict.
 func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
+	return WriteMarkdownWith(w, r, file, nil)
+}
+
+// WriteMarkdownWith is WriteMarkdown with extra sections at the end, each
+// its title in bold and its lines as a list.
+func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Section) error {
 	var b strings.Builder
 	b.WriteString(record.MarkdownHeader())
 	b.WriteString(r.MarkdownRow(file))
@@ -78,6 +84,12 @@ func WriteMarkdown(w io.Writer, r *record.Record, file string) error {
 	}
 	for _, s := range r.Bottleneck.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", record.EscapeMarkdown(s))
+	}
+	for _, sec := range extra {
+		fmt.Fprintf(&b, "\n**%s**\n\n", record.EscapeMarkdown(sec.Title))
+		for _, l := range sec.Lines {
+			fmt.Fprintf(&b, "- %s\n", record.EscapeMarkdown(l))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -173,7 +185,7 @@ type htmlPage struct {
 	Schema     string
 	Fetchback  *fetchView  // nil: the record has no fetch-back section
 	Security   []string    // the security section's lines (security.go); none without it
-	Weather    []htmlBlock // the weather timeline and the deliveries under it (weather.go); none without them
+	Weather    []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections; none without them
 }
 
 // htmlBlock is a block of lines under a heading.
@@ -189,10 +201,17 @@ type htmlBlock struct {
 // histograms, status classes over time), the per-type table, the status
 // tally and the settings. The output depends on the record only, so it can
 // be compared byte for byte.
-func WriteHTML(w io.Writer, r *record.Record) error {
+func WriteHTML(w io.Writer, r *record.Record) error { return WriteHTMLWith(w, r, nil) }
+
+// WriteHTMLWith is WriteHTML with extra sections after the per-type table
+// (and the weather's), each a heading and its lines as a list.
+func WriteHTMLWith(w io.Writer, r *record.Record, extra []Section) error {
 	page, err := htmlPageOf(r)
 	if err != nil {
 		return err
+	}
+	for _, sec := range extra {
+		page.Weather = append(page.Weather, htmlBlock(sec))
 	}
 	tmpl, err := template.New("report").Parse(reportTemplate)
 	if err != nil {

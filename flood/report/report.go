@@ -118,7 +118,20 @@ func writeSeedsAndDeviations(b *strings.Builder, r *record.Record) {
 // activity type and the total (latency percentiles from the intended time,
 // service and lateness p99, counts), the status tally and the bottleneck
 // verdict.
-func WriteTable(w io.Writer, r *record.Record) error {
+func WriteTable(w io.Writer, r *record.Record) error { return WriteTableWith(w, r, nil) }
+
+// Section is a part of a report that another measurement of the run made
+// (crowd run's audience: what the personas' homes showed), rendered after
+// the flood's own parts in every format: its title, then its lines as
+// they are written.
+type Section struct {
+	Title string
+	Lines []string
+}
+
+// WriteTableWith is WriteTable with extra sections after the verdict, each
+// its title and its lines.
+func WriteTableWith(w io.Writer, r *record.Record, extra []Section) error {
 	var b strings.Builder
 	writeRunLine(&b, r)
 	if r.Partial {
@@ -139,6 +152,12 @@ func WriteTable(w io.Writer, r *record.Record) error {
 	writeSecurity(&b, r)
 	writeWeather(&b, r)
 	writeVerdict(&b, r)
+	for _, sec := range extra {
+		fmt.Fprintf(&b, "\n%s\n", sec.Title)
+		for _, l := range sec.Lines {
+			fmt.Fprintf(&b, "%s\n", l)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
