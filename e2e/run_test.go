@@ -115,9 +115,17 @@ func TestRunRealFedify(t *testing.T) {
 	output, err := f.crowdRun(t, out, "--rate", "10", "--seconds", "20", "--timeout", "60s",
 		"--count", "3", "--sut-host", "sut.test", "--tokens-file", f.tokensFile(t),
 		"--follows", "12", "--followers", "2", "--post-every", "4s", "--probe-hz", fmt.Sprint(probeHz),
-		"--setup-timeout", "90s", "--drain-timeout", "30s", "--label", "fedify-run")
+		"--setup-timeout", "90s", "--drain-timeout", "30s", "--label", "fedify-run",
+		"--expect", "visibility.never_seen==0", "--expect", "visibility.p99<30s", "--expect", "delivery.unreached<1%", "--expect", "home.p95<10s")
 	if err != nil {
 		t.Fatalf("crowd run: %v\n%s", err, output)
+	}
+	// Gates on the run section, judged after the drain, each said.
+	for _, want := range []string{"expect visibility.never_seen = 0 (want == 0): met", "expect visibility.latency.p99 = ",
+		"expect delivery.unreached = 0% (want < 1%): met", "expect home.latency.p95 = "} {
+		if !strings.Contains(output, want) {
+			t.Errorf("no %q in the output:\n%s", want, output)
+		}
 	}
 	paths, _ := filepath.Glob(filepath.Join(out, "*-fedify-run.json"))
 	if len(paths) != 1 {

@@ -189,7 +189,8 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 		section.NotesFile = filepath.Base(notes)
 	}
 	run := &audience.Record{Record: rec, Run: section}
-	return Addition{Doc: run, Written: func(path string) error {
+	judge := func(gates []record.Gate) []record.GateResult { return audience.JudgeGates(section, gates) }
+	return Addition{Doc: run, Judge: judge, Written: func(path string) error {
 		if err := audience.AppendRow(filepath.Dir(path), run, filepath.Base(path)); err != nil {
 			return fmt.Errorf("adding the run to %s: %w", audience.RunsFile, err)
 		}

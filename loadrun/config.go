@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/audience"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
@@ -174,7 +175,8 @@ type MetricsConfig struct {
 type plan struct {
 	rates    []float64
 	ladder   bool
-	gates    []record.Gate
+	gates    []record.Gate // on the flood's record
+	runGates []record.Gate // on crowd run's run section (audience.JudgeGates)
 	stops    []record.Gate
 	mix      record.Mix
 	signing  traffic.SigningMode
@@ -242,8 +244,16 @@ func (c Config) plan() (*plan, []error) {
 	try(err)
 	c.checkScenario(p, bad)
 	c.checkWeather(p, bad)
-	checkGateNames("--expect", c.Expect, p, bad)
-	checkGateNames("--stop-when", c.StopWhen, p, bad)
+	checkGateNames("--expect", c.Expect, p, c.Audience != nil, bad)
+	checkGateNames("--stop-when", c.StopWhen, p, false, bad)
+	p.gates = nil
+	for _, g := range c.Expect {
+		if record.RunSectionPart(g.Type) {
+			p.runGates = append(p.runGates, g)
+		} else {
+			p.gates = append(p.gates, g)
+		}
+	}
 	p.duration = time.Duration(c.Seconds * float64(time.Second))
 	if c.Audience != nil {
 		if p.ladder {
@@ -271,10 +281,24 @@ func (c Config) plan() (*plan, []error) {
 // checkGateNames refuses a gate whose type or tamper kind no run has (a
 // misspelt 'Bogus.errors<1%', 'nokind.forged_accepted=0'), or that p's run
 // cannot have ('Announce.p95<1s' with no announce in the mix): it would run
-// the whole flood and only then be missed for want of data.
-func checkGateNames(flag string, gates []record.Gate, p *plan, bad func(string, ...any)) {
+// the whole flood and only then be missed for want of data. runSection
+// says the gates may name parts of crowd run's run section
+// (visibility.p95<5s), which audience.CheckGate checks.
+func checkGateNames(flag string, gates []record.Gate, p *plan, runSection bool, bad func(string, ...any)) {
 	for _, g := range gates {
-		if g.Type == "" {
+		switch {
+		case record.RunSectionPart(g.Type) && runSection:
+			if err := audience.CheckGate(g); err != nil {
+				bad("%s %v", flag, err)
+			}
+			continue
+		case record.RunSectionPart(g.Type):
+			bad("%s %q: %s is measured by crowd run (its run section), not by this flood", flag, g.Expr, g.Type)
+			continue
+		case g.Metric == "never_seen" || g.Metric == "unreached":
+			bad("%s %q: %s is crowd run's, of its run section: visibility.never_seen, delivery.unreached", flag, g.Expr, g.Metric)
+			continue
+		case g.Type == "":
 			continue
 		}
 		if strings.HasPrefix(g.Metric, "forged_") {
@@ -293,10 +317,6 @@ func checkGateNames(flag string, gates []record.Gate, p *plan, bad func(string, 
 			kinds = append(kinds, string(k.Kind))
 		}
 		if !slices.ContainsFunc(kinds, func(k string) bool { return strings.EqualFold(k, g.Type) }) {
-			if record.RunSectionPart(g.Type) {
-				bad("%s %q: gates are over the flood's figures; %s is in crowd run's run section, which no gate reads yet (crowd report shows it)", flag, g.Expr, g.Type)
-				continue
-			}
 			bad("%s %q: %q is no activity type of a run (%s)", flag, g.Expr, g.Type, strings.Join(kinds, ", "))
 			continue
 		}

@@ -114,8 +114,16 @@ func TestValidateRules(t *testing.T) {
 		{"personas file", func(c *Config) { c.PersonasFile = "/nonexistent/personas.txt" }, ""},
 		// A gate on a type no run has is refused before the run, not missed after it.
 		{"gate type", func(c *Config) { c.Expect = gates("Bogus.errors<1%") }, `--expect "Bogus.errors<1%": "Bogus" is no activity type of a run (Forged, Create, Like`},
-		// A figure of crowd run's run section: said to be no gate's yet, not an activity type missing.
-		{"gate on the run section", func(c *Config) { c.Expect = gates("visibility.p95<1s") }, `--expect "visibility.p95<1s": gates are over the flood's figures; visibility is in crowd run's run section`},
+		// A figure of crowd run's run section: a flood has none to gate.
+		{"gate on the run section", func(c *Config) { c.Expect = gates("visibility.p95<1s") }, `--expect "visibility.p95<1s": visibility is measured by crowd run (its run section), not by this flood`},
+		{"run count without its part", func(c *Config) { c.Expect = gates("never_seen==0") }, `never_seen is crowd run's, of its run section: visibility.never_seen`},
+		// crowd run gates its run section: a gate it can judge, and one it cannot.
+		{"crowd run's gate", func(c *Config) {
+			c.Expect, c.Audience = gates("visibility.p95<5s", "visibility.never_seen==0"), &AudienceConfig{Count: 1, SUTHost: "sut.test", Tokens: []string{"load0=t"}, ProbeHz: 1, SetupTimeout: time.Second}
+		}, ""},
+		{"crowd run's gate it cannot judge", func(c *Config) {
+			c.Expect, c.Audience = gates("home.never_seen==0"), &AudienceConfig{Count: 1, SUTHost: "sut.test", Tokens: []string{"load0=t"}, ProbeHz: 1, SetupTimeout: time.Second}
+		}, "home has latencies only"},
 		// Types are matched as the record matches them, in any case; Forged is one with forgeries.
 		{"gate types", func(c *Config) {
 			c.Mix = record.Mix{Like: 1, Reply: 1}

@@ -40,4 +40,8 @@ type Addition struct {
 	// Written, when set, runs once the record is written at path (rows of
 	// the observer's own table, its summary).
 	Written func(path string) error
+	// Judge, when set, judges the gates on what the observer measured
+	// (crowd run's run section: visibility.p95<5s); nil judges none, and
+	// such a gate is missed for want of data.
+	Judge func(gates []record.Gate) []record.GateResult
 }

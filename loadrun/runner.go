@@ -208,7 +208,7 @@ func (r *runner) single(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.finish(ctx, rec, []*record.Record{rec})
+	return r.finish(ctx, rec, []*record.Record{rec}, add.Judge)
 }
 
 // observed runs plan with the observer around it: started just before the
@@ -297,7 +297,7 @@ func (r *runner) ladder(ctx context.Context) error {
 	if res.Shoulder >= 0 {
 		fmt.Fprintf(c.Stdout, "shoulder at %g/s (rung %d)\n", res.Rows[res.Shoulder].Rate, res.Shoulder+1)
 	}
-	return r.finish(ctx, lastRecord(res), judged(res))
+	return r.finish(ctx, lastRecord(res), judged(res), nil)
 }
 
 // judged are the rungs the gates judge: those below the shoulder (load
@@ -321,9 +321,10 @@ func lastRecord(res record.LadderResult) *record.Record {
 	return res.Rows[len(res.Rows)-1].Record
 }
 
-// finish evaluates the gates on recs and says how the run ended; last is
-// the last record written.
-func (r *runner) finish(ctx context.Context, last *record.Record, recs []*record.Record) error {
+// finish evaluates the gates on recs, and crowd run's on its run section
+// with judge (nil: none measured, each missed for want of data), and says
+// how the run ended; last is the last record written.
+func (r *runner) finish(ctx context.Context, last *record.Record, recs []*record.Record, judge func([]record.Gate) []record.GateResult) error {
 	var all []record.GateResult
 	for _, rec := range recs {
 		results, _ := record.CheckGates(rec, r.p.gates)
@@ -333,6 +334,20 @@ func (r *runner) finish(ctx context.Context, last *record.Record, recs []*record
 				prefix = fmt.Sprintf("expect at %g/s: ", rec.Settings.Rate)
 			}
 			fmt.Fprintln(r.c.Stdout, prefix+res.String())
+		}
+		all = append(all, results...)
+	}
+	if len(r.p.runGates) > 0 {
+		var results []record.GateResult
+		if judge != nil {
+			results = judge(r.p.runGates)
+		} else {
+			for _, g := range r.p.runGates {
+				results = append(results, record.GateResult{Gate: g})
+			}
+		}
+		for _, res := range results {
+			fmt.Fprintln(r.c.Stdout, "expect "+res.String())
 		}
 		all = append(all, results...)
 	}

@@ -72,10 +72,14 @@ and how many of the expected inboxes it reached).
 Tokens: --token load0=TOKEN (repeatable), --tokens-file (lines name=TOKEN), or the environment
 (CROWD_TOKEN_LOAD0=TOKEN). The record is the flood's JSON record with a "run" section, in
 --out, with a per-note log beside it (.notes.jsonl) and a row in crowd-run.md.
+Gates: --expect takes the flood's gates and the run's own, judged after the drain:
+visibility.p95<5s, visibility.never_seen==0 (or <1% of the accepted notes), delivery.p99<10s,
+delivery.unreached<1% (of the deliveries expected), home.p95<1s.
 Exit status: 0 when every --expect holds, 1 when one is missed or the run failed (a SUT
 without the client API, a refused token, a persona that does not exist), 2 for a usage error,
 130 when interrupted. Every flag can also be set as CROWD_<FLAG>.`,
 		Example: `  crowd run --count 3 --sut-host sut.test --tokens-file tokens.txt --rate 10 --seconds 20
+  crowd run --count 3 --tokens-file tokens.txt --expect 'visibility.p95<5s' --expect 'visibility.never_seen==0'
   crowd run --rate=300 --seconds=60 --personas 'load%d@gts.test' --count=20 --follows=50`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -36,6 +36,9 @@ const (
 //	           requests, by tamper kind instead of Type: 'date.forged_accepted',
 //	           digest_unsigned for digest-unsigned; see security.go)
 //	           (CODE: 202 401 403 404 410 429 503 or 2xx 4xx 5xx, a whole range)
+//	           "never_seen" | "unreached" (crowd run's: visibility.never_seen,
+//	           a share of the accepted notes; delivery.unreached, of the
+//	           deliveries expected; see RunSectionPart)
 //	rate     = "rate" (sent/s) | "offered" (offered/s) | "throughput" (2xx/s)
 //	value    = a Go duration (100ms, 2s) for a duration metric;
 //	           a count or a percentage for a counter (a share of the offered
@@ -348,6 +351,75 @@ func (g Gate) Eval(r *Record) GateResult {
 	return res
 }
 
+// JudgeQuantiles judges a latency gate (p95, max, mean …, family latency)
+// on a summary that another measurement of the run made (crowd run's
+// visibility, home timeline, deliveries: RunSectionPart), as Eval judges
+// one on the record's histograms. It has no data when q holds no value or
+// does not keep the gate's quantile (q has p50, p90, p95, p99, p99.9).
+func (g Gate) JudgeQuantiles(q Quantiles) GateResult {
+	res := GateResult{Gate: g, Limit: float64(g.Dur) / float64(time.Microsecond)}
+	v, ok := quantileOf(q, g.Metric)
+	if g.kind != kindDuration || g.Family != "latency" || !ok || q.Count == 0 {
+		return res
+	}
+	res.Actual, res.Known = v, true
+	res.Holds = compare(res.Actual, g.Op, res.Limit)
+	return res
+}
+
+// JudgeCount judges a count gate on n of of (a share of of when the gate's
+// value is a percentage, with no data when of is 0), as Eval judges one on
+// the record's counters: a count another measurement of the run made.
+func (g Gate) JudgeCount(n, of int64) GateResult {
+	res := GateResult{Gate: g, Actual: float64(n), Limit: g.Num}
+	if g.kind != kindCount {
+		return res
+	}
+	if g.Percent {
+		if of == 0 {
+			return res
+		}
+		res.Actual, res.Limit = float64(n)/float64(of), g.Num/100
+	}
+	res.Known = true
+	res.Holds = compare(res.Actual, g.Op, res.Limit)
+	return res
+}
+
+// KeptQuantile reports whether a Quantiles summary keeps the value g's
+// metric names, so that JudgeQuantiles can have data for it.
+func (g Gate) KeptQuantile() bool {
+	_, ok := quantileOf(Quantiles{}, g.Metric)
+	return g.kind == kindDuration && g.Family == "latency" && ok
+}
+
+// IsCount reports whether g's metric is a count (errors, never_seen …).
+func (g Gate) IsCount() bool { return g.kind == kindCount }
+
+// quantileOf is q's value (µs) for the metric a gate names, false for a
+// quantile q does not keep.
+func quantileOf(q Quantiles, metric string) (float64, bool) {
+	switch metric {
+	case "min":
+		return float64(q.Min), true
+	case "mean":
+		return q.Mean, true
+	case "max", "p100":
+		return float64(q.Max), true
+	case "p50":
+		return float64(q.P50), true
+	case "p90":
+		return float64(q.P90), true
+	case "p95":
+		return float64(q.P95), true
+	case "p99":
+		return float64(q.P99), true
+	case "p99.9":
+		return float64(q.P999), true
+	}
+	return 0, false
+}
+
 func compare(a float64, op string, b float64) bool {
 	switch op {
 	case "<":
@@ -387,24 +459,8 @@ func (g Gate) durationActual(r *Record) (float64, bool) {
 	if h == nil || h.Count == 0 {
 		return 0, false
 	}
-	q := h.Quantiles
-	switch g.Metric {
-	case "min":
-		return float64(q.Min), true
-	case "mean":
-		return q.Mean, true
-	case "max", "p100":
-		return float64(q.Max), true
-	case "p50":
-		return float64(q.P50), true
-	case "p90":
-		return float64(q.P90), true
-	case "p95":
-		return float64(q.P95), true
-	case "p99":
-		return float64(q.P99), true
-	case "p99.9":
-		return float64(q.P999), true
+	if v, ok := quantileOf(h.Quantiles, g.Metric); ok {
+		return v, true
 	}
 	d, err := h.Decode()
 	if err != nil {
@@ -475,7 +531,8 @@ func (g Gate) answerCount() bool {
 func counterName(expr, leaf string) (string, error) {
 	switch leaf {
 	case "sent", "dropped", "starved", "completed", "aborted", "errors", "ok", "retry_after",
-		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent", "forged_effective":
+		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent", "forged_effective",
+		"never_seen", "unreached": // the last two: crowd run's run section's (JudgeCount), no flood's
 		return leaf, nil
 	case "timeouts":
 		return "timeout", nil
