@@ -200,7 +200,7 @@ func matchActor(want, v string) bool {
 	v, _, _ = strings.Cut(v, "#")
 	if strings.Contains(want, "://") {
 		want, _, _ = strings.Cut(want, "#")
-		return want == v
+		return sameActorURL(want, v)
 	}
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" {
@@ -219,6 +219,22 @@ func matchActor(want, v string) bool {
 	p := strings.ToLower(strings.TrimSuffix(u.Path, "/"))
 	user = strings.ToLower(user)
 	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user)
+}
+
+// sameActorURL reports whether the URLs a and b name one actor: the same
+// scheme, host (any case) and path, a trailing slash apart; a query must be
+// the same. Paths keep their case: another server's ids may differ by it.
+func sameActorURL(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimSuffix(ua.EscapedPath(), "/") == strings.TrimSuffix(ub.EscapedPath(), "/") && ua.RawQuery == ub.RawQuery
 }
 
 // Event is what the live log delivers (RouteStream, a Subscription of the

@@ -108,7 +108,8 @@ func (in *Inbox) checkFilterActor(want string) error {
 		}
 		name, ok := strings.CutPrefix(strings.TrimSuffix(u.Path, "/"), "/users/")
 		if o, crowd := in.world.Origin(strings.ToLower(u.Hostname())); crowd && ok && name != "" && !strings.Contains(name, "/") {
-			if _, ok := o.Actor(strings.ToLower(name)); !ok {
+			// As given: a URL is matched by its path, which keeps its case.
+			if _, ok := o.Actor(name); !ok {
 				return bad("%s has no actor %q (%s)", o.Host, name, actorNamesHint(o))
 			}
 		}

@@ -99,6 +99,8 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 		{"flood1.test/users/alice", http.StatusBadRequest},         // a URL without its scheme
 		{"https://flood1.test/users/alcie", http.StatusBadRequest}, // a crowd actor URL, no such actor
 		{"https://flood1.test/users/alice", http.StatusOK},         // a crowd actor's URL
+		{"https://FLOOD1.test/users/alice/", http.StatusOK},        // its host in capitals, a trailing slash: the same URL
+		{"https://flood1.test/users/Alice", http.StatusBadRequest}, // a path keeps its case: no such actor
 		{"alice@flood99.test", http.StatusBadRequest},              // the crowd's pattern, past its origins
 		{"flood99.test", http.StatusBadRequest},                    // the same host alone
 		{"gts", http.StatusOK},                                     // a host with no dot (a compose service's name) is a host

@@ -144,6 +144,8 @@ func TestFilter(t *testing.T) {
 		{"direction", Filter{Direction: DirOut}, false},                                        // wrong direction
 		{"actor id", Filter{Actor: "https://sut.test/users/pat"}, true},                        // the sender
 		{"actor id with fragment", Filter{Actor: "https://sut.test/users/pat#main-key"}, true}, // keyId form
+		{"actor id, host in capitals", Filter{Actor: "https://SUT.test/users/pat/"}, true},     // a host has no case; a trailing slash
+		{"actor id, path in capitals", Filter{Actor: "https://sut.test/users/Pat"}, false},     // a path keeps its case
 		{"local acct", Filter{Actor: "alice@flood3.test"}, true},                               // the crowd recipient by acct
 		{"local acct in capitals", Filter{Actor: "ALICE@FLOOD3.TEST"}, true},                   // names and hosts have no case
 		{"acct: form", Filter{Actor: "acct:pat@sut.test"}, true},                               // with scheme

@@ -216,8 +216,8 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 // the deliveries to the crowd), as crowd run printed them. None for a
 // flood's record, a results file or stdin.
 func runSections(path string) ([]report.Section, error) {
-	if path == "-" || isResults(path) {
-		return nil, nil
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() || isResults(path) {
+		return nil, nil // a pipe's bytes went to the record's reader; stdin's too
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {

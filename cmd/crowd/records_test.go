@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -489,5 +490,58 @@ func TestRecordCommandsHelp(t *testing.T) {
 		if code != 0 || !bytes.Contains([]byte(stdout), []byte("crowd "+cmd)) {
 			t.Errorf("crowd %s --help: exit %d\n%s", cmd, code, stdout)
 		}
+	}
+}
+
+// TestReportOfAPipe: a record given as a pipe (crowd report <(git show
+// main:out/load/x.json)) is read once, by the record's reader: no look at
+// its content first, which would consume its start.
+func TestReportOfAPipe(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile(filepath.Join(fixtureDir, "report.txt.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(filepath.Join(fixtureDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "record")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.Write(rec)
+		f.Close()
+	}()
+	// A reader that opened the pipe again would wait for another writer
+	// forever: after 5 s empty ones come, each open of the pipe ending at
+	// once, so that the test fails rather than hangs.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for start := time.Now(); ; {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if time.Since(start) < 5*time.Second {
+				continue
+			}
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	}()
+	code, out, errOut := runCLI(t, "report", fifo)
+	if code != 0 || out != string(want) {
+		t.Errorf("exit %d, stderr %q; stdout differs from the golden report:\n%s", code, errOut, out)
 	}
 }

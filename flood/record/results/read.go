@@ -60,8 +60,15 @@ func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
 // Sniff reports whether the file at path holds results, by its content:
 // a compressed stream (no run record is compressed) or a first line that is
 // a results file's run line. A file it cannot read is not, and says why in
-// err.
+// err; nor is one that is no regular file (a pipe, <(…) or /dev/stdin),
+// whose start the look would consume before its reader reads it: err says
+// so, and the caller goes by the name.
 func Sniff(path string) (compressed, results bool, err error) {
+	if st, err := os.Stat(path); err != nil {
+		return false, false, err
+	} else if !st.Mode().IsRegular() {
+		return false, false, fmt.Errorf("%s is no regular file: its content is not looked into", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false, false, err
