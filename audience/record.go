@@ -85,14 +85,24 @@ type Record struct {
 // error) for a flood's record, which has none; an error for a section of
 // another schema or a newer version than this crowd reads.
 func ReadRun(raw []byte) (*RunSection, error) {
+	// Schema and version first: a newer section may not decode as this one.
+	var head struct {
+		Run *struct {
+			Schema  string `json:"schema"`
+			Version int    `json:"version"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.Run == nil {
+		return nil, nil // a flood's record, or one the record's own reader refuses, saying why
+	}
+	if head.Run.Schema != RunSchema || head.Run.Version > RunVersion {
+		return nil, fmt.Errorf("its run section is %s version %d: this crowd reads %s up to version %d", head.Run.Schema, head.Run.Version, RunSchema, RunVersion)
+	}
 	var doc struct {
 		Run *RunSection `json:"run"`
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil || doc.Run == nil {
-		return nil, nil // a flood's record, or one the record's own reader refuses, saying why
-	}
-	if doc.Run.Schema != RunSchema || doc.Run.Version > RunVersion {
-		return nil, fmt.Errorf("its run section is %s version %d: this crowd reads %s up to version %d", doc.Run.Schema, doc.Run.Version, RunSchema, RunVersion)
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("its run section does not read: %w", err)
 	}
 	return doc.Run, nil
 }

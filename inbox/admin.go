@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -579,9 +581,7 @@ func (in *Inbox) takeBackFollow(act any, from *actors.Actor, remote string, res 
 		return
 	}
 	refused := err == nil && (res.Status < 200 || res.Status > 299)
-	var op *net.OpError
-	unreached := err != nil && errors.As(err, &op) && op.Op == "dial"
-	if !refused && !unreached {
+	if !refused && !neverSent(err) {
 		return
 	}
 	graph := in.world.Graph
@@ -590,6 +590,23 @@ func (in *Inbox) takeBackFollow(act any, from *actors.Actor, remote string, res 
 			in.log.Warn("a Follow the target did not take stays pending", zap.String("follow", f.ID), zap.Error(err))
 		}
 	}
+}
+
+// neverSent reports whether err is a post's failure before any of the
+// request could reach the target: no connection made, or a TLS handshake
+// that failed (a certificate the crowd does not trust, a name it does not
+// match). A timeout or a reset after the request went may have delivered it.
+func neverSent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	var hostname x509.HostnameError
+	var authority x509.UnknownAuthorityError
+	return (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &verify) || errors.As(err, &header) ||
+		errors.As(err, &hostname) || errors.As(err, &authority)
 }
 
 // sendOrder is a SendRequest checked: the activity's type in its canonical case, the

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -604,5 +608,28 @@ func TestASendToAnUnknownNameSaysWhichResolver(t *testing.T) {
 	_, err := f.in.SendActivity(context.Background(), adminapi.SendRequest{From: "alice@flood1.test", Type: "Follow", To: "acct:admin@sut.test"})
 	if !errors.Is(err, ErrTarget) || !strings.Contains(err.Error(), "no such host") || !strings.Contains(err.Error(), "not with its own DNS's --dns-record") {
 		t.Errorf("%v: want the target unresolved, and which resolver looked", err)
+	}
+}
+
+// TestNeverSent: which failures of a post left the request unsent, so that
+// a Follow registered for it is taken back.
+func TestNeverSent(t *testing.T) {
+	post := func(err error) error { return &url.Error{Op: "Post", URL: "https://sut.test/inbox", Err: err} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false}, // answered: the status decides
+		{"connection refused", post(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
+		{"a certificate not trusted", post(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), true},
+		{"a certificate for another name", post(x509.HostnameError{Host: "sut.test", Certificate: &x509.Certificate{}}), true},
+		{"not TLS at all", post(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), true},
+		{"a reset after the request went", post(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), false},
+		{"a timeout", post(context.DeadlineExceeded), false},
+	} {
+		if got := neverSent(tc.err); got != tc.want {
+			t.Errorf("%s: neverSent = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

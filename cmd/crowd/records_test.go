@@ -300,7 +300,7 @@ func TestReportOfARunRecord(t *testing.T) {
 	if code, _, errOut := runCLI(t, "merge", rec, "-o", filepath.Join(dir, "merged.json")); code != 0 || !strings.Contains(errOut, "is a crowd run's record: its run section") {
 		t.Errorf("merge of a run record: exit %d, stderr %q", code, errOut)
 	}
-	newer := write("newer.json", `{"schema":"crowd.run","version":9}`)
+	newer := write("newer.json", `{"schema":"crowd.run","version":9,"personas":{"a shape":"this crowd does not read"}}`)
 	if code, _, errOut := runCLI(t, "report", newer); code != 1 || !strings.Contains(errOut, "its run section is crowd.run version 9: this crowd reads crowd.run up to version 1") {
 		t.Errorf("a newer run section: exit %d, %s", code, errOut)
 	}

@@ -74,6 +74,8 @@ func loadReported(path string, run int, stdin io.Reader) (rec *record.Record, cu
 		return recs[0], cut, nil
 	case run >= len(recs):
 		return nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
+	case run < len(recs)-1:
+		return recs[run], nil, nil // whole: a cut is the last run's
 	}
 	return recs[run], cut, nil
 }

@@ -63,8 +63,8 @@ func TestOutputIsNotTheInput(t *testing.T) {
 	dir := t.TempDir()
 	rec := writeJSON(t, dir, "victim.json", shardRecord(t, record.Settings{Label: "victim", Mix: "create=1"}, map[string][]int64{"Create": {1000, 2000}}, 0))
 	res := writeFile(t, dir, "x.ndjson", []byte(resultsWhole))
-	other := filepath.Join(dir, "sub", "..", "x.ndjson") // another path to the same file
-	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+	other := filepath.Join(dir, "link.ndjson") // another path to the same file
+	if err := os.Symlink(res, other); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -282,6 +282,8 @@ func TestReportRunFlag(t *testing.T) {
 	dir := t.TempDir()
 	one := writeFile(t, dir, "one.ndjson", []byte(resultsWhole))
 	two := writeFile(t, dir, "ladder.ndjson", []byte(resultsWhole+strings.ReplaceAll(resultsWhole, `"run":0`, `"run":1`)))
+	// A killed ladder: its second rung has no end line.
+	killed := writeFile(t, dir, "killed.ndjson", []byte(resultsWhole+strings.ReplaceAll(resultsRunLine+resultsSends, `"run":0`, `"run":1`)))
 	for _, c := range []struct {
 		name string
 		args []string
@@ -299,6 +301,9 @@ func TestReportRunFlag(t *testing.T) {
 		{"two runs, none named", []string{two}, 2, "name one with --run 0 … 1"},
 		// Past the last run.
 		{"run 1 of one", []string{one, "--run", "1"}, 2, "--run 1: " + one + " holds 1 run"},
+		// A whole rung of a file cut later: whole, exit 0; the cut rung: shown, exit 1.
+		{"a whole run of a cut file", []string{killed, "--run", "0"}, 0, ""},
+		{"the cut run", []string{killed, "--run", "1"}, 1, "cut short"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"report"}, c.args...)...)

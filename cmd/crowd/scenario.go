@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,8 +61,8 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 		return "", false, usage(fmt.Errorf("--scenario: %w", err))
 	}
 	set, seen := map[string]bool{}, map[string]bool{}
-	var probe *cobra.Command // made once a value is overridden
-	var replacedGates []string
+	var probe *cobra.Command               // made once a value is overridden
+	replacedGates := map[string][]string{} // a list flag → the scenario's values it dropped
 	for _, st := range sc.Settings {
 		where := fmt.Sprintf("--scenario %s (%s:%d)", sc.Name, sc.Source, st.Line)
 		f := cmd.Flags().Lookup(st.Key)
@@ -84,8 +85,8 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			if err := probeValue(probe, st.Key, st.Value); err != nil {
 				return "", false, usage(fmt.Errorf("%s: %v (the command line's --%s overrides it, but the file is wrong)", where, err, st.Key))
 			}
-			if st.Key == "expect" {
-				replacedGates = append(replacedGates, st.Value)
+			if (st.Key == "expect" || st.Key == "stop-when") && !slices.Contains(gatesGiven(f), strings.TrimSpace(st.Value)) {
+				replacedGates[st.Key] = append(replacedGates[st.Key], st.Value)
 			}
 			continue
 		}
@@ -107,25 +108,44 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 		}
 		f.Annotations[fromScenario] = []string{sc.Name}
 	}
-	if len(replacedGates) > 0 {
+	for _, key := range []string{"expect", "stop-when"} {
+		dropped := replacedGates[key]
+		if len(dropped) == 0 {
+			continue
+		}
 		// A list given replaces the scenario's, as any flag given does; a
 		// gate the scenario holds the run to (the forgery preset's
 		// forged_effective=0) gone without a word would pass a run it fails.
-		by := "--expect"
-		if !onCommandLine(cmd, "expect") {
-			by = envName("expect")
+		by := "--" + key
+		if !onCommandLine(cmd, key) {
+			by = envName(key)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "crowd: %s replaces the scenario %s's gates %s: give them too to keep them\n",
-			by, sc.Name, strings.Join(replacedGates, ", "))
+			by, sc.Name, strings.Join(dropped, ", "))
 	}
 	return sc.Name, false, nil
+}
+
+// gatesGiven are the expressions a gate list flag holds now (the command
+// line's or the environment's), as given.
+func gatesGiven(f *pflag.Flag) []string {
+	sv, ok := f.Value.(pflag.SliceValue)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range sv.GetSlice() {
+		out = append(out, strings.TrimSpace(v))
+	}
+	return out
 }
 
 // notAScenarios says why a scenario may not set flag key ("" when it may).
 // A scenario is data people share, so what reaches beyond the flood's own
 // shape is the user's own act: where the run writes (a shared file's
 // results = ~/.bashrc), where it listens, which crowd and state it uses,
-// and reaching a public address (a flood is a denial of service).
+// the client-API tokens and the host they go to, and reaching a public
+// address (a flood is a denial of service).
 func notAScenarios(key string) string {
 	switch key {
 	case "scenario":
@@ -140,6 +160,8 @@ func notAScenarios(key string) string {
 		return "is where the run listens: the command line's, never a scenario's"
 	case "state", "admin", "admin-token", "crowd-https":
 		return "names the crowd the run uses: the command line's, never a scenario's"
+	case "token", "tokens-file", "post-token", "post-api", "client-api":
+		return "is the user's credentials or where they are sent: the command line's, never a scenario's"
 	}
 	return ""
 }

@@ -65,6 +65,7 @@ func TestScenarioApply(t *testing.T) {
 		{"out.scenario", "name = x\nout = elsewhere\n", "--out is where the run writes"},
 		{"listens.scenario", "name = x\nmetrics-addr = 0.0.0.0:9100\n", "--metrics-addr is where the run listens"},
 		{"state.scenario", "name = x\nstate = /tmp/other\n", "--state names the crowd the run uses"},
+		{"tokens.scenario", "name = x\npost-api = http://10.0.0.9\n", "--post-api is the user's credentials or where they are sent"},
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") || strings.Count(errOut, "invalid argument") > 1 {
@@ -115,6 +116,11 @@ func TestScenarioGatesReplacedAreSaid(t *testing.T) {
 	_, _, errOut = runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--step", "1s")
 	if strings.Contains(errOut, "replaces") {
 		t.Errorf("the scenario's own gates reported replaced:\n%s", errOut)
+	}
+	// Its gate given again beside another: nothing was dropped, nothing to say.
+	_, _, errOut = runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--expect", "forged_effective=0", "--expect", "errors<1%", "--step", "1s")
+	if strings.Contains(errOut, "replaces") {
+		t.Errorf("a gate kept on the command line reported replaced:\n%s", errOut)
 	}
 }
 

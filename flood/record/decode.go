@@ -27,15 +27,20 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	if err := json.NewDecoder(rd).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%w (%s)", ErrNotRecord, jsonProblem(err))
 	}
-	var head map[string]any
-	if err := json.Unmarshal(raw, &head); err != nil || head == nil {
+	// The two fields alone, whatever their JSON type: a merged record is
+	// large, and decoding it whole into a map only to read them costs.
+	var head struct {
+		Schema  any `json:"schema"`
+		Version any `json:"version"`
+	}
+	if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "{") || json.Unmarshal(raw, &head) != nil {
 		return nil, fmt.Errorf("%w (it holds a JSON %s, not an object)", ErrNotRecord, jsonKind(raw))
 	}
-	schema, isString := head["schema"].(string)
+	schema, isString := head.Schema.(string)
 	switch {
 	case schema == resultsSchema:
 		return nil, fmt.Errorf("%w (a results file of crowd flood --results: crowd report renders it, crowd results csv converts it)", ErrNotRecord)
-	case head["schema"] == nil:
+	case head.Schema == nil:
 		return nil, fmt.Errorf("%w (it has no \"schema\"; a run record's is %q)", ErrNotRecord, RecordSchema)
 	case !isString:
 		return nil, fmt.Errorf("%w (its \"schema\" is no string; a run record's is %q)", ErrNotRecord, RecordSchema)
@@ -44,11 +49,11 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	}
 	// A version this crowd does not know may have fields it cannot decode:
 	// say which version before decoding the rest.
-	switch v, ok := head["version"].(float64); {
-	case head["version"] == nil:
+	switch v, ok := head.Version.(float64); {
+	case head.Version == nil:
 		return nil, errors.New("a damaged run record (it has no \"version\")")
 	case !ok || v != float64(int(v)) || v < 1 || v > RecordVersion:
-		return nil, fmt.Errorf("a run record of version %s: this crowd reads 1 to %d", short(fmt.Sprint(head["version"])), RecordVersion)
+		return nil, fmt.Errorf("a run record of version %s: this crowd reads 1 to %d", short(fmt.Sprint(head.Version)), RecordVersion)
 	}
 	var r Record
 	if err := json.Unmarshal(raw, &r); err != nil {

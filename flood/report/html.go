@@ -185,7 +185,7 @@ type htmlPage struct {
 	Schema     string
 	Fetchback  *fetchView  // nil: the record has no fetch-back section
 	Security   []string    // the security section's lines (security.go); none without it
-	Weather    []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections; none without them
+	Blocks     []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections (WriteHTMLWith)
 }
 
 // htmlBlock is a block of lines under a heading.
@@ -211,7 +211,7 @@ func WriteHTMLWith(w io.Writer, r *record.Record, extra []Section) error {
 		return err
 	}
 	for _, sec := range extra {
-		page.Weather = append(page.Weather, htmlBlock(sec))
+		page.Blocks = append(page.Blocks, htmlBlock(sec))
 	}
 	tmpl, err := template.New("report").Parse(reportTemplate)
 	if err != nil {
@@ -243,7 +243,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Types:      typeRows(r),
 		Aborted:    anyAborted(r),
 		Status:     statusRows(r),
-		Weather:    weatherBlocks(r),
+		Blocks:     weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,
 		Settings:   settingRows(r),
 		Parts:      partRows(r),
@@ -638,7 +638,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td>{{if $.Aborted}}<td>{{.Aborted}}</td>{{end}}<td>{{.Dropped}}</td></tr>
 {{end}}</tbody>
 </table>
-<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}</p>{{range .Weather}}
+<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}</p>{{range .Blocks}}
 <h2>{{.Title}}</h2>
 <ul class="weather">{{range .Lines}}<li>{{.}}</li>
 {{end}}</ul>{{end}}

@@ -92,8 +92,12 @@ func TestDeletedObjectsAreGoneBeforeTheDeleteLeaves(t *testing.T) {
 				t.Fatal(err)
 			}
 			closeSrc() // the drafts never sent are given back
-			if st := del.Close(context.Background()); st.Failed > 0 || st.Marked == 0 || st.Restored == 0 {
-				t.Fatalf("deletions %+v: want some marked and some restored, none failed", st)
+			// Every Delete drafted was sent or given back: a pipeline under
+			// load may have drafted none ahead to give back, so only
+			// presign's never-sent tail must be restored.
+			st := del.Close(context.Background())
+			if st.Failed > 0 || st.Marked == 0 || st.Marked != int64(len(arrived))+st.Restored || (c.name == "presign" && st.Restored == 0) {
+				t.Fatalf("deletions %+v, %d Deletes arrived: want every one marked either sent or restored, none failed", st, len(arrived))
 			}
 			if len(arrived) == 0 || len(notGone) > 0 {
 				t.Errorf("%d Deletes arrived, %d of them before their object was gone: %v", len(arrived), len(notGone), notGone)

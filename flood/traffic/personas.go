@@ -141,7 +141,8 @@ func personaAcct(s string) (string, error) {
 
 // ParsePersonaList reads a --personas-file: one account per line
 // (acct:name@host, name@host or @name@host); blank lines and lines
-// starting with # are skipped, as is anything after whitespace on a line.
+// starting with # are skipped, and a persona may be followed by a comment
+// (# …), by nothing else.
 // The accounts come back as name@host in file order. Errors are
 // *UsageError naming the line.
 func ParsePersonaList(r io.Reader) ([]string, error) {

@@ -344,7 +344,7 @@ func parseDelay(s, what string) (time.Duration, error) {
 // seconds alone (60), as the header itself says it.
 func parseRetryAfter(s string) (time.Duration, error) {
 	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
-		if n < 1 || time.Duration(n)*time.Second > maxDelay {
+		if n < 1 || n > int(maxDelay/time.Second) { // compared in seconds: a huge n would overflow as a Duration
 			return 0, fmt.Errorf("Retry-After %q is not a number of seconds in [1, %d]", s, int(maxDelay/time.Second))
 		}
 		return time.Duration(n) * time.Second, nil

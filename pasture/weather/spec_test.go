@@ -100,6 +100,7 @@ func TestParseSpecRefuses(t *testing.T) {
 		{"limited=1%:1500ms", "whole number of seconds"}, // Retry-After is in seconds
 		{"limited=1%:0", `Retry-After "0" is not a number of seconds in [1, 3600]`}, // seconds alone, none
 		{"limited=1%:7200", `Retry-After "7200"`},                                   // seconds alone, past the bound
+		{"limited=1%:36028797018964028", `Retry-After "36028797018964028"`},         // so many seconds a Duration of them wraps round to 60 s
 	} {
 		_, err := ParseSpec(c.in)
 		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.names) {

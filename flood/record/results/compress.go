@@ -32,10 +32,11 @@ func CompressionOf(path string) Compression {
 	return Plain
 }
 
-// The magic numbers a compressed stream starts with (RFC 1952; RFC 8878).
-var (
-	gzipMagic = []byte{0x1f, 0x8b}
-	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+// The magic numbers a compressed stream starts with (RFC 1952; RFC 8878),
+// constants: no package state.
+const (
+	gzipMagic = "\x1f\x8b"
+	zstdMagic = "\x28\xb5\x2f\xfd"
 )
 
 // compressionIn is the compression a stream starting with head has: its
@@ -43,9 +44,9 @@ var (
 // a blank, never with either.
 func compressionIn(head []byte) Compression {
 	switch {
-	case bytes.HasPrefix(head, gzipMagic):
+	case bytes.HasPrefix(head, []byte(gzipMagic)):
 		return Gzip
-	case bytes.HasPrefix(head, zstdMagic):
+	case bytes.HasPrefix(head, []byte(zstdMagic)):
 		return Zstd
 	}
 	return Plain
