@@ -144,8 +144,9 @@ func gatesGiven(f *pflag.Flag) []string {
 // A scenario is data people share, so what reaches beyond the flood's own
 // shape is the user's own act: where the run writes (a shared file's
 // results = ~/.bashrc), where it listens, which crowd and state it uses,
-// the client-API tokens and the host they go to, and reaching a public
-// address (a flood is a denial of service).
+// whom it floods (and which local file names them), the client-API tokens
+// and the host they go to, and reaching a public address (a flood is a
+// denial of service).
 func notAScenarios(key string) string {
 	switch key {
 	case "scenario":
@@ -158,8 +159,10 @@ func notAScenarios(key string) string {
 		return "is where the run writes: the command line's, never a scenario's"
 	case "https", "http", "dns", "metrics-addr":
 		return "is where the run listens: the command line's, never a scenario's"
-	case "state", "admin", "admin-token", "crowd-https":
+	case "state", "admin", "admin-token", "crowd-https", "standalone":
 		return "names the crowd the run uses: the command line's, never a scenario's"
+	case "persona", "personas", "personas-file", "count":
+		return "names the run's targets: the command line's, never a scenario's"
 	case "token", "tokens-file", "post-token", "post-api", "client-api":
 		return "is the user's credentials or where they are sent: the command line's, never a scenario's"
 	}

@@ -66,6 +66,8 @@ func TestScenarioApply(t *testing.T) {
 		{"listens.scenario", "name = x\nmetrics-addr = 0.0.0.0:9100\n", "--metrics-addr is where the run listens"},
 		{"state.scenario", "name = x\nstate = /tmp/other\n", "--state names the crowd the run uses"},
 		{"tokens.scenario", "name = x\npost-api = http://10.0.0.9\n", "--post-api is the user's credentials or where they are sent"},
+		{"targets.scenario", "name = x\npersonas-file = /etc/passwd\n", "--personas-file names the run's targets"},
+		{"standalone.scenario", "name = x\nstandalone = true\n", "--standalone names the crowd the run uses"},
 	} {
 		code, _, errOut := runCLI(t, "flood", "--scenario", write(tc.name, tc.text), "--standalone")
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "scenario: scenario") || strings.Count(errOut, "invalid argument") > 1 {
