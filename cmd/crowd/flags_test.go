@@ -18,6 +18,7 @@ func TestMisspeltEnv(t *testing.T) {
 		{"CROWD_ORIGNS=5", "CROWD_ORIGNS is set, but no flag reads it: did you mean CROWD_ORIGINS (--origins)?"},               // a letter lost
 		{"CROWD_ORIGN=5", "CROWD_ORIGN is set, but no flag reads it: did you mean CROWD_ORIGIN (--origin)?"},                   // the nearest wins (crowd keys rotate's)
 		{"CROWD_DNS_RECROD=x", "CROWD_DNS_RECROD is set, but no flag reads it: did you mean CROWD_DNS_RECORD (--dns-record)?"}, // two swapped
+		{"CROWD_RAET=5", "CROWD_RAET is set, but no flag reads it: did you mean CROWD_RATE (--rate)?"},                         // two letters swapped: one slip
 		{"CROWD_ORIGINS=5", ""},        // a flag's own
 		{"CROWD_DNS_RECORD=x", ""},     // a flag of another command than this one: every command shares the environment
 		{"CROWD_TOKEN_LOAD0=t", ""},    // a persona's client-API token (crowd run)

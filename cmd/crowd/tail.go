@@ -55,6 +55,7 @@ and body included), one JSON object a line. Ctrl-C ends it.`,
 }
 
 func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error {
+	f.direction = strings.ToLower(f.direction)
 	switch f.direction {
 	case "", adminapi.DirIn, adminapi.DirOut:
 	default:
@@ -64,6 +65,12 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		return usage(fmt.Errorf("--backlog %d: want 0 or more", f.backlog))
 	}
 	for t := range strings.SplitSeq(f.typ, ",") {
+		if activity, object, ok := strings.Cut(strings.TrimSpace(t), "("); ok {
+			// As the tail's lines show an activity of an object:
+			// Accept(Follow). No type has parentheses: it would match nothing.
+			return usage(fmt.Errorf("--type %q: a line's %s(%s names the activity, then its object's type in parentheses; give --type %s",
+				strings.TrimSpace(t), activity, object, activity))
+		}
 		if msg := unknownTypeWarning(strings.TrimSpace(t)); msg != "" {
 			fmt.Fprintln(stderr, "crowd tail:", msg)
 		}
@@ -139,25 +146,32 @@ func unknownTypeWarning(t string) string {
 	return msg
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is how many edits, in bytes, turn a into b: an insertion, a
+// deletion, a change, or two neighbours swapped (RAET for RATE, the commonest
+// slip of a typist, is one edit, not two).
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	// d[i][j] is the distance between a[:i] and b[:j].
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // filterRefusal says the admin API's refusal of a filter in the tail's

@@ -229,6 +229,8 @@ func TestTailRejectsBadInput(t *testing.T) {
 	}{
 		// Usage errors name their flag (2).
 		{"bad --direction", []string{"--direction", "sideways"}, 2, "--direction"},
+		// A type as the lines show it with its object's: it would match nothing.
+		{"a type with its object's", []string{"--type", "Accept(Follow)"}, 2, `--type "Accept(Follow)": a line's Accept(Follow) names the activity, then its object's type in parentheses; give --type Accept`},
 		{"negative --backlog", []string{"--backlog", "-1"}, 2, "--backlog"},
 		{"--backlog not a number", []string{"--backlog", "lots"}, 2, "--backlog"},
 		{"a positional argument", []string{"alice"}, 2, "no arguments"},
