@@ -201,19 +201,34 @@ func matchActor(want, v string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	acct := strings.TrimPrefix(strings.TrimPrefix(want, "acct:"), "@")
+	acct := strings.TrimPrefix(TrimAcct(want), "@")
 	user, host, ok := strings.Cut(acct, "@")
 	if !ok {
-		return strings.EqualFold(u.Hostname(), acct)
+		host = acct
 	}
-	if !strings.EqualFold(u.Hostname(), host) {
+	// A host given with its port (a server on 8443) matches ids that keep it.
+	if !strings.EqualFold(u.Hostname(), host) && !strings.EqualFold(u.Host, host) {
 		return false
+	}
+	if !ok {
+		return true
 	}
 	// User names have no case (Mastodon's, and the crowd's own), paths
 	// may keep the one the account was made with.
 	p := strings.ToLower(strings.TrimSuffix(u.Path, "/"))
 	user = strings.ToLower(user)
-	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user)
+	// The actor itself, or an object under it (its notes: what a Like or
+	// an Announce is about).
+	return p == "/users/"+user || p == "/@"+user || p == "/u/"+user || strings.HasSuffix(p, "/"+user) ||
+		strings.HasPrefix(p, "/users/"+user+"/")
+}
+
+// TrimAcct is s without an "acct:" scheme, in any case (ACCT:alice@host).
+func TrimAcct(s string) string {
+	if len(s) >= 5 && strings.EqualFold(s[:5], "acct:") {
+		return s[5:]
+	}
+	return s
 }
 
 // sameActorURL reports whether the URLs a and b name one actor: the same

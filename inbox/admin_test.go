@@ -104,6 +104,14 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 		{"alice@flood99.test", http.StatusBadRequest},              // the crowd's pattern, past its origins
 		{"flood99.test", http.StatusBadRequest},                    // the same host alone
 		{"gts", http.StatusOK},                                     // a host with no dot (a compose service's name) is a host
+		{"flood01.test", http.StatusBadRequest},                    // the pattern's, not as the crowd writes it
+		{"flood1.test.", http.StatusBadRequest},                    // a trailing dot: the log has none
+		{"flood1.test:443", http.StatusBadRequest},                 // a crowd host with a port
+		{"alice@flood1.test:443", http.StatusBadRequest},           // the same in an account
+		{"http://flood1.test/users/alice", http.StatusBadRequest},  // the crowd's actors are https
+		{"https://flood1.test/", http.StatusBadRequest},            // a URL with no actor in it
+		{"ACCT:alice@flood1.test", http.StatusOK},                  // the scheme in any case
+		{"ghost@" + remoteHost + ":8443", http.StatusOK},           // another server's host may have a port
 	} {
 		for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream} {
 			if route == adminapi.RouteStream && tt.want == http.StatusOK {

@@ -163,6 +163,27 @@ func TestFilter(t *testing.T) {
 			}
 		})
 	}
+	// A Like of carol's note, to the shared inbox: about carol, whose name
+	// only its object's path carries.
+	like := Entry{Direction: DirIn, Type: "Like", Actor: "https://sut.test:8443/users/pat", URL: "flood4.test/inbox",
+		Object: "https://flood4.test/users/carol/notes/n1"}
+	for _, tt := range []struct {
+		name string
+		f    Filter
+		want bool
+	}{
+		{"the actor whose note it is", Filter{Actor: "carol@flood4.test"}, true},  // an object under her
+		{"ACCT: in capitals", Filter{Actor: "ACCT:carol@flood4.test"}, true},      // the scheme has no case
+		{"another actor of that host", Filter{Actor: "bob@flood4.test"}, false},   // not his
+		{"a name that ends another's", Filter{Actor: "rol@flood4.test"}, false},   // names match whole
+		{"the sender with its port", Filter{Actor: "pat@sut.test:8443"}, true},    // a server on 8443 keeps it in its ids
+		{"the sender's host with its port", Filter{Actor: "sut.test:8443"}, true}, // the same, as a host
+		{"the sender's host without", Filter{Actor: "sut.test"}, true},            // as before
+	} {
+		if got := tt.f.Match(&like); got != tt.want {
+			t.Errorf("%s: Match = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 // TestSafeHeaders: the log shows signatures but no secrets.
