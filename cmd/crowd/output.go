@@ -58,7 +58,7 @@ func checkOutput(in, out string) error {
 	fi, errIn := os.Stat(in)
 	fo, errOut := os.Stat(out)
 	if errIn == nil && errOut == nil && os.SameFile(fi, fo) {
-		return usage(fmt.Errorf("-o %s is the input file: writing it would replace %s with its own report; give -o another name", out, in))
+		return usage(fmt.Errorf("-o %s is the input file: writing it would replace %s with what is made of it; give -o another name", out, in))
 	}
 	return nil
 }

@@ -93,6 +93,17 @@ func notResults(path string) error {
 const recordRefPattern = `record (\d+)`
 
 func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
+	for _, p := range paths {
+		if err := checkOutput(p, out); err != nil {
+			return err
+		}
+	}
+	switch ext := strings.ToLower(filepath.Ext(out)); ext {
+	case "", ".json":
+	default:
+		// The merged record is JSON whatever the name: m.html would hold it.
+		return usage(fmt.Errorf("-o %s: the merged record is JSON, and %s names another format: end the name in .json (crowd report renders it)", out, ext))
+	}
 	recs, err := loadRecords(paths)
 	if err != nil {
 		return err

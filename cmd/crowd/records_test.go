@@ -254,6 +254,22 @@ func TestMergeCLIRefuses(t *testing.T) {
 			}
 		})
 	}
+	// Where it writes: not over a record it merges, not under a name
+	// promising another format; each refused before anything is read.
+	before, _ := os.ReadFile(a)
+	for _, tc := range []struct {
+		out, say string
+	}{
+		{a, "-o " + a + " is the input file"},
+		{filepath.Join(dir, "m.html"), "the merged record is JSON, and .html names another format"},
+	} {
+		if code, _, stderr := runCLI(t, "merge", a, "-o", tc.out); code != 2 || !strings.Contains(stderr, tc.say) {
+			t.Errorf("-o %s: exit %d, stderr %q; want 2 saying %q", tc.out, code, stderr, tc.say)
+		}
+	}
+	if after, _ := os.ReadFile(a); !bytes.Equal(after, before) {
+		t.Error("a refused merge changed its input")
+	}
 }
 
 // TestReportOfARunRecord: a crowd run record's report has, after the
