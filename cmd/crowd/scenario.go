@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -85,7 +86,7 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 			if err := probeValue(probe, st.Key, st.Value); err != nil {
 				return "", false, usage(fmt.Errorf("%s: %v (the command line's --%s overrides it, but the file is wrong)", where, err, st.Key))
 			}
-			if (st.Key == "expect" || st.Key == "stop-when") && !slices.Contains(gatesGiven(f), strings.TrimSpace(st.Value)) {
+			if (st.Key == "expect" || st.Key == "stop-when") && !slices.Contains(gatesGiven(f), canonicalGate(st.Value)) {
 				replacedGates[st.Key] = append(replacedGates[st.Key], st.Value)
 			}
 			continue
@@ -126,8 +127,8 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 	return sc.Name, false, nil
 }
 
-// gatesGiven are the expressions a gate list flag holds now (the command
-// line's or the environment's), as given.
+// gatesGiven are the gates a gate list flag holds now (the command line's
+// or the environment's), each as canonicalGate writes it.
 func gatesGiven(f *pflag.Flag) []string {
 	sv, ok := f.Value.(pflag.SliceValue)
 	if !ok {
@@ -135,9 +136,20 @@ func gatesGiven(f *pflag.Flag) []string {
 	}
 	var out []string
 	for _, v := range sv.GetSlice() {
-		out = append(out, strings.TrimSpace(v))
+		out = append(out, canonicalGate(v))
 	}
 	return out
+}
+
+// canonicalGate is expr as the crowd writes a gate, so that two spellings
+// of one gate (forged_effective=0, forged_effective==0) are one; expr
+// itself when it is no gate (the flag refuses it elsewhere).
+func canonicalGate(expr string) string {
+	g, err := record.ParseGate(expr)
+	if err != nil {
+		return strings.TrimSpace(expr)
+	}
+	return g.Canonical()
 }
 
 // notAScenarios says why a scenario may not set flag key ("" when it may).

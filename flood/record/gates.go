@@ -236,6 +236,11 @@ func (g *Gate) parseValue(rhs string) error {
 	return nil
 }
 
+// Canonical is the expression as the crowd writes it, whatever spelling
+// it was given in ('forged_effective=0' and 'forged_effective == 0' are
+// both forged_effective==0): two gates are the same when it is.
+func (g Gate) Canonical() string { return g.metricString() + g.Op + g.valueString() }
+
 // metricString is the canonical left-hand side: [Type.][family.]metric.
 func (g Gate) metricString() string {
 	s := g.Metric
