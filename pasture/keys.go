@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/statedir"
 )
@@ -80,7 +81,7 @@ func RotateKeys(cfg RotateConfig) ([]Rotated, error) {
 	defer w.Close()
 	chosen, err := chooseActors(w, cfg.Origins, cfg.Actors)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", actors.ErrConfig, err)
+		return nil, flagError{err}
 	}
 	in, err := inbox.New(inbox.Config{World: w})
 	if err != nil {
@@ -141,6 +142,14 @@ func servedWorld(world actors.Config, given bool) (actors.Config, error) {
 	return world, nil
 }
 
+// flagError is a flag's mistake (--actor, --origin): it is an
+// actors.ErrConfig, for the caller's usage exit, said in the flag's words
+// alone.
+type flagError struct{ err error }
+
+func (e flagError) Error() string        { return e.err.Error() }
+func (e flagError) Is(target error) bool { return target == actors.ErrConfig }
+
 // hasKeys reports whether the state directory dir holds a keys directory.
 func hasKeys(dir string) bool {
 	st, err := os.Stat(filepath.Join(dir, "keys"))
@@ -155,21 +164,22 @@ func chooseActors(w *actors.World, origins, accts []string) ([]*actors.Actor, er
 	}
 	var out []*actors.Actor
 	for _, h := range origins {
-		o, ok := w.Origin(h)
+		o, ok := w.Origin(strings.ToLower(h))
 		if !ok {
 			return nil, fmt.Errorf("--origin %s: no such origin (the world has %s … %s)", h, w.Hosts()[0], w.Hosts()[len(w.Hosts())-1])
 		}
 		out = append(out, o.Persons()...)
 	}
 	for _, acct := range accts {
-		name, host, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(acct, "acct:"), "@"), "@")
-		o, ok := w.Origin(host)
-		var a *actors.Actor
-		if ok {
-			a, ok = o.Actor(name)
+		// Names and hosts have no case, nor the acct: scheme, as in crowd tail.
+		name, host, _ := strings.Cut(strings.TrimPrefix(adminapi.TrimAcct(acct), "@"), "@")
+		o, ok := w.Origin(strings.ToLower(host))
+		if !ok {
+			return nil, fmt.Errorf("--actor %s: %s is no origin of this world (%s … %s)", acct, host, w.Hosts()[0], w.Hosts()[len(w.Hosts())-1])
 		}
+		a, ok := o.Actor(strings.ToLower(name))
 		if !ok || a.Kind != actors.KindPerson {
-			return nil, fmt.Errorf("--actor %s: no such crowd actor (name@floodN.test)", acct)
+			return nil, fmt.Errorf("--actor %s: %s has no person %q (its persons are %s, %s, …)", acct, o.Host, name, actors.ActorName(0), actors.ActorName(1))
 		}
 		if !slices.ContainsFunc(out, func(b *actors.Actor) bool { return b.ID == a.ID }) { // actors are values: compare ids
 			out = append(out, a)

@@ -86,8 +86,12 @@ func TestKeysRotate(t *testing.T) {
 	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "alice@flood1.test", "--retire"}, world...)...); code != 0 || out != "1 of 1 actor(s) kept no old key: nothing to retire\n" {
 		t.Fatalf("--retire again: exit %d\n%q\n%s", code, out, errOut)
 	}
-	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "zed@flood9.test"}, world...)...); code != 2 || !strings.Contains(errOut, "zed@flood9.test") {
+	if code, _, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "zed@flood9.test"}, world...)...); code != 2 || !strings.Contains(errOut, "crowd: --actor zed@flood9.test: flood9.test is no origin of this world") {
 		t.Fatalf("an unknown actor: exit %d\n%s", code, errOut)
+	}
+	// Names and hosts have no case, nor the acct: scheme.
+	if code, out, errOut := runCLI(t, append([]string{"keys", "rotate", "--actor", "ACCT:ALICE@Flood1.test"}, world...)...); code != 0 || !strings.Contains(out, "alice@flood1.test: new key") {
+		t.Fatalf("an actor in capitals: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// Once the state records the world its crowd served (as crowd serve
 	// does), world flags that are not that world are refused (2) …
