@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -208,7 +209,7 @@ func filterOf(v url.Values) (Filter, error) {
 // the error names a limit that is not a non-negative number or a direction
 // that is neither in nor out.
 func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
-	if err := onlyParams(v, ParamActor, ParamType, ParamDirection, ParamLimit); err != nil {
+	if err := CheckQuery(v, ParamActor, ParamType, ParamDirection, ParamLimit); err != nil {
 		return ActivitiesQuery{}, err
 	}
 	n, err := count(v, ParamLimit, DefaultLimit)
@@ -229,7 +230,7 @@ func ParseActivitiesQuery(v url.Values) (ActivitiesQuery, error) {
 // error names a backlog that is not a non-negative number or a direction
 // that is neither in nor out.
 func ParseStreamQuery(v url.Values) (StreamQuery, error) {
-	if err := onlyParams(v, ParamActor, ParamType, ParamDirection, ParamBacklog); err != nil {
+	if err := CheckQuery(v, ParamActor, ParamType, ParamDirection, ParamBacklog); err != nil {
 		return StreamQuery{}, err
 	}
 	n, err := count(v, ParamBacklog, 0)
@@ -266,7 +267,7 @@ func (q LookupQuery) Values() url.Values {
 // ParseLookupQuery reads RouteLookup's query, as the server does; the
 // error names an allow_public_target that is not a boolean.
 func ParseLookupQuery(v url.Values) (LookupQuery, error) {
-	if err := onlyParams(v, ParamResource, ParamAllowPublicTarget); err != nil {
+	if err := CheckQuery(v, ParamResource, ParamAllowPublicTarget); err != nil {
 		return LookupQuery{}, err
 	}
 	q := LookupQuery{Resource: v.Get(ParamResource)}
@@ -280,12 +281,17 @@ func ParseLookupQuery(v url.Values) (LookupQuery, error) {
 	return q, nil
 }
 
-// onlyParams refuses a query parameter the route does not read (acter=…):
-// taken silently, a misspelt filter would answer everything as if it held.
-func onlyParams(v url.Values, known ...string) error {
-	for name := range v {
-		if !slices.Contains(known, name) {
+// CheckQuery refuses a query parameter the route does not read (acter=…),
+// and one given twice (actor=a&actor=b): taken silently, a misspelt filter
+// would answer everything as if it held, and a second value be ignored.
+// known are the route's parameters.
+func CheckQuery(v url.Values, known ...string) error {
+	for _, name := range slices.Sorted(maps.Keys(v)) {
+		switch {
+		case !slices.Contains(known, name):
 			return fmt.Errorf("%q is no query parameter of this route (it takes %s)", name, strings.Join(known, ", "))
+		case len(v[name]) > 1:
+			return fmt.Errorf("%s is given %d times: give it once (a list is comma-separated, as type=Follow,Accept)", name, len(v[name]))
 		}
 	}
 	return nil

@@ -43,7 +43,7 @@ func (q WorldQuery) Values() url.Values {
 // names an offset or limit that is not a non-negative number, or a limit
 // above MaxWorldPage.
 func ParseWorldQuery(v url.Values) (WorldQuery, error) {
-	if err := onlyParams(v, ParamOffset, ParamLimit); err != nil {
+	if err := CheckQuery(v, ParamOffset, ParamLimit); err != nil {
 		return WorldQuery{}, err
 	}
 	off, err := count(v, ParamOffset, 0)

@@ -321,6 +321,10 @@ func WireRelations(rs []actors.Relation) []adminapi.Relation {
 }
 
 func (in *Inbox) handleFollows(w http.ResponseWriter, r *http.Request) {
+	if err := adminapi.CheckQuery(r.URL.Query(), adminapi.ParamActor); err != nil {
+		writeError(w, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
 	fi, err := in.Follows(r.URL.Query().Get(adminapi.ParamActor))
 	if err != nil {
 		writeError(w, err)

@@ -76,11 +76,15 @@ func TestAdminActivitiesAndFollows(t *testing.T) {
 	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?limit=x", nil); s != http.StatusBadRequest {
 		t.Errorf("bad limit: %d", s)
 	}
-	// A misspelt parameter would answer everything as if its filter held.
-	for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream, adminapi.RouteLookup} {
+	// A misspelt parameter would answer everything as if its filter held,
+	// and a second value be ignored.
+	for _, route := range []adminapi.Route{adminapi.RouteActivities, adminapi.RouteStream, adminapi.RouteLookup, adminapi.RouteFollows} {
 		if s := getJSON(t, admin.URL+route.Path()+"?acter=alice@flood1.test", nil); s != http.StatusBadRequest {
 			t.Errorf("%s with an unknown parameter: %d, want 400", route, s)
 		}
+	}
+	if s := getJSON(t, admin.URL+adminapi.RouteActivities.Path()+"?actor=flood1.test&actor=flood2.test", nil); s != http.StatusBadRequest {
+		t.Errorf("a parameter given twice: %d, want 400", s)
 	}
 	for _, tt := range []struct {
 		actor string
