@@ -24,7 +24,7 @@ const weatherHelp = `rules KIND=TARGET[:PARAM[:PARAM]] joined by commas; TARGET 
 origins joined by + (flood3.test+flood4.test), or @followers[:N] (the N origins with most of the SUT's followers); KIND:
   down                      connections reset (no answer)
   blackhole                 requests read, never answered (held up to 15 min)
-  slow[:DELAY[:DOC_SHARE]]  deliveries answered after DELAY (30s, at most 1h), documents too at DOC_SHARE (0.5)
+  slow[:DELAY[:DOC_SHARE]]  deliveries answered after DELAY (30s, at most 1h), documents too at DOC_SHARE (0.5; 0: none)
   flaky[:P]                 502/503/504 with probability P (0.5) in (0, 1]
   limited[:RETRY_AFTER]     429 with Retry-After (60s, or 60: whole seconds) and X-RateLimit-*
   gone                      410 for everything (Tombstones for documents)

@@ -202,6 +202,11 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	var spec Spec
 	for part := range strings.SplitSeq(s, ",") {
+		if f := strings.Fields(part); len(f) > 1 && strings.Contains(f[1], "=") {
+			// Two rules a space apart: the second read as the first's
+			// parameter would say something beside the point.
+			return Spec{}, fmt.Errorf("%w: %q: rules are joined by commas, not spaces: %s", ErrSpec, strings.TrimSpace(part), strings.Join(f, ","))
+		}
 		r, err := parseRule(strings.TrimSpace(part))
 		if err != nil {
 			return Spec{}, err
@@ -286,9 +291,10 @@ func (r *Rule) parseParams(ps []string) error {
 			c.Delay = d
 		}
 		if given(1) {
-			v, err := parseProbability(ps[1], "document share")
-			if err != nil {
-				return err
+			// 0: the deliveries wait, no document does.
+			v, err := strconv.ParseFloat(strings.TrimSpace(ps[1]), 64)
+			if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
+				return fmt.Errorf("document share %q is not a number in [0, 1]", ps[1])
 			}
 			c.DocShare = v
 		}

@@ -41,6 +41,8 @@ func TestParseSpec(t *testing.T) {
 			{Condition{Kind: Slow, Delay: DefaultSlowDelay, DocShare: 0.2}, 1, nil, 0},
 			{Condition{Kind: Flaky, P: DefaultFlakyP}, 1, nil, 0},
 		}, "slow=1%:30s:0.2,flaky=1%:0.5"},
+		// Slow deliveries, no slow document: a share of 0.
+		{"no slow documents", "slow=1%:2s:0", []Rule{{Condition{Kind: Slow, Delay: 2 * time.Second, DocShare: 0}, 1, nil, 0}}, ""},
 		// Retry-After in whole seconds alone, as the header says it.
 		{"Retry-After in seconds", "limited=1%:60", []Rule{{Condition{Kind: Limited, Delay: time.Minute}, 1, nil, 0}}, "limited=1%:1m0s"},
 		// slow's second parameter is the share of documents that wait.
@@ -98,9 +100,10 @@ func TestParseSpecRefuses(t *testing.T) {
 		{"flaky=1%:0", "probability"},                    // never flaky
 		{"flaky=1%:1.5", "probability"},                  // more than always
 		{"limited=1%:1500ms", "whole number of seconds"}, // Retry-After is in seconds
-		{"limited=1%:0", `Retry-After "0" is not a number of seconds in [1, 3600]`}, // seconds alone, none
-		{"limited=1%:7200", `Retry-After "7200"`},                                   // seconds alone, past the bound
-		{"limited=1%:36028797018964028", `Retry-After "36028797018964028"`},         // so many seconds a Duration of them wraps round to 60 s
+		{"limited=5%:60 slow=5%::0.2", "rules are joined by commas, not spaces: limited=5%:60,slow=5%::0.2"}, // two rules a space apart
+		{"limited=1%:0", `Retry-After "0" is not a number of seconds in [1, 3600]`},                          // seconds alone, none
+		{"limited=1%:7200", `Retry-After "7200"`},                                                            // seconds alone, past the bound
+		{"limited=1%:36028797018964028", `Retry-After "36028797018964028"`},                                  // so many seconds a Duration of them wraps round to 60 s
 	} {
 		_, err := ParseSpec(c.in)
 		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.names) {
