@@ -29,8 +29,8 @@ certificate is trusted by the crowd and by every peer that trusts the crowd's CA
 		Args: minArgsUsage(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			for _, name := range names { // every name before anything is written
-				if err := tlsca.CheckHost(name); err != nil {
-					return usage(fmt.Errorf("NAME %q: %w", name, err))
+				if tlsca.CheckHost(name) != nil {
+					return usage(fmt.Errorf("NAME %q: the CA issues for a DNS name or an IP address, one a certificate, no wildcard", name))
 				}
 			}
 			dir := filepath.Join(state, "tls")
