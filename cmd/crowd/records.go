@@ -183,7 +183,8 @@ another ending, as .pdf or .json, is refused).
 A results file (crowd flood --results; known by its content, plain, gzip or zstd, whatever
 its name) is read back into the record its sends make: the same counts, histograms and timeline
 (what only the crowd's bookkeeping knows, as signatures and forgeries, is not in it).
-A file of several runs (a ladder's rungs) takes --run. "-" reads a results file from stdin.
+A file of several runs (a ladder's rungs) takes --run. "-" reads stdin, a record or a results
+file; a pipe (<(…)) is read once, known by its content too.
 A results file cut short (a killed flood) is rendered from its whole lines, the cut run
 marked PARTIAL, and the exit status is then 1, saying so on stderr, as crowd results csv's.
 Exits 2 for a usage error, 1 when the file cannot be read or the report written.`,
@@ -234,6 +235,11 @@ func runSections(path string) ([]report.Section, error) {
 	if err != nil {
 		return nil, nil // the record itself was read: a file gone since says nothing of its run
 	}
+	return sectionsOf(raw)
+}
+
+// sectionsOf is runSections of a record's bytes.
+func sectionsOf(raw []byte) ([]report.Section, error) {
 	lines, err := loadrun.RunSummary(raw)
 	if err != nil || lines == nil {
 		return nil, err
@@ -258,11 +264,16 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	default:
 		return usage(fmt.Errorf("--format %q: want text, markdown or html", format))
 	}
-	rec, cut, err := loadReported(path, run, stdin)
+	rec, raw, cut, err := loadReportedRaw(path, run, stdin)
 	if err != nil {
 		return err
 	}
-	extra, err := runSections(path)
+	var extra []report.Section
+	if raw != nil {
+		extra, err = sectionsOf(raw) // a record read from a stream: its bytes are here
+	} else {
+		extra, err = runSections(path)
+	}
 	if err != nil {
 		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}

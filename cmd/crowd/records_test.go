@@ -509,9 +509,9 @@ func TestRecordCommandsHelp(t *testing.T) {
 	}
 }
 
-// TestReportOfAPipe: a record given as a pipe (crowd report <(git show
-// main:out/load/x.json)) is read once, by the record's reader: no look at
-// its content first, which would consume its start.
+// TestReportOfAPipe: a record or a results file given as a pipe (crowd
+// report <(git show main:out/load/x.json)) or on stdin is read once, known by
+// its content as a file is: looked at by peeking, read by one reader.
 func TestReportOfAPipe(t *testing.T) {
 	t.Parallel()
 	want, err := os.ReadFile(filepath.Join(fixtureDir, "report.txt.golden"))
@@ -522,7 +522,43 @@ func TestReportOfAPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(t.TempDir(), "record")
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		stdin bool   // given as "-", else as a named pipe
+		say   string // stdout has this ("" for the golden report)
+	}{
+		{"a record through a pipe", rec, false, ""},
+		{"a record on stdin", rec, true, ""},
+		{"compressed results through a pipe with no results name", gzipped(t, false, resultsWhole), false, "Create"},
+		{"plain results on stdin", []byte(resultsWhole), true, "Create"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var code int
+			var out, errOut string
+			if tc.stdin {
+				var o bytes.Buffer
+				if err := runReport(bytes.NewReader(tc.data), &o, "-", "text", "", -1); err != nil {
+					code, errOut = 1, err.Error()
+				}
+				out = o.String()
+			} else {
+				code, out, errOut = runCLI(t, "report", servedByPipe(t, tc.data))
+			}
+			if code != 0 || (tc.say == "" && out != string(want)) || !strings.Contains(out, tc.say) {
+				t.Errorf("exit %d, stderr %q; stdout:\n%s", code, errOut, out)
+			}
+		})
+	}
+}
+
+// servedByPipe is a named pipe from which data can be read once. A reader
+// that opened it again would wait for another writer forever: after 5 s
+// empty ones come, each open ending at once, so that the test fails rather
+// than hangs.
+func servedByPipe(t *testing.T, data []byte) string {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "ff")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no named pipes here: %v", err)
 	}
@@ -531,14 +567,11 @@ func TestReportOfAPipe(t *testing.T) {
 		if err != nil {
 			return
 		}
-		f.Write(rec)
+		f.Write(data)
 		f.Close()
 	}()
-	// A reader that opened the pipe again would wait for another writer
-	// forever: after 5 s empty ones come, each open of the pipe ending at
-	// once, so that the test fails rather than hangs.
 	done := make(chan struct{})
-	defer close(done)
+	t.Cleanup(func() { close(done) })
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -556,8 +589,5 @@ func TestReportOfAPipe(t *testing.T) {
 			}
 		}
 	}()
-	code, out, errOut := runCLI(t, "report", fifo)
-	if code != 0 || out != string(want) {
-		t.Errorf("exit %d, stderr %q; stdout differs from the golden report:\n%s", code, errOut, out)
-	}
+	return fifo
 }

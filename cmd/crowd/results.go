@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -44,40 +46,77 @@ func isResults(path string) bool {
 // lines hold (the cut run marked partial) and cut, the ErrCut that says
 // so, for the report to exit 1 with once written, as crowd results csv does.
 func loadReported(path string, run int, stdin io.Reader) (rec *record.Record, cut, err error) {
-	if !isResults(path) {
+	rec, _, cut, err = loadReportedRaw(path, run, stdin)
+	return rec, cut, err
+}
+
+// loadReportedRaw is loadReported that also returns, for a record read from
+// a stream (stdin, a pipe, <(…)), its bytes: the stream is read once, and
+// its run section is in them.
+func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record, raw []byte, cut, err error) {
+	openPath, src := path, stdin
+	if st, serr := os.Stat(path); path == "-" || serr == nil && !st.Mode().IsRegular() {
+		// A stream: looked at by peeking, then read by one reader.
+		if path != "-" {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, nil, nil, exitCode{1, err}
+			}
+			defer f.Close()
+			src = f
+		}
+		br := bufio.NewReaderSize(src, 64<<10)
+		if !results.SniffReader(br) {
+			if run >= 0 {
+				return nil, nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
+			}
+			raw, err := io.ReadAll(br)
+			if err != nil {
+				return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+			}
+			rec, err := record.DecodeRecord(bytes.NewReader(raw))
+			if errors.Is(err, record.ErrNotRecord) {
+				return nil, nil, nil, exitCode{1, fmt.Errorf("%s is %w", path, err)}
+			} else if err != nil {
+				return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+			}
+			return rec, raw, nil, nil
+		}
+		openPath, src = "-", br
+	} else if !isResults(path) {
 		if run >= 0 {
-			return nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
+			return nil, nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
 		}
 		recs, err := loadRecords([]string{path})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return recs[0], nil, nil
+		return recs[0], nil, nil, nil
 	}
-	f, err := results.Open(path, stdin)
+	f, err := results.Open(openPath, src)
 	if err != nil {
-		return nil, nil, exitCode{1, err}
+		return nil, nil, nil, exitCode{1, err}
 	}
 	defer f.Close()
 	recs, err := results.Records(f)
 	if errors.Is(err, results.ErrCut) && len(recs) > 0 {
 		cut = err
 	} else if err != nil {
-		return nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+		return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}
 	switch {
 	case len(recs) == 0:
-		return nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, results.ErrNoRun)}
+		return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, results.ErrNoRun)}
 	case run < 0 && len(recs) > 1:
-		return nil, nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
+		return nil, nil, nil, usage(fmt.Errorf("%s holds %d runs (a ladder's rungs): name one with --run 0 … %d", path, len(recs), len(recs)-1))
 	case run < 0:
-		return recs[0], cut, nil
+		return recs[0], nil, cut, nil
 	case run >= len(recs):
-		return nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
+		return nil, nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
 	case run < len(recs)-1:
-		return recs[run], nil, nil // whole: a cut is the last run's
+		return recs[run], nil, nil, nil // whole: a cut is the last run's
 	}
-	return recs[run], cut, nil
+	return recs[run], nil, cut, nil
 }
 
 // newResultsCmd is `crowd results`: what to do with a results file.

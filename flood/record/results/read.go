@@ -87,6 +87,28 @@ func Sniff(path string) (compressed, results bool, err error) {
 	return false, firstLineIsRun(br), nil
 }
 
+// SniffReader reports whether the stream br starts as a results file
+// does: a compressed stream, or a first line that is not blank and is a
+// results run line. It only peeks: br is then read whole by whichever
+// reader it names (Open("-", br), or a record's), so that a pipe is read
+// once. A first line longer than br's buffer is no run line.
+func SniffReader(br *bufio.Reader) bool {
+	if head, _ := br.Peek(len(zstdMagic)); compressionIn(head) != Plain {
+		return true
+	}
+	for n := 512; ; n *= 2 {
+		n = min(n, br.Size())
+		b, err := br.Peek(n)
+		line := bytes.TrimLeft(b, " \t\r\n")
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			return firstLineIsRun(bytes.NewReader(line[:i]))
+		}
+		if err != nil || n == br.Size() { // the stream's end, or a line past the buffer
+			return firstLineIsRun(bytes.NewReader(line))
+		}
+	}
+}
+
 // firstLineIsRun reports whether the first line of r that is not blank is
 // a run line of a results file. A run record's first line is "{" alone.
 func firstLineIsRun(r io.Reader) bool {
