@@ -239,7 +239,10 @@ func (in *Inbox) onAnswer(act Activity, state string) reply {
 	}
 	note := fmt.Sprintf("%s's follow of %s is %s", local.Acct(), act.Actor, state)
 	if !known {
-		note += " (a Follow this crowd had not registered: recorded from the answer)"
+		// A flood registers its Follows with the crowd as it sends them: a
+		// quick SUT's answer can come first, or the Follow was another
+		// process's. Neither is a fault; say so.
+		note += " (a Follow not registered yet, as when the answer beats a flood's registration of it: recorded from the answer)"
 	}
 	return reply{status: http.StatusAccepted, note: note}
 }

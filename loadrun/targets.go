@@ -83,7 +83,11 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		}
 	}
 	r.log.Info("personas discovered", zap.Int("personas", len(personas)), zap.Duration("took", time.Since(start)))
-	desc := fmt.Sprintf("%d personas (%s", len(personas), personas[0].Acct)
+	noun := "personas"
+	if len(personas) == 1 {
+		noun = "persona"
+	}
+	desc := fmt.Sprintf("%d %s (%s", len(personas), noun, personas[0].Acct)
 	if len(personas) > 1 {
 		desc += " … " + personas[len(personas)-1].Acct
 	}
