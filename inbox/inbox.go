@@ -449,6 +449,12 @@ func (in *Inbox) recipient(r *http.Request) (*actors.Origin, *actors.Actor, erro
 	if !ok || rc.Origin == nil {
 		return nil, nil, fmt.Errorf("no origin %q is served here", r.Host)
 	}
+	return recipientOf(rc)
+}
+
+// recipientOf is the crowd actor rc names (nil for its origin's shared
+// inbox), an error for a name that is no person of the origin.
+func recipientOf(rc Recipient) (*actors.Origin, *actors.Actor, error) {
 	switch {
 	case rc.Instance:
 		return rc.Origin, rc.Origin.Instance, nil

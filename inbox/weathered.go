@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/signing"
 )
 
@@ -84,14 +83,7 @@ func (in *Inbox) inboxOwner(r *http.Request) string {
 	if !ok {
 		return ""
 	}
-	rc := localRecipient(o, r.URL.Path)
-	switch {
-	case rc.Instance:
-		return o.Instance.ID
-	case rc.Name == "" || strings.Contains(rc.Name, "/"):
-		return ""
-	}
-	if a, ok := o.Actor(rc.Name); ok && a.Kind == actors.KindPerson {
+	if _, a, err := recipientOf(localRecipient(o, r.URL.Path)); err == nil && a != nil {
 		return a.ID
 	}
 	return ""

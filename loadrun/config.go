@@ -214,7 +214,7 @@ func (c Config) Validate() []error {
 // plan reads c into a plan, collecting every problem; it is Validate's
 // body and as pure.
 func (c Config) plan() (*plan, []error) {
-	p := &plan{rates: c.Rates, gates: c.Expect, stops: c.StopWhen, mix: c.Mix, alg: c.Algorithm}
+	p := &plan{rates: c.Rates, stops: c.StopWhen, mix: c.Mix, alg: c.Algorithm}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	try := func(err error) {
@@ -246,7 +246,6 @@ func (c Config) plan() (*plan, []error) {
 	c.checkWeather(p, bad)
 	checkGateNames("--expect", c.Expect, p, c.Audience != nil, bad)
 	checkGateNames("--stop-when", c.StopWhen, p, false, bad)
-	p.gates = nil
 	for _, g := range c.Expect {
 		if record.RunSectionPart(g.Type) {
 			p.runGates = append(p.runGates, g)

@@ -223,13 +223,12 @@ Exits 2 for a usage error, 1 when the file cannot be read or the report written.
 	return cmd
 }
 
-// runSections are the report's sections beyond the flood's: a crowd run
-// record's audience measures (what the personas' homes showed, the drain,
-// the deliveries to the crowd), as crowd run printed them. None for a
-// flood's record, a results file or stdin.
+// runSections are the sections beyond the flood's of the record file at
+// path, read again (crowd merge's records are read before): see sectionsOf.
+// None for a results file or a stream, which cannot be read again.
 func runSections(path string) ([]report.Section, error) {
 	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() || isResults(path) {
-		return nil, nil // a pipe's bytes went to the record's reader; stdin's too
+		return nil, nil
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -238,8 +237,14 @@ func runSections(path string) ([]report.Section, error) {
 	return sectionsOf(raw)
 }
 
-// sectionsOf is runSections of a record's bytes.
+// sectionsOf are the report's sections beyond the flood's in a record's
+// bytes: a crowd run record's audience measures (what the personas' homes
+// showed, the drain, the deliveries to the crowd), as crowd run printed
+// them. None for a flood's record, or no bytes.
 func sectionsOf(raw []byte) ([]report.Section, error) {
+	if raw == nil {
+		return nil, nil
+	}
 	lines, err := loadrun.RunSummary(raw)
 	if err != nil || lines == nil {
 		return nil, err
@@ -268,12 +273,7 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	if err != nil {
 		return err
 	}
-	var extra []report.Section
-	if raw != nil {
-		extra, err = sectionsOf(raw) // a record read from a stream: its bytes are here
-	} else {
-		extra, err = runSections(path)
-	}
+	extra, err := sectionsOf(raw) // a record's bytes (none for results, which have no run section)
 	if err != nil {
 		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
 	}

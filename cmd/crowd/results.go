@@ -50,9 +50,9 @@ func loadReported(path string, run int, stdin io.Reader) (rec *record.Record, cu
 	return rec, cut, err
 }
 
-// loadReportedRaw is loadReported that also returns, for a record read from
-// a stream (stdin, a pipe, <(…)), its bytes: the stream is read once, and
-// its run section is in them.
+// loadReportedRaw is loadReported that also returns, for a record, its
+// bytes: read once (a stream can be read no more), its run section is in
+// them.
 func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record, raw []byte, cut, err error) {
 	openPath, src := path, stdin
 	if st, serr := os.Stat(path); path == "-" || serr == nil && !st.Mode().IsRegular() {
@@ -70,28 +70,19 @@ func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record,
 			if run >= 0 {
 				return nil, nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
 			}
-			raw, err := io.ReadAll(br)
-			if err != nil {
-				return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
-			}
-			rec, err := record.DecodeRecord(bytes.NewReader(raw))
-			if errors.Is(err, record.ErrNotRecord) {
-				return nil, nil, nil, exitCode{1, fmt.Errorf("%s is %w", path, err)}
-			} else if err != nil {
-				return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
-			}
-			return rec, raw, nil, nil
+			return readRecord(path, br)
 		}
 		openPath, src = "-", br
 	} else if !isResults(path) {
 		if run >= 0 {
 			return nil, nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
 		}
-		recs, err := loadRecords([]string{path})
+		f, err := os.Open(path)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, exitCode{1, err}
 		}
-		return recs[0], nil, nil, nil
+		defer f.Close()
+		return readRecord(path, f)
 	}
 	f, err := results.Open(openPath, src)
 	if err != nil {
@@ -117,6 +108,21 @@ func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record,
 		return recs[run], nil, nil, nil // whole: a cut is the last run's
 	}
 	return recs[run], nil, cut, nil
+}
+
+// readRecord reads the record at path from r whole and decodes it, its
+// errors naming path, as record.LoadRecord's do; the bytes come back too.
+func readRecord(path string, r io.Reader) (rec *record.Record, raw []byte, cut, err error) {
+	if raw, err = io.ReadAll(r); err != nil {
+		return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	rec, err = record.DecodeRecord(bytes.NewReader(raw))
+	if errors.Is(err, record.ErrNotRecord) {
+		return nil, nil, nil, exitCode{1, fmt.Errorf("%s is %w", path, err)}
+	} else if err != nil {
+		return nil, nil, nil, exitCode{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	return rec, raw, nil, nil
 }
 
 // newResultsCmd is `crowd results`: what to do with a results file.
