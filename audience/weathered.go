@@ -81,26 +81,33 @@ type WeatherShift struct {
 
 // HistoryOf is the weather of a run: initial was in force before it, and
 // w (the record's timeline, nil for none) changed it from start on, each
-// change dated when the crowd had it in force. The run puts initial back
+// change dated when the crowd had it in force; then another hand's change
+// the flood found at its end (a, the record's ambient weather; nil for
+// none), which came after the timeline's last. The run puts initial back
 // only after its drain, which the account does not reach.
-func HistoryOf(start time.Time, initial map[string]string, w *record.Weather) WeatherHistory {
+func HistoryOf(start time.Time, initial map[string]string, w *record.Weather, a *record.AmbientWeather) WeatherHistory {
 	h := WeatherHistory{Start: start, Initial: initial}
-	if w == nil {
-		return h
-	}
-	for _, c := range w.Changes {
-		if c.Error != "" {
-			continue
-		}
-		at := c.AtS
-		if c.AppliedS > 0 { // when the crowd had it in force, not when it was due
-			at = c.AppliedS
-		}
-		s := WeatherShift{At: start.Add(time.Duration(at * float64(time.Second))), Origins: map[string]string{}}
-		for _, o := range c.Origins {
+	shift := func(atS float64, origins []record.WeatherOrigin) {
+		s := WeatherShift{At: start.Add(time.Duration(atS * float64(time.Second))), Origins: map[string]string{}}
+		for _, o := range origins {
 			s.Origins[strings.ToLower(o.Host)] = o.Condition
 		}
 		h.Changes = append(h.Changes, s)
+	}
+	if w != nil {
+		for _, c := range w.Changes {
+			if c.Error != "" {
+				continue
+			}
+			at := c.AtS
+			if c.AppliedS > 0 { // when the crowd had it in force, not when it was due
+				at = c.AppliedS
+			}
+			shift(at, c.Origins)
+		}
+	}
+	if a != nil && a.Changed != nil {
+		shift(max(a.Changed.SinceS, 0), a.Changed.Origins)
 	}
 	return h
 }

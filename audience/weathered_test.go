@@ -44,7 +44,7 @@ func (f *weatherFixture) attempt(ms int, host, inbox string, s Status, status in
 // offsets (seconds) to the given origins, up to endMS.
 func (f *weatherFixture) under(endMS int, changes ...record.WeatherChange) *record.Deliveries {
 	f.t.Helper()
-	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{}, &record.Weather{Changes: changes}), at(endMS), f.timeline)
+	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{}, &record.Weather{Changes: changes}, nil), at(endMS), f.timeline)
 	if err != nil || got == nil {
 		f.t.Fatalf("UnderWeather: %v, %v", got, err)
 	}
@@ -254,7 +254,7 @@ func TestUnderWeatherBounds(t *testing.T) {
 	f.post("1", 10)
 	f.d.attempts = make([]Attempt, maxAttempts) // as if full (all before the run: filtered out)
 	f.attempt(100, "flood1.test", "", Status{}, 0, "down")
-	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(3000), nil)
+	got, err := f.d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil, nil), at(3000), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,25 +270,27 @@ func TestUnderWeatherBounds(t *testing.T) {
 // deliveries section.
 func TestUnderClearWeather(t *testing.T) {
 	d := NewDeliveries(nil)
-	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{}, nil), at(2000), nil); got != nil || err != nil {
+	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{}, nil, nil), at(2000), nil); got != nil || err != nil {
 		t.Errorf("UnderWeather of clear weather = %+v, %v: want nil", got, err)
 	}
-	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil), at(2000), nil); got != nil || err != nil {
+	if got, err := d.UnderWeather(HistoryOf(at(0), map[string]string{"flood1.test": "down"}, nil, nil), at(2000), nil); got != nil || err != nil {
 		t.Errorf("UnderWeather with no post = %+v, %v: want nil", got, err)
 	}
 }
 
 // TestHistoryDatesChangesWhenApplied: a change is dated when the crowd
 // answered it was in force, else when it was due; refused ones are left
-// out.
+// out; another hand's change found at the flood's end comes last, dated
+// when the crowd put it in force.
 func TestHistoryDatesChangesWhenApplied(t *testing.T) {
 	h := HistoryOf(at(0), map[string]string{"flood9.test": "gone"}, &record.Weather{Changes: []record.WeatherChange{
 		{AtS: 1, AppliedS: 1.25, Origins: []record.WeatherOrigin{{Host: "Flood1.test", Condition: "down"}}},
 		{AtS: 2, Error: "refused"},
 		{AtS: 3},
-	}})
-	if len(h.Changes) != 2 || !h.Changes[0].At.Equal(at(1250)) || h.Changes[0].Origins["flood1.test"] != "down" || !h.Changes[1].At.Equal(at(3000)) {
-		t.Errorf("history %+v: want the change at +1.25 s (lower-cased host), the clearing at +3 s", h.Changes)
+	}}, &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 4.5, Origins: []record.WeatherOrigin{{Host: "flood2.test", Condition: "slow:1s:1"}}}})
+	if len(h.Changes) != 3 || !h.Changes[0].At.Equal(at(1250)) || h.Changes[0].Origins["flood1.test"] != "down" || !h.Changes[1].At.Equal(at(3000)) ||
+		!h.Changes[2].At.Equal(at(4500)) || h.Changes[2].Origins["flood2.test"] != "slow:1s:1" {
+		t.Errorf("history %+v: want the change at +1.25 s (lower-cased host), the clearing at +3 s, another hand's slow flood2 at +4.5 s", h.Changes)
 	}
 	if !h.firstWeather().Equal(at(0)) {
 		t.Errorf("first weather %v: want the start (flood9 was gone then)", h.firstWeather())

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,9 @@ func TestFloodRealFedify(t *testing.T) {
 // timeline (flood2.test gone from +1 s, every origin clear from +3 s) on a
 // crowd whose flood4.test was slow before: the running crowd took both
 // changes, the record's weather section lists them with the origins they
-// took, and the weather before the run (flood4.test slow) is back after it.
+// took, the record says flood4.test was slow at the start and that no other
+// hand changed the weather (the timeline's own changes are the run's), and
+// the weather before the run (flood4.test slow) is back after it.
 func floodWeatherTimeline(t *testing.T, f *federation) {
 	const before = "slow=flood4.test:1s:1"
 	if code := f.call(t, "PUT", crowdAdmin+"/api/weather", map[string]string{"spec": before}, nil); code != 200 {
@@ -121,6 +124,14 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 				Error   string         `json:"error"`
 			} `json:"changes"`
 		} `json:"weather"`
+		Ambient *struct {
+			Start *struct {
+				SinceS  float64  `json:"since_s"`
+				Spec    string   `json:"spec"`
+				Origins []origin `json:"origins"`
+			} `json:"start"`
+			Changed json.RawMessage `json:"changed"`
+		} `json:"ambient_weather"`
 	}
 	f.floodInto(t, "weather", &rec, "--rate", "5", "--seconds", "5", "--mix", "create=1", "--timeout", "30s",
 		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear")
@@ -135,6 +146,10 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 	}
 	if clear.AtS != 3 || clear.Spec != "clear" || clear.Error != "" || len(clear.Counts) != 1 || clear.Counts["clear"] == 0 || len(clear.Origins) != 0 {
 		t.Errorf("second change %+v: want every origin clear at +3s", clear)
+	}
+	if a := rec.Ambient; a == nil || a.Start == nil || a.Start.Spec != before || a.Start.SinceS >= 0 ||
+		len(a.Start.Origins) != 1 || a.Start.Origins[0] != (origin{"flood4.test", "slow:1s:1"}) || a.Changed != nil {
+		t.Errorf("ambient weather %+v: want flood4.test slow since before the start, and no other hand's change", a)
 	}
 	var now struct {
 		Spec    string   `json:"spec"`

@@ -164,7 +164,7 @@ func (a *audienceObserver) Finish(ctx context.Context, rec *record.Record, path 
 	if rec == nil || path == "" {
 		return Addition{}, nil // the flood made no record: nothing to add to
 	}
-	under, err := w.dl.UnderWeather(audience.HistoryOf(rec.Start, w.weather, rec.Weather), drainEnd, rec.Timeline)
+	under, err := w.dl.UnderWeather(audience.HistoryOf(rec.Start, w.weather, rec.Weather, rec.Ambient), drainEnd, rec.Timeline)
 	if err != nil {
 		return Addition{}, fmt.Errorf("the deliveries under the weather: %w", err)
 	}

@@ -90,7 +90,7 @@ func standalone(ctx context.Context, c Config, log *zap.Logger) (*Environment, e
 		World: cw.World, Roots: pasture.RootsWith(cw.Pasture.CA().CertPEM()), Hosts: hosts, Admin: ac,
 		Register: traffic.GraphRegister(cw.World.Graph), Outbox: traffic.WorldOutbox(cw.World),
 		What: "the in-process crowd", Shard: c.World.Shard.String(), Fetchbacks: localFetchbacks{cw.Pasture.Fetchbacks()},
-		vocab: worldVocab(cw.World), weather: pastureWeather{p: cw.Pasture, world: cw.World},
+		vocab: worldVocab(cw.World), weather: pastureWeather{p: cw.Pasture},
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

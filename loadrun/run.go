@@ -100,11 +100,11 @@ func Run(ctx context.Context, c Config) (err error) {
 	c.Log.Info("flooding", zap.String("crowd", env.What), zap.String("target", target), zap.Float64s("rates", p.rates),
 		zap.String("mix", p.mix.String()), zap.String("signing", string(p.signing)), zap.String("signature", string(p.scheme)), zap.String("client", string(p.client)), zap.Int("senders", env.World.NumPersons()),
 		zap.String("signing_backend", env.World.Backend().Describe()))
-	if p.ladder {
-		return r.ladder(ctx)
-	}
 	if err := r.startWeather(ctx); err != nil {
 		return err
+	}
+	if p.ladder {
+		return r.ladder(ctx)
 	}
 	err = r.single(ctx)
 	return errors.Join(err, r.weather.failed(), r.weather.restore())

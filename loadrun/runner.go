@@ -30,7 +30,7 @@ type runner struct {
 	settings record.Settings
 	file     *record.RecordFile // the current run's record: checkpoints, then the final write
 	live     *live              // the live metrics (nil: neither served nor pushed)
-	weather  *timeline          // the weather timeline (nil: none)
+	weather  *timeline          // the weather watch and timeline (nil: none)
 	results  *resultsFile       // --results
 }
 
@@ -149,9 +149,7 @@ func (r *runner) record(res *record.Result, s record.Settings) (*record.Record, 
 		signerNice = &n
 	}
 	r.fill(rec, r.env.World.Backend().Name(), r.p.client, signerNice)
-	if r.weather != nil {
-		rec.Weather = r.weather.section()
-	}
+	rec.Weather, rec.Ambient = r.weather.section(), r.weather.ambient()
 	return rec, nil
 }
 

@@ -70,7 +70,7 @@ func weatherFrom(info adminapi.WeatherInfo, err error) (weatherNow, error) {
 	if err != nil {
 		return weatherNow{}, err
 	}
-	now := weatherNow{Spec: info.Spec, Counts: info.Counts}
+	now := weatherNow{Spec: info.Spec, Since: info.Since, Counts: info.Counts}
 	for _, o := range info.Origins {
 		now.Origins = append(now.Origins, record.WeatherOrigin{Host: o.Host, Condition: o.Condition})
 	}

@@ -3,13 +3,13 @@ package loadrun
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/pasture"
@@ -33,6 +33,9 @@ type weatherNow struct {
 	// Spec is the spec in force, its selectors resolved to origins ("" is
 	// clear): putting it in force again restores this weather.
 	Spec string
+	// Since is when the crowd put it in force: another hand's change
+	// shows as a later one than the run knows of.
+	Since time.Time
 	// Counts is how many origins are in each condition, clear included.
 	Counts map[string]int
 	// Origins are those in a condition other than clear, by host.
@@ -48,9 +51,12 @@ func (w weatherNow) byCondition() map[string][]string {
 	return out
 }
 
-// timeline runs a WeatherTimeline during a flood: a collector that starts
-// it at the flood's Begin (offsets count from the schedule's start) and
-// stops it at End; restore puts the weather before the run back.
+// timeline watches the crowd's weather over each flood of a run and runs
+// its WeatherTimeline, if any: a collector that notes the weather in force
+// and starts the timeline at the flood's Begin (offsets count from the
+// schedule's start), and at End stops it and reads the weather again, to
+// tell a change another hand made; restore puts the weather before the
+// run back.
 type timeline struct {
 	flood.Nop
 	t      WeatherTimeline
@@ -58,27 +64,59 @@ type timeline struct {
 	log    *zap.Logger
 	ctx    context.Context // the run's: an interruption stops the timeline
 	before weatherNow
+	// watched: the crowd said its weather before the run, so it is read
+	// again at each flood's end. A crowd that cannot say is not watched.
+	watched bool
 
 	mu        sync.Mutex
 	changes   []record.WeatherChange
 	attempted bool // a change was sent, answered or not: restore must put the weather back
 	cancel    context.CancelFunc
 	done      chan struct{}
+	// known is the latest weather known in force: a ladder's next rung
+	// starts in the weather the last one ended in.
+	known      weatherNow
+	floodStart time.Time   // this flood's schedule start
+	start      weatherNow  // in force at this flood's start
+	ownLast    *weatherNow // this flood's last change the crowd confirmed
+	unsure     bool        // this flood sent a change the crowd did not confirm
+	changed    *weatherNow // in force at this flood's end when another hand put it there
 }
 
-// startTimeline reads the weather in force, to put it back at the end,
-// and returns the timeline ready for the flood's Begin.
+// endReadTimeout bounds the reading of the weather at a flood's end, so
+// a crowd gone quiet delays the record little.
+const endReadTimeout = 2 * time.Second
+
+// startTimeline reads the weather in force, to record it, to put it back
+// at the end and to tell another hand's change, and returns the watch
+// ready for the flood's Begin. With a timeline the reading must succeed;
+// without one a crowd that cannot say is only not watched.
 func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, log *zap.Logger) (*timeline, error) {
+	tl := &timeline{t: t, ctl: ctl, log: log, ctx: ctx}
 	before, err := ctl.Weather(ctx)
-	if err != nil {
+	switch {
+	case err != nil && len(t.At) > 0:
 		return nil, fmt.Errorf("reading the crowd's weather before the run (--weather-at): %w", err)
+	case err != nil:
+		log.Debug("the crowd did not say its weather: the record will not say which the run met", zap.Error(err))
+		return tl, nil
 	}
-	log.Info("weather before the run", zap.String("spec", before.Spec), zap.Any("origins", before.byCondition()))
-	return &timeline{t: t, ctl: ctl, log: log, ctx: ctx, before: before}, nil
+	if before.Spec != "" || len(t.At) > 0 {
+		log.Info("weather before the run", zap.String("spec", before.Spec), zap.Any("origins", before.byCondition()))
+	}
+	tl.before, tl.known, tl.watched = before, before, true
+	return tl, nil
 }
 
-// Begin starts the timeline at the flood's start.
+// Begin notes the weather in force and starts the timeline at the flood's
+// start.
 func (tl *timeline) Begin(s record.Schedule) {
+	tl.mu.Lock()
+	tl.floodStart, tl.start, tl.ownLast, tl.unsure, tl.changed = s.Start, tl.known, nil, false, nil
+	tl.mu.Unlock()
+	if len(tl.t.At) == 0 {
+		return
+	}
 	ctx, cancel := context.WithCancel(tl.ctx)
 	done := make(chan struct{})
 	tl.mu.Lock()
@@ -90,8 +128,36 @@ func (tl *timeline) Begin(s record.Schedule) {
 	}()
 }
 
-// End stops the timeline with the flood: no change applies after it.
-func (tl *timeline) End(record.Stop) { tl.stop() }
+// End stops the timeline with the flood (no change applies after it) and
+// reads the weather in force: one this flood's start or timeline did not
+// leave was put there by another hand.
+func (tl *timeline) End(record.Stop) {
+	tl.stop()
+	if !tl.watched {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(tl.ctx), endReadTimeout)
+	defer cancel()
+	now, err := tl.ctl.Weather(ctx)
+	if err != nil {
+		tl.log.Debug("reading the crowd's weather at the flood's end", zap.Error(err))
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	want := tl.start
+	if tl.ownLast != nil {
+		want = *tl.ownLast
+	}
+	// An unconfirmed change of this flood's may be the one in force: whose
+	// it is cannot be told.
+	if !tl.unsure && !now.Since.Equal(want.Since) {
+		tl.changed = &now
+		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", now.Spec),
+			zap.Time("since", now.Since), zap.Any("origins", now.byCondition()))
+	}
+	tl.known = now
+}
 
 // stop ends the timeline and waits for a change being applied.
 func (tl *timeline) stop() {
@@ -147,6 +213,7 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 		ch.Error = "not confirmed: the flood ended while the change was applied"
 		tl.mu.Lock()
 		tl.changes = append(tl.changes, ch)
+		tl.unsure = true
 		tl.mu.Unlock()
 		return
 	}
@@ -162,14 +229,52 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 	}
 	tl.mu.Lock()
 	tl.changes = append(tl.changes, ch)
+	if err == nil {
+		tl.ownLast, tl.known = &now, now
+	}
 	tl.mu.Unlock()
 }
 
-// section is the record's weather section so far (a copy).
+// section is the record's weather section so far (a copy); nil for a run
+// without a timeline.
 func (tl *timeline) section() *record.Weather {
+	if tl == nil || len(tl.t.At) == 0 {
+		return nil
+	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	return &record.Weather{RepeatS: tl.t.Repeat.Seconds(), Changes: slices.Clone(tl.changes)}
+}
+
+// ambient is the weather the flood met that the run did not put in force:
+// what was in force at its start, and another hand's change found at its
+// end; nil when there was none or the crowd was not watched.
+func (tl *timeline) ambient() *record.AmbientWeather {
+	if tl == nil {
+		return nil
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if !tl.watched || tl.floodStart.IsZero() {
+		return nil
+	}
+	var a record.AmbientWeather
+	if len(tl.start.Origins) > 0 {
+		a.Start = tl.state(tl.start)
+	}
+	if tl.changed != nil {
+		a.Changed = tl.state(*tl.changed)
+	}
+	if a.Start == nil && a.Changed == nil {
+		return nil
+	}
+	return &a
+}
+
+// state is w as the record keeps it, its time from the flood's start.
+func (tl *timeline) state(w weatherNow) *record.WeatherState {
+	return &record.WeatherState{SinceS: float64(w.Since.Sub(tl.floodStart).Milliseconds()) / 1000, Spec: w.Spec,
+		Counts: maps.Clone(w.Counts), Origins: slices.Clone(w.Origins)}
 }
 
 // restore stops the timeline and, once it sent any change (answered or
@@ -209,13 +314,15 @@ func (tl *timeline) failed() error {
 	return nil
 }
 
-// pastureWeather is the in-process crowd's weather (a standalone run).
+// pastureWeather is the in-process crowd's weather (a standalone run),
+// described as its admin API does.
 type pastureWeather struct {
-	p     *pasture.Pasture
-	world *actors.World
+	p *pasture.Pasture
 }
 
-func (w pastureWeather) Weather(context.Context) (weatherNow, error) { return w.now(), nil }
+func (w pastureWeather) Weather(context.Context) (weatherNow, error) {
+	return weatherFrom(w.p.WeatherInfo(), nil)
+}
 
 func (w pastureWeather) SetWeather(_ context.Context, text string) (weatherNow, error) {
 	spec, err := weather.ParseSpec(text)
@@ -225,33 +332,22 @@ func (w pastureWeather) SetWeather(_ context.Context, text string) (weatherNow, 
 	if err != nil {
 		return weatherNow{}, err
 	}
-	return w.now(), nil
+	return weatherFrom(w.p.WeatherInfo(), nil)
 }
 
-// now describes the forecast in force.
-func (w pastureWeather) now() weatherNow {
-	f := w.p.Sky().Now()
-	n := weatherNow{Spec: f.Spec().String(), Counts: map[string]int{}}
-	for _, a := range f.Origins() {
-		n.Origins = append(n.Origins, record.WeatherOrigin{Host: a.Host, Condition: a.Condition.String()})
-		n.Counts[a.Kind.String()]++
-	}
-	if clear := len(w.world.Origins) - len(n.Origins); clear > 0 {
-		n.Counts[weather.Clear.String()] = clear
-	}
-	return n
-}
-
-// startWeather readies the run's weather timeline, when it has one: its
-// changes checked against the crowd's origins, the weather in force read
-// to be put back. A run without one gets an inert timeline.
+// startWeather readies the run's weather watch and its timeline, when it
+// has one: its changes checked against the crowd's origins, the weather
+// in force read to be recorded and put back. A run where nothing can put
+// weather in force gets none.
 func (r *runner) startWeather(ctx context.Context) error {
 	t := r.c.Weather
-	if len(t.At) == 0 {
+	if r.env.weather == nil {
 		return nil
 	}
-	if err := checkWeatherOrigins(t, r.env.World.Hosts()); err != nil {
-		return err
+	if len(t.At) > 0 {
+		if err := checkWeatherOrigins(t, r.env.World.Hosts()); err != nil {
+			return err
+		}
 	}
 	tl, err := startTimeline(ctx, t, r.env.weather, r.log.Named("weather"))
 	if err != nil {

@@ -2,6 +2,7 @@ package loadrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func TestWeatherTimeline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
-			ctl := &clocked{weatherControl: pastureWeather{p: cr.Pasture, world: cr.World}}
+			ctl := &clocked{weatherControl: pastureWeather{p: cr.Pasture}}
 			spec, err := weather.ParseSpec(tc.before)
 			if err != nil {
 				t.Fatal(err)
@@ -115,7 +116,7 @@ func TestWeatherTimelineSection(t *testing.T) {
 	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
 	synctest.Test(t, func(t *testing.T) {
 		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s gone=flood2.test"), at(t, "+3s clear")}},
-			pastureWeather{p: cr.Pasture, world: cr.World}, zap.NewNop())
+			pastureWeather{p: cr.Pasture}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestWeatherTimelineRefusedChange(t *testing.T) {
 	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
 	synctest.Test(t, func(t *testing.T) {
 		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s down=@followers"), at(t, "+2s gone=flood1.test")}},
-			pastureWeather{p: cr.Pasture, world: cr.World}, zap.NewNop())
+			pastureWeather{p: cr.Pasture}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestWeatherTimelineRestoresAnUnconfirmedChange(t *testing.T) {
 	cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
 	synctest.Test(t, func(t *testing.T) {
 		tl, err := startTimeline(context.Background(), WeatherTimeline{At: []WeatherAt{at(t, "+1s gone=flood2.test")}},
-			slowAnswer{pastureWeather{p: cr.Pasture, world: cr.World}}, zap.NewNop())
+			slowAnswer{pastureWeather{p: cr.Pasture}}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,4 +208,109 @@ func TestWeatherTimelineRestoresAnUnconfirmedChange(t *testing.T) {
 			t.Errorf("section %+v, want the change noted as not confirmed", s)
 		}
 	})
+}
+
+// dumb is a crowd too old to say its weather.
+type dumb struct{ weatherControl }
+
+func (dumb) Weather(context.Context) (weatherNow, error) {
+	return weatherNow{}, fmt.Errorf("404: it has no weather")
+}
+
+// TestWeatherWatch: on the in-process crowd's real sky, on a fake clock,
+// each flood records the weather it did not put in force: what was in
+// force at its start and since when, and a change another hand made
+// during it, read at its end; the run's own timeline is not another
+// hand's. A ladder's next flood starts in the weather the last one ended
+// in; a crowd that cannot say its weather records none, and the flood
+// runs.
+func TestWeatherWatch(t *testing.T) {
+	type step struct {
+		at   time.Duration // from the first flood's start
+		spec string        // put in force by another hand ("" clears)
+	}
+	for _, tc := range []struct {
+		name     string
+		before   string   // in force 1 s before the first flood
+		timeline []string // --weather-at
+		others   []step   // another hand's changes
+		floods   int      // each 2 s, one after the other
+		dumb     bool     // the crowd cannot say its weather
+		want     []string // each flood's ambient weather, as JSON
+	}{
+		// Clear throughout: nothing recorded.
+		{"clear", "", nil, nil, 1, false, []string{"null"}},
+		// Set before the run and left alone: the start, since 1 s before it.
+		{"set before", "down=flood1.test", nil, nil, 1, false,
+			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}},
+		// Another hand sets weather at +1.5 s.
+		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false,
+			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}},
+		// The run's own timeline changes it: not another hand's.
+		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, []string{"null"}},
+		// Another hand clears what the timeline put in force.
+		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false,
+			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}},
+		// Two floods (a ladder's rungs): the second starts in the weather
+		// another hand left during the first, and records it as its start.
+		{"next flood", "", nil, []step{{time.Second, "down=flood1.test"}}, 2, false, []string{
+			`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`,
+			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}},
+		// A crowd that cannot say: nothing recorded, nothing fails.
+		{"cannot say", "down=flood1.test", nil, nil, 1, true, []string{"null"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+			synctest.Test(t, func(t *testing.T) {
+				set := func(text string) {
+					spec, err := weather.ParseSpec(text)
+					if err == nil {
+						err = cr.Pasture.SetWeather(spec)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				set(tc.before)
+				time.Sleep(time.Second)
+				var ctl weatherControl = pastureWeather{p: cr.Pasture}
+				if tc.dumb {
+					ctl = dumb{ctl}
+				}
+				var tlv WeatherTimeline
+				for _, w := range tc.timeline {
+					tlv.At = append(tlv.At, at(t, w))
+				}
+				tl, err := startTimeline(context.Background(), tlv, ctl, zap.NewNop())
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				go func() {
+					for _, s := range tc.others {
+						time.Sleep(time.Until(start.Add(s.at)))
+						set(s.spec)
+					}
+				}()
+				var got []string
+				for i := range tc.floods {
+					tl.Begin(record.Schedule{Start: start.Add(time.Duration(i) * 2 * time.Second)})
+					time.Sleep(time.Until(start.Add(time.Duration(i+1) * 2 * time.Second)))
+					tl.End(record.Stop{})
+					b, _ := json.Marshal(tl.ambient())
+					got = append(got, string(b))
+				}
+				synctest.Wait()
+				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Errorf("ambient weather per flood:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+				}
+				if len(tc.timeline) == 0 && tl.section() != nil {
+					t.Errorf("a run without a timeline has a timeline section: %+v", tl.section())
+				}
+				if err := tl.restore(); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
 }

@@ -322,6 +322,9 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			}
 		}
 	}
+	if wb, wh := base.WeatherMet(), head.WeatherMet(); wb != wh {
+		c.Notes = append(c.Notes, fmt.Sprintf("weather differs: %s in base; %s in head (the crowd's origins answered otherwise, so the SUT's work was not the same)", wb, wh))
+	}
 	if base.Measured != head.Measured {
 		c.Notes = append(c.Notes, fmt.Sprintf("measured window differs: %.1fs in base, %.1fs in head (high percentiles of a shorter run rest on fewer sends)",
 			base.Measured, head.Measured))

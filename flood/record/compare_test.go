@@ -523,3 +523,39 @@ func TestCompareBatchNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareNotesTheWeather: two runs measured under different weather on
+// the crowd (one begun with an origin down, which the other was not) are
+// compared with a note naming both; the same weather gives no note.
+func TestCompareNotesTheWeather(t *testing.T) {
+	run := func(a *record.AmbientWeather) *record.Record {
+		r := recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{
+			"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))}),
+			record.Settings{Arrivals: "constant", Mix: "create=1"})
+		r.Ambient = a
+		return recordtest.RoundTrip(t, r)
+	}
+	down := &record.AmbientWeather{Start: &record.WeatherState{SinceS: -30, Spec: "down=flood3.test",
+		Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}}
+	for _, c := range []struct {
+		name       string
+		base, head *record.AmbientWeather
+		note       string // "" for none about the weather
+	}{
+		// The head began with flood3.test down; the base met none.
+		{"head under weather", nil, down, "weather differs: clear in base; at the start down 1, clear 19 in head"},
+		// Both began in the same weather.
+		{"same weather", down, down, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmp, err := record.Compare(run(c.base), run(c.head), record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(cmp.Notes, "\n")
+			if c.note == "" && strings.Contains(notes, "weather") || c.note != "" && !strings.Contains(notes, c.note) {
+				t.Errorf("notes %q, want about the weather %q", notes, c.note)
+			}
+		})
+	}
+}

@@ -51,6 +51,7 @@ func Merge(recs ...*Record) (*Record, error) {
 	if err := mergeWeather(out, recs); err != nil {
 		return nil, err
 	}
+	out.Ambient = mergeAmbient(recs)
 	if err := mergeDeliveries(out, recs); err != nil {
 		return nil, err
 	}

@@ -280,6 +280,11 @@ type Record struct {
 	// Weather is the weather timeline the run put in force on the crowd
 	// (weather.go); nil without one.
 	Weather *Weather `json:"weather,omitempty"`
+	// Ambient is the weather on the crowd the run did not put in force
+	// itself: what was in force at the flood's start, and a change another
+	// hand made during it (weather.go); nil when every origin was clear
+	// and no one else changed the weather, or the crowd could not say.
+	Ambient *AmbientWeather `json:"ambient_weather,omitempty"`
 	// Deliveries is what the SUT's own deliveries to the crowd did under
 	// the weather (deliveries.go): a `crowd run` with posting personas
 	// and weather fills it; nil otherwise.

@@ -159,3 +159,126 @@ func (c WeatherChange) WeatherCounts() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// AmbientWeather is the weather a run met on the crowd that it did not put
+// in force itself. Only the crowd's own account of its weather at the
+// flood's start and end is read, so a change made and undone by another
+// hand between the two is not seen.
+type AmbientWeather struct {
+	// Start is the weather in force when the flood started (crowd weather
+	// set, crowd serve --weather, a run before this one); nil when every
+	// origin was clear.
+	Start *WeatherState `json:"start,omitempty"`
+	// Changed is the weather another hand put in force during the flood
+	// (crowd weather set, another run's timeline), as the crowd had it at
+	// the flood's end; nil when the weather in force then was the one the
+	// start or this run's own timeline left.
+	Changed *WeatherState `json:"changed,omitempty"`
+}
+
+// WeatherState is the weather in force on the crowd at one moment.
+type WeatherState struct {
+	// SinceS is when the crowd put it in force, in seconds from the
+	// flood's start: negative when before it.
+	SinceS float64 `json:"since_s"`
+	// Spec is the spec in force with its selectors resolved to origins
+	// ("down=flood3.test"); "" is clear.
+	Spec string `json:"spec"`
+	// Counts is how many origins are in each condition, clear included.
+	Counts map[string]int `json:"counts,omitempty"`
+	// Origins are the origins in a condition other than clear, by host.
+	Origins []WeatherOrigin `json:"origins,omitempty"`
+}
+
+// Describe writes the state as a report line shows it: the counts, then
+// up to shown origins with their conditions ("down 1, clear 19
+// (flood3.test down)"), or "clear" when no origin has weather.
+func (s *WeatherState) Describe(shown int) string {
+	c := WeatherChange{Counts: s.Counts}
+	out := c.WeatherCounts()
+	if len(s.Origins) == 0 || shown <= 0 {
+		return cmp.Or(out, "clear")
+	}
+	var hosts []string
+	for _, o := range s.Origins[:min(len(s.Origins), shown)] {
+		hosts = append(hosts, o.Host+" "+o.Condition)
+	}
+	out += " (" + strings.Join(hosts, ", ")
+	if more := len(s.Origins) - shown; more > 0 {
+		out += fmt.Sprintf(", and %d more", more)
+	}
+	return out + ")"
+}
+
+// mergeAmbient joins the shards' ambient weather: each shard's crowd
+// serves its own origins, so each moment's origins are joined and counts
+// added; the start is put in force at the earliest shard's, a change
+// lasts from the latest. Nil when no shard met any.
+func mergeAmbient(recs []*Record) *AmbientWeather {
+	var out AmbientWeather
+	for _, r := range recs {
+		if r.Ambient == nil {
+			continue
+		}
+		out.Start = joinWeatherState(out.Start, r.Ambient.Start, true)
+		out.Changed = joinWeatherState(out.Changed, r.Ambient.Changed, false)
+	}
+	if out.Start == nil && out.Changed == nil {
+		return nil
+	}
+	return &out
+}
+
+// joinWeatherState adds b's origins and counts to a's (either may be
+// nil), the spec's rules joined as one spec writes them, since the
+// earlier of the two (or the later).
+func joinWeatherState(a, b *WeatherState, earlier bool) *WeatherState {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		c := *b
+		c.Counts = maps.Clone(b.Counts)
+		c.Origins = slices.Clone(b.Origins)
+		return &c
+	}
+	if earlier == (b.SinceS < a.SinceS) {
+		a.SinceS = b.SinceS
+	}
+	if b.Spec != "" && b.Spec != a.Spec {
+		a.Spec = strings.TrimPrefix(a.Spec+","+b.Spec, ",")
+	}
+	if a.Counts == nil && len(b.Counts) > 0 {
+		a.Counts = map[string]int{}
+	}
+	for k, n := range b.Counts {
+		a.Counts[k] += n
+	}
+	a.Origins = append(a.Origins, b.Origins...)
+	slices.SortFunc(a.Origins, func(x, y WeatherOrigin) int { return cmp.Compare(x.Host, y.Host) })
+	return a
+}
+
+// WeatherMet says in a few words what weather the run met, its own
+// timeline and what it found ("clear" when it met none): two runs that
+// differ here were measured under different weather.
+func (r *Record) WeatherMet() string {
+	var parts []string
+	if a := r.Ambient; a != nil && a.Start != nil {
+		parts = append(parts, "at the start "+a.Start.Describe(0))
+	}
+	if w := r.Weather; w != nil {
+		var specs []string
+		for _, c := range w.Changes {
+			specs = append(specs, c.Spec)
+		}
+		parts = append(parts, "timeline "+cmp.Or(strings.Join(specs, " then "), "(no change applied)"))
+	}
+	if a := r.Ambient; a != nil && a.Changed != nil {
+		parts = append(parts, "changed by another hand to "+a.Changed.Describe(0))
+	}
+	if len(parts) == 0 {
+		return "clear"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,6 +1,7 @@
 package record_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -98,5 +99,87 @@ func TestWeatherSectionRoundTrip(t *testing.T) {
 	}
 	if s := w.Changes[0].WeatherCounts(); s != "down 1, clear 19" {
 		t.Errorf("counts written %q", s)
+	}
+}
+
+// downAt is a shard's weather: host down since sinceS from the flood's
+// start, the shard's other origins clear.
+func downAt(host string, sinceS float64, clearN int) *record.WeatherState {
+	return &record.WeatherState{SinceS: sinceS, Spec: "down=" + host, Counts: map[string]int{"down": 1, "clear": clearN},
+		Origins: []record.WeatherOrigin{{Host: host, Condition: "down"}}}
+}
+
+// TestAmbientWeatherMerge: the shards' weather at the start and another
+// hand's change are joined as one crowd's would be: origins by host,
+// counts added, the rules in one spec; the start since the earliest
+// shard's, a change from the latest; a shard that met none adds nothing.
+func TestAmbientWeatherMerge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b *record.AmbientWeather
+		want *record.AmbientWeather
+	}{
+		// Neither shard met weather: the merge met none.
+		{"none", nil, nil, nil},
+		// One shard began under weather, the other clear.
+		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, nil,
+			&record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}},
+		// Both began under weather, put in force at different times.
+		{"both started", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{Start: downAt("flood12.test", -5, 9)},
+			&record.AmbientWeather{Start: &record.WeatherState{SinceS: -60, Spec: "down=flood3.test,down=flood12.test",
+				Counts:  map[string]int{"down": 2, "clear": 18},
+				Origins: []record.WeatherOrigin{{Host: "flood12.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}}}},
+		// Another hand changed both crowds: the later change is when both were changed.
+		{"both changed", &record.AmbientWeather{Changed: downAt("flood3.test", 2, 9)}, &record.AmbientWeather{Changed: downAt("flood12.test", 4, 9)},
+			&record.AmbientWeather{Changed: &record.WeatherState{SinceS: 4, Spec: "down=flood3.test,down=flood12.test",
+				Counts:  map[string]int{"down": 2, "clear": 18},
+				Origins: []record.WeatherOrigin{{Host: "flood12.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := weatherRecord(t, "1/2", nil), weatherRecord(t, "2/2", nil)
+			a.Ambient, b.Ambient = c.a, c.b
+			a = recordtest.RoundTrip(t, a)
+			shard1, _ := json.Marshal(a.Ambient)
+			m, err := record.Merge(a, recordtest.RoundTrip(t, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(m.Ambient, c.want) {
+				t.Errorf("merged %+v, want %+v", m.Ambient, c.want)
+			}
+			if after, _ := json.Marshal(a.Ambient); string(after) != string(shard1) {
+				t.Errorf("the merge changed shard 1's own record: %s, was %s", after, shard1)
+			}
+		})
+	}
+}
+
+// TestWeatherMet: the few words compare sets side by side name the
+// weather at the start, the run's own timeline and another hand's change;
+// a run that met none is "clear".
+func TestWeatherMet(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		weather *record.Weather
+		ambient *record.AmbientWeather
+		want    string
+	}{
+		// No weather at all.
+		{"clear", nil, nil, "clear"},
+		// Begun under weather someone set before.
+		{"start", nil, &record.AmbientWeather{Start: downAt("flood3.test", -60, 19)}, "at the start down 1, clear 19"},
+		// The run's own timeline.
+		{"timeline", outage("flood3.test", 20), nil, "timeline down=@followers then clear"},
+		// All three.
+		{"all", outage("flood3.test", 20), &record.AmbientWeather{Start: downAt("flood3.test", -60, 19), Changed: &record.WeatherState{SinceS: 4}},
+			"at the start down 1, clear 19; timeline down=@followers then clear; changed by another hand to clear"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := weatherRecord(t, "", c.weather)
+			r.Ambient = c.ambient
+			if got := r.WeatherMet(); got != c.want {
+				t.Errorf("WeatherMet() = %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"maps"
@@ -36,30 +37,56 @@ func weatherLines(w *record.Weather) []string {
 			lines = append(lines, fmt.Sprintf("  %-8s %s: REFUSED: %s", at, c.Spec, c.Error))
 			continue
 		}
-		l := fmt.Sprintf("  %-8s %s: %s", at, c.Spec, c.WeatherCounts())
-		if len(c.Origins) > 0 {
-			var hosts []string
-			for _, o := range c.Origins[:min(len(c.Origins), originsShown)] {
-				hosts = append(hosts, o.Host+" "+o.Condition)
-			}
-			l += " (" + strings.Join(hosts, ", ")
-			if more := len(c.Origins) - originsShown; more > 0 {
-				l += fmt.Sprintf(", and %d more", more)
-			}
-			l += ")"
-		}
-		lines = append(lines, l)
+		state := record.WeatherState{Counts: c.Counts, Origins: c.Origins}
+		lines = append(lines, fmt.Sprintf("  %-8s %s: %s", at, c.Spec, state.Describe(originsShown)))
 	}
 	return lines
 }
 
-// writeWeather writes the weather block in the table.
-func writeWeather(b *strings.Builder, r *record.Record) {
-	for _, l := range weatherLines(r.Weather) {
-		fmt.Fprintln(b, l)
+// ambientLines is the weather the run met and did not set, as a short
+// block: what was in force at the start and since when, and what another
+// hand put in force during the flood; nothing when it met none.
+func ambientLines(a *record.AmbientWeather) []string {
+	if a == nil {
+		return nil
 	}
-	for _, l := range r.Deliveries.Lines() {
-		fmt.Fprintln(b, l)
+	lines := []string{"weather this run did not set"}
+	if s := a.Start; s != nil {
+		lines = append(lines, fmt.Sprintf("  at the start: %s; in force since %s before it (crowd weather set, or crowd serve --weather)",
+			s.Describe(originsShown), roughly(time.Duration(-s.SinceS*float64(time.Second)))))
+	}
+	if c := a.Changed; c != nil {
+		when := "just before the start"
+		if c.SinceS >= 0 {
+			when = "at +" + time.Duration(c.SinceS*float64(time.Second)).Round(time.Millisecond).String()
+		}
+		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood, %s, to %s: %s", when,
+			cmp.Or(c.Spec, "clear"), c.Describe(originsShown)))
+	}
+	return lines
+}
+
+// roughly rounds d as a person says how long ago: to a tenth of a second
+// under a minute, to the second above.
+func roughly(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// weatherSections are the record's weather blocks in order: what the run
+// found, its own timeline, the deliveries under it.
+func weatherSections(r *record.Record) [][]string {
+	return [][]string{ambientLines(r.Ambient), weatherLines(r.Weather), r.Deliveries.Lines()}
+}
+
+// writeWeather writes the weather blocks in the table.
+func writeWeather(b *strings.Builder, r *record.Record) {
+	for _, lines := range weatherSections(r) {
+		for _, l := range lines {
+			fmt.Fprintln(b, l)
+		}
 	}
 }
 
@@ -67,7 +94,7 @@ func writeWeather(b *strings.Builder, r *record.Record) {
 // its lines; none without a timeline or deliveries.
 func weatherBlocks(r *record.Record) []htmlBlock {
 	var out []htmlBlock
-	for _, lines := range [][]string{weatherLines(r.Weather), r.Deliveries.Lines()} {
+	for _, lines := range weatherSections(r) {
 		if len(lines) == 0 {
 			continue
 		}
@@ -83,7 +110,7 @@ func weatherBlocks(r *record.Record) []htmlBlock {
 // writeWeatherMarkdown is writeWeather for a pull request: the heading in
 // bold, a list item per change.
 func writeWeatherMarkdown(b *strings.Builder, r *record.Record) {
-	for _, lines := range [][]string{weatherLines(r.Weather), r.Deliveries.Lines()} {
+	for _, lines := range weatherSections(r) {
 		if len(lines) == 0 {
 			continue
 		}

@@ -50,6 +50,53 @@ func TestWeatherShown(t *testing.T) {
 	}
 }
 
+// TestAmbientWeatherShown: weather the run did not set is shown before
+// its own timeline, in the table, the Markdown and the page: what was in
+// force at the start and since when, and another hand's change during the
+// flood (to clear, too), with when it came; a run that met none shows
+// nothing of it.
+func TestAmbientWeatherShown(t *testing.T) {
+	r := reportRecord(t)
+	for _, tc := range []struct {
+		name    string
+		ambient *record.AmbientWeather
+		want    []string // lines of the table
+	}{
+		// Set an hour before the flood, then left alone.
+		{"start only", &record.AmbientWeather{Start: &record.WeatherState{SinceS: -3600, Spec: "down=flood3.test",
+			Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}},
+			[]string{"weather this run did not set\n",
+				"  at the start: down 1, clear 19 (flood3.test down); in force since 1h0m0s before it (crowd weather set, or crowd serve --weather)\n"}},
+		// Set 0.43 s before the flood: said to a tenth of a second.
+		{"start just before", &record.AmbientWeather{Start: &record.WeatherState{SinceS: -0.43, Spec: "down=flood3.test",
+			Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}},
+			[]string{"  at the start: down 1, clear 19 (flood3.test down); in force since 400ms before it (crowd weather set, or crowd serve --weather)\n"}},
+		// Cleared by someone else 12.5 s into a flood that began clear.
+		{"changed to clear", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 12.5, Counts: map[string]int{"clear": 20}}},
+			[]string{"weather this run did not set\n", "  CHANGED by another hand during the flood, at +12.5s, to clear: clear 20\n"}},
+		// Changed between the run's reading and the flood's first send.
+		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
+			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
+			[]string{"  CHANGED by another hand during the flood, just before the start, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r.Ambient = tc.ambient
+			last := tc.want[len(tc.want)-1]
+			checkRenderings(t, []rendering{
+				{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, tc.want},
+				{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{
+					"**Weather this run did not set**", "- " + strings.TrimSpace(last)}},
+				{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{"<h2>Weather this run did not set</h2>"}},
+			})
+		})
+	}
+	r.Ambient = nil
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "did not set") {
+		t.Errorf("a run that met no weather shows some (%v):\n%s", err, b.String())
+	}
+}
+
 // TestDeliveriesShown: a record with the SUT's deliveries under the
 // weather shows them in the table and the Markdown (a line per origin, the
 // observed schedule, the verdict and its rule) and plots the attempts in
