@@ -42,7 +42,7 @@ certificate is trusted by the crowd and by every peer that trusts the crowd's CA
 			if errors.Is(statErr, fs.ErrNotExist) {
 				// Right before a first serve; from the wrong directory, a CA no
 				// running crowd trusts: either way the user should know.
-				fmt.Fprintf(cmd.ErrOrStderr(), "crowd: made a new CA in %s (there was none): a crowd trusts these certificates when it serves with --state %s\n", dir, state)
+				warn(cmd, fmt.Sprintf("made a new CA in %s (there was none): a crowd trusts these certificates when it serves with --state %s", dir, state))
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("--out %s: %w", out, err)

@@ -44,7 +44,7 @@ func TestMisspeltEnv(t *testing.T) {
 func TestMisspeltEnvIsWarnedOf(t *testing.T) {
 	t.Setenv("CROWD_LOG_FROMAT", "json")
 	code, _, stderr := runCLI(t, "version")
-	if code != 0 || !strings.Contains(stderr, "crowd: CROWD_LOG_FROMAT is set, but no flag reads it: did you mean CROWD_LOG_FORMAT (--log-format)?") {
+	if code != 0 || !strings.Contains(stderr, "crowd version: CROWD_LOG_FROMAT is set, but no flag reads it: did you mean CROWD_LOG_FORMAT (--log-format)?") {
 		t.Errorf("exit %d, stderr %q: want 0 and the warning", code, stderr)
 	}
 }

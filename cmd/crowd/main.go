@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -65,18 +66,18 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err = root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
 	var ec exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(stderr, "crowd:", ec.err)
+			say(cmd, zapcore.ErrorLevel, "crowd", ec.err.Error())
 		}
 		return ec.code
 	}
-	fmt.Fprintln(stderr, "crowd:", err)
+	say(cmd, zapcore.ErrorLevel, "crowd", err.Error())
 	if isUsageError(err) {
 		return 2
 	}
@@ -121,7 +122,7 @@ func newRoot() *cobra.Command {
 				return err
 			}
 			for _, msg := range misspeltEnv(cmd.Root(), os.Environ()) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "crowd:", msg)
+				warn(cmd, msg)
 			}
 			return opts.check()
 		},

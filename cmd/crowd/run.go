@@ -138,7 +138,7 @@ func (f *runFlags) personaSpec(cmd *cobra.Command) (pattern string, count int, e
 		if cmd.Flags().Changed("count") {
 			return "", 0, usage(fmt.Errorf("--personas %s with --count %d: --personas takes the pattern (e.g. 'load%%d@sut.test'), --count the number", pattern, count))
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "crowd run: --personas %d read as --count %d; --personas is the persona pattern, as in crowd flood (write --count %d)\n", n, n, n)
+		warn(cmd, fmt.Sprintf("--personas %d read as --count %d; --personas is the persona pattern, as in crowd flood (write --count %d)", n, n, n))
 		pattern, count = "", n
 	}
 	if f.personaPattern != "" {

@@ -121,8 +121,8 @@ func (s *scenarioFlags) apply(cmd *cobra.Command) (name string, help bool, err e
 		if !onCommandLine(cmd, key) {
 			by = envName(key)
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "crowd: %s replaces the scenario %s's gates %s: give them too to keep them\n",
-			by, sc.Name, strings.Join(dropped, ", "))
+		warn(cmd, fmt.Sprintf("%s replaces the scenario %s's gates %s: give them too to keep them",
+			by, sc.Name, strings.Join(dropped, ", ")))
 	}
 	return sc.Name, false, nil
 }

@@ -112,7 +112,7 @@ func TestScenarioGatesReplacedAreSaid(t *testing.T) {
 	t.Parallel()
 	// --step without a ladder stops the run after the scenario is applied, before any flood.
 	_, _, errOut := runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--expect", "errors<1%", "--step", "1s")
-	if !strings.Contains(errOut, "crowd: --expect replaces the scenario forgery's gates forged_effective=0: give them too to keep them") {
+	if !strings.Contains(errOut, "crowd flood: --expect replaces the scenario forgery's gates forged_effective=0: give them too to keep them") {
 		t.Errorf("the replaced gate is not said:\n%s", errOut)
 	}
 	_, _, errOut = runCLI(t, "flood", "--standalone", "--scenario", "forgery", "--step", "1s")

@@ -41,7 +41,7 @@ and body included), one JSON object a line. Ctrl-C ends it.`,
   crowd tail --direction in --json | jq .reason`,
 		Args: noArgsUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTail(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+			return runTail(cmd.Context(), cmd.OutOrStdout(), func(msg string) { warn(cmd, msg) }, f)
 		},
 	}
 	f.admin.register(cmd)
@@ -54,7 +54,9 @@ and body included), one JSON object a line. Ctrl-C ends it.`,
 	return cmd
 }
 
-func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error {
+// runTail follows the crowd's activity log on stdout; warn says what is
+// not a line of the log (a type no server sends, entries lost).
+func runTail(ctx context.Context, stdout io.Writer, warn func(string), f *tailFlags) error {
 	f.direction = strings.ToLower(f.direction)
 	switch f.direction {
 	case "", adminapi.DirIn, adminapi.DirOut:
@@ -72,7 +74,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 				strings.TrimSpace(t), activity, object, activity))
 		}
 		if msg := unknownTypeWarning(strings.TrimSpace(t)); msg != "" {
-			fmt.Fprintln(stderr, "crowd tail:", msg)
+			warn(msg)
 		}
 	}
 	c, err := f.admin.client()
@@ -100,7 +102,7 @@ func runTail(ctx context.Context, stdout, stderr io.Writer, f *tailFlags) error 
 		if ev.Lost > 0 {
 			msg := fmt.Sprintf("… %d entries lost here: this tail read more slowly than the crowd logged (the activity log in the crowd's state dir has them all)", ev.Lost)
 			if f.json {
-				fmt.Fprintln(stderr, "crowd tail:", msg)
+				warn(msg)
 			} else {
 				fmt.Fprintln(stdout, msg)
 			}

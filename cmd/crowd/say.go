@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// warn says one of the CLI's own warnings on cmd's error stream, as say
+// does, the plain line led by the command's name.
+func warn(cmd *cobra.Command, msg string) { say(cmd, zapcore.WarnLevel, cmd.CommandPath(), msg) }
+
+// say writes one line of the CLI's own (a warning, the error a command
+// ended with) to cmd's error stream: a JSON log line at level when JSON
+// logs were asked for by name (--log-format json, CROWD_LOG_FORMAT=json,
+// as a fleet's pods are), so their log collector reads every line; else
+// the plain line "prefix: msg", for a person or a script, also where auto
+// makes the logs JSON off a terminal.
+func say(cmd *cobra.Command, level zapcore.Level, prefix, msg string) {
+	w := cmd.ErrOrStderr()
+	if flagString(cmd, "log-format") == "json" {
+		g := globalOptions{logLevel: "debug", logFormat: "json"}
+		if log, err := g.logger(w); err == nil {
+			log = log.WithOptions(zap.WithCaller(false), zap.AddStacktrace(zapcore.FatalLevel))
+			log.Check(level, msg).Write(zap.String("command", cmd.CommandPath()))
+			return
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\n", prefix, msg)
+}
+
+// flagString is the value of cmd's flag name, its own or inherited; ""
+// when it has none.
+func flagString(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	if f := cmd.Root().PersistentFlags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
