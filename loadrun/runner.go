@@ -285,6 +285,9 @@ func (r *runner) ladder(ctx context.Context) error {
 		if werr := c.Show.ladder(c.Stdout, res); werr != nil {
 			return werr
 		}
+		for _, l := range res.WeatherNote() {
+			fmt.Fprintln(c.Stdout, l)
+		}
 		for _, path := range paths {
 			fmt.Fprintf(c.Stdout, "record: %s\n", path)
 		}

@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -129,8 +130,7 @@ func (tl *timeline) Begin(s record.Schedule) {
 }
 
 // End stops the timeline with the flood (no change applies after it) and
-// reads the weather in force: one this flood's start or timeline did not
-// leave was put there by another hand.
+// reads the weather in force, to tell another hand's change.
 func (tl *timeline) End(record.Stop) {
 	tl.stop()
 	if !tl.watched {
@@ -138,25 +138,53 @@ func (tl *timeline) End(record.Stop) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tl.ctx), endReadTimeout)
 	defer cancel()
+	if now, ok := tl.look(ctx); ok {
+		tl.mu.Lock()
+		tl.known = now
+		tl.mu.Unlock()
+	}
+}
+
+// look reads the weather in force and notes it as another hand's change
+// when it is not the weather this flood's start or its own timeline's
+// last change left; false when the crowd did not say.
+func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 	now, err := tl.ctl.Weather(ctx)
 	if err != nil {
-		tl.log.Debug("reading the crowd's weather at the flood's end", zap.Error(err))
-		return
+		tl.log.Debug("reading the crowd's weather", zap.Error(err))
+		return weatherNow{}, false
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	want := tl.start
-	if tl.ownLast != nil {
-		want = *tl.ownLast
-	}
 	// An unconfirmed change of this flood's may be the one in force: whose
 	// it is cannot be told.
-	if !tl.unsure && !now.Since.Equal(want.Since) {
+	if !tl.unsure && !now.same(tl.expected()) {
 		tl.changed = &now
-		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", now.Spec),
-			zap.Time("since", now.Since), zap.Any("origins", now.byCondition()))
+		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", cmp.Or(now.Spec, "clear")),
+			zap.Duration("at", now.Since.Sub(tl.floodStart).Round(time.Millisecond)), zap.Any("origins", now.byCondition()))
 	}
-	tl.known = now
+	return now, true
+}
+
+// expected is the weather this flood left in force so far: its own last
+// change's, else the one at its start. The caller holds mu.
+func (tl *timeline) expected() weatherNow {
+	if tl.ownLast != nil {
+		return *tl.ownLast
+	}
+	return tl.start
+}
+
+// same reports whether w and o are the same weather: the same spec on the
+// same origins in the same conditions. The same spec put in force again
+// is no change.
+func (w weatherNow) same(o weatherNow) bool {
+	return w.Spec == o.Spec && slices.Equal(sortedOrigins(w.Origins), sortedOrigins(o.Origins))
+}
+
+// sortedOrigins is a sorted copy of os, by host.
+func sortedOrigins(os []record.WeatherOrigin) []record.WeatherOrigin {
+	return slices.SortedFunc(slices.Values(os), func(a, b record.WeatherOrigin) int { return cmp.Compare(a.Host, b.Host) })
 }
 
 // stop ends the timeline and waits for a change being applied.
@@ -202,6 +230,9 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // apply puts w in force and notes it; a change the crowd refused is noted
 // with its reason, and the flood goes on.
 func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration, w WeatherAt) {
+	if tl.watched {
+		tl.look(ctx) // another hand's change, before this one replaces it
+	}
 	tl.mu.Lock()
 	tl.attempted = true
 	tl.mu.Unlock()
@@ -279,8 +310,10 @@ func (tl *timeline) state(w weatherNow) *record.WeatherState {
 
 // restore stops the timeline and, once it sent any change (answered or
 // not), puts the weather before the run back, even when the run was
-// interrupted. An error says the crowd is left in the timeline's weather:
-// the run fails with it. A nil timeline has nothing to restore.
+// interrupted; but weather another hand put in force after the
+// timeline's last change is theirs, and stays. An error says the crowd is
+// left in the timeline's weather: the run fails with it. A nil timeline
+// has nothing to restore.
 func (tl *timeline) restore() error {
 	if tl == nil {
 		return nil
@@ -294,12 +327,35 @@ func (tl *timeline) restore() error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tl.ctx), 10*time.Second)
 	defer cancel()
+	if now, ok := tl.theirs(ctx); ok {
+		// Put there by another hand after the timeline's last change: its
+		// weather, not the timeline's, so it stays.
+		tl.log.Warn("the weather before the run is not put back: another hand changed it during the run, and its weather is left in force",
+			zap.String("before", cmp.Or(tl.before.Spec, "clear")), zap.String("in_force", cmp.Or(now.Spec, "clear")))
+		return nil
+	}
 	if _, err := tl.ctl.SetWeather(ctx, tl.before.Spec); err != nil {
 		tl.log.Error("the weather before the run could not be put back", zap.String("spec", tl.before.Spec), zap.Error(err))
 		return fmt.Errorf("the weather before the run (%q) could not be put back, and the crowd is left in the timeline's: %w", tl.before.Spec, err)
 	}
 	tl.log.Info("weather restored", zap.String("spec", tl.before.Spec), zap.Any("origins", tl.before.byCondition()))
 	return nil
+}
+
+// theirs reads the weather in force and reports whether another hand put
+// it there after the timeline's last confirmed change (or, with none, the
+// weather at the start); false when it is the timeline's, when a change
+// went unconfirmed (whose weather is in
+// force cannot be told), or when the crowd does not say.
+func (tl *timeline) theirs(ctx context.Context) (weatherNow, bool) {
+	tl.mu.Lock()
+	left, unsure := tl.expected(), tl.unsure
+	tl.mu.Unlock()
+	if !tl.watched || unsure {
+		return weatherNow{}, false
+	}
+	now, err := tl.ctl.Weather(ctx)
+	return now, err == nil && !now.same(left)
 }
 
 // failed says how many changes the crowd refused, as an error (nil for

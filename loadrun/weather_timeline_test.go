@@ -237,27 +237,39 @@ func TestWeatherWatch(t *testing.T) {
 		floods   int      // each 2 s, one after the other
 		dumb     bool     // the crowd cannot say its weather
 		want     []string // each flood's ambient weather, as JSON
+		after    string   // the weather in force once the run put back what it should
 	}{
 		// Clear throughout: nothing recorded.
-		{"clear", "", nil, nil, 1, false, []string{"null"}},
+		{"clear", "", nil, nil, 1, false, []string{"null"}, ""},
 		// Set before the run and left alone: the start, since 1 s before it.
 		{"set before", "down=flood1.test", nil, nil, 1, false,
-			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}},
+			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// Another hand sets weather at +1.5 s.
 		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false,
-			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}},
+			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}, "slow=flood2.test:30s:0.5"},
 		// The run's own timeline changes it: not another hand's.
-		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, []string{"null"}},
+		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, []string{"null"}, ""},
 		// Another hand clears what the timeline put in force.
 		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false,
-			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}},
+			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}, ""},
 		// Two floods (a ladder's rungs): the second starts in the weather
 		// another hand left during the first, and records it as its start.
 		{"next flood", "", nil, []step{{time.Second, "down=flood1.test"}}, 2, false, []string{
 			`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`,
-			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}},
+			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
+		// The same weather put in force again: no change.
+		{"set again", "down=flood1.test", nil, []step{{time.Second, "down=flood1.test"}}, 1, false, []string{
+			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
+		// Another hand's change the timeline replaces later is seen before
+		// it is, and the weather before the run is put back.
+		{"replaced by the timeline", "", []string{"+1s gone=flood2.test"}, []step{{500 * time.Millisecond, "down=flood1.test"}}, 1, false, []string{
+			`{"changed":{"since_s":0.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, ""},
+		// Another hand's change after the timeline's last stays when the run ends.
+		{"theirs stays", "slow=flood2.test:30s:0.5", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, "down=flood1.test"}}, 1, false, []string{
+			`{"start":{"since_s":-1,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]},` +
+				`"changed":{"since_s":1.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// A crowd that cannot say: nothing recorded, nothing fails.
-		{"cannot say", "down=flood1.test", nil, nil, 1, true, []string{"null"}},
+		{"cannot say", "down=flood1.test", nil, nil, 1, true, []string{"null"}, "down=flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
@@ -309,6 +321,9 @@ func TestWeatherWatch(t *testing.T) {
 				}
 				if err := tl.restore(); err != nil {
 					t.Error(err)
+				}
+				if got := cr.Pasture.Sky().Now().Spec().String(); got != tc.after {
+					t.Errorf("the weather after the run is %q, want %q", got, tc.after)
 				}
 			})
 		})

@@ -537,13 +537,19 @@ func TestCompareNotesTheWeather(t *testing.T) {
 	}
 	down := &record.AmbientWeather{Start: &record.WeatherState{SinceS: -30, Spec: "down=flood3.test",
 		Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}}
+	slow := func(delay string) *record.AmbientWeather {
+		return &record.AmbientWeather{Start: &record.WeatherState{SinceS: -30, Spec: "slow=flood3.test:" + delay + ":0.5",
+			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "slow:" + delay + ":0.5"}}}}
+	}
 	for _, c := range []struct {
 		name       string
 		base, head *record.AmbientWeather
 		note       string // "" for none about the weather
 	}{
 		// The head began with flood3.test down; the base met none.
-		{"head under weather", nil, down, "weather differs: clear in base; at the start down 1, clear 19 in head"},
+		{"head under weather", nil, down, "weather differs: clear in base; at the start down=flood3.test in head"},
+		// Both began with an origin slow, but not as slow: other weather.
+		{"other parameters", slow("30s"), slow("1s"), "weather differs: at the start slow=flood3.test:30s:0.5 in base; at the start slow=flood3.test:1s:0.5 in head"},
 		// Both began in the same weather.
 		{"same weather", down, down, ""},
 	} {

@@ -188,6 +188,10 @@ type WeatherState struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Origins are the origins in a condition other than clear, by host.
 	Origins []WeatherOrigin `json:"origins,omitempty"`
+	// Shards, in a merged record, are the shards (i/n) whose crowd was
+	// in this weather, when the others' were not: the counts and origins
+	// are theirs alone. Omitted when every shard's was.
+	Shards []string `json:"shards,omitempty"`
 }
 
 // Describe writes the state as a report line shows it: the counts, then
@@ -213,12 +217,20 @@ func (s *WeatherState) Describe(shown int) string {
 // mergeAmbient joins the shards' ambient weather: each shard's crowd
 // serves its own origins, so each moment's origins are joined and counts
 // added; the start is put in force at the earliest shard's, a change
-// lasts from the latest. Nil when no shard met any.
+// lasts from the latest. A moment only some shards met names them. Nil
+// when no shard met any.
 func mergeAmbient(recs []*Record) *AmbientWeather {
 	var out AmbientWeather
+	var started, changed []string
 	for _, r := range recs {
 		if r.Ambient == nil {
 			continue
+		}
+		if r.Ambient.Start != nil {
+			started = append(started, r.Settings.Shard)
+		}
+		if r.Ambient.Changed != nil {
+			changed = append(changed, r.Settings.Shard)
 		}
 		out.Start = joinWeatherState(out.Start, r.Ambient.Start, true)
 		out.Changed = joinWeatherState(out.Changed, r.Ambient.Changed, false)
@@ -226,7 +238,20 @@ func mergeAmbient(recs []*Record) *AmbientWeather {
 	if out.Start == nil && out.Changed == nil {
 		return nil
 	}
+	out.Start.onShards(started, len(recs))
+	out.Changed.onShards(changed, len(recs))
 	return &out
+}
+
+// onShards names the shards that met s, when not all of the n did.
+func (s *WeatherState) onShards(shards []string, n int) {
+	if s == nil {
+		return
+	}
+	s.Shards = nil
+	if len(shards) < n {
+		s.Shards = shards
+	}
 }
 
 // joinWeatherState adds b's origins and counts to a's (either may be
@@ -259,13 +284,23 @@ func joinWeatherState(a, b *WeatherState, earlier bool) *WeatherState {
 	return a
 }
 
+// named is the state as its spec names it, on the shards that met it:
+// two states named alike are the same weather.
+func (s *WeatherState) named() string {
+	out := cmp.Or(s.Spec, "clear")
+	if len(s.Shards) > 0 {
+		out += " (on shard " + strings.Join(s.Shards, ", ") + ")"
+	}
+	return out
+}
+
 // WeatherMet says in a few words what weather the run met, its own
 // timeline and what it found ("clear" when it met none): two runs that
 // differ here were measured under different weather.
 func (r *Record) WeatherMet() string {
 	var parts []string
 	if a := r.Ambient; a != nil && a.Start != nil {
-		parts = append(parts, "at the start "+a.Start.Describe(0))
+		parts = append(parts, "at the start "+a.Start.named())
 	}
 	if w := r.Weather; w != nil {
 		var specs []string
@@ -275,7 +310,7 @@ func (r *Record) WeatherMet() string {
 		parts = append(parts, "timeline "+cmp.Or(strings.Join(specs, " then "), "(no change applied)"))
 	}
 	if a := r.Ambient; a != nil && a.Changed != nil {
-		parts = append(parts, "changed by another hand to "+a.Changed.Describe(0))
+		parts = append(parts, "changed by another hand to "+a.Changed.named())
 	}
 	if len(parts) == 0 {
 		return "clear"

@@ -109,10 +109,17 @@ func downAt(host string, sinceS float64, clearN int) *record.WeatherState {
 		Origins: []record.WeatherOrigin{{Host: host, Condition: "down"}}}
 }
 
+// onShards is s as met on shards alone.
+func onShards(s *record.WeatherState, shards ...string) *record.WeatherState {
+	s.Shards = shards
+	return s
+}
+
 // TestAmbientWeatherMerge: the shards' weather at the start and another
 // hand's change are joined as one crowd's would be: origins by host,
 // counts added, the rules in one spec; the start since the earliest
-// shard's, a change from the latest; a shard that met none adds nothing.
+// shard's, a change from the latest; a shard that met none adds nothing,
+// and the shards that met it are named.
 func TestAmbientWeatherMerge(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -121,9 +128,13 @@ func TestAmbientWeatherMerge(t *testing.T) {
 	}{
 		// Neither shard met weather: the merge met none.
 		{"none", nil, nil, nil},
-		// One shard began under weather, the other clear.
+		// One shard began under weather, the other clear: the shard is named,
+		// the counts its alone.
 		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, nil,
-			&record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}},
+			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}},
+		// One shard began under weather, another hand changed the other's.
+		{"one started, one changed", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{Changed: downAt("flood14.test", 2, 9)},
+			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2"), Changed: onShards(downAt("flood14.test", 2, 9), "2/2")}},
 		// Both began under weather, put in force at different times.
 		{"both started", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{Start: downAt("flood12.test", -5, 9)},
 			&record.AmbientWeather{Start: &record.WeatherState{SinceS: -60, Spec: "down=flood3.test,down=flood12.test",
@@ -167,18 +178,58 @@ func TestWeatherMet(t *testing.T) {
 		// No weather at all.
 		{"clear", nil, nil, "clear"},
 		// Begun under weather someone set before.
-		{"start", nil, &record.AmbientWeather{Start: downAt("flood3.test", -60, 19)}, "at the start down 1, clear 19"},
+		{"start", nil, &record.AmbientWeather{Start: downAt("flood3.test", -60, 19)}, "at the start down=flood3.test"},
+		// Another origin in the same condition is other weather.
+		{"another origin", nil, &record.AmbientWeather{Start: downAt("flood4.test", -60, 19)}, "at the start down=flood4.test"},
+		// On one shard of a merged run.
+		{"one shard", nil, &record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}, "at the start down=flood3.test (on shard 1/2)"},
 		// The run's own timeline.
 		{"timeline", outage("flood3.test", 20), nil, "timeline down=@followers then clear"},
 		// All three.
 		{"all", outage("flood3.test", 20), &record.AmbientWeather{Start: downAt("flood3.test", -60, 19), Changed: &record.WeatherState{SinceS: 4}},
-			"at the start down 1, clear 19; timeline down=@followers then clear; changed by another hand to clear"},
+			"at the start down=flood3.test; timeline down=@followers then clear; changed by another hand to clear"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := weatherRecord(t, "", c.weather)
 			r.Ambient = c.ambient
 			if got := r.WeatherMet(); got != c.want {
 				t.Errorf("WeatherMet() = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLadderWeatherNote: a ladder whose rungs met clear weather says
+// nothing of it; one whose rungs all met the same says so once; one whose
+// rungs met different weather (another hand's change during a rung, which
+// the next rung starts in) says what each met, and that its capacity
+// verdict compares unlike floods.
+func TestLadderWeatherNote(t *testing.T) {
+	down := &record.AmbientWeather{Start: downAt("flood3.test", -60, 19)}
+	for _, c := range []struct {
+		name  string
+		rungs []*record.AmbientWeather // each rung's, at 10/s, 20/s…
+		want  []string
+	}{
+		// Clear throughout.
+		{"clear", []*record.AmbientWeather{nil, nil}, nil},
+		// Begun under weather, left alone.
+		{"same", []*record.AmbientWeather{down, down}, []string{"weather: every rung met at the start down=flood3.test"}},
+		// Another hand put flood3.test down during the first rung.
+		{"changed", []*record.AmbientWeather{{Changed: downAt("flood3.test", 1.5, 19)}, down}, []string{
+			"weather: the rungs met different weather, so the capacity verdict compares unlike floods:",
+			"  10/s: changed by another hand to down=flood3.test",
+			"  20/s: at the start down=flood3.test"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var res record.LadderResult
+			for i, a := range c.rungs {
+				r := weatherRecord(t, "", nil)
+				r.Ambient = a
+				res.Rows = append(res.Rows, record.RungRow{Index: i, Rate: float64(10 * (i + 1)), Record: r})
+			}
+			if got := res.WeatherNote(); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("note %q, want %q", got, c.want)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
 	"html/template"
 	"maps"
@@ -52,18 +51,30 @@ func ambientLines(a *record.AmbientWeather) []string {
 	}
 	lines := []string{"weather this run did not set"}
 	if s := a.Start; s != nil {
-		lines = append(lines, fmt.Sprintf("  at the start: %s; in force since %s before it (crowd weather set, or crowd serve --weather)",
-			s.Describe(originsShown), roughly(time.Duration(-s.SinceS*float64(time.Second)))))
+		lines = append(lines, fmt.Sprintf("  at the start%s: %s; in force since %s before it (crowd weather set, or crowd serve --weather)",
+			onShards(s, " (the others' clear)"), s.Describe(originsShown), roughly(time.Duration(-s.SinceS*float64(time.Second)))))
 	}
 	if c := a.Changed; c != nil {
 		when := "just before the start"
 		if c.SinceS >= 0 {
 			when = "at +" + time.Duration(c.SinceS*float64(time.Second)).Round(time.Millisecond).String()
 		}
-		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood, %s, to %s: %s", when,
-			cmp.Or(c.Spec, "clear"), c.Describe(originsShown)))
+		to := "to clear, every origin"
+		if c.Spec != "" {
+			to = "to " + c.Spec + ": " + c.Describe(originsShown)
+		}
+		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood%s, %s, %s", onShards(c, ""), when, to))
 	}
 	return lines
+}
+
+// onShards names the shards of a merged run that met s, then says what
+// the others met; "" when every shard met it.
+func onShards(s *record.WeatherState, others string) string {
+	if len(s.Shards) == 0 {
+		return ""
+	}
+	return " on shard " + strings.Join(s.Shards, ", ") + others
 }
 
 // roughly rounds d as a person says how long ago: to a tenth of a second

@@ -73,7 +73,15 @@ func TestAmbientWeatherShown(t *testing.T) {
 			[]string{"  at the start: down 1, clear 19 (flood3.test down); in force since 400ms before it (crowd weather set, or crowd serve --weather)\n"}},
 		// Cleared by someone else 12.5 s into a flood that began clear.
 		{"changed to clear", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 12.5, Counts: map[string]int{"clear": 20}}},
-			[]string{"weather this run did not set\n", "  CHANGED by another hand during the flood, at +12.5s, to clear: clear 20\n"}},
+			[]string{"weather this run did not set\n", "  CHANGED by another hand during the flood, at +12.5s, to clear, every origin\n"}},
+		// A merged run: one shard began under weather, another hand changed the other's.
+		{"shards", &record.AmbientWeather{
+			Start: &record.WeatherState{SinceS: -60, Spec: "down=flood3.test", Counts: map[string]int{"down": 1, "clear": 9},
+				Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}, Shards: []string{"0/2"}},
+			Changed: &record.WeatherState{SinceS: 2.25, Spec: "down=flood4.test", Counts: map[string]int{"down": 1, "clear": 9},
+				Origins: []record.WeatherOrigin{{Host: "flood4.test", Condition: "down"}}, Shards: []string{"1/2"}}},
+			[]string{"  at the start on shard 0/2 (the others' clear): down 1, clear 9 (flood3.test down); in force since 1m0s before it",
+				"  CHANGED by another hand during the flood on shard 1/2, at +2.25s, to down=flood4.test: down 1, clear 9 (flood4.test down)\n"}},
 		// Changed between the run's reading and the flood's first send.
 		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
 			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
