@@ -26,7 +26,7 @@ func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.Prun
 		return res, err
 	}
 	if err != nil {
-		return res, fmt.Errorf("%w (prune a running crowd through its admin API: leave out --state)", err)
+		return res, fmt.Errorf("%w: that crowd is running: prune it through its admin API by leaving out --state, or stop it first", err)
 	}
 	defer lock.Release()
 	g, err := actors.OpenGraph(dir, nil)

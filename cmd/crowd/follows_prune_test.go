@@ -5,11 +5,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
 
@@ -72,6 +74,20 @@ func TestFollowsPrune(t *testing.T) {
 		defer sg.Close()
 		if got := sg.PendingBefore(farFuture()); len(got) != 0 {
 			t.Errorf("still pending: %v", got)
+		}
+	})
+
+	// The state of a crowd that still runs is refused with one piece of
+	// advice: prune it through its admin API, or stop it.
+	t.Run("running crowd's state", func(t *testing.T) {
+		state := t.TempDir()
+		lock, err := statedir.Acquire(state)
+		must(err)
+		defer lock.Release()
+		code, _, stderr := runCLI(t, "follows", "prune", "--state", state, "--dry-run")
+		want := "pid " + strconv.Itoa(os.Getpid()) + ": that crowd is running: prune it through its admin API by leaving out --state, or stop it first"
+		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "pass another --state") {
+			t.Errorf("exit %d, stderr %q; want 1 and only %q", code, stderr, want)
 		}
 	})
 

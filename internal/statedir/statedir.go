@@ -47,12 +47,14 @@ func Prepare(dir string) error {
 // rather than making one (rotating its keys, pruning its follows): a dir
 // that does not exist is an error wrapping ErrNotDir that says so, and
 // nothing is created, so that a misspelt --state is not taken for an empty
-// crowd.
+// crowd. Its ErrInUse error names the owner and gives no advice: the
+// command knows what its user should do instead, and "pass another
+// --state" would have it work on another crowd's state.
 func AcquireExisting(dir string) (*Lock, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: --state %s does not exist: give the --state the crowd's serve was given", ErrNotDir, dir)
 	}
-	return Acquire(dir)
+	return acquire(dir)
 }
 
 // Lock is the ownership of a state directory. Release it when done; the
@@ -63,8 +65,18 @@ type Lock struct {
 
 // Acquire prepares dir (see Prepare) and takes its lock without waiting.
 // When another process holds it, the error wraps ErrInUse and names dir
-// and that process's pid.
+// and that process's pid, with a serve's advice: stop it, or pass another
+// --state.
 func Acquire(dir string) (*Lock, error) {
+	l, err := acquire(dir)
+	if errors.Is(err, ErrInUse) {
+		return nil, fmt.Errorf("%w: stop it, or pass another --state", err)
+	}
+	return l, err
+}
+
+// acquire is Acquire without the advice.
+func acquire(dir string) (*Lock, error) {
 	if err := Prepare(dir); err != nil {
 		return nil, err
 	}
@@ -76,8 +88,7 @@ func Acquire(dir string) (*Lock, error) {
 	if err := lock(f); err != nil {
 		f.Close()
 		if errors.Is(err, errBusy) {
-			return nil, fmt.Errorf("%w: --state %s is owned by %s: stop it, or pass another --state",
-				ErrInUse, dir, owner(path))
+			return nil, fmt.Errorf("%w: --state %s is owned by %s", ErrInUse, dir, owner(path))
 		}
 		return nil, fmt.Errorf("--state %s: lock %s: %w", dir, path, err)
 	}

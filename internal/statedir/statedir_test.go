@@ -68,6 +68,39 @@ func TestSecondOwnerIsRefusedNamingThePid(t *testing.T) {
 	l2.Release() // idempotent
 }
 
+// TestInUseAdvice: a second owner is told what to do by the kind of
+// command it is; the owner and the directory are named either way.
+func TestInUseAdvice(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	for _, c := range []struct {
+		name            string
+		acquire         func(string) (*Lock, error)
+		advice, notSaid string
+	}{
+		// A serve may stop the owner or make a crowd of its own elsewhere.
+		{"serve", Acquire, ": stop it, or pass another --state", ""},
+		// A command on an existing crowd's state (prune, rotate) gives
+		// its own advice: another --state would be another crowd's.
+		{"existing", AcquireExisting, "", "pass another --state"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.acquire(dir)
+			owned := "--state " + dir + " is owned by another crowd process, pid " + strconv.Itoa(os.Getpid())
+			if !errors.Is(err, ErrInUse) || !strings.HasSuffix(err.Error(), owned+c.advice) {
+				t.Fatalf("err = %v, want ErrInUse ending %q", err, owned+c.advice)
+			}
+			if c.notSaid != "" && strings.Contains(err.Error(), c.notSaid) {
+				t.Errorf("err = %v, says %q", err, c.notSaid)
+			}
+		})
+	}
+}
+
 // TestLockReleasedButHeldByAChild: a lock this process released while a
 // child it was starting held a copy of the descriptor (fork copies it; exec
 // closes it) is free at once, not refused as another owner's.
