@@ -68,7 +68,7 @@ func serveInBackground(t *testing.T, args ...string) <-chan int {
 	served, done, stderr := make(chan int, 1), make(chan struct{}), keptStderr(t, "serve")
 	go func() {
 		defer close(done)
-		served <- execute(ctx, append([]string{"serve"}, args...), io.Discard, stderr)
+		served <- execute(ctx, append([]string{"serve"}, args...), nil, io.Discard, stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -154,8 +154,20 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // runCLIContext is runCLI with ctx (a test cancels it to play Ctrl-C).
 func runCLIContext(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIWith(t, ctx, nil, args...)
+}
+
+// runCLIStdin is runCLI with stdin as the command's standard input.
+func runCLIStdin(t *testing.T, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runCLIWith(t, context.Background(), stdin, args...)
+}
+
+// runCLIWith runs the CLI with ctx and stdin (nil: the test process's).
+func runCLIWith(t *testing.T, ctx context.Context, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb crowdtest.SyncBuffer
-	code = execute(ctx, args, &out, &errb)
+	code = execute(ctx, args, stdin, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -36,6 +36,9 @@ noise (99 % confidence: a quantile's order-statistic interval from each histogra
 two-proportion test for a share, Poisson counts for a rate). A quantile with fewer than 10
 sends beyond it, or a max, is shown but never judged. The output states these thresholds.
 
+"-" for BASE or HEAD reads that record from stdin, as crowd report - does (stdin holds one
+record, so not both).
+
 Metrics are named as in --expect: p50 p90 p95 p99 p99.9 max (latency from the intended send
 time), service.p99 lateness.p99 dispatch.p99, errors dropped status429 timeout … (shares),
 rate (sent/s) and throughput (2xx/s).
@@ -49,10 +52,11 @@ Exit status: 0 no regression, 1 a regression, 2 no verdict (usage error, a recor
 does not read, runs that are not comparable, a run that measured nothing: no measured
 window, no completed send, or a partial run stopped within its first measured second).`,
 		Example: `  crowd compare out/load/main.json out/load/pr.json
-  crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput`,
+  crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput
+  git show main:out/load/run.json | crowd compare - out/load/run.json`,
 		Args: exactArgsUsage(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(cmd.OutOrStdout(), args[0], args[1], f)
+			return runCompare(cmd.InOrStdin(), cmd.OutOrStdout(), args[0], args[1], f)
 		},
 	}
 	fl := cmd.Flags()
@@ -64,8 +68,11 @@ window, no completed send, or a partial run stopped within its first measured se
 	return cmd
 }
 
-func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) error {
+func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f *compareFlags) error {
 	noVerdict := func(err error) error { return exitCode{2, err} }
+	if basePath == "-" && headPath == "-" {
+		return noVerdict(usage(errors.New(`BASE and HEAD are both "-": stdin holds one record: give the other as a file`)))
+	}
 	threshold, err := record.ParseThreshold(f.maxRegression)
 	if err != nil {
 		return noVerdict(fmt.Errorf("--max-regression %w", err))
@@ -86,11 +93,16 @@ func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) er
 	if err != nil {
 		return noVerdict(fmt.Errorf("--metric %w", err))
 	}
-	recs, err := loadRecords([]string{basePath, headPath})
+	base, err := loadCompared(basePath, stdin)
 	if err != nil {
 		return noVerdict(err)
 	}
-	c, err := record.Compare(recs[0], recs[1], record.CompareOptions{
+	head, err := loadCompared(headPath, stdin)
+	if err != nil {
+		return noVerdict(err)
+	}
+	basePath, headPath = recordName(basePath), recordName(headPath)
+	c, err := record.Compare(base, head, record.CompareOptions{
 		Metrics: metrics, MaxRegression: threshold, ShareFloor: floor, Force: f.force,
 		LatencyFloor: float64(f.latencyFloor) / float64(time.Microsecond),
 	})
@@ -111,4 +123,27 @@ func runCompare(stdout io.Writer, basePath, headPath string, f *compareFlags) er
 		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
 	}
 	return nil
+}
+
+// recordName is what crowd compare calls the record at path: "stdin" for
+// "-", since "- regressed" would name nothing.
+func recordName(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
+}
+
+// loadCompared reads the record at path, or from stdin for "-", as
+// loadRecords does (a results file is said to be one); failing, exit 1.
+func loadCompared(path string, stdin io.Reader) (*record.Record, error) {
+	if path == "-" {
+		rec, _, _, err := readRecord(recordName(path), stdin)
+		return rec, err
+	}
+	recs, err := loadRecords([]string{path})
+	if err != nil {
+		return nil, err
+	}
+	return recs[0], nil
 }

@@ -45,15 +45,15 @@ func main() {
 		stop()
 		fmt.Fprintln(os.Stderr, "crowd: stopping; interrupt again to quit at once")
 	})
-	os.Exit(execute(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// execute runs the CLI with args, printing to stdout and stderr (every
-// command writes through the writers it is handed, so tests can run the CLI
-// side by side), and returns the process exit status: 0, 2 for a usage
+// execute runs the CLI with args, reading stdin and printing to stdout and
+// stderr (every command reads and writes through the streams it is handed,
+// so tests can run the CLI side by side), and returns the process exit status: 0, 2 for a usage
 // error, a command's own (exitCode), 130 for an error that is ctx's end
 // (SIGINT, SIGTERM), 1 for any other.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := helpOfNoCommand(args)
 	if err == nil {
 		err = unknownSubcommand(args)
@@ -64,6 +64,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -191,7 +191,7 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 		defer stderr.Close()
 		done <- execute(ctx, []string{"serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
 			"--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--dns", "", "--admin", "127.0.0.1:0",
-			"--log-level", "info", "--log-format", "json"}, io.Discard, stderr)
+			"--log-level", "info", "--log-format", "json"}, nil, io.Discard, stderr)
 	}()
 
 	// Serve is up once it logs "crowd serving"; the admin listener logs its address before that.

@@ -434,57 +434,72 @@ func TestCompareCLI(t *testing.T) {
 	stopped := shardRecord(t, s, scaled(1, 1), 200)
 	stopped.Measured, stopped.Partial, stopped.PartialReason = 0.04, true, "results /dev/full: no space left on device"
 	unmeasured := writeJSON(t, dir, "unmeasured.json", stopped)
+	baseJSON, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
-		name string
-		args []string
-		code int
-		say  []string // in stdout+stderr
+		name  string
+		args  []string
+		stdin string // the command's standard input
+		code  int
+		say   []string // in stdout+stderr
 	}{
 		// The same measurements: 0.
-		{"no change", []string{base, same}, 0, []string{"no regression beyond 15%"}},
+		{"no change", []string{base, same}, "", 0, []string{"no regression beyond 15%"}},
 		// 30 % slower: 1, naming the metrics; a p99 of 4000 sends, whose
 		// interval is wide, moved within noise.
-		{"slower", []string{base, slower}, 1, []string{"all     p95", "REGRESSED beyond 15%", "all p95 +30", "(within noise)", "regressed against"}},
+		{"slower", []string{base, slower}, "", 1, []string{"all     p95", "REGRESSED beyond 15%", "all p95 +30", "(within noise)", "regressed against"}},
 		// 30 % slower is within a 40 % threshold.
-		{"slower within threshold", []string{base, slower, "--max-regression", "40%"}, 0, []string{"no regression beyond 40%"}},
+		{"slower within threshold", []string{base, slower, "--max-regression", "40%"}, "", 0, []string{"no regression beyond 40%"}},
 		// Faster: better, exit 0.
-		{"faster", []string{base, faster}, 0, []string{"better", "no regression"}},
+		{"faster", []string{base, faster}, "", 0, []string{"better", "no regression"}},
 		// Errors from 0.5 % to 5 %: 1.
-		{"more errors", []string{base, failing}, 1, []string{"all     errors", "+4.50pp"}},
+		{"more errors", []string{base, failing}, "", 1, []string{"all     errors", "+4.50pp"}},
 		// ... unless errors are not compared.
-		{"errors not compared", []string{base, failing, "--metric", "p95,p99"}, 0, []string{"no regression"}},
+		{"errors not compared", []string{base, failing, "--metric", "p95,p99"}, "", 0, []string{"no regression"}},
 		// A quarter fewer sends in the same window: the rates fell.
-		{"rate down", []string{base, fewer, "--metric", "rate,throughput"}, 1, []string{"all rate -25.0%"}},
+		{"rate down", []string{base, fewer, "--metric", "rate,throughput"}, "", 1, []string{"all rate -25.0%"}},
 		// Another offered rate: no verdict, 2, pointing at --force.
-		{"other rate refused", []string{base, faster3x}, 2, []string{"offered rate 100/s ≠ 300/s", "--force"}},
+		{"other rate refused", []string{base, faster3x}, "", 2, []string{"offered rate 100/s ≠ 300/s", "--force"}},
 		// Another mix: 2.
-		{"other mix refused", []string{base, otherMix}, 2, []string{`mix "create=3,like=1" ≠ "create=1,like=1"`}},
+		{"other mix refused", []string{base, otherMix}, "", 2, []string{`mix "create=3,like=1" ≠ "create=1,like=1"`}},
 		// --force compares anyway, and says so.
-		{"forced", []string{base, faster3x, "--force"}, 0, []string{"note: forced: offered rate"}},
+		{"forced", []string{base, faster3x, "--force"}, "", 0, []string{"note: forced: offered rate"}},
 		// Usage errors: 2.
-		{"one record", []string{base}, 2, []string{"wants BASE.json HEAD.json"}},
-		{"bad threshold", []string{base, same, "--max-regression", "lots"}, 2, []string{"--max-regression"}},
-		{"bad metric", []string{base, same, "--metric", "p95,speed"}, 2, []string{"--metric", "speed"}},
-		{"bad share floor", []string{base, same, "--share-floor", "-1"}, 2, []string{"--share-floor"}},
+		{"one record", []string{base}, "", 2, []string{"wants BASE.json HEAD.json"}},
+		{"bad threshold", []string{base, same, "--max-regression", "lots"}, "", 2, []string{"--max-regression"}},
+		{"bad metric", []string{base, same, "--metric", "p95,speed"}, "", 2, []string{"--metric", "speed"}},
+		{"bad share floor", []string{base, same, "--share-floor", "-1"}, "", 2, []string{"--share-floor"}},
 		// A bare number could be 15 % or 0.15 %: refused, offering both.
-		{"bare threshold", []string{base, same, "--max-regression", "0.15"}, 2, []string{`--max-regression "0.15": give a percentage: 15% (0.15 as a fraction) or 0.15%`}},
+		{"bare threshold", []string{base, same, "--max-regression", "0.15"}, "", 2, []string{`--max-regression "0.15": give a percentage: 15% (0.15 as a fraction) or 0.15%`}},
 		// A share moves by 100 points at most.
-		{"share floor past 100%", []string{base, same, "--share-floor", "200%"}, 2, []string{"--share-floor 200%: a share changes by 100 percentage points at most"}},
+		{"share floor past 100%", []string{base, same, "--share-floor", "200%"}, "", 2, []string{"--share-floor 200%: a share changes by 100 percentage points at most"}},
 		// 100 % is the most: every share change below it is noise.
-		{"share floor 100%", []string{base, same, "--share-floor", "100%"}, 0, []string{"no regression"}},
-		{"bad latency floor", []string{base, same, "--latency-floor", "-1ms"}, 2, []string{"--latency-floor"}},
+		{"share floor 100%", []string{base, same, "--share-floor", "100%"}, "", 0, []string{"no regression"}},
+		{"bad latency floor", []string{base, same, "--latency-floor", "-1ms"}, "", 2, []string{"--latency-floor"}},
 		// A record that does not read: no verdict.
-		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, 2, []string{"nope.json"}},
+		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, "", 2, []string{"nope.json"}},
 		// A head stopped before its window opened measured nothing: no
 		// verdict, saying why, forced or not.
-		{"unmeasured head", []string{base, unmeasured}, 2, []string{"no verdict on " + unmeasured, "head: nothing measured to compare: it stopped 0.04s into its measured window", "a partial run (results /dev/full"}},
-		{"unmeasured head forced", []string{base, unmeasured, "--force"}, 2, []string{"head: nothing measured"}},
+		{"unmeasured head", []string{base, unmeasured}, "", 2, []string{"no verdict on " + unmeasured, "head: nothing measured to compare: it stopped 0.04s into its measured window", "a partial run (results /dev/full"}},
+		{"unmeasured head forced", []string{base, unmeasured, "--force"}, "", 2, []string{"head: nothing measured"}},
 		// So with base.
-		{"unmeasured base", []string{unmeasured, base}, 2, []string{"base: nothing measured to compare"}},
+		{"unmeasured base", []string{unmeasured, base}, "", 2, []string{"base: nothing measured to compare"}},
+		// "-" reads a record from stdin (git show main:… | crowd compare -
+		// head.json), named stdin in the table.
+		{"base on stdin", []string{"-", same}, string(baseJSON), 0, []string{"base stdin: ", "head " + same + ": ", "no regression"}},
+		{"head on stdin", []string{same, "-"}, string(baseJSON), 0, []string{"base " + same + ": ", "head stdin: ", "no regression"}},
+		// Both: stdin holds one record; a usage error naming the arguments.
+		{"both on stdin", []string{"-", "-"}, string(baseJSON), 2, []string{`BASE and HEAD are both "-"`}},
+		// Nothing on stdin: no verdict, saying what stdin held.
+		{"empty stdin", []string{base, "-"}, "", 2, []string{"stdin is not a crowd run record (it is empty)"}},
+		// A results file on stdin is said to be one.
+		{"results on stdin", []string{"-", base}, resultsWhole, 2, []string{"stdin is not a crowd run record (a results file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, append([]string{"compare"}, c.args...)...)
+			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), append([]string{"compare"}, c.args...)...)
 			all := stdout + stderr
 			if code != c.code {
 				t.Errorf("exit %d, want %d\n%s", code, c.code, all)

@@ -41,7 +41,7 @@ func TestServeWarnsOfADNSRecordOverridingAnOrigin(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var stderr crowdtest.SyncBuffer
 			code := make(chan int, 1)
-			go func() { code <- execute(ctx, args, io.Discard, &stderr) }()
+			go func() { code <- execute(ctx, args, nil, io.Discard, &stderr) }()
 			waitAdmin(t, admin, code)
 			// Whoever gave it, the record is what the crowd's DNS answers.
 			if want := map[bool]string{true: "127.0.0.9", false: "127.0.0.1"}[tc.env != "" || tc.warn]; lookupA(t, dnsListener(t, stderr.String()), "flood1.test.") != want {

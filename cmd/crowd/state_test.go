@@ -40,7 +40,7 @@ func backgroundServe(t *testing.T, args []string, admin string) (stop func() int
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	stderr := keptStderr(t, "serve")
-	go func() { code <- execute(ctx, args, io.Discard, stderr) }()
+	go func() { code <- execute(ctx, args, nil, io.Discard, stderr) }()
 	stopped := false
 	var status int
 	stop = func() int {

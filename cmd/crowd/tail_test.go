@@ -40,7 +40,7 @@ func startTail(t *testing.T, args ...string) *tailRun {
 		close(r.lines)
 	}()
 	go func() {
-		code := execute(ctx, append([]string{"tail"}, args...), w, &stderr)
+		code := execute(ctx, append([]string{"tail"}, args...), nil, w, &stderr)
 		w.Close()
 		r.code <- code
 	}()
