@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,9 @@ error in ten thousand is not a verdict), a rate down; and by more than the two r
 noise (99 % confidence: a quantile's order-statistic interval from each histogram, a
 two-proportion test for a share, Poisson counts for a rate). A quantile with fewer than 10
 sends beyond it, or a max, is shown but never judged. The output states these thresholds.
+A rate, or a success share (ok, status2xx, …), falls by 100 % at most, to zero: a
+--max-regression of 100 % or more would never flag one, and is refused while one is compared
+(--metric p95,p99,errors leaves them out).
 
 "-" for BASE or HEAD reads that record from stdin, as crowd report - does (stdin holds one
 record, so not both).
@@ -60,7 +64,7 @@ window, no completed send, or a partial run stopped within its first measured se
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression, a percentage")
+	fl.StringVar(&f.maxRegression, "max-regression", "15%", "the relative change beyond which a metric moving the wrong way is a regression, a percentage (under 100% while a rate or a success share is compared: those fall by 100% at most)")
 	fl.StringVar(&f.metrics, "metric", record.DefaultCompareMetrics(), "metrics to compare, comma-separated")
 	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points (0% to 100%), that can be a regression")
 	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(record.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
@@ -93,6 +97,9 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 	if err != nil {
 		return noVerdict(fmt.Errorf("--metric %w", err))
 	}
+	if err := checkFallThreshold(f.maxRegression, threshold, metrics); err != nil {
+		return noVerdict(err)
+	}
 	base, err := loadCompared(basePath, stdin)
 	if err != nil {
 		return noVerdict(err)
@@ -123,6 +130,27 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
 	}
 	return nil
+}
+
+// checkFallThreshold refuses a --max-regression of 100 % or more when a
+// metric better higher (a rate, the ok share) is compared: it falls by
+// 100 % at most, to zero, so it could never regress, and a gate that
+// cannot fail passes a server that stopped answering.
+func checkFallThreshold(flag string, threshold float64, metrics []record.CompareMetric) error {
+	if threshold < 1 {
+		return nil
+	}
+	var never []string
+	for _, m := range metrics {
+		if m.HigherIsBetter() {
+			never = append(never, m.Name())
+		}
+	}
+	if len(never) == 0 {
+		return nil
+	}
+	return usage(fmt.Errorf("--max-regression %s: %s can fall by 100%% at most (to zero), never by more: want less than 100%%, or leave %s out of --metric",
+		flag, strings.Join(never, ", "), strings.Join(never, ",")))
 }
 
 // recordName is what crowd compare calls the record at path: "stdin" for

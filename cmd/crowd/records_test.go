@@ -479,6 +479,12 @@ func TestCompareCLI(t *testing.T) {
 		// 100 % is the most: every share change below it is noise.
 		{"share floor 100%", []string{base, same, "--share-floor", "100%"}, "", 0, []string{"no regression"}},
 		{"bad latency floor", []string{base, same, "--latency-floor", "-1ms"}, "", 2, []string{"--latency-floor"}},
+		// A rate falls by 100 % at most: a threshold of 100 % or more could
+		// never flag one, and is refused while one is compared, naming them ...
+		{"threshold past any fall", []string{base, fewer, "--max-regression", "200%"}, "", 2, []string{"--max-regression 200%: rate, throughput can fall by 100% at most", "leave rate,throughput out of --metric"}},
+		{"threshold of a whole fall", []string{base, fewer, "--max-regression", "100%", "--metric", "p99,ok"}, "", 2, []string{"--max-regression 100%: ok can fall"}},
+		// ... and judges latency when none is.
+		{"threshold past any fall, latency alone", []string{base, slower, "--max-regression", "200%", "--metric", "p95,p99,errors"}, "", 0, []string{"no regression beyond 200%"}},
 		// A record that does not read: no verdict.
 		{"missing record", []string{base, filepath.Join(dir, "nope.json")}, "", 2, []string{"nope.json"}},
 		// A head stopped before its window opened measured nothing: no
