@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -21,6 +22,10 @@ const (
 	RunSchema  = "crowd.run"
 	RunVersion = 1
 )
+
+// ErrRunUnread marks a run section of another schema or a newer version
+// than this crowd reads: the flood's figures around it still read.
+var ErrRunUnread = errors.New("this crowd does not read it")
 
 // RunsFile is the Markdown table of `crowd run` in the out directory, one
 // row a run (runs.md beside it is the flood's own table, which gets a row
@@ -82,8 +87,9 @@ type Record struct {
 }
 
 // ReadRun reads the run section of a record file's bytes: nil (and no
-// error) for a flood's record, which has none; an error for a section of
-// another schema or a newer version than this crowd reads.
+// error) for a flood's record, which has none; an error wrapping
+// ErrRunUnread for a section of another schema or a newer version than
+// this crowd reads.
 func ReadRun(raw []byte) (*RunSection, error) {
 	// Schema and version first: a newer section may not decode as this one.
 	var head struct {
@@ -96,7 +102,12 @@ func ReadRun(raw []byte) (*RunSection, error) {
 		return nil, nil // a flood's record, or one the record's own reader refuses, saying why
 	}
 	if head.Run.Schema != RunSchema || head.Run.Version > RunVersion {
-		return nil, fmt.Errorf("its run section is %s version %d: this crowd reads %s up to version %d", head.Run.Schema, head.Run.Version, RunSchema, RunVersion)
+		upgrade := ""
+		if head.Run.Schema == RunSchema {
+			upgrade = ": upgrade crowd to see it"
+		}
+		return nil, fmt.Errorf("the record's run section is %s version %d: %w (it reads %s up to version %d)%s",
+			head.Run.Schema, head.Run.Version, ErrRunUnread, RunSchema, RunVersion, upgrade)
 	}
 	var doc struct {
 		Run *RunSection `json:"run"`

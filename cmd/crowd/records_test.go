@@ -275,7 +275,7 @@ func TestMergeCLIRefuses(t *testing.T) {
 // TestReportOfARunRecord: a crowd run record's report has, after the
 // flood's parts, what its run section measured (the personas' homes, the
 // drain, the deliveries), in every format, as crowd run printed it; a run
-// section this crowd cannot read is said, not dropped.
+// section this crowd cannot read is said in its place, not dropped.
 func TestReportOfARunRecord(t *testing.T) {
 	t.Parallel()
 	flood, err := os.ReadFile(filepath.Join(fixtureDir, "report.json"))
@@ -316,9 +316,27 @@ func TestReportOfARunRecord(t *testing.T) {
 	if code, _, errOut := runCLI(t, "merge", rec, "-o", filepath.Join(dir, "merged.json")); code != 0 || !strings.Contains(errOut, "is a crowd run's record: its run section") {
 		t.Errorf("merge of a run record: exit %d, stderr %q", code, errOut)
 	}
-	newer := write("newer.json", `{"schema":"crowd.run","version":9,"personas":{"a shape":"this crowd does not read"}}`)
-	if code, _, errOut := runCLI(t, "report", newer); code != 1 || !strings.Contains(errOut, "its run section is crowd.run version 9: this crowd reads crowd.run up to version 1") {
-		t.Errorf("a newer run section: exit %d, %s", code, errOut)
+	// A run section this crowd does not read is said in its place, the
+	// flood's parts reported as ever: they are the flood record's, which
+	// this crowd reads.
+	for _, c := range []struct {
+		name, run, say string
+	}{
+		// A newer version of the section: upgrading crowd reads it.
+		{"newer", `{"schema":"crowd.run","version":9,"personas":{"a shape":"this crowd does not read"}}`,
+			"the record's run section is crowd.run version 9: this crowd does not read it (it reads crowd.run up to version 1): upgrade crowd to see it"},
+		// Another schema: no crowd run's section at all.
+		{"other schema", `{"schema":"elsewhere.run","version":1}`,
+			"the record's run section is elsewhere.run version 1: this crowd does not read it (it reads crowd.run up to version 1)\n"},
+	} {
+		code, out, errOut := runCLI(t, "report", write(c.name+".json", c.run))
+		if code != 0 || !strings.Contains(out, "crowd run: the personas' homes, the drain and the deliveries to the crowd\n"+c.say) || !strings.Contains(out, "Create") {
+			t.Errorf("%s run section: exit %d (%s), want the flood's parts and %q:\n%s", c.name, code, errOut, c.say, out)
+		}
+	}
+	// A section of this version that does not decode is a damaged record.
+	if code, _, errOut := runCLI(t, "report", write("damaged.json", `{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}`)); code != 1 || !strings.Contains(errOut, "its run section does not read") {
+		t.Errorf("a damaged run section: exit %d, %s", code, errOut)
 	}
 }
 
