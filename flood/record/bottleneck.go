@@ -31,7 +31,10 @@ type Diagnosis struct {
 //     inflated by the crowd itself. Where the dispatcher wrote the sends
 //     on time itself (most of them, lateness p99 within DispatchP99), the
 //     worker only reads the answer and the verdict says the delay is in
-//     the reading. (Time spent waiting for a pooled
+//     the reading. The p99 is judged over MinDispatchSends sends or more,
+//     so that some ten lie beyond it: over fewer it is the worst send or
+//     two (a garbage collection, a scheduler's hiccup), and a delay past
+//     the limits is a note. (Time spent waiting for a pooled
 //     connection is lateness too, but the SUT causes it by holding
 //     connections: it is reported as a note, not blamed on the generator.)
 //  3. Drops with fast service: more than DropShare of the offered sends were
@@ -48,9 +51,11 @@ type BottleneckRule struct {
 	StarvedShare  float64
 	DispatchP99   time.Duration
 	DispatchShare float64
-	DropShare     float64
-	Headroom      float64
-	KeptShare     float64
+	// MinDispatchSends is the fewest sends whose dispatch p99 is judged.
+	MinDispatchSends int64
+	DropShare        float64
+	Headroom         float64
+	KeptShare        float64
 }
 
 // DefaultBottleneckRule is the rule records are diagnosed with: 0.1 % starved,
@@ -61,18 +66,20 @@ func DefaultBottleneckRule() BottleneckRule {
 		StarvedShare:  0.001,
 		DispatchP99:   time.Millisecond,
 		DispatchShare: 0.1,
-		DropShare:     0.001,
-		Headroom:      0.5,
-		KeptShare:     0.9,
+		// fewBeyond sends beyond the p99, as compare judges a quantile.
+		MinDispatchSends: fewBeyond * 100,
+		DropShare:        0.001,
+		Headroom:         0.5,
+		KeptShare:        0.9,
 	}
 }
 
 // String states the rule with its thresholds, as the table prints it next
 // to the verdict.
 func (b BottleneckRule) String() string {
-	return fmt.Sprintf("the generator is the bottleneck when starved > %s of offered, or dispatch p99 > %s and > %s of service p99, "+
+	return fmt.Sprintf("the generator is the bottleneck when starved > %s of offered, or dispatch p99 > %s and > %s of service p99 (over %d sends or more), "+
 		"or dropped > %s of offered while offered/s × service p99 < %s of the slots, or the sends took longer than the schedule's span / %s + 2/rate",
-		FormatPercent(b.StarvedShare), FormatDuration(b.DispatchP99), FormatPercent(b.DispatchShare), FormatPercent(b.DropShare), FormatPercent(b.Headroom), strconv.FormatFloat(b.KeptShare, 'g', -1, 64))
+		FormatPercent(b.StarvedShare), FormatDuration(b.DispatchP99), FormatPercent(b.DispatchShare), b.MinDispatchSends, FormatPercent(b.DropShare), FormatPercent(b.Headroom), strconv.FormatFloat(b.KeptShare, 'g', -1, 64))
 }
 
 // Diagnose applies the rule to a record (all its generators together: the
@@ -93,7 +100,13 @@ func (b BottleneckRule) Diagnose(r *Record) Diagnosis {
 	}
 	disp := time.Duration(r.Dispatch.P99) * time.Microsecond
 	late := time.Duration(r.Overall.Lateness.P99) * time.Microsecond
-	if disp > b.DispatchP99 && float64(disp) > b.DispatchShare*float64(service) {
+	switch {
+	case disp <= b.DispatchP99 || float64(disp) <= b.DispatchShare*float64(service):
+	case r.Dispatch.Count < b.MinDispatchSends:
+		d.Notes = append(d.Notes, fmt.Sprintf(
+			"dispatch delay p99 %s is past the limit (%s), but over only %d sends, too few for a p99 (one garbage collection or scheduler's hiccup makes it): not judged (the rule judges it over %d sends or more)",
+			FormatDuration(disp), FormatDuration(b.DispatchP99), r.Dispatch.Count, b.MinDispatchSends))
+	default:
 		d.Generator = true
 		if 2*c.Written > c.Sent && late <= b.DispatchP99 {
 			// The dispatcher wrote the sends on time itself, and a worker
