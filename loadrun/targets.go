@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/traffic"
 )
@@ -36,6 +37,18 @@ func refusePublic(err error) error {
 // names unless its DNS is in resolv.conf.
 const selfResolveHint = "start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone"
 
+// otherShards refuses host when it is an origin of the crowd's world that
+// another shard serves: this crowd (what) cannot answer for it, and the
+// machine's resolver would only be asked a name it does not know.
+func otherShards(c actors.Config, host, what string) error {
+	n, ok := c.OriginNumber(host)
+	if !ok || n < 1 || n > c.Origins || c.Shard.Has(n) {
+		return nil
+	}
+	return fmt.Errorf("%s is an origin of shard %d/%d of the crowd's world, and %s serves shard %s (%s): flood a persona of its origins, or attach to the crowd serving %s",
+		host, (n-1)%c.Shard.N, c.Shard.N, what, c.Shard, strings.Join(c.Hosts(), ", "), host)
+}
+
 // targets returns the personas to flood and a description for the record:
 // the named ones, checked and looked up, or the crowd's own actors.
 func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error) {
@@ -58,6 +71,9 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 			continue
 		}
 		checked[host] = true
+		if err := otherShards(env.World.Config, host, env.What); err != nil {
+			return nil, "", usage(fmt.Errorf("persona %s: %w", a, err))
+		}
 		if _, err := r.guard.Check(ctx, host); err != nil {
 			if _, own := env.World.Origin(host); own {
 				err = fmt.Errorf("%w (one of the crowd's own: %s)", err, selfResolveHint)

@@ -188,6 +188,9 @@ func TestFloodExitCodes(t *testing.T) {
 		{"zipf of 1", []string{"--zipf", "1"}, 2, "--zipf"},
 		// Two origins leave shard 2 of 3 with none: a usage error naming --shard, not the inbox's "no world".
 		{"more shards than origins", []string{"--shard", "2/3", "--seconds", "1", "--rate", "5"}, 2, "--shard 2/3: shard 2 of 3 holds no origin of the 2 (--origins)"},
+		// A persona of an origin another shard serves: refused before any lookup of its host.
+		{"a persona of another shard's origin", []string{"--shard", "1/2", "--persona", "alice@flood1.test", "--seconds", "1", "--rate", "5"}, 2,
+			"persona alice@flood1.test: flood1.test is an origin of shard 0/2 of the crowd's world, and the in-process crowd serves shard 1/2 (flood2.test)"},
 		// A share of forgeries with nothing to forge would do nothing.
 		{"tamper-share without tamper", []string{"--tamper-share", "0.2"}, 2, "give --tamper too"},
 		// A preset's share is no mistake of the user's when --tamper= takes its forgeries away.
