@@ -342,7 +342,7 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 	}
 	if ab, ah := answeredShare(base, ""), answeredShare(head, ""); ah < ab-o.ShareFloor {
 		c.Notes = append(c.Notes, fmt.Sprintf("head answered %s of its sends, base %s: the head's latencies cover fewer answers and are never scored better",
-			fmtShare(ah), fmtShare(ab)))
+			FormatShare(ah), FormatShare(ab)))
 	}
 	types := []string{""}
 	for _, name := range base.TypeNames() {
@@ -499,7 +499,7 @@ func (m CompareMetric) formatValue(v float64) string {
 	case kindDuration:
 		return FormatMicros(int64(math.Round(v)))
 	case kindCount:
-		return fmtShare(v)
+		return FormatShare(v)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
 }
@@ -510,22 +510,9 @@ func (r CompareRow) formatChange() string {
 	if !r.Known {
 		return "-"
 	}
-	var rel string
-	switch {
-	case math.IsInf(r.Change, 1):
-		rel = "new"
-	default:
-		rel = strconv.FormatFloat(100*r.Change, 'f', 1, 64) + "%"
-		if r.Change >= 0 {
-			rel = "+" + rel
-		}
-	}
+	rel := FormatRelative(r.Change)
 	if r.Metric.isShare() {
-		pp := strconv.FormatFloat(100*(r.Head-r.Base), 'f', 2, 64) + "pp"
-		if r.Head >= r.Base {
-			pp = "+" + pp
-		}
-		return pp + " (" + rel + ")"
+		return FormatPoints(r.Base, r.Head) + " (" + rel + ")"
 	}
 	return rel
 }

@@ -139,17 +139,17 @@ func (a Deviations) diff(b Deviations, sentA, sentB int64) []string {
 	}
 	sa, sb := share(a.FollowsDiverted, sentA), share(b.FollowsDiverted, sentB)
 	if (a.FollowsDiverted > 0 || b.FollowsDiverted > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
-		d = append(d, fmt.Sprintf("Follows sent as Creates %d (%s of sends) ≠ %d (%s)", a.FollowsDiverted, fmtShare(sa), b.FollowsDiverted, fmtShare(sb)))
+		d = append(d, fmt.Sprintf("Follows sent as Creates %d (%s of sends) ≠ %d (%s)", a.FollowsDiverted, FormatShare(sa), b.FollowsDiverted, FormatShare(sb)))
 	}
 	ua, ub := share(a.UndosDiverted, sentA), share(b.UndosDiverted, sentB)
 	if (a.UndosDiverted > 0 || b.UndosDiverted > 0) && (ua-ub > divertedShareTolerance || ub-ua > divertedShareTolerance) {
-		d = append(d, fmt.Sprintf("Undos sent as Announces %d (%s of sends) ≠ %d (%s)", a.UndosDiverted, fmtShare(ua), b.UndosDiverted, fmtShare(ub)))
+		d = append(d, fmt.Sprintf("Undos sent as Announces %d (%s of sends) ≠ %d (%s)", a.UndosDiverted, FormatShare(ua), b.UndosDiverted, FormatShare(ub)))
 	}
 	for i, ra := range a.reactions() {
 		rb := b.reactions()[i]
 		sa, sb := share(ra.n, sentA), share(rb.n, sentB)
 		if (ra.n > 0 || rb.n > 0) && (sa-sb > divertedShareTolerance || sb-sa > divertedShareTolerance) {
-			d = append(d, fmt.Sprintf("%ss sent as Creates %d (%s of sends) ≠ %d (%s)", ra.kind, ra.n, fmtShare(sa), rb.n, fmtShare(sb)))
+			d = append(d, fmt.Sprintf("%ss sent as Creates %d (%s of sends) ≠ %d (%s)", ra.kind, ra.n, FormatShare(sa), rb.n, FormatShare(sb)))
 		}
 	}
 	if !slices.Equal(a.PersonasWithoutPosts, b.PersonasWithoutPosts) {

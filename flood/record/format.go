@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -90,14 +91,40 @@ func Percent(n, of int64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64) + "%"
 }
 
-// fmtShare formats a fraction as a percentage with two decimals, or three
-// significant digits below 0.01 %.
-func fmtShare(v float64) string {
+// FormatShare formats a fraction as a percentage with two decimals, or
+// three significant digits below 0.01 %: how compare's table shows a share.
+func FormatShare(v float64) string {
 	p := 100 * v
 	if p != 0 && p < 0.01 {
 		return strconv.FormatFloat(p, 'g', 3, 64) + "%"
 	}
 	return strconv.FormatFloat(p, 'f', 2, 64) + "%"
+}
+
+// FormatRelative formats a relative change as compare's change column
+// does: signed, one decimal (0.123 → "+12.3%"), "new" for +Inf (a change
+// from zero, which no ratio describes).
+func FormatRelative(change float64) string {
+	if math.IsInf(change, 1) {
+		return "new"
+	}
+	rel := strconv.FormatFloat(100*change, 'f', 1, 64) + "%"
+	if change >= 0 {
+		rel = "+" + rel
+	}
+	return rel
+}
+
+// FormatPoints formats the change of a share from base to head in
+// percentage points, signed, as compare's change column does (0.005 to
+// 0.05: "+4.50pp"): a share's relative change alone would make one error
+// in a million, up from none, look like a collapse.
+func FormatPoints(base, head float64) string {
+	pp := strconv.FormatFloat(100*(head-base), 'f', 2, 64) + "pp"
+	if head >= base {
+		pp = "+" + pp
+	}
+	return pp
 }
 
 func plural(n int, one, many string) string {
