@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/loadrun"
 )
 
 // compareFlags are the flags of `crowd compare`, which judges a head run
@@ -46,6 +48,14 @@ record, so not both).
 Metrics are named as in --expect: p50 p90 p95 p99 p99.9 max (latency from the intended send
 time), service.p99 lateness.p99 dispatch.p99, errors dropped status429 timeout … (shares),
 rate (sent/s) and throughput (2xx/s).
+
+Two crowd run records: after the verdict, their run sections side by side (visibility p50,
+p95, p99 and the notes they rest on, never seen, buried, the drain, the home timeline probes'
+p95, p99 and errors, the deliveries' p95, p99 and reach), each with its change, shown, not
+judged: a run section keeps quantiles, not the histograms the noise test needs, and a
+visibility latency is late by up to one probe period. They leave the exit status alone;
+crowd run --expect 'visibility.p95<5s' judges a run's own section. A flood's record against
+a run record gets one line saying which has a section.
 
 Runs that are not the same unit of work are refused: another total offered rate, activity
 mix (as asked, or as sent: Follows sent as Creates, personas without posts) or arrival
@@ -100,11 +110,11 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 	if err := checkFallThreshold(f.maxRegression, threshold, metrics); err != nil {
 		return noVerdict(err)
 	}
-	base, err := loadCompared(basePath, stdin)
+	base, baseRaw, err := loadCompared(basePath, stdin)
 	if err != nil {
 		return noVerdict(err)
 	}
-	head, err := loadCompared(headPath, stdin)
+	head, headRaw, err := loadCompared(headPath, stdin)
 	if err != nil {
 		return noVerdict(err)
 	}
@@ -125,6 +135,12 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 	c.BaseName, c.HeadName = basePath, headPath
 	if err := c.WriteTable(stdout); err != nil {
 		return exitCode{2, err}
+	}
+	// The run sections are shown, not judged: the verdict stays the table's.
+	if run := loadrun.RunComparison(basePath, baseRaw, headPath, headRaw); run != "" {
+		if _, err := io.WriteString(stdout, "\n"+run); err != nil {
+			return exitCode{2, err}
+		}
 	}
 	if c.Regressed() {
 		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
@@ -162,16 +178,23 @@ func recordName(path string) string {
 	return path
 }
 
-// loadCompared reads the record at path, or from stdin for "-", as
-// loadRecords does (a results file is said to be one); failing, exit 1.
-func loadCompared(path string, stdin io.Reader) (*record.Record, error) {
+// loadCompared reads the record at path, or from stdin for "-", and
+// returns its bytes too: read once (stdin can be read no more), its run
+// section is in them. A results file is said to be one, as loadRecords
+// says; failing, exit 1.
+func loadCompared(path string, stdin io.Reader) (*record.Record, []byte, error) {
 	if path == "-" {
-		rec, _, _, err := readRecord(recordName(path), stdin)
-		return rec, err
+		rec, raw, _, err := readRecord(recordName(path), stdin)
+		return rec, raw, err
 	}
-	recs, err := loadRecords([]string{path})
+	if err := notResults(path); err != nil {
+		return nil, nil, exitCode{1, err}
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, exitCode{1, err}
 	}
-	return recs[0], nil
+	defer f.Close()
+	rec, raw, _, err := readRecord(path, f)
+	return rec, raw, err
 }

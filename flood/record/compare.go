@@ -94,7 +94,7 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 		}
 		if g.Type != "" {
 			if RunSectionPart(g.Type) {
-				return nil, usage(f, "compare compares the flood's figures; %s is a part of crowd run's run section, which crowd report shows", g.Type)
+				return nil, usage(f, "compare judges the flood's figures; %s is a part of crowd run's run section, which compare shows after its verdict, not judged (crowd run --expect judges its visibility, delivery and home, e.g. 'visibility.p95<5s')", g.Type)
 			}
 			return nil, usage(f, "compare covers every activity type: drop %q", g.Type+".")
 		}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/crowdfed/crowd/flood/record"
+)
+
+// withRun is the document of rec with a crowd run section (JSON), as
+// crowd run writes it: the flood's record at the top level, "run" beside.
+func withRun(t *testing.T, rec *record.Record, run string) map[string]json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["run"] = json.RawMessage(run)
+	return doc
+}
+
+// TestCompareOfRunRecords: crowd compare of two crowd run records shows
+// their run sections side by side after its verdict, saying they are not
+// judged, and its exit status is the flood's figures' alone; a flood's
+// record against a run record gets one line saying which has a section.
+func TestCompareOfRunRecords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, lat := comparedWork(7, 8)
+	slowerLat := map[string][]int64{}
+	for typ, vals := range lat {
+		for _, v := range vals {
+			slowerLat[typ] = append(slowerLat[typ], v*13/10)
+		}
+	}
+	const (
+		quick = `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
+			`"home":{"probes":400,"ok":400,"latency":{"count":400,"p95_us":20000,"p99_us":40000}},` +
+			`"visibility":{"sent":3000,"accepted":3000,"seen":3000,"latency":{"count":3000,"p50_us":300000,"p95_us":2000000,"p99_us":3000000}},` +
+			`"drain":{"seconds":1.5,"complete":true,"timeout_s":60},` +
+			`"delivery":{"posts":10,"expected":20,"reached":20,"completeness":1,"latency":{"count":20,"p95_us":400000,"p99_us":500000}}}`
+		// Notes seen five times later, some never: a server's federation
+		// slowed while the flood's own figures stayed the same.
+		late = `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
+			`"home":{"probes":400,"ok":390,"errors":10,"latency":{"count":390,"p95_us":30000,"p99_us":80000}},` +
+			`"visibility":{"sent":3000,"accepted":3000,"seen":2970,"never_seen":30,"latency":{"count":2970,"p50_us":1500000,"p95_us":10000000,"p99_us":15000000}},` +
+			`"drain":{"seconds":60,"complete":false,"timeout_s":60},` +
+			`"delivery":{"posts":10,"expected":20,"reached":18,"completeness":0.9,"latency":{"count":18,"p95_us":800000,"p99_us":900000}}}`
+	)
+	base := writeJSON(t, dir, "base.json", withRun(t, shardRecord(t, s, lat, 200), quick))
+	lateHead := writeJSON(t, dir, "late.json", withRun(t, shardRecord(t, s, lat, 200), late))
+	slowerHead := writeJSON(t, dir, "slower.json", withRun(t, shardRecord(t, s, slowerLat, 200), quick))
+	flood := writeJSON(t, dir, "flood.json", shardRecord(t, s, lat, 200))
+	lateJSON, err := os.ReadFile(lateHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "crowd run: the personas' homes, the drain and the deliveries to the crowd, shown, not judged:"
+	for _, c := range []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		say   []string // in stdout, in this order
+		never string   // not in stdout
+	}{
+		// The run sections worsened, the flood's figures did not: the
+		// block shows it, and the verdict (exit 0) is the flood's.
+		{"late notes, same flood", []string{base, lateHead}, "", 0, []string{"no regression beyond 15%", heading,
+			"--expect 'visibility.p95<5s'", "visibility  p95", "2.00s", "10.0s", "+400.0%", "visibility  never seen", "+1.00pp",
+			"drain       after the flood", "> 60.0s (not complete)", "delivery    reached", "18 of 20 (10.00% unreached)", "+10.00pp"}, ""},
+		// The flood regressed, the run sections did not: exit 1 all the
+		// same, the block after the verdict.
+		{"slower flood, same run", []string{base, slowerHead}, "", 1, []string{"REGRESSED beyond 15%", heading, "visibility  p95", "+0.0%"}, ""},
+		// A run record from stdin: read once, its run section from those bytes.
+		{"head on stdin", []string{base, "-"}, string(lateJSON), 0, []string{"head stdin: ", heading, "+400.0%"}, ""},
+		// A flood's record as head: one line, no block.
+		{"flood head", []string{base, flood}, "", 0, []string{"no regression", "\ncrowd run: only base (" + base + ") has a run section to show; head (" + flood + ") is a flood's record, which has none\n"}, heading},
+		// As base.
+		{"flood base", []string{flood, lateHead}, "", 0, []string{"crowd run: only head (" + lateHead + ") has a run section to show; base (" + flood + ") is a flood's record"}, heading},
+		// Two floods' records: nothing of crowd run.
+		{"two floods", []string{flood, flood}, "", 0, []string{"no regression"}, "crowd run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), append([]string{"compare"}, c.args...)...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			rest := stdout
+			for _, w := range c.say {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("stdout lacks %q (in order):\n%s", w, stdout)
+				}
+				rest = rest[i+len(w):]
+			}
+			if c.never != "" && strings.Contains(stdout, c.never) {
+				t.Errorf("stdout has %q:\n%s", c.never, stdout)
+			}
+		})
+	}
+}
