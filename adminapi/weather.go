@@ -39,6 +39,10 @@ type WeatherInfo struct {
 	// Since is when it was put in force (at the crowd's start, or by the
 	// last set or clear).
 	Since time.Time `json:"since"`
+	// Now is the crowd's clock as it answered: a reader on another
+	// machine dates Since by how long before Now it was, not by its own
+	// clock, which may be set otherwise.
+	Now time.Time `json:"now"`
 	// Served is how many origins the crowd serves (its shard's): those
 	// Origins does not list are clear.
 	Served int `json:"served"`

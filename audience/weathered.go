@@ -81,10 +81,11 @@ type WeatherShift struct {
 
 // HistoryOf is the weather of a run: initial was in force before it, and
 // w (the record's timeline, nil for none) changed it from start on, each
-// change dated when the crowd had it in force; then another hand's change
-// the flood found at its end (a, the record's ambient weather; nil for
-// none), which came after the timeline's last. The run puts initial back
-// only after its drain, which the account does not reach.
+// change dated when the crowd had it in force; and another hand's change
+// the flood found (a, the record's ambient weather; nil for none), in its
+// place in time: before a change of the timeline that replaced it, or
+// after the last. The run puts initial back only after its drain, which
+// the account does not reach.
 func HistoryOf(start time.Time, initial map[string]string, w *record.Weather, a *record.AmbientWeather) WeatherHistory {
 	h := WeatherHistory{Start: start, Initial: initial}
 	shift := func(atS float64, origins []record.WeatherOrigin) {
@@ -108,6 +109,8 @@ func HistoryOf(start time.Time, initial map[string]string, w *record.Weather, a 
 	}
 	if a != nil && a.Changed != nil {
 		shift(max(a.Changed.SinceS, 0), a.Changed.Origins)
+		// The changes are read in order of time (anyAt, the phases).
+		slices.SortStableFunc(h.Changes, func(x, y WeatherShift) int { return x.At.Compare(y.At) })
 	}
 	return h
 }

@@ -292,6 +292,17 @@ func TestHistoryDatesChangesWhenApplied(t *testing.T) {
 		!h.Changes[2].At.Equal(at(4500)) || h.Changes[2].Origins["flood2.test"] != "slow:1s:1" {
 		t.Errorf("history %+v: want the change at +1.25 s (lower-cased host), the clearing at +3 s, another hand's slow flood2 at +4.5 s", h.Changes)
 	}
+	// Another hand's change that a change of the timeline replaced later
+	// takes its place in time, before it.
+	h2 := HistoryOf(at(0), map[string]string{}, &record.Weather{Changes: []record.WeatherChange{
+		{AtS: 1, AppliedS: 1.01, Origins: []record.WeatherOrigin{{Host: "flood2.test", Condition: "gone"}}},
+	}}, &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 0.5, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "down"}}}})
+	if len(h2.Changes) != 2 || !h2.Changes[0].At.Equal(at(500)) || h2.Changes[0].Origins["flood1.test"] != "down" || !h2.Changes[1].At.Equal(at(1010)) {
+		t.Errorf("history %+v: want another hand's flood1 down at +0.5 s, then the timeline's flood2 gone at +1.01 s", h2.Changes)
+	}
+	if !h2.anyAt(at(700)) {
+		t.Error("no origin in weather at +0.7 s, when flood1 was down")
+	}
 	if !h.firstWeather().Equal(at(0)) {
 		t.Errorf("first weather %v: want the start (flood9 was gone then)", h.firstWeather())
 	}

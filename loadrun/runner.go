@@ -96,9 +96,11 @@ func (r *runner) run(ctx context.Context, plan flood.Plan, s record.Settings) (*
 		r.live.fetchback(fetch)
 	}
 	fctx, sends, stop := r.results.run(ctx, s, r.seed)
+	r.weather.beforeFlood(ctx)
 	err := flood.Run(fctx, plan, flood.Collectors(recorder, watch, &r.ledger, r.weatherCollector(), sends))
 	stop()
 	ended := time.Now()
+	r.weather.afterFlood(ctx)
 	line.Done()
 	if err != nil {
 		fetch.finish(ctx, nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
@@ -71,6 +72,10 @@ func weatherFrom(info adminapi.WeatherInfo, err error) (weatherNow, error) {
 		return weatherNow{}, err
 	}
 	now := weatherNow{Spec: info.Spec, Since: info.Since, Counts: info.Counts}
+	if !info.Now.IsZero() {
+		// On this machine's clock: the crowd's may be set otherwise.
+		now.Since = time.Now().Add(-info.Now.Sub(info.Since))
+	}
 	for _, o := range info.Origins {
 		now.Origins = append(now.Origins, record.WeatherOrigin{Host: o.Host, Condition: o.Condition})
 	}

@@ -31,8 +31,10 @@ type weatherControl interface {
 
 // weatherNow is the weather in force on the crowd, as it resolved it.
 type weatherNow struct {
-	// Spec is the spec in force, its selectors resolved to origins ("" is
-	// clear): putting it in force again restores this weather.
+	// Spec is the spec in force as the crowd writes it (@followers
+	// resolved to origins, a share as written, which the crowd assigns
+	// to the same origins every time; "" is clear): putting it in force
+	// again restores this weather.
 	Spec string
 	// Since is when the crowd put it in force: another hand's change
 	// shows as a later one than the run knows of.
@@ -53,11 +55,12 @@ func (w weatherNow) byCondition() map[string][]string {
 }
 
 // timeline watches the crowd's weather over each flood of a run and runs
-// its WeatherTimeline, if any: a collector that notes the weather in force
-// and starts the timeline at the flood's Begin (offsets count from the
-// schedule's start), and at End stops it and reads the weather again, to
-// tell a change another hand made; restore puts the weather before the
-// run back.
+// its WeatherTimeline, if any: beforeFlood reads the weather in force
+// right before a flood, the collector's Begin notes it and starts the
+// timeline (offsets count from the schedule's start), End stops it, and
+// afterFlood reads the weather again, to tell a change another hand made;
+// restore puts the weather before the run back. The reads stay out of the
+// flood's own Begin and End, which the engine waits for.
 type timeline struct {
 	flood.Nop
 	t      WeatherTimeline
@@ -84,9 +87,9 @@ type timeline struct {
 	changed    *weatherNow // in force at this flood's end when another hand put it there
 }
 
-// endReadTimeout bounds the reading of the weather at a flood's end, so
-// a crowd gone quiet delays the record little.
-const endReadTimeout = 2 * time.Second
+// readTimeout bounds a reading of the weather around a flood, so a crowd
+// gone quiet delays the run and its record little.
+const readTimeout = 2 * time.Second
 
 // startTimeline reads the weather in force, to record it, to put it back
 // at the end and to tell another hand's change, and returns the watch
@@ -94,12 +97,14 @@ const endReadTimeout = 2 * time.Second
 // without one a crowd that cannot say is only not watched.
 func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, log *zap.Logger) (*timeline, error) {
 	tl := &timeline{t: t, ctl: ctl, log: log, ctx: ctx}
-	before, err := ctl.Weather(ctx)
+	read, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	before, err := ctl.Weather(read)
 	switch {
 	case err != nil && len(t.At) > 0:
 		return nil, fmt.Errorf("reading the crowd's weather before the run (--weather-at): %w", err)
 	case err != nil:
-		log.Debug("the crowd did not say its weather: the record will not say which the run met", zap.Error(err))
+		log.Info("the crowd did not say its weather: the record will not say which weather the run met", zap.Error(err))
 		return tl, nil
 	}
 	if before.Spec != "" || len(t.At) > 0 {
@@ -129,16 +134,44 @@ func (tl *timeline) Begin(s record.Schedule) {
 	}()
 }
 
-// End stops the timeline with the flood (no change applies after it) and
-// reads the weather in force, to tell another hand's change.
-func (tl *timeline) End(record.Stop) {
-	tl.stop()
-	if !tl.watched {
+// End stops the timeline with the flood: no change applies after it.
+func (tl *timeline) End(record.Stop) { tl.stop() }
+
+// beforeFlood reads the weather in force right before a flood, which is
+// the weather it starts in (the run's set-up, or a ladder's presigning,
+// may have taken minutes since the last reading), and, before the
+// timeline changed anything, the weather restore puts back. A nil or
+// unwatched timeline reads nothing.
+func (tl *timeline) beforeFlood(ctx context.Context) {
+	if tl == nil || !tl.watched {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(tl.ctx), endReadTimeout)
+	read, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	if now, ok := tl.look(ctx); ok {
+	now, err := tl.ctl.Weather(read)
+	if err != nil {
+		tl.log.Debug("reading the crowd's weather before the flood", zap.Error(err))
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.known = now
+	if !tl.attempted {
+		tl.before = now
+	}
+}
+
+// afterFlood reads the weather in force once the flood ended, to tell
+// another hand's change during it; the next flood (a ladder's rung)
+// starts from it. Even an interrupted run reads it. A nil or unwatched
+// timeline reads nothing.
+func (tl *timeline) afterFlood(ctx context.Context) {
+	if tl == nil || !tl.watched {
+		return
+	}
+	read, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	if now, ok := tl.look(read); ok {
 		tl.mu.Lock()
 		tl.known = now
 		tl.mu.Unlock()
@@ -158,7 +191,7 @@ func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 	defer tl.mu.Unlock()
 	// An unconfirmed change of this flood's may be the one in force: whose
 	// it is cannot be told.
-	if !tl.unsure && !now.same(tl.expected()) {
+	if !tl.unsure && !now.same(tl.expected()) && (tl.changed == nil || !now.same(*tl.changed)) {
 		tl.changed = &now
 		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", cmp.Or(now.Spec, "clear")),
 			zap.Duration("at", now.Since.Sub(tl.floodStart).Round(time.Millisecond)), zap.Any("origins", now.byCondition()))
@@ -232,6 +265,9 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration, w WeatherAt) {
 	if tl.watched {
 		tl.look(ctx) // another hand's change, before this one replaces it
+		if ctx.Err() != nil {
+			return // the flood ended during the look: this change was never sent
+		}
 	}
 	tl.mu.Lock()
 	tl.attempted = true

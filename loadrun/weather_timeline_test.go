@@ -229,6 +229,7 @@ func TestWeatherWatch(t *testing.T) {
 		at   time.Duration // from the first flood's start
 		spec string        // put in force by another hand ("" clears)
 	}
+	clearSpec := ""
 	for _, tc := range []struct {
 		name     string
 		before   string   // in force 1 s before the first flood
@@ -236,40 +237,44 @@ func TestWeatherWatch(t *testing.T) {
 		others   []step   // another hand's changes
 		floods   int      // each 2 s, one after the other
 		dumb     bool     // the crowd cannot say its weather
+		setUp    *string  // put in force by another hand during the run's set-up
 		want     []string // each flood's ambient weather, as JSON
 		after    string   // the weather in force once the run put back what it should
 	}{
 		// Clear throughout: nothing recorded.
-		{"clear", "", nil, nil, 1, false, []string{"null"}, ""},
+		{"clear", "", nil, nil, 1, false, nil, []string{"null"}, ""},
 		// Set before the run and left alone: the start, since 1 s before it.
-		{"set before", "down=flood1.test", nil, nil, 1, false,
+		{"set before", "down=flood1.test", nil, nil, 1, false, nil,
 			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// Another hand sets weather at +1.5 s.
-		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false,
+		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false, nil,
 			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}, "slow=flood2.test:30s:0.5"},
 		// The run's own timeline changes it: not another hand's.
-		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, []string{"null"}, ""},
+		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, nil, []string{"null"}, ""},
 		// Another hand clears what the timeline put in force.
-		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false,
+		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false, nil,
 			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}, ""},
 		// Two floods (a ladder's rungs): the second starts in the weather
 		// another hand left during the first, and records it as its start.
-		{"next flood", "", nil, []step{{time.Second, "down=flood1.test"}}, 2, false, []string{
+		{"next flood", "", nil, []step{{time.Second, "down=flood1.test"}}, 2, false, nil, []string{
 			`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`,
 			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// The same weather put in force again: no change.
-		{"set again", "down=flood1.test", nil, []step{{time.Second, "down=flood1.test"}}, 1, false, []string{
+		{"set again", "down=flood1.test", nil, []step{{time.Second, "down=flood1.test"}}, 1, false, nil, []string{
 			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// Another hand's change the timeline replaces later is seen before
 		// it is, and the weather before the run is put back.
-		{"replaced by the timeline", "", []string{"+1s gone=flood2.test"}, []step{{500 * time.Millisecond, "down=flood1.test"}}, 1, false, []string{
+		{"replaced by the timeline", "", []string{"+1s gone=flood2.test"}, []step{{500 * time.Millisecond, "down=flood1.test"}}, 1, false, nil, []string{
 			`{"changed":{"since_s":0.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, ""},
 		// Another hand's change after the timeline's last stays when the run ends.
-		{"theirs stays", "slow=flood2.test:30s:0.5", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, "down=flood1.test"}}, 1, false, []string{
+		{"theirs stays", "slow=flood2.test:30s:0.5", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, "down=flood1.test"}}, 1, false, nil, []string{
 			`{"start":{"since_s":-1,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]},` +
 				`"changed":{"since_s":1.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
+		// Cleared during the run's set-up, after the first reading: the
+		// flood met clear weather only, and no one changed it during it.
+		{"changed during the set-up", "down=flood1.test", nil, nil, 1, false, &clearSpec, []string{"null"}, ""},
 		// A crowd that cannot say: nothing recorded, nothing fails.
-		{"cannot say", "down=flood1.test", nil, nil, 1, true, []string{"null"}, "down=flood1.test"},
+		{"cannot say", "down=flood1.test", nil, nil, 1, true, nil, []string{"null"}, "down=flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
@@ -297,6 +302,11 @@ func TestWeatherWatch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if tc.setUp != nil {
+					// Changed during the run's set-up, before the flood.
+					time.Sleep(time.Second)
+					set(*tc.setUp)
+				}
 				start := time.Now()
 				go func() {
 					for _, s := range tc.others {
@@ -306,9 +316,11 @@ func TestWeatherWatch(t *testing.T) {
 				}()
 				var got []string
 				for i := range tc.floods {
+					tl.beforeFlood(context.Background())
 					tl.Begin(record.Schedule{Start: start.Add(time.Duration(i) * 2 * time.Second)})
 					time.Sleep(time.Until(start.Add(time.Duration(i+1) * 2 * time.Second)))
 					tl.End(record.Stop{})
+					tl.afterFlood(context.Background())
 					b, _ := json.Marshal(tl.ambient())
 					got = append(got, string(b))
 				}

@@ -39,7 +39,7 @@ func (p *Pasture) WeatherInfo() adminapi.WeatherInfo {
 	f, since := p.sky.Now(), p.wx.since
 	p.wx.mu.Unlock()
 	served := len(p.cfg.World.Origins)
-	info := adminapi.WeatherInfo{Spec: f.Spec().String(), Since: since, Served: served,
+	info := adminapi.WeatherInfo{Spec: f.Spec().String(), Since: since, Now: time.Now(), Served: served,
 		Counts: map[string]int{}, Origins: []adminapi.WeatherOrigin{}}
 	for _, a := range f.Origins() {
 		info.Origins = append(info.Origins, adminapi.WeatherOrigin{Host: a.Host, Kind: a.Kind.String(), Condition: a.Condition.String()})

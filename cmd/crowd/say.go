@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -20,7 +21,7 @@ func warn(cmd *cobra.Command, msg string) { say(cmd, zapcore.WarnLevel, cmd.Comm
 // makes the logs JSON off a terminal.
 func say(cmd *cobra.Command, level zapcore.Level, prefix, msg string) {
 	w := cmd.ErrOrStderr()
-	if flagString(cmd, "log-format") == "json" {
+	if logFormat(cmd) == "json" {
 		g := globalOptions{logLevel: "debug", logFormat: "json"}
 		if log, err := g.logger(w); err == nil {
 			log = log.WithOptions(zap.WithCaller(false), zap.AddStacktrace(zapcore.FatalLevel))
@@ -31,13 +32,22 @@ func say(cmd *cobra.Command, level zapcore.Level, prefix, msg string) {
 	fmt.Fprintf(w, "%s: %s\n", prefix, msg)
 }
 
-// flagString is the value of cmd's flag name, its own or inherited; ""
-// when it has none.
-func flagString(cmd *cobra.Command, name string) string {
-	if f := cmd.Flags().Lookup(name); f != nil {
+// logFormat is the --log-format cmd runs with: the command line's, else
+// the environment's. The environment is read here too, since a command
+// line the flags refused (an unknown flag) never reached bindEnv, and its
+// error is said all the same.
+func logFormat(cmd *cobra.Command) string {
+	f := cmd.Flags().Lookup("log-format")
+	if f == nil {
+		f = cmd.Root().PersistentFlags().Lookup("log-format")
+	}
+	if f != nil && f.Changed {
 		return f.Value.String()
 	}
-	if f := cmd.Root().PersistentFlags().Lookup(name); f != nil {
+	if v, ok := os.LookupEnv(envName("log-format")); ok {
+		return v
+	}
+	if f != nil {
 		return f.Value.String()
 	}
 	return ""

@@ -6,26 +6,38 @@ import (
 	"testing"
 )
 
+// logged is a JSON log line's level and the start of its message.
+type logged struct{ level, msg string }
+
 // TestCLILinesFollowTheLogFormat: with JSON logs asked for by name
 // (--log-format json, or CROWD_LOG_FORMAT=json as a fleet's pods set it),
 // the CLI's own warnings and the error it exits with are JSON log lines a
 // collector reads, naming the command; otherwise, auto included, they are
 // the plain lines a person or a script reads.
 func TestCLILinesFollowTheLogFormat(t *testing.T) {
+	// The misspelt variable's warning, then the refusal.
+	warnedAndRefused := []logged{
+		{"warn", "CROWD_ADMN is set, but no flag reads it: did you mean CROWD_ADMIN (--admin)?"},
+		{"error", `--type "Accept(Follow)": a line's Accept(Follow) names the activity`},
+	}
 	for _, tc := range []struct {
 		name  string
 		env   string   // CROWD_LOG_FORMAT
 		args  []string // the command line
 		plain []string // the plain lines, in order; nil for JSON ones
+		json  []logged // the JSON lines, in order
 	}{
 		// The flag: a misspelt variable's warning, then the refusal, each one JSON line.
-		{"--log-format json", "", []string{"--log-format", "json", "tail", "--type", "Accept(Follow)"}, nil},
+		{"--log-format json", "", []string{"--log-format", "json", "tail", "--type", "Accept(Follow)"}, nil, warnedAndRefused},
 		// The fleet's way: the variable.
-		{"CROWD_LOG_FORMAT=json", "json", []string{"tail", "--type", "Accept(Follow)"}, nil},
+		{"CROWD_LOG_FORMAT=json", "json", []string{"tail", "--type", "Accept(Follow)"}, nil, warnedAndRefused},
+		// The variable, and a flag the command line refused before the
+		// environment was bound: the refusal is JSON all the same.
+		{"CROWD_LOG_FORMAT=json, an unknown flag", "json", []string{"tail", "--bogus"}, nil, []logged{{"error", "unknown flag: --bogus"}}},
 		// Auto, off a terminal: plain lines all the same.
 		{"auto", "", []string{"tail", "--type", "Accept(Follow)"}, []string{
 			"crowd tail: CROWD_ADMN is set, but no flag reads it",
-			`crowd: --type "Accept(Follow)": a line's Accept(Follow) names the activity`}},
+			`crowd: --type "Accept(Follow)": a line's Accept(Follow) names the activity`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CROWD_ADMN", "127.0.0.1:9") // misspelt: warned of
@@ -48,10 +60,7 @@ func TestCLILinesFollowTheLogFormat(t *testing.T) {
 				}
 				return
 			}
-			want := []struct{ level, msg string }{
-				{"warn", "CROWD_ADMN is set, but no flag reads it: did you mean CROWD_ADMIN (--admin)?"},
-				{"error", `--type "Accept(Follow)": a line's Accept(Follow) names the activity`},
-			}
+			want := tc.json
 			if len(lines) != len(want) {
 				t.Fatalf("stderr %q: want %d JSON lines", stderr, len(want))
 			}

@@ -181,8 +181,9 @@ type WeatherState struct {
 	// SinceS is when the crowd put it in force, in seconds from the
 	// flood's start: negative when before it.
 	SinceS float64 `json:"since_s"`
-	// Spec is the spec in force with its selectors resolved to origins
-	// ("down=flood3.test"); "" is clear.
+	// Spec is the spec in force as the crowd writes it: @followers
+	// resolved to origins ("down=flood3.test"), a share as written
+	// ("slow=5%:30s:0.5"); "" is clear.
 	Spec string `json:"spec"`
 	// Counts is how many origins are in each condition, clear included.
 	Counts map[string]int `json:"counts,omitempty"`
@@ -270,8 +271,11 @@ func joinWeatherState(a, b *WeatherState, earlier bool) *WeatherState {
 	if earlier == (b.SinceS < a.SinceS) {
 		a.SinceS = b.SinceS
 	}
-	if b.Spec != "" && b.Spec != a.Spec {
-		a.Spec = strings.TrimPrefix(a.Spec+","+b.Spec, ",")
+	for rule := range strings.SplitSeq(b.Spec, ",") {
+		// Shards in the same weather share its rules: each is written once.
+		if rule != "" && !slices.Contains(strings.Split(a.Spec, ","), rule) {
+			a.Spec = strings.TrimPrefix(a.Spec+","+rule, ",")
+		}
 	}
 	if a.Counts == nil && len(b.Counts) > 0 {
 		a.Counts = map[string]int{}

@@ -55,7 +55,7 @@ func ambientLines(a *record.AmbientWeather) []string {
 			onShards(s, " (the others' clear)"), s.Describe(originsShown), roughly(time.Duration(-s.SinceS*float64(time.Second)))))
 	}
 	if c := a.Changed; c != nil {
-		when := "just before the start"
+		when := "as it started"
 		if c.SinceS >= 0 {
 			when = "at +" + time.Duration(c.SinceS*float64(time.Second)).Round(time.Millisecond).String()
 		}

@@ -82,10 +82,10 @@ func TestAmbientWeatherShown(t *testing.T) {
 				Origins: []record.WeatherOrigin{{Host: "flood4.test", Condition: "down"}}, Shards: []string{"1/2"}}},
 			[]string{"  at the start on shard 0/2 (the others' clear): down 1, clear 9 (flood3.test down); in force since 1m0s before it",
 				"  CHANGED by another hand during the flood on shard 1/2, at +2.25s, to down=flood4.test: down 1, clear 9 (flood4.test down)\n"}},
-		// Changed between the run's reading and the flood's first send.
+		// Changed between the run's last reading and the flood's start: as it started.
 		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
 			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
-			[]string{"  CHANGED by another hand during the flood, just before the start, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
+			[]string{"  CHANGED by another hand during the flood, as it started, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.Ambient = tc.ambient
