@@ -47,6 +47,9 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 		}
 		fmt.Fprintf(&b, " %s |\n", t.Dropped)
 	}
+	if note := forgedApart(r); note != "" {
+		fmt.Fprintf(&b, "\n%s\n", record.EscapeMarkdown(note))
+	}
 	b.WriteString("\nStatus: ")
 	var parts []string
 	for _, s := range statusRows(r) {
@@ -174,18 +177,21 @@ type htmlPage struct {
 	Headline   []keyValue
 	Bottleneck record.Diagnosis
 	// NoAnswer is said in the verdict's place when no send was answered.
-	NoAnswer   string
-	Plots      []htmlPlot
-	Types      []typeRow
-	Aborted    bool // an interrupted run's sends in flight: the types table's column
-	Status     []statusRow
-	RetryAfter int64
-	Settings   []keyValue
-	Parts      []keyValue
-	Schema     string
-	Fetchback  *fetchView  // nil: the record has no fetch-back section
-	Security   []string    // the security section's lines (security.go); none without it
-	Blocks     []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections (WriteHTMLWith)
+	NoAnswer string
+	Plots    []htmlPlot
+	Types    []typeRow
+	Aborted  bool // an interrupted run's sends in flight: the types table's column
+	// ForgedApart is the types table's note on a run with forged
+	// requests (forgedApart); "" without.
+	ForgedApart string
+	Status      []statusRow
+	RetryAfter  int64
+	Settings    []keyValue
+	Parts       []keyValue
+	Schema      string
+	Fetchback   *fetchView  // nil: the record has no fetch-back section
+	Security    []string    // the security section's lines (security.go); none without it
+	Blocks      []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections (WriteHTMLWith)
 }
 
 // htmlBlock is a block of lines under a heading.
@@ -241,7 +247,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Bottleneck: r.Bottleneck,
 		NoAnswer:   noAnswerSaid(r),
 		Types:      typeRows(r),
-		Aborted:    anyAborted(r),
+		Aborted:    anyAborted(r), ForgedApart: forgedApart(r),
 		Status:     statusRows(r),
 		Blocks:     weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,
@@ -638,7 +644,7 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td>{{if $.Aborted}}<td>{{.Aborted}}</td>{{end}}<td>{{.Dropped}}</td></tr>
 {{end}}</tbody>
 </table>
-<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}</p>{{range .Blocks}}
+<p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}{{if .ForgedApart}} {{.ForgedApart}}.{{end}}</p>{{range .Blocks}}
 <h2>{{.Title}}</h2>
 <ul class="weather">{{range .Lines}}<li>{{.}}</li>
 {{end}}</ul>{{end}}

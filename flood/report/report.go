@@ -236,7 +236,28 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 		row(name, r.Types[name])
 	}
 	row("all", &r.Overall)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if note := forgedApart(r); note != "" {
+		fmt.Fprintln(b, "  "+note)
+	}
+	return nil
+}
+
+// forgedApart says, for a run with forged requests, that the "all" row's
+// errors count the forged requests' refusals, the right answer to a
+// forgery, and what the honest requests' errors are, as the gates count
+// them; "" for a run without.
+func forgedApart(r *record.Record) string {
+	f, ok := r.Types[string(record.TypeForged)]
+	if !ok {
+		return ""
+	}
+	errs := r.Overall.Tally.Errors() - f.Tally.Errors()
+	completed := r.Overall.Counts.Completed - f.Counts.Completed
+	return fmt.Sprintf("errors in \"all\" count the %s row's refusals, the right answer to a forgery; the honest requests' alone: %s (%d of %d), as --expect counts them",
+		record.TypeForged, record.Percent(errs, completed), errs, completed)
 }
 
 // writeStatus is the line of status classes that occurred, Retry-After and
