@@ -179,16 +179,22 @@ func (p *Pasture) Sky() *weather.Sky { return p.sky }
 // @followers rules are resolved from the follow graph first, so the
 // forecast's spec lists the origins they took.
 func (p *Pasture) SetWeather(spec weather.Spec) error {
+	_, err := p.setWeather(spec)
+	return err
+}
+
+// setWeather is SetWeather, reporting whether the weather changed: the
+// weather in force already is left in force since it was.
+func (p *Pasture) setWeather(spec weather.Spec) (bool, error) {
 	spec, err := p.resolveWeather(spec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	f, err := weather.Assign(spec, p.cfg.World.Hosts(), weatherSeed)
 	if err != nil {
-		return err
+		return false, err
 	}
-	p.putWeather(f)
-	return nil
+	return p.putWeather(f), nil
 }
 
 // weatherSeed fixes which origins a share of the weather takes: the same

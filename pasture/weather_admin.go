@@ -23,12 +23,19 @@ type weatherClock struct {
 	changing sync.Mutex
 }
 
-// putWeather puts f in force (nil clears) and notes when.
-func (p *Pasture) putWeather(f *weather.Forecast) {
+// putWeather puts f in force (nil clears) and notes when, unless f is the
+// weather in force already: then it stays in force since it was put there
+// (a run dates another hand's change by it), the held connections are
+// not woken, and putWeather reports false.
+func (p *Pasture) putWeather(f *weather.Forecast) bool {
 	p.wx.mu.Lock()
 	defer p.wx.mu.Unlock()
+	if p.sky.Now().Same(f) {
+		return false
+	}
 	p.sky.Set(f)
 	p.wx.since = time.Now()
+	return true
 }
 
 // WeatherInfo describes the weather in force: its spec, since when, and
@@ -95,7 +102,8 @@ func (p *Pasture) serveWeatherSet(w http.ResponseWriter, r *http.Request) {
 func (p *Pasture) changeWeather(w http.ResponseWriter, spec weather.Spec) {
 	p.wx.changing.Lock()
 	defer p.wx.changing.Unlock()
-	if err := p.SetWeather(spec); err != nil {
+	changed, err := p.setWeather(spec)
+	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, weather.ErrSpec) {
 			status = http.StatusBadRequest
@@ -104,6 +112,10 @@ func (p *Pasture) changeWeather(w http.ResponseWriter, spec weather.Spec) {
 		return
 	}
 	info := p.WeatherInfo()
-	p.log.Info("weather changed", zap.String("spec", info.Spec), zap.Any("origins", info.Counts))
+	if changed {
+		p.log.Info("weather changed", zap.String("spec", info.Spec), zap.Any("origins", info.Counts))
+	} else {
+		p.log.Info("weather unchanged: the same weather was in force already", zap.String("spec", info.Spec), zap.Time("since", info.Since))
+	}
 	adminapi.WriteJSON(w, http.StatusOK, info)
 }

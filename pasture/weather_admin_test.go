@@ -125,6 +125,49 @@ func TestAdminWeatherRoutes(t *testing.T) {
 	}
 }
 
+// TestSameWeatherAgainKeepsItsSince: the weather in force put in force
+// again (as written, or as the crowd writes it back) is no change: it stays
+// in force since it was first put there, which a run dates another hand's
+// change by; another spec is a change.
+func TestSameWeatherAgainKeepsItsSince(t *testing.T) {
+	_, srv := weatherPasture(t, "")
+	put := func(spec string) time.Time {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", srv.URL+"/api/weather", strings.NewReader(`{"spec":"`+spec+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info adminapi.WeatherInfo
+		err = json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || err != nil {
+			t.Fatalf("PUT %s: %d (%v)", spec, resp.StatusCode, err)
+		}
+		return info.Since
+	}
+	first := put("slow=flood2.test:2s")
+	for _, c := range []struct {
+		name, spec string
+		moves      bool // since moves
+	}{
+		// The same spec, as written the first time.
+		{"again", "slow=flood2.test:2s", false},
+		// The same spec as the crowd writes it back, every parameter given.
+		{"written out", "slow=flood2.test:2s:0.5", false},
+		// Another parameter: other weather.
+		{"another delay", "slow=flood2.test:3s", true},
+	} {
+		time.Sleep(5 * time.Millisecond) // a change would move since visibly
+		since := put(c.spec)
+		if moved := !since.Equal(first); moved != c.moves {
+			t.Errorf("%s: since %v, was %v: moved %v, want %v", c.name, since, first, moved, c.moves)
+		}
+		first = since
+	}
+}
+
 // TestWeatherInfo: the document lists each origin in weather with its
 // condition, counts each kind (the clear ones too) and says since when.
 func TestWeatherInfo(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -122,6 +123,20 @@ func (f *Forecast) Origins() []Assigned {
 	}
 	slices.SortFunc(out, func(a, b Assigned) int { return strings.Compare(a.Host, b.Host) })
 	return out
+}
+
+// Same reports whether f and o are the same weather: the same spec, as
+// written, on the same origins in the same conditions. Nil is clear.
+func (f *Forecast) Same(o *Forecast) bool {
+	return f.Spec().String() == o.Spec().String() && maps.Equal(f.hosts(), o.hosts())
+}
+
+// hosts is f's origins by host; nil for a nil forecast.
+func (f *Forecast) hosts() map[string]Condition {
+	if f == nil {
+		return nil
+	}
+	return f.byHost
 }
 
 // Assigned is one origin and its weather.
