@@ -26,7 +26,7 @@ func PruneState(dir string, olderThan time.Duration, dryRun bool) (adminapi.Prun
 		return res, err
 	}
 	if err != nil {
-		return res, fmt.Errorf("%w: that crowd is running: prune it through its admin API by leaving out --state, or stop it first", err)
+		return res, fmt.Errorf("%w: that crowd is running: prune it through its admin API, leaving out --state and giving --admin the address it serves its admin API on (crowd follows prune --admin HOST:PORT; 127.0.0.1:9180 unless its --admin said otherwise), or stop it first", err)
 	}
 	defer lock.Release()
 	g, err := actors.OpenGraph(dir, nil)

@@ -85,7 +85,7 @@ func TestFollowsPrune(t *testing.T) {
 		must(err)
 		defer lock.Release()
 		code, _, stderr := runCLI(t, "follows", "prune", "--state", state, "--dry-run")
-		want := "pid " + strconv.Itoa(os.Getpid()) + ": that crowd is running: prune it through its admin API by leaving out --state, or stop it first"
+		want := "pid " + strconv.Itoa(os.Getpid()) + ": that crowd is running: prune it through its admin API, leaving out --state and giving --admin the address it serves its admin API on"
 		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "pass another --state") {
 			t.Errorf("exit %d, stderr %q; want 1 and only %q", code, stderr, want)
 		}

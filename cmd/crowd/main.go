@@ -54,19 +54,20 @@ func main() {
 // error, a command's own (exitCode), 130 for an error that is ctx's end
 // (SIGINT, SIGTERM), 1 for any other.
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := helpOfNoCommand(args)
-	if err == nil {
-		err = unknownSubcommand(args)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "crowd:", err)
-		return 2
-	}
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	presetLogFormat(root, args)
+	err := helpOfNoCommand(args)
+	if err == nil {
+		err = unknownSubcommand(args)
+	}
+	if err != nil {
+		say(root, zapcore.ErrorLevel, "crowd", err.Error())
+		return 2
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -30,6 +31,27 @@ func say(cmd *cobra.Command, level zapcore.Level, prefix, msg string) {
 		}
 	}
 	fmt.Fprintf(w, "%s: %s\n", prefix, msg)
+}
+
+// presetLogFormat sets --log-format from the command line before cobra
+// parses it, so that a refusal of the command line (an unknown command or
+// flag, before or after --log-format) is said in the format asked for:
+// the parse stops at the refused word, and the flags after it are never
+// read. A command line without it leaves the flag as it is.
+func presetLogFormat(root *cobra.Command, args []string) {
+	for i, a := range args {
+		if a == "--" {
+			return
+		}
+		v, ok := strings.CutPrefix(a, "--log-format=")
+		if !ok && a == "--log-format" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			// A value the flag refuses is refused again, by name, when cobra parses it.
+			_ = root.PersistentFlags().Set("log-format", v)
+		}
+	}
 }
 
 // logFormat is the --log-format cmd runs with: the command line's, else

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// logged is a JSON log line's level and the start of its message.
-type logged struct{ level, msg string }
+// logged is a JSON log line's level, the start of its message, and the
+// command it names.
+type logged struct{ level, msg, command string }
 
 // TestCLILinesFollowTheLogFormat: with JSON logs asked for by name
 // (--log-format json, or CROWD_LOG_FORMAT=json as a fleet's pods set it),
@@ -17,8 +18,8 @@ type logged struct{ level, msg string }
 func TestCLILinesFollowTheLogFormat(t *testing.T) {
 	// The misspelt variable's warning, then the refusal.
 	warnedAndRefused := []logged{
-		{"warn", "CROWD_ADMN is set, but no flag reads it: did you mean CROWD_ADMIN (--admin)?"},
-		{"error", `--type "Accept(Follow)": a line's Accept(Follow) names the activity`},
+		{"warn", "CROWD_ADMN is set, but no flag reads it: did you mean CROWD_ADMIN (--admin)?", "crowd tail"},
+		{"error", `--type "Accept(Follow)": a line's Accept(Follow) names the activity`, "crowd tail"},
 	}
 	for _, tc := range []struct {
 		name  string
@@ -33,7 +34,11 @@ func TestCLILinesFollowTheLogFormat(t *testing.T) {
 		{"CROWD_LOG_FORMAT=json", "json", []string{"tail", "--type", "Accept(Follow)"}, nil, warnedAndRefused},
 		// The variable, and a flag the command line refused before the
 		// environment was bound: the refusal is JSON all the same.
-		{"CROWD_LOG_FORMAT=json, an unknown flag", "json", []string{"tail", "--bogus"}, nil, []logged{{"error", "unknown flag: --bogus"}}},
+		{"CROWD_LOG_FORMAT=json, an unknown flag", "json", []string{"tail", "--bogus"}, nil, []logged{{"error", "unknown flag: --bogus", "crowd tail"}}},
+		// The flag after the refused one, which the parse never reaches.
+		{"an unknown flag before --log-format json", "", []string{"tail", "--bogus", "--log-format", "json"}, nil, []logged{{"error", "unknown flag: --bogus", "crowd tail"}}},
+		// An unknown command, refused before cobra runs.
+		{"an unknown command", "", []string{"nosuchcmd", "--log-format=json"}, nil, []logged{{"error", `unknown command "nosuchcmd"`, "crowd"}}},
 		// Auto, off a terminal: plain lines all the same.
 		{"auto", "", []string{"tail", "--type", "Accept(Follow)"}, []string{
 			"crowd tail: CROWD_ADMN is set, but no flag reads it",
@@ -69,8 +74,8 @@ func TestCLILinesFollowTheLogFormat(t *testing.T) {
 				if err := json.Unmarshal([]byte(lines[i]), &line); err != nil {
 					t.Fatalf("line %d is not JSON (%v): %s", i+1, err, lines[i])
 				}
-				if line.Level != w.level || !strings.HasPrefix(line.Msg, w.msg) || line.Command != "crowd tail" {
-					t.Errorf("line %d %+v: want level %s, msg %q…, command crowd tail", i+1, line, w.level, w.msg)
+				if line.Level != w.level || !strings.HasPrefix(line.Msg, w.msg) || line.Command != w.command {
+					t.Errorf("line %d %+v: want level %s, msg %q…, command %s", i+1, line, w.level, w.msg, w.command)
 				}
 			}
 		})
