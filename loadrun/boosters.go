@@ -77,7 +77,7 @@ func (r *runner) followBoosters(ctx context.Context, targets []*traffic.Persona)
 		return nil, nil
 	}
 	out.Followed = audience.Followed(res)
-	fmt.Fprintf(r.c.Stderr, "boosters: %d of the %d crowd actors that may boost are followed by a persona (%d with a token), so the SUT keeps their boosts\n",
+	r.c.Show.note(r.c.Stderr, "boosters: %d of the %d crowd actors that may boost are followed by a persona (%d with a token), so the SUT keeps their boosts",
 		out.Followed, out.Actors, out.Personas)
 	if out.Followed < out.Actors {
 		r.log.Warn("not every booster's follow was accepted in time: a server like Mastodon drops the boosts of the others' posts not its own",

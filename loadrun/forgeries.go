@@ -2,7 +2,6 @@ package loadrun
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -44,7 +43,7 @@ func (r *runner) judgeForgeries(ctx context.Context, rec *record.Record, ended t
 	}
 	marks := r.forg.Accepted()
 	settle := r.p.scenario.settle
-	fmt.Fprintf(r.c.Stderr, "looking for the effects of %d forged request(s) answered 2xx, %v after the flood (--forgery-settle)\n", len(marks), settle)
+	r.c.Show.note(r.c.Stderr, "looking for the effects of %d forged request(s) answered 2xx, %v after the flood (--forgery-settle)", len(marks), settle)
 	t := time.NewTimer(time.Until(ended.Add(settle)))
 	select {
 	case <-ctx.Done():

@@ -72,11 +72,15 @@ type live struct {
 // last state (up to a few seconds), then closes the listener.
 func (r *runner) startLive(ctx context.Context) (*live, error) {
 	c := LiveMetricsConfig{Run: adminapi.FloodRun{Label: r.c.Label, Scenario: r.p.scenarioName(), Seed: strconv.FormatUint(r.seed, 10), Shard: r.env.Shard},
-		Admin: r.env.Admin, Addr: r.p.metricsAddr, Linger: r.c.Metrics.Linger, Log: r.log, Stderr: r.c.Stderr}
+		Admin: r.env.Admin, Addr: r.p.metricsAddr, Linger: r.c.Metrics.Linger, Log: r.log}
 	if pl, ok := r.shared.(*traffic.Pipeline); ok {
 		c.Buffer = pl
 	}
-	return newLive(ctx, c)
+	l, err := newLive(ctx, c)
+	if err == nil && l.addr != "" {
+		r.c.Show.note(r.c.Stderr, "metrics: http://%s/metrics", l.addr)
+	}
+	return l, err
 }
 
 // newLive starts live metrics as c says: the listener, the push loop.

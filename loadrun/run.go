@@ -68,7 +68,7 @@ func Run(ctx context.Context, c Config) (err error) {
 	// A fresh seed per run unless one is given: the same seed every run
 	// would draw the same pairs again. It is printed first and recorded.
 	r.seed = cmp.Or(c.Seed, freshSeed())
-	fmt.Fprintf(c.Stderr, "seed %d (--seed %d replays the draws)\n", r.seed, r.seed)
+	c.Show.note(c.Stderr, "seed %d (--seed %d replays the draws)", r.seed, r.seed)
 	reg := traffic.NewRegistrar(env.Register, traffic.RegistrarOptions{Queue: r.queueSize(), Timeout: 10 * time.Second})
 	defer r.closeRegistrar(reg)
 	// Closed before the environment (defers run last first), so the last

@@ -58,7 +58,7 @@ func (r *runner) source(ctx context.Context, n int64, w time.Duration) (flood.So
 		}
 		return nil, err
 	}
-	fmt.Fprintf(r.c.Stderr, "presigned %d requests in %v (%.0f/s, about %.0f MiB)\n", ps.Len(), ps.Took.Round(time.Millisecond),
+	r.c.Show.note(r.c.Stderr, "presigned %d requests in %v (%.0f/s, about %.0f MiB)", ps.Len(), ps.Took.Round(time.Millisecond),
 		float64(ps.Len())/ps.Took.Seconds(), float64(ps.Bytes)/(1<<20))
 	return ps, nil
 }

@@ -1,7 +1,6 @@
 package loadrun
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -107,7 +106,7 @@ func (r *runner) trimPosts(personas []*traffic.Persona) {
 			ps.Posts = ps.Posts[:n]
 		}
 	}
-	fmt.Fprintf(r.c.Stderr, "Likes go to each persona's %d newest post(s) (--target-posts)\n", n)
+	r.c.Show.note(r.c.Stderr, "Likes go to each persona's %d newest post(s) (--target-posts)", n)
 }
 
 // Scenarios is the catalog --scenario names its presets from (the CLI

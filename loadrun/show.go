@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -17,6 +18,9 @@ type Show struct {
 	Rung func(w io.Writer, row record.RungRow, header bool)
 	// Ladder writes the finished ladder's table.
 	Ladder func(io.Writer, record.LadderResult) error
+	// Note writes one line of the run's own news on w (the seed, the
+	// presigning, the boosters followed…); nil writes it as it is.
+	Note func(w io.Writer, line string)
 }
 
 // LiveLine is the once-a-second line of a running flood.
@@ -36,6 +40,15 @@ func (s Show) live(w io.Writer) LiveLine {
 		return quietLine{}
 	}
 	return s.Live(w)
+}
+
+func (s Show) note(w io.Writer, format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if s.Note != nil {
+		s.Note(w, line)
+		return
+	}
+	fmt.Fprintln(w, line)
 }
 
 func (s Show) table(w io.Writer, rec *record.Record) error {

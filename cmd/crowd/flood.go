@@ -300,6 +300,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 		}
 	}
 	c.Log = log
+	if logFormat(cmd) == "json" {
+		c.Show = jsonShow(c.Show, log)
+	}
 	return runError(loadrun.Run(cmd.Context(), c))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/loadrun"
+	"go.uber.org/zap"
 )
 
 // indentedJSONText indents a JSON document for people; what is not JSON is
@@ -46,6 +47,39 @@ func runShow(terminal bool) loadrun.Show {
 		Ladder: report.WriteLadder,
 	}
 }
+
+// jsonShow is show for JSON logs asked for by name (a fleet's pods):
+// what it draws on stderr (the live line, a ladder's rung lines, the
+// run's news) are log lines with their figures as fields, so the
+// collector that reads stderr reads every line; the tables, on stdout,
+// stay as they are.
+func jsonShow(show loadrun.Show, log *zap.Logger) loadrun.Show {
+	show.Live = func(io.Writer) loadrun.LiveLine { return jsonLive{log} }
+	show.Rung = func(_ io.Writer, row record.RungRow, _ bool) {
+		log.Info("rung", zap.Int("rung", row.Index+1), zap.Float64("rate", row.Rate), zap.Bool("shoulder", row.Shoulder),
+			zap.String("row", strings.Join(strings.Fields(report.LadderRowLine(row)), " ")))
+	}
+	show.Note = func(_ io.Writer, line string) { log.Info(line) }
+	return show
+}
+
+// jsonLive is the live line as a log line a second.
+type jsonLive struct{ log *zap.Logger }
+
+func (l jsonLive) Update(p record.Progress) {
+	t := p.Tick
+	rate := float64(t.Sent)
+	if t.Span > 0 {
+		rate = float64(t.Sent) / t.Span // the last tick is the drain: a fraction of a second
+	}
+	l.log.Info("progress", zap.Float64("t_s", p.Elapsed.Seconds()), zap.Float64("rate", rate),
+		zap.Int64("offered", p.Offered), zap.Int64("sent", p.Sent), zap.Int64("dropped", p.Dropped), zap.Int64("starved", p.Starved),
+		zap.Int64("p50_us", t.LatencyP50), zap.Int64("p99_us", t.LatencyP99), zap.Int64("max_us", t.LatencyMax),
+		zap.Int64("late_p99_us", t.LatenessP99), zap.Int64("ok", p.OK), zap.Int64("status429", p.Status429),
+		zap.Int64("errors", p.Errors), zap.Int64("inflight", p.Inflight), zap.Bool("warmup", p.Warmup), zap.Bool("end", p.Final))
+}
+
+func (jsonLive) Done() {}
 
 // checkOutput refuses (a usage error naming -o) an output file that is the
 // input: the atomic write would replace what the command reads with what it

@@ -81,3 +81,37 @@ func TestCLILinesFollowTheLogFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestFloodStderrIsJSONUnderJSONLogs: a flood with JSON logs asked for by
+// name writes nothing but JSON lines on stderr, the live line and the
+// run's news (the seed) among them, with their figures as fields; the
+// table, on stdout, is the table.
+func TestFloodStderrIsJSONUnderJSONLogs(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, standalone(t.TempDir(), t.TempDir(), "--seconds", "1", "--rate", "10", "--log-format", "json", "--log-level", "info")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	seen := map[string]bool{}
+	for i, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var line struct {
+			Msg  string
+			Sent *int64
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("stderr line %d is not JSON (%v): %s", i+1, err, l)
+		}
+		switch {
+		case line.Msg == "progress" && line.Sent != nil:
+			seen["progress"] = true
+		case strings.HasPrefix(line.Msg, "seed "):
+			seen["seed"] = true
+		}
+	}
+	if !seen["progress"] || !seen["seed"] {
+		t.Errorf("stderr lacks the live line or the seed as log lines (%v):\n%s", seen, stderr)
+	}
+	if !strings.Contains(stdout, "flood: 10/s constant") {
+		t.Errorf("stdout lacks the table:\n%s", stdout)
+	}
+}
