@@ -32,6 +32,10 @@ func (r *Record) MarkdownRow(file string) string {
 	if !r.Deviations.Empty() {
 		bound += " (changed: " + EscapeMarkdown(r.Deviations.short()) + ")"
 	}
+	if met := r.WeatherMet(); met != "clear" {
+		// Figures measured under bad weather are not a clear run's.
+		bound += " (weather: " + EscapeMarkdown(met) + ")"
+	}
 	label := r.Settings.Label
 	if label == "" {
 		label = "-"

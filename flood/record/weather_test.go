@@ -172,9 +172,10 @@ func TestAmbientWeatherMerge(t *testing.T) {
 	}
 }
 
-// TestWeatherMet: the few words compare sets side by side name the
-// weather at the start, the run's own timeline and another hand's change;
-// a run that met none is "clear".
+// TestWeatherMet: the few words compare sets side by side, and the runs.md
+// row shows, name the weather at the start, the run's own timeline and
+// another hand's change; a run that met none is "clear", and its row says
+// nothing of weather.
 func TestWeatherMet(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -201,6 +202,11 @@ func TestWeatherMet(t *testing.T) {
 			r.Ambient = c.ambient
 			if got := r.WeatherMet(); got != c.want {
 				t.Errorf("WeatherMet() = %q, want %q", got, c.want)
+			}
+			// The runs.md row says it too, unless the run met none.
+			row := r.MarkdownRow("r.json")
+			if marked := strings.Contains(row, "(weather: "+c.want+")"); marked != (c.want != "clear") || c.want == "clear" && strings.Contains(row, "weather") {
+				t.Errorf("runs.md row %q: want the weather marked %v", row, c.want != "clear")
 			}
 		})
 	}
