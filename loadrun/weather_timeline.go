@@ -69,7 +69,7 @@ type timeline struct {
 	ctx    context.Context // the run's: an interruption stops the timeline
 	before weatherNow
 	// watched: the crowd said its weather before the run, so it is read
-	// again at each flood's end. A crowd that cannot say is not watched.
+	// again around each flood. A crowd that cannot say is not watched.
 	watched bool
 
 	mu        sync.Mutex
@@ -84,7 +84,7 @@ type timeline struct {
 	start      weatherNow  // in force at this flood's start
 	ownLast    *weatherNow // this flood's last change the crowd confirmed
 	unsure     bool        // this flood sent a change the crowd did not confirm
-	changed    *weatherNow // in force at this flood's end when another hand put it there
+	changed    *weatherNow // the last weather another hand put in force during this flood
 }
 
 // readTimeout bounds a reading of the weather around a flood, so a crowd
@@ -264,7 +264,9 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // with its reason, and the flood goes on.
 func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration, w WeatherAt) {
 	if tl.watched {
-		tl.look(ctx) // another hand's change, before this one replaces it
+		read, cancel := context.WithTimeout(ctx, readTimeout)
+		tl.look(read) // another hand's change, before this one replaces it
+		cancel()
 		if ctx.Err() != nil {
 			return // the flood ended during the look: this change was never sent
 		}
