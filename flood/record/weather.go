@@ -161,18 +161,19 @@ func (c WeatherChange) WeatherCounts() string {
 }
 
 // AmbientWeather is the weather a run met on the crowd that it did not put
-// in force itself. Only the crowd's own account of its weather at the
-// flood's start and end is read, so a change made and undone by another
-// hand between the two is not seen.
+// in force itself. The crowd's own account of its weather is read right
+// before the flood, before each change of the run's timeline, and right
+// after the flood, so a change made and undone by another hand between
+// two readings is not seen.
 type AmbientWeather struct {
 	// Start is the weather in force when the flood started (crowd weather
 	// set, crowd serve --weather, a run before this one); nil when every
 	// origin was clear.
 	Start *WeatherState `json:"start,omitempty"`
-	// Changed is the weather another hand put in force during the flood
-	// (crowd weather set, another run's timeline), as the crowd had it at
-	// the flood's end; nil when the weather in force then was the one the
-	// start or this run's own timeline left.
+	// Changed is the last weather another hand put in force during the
+	// flood (crowd weather set, another run's timeline), found at a reading
+	// where the weather in force was not what the start or this run's own
+	// timeline left; nil when none was.
 	Changed *WeatherState `json:"changed,omitempty"`
 }
 
