@@ -86,10 +86,52 @@ type Record struct {
 	Run *RunSection `json:"run"`
 }
 
+// RunSectionError is a run section ReadRun does not read, with what the
+// section says it is, so that each reader words it in its own terms: Err
+// is the decoder's error for a section of this schema and version that
+// does not decode (a damaged record), nil for one of another schema or a
+// newer version (errors.Is ErrRunUnread: the record is sound, this crowd
+// is old or foreign to it).
+type RunSectionError struct {
+	Schema  string
+	Version int
+	Err     error
+}
+
+// Newer reports whether the section is a crowd run's of a newer version
+// than this crowd reads: upgrading crowd reads it.
+func (e *RunSectionError) Newer() bool {
+	return e.Err == nil && e.Schema == RunSchema && e.Version > RunVersion
+}
+
+// Damaged reports whether the section is of a schema and version this
+// crowd reads and does not decode: the record file is broken, not new.
+func (e *RunSectionError) Damaged() bool { return e.Err != nil }
+
+func (e *RunSectionError) Error() string {
+	if e.Err != nil {
+		return "its run section does not read: " + e.Err.Error()
+	}
+	upgrade := ""
+	if e.Newer() {
+		upgrade = ": upgrade crowd to see it"
+	}
+	return fmt.Sprintf("the record's run section is %s version %d: %v (it reads %s up to version %d)%s",
+		e.Schema, e.Version, ErrRunUnread, RunSchema, RunVersion, upgrade)
+}
+
+// Unwrap is the decoder's error of a damaged section, ErrRunUnread else.
+func (e *RunSectionError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrRunUnread
+}
+
 // ReadRun reads the run section of a record file's bytes: nil (and no
-// error) for a flood's record, which has none; an error wrapping
-// ErrRunUnread for a section of another schema or a newer version than
-// this crowd reads.
+// error) for a flood's record, which has none; else a *RunSectionError
+// for a section it does not read, one of another schema or a newer
+// version than this crowd reads (wrapping ErrRunUnread) or a damaged one.
 func ReadRun(raw []byte) (*RunSection, error) {
 	// Schema and version first: a newer section may not decode as this one.
 	var head struct {
@@ -102,18 +144,13 @@ func ReadRun(raw []byte) (*RunSection, error) {
 		return nil, nil // a flood's record, or one the record's own reader refuses, saying why
 	}
 	if head.Run.Schema != RunSchema || head.Run.Version > RunVersion {
-		upgrade := ""
-		if head.Run.Schema == RunSchema {
-			upgrade = ": upgrade crowd to see it"
-		}
-		return nil, fmt.Errorf("the record's run section is %s version %d: %w (it reads %s up to version %d)%s",
-			head.Run.Schema, head.Run.Version, ErrRunUnread, RunSchema, RunVersion, upgrade)
+		return nil, &RunSectionError{Schema: head.Run.Schema, Version: head.Run.Version}
 	}
 	var doc struct {
 		Run *RunSection `json:"run"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("its run section does not read: %w", err)
+		return nil, &RunSectionError{Schema: head.Run.Schema, Version: head.Run.Version, Err: err}
 	}
 	return doc.Run, nil
 }

@@ -3,6 +3,7 @@ package audience
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -146,4 +147,50 @@ func TestRecordFiles(t *testing.T) {
 	}
 	line, _ := os.ReadFile(notes)
 	golden(t, "notes.jsonl.golden", line)
+}
+
+// TestReadRun: what ReadRun makes of a record's run section, by what the
+// section is, so that report and compare can word each case: a newer
+// version (upgrade crowd), another schema, a damaged one (the record is
+// broken), or none at all (a flood's record).
+func TestReadRun(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		raw     string
+		read    bool // a section comes back
+		err     bool // a *RunSectionError comes back
+		unread  bool // it is ErrRunUnread (the record is sound)
+		newer   bool
+		damaged bool
+	}{
+		// A flood's record: no section, no error.
+		{"flood", `{"schema":"crowd.flood.record","version":2}`, false, false, false, false, false},
+		// This crowd's version: read.
+		{"this version", `{"run":{"schema":"crowd.run","version":1,"personas":["a@sut.test"]}}`, true, false, false, false, false},
+		// A newer version, whatever its shape: unread, and newer.
+		{"newer", `{"run":{"schema":"crowd.run","version":9,"personas":{"a shape":"unread"}}}`, false, true, true, true, false},
+		// Another schema: unread, not newer (no upgrade reads it).
+		{"other schema", `{"run":{"schema":"elsewhere.run","version":1}}`, false, true, true, false, false},
+		// This version, not decoding: damaged, not ErrRunUnread.
+		{"damaged", `{"run":{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}}`, false, true, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs, err := ReadRun([]byte(c.raw))
+			if (rs != nil) != c.read {
+				t.Errorf("section %v, want one: %v", rs, c.read)
+			}
+			var se *RunSectionError
+			if errors.As(err, &se) != c.err || (err != nil && !c.err) {
+				t.Fatalf("error %v, want a RunSectionError: %v", err, c.err)
+			}
+			if !c.err {
+				return
+			}
+			if errors.Is(err, ErrRunUnread) != c.unread || se.Newer() != c.newer || se.Damaged() != c.damaged {
+				t.Errorf("%v: unread %v newer %v damaged %v, want %v %v %v", err,
+					errors.Is(err, ErrRunUnread), se.Newer(), se.Damaged(), c.unread, c.newer, c.damaged)
+			}
+		})
+	}
 }

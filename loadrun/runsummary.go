@@ -30,12 +30,13 @@ func RunSummary(raw []byte) ([]string, error) {
 // RunComparison is what crowd compare shows, after its verdict, of two
 // records' run sections (baseRaw, headRaw: each record file's bytes; the
 // names: what its table calls them). Both read: the two side by side
-// (audience.WriteRunComparison), shown, not judged. One read: a line
-// naming the record that has it and saying what the other is, a flood's
-// record or one whose section this crowd does not read. Neither: "" for
-// two floods' records, or a line saying what each section is. A section
-// that does not read is said, never an error: compare's verdict is on the
-// flood's figures, which did.
+// (audience.WriteRunComparison), shown, not judged. Otherwise one line: a
+// flood's record against a run record names the one that has a section;
+// a section this crowd does not read (a newer version: upgrade crowd;
+// another schema; a damaged one) is said to be there and why it is not
+// shown, never that its record has none. "" for two floods' records. A
+// section that does not read is said, never an error: compare's verdict
+// is on the flood's figures, which did.
 func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []byte) string {
 	base, baseErr := audience.ReadRun(baseRaw)
 	head, headErr := audience.ReadRun(headRaw)
@@ -44,20 +45,38 @@ func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []b
 		audience.WriteRunComparison(&b, base, head) // a strings.Builder takes every write
 		return b.String()
 	}
-	// what says why a record has no run section to show.
-	what := func(side, name string, err error) string {
-		if err != nil {
-			return fmt.Sprintf("%s (%s): %v", side, name, err)
-		}
-		return fmt.Sprintf("%s (%s) is a flood's record, which has none", side, name)
-	}
 	switch {
+	case base != nil && headErr == nil:
+		return fmt.Sprintf("crowd run: only base (%s) has a run section to show; %s\n", baseName, unshownRun("head", headName, nil))
+	case head != nil && baseErr == nil:
+		return fmt.Sprintf("crowd run: only head (%s) has a run section to show; %s\n", headName, unshownRun("base", baseName, nil))
 	case base != nil:
-		return fmt.Sprintf("crowd run: only base (%s) has a run section to show; %s\n", baseName, what("head", headName, headErr))
+		// The other has one too: saying it has none would hide why.
+		return fmt.Sprintf("crowd run: the run sections are not set side by side: %s\n", unshownRun("head", headName, headErr))
 	case head != nil:
-		return fmt.Sprintf("crowd run: only head (%s) has a run section to show; %s\n", headName, what("base", baseName, baseErr))
+		return fmt.Sprintf("crowd run: the run sections are not set side by side: %s\n", unshownRun("base", baseName, baseErr))
 	case baseErr != nil || headErr != nil:
-		return fmt.Sprintf("crowd run: no run section to show: %s; %s\n", what("base", baseName, baseErr), what("head", headName, headErr))
+		return fmt.Sprintf("crowd run: no run section to show: %s; %s\n", unshownRun("base", baseName, baseErr), unshownRun("head", headName, headErr))
 	}
 	return ""
+}
+
+// unshownRun says why a record's run section is not shown: err nil, a
+// flood's record has none; else ReadRun's error says which section it
+// has, a newer version's (upgrade crowd), another schema's or a damaged one.
+func unshownRun(side, name string, err error) string {
+	var se *audience.RunSectionError
+	switch {
+	case err == nil:
+		return fmt.Sprintf("%s (%s) is a flood's record, which has none", side, name)
+	case !errors.As(err, &se):
+		return fmt.Sprintf("%s (%s): %v", side, name, err)
+	case se.Damaged():
+		return fmt.Sprintf("%s (%s) has a run section that does not read, a damaged record: %v", side, name, se.Err)
+	case se.Newer():
+		return fmt.Sprintf("%s (%s) has a run section of %s version %d, newer than this crowd reads (up to version %d): upgrade crowd to see it",
+			side, name, se.Schema, se.Version, audience.RunVersion)
+	}
+	return fmt.Sprintf("%s (%s) has a run section of another schema, %s version %d, which this crowd does not read (it reads %s)",
+		side, name, se.Schema, se.Version, audience.RunSchema)
 }

@@ -7,7 +7,8 @@ import (
 
 // TestRunComparison: what crowd compare shows of two records' run
 // sections, by what each record holds: the block for two it reads, one
-// line when it reads one or finds a section it cannot read, nothing for
+// line otherwise, saying of a section it does not read that it is there
+// and why it is not shown (never that its record has none), nothing for
 // two floods' records.
 func TestRunComparison(t *testing.T) {
 	t.Parallel()
@@ -15,27 +16,35 @@ func TestRunComparison(t *testing.T) {
 		flood   = `{"schema":"crowd.flood.record","version":2}`
 		run     = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":10,"accepted":9,"seen":8,"never_seen":1,"latency":{"count":8,"p95_us":2000000}}}}`
 		newer   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":9,"personas":{"a shape":"unread"}}}`
+		foreign = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"elsewhere.run","version":1}}`
 		damaged = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}}`
 	)
 	for _, c := range []struct {
 		name       string
 		base, head string
-		want       []string // in the text; none: no text at all
+		want       []string // the text begins with the first and holds the others; none: no text at all
 		line       bool     // the text is one line
 	}{
 		// Two run records: the block, saying it is not judged.
-		{"both runs", run, run, []string{"shown, not judged", "visibility  p95", "2.00s", "+0.0%"}, false},
+		{"both runs", run, run, []string{"crowd run: the personas' homes", "shown, not judged", "visibility  p95", "2.00s", "+0.0%"}, false},
 		// A flood's record as head: one line naming the one with a section.
 		{"flood head", run, flood, []string{"crowd run: only base (b.json) has a run section to show; head (h.json) is a flood's record, which has none\n"}, true},
 		// As base, the same, the other way round.
-		{"flood base", flood, run, []string{"crowd run: only head (h.json) has a run section to show; base (b.json) is a flood's record"}, true},
-		// A section of a newer version: said to be one, with the upgrade.
-		{"newer head", run, newer, []string{"only base (b.json)", "head (h.json): the record's run section is crowd.run version 9", "upgrade crowd"}, true},
-		// A section that does not decode is said too: the flood's figures,
-		// which compare judges, did read.
-		{"damaged base", damaged, run, []string{"only head (h.json)", "base (b.json): its run section does not read"}, true},
-		// Neither read, one unread: a line for what each is.
-		{"flood and newer", flood, newer, []string{"crowd run: no run section to show: base (b.json) is a flood's record, which has none; head (h.json): the record's run section is crowd.run version 9"}, true},
+		{"flood base", flood, run, []string{"crowd run: only head (h.json) has a run section to show; base (b.json) is a flood's record, which has none\n"}, true},
+		// A section of a newer version: there, not shown, and upgrading
+		// crowd shows it; not "only base has one".
+		{"newer head", run, newer, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
+		// A section of another schema: there, and no crowd reads it.
+		{"other schema head", run, foreign, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true},
+		// A section that does not decode is said to be a damaged record
+		// (the decoder's error after it): the flood's figures, which
+		// compare judges, did read.
+		{"damaged base", damaged, run, []string{"crowd run: the run sections are not set side by side: base (b.json) has a run section that does not read, a damaged record: json: "}, true},
+		// Neither read, one a flood's: a clause for what each is.
+		{"flood and newer", flood, newer, []string{"crowd run: no run section to show: base (b.json) is a flood's record, which has none; head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
+		// Neither read, both there: each is said for what it is.
+		{"damaged and other schema", damaged, foreign, []string{"crowd run: no run section to show: base (b.json) has a run section that does not read, a damaged record: json: ",
+			"; head (h.json) has a run section of another schema, elsewhere.run version 1"}, true},
 		// Two floods' records: nothing, as compare printed before run sections.
 		{"two floods", flood, flood, nil, false},
 	} {
@@ -43,6 +52,9 @@ func TestRunComparison(t *testing.T) {
 			got := RunComparison("b.json", []byte(c.base), "h.json", []byte(c.head))
 			if c.want == nil && got != "" {
 				t.Fatalf("want nothing, got:\n%s", got)
+			}
+			if len(c.want) > 0 && !strings.HasPrefix(got, c.want[0]) {
+				t.Errorf("want it to begin %q:\n%s", c.want[0], got)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {

@@ -55,7 +55,8 @@ p95, p99 and errors, the deliveries' p95, p99 and reach), each with its change, 
 judged: a run section keeps quantiles, not the histograms the noise test needs, and a
 visibility latency is late by up to one probe period. They leave the exit status alone;
 crowd run --expect 'visibility.p95<5s' judges a run's own section. A flood's record against
-a run record gets one line saying which has a section.
+a run record gets one line saying which has a section; a run section this crowd does not read
+(a newer version: upgrade crowd; another schema; a damaged one) one saying so.
 
 Runs that are not the same unit of work are refused: another total offered rate, activity
 mix (as asked, or as sent: Follows sent as Creates, personas without posts) or arrival

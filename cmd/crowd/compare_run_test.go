@@ -28,7 +28,8 @@ func withRun(t *testing.T, rec *record.Record, run string) map[string]json.RawMe
 // TestCompareOfRunRecords: crowd compare of two crowd run records shows
 // their run sections side by side after its verdict, saying they are not
 // judged, and its exit status is the flood's figures' alone; a flood's
-// record against a run record gets one line saying which has a section.
+// record against a run record gets one line saying which has a section,
+// and a section this crowd does not read one saying why it is not shown.
 func TestCompareOfRunRecords(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -57,6 +58,7 @@ func TestCompareOfRunRecords(t *testing.T) {
 	lateHead := writeJSON(t, dir, "late.json", withRun(t, shardRecord(t, s, lat, 200), late))
 	slowerHead := writeJSON(t, dir, "slower.json", withRun(t, shardRecord(t, s, slowerLat, 200), quick))
 	flood := writeJSON(t, dir, "flood.json", shardRecord(t, s, lat, 200))
+	newerHead := writeJSON(t, dir, "newer.json", withRun(t, shardRecord(t, s, lat, 200), `{"schema":"crowd.run","version":9}`))
 	lateJSON, err := os.ReadFile(lateHead)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +86,10 @@ func TestCompareOfRunRecords(t *testing.T) {
 		{"flood head", []string{base, flood}, "", 0, []string{"no regression", "\ncrowd run: only base (" + base + ") has a run section to show; head (" + flood + ") is a flood's record, which has none\n"}, heading},
 		// As base.
 		{"flood base", []string{flood, lateHead}, "", 0, []string{"crowd run: only head (" + lateHead + ") has a run section to show; base (" + flood + ") is a flood's record"}, heading},
+		// A run section of a newer version as head: said to be there, for
+		// an upgraded crowd to show, not that head has none.
+		{"newer head", []string{base, newerHead}, "", 0, []string{"no regression", "\ncrowd run: the run sections are not set side by side: head (" + newerHead +
+			") has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, "only base"},
 		// Two floods' records: nothing of crowd run.
 		{"two floods", []string{flood, flood}, "", 0, []string{"no regression"}, "crowd run"},
 	} {
