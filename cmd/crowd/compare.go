@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/results"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -180,22 +182,25 @@ func recordName(path string) string {
 }
 
 // loadCompared reads the record at path, or from stdin for "-", and
-// returns its bytes too: read once (stdin can be read no more), its run
-// section is in them. A results file is said to be one, as loadRecords
-// says; failing, exit 1.
+// returns its bytes too: read once (stdin or a pipe can be read no more),
+// its run section is in them. A results file, plain or compressed, is
+// said to be one by its content, a file's or a stream's alike (the
+// stream peeked at, not consumed); failing, exit 1.
 func loadCompared(path string, stdin io.Reader) (*record.Record, []byte, error) {
-	if path == "-" {
-		rec, raw, _, err := readRecord(recordName(path), stdin)
-		return rec, raw, err
+	name, src := recordName(path), stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, exitCode{1, err}
+		}
+		defer f.Close()
+		src = f
 	}
-	if err := notResults(path); err != nil {
+	br := bufio.NewReaderSize(src, 64<<10)
+	compressed, res := results.SniffReader(br)
+	if err := resultsNotRecord(name, path, compressed, res); err != nil {
 		return nil, nil, exitCode{1, err}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, exitCode{1, err}
-	}
-	defer f.Close()
-	rec, raw, _, err := readRecord(path, f)
+	rec, raw, _, err := readRecord(name, br)
 	return rec, raw, err
 }

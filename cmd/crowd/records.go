@@ -73,18 +73,27 @@ func loadRecords(paths []string) ([]*record.Record, error) {
 }
 
 // notResults refuses a file that holds results, or is compressed, where a
-// run record is wanted: the JSON decoder would say no more than that a byte
+// record is wanted: the JSON decoder would say no more than that a byte
 // of it is invalid.
 func notResults(path string) error {
 	compressed, res, err := results.Sniff(path)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil // LoadRecord says why the file does not read
+	}
+	return resultsNotRecord(path, path, compressed, res)
+}
+
+// resultsNotRecord is the refusal of name (what the user gave, arg, "-"
+// for stdin) when its content is results or compressed (Sniff's or
+// SniffReader's word), nil when it is neither: what it is, and the
+// commands that take it.
+func resultsNotRecord(name, arg string, compressed, res bool) error {
+	switch {
 	case res:
-		return fmt.Errorf("%s is a results file (crowd flood --results), not a run record: crowd compare and crowd merge take run records "+
-			"(crowd flood's JSON in out/load/, or crowd merge's); crowd report %s renders a results file, and crowd results csv converts it", path, path)
+		return fmt.Errorf("%s is a results file (crowd flood --results), not a record: crowd compare and crowd merge take records "+
+			"(crowd flood's or crowd run's JSON in out/load/, or crowd merge's); crowd report %s renders a results file, and crowd results csv converts it", name, arg)
 	case compressed:
-		return fmt.Errorf("%s is compressed and holds no results: a run record is plain JSON (crowd flood's in out/load/): decompress it first", path)
+		return fmt.Errorf("%s is compressed and holds no results: a record is plain JSON (crowd flood's or crowd run's in out/load/): decompress it first", name)
 	}
 	return nil
 }

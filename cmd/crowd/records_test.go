@@ -525,9 +525,9 @@ func TestCompareCLI(t *testing.T) {
 		// Both: stdin holds one record; a usage error naming the arguments.
 		{"both on stdin", []string{"-", "-"}, string(baseJSON), 2, []string{`BASE and HEAD are both "-"`}},
 		// Nothing on stdin: no verdict, saying what stdin held.
-		{"empty stdin", []string{base, "-"}, "", 2, []string{"stdin is not a crowd run record (it is empty)"}},
-		// A results file on stdin is said to be one.
-		{"results on stdin", []string{"-", base}, resultsWhole, 2, []string{"stdin is not a crowd run record (a results file"}},
+		{"empty stdin", []string{base, "-"}, "", 2, []string{"stdin is not a crowd record (it is empty)"}},
+		// A results file on stdin is said to be one, as a file is.
+		{"results on stdin", []string{"-", base}, resultsWhole, 2, []string{"stdin is a results file (crowd flood --results), not a record"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), append([]string{"compare"}, c.args...)...)

@@ -66,7 +66,7 @@ func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record,
 			src = f
 		}
 		br := bufio.NewReaderSize(src, 64<<10)
-		if !results.SniffReader(br) {
+		if compressed, res := results.SniffReader(br); !compressed && !res {
 			if run >= 0 {
 				return nil, nil, nil, usage(fmt.Errorf("--run %d: %s is a record, not a results file", run, path))
 			}

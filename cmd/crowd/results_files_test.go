@@ -196,7 +196,8 @@ func TestCutResultsRenderAndConvert(t *testing.T) {
 // TestResultsFilesKnownByContent: a results file is known by what it holds,
 // not by its name: crowd report renders one under a .json name or
 // compressed under any name (stdin included); crowd compare and crowd merge
-// say plainly that they take run records and where a results file goes.
+// say plainly that they take records and where a results file goes, of a
+// file or a stream (stdin) alike, plain or compressed.
 func TestResultsFilesKnownByContent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -205,27 +206,37 @@ func TestResultsFilesKnownByContent(t *testing.T) {
 	gz := writeFile(t, dir, "sends.ndjson.gz", gzipped(t, false, resultsWhole))
 	gzUnnamed := writeFile(t, dir, "sends.ndjson", gzipped(t, false, resultsWhole))
 	recGz := writeFile(t, dir, "base.json.gz", gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n"))
-	plainRecords := "crowd compare and crowd merge take run records"
+	plainRecords := "crowd compare and crowd merge take records"
 	for _, c := range []struct {
-		name string
-		args []string
-		code int
-		say  string // on stdout (code 0) or stderr
+		name  string
+		args  []string
+		stdin string
+		code  int
+		say   string // on stdout (code 0) or stderr
 	}{
 		// A results file under a .json name (--results x.json writes one).
-		{"report of results named .json", []string{"report", asJSON}, 0, "offered 2"},
+		{"report of results named .json", []string{"report", asJSON}, "", 0, "offered 2"},
 		// gzip under a plain name.
-		{"report of gzip named .ndjson", []string{"report", gzUnnamed}, 0, "offered 2"},
+		{"report of gzip named .ndjson", []string{"report", gzUnnamed}, "", 0, "offered 2"},
 		// compare given a results file: said plainly, with what to do.
-		{"compare with results", []string{"compare", rec, gz}, 2, gz + " is a results file (crowd flood --results), not a run record: " + plainRecords},
-		{"compare with results named .json", []string{"compare", asJSON, rec}, 2, "crowd report " + asJSON + " renders a results file"},
+		{"compare with results", []string{"compare", rec, gz}, "", 2, gz + " is a results file (crowd flood --results), not a record: " + plainRecords},
+		{"compare with results named .json", []string{"compare", asJSON, rec}, "", 2, "crowd report " + asJSON + " renders a results file"},
+		// On stdin, gzip-compressed (cat sends.ndjson.gz | crowd compare - x.json):
+		// known by its content as the file is, not a JSON error at byte 1.
+		{"compare with gzip results on stdin", []string{"compare", "-", rec}, string(gzipped(t, false, resultsWhole)), 2,
+			"stdin is a results file (crowd flood --results), not a record: " + plainRecords},
+		// Plain on stdin: the same words, and crowd report - for it.
+		{"compare with results on stdin", []string{"compare", rec, "-"}, resultsWhole, 2, "crowd report - renders a results file"},
 		// merge too.
-		{"merge of results", []string{"merge", gz}, 1, plainRecords},
+		{"merge of results", []string{"merge", gz}, "", 1, plainRecords},
 		// A compressed record: decompress it first.
-		{"compare with a gzipped record", []string{"compare", rec, recGz}, 2, "is compressed and holds no results: a run record is plain JSON"},
+		{"compare with a gzipped record", []string{"compare", rec, recGz}, "", 2, recGz + " is compressed and holds no results: a record is plain JSON"},
+		// On stdin too.
+		{"compare with a gzipped record on stdin", []string{"compare", rec, "-"}, string(gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n")), 2,
+			"stdin is compressed and holds no results: a record is plain JSON"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, c.args...)
+			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), c.args...)
 			out := stderr
 			if c.code == 0 {
 				out = stdout
@@ -242,7 +253,7 @@ func TestResultsFilesKnownByContent(t *testing.T) {
 	}
 }
 
-// TestForeignFilesSaidPlainly: a file that is no run record is said to be
+// TestForeignFilesSaidPlainly: a file that is no crowd record is said to be
 // none, naming it, in plain words: not Go's types, nor a bare EOF.
 func TestForeignFilesSaidPlainly(t *testing.T) {
 	t.Parallel()
@@ -258,13 +269,13 @@ func TestForeignFilesSaidPlainly(t *testing.T) {
 		say  string
 	}{
 		// An npm manifest to report.
-		{"report of package.json", []string{"report", pkg}, 1, pkg + ` is not a crowd run record (it has no "schema"`},
+		{"report of package.json", []string{"report", pkg}, 1, pkg + ` is not a crowd record (it has no "schema"; a flood record's schema is "crowd.flood.record")`},
 		// A JSON list.
-		{"report of a list", []string{"report", list}, 1, list + " is not a crowd run record (it holds a JSON list, not an object)"},
+		{"report of a list", []string{"report", list}, 1, list + " is not a crowd record (it holds a JSON list, not an object)"},
 		// An empty file to compare: no verdict.
-		{"compare with an empty file", []string{"compare", rec, empty}, 2, empty + " is not a crowd run record (it is empty)"},
+		{"compare with an empty file", []string{"compare", rec, empty}, 2, empty + " is not a crowd record (it is empty)"},
 		// To merge.
-		{"merge of an empty file", []string{"merge", rec, empty}, 1, empty + " is not a crowd run record (it is empty)"},
+		{"merge of an empty file", []string{"merge", rec, empty}, 1, empty + " is not a crowd record (it is empty)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)

@@ -11,9 +11,11 @@ import (
 )
 
 // ErrNotRecord is wrapped by DecodeRecord's error for input that is no
-// run record at all (empty, not JSON, another JSON document, a results
-// file), as opposed to a run record this crowd cannot read.
-var ErrNotRecord = errors.New("not a crowd run record")
+// crowd record at all (empty, not JSON, another JSON document, a results
+// file), as opposed to a record this crowd cannot read. Its words say
+// "crowd record", not "run record": a crowd run record is one with a run
+// section, and this is about the flood's record around any.
+var ErrNotRecord = errors.New("not a crowd record")
 
 // resultsSchema is results.Schema (crowd flood --results), which imports
 // this package: its first line decodes as a JSON object of that schema.
@@ -21,7 +23,7 @@ const resultsSchema = "crowd.flood.results"
 
 // DecodeRecord reads one JSON record and checks its schema and version.
 // Its errors say what the input is in plain words, never in Go's types: no
-// run record at all wraps ErrNotRecord.
+// crowd record at all wraps ErrNotRecord.
 func DecodeRecord(rd io.Reader) (*Record, error) {
 	var raw json.RawMessage
 	if err := json.NewDecoder(rd).Decode(&raw); err != nil {
@@ -41,23 +43,23 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	case schema == resultsSchema:
 		return nil, fmt.Errorf("%w (a results file of crowd flood --results: crowd report renders it, crowd results csv converts it)", ErrNotRecord)
 	case head.Schema == nil:
-		return nil, fmt.Errorf("%w (it has no \"schema\"; a run record's is %q)", ErrNotRecord, RecordSchema)
+		return nil, fmt.Errorf("%w (it has no \"schema\"; a flood record's schema is %q)", ErrNotRecord, RecordSchema)
 	case !isString:
-		return nil, fmt.Errorf("%w (its \"schema\" is no string; a run record's is %q)", ErrNotRecord, RecordSchema)
+		return nil, fmt.Errorf("%w (its \"schema\" is no string; a flood record's schema is %q)", ErrNotRecord, RecordSchema)
 	case schema != RecordSchema:
-		return nil, fmt.Errorf("%w (its schema is %q; a run record's is %q)", ErrNotRecord, short(schema), RecordSchema)
+		return nil, fmt.Errorf("%w (its schema is %q; a flood record's is %q)", ErrNotRecord, short(schema), RecordSchema)
 	}
 	// A version this crowd does not know may have fields it cannot decode:
 	// say which version before decoding the rest.
 	switch v, ok := head.Version.(float64); {
 	case head.Version == nil:
-		return nil, errors.New("a damaged run record (it has no \"version\")")
+		return nil, errors.New("a damaged flood record (it has no \"version\")")
 	case !ok || v != float64(int(v)) || v < 1 || v > RecordVersion:
-		return nil, fmt.Errorf("a run record of version %s: this crowd reads 1 to %d", short(fmt.Sprint(head.Version)), RecordVersion)
+		return nil, fmt.Errorf("a flood record of version %s: this crowd reads 1 to %d", short(fmt.Sprint(head.Version)), RecordVersion)
 	}
 	var r Record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("a damaged run record (%s)", jsonProblem(err))
+		return nil, fmt.Errorf("a damaged flood record (%s)", jsonProblem(err))
 	}
 	if r.Types == nil {
 		r.Types = map[string]*TypeRecord{}
@@ -94,9 +96,9 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("not JSON at byte %d: %v", syn.Offset, err)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return fmt.Sprintf("a JSON %s where a run record has %s", typ.Value, kindWord(typ.Type))
+			return fmt.Sprintf("a JSON %s where a flood record has %s", typ.Value, kindWord(typ.Type))
 		}
-		return fmt.Sprintf("its %q is a JSON %s where a run record has %s", typ.Field, typ.Value, kindWord(typ.Type))
+		return fmt.Sprintf("its %q is a JSON %s where a flood record has %s", typ.Field, typ.Value, kindWord(typ.Type))
 	}
 	return err.Error()
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/crowdfed/crowd/flood/record"
 )
 
-// TestDecodeRecordSaysWhatItIs: input that is no run record is said to be
-// none, in plain words, never in Go's types; a run record this crowd cannot
+// TestDecodeRecordSaysWhatItIs: input that is no crowd record is said to be
+// none, in plain words, never in Go's types; a flood record this crowd cannot
 // read says why.
 func TestDecodeRecordSaysWhatItIs(t *testing.T) {
 	for _, c := range []struct {
@@ -21,7 +21,7 @@ func TestDecodeRecordSaysWhatItIs(t *testing.T) {
 		reason string // in the error
 	}{
 		// An npm package.json: JSON, another document.
-		{"package.json", `{"name":"x","version":"1.0.0"}`, true, `it has no "schema"; a run record's is "crowd.flood.record"`},
+		{"package.json", `{"name":"x","version":"1.0.0"}`, true, `it has no "schema"; a flood record's schema is "crowd.flood.record"`},
 		// A list.
 		{"a list", `[]`, true, "it holds a JSON list, not an object"},
 		// null.
@@ -39,12 +39,12 @@ func TestDecodeRecordSaysWhatItIs(t *testing.T) {
 		// A results file's run line.
 		{"results", `{"line":"run","schema":"crowd.flood.results","version":1}`, true, "a results file of crowd flood --results"},
 		// A run record of a later version.
-		{"later version", `{"schema":"crowd.flood.record","version":99}`, false, "a run record of version 99: this crowd reads 1 to"},
+		{"later version", `{"schema":"crowd.flood.record","version":99}`, false, "a flood record of version 99: this crowd reads 1 to"},
 		// A run record without its version.
-		{"no version", `{"schema":"crowd.flood.record"}`, false, `a damaged run record (it has no "version")`},
+		{"no version", `{"schema":"crowd.flood.record"}`, false, `a damaged flood record (it has no "version")`},
 		// A run record with a field of the wrong kind.
 		{"damaged", `{"schema":"crowd.flood.record","version":2,"measured_s":"long"}`, false,
-			`a damaged run record (its "measured_s" is a JSON string where a run record has a number)`},
+			`a damaged flood record (its "measured_s" is a JSON string where a flood record has a number)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := record.DecodeRecord(strings.NewReader(c.in))
@@ -56,12 +56,12 @@ func TestDecodeRecordSaysWhatItIs(t *testing.T) {
 			}
 		})
 	}
-	// LoadRecord names the file: "FILE is not a crowd run record (…)".
+	// LoadRecord names the file: "FILE is not a crowd record (…)".
 	p := filepath.Join(t.TempDir(), "package.json")
 	if err := os.WriteFile(p, []byte(`{"version":"1.0.0"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := record.LoadRecord(p); err == nil || !strings.HasPrefix(err.Error(), p+" is not a crowd run record (") {
+	if _, err := record.LoadRecord(p); err == nil || !strings.HasPrefix(err.Error(), p+" is not a crowd record (") {
 		t.Errorf("LoadRecord: %v", err)
 	}
 }

@@ -1,8 +1,10 @@
 package results_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,6 +67,18 @@ func compressed(t *testing.T, c results.Compression, data string) []byte {
 	return b.Bytes()
 }
 
+// noisyLines are n JSON lines that compress little, so that a compressed
+// stream of them is longer than a sniffing buffer.
+func noisyLines(n int) string {
+	var b strings.Builder
+	x := uint64(1)
+	for i := range n {
+		x = x*6364136223846793005 + 1442695040888963407 // any sequence that looks random to a compressor
+		fmt.Fprintf(&b, `{"line":"send","seq":%d,"noise":"%x"}`+"\n", i, x)
+	}
+	return b.String()
+}
+
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
@@ -89,6 +103,9 @@ func TestResultsKnownByContent(t *testing.T) {
 		{"gzip under .ndjson", "sends.ndjson", results.Gzip, runLine, true, true},
 		// zstd under capitals.
 		{"zstd under .JSON", "SENDS.JSON", results.Zstd, runLine, true, true},
+		// A gzip stream longer than a stream's sniffing buffer (its lines
+		// hardly compress): its start alone says it holds results.
+		{"gzip past the buffer", "long.ndjson.gz", results.Gzip, runLine + noisyLines(20000), true, true},
 		// A plain file under a compressed name is read as it is.
 		{"plain under .gz", "sends.ndjson.gz", results.Plain, runLine, false, true},
 		// Blank lines before the run line.
@@ -111,6 +128,10 @@ func TestResultsKnownByContent(t *testing.T) {
 			comp, res, err := results.Sniff(path)
 			if err != nil || comp != c.compressed || res != c.results {
 				t.Errorf("Sniff: compressed %v, results %v, %v; want %v, %v", comp, res, err, c.compressed, c.results)
+			}
+			// A stream (stdin, a pipe) says the same, by peeking.
+			if comp, res := results.SniffReader(bufio.NewReaderSize(bytes.NewReader(raw), 64<<10)); comp != c.compressed || res != c.results {
+				t.Errorf("SniffReader: compressed %v, results %v; want %v, %v", comp, res, c.compressed, c.results)
 			}
 			for _, from := range []string{path, "-"} {
 				r, err := results.Open(from, bytes.NewReader(raw))

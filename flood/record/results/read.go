@@ -57,12 +57,13 @@ func Open(path string, stdin io.Reader) (io.ReadCloser, error) {
 	return readCloser{r, f}, nil
 }
 
-// Sniff reports whether the file at path holds results, by its content:
-// a compressed stream (no run record is compressed) or a first line that is
-// a results file's run line. A file it cannot read is not, and says why in
-// err; nor is one that is no regular file (a pipe, <(…) or /dev/stdin),
-// whose start the look would consume before its reader reads it: err says
-// so, and the caller goes by the name.
+// Sniff reports whether the file at path holds results, by its content,
+// as SniffReader says of a stream: a compressed stream (no run record is
+// compressed), and whether its first line is a results file's run line. A
+// file it cannot read is not, and says why in err; nor is one that is no
+// regular file (a pipe, <(…) or /dev/stdin), whose start the look would
+// consume before its reader reads it: err says so, and the caller goes by
+// the name (or reads it through SniffReader).
 func Sniff(path string) (compressed, results bool, err error) {
 	if st, err := os.Stat(path); err != nil {
 		return false, false, err
@@ -74,37 +75,42 @@ func Sniff(path string) (compressed, results bool, err error) {
 		return false, false, err
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	head, _ := br.Peek(len(zstdMagic))
-	if c := compressionIn(head); c != Plain {
-		r, err := Open(path, nil)
-		if err != nil {
-			return true, false, err
-		}
-		defer r.Close()
-		return true, firstLineIsRun(r), nil
-	}
-	return false, firstLineIsRun(br), nil
+	compressed, results = SniffReader(bufio.NewReaderSize(f, sniffBuffer))
+	return compressed, results, nil
 }
 
-// SniffReader reports whether the stream br starts as a results file
-// does: a compressed stream, or a first line that is not blank and is a
-// results run line. It only peeks: br is then read whole by whichever
-// reader it names (Open("-", br), or a record's), so that a pipe is read
-// once. A first line longer than br's buffer is no run line.
-func SniffReader(br *bufio.Reader) bool {
+// sniffBuffer is the start of a file Sniff looks at: a run line is a few
+// hundred bytes, compressed or not.
+const sniffBuffer = 64 << 10
+
+// SniffReader reports whether the stream br is compressed (a gzip or zstd
+// magic number) and whether its first line that is not blank is a results
+// file's run line, decompressed first when it is: a compressed record is
+// compressed and no results. It only peeks: br is then read whole by
+// whichever reader it names (Open("-", br), or a record's), so that a pipe
+// is read once. A first line longer than br's buffer (or, compressed, than
+// what its compressed buffer holds) is no run line.
+func SniffReader(br *bufio.Reader) (compressed, results bool) {
 	if head, _ := br.Peek(len(zstdMagic)); compressionIn(head) != Plain {
-		return true
+		// The buffer's worth of the stream, decompressed as far as it goes:
+		// a run line is its first few hundred bytes.
+		b, _ := br.Peek(br.Size())
+		r, err := compressionIn(head).reader(bytes.NewReader(b))
+		if err != nil {
+			return true, false
+		}
+		defer r.Close()
+		return true, firstLineIsRun(r)
 	}
 	for n := 512; ; n *= 2 {
 		n = min(n, br.Size())
 		b, err := br.Peek(n)
 		line := bytes.TrimLeft(b, " \t\r\n")
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			return firstLineIsRun(bytes.NewReader(line[:i]))
+			return false, firstLineIsRun(bytes.NewReader(line[:i]))
 		}
 		if err != nil || n == br.Size() { // the stream's end, or a line past the buffer
-			return firstLineIsRun(bytes.NewReader(line))
+			return false, firstLineIsRun(bytes.NewReader(line))
 		}
 	}
 }
