@@ -41,6 +41,8 @@ func writeReference(markdownDir, manDir string) error {
 	if err := doc.GenMarkdownTree(root, markdownDir); err != nil {
 		return err
 	}
+	// The man pages go through Markdown to roff: their texts escaped, or a < eats what follows.
+	escapeManTree(root)
 	header := &doc.GenManHeader{Title: "CROWD", Section: "1", Date: &manDate, Source: "crowd", Manual: "crowd manual"}
 	return doc.GenManTree(root, header, manDir)
 }
@@ -133,6 +135,21 @@ func sortedKeys(m map[string][]byte) []string {
 // page for every command of the tree, hidden and help commands aside, so that a command the
 // generator skipped cannot pass the freshness test unnoticed.
 func TestCLIReferenceCoversEveryCommand(t *testing.T) {
+	eachDocumentedCommand(t, func(dir string, c *cobra.Command) {
+		base := strings.ReplaceAll(c.CommandPath(), " ", "_")
+		for _, f := range []string{filepath.Join(dir, "cli", base+".md"), filepath.Join(dir, "man", strings.ReplaceAll(base, "_", "-")+".1")} {
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("%s: no reference page (%v)", c.CommandPath(), err)
+			}
+		}
+	})
+}
+
+// eachDocumentedCommand writes the reference into a temporary folder (dir/cli, dir/man)
+// and calls check with it for every command of a fresh tree the reference documents: hidden
+// and help commands aside.
+func eachDocumentedCommand(t *testing.T, check func(dir string, c *cobra.Command)) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := writeReference(filepath.Join(dir, "cli"), filepath.Join(dir, "man")); err != nil {
 		t.Fatal(err)
@@ -142,12 +159,7 @@ func TestCLIReferenceCoversEveryCommand(t *testing.T) {
 		if !c.IsAvailableCommand() && c.HasParent() {
 			return
 		}
-		base := strings.ReplaceAll(c.CommandPath(), " ", "_")
-		for _, f := range []string{filepath.Join(dir, "cli", base+".md"), filepath.Join(dir, "man", strings.ReplaceAll(base, "_", "-")+".1")} {
-			if _, err := os.Stat(f); err != nil {
-				t.Errorf("%s: no reference page (%v)", c.CommandPath(), err)
-			}
-		}
+		check(dir, c)
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
