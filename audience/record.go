@@ -110,7 +110,7 @@ func (e *RunSectionError) Damaged() bool { return e.Err != nil }
 
 func (e *RunSectionError) Error() string {
 	if e.Err != nil {
-		return "its run section does not read: " + e.Err.Error()
+		return "the record's run section does not read: " + e.Problem()
 	}
 	upgrade := ""
 	if e.Newer() {
@@ -118,6 +118,16 @@ func (e *RunSectionError) Error() string {
 	}
 	return fmt.Sprintf("the record's run section is %s version %d: %v (it reads %s up to version %d)%s",
 		e.Schema, e.Version, ErrRunUnread, RunSchema, RunVersion, upgrade)
+}
+
+// Problem says in plain words why a damaged section does not decode (its
+// field of the wrong kind, as the flood record's reader says it), never in
+// Go's types; "" for a section that is not damaged.
+func (e *RunSectionError) Problem() string {
+	if e.Err == nil {
+		return ""
+	}
+	return record.JSONProblem(e.Err, "a run section")
 }
 
 // Unwrap is the decoder's error of a damaged section, ErrRunUnread else.

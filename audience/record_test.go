@@ -152,7 +152,7 @@ func TestRecordFiles(t *testing.T) {
 // TestReadRun: what ReadRun makes of a record's run section, by what the
 // section is, so that report and compare can word each case: a newer
 // version (upgrade crowd), another schema, a damaged one (the record is
-// broken), or none at all (a flood's record).
+// broken, said in plain words), or none at all (a flood's record).
 func TestReadRun(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -190,6 +190,9 @@ func TestReadRun(t *testing.T) {
 			if errors.Is(err, ErrRunUnread) != c.unread || se.Newer() != c.newer || se.Damaged() != c.damaged {
 				t.Errorf("%v: unread %v newer %v damaged %v, want %v %v %v", err,
 					errors.Is(err, ErrRunUnread), se.Newer(), se.Damaged(), c.unread, c.newer, c.damaged)
+			}
+			if strings.Contains(err.Error(), "Go ") || (se.Problem() != "") != c.damaged {
+				t.Errorf("%v: Go's types leak, or a problem %q where damaged is %v", err, se.Problem(), c.damaged)
 			}
 		})
 	}

@@ -13,7 +13,10 @@ import (
 // personas' homes, the drain, the deliveries to the crowd), for a report
 // of the record; nil for a flood's record, which has no such section. A
 // section of a schema or version this crowd does not read is one line
-// saying so, in its place; the error is a section that does not decode.
+// saying so, in its place; the error is a section that does not decode
+// (a *audience.RunSectionError, damaged, its words plain): a damaged
+// record, which crowd report says in the section's place, rendering the
+// flood's parts all the same and exiting 1.
 func RunSummary(raw []byte) ([]string, error) {
 	rs, err := audience.ReadRun(raw)
 	if errors.Is(err, audience.ErrRunUnread) {
@@ -72,7 +75,7 @@ func unshownRun(side, name string, err error) string {
 	case !errors.As(err, &se):
 		return fmt.Sprintf("%s (%s): %v", side, name, err)
 	case se.Damaged():
-		return fmt.Sprintf("%s (%s) has a run section that does not read, a damaged record: %v", side, name, se.Err)
+		return fmt.Sprintf("%s (%s) has a run section that does not read, a damaged record: %s", side, name, se.Problem())
 	case se.Newer():
 		return fmt.Sprintf("%s (%s) has a run section of %s version %d, newer than this crowd reads (up to version %d): upgrade crowd to see it",
 			side, name, se.Schema, se.Version, audience.RunVersion)

@@ -36,15 +36,15 @@ func TestRunComparison(t *testing.T) {
 		{"newer head", run, newer, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
 		// A section of another schema: there, and no crowd reads it.
 		{"other schema head", run, foreign, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true},
-		// A section that does not decode is said to be a damaged record
-		// (the decoder's error after it): the flood's figures, which
+		// A section that does not decode is said to be a damaged record,
+		// why in plain words (no Go types): the flood's figures, which
 		// compare judges, did read.
-		{"damaged base", damaged, run, []string{"crowd run: the run sections are not set side by side: base (b.json) has a run section that does not read, a damaged record: json: "}, true},
+		{"damaged base", damaged, run, []string{"crowd run: the run sections are not set side by side: base (b.json) has a run section that does not read, a damaged record: its \"run.personas\" is a JSON object where a run section has a list\n"}, true},
 		// Neither read, one a flood's: a clause for what each is.
 		{"flood and newer", flood, newer, []string{"crowd run: no run section to show: base (b.json) is a flood's record, which has none; head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
 		// Neither read, both there: each is said for what it is.
-		{"damaged and other schema", damaged, foreign, []string{"crowd run: no run section to show: base (b.json) has a run section that does not read, a damaged record: json: ",
-			"; head (h.json) has a run section of another schema, elsewhere.run version 1"}, true},
+		{"damaged and other schema", damaged, foreign, []string{"crowd run: no run section to show: base (b.json) has a run section that does not read, a damaged record: its \"run.personas\" is a JSON object where a run section has a list; " +
+			"head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true},
 		// Two floods' records: nothing, as compare printed before run sections.
 		{"two floods", flood, flood, nil, false},
 	} {

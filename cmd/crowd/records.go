@@ -196,6 +196,9 @@ A file of several runs (a ladder's rungs) takes --run. "-" reads stdin, a record
 file; a pipe (<(…)) is read once, known by its content too.
 A results file cut short (a killed flood) is rendered from its whole lines, the cut run
 marked PARTIAL, and the exit status is then 1, saying so on stderr, as crowd results csv's.
+A crowd run record's run section follows the flood's parts; one this crowd does not read is
+a line in its place (a newer version: upgrade crowd), and one that does not decode (a damaged
+record) a line saying why, the flood's parts rendered all the same and the exit status 1.
 Exits 2 for a usage error, 1 when the file cannot be read or the report written.`,
 		Example: `  crowd report out/load/20261130-120000-smoke.json
   crowd report merged.json -o merged.html
@@ -249,16 +252,22 @@ func runSections(path string) ([]report.Section, error) {
 // sectionsOf are the report's sections beyond the flood's in a record's
 // bytes: a crowd run record's audience measures (what the personas' homes
 // showed, the drain, the deliveries to the crowd), as crowd run printed
-// them. None for a flood's record, or no bytes.
-func sectionsOf(raw []byte) ([]report.Section, error) {
+// them. None for a flood's record, or no bytes. A run section that does
+// not decode (a damaged record) is one line in its place saying why, and
+// comes back as damaged too: the flood's parts read and are rendered, but
+// a damaged record exits 1, as a results file cut short does.
+func sectionsOf(raw []byte) (sections []report.Section, damaged error) {
 	if raw == nil {
 		return nil, nil
 	}
 	lines, err := loadrun.RunSummary(raw)
-	if err != nil || lines == nil {
-		return nil, err
+	if err != nil {
+		lines = []string{fmt.Sprintf("%v: a damaged record, so crowd report exits 1, though it shows the flood's parts", err)}
 	}
-	return []report.Section{{Title: "crowd run: the personas' homes, the drain and the deliveries to the crowd", Lines: lines}}, nil
+	if lines == nil {
+		return nil, nil
+	}
+	return []report.Section{{Title: "crowd run: the personas' homes, the drain and the deliveries to the crowd", Lines: lines}}, err
 }
 
 func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run int) error {
@@ -282,10 +291,7 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 	if err != nil {
 		return err
 	}
-	extra, err := sectionsOf(raw) // a record's bytes (none for results, which have no run section)
-	if err != nil {
-		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
-	}
+	extra, damaged := sectionsOf(raw) // a record's bytes (none for results, which have no run section)
 	var b bytes.Buffer
 	if err := render(&b, rec, extra); err != nil {
 		return exitCode{1, fmt.Errorf("%s: %w", path, err)}
@@ -306,6 +312,11 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 			shown += ", marked PARTIAL"
 		}
 		return exitCode{1, fmt.Errorf("%s: %w; %s", path, cut, shown)}
+	}
+	if damaged != nil {
+		// Rendered, the section's place saying why: exit 1 all the same,
+		// as for a cut file, so that a script notices the broken record.
+		return exitCode{1, fmt.Errorf("%s: %w; the report shows the flood's parts, and why in the run section's place", path, damaged)}
 	}
 	return nil
 }

@@ -275,7 +275,8 @@ func TestMergeCLIRefuses(t *testing.T) {
 // TestReportOfARunRecord: a crowd run record's report has, after the
 // flood's parts, what its run section measured (the personas' homes, the
 // drain, the deliveries), in every format, as crowd run printed it; a run
-// section this crowd cannot read is said in its place, not dropped.
+// section this crowd cannot read is said in its place, not dropped, and a
+// damaged one is said with why, the flood's parts rendered and the exit 1.
 func TestReportOfARunRecord(t *testing.T) {
 	t.Parallel()
 	flood, err := os.ReadFile(filepath.Join(fixtureDir, "report.json"))
@@ -318,25 +319,43 @@ func TestReportOfARunRecord(t *testing.T) {
 	}
 	// A run section this crowd does not read is said in its place, the
 	// flood's parts reported as ever: they are the flood record's, which
-	// this crowd reads.
+	// this crowd reads. A damaged one exits 1 all the same, as a results
+	// file cut short does, saying so in the line and on stderr.
 	for _, c := range []struct {
 		name, run, say string
+		code           int
+		stderr         string // in stderr; "" for nothing
 	}{
 		// A newer version of the section: upgrading crowd reads it.
 		{"newer", `{"schema":"crowd.run","version":9,"personas":{"a shape":"this crowd does not read"}}`,
-			"the record's run section is crowd.run version 9: this crowd does not read it (it reads crowd.run up to version 1): upgrade crowd to see it"},
+			"the record's run section is crowd.run version 9: this crowd does not read it (it reads crowd.run up to version 1): upgrade crowd to see it", 0, ""},
 		// Another schema: no crowd run's section at all.
 		{"other schema", `{"schema":"elsewhere.run","version":1}`,
-			"the record's run section is elsewhere.run version 1: this crowd does not read it (it reads crowd.run up to version 1)\n"},
+			"the record's run section is elsewhere.run version 1: this crowd does not read it (it reads crowd.run up to version 1)\n", 0, ""},
+		// This version, a field of the wrong kind: a damaged record, why in
+		// plain words (no Go types), the flood's parts rendered, exit 1.
+		{"damaged", `{"schema":"crowd.run","version":1,"visibility":"x"}`,
+			`the record's run section does not read: its "run.visibility" is a JSON string where a run section has an object: a damaged record, so crowd report exits 1, though it shows the flood's parts` + "\n",
+			1, `damaged.json: the record's run section does not read: its "run.visibility" is a JSON string where a run section has an object; the report shows the flood's parts, and why in the run section's place`},
+		// A list that is an object: the same.
+		{"damaged personas", `{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}`,
+			`the record's run section does not read: its "run.personas" is a JSON object where a run section has a list: a damaged record`, 1, "the record's run section does not read"},
 	} {
 		code, out, errOut := runCLI(t, "report", write(c.name+".json", c.run))
-		if code != 0 || !strings.Contains(out, "crowd run: the personas' homes, the drain and the deliveries to the crowd\n"+c.say) || !strings.Contains(out, "Create") {
-			t.Errorf("%s run section: exit %d (%s), want the flood's parts and %q:\n%s", c.name, code, errOut, c.say, out)
+		if code != c.code || !strings.Contains(out, "crowd run: the personas' homes, the drain and the deliveries to the crowd\n"+c.say) || !strings.Contains(out, "Create") {
+			t.Errorf("%s run section: exit %d (%s), want %d, the flood's parts and %q:\n%s", c.name, code, errOut, c.code, c.say, out)
+		}
+		if (c.stderr == "") != (errOut == "") || !strings.Contains(errOut, c.stderr) || strings.Contains(out+errOut, "Go ") {
+			t.Errorf("%s run section: stderr %q, want %q (and no Go types)", c.name, errOut, c.stderr)
 		}
 	}
-	// A section of this version that does not decode is a damaged record.
-	if code, _, errOut := runCLI(t, "report", write("damaged.json", `{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}`)); code != 1 || !strings.Contains(errOut, "its run section does not read") {
-		t.Errorf("a damaged run section: exit %d, %s", code, errOut)
+	// A damaged one in the other formats: the page is written, the line in it.
+	html := filepath.Join(dir, "damaged.html")
+	if code, _, errOut := runCLI(t, "report", filepath.Join(dir, "damaged.json"), "-o", html); code != 1 || !strings.Contains(errOut, "the report shows the flood's parts") {
+		t.Errorf("a damaged run section to HTML: exit %d, %s", code, errOut)
+	}
+	if page, err := os.ReadFile(html); err != nil || !strings.Contains(string(page), "a damaged record, so crowd report exits 1") {
+		t.Errorf("the HTML page of a damaged run section lacks its line (%v)", err)
 	}
 }
 

@@ -27,7 +27,7 @@ const resultsSchema = "crowd.flood.results"
 func DecodeRecord(rd io.Reader) (*Record, error) {
 	var raw json.RawMessage
 	if err := json.NewDecoder(rd).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%w (%s)", ErrNotRecord, jsonProblem(err))
+		return nil, fmt.Errorf("%w (%s)", ErrNotRecord, JSONProblem(err, "a flood record"))
 	}
 	// The two fields alone, whatever their JSON type: a merged record is
 	// large, and decoding it whole into a map only to read them costs.
@@ -59,7 +59,7 @@ func DecodeRecord(rd io.Reader) (*Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("a damaged flood record (%s)", jsonProblem(err))
+		return nil, fmt.Errorf("a damaged flood record (%s)", JSONProblem(err, "a flood record"))
 	}
 	if r.Types == nil {
 		r.Types = map[string]*TypeRecord{}
@@ -83,8 +83,12 @@ func LoadRecord(path string) (*Record, error) {
 	return r, nil
 }
 
-// jsonProblem says in a few plain words what encoding/json found wrong.
-func jsonProblem(err error) string {
+// JSONProblem says in a few plain words, never in Go's types, what
+// encoding/json found wrong decoding what (its words: "a flood record", "a
+// run section"): "its "visibility" is a JSON string where a run section has
+// an object". A record's readers use it so that a damaged file is said the
+// way DecodeRecord says it.
+func JSONProblem(err error, what string) string {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -96,9 +100,9 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("not JSON at byte %d: %v", syn.Offset, err)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return fmt.Sprintf("a JSON %s where a flood record has %s", typ.Value, kindWord(typ.Type))
+			return fmt.Sprintf("a JSON %s where %s has %s", typ.Value, what, kindWord(typ.Type))
 		}
-		return fmt.Sprintf("its %q is a JSON %s where a flood record has %s", typ.Field, typ.Value, kindWord(typ.Type))
+		return fmt.Sprintf("its %q is a JSON %s where %s has %s", typ.Field, typ.Value, what, kindWord(typ.Type))
 	}
 	return err.Error()
 }
