@@ -229,6 +229,10 @@ func (r *Record) MarkdownRow(file string) string {
 	if r.Partial {
 		label += " (partial: " + string(r.PartialReason) + ")"
 	}
+	if met := r.WeatherMet(); met != "clear" {
+		// Visibility and deliveries under bad weather are not a clear run's.
+		label += " (weather: " + met + ")"
+	}
 	run := r.Run
 	if run == nil {
 		run = &RunSection{}

@@ -70,18 +70,22 @@ func sampleRecord() *Record {
 	}}
 }
 
-// TestMarkdownRow: the columns users compare runs by, for a sample run and
-// for an interrupted one.
+// TestMarkdownRow: the columns users compare runs by, for a sample run,
+// an interrupted one, and one begun with an origin down.
 func TestMarkdownRow(t *testing.T) {
 	rec := sampleRecord()
 	partial := sampleRecord()
 	partial.Partial, partial.PartialReason = true, "interrupted"
 	partial.Run.Drain = DrainStats{Seconds: 0, Complete: true, Timeout: 60}
 	partial.Run.Delivery = DeliveryStats{}
+	weathered := sampleRecord()
+	weathered.Ambient = &record.AmbientWeather{Start: &record.WeatherState{SinceS: -60, Spec: "down=flood3.test",
+		Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}}
 	var b strings.Builder
 	b.WriteString(MarkdownHeader())
 	b.WriteString(rec.MarkdownRow("20261005-090000-reference.json"))
 	b.WriteString(partial.MarkdownRow("20261005-090000-reference-2.json"))
+	b.WriteString(weathered.MarkdownRow("20261005-090000-reference-3.json"))
 	golden(t, "crowd-run.md.golden", []byte(b.String()))
 }
 
