@@ -107,7 +107,12 @@ func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, l
 		log.Info("the crowd did not say its weather: the record will not say which weather the run met", zap.Error(err))
 		return tl, nil
 	}
-	if before.Spec != "" || len(t.At) > 0 {
+	switch {
+	case before.Spec != "" && len(t.At) == 0:
+		// The figures will include it: better said before they are read.
+		log.Warn("the crowd's origins are not all clear: this run's figures include weather it did not set (crowd weather clear clears it)",
+			zap.String("spec", before.Spec), zap.Any("origins", before.byCondition()), zap.Time("since", before.Since))
+	case len(t.At) > 0:
 		log.Info("weather before the run", zap.String("spec", before.Spec), zap.Any("origins", before.byCondition()))
 	}
 	tl.before, tl.known, tl.watched = before, before, true

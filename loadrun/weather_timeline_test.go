@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/crowdtest"
@@ -338,6 +339,49 @@ func TestWeatherWatch(t *testing.T) {
 					t.Errorf("the weather after the run is %q, want %q", got, tc.after)
 				}
 			})
+		})
+	}
+}
+
+// TestWeatherNotClearIsWarnedOfBeforeTheRun: a run without a timeline on a
+// crowd whose origins are not all clear is warned, before it floods, that
+// its figures include weather it did not set; clear weather, or a run with
+// its own timeline, is no warning.
+func TestWeatherNotClearIsWarnedOfBeforeTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		before   string
+		timeline string // --weather-at, "" for none
+		warned   bool
+	}{
+		// flood1.test down, left by crowd weather set.
+		{"weather left in force", "down=flood1.test", "", true},
+		// Clear: nothing to say.
+		{"clear", "", "", false},
+		// The run's own timeline sets the weather: it says so in its section.
+		{"a timeline of its own", "down=flood1.test", "+1s clear", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})
+			spec, err := weather.ParseSpec(tc.before)
+			if err == nil {
+				err = cr.Pasture.SetWeather(spec)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tlv WeatherTimeline
+			if tc.timeline != "" {
+				tlv.At = []WeatherAt{at(t, tc.timeline)}
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			if _, err := startTimeline(context.Background(), tlv, pastureWeather{p: cr.Pasture}, zap.New(core)); err != nil {
+				t.Fatal(err)
+			}
+			warned := logs.FilterMessageSnippet("not all clear").Len() == 1
+			if warned != tc.warned {
+				t.Errorf("warned %v, want %v: %v", warned, tc.warned, logs.All())
+			}
 		})
 	}
 }
