@@ -344,13 +344,39 @@ func takePanel(t *testing.T, page *chromiumPage, fl *Process) (panelSample, bool
 		verdict: v.Verdict, fbState: v.FBState, fetches: v.Fetches}, true
 }
 
-// liveLines are the flood's plain live lines ("t=3s rate=… …").
+// liveLines are the flood's live lines as the plain line writes them
+// ("t=3s rate=… …"): plain ones as they are, and, from a flood with JSON
+// logs, its "progress" log lines written in that form, figures formatted
+// as the plain line formats them.
 func liveLines(out string) []string {
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "t=") {
 			lines = append(lines, l)
 		}
+		var p struct {
+			Msg                                         string
+			T                                           float64 `json:"t_s"`
+			Rate                                        float64
+			Offered, Sent, Dropped, Starved, OK, Errors int64
+			Status429                                   int64 `json:"status429"`
+			Inflight                                    int64
+			P50US                                       int64 `json:"p50_us"`
+			P99US                                       int64 `json:"p99_us"`
+			MaxUS                                       int64 `json:"max_us"`
+			LateP99US                                   int64 `json:"late_p99_us"`
+			End                                         bool
+		}
+		if json.Unmarshal([]byte(l), &p) != nil || p.Msg != "progress" {
+			continue
+		}
+		line := fmt.Sprintf("t=%ds rate=%.0f/s offered=%d sent=%d dropped=%d starved=%d p50=%s p99=%s max=%s late_p99=%s ok=%d 429=%d errors=%d inflight=%d",
+			int(math.Round(p.T)), p.Rate, p.Offered, p.Sent, p.Dropped, p.Starved, record.FormatMicros(p.P50US), record.FormatMicros(p.P99US),
+			record.FormatMicros(p.MaxUS), record.FormatMicros(p.LateP99US), p.OK, p.Status429, p.Errors, p.Inflight)
+		if p.End {
+			line += " end=1"
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }
