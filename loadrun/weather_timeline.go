@@ -220,9 +220,9 @@ func (w weatherNow) same(o weatherNow) bool {
 	return w.Spec == o.Spec && slices.Equal(sortedOrigins(w.Origins), sortedOrigins(o.Origins))
 }
 
-// sortedOrigins is a sorted copy of os, by host.
-func sortedOrigins(os []record.WeatherOrigin) []record.WeatherOrigin {
-	return slices.SortedFunc(slices.Values(os), func(a, b record.WeatherOrigin) int { return cmp.Compare(a.Host, b.Host) })
+// sortedOrigins is a sorted copy of origins, by host.
+func sortedOrigins(origins []record.WeatherOrigin) []record.WeatherOrigin {
+	return slices.SortedFunc(slices.Values(origins), func(a, b record.WeatherOrigin) int { return cmp.Compare(a.Host, b.Host) })
 }
 
 // stop ends the timeline and waits for a change being applied.

@@ -68,11 +68,7 @@ type jsonLive struct{ log *zap.Logger }
 
 func (l jsonLive) Update(p record.Progress) {
 	t := p.Tick
-	rate := float64(t.Sent)
-	if t.Span > 0 {
-		rate = float64(t.Sent) / t.Span // the last tick is the drain: a fraction of a second
-	}
-	l.log.Info("progress", zap.Float64("t_s", p.Elapsed.Seconds()), zap.Float64("rate", rate),
+	l.log.Info("progress", zap.Float64("t_s", p.Elapsed.Seconds()), zap.Float64("rate", t.SentRate()),
 		zap.Int64("offered", p.Offered), zap.Int64("sent", p.Sent), zap.Int64("dropped", p.Dropped), zap.Int64("starved", p.Starved),
 		zap.Int64("p50_us", t.LatencyP50), zap.Int64("p99_us", t.LatencyP99), zap.Int64("max_us", t.LatencyMax),
 		zap.Int64("late_p99_us", t.LatenessP99), zap.Int64("ok", p.OK), zap.Int64("status429", p.Status429),

@@ -395,6 +395,16 @@ type Progress struct {
 	Inflight  int64
 }
 
+// SentRate is the tick's sends per second: over its span, which for the
+// last tick (the drain) is a fraction of a second; its count when the span
+// is not known.
+func (t Tick) SentRate() float64 {
+	if t.Span > 0 {
+		return float64(t.Sent) / t.Span
+	}
+	return float64(t.Sent)
+}
+
 // Window is when a run's measured sends were due, taken by a worker and
 // answered, in seconds from the start of the run. It shows whether the
 // generator kept its schedule (LastSent against LastDue, see

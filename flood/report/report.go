@@ -34,10 +34,7 @@ func NewLive(w io.Writer, isTerminal bool) *Live { return &Live{W: w, Terminal: 
 func (l *Live) Update(p record.Progress) {
 	b := l.buf[:0]
 	t := p.Tick
-	rate := float64(t.Sent)
-	if t.Span > 0 {
-		rate = float64(t.Sent) / t.Span
-	}
+	rate := t.SentRate()
 	if l.Terminal {
 		b = append(b, "\r\x1b[K"...)
 		b = l.bar(b, p)
