@@ -97,14 +97,9 @@ func HistoryOf(start time.Time, initial map[string]string, w *record.Weather, a 
 	}
 	if w != nil {
 		for _, c := range w.Changes {
-			if c.Error != "" {
-				continue
+			if c.Error == "" {
+				shift(c.InForceS(), c.Origins)
 			}
-			at := c.AtS
-			if c.AppliedS > 0 { // when the crowd had it in force, not when it was due
-				at = c.AppliedS
-			}
-			shift(at, c.Origins)
 		}
 	}
 	if a != nil && a.Changed != nil {

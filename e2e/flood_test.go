@@ -106,7 +106,8 @@ func TestFloodRealFedify(t *testing.T) {
 // changes, the record's weather section lists them with the origins they
 // took, the record says flood4.test was slow at the start and that no other
 // hand changed the weather (the timeline's own changes are the run's), and
-// the weather before the run (flood4.test slow) is back after it.
+// the weather before the run (flood4.test slow) is back after it. Its gate
+// ambient_weather==0 is missed, on that one origin.
 func floodWeatherTimeline(t *testing.T, f *federation) {
 	const before = "slow=flood4.test:1s:1"
 	if code := f.call(t, "PUT", crowdAdmin+"/api/weather", map[string]string{"spec": before}, nil); code != 200 {
@@ -133,8 +134,13 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 			Changed json.RawMessage `json:"changed"`
 		} `json:"ambient_weather"`
 	}
-	f.floodInto(t, "weather", &rec, "--rate", "5", "--seconds", "5", "--mix", "create=1", "--timeout", "30s",
-		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear")
+	_, output, code := f.floodExit(t, "weather", &rec, "--rate", "5", "--seconds", "5", "--mix", "create=1", "--timeout", "30s",
+		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear", "--expect", "ambient_weather==0")
+	// The gate on the weather the run did not set fails it: flood4.test
+	// was slow before it, by another hand.
+	if code != 1 || !strings.Contains(string(output), "ambient_weather = 1 (want == 0): missed") {
+		t.Errorf("crowd flood --expect ambient_weather==0 under weather set before it: exit %d, want 1 naming the gate\n%s", code, output)
+	}
 	w := rec.Weather
 	if w == nil || len(w.Changes) != 2 {
 		t.Fatalf("weather section %+v: want the two changes", w)

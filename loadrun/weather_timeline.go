@@ -322,7 +322,8 @@ func (tl *timeline) section() *record.Weather {
 
 // ambient is the weather the flood met that the run did not put in force:
 // what was in force at its start, and another hand's change found at its
-// end; nil when there was none or the crowd was not watched.
+// end; empty when there was none, nil when the crowd was not watched (it
+// did not say, so a gate on it has no data).
 func (tl *timeline) ambient() *record.AmbientWeather {
 	if tl == nil {
 		return nil
@@ -338,9 +339,6 @@ func (tl *timeline) ambient() *record.AmbientWeather {
 	}
 	if tl.changed != nil {
 		a.Changed = tl.state(*tl.changed)
-	}
-	if a.Start == nil && a.Changed == nil {
-		return nil
 	}
 	return &a
 }

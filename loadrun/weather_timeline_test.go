@@ -242,8 +242,8 @@ func TestWeatherWatch(t *testing.T) {
 		want     []string // each flood's ambient weather, as JSON
 		after    string   // the weather in force once the run put back what it should
 	}{
-		// Clear throughout: nothing recorded.
-		{"clear", "", nil, nil, 1, false, nil, []string{"null"}, ""},
+		// Clear throughout: the crowd said, and nothing is in the section.
+		{"clear", "", nil, nil, 1, false, nil, []string{"{}"}, ""},
 		// Set before the run and left alone: the start, since 1 s before it.
 		{"set before", "down=flood1.test", nil, nil, 1, false, nil,
 			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
@@ -251,7 +251,7 @@ func TestWeatherWatch(t *testing.T) {
 		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false, nil,
 			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}, "slow=flood2.test:30s:0.5"},
 		// The run's own timeline changes it: not another hand's.
-		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, nil, []string{"null"}, ""},
+		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, nil, []string{"{}"}, ""},
 		// Another hand clears what the timeline put in force.
 		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false, nil,
 			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}, ""},
@@ -273,8 +273,9 @@ func TestWeatherWatch(t *testing.T) {
 				`"changed":{"since_s":1.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// Cleared during the run's set-up, after the first reading: the
 		// flood met clear weather only, and no one changed it during it.
-		{"changed during the set-up", "down=flood1.test", nil, nil, 1, false, &clearSpec, []string{"null"}, ""},
-		// A crowd that cannot say: nothing recorded, nothing fails.
+		{"changed during the set-up", "down=flood1.test", nil, nil, 1, false, &clearSpec, []string{"{}"}, ""},
+		// A crowd that cannot say: no section (a gate on it has no data),
+		// nothing fails.
 		{"cannot say", "down=flood1.test", nil, nil, 1, true, nil, []string{"null"}, "down=flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,6 +98,13 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 			}
 			return nil, usage(f, "compare covers every activity type: drop %q", g.Type+".")
 		}
+		if g.Metric == "never_seen" || g.Metric == "unreached" {
+			// Counters of crowd run's run section, not of the flood's types.
+			return nil, usage(f, "%s is crowd run's, of its run section, which compare shows after its verdict, not judged (crowd run --expect judges it, e.g. 'visibility.never_seen==0')", g.Metric)
+		}
+		if g.Metric == "ambient_weather" {
+			return nil, usage(f, "compare notes when the runs met different weather; ambient_weather gates one run's (--expect 'ambient_weather==0')")
+		}
 		if g.kind == kindRate && g.Metric == "offered" {
 			return nil, usage(f, "comparable runs offer the same rate: compare rate or throughput")
 		}

@@ -325,9 +325,12 @@ func TestParseCompareMetrics(t *testing.T) {
 		{"latency.p95,p95", "p95 appears twice", false}, // twice, once spelled out
 		{"Create.p99", "drop \"Create.\"", false},       // types are all compared anyway
 		{"visibility.p95", "visibility is a part of crowd run's run section, which compare shows after its verdict, not judged (crowd run --expect judges its visibility, delivery and home, e.g. 'visibility.p95<5s')", false}, // not a flood figure
-		{"offered", "comparable runs offer the same rate", false}, // always equal
-		{"p101", "quantile", false},                               // out of range
-		{"speed", "unknown metric", false},                        // unknown
+		{"offered", "comparable runs offer the same rate", false},                       // always equal
+		{"never_seen", "never_seen is crowd run's, of its run section", false},          // no flood's count
+		{"unreached", "unreached is crowd run's, of its run section", false},            // nor this
+		{"ambient_weather", "compare notes when the runs met different weather", false}, // one run's gate
+		{"p101", "quantile", false},        // out of range
+		{"speed", "unknown metric", false}, // unknown
 	} {
 		ms, err := record.ParseCompareMetrics(c.in)
 		if !c.ok {

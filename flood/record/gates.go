@@ -38,7 +38,9 @@ const (
 //	           (CODE: 202 401 403 404 410 429 503 or 2xx 4xx 5xx, a whole range)
 //	           "never_seen" | "unreached" (crowd run's: visibility.never_seen,
 //	           a share of the accepted notes; delivery.unreached, of the
-//	           deliveries expected; see RunSectionPart)
+//	           deliveries expected; see RunSectionPart) |
+//	           "ambient_weather" (the origins that met weather the run did
+//	           not set, a count over the whole crowd: Record.AmbientOrigins)
 //	rate     = "rate" (sent/s) | "offered" (offered/s) | "throughput" (2xx/s)
 //	value    = a Go duration (100ms, 2s) for a duration metric;
 //	           a count or a percentage for a counter (a share of the offered
@@ -170,6 +172,9 @@ func (g *Gate) parseMetric(lhs string) error {
 		}
 		g.kind = kindCount
 		g.Metric = m
+		if m == "ambient_weather" && len(prefix) > 0 {
+			return usage(g.Expr, "ambient_weather counts the crowd's origins, over every type: drop %q", strings.Join(prefix, ".")+".")
+		}
 		switch len(prefix) {
 		case 0:
 		case 1:
@@ -205,6 +210,11 @@ func (g *Gate) parseValue(rhs string) error {
 		g.Dur = d
 	case kindCount:
 		num := rhs
+		if strings.HasSuffix(num, "%") && g.Metric == "ambient_weather" {
+			// A share of what? The crowd's origins are not in the record
+			// when it met no weather: a count says the same thing plainly.
+			return usage(g.Expr, "ambient_weather is a count of origins: compare it with one, e.g. 'ambient_weather==0'")
+		}
 		if strings.HasSuffix(num, "%") {
 			g.Percent = true
 			num = strings.TrimSpace(num[:len(num)-1])
@@ -480,6 +490,10 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 	if isForgedCounter(g.Metric) {
 		return r.Security.forgedCounter(g.Metric, g.Type)
 	}
+	if g.Metric == "ambient_weather" {
+		n, ok := r.AmbientOrigins()
+		return n, n, ok
+	}
 	t, ok := r.Type(g.Type)
 	if !ok {
 		return 0, 0, false
@@ -526,7 +540,7 @@ func (g Gate) counter(r *Record) (n, of int64, ok bool) {
 // Retry-After), not on the sends themselves.
 func (g Gate) answerCount() bool {
 	switch g.Metric {
-	case "sent", "dropped", "starved", "completed", "aborted":
+	case "sent", "dropped", "starved", "completed", "aborted", "ambient_weather":
 		return false
 	}
 	return !isForgedCounter(g.Metric)
@@ -537,7 +551,8 @@ func counterName(expr, leaf string) (string, error) {
 	switch leaf {
 	case "sent", "dropped", "starved", "completed", "aborted", "errors", "ok", "retry_after",
 		"status2xx", "status4xx", "status5xx", "forged_accepted", "forged_sent", "forged_effective",
-		"never_seen", "unreached": // the last two: crowd run's run section's (JudgeCount), no flood's
+		"never_seen", "unreached", // crowd run's run section's (JudgeCount), no flood's
+		"ambient_weather":
 		return leaf, nil
 	case "timeouts":
 		return "timeout", nil

@@ -54,6 +54,10 @@ func TestParseGate(t *testing.T) {
 		{"Crea-te.p95<1s", ""},                                   // bad type name
 		{"bogus<1", ""},                                          // unknown metric
 		{".p95<1s", ""},                                          // empty type
+		{"ambient_weather==0", "ambient_weather==0"},             // the weather the run met and did not set
+		{"ambient_weather<=2", "ambient_weather<=2"},             // a count of origins
+		{"ambient_weather<5%", ""},                               // a share of origins the record may not know
+		{"Create.ambient_weather==0", ""},                        // over the whole crowd, not a type
 	} {
 		g, err := record.ParseGate(tc.expr)
 		if tc.canon == "" {
@@ -190,6 +194,9 @@ func TestGateErrorsNameTheFix(t *testing.T) {
 		{"Service<5ms", "name one, as service.p99"},
 		// An unknown word: the kinds of metric are listed.
 		{"bogus<1", "want a quantile (p95, p99"},
+		// The weather met is counted in origins, over the whole crowd.
+		{"ambient_weather<5%", "e.g. 'ambient_weather==0'"},
+		{"Like.ambient_weather==0", `drop "Like."`},
 	} {
 		_, err := record.ParseGate(c.expr)
 		if err == nil || !strings.Contains(err.Error(), c.says) {

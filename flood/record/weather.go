@@ -49,6 +49,16 @@ type WeatherOrigin struct {
 	Condition string `json:"condition"`
 }
 
+// InForceS is when the crowd had the change in force, in seconds from the
+// flood's start: AppliedS, or AtS (when it was due) in a record made
+// before AppliedS was kept.
+func (c WeatherChange) InForceS() float64 {
+	if c.AppliedS > 0 {
+		return c.AppliedS
+	}
+	return c.AtS
+}
+
 // Failed is how many of the changes the crowd refused.
 func (w *Weather) Failed() int {
 	if w == nil {
@@ -164,7 +174,9 @@ func (c WeatherChange) WeatherCounts() string {
 // in force itself. The crowd's own account of its weather is read right
 // before the flood, before each change of the run's timeline, and right
 // after the flood, so a change made and undone by another hand between
-// two readings is not seen.
+// two readings is not seen. A record has it whenever the crowd said its
+// weather, empty when the run met none it did not set; without it, the
+// crowd did not say.
 type AmbientWeather struct {
 	// Start is the weather in force when the flood started (crowd weather
 	// set, crowd serve --weather, a run before this one); nil when every
@@ -175,6 +187,10 @@ type AmbientWeather struct {
 	// where the weather in force was not what the start or this run's own
 	// timeline left; nil when none was.
 	Changed *WeatherState `json:"changed,omitempty"`
+	// Unread, in a merged record, are the shards (i/n) whose crowd did not
+	// say its weather: what they met is not known. Omitted when every
+	// shard's did.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // WeatherState is the weather in force on the crowd at one moment.
@@ -219,13 +235,15 @@ func (s *WeatherState) Describe(shown int) string {
 // mergeAmbient joins the shards' ambient weather: each shard's crowd
 // serves its own origins, so each moment's origins are joined and counts
 // added; the start is put in force at the earliest shard's, a change
-// lasts from the latest. A moment only some shards met names them. Nil
-// when no shard met any.
+// lasts from the latest. A moment only some shards met names them; the
+// shards whose crowd did not say are Unread. Nil when no shard's crowd
+// said.
 func mergeAmbient(recs []*Record) *AmbientWeather {
 	var out AmbientWeather
 	var started, changed []string
 	for _, r := range recs {
 		if r.Ambient == nil {
+			out.Unread = append(out.Unread, r.Settings.Shard)
 			continue
 		}
 		if r.Ambient.Start != nil {
@@ -237,8 +255,8 @@ func mergeAmbient(recs []*Record) *AmbientWeather {
 		out.Start = joinWeatherState(out.Start, r.Ambient.Start, true)
 		out.Changed = joinWeatherState(out.Changed, r.Ambient.Changed, false)
 	}
-	if out.Start == nil && out.Changed == nil {
-		return nil
+	if len(out.Unread) == len(recs) {
+		return nil // no shard's crowd said
 	}
 	out.Start.onShards(started, len(recs))
 	out.Changed.onShards(changed, len(recs))
@@ -321,4 +339,62 @@ func (r *Record) WeatherMet() string {
 		return "clear"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// AmbientOrigins counts the origins that met weather the run did not set
+// (the gate counter ambient_weather): those not clear at the flood's
+// start, and those another hand's change left in a condition other than
+// the run's own timeline had given them then (a change to clear counts
+// the origins the timeline had in weather). False when the crowd did not
+// say its weather (no section, or a merged shard's crowd that did not):
+// a gate on it then has no data.
+func (r *Record) AmbientOrigins() (int64, bool) {
+	a := r.Ambient
+	if a == nil || len(a.Unread) > 0 {
+		return 0, false
+	}
+	met := map[string]bool{}
+	if a.Start != nil {
+		for _, o := range a.Start.Origins {
+			met[strings.ToLower(o.Host)] = true
+		}
+	}
+	if c := a.Changed; c != nil {
+		own := map[string]string{}
+		for _, o := range r.Weather.inForceAt(c.SinceS) {
+			own[strings.ToLower(o.Host)] = o.Condition
+		}
+		theirs := map[string]string{}
+		for _, o := range c.Origins {
+			theirs[strings.ToLower(o.Host)] = o.Condition
+		}
+		for _, m := range []map[string]string{own, theirs} {
+			for h := range m {
+				if own[h] != theirs[h] {
+					met[h] = true
+				}
+			}
+		}
+	}
+	return int64(len(met)), true
+}
+
+// inForceAt is the origins in weather by the timeline's last change the
+// crowd had applied at atS seconds from the flood's start; none before
+// its first, or without a timeline.
+func (w *Weather) inForceAt(atS float64) []WeatherOrigin {
+	if w == nil {
+		return nil
+	}
+	var out []WeatherOrigin
+	for _, c := range w.Changes {
+		if c.Error != "" {
+			continue
+		}
+		if c.InForceS() > atS {
+			break
+		}
+		out = c.Origins
+	}
+	return out
 }

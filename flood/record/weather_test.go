@@ -119,19 +119,24 @@ func onShards(s *record.WeatherState, shards ...string) *record.WeatherState {
 // hand's change are joined as one crowd's would be: origins by host,
 // counts added, the rules in one spec; the start since the earliest
 // shard's, a change from the latest; a shard that met none adds nothing,
-// and the shards that met it are named.
+// and the shards that met it are named; a shard whose crowd did not say
+// is named as unread.
 func TestAmbientWeatherMerge(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		a, b *record.AmbientWeather
 		want *record.AmbientWeather
 	}{
-		// Neither shard met weather: the merge met none.
-		{"none", nil, nil, nil},
+		// Neither shard's crowd said its weather: the merge cannot say either.
+		{"none said", nil, nil, nil},
+		// Both crowds said, and neither met weather: the merge met none.
+		{"both clear", &record.AmbientWeather{}, &record.AmbientWeather{}, &record.AmbientWeather{}},
 		// One shard began under weather, the other clear: the shard is named,
 		// the counts its alone.
-		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, nil,
+		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{},
 			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}},
+		// One shard's crowd did not say: what it met is not known, and named.
+		{"one unread", &record.AmbientWeather{}, nil, &record.AmbientWeather{Unread: []string{"2/2"}}},
 		// One shard began under weather, another hand changed the other's.
 		{"one started, one changed", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{Changed: downAt("flood14.test", 2, 9)},
 			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2"), Changed: onShards(downAt("flood14.test", 2, 9), "2/2")}},
@@ -243,6 +248,67 @@ func TestLadderWeatherNote(t *testing.T) {
 			}
 			if got := res.WeatherNote(); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("note %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestAmbientWeatherGate: the gate ambient_weather counts the origins that
+// met weather the run did not set, so 'ambient_weather==0' fails a run
+// measured under another hand's weather; a crowd that did not say gives
+// it no data (missed, as every gate without data is).
+func TestAmbientWeatherGate(t *testing.T) {
+	slowAt := func(host string, sinceS float64) *record.WeatherState {
+		return &record.WeatherState{SinceS: sinceS, Spec: "slow=" + host + ":30s:0.5", Counts: map[string]int{"slow": 1, "clear": 19},
+			Origins: []record.WeatherOrigin{{Host: host, Condition: "slow:30s:0.5"}}}
+	}
+	for _, c := range []struct {
+		name    string
+		weather *record.Weather
+		ambient *record.AmbientWeather
+		origins int64 // -1: no data
+	}{
+		// The crowd did not say its weather: nothing to judge.
+		{"not said", nil, nil, -1},
+		// It said, and the run met none it did not set.
+		{"clear", nil, &record.AmbientWeather{}, 0},
+		// The run's own timeline is its own, however bad.
+		{"own timeline", outage("flood3.test", 20), &record.AmbientWeather{}, 0},
+		// Begun with an origin down (crowd weather set before the run).
+		{"start", nil, &record.AmbientWeather{Start: downAt("flood3.test", -60, 19)}, 1},
+		// Another hand put an origin down during the flood.
+		{"changed", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19)}, 1},
+		// The origin down at the start, another put down by another hand: two.
+		{"start and changed", nil, &record.AmbientWeather{Start: downAt("flood3.test", -60, 19), Changed: downAt("flood7.test", 2, 19)}, 2},
+		// Another hand cleared what the timeline had put down: that origin
+		// met clear weather the run did not set.
+		{"cleared behind the timeline", outage("flood3.test", 20), &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 2, Counts: map[string]int{"clear": 20}}}, 1},
+		// Another hand put the timeline's origin in the same condition again
+		// and slowed another: only the other one differs.
+		{"same condition again", outage("flood3.test", 20), &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 2, Spec: "down=flood3.test,slow=flood4.test:30s:0.5",
+			Counts:  map[string]int{"down": 1, "slow": 1, "clear": 18},
+			Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}, {Host: "flood4.test", Condition: "slow:30s:0.5"}}}}, 1},
+		// Another hand's change after the timeline cleared (at +3 s) is
+		// judged against clear.
+		{"after the timeline's clear", outage("flood3.test", 20), &record.AmbientWeather{Changed: slowAt("flood3.test", 4)}, 1},
+		// A merged run, one shard's crowd did not say: not known.
+		{"a shard unread", nil, &record.AmbientWeather{Unread: []string{"2/2"}}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := weatherRecord(t, "", c.weather)
+			r.Ambient = c.ambient
+			r = recordtest.RoundTrip(t, r)
+			n, ok := r.AmbientOrigins()
+			if !ok && c.origins >= 0 || ok && n != c.origins {
+				t.Fatalf("AmbientOrigins() = %d, %v; want %d (-1: no data)", n, ok, c.origins)
+			}
+			g, err := record.ParseGate("ambient_weather==0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := g.Eval(r)
+			if res.Known != (c.origins >= 0) || res.Holds != (c.origins == 0) {
+				t.Errorf("%s: known %v holds %v; want known %v holds %v", res, res.Known, res.Holds, c.origins >= 0, c.origins == 0)
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func weatherLines(w *record.Weather) []string {
 // block: what was in force at the start and since when, and what another
 // hand put in force during the flood; nothing when it met none.
 func ambientLines(a *record.AmbientWeather) []string {
-	if a == nil {
+	if a == nil || (a.Start == nil && a.Changed == nil && len(a.Unread) == 0) {
 		return nil
 	}
 	lines := []string{"weather this run did not set"}
@@ -64,6 +64,9 @@ func ambientLines(a *record.AmbientWeather) []string {
 			to = "to " + c.Spec + ": " + c.Describe(originsShown)
 		}
 		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood%s, %s, %s", onShards(c, ""), when, to))
+	}
+	if len(a.Unread) > 0 {
+		lines = append(lines, fmt.Sprintf("  not known on shard %s: its crowd did not say its weather", strings.Join(a.Unread, ", ")))
 	}
 	return lines
 }

@@ -53,8 +53,8 @@ func TestWeatherShown(t *testing.T) {
 // TestAmbientWeatherShown: weather the run did not set is shown before
 // its own timeline, in the table, the Markdown and the page: what was in
 // force at the start and since when, and another hand's change during the
-// flood (to clear, too), with when it came; a run that met none shows
-// nothing of it.
+// flood (to clear, too), with when it came, and a shard whose crowd did
+// not say; a run that met none shows nothing of it.
 func TestAmbientWeatherShown(t *testing.T) {
 	r := reportRecord(t)
 	for _, tc := range []struct {
@@ -86,6 +86,9 @@ func TestAmbientWeatherShown(t *testing.T) {
 		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
 			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
 			[]string{"  CHANGED by another hand during the flood, as it started, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
+		// A merged run, one shard's crowd did not say: not known there.
+		{"a shard unread", &record.AmbientWeather{Unread: []string{"1/2"}},
+			[]string{"weather this run did not set\n", "  not known on shard 1/2: its crowd did not say its weather\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.Ambient = tc.ambient
@@ -98,10 +101,12 @@ func TestAmbientWeatherShown(t *testing.T) {
 			})
 		})
 	}
-	r.Ambient = nil
-	var b bytes.Buffer
-	if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "did not set") {
-		t.Errorf("a run that met no weather shows some (%v):\n%s", err, b.String())
+	for _, none := range []*record.AmbientWeather{nil, {}} { // the crowd did not say; it said clear
+		r.Ambient = none
+		var b bytes.Buffer
+		if err := WriteTable(&b, r); err != nil || strings.Contains(b.String(), "did not set") {
+			t.Errorf("a run that met no weather (%+v) shows some (%v):\n%s", none, err, b.String())
+		}
 	}
 }
 
