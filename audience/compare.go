@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,50 +25,201 @@ type RunChange struct {
 	Base   string
 	Head   string
 	Change string
+	// Verdict is the row's judgement as compare's table writes one:
+	// REGRESSED, better, (within noise), (few notes) …; "" when it did not
+	// move beyond the threshold, or is shown only (seen, buried, the drain).
+	Verdict string
+	// Judged says the figure was set against the rule; false when it is
+	// shown only, or could not be (few values, no histogram, a side
+	// without it).
+	Judged bool
 }
 
-// CompareRuns lines up the figures of two run sections: the visibility
-// quantiles with the count of notes they rest on, the notes never seen and
-// buried (shares of the accepted ones), the drain, the home timeline
-// probes' p95, p99 and errors, the deliveries' p95, p99 and reach. It
-// judges none of them: a run section keeps quantiles, not the histograms a
-// noise test needs.
-func CompareRuns(base, head *RunSection) []RunChange {
+// Regressed reports a figure that moved the wrong way beyond the rule.
+func (r RunChange) Regressed() bool { return r.Verdict == string(record.VerdictRegressed) }
+
+// RunComparison is two run sections side by side and judged.
+type RunComparison struct {
+	Rows []RunChange
+	// Notes qualify the verdict: probe periods that differ (the visibility
+	// latencies are then not judged).
+	Notes []string
+	// MaxRegression is the threshold the rows were judged by.
+	MaxRegression float64
+}
+
+// Regressions are the rows that regressed.
+func (c RunComparison) Regressions() []RunChange {
+	var out []RunChange
+	for _, r := range c.Rows {
+		if r.Regressed() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CompareRuns lines up the figures of two run sections and judges them by
+// compare's rule (o: its threshold and floors; see record.Shift): the
+// visibility quantiles (over the notes, not the homes that read them: a
+// note arrives once; by more than a probe period, by which a visibility
+// latency may be late, and only when both runs probed at one rate), the
+// notes never seen (a share of the accepted ones), the home timeline
+// probes' p95, p99 and errors, the deliveries' p95, p99 and the share
+// that never arrived (over the posts: a post's deliveries are one queue's
+// work). The count seen, the notes buried and the drain are shown, not
+// judged. A latency that head measured over a smaller share of what it
+// owed (fewer notes seen, fewer deliveries) is never scored better.
+func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison {
+	c := RunComparison{MaxRegression: o.MaxRegression}
 	bv, hv := base.Visibility, head.Visibility
-	rows := []RunChange{relativeRow("visibility", "seen", seenFigure(bv), seenFigure(hv))}
-	rows = append(rows, quantileRows("visibility", bv.Latency, hv.Latency, "p50", "p95", "p99")...)
-	rows = append(rows,
-		pointsRow("visibility", "never seen", shareFigure(bv.NeverSeen, bv.Accepted, "accepted"), shareFigure(hv.NeverSeen, hv.Accepted, "accepted")),
+	period := 0.0
+	samePeriod := base.ProbeHz == head.ProbeHz || base.ProbeHz <= 0 || head.ProbeHz <= 0
+	if hz := min(positive(base.ProbeHz), positive(head.ProbeHz)); hz > 0 {
+		period = 1e6 / hz // µs
+	}
+	if !samePeriod {
+		c.Notes = append(c.Notes, fmt.Sprintf("the runs probed the homes at %g/s and %g/s: a visibility latency is late by up to one period, so theirs are shown, not judged", base.ProbeHz, head.ProbeHz))
+	}
+	vis := latencyJudge{part: "visibility", units: "notes", floor: period, judge: samePeriod,
+		base: record.LatencySample{Hist: bv.Latency, Units: bv.Notes}, head: record.LatencySample{Hist: hv.Latency, Units: hv.Notes},
+		fewerOwed: shareOf(hv.Seen, hv.Sent) < shareOf(bv.Seen, bv.Sent)-o.ShareFloor}
+	c.Rows = append(c.Rows, relativeRow("visibility", "seen", seenFigure(bv), seenFigure(hv)))
+	c.Rows = append(c.Rows, vis.rows(o, "p50", "p95", "p99")...)
+	c.Rows = append(c.Rows,
+		judgedShare(pointsRow("visibility", "never seen", shareFigure(bv.NeverSeen, bv.Accepted, "accepted"), shareFigure(hv.NeverSeen, hv.Accepted, "accepted")),
+			record.ShareSample{N: bv.NeverSeen, Of: bv.Accepted, Units: bv.Notes}, record.ShareSample{N: hv.NeverSeen, Of: hv.Accepted, Units: hv.Notes}, o),
 		pointsRow("visibility", "buried", shareFigure(bv.Buried, bv.Accepted, "accepted"), shareFigure(hv.Buried, hv.Accepted, "accepted")),
 		relativeRow("drain", "after the flood", drainFigure(base), drainFigure(head)))
-	rows = append(rows, quantileRows("home", base.Home.Latency, head.Home.Latency, "p95", "p99")...)
-	rows = append(rows, pointsRow("home", "probe errors", shareFigure(base.Home.Errors, base.Home.Probes, "probes"), shareFigure(head.Home.Errors, head.Home.Probes, "probes")))
-	rows = append(rows, quantileRows("delivery", base.Delivery.Latency, head.Delivery.Latency, "p95", "p99")...)
-	return append(rows, pointsRow("delivery", "reached", reachFigure(base.Delivery), reachFigure(head.Delivery)))
+	bh, hh := base.Home, head.Home
+	home := latencyJudge{part: "home", units: "probes", judge: true,
+		base: record.LatencySample{Hist: bh.Latency}, head: record.LatencySample{Hist: hh.Latency},
+		fewerOwed: shareOf(hh.OK, hh.Probes) < shareOf(bh.OK, bh.Probes)-o.ShareFloor}
+	c.Rows = append(c.Rows, home.rows(o, "p95", "p99")...)
+	c.Rows = append(c.Rows, judgedShare(pointsRow("home", "probe errors", shareFigure(bh.Errors, bh.Probes, "probes"), shareFigure(hh.Errors, hh.Probes, "probes")),
+		record.ShareSample{N: bh.Errors, Of: bh.Probes}, record.ShareSample{N: hh.Errors, Of: hh.Probes}, o))
+	bd, hd := base.Delivery, head.Delivery
+	del := latencyJudge{part: "delivery", units: "posts", judge: true,
+		base: record.LatencySample{Hist: bd.Latency, Units: bd.Posts}, head: record.LatencySample{Hist: hd.Latency, Units: hd.Posts},
+		fewerOwed: shareOf(hd.Reached, hd.Expected) < shareOf(bd.Reached, bd.Expected)-o.ShareFloor}
+	c.Rows = append(c.Rows, del.rows(o, "p95", "p99")...)
+	c.Rows = append(c.Rows, judgedShare(pointsRow("delivery", "reached", reachFigure(bd), reachFigure(hd)),
+		record.ShareSample{N: bd.Expected - bd.Reached, Of: bd.Expected, Units: bd.Posts},
+		record.ShareSample{N: hd.Expected - hd.Reached, Of: hd.Expected, Units: hd.Posts}, o))
+	return c
 }
 
-// WriteRunComparison writes two run sections side by side (CompareRuns'
-// rows) under a heading that says they are shown, not judged, why, and
-// what judges them: crowd run's --expect gates, on a run's own section.
-func WriteRunComparison(out io.Writer, base, head *RunSection) error {
+// positive is v, or +Inf when it is not above 0 (min then ignores it).
+func positive(v float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return math.Inf(1)
+}
+
+// shareOf is n of of, 1 when of is 0 (nothing owed, nothing missing).
+func shareOf(n, of int64) float64 {
+	if of == 0 {
+		return 1
+	}
+	return float64(n) / float64(of)
+}
+
+// latencyJudge judges the quantiles of one part's latency in two runs.
+type latencyJudge struct {
+	part, units string // the part, and what its independent units are called (notes, probes, posts)
+	base, head  record.LatencySample
+	floor       float64 // µs: a change smaller is not the server's (a probe period)
+	judge       bool    // false: shown only (the runs' probe periods differ)
+	fewerOwed   bool    // head measured it over a smaller share of what it owed: never better
+}
+
+// rows are the named quantiles' rows (p50, p95, p99), judged.
+func (l latencyJudge) rows(o record.CompareOptions, names ...string) []RunChange {
+	out := make([]RunChange, 0, len(names))
+	for _, n := range names {
+		q, _ := strconv.ParseFloat(strings.TrimPrefix(n, "p"), 64)
+		r := relativeRow(l.part, n, quantileFigure(l.base.Hist.Quantiles, n), quantileFigure(l.head.Hist.Quantiles, n))
+		s, ok := record.JudgeQuantileShift(l.base, l.head, q, l.floor, o)
+		switch {
+		case !ok || !l.judge:
+		case s.Unkept:
+			r.Verdict = "(not judged: an older record keeps no histogram)"
+		case s.Few:
+			r.Verdict = "(few " + l.units + ")"
+		case s.Verdict == record.VerdictBetter && l.fewerOwed:
+			r.Verdict, r.Judged = "(over fewer: not scored better)", true
+		default:
+			r.Verdict, r.Judged = shiftVerdict(s), true
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// judgedShare is r judged as a share where up is worse.
+func judgedShare(r RunChange, base, head record.ShareSample, o record.CompareOptions) RunChange {
+	if s, ok := record.JudgeShareShift(base, head, o); ok {
+		r.Verdict, r.Judged = shiftVerdict(s), true
+	}
+	return r
+}
+
+// shiftVerdict writes a judged shift as compare's table does.
+func shiftVerdict(s record.Shift) string {
+	if s.Noise {
+		return "(within noise)"
+	}
+	return string(s.Verdict)
+}
+
+// WriteRunComparison writes two run sections side by side and judged
+// (CompareRuns' rows) under a heading that says by what rule, then the
+// notes and the verdict's line.
+func WriteRunComparison(out io.Writer, base, head *RunSection, o record.CompareOptions) (RunComparison, error) {
+	c := CompareRuns(base, head, o)
+	th := record.FormatPercent(o.MaxRegression)
 	var b strings.Builder
-	b.WriteString("crowd run: the personas' homes, the drain and the deliveries to the crowd, shown, not judged:\n")
-	b.WriteString("  compare's verdict is on the flood's figures; a run section keeps quantiles, not the histograms\n")
-	b.WriteString("  its noise test needs, and a visibility latency is an upper bound, late by up to one probe\n")
-	fmt.Fprintf(&b, "  period%s. crowd run's --expect gates judge a run's own section,\n", probePeriods(base.ProbeHz, head.ProbeHz))
-	b.WriteString("  e.g. crowd run --expect 'visibility.p95<5s'\n\n")
+	b.WriteString("crowd run: the personas' homes, the drain and the deliveries to the crowd, judged by the same\n")
+	b.WriteString("  rule (a quantile: order-statistic intervals; a share: a two-proportion test) over independent\n")
+	b.WriteString("  units: a note read by several personas arrived once, a post's deliveries are one queue's work;\n")
+	b.WriteString("  no second-to-second spread is kept for them. A visibility latency is an upper bound, late by\n")
+	fmt.Fprintf(&b, "  up to one probe period%s: it must move by more.\n", probePeriods(base.ProbeHz, head.ProbeHz))
+	b.WriteString("  Seen, buried and the drain are shown, not judged.\n\n")
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "part\tmetric\tbase\thead\tchange")
-	for _, r := range CompareRuns(base, head) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Part, r.Metric, r.Base, r.Head, r.Change)
+	fmt.Fprintln(tw, "part\tmetric\tbase\thead\tchange\t")
+	judged := 0
+	for _, r := range c.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Part, r.Metric, r.Base, r.Head, r.Change, r.Verdict)
+		if r.Judged {
+			judged++
+		}
 	}
 	if err := tw.Flush(); err != nil {
-		return err
+		return c, err
 	}
-	b.Write(table.Bytes())
+	for line := range strings.Lines(table.String()) {
+		b.WriteString(strings.TrimRight(line, " \n") + "\n") // an empty verdict leaves padding
+	}
+	if len(c.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "note: %s\n", n)
+		}
+	}
+	b.WriteString("\n")
+	if regs := c.Regressions(); len(regs) > 0 {
+		var names []string
+		for _, r := range regs {
+			names = append(names, r.Part+" "+r.Metric+" "+r.Change)
+		}
+		fmt.Fprintf(&b, "crowd run: REGRESSED beyond %s: %d of %d figures judged: %s\n", th, len(regs), judged, strings.Join(names, ", "))
+	} else {
+		fmt.Fprintf(&b, "crowd run: no regression beyond %s and the noise (%d figures judged, %d shown only)\n", th, judged, len(c.Rows)-judged)
+	}
 	_, err := io.WriteString(out, b.String())
-	return err
+	return c, err
 }
 
 // probePeriods names the probe period the visibility latencies may be
@@ -103,27 +255,19 @@ func (f runFigure) show() string {
 	return f.text
 }
 
-// quantileRows are the rows of the named quantiles (p50, p95, p99) of two
-// latencies.
-func quantileRows(part string, base, head record.Quantiles, names ...string) []RunChange {
-	pick := func(q record.Quantiles, name string) runFigure {
-		if q.Count == 0 {
-			return runFigure{} // no value: a 0 would read as an instant answer
-		}
-		v := q.P99 // "p99"
-		switch name {
-		case "p50":
-			v = q.P50
-		case "p95":
-			v = q.P95
-		}
-		return runFigure{text: q.Format(v), v: float64(v), ok: true}
+// quantileFigure is the named quantile (p50, p95, p99) of a latency.
+func quantileFigure(q record.Quantiles, name string) runFigure {
+	if q.Count == 0 {
+		return runFigure{} // no value: a 0 would read as an instant answer
 	}
-	rows := make([]RunChange, 0, len(names))
-	for _, n := range names {
-		rows = append(rows, relativeRow(part, n, pick(base, n), pick(head, n)))
+	v := q.P99 // "p99"
+	switch name {
+	case "p50":
+		v = q.P50
+	case "p95":
+		v = q.P95
 	}
-	return rows
+	return runFigure{text: q.Format(v), v: float64(v), ok: true}
 }
 
 // seenFigure is the count of notes the visibility quantiles rest on.

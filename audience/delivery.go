@@ -182,7 +182,7 @@ type DeliveryStats struct {
 	Completeness float64 `json:"completeness"` // Reached / Expected; 1 when nothing was expected
 	// Latency from the status's created_at (the SUT's clock) to its arrival
 	// in the crowd's inbox (the crowd's), in µs.
-	Latency record.Quantiles `json:"latency"`
+	Latency record.HistRecord `json:"latency"`
 	// StreamLost counts activity-log entries the crowd dropped before the
 	// audience read them: when it is not 0, arrivals may be missing.
 	StreamLost uint64 `json:"stream_lost"`
@@ -205,6 +205,6 @@ func (d *Deliveries) Summary() DeliveryStats {
 	if st.Expected > 0 {
 		st.Completeness = float64(st.Reached) / float64(st.Expected)
 	}
-	st.Latency = record.Summarize(h)
+	st.Latency = keptHist(h)
 	return st
 }

@@ -10,7 +10,7 @@ import (
 // runGatePart says what a part of the run section offers to gates: its
 // latency summary, and the count it has with what that count is a share of.
 type runGatePart struct {
-	latency func(*RunSection) record.Quantiles
+	latency func(*RunSection) record.HistRecord
 	count   string // the count's name ("" for none)
 	countOf func(*RunSection) (n, of int64)
 }
@@ -21,19 +21,19 @@ type runGatePart struct {
 func runGateParts() map[string]runGatePart {
 	return map[string]runGatePart{
 		"visibility": {
-			latency: func(r *RunSection) record.Quantiles { return r.Visibility.Latency },
+			latency: func(r *RunSection) record.HistRecord { return r.Visibility.Latency },
 			count:   "never_seen",
 			countOf: func(r *RunSection) (int64, int64) { return r.Visibility.NeverSeen, r.Visibility.Accepted },
 		},
 		"delivery": {
-			latency: func(r *RunSection) record.Quantiles { return r.Delivery.Latency },
+			latency: func(r *RunSection) record.HistRecord { return r.Delivery.Latency },
 			count:   "unreached",
 			countOf: func(r *RunSection) (int64, int64) {
 				return r.Delivery.Expected - r.Delivery.Reached, r.Delivery.Expected
 			},
 		},
 		"home": {
-			latency: func(r *RunSection) record.Quantiles { return r.Home.Latency },
+			latency: func(r *RunSection) record.HistRecord { return r.Home.Latency },
 		},
 	}
 }
@@ -82,7 +82,7 @@ func JudgeGates(run *RunSection, gates []record.Gate) []record.GateResult {
 			}
 			out = append(out, g.JudgeCount(n, of))
 		default:
-			out = append(out, g.JudgeQuantiles(part.latency(run)))
+			out = append(out, g.JudgeQuantiles(part.latency(run).Quantiles))
 		}
 	}
 	return out

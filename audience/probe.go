@@ -58,7 +58,7 @@ type HomeStats struct {
 	Skipped int64 `json:"skipped"`
 	// Latency of the probes that answered 2xx (request to the end of the
 	// body), in µs.
-	Latency record.Quantiles `json:"latency"`
+	Latency record.HistRecord `json:"latency"`
 }
 
 // probeClass is the error class of a failed probe.
@@ -125,7 +125,7 @@ func (p *Prober) Run(ctx context.Context) HomeStats {
 		}
 		h.Merge(sh.hist)
 	}
-	out.Latency = record.Summarize(h)
+	out.Latency = keptHist(h)
 	if len(out.ErrorClasses) == 0 {
 		out.ErrorClasses = nil
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 )
@@ -351,4 +353,16 @@ func WriteSummary(out io.Writer, run *RunSection) error {
 	w.WriteString("\n")
 	_, err := io.WriteString(out, w.String())
 	return err
+}
+
+// keptHist is h as a run section keeps a latency: its summary and its
+// histogram, which crowd compare's noise test reads. A histogram that
+// does not encode (it cannot, being the flood's geometry) leaves the
+// summary alone.
+func keptHist(h *hdr.Histogram) record.HistRecord {
+	kept, err := record.EncodeHist(h)
+	if err != nil {
+		return record.HistRecord{Quantiles: record.Summarize(h)}
+	}
+	return kept
 }

@@ -174,6 +174,11 @@ type VisibilityStats struct {
 	// Sent counts the notes owed to a home: each Create sent, once for
 	// every persona that follows its sender.
 	Sent int64 `json:"sent"`
+	// Notes counts the Creates those are (a note owed to three personas is
+	// one): what crowd compare's noise test takes as independent, since a
+	// note reaches every home through one arrival at the SUT. 0 in records
+	// made before it was kept.
+	Notes int64 `json:"notes,omitempty"`
 	// Accepted of them were answered 2xx; Refused otherwise or not at all.
 	Accepted int64 `json:"accepted"`
 	Refused  int64 `json:"refused"`
@@ -189,7 +194,7 @@ type VisibilityStats struct {
 	Buried int64 `json:"buried"`
 	// Latency is first appearance − send, in µs: an upper bound, late by at
 	// most one probe period and the probe's own latency.
-	Latency record.Quantiles `json:"latency"`
+	Latency record.HistRecord `json:"latency"`
 }
 
 // DrainStats say how long after the flood the last accepted note became
@@ -214,8 +219,10 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 	var st VisibilityStats
 	h := record.NewHist()
 	var last time.Time
+	notes := map[string]bool{}
 	for _, n := range v.order {
 		st.Sent++
+		notes[n.uri] = true
 		if n.accepted() {
 			st.Accepted++
 		} else {
@@ -237,7 +244,8 @@ func (v *Visibility) Summary(floodEnd, drainEnd time.Time, timeout time.Duration
 			}
 		}
 	}
-	st.Latency = record.Summarize(h)
+	st.Notes = int64(len(notes))
+	st.Latency = keptHist(h)
 	// A buried note's time in the home is not known: the drain is complete
 	// only when the probes saw every note.
 	d := DrainStats{Complete: st.NeverSeen == 0 && st.Buried == 0, Timeout: timeout.Seconds()}

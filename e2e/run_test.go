@@ -40,11 +40,12 @@ type runRecord struct {
 			} `json:"latency"`
 		} `json:"home"`
 		Visibility struct {
-			Sent, Accepted, Seen int64
-			NeverSeen            int64 `json:"never_seen"`
-			Latency              struct {
-				P50 int64 `json:"p50_us"`
-				P95 int64 `json:"p95_us"`
+			Sent, Accepted, Seen, Notes int64
+			NeverSeen                   int64 `json:"never_seen"`
+			Latency                     struct {
+				P50 int64  `json:"p50_us"`
+				P95 int64  `json:"p95_us"`
+				HDR string `json:"hdr"`
 			} `json:"latency"`
 		} `json:"visibility"`
 		Drain struct {
@@ -183,12 +184,14 @@ func TestRunRealFedify(t *testing.T) {
 	defer fh.Close()
 	tolerance := 250*time.Millisecond + time.Second/probeHz
 	seen, lastVisible, slowestAnswer := 0, time.Time{}, time.Duration(0)
+	uris := map[string]bool{}
 	sc := bufio.NewScanner(fh)
 	for sc.Scan() {
 		var n noteLine
 		if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
 			t.Fatalf("notes file line %q: %v", sc.Text(), err)
 		}
+		uris[n.URI] = true
 		at, ok := sutAt[[2]string{n.Persona, n.URI}]
 		switch {
 		case n.Seen == nil:
@@ -222,6 +225,17 @@ func TestRunRealFedify(t *testing.T) {
 	sutDrain := max(0, lastVisible.Sub(rec.End).Seconds())
 	if drainTol := tolerance + slowestAnswer; run.Drain.Seconds < sutDrain-0.002 || run.Drain.Seconds > sutDrain+drainTol.Seconds() {
 		t.Errorf("drain: the crowd measured %.3f s, Fedify's log says %.3f s (tolerance %v)", run.Drain.Seconds, sutDrain, drainTol)
+	}
+	// The visibility's independent units are its notes, each owed to the
+	// personas that follow its sender; its histogram is kept, so crowd
+	// compare judges the run, here against itself: nothing moved.
+	if run.Visibility.Notes != int64(len(uris)) || run.Visibility.Latency.HDR == "" {
+		t.Errorf("visibility: %d notes, histogram kept %v; want the notes file's %d distinct notes and the histogram",
+			run.Visibility.Notes, run.Visibility.Latency.HDR != "", len(uris))
+	}
+	if cmp, err := exec.Command(BuildCrowd(t), "compare", paths[0], paths[0]).CombinedOutput(); err != nil ||
+		!strings.Contains(string(cmp), "crowd run: no regression beyond 15% and the noise") {
+		t.Errorf("crowd compare of the run with itself: %v\n%s", err, cmp)
 	}
 	if !strings.Contains(output, "run record:") || !strings.Contains(output, "visibility:") {
 		t.Errorf("crowd run should print its summary and name its record:\n%s", output)

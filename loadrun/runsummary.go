@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crowdfed/crowd/audience"
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // RunSummary is what a crowd run record's run section says (raw is the
@@ -32,22 +33,34 @@ func RunSummary(raw []byte) ([]string, error) {
 
 // RunComparison is what crowd compare shows, after its verdict, of two
 // records' run sections (baseRaw, headRaw: each record file's bytes; the
-// names: what its table calls them). Both read: the two side by side
-// (audience.WriteRunComparison), shown, not judged. Otherwise one line: a
+// names: what its table calls them), and the figures of them that
+// regressed ("visibility p95 +40.0%"). Both read: the two side by side,
+// judged by o as the flood's figures are (audience.WriteRunComparison).
+// Otherwise one line, and no regression: a
 // flood's record against a run record names the one that has a section;
 // a section this crowd does not read (a newer version: upgrade crowd;
 // another schema; a damaged one) is said to be there and why it is not
 // shown, never that its record has none. "" for two floods' records. A
 // section that does not read is said, never an error: compare's verdict
 // is on the flood's figures, which did.
-func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []byte) string {
+func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []byte, o record.CompareOptions) (string, []string) {
 	base, baseErr := audience.ReadRun(baseRaw)
 	head, headErr := audience.ReadRun(headRaw)
 	if base != nil && head != nil {
 		var b strings.Builder
-		audience.WriteRunComparison(&b, base, head) // a strings.Builder takes every write
-		return b.String()
+		c, _ := audience.WriteRunComparison(&b, base, head, o) // a strings.Builder takes every write
+		var regressed []string
+		for _, r := range c.Regressions() {
+			regressed = append(regressed, r.Part+" "+r.Metric+" "+r.Change)
+		}
+		return b.String(), regressed
 	}
+	return unshownRuns(baseName, base, baseErr, headName, head, headErr), nil
+}
+
+// unshownRuns is RunComparison's line when the run sections are not both
+// there to set side by side.
+func unshownRuns(baseName string, base *audience.RunSection, baseErr error, headName string, head *audience.RunSection, headErr error) string {
 	switch {
 	case base != nil && headErr == nil:
 		return fmt.Sprintf("crowd run: only base (%s) has a run section to show; %s\n", baseName, unshownRun("head", headName, nil))

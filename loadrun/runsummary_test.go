@@ -3,18 +3,23 @@ package loadrun
 import (
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/flood/record"
 )
 
 // TestRunComparison: what crowd compare shows of two records' run
-// sections, by what each record holds: the block for two it reads, one
+// sections, by what each record holds: the block for two it reads,
+// judged, with the figures that regressed; one
 // line otherwise, saying of a section it does not read that it is there
 // and why it is not shown (never that its record has none), nothing for
 // two floods' records.
 func TestRunComparison(t *testing.T) {
 	t.Parallel()
 	const (
-		flood   = `{"schema":"crowd.flood.record","version":2}`
-		run     = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":10,"accepted":9,"seen":8,"never_seen":1,"latency":{"count":8,"p95_us":2000000}}}}`
+		flood = `{"schema":"crowd.flood.record","version":2}`
+		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":999,"never_seen":1,"latency":{"count":999,"p95_us":2000000}}}}`
+		// Half the notes never seen: a regression the run sections show.
+		lost    = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":500,"never_seen":500,"latency":{"count":500,"p95_us":2000000}}}}`
 		newer   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":9,"personas":{"a shape":"unread"}}}`
 		foreign = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"elsewhere.run","version":1}}`
 		damaged = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}}`
@@ -24,32 +29,39 @@ func TestRunComparison(t *testing.T) {
 		base, head string
 		want       []string // the text begins with the first and holds the others; none: no text at all
 		line       bool     // the text is one line
+		regressed  string   // the figures said to regress, joined
 	}{
-		// Two run records: the block, saying it is not judged.
-		{"both runs", run, run, []string{"crowd run: the personas' homes", "shown, not judged", "visibility  p95", "2.00s", "+0.0%"}, false},
+		// Two run records: the block, judged, and nothing regressed.
+		{"both runs", run, run, []string{"crowd run: the personas' homes", "judged by the same", "visibility  p95", "2.00s", "+0.0%", "crowd run: no regression beyond 15%"}, false, ""},
+		// Half the notes never seen in head: the regression is returned.
+		{"notes lost", run, lost, []string{"crowd run: the personas' homes", "visibility  never seen", "REGRESSED"}, false, "visibility never seen +49.90pp"},
 		// A flood's record as head: one line naming the one with a section.
-		{"flood head", run, flood, []string{"crowd run: only base (b.json) has a run section to show; head (h.json) is a flood's record, which has none\n"}, true},
+		{"flood head", run, flood, []string{"crowd run: only base (b.json) has a run section to show; head (h.json) is a flood's record, which has none\n"}, true, ""},
 		// As base, the same, the other way round.
-		{"flood base", flood, run, []string{"crowd run: only head (h.json) has a run section to show; base (b.json) is a flood's record, which has none\n"}, true},
+		{"flood base", flood, run, []string{"crowd run: only head (h.json) has a run section to show; base (b.json) is a flood's record, which has none\n"}, true, ""},
 		// A section of a newer version: there, not shown, and upgrading
 		// crowd shows it; not "only base has one".
-		{"newer head", run, newer, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
+		{"newer head", run, newer, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true, ""},
 		// A section of another schema: there, and no crowd reads it.
-		{"other schema head", run, foreign, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true},
+		{"other schema head", run, foreign, []string{"crowd run: the run sections are not set side by side: head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true, ""},
 		// A section that does not decode is said to be a damaged record,
 		// why in plain words (no Go types): the flood's figures, which
 		// compare judges, did read.
-		{"damaged base", damaged, run, []string{"crowd run: the run sections are not set side by side: base (b.json) has a run section that does not read, a damaged record: its \"run.personas\" is a JSON object where a run section has a list\n"}, true},
+		{"damaged base", damaged, run, []string{"crowd run: the run sections are not set side by side: base (b.json) has a run section that does not read, a damaged record: its \"run.personas\" is a JSON object where a run section has a list\n"}, true, ""},
 		// Neither read, one a flood's: a clause for what each is.
-		{"flood and newer", flood, newer, []string{"crowd run: no run section to show: base (b.json) is a flood's record, which has none; head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true},
+		{"flood and newer", flood, newer, []string{"crowd run: no run section to show: base (b.json) is a flood's record, which has none; head (h.json) has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, true, ""},
 		// Neither read, both there: each is said for what it is.
 		{"damaged and other schema", damaged, foreign, []string{"crowd run: no run section to show: base (b.json) has a run section that does not read, a damaged record: its \"run.personas\" is a JSON object where a run section has a list; " +
-			"head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true},
+			"head (h.json) has a run section of another schema, elsewhere.run version 1, which this crowd does not read (it reads crowd.run)\n"}, true, ""},
 		// Two floods' records: nothing, as compare printed before run sections.
-		{"two floods", flood, flood, nil, false},
+		{"two floods", flood, flood, nil, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := RunComparison("b.json", []byte(c.base), "h.json", []byte(c.head))
+			got, regressed := RunComparison("b.json", []byte(c.base), "h.json", []byte(c.head),
+				record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor})
+			if r := strings.Join(regressed, ", "); r != c.regressed {
+				t.Errorf("regressed %q, want %q", r, c.regressed)
+			}
 			if c.want == nil && got != "" {
 				t.Fatalf("want nothing, got:\n%s", got)
 			}

@@ -53,19 +53,22 @@ rate (sent/s) and throughput (2xx/s).
 
 Two crowd run records: after the verdict, their run sections side by side (visibility p50,
 p95, p99 and the notes they rest on, never seen, buried, the drain, the home timeline probes'
-p95, p99 and errors, the deliveries' p95, p99 and reach), each with its change, shown, not
-judged: a run section keeps quantiles, not the histograms the noise test needs, and a
-visibility latency is late by up to one probe period. They leave the exit status alone;
-crowd run --expect 'visibility.p95<5s' judges a run's own section. A flood's record against
-a run record gets one line saying which has a section; a run section this crowd does not read
-(a newer version: upgrade crowd; another schema; a damaged one) one saying so.
+p95, p99 and errors, the deliveries' p95, p99 and reach), each with its change, judged by the
+same threshold, floors and noise test over independent units (a note read by several personas
+arrived once; a post's deliveries are one queue's work), then their own verdict line. A
+visibility latency is late by up to one probe period, so it must move by more, and is shown
+only when the runs probed at different rates; seen, buried and the drain are shown only; a
+record made before run sections kept histograms has its quantiles shown only. A regression
+there exits 1 too, the error naming the figures. A flood's record against a run record gets
+one line saying which has a section; a run section this crowd does not read (a newer version:
+upgrade crowd; another schema; a damaged one) one saying so.
 
 Runs that are not the same unit of work are refused: another total offered rate, activity
 mix (as asked, or as sent: Follows sent as Creates, personas without posts) or arrival
 process changes the latency for reasons that are not the server's. --force compares them
 anyway, saying so.
 
-Exit status: 0 no regression, 1 a regression, 2 no verdict (usage error, a record that
+Exit status: 0 no regression, 1 a regression (of the flood's figures or a run section's), 2 no verdict (usage error, a record that
 does not read, runs that are not comparable, a run that measured nothing: no measured
 window, no completed send, or a partial run stopped within its first measured second).`,
 		Example: `  crowd compare out/load/main.json out/load/pr.json
@@ -122,10 +125,11 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 		return noVerdict(err)
 	}
 	basePath, headPath = recordName(basePath), recordName(headPath)
-	c, err := record.Compare(base, head, record.CompareOptions{
+	opts := record.CompareOptions{
 		Metrics: metrics, MaxRegression: threshold, ShareFloor: floor, Force: f.force,
 		LatencyFloor: float64(f.latencyFloor) / float64(time.Microsecond),
-	})
+	}
+	c, err := record.Compare(base, head, opts)
 	if errors.Is(err, record.ErrIncomparable) {
 		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
 	}
@@ -139,14 +143,20 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 	if err := c.WriteTable(stdout); err != nil {
 		return exitCode{2, err}
 	}
-	// The run sections are shown, not judged: the verdict stays the table's.
-	if run := loadrun.RunComparison(basePath, baseRaw, headPath, headRaw); run != "" {
+	// Two crowd run records: their run sections are judged too, after.
+	run, runRegressed := loadrun.RunComparison(basePath, baseRaw, headPath, headRaw, opts)
+	if run != "" {
 		if _, err := io.WriteString(stdout, "\n"+run); err != nil {
 			return exitCode{2, err}
 		}
 	}
-	if c.Regressed() {
+	switch {
+	case c.Regressed() && len(runRegressed) > 0:
+		return exitCode{1, fmt.Errorf("%s regressed against %s, its flood and its run section (%s)", headPath, basePath, strings.Join(runRegressed, ", "))}
+	case c.Regressed():
 		return exitCode{1, fmt.Errorf("%s regressed against %s", headPath, basePath)}
+	case len(runRegressed) > 0:
+		return exitCode{1, fmt.Errorf("%s regressed against %s in its run section: %s", headPath, basePath, strings.Join(runRegressed, ", "))}
 	}
 	return nil
 }

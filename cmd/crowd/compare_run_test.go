@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // withRun is the document of rec with a crowd run section (JSON), as
@@ -25,11 +26,23 @@ func withRun(t *testing.T, rec *record.Record, run string) map[string]json.RawMe
 	return doc
 }
 
+// latencyJSON is a run section's latency of n values with about these
+// quantiles (µs), its histogram kept, as JSON.
+func latencyJSON(t *testing.T, n, p50, p95, p99 int64) string {
+	t.Helper()
+	b, err := json.Marshal(recordtest.Latency(t, n, p50, p95, p99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // TestCompareOfRunRecords: crowd compare of two crowd run records shows
-// their run sections side by side after its verdict, saying they are not
-// judged, and its exit status is the flood's figures' alone; a flood's
-// record against a run record gets one line saying which has a section,
-// and a section this crowd does not read one saying why it is not shown.
+// their run sections side by side after its verdict, judged by the same
+// rule, and exits 1 when either the flood's figures or the run section's
+// regressed, naming which; a flood's record against a run record gets one
+// line saying which has a section, and a section this crowd does not read
+// one saying why it is not shown.
 func TestCompareOfRunRecords(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -40,20 +53,18 @@ func TestCompareOfRunRecords(t *testing.T) {
 			slowerLat[typ] = append(slowerLat[typ], v*13/10)
 		}
 	}
-	const (
-		quick = `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
-			`"home":{"probes":400,"ok":400,"latency":{"count":400,"p95_us":20000,"p99_us":40000}},` +
-			`"visibility":{"sent":3000,"accepted":3000,"seen":3000,"latency":{"count":3000,"p50_us":300000,"p95_us":2000000,"p99_us":3000000}},` +
-			`"drain":{"seconds":1.5,"complete":true,"timeout_s":60},` +
-			`"delivery":{"posts":10,"expected":20,"reached":20,"completeness":1,"latency":{"count":20,"p95_us":400000,"p99_us":500000}}}`
-		// Notes seen five times later, some never: a server's federation
-		// slowed while the flood's own figures stayed the same.
-		late = `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
-			`"home":{"probes":400,"ok":390,"errors":10,"latency":{"count":390,"p95_us":30000,"p99_us":80000}},` +
-			`"visibility":{"sent":3000,"accepted":3000,"seen":2970,"never_seen":30,"latency":{"count":2970,"p50_us":1500000,"p95_us":10000000,"p99_us":15000000}},` +
-			`"drain":{"seconds":60,"complete":false,"timeout_s":60},` +
-			`"delivery":{"posts":10,"expected":20,"reached":18,"completeness":0.9,"latency":{"count":18,"p95_us":800000,"p99_us":900000}}}`
-	)
+	quick := `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
+		`"home":{"probes":400,"ok":400,"latency":` + latencyJSON(t, 400, 10000, 20000, 40000) + `},` +
+		`"visibility":{"sent":3000,"notes":3000,"accepted":3000,"seen":3000,"latency":` + latencyJSON(t, 3000, 300000, 2000000, 3000000) + `},` +
+		`"drain":{"seconds":1.5,"complete":true,"timeout_s":60},` +
+		`"delivery":{"posts":10,"expected":20,"reached":20,"completeness":1,"latency":` + latencyJSON(t, 20, 200000, 400000, 500000) + `}}`
+	// Notes seen five times later, some never: a server's federation
+	// slowed while the flood's own figures stayed the same.
+	late := `{"schema":"crowd.run","version":1,"sut":"https://sut.test","personas":["load0@sut.test"],"probe_hz":4,` +
+		`"home":{"probes":400,"ok":390,"errors":10,"latency":` + latencyJSON(t, 390, 10000, 30000, 80000) + `},` +
+		`"visibility":{"sent":3000,"notes":3000,"accepted":3000,"seen":2970,"never_seen":30,"latency":` + latencyJSON(t, 2970, 1500000, 10000000, 15000000) + `},` +
+		`"drain":{"seconds":60,"complete":false,"timeout_s":60},` +
+		`"delivery":{"posts":10,"expected":20,"reached":18,"completeness":0.9,"latency":` + latencyJSON(t, 18, 300000, 800000, 900000) + `}}`
 	base := writeJSON(t, dir, "base.json", withRun(t, shardRecord(t, s, lat, 200), quick))
 	lateHead := writeJSON(t, dir, "late.json", withRun(t, shardRecord(t, s, lat, 200), late))
 	slowerHead := writeJSON(t, dir, "slower.json", withRun(t, shardRecord(t, s, slowerLat, 200), quick))
@@ -63,7 +74,7 @@ func TestCompareOfRunRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const heading = "crowd run: the personas' homes, the drain and the deliveries to the crowd, shown, not judged:"
+	const heading = "crowd run: the personas' homes, the drain and the deliveries to the crowd, judged by the same"
 	for _, c := range []struct {
 		name  string
 		args  []string
@@ -73,15 +84,17 @@ func TestCompareOfRunRecords(t *testing.T) {
 		never string   // not in stdout
 	}{
 		// The run sections worsened, the flood's figures did not: the
-		// block shows it, and the verdict (exit 0) is the flood's.
-		{"late notes, same flood", []string{base, lateHead}, "", 0, []string{"no regression beyond 15%", heading,
-			"--expect 'visibility.p95<5s'", "visibility  p95", "2.00s", "10.0s", "+400.0%", "visibility  never seen", "+1.00pp",
-			"drain       after the flood", "> 60.0s (not complete)", "delivery    reached", "18 of 20 (10.00% unreached)", "+10.00pp"}, ""},
-		// The flood regressed, the run sections did not: exit 1 all the
-		// same, the block after the verdict.
-		{"slower flood, same run", []string{base, slowerHead}, "", 1, []string{"REGRESSED beyond 15%", heading, "visibility  p95", "+0.0%"}, ""},
+		// block judges them, and the exit status is 1 for it.
+		{"late notes, same flood", []string{base, lateHead}, "", 1, []string{"no regression beyond 15%", heading,
+			"visibility  p95", "2.00s", "10.0s", "+400.2%", "REGRESSED", "visibility  never seen", "+1.00pp", "REGRESSED",
+			"drain       after the flood", "> 60.0s (not complete)", "delivery    p99", "(few posts)", "delivery    reached", "18 of 20 (10.00% unreached)", "+10.00pp", "(within noise)",
+			"crowd run: REGRESSED beyond 15%: ", "visibility p95 +400.2%", "home probe errors +2.50pp"}, ""},
+		// The flood regressed, the run sections did not: exit 1, the
+		// block after the verdict with its own.
+		{"slower flood, same run", []string{base, slowerHead}, "", 1, []string{"REGRESSED beyond 15%", heading, "visibility  p95", "+0.0%",
+			"crowd run: no regression beyond 15%"}, ""},
 		// A run record from stdin: read once, its run section from those bytes.
-		{"head on stdin", []string{base, "-"}, string(lateJSON), 0, []string{"head stdin: ", heading, "+400.0%"}, ""},
+		{"head on stdin", []string{base, "-"}, string(lateJSON), 1, []string{"head stdin: ", heading, "+400.2%"}, ""},
 		// A flood's record as head: one line, no block.
 		{"flood head", []string{base, flood}, "", 0, []string{"no regression", "\ncrowd run: only base (" + base + ") has a run section to show; head (" + flood + ") is a flood's record, which has none\n"}, heading},
 		// As base.
@@ -108,6 +121,10 @@ func TestCompareOfRunRecords(t *testing.T) {
 			}
 			if c.never != "" && strings.Contains(stdout, c.never) {
 				t.Errorf("stdout has %q:\n%s", c.never, stdout)
+			}
+			// The exit's reason names the run section's figures when they regressed.
+			if inRun := strings.Contains(stdout, "crowd run: REGRESSED"); inRun != strings.Contains(stderr, "run section") {
+				t.Errorf("stderr %q: want the run section named exactly when it regressed", stderr)
 			}
 		})
 	}

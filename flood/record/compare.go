@@ -410,22 +410,8 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 		return row
 	}
 	row.Known = true
-	switch {
-	case b == h:
-		row.Change = 0
-	case b == 0:
-		row.Change = math.Inf(1)
-	default:
-		row.Change = (h - b) / b
-	}
-	worse := row.Change > o.MaxRegression
-	better := row.Change < -o.MaxRegression
-	if m.HigherIsBetter() {
-		worse, better = better, worse
-	}
-	if m.isShare() && math.Abs(h-b) < o.ShareFloor {
-		worse, better = false, false
-	}
+	var worse, better bool
+	row.Change, worse, better = movement(b, h, m.HigherIsBetter(), m.isShare(), o)
 	// Latency over fewer answers is not speed: a head that answered a
 	// smaller share of its sends (it crashed, refused, timed out) is never
 	// scored better on a duration.
@@ -452,6 +438,28 @@ func compareRow(base, head *Record, typ string, m CompareMetric, o CompareOption
 		row.Verdict = VerdictBetter
 	}
 	return row
+}
+
+// movement is the relative change from b to h (+Inf from 0), and whether
+// it is beyond o.MaxRegression the wrong way (worse) or the right way
+// (better), for a figure better higher or lower; a share's change must
+// also be o.ShareFloor or more.
+func movement(b, h float64, higherIsBetter, share bool, o CompareOptions) (change float64, worse, better bool) {
+	switch {
+	case b == h:
+	case b == 0:
+		change = math.Inf(1)
+	default:
+		change = (h - b) / b
+	}
+	worse, better = change > o.MaxRegression, change < -o.MaxRegression
+	if higherIsBetter {
+		worse, better = better, worse
+	}
+	if share && math.Abs(h-b) < o.ShareFloor {
+		worse, better = false, false
+	}
+	return change, worse, better
 }
 
 // metricValue is m of type typ ("" = all) in r.

@@ -38,12 +38,7 @@ func withinNoise(base, head *Record, typ string, m CompareMetric) bool {
 		g.Type = typ
 		nb, ofb, ok1 := g.counter(base)
 		nh, ofh, ok2 := g.counter(head)
-		if !ok1 || !ok2 || ofb == 0 || ofh == 0 {
-			return false
-		}
-		p := float64(nb+nh) / float64(ofb+ofh)
-		sd := math.Sqrt(p * (1 - p) * (1/float64(ofb) + 1/float64(ofh)))
-		return math.Abs(float64(nb)/float64(ofb)-float64(nh)/float64(ofh)) <= noiseZ*sd
+		return ok1 && ok2 && twoProportionsAlike(nb, ofb, 0, nh, ofh, 0)
 	case kindRate:
 		b, okB := metricValue(base, typ, m)
 		h, okH := metricValue(head, typ, m)
@@ -189,11 +184,6 @@ func quantileBounds(r *Record, typ string, g Gate) (lo, hi float64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	hist, err := hr.Decode()
-	n := float64(hist.TotalCount())
-	if err != nil || n == 0 {
-		return 0, 0, false
-	}
 	q := g.quantile / 100
 	if g.Metric == "mean" || g.Metric == "min" {
 		q = 0.5 // their noise is no larger than the median's; a bound is all the rule needs
@@ -201,8 +191,47 @@ func quantileBounds(r *Record, typ string, g Gate) (lo, hi float64, ok bool) {
 			q = 0
 		}
 	}
+	return histBounds(hr, q, 0)
+}
+
+// histBounds is the distribution-free confidence interval (noiseZ) of
+// quantile q (0-1) of hr: the values at the ranks n·q ± z·√(n·q·(1−q)),
+// n the values it holds, or units when fewer (0: every value its own):
+// values that came in groups (a note read by several personas) vary less
+// independently than their count says. False for a histogram that holds
+// nothing or does not decode.
+func histBounds(hr HistRecord, q float64, units int64) (lo, hi float64, ok bool) {
+	hist, err := hr.Decode()
+	if err != nil {
+		return 0, 0, false
+	}
+	n := float64(effectiveN(hist.TotalCount(), units))
+	if n == 0 {
+		return 0, 0, false
+	}
 	d := noiseZ * math.Sqrt(q*(1-q)/n)
 	return float64(hist.ValueAtQuantile(100 * max(0, q-d))), float64(hist.ValueAtQuantile(100 * min(1, q+d))), true
+}
+
+// twoProportionsAlike reports whether nb of ofb and nh of ofh differ by no
+// more than sampling noise (a two-proportion test at noiseZ), each side's
+// sample taken as its units when fewer (0: every one its own; see
+// histBounds).
+func twoProportionsAlike(nb, ofb, unitsB, nh, ofh, unitsH int64) bool {
+	if ofb == 0 || ofh == 0 {
+		return false
+	}
+	p := float64(nb+nh) / float64(ofb+ofh)
+	sd := math.Sqrt(p * (1 - p) * (1/float64(effectiveN(ofb, unitsB)) + 1/float64(effectiveN(ofh, unitsH))))
+	return math.Abs(float64(nb)/float64(ofb)-float64(nh)/float64(ofh)) <= noiseZ*sd
+}
+
+// effectiveN is n, or units when fewer and not 0.
+func effectiveN(n, units int64) int64 {
+	if units > 0 {
+		return min(n, units)
+	}
+	return n
 }
 
 // histOf is the histogram of duration metric g for type typ ("" = all).

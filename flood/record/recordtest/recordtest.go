@@ -119,3 +119,29 @@ func Gated(t testing.TB) *record.Record {
 	}
 	return r
 }
+
+// Latency is a latency histogram of n values (µs) whose quantiles are
+// about the ones given, spread between them as a real run's are: from
+// half p50 up to p50 over the first half, on to p95, p99, then twice p99
+// at the top, each stretch linearly.
+func Latency(t testing.TB, n, p50, p95, p99 int64) record.HistRecord {
+	t.Helper()
+	knots := []struct{ q, v float64 }{{0, float64(p50) / 2}, {0.5, float64(p50)}, {0.95, float64(p95)}, {0.99, float64(p99)}, {1, 2 * float64(p99)}}
+	h := record.NewHist()
+	for i := range n {
+		q := (float64(i) + 0.5) / float64(n)
+		k := 1
+		for knots[k].q < q {
+			k++
+		}
+		a, b := knots[k-1], knots[k]
+		if err := h.RecordValue(int64(a.v + (b.v-a.v)*(q-a.q)/(b.q-a.q))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := record.EncodeHist(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kept
+}
