@@ -54,9 +54,9 @@ func CheckGate(g record.Gate) error {
 	case g.IsCount() && part.count != "":
 		return fmt.Errorf("%q: %s counts %s only", g.Expr, strings.ToLower(g.Type), part.count)
 	case g.IsCount():
-		return fmt.Errorf("%q: %s has latencies only (p50, p90, p95, p99, p99.9, min, mean, max)", g.Expr, strings.ToLower(g.Type))
-	case !g.KeptQuantile():
-		return fmt.Errorf("%q: %s keeps the latencies p50, p90, p95, p99, p99.9, min, mean and max", g.Expr, strings.ToLower(g.Type))
+		return fmt.Errorf("%q: %s has latencies only (a quantile such as p95 or p99.9, min, mean, max)", g.Expr, strings.ToLower(g.Type))
+	case g.Family != "latency":
+		return fmt.Errorf("%q: %s keeps one latency, no %s: name its quantile as %s.p95", g.Expr, strings.ToLower(g.Type), g.Family, strings.ToLower(g.Type))
 	}
 	return nil
 }
@@ -82,7 +82,7 @@ func JudgeGates(run *RunSection, gates []record.Gate) []record.GateResult {
 			}
 			out = append(out, g.JudgeCount(n, of))
 		default:
-			out = append(out, g.JudgeQuantiles(part.latency(run).Quantiles))
+			out = append(out, g.JudgeLatency(part.latency(run)))
 		}
 	}
 	return out

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/flood/record/recordtest"
 )
 
 // TestRunGates: which gates the run section takes (CheckGate), and how
 // each part is judged (JudgeGates), a part that measured nothing missed.
 func TestRunGates(t *testing.T) {
 	run := sampleRecord().Run
+	run.Visibility.Latency = recordtest.Latency(t, 8455, 310000, 2900000, 4100000) // kept, as a run keeps it
 	for _, tc := range []struct {
 		expr  string
 		check string // CheckGate's error, "" for none
@@ -22,8 +24,8 @@ func TestRunGates(t *testing.T) {
 		{"home.p99<1h", "", "home.latency.p99 = "},                                       // the probes' latency
 		{"home.never_seen==0", "home has latencies only", ""},                            // home counts nothing
 		{"delivery.never_seen==0", "delivery counts unreached only", ""},                 // another part's count
-		{"visibility.p75<1s", "keeps the latencies p50, p90, p95, p99", ""},              // a quantile no summary keeps
-		{"visibility.service.p95<1s", "keeps the latencies", ""},                         // no family but latency
+		{"visibility.p75<1h", "", "visibility.latency.p75 = "},                           // a quantile from the histogram
+		{"visibility.service.p95<1s", "keeps one latency, no service", ""},               // no family but latency
 		{"drain.p95<1s", "drain is no part of crowd run's run section a gate reads", ""}, // a part with no gate
 	} {
 		gs, err := record.ParseGates([]string{tc.expr})

@@ -366,15 +366,23 @@ func (g Gate) Eval(r *Record) GateResult {
 	return res
 }
 
-// JudgeQuantiles judges a latency gate (p95, max, mean …, family latency)
-// on a summary that another measurement of the run made (crowd run's
+// JudgeLatency judges a latency gate (p95, max, mean …, family latency)
+// on a latency another measurement of the run made (crowd run's
 // visibility, home timeline, deliveries: RunSectionPart), as Eval judges
-// one on the record's histograms. It has no data when q holds no value or
-// does not keep the gate's quantile (q has p50, p90, p95, p99, p99.9).
-func (g Gate) JudgeQuantiles(q Quantiles) GateResult {
+// one on the record's histograms: a quantile from h's summary when it
+// keeps it, else from its histogram. It has no data when h holds no value,
+// or keeps neither the quantile nor a histogram (a record made before run
+// sections kept one).
+func (g Gate) JudgeLatency(h HistRecord) GateResult {
 	res := GateResult{Gate: g, Limit: float64(g.Dur) / float64(time.Microsecond)}
-	v, ok := quantileOf(q, g.Metric)
-	if g.kind != kindDuration || g.Family != "latency" || !ok || q.Count == 0 {
+	if g.kind != kindDuration || g.Family != "latency" || h.Count == 0 {
+		return res
+	}
+	v, ok := quantileOf(h.Quantiles, g.Metric)
+	if !ok && strings.HasPrefix(g.Metric, "p") {
+		v, ok = h.valueAt(g.quantile)
+	}
+	if !ok {
 		return res
 	}
 	res.Actual, res.Known = v, true
@@ -401,12 +409,6 @@ func (g Gate) JudgeCount(n, of int64) GateResult {
 	return res
 }
 
-// KeptQuantile reports whether a Quantiles summary keeps the value g's
-// metric names, so that JudgeQuantiles can have data for it.
-func (g Gate) KeptQuantile() bool {
-	_, ok := quantileOf(Quantiles{}, g.Metric)
-	return g.kind == kindDuration && g.Family == "latency" && ok
-}
 
 // IsCount reports whether g's metric is a count (errors, never_seen …).
 func (g Gate) IsCount() bool { return g.kind == kindCount }

@@ -207,10 +207,11 @@ func TestGateErrorsNameTheFix(t *testing.T) {
 
 // TestJudgeOnAnotherMeasurement: a gate judged on a summary or a count
 // another measurement of the run made (crowd run's run section) compares
-// as Eval does, and has no data where the summary holds none or keeps no
-// such quantile.
+// as Eval does, any quantile from its histogram, and has no data where it
+// holds none, or keeps neither the quantile nor a histogram.
 func TestJudgeOnAnotherMeasurement(t *testing.T) {
-	q := record.Quantiles{Count: 10, Min: 1_000, Mean: 2_500, P50: 2_000, P90: 4_000, P95: 5_000, P99: 9_000, P999: 9_900, Max: 10_000}
+	q := record.HistRecord{Quantiles: record.Quantiles{Count: 10, Min: 1_000, Mean: 2_500, P50: 2_000, P90: 4_000, P95: 5_000, P99: 9_000, P999: 9_900, Max: 10_000}}
+	kept := recordtest.Latency(t, 1000, 2_000, 5_000, 9_000) // its histogram kept
 	gate := func(expr string) record.Gate {
 		g, err := record.ParseGates([]string{expr})
 		if err != nil {
@@ -220,7 +221,7 @@ func TestJudgeOnAnotherMeasurement(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		expr         string
-		q            record.Quantiles
+		q            record.HistRecord
 		n, of        int64 // for a count
 		known, holds bool
 		say          string // String's start
@@ -229,8 +230,9 @@ func TestJudgeOnAnotherMeasurement(t *testing.T) {
 		{"visibility.p99<6ms", q, 0, 0, true, false, "visibility.latency.p99 = 9.00ms (want < 6.00ms): missed"},     // over
 		{"visibility.p99.9<=9.9ms", q, 0, 0, true, true, "visibility.latency.p99.9 = 9.90ms (want <= 9.90ms): met"}, // a kept quantile with a dot
 		{"home.max<20ms", q, 0, 0, true, true, "home.latency.max = 10.0ms"},                                         // max
-		{"visibility.p75<1s", q, 0, 0, false, false, "visibility.latency.p75: no data"},                             // a quantile the summary keeps not
-		{"visibility.p95<1s", record.Quantiles{}, 0, 0, false, false, "visibility.latency.p95: no data"},            // nothing measured
+		{"visibility.p75<1s", q, 0, 0, false, false, "visibility.latency.p75: no data"},                             // a quantile the summary keeps not, and no histogram
+		{"visibility.p75<4ms", kept, 0, 0, true, true, "visibility.latency.p75 = 3.66ms"},                           // the histogram has it
+		{"visibility.p95<1s", record.HistRecord{}, 0, 0, false, false, "visibility.latency.p95: no data"},           // nothing measured
 		{"visibility.never_seen==0", q, 0, 40, true, true, "visibility.never_seen = 0 (want == 0): met"},            // a count
 		{"visibility.never_seen<1%", q, 2, 40, true, false, "visibility.never_seen = 5% (want < 1%): missed"},       // a share of what it counts
 		{"delivery.unreached<1%", q, 0, 0, false, false, "delivery.unreached: no data"},                             // a share of nothing
@@ -240,7 +242,7 @@ func TestJudgeOnAnotherMeasurement(t *testing.T) {
 		if g.IsCount() {
 			res = g.JudgeCount(tc.n, tc.of)
 		} else {
-			res = g.JudgeQuantiles(tc.q)
+			res = g.JudgeLatency(tc.q)
 		}
 		if res.Known != tc.known || res.Holds != tc.holds || !strings.HasPrefix(res.String(), tc.say) {
 			t.Errorf("%s: known %v holds %v %q; want %v %v %q", tc.expr, res.Known, res.Holds, res.String(), tc.known, tc.holds, tc.say)
