@@ -116,11 +116,11 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 	if err := checkFallThreshold(f.maxRegression, threshold, metrics); err != nil {
 		return noVerdict(err)
 	}
-	base, baseRaw, err := loadCompared(basePath, stdin)
+	base, baseRaw, err := loadRecordArg(basePath, stdin)
 	if err != nil {
 		return noVerdict(err)
 	}
-	head, headRaw, err := loadCompared(headPath, stdin)
+	head, headRaw, err := loadRecordArg(headPath, stdin)
 	if err != nil {
 		return noVerdict(err)
 	}
@@ -196,7 +196,7 @@ func recordName(path string) string {
 // its run section is in them. A results file, plain or compressed, is
 // said to be one by its content, a file's or a stream's alike (the
 // stream peeked at, not consumed); failing, exit 1.
-func loadCompared(path string, stdin io.Reader) (*record.Record, []byte, error) {
+func loadRecordArg(path string, stdin io.Reader) (*record.Record, []byte, error) {
 	name, src := recordName(path), stdin
 	if path != "-" {
 		f, err := os.Open(path)

@@ -3,18 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/flood/record"
-	"github.com/crowdfed/crowd/flood/record/results"
 	"github.com/crowdfed/crowd/flood/report"
 	"github.com/crowdfed/crowd/internal/atomicfile"
 	"github.com/crowdfed/crowd/loadrun"
@@ -41,46 +42,39 @@ same --label (their records then share a name: gather each generator's in a fold
 So are records that did not flood together, any two sharing less than half of the shorter
 one's span from start to end: the merged rate would be one the SUT never met.
 
-The merged record is written to -o (JSON; the file is replaced) and its table printed; without
+"-" reads one record from stdin. The merged record is written to -o (JSON; the file is
+replaced) and its table printed; without
 -o the JSON goes to stdout and the table to stderr. Exits 2 for a usage error, 1 when a record
 cannot be read or the records cannot be merged (nothing is written then).`,
 		Example: `  crowd merge gathered/*/*-fleet.json -o merged.json
-  crowd merge a.json b.json > merged.json`,
+  crowd merge a.json b.json > merged.json
+  zstd -dc a.json.zst | crowd merge - b.json -o merged.json`,
 		Args: minArgsUsage(1), // one record merges into itself: a one-shard fleet's Job does so
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out)
+			return runMerge(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the merged record to this file (default: stdout)")
 	return cmd
 }
 
-// loadRecords reads every record, failing (exit 1) on the first that does
-// not read; a results file, known by its content, is said to be one.
-func loadRecords(paths []string) ([]*record.Record, error) {
+// loadRecords reads every record (stdin for one "-"), failing (exit 1)
+// on the first that does not read; a results file or a compressed one,
+// known by its content, is said to be one. Each is read once, so a pipe
+// (a shell's <(zstd -dc …)) reads as a file does.
+func loadRecords(paths []string, stdin io.Reader) ([]*record.Record, error) {
+	if stdins := slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "-" }); len(stdins) > 1 {
+		return nil, usage(errors.New(`"-" twice: stdin holds one record: give the others as files`))
+	}
 	recs := make([]*record.Record, 0, len(paths))
 	for _, p := range paths {
-		if err := notResults(p); err != nil {
-			return nil, exitCode{1, err}
-		}
-		r, err := record.LoadRecord(p)
+		r, _, err := loadRecordArg(p, stdin)
 		if err != nil {
-			return nil, exitCode{1, err}
+			return nil, err
 		}
 		recs = append(recs, r)
 	}
 	return recs, nil
-}
-
-// notResults refuses a file that holds results, or is compressed, where a
-// record is wanted: the JSON decoder would say no more than that a byte
-// of it is invalid.
-func notResults(path string) error {
-	compressed, res, err := results.Sniff(path)
-	if err != nil {
-		return nil // LoadRecord says why the file does not read
-	}
-	return resultsNotRecord(path, path, compressed, res)
 }
 
 // resultsNotRecord is the refusal of name (what the user gave, arg, "-"
@@ -101,7 +95,7 @@ func resultsNotRecord(name, arg string, compressed, res bool) error {
 // recordRefPattern finds "record N" in Merge's errors, to name the file.
 const recordRefPattern = `record (\d+)`
 
-func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
+func runMerge(stdin io.Reader, stdout, stderr io.Writer, paths []string, out string) error {
 	for _, p := range paths {
 		if err := checkOutput(p, out); err != nil {
 			return err
@@ -113,7 +107,7 @@ func runMerge(stdout, stderr io.Writer, paths []string, out string) error {
 		// The merged record is JSON whatever the name: m.html would hold it.
 		return usage(fmt.Errorf("-o %s: the merged record is JSON, and %s names another format: end the name in .json (crowd report renders it)", out, ext))
 	}
-	recs, err := loadRecords(paths)
+	recs, err := loadRecords(paths, stdin)
 	if err != nil {
 		return err
 	}

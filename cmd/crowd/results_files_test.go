@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/crowdfed/crowd/flood/record"
@@ -234,6 +235,12 @@ func TestResultsFilesKnownByContent(t *testing.T) {
 		// On stdin too.
 		{"compare with a gzipped record on stdin", []string{"compare", rec, "-"}, string(gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n")), 2,
 			"stdin is compressed and holds no results: a record is plain JSON"},
+		// merge reads one record from stdin, known by its content as compare's.
+		{"merge with a gzipped record on stdin", []string{"merge", "-", rec}, string(gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n")), 1,
+			"stdin is compressed and holds no results: a record is plain JSON"},
+		{"merge of a record on stdin", []string{"merge", "-"}, string(mustRead(t, rec)), 0, `"schema": "crowd.flood.record"`},
+		// stdin holds one record.
+		{"merge of stdin twice", []string{"merge", "-", "-"}, "", 2, `"-" twice`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), c.args...)
@@ -245,6 +252,29 @@ func TestResultsFilesKnownByContent(t *testing.T) {
 				t.Errorf("exit %d\nstdout: %s\nstderr: %s\nwant exit %d saying %q", code, stdout, stderr, c.code, c.say)
 			}
 		})
+	}
+	// A compressed record through a pipe that is not stdin (a shell's
+	// <(…)): read once, so known by its content, not a JSON error.
+	fifo := filepath.Join(dir, "record.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	compressed := gzipped(t, false, "{\n  \"schema\": \"crowd.flood.record\"\n}\n")
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Write(compressed)
+			w.Close()
+		}
+	}()
+	// Were the pipe never opened for reading, the writer above would wait
+	// forever: a reader opened at the end, without blocking, lets it go.
+	t.Cleanup(func() {
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			r.Close()
+		}
+	})
+	if code, _, stderr := runCLI(t, "merge", fifo, rec); code != 1 || !strings.Contains(stderr, fifo+" is compressed and holds no results") {
+		t.Errorf("merge of a compressed record through a pipe: exit %d, stderr %q", code, stderr)
 	}
 	// A gzip stream on stdin (cat sends.ndjson.gz | crowd report -).
 	got, cut, err := loadReported("-", -1, bytes.NewReader(gzipped(t, false, resultsWhole)))
@@ -327,4 +357,14 @@ func TestReportRunFlag(t *testing.T) {
 	if line := help[strings.Index(help, "--run int"):]; strings.Contains(line[:strings.IndexByte(line, '\n')], "-1") {
 		t.Errorf("--help advertises -1: %s", line[:strings.IndexByte(line, '\n')])
 	}
+}
+
+// mustRead is the file's content.
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
