@@ -409,7 +409,6 @@ func (g Gate) JudgeCount(n, of int64) GateResult {
 	return res
 }
 
-
 // IsCount reports whether g's metric is a count (errors, never_seen …).
 func (g Gate) IsCount() bool { return g.kind == kindCount }
 
