@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -31,20 +32,39 @@ var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // writeReference writes the Markdown reference into markdownDir and the man pages into
 // manDir, one file per command, from the tree execute runs (built, never run).
 func writeReference(markdownDir, manDir string) error {
-	root := newRoot()
-	root.DisableAutoGenTag = true // no generation date in the files
 	for _, dir := range []string{markdownDir, manDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
+	// Each from a tree of its own, its texts escaped for the Markdown it becomes: a < would
+	// open an HTML tag (GitHub hides 'CROWD_<FLAG>'s <FLAG>), a * or _ emphasis.
+	root := newRoot()
+	root.DisableAutoGenTag = true // no generation date in the files
+	escapeMarkdownTree(root)
 	if err := doc.GenMarkdownTree(root, markdownDir); err != nil {
 		return err
 	}
-	// The man pages go through Markdown to roff: their texts escaped, or a < eats what follows.
+	// The man pages go through Markdown to roff, the flags' usages too.
+	root = newRoot()
+	root.DisableAutoGenTag = true
 	escapeManTree(root)
 	header := &doc.GenManHeader{Title: "CROWD", Section: "1", Date: &manDate, Source: "crowd", Manual: "crowd manual"}
 	return doc.GenManTree(root, header, manDir)
+}
+
+// escapeMarkdownTree escapes, for the Markdown reference, the texts cobra writes there as
+// Markdown: every command's Short and Long (its flags and examples go in code blocks, as
+// they are). root is a tree built for the reference alone: its help texts are changed.
+func escapeMarkdownTree(root *cobra.Command) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Short, c.Long = escapeManMarkdown(c.Short), escapeManMarkdown(c.Long)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // TestCLIReferenceIsFresh: docs/cli (Markdown) and docs/man (man pages) are what the command
@@ -143,6 +163,43 @@ func TestCLIReferenceCoversEveryCommand(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMarkdownReferenceSaysTheHelp: every command's Markdown page, read as a Markdown renderer
+// reads it (an HTML tag hidden, a * taken for emphasis, a backslash before a markup character
+// that character), holds its help text whole: 'CROWD_<FLAG>' keeps its <FLAG>, GitHub hiding
+// it as a tag otherwise.
+func TestMarkdownReferenceSaysTheHelp(t *testing.T) {
+	tag := regexp.MustCompile(`(^|[^\\])<[A-Za-z/][^>]*>`)
+	emphasis := regexp.MustCompile(`(^|[^\\])\*`)
+	unescape := regexp.MustCompile(`\\([\\<&*_\[])`)
+	eachDocumentedCommand(t, func(dir string, c *cobra.Command) {
+		page, err := os.ReadFile(filepath.Join(dir, "cli", strings.ReplaceAll(c.CommandPath(), " ", "_")+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The running text: the flags and examples are fenced code, taken as they are.
+		var text []string
+		for i, part := range strings.Split(string(page), "```") {
+			if i%2 == 0 {
+				part = emphasis.ReplaceAllString(tag.ReplaceAllString(part, "$1"), "$1")
+				part = unescape.ReplaceAllString(part, "$1")
+			}
+			text = append(text, part)
+		}
+		read := oneSpaced(strings.Join(text, "```"))
+		for _, text := range []string{c.Short, c.Long} {
+			if !strings.Contains(read, oneSpaced(text)) {
+				t.Errorf("%s: its Markdown page does not say its help text %q", c.CommandPath(), firstLine(text))
+			}
+		}
+	})
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // eachDocumentedCommand writes the reference into a temporary folder (dir/cli, dir/man)
