@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // TestAdminPage opens the admin page of a real `crowd serve` in headless
@@ -41,7 +41,7 @@ func TestAdminPage(t *testing.T) {
 	t.Parallel()
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
-	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	admin, plain := loopback.Free(t), loopback.Free(t)
 	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "2", "--actors", "3",
 		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
 		readyAdmin(admin))
@@ -231,19 +231,6 @@ func TestAdminPage(t *testing.T) {
 	}
 }
 
-// freeLoopbackAddr returns 127.0.0.1:PORT for a port that was free a
-// moment ago (bound, then released): `crowd serve` cannot report the
-// port it picked for :0.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestAdminPageCountsEveryEntry: the page's header counts every entry the
 // activity log holds (its totals, which survive restarts), not only the
 // 1 000 the page keeps: 1 200 refused deliveries show as 1 200 problems.
@@ -251,7 +238,7 @@ func TestAdminPageCountsEveryEntry(t *testing.T) {
 	t.Parallel()
 	RequireTools(t, "chromium")
 	bin := BuildCrowd(t)
-	admin, plain := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	admin, plain := loopback.Free(t), loopback.Free(t)
 	StartProcess(t, exec.Command(bin, "serve", "--state", t.TempDir(), "--origins", "1", "--actors", "1",
 		"--https", "", "--http", plain, "--dns", "", "--admin", admin, "--log-format", "json"),
 		readyAdmin(admin))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // TestLargeWorld: `crowd serve --origins 10000 --actors 100` seen by real
@@ -20,7 +22,7 @@ func TestLargeWorld(t *testing.T) {
 	RequireTools(t, "curl", "dig")
 	bin := BuildCrowd(t)
 	state := t.TempDir()
-	https, dnsAddr, admin := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
+	https, dnsAddr, admin := loopback.Free(t), loopback.FreeTCPAndUDP(t), loopback.Free(t)
 	p := StartProcess(t, exec.Command(bin, "serve", "--state", state, "--origins", "10000", "--actors", "100", "--key-pool", "4",
 		"--https", https, "--http", "", "--dns", dnsAddr, "--admin", admin, "--dns-upstream", "", "--log-format", "json"),
 		readyAdmin(admin))

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/loopback"
 	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
@@ -134,7 +135,7 @@ func TestStartWarnsOfASkippedDNSUpstream(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// --dns needs its port known before it is bound, for
 			// --dns-upstream to name it.
-			dnsAddr := freeDNSAddr(t)
+			dnsAddr := loopback.FreeTCPAndUDP(t)
 			upstreams := []string{}
 			if c.warn {
 				upstreams = []string{dnsAddr}
@@ -183,26 +184,4 @@ func TestStartWarnsOfASkippedDNSUpstream(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freeDNSAddr is a loopback address whose port was free a moment ago for
-// both UDP and TCP, as a DNS listener binds both: a port free for one may
-// be another socket's for the other.
-func freeDNSAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for both UDP and TCP in 20 tries")
-	return ""
 }

@@ -117,19 +117,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// freeAddr returns a loopback address where nothing listens (a port just
-// bound and released).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // keptStderr is a writer for a command whose output the test does not
 // check (a crowd serving in the background): shown in the test's log if the
 // test fails, so the failure comes with the crowd's side of it.

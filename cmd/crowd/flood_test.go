@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // standalone is the command line of a small in-process self-flood writing
@@ -380,24 +380,13 @@ func TestFloodRefusesAPublicTargetWithoutSending(t *testing.T) {
 func TestFloodWithoutACrowdSaysWhatToDo(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out", "load")
-	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", freeLoopback(t), "--state", t.TempDir(), "--seconds", "1", "--out", out)
+	code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", loopback.Free(t), "--state", t.TempDir(), "--seconds", "1", "--out", out)
 	if code != 1 || !strings.Contains(stderr, "crowd serve") || !strings.Contains(stderr, "--standalone") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Dir(out)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the unused --out's parent: %v, want it gone", err)
 	}
-}
-
-// freeLoopback is a loopback address where nothing listens.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestFloodAttachedToARunningCrowd floods a `crowd serve` running in this
@@ -407,7 +396,7 @@ func freeLoopback(t *testing.T) string {
 func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
-	admin, https := freeLoopback(t), freeLoopback(t)
+	admin, https := loopback.Free(t), loopback.Free(t)
 	serveInBackground(t, "--state", state, "--origins", "2", "--actors", "2", "--https", https,
 		"--http", "", "--dns", "", "--admin", admin, "--log-level", "error")
 	var info adminapi.WorldInfo
@@ -438,7 +427,7 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 		}
 	}
 	// A --crowd-https where nothing listens: said before the run, not a run of connection errors.
-	if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", freeLoopback(t),
+	if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", loopback.Free(t),
 		"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 1 || !strings.Contains(stderr, "nothing answers at") {
 		t.Errorf("--crowd-https where nothing listens: exit %d, stderr %q; want it said", code, stderr)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/internal/loopback"
 	"github.com/crowdfed/crowd/internal/statedir"
 	"github.com/crowdfed/crowd/pasture"
 )
@@ -116,12 +117,12 @@ func TestFollowsPrune(t *testing.T) {
 // would name the state that serve holds.
 func TestFollowsPruneInTheImagesEnvironment(t *testing.T) {
 	state := t.TempDir()
-	_, port, _ := strings.Cut(freeLoopback(t), ":")
+	_, port, _ := strings.Cut(loopback.Free(t), ":")
 	admin := "localhost:" + port // a name: off loopback, so serve wants its token
 	t.Setenv("CROWD_STATE", state)
 	t.Setenv("CROWD_ADMIN", admin)
 	t.Setenv("CROWD_ADMIN_TOKEN", "")
-	served := serveInBackground(t, "--origins", "1", "--actors", "1", "--https", freeLoopback(t), "--http", "", "--dns", "", "--log-level", "error")
+	served := serveInBackground(t, "--origins", "1", "--actors", "1", "--https", loopback.Free(t), "--http", "", "--dns", "", "--log-level", "error")
 	waitReady(t, admin, served)
 	if _, err := pasture.ReadAdminToken(state); err != nil {
 		t.Fatalf("serve made no token in CROWD_STATE: %v", err)

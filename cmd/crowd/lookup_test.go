@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 func TestLookup(t *testing.T) {
@@ -15,7 +16,7 @@ func TestLookup(t *testing.T) {
 		// from, no inbox and no key: what a broken SUT might serve.
 		"/users/broken": `{"@context":"https://www.w3.org/ns/activitystreams","id":"https://elsewhere.test/users/broken","type":"Person"}`,
 	}, "text/html", 202)
-	down := freeAddr(t)
+	down := loopback.Free(t)
 	for _, tc := range []struct {
 		name    string
 		args    []string

@@ -10,6 +10,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // following is the state of from's follow of to in the crowd's graph, ""
@@ -106,7 +107,7 @@ func TestSendReportsTheTargetsRefusal(t *testing.T) {
 func TestSendRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	c := startTestCrowd(t)
-	down := freeAddr(t)
+	down := loopback.Free(t)
 	bob := "https://flood2.test/users/bob"
 	for _, tc := range []struct {
 		name string

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/crowdfed/crowd/internal/crowdtest"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // TestServeWarnsOfADNSRecordOverridingAnOrigin: a --dns-record the command
@@ -36,7 +37,7 @@ func TestServeWarnsOfADNSRecordOverridingAnOrigin(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("CROWD_DNS_RECORD", tc.env)
 			}
-			admin := freeAddr(t)
+			admin := loopback.Free(t)
 			args := serveArgs(t.TempDir(), admin, append([]string{"--dns", "127.0.0.1:0", "--dns-upstream", "127.0.0.1:1"}, tc.args...)...)
 			ctx, cancel := context.WithCancel(context.Background())
 			var stderr crowdtest.SyncBuffer

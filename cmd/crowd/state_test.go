@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/inbox"
+	"github.com/crowdfed/crowd/internal/loopback"
 	"github.com/crowdfed/crowd/loadrun"
 )
 
@@ -122,7 +123,7 @@ func TestServeRefusesADamagedFollowGraph(t *testing.T) {
 // line, drops the torn one and says so, naming the file and line.
 func TestServeDropsATornFollowGraphTail(t *testing.T) {
 	t.Parallel()
-	state, admin := t.TempDir(), freeLoopback(t)
+	state, admin := t.TempDir(), loopback.Free(t)
 	lines := graphLines(4)
 	path := filepath.Join(state, "graph.jsonl")
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"+lines[0][:30]), 0o600)
@@ -156,14 +157,14 @@ func TestServeDropsATornFollowGraphTail(t *testing.T) {
 // the directory.
 func TestStateIsOwnedByOneProcess(t *testing.T) {
 	t.Parallel()
-	state, admin := t.TempDir(), freeLoopback(t)
+	state, admin := t.TempDir(), loopback.Free(t)
 	backgroundServe(t, serveArgs(state, admin, "--log-level", "error"), admin)
 	pid := "pid " + strconv.Itoa(os.Getpid())
 	for _, c := range []struct {
 		name string
 		args []string
 	}{
-		{"a second serve", serveArgs(state, freeLoopback(t), "--log-level", "error")},
+		{"a second serve", serveArgs(state, loopback.Free(t), "--log-level", "error")},
 		{"a standalone flood", standalone(state, t.TempDir(), "--seconds", "1")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,7 +201,7 @@ func hashTree(t *testing.T, dir string) map[string]string {
 // clashing seq and graph lines the serve never saw into it).
 func TestStandaloneFloodBesideAServeKeepsItsOwnState(t *testing.T) {
 	t.Chdir(t.TempDir())
-	admin := freeLoopback(t)
+	admin := loopback.Free(t)
 	backgroundServe(t, serveArgs("", admin, "--log-level", "error"), admin)
 	before := hashTree(t, "crowd-state")
 	if len(before) == 0 {
@@ -263,7 +264,7 @@ func tailBacklog(t *testing.T, admin string, n int) []string {
 // before, and seq continues (the log used to come back empty at seq 1).
 func TestServeRestartKeepsTheActivityLog(t *testing.T) {
 	t.Parallel()
-	state, admin := t.TempDir(), freeLoopback(t)
+	state, admin := t.TempDir(), loopback.Free(t)
 	args := serveArgs(state, admin, "--log-level", "error")
 	stop := backgroundServe(t, args, admin)
 	for range 7 {

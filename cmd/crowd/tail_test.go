@@ -15,6 +15,7 @@ import (
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/inbox"
 	"github.com/crowdfed/crowd/internal/crowdtest"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // tailRun is a `crowd tail` running in the background.
@@ -220,7 +221,7 @@ func TestTailTellsOfLostEntries(t *testing.T) {
 
 func TestTailRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	down := freeAddr(t)
+	down := loopback.Free(t)
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/loopback"
 )
 
 // TestServeWeatherRefusesNamingTheFlag: a spec serve cannot read, or one
@@ -63,7 +64,7 @@ func TestServeWeatherRefusesNamingTheFlag(t *testing.T) {
 // and the start's log says the spec and how many origins each condition
 // took.
 func TestServeStartsInWeather(t *testing.T) {
-	admin := freeAddr(t)
+	admin := loopback.Free(t)
 	t.Setenv("CROWD_WEATHER", "down=flood2.test,slow=50%:2s")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -212,7 +213,7 @@ func TestWeatherNeedsACrowd(t *testing.T) {
 		say   string
 	}{
 		// Nothing listens there.
-		{"no crowd", freeAddr(t), 1, "crowd serve"},
+		{"no crowd", loopback.Free(t), 1, "crowd serve"},
 		// Not an address.
 		{"no port", "crowd", 2, "has no port"},
 		// A port alone: said as such, with the address it likely meant.
