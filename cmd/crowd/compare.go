@@ -64,9 +64,10 @@ one line saying which has a section; a run section this crowd does not read (a n
 upgrade crowd; another schema; a damaged one) one saying so.
 
 Runs that are not the same unit of work are refused: another total offered rate, activity
-mix (as asked, or as sent: Follows sent as Creates, personas without posts) or arrival
-process changes the latency for reasons that are not the server's. --force compares them
-anyway, saying so.
+mix (as asked, or as sent: Follows sent as Creates, personas without posts), arrival process
+or weather on the crowd (its timeline, and what it met but did not set: an origin down or
+slow answers the SUT otherwise) changes the latency for reasons that are not the server's.
+--force compares them anyway, saying so.
 
 Exit status: 0 no regression, 1 a regression (of the flood's figures or a run section's), 2 no verdict (usage error, a record that
 does not read, runs that are not comparable, a run that measured nothing: no measured

@@ -103,7 +103,7 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 			return nil, usage(f, "%s is crowd run's, of its run section, which compare shows after its verdict, not judged (crowd run --expect judges it, e.g. 'visibility.never_seen==0')", g.Metric)
 		}
 		if g.Metric == "ambient_weather" {
-			return nil, usage(f, "compare notes when the runs met different weather; ambient_weather gates one run's (--expect 'ambient_weather==0')")
+			return nil, usage(f, "compare refuses runs that met different weather; ambient_weather gates one run's (--expect 'ambient_weather==0')")
 		}
 		if g.kind == kindRate && g.Metric == "offered" {
 			return nil, usage(f, "comparable runs offer the same rate: compare rate or throughput")
@@ -166,10 +166,12 @@ func sameMix(a, b string) bool {
 // Comparable reports whether base and head measured the same unit of work:
 // the same total offered rate (rate × generators), the same activity mix
 // (by proportion) as asked and as sent (their Deviations: Follows sent as
-// Creates, personas without posts) and the same arrival process. A latency measured at
-// another rate or on another mix differs for reasons that are not the
-// SUT's, so such a pair is refused, wrapping ErrIncomparable and naming
-// each difference. Everything else (duration, signing, target, label) may
+// Creates, personas without posts), the same arrival process and the same
+// weather on the crowd (Record.WeatherMet: its own timeline and what it
+// met but did not set). A latency measured at another rate, on another
+// mix or while other origins were down differs for reasons that are not
+// the SUT's, so such a pair is refused, wrapping ErrIncomparable and
+// naming each difference. Everything else (duration, signing, target, label) may
 // differ: Compare notes it.
 func Comparable(base, head *Record) error {
 	var d []string
@@ -184,6 +186,11 @@ func Comparable(base, head *Record) error {
 	}
 	if base.Settings.Arrivals != head.Settings.Arrivals {
 		d = append(d, fmt.Sprintf("arrivals %s ≠ %s", base.Settings.Arrivals, head.Settings.Arrivals))
+	}
+	if wb, wh := base.WeatherMet(), head.WeatherMet(); wb != wh {
+		// The crowd's origins answered the SUT otherwise (its deliveries,
+		// its fetches of keys and notes): not the same work.
+		d = append(d, fmt.Sprintf("weather %s ≠ %s", wb, wh))
 	}
 	if len(d) > 0 {
 		return fmt.Errorf("%w: %s", ErrIncomparable, strings.Join(d, ", "))
@@ -328,9 +335,6 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 				c.Notes = append(c.Notes, "base and head contain the same run ("+pb.ID+"): is this one record twice?")
 			}
 		}
-	}
-	if wb, wh := base.WeatherMet(), head.WeatherMet(); wb != wh {
-		c.Notes = append(c.Notes, fmt.Sprintf("weather differs: %s in base; %s in head (the crowd's origins answered otherwise, so the SUT's work was not the same)", wb, wh))
 	}
 	if base.Measured != head.Measured {
 		c.Notes = append(c.Notes, fmt.Sprintf("measured window differs: %.1fs in base, %.1fs in head (high percentiles of a shorter run rest on fewer sends)",

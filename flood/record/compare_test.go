@@ -325,10 +325,10 @@ func TestParseCompareMetrics(t *testing.T) {
 		{"latency.p95,p95", "p95 appears twice", false}, // twice, once spelled out
 		{"Create.p99", "drop \"Create.\"", false},       // types are all compared anyway
 		{"visibility.p95", "visibility is a part of crowd run's run section, which compare shows after its verdict, not judged (crowd run --expect judges its visibility, delivery and home, e.g. 'visibility.p95<5s')", false}, // not a flood figure
-		{"offered", "comparable runs offer the same rate", false},                       // always equal
-		{"never_seen", "never_seen is crowd run's, of its run section", false},          // no flood's count
-		{"unreached", "unreached is crowd run's, of its run section", false},            // nor this
-		{"ambient_weather", "compare notes when the runs met different weather", false}, // one run's gate
+		{"offered", "comparable runs offer the same rate", false},                     // always equal
+		{"never_seen", "never_seen is crowd run's, of its run section", false},        // no flood's count
+		{"unreached", "unreached is crowd run's, of its run section", false},          // nor this
+		{"ambient_weather", "compare refuses runs that met different weather", false}, // one run's gate
 		{"p101", "quantile", false},        // out of range
 		{"speed", "unknown metric", false}, // unknown
 	} {
@@ -527,10 +527,11 @@ func TestCompareBatchNoise(t *testing.T) {
 	}
 }
 
-// TestCompareNotesTheWeather: two runs measured under different weather on
-// the crowd (one begun with an origin down, which the other was not) are
-// compared with a note naming both; the same weather gives no note.
-func TestCompareNotesTheWeather(t *testing.T) {
+// TestCompareRefusesOtherWeather: two runs measured under different
+// weather on the crowd (one begun with an origin down, which the other was
+// not) are not the same work: refused, naming both, or with --force
+// compared with the forced note; the same weather compares as usual.
+func TestCompareRefusesOtherWeather(t *testing.T) {
 	run := func(a *record.AmbientWeather) *record.Record {
 		r := recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{
 			"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))}),
@@ -547,23 +548,30 @@ func TestCompareNotesTheWeather(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		base, head *record.AmbientWeather
-		note       string // "" for none about the weather
+		refusal    string // "" for comparable
 	}{
 		// The head began with flood3.test down; the base met none.
-		{"head under weather", nil, down, "weather differs: clear in base; at the start down=flood3.test in head"},
+		{"head under weather", nil, down, "weather clear ≠ at the start down=flood3.test"},
 		// Both began with an origin slow, but not as slow: other weather.
-		{"other parameters", slow("30s"), slow("1s"), "weather differs: at the start slow=flood3.test:30s:0.5 in base; at the start slow=flood3.test:1s:0.5 in head"},
+		{"other parameters", slow("30s"), slow("1s"), "weather at the start slow=flood3.test:30s:0.5 ≠ at the start slow=flood3.test:1s:0.5"},
 		// Both began in the same weather.
 		{"same weather", down, down, ""},
+		// A crowd that did not say, and one that said clear: both clear.
+		{"unsaid and clear", nil, &record.AmbientWeather{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cmp, err := record.Compare(run(c.base), run(c.head), record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001})
-			if err != nil {
-				t.Fatal(err)
+			opts := record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001}
+			_, err := record.Compare(run(c.base), run(c.head), opts)
+			if c.refusal == "" && err != nil || c.refusal != "" && (!errors.Is(err, record.ErrIncomparable) || !strings.Contains(err.Error(), c.refusal)) {
+				t.Fatalf("Compare: %v; want refused naming %q (\"\": compared)", err, c.refusal)
 			}
-			notes := strings.Join(cmp.Notes, "\n")
-			if c.note == "" && strings.Contains(notes, "weather") || c.note != "" && !strings.Contains(notes, c.note) {
-				t.Errorf("notes %q, want about the weather %q", notes, c.note)
+			if c.refusal == "" {
+				return
+			}
+			opts.Force = true
+			cmp, err := record.Compare(run(c.base), run(c.head), opts)
+			if err != nil || !strings.Contains(strings.Join(cmp.Notes, "\n"), "forced: "+c.refusal) {
+				t.Errorf("--force: %v, notes %q; want the forced note naming the weather", err, cmp.Notes)
 			}
 		})
 	}
