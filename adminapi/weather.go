@@ -39,6 +39,11 @@ type WeatherInfo struct {
 	// Since is when it was put in force (at the crowd's start, or by the
 	// last set or clear).
 	Since time.Time `json:"since"`
+	// Changes counts the changes of the weather in force since the crowd
+	// started (the same weather put in force again is none): a reader
+	// that saw 3 and then 5 knows of a change made between its readings,
+	// even one undone since. An older crowd leaves it out (0).
+	Changes uint64 `json:"changes"`
 	// Now is the crowd's clock as it answered: a reader on another
 	// machine dates Since by how long before Now it was, not by its own
 	// clock, which may be set otherwise.

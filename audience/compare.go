@@ -44,8 +44,6 @@ type RunComparison struct {
 	// Notes qualify the verdict: probe periods that differ (the visibility
 	// latencies are then not judged).
 	Notes []string
-	// MaxRegression is the threshold the rows were judged by.
-	MaxRegression float64
 }
 
 // Regressions are the rows that regressed.
@@ -71,7 +69,7 @@ func (c RunComparison) Regressions() []RunChange {
 // judged. A latency that head measured over a smaller share of what it
 // owed (fewer notes seen, fewer deliveries) is never scored better.
 func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison {
-	c := RunComparison{MaxRegression: o.MaxRegression}
+	var c RunComparison
 	bv, hv := base.Visibility, head.Visibility
 	period := 0.0
 	samePeriod := base.ProbeHz == head.ProbeHz || base.ProbeHz <= 0 || head.ProbeHz <= 0

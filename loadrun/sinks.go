@@ -71,7 +71,7 @@ func weatherFrom(info adminapi.WeatherInfo, err error) (weatherNow, error) {
 	if err != nil {
 		return weatherNow{}, err
 	}
-	now := weatherNow{Spec: info.Spec, Since: info.Since, Counts: info.Counts}
+	now := weatherNow{Spec: info.Spec, Since: info.Since, Changes: info.Changes, Counts: info.Counts}
 	if !info.Now.IsZero() {
 		// On this machine's clock: the crowd's may be set otherwise.
 		now.Since = time.Now().Add(-info.Now.Sub(info.Since))

@@ -39,6 +39,10 @@ type weatherNow struct {
 	// Since is when the crowd put it in force: another hand's change
 	// shows as a later one than the run knows of.
 	Since time.Time
+	// Changes is the crowd's count of its weather's changes since it
+	// started (0 from an older crowd): a count that moved by more than
+	// the run's own changes tells of another hand's, even one undone.
+	Changes uint64
 	// Counts is how many origins are in each condition, clear included.
 	Counts map[string]int
 	// Origins are those in a condition other than clear, by host.
@@ -85,6 +89,13 @@ type timeline struct {
 	ownLast    *weatherNow // this flood's last change the crowd confirmed
 	unsure     bool        // this flood sent a change the crowd did not confirm
 	changed    *weatherNow // the last weather another hand put in force during this flood
+	// counted is the crowd's count of changes at the last reading or
+	// confirmed change; others, the changes it counted since this flood's
+	// last reading before it that were not this run's; unconfirmed, this
+	// flood's changes the crowd may have made without saying so.
+	counted     uint64
+	others      int
+	unconfirmed int
 }
 
 // readTimeout bounds a reading of the weather around a flood, so a crowd
@@ -115,7 +126,7 @@ func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, l
 	case len(t.At) > 0:
 		log.Info("weather before the run", zap.String("spec", before.Spec), zap.Any("origins", before.byCondition()))
 	}
-	tl.before, tl.known, tl.watched = before, before, true
+	tl.before, tl.known, tl.watched, tl.counted = before, before, true, before.Changes
 	return tl, nil
 }
 
@@ -124,6 +135,7 @@ func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, l
 func (tl *timeline) Begin(s record.Schedule) {
 	tl.mu.Lock()
 	tl.floodStart, tl.start, tl.ownLast, tl.unsure, tl.changed = s.Start, tl.known, nil, false, nil
+	tl.others, tl.unconfirmed = 0, 0
 	tl.mu.Unlock()
 	if len(tl.t.At) == 0 {
 		return
@@ -160,7 +172,7 @@ func (tl *timeline) beforeFlood(ctx context.Context) {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	tl.known = now
+	tl.known, tl.counted = now, now.Changes
 	if !tl.attempted {
 		tl.before = now
 	}
@@ -194,14 +206,35 @@ func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	theirs := tl.count(now)
 	// An unconfirmed change of this flood's may be the one in force: whose
 	// it is cannot be told.
 	if !tl.unsure && !now.same(tl.expected()) && (tl.changed == nil || !now.same(*tl.changed)) {
 		tl.changed = &now
 		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", cmp.Or(now.Spec, "clear")),
 			zap.Duration("at", now.Since.Sub(tl.floodStart).Round(time.Millisecond)), zap.Any("origins", now.byCondition()))
+	} else if theirs > 0 {
+		tl.log.Warn("another hand changed the crowd's weather during the flood, between two readings: what it was in between is not known",
+			zap.Int("changes", theirs), zap.String("in_force", cmp.Or(now.Spec, "clear")))
 	}
 	return now, true
+}
+
+// count adds to others the changes the crowd counted since the last
+// reading that were not this flood's (its unconfirmed changes taken as
+// made), and returns how many. A crowd that does not count (0), or
+// restarted (a smaller count), adds none. The caller holds mu.
+func (tl *timeline) count(now weatherNow) int {
+	var theirs int
+	if now.Changes > tl.counted {
+		n := int(now.Changes - tl.counted)
+		own := min(n, tl.unconfirmed)
+		tl.unconfirmed -= own
+		theirs = n - own
+		tl.others += theirs
+	}
+	tl.counted = now.Changes
+	return theirs
 }
 
 // expected is the weather this flood left in force so far: its own last
@@ -288,6 +321,7 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 		tl.mu.Lock()
 		tl.changes = append(tl.changes, ch)
 		tl.unsure = true
+		tl.unconfirmed++
 		tl.mu.Unlock()
 		return
 	}
@@ -305,6 +339,13 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 	tl.changes = append(tl.changes, ch)
 	if err == nil {
 		tl.ownLast, tl.known = &now, now
+		// The crowd's count moved by this change (one, or none for the
+		// weather in force put again) and by any other hand's made since
+		// the look before it.
+		pending := tl.unconfirmed
+		tl.unconfirmed = pending + 1
+		tl.count(now)
+		tl.unconfirmed = min(pending, tl.unconfirmed)
 	}
 	tl.mu.Unlock()
 }
@@ -340,6 +381,7 @@ func (tl *timeline) ambient() *record.AmbientWeather {
 	if tl.changed != nil {
 		a.Changed = tl.state(*tl.changed)
 	}
+	a.Others = tl.others
 	return &a
 }
 

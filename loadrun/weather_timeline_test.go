@@ -249,16 +249,16 @@ func TestWeatherWatch(t *testing.T) {
 			[]string{`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// Another hand sets weather at +1.5 s.
 		{"another hand", "", nil, []step{{1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false, nil,
-			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]}}`}, "slow=flood2.test:30s:0.5"},
+			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]},"others":1}`}, "slow=flood2.test:30s:0.5"},
 		// The run's own timeline changes it: not another hand's.
 		{"own timeline", "", []string{"+1s gone=flood2.test"}, nil, 1, false, nil, []string{"{}"}, ""},
 		// Another hand clears what the timeline put in force.
 		{"cleared behind the timeline", "", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, ""}}, 1, false, nil,
-			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}}}`}, ""},
+			[]string{`{"changed":{"since_s":1.5,"spec":"","counts":{"clear":2}},"others":1}`}, ""},
 		// Two floods (a ladder's rungs): the second starts in the weather
 		// another hand left during the first, and records it as its start.
 		{"next flood", "", nil, []step{{time.Second, "down=flood1.test"}}, 2, false, nil, []string{
-			`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`,
+			`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":1}`,
 			`{"start":{"since_s":-1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
 		// The same weather put in force again: no change.
 		{"set again", "down=flood1.test", nil, []step{{time.Second, "down=flood1.test"}}, 1, false, nil, []string{
@@ -266,17 +266,30 @@ func TestWeatherWatch(t *testing.T) {
 		// Another hand's change the timeline replaces later is seen before
 		// it is, and the weather before the run is put back.
 		{"replaced by the timeline", "", []string{"+1s gone=flood2.test"}, []step{{500 * time.Millisecond, "down=flood1.test"}}, 1, false, nil, []string{
-			`{"changed":{"since_s":0.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, ""},
+			`{"changed":{"since_s":0.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":1}`}, ""},
 		// Another hand's change after the timeline's last stays when the run ends.
 		{"theirs stays", "slow=flood2.test:30s:0.5", []string{"+1s gone=flood2.test"}, []step{{1500 * time.Millisecond, "down=flood1.test"}}, 1, false, nil, []string{
 			`{"start":{"since_s":-1,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]},` +
-				`"changed":{"since_s":1.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]}}`}, "down=flood1.test"},
+				`"changed":{"since_s":1.5,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":1}`}, "down=flood1.test"},
 		// Cleared during the run's set-up, after the first reading: the
 		// flood met clear weather only, and no one changed it during it.
 		{"changed during the set-up", "down=flood1.test", nil, nil, 1, false, &clearSpec, []string{"{}"}, ""},
 		// A crowd that cannot say: no section (a gate on it has no data),
 		// nothing fails.
 		{"cannot say", "down=flood1.test", nil, nil, 1, true, nil, []string{"null"}, "down=flood1.test"},
+		// Another hand slows an origin and clears it again between two
+		// readings: no reading saw it, the crowd's count did.
+		{"changed and back", "", nil, []step{{500 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {time.Second, ""}}, 1, false, nil,
+			[]string{`{"others":2}`}, ""},
+		// Changed and undone by another hand before the timeline's own
+		// change: counted at the look before it; the timeline's own change
+		// is not another hand's.
+		{"undone before the timeline", "", []string{"+1s gone=flood2.test"}, []step{{300 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {600 * time.Millisecond, ""}}, 1, false, nil,
+			[]string{`{"others":2}`}, ""},
+		// Two changes of another hand between readings: the last is seen,
+		// both are counted.
+		{"twice", "", nil, []step{{500 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {time.Second, "down=flood1.test"}}, 1, false, nil,
+			[]string{`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":2}`}, "down=flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})

@@ -18,6 +18,9 @@ import (
 type weatherClock struct {
 	mu    sync.Mutex
 	since time.Time
+	// changes counts the changes since the crowd started: a reader that
+	// saw 3 and then 5 knows of a change it did not see.
+	changes uint64
 	// changing makes an admin change and its answer one step, so two
 	// concurrent PUTs are each answered with their own weather.
 	changing sync.Mutex
@@ -35,6 +38,7 @@ func (p *Pasture) putWeather(f *weather.Forecast) bool {
 	}
 	p.sky.Set(f)
 	p.wx.since = time.Now()
+	p.wx.changes++
 	return true
 }
 
@@ -43,10 +47,10 @@ func (p *Pasture) putWeather(f *weather.Forecast) bool {
 // the weather answered for each origin that has had weather.
 func (p *Pasture) WeatherInfo() adminapi.WeatherInfo {
 	p.wx.mu.Lock()
-	f, since := p.sky.Now(), p.wx.since
+	f, since, changes := p.sky.Now(), p.wx.since, p.wx.changes
 	p.wx.mu.Unlock()
 	served := len(p.cfg.World.Origins)
-	info := adminapi.WeatherInfo{Spec: f.Spec().String(), Since: since, Now: time.Now(), Served: served,
+	info := adminapi.WeatherInfo{Spec: f.Spec().String(), Since: since, Changes: changes, Now: time.Now(), Served: served,
 		Counts: map[string]int{}, Origins: []adminapi.WeatherOrigin{}}
 	for _, a := range f.Origins() {
 		info.Origins = append(info.Origins, adminapi.WeatherOrigin{Host: a.Host, Kind: a.Kind.String(), Condition: a.Condition.String()})

@@ -128,10 +128,11 @@ func TestAdminWeatherRoutes(t *testing.T) {
 // TestSameWeatherAgainKeepsItsSince: the weather in force put in force
 // again (as written, or as the crowd writes it back) is no change: it stays
 // in force since it was first put there, which a run dates another hand's
-// change by; another spec is a change.
+// change by, and the crowd's count of changes stays; another spec is a
+// change, counted, and so is one undone (a reader sees the count move).
 func TestSameWeatherAgainKeepsItsSince(t *testing.T) {
 	_, srv := weatherPasture(t, "")
-	put := func(spec string) time.Time {
+	put := func(spec string) adminapi.WeatherInfo {
 		t.Helper()
 		req, _ := http.NewRequest("PUT", srv.URL+"/api/weather", strings.NewReader(`{"spec":"`+spec+`"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -145,12 +146,15 @@ func TestSameWeatherAgainKeepsItsSince(t *testing.T) {
 		if resp.StatusCode != 200 || err != nil {
 			t.Fatalf("PUT %s: %d (%v)", spec, resp.StatusCode, err)
 		}
-		return info.Since
+		return info
 	}
 	first := put("slow=flood2.test:2s")
+	if first.Changes != 1 {
+		t.Fatalf("the first change counted %d, want 1", first.Changes)
+	}
 	for _, c := range []struct {
 		name, spec string
-		moves      bool // since moves
+		moves      bool // since moves, and the count with it
 	}{
 		// The same spec, as written the first time.
 		{"again", "slow=flood2.test:2s", false},
@@ -158,13 +162,18 @@ func TestSameWeatherAgainKeepsItsSince(t *testing.T) {
 		{"written out", "slow=flood2.test:2s:0.5", false},
 		// Another parameter: other weather.
 		{"another delay", "slow=flood2.test:3s", true},
+		// Back to the first: a change too (made and undone, counted twice).
+		{"undone", "slow=flood2.test:2s", true},
 	} {
 		time.Sleep(5 * time.Millisecond) // a change would move since visibly
-		since := put(c.spec)
-		if moved := !since.Equal(first); moved != c.moves {
-			t.Errorf("%s: since %v, was %v: moved %v, want %v", c.name, since, first, moved, c.moves)
+		info := put(c.spec)
+		if moved := !info.Since.Equal(first.Since); moved != c.moves {
+			t.Errorf("%s: since %v, was %v: moved %v, want %v", c.name, info.Since, first.Since, moved, c.moves)
 		}
-		first = since
+		if counted := info.Changes == first.Changes+1; counted != c.moves || !c.moves && info.Changes != first.Changes {
+			t.Errorf("%s: changes %d, was %d: want it counted %v", c.name, info.Changes, first.Changes, c.moves)
+		}
+		first = info
 	}
 }
 

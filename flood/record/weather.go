@@ -187,6 +187,11 @@ type AmbientWeather struct {
 	// where the weather in force was not what the start or this run's own
 	// timeline left; nil when none was.
 	Changed *WeatherState `json:"changed,omitempty"`
+	// Others counts another hand's changes during the flood as the crowd
+	// counted them: those made and undone between two readings too,
+	// which Changed cannot show. 0 from a crowd that does not count (an
+	// older crowd serve), even with Changed set.
+	Others int `json:"others,omitempty"`
 	// Unread, in a merged record, are the shards (i/n) whose crowd did not
 	// say its weather: what they met is not known. Omitted when every
 	// shard's did.
@@ -254,6 +259,7 @@ func mergeAmbient(recs []*Record) *AmbientWeather {
 		}
 		out.Start = joinWeatherState(out.Start, r.Ambient.Start, true)
 		out.Changed = joinWeatherState(out.Changed, r.Ambient.Changed, false)
+		out.Others += r.Ambient.Others // each shard's crowd counts its own
 	}
 	if len(out.Unread) == len(recs) {
 		return nil // no shard's crowd said
@@ -335,6 +341,9 @@ func (r *Record) WeatherMet() string {
 	if a := r.Ambient; a != nil && a.Changed != nil {
 		parts = append(parts, "changed by another hand to "+a.Changed.named())
 	}
+	if n := r.Ambient.Unseen(); n > 0 {
+		parts = append(parts, fmt.Sprintf("changed by another hand %d more time(s) between readings", n))
+	}
 	if len(parts) == 0 {
 		return "clear"
 	}
@@ -346,11 +355,12 @@ func (r *Record) WeatherMet() string {
 // start, and those another hand's change left in a condition other than
 // the run's own timeline had given them then (a change to clear counts
 // the origins the timeline had in weather). False when the crowd did not
-// say its weather (no section, or a merged shard's crowd that did not):
+// say its weather (no section, or a merged shard's crowd that did not),
+// or counted changes of another hand the readings did not see (Unseen):
 // a gate on it then has no data.
 func (r *Record) AmbientOrigins() (int64, bool) {
 	a := r.Ambient
-	if a == nil || len(a.Unread) > 0 {
+	if a == nil || len(a.Unread) > 0 || a.Unseen() > 0 {
 		return 0, false
 	}
 	met := map[string]bool{}
@@ -377,6 +387,20 @@ func (r *Record) AmbientOrigins() (int64, bool) {
 		}
 	}
 	return int64(len(met)), true
+}
+
+// Unseen is how many of another hand's changes the crowd counted that the
+// flood's readings did not see (Others beyond the one Changed shows):
+// made and undone between two readings, or replaced before the next.
+func (a *AmbientWeather) Unseen() int {
+	if a == nil {
+		return 0
+	}
+	seen := 0
+	if a.Changed != nil {
+		seen = 1
+	}
+	return max(0, a.Others-seen)
 }
 
 // inForceAt is the origins in weather by the timeline's last change the

@@ -135,6 +135,8 @@ func TestAmbientWeatherMerge(t *testing.T) {
 		// the counts its alone.
 		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{},
 			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}},
+		// Each shard's crowd counted another hand's changes: added.
+		{"counted", &record.AmbientWeather{Others: 1}, &record.AmbientWeather{Others: 2}, &record.AmbientWeather{Others: 3}},
 		// One shard's crowd did not say: what it met is not known, and named.
 		{"one unread", &record.AmbientWeather{}, nil, &record.AmbientWeather{Unread: []string{"2/2"}}},
 		// One shard began under weather, another hand changed the other's.
@@ -201,6 +203,8 @@ func TestWeatherMet(t *testing.T) {
 		// All three.
 		{"all", outage("flood3.test", 20), &record.AmbientWeather{Start: downAt("flood3.test", -60, 19), Changed: &record.WeatherState{SinceS: 4}},
 			"at the start down=flood3.test; timeline down=@followers then clear; changed by another hand to clear"},
+		// Changed and undone between readings: the crowd's count says so.
+		{"unseen", nil, &record.AmbientWeather{Others: 2}, "changed by another hand 2 more time(s) between readings"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := weatherRecord(t, "", c.weather)
@@ -293,6 +297,12 @@ func TestAmbientWeatherGate(t *testing.T) {
 		{"after the timeline's clear", outage("flood3.test", 20), &record.AmbientWeather{Changed: slowAt("flood3.test", 4)}, 1},
 		// A merged run, one shard's crowd did not say: not known.
 		{"a shard unread", nil, &record.AmbientWeather{Unread: []string{"2/2"}}, -1},
+		// The crowd counted another hand's change the readings saw.
+		{"counted and seen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 1}, 1},
+		// It counted two, one made and undone between readings: which
+		// origins met it is not known.
+		{"one unseen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 2}, -1},
+		{"changed and back", nil, &record.AmbientWeather{Others: 2}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := weatherRecord(t, "", c.weather)

@@ -46,7 +46,7 @@ func weatherLines(w *record.Weather) []string {
 // block: what was in force at the start and since when, and what another
 // hand put in force during the flood; nothing when it met none.
 func ambientLines(a *record.AmbientWeather) []string {
-	if a == nil || (a.Start == nil && a.Changed == nil && len(a.Unread) == 0) {
+	if a == nil || (a.Start == nil && a.Changed == nil && a.Unseen() == 0 && len(a.Unread) == 0) {
 		return nil
 	}
 	lines := []string{"weather this run did not set"}
@@ -64,6 +64,10 @@ func ambientLines(a *record.AmbientWeather) []string {
 			to = "to " + c.Spec + ": " + c.Describe(originsShown)
 		}
 		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood%s, %s, %s", onShards(c, ""), when, to))
+	}
+	if n := a.Unseen(); n > 0 {
+		lines = append(lines, fmt.Sprintf("  CHANGED by another hand %d %s during the flood between the flood's readings, as the crowd counts them: what it was in between is not known",
+			n, map[bool]string{true: "time", false: "times"}[n == 1]))
 	}
 	if len(a.Unread) > 0 {
 		lines = append(lines, fmt.Sprintf("  not known on shard %s: its crowd did not say its weather", strings.Join(a.Unread, ", ")))

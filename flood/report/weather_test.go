@@ -86,6 +86,9 @@ func TestAmbientWeatherShown(t *testing.T) {
 		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
 			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
 			[]string{"  CHANGED by another hand during the flood, as it started, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
+		// Changed and undone by another hand between the flood's readings.
+		{"unseen changes", &record.AmbientWeather{Others: 2},
+			[]string{"weather this run did not set\n", "  CHANGED by another hand 2 times during the flood between the flood's readings, as the crowd counts them: what it was in between is not known\n"}},
 		// A merged run, one shard's crowd did not say: not known there.
 		{"a shard unread", &record.AmbientWeather{Unread: []string{"1/2"}},
 			[]string{"weather this run did not set\n", "  not known on shard 1/2: its crowd did not say its weather\n"}},
