@@ -5,6 +5,7 @@ package flood
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -97,6 +98,7 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 				t.Fatalf("%d answered, want %d", len(log.ds), sends)
 			}
 			written, byLoop := 0, 0
+			var late []string
 			for i, d := range log.ds {
 				if d.Actual < d.Intended || d.Done < d.Picked || d.Done < d.Actual {
 					t.Errorf("send %d's times are out of order: intended %v, picked %v, sent %v, done %v", i, d.Intended, d.Picked, d.Actual, d.Done)
@@ -115,7 +117,7 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 				// leaves on time (within what a loaded machine adds),
 				// where one that waited for a part would be 30-80 ms late.
 				if i > 0 && d.Actual-d.Intended > 20*time.Millisecond {
-					t.Errorf("send %d left %v late", i, d.Actual-d.Intended)
+					late = append(late, fmt.Sprintf("send %d %v", i, d.Actual-d.Intended))
 				}
 				if c.class == record.ClassTimeout && (d.Done-d.Actual < c.timeout || d.Done-d.Actual > c.timeout+loopWaitMax+300*time.Millisecond) {
 					t.Errorf("send %d timed out %v after it was sent, want %v", i, d.Done-d.Actual, c.timeout)
@@ -126,6 +128,12 @@ func TestDispatcherReadsWholeAnswers(t *testing.T) {
 				if log.shards[i] == 0 {
 					byLoop++
 				}
+			}
+			// A dispatcher that waited for answers makes every send after
+			// the first late; a stall of a loaded machine (another
+			// package's tests beside these) delays one or two.
+			if len(late) > written/4 {
+				t.Errorf("%d of %d sends written left late: %s", len(late), written, strings.Join(late, ", "))
 			}
 			// The first send dials; after it a connection rests before
 			// most sends are due, but a machine that stalls may leave one
