@@ -20,19 +20,19 @@ import (
 // against the other (no note seen, no delivery expected, a drain not
 // complete).
 type RunChange struct {
-	Part   string // visibility, drain, home or delivery
-	Metric string // p95, never seen, …
-	Base   string
-	Head   string
-	Change string
+	Part   string `json:"part"`   // visibility, drain, home or delivery
+	Metric string `json:"metric"` // p95, never seen, …
+	Base   string `json:"base"`
+	Head   string `json:"head"`
+	Change string `json:"change"`
 	// Verdict is the row's judgement as compare's table writes one:
 	// REGRESSED, better, (within noise), (few notes) …; "" when it did not
 	// move beyond the threshold, or is shown only (seen, buried, the drain).
-	Verdict string
+	Verdict string `json:"verdict"`
 	// Judged says the figure was set against the rule; false when it is
 	// shown only, or could not be (few values, no histogram, a side
 	// without it).
-	Judged bool
+	Judged bool `json:"judged"`
 }
 
 // Regressed reports a figure that moved the wrong way beyond the rule.
@@ -40,10 +40,10 @@ func (r RunChange) Regressed() bool { return r.Verdict == string(record.VerdictR
 
 // RunComparison is two run sections side by side and judged.
 type RunComparison struct {
-	Rows []RunChange
+	Rows []RunChange `json:"rows"`
 	// Notes qualify the verdict: probe periods that differ (the visibility
 	// latencies are then not judged).
-	Notes []string
+	Notes []string `json:"notes"`
 }
 
 // Regressions are the rows that regressed.
@@ -69,7 +69,7 @@ func (c RunComparison) Regressions() []RunChange {
 // judged. A latency that head measured over a smaller share of what it
 // owed (fewer notes seen, fewer deliveries) is never scored better.
 func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison {
-	var c RunComparison
+	c := RunComparison{Notes: []string{}}
 	bv, hv := base.Visibility, head.Visibility
 	period := 0.0
 	samePeriod := base.ProbeHz == head.ProbeHz || base.ProbeHz <= 0 || head.ProbeHz <= 0
@@ -171,12 +171,63 @@ func shiftVerdict(s record.Shift) string {
 	return string(s.Verdict)
 }
 
+// WriteRunComparisonMarkdown is WriteRunComparison for a pull request's
+// comment: the verdict as a heading, the rule in a sentence, a table, the
+// notes.
+func WriteRunComparisonMarkdown(out io.Writer, base, head *RunSection, o record.CompareOptions) (RunComparison, error) {
+	c := CompareRuns(base, head, o)
+	var b strings.Builder
+	heading := "no regression beyond " + record.FormatPercent(o.MaxRegression) + " and the noise"
+	if regs := c.Regressions(); len(regs) > 0 {
+		heading = fmt.Sprintf("REGRESSED beyond %s: %d %s", record.FormatPercent(o.MaxRegression), len(regs), record.Plural(len(regs), "figure", "figures"))
+	}
+	fmt.Fprintf(&b, "#### crowd run: %s\n\n", heading)
+	fmt.Fprintf(&b, "The personas' homes, the drain and the deliveries to the crowd, judged by the same rule over independent units "+
+		"(a note read by several personas arrived once, a post's deliveries are one queue's work); a visibility latency, late by up to "+
+		"one probe period%s, must move by more. Seen, buried and the drain are shown, not judged.\n\n", probePeriods(base.ProbeHz, head.ProbeHz))
+	b.WriteString("| part | metric | base | head | change | verdict |\n|---|---|---|---|---|---|\n")
+	for _, r := range c.Rows {
+		verdict := r.Verdict
+		if r.Regressed() {
+			verdict = "**" + verdict + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Part, r.Metric, record.EscapeMarkdown(r.Base), record.EscapeMarkdown(r.Head), r.Change, verdict)
+	}
+	for i, n := range c.Notes {
+		if i == 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "- note: %s\n", record.EscapeMarkdown(n))
+	}
+	_, err := io.WriteString(out, b.String())
+	return c, err
+}
+
+// verdictLine is the run sections' verdict: what regressed, or that
+// nothing did, and how many figures were judged.
+func (c RunComparison) verdictLine(o record.CompareOptions) string {
+	th := record.FormatPercent(o.MaxRegression)
+	judged := 0
+	for _, r := range c.Rows {
+		if r.Judged {
+			judged++
+		}
+	}
+	if regs := c.Regressions(); len(regs) > 0 {
+		var names []string
+		for _, r := range regs {
+			names = append(names, r.Part+" "+r.Metric+" "+r.Change)
+		}
+		return fmt.Sprintf("REGRESSED beyond %s: %d of %d figures judged: %s", th, len(regs), judged, strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("no regression beyond %s and the noise (%d figures judged, %d shown only)", th, judged, len(c.Rows)-judged)
+}
+
 // WriteRunComparison writes two run sections side by side and judged
 // (CompareRuns' rows) under a heading that says by what rule, then the
 // notes and the verdict's line.
 func WriteRunComparison(out io.Writer, base, head *RunSection, o record.CompareOptions) (RunComparison, error) {
 	c := CompareRuns(base, head, o)
-	th := record.FormatPercent(o.MaxRegression)
 	var b strings.Builder
 	b.WriteString("crowd run: the personas' homes, the drain and the deliveries to the crowd, judged by the same\n")
 	b.WriteString("  rule (a quantile: order-statistic intervals; a share: a two-proportion test) over independent\n")
@@ -187,12 +238,8 @@ func WriteRunComparison(out io.Writer, base, head *RunSection, o record.CompareO
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "part\tmetric\tbase\thead\tchange\t")
-	judged := 0
 	for _, r := range c.Rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Part, r.Metric, r.Base, r.Head, r.Change, r.Verdict)
-		if r.Judged {
-			judged++
-		}
 	}
 	if err := tw.Flush(); err != nil {
 		return c, err
@@ -206,16 +253,7 @@ func WriteRunComparison(out io.Writer, base, head *RunSection, o record.CompareO
 			fmt.Fprintf(&b, "note: %s\n", n)
 		}
 	}
-	b.WriteString("\n")
-	if regs := c.Regressions(); len(regs) > 0 {
-		var names []string
-		for _, r := range regs {
-			names = append(names, r.Part+" "+r.Metric+" "+r.Change)
-		}
-		fmt.Fprintf(&b, "crowd run: REGRESSED beyond %s: %d of %d figures judged: %s\n", th, len(regs), judged, strings.Join(names, ", "))
-	} else {
-		fmt.Fprintf(&b, "crowd run: no regression beyond %s and the noise (%d figures judged, %d shown only)\n", th, judged, len(c.Rows)-judged)
-	}
+	b.WriteString("\ncrowd run: " + c.verdictLine(o) + "\n")
 	_, err := io.WriteString(out, b.String())
 	return c, err
 }

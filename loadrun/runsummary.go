@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,20 +43,43 @@ func RunSummary(raw []byte) ([]string, error) {
 // another schema; a damaged one) is said to be there and why it is not
 // shown, never that its record has none. "" for two floods' records. A
 // section that does not read is said, never an error: compare's verdict
-// is on the flood's figures, which did.
-func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []byte, o record.CompareOptions) (string, []string) {
+// is on the flood's figures, which did. format is compare's: "text", or
+// "markdown" (audience.WriteRunComparisonMarkdown; the line as a
+// paragraph), or "json" (an object: the rows, notes and regressions, or
+// {"unshown": the line}).
+func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []byte, o record.CompareOptions, format string) (string, []string) {
 	base, baseErr := audience.ReadRun(baseRaw)
 	head, headErr := audience.ReadRun(headRaw)
-	if base != nil && head != nil {
-		var b strings.Builder
-		c, _ := audience.WriteRunComparison(&b, base, head, o) // a strings.Builder takes every write
-		var regressed []string
-		for _, r := range c.Regressions() {
-			regressed = append(regressed, r.Part+" "+r.Metric+" "+r.Change)
+	if base == nil || head == nil {
+		line := unshownRuns(baseName, base, baseErr, headName, head, headErr)
+		if format == "json" && line != "" {
+			doc, _ := json.Marshal(map[string]string{"unshown": strings.TrimSuffix(line, "\n")}) // strings always marshal
+			return string(doc), nil
 		}
-		return b.String(), regressed
+		return line, nil
 	}
-	return unshownRuns(baseName, base, baseErr, headName, head, headErr), nil
+	var b strings.Builder
+	var c audience.RunComparison
+	switch format { // a strings.Builder takes every write
+	case "markdown":
+		c, _ = audience.WriteRunComparisonMarkdown(&b, base, head, o)
+	case "json":
+		c = audience.CompareRuns(base, head, o)
+	default:
+		c, _ = audience.WriteRunComparison(&b, base, head, o)
+	}
+	regressed := []string{}
+	for _, r := range c.Regressions() {
+		regressed = append(regressed, r.Part+" "+r.Metric+" "+r.Change)
+	}
+	if format == "json" {
+		doc, _ := json.Marshal(struct { // strings and bools always marshal
+			audience.RunComparison
+			Regressed []string `json:"regressed"`
+		}{c, regressed})
+		return string(doc), regressed
+	}
+	return b.String(), regressed
 }
 
 // unshownRuns is RunComparison's line when the run sections are not both

@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestRunComparison(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, regressed := RunComparison("b.json", []byte(c.base), "h.json", []byte(c.head),
-				record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor})
+				record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}, "text")
 			if r := strings.Join(regressed, ", "); r != c.regressed {
 				t.Errorf("regressed %q, want %q", r, c.regressed)
 			}
@@ -77,5 +78,47 @@ func TestRunComparison(t *testing.T) {
 				t.Errorf("want one line, got:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestRunComparisonFormats: crowd compare --format markdown and json get
+// the run sections' comparison in their form: a Markdown block headed by
+// its verdict, a JSON object with the rows, notes and regressions, or the
+// one line as {"unshown": …}.
+func TestRunComparisonFormats(t *testing.T) {
+	t.Parallel()
+	const (
+		flood = `{"schema":"crowd.flood.record","version":2}`
+		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":999,"never_seen":1}}}`
+		lost  = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":500,"never_seen":500}}}`
+	)
+	o := record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}
+	md, regressed := RunComparison("b.json", []byte(run), "h.json", []byte(lost), o, "markdown")
+	if !strings.HasPrefix(md, "#### crowd run: REGRESSED beyond 15%") || !strings.Contains(md, "| visibility | never seen | 1 of 1000 accepted (0.10%) | 500 of 1000 accepted (50.00%) | +49.90pp | **REGRESSED** |") ||
+		len(regressed) != 1 {
+		t.Errorf("markdown, regressed %q:\n%s", regressed, md)
+	}
+	doc, _ := RunComparison("b.json", []byte(run), "h.json", []byte(lost), o, "json")
+	var got struct {
+		Rows []struct {
+			Part, Metric, Verdict string
+			Judged                bool
+		} `json:"rows"`
+		Notes     []string `json:"notes"`
+		Regressed []string `json:"regressed"`
+	}
+	if err := json.Unmarshal([]byte(doc), &got); err != nil || got.Notes == nil || len(got.Regressed) != 1 || got.Regressed[0] != "visibility never seen +49.90pp" {
+		t.Fatalf("json %v: %s", err, doc)
+	}
+	found := false
+	for _, r := range got.Rows {
+		found = found || r.Part == "visibility" && r.Metric == "never seen" && r.Verdict == "REGRESSED" && r.Judged
+	}
+	if !found {
+		t.Errorf("json rows lack the never-seen regression: %s", doc)
+	}
+	line, _ := RunComparison("b.json", []byte(run), "h.json", []byte(flood), o, "json")
+	if !strings.HasPrefix(line, `{"unshown":"crowd run: only base (b.json) has a run section to show`) {
+		t.Errorf("json of a run against a flood: %s", line)
 	}
 }

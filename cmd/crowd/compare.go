@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ type compareFlags struct {
 	shareFloor    string
 	latencyFloor  time.Duration
 	force         bool
+	format        string
 }
 
 // newCompareCmd is `crowd compare`.
@@ -46,6 +48,11 @@ A rate, or a success share (ok, status2xx, …), falls by 100 % at most, to zero
 
 "-" for BASE or HEAD reads that record from stdin, as crowd report - does (stdin holds one
 record, so not both).
+
+--format markdown writes the comparison for a pull request's comment (the verdicts as
+headings, the tables in Markdown, the rule folded); --format json one document for tools
+(schema crowd.compare: every row's values in its unit, null where the table has "-", the
+verdict, and crowd run's run sections as "run"). The exit status is the same in every format.
 
 Metrics are named as in --expect: p50 p90 p95 p99 p99.9 max (latency from the intended send
 time), service.p99 lateness.p99 dispatch.p99, errors dropped status429 timeout … (shares),
@@ -74,7 +81,8 @@ does not read, runs that are not comparable, a run that measured nothing: no mea
 window, no completed send, or a partial run stopped within its first measured second).`,
 		Example: `  crowd compare out/load/main.json out/load/pr.json
   crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput
-  git show main:out/load/run.json | crowd compare - out/load/run.json`,
+  git show main:out/load/run.json | crowd compare - out/load/run.json
+  crowd compare main.json pr.json --format markdown > pr-comment.md`,
 		Args: exactArgsUsage(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd.InOrStdin(), cmd.OutOrStdout(), args[0], args[1], f)
@@ -85,12 +93,17 @@ window, no completed send, or a partial run stopped within its first measured se
 	fl.StringVar(&f.metrics, "metric", record.DefaultCompareMetrics(), "metrics to compare, comma-separated")
 	fl.StringVar(&f.shareFloor, "share-floor", "0.1%", "the smallest change of a share (errors, dropped, …), in percentage points (0% to 100%), that can be a regression")
 	fl.DurationVar(&f.latencyFloor, "latency-floor", time.Duration(record.DefaultLatencyFloor)*time.Microsecond, "the smallest change of a latency that can be a regression (below it, a machine's scheduling noise)")
-	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix or arrival process anyway")
+	fl.BoolVar(&f.force, "force", false, "compare runs of another offered rate, mix, arrival process or weather anyway")
+	fl.StringVar(&f.format, "format", "text", "text, markdown (a pull request's comment) or json (schema crowd.compare, for tools)")
 	return cmd
 }
 
 func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f *compareFlags) error {
 	noVerdict := func(err error) error { return exitCode{2, err} }
+	format := strings.ToLower(f.format)
+	if format != "text" && format != "markdown" && format != "json" {
+		return noVerdict(usage(fmt.Errorf("--format %q: want text, markdown or json", f.format)))
+	}
 	if basePath == "-" && headPath == "-" {
 		return noVerdict(usage(errors.New(`BASE and HEAD are both "-": stdin holds one record: give the other as a file`)))
 	}
@@ -141,15 +154,10 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 		return noVerdict(err)
 	}
 	c.BaseName, c.HeadName = basePath, headPath
-	if err := c.WriteTable(stdout); err != nil {
-		return exitCode{2, err}
-	}
 	// Two crowd run records: their run sections are judged too, after.
-	run, runRegressed := loadrun.RunComparison(basePath, baseRaw, headPath, headRaw, opts)
-	if run != "" {
-		if _, err := io.WriteString(stdout, "\n"+run); err != nil {
-			return exitCode{2, err}
-		}
+	run, runRegressed := loadrun.RunComparison(basePath, baseRaw, headPath, headRaw, opts, format)
+	if err := writeComparison(stdout, c, run, format); err != nil {
+		return exitCode{2, err}
 	}
 	switch {
 	case c.Regressed() && len(runRegressed) > 0:
@@ -160,6 +168,29 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 		return exitCode{1, fmt.Errorf("%s regressed against %s in its run section: %s", headPath, basePath, strings.Join(runRegressed, ", "))}
 	}
 	return nil
+}
+
+// writeComparison writes c in format (text, markdown, json), then run, the
+// run sections' comparison in the same format ("" for none): after the
+// flood's in text and Markdown, as the document's "run" in JSON.
+func writeComparison(w io.Writer, c *record.Comparison, run, format string) error {
+	var err error
+	switch format {
+	case "json":
+		doc := c.Doc()
+		if run != "" {
+			doc.Run = json.RawMessage(run)
+		}
+		return printIndentedJSON(w, doc)
+	case "markdown":
+		err = c.WriteMarkdown(w)
+	default:
+		err = c.WriteTable(w)
+	}
+	if err == nil && run != "" {
+		_, err = io.WriteString(w, "\n"+run)
+	}
+	return err
 }
 
 // checkFallThreshold refuses a --max-regression of 100 % or more when a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -105,6 +106,13 @@ func TestCompareOfRunRecords(t *testing.T) {
 			") has a run section of crowd.run version 9, newer than this crowd reads (up to version 1): upgrade crowd to see it\n"}, "only base"},
 		// Two floods' records: nothing of crowd run.
 		{"two floods", []string{flood, flood}, "", 0, []string{"no regression"}, "crowd run"},
+		// For a pull request's comment: both verdicts as headings, the
+		// tables in Markdown.
+		{"markdown", []string{"--format", "markdown", base, lateHead}, "", 1, []string{"#### crowd compare: no regression beyond 15%",
+			"| type | metric | base | head | change | verdict |", "#### crowd run: REGRESSED beyond 15%: 5 figures",
+			"| visibility | p95 | 2.00s | 10.0s | +400.2% | **REGRESSED** |"}, "\ncrowd run: the personas'"},
+		// An unknown format: a usage error naming the flag.
+		{"unknown format", []string{"--format", "yaml", base, lateHead}, "", 2, nil, "crowd compare"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLIStdin(t, strings.NewReader(c.stdin), append([]string{"compare"}, c.args...)...)
@@ -119,6 +127,9 @@ func TestCompareOfRunRecords(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
+			if c.code == 2 && !strings.Contains(stderr, `--format "yaml": want text, markdown or json`) {
+				t.Errorf("stderr %q: want the flag named", stderr)
+			}
 			if c.never != "" && strings.Contains(stdout, c.never) {
 				t.Errorf("stdout has %q:\n%s", c.never, stdout)
 			}
@@ -127,5 +138,39 @@ func TestCompareOfRunRecords(t *testing.T) {
 				t.Errorf("stderr %q: want the run section named exactly when it regressed", stderr)
 			}
 		})
+	}
+}
+
+// TestCompareJSON: crowd compare --format json writes one document for
+// tools: the flood's rows with values in their units, its verdict, and
+// the run sections' comparison as "run", their regressions named.
+func TestCompareJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, lat := comparedWork(7, 8)
+	run := func(seen, never int64) string {
+		return fmt.Sprintf(`{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":3000,"notes":3000,"accepted":3000,"seen":%d,"never_seen":%d,"latency":%s}}`,
+			seen, never, latencyJSON(t, seen, 300000, 2000000, 3000000))
+	}
+	base := writeJSON(t, dir, "base.json", withRun(t, shardRecord(t, s, lat, 200), run(3000, 0)))
+	head := writeJSON(t, dir, "head.json", withRun(t, shardRecord(t, s, lat, 200), run(2700, 300)))
+	code, stdout, stderr := runCLI(t, "compare", "--format", "json", base, head)
+	var doc struct {
+		Schema    string `json:"schema"`
+		Regressed bool   `json:"regressed"`
+		Rows      []struct {
+			Type, Metric, Unit string
+			Base, Change       *float64
+		} `json:"rows"`
+		Run struct {
+			Regressed []string `json:"regressed"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
+	}
+	if code != 1 || doc.Schema != "crowd.compare" || doc.Regressed || len(doc.Rows) == 0 || doc.Rows[0].Type != "all" || doc.Rows[0].Unit != "us" ||
+		doc.Rows[0].Base == nil || strings.Join(doc.Run.Regressed, ",") != "visibility never seen +10.00pp" || !strings.Contains(stderr, "in its run section") {
+		t.Errorf("exit %d, stderr %q, document %+v", code, stderr, doc)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/pasture"
 )
 
@@ -71,7 +72,7 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 		printLookupResult(stdout, &res)
 	}
 	if n := len(res.Problems); n > 0 {
-		return exitCode{1, fmt.Errorf("%s: %d %s a real server would object to", resource, n, plural(n, "problem", "problems"))}
+		return exitCode{1, fmt.Errorf("%s: %d %s a real server would object to", resource, n, record.Plural(n, "problem", "problems"))}
 	}
 	return nil
 }
@@ -100,16 +101,8 @@ func printLookupResult(w io.Writer, res *adminapi.LookupResult) {
 		fmt.Fprintln(w, "no problems: a real server would accept this actor")
 		return
 	}
-	fmt.Fprintf(w, "%d %s a real server would object to:\n", len(res.Problems), plural(len(res.Problems), "problem", "problems"))
+	fmt.Fprintf(w, "%d %s a real server would object to:\n", len(res.Problems), record.Plural(len(res.Problems), "problem", "problems"))
 	for _, p := range res.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
 	}
-}
-
-// plural picks the word for n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -133,7 +133,7 @@ func runMerge(stdin io.Reader, stdout, stderr io.Writer, paths []string, out str
 		return exitCode{1, err}
 	}
 	if out != "" && out != "-" {
-		fmt.Fprintf(table, "merged %d %s into %s\n", len(recs), plural(len(recs), "record", "records"), out)
+		fmt.Fprintf(table, "merged %d %s into %s\n", len(recs), record.Plural(len(recs), "record", "records"), out)
 	}
 	for _, p := range paths {
 		if extra, _ := runSections(p); len(extra) > 0 {

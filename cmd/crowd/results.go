@@ -103,7 +103,7 @@ func loadReportedRaw(path string, run int, stdin io.Reader) (rec *record.Record,
 	case run < 0:
 		return recs[0], nil, cut, nil
 	case run >= len(recs):
-		return nil, nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), plural(len(recs), "run", "runs"), len(recs)-1))
+		return nil, nil, nil, usage(fmt.Errorf("--run %d: %s holds %d %s (--run 0 … %d)", run, path, len(recs), record.Plural(len(recs), "run", "runs"), len(recs)-1))
 	case run < len(recs)-1:
 		return recs[run], nil, nil, nil // whole: a cut is the last run's
 	}

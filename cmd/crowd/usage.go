@@ -135,7 +135,7 @@ func exactArgsUsage(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
 			return usage(fmt.Errorf("%s wants %s, got %d %s (see %s --help)",
-				cmd.CommandPath(), argsWanted(cmd), len(args), plural(len(args), "argument", "arguments"), cmd.CommandPath()))
+				cmd.CommandPath(), argsWanted(cmd), len(args), record.Plural(len(args), "argument", "arguments"), cmd.CommandPath()))
 		}
 		return nil
 	}

@@ -2,10 +2,12 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -393,7 +395,7 @@ func measuredSomething(r *Record) error {
 		why = fmt.Sprintf("no measured send of it completed (%.2fs measured)", r.Measured)
 	case r.Partial && r.Measured < 1:
 		why = fmt.Sprintf("it stopped %.2fs into its measured window, %d %s completed", r.Measured,
-			r.Overall.Counts.Completed, plural(int(r.Overall.Counts.Completed), "send", "sends"))
+			r.Overall.Counts.Completed, Plural(int(r.Overall.Counts.Completed), "send", "sends"))
 	default:
 		return nil
 	}
@@ -555,39 +557,18 @@ func describe(name string, r *Record) string {
 func (c *Comparison) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base %s\nhead %s\n", describe(c.BaseName, c.Base), describe(c.HeadName, c.Head))
-	th := FormatPercent(c.Options.MaxRegression)
-	latFloor := ""
-	if c.Options.LatencyFloor > 0 {
-		latFloor = ", a latency also by " + FormatMicros(int64(math.Round(c.Options.LatencyFloor))) + " or more"
+	rule := c.ruleLines()
+	b.WriteString(rule[0] + "\n")
+	for _, l := range rule[1:] {
+		b.WriteString("  " + l + "\n")
 	}
-	fmt.Fprintf(&b, "regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more%s)\n",
-		th, strings.TrimSuffix(FormatPercent(c.Options.ShareFloor), "%"), latFloor)
-	fmt.Fprintf(&b, "  and beyond the two runs' sampling noise at %s confidence (a quantile: their order-statistic intervals apart; a share: a two-proportion test; a rate: Poisson counts)\n", noiseConfidence)
-	fmt.Fprintf(&b, "  and beyond their second-to-second spread (batch means over the measured seconds, Student's t; runs of %d whole seconds or more);\n", minBatchSeconds)
-	fmt.Fprintf(&b, "  a quantile with fewer than %d sends beyond it, or a max, is shown but never judged\n\n", fewBeyond)
+	b.WriteString("\n")
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "type\tmetric\tbase\thead\tchange\t")
-	few, noise := 0, 0
 	for _, r := range c.Rows {
-		typ := r.Type
-		if typ == "" {
-			typ = "all"
-		}
-		base, head := "-", "-"
-		if r.Known {
-			base, head = r.Metric.formatValue(r.Base), r.Metric.formatValue(r.Head)
-		}
-		verdict := string(r.Verdict)
-		if r.Few {
-			verdict = strings.TrimSpace(verdict + " (few sends)")
-			few++
-		}
-		if r.Noise {
-			verdict = "(within noise)"
-			noise++
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", typ, r.Metric.Name(), base, head, r.formatChange(), verdict)
+		base, head := r.values()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.typeName(), r.Metric.Name(), base, head, r.formatChange(), r.verdictText())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -595,37 +576,98 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	for line := range strings.Lines(table.String()) {
 		b.WriteString(strings.TrimRight(line, " \n") + "\n") // an empty verdict leaves padding
 	}
-	notes := c.Notes
-	if few > 0 {
-		notes = append(notes[:len(notes):len(notes)], fmt.Sprintf(
-			"%d %s marked (few sends): fewer than %d sends lie beyond that quantile (or it is a max), so it is not judged; a longer run or a higher rate makes it a measurement",
-			few, plural(few, "figure", "figures"), fewBeyond))
-	}
-	if noise > 0 {
-		notes = append(notes[:len(notes):len(notes)], fmt.Sprintf(
-			"%d %s marked (within noise): moved by more than %s, but not beyond the floor or the runs' sampling noise",
-			noise, plural(noise, "figure", "figures"), th))
-	}
-	if len(notes) > 0 {
+	if notes := c.allNotes(); len(notes) > 0 {
 		b.WriteString("\n")
 		for _, n := range notes {
 			fmt.Fprintf(&b, "note: %s\n", n)
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + c.verdictLine() + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ruleLines say what a regression is, as the table heads itself: the
+// threshold and floors, then the noise tests, then what is never judged.
+func (c *Comparison) ruleLines() []string {
+	latFloor := ""
+	if c.Options.LatencyFloor > 0 {
+		latFloor = ", a latency also by " + FormatMicros(int64(math.Round(c.Options.LatencyFloor))) + " or more"
+	}
+	return []string{
+		fmt.Sprintf("regression: latency or an error share up, or a rate down, by more than %s (a share also by %s percentage points or more%s)",
+			FormatPercent(c.Options.MaxRegression), strings.TrimSuffix(FormatPercent(c.Options.ShareFloor), "%"), latFloor),
+		fmt.Sprintf("and beyond the two runs' sampling noise at %s confidence (a quantile: their order-statistic intervals apart; a share: a two-proportion test; a rate: Poisson counts)", noiseConfidence),
+		fmt.Sprintf("and beyond their second-to-second spread (batch means over the measured seconds, Student's t; runs of %d whole seconds or more);", minBatchSeconds),
+		fmt.Sprintf("a quantile with fewer than %d sends beyond it, or a max, is shown but never judged", fewBeyond),
+	}
+}
+
+// typeName is the row's type as the table names it: "all" for all.
+func (r CompareRow) typeName() string { return cmp.Or(r.Type, "all") }
+
+// values are the row's base and head in the metric's unit, "-" for none.
+func (r CompareRow) values() (base, head string) {
+	if !r.Known {
+		return "-", "-"
+	}
+	return r.Metric.formatValue(r.Base), r.Metric.formatValue(r.Head)
+}
+
+// verdictText is the row's verdict as the table writes it: REGRESSED,
+// better, "(few sends)", "(within noise)", "no data" or "".
+func (r CompareRow) verdictText() string {
+	switch {
+	case r.Noise:
+		return "(within noise)"
+	case r.Few:
+		return strings.TrimSpace(string(r.Verdict) + " (few sends)")
+	}
+	return string(r.Verdict)
+}
+
+// allNotes are the comparison's notes, then what the marks in the table
+// mean when some row has one.
+func (c *Comparison) allNotes() []string {
+	few, noise := c.marked()
+	notes := slices.Clone(c.Notes)
+	if few > 0 {
+		notes = append(notes, fmt.Sprintf(
+			"%d %s marked (few sends): fewer than %d sends lie beyond that quantile (or it is a max), so it is not judged; a longer run or a higher rate makes it a measurement",
+			few, Plural(few, "figure", "figures"), fewBeyond))
+	}
+	if noise > 0 {
+		notes = append(notes, fmt.Sprintf(
+			"%d %s marked (within noise): moved by more than %s, but not beyond the floor or the runs' sampling noise",
+			noise, Plural(noise, "figure", "figures"), FormatPercent(c.Options.MaxRegression)))
+	}
+	return notes
+}
+
+// marked counts the rows marked (few sends) and (within noise).
+func (c *Comparison) marked() (few, noise int) {
+	for _, r := range c.Rows {
+		if r.Few {
+			few++
+		}
+		if r.Noise {
+			noise++
+		}
+	}
+	return few, noise
+}
+
+// verdictLine is the comparison's last line: what regressed, or that
+// nothing did.
+func (c *Comparison) verdictLine() string {
+	th := FormatPercent(c.Options.MaxRegression)
 	if regs := c.Regressions(); len(regs) > 0 {
 		var names []string
 		for _, r := range regs {
-			typ := r.Type
-			if typ == "" {
-				typ = "all"
-			}
-			names = append(names, typ+" "+r.Metric.Name()+" "+r.formatChange())
+			names = append(names, r.typeName()+" "+r.Metric.Name()+" "+r.formatChange())
 		}
-		fmt.Fprintf(&b, "REGRESSED beyond %s: %d of %d figures: %s\n", th, len(regs), len(c.Rows), strings.Join(names, ", "))
-	} else {
-		fmt.Fprintf(&b, "no regression beyond %s and the noise (%d figures compared, %d not judged: few sends)\n", th, len(c.Rows), few)
+		return fmt.Sprintf("REGRESSED beyond %s: %d of %d figures: %s", th, len(regs), len(c.Rows), strings.Join(names, ", "))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	few, _ := c.marked()
+	return fmt.Sprintf("no regression beyond %s and the noise (%d figures compared, %d not judged: few sends)", th, len(c.Rows), few)
 }

@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -416,7 +417,9 @@ func FuzzParseThreshold(f *testing.F) {
 }
 
 // TestCompareTableGolden: the printed comparison of a run with one whose
-// Creates got slower and failed more often, its Likes unchanged.
+// Creates got slower and failed more often, its Likes unchanged; as a
+// table, as Markdown for a pull request, and as the JSON document tools
+// read (every row's values in its unit, null where the table has "-").
 func TestCompareTableGolden(t *testing.T) {
 	mk := func(createScale time.Duration, createErrEvery int, signing string) *record.Record {
 		types := map[string]*record.Stats{
@@ -437,6 +440,30 @@ func TestCompareTableGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordtest.Golden(t, "compare.golden", b.Bytes(), *update)
+	b.Reset()
+	if err := cmp.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	recordtest.Golden(t, "compare.md.golden", b.Bytes(), *update)
+	doc, err := json.MarshalIndent(cmp.Doc(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordtest.Golden(t, "compare.json.golden", append(doc, '\n'), *update)
+	// The JSON says what the table says: the same regressions.
+	var back record.CompareDoc
+	if err := json.Unmarshal(doc, &back); err != nil {
+		t.Fatal(err)
+	}
+	var regressed []string
+	for _, r := range back.Rows {
+		if r.Verdict == string(record.VerdictRegressed) {
+			regressed = append(regressed, r.Type+" "+r.Metric)
+		}
+	}
+	if got, want := len(regressed), len(cmp.Regressions()); got != want || back.Regressed != cmp.Regressed() || back.Schema != record.CompareSchema {
+		t.Errorf("the JSON has %d regressions %q (regressed %v), the comparison %d", got, regressed, back.Regressed, want)
+	}
 }
 
 // TestCompareCrashingSUTIsNotFaster: the head's SUT answered its first 300

@@ -64,16 +64,16 @@ func (d Deviations) Lines() []string {
 	var out []string
 	if d.FollowsDiverted > 0 {
 		out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor already followed the persona drawn",
-			d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow was", "Follows were"), plural(int(d.FollowsDiverted), "a Create", "Creates")))
+			d.FollowsDiverted, Plural(int(d.FollowsDiverted), "Follow was", "Follows were"), Plural(int(d.FollowsDiverted), "a Create", "Creates")))
 	}
 	if d.UndosDiverted > 0 {
 		out = append(out, fmt.Sprintf("%d %s sent as %s: nothing the run had sent was left to undo when drafted",
-			d.UndosDiverted, plural(int(d.UndosDiverted), "Undo was", "Undos were"), plural(int(d.UndosDiverted), "an Announce", "Announces")))
+			d.UndosDiverted, Plural(int(d.UndosDiverted), "Undo was", "Undos were"), Plural(int(d.UndosDiverted), "an Announce", "Announces")))
 	}
 	for _, r := range d.reactions() {
 		if r.n > 0 {
 			out = append(out, fmt.Sprintf("%d %s sent as %s: every crowd actor had already %s every post of the persona drawn",
-				r.n, plural(int(r.n), r.kind+" was", r.kind+"s were"), plural(int(r.n), "a Create", "Creates"), r.done))
+				r.n, Plural(int(r.n), r.kind+" was", r.kind+"s were"), Plural(int(r.n), "a Create", "Creates"), r.done))
 		}
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
@@ -83,11 +83,11 @@ func (d Deviations) Lines() []string {
 			names, more = names[:5], fmt.Sprintf(" and %d more", n-5)
 		}
 		out = append(out, fmt.Sprintf("%d %s no post to like (%s%s): sent Creates and Follows instead of Likes",
-			n, plural(n, "persona had", "personas had"), strings.Join(names, ", "), more))
+			n, Plural(n, "persona had", "personas had"), strings.Join(names, ", "), more))
 	}
 	if n := len(d.RungsSkipped); n > 0 {
 		out = append(out, fmt.Sprintf("%d %s not run (%s/s): the ladder stopped at its shoulder (--stop-when)",
-			n, plural(n, "rung was", "rungs were"), formatRates(d.RungsSkipped)))
+			n, Plural(n, "rung was", "rungs were"), formatRates(d.RungsSkipped)))
 	}
 	return out
 }
@@ -105,23 +105,23 @@ func formatRates(rates []float64) string {
 func (d Deviations) short() string {
 	var parts []string
 	if d.FollowsDiverted > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.FollowsDiverted, plural(int(d.FollowsDiverted), "Follow", "Follows"),
-			plural(int(d.FollowsDiverted), "a Create", "Creates")))
+		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.FollowsDiverted, Plural(int(d.FollowsDiverted), "Follow", "Follows"),
+			Plural(int(d.FollowsDiverted), "a Create", "Creates")))
 	}
 	if d.UndosDiverted > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.UndosDiverted, plural(int(d.UndosDiverted), "Undo", "Undos"),
-			plural(int(d.UndosDiverted), "an Announce", "Announces")))
+		parts = append(parts, fmt.Sprintf("%d %s sent as %s", d.UndosDiverted, Plural(int(d.UndosDiverted), "Undo", "Undos"),
+			Plural(int(d.UndosDiverted), "an Announce", "Announces")))
 	}
 	for _, r := range d.reactions() {
 		if r.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s sent as %s", r.n, plural(int(r.n), r.kind, r.kind+"s"), plural(int(r.n), "a Create", "Creates")))
+			parts = append(parts, fmt.Sprintf("%d %s sent as %s", r.n, Plural(int(r.n), r.kind, r.kind+"s"), Plural(int(r.n), "a Create", "Creates")))
 		}
 	}
 	if n := len(d.PersonasWithoutPosts); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s without posts", n, plural(n, "persona", "personas")))
+		parts = append(parts, fmt.Sprintf("%d %s without posts", n, Plural(n, "persona", "personas")))
 	}
 	if n := len(d.RungsSkipped); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s skipped", n, plural(n, "rung", "rungs")))
+		parts = append(parts, fmt.Sprintf("%d %s skipped", n, Plural(n, "rung", "rungs")))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -49,6 +49,7 @@ func (r *Record) MarkdownRow(file string) string {
 		bound, file, file)
 }
 
+// EscapeMarkdown escapes a text for a Markdown table's cell: its | would end the cell.
 func EscapeMarkdown(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // FormatMicros formats a microsecond value for humans: 850µs, 3.21ms, 1.25s.
@@ -131,7 +132,8 @@ func FormatPoints(base, head float64) string {
 	return pp
 }
 
-func plural(n int, one, many string) string {
+// Plural is one when n is 1, else many: "1 figure", "2 figures".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

@@ -67,7 +67,7 @@ func ambientLines(a *record.AmbientWeather) []string {
 	}
 	if n := a.Unseen(); n > 0 {
 		lines = append(lines, fmt.Sprintf("  CHANGED by another hand %d %s during the flood between the flood's readings, as the crowd counts them: what it was in between is not known",
-			n, map[bool]string{true: "time", false: "times"}[n == 1]))
+			n, record.Plural(n, "time", "times")))
 	}
 	if len(a.Unread) > 0 {
 		lines = append(lines, fmt.Sprintf("  not known on shard %s: its crowd did not say its weather", strings.Join(a.Unread, ", ")))
