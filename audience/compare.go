@@ -40,6 +40,7 @@ func (r RunChange) Regressed() bool { return r.Verdict == string(record.VerdictR
 
 // RunComparison is two run sections side by side and judged.
 type RunComparison struct {
+	// Rows are the figures in the order the table shows them.
 	Rows []RunChange `json:"rows"`
 	// Notes qualify the verdict: probe periods that differ (the visibility
 	// latencies are then not judged).
@@ -84,9 +85,15 @@ func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison 
 		fewerOwed: shareOf(hv.Seen, hv.Sent) < shareOf(bv.Seen, bv.Sent)-o.ShareFloor}
 	c.Rows = append(c.Rows, relativeRow("visibility", "seen", seenFigure(bv), seenFigure(hv)))
 	c.Rows = append(c.Rows, vis.rows(o, "p50", "p95", "p99")...)
-	c.Rows = append(c.Rows,
-		judgedShare(pointsRow("visibility", "never seen", shareFigure(bv.NeverSeen, bv.Accepted, "accepted"), shareFigure(hv.NeverSeen, hv.Accepted, "accepted")),
-			record.ShareSample{N: bv.NeverSeen, Of: bv.Accepted, Units: bv.Notes}, record.ShareSample{N: hv.NeverSeen, Of: hv.Accepted, Units: hv.Notes}, o),
+	neverSeen := pointsRow("visibility", "never seen", shareFigure(bv.NeverSeen, bv.Accepted, "accepted"), shareFigure(hv.NeverSeen, hv.Accepted, "accepted"))
+	if bv.Notes > 0 && hv.Notes > 0 {
+		neverSeen = judgedShare(neverSeen, record.ShareSample{N: bv.NeverSeen, Of: bv.Accepted, Units: bv.Notes}, record.ShareSample{N: hv.NeverSeen, Of: hv.Accepted, Units: hv.Notes}, o)
+	} else if bv.Accepted > 0 && hv.Accepted > 0 {
+		// Without the notes, every persona's copy would pass for a note of
+		// its own: a test that sure of itself is not the rule.
+		neverSeen.Verdict = "(not judged: an older record counts no notes)"
+	}
+	c.Rows = append(c.Rows, neverSeen,
 		pointsRow("visibility", "buried", shareFigure(bv.Buried, bv.Accepted, "accepted"), shareFigure(hv.Buried, hv.Accepted, "accepted")),
 		relativeRow("drain", "after the flood", drainFigure(base), drainFigure(head)))
 	bh, hh := base.Home, head.Home

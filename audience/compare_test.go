@@ -187,14 +187,18 @@ func TestJudgeRuns(t *testing.T) {
 			run.Visibility.Latency = recordtest.Latency(t, 8455, 330000, 4100000, 5800000)
 			return run
 		}, map[string]string{"visibility p95": "", "visibility never seen": ""}},
-		// A record made before run sections kept histograms: its quantiles
-		// are shown, not judged; its shares are.
+		// A record made before run sections kept histograms and counted
+		// notes: its quantiles and its never-seen share are shown, not
+		// judged (without the notes, every persona's copy would count as
+		// a note); its other shares are judged.
 		{"older record", func(t testing.TB) *RunSection {
 			run := baseRun(t)
-			run.Visibility.Latency.HDR = ""
+			run.Visibility.Latency.HDR, run.Visibility.Notes = "", 0
 			run.Visibility.NeverSeen = 300
+			run.Delivery.Reached = 432
 			return run
-		}, map[string]string{"visibility p95": "(not judged: an older record keeps no histogram)", "visibility never seen": "REGRESSED"}},
+		}, map[string]string{"visibility p95": "(not judged: an older record keeps no histogram)", "visibility never seen": "(not judged: an older record counts no notes)",
+			"delivery reached": "REGRESSED"}},
 		// Deliveries: a tenth of 480 unreached where 2 were, over 240 posts.
 		{"deliveries lost", func(t testing.TB) *RunSection {
 			run := baseRun(t)

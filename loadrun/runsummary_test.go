@@ -18,9 +18,9 @@ func TestRunComparison(t *testing.T) {
 	t.Parallel()
 	const (
 		flood = `{"schema":"crowd.flood.record","version":2}`
-		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":999,"never_seen":1,"latency":{"count":999,"p95_us":2000000}}}}`
+		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"notes":1000,"accepted":1000,"seen":999,"never_seen":1,"latency":{"count":999,"p95_us":2000000}}}}`
 		// Half the notes never seen: a regression the run sections show.
-		lost    = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":500,"never_seen":500,"latency":{"count":500,"p95_us":2000000}}}}`
+		lost    = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"notes":1000,"accepted":1000,"seen":500,"never_seen":500,"latency":{"count":500,"p95_us":2000000}}}}`
 		newer   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":9,"personas":{"a shape":"unread"}}}`
 		foreign = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"elsewhere.run","version":1}}`
 		damaged = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"personas":{"not":"a list"}}}`
@@ -89,8 +89,8 @@ func TestRunComparisonFormats(t *testing.T) {
 	t.Parallel()
 	const (
 		flood = `{"schema":"crowd.flood.record","version":2}`
-		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":999,"never_seen":1}}}`
-		lost  = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"accepted":1000,"seen":500,"never_seen":500}}}`
+		run   = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"notes":1000,"accepted":1000,"seen":999,"never_seen":1}}}`
+		lost  = `{"schema":"crowd.flood.record","version":2,"run":{"schema":"crowd.run","version":1,"probe_hz":4,"visibility":{"sent":1000,"notes":1000,"accepted":1000,"seen":500,"never_seen":500}}}`
 	)
 	o := record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001, LatencyFloor: record.DefaultLatencyFloor}
 	md, regressed := RunComparison("b.json", []byte(run), "h.json", []byte(lost), o, "markdown")

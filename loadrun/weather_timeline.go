@@ -96,6 +96,9 @@ type timeline struct {
 	counted     uint64
 	others      int
 	unconfirmed int
+	// unseen are those of others no reading saw; earlier, those a reading
+	// saw that a later one of another hand replaced (changed keeps the last).
+	unseen, earlier int
 }
 
 // readTimeout bounds a reading of the weather around a flood, so a crowd
@@ -135,7 +138,7 @@ func startTimeline(ctx context.Context, t WeatherTimeline, ctl weatherControl, l
 func (tl *timeline) Begin(s record.Schedule) {
 	tl.mu.Lock()
 	tl.floodStart, tl.start, tl.ownLast, tl.unsure, tl.changed = s.Start, tl.known, nil, false, nil
-	tl.others, tl.unconfirmed = 0, 0
+	tl.others, tl.unconfirmed, tl.unseen, tl.earlier = 0, 0, 0, 0
 	tl.mu.Unlock()
 	if len(tl.t.At) == 0 {
 		return
@@ -210,10 +213,15 @@ func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 	// An unconfirmed change of this flood's may be the one in force: whose
 	// it is cannot be told.
 	if !tl.unsure && !now.same(tl.expected()) && (tl.changed == nil || !now.same(*tl.changed)) {
+		if tl.changed != nil {
+			tl.earlier++ // seen, now replaced by another of theirs
+		}
 		tl.changed = &now
+		tl.unseen += max(0, theirs-1) // all but the one this reading sees
 		tl.log.Warn("another hand changed the crowd's weather during the flood", zap.String("spec", cmp.Or(now.Spec, "clear")),
 			zap.Duration("at", now.Since.Sub(tl.floodStart).Round(time.Millisecond)), zap.Any("origins", now.byCondition()))
 	} else if theirs > 0 {
+		tl.unseen += theirs
 		tl.log.Warn("another hand changed the crowd's weather during the flood, between two readings: what it was in between is not known",
 			zap.Int("changes", theirs), zap.String("in_force", cmp.Or(now.Spec, "clear")))
 	}
@@ -344,7 +352,7 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 		// the look before it.
 		pending := tl.unconfirmed
 		tl.unconfirmed = pending + 1
-		tl.count(now)
+		tl.unseen += tl.count(now) // made since the look, replaced by this change: no reading saw them
 		tl.unconfirmed = min(pending, tl.unconfirmed)
 	}
 	tl.mu.Unlock()
@@ -381,7 +389,7 @@ func (tl *timeline) ambient() *record.AmbientWeather {
 	if tl.changed != nil {
 		a.Changed = tl.state(*tl.changed)
 	}
-	a.Others = tl.others
+	a.Others, a.Unseen, a.Earlier = tl.others, tl.unseen, tl.earlier
 	return &a
 }
 

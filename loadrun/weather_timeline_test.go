@@ -280,16 +280,21 @@ func TestWeatherWatch(t *testing.T) {
 		// Another hand slows an origin and clears it again between two
 		// readings: no reading saw it, the crowd's count did.
 		{"changed and back", "", nil, []step{{500 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {time.Second, ""}}, 1, false, nil,
-			[]string{`{"others":2}`}, ""},
+			[]string{`{"others":2,"unseen":2}`}, ""},
 		// Changed and undone by another hand before the timeline's own
 		// change: counted at the look before it; the timeline's own change
 		// is not another hand's.
 		{"undone before the timeline", "", []string{"+1s gone=flood2.test"}, []step{{300 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {600 * time.Millisecond, ""}}, 1, false, nil,
-			[]string{`{"others":2}`}, ""},
+			[]string{`{"others":2,"unseen":2}`}, ""},
+		// Two changes of another hand, each seen (the first at the look
+		// before the timeline's change): the last kept, the first counted
+		// as earlier.
+		{"two seen", "", []string{"+1s gone=flood2.test"}, []step{{500 * time.Millisecond, "down=flood1.test"}, {1500 * time.Millisecond, "slow=flood2.test:30s:0.5"}}, 1, false, nil,
+			[]string{`{"changed":{"since_s":1.5,"spec":"slow=flood2.test:30s:0.5","counts":{"clear":1,"slow":1},"origins":[{"host":"flood2.test","condition":"slow:30s:0.5"}]},"others":2,"earlier":1}`}, "slow=flood2.test:30s:0.5"},
 		// Two changes of another hand between readings: the last is seen,
 		// both are counted.
 		{"twice", "", nil, []step{{500 * time.Millisecond, "slow=flood2.test:30s:0.5"}, {time.Second, "down=flood1.test"}}, 1, false, nil,
-			[]string{`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":2}`}, "down=flood1.test"},
+			[]string{`{"changed":{"since_s":1,"spec":"down=flood1.test","counts":{"clear":1,"down":1},"origins":[{"host":"flood1.test","condition":"down"}]},"others":2,"unseen":1}`}, "down=flood1.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := crowdtest.Start(t, crowdtest.Options{Unstarted: true})

@@ -20,14 +20,16 @@ import (
 var updateReference = flag.Bool("update", false, "rewrite docs/cli and docs/man from the command tree")
 
 // referenceDirs are the committed reference's folders, from this package's directory.
-var referenceDirs = struct{ markdown, man string }{
-	markdown: filepath.Join("..", "..", "docs", "cli"),
-	man:      filepath.Join("..", "..", "docs", "man"),
+func referenceDirs() (markdown, man string) {
+	return filepath.Join("..", "..", "docs", "cli"), filepath.Join("..", "..", "docs", "man")
 }
 
 // manDate is the date every man page's header carries: a fixed one, so that a page changes
 // only when its command does.
-var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+func manDate() *time.Time {
+	d := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	return &d
+}
 
 // writeReference writes the Markdown reference into markdownDir and the man pages into
 // manDir, one file per command, from the tree execute runs (built, never run).
@@ -49,7 +51,7 @@ func writeReference(markdownDir, manDir string) error {
 	root = newRoot()
 	root.DisableAutoGenTag = true
 	escapeManTree(root)
-	header := &doc.GenManHeader{Title: "CROWD", Section: "1", Date: &manDate, Source: "crowd", Manual: "crowd manual"}
+	header := &doc.GenManHeader{Title: "CROWD", Section: "1", Date: manDate(), Source: "crowd", Manual: "crowd manual"}
 	return doc.GenManTree(root, header, manDir)
 }
 
@@ -70,13 +72,14 @@ func escapeMarkdownTree(root *cobra.Command) {
 // TestCLIReferenceIsFresh: docs/cli (Markdown) and docs/man (man pages) are what the command
 // tree generates today, file for file, so the reference never describes a flag that changed.
 func TestCLIReferenceIsFresh(t *testing.T) {
+	markdownDir, manDir := referenceDirs()
 	if *updateReference {
-		for _, dir := range []string{referenceDirs.markdown, referenceDirs.man} {
+		for _, dir := range []string{markdownDir, manDir} {
 			if err := os.RemoveAll(dir); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := writeReference(referenceDirs.markdown, referenceDirs.man); err != nil {
+		if err := writeReference(markdownDir, manDir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,8 +88,8 @@ func TestCLIReferenceIsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []struct{ fresh, committed string }{
-		{filepath.Join(fresh, "cli"), referenceDirs.markdown},
-		{filepath.Join(fresh, "man"), referenceDirs.man},
+		{filepath.Join(fresh, "cli"), markdownDir},
+		{filepath.Join(fresh, "man"), manDir},
 	} {
 		for _, stale := range staleFiles(t, dir.fresh, dir.committed) {
 			t.Errorf("%s: %s; refresh the reference: go test ./cmd/crowd -run TestCLIReference -update",

@@ -65,8 +65,9 @@ same threshold, floors and noise test over independent units (a note read by sev
 arrived once; a post's deliveries are one queue's work), then their own verdict line. A
 visibility latency is late by up to one probe period, so it must move by more, and is shown
 only when the runs probed at different rates; seen, buried and the drain are shown only; a
-record made before run sections kept histograms has its quantiles shown only. A regression
-there exits 1 too, the error naming the figures. A flood's record against a run record gets
+record made before run sections kept histograms has its quantiles shown only. Every figure
+of theirs is judged whatever --metric names (it names the flood's). A regression there exits
+1 too, the error naming the figures. A flood's record against a run record gets
 one line saying which has a section; a run section this crowd does not read (a newer version:
 upgrade crowd; another schema; a damaged one) one saying so.
 
@@ -223,7 +224,8 @@ func recordName(path string) string {
 	return path
 }
 
-// loadCompared reads the record at path, or from stdin for "-", and
+// loadRecordArg reads the record at path (a file, or a pipe such as a
+// shell's <(…)), or from stdin for "-", and
 // returns its bytes too: read once (stdin or a pipe can be read no more),
 // its run section is in them. A results file, plain or compressed, is
 // said to be one by its content, a file's or a stream's alike (the

@@ -151,7 +151,7 @@ func TestManPageKeepsHelpText(t *testing.T) {
 			}
 			escapeManTree(cmd)
 			var page bytes.Buffer
-			if err := doc.GenMan(cmd, &doc.GenManHeader{Date: &manDate}, &page); err != nil {
+			if err := doc.GenMan(cmd, &doc.GenManHeader{Date: manDate()}, &page); err != nil {
 				t.Fatal(err)
 			}
 			got := manRoff(page.String())

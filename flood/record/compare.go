@@ -96,13 +96,13 @@ func ParseCompareMetrics(s string) ([]CompareMetric, error) {
 		}
 		if g.Type != "" {
 			if RunSectionPart(g.Type) {
-				return nil, usage(f, "compare judges the flood's figures; %s is a part of crowd run's run section, which compare shows after its verdict, not judged (crowd run --expect judges its visibility, delivery and home, e.g. 'visibility.p95<5s')", g.Type)
+				return nil, usage(f, "--metric names the flood's figures; %s is a part of crowd run's run section, which compare judges after the flood's verdict, each of its figures, whatever --metric says (crowd run --expect gates a run's own, e.g. 'visibility.p95<5s')", g.Type)
 			}
 			return nil, usage(f, "compare covers every activity type: drop %q", g.Type+".")
 		}
 		if g.Metric == "never_seen" || g.Metric == "unreached" {
 			// Counters of crowd run's run section, not of the flood's types.
-			return nil, usage(f, "%s is crowd run's, of its run section, which compare shows after its verdict, not judged (crowd run --expect judges it, e.g. 'visibility.never_seen==0')", g.Metric)
+			return nil, usage(f, "%s is crowd run's, of its run section, which compare judges after the flood's verdict whatever --metric says (crowd run --expect gates a run's own, e.g. 'visibility.never_seen==0')", g.Metric)
 		}
 		if g.Metric == "ambient_weather" {
 			return nil, usage(f, "compare refuses runs that met different weather; ambient_weather gates one run's (--expect 'ambient_weather==0')")

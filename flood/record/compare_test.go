@@ -325,11 +325,11 @@ func TestParseCompareMetrics(t *testing.T) {
 		{"p95,p95", "p95 appears twice", false},         // twice
 		{"latency.p95,p95", "p95 appears twice", false}, // twice, once spelled out
 		{"Create.p99", "drop \"Create.\"", false},       // types are all compared anyway
-		{"visibility.p95", "visibility is a part of crowd run's run section, which compare shows after its verdict, not judged (crowd run --expect judges its visibility, delivery and home, e.g. 'visibility.p95<5s')", false}, // not a flood figure
-		{"offered", "comparable runs offer the same rate", false},                     // always equal
-		{"never_seen", "never_seen is crowd run's, of its run section", false},        // no flood's count
-		{"unreached", "unreached is crowd run's, of its run section", false},          // nor this
-		{"ambient_weather", "compare refuses runs that met different weather", false}, // one run's gate
+		{"visibility.p95", "visibility is a part of crowd run's run section, which compare judges after the flood's verdict, each of its figures, whatever --metric says", false}, // not a flood figure
+		{"offered", "comparable runs offer the same rate", false},                                                              // always equal
+		{"never_seen", "never_seen is crowd run's, of its run section, which compare judges after the flood's verdict", false}, // no flood's count
+		{"unreached", "unreached is crowd run's, of its run section", false},                                                   // nor this
+		{"ambient_weather", "compare refuses runs that met different weather", false},                                          // one run's gate
 		{"p101", "quantile", false},        // out of range
 		{"speed", "unknown metric", false}, // unknown
 	} {
@@ -559,13 +559,7 @@ func TestCompareBatchNoise(t *testing.T) {
 // not) are not the same work: refused, naming both, or with --force
 // compared with the forced note; the same weather compares as usual.
 func TestCompareRefusesOtherWeather(t *testing.T) {
-	run := func(a *record.AmbientWeather) *record.Record {
-		r := recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{
-			"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))}),
-			record.Settings{Arrivals: "constant", Mix: "create=1"})
-		r.Ambient = a
-		return recordtest.RoundTrip(t, r)
-	}
+	run := func(a *record.AmbientWeather) *record.Record { return weatheredRun(t, nil, a) }
 	down := &record.AmbientWeather{Start: &record.WeatherState{SinceS: -30, Spec: "down=flood3.test",
 		Counts: map[string]int{"down": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}}
 	slow := func(delay string) *record.AmbientWeather {
@@ -602,4 +596,37 @@ func TestCompareRefusesOtherWeather(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompareTimelinesAsGiven: two runs of one repeating weather timeline
+// are the same work whatever number of turns their lengths made; a
+// timeline with its change at another offset is other weather.
+func TestCompareTimelinesAsGiven(t *testing.T) {
+	run := func(w *record.Weather) *record.Record { return weatheredRun(t, w, nil) }
+	turns := func(n int, at float64) *record.Weather {
+		w := &record.Weather{RepeatS: 10}
+		for i := range n {
+			w.Changes = append(w.Changes, record.WeatherChange{AtS: 10*float64(i) + at, Spec: "down=@followers"}, record.WeatherChange{AtS: 10*float64(i) + at + 2, Spec: "clear"})
+		}
+		return w
+	}
+	opts := record.CompareOptions{MaxRegression: 0.15, ShareFloor: 0.001}
+	if _, err := record.Compare(run(turns(2, 1)), run(turns(3, 1)), opts); err != nil {
+		t.Errorf("two and three turns of one timeline: %v; want them compared", err)
+	}
+	if _, err := record.Compare(run(turns(2, 1)), run(turns(2, 5)), opts); !errors.Is(err, record.ErrIncomparable) ||
+		!strings.Contains(err.Error(), "+1s down=@followers then +3s clear (every 10s) ≠ timeline +5s down=@followers then +7s clear (every 10s)") {
+		t.Errorf("an outage at +1s and at +5s: %v; want them refused, naming both", err)
+	}
+}
+
+// weatheredRun is a run of 100 Creates over 10 s, all answered 202 in 1 ms,
+// with the weather timeline w and the weather a it met and did not set.
+func weatheredRun(t *testing.T, w *record.Weather, a *record.AmbientWeather) *record.Record {
+	t.Helper()
+	r := recordtest.MustRecord(t, recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{
+		"Create": recordtest.Sends(100, func(int) time.Duration { return time.Millisecond }, recordtest.Always(record.Class202))}),
+		record.Settings{Arrivals: "constant", Mix: "create=1"})
+	r.Weather, r.Ambient = w, a
+	return recordtest.RoundTrip(t, r)
 }

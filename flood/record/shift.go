@@ -9,7 +9,9 @@ import "strconv"
 // sampling noise.
 type Shift struct {
 	// Change is (head − base) / base; +Inf when base is 0 and head is not.
-	Change  float64
+	Change float64
+	// Verdict is VerdictRegressed or VerdictBetter for a move beyond the
+	// rule, else VerdictSame (Few, Unkept and Noise say why not judged).
 	Verdict Verdict
 	// Few marks a quantile that fewer than 10 units lie beyond on a side:
 	// shown, never judged.

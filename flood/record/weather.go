@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -192,6 +193,13 @@ type AmbientWeather struct {
 	// which Changed cannot show. 0 from a crowd that does not count (an
 	// older crowd serve), even with Changed set.
 	Others int `json:"others,omitempty"`
+	// Unseen is how many of Others no reading saw: made and undone
+	// between two readings, or replaced before the next. Which origins
+	// they put in weather is not known.
+	Unseen int `json:"unseen,omitempty"`
+	// Earlier is how many of Others a reading saw before the last one,
+	// Changed: their weather is not kept.
+	Earlier int `json:"earlier,omitempty"`
 	// Unread, in a merged record, are the shards (i/n) whose crowd did not
 	// say its weather: what they met is not known. Omitted when every
 	// shard's did.
@@ -246,9 +254,9 @@ func (s *WeatherState) Describe(shown int) string {
 func mergeAmbient(recs []*Record) *AmbientWeather {
 	var out AmbientWeather
 	var started, changed []string
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.Ambient == nil {
-			out.Unread = append(out.Unread, r.Settings.Shard)
+			out.Unread = append(out.Unread, cmp.Or(r.Settings.Shard, fmt.Sprintf("record %d", i+1)))
 			continue
 		}
 		if r.Ambient.Start != nil {
@@ -260,6 +268,8 @@ func mergeAmbient(recs []*Record) *AmbientWeather {
 		out.Start = joinWeatherState(out.Start, r.Ambient.Start, true)
 		out.Changed = joinWeatherState(out.Changed, r.Ambient.Changed, false)
 		out.Others += r.Ambient.Others // each shard's crowd counts its own
+		out.Unseen += r.Ambient.Unseen
+		out.Earlier += r.Ambient.Earlier
 	}
 	if len(out.Unread) == len(recs) {
 		return nil // no shard's crowd said
@@ -332,22 +342,42 @@ func (r *Record) WeatherMet() string {
 		parts = append(parts, "at the start "+a.Start.named())
 	}
 	if w := r.Weather; w != nil {
-		var specs []string
-		for _, c := range w.Changes {
-			specs = append(specs, c.Spec)
+		parts = append(parts, "timeline "+w.asGiven())
+	}
+	if a := r.Ambient; a != nil {
+		switch {
+		case a.Changed != nil && a.Others > 1:
+			parts = append(parts, fmt.Sprintf("changed by another hand %d times, last to %s", a.Others, a.Changed.named()))
+		case a.Changed != nil:
+			parts = append(parts, "changed by another hand to "+a.Changed.named())
+		case a.Others > 0:
+			parts = append(parts, fmt.Sprintf("changed by another hand %d %s between readings", a.Others, Plural(a.Others, "time", "times")))
 		}
-		parts = append(parts, "timeline "+cmp.Or(strings.Join(specs, " then "), "(no change applied)"))
-	}
-	if a := r.Ambient; a != nil && a.Changed != nil {
-		parts = append(parts, "changed by another hand to "+a.Changed.named())
-	}
-	if n := r.Ambient.Unseen(); n > 0 {
-		parts = append(parts, fmt.Sprintf("changed by another hand %d more time(s) between readings", n))
 	}
 	if len(parts) == 0 {
 		return "clear"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// asGiven writes the timeline as --weather-at gave it, one turn of it: each
+// change with its offset ("+1s down=@followers then +3s clear"), and the
+// period of a repeating one. Two runs of one timeline write it alike,
+// however many turns their lengths made, and whichever changes the crowd
+// refused or the flood's end left unconfirmed.
+func (w *Weather) asGiven() string {
+	var turn []string
+	for _, c := range w.Changes {
+		if w.RepeatS > 0 && c.AtS >= w.RepeatS {
+			break // the next turns repeat this one
+		}
+		turn = append(turn, "+"+strconv.FormatFloat(c.AtS, 'f', -1, 64)+"s "+c.Spec)
+	}
+	out := cmp.Or(strings.Join(turn, " then "), "(no change applied)")
+	if w.RepeatS > 0 {
+		out += " (every " + strconv.FormatFloat(w.RepeatS, 'f', -1, 64) + "s)"
+	}
+	return out
 }
 
 // AmbientOrigins counts the origins that met weather the run did not set
@@ -356,11 +386,11 @@ func (r *Record) WeatherMet() string {
 // the run's own timeline had given them then (a change to clear counts
 // the origins the timeline had in weather). False when the crowd did not
 // say its weather (no section, or a merged shard's crowd that did not),
-// or counted changes of another hand the readings did not see (Unseen):
-// a gate on it then has no data.
+// or another hand made changes whose weather the record does not hold
+// (Unseen, Earlier): a gate on it then has no data.
 func (r *Record) AmbientOrigins() (int64, bool) {
 	a := r.Ambient
-	if a == nil || len(a.Unread) > 0 || a.Unseen() > 0 {
+	if a == nil || len(a.Unread) > 0 || a.Unseen > 0 || a.Earlier > 0 {
 		return 0, false
 	}
 	met := map[string]bool{}
@@ -387,20 +417,6 @@ func (r *Record) AmbientOrigins() (int64, bool) {
 		}
 	}
 	return int64(len(met)), true
-}
-
-// Unseen is how many of another hand's changes the crowd counted that the
-// flood's readings did not see (Others beyond the one Changed shows):
-// made and undone between two readings, or replaced before the next.
-func (a *AmbientWeather) Unseen() int {
-	if a == nil {
-		return 0
-	}
-	seen := 0
-	if a.Changed != nil {
-		seen = 1
-	}
-	return max(0, a.Others-seen)
 }
 
 // inForceAt is the origins in weather by the timeline's last change the

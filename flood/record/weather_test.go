@@ -136,7 +136,7 @@ func TestAmbientWeatherMerge(t *testing.T) {
 		{"one shard", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{},
 			&record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}},
 		// Each shard's crowd counted another hand's changes: added.
-		{"counted", &record.AmbientWeather{Others: 1}, &record.AmbientWeather{Others: 2}, &record.AmbientWeather{Others: 3}},
+		{"counted", &record.AmbientWeather{Others: 1, Earlier: 1}, &record.AmbientWeather{Others: 2, Unseen: 2}, &record.AmbientWeather{Others: 3, Unseen: 2, Earlier: 1}},
 		// One shard's crowd did not say: what it met is not known, and named.
 		{"one unread", &record.AmbientWeather{}, nil, &record.AmbientWeather{Unread: []string{"2/2"}}},
 		// One shard began under weather, another hand changed the other's.
@@ -199,12 +199,20 @@ func TestWeatherMet(t *testing.T) {
 		// On one shard of a merged run.
 		{"one shard", nil, &record.AmbientWeather{Start: onShards(downAt("flood3.test", -60, 9), "1/2")}, "at the start down=flood3.test (on shard 1/2)"},
 		// The run's own timeline.
-		{"timeline", outage("flood3.test", 20), nil, "timeline down=@followers then clear"},
+		{"timeline", outage("flood3.test", 20), nil, "timeline +1s down=@followers then +3s clear"},
+		// A repeating timeline: one turn of it, however many the run made,
+		// a refused change included (two runs of one command write it alike).
+		{"repeating", &record.Weather{RepeatS: 10, Changes: []record.WeatherChange{
+			{AtS: 1, Spec: "down=@followers"}, {AtS: 3, Spec: "clear"}, {AtS: 11, Spec: "down=@followers", Error: "refused"}, {AtS: 13, Spec: "clear"}}},
+			nil, "timeline +1s down=@followers then +3s clear (every 10s)"},
 		// All three.
 		{"all", outage("flood3.test", 20), &record.AmbientWeather{Start: downAt("flood3.test", -60, 19), Changed: &record.WeatherState{SinceS: 4}},
-			"at the start down=flood3.test; timeline down=@followers then clear; changed by another hand to clear"},
+			"at the start down=flood3.test; timeline +1s down=@followers then +3s clear; changed by another hand to clear"},
 		// Changed and undone between readings: the crowd's count says so.
-		{"unseen", nil, &record.AmbientWeather{Others: 2}, "changed by another hand 2 more time(s) between readings"},
+		{"unseen", nil, &record.AmbientWeather{Others: 2, Unseen: 2}, "changed by another hand 2 times between readings"},
+		// Two changes, the last seen: both counted.
+		{"two, the last seen", nil, &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 4}, Others: 2, Unseen: 1},
+			"changed by another hand 2 times, last to clear"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := weatherRecord(t, "", c.weather)
@@ -301,8 +309,10 @@ func TestAmbientWeatherGate(t *testing.T) {
 		{"counted and seen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 1}, 1},
 		// It counted two, one made and undone between readings: which
 		// origins met it is not known.
-		{"one unseen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 2}, -1},
-		{"changed and back", nil, &record.AmbientWeather{Others: 2}, -1},
+		{"one unseen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 2, Unseen: 1}, -1},
+		{"changed and back", nil, &record.AmbientWeather{Others: 2, Unseen: 2}, -1},
+		// Two seen, the earlier's weather not kept: not known either.
+		{"an earlier seen", nil, &record.AmbientWeather{Changed: downAt("flood7.test", 2, 19), Others: 2, Earlier: 1}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := weatherRecord(t, "", c.weather)

@@ -46,7 +46,7 @@ func weatherLines(w *record.Weather) []string {
 // block: what was in force at the start and since when, and what another
 // hand put in force during the flood; nothing when it met none.
 func ambientLines(a *record.AmbientWeather) []string {
-	if a == nil || (a.Start == nil && a.Changed == nil && a.Unseen() == 0 && len(a.Unread) == 0) {
+	if a == nil || (a.Start == nil && a.Changed == nil && a.Unseen == 0 && a.Earlier == 0 && len(a.Unread) == 0) {
 		return nil
 	}
 	lines := []string{"weather this run did not set"}
@@ -65,7 +65,10 @@ func ambientLines(a *record.AmbientWeather) []string {
 		}
 		lines = append(lines, fmt.Sprintf("  CHANGED by another hand during the flood%s, %s, %s", onShards(c, ""), when, to))
 	}
-	if n := a.Unseen(); n > 0 {
+	if n := a.Earlier; n > 0 {
+		lines = append(lines, fmt.Sprintf("  and %d earlier %s by another hand, seen during the flood (the last is above)", n, record.Plural(n, "change", "changes")))
+	}
+	if n := a.Unseen; n > 0 {
 		lines = append(lines, fmt.Sprintf("  CHANGED by another hand %d %s during the flood between the flood's readings, as the crowd counts them: what it was in between is not known",
 			n, record.Plural(n, "time", "times")))
 	}

@@ -86,8 +86,11 @@ func TestAmbientWeatherShown(t *testing.T) {
 		{"changed before the start", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: -0.2, Spec: "slow=flood1.test:30s:0.5",
 			Counts: map[string]int{"slow": 1, "clear": 19}, Origins: []record.WeatherOrigin{{Host: "flood1.test", Condition: "slow:30s:0.5"}}}},
 			[]string{"  CHANGED by another hand during the flood, as it started, to slow=flood1.test:30s:0.5: slow 1, clear 19 (flood1.test slow:30s:0.5)\n"}},
+		// Two of another hand's changes seen, the last kept.
+		{"an earlier change", &record.AmbientWeather{Changed: &record.WeatherState{SinceS: 3, Counts: map[string]int{"clear": 20}}, Others: 2, Earlier: 1},
+			[]string{"  CHANGED by another hand during the flood, at +3s, to clear, every origin\n", "  and 1 earlier change by another hand, seen during the flood (the last is above)\n"}},
 		// Changed and undone by another hand between the flood's readings.
-		{"unseen changes", &record.AmbientWeather{Others: 2},
+		{"unseen changes", &record.AmbientWeather{Others: 2, Unseen: 2},
 			[]string{"weather this run did not set\n", "  CHANGED by another hand 2 times during the flood between the flood's readings, as the crowd counts them: what it was in between is not known\n"}},
 		// A merged run, one shard's crowd did not say: not known there.
 		{"a shard unread", &record.AmbientWeather{Unread: []string{"1/2"}},
