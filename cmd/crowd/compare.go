@@ -145,6 +145,12 @@ func runCompare(stdin io.Reader, stdout io.Writer, basePath, headPath string, f 
 		LatencyFloor: float64(f.latencyFloor) / float64(time.Microsecond),
 	}
 	c, err := record.Compare(base, head, opts)
+	if err != nil && format == "json" {
+		// A tool reading stdout gets a document saying why, not nothing.
+		if werr := printIndentedJSON(stdout, record.RefusedDoc(err)); werr != nil {
+			return noVerdict(werr)
+		}
+	}
 	if errors.Is(err, record.ErrIncomparable) {
 		return noVerdict(fmt.Errorf("%s and %s: %w (--force compares them anyway)", basePath, headPath, err))
 	}

@@ -173,4 +173,15 @@ func TestCompareJSON(t *testing.T) {
 		doc.Rows[0].Base == nil || strings.Join(doc.Run.Regressed, ",") != "visibility never seen +10.00pp" || !strings.Contains(stderr, "in its run section") {
 		t.Errorf("exit %d, stderr %q, document %+v", code, stderr, doc)
 	}
+	// A pair refused (another rate): a document saying so, exit 2.
+	s.Rate = 300 // the others ran at the default 100/s
+	other := writeJSON(t, dir, "other.json", shardRecord(t, s, lat, 200))
+	code, stdout, _ = runCLI(t, "compare", "--format", "json", base, other)
+	var refused struct {
+		Comparable bool   `json:"comparable"`
+		Error      string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &refused); err != nil || code != 2 || refused.Comparable || !strings.Contains(refused.Error, "not the same unit of work") {
+		t.Errorf("a refused pair: exit %d, %v, stdout %s", code, err, stdout)
+	}
 }

@@ -98,6 +98,12 @@ crowd's follow graph), or runs the world in this process with --standalone.
 A ladder: --rate=100,300,600 or --ramp=100:1000:100, each rung --step long after a discarded
 --warmup, stopping at the shoulder (--stop-when 'p95>2s').
 
+Gates (--expect, --stop-when): METRIC OP VALUE, METRIC a latency quantile (p95, p99.9, max;
+service.p99, lateness.p99, dispatch.p99; per type: Create.p95), a count or share (errors,
+dropped, timeout, status429, status5xx, retry_after …; forged_accepted, forged_effective with
+--tamper; ambient_weather, the origins that met weather the run did not set, a count), or a
+rate (rate, throughput, 'rate>=0.95*offered'); docs/flooding.md says how each counts.
+
 Output: a live line each second on stderr; the final table on stdout; a JSON record and a
 Markdown row in --out. Exit status: 0 when every --expect holds, 1 when one is missed (or the
 run failed), 2 for a usage error, 130 when interrupted (during the run: its partial record is

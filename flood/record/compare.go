@@ -316,7 +316,7 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			return nil, err
 		}
 		c.Notes = append(c.Notes, "forced: "+strings.TrimPrefix(err.Error(), ErrIncomparable.Error()+": ")+
-			"; the differences below are not the SUT's alone")
+			"; its figures differ for reasons that are not the SUT's alone")
 	}
 	bs, hs := base.Settings, head.Settings
 	for _, f := range []struct {

@@ -53,17 +53,35 @@ const (
 // its values in the metric's unit, the notes and the verdict. Run is
 // crowd run's run sections' comparison, set by the caller (nil: none).
 type CompareDoc struct {
-	Schema         string          `json:"schema"`
-	Version        int             `json:"version"`
-	Base           CompareSide     `json:"base"`
-	Head           CompareSide     `json:"head"`
+	Schema  string `json:"schema"`
+	Version int    `json:"version"`
+	// Comparable is false for a pair compare refused (exit 2: not the
+	// same unit of work, or a run that measured nothing), Error saying
+	// why; such a document has nothing else.
+	Comparable bool   `json:"comparable"`
+	Error      string `json:"error,omitempty"`
+	// Forced says the pair is not the same unit of work and --force
+	// compared it anyway (a note says how they differ).
+	Forced         bool            `json:"forced"`
+	Base           *CompareSide    `json:"base,omitempty"`
+	Head           *CompareSide    `json:"head,omitempty"`
 	MaxRegression  float64         `json:"max_regression"`   // a fraction: 0.15 is 15 %
 	ShareFloor     float64         `json:"share_floor"`      // a fraction: 0.001 is 0.1 percentage point
 	LatencyFloorUS float64         `json:"latency_floor_us"` // µs
 	Rows           []CompareRowDoc `json:"rows"`
 	Notes          []string        `json:"notes"`
-	Regressed      bool            `json:"regressed"` // the flood's figures regressed (Run says its own)
-	Run            json.RawMessage `json:"run,omitempty"`
+	// Compared is how many rows there are, Few and Noise how many of
+	// them are not judged for those reasons.
+	Compared  int             `json:"compared"`
+	Few       int             `json:"few"`
+	Noise     int             `json:"noise"`
+	Regressed bool            `json:"regressed"` // the flood's figures regressed (Run says its own)
+	Run       json.RawMessage `json:"run,omitempty"`
+}
+
+// RefusedDoc is the CompareDoc of a pair compare refused, err saying why.
+func RefusedDoc(err error) CompareDoc {
+	return CompareDoc{Schema: CompareSchema, Version: CompareVersion, Error: err.Error(), Rows: []CompareRowDoc{}, Notes: []string{}}
 }
 
 // CompareSide names one of the two runs compared.
@@ -73,6 +91,7 @@ type CompareSide struct {
 	Start       time.Time `json:"start"`
 	OfferedRate float64   `json:"offered_rate"` // sends/s of every generator together
 	MeasuredS   float64   `json:"measured_s"`
+	Weather     string    `json:"weather"` // the weather the run met (Record.WeatherMet): "clear" for none
 }
 
 // CompareRowDoc is one row of CompareDoc. Base, Head and Change are null
@@ -92,12 +111,15 @@ type CompareRowDoc struct {
 
 // Doc is the comparison as a CompareDoc.
 func (c *Comparison) Doc() CompareDoc {
-	side := func(name string, r *Record) CompareSide {
-		return CompareSide{Name: name, Label: r.Settings.Label, Start: r.Start.UTC(), OfferedRate: r.OfferedRate(), MeasuredS: r.Measured}
+	side := func(name string, r *Record) *CompareSide {
+		return &CompareSide{Name: name, Label: r.Settings.Label, Start: r.Start.UTC(), OfferedRate: r.OfferedRate(), MeasuredS: r.Measured,
+			Weather: r.WeatherMet()}
 	}
-	d := CompareDoc{Schema: CompareSchema, Version: CompareVersion, Base: side(c.BaseName, c.Base), Head: side(c.HeadName, c.Head),
+	few, noise := c.marked()
+	d := CompareDoc{Schema: CompareSchema, Version: CompareVersion, Comparable: true, Forced: c.Options.Force && Comparable(c.Base, c.Head) != nil,
+		Base: side(c.BaseName, c.Base), Head: side(c.HeadName, c.Head),
 		MaxRegression: c.Options.MaxRegression, ShareFloor: c.Options.ShareFloor, LatencyFloorUS: c.Options.LatencyFloor,
-		Rows: []CompareRowDoc{}, Notes: c.allNotes(), Regressed: c.Regressed()}
+		Rows: []CompareRowDoc{}, Notes: c.allNotes(), Compared: len(c.Rows), Few: few, Noise: noise, Regressed: c.Regressed()}
 	if d.Notes == nil {
 		d.Notes = []string{}
 	}

@@ -220,6 +220,9 @@ func (g *Gate) parseValue(rhs string) error {
 			num = strings.TrimSpace(num[:len(num)-1])
 		}
 		v, err := ParseNumber(num)
+		if g.Metric == "ambient_weather" && (err != nil || v < 0 || v != math.Trunc(v)) {
+			return usage(g.Expr, "%q: ambient_weather counts origins: want a whole number such as 0", rhs)
+		}
 		if err != nil || v < 0 || (g.Percent && v > 100) {
 			return usage(g.Expr, "%q: want a count such as 0 or a share such as 1%%", rhs)
 		}

@@ -58,6 +58,8 @@ func TestParseGate(t *testing.T) {
 		{"ambient_weather<=2", "ambient_weather<=2"},             // a count of origins
 		{"ambient_weather<5%", ""},                               // a share of origins the record may not know
 		{"Create.ambient_weather==0", ""},                        // over the whole crowd, not a type
+		{"ambient_weather==0.5", ""},                             // a count of origins is whole
+		{"ambient_weather<1s", ""},                               // and no duration
 	} {
 		g, err := record.ParseGate(tc.expr)
 		if tc.canon == "" {
@@ -197,6 +199,7 @@ func TestGateErrorsNameTheFix(t *testing.T) {
 		// The weather met is counted in origins, over the whole crowd.
 		{"ambient_weather<5%", "e.g. 'ambient_weather==0'"},
 		{"Like.ambient_weather==0", `drop "Like."`},
+		{"ambient_weather<1s", "want a whole number such as 0"},
 	} {
 		_, err := record.ParseGate(c.expr)
 		if err == nil || !strings.Contains(err.Error(), c.says) {
