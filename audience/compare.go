@@ -2,6 +2,7 @@ package audience
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -22,9 +23,17 @@ import (
 type RunChange struct {
 	Part   string `json:"part"`   // visibility, drain, home or delivery
 	Metric string `json:"metric"` // p95, never seen, …
-	Base   string `json:"base"`
-	Head   string `json:"head"`
-	Change string `json:"change"`
+	Base   string `json:"base_text"`
+	Head   string `json:"head_text"`
+	Change string `json:"change_text"`
+	// Unit, BaseValue, HeadValue and ChangeValue are the row's figures
+	// for a tool: Unit "us", "s", "count" or "share" (a fraction; the
+	// delivery row's is the share unreached); a value nil where its text
+	// is "-", the change relative (0.2 is +20 %), nil from 0 too.
+	Unit        string   `json:"unit"`
+	BaseValue   *float64 `json:"base"`
+	HeadValue   *float64 `json:"head"`
+	ChangeValue *float64 `json:"change"`
 	// Verdict is the row's judgement as compare's table writes one:
 	// REGRESSED, better, (within noise), (few notes) …; "" when it did not
 	// move beyond the threshold, or is shown only (seen, buried, the drain).
@@ -288,6 +297,7 @@ type runFigure struct {
 	text string
 	v    float64
 	ok   bool
+	unit string // "us", "s", "count" or "share"
 }
 
 // show is the side's text, "-" for nothing measured.
@@ -310,7 +320,7 @@ func quantileFigure(q record.Quantiles, name string) runFigure {
 	case "p95":
 		v = q.P95
 	}
-	return runFigure{text: q.Format(v), v: float64(v), ok: true}
+	return runFigure{text: q.Format(v), v: float64(v), ok: true, unit: "us"}
 }
 
 // seenFigure is the count of notes the visibility quantiles rest on.
@@ -318,7 +328,7 @@ func seenFigure(v VisibilityStats) runFigure {
 	if v.Sent == 0 {
 		return runFigure{}
 	}
-	return runFigure{text: fmt.Sprintf("%d of %d owed", v.Latency.Count, v.Sent), v: float64(v.Latency.Count), ok: true}
+	return runFigure{text: fmt.Sprintf("%d of %d owed", v.Latency.Count, v.Sent), v: float64(v.Latency.Count), ok: true, unit: "count"}
 }
 
 // shareFigure is n of a count of what: "2 of 8460 accepted (0.02%)".
@@ -327,7 +337,7 @@ func shareFigure(n, of int64, what string) runFigure {
 		return runFigure{}
 	}
 	s := float64(n) / float64(of)
-	return runFigure{text: fmt.Sprintf("%d of %d %s (%s)", n, of, what, record.FormatShare(s)), v: s, ok: true}
+	return runFigure{text: fmt.Sprintf("%d of %d %s (%s)", n, of, what, record.FormatShare(s)), v: s, ok: true, unit: "share"}
 }
 
 // reachFigure is the deliveries that reached the crowd; its change is the
@@ -337,7 +347,7 @@ func reachFigure(d DeliveryStats) runFigure {
 		return runFigure{}
 	}
 	s := float64(d.Expected-d.Reached) / float64(d.Expected)
-	return runFigure{text: fmt.Sprintf("%d of %d (%s unreached)", d.Reached, d.Expected, record.FormatShare(s)), v: s, ok: true}
+	return runFigure{text: fmt.Sprintf("%d of %d (%s unreached)", d.Reached, d.Expected, record.FormatShare(s)), v: s, ok: true, unit: "share"}
 }
 
 // drainFigure is how long after the flood the last accepted note was
@@ -352,12 +362,12 @@ func drainFigure(run *RunSection) runFigure {
 	case run.Visibility.Accepted == 0:
 		return runFigure{} // no accepted note to wait for
 	}
-	return runFigure{text: record.FormatDuration(secs), v: d.Seconds, ok: true}
+	return runFigure{text: record.FormatDuration(secs), v: d.Seconds, ok: true, unit: "s"}
 }
 
 // relativeRow is a row whose change is relative (a duration, a count).
 func relativeRow(part, metric string, base, head runFigure) RunChange {
-	r := RunChange{Part: part, Metric: metric, Base: base.show(), Head: head.show(), Change: "-"}
+	r := figuresRow(part, metric, base, head)
 	switch {
 	case !base.ok || !head.ok:
 	case base.v != 0:
@@ -372,9 +382,29 @@ func relativeRow(part, metric string, base, head runFigure) RunChange {
 
 // pointsRow is a row whose change is in percentage points (a share).
 func pointsRow(part, metric string, base, head runFigure) RunChange {
-	r := RunChange{Part: part, Metric: metric, Base: base.show(), Head: head.show(), Change: "-"}
+	r := figuresRow(part, metric, base, head)
 	if base.ok && head.ok {
 		r.Change = record.FormatPoints(base.v, head.v)
+	}
+	return r
+}
+
+// figuresRow is the row of base and head without its change's text: their
+// texts, and their values for a tool, the change relative.
+func figuresRow(part, metric string, base, head runFigure) RunChange {
+	r := RunChange{Part: part, Metric: metric, Base: base.show(), Head: head.show(), Change: "-", Unit: cmp.Or(base.unit, head.unit)}
+	value := func(f runFigure) *float64 {
+		if !f.ok {
+			return nil
+		}
+		return &f.v
+	}
+	r.BaseValue, r.HeadValue = value(base), value(head)
+	if base.ok && head.ok && base.v != 0 {
+		change := head.v/base.v - 1
+		r.ChangeValue = &change
+	} else if base.ok && head.ok && head.v == 0 {
+		r.ChangeValue = new(float64)
 	}
 	return r
 }

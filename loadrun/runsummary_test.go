@@ -101,8 +101,9 @@ func TestRunComparisonFormats(t *testing.T) {
 	doc, _ := RunComparison("b.json", []byte(run), "h.json", []byte(lost), o, "json")
 	var got struct {
 		Rows []struct {
-			Part, Metric, Verdict string
-			Judged                bool
+			Part, Metric, Verdict, Unit string
+			Judged                      bool
+			Base, Head, Change          *float64
 		} `json:"rows"`
 		Notes     []string `json:"notes"`
 		Regressed []string `json:"regressed"`
@@ -112,7 +113,9 @@ func TestRunComparisonFormats(t *testing.T) {
 	}
 	found := false
 	for _, r := range got.Rows {
-		found = found || r.Part == "visibility" && r.Metric == "never seen" && r.Verdict == "REGRESSED" && r.Judged
+		// Its figures for a tool: shares as fractions, the change relative.
+		found = found || r.Part == "visibility" && r.Metric == "never seen" && r.Verdict == "REGRESSED" && r.Judged &&
+			r.Unit == "share" && r.Base != nil && *r.Base == 0.001 && r.Head != nil && *r.Head == 0.5 && r.Change != nil && *r.Change == 499
 	}
 	if !found {
 		t.Errorf("json rows lack the never-seen regression: %s", doc)
