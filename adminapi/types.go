@@ -15,6 +15,11 @@ type WorldInfo struct {
 	Zone    string       `json:"zone"`
 	Shard   string       `json:"shard,omitempty"`
 	Origins []OriginInfo `json:"origins"`
+	// HTTPS is the address the crowd's HTTPS listener was given (its
+	// --https, as given: ":8443" listens on every interface): a self-flood
+	// from a machine that cannot resolve the crowd's names is told to send
+	// there (--crowd-https). Absent without one, and from an older crowd.
+	HTTPS string `json:"https,omitempty"`
 	// Addresses, when the origins have addresses of their own, says which
 	// (an attached flood sends from them); absent when they share one.
 	Addresses *AddressInfo `json:"addresses,omitempty"`

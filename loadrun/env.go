@@ -28,15 +28,19 @@ import (
 // admin API. It is attached (a running crowd serve) or standalone (the
 // world started in this process); Close ends what it started.
 type Environment struct {
-	World    *actors.World
-	Roots    *x509.CertPool    // the machine's roots and the crowd's CA
-	Hosts    map[string]string // host → ip:port of the crowd's own origins, when known
-	Register func(context.Context, traffic.FollowRegistration) error
-	Outbox   traffic.OutboxSink // where the Creates sent are listed: the crowd's outboxes
-	Admin    *adminapi.Client   // the crowd's admin API (nil: none)
-	What     string             // which crowd, for the log
-	Shard    string
-	close    func()
+	// crowdHTTPS is where the attached crowd's HTTPS listener answers, by
+	// its admin API, for the advice to a self-flood that cannot resolve
+	// its names; "" when not known.
+	crowdHTTPS string
+	World      *actors.World
+	Roots      *x509.CertPool    // the machine's roots and the crowd's CA
+	Hosts      map[string]string // host → ip:port of the crowd's own origins, when known
+	Register   func(context.Context, traffic.FollowRegistration) error
+	Outbox     traffic.OutboxSink // where the Creates sent are listed: the crowd's outboxes
+	Admin      *adminapi.Client   // the crowd's admin API (nil: none)
+	What       string             // which crowd, for the log
+	Shard      string
+	close      func()
 	// Fetchbacks counts what the SUT fetches back from the crowd's origins
 	// during a run (nil: it cannot).
 	Fetchbacks FetchbackCounter
@@ -182,7 +186,24 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}},
 		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin},
+		crowdHTTPS: listenerFrom(info.HTTPS, c.AdminAddr),
 	}, nil
+}
+
+// listenerFrom is where a listener given as listen (":8443", "0.0.0.0:8443",
+// "127.0.0.1:8443") answers from this machine: on the admin API's host
+// when it listens on every interface; "" when listen says nothing usable.
+func listenerFrom(listen, admin string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "" || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if host, _, err = net.SplitHostPort(admin); err != nil {
+			return ""
+		}
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // borrowKeys opens the attached crowd's world from its --state, read only,

@@ -38,3 +38,21 @@ func TestQuietLoggerKeepsWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestListenerFrom: where the crowd's HTTPS listener answers from here, by
+// the address it was given and the admin API's: as given when it names a
+// host, on the admin's host when it listens on every interface.
+func TestListenerFrom(t *testing.T) {
+	for _, c := range []struct{ listen, admin, want string }{
+		{"127.0.0.1:18443", "127.0.0.1:9180", "127.0.0.1:18443"}, // a host of its own
+		{":8443", "10.0.0.5:9180", "10.0.0.5:8443"},              // every interface: the admin's host
+		{"0.0.0.0:8443", "10.0.0.5:9180", "10.0.0.5:8443"},       // the same, written out
+		{"[::]:8443", "[::1]:9180", "[::1]:8443"},                // and in IPv6
+		{"", "127.0.0.1:9180", ""},                               // no listener (or an older crowd)
+		{"127.0.0.1:0", "127.0.0.1:9180", ""},                    // a port picked at start: not known
+	} {
+		if got := listenerFrom(c.listen, c.admin); got != c.want {
+			t.Errorf("listenerFrom(%q, %q) = %q, want %q", c.listen, c.admin, got, c.want)
+		}
+	}
+}

@@ -32,10 +32,28 @@ func refusePublic(err error) error {
 	return err
 }
 
-// selfResolveHint is what a lookup of one of the crowd's own names that
+// resolveHint is what a lookup of one of the crowd's own names that
 // failed tells to do: this machine's resolver does not know the crowd's
-// names unless its DNS is in resolv.conf.
-const selfResolveHint = "start the crowd with its DNS in this machine's resolv.conf, pass --crowd-https, or use --standalone"
+// names unless its DNS is in resolv.conf; the crowd's HTTPS listener,
+// when its admin API said where, is the value to pass.
+func (env *Environment) resolveHint() string {
+	flag := "pass --crowd-https"
+	if env.crowdHTTPS != "" {
+		flag += " " + env.crowdHTTPS + " (the crowd's HTTPS listener, by its admin API)"
+	}
+	return flag + ", start the crowd with its DNS in this machine's resolv.conf, or use --standalone"
+}
+
+// refuseUnresolved makes a crowd's own name this machine cannot resolve a
+// usage error, as a public target is: the flood is set up wrong, nothing
+// was sent, and the error names the flag that mends it (exit 2, not the 1
+// of a missed gate). An interrupted lookup stays an interruption.
+func refuseUnresolved(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return usage(err)
+}
 
 // otherShards refuses host when it is an origin of the crowd's world that
 // another shard serves: this crowd (what) cannot answer for it, and the
@@ -57,7 +75,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		personas := traffic.WorldPersonas(env.World, p.inbox)
 		for _, o := range env.World.Origins {
 			if _, err := r.guard.Check(ctx, o.Host); err != nil {
-				return nil, "", refusePublic(fmt.Errorf("self-flood of %s: %w (%s)", env.What, err, selfResolveHint))
+				return nil, "", refuseUnresolved(fmt.Errorf("self-flood of %s: %w (%s)", env.What, err, env.resolveHint()))
 			}
 		}
 		return personas, fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox), nil
@@ -76,7 +94,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		}
 		if _, err := r.guard.Check(ctx, host); err != nil {
 			if _, own := env.World.Origin(host); own {
-				err = fmt.Errorf("%w (one of the crowd's own: %s)", err, selfResolveHint)
+				return nil, "", refuseUnresolved(fmt.Errorf("persona %s: %w (one of the crowd's own: %s)", a, err, env.resolveHint()))
 			}
 			return nil, "", refusePublic(fmt.Errorf("persona %s: %w", a, err))
 		}

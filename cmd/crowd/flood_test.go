@@ -418,12 +418,13 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 
 	// Without --crowd-https, this machine's resolver does not know the
 	// crowd's names: a persona of the crowd's own says what to do, as the
-	// self-flood does, and nothing is sent.
+	// self-flood does, naming the listener the crowd's admin API gave, and
+	// nothing is sent: a usage error (2), not a missed gate's 1.
 	for _, who := range [][]string{nil, {"--persona", "acct:alice@flood1.test"}} {
 		code, _, stderr := runCLIContext(t, context.Background(), append([]string{"flood", "--admin", admin, "--state", state,
 			"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"}, who...)...)
-		if code == 0 || !strings.Contains(stderr, "pass --crowd-https") {
-			t.Errorf("%q without --crowd-https: exit %d, stderr %q; want the hint", who, code, stderr)
+		if code != 2 || !strings.Contains(stderr, "pass --crowd-https "+https+" (the crowd's HTTPS listener") {
+			t.Errorf("%q without --crowd-https: exit %d, stderr %q; want 2 and the hint with %s", who, code, stderr, https)
 		}
 	}
 	// A --crowd-https where nothing listens: said before the run, not a run of connection errors.
