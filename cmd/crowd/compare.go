@@ -77,9 +77,10 @@ or weather on the crowd (its timeline, and what it met but did not set: an origi
 slow answers the SUT otherwise) changes the latency for reasons that are not the server's.
 --force compares them anyway, saying so.
 
-Exit status: 0 no regression, 1 a regression (of the flood's figures or a run section's), 2 no verdict (usage error, a record that
-does not read, runs that are not comparable, a run that measured nothing: no measured
-window, no completed send, or a partial run stopped within its first measured second).`,
+Exit status: 0 no regression, 1 a regression (of the flood's figures or a run section's),
+2 no verdict (usage error, a record that does not read, runs that are not comparable, a run
+that measured nothing: no measured window, no completed send, or a partial run stopped
+within its first measured second).`,
 		Example: `  crowd compare out/load/main.json out/load/pr.json
   crowd compare base.json head.json --max-regression 10% --metric p99,errors,throughput
   git show main:out/load/run.json | crowd compare - out/load/run.json
