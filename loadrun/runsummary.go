@@ -37,8 +37,8 @@ func RunSummary(raw []byte) ([]string, error) {
 // names: what its table calls them), and the figures of them that
 // regressed ("visibility p95 +40.0%"). Both read: the two side by side,
 // judged by o as the flood's figures are (audience.WriteRunComparison).
-// Otherwise one line, and no regression: a
-// flood's record against a run record names the one that has a section;
+// Otherwise one line, and no regression: a flood's record against a run
+// record names the one that has a section;
 // a section this crowd does not read (a newer version: upgrade crowd;
 // another schema; a damaged one) is said to be there and why it is not
 // shown, never that its record has none. "" for two floods' records. A
@@ -73,7 +73,7 @@ func RunComparison(baseName string, baseRaw []byte, headName string, headRaw []b
 		regressed = append(regressed, r.Part+" "+r.Metric+" "+r.Change)
 	}
 	if format == "json" {
-		doc, _ := json.Marshal(struct { // strings and bools always marshal
+		doc, _ := json.Marshal(struct { // strings, bools and finite numbers always marshal
 			audience.RunComparison
 			Regressed []string `json:"regressed"`
 		}{c, regressed})
