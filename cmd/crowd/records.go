@@ -92,6 +92,23 @@ func resultsNotRecord(name, arg string, compressed, res bool) error {
 	return nil
 }
 
+// recordLink is how a Markdown report written to out links the record at
+// path: relative to out's folder, so the link works where the file is; the
+// record's file name when the report goes to stdout (pasted beside it, as
+// runs.md sits beside the records) or the record came from stdin.
+func recordLink(path, out string) string {
+	if out == "" || out == "-" || path == "-" {
+		return filepath.Base(path)
+	}
+	absOut, err1 := filepath.Abs(out)
+	absRec, err2 := filepath.Abs(path)
+	rel, err := filepath.Rel(filepath.Dir(absOut), absRec)
+	if err1 != nil || err2 != nil || err != nil {
+		return filepath.Base(path)
+	}
+	return filepath.ToSlash(rel)
+}
+
 // recordRefPattern finds "record N" in Merge's errors, to name the file.
 const recordRefPattern = `record (\d+)`
 
@@ -174,7 +191,9 @@ func newReportCmd() *cobra.Command {
 		Long: `Render a run record (crowd flood's JSON in out/load/, or crowd merge's) for people:
 
   text      the final table crowd flood prints (default)
-  markdown  the runs.md row and a per-type table, for a pull request or an issue
+  markdown  the runs.md row and a per-type table, for a pull request or an issue; its
+            link to the record is relative to the -o file's folder (to stdout: the
+            record's name, for a file beside it)
   html      one self-contained page (no script, nothing fetched): latency over time,
             offered and achieved rate, the percentile distribution of latency, service
             time and lateness from the HDR histograms, status classes over time, the
@@ -274,7 +293,7 @@ func runReport(stdin io.Reader, stdout io.Writer, path, format, out string, run 
 		render = report.WriteTableWith
 	case "markdown", "md":
 		render = func(w io.Writer, r *record.Record, extra []report.Section) error {
-			return report.WriteMarkdownWith(w, r, filepath.Base(path), extra)
+			return report.WriteMarkdownWith(w, r, recordLink(path, out), extra)
 		}
 	case "html":
 		render = report.WriteHTMLWith

@@ -364,8 +364,12 @@ func TestReportOfARunRecord(t *testing.T) {
 // file's extension.
 func TestReportCLIGolden(t *testing.T) {
 	t.Parallel()
-	in := filepath.Join(fixtureDir, "report.json")
 	dir := t.TempDir()
+	fixture, err := os.ReadFile(filepath.Join(fixtureDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, dir, "report.json", fixture) // beside the reports, which link it by its name
 	golden := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 		if err != nil {
@@ -412,6 +416,17 @@ func TestReportCLIGolden(t *testing.T) {
 				t.Errorf("crowd report %s differs from flood/report/testdata/%s", strings.Join(c.args, " "), c.golden)
 			}
 		})
+	}
+	// Written into another folder, the Markdown links the record from there.
+	if err := os.MkdirAll(filepath.Join(dir, "pr"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(dir, "pr", "comment.md")
+	if code, _, stderr := runCLI(t, "report", in, "-o", md); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "[../report.json](../report.json)") {
+		t.Errorf("a report in pr/ links the record as %q (%v); want ../report.json", b, err)
 	}
 	for _, c := range []struct {
 		name string
