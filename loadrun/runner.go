@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -361,9 +363,23 @@ func (r *runner) finish(ctx context.Context, last *record.Record, recs []*record
 		return fmt.Errorf("the run stopped early: %s", last.PartialReason)
 	}
 	if flood.ExitCode(nil, all) != 0 {
-		return errors.New("an expectation was missed")
+		return missedGates(all)
 	}
 	return nil
+}
+
+// missedGates names the gates that did not hold, each once however many
+// rungs missed it: a line on stderr a script's log shows, where the
+// results are on stdout.
+func missedGates(results []record.GateResult) error {
+	var missed []string
+	for _, res := range results {
+		if name := res.Gate.Canonical(); !res.Holds && !slices.Contains(missed, name) {
+			missed = append(missed, name)
+		}
+	}
+	return fmt.Errorf("%d %s missed: %s (its result line on stdout says by how much)",
+		len(missed), record.Plural(len(missed), "expectation", "expectations"), strings.Join(missed, ", "))
 }
 
 // interrupted turns an error that came from an interruption into

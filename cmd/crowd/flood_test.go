@@ -169,7 +169,7 @@ func TestFloodExitCodes(t *testing.T) {
 		say  string // in stderr
 	}{
 		{"gates met", []string{"--seconds", "1", "--rate", "20", "--expect", "errors<50%", "--expect", "p99<1m"}, 0, ""},
-		{"a gate missed", []string{"--seconds", "1", "--rate", "20", "--expect", "p99<1ns"}, 1, "missed"},
+		{"a gate missed", []string{"--seconds", "1", "--rate", "20", "--expect", "p99<1ns", "--expect", "errors<50%"}, 1, "1 expectation missed: latency.p99<1ns"},
 		{"a gate that is nonsense", []string{"--expect", "nonsense"}, 2, "--expect"},
 		{"an unknown activity type", []string{"--mix", "x=1"}, 2, "--mix"},
 		{"a bad rate", []string{"--rate", "fast"}, 2, "--rate"},
