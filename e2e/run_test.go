@@ -237,6 +237,27 @@ func TestRunRealFedify(t *testing.T) {
 		!strings.Contains(string(cmp), "crowd run: no regression beyond 15% and the noise") {
 		t.Errorf("crowd compare of the run with itself: %v\n%s", err, cmp)
 	}
+	// For a tool: the run section's rows with their figures as numbers.
+	var doc struct {
+		Run struct {
+			Rows []struct {
+				Part, Metric, Unit string
+				Base, Head         *float64
+			} `json:"rows"`
+			Regressed []string `json:"regressed"`
+		} `json:"run"`
+	}
+	cmpJSON, err := exec.Command(BuildCrowd(t), "compare", "--format", "json", paths[0], paths[0]).Output()
+	if err == nil {
+		err = json.Unmarshal(cmpJSON, &doc)
+	}
+	visP95 := false
+	for _, r := range doc.Run.Rows {
+		visP95 = visP95 || r.Part == "visibility" && r.Metric == "p95" && r.Unit == "us" && r.Base != nil && *r.Base == float64(run.Visibility.Latency.P95)
+	}
+	if err != nil || !visP95 || len(doc.Run.Regressed) != 0 {
+		t.Errorf("crowd compare --format json of the run with itself: %v; want the visibility p95 (%d µs) as a number\n%s", err, run.Visibility.Latency.P95, cmpJSON)
+	}
 	if !strings.Contains(output, "run record:") || !strings.Contains(output, "visibility:") {
 		t.Errorf("crowd run should print its summary and name its record:\n%s", output)
 	}
