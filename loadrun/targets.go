@@ -47,9 +47,10 @@ func (env *Environment) resolveHint() string {
 // refuseUnresolved makes a crowd's own name this machine cannot resolve a
 // usage error, as a public target is: the flood is set up wrong, nothing
 // was sent, and the error names the flag that mends it (exit 2, not the 1
-// of a missed gate). An interrupted lookup stays an interruption.
+// of a missed gate). An interrupted lookup stays an interruption; one
+// that timed out is still the resolver not knowing the name.
 func refuseUnresolved(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		return err
 	}
 	return usage(err)
