@@ -83,8 +83,8 @@ func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison 
 	bv, hv := base.Visibility, head.Visibility
 	period := 0.0
 	samePeriod := base.ProbeHz == head.ProbeHz || base.ProbeHz <= 0 || head.ProbeHz <= 0
-	if hz := min(positive(base.ProbeHz), positive(head.ProbeHz)); hz > 0 {
-		period = 1e6 / hz // µs
+	if hz := max(base.ProbeHz, head.ProbeHz); hz > 0 {
+		period = 1e6 / hz // µs; the runs' one rate, or the one that says (two that differ are not judged)
 	}
 	if !samePeriod {
 		c.Notes = append(c.Notes, fmt.Sprintf("the runs probed the homes at %g/s and %g/s: a visibility latency is late by up to one period, so theirs are shown, not judged", base.ProbeHz, head.ProbeHz))
@@ -121,14 +121,6 @@ func CompareRuns(base, head *RunSection, o record.CompareOptions) RunComparison 
 		record.ShareSample{N: bd.Expected - bd.Reached, Of: bd.Expected, Units: bd.Posts},
 		record.ShareSample{N: hd.Expected - hd.Reached, Of: hd.Expected, Units: hd.Posts}, o))
 	return c
-}
-
-// positive is v, or +Inf when it is not above 0 (min then ignores it).
-func positive(v float64) float64 {
-	if v > 0 {
-		return v
-	}
-	return math.Inf(1)
 }
 
 // shareOf is n of of, 1 when of is 0 (nothing owed, nothing missing).

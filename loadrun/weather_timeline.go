@@ -92,7 +92,8 @@ type timeline struct {
 	// counted is the crowd's count of changes at the last reading or
 	// confirmed change; others, the changes it counted since this flood's
 	// last reading before it that were not this run's; unconfirmed, this
-	// flood's changes the crowd may have made without saying so.
+	// flood's changes the crowd may have made without saying so (sent as
+	// the flood ended: none is sent after one).
 	counted     uint64
 	others      int
 	unconfirmed int
@@ -209,7 +210,10 @@ func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	theirs := tl.count(now)
+	// Changes this flood sent unconfirmed are taken as made: the flood
+	// ended, so no other comes after this reading.
+	theirs := tl.count(now, tl.unconfirmed)
+	tl.unconfirmed = 0
 	// An unconfirmed change of this flood's may be the one in force: whose
 	// it is cannot be told.
 	if !tl.unsure && !now.same(tl.expected()) && (tl.changed == nil || !now.same(*tl.changed)) {
@@ -229,16 +233,13 @@ func (tl *timeline) look(ctx context.Context) (weatherNow, bool) {
 }
 
 // count adds to others the changes the crowd counted since the last
-// reading that were not this flood's (its unconfirmed changes taken as
-// made), and returns how many. A crowd that does not count (0), or
-// restarted (a smaller count), adds none. The caller holds mu.
-func (tl *timeline) count(now weatherNow) int {
+// reading or confirmed change that were not this flood's, ours of them
+// possibly its own, and returns how many. A crowd that does not count (0),
+// or restarted (a smaller count), adds none. The caller holds mu.
+func (tl *timeline) count(now weatherNow, ours int) int {
 	var theirs int
 	if now.Changes > tl.counted {
-		n := int(now.Changes - tl.counted)
-		own := min(n, tl.unconfirmed)
-		tl.unconfirmed -= own
-		theirs = n - own
+		theirs = max(0, int(now.Changes-tl.counted)-ours)
 		tl.others += theirs
 	}
 	tl.counted = now.Changes
@@ -349,11 +350,8 @@ func (tl *timeline) apply(ctx context.Context, start time.Time, at time.Duration
 		tl.ownLast, tl.known = &now, now
 		// The crowd's count moved by this change (one, or none for the
 		// weather in force put again) and by any other hand's made since
-		// the look before it.
-		pending := tl.unconfirmed
-		tl.unconfirmed = pending + 1
-		tl.unseen += tl.count(now) // made since the look, replaced by this change: no reading saw them
-		tl.unconfirmed = min(pending, tl.unconfirmed)
+		// the look before it, which this one replaced: no reading saw them.
+		tl.unseen += tl.count(now, 1)
 	}
 	tl.mu.Unlock()
 }

@@ -378,13 +378,10 @@ func (g Gate) Eval(r *Record) GateResult {
 // sections kept one).
 func (g Gate) JudgeLatency(h HistRecord) GateResult {
 	res := GateResult{Gate: g, Limit: float64(g.Dur) / float64(time.Microsecond)}
-	if g.kind != kindDuration || g.Family != "latency" || h.Count == 0 {
+	if g.kind != kindDuration || g.Family != "latency" {
 		return res
 	}
-	v, ok := quantileOf(h.Quantiles, g.Metric)
-	if !ok && strings.HasPrefix(g.Metric, "p") {
-		v, ok = h.valueAt(g.quantile)
-	}
+	v, ok := g.valueIn(h)
 	if !ok {
 		return res
 	}
@@ -475,17 +472,20 @@ func (g Gate) durationActual(r *Record) (float64, bool) {
 			h = &t.Lateness
 		}
 	}
-	if h == nil || h.Count == 0 {
+	if h == nil {
 		return 0, false
 	}
+	return g.valueIn(*h)
+}
+
+// valueIn is the duration metric's value in h, µs: from h's summary when
+// it keeps it (min, mean, max, p50 …), else the quantile from its
+// histogram; false when h holds nothing, or keeps neither.
+func (g Gate) valueIn(h HistRecord) (float64, bool) {
 	if v, ok := quantileOf(h.Quantiles, g.Metric); ok {
-		return v, true
+		return v, h.Count > 0
 	}
-	d, err := h.Decode()
-	if err != nil {
-		return 0, false
-	}
-	return float64(d.ValueAtQuantile(g.quantile)), true
+	return h.valueAt(g.quantile)
 }
 
 // counter returns the count, its denominator for a share, and whether the

@@ -467,7 +467,8 @@ func (s *Security) verdict(t ForgeryCounts) string {
 	return "every forged request was refused"
 }
 
-// formatSeconds writes a settle time as a duration ("5s", "1.5s").
+// formatSeconds writes seconds as a duration ("5s", "1.5s"): a settle
+// time, a weather change's offset.
 func formatSeconds(sec float64) string {
 	return strconv.FormatFloat(sec, 'f', -1, 64) + "s"
 }

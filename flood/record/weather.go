@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -371,11 +370,11 @@ func (w *Weather) asGiven() string {
 		if w.RepeatS > 0 && c.AtS >= w.RepeatS {
 			break // the next turns repeat this one
 		}
-		turn = append(turn, "+"+strconv.FormatFloat(c.AtS, 'f', -1, 64)+"s "+c.Spec)
+		turn = append(turn, "+"+formatSeconds(c.AtS)+" "+c.Spec)
 	}
 	out := cmp.Or(strings.Join(turn, " then "), "(no change applied)")
 	if w.RepeatS > 0 {
-		out += " (every " + strconv.FormatFloat(w.RepeatS, 'f', -1, 64) + "s)"
+		out += " (every " + formatSeconds(w.RepeatS) + ")"
 	}
 	return out
 }
