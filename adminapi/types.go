@@ -15,10 +15,11 @@ type WorldInfo struct {
 	Zone    string       `json:"zone"`
 	Shard   string       `json:"shard,omitempty"`
 	Origins []OriginInfo `json:"origins"`
-	// HTTPS is the address the crowd's HTTPS listener was given (its
-	// --https, as given: ":8443" listens on every interface): a self-flood
-	// from a machine that cannot resolve the crowd's names is told to send
-	// there (--crowd-https). Absent without one, and from an older crowd.
+	// HTTPS is the address the crowd's HTTPS listener is bound to (its
+	// --https with the port it got: "[::]:8443" listens on every
+	// interface): an attached flood reaches the crowd's own origins there
+	// without asking a resolver for their names. Absent without one, and
+	// from an older crowd (which gave its --https as given).
 	HTTPS string `json:"https,omitempty"`
 	// Addresses, when the origins have addresses of their own, says which
 	// (an attached flood sends from them); absent when they share one.

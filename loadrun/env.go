@@ -1,7 +1,6 @@
 package loadrun
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -28,10 +27,10 @@ import (
 // admin API. It is attached (a running crowd serve) or standalone (the
 // world started in this process); Close ends what it started.
 type Environment struct {
-	// crowdHTTPS is where the attached crowd's HTTPS listener answers, by
-	// its admin API, for the advice to a self-flood that cannot resolve
-	// its names; "" when not known.
-	crowdHTTPS string
+	// unanswered is the attached crowd's HTTPS listener, by its admin API,
+	// when it did not answer from here: the advice to a flood that cannot
+	// resolve the crowd's names says so.
+	unanswered string
 	World      *actors.World
 	Roots      *x509.CertPool    // the machine's roots and the crowd's CA
 	Hosts      map[string]string // host → ip:port of the crowd's own origins, when known
@@ -147,30 +146,10 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		world.Close()
 		return nil, fmt.Errorf("the crowd's CA from %s: %w", c.AdminAddr, err)
 	}
-	hosts := map[string]string{}
-	if c.CrowdHTTPS != "" {
-		if _, _, err := net.SplitHostPort(c.CrowdHTTPS); err != nil {
-			world.Close()
-			return nil, usagef("--crowd-https %q is not ip:port", c.CrowdHTTPS)
-		}
-		for _, h := range world.Hosts() {
-			hosts[h] = c.CrowdHTTPS
-		}
-		planHosts(world, plan, c.CrowdHTTPS, hosts)
-		// Every send of a self-flood goes there (to the first origin's own
-		// address, with one each): a port where nothing listens would be a
-		// run of connection errors, exit 0 without gates.
-		addr := cmp.Or(hosts[world.Origins[0].Host], c.CrowdHTTPS)
-		d := net.Dialer{Timeout: 3 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			world.Close()
-			if ctx.Err() != nil {
-				return nil, ctx.Err() // interrupted: 130, not a refusal
-			}
-			return nil, fmt.Errorf("--crowd-https %s: nothing answers at %s (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, addr, err)
-		}
-		conn.Close()
+	hosts, unanswered, err := crowdHosts(ctx, c, world, plan, listenerFrom(info.HTTPS, c.AdminAddr), log)
+	if err != nil {
+		world.Close()
+		return nil, err
 	}
 	log.Info("attached", zap.String("admin", c.AdminAddr), zap.Int("origins", len(world.Origins)),
 		zap.Int("actors", world.NumPersons()), zap.String("state", c.World.StateDir))
@@ -186,8 +165,66 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}},
 		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin},
-		crowdHTTPS: listenerFrom(info.HTTPS, c.AdminAddr),
+		unanswered: unanswered,
 	}, nil
+}
+
+// crowdHosts is where the attached crowd's own origins are reached: at
+// --crowd-https when given (an error when nothing answers there), else at
+// the HTTPS listener the crowd's admin API gave (listener), so that no
+// resolver is asked for names the crowd itself says where to find; each
+// origin at its own address on that port when plan gives origins theirs.
+// A listener that does not answer from here (the crowd in another
+// network, its port not published) leaves the names to this machine's
+// resolver, and is returned as unanswered for the advice when that does
+// not know them either.
+func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *originaddr.Plan, listener string, log *zap.Logger) (hosts map[string]string, unanswered string, err error) {
+	hosts = map[string]string{}
+	given := c.CrowdHTTPS != ""
+	if given {
+		if _, _, err := net.SplitHostPort(c.CrowdHTTPS); err != nil {
+			return nil, "", usagef("--crowd-https %q is not host:port", c.CrowdHTTPS)
+		}
+		listener = c.CrowdHTTPS
+	}
+	if listener == "" {
+		return hosts, "", nil
+	}
+	// Every send of a self-flood goes there (to the first origin's own
+	// address, with one each): a port where nothing listens would be a
+	// run of connection errors, exit 0 without gates.
+	addr := listener
+	planHosts(world, plan, listener, hosts)
+	if a, ok := hosts[world.Origins[0].Host]; ok {
+		addr = a
+	}
+	clear(hosts)
+	d := net.Dialer{Timeout: 3 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err() // interrupted: 130, not a refusal
+		}
+		if given {
+			return nil, "", fmt.Errorf("--crowd-https %s: nothing answers at %s (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, addr, err)
+		}
+		log.Info("the crowd's HTTPS listener, by its admin API, does not answer from here: its names are asked of this machine's resolver",
+			zap.String("listener", addr), zap.Error(err))
+		return hosts, addr, nil
+	}
+	// The address dialled, as an IP: a listener on every interface is on
+	// the admin API's host, which may be a name (a compose service's).
+	reached := conn.RemoteAddr().String()
+	conn.Close()
+	for _, h := range world.Hosts() {
+		hosts[h] = reached
+	}
+	planHosts(world, plan, reached, hosts)
+	if !given {
+		log.Info("the crowd's own origins are reached at its HTTPS listener, by its admin API (--crowd-https says another)",
+			zap.String("listener", reached))
+	}
+	return hosts, "", nil
 }
 
 // listenerFrom is where a listener given as listen (":8443", "0.0.0.0:8443",

@@ -34,14 +34,14 @@ func refusePublic(err error) error {
 
 // resolveHint is what a lookup of one of the crowd's own names that
 // failed tells to do: this machine's resolver does not know the crowd's
-// names unless its DNS is in resolv.conf; the crowd's HTTPS listener,
-// when its admin API said where, is the value to pass.
+// names unless its DNS is in resolv.conf, and the crowd's HTTPS listener
+// was not there to send to (none, or it did not answer from here).
 func (env *Environment) resolveHint() string {
-	flag := "pass --crowd-https"
-	if env.crowdHTTPS != "" {
-		flag += " " + env.crowdHTTPS + " (the crowd's HTTPS listener, by its admin API)"
+	hint := "pass --crowd-https with where the crowd serve's HTTPS listener (its --https) answers from here"
+	if env.unanswered != "" {
+		hint = "the crowd's HTTPS listener, by its admin API, did not answer at " + env.unanswered + ": " + hint
 	}
-	return flag + ", start the crowd with its DNS in this machine's resolv.conf, or use --standalone"
+	return hint + ", start the crowd with its DNS in this machine's resolv.conf, or use --standalone"
 }
 
 // refuseUnresolved makes a crowd's own name this machine cannot resolve a

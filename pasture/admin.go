@@ -1,6 +1,7 @@
 package pasture
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -35,7 +36,7 @@ func (p *Pasture) WorldPage(q adminapi.WorldQuery) adminapi.WorldInfo {
 		sum.Next = end
 	}
 	info := adminapi.WorldInfo{Version: p.cfg.Version, Domain: w.Config.Domain, Zone: w.Config.Zone(), Shard: w.Config.Shard.String(),
-		HTTPS: p.cfg.HTTPSAddr, Origins: []adminapi.OriginInfo{}, Summary: sum}
+		HTTPS: cmp.Or(p.Addr("https"), p.cfg.HTTPSAddr), Origins: []adminapi.OriginInfo{}, Summary: sum}
 	for _, o := range w.Origins[start:end] {
 		oi := adminapi.OriginInfo{Index: o.Index, Host: o.Host}
 		for _, a := range o.Persons() {

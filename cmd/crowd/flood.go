@@ -167,7 +167,7 @@ func (f *floodFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&c.HTTPS, "https", "127.0.0.1:0", "with --standalone: HTTPS listen address of the in-process crowd")
 	fl.StringVar(&c.HTTP, "http", "", "with --standalone: HTTP listen address (empty disables)")
 	fl.StringVar(&c.DNS, "dns", "", "with --standalone: DNS listen address (empty disables)")
-	fl.StringVar(&c.CrowdHTTPS, "crowd-https", "", "attached: ip:port of the running crowd's HTTPS listener, for a self-flood when this machine cannot resolve the crowd's names")
+	fl.StringVar(&c.CrowdHTTPS, "crowd-https", "", "attached: host:port where the running crowd's HTTPS listener answers from here, when not where its admin API says (its own origins are reached there, not through a resolver)")
 	fl.Var(loadrun.AlgorithmValue(&c.Algorithm), "algorithm", "signature algorithm label: rsa-sha256 or hs2019")
 	fl.Int64Var(&c.PresignMaxBytes, "presign-max-bytes", def.PresignMaxBytes, "with --signing=presign: refuse a run whose presigned requests would take more memory")
 	fl.Var(loadrun.SignatureValue(&c.Signature), "signature", "HTTP signature scheme: cavage (draft-cavage-12), rfc9421 (RFC 9421 with Content-Digest), or both (RFC 9421 first, cavage again on a 4xx, the scheme that worked remembered per host, as Fedify >= 1.6 sends)")
