@@ -190,6 +190,10 @@ type LookupResult struct {
 	Resource string `json:"resource"`
 	// WebFinger is the account's JRD, for an acct resource.
 	WebFinger *apclient.JRD `json:"webfinger,omitempty"`
+	// WebFingerRedirect is the JRD of the account WebFinger's subject
+	// named, when that was another than the one asked (a vanity domain's):
+	// Mastodon asks again, and takes this answer's self link.
+	WebFingerRedirect *apclient.JRD `json:"webfinger_redirect,omitempty"`
 	// URL is the actor document's URL (the WebFinger self href, or the
 	// resource itself), and FinalURL where it was served after redirects.
 	URL      string `json:"url,omitempty"`

@@ -29,13 +29,19 @@ type JRD struct {
 
 // Self is the href of the JRD's ActivityPub self link (activity+json or
 // any ld+json profile), or "".
-func (j JRD) Self() string {
+func (j JRD) Self() string { return j.selfLink().Href }
+
+// SelfType is the type of the link Self takes its href from, or "".
+func (j JRD) SelfType() string { return j.selfLink().Type }
+
+// selfLink is the JRD's first ActivityPub self link, or the zero Link.
+func (j JRD) selfLink() Link {
 	for _, l := range j.Links {
 		if l.Rel == RelSelf && (l.Type == "application/activity+json" || strings.HasPrefix(l.Type, "application/ld+json")) {
-			return l.Href
+			return l
 		}
 	}
-	return ""
+	return Link{}
 }
 
 // ParseAcct splits "acct:name@host", "name@host" or "@name@host" into its

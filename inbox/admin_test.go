@@ -346,6 +346,55 @@ func TestAdminSendAndLookup(t *testing.T) {
 	if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:php@"+remoteHost, &lr); s != 200 || len(lr.Problems) != 0 || lr.URL != remoteID("php") {
 		t.Errorf("lookup php: %d %+v", s, lr)
 	}
+	// WebFinger answers Mastodon follows once to another account, and
+	// those it stops at. Each row's problems must contain its words, in
+	// order; none for a resolvable account.
+	for _, c := range []struct {
+		resource string
+		url      string   // the actor fetched; "" = none
+		redirect string   // the subject asked again; "" = none
+		problems []string // one each
+	}{
+		// A vanity account: its subject's own answer confirms it; bob is fetched.
+		{"acct:alias@" + remoteHost, remoteID("bob"), "acct:bob@" + remoteHost, nil},
+		// A subject naming an account whose answer names a third: Mastodon stops.
+		{"acct:hijack@" + remoteHost, "", "acct:alias@" + remoteHost, []string{"Too many webfinger redirects"}},
+		// No subject at all.
+		{"acct:nosubject@" + remoteHost, "", "", []string{"no subject"}},
+		// A self link of a JSON-LD type without the ActivityStreams profile.
+		{"acct:ldself@" + remoteHost, remoteID("bob"), "", []string{`"application/ld+json": Mastodon fetches the actor only when`}},
+		// An actor fetched by URL whose round trip meets the redirects Mastodon stops at.
+		{remoteID("drifter"), remoteID("drifter"), "", []string{"WebFinger round trip", "Too many webfinger redirects"}},
+	} {
+		lr = adminapi.LookupResult{}
+		if s := getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource="+url.QueryEscape(c.resource), &lr); s != 200 {
+			t.Errorf("lookup %s: %d", c.resource, s)
+			continue
+		}
+		if lr.Status != 0 != (c.url != "") || c.url != "" && lr.URL != c.url {
+			t.Errorf("lookup %s: fetched %q (status %d), want %q", c.resource, lr.URL, lr.Status, c.url)
+		}
+		askedAgain := ""
+		if lr.WebFingerRedirect != nil && lr.WebFinger != nil {
+			askedAgain = lr.WebFinger.Subject
+		}
+		if askedAgain != c.redirect {
+			t.Errorf("lookup %s: asked again for %q, want %q", c.resource, askedAgain, c.redirect)
+		}
+		if len(lr.Problems) != min(len(c.problems), 1) {
+			t.Errorf("lookup %s: problems %q, want %d", c.resource, lr.Problems, min(len(c.problems), 1))
+			continue
+		}
+		rest := strings.Join(lr.Problems, "\n")
+		for _, w := range c.problems {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("lookup %s: problems %q lack %q (in order)", c.resource, lr.Problems, w)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+	}
 	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=alice@flood1.test", &lr)
 	if len(lr.Problems) != 0 {
 		t.Errorf("a crowd actor has problems: %q", lr.Problems)
@@ -385,6 +434,10 @@ func TestActorProblems(t *testing.T) {
 		{"slashes escaped", id, 200, "application/activity+json", strings.ReplaceAll(good, "/", `\/`), id, nil}, // PHP writes https:\/\/: the same document
 		{"context a single string", id, 200, "application/activity+json", strings.Replace(good, `["https://www.w3.org/ns/activitystreams","https://w3id.org/security/v1"]`, `"https://www.w3.org/ns/activitystreams"`, 1), "",
 			[]string{"security/v1"}}, // publicKey undefined for JSON-LD processors
+		{"no preferredUsername", id, 200, "application/activity+json", strings.Replace(good, `"preferredUsername":"x",`, "", 1), "",
+			[]string{"nor FEP-2c59 webfinger"}}, // nothing to name the account by
+		{"FEP-2c59 webfinger only", id, 200, "application/activity+json", strings.Replace(good, `"preferredUsername":"x",`, `"webfinger":"x@a.test",`, 1), "",
+			[]string{"only servers that read FEP-2c59"}}, // recent Mastodon names it; others cannot
 		{"context URL only inside a term", id, 200, "application/activity+json", strings.Replace(good, `"https://w3id.org/security/v1"`, `{"sec":"https://w3id.org/security/v1"}`, 1), "",
 			[]string{"security/v1"}}, // a term definition is not the security context
 	}

@@ -105,7 +105,7 @@ type remoteServer struct {
 func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	t.Helper()
 	// php is an actor whose server escapes '/' in JSON, as PHP's json_encode does.
-	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol"), "php": loadRemoteKey(t, "carol")},
+	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol"), "php": loadRemoteKey(t, "carol"), "drifter": loadRemoteKey(t, "carol")},
 		signer: signing.NewSigner(signing.SignerOptions{UserAgent: "remote-test/1"})}
 	// The remote verifies the crowd's signatures with the crowd's public
 	// keys, exactly what fetching the crowd's actor documents would give.
@@ -163,12 +163,28 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 			fmt.Fprintf(w, `{"subject":%q,"links":[]}`, res)
 			return
 		}
-		if _, ok := rs.keys[user]; !ok && user != "badguy" {
-			http.Error(w, "not found", http.StatusNotFound)
-			return
+		// Answers that name another account, or none, or a self link
+		// Mastodon does not fetch: what it stops at, and what it follows.
+		subject, self, selfType := res, remoteID(user), "application/activity+json"
+		switch user {
+		case "alias": // a vanity account: bob's own answer confirms it
+			subject, self = "acct:bob@"+remoteHost, remoteID("bob")
+		case "hijack": // names alias, whose answer names bob: one redirect too many
+			subject, self = "acct:alias@"+remoteHost, remoteID("bob")
+		case "drifter": // its actor's round trip meets hijack's redirects
+			subject = "acct:hijack@" + remoteHost
+		case "nosubject":
+			subject, self = "", remoteID("bob")
+		case "ldself": // JSON-LD without the profile Mastodon compares
+			self, selfType = remoteID("bob"), "application/ld+json"
+		default:
+			if _, ok := rs.keys[user]; !ok && user != "badguy" {
+				http.Error(w, "not found", http.StatusNotFound)
+				return
+			}
 		}
 		w.Header().Set("Content-Type", "application/jrd+json")
-		fmt.Fprintf(w, `{"subject":%q,"links":[{"rel":"self","type":"application/activity+json","href":%q}]}`, res, remoteID(user))
+		fmt.Fprintf(w, `{"subject":%q,"links":[{"rel":"self","type":%q,"href":%q}]}`, subject, selfType, self)
 	})
 	inbox := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

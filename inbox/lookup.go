@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crowdfed/crowd/actors"
@@ -75,17 +77,29 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 		if ok, err := reachable("https://" + host + "/"); !ok {
 			return res, err
 		}
-		jrd, err := in.webfinger(ctx, resource)
+		answers, err := in.confirmAcct(ctx, resource, func(host string) error { return in.checkHost(ctx, g, "https://"+host+"/") })
+		if len(answers) > 0 {
+			res.WebFinger = &answers[0]
+		}
+		if len(answers) > 1 {
+			res.WebFingerRedirect = &answers[1]
+		}
 		if err != nil {
+			if errors.Is(err, dialguard.ErrPublicTarget) {
+				return res, err
+			}
 			res.Problems = append(res.Problems, "WebFinger: "+err.Error())
 			return res, nil
 		}
-		res.WebFinger = &jrd
+		jrd := answers[len(answers)-1]
 		selfHref = jrd.Self()
 		res.URL = selfHref
 		if selfHref == "" {
 			res.Problems = append(res.Problems, "WebFinger: no ActivityPub self link (rel self, type application/activity+json or application/ld+json): no actor to fetch")
 			return res, nil
+		}
+		if t := jrd.SelfType(); !slices.Contains(mastodonSelfTypes(), t) {
+			res.Problems = append(res.Problems, fmt.Sprintf("WebFinger: the self link's type is %q: Mastodon fetches the actor only when it is exactly %s", t, strings.Join(quoted(mastodonSelfTypes()), " or ")))
 		}
 	}
 	if ok, err := reachable(res.URL); !ok {
@@ -101,31 +115,107 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 		res.Document = json.RawMessage(f.Body)
 	}
 	res.Problems = append(res.Problems, ActorProblems(res.URL, f.URL, f.Status, f.ContentType, f.Body, selfHref)...)
-	// The round trip Mastodon makes: WebFinger of preferredUsername@host
-	// (of the id) must lead back to the same id.
+	// The round trip Mastodon makes: WebFinger of the actor's account (its
+	// FEP-2c59 webfinger, else preferredUsername@the id's host) must lead
+	// back to the same id.
 	var doc struct {
 		ID                string `json:"id"`
 		PreferredUsername string `json:"preferredUsername"`
+		WebFinger         any    `json:"webfinger"`
 	}
-	if f.Status == http.StatusOK && json.Unmarshal(f.Body, &doc) == nil && doc.ID != "" && doc.PreferredUsername != "" {
-		acct := "acct:" + doc.PreferredUsername + "@" + actors.HostOf(doc.ID)
-		if res.WebFinger == nil || !strings.EqualFold(res.WebFinger.Subject, acct) {
+	if f.Status == http.StatusOK && json.Unmarshal(f.Body, &doc) == nil && doc.ID != "" {
+		acct := ""
+		if wf, ok := doc.WebFinger.(string); ok {
+			if user, host, err := apclient.ParseAcct(wf); err == nil {
+				acct = "acct:" + user + "@" + host
+			}
+		}
+		if acct == "" && doc.PreferredUsername != "" {
+			acct = "acct:" + doc.PreferredUsername + "@" + actors.HostOf(doc.ID)
+		}
+		confirmed := res.WebFingerRedirect
+		if confirmed == nil {
+			confirmed = res.WebFinger
+		}
+		if acct != "" && (confirmed == nil || !sameAcct(confirmed.Subject, acct)) {
 			// The document is in hand: a public host here is a problem to
 			// list beside it, not a refusal that would drop it.
-			if err := in.checkHost(ctx, g, "https://"+actors.HostOf(doc.ID)+"/"); err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s not asked: %v", acct, err))
-				return res, nil
-			}
-			jrd, err := in.webfinger(ctx, acct)
+			answers, err := in.confirmAcct(ctx, acct, func(host string) error { return in.checkHost(ctx, g, "https://"+host+"/") })
 			switch {
+			case errors.Is(err, dialguard.ErrPublicTarget):
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s not asked: %v", acct, err))
 			case err != nil:
-				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s fails (%v); Mastodon cannot resolve this actor", acct, err))
-			case jrd.Self() != doc.ID:
-				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s leads to %s, not back to %s", acct, jrd.Self(), doc.ID))
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %v; Mastodon cannot resolve this actor", err))
+			case answers[len(answers)-1].Self() != doc.ID:
+				res.Problems = append(res.Problems, fmt.Sprintf("WebFinger round trip: %s leads to %s, not back to %s", acct, answers[len(answers)-1].Self(), doc.ID))
 			}
 		}
 	}
 	return res, nil
+}
+
+// confirmAcct asks WebFinger about acct as Mastodon resolves an account:
+// the answer must have a subject, and a subject naming another account
+// (a vanity domain's, or a moved one's) is asked in turn, whose answer must
+// name that account itself (Mastodon stops at "Too many webfinger
+// redirects" otherwise) and is the one whose self link counts. check is
+// asked about the subject's host before it is contacted. It returns the
+// answers in order, one or two, and what would make Mastodon stop.
+func (in *Inbox) confirmAcct(ctx context.Context, acct string, check func(host string) error) ([]apclient.JRD, error) {
+	first, err := in.webfinger(ctx, acct)
+	if err != nil {
+		return nil, err
+	}
+	answers := []apclient.JRD{first}
+	if first.Subject == "" {
+		return answers, fmt.Errorf("the answer for %s has no subject: Mastodon refuses it", acct)
+	}
+	if sameAcct(first.Subject, acct) {
+		return answers, nil
+	}
+	_, host, err := apclient.ParseAcct(first.Subject)
+	if err != nil {
+		return answers, fmt.Errorf("the answer for %s names subject %q, not an account: Mastodon cannot confirm it", acct, first.Subject)
+	}
+	if err := check(host); err != nil {
+		if errors.Is(err, dialguard.ErrPublicTarget) {
+			return answers, err
+		}
+		return answers, fmt.Errorf("the answer for %s names subject %s, whose host is not reached: %v", acct, first.Subject, err)
+	}
+	second, err := in.webfinger(ctx, first.Subject)
+	if err != nil {
+		return answers, fmt.Errorf("the answer for %s names subject %s, whose own WebFinger fails: %v", acct, first.Subject, err)
+	}
+	answers = append(answers, second)
+	if !sameAcct(second.Subject, first.Subject) {
+		return answers, fmt.Errorf("the answer for %s names subject %s, whose own answer names %s: Mastodon stops (\"Too many webfinger redirects\")", acct, first.Subject, cmp.Or(second.Subject, "no subject"))
+	}
+	return answers, nil
+}
+
+// sameAcct reports whether two accounts (acct:name@host, name@host) are
+// one as Mastodon compares them: name and host each without regard to case.
+func sameAcct(a, b string) bool {
+	ua, ha, errA := apclient.ParseAcct(a)
+	ub, hb, errB := apclient.ParseAcct(b)
+	return errA == nil && errB == nil && strings.EqualFold(ua, ub) && strings.EqualFold(ha, hb)
+}
+
+// mastodonSelfTypes are the WebFinger self link types Mastodon fetches an
+// actor for: compared as strings, so a profile written otherwise (no
+// space after the ';') is not one of them.
+func mastodonSelfTypes() []string {
+	return []string{"application/activity+json", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`}
+}
+
+// quoted is each of s in Go's double quotes.
+func quoted(s []string) []string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	return q
 }
 
 // webfinger looks acct up: a crowd account from the world, any other
@@ -180,6 +270,7 @@ func ActorProblems(requested, final string, status int, contentType string, body
 		ID                string          `json:"id"`
 		Type              json.RawMessage `json:"type"`
 		PreferredUsername string          `json:"preferredUsername"`
+		WebFinger         json.RawMessage `json:"webfinger"`
 		Inbox             string          `json:"inbox"`
 		Outbox            string          `json:"outbox"`
 		PublicKey         json.RawMessage `json:"publicKey"`
@@ -216,7 +307,11 @@ func ActorProblems(requested, final string, status int, contentType string, body
 		add("type %q is not an actor type (%s)", typ, strings.Join(actorTypes(), ", "))
 	}
 	if doc.PreferredUsername == "" {
-		add("no preferredUsername: Mastodon needs it for the WebFinger round trip")
+		if isNull(doc.WebFinger) {
+			add("no preferredUsername (nor FEP-2c59 webfinger): Mastodon needs it for the WebFinger round trip")
+		} else {
+			add("no preferredUsername: only servers that read FEP-2c59's webfinger (recent Mastodon) can name this actor")
+		}
 	}
 	if doc.Inbox == "" {
 		add("no inbox: nobody can deliver to this actor")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -81,11 +82,17 @@ func runLookup(ctx context.Context, stdout io.Writer, f *lookupFlags, resource s
 // document, the document, then the problems.
 func printLookupResult(w io.Writer, res *adminapi.LookupResult) {
 	if res.WebFinger != nil {
-		self := res.WebFinger.Self()
+		answer := res.WebFinger
+		if res.WebFingerRedirect != nil {
+			// The account's answer named another, which was asked in turn.
+			fmt.Fprintf(w, "WebFinger %s → subject %s, asked in turn\n", res.Resource, res.WebFinger.Subject)
+			answer = res.WebFingerRedirect
+		}
+		self := answer.Self()
 		if self == "" {
 			self = "(no ActivityPub self link)"
 		}
-		fmt.Fprintf(w, "WebFinger %s → %s\n", res.WebFinger.Subject, self)
+		fmt.Fprintf(w, "WebFinger %s → %s\n", cmp.Or(answer.Subject, "(no subject)"), self)
 	}
 	if res.Status != 0 {
 		fmt.Fprintf(w, "GET %s → %d %s", res.URL, res.Status, res.ContentType)

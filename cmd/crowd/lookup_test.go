@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/apclient"
 	"github.com/crowdfed/crowd/internal/loopback"
 )
 
@@ -96,4 +97,34 @@ func TestLookup(t *testing.T) {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})
+}
+
+// TestPrintLookupResultTellsTheWay: the lines before the document say how
+// the actor was found, a WebFinger answer naming another account included.
+func TestPrintLookupResultTellsTheWay(t *testing.T) {
+	self := func(subject, href string) *apclient.JRD {
+		return &apclient.JRD{Subject: subject, Links: []apclient.Link{{Rel: apclient.RelSelf, Type: "application/activity+json", Href: href}}}
+	}
+	for _, c := range []struct {
+		name string
+		res  adminapi.LookupResult
+		want string
+	}{
+		// The account's own answer.
+		{"direct", adminapi.LookupResult{Resource: "acct:bob@sut.test", WebFinger: self("acct:bob@sut.test", "https://sut.test/users/bob")},
+			"WebFinger acct:bob@sut.test → https://sut.test/users/bob\n"},
+		// A vanity account: its answer names bob, whose answer has the self link.
+		{"asked in turn", adminapi.LookupResult{Resource: "acct:me@vanity.test", WebFinger: self("acct:bob@sut.test", "https://sut.test/users/bob"),
+			WebFingerRedirect: self("acct:bob@sut.test", "https://sut.test/users/bob")},
+			"WebFinger acct:me@vanity.test → subject acct:bob@sut.test, asked in turn\nWebFinger acct:bob@sut.test → https://sut.test/users/bob\n"},
+		// An answer with no subject and no actor.
+		{"empty answer", adminapi.LookupResult{Resource: "acct:x@sut.test", WebFinger: &apclient.JRD{}},
+			"WebFinger (no subject) → (no ActivityPub self link)\n"},
+	} {
+		var b strings.Builder
+		printLookupResult(&b, &c.res)
+		if got, _, _ := strings.Cut(b.String(), "no problems"); got != c.want {
+			t.Errorf("%s: printed\n%s\nwant\n%s", c.name, got, c.want)
+		}
+	}
 }
