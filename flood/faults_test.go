@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -140,17 +141,18 @@ func testFaultsAreMeasuredNotFatal(t *testing.T, client Client) {
 		fault  string       // X-Fault of its requests
 		want   record.Class // what every send of the phase must be
 		why    string       // why that class
+		reason string       // why no answer, as the record counts it ("" = answered)
 		before func() error // changes the sink before the phase (set below)
 		prep   *Prepared    // its request (set below)
 	}{
 		// A healthy SUT: 202.
 		{name: "answering", want: record.Class202, why: "the SUT accepts"},
 		// The SUT resets each connection after reading the request: no HTTP answer.
-		{name: "resetting", fault: "reset", want: record.ClassConnError, why: "RST instead of an answer"},
+		{name: "resetting", fault: "reset", want: record.ClassConnError, why: "RST instead of an answer", reason: "connection reset"},
 		// The SUT holds each request past the 500 ms timeout.
-		{name: "stalling", fault: "stall", want: record.ClassTimeout, why: "no answer within Plan.Timeout"},
+		{name: "stalling", fault: "stall", want: record.ClassTimeout, why: "no answer within Plan.Timeout", reason: "timeout"},
 		// The SUT stops listening: every dial is refused.
-		{name: "refusing", want: record.ClassConnError, why: "connection refused"},
+		{name: "refusing", want: record.ClassConnError, why: "connection refused", reason: "connection refused"},
 		// It listens again on the same port: 202 again, no restart of the flood needed.
 		{name: "back", want: record.Class202, why: "the SUT is back"},
 	}
@@ -247,6 +249,15 @@ func testFaultsAreMeasuredNotFatal(t *testing.T, client Client) {
 		if st.Latency.TotalCount() != wantLat || st.Failed.TotalCount() != wantFailed {
 			t.Errorf("%s: latency holds %d values, failed %d; want %d and %d", ph.name, st.Latency.TotalCount(), st.Failed.TotalCount(), wantLat, wantFailed)
 		}
+		// Each unanswered send says why, in the phase's words.
+		if want := (record.Unanswered{}); ph.reason != "" {
+			want.Add(ph.reason, perPhase)
+			if !maps.Equal(st.Unanswered, want) {
+				t.Errorf("%s: no answer because %v, want %v", ph.name, st.Unanswered, want)
+			}
+		} else if len(st.Unanswered) > 0 {
+			t.Errorf("%s: answered, yet no answer because %v", ph.name, st.Unanswered)
+		}
 	}
 	// Min is the lowest value of its HDR bucket (3 significant digits:
 	// 256 µs wide at 500 ms), so allow the histogram its 0.1 % precision.
@@ -272,7 +283,7 @@ func testFaultsAreMeasuredNotFatal(t *testing.T, client Client) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("latency and service: over the %d answered sends", 2*perPhase),
-		fmt.Sprintf("%d got no answer (timeout %d, connection refused/reset %d), kept apart", 3*perPhase, perPhase, 2*perPhase),
+		fmt.Sprintf("%d got no answer (connection refused %d, connection reset %d, timeout %d), kept apart", 3*perPhase, perPhase, perPhase, perPhase),
 	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table does not say %q:\n%s", want, table.String())

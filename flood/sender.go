@@ -407,8 +407,10 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 		d.Aborted = true
 	case timedOut || isTimeout(err):
 		d.Class = record.ClassTimeout
+		d.NoAnswer = "timeout"
 	default:
 		d.Class = record.ClassConnError
+		d.NoAnswer = noAnswerReason(err, false)
 	}
 	return true
 }

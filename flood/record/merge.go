@@ -215,6 +215,7 @@ func mergeTypes(recs []*Record, name string) (*Stats, error) {
 		st.Counts.Merge(tr.Counts)
 		st.Tally.Merge(tr.Tally)
 		st.RateLimits.Merge(tr.RateLimits)
+		st.Unanswered.Merge(tr.Unanswered)
 		for _, p := range []struct {
 			dst *hdr.Histogram
 			src HistRecord

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -223,6 +224,9 @@ type TypeRecord struct {
 	Lateness   HistRecord `json:"lateness"` // actual - intended, every completed send
 	Accepted   HistRecord `json:"accepted"` // 2xx answers' latency
 	Failed     HistRecord `json:"failed"`   // latency of the sends that got no answer (timeouts, connection errors)
+	// Unanswered is why those sends got no answer, by reason (absent when
+	// every send was answered, and in records written before it was kept).
+	Unanswered Unanswered `json:"unanswered,omitempty"`
 }
 
 // Rates are per second over the measured window (Record.Measured: the
@@ -354,7 +358,7 @@ func (r *Record) finish() {
 }
 
 func typeRecord(st *Stats) (TypeRecord, error) {
-	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally, RateLimits: st.RateLimits}
+	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally, RateLimits: st.RateLimits, Unanswered: maps.Clone(st.Unanswered)}
 	var err error
 	if tr.Latency, err = encodeHist(st.Latency); err != nil {
 		return tr, err

@@ -84,8 +84,8 @@ func TestMergeExact(t *testing.T) {
 	if c := m.Overall.Counts; c.Sent != 15000 || c.Completed != 15000 {
 		t.Errorf("merged counts %+v, want 15000", c)
 	}
-	if got := m.Overall.Tally.Classes[record.ClassTimeout]; got != 700 {
-		t.Errorf("timeouts %d, want 700", got)
+	if got := m.Overall.Tally.Classes[record.ClassTimeout]; got != 700 || !reflect.DeepEqual(m.Overall.Unanswered, record.Unanswered{"timeout": 700}) {
+		t.Errorf("timeouts %d, unanswered %v; want 700 of them, named", got, m.Overall.Unanswered)
 	}
 	if got := m.Overall.Tally.Classes[record.Class429]; got != 250 || m.Overall.Tally.RetryAfter != 250 {
 		t.Errorf("429 %d Retry-After %d, want 250", got, m.Overall.Tally.RetryAfter)

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"runtime"
 	"slices"
 	"sync"
@@ -287,6 +288,9 @@ func (sh *shard) record(d *Delivery) {
 			st.Tally.Add(d.Class, d.RetryAfter())
 			st.RateLimits.Add(d.Class, d.RateLimit)
 			st.Observe(d.Class, lat, d.Service(), late)
+			if !d.Class.Answered() {
+				st.Unanswered.Add(cmp.Or(d.NoAnswer, d.Class.String()), 1)
+			}
 			RecordDuration(sh.dispatch, d.Picked-d.Intended)
 			sh.lastPicked = max(sh.lastPicked, d.Picked)
 			sh.lastDone = max(sh.lastDone, d.Done)

@@ -64,6 +64,10 @@ type Delivery struct {
 	Attempts  int             // requests sent for it: 2 when the first was refused and a fallback sent
 	SentBytes int64           // request body bytes, per attempt
 	GotBytes  int64           // answer body bytes read (the last attempt's)
+	// NoAnswer names why a send of ClassTimeout or ClassConnError got no
+	// answer, in words that do not vary from send to send (no address, no
+	// port): "connection refused", "TLS: ...". "" otherwise.
+	NoAnswer string
 }
 
 // Latency is from the intended time to the answer.

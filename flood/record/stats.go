@@ -253,6 +253,8 @@ type Stats struct {
 	Lateness   *hdr.Histogram
 	Accepted   *hdr.Histogram
 	Failed     *hdr.Histogram
+	// Unanswered is why the sends in Failed got no answer.
+	Unanswered Unanswered
 }
 
 // NewStats returns empty Stats with the flood's histogram geometry.
@@ -270,6 +272,7 @@ func (s *Stats) Merge(o *Stats) {
 	s.Lateness.Merge(o.Lateness)
 	s.Accepted.Merge(o.Accepted)
 	s.Failed.Merge(o.Failed)
+	s.Unanswered.Merge(o.Unanswered)
 }
 
 // Observe files one completed send's timings in the histograms its class

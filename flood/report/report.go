@@ -201,8 +201,12 @@ func writeMeasured(b *strings.Builder, r *record.Record) {
 	answered := o.Latency.Count
 	fmt.Fprintf(b, "latency and service: over the %d answered sends (any HTTP status)", answered)
 	if f := o.Failed; f.Count > 0 {
-		fmt.Fprintf(b, "; %d got no answer (timeout %d, connection refused/reset %d), kept apart: p50 %s p95 %s max %s",
-			f.Count, o.Tally.Classes[record.ClassTimeout], o.Tally.Classes[record.ClassConnError], record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
+		why := o.Unanswered.String()
+		if why == "" { // a record from before the reasons were kept
+			why = fmt.Sprintf("timeout %d, no connection or answer %d", o.Tally.Classes[record.ClassTimeout], o.Tally.Classes[record.ClassConnError])
+		}
+		fmt.Fprintf(b, "; %d got no answer (%s), kept apart: p50 %s p95 %s max %s",
+			f.Count, why, record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
 	}
 	b.WriteString("\n\n")
 }

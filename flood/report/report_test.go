@@ -39,6 +39,32 @@ func TestWriteTableGolden(t *testing.T) {
 	recordtest.Golden(t, "table.golden", b.Bytes(), *update)
 }
 
+// TestTableSaysWhyNoAnswer: the sends that got no answer are told by
+// reason; a record written before the reasons were kept, by class.
+func TestTableSaysWhyNoAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		unanswered record.Unanswered
+		want       string
+	}{
+		// The flood named each: the reasons, most first.
+		{"named", record.Unanswered{"connection refused": 1, "TLS: certificate signed by an authority not trusted": 1},
+			"2 got no answer (TLS: certificate signed by an authority not trusted 1, connection refused 1), kept apart"},
+		// An older record: the classes, without claiming a cause.
+		{"older record", nil, "2 got no answer (timeout 2, no connection or answer 0), kept apart"},
+	} {
+		rec := reportRecord(t)
+		rec.Overall.Unanswered = c.unanswered
+		var b bytes.Buffer
+		if err := WriteTable(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: the table does not say %q:\n%s", c.name, c.want, b.String())
+		}
+	}
+}
+
 func TestMarkdownRowGolden(t *testing.T) {
 	r := reportRecord(t)
 	recordtest.Golden(t, "runs_row.golden", []byte(record.MarkdownHeader()+r.MarkdownRow(r.FileName())), *update)

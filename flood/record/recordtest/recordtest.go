@@ -15,7 +15,8 @@ import (
 )
 
 // Sends records n completed sends (as a recorder files them): latency lat(i), service half of it,
-// lateness lat(i)/10, status class cls(i) (Retry-After on 429s).
+// lateness lat(i)/10, status class cls(i) (Retry-After on 429s; an unanswered one's reason its
+// class's name).
 func Sends(n int, lat func(i int) time.Duration, cls func(i int) record.Class) *record.Stats {
 	st := record.NewStats()
 	for i := range n {
@@ -23,6 +24,9 @@ func Sends(n int, lat func(i int) time.Duration, cls func(i int) record.Class) *
 		c := cls(i)
 		st.Observe(c, l, l/2, l/10)
 		st.Tally.Add(c, c == record.Class429)
+		if !c.Answered() {
+			st.Unanswered.Add(c.String(), 1)
+		}
 	}
 	st.Counts = record.Counts{Offered: int64(n), Sent: int64(n), Completed: int64(n)}
 	return st

@@ -1,0 +1,70 @@
+package flood
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/crowdfed/crowd/internal/dialguard"
+)
+
+// noAnswerReason names why a send got no HTTP answer (record.Delivery's
+// NoAnswer), in words that stay the same from send to send, so that a
+// record can count them, and that say what to mend: nothing listening, a
+// certificate this machine's roots do not trust, TLS spoken to a plain
+// HTTP port. An error it cannot name is told by its innermost text.
+func noAnswerReason(err error, timedOut bool) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		notTLS    tls.RecordHeaderError
+		dnsErr    *net.DNSError
+		opErr     *net.OpError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case timedOut || isTimeout(err):
+		return "timeout"
+	case errors.Is(err, dialguard.ErrPublicTarget):
+		return "public target refused"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EPIPE):
+		return "connection closed while sending"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "no route to the host"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "source address not available"
+	case errors.As(err, &unknownCA):
+		return "TLS: certificate signed by an authority not trusted"
+	case errors.As(err, &hostname):
+		return "TLS: certificate not valid for the host"
+	case errors.As(err, &invalid):
+		if invalid.Reason == x509.Expired {
+			return "TLS: certificate expired or not yet valid"
+		}
+		return "TLS: certificate invalid"
+	case errors.As(err, &notTLS), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http words the record header error so; the fast client keeps it.
+		return "TLS: the answer is not TLS (plain HTTP on that port?)"
+	case errors.As(err, &opErr) && opErr.Op == "remote error":
+		// The server's alert in the handshake: it refused this client.
+		return "TLS: the server refused the handshake (" + opErr.Err.Error() + ")"
+	case errors.As(err, &dnsErr):
+		return "name not resolved"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before an answer"
+	}
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next
+	}
+	return err.Error()
+}
