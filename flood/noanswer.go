@@ -12,12 +12,12 @@ import (
 	"github.com/crowdfed/crowd/internal/dialguard"
 )
 
-// noAnswerReason names why a send got no HTTP answer (record.Delivery's
-// NoAnswer), in words that stay the same from send to send, so that a
+// NoAnswerReason names why a send got no HTTP answer (record.Delivery's
+// NoAnswer, and a connection the run checks before it sends), in words that stay the same from send to send, so that a
 // record can count them, and that say what to mend: nothing listening, a
 // certificate this machine's roots do not trust, TLS spoken to a plain
 // HTTP port. An error it cannot name is told by its innermost text.
-func noAnswerReason(err error, timedOut bool) string {
+func NoAnswerReason(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
@@ -29,7 +29,7 @@ func noAnswerReason(err error, timedOut bool) string {
 	switch {
 	case err == nil:
 		return ""
-	case timedOut || isTimeout(err):
+	case isTimeout(err):
 		return "timeout"
 	case errors.Is(err, dialguard.ErrPublicTarget):
 		return "public target refused"

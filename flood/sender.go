@@ -410,7 +410,7 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 		d.NoAnswer = "timeout"
 	default:
 		d.Class = record.ClassConnError
-		d.NoAnswer = noAnswerReason(err, false)
+		d.NoAnswer = NoAnswerReason(err)
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package loadrun
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
@@ -27,19 +29,23 @@ import (
 // admin API. It is attached (a running crowd serve) or standalone (the
 // world started in this process); Close ends what it started.
 type Environment struct {
-	// unanswered is the attached crowd's HTTPS listener, by its admin API,
-	// when it did not answer from here: the advice to a flood that cannot
-	// resolve the crowd's names says so.
-	unanswered string
-	World      *actors.World
-	Roots      *x509.CertPool    // the machine's roots and the crowd's CA
-	Hosts      map[string]string // host → ip:port of the crowd's own origins, when known
-	Register   func(context.Context, traffic.FollowRegistration) error
-	Outbox     traffic.OutboxSink // where the Creates sent are listed: the crowd's outboxes
-	Admin      *adminapi.Client   // the crowd's admin API (nil: none)
-	What       string             // which crowd, for the log
-	Shard      string
-	close      func()
+	// unreached says why the attached crowd's own origins are not reached
+	// at its HTTPS listener ("" when they are, or standalone): the advice
+	// to a flood that cannot resolve the crowd's names begins with it.
+	unreached string
+	// reachedAt is where an attached crowd's first origin is reached, when
+	// its HTTPS listener answered ("" otherwise, and standalone, whose
+	// port is picked at each start and says nothing in a record).
+	reachedAt string
+	World     *actors.World
+	Roots     *x509.CertPool    // the machine's roots and the crowd's CA
+	Hosts     map[string]string // host → ip:port of the crowd's own origins, when known
+	Register  func(context.Context, traffic.FollowRegistration) error
+	Outbox    traffic.OutboxSink // where the Creates sent are listed: the crowd's outboxes
+	Admin     *adminapi.Client   // the crowd's admin API (nil: none)
+	What      string             // which crowd, for the log
+	Shard     string
+	close     func()
 	// Fetchbacks counts what the SUT fetches back from the crowd's origins
 	// during a run (nil: it cannot).
 	Fetchbacks FetchbackCounter
@@ -146,7 +152,8 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		world.Close()
 		return nil, fmt.Errorf("the crowd's CA from %s: %w", c.AdminAddr, err)
 	}
-	hosts, unanswered, err := crowdHosts(ctx, c, world, plan, listenerFrom(info.HTTPS, c.AdminAddr), log)
+	tc := &tls.Config{RootCAs: pasture.RootsWith(caPEM), ServerName: world.Origins[0].Host, NextProtos: []string{"http/1.1"}}
+	hosts, unreached, err := crowdHosts(ctx, c, world, plan, listenerFrom(info.HTTPS, c.AdminAddr), tc, log)
 	if err != nil {
 		world.Close()
 		return nil, err
@@ -165,20 +172,23 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}},
 		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin},
-		unanswered: unanswered,
+		unreached: unreached, reachedAt: hosts[world.Origins[0].Host],
 	}, nil
 }
 
 // crowdHosts is where the attached crowd's own origins are reached: at
-// --crowd-https when given (an error when nothing answers there), else at
-// the HTTPS listener the crowd's admin API gave (listener), so that no
-// resolver is asked for names the crowd itself says where to find; each
-// origin at its own address on that port when plan gives origins theirs.
-// A listener that does not answer from here (the crowd in another
-// network, its port not published) leaves the names to this machine's
-// resolver, and is returned as unanswered for the advice when that does
-// not know them either.
-func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *originaddr.Plan, listener string, log *zap.Logger) (hosts map[string]string, unanswered string, err error) {
+// --crowd-https when given (a usage error when this crowd's HTTPS does not
+// answer there), else at the HTTPS listener the crowd's admin API gave
+// (listener), so that no resolver is asked for names the crowd itself
+// says where to find; each origin at its own address on that port when
+// plan gives origins theirs. "Answers" is a TLS handshake that tc (the
+// crowd's CA, the first origin's name) accepts: a bare connection would
+// pass a plain HTTP port or another crowd's listener, whose every send
+// then fails. A listener that does not answer so from here (the crowd in
+// another network, its port not published), or none, leaves the names to
+// this machine's resolver; note then says why, for the advice when that
+// does not know them either.
+func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *originaddr.Plan, listener string, tc *tls.Config, log *zap.Logger) (hosts map[string]string, note string, err error) {
 	hosts = map[string]string{}
 	given := c.CrowdHTTPS != ""
 	if given {
@@ -188,29 +198,32 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 		listener = c.CrowdHTTPS
 	}
 	if listener == "" {
-		return hosts, "", nil
+		return hosts, "the crowd's admin API gives no HTTPS listener (a serve started with --https \"\" has none)", nil
 	}
 	// Every send of a self-flood goes there (to the first origin's own
-	// address, with one each): a port where nothing listens would be a
-	// run of connection errors, exit 0 without gates.
+	// address, with one each).
 	addr := listener
 	planHosts(world, plan, listener, hosts)
 	if a, ok := hosts[world.Origins[0].Host]; ok {
 		addr = a
 	}
 	clear(hosts)
-	d := net.Dialer{Timeout: 3 * time.Second}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second}, Config: tc}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err() // interrupted: 130, not a refusal
 		}
+		why := "nothing answers there"
+		if reason := flood.NoAnswerReason(err); reason != "connection refused" && reason != "timeout" {
+			why = "it answers, but not as this crowd's HTTPS (" + reason + ")"
+		}
 		if given {
-			return nil, "", fmt.Errorf("--crowd-https %s: nothing answers at %s (%v): pass the address of the crowd serve's HTTPS listener (its --https)", c.CrowdHTTPS, addr, err)
+			return nil, "", usagef("--crowd-https %s: %s: pass where the HTTPS listener of the crowd at %s (its --https) answers from here", addr, why, c.AdminAddr)
 		}
 		log.Info("the crowd's HTTPS listener, by its admin API, does not answer from here: its names are asked of this machine's resolver",
-			zap.String("listener", addr), zap.Error(err))
-		return hosts, addr, nil
+			zap.String("listener", addr), zap.String("why", why))
+		return hosts, "its HTTPS listener, by its admin API, is " + addr + ", and " + why + " from here", nil
 	}
 	// The address dialled, as an IP: a listener on every interface is on
 	// the admin API's host, which may be a name (a compose service's).
@@ -220,10 +233,11 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 		hosts[h] = reached
 	}
 	planHosts(world, plan, reached, hosts)
-	if !given {
-		log.Info("the crowd's own origins are reached at its HTTPS listener, by its admin API (--crowd-https says another)",
-			zap.String("listener", reached))
+	from := "by its admin API"
+	if given {
+		from = "by --crowd-https"
 	}
+	log.Info("the crowd's own origins are reached at its HTTPS listener, "+from, zap.String("listener", reached))
 	return hosts, "", nil
 }
 

@@ -2,8 +2,13 @@ package loadrun
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"net"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/crowdfed/crowd/actors"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/loopback"
 )
 
@@ -65,44 +71,57 @@ func TestListenerFrom(t *testing.T) {
 
 // TestCrowdHostsReachTheListener: where an attached flood sends for the
 // crowd's own origins, by --crowd-https and by the listener the crowd's
-// admin API gives. No resolver is asked in any row: each either maps the
-// names or leaves them unmapped and says what did not answer.
+// admin API gives, each answering (a TLS handshake the crowd's roots
+// accept) or not. No resolver is asked in any row: each either maps the
+// names, or leaves them unmapped and says why, or refuses --crowd-https
+// as a usage error.
 func TestCrowdHostsReachTheListener(t *testing.T) {
 	w, err := actors.Open(actors.Config{Origins: 2, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), EphemeralGraph: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	l, err := net.Listen("tcp", loopback.Free(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	listening := l.Addr().String()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	crowd := httptest.NewTLSServer(ok) // "the crowd": its certificate is trusted below
+	defer crowd.Close()
+	plain := httptest.NewServer(ok) // a plain HTTP port (the crowd's --http)
+	defer plain.Close()
+	listening, plainAddr := crowd.Listener.Addr().String(), plain.Listener.Addr().String()
+	roots := x509.NewCertPool()
+	roots.AddCert(crowd.Certificate())
 	silent := loopback.Free(t) // nothing listens there
 	for _, c := range []struct {
 		name, given, advertised string
+		serverName              string // the name the handshake asks for; "" = one the certificate holds
 		mapped                  string // where every origin goes; "" = left to the resolver
-		unanswered              string // the advertised listener said not to answer
-		refused                 string // an error containing this
+		note                    string // why not, for the advice (contained)
+		refused                 string // a usage error containing this
 	}{
 		// The listener the admin API gives answers: every origin goes there.
-		{"advertised", "", listening, listening, "", ""},
+		{"advertised", "", listening, "", listening, "", ""},
 		// --crowd-https wins over the advertised listener.
-		{"given", listening, silent, listening, "", ""},
+		{"given", listening, silent, "", listening, "", ""},
 		// The advertised listener does not answer from here: the names are left to the resolver, and the advice says so.
-		{"advertised silent", "", silent, "", silent, ""},
-		// No listener advertised (an older crowd, or --https ""): nothing mapped, nothing to say.
-		{"none", "", "", "", "", ""},
+		{"advertised silent", "", silent, "", "", "is " + silent + ", and nothing answers there from here", ""},
+		// It answers, but not TLS: not taken for the crowd's listener.
+		{"advertised plain", "", plainAddr, "", "", "not as this crowd's HTTPS (TLS: the answer is not TLS", ""},
+		// No listener advertised (an older crowd, or --https ""): said so.
+		{"none", "", "", "", "", "gives no HTTPS listener", ""},
 		// A --crowd-https where nothing answers is refused before the run.
-		{"given silent", silent, listening, "", "", "nothing answers at " + silent},
-		// A --crowd-https that is not host:port is a usage error.
-		{"given bad", "flood1.test", "", "", "", "is not host:port"},
+		{"given silent", silent, listening, "", "", "", "--crowd-https " + silent + ": nothing answers there"},
+		// A --crowd-https on the crowd's plain HTTP port.
+		{"given plain", plainAddr, listening, "", "", "", "it answers, but not as this crowd's HTTPS (TLS: the answer is not TLS"},
+		// A --crowd-https whose certificate is not for the crowd's names (another crowd's listener).
+		{"given another's", listening, "", "flood1.test", "", "", "not as this crowd's HTTPS (TLS: certificate not valid for the host)"},
+		// A --crowd-https that is not host:port.
+		{"given bad", "flood1.test", "", "", "", "", "is not host:port"},
 	} {
-		hosts, unanswered, err := crowdHosts(context.Background(), Config{CrowdHTTPS: c.given}, w, nil, c.advertised, zap.NewNop())
+		tc := &tls.Config{RootCAs: roots, ServerName: cmp.Or(c.serverName, "example.com")}
+		hosts, note, err := crowdHosts(context.Background(), Config{CrowdHTTPS: c.given}, w, nil, c.advertised, tc, zap.NewNop())
 		if c.refused != "" {
-			if err == nil || !strings.Contains(err.Error(), c.refused) {
-				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.refused)
+			var ue *record.UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.refused) {
+				t.Errorf("%s: error %v, want a usage error containing %q", c.name, err, c.refused)
 			}
 			continue
 		}
@@ -110,8 +129,8 @@ func TestCrowdHostsReachTheListener(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if unanswered != c.unanswered {
-			t.Errorf("%s: unanswered %q, want %q", c.name, unanswered, c.unanswered)
+		if (note == "") != (c.note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("%s: note %q, want %q", c.name, note, c.note)
 		}
 		for _, h := range w.Hosts() {
 			if hosts[h] != c.mapped {

@@ -38,8 +38,8 @@ func refusePublic(err error) error {
 // was not there to send to (none, or it did not answer from here).
 func (env *Environment) resolveHint() string {
 	hint := "pass --crowd-https with where the crowd serve's HTTPS listener (its --https) answers from here"
-	if env.unanswered != "" {
-		hint = "the crowd's HTTPS listener, by its admin API, did not answer at " + env.unanswered + ": " + hint
+	if env.unreached != "" {
+		hint = env.unreached + ": " + hint
 	}
 	return hint + ", start the crowd with its DNS in this machine's resolv.conf, or use --standalone"
 }
@@ -79,7 +79,13 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 				return nil, "", refuseUnresolved(fmt.Errorf("self-flood of %s: %w (%s)", env.What, err, env.resolveHint()))
 			}
 		}
-		return personas, fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox), nil
+		desc := fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox)
+		if env.reachedAt != "" {
+			// Where the running crowd was reached: a record of sends that
+			// all failed is read with it.
+			desc += ", reached at " + env.reachedAt
+		}
+		return personas, desc, nil
 	}
 	// Every persona's host is resolved and checked before anything is sent
 	// to it, WebFinger included.

@@ -295,6 +295,9 @@ func runLoad(cmd *cobra.Command, g *globalOptions, f *floodFlags, audience *load
 			}
 		}
 	} else {
+		if cmd.Flags().Changed("crowd-https") {
+			log.Warn("--crowd-https applies to an attached flood only: with --standalone the crowd runs in this process")
+		}
 		for _, name := range []string{"state", "admin"} {
 			if cmd.Flags().Changed(name) && !onCommandLine(cmd, name) {
 				from := envName(name)

@@ -432,12 +432,20 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 			if o := r.Overall; o.Counts.Sent == 0 || o.Tally.Classes[record.Class202] != o.Counts.Sent {
 				t.Errorf("%q without --crowd-https: sent %d, tally %+v: want every send accepted", who, o.Counts.Sent, o.Tally)
 			}
+			// The record says where the self-flood reached the crowd.
+			if who == nil && !strings.HasSuffix(r.Settings.Target, ", reached at "+https) {
+				t.Errorf("self-flood's target %q does not say it reached the crowd at %s", r.Settings.Target, https)
+			}
 		}
 	}
-	// A --crowd-https where nothing listens: said before the run, not a run of connection errors.
-	if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", loopback.Free(t),
-		"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 1 || !strings.Contains(stderr, "nothing answers at") {
-		t.Errorf("--crowd-https where nothing listens: exit %d, stderr %q; want it said", code, stderr)
+	// A --crowd-https where nothing listens, or where the crowd's admin
+	// API answers (not TLS): said before the run, a set-up to mend (2),
+	// not a run of connection errors.
+	for _, c := range []struct{ addr, say string }{{loopback.Free(t), "nothing answers there"}, {admin, "it answers, but not as this crowd's HTTPS"}} {
+		if code, _, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", c.addr,
+			"--seconds", "1", "--rate", "10", "--out", out, "--log-level", "error"); code != 2 || !strings.Contains(stderr, c.say) {
+			t.Errorf("--crowd-https %s: exit %d, stderr %q; want 2 saying %q", c.addr, code, stderr, c.say)
+		}
 	}
 	code, stdout, stderr := runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state, "--crowd-https", https,
 		"--seconds", "2", "--rate", "30", "--mix", "create=1,follow=1", "--out", out, "--log-level", "error")
