@@ -138,7 +138,7 @@ func floodWeatherTimeline(t *testing.T, f *federation) {
 		"--weather-at", "+1s gone=flood2.test", "--weather-at", "+3s clear", "--expect", "ambient_weather==0")
 	// The gate on the weather the run did not set fails it: flood4.test
 	// was slow before it, by another hand.
-	if code != 1 || !strings.Contains(string(output), "ambient_weather = 1 (want == 0): missed") {
+	if code != 1 || !strings.Contains(string(output), "ambient_weather = 1 origin (want == 0): missed") {
 		t.Errorf("crowd flood --expect ambient_weather==0 under weather set before it: exit %d, want 1 naming the gate\n%s", code, output)
 	}
 	w := rec.Weather

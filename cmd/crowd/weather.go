@@ -117,12 +117,12 @@ func newWeatherSetCmd() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := weather.ParseSpec(args[0]); err != nil {
-				return usage(fmt.Errorf("SPEC: %w", err)) // before asking the crowd: no serve is needed to hear it
+				return usage(fmt.Errorf("%s %q: %w", cmd.CommandPath(), args[0], err)) // before asking the crowd: no serve is needed to hear it
 			}
 			return f.run(cmd, func(c *adminapi.Client) (adminapi.WeatherInfo, error) {
 				info, err := c.SetWeather(cmd.Context(), args[0])
 				if ae, ok := apiRefusal(err); ok && ae.Status == http.StatusBadRequest {
-					return info, usage(fmt.Errorf("SPEC: %s", ae.Reason)) // an origin this crowd does not serve
+					return info, usage(fmt.Errorf("%s %q: %s", cmd.CommandPath(), args[0], ae.Reason)) // an origin this crowd does not serve
 				}
 				return info, err
 			})
@@ -180,7 +180,7 @@ func (f *weatherFlags) run(cmd *cobra.Command, call func(*adminapi.Client) (admi
 // counts in the kinds' order.
 func writeWeather(w io.Writer, info adminapi.WeatherInfo) error {
 	rows := slices.Clone(info.Origins)
-	for _, h := range slices.Sorted(maps.Keys(info.Answered)) {
+	for _, h := range slices.SortedFunc(maps.Keys(info.Answered), weather.CompareHosts) {
 		if answeredText(info.Answered[h]) != "-" && !slices.ContainsFunc(rows, func(o adminapi.WeatherOrigin) bool { return o.Host == h }) {
 			rows = append(rows, adminapi.WeatherOrigin{Host: h, Condition: weather.Clear.String()})
 		}

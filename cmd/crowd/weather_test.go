@@ -139,10 +139,10 @@ func TestWeatherCommands(t *testing.T) {
 		{"show", []string{"show"}, 0, []string{"flood2.test  limited:30s  -\n", "of 2 origins: down 1, limited 1"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// A spec that cannot be read: exit 2 before the crowd is asked, nothing changed.
-		{"set an unreadable spec", []string{"set", "down=flood1.test:30s"}, 2, []string{"SPEC", "down takes no parameter"},
+		{"set an unreadable spec", []string{"set", "down=flood1.test:30s"}, 2, []string{`crowd weather set "down=flood1.test:30s": bad weather spec`, "down takes no parameter"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// An origin this crowd does not serve: the crowd's 400, as a usage error.
-		{"set an unknown origin", []string{"set", "gone=flood7.test"}, 2, []string{"SPEC", "flood7.test is not one of the crowd's origins"},
+		{"set an unknown origin", []string{"set", "gone=flood7.test"}, 2, []string{`crowd weather set "gone=flood7.test": `, "flood7.test is not one of the crowd's origins"},
 			"down=flood1.test,limited=flood2.test:30s", "down"},
 		// No SPEC, or two.
 		{"set without SPEC", []string{"set"}, 2, []string{"wants SPEC"}, "down=flood1.test,limited=flood2.test:30s", "down"},

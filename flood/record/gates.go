@@ -315,7 +315,11 @@ func (r GateResult) String() string {
 	if !r.Holds {
 		verdict = "missed"
 	}
-	return fmt.Sprintf("%s = %s (want %s %s): %s", name, g.format(r.Actual), g.Op, g.format(r.Limit), verdict)
+	actual := g.format(r.Actual)
+	if g.Metric == "ambient_weather" {
+		actual += Plural(int(r.Actual), " origin", " origins") // a count of what, said once
+	}
+	return fmt.Sprintf("%s = %s (want %s %s): %s", name, actual, g.Op, g.format(r.Limit), verdict)
 }
 
 func (g Gate) format(v float64) string {

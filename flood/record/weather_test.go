@@ -3,6 +3,7 @@ package record_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -329,6 +330,10 @@ func TestAmbientWeatherGate(t *testing.T) {
 			res := g.Eval(r)
 			if res.Known != (c.origins >= 0) || res.Holds != (c.origins == 0) {
 				t.Errorf("%s: known %v holds %v; want known %v holds %v", res, res.Known, res.Holds, c.origins >= 0, c.origins == 0)
+			}
+			// The result line says what it counts.
+			if want := fmt.Sprintf("ambient_weather = %d %s (want == 0)", c.origins, record.Plural(int(c.origins), "origin", "origins")); c.origins >= 0 && !strings.HasPrefix(res.String(), want) {
+				t.Errorf("the result reads %q, want it to begin %q", res, want)
 			}
 		})
 	}
