@@ -31,6 +31,13 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 	var b strings.Builder
 	b.WriteString(record.MarkdownHeader())
 	b.WriteString(r.MarkdownRow(file))
+	// What was asked and how to replay it: the row has neither.
+	var asked strings.Builder
+	writeRunLine(&asked, r)
+	fmt.Fprintf(&b, "\n%s", record.EscapeMarkdown(asked.String()))
+	if l := seedLine(r); l != "" {
+		fmt.Fprintf(&b, "\n%s\n", record.EscapeMarkdown(l))
+	}
 	aborted := anyAborted(r)
 	if aborted {
 		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | aborted | dropped |\n")
@@ -60,6 +67,9 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
+	if why := r.Overall.Unanswered.String(); why != "" {
+		fmt.Fprintf(&b, "No answer: %s.\n\n", record.EscapeMarkdown(why))
+	}
 	if s := r.Overall.RateLimits.Summary(); s != "" {
 		fmt.Fprintf(&b, "Rate limits advertised: %s.\n\n", record.EscapeMarkdown(s))
 	}
@@ -87,6 +97,9 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 	}
 	for _, s := range r.Bottleneck.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", record.EscapeMarkdown(s))
+	}
+	if rule := r.Bottleneck.Rule; rule != "" {
+		fmt.Fprintf(&b, "- rule: %s\n", record.EscapeMarkdown(rule))
 	}
 	for _, sec := range extra {
 		fmt.Fprintf(&b, "\n**%s**\n\n", record.EscapeMarkdown(sec.Title))

@@ -40,18 +40,21 @@ func TestWriteTableGolden(t *testing.T) {
 }
 
 // TestTableSaysWhyNoAnswer: the sends that got no answer are told by
-// reason; a record written before the reasons were kept, by class.
+// reason, in the table and in Markdown; a record written before the
+// reasons were kept, by class in the table and not at all in Markdown
+// (its status line has the classes).
 func TestTableSaysWhyNoAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		unanswered record.Unanswered
-		want       string
+		want, md   string
 	}{
 		// The flood named each: the reasons, most first.
 		{"named", record.Unanswered{"connection refused": 1, "TLS: certificate signed by an authority not trusted": 1},
-			"2 got no answer (TLS: certificate signed by an authority not trusted 1, connection refused 1), kept apart"},
+			"2 got no answer (TLS: certificate signed by an authority not trusted 1, connection refused 1), kept apart",
+			"No answer: TLS: certificate signed by an authority not trusted 1, connection refused 1."},
 		// An older record: the classes, without claiming a cause.
-		{"older record", nil, "2 got no answer (timeout 2, no connection or answer 0), kept apart"},
+		{"older record", nil, "2 got no answer (timeout 2, no connection or answer 0), kept apart", ""},
 	} {
 		rec := reportRecord(t)
 		rec.Overall.Unanswered = c.unanswered
@@ -61,6 +64,13 @@ func TestTableSaysWhyNoAnswer(t *testing.T) {
 		}
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("%s: the table does not say %q:\n%s", c.name, c.want, b.String())
+		}
+		b.Reset()
+		if err := WriteMarkdown(&b, rec, "r.json"); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(b.String(), "No answer:"); said != (c.md != "") || !strings.Contains(b.String(), c.md) {
+			t.Errorf("%s: the Markdown says no answer %v, want %q:\n%s", c.name, said, c.md, b.String())
 		}
 	}
 }
