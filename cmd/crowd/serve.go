@@ -212,6 +212,12 @@ func runServe(ctx context.Context, g *globalOptions, f *serveFlags, stderr io.Wr
 	if f.recordsTyped && pcfg.DNSAddr != "" {
 		warnOverriddenOrigins(log, world, pcfg.DNSRecords)
 	}
+	if pcfg.HTTPSAddr == "" {
+		// Legitimate behind a proxy that ends TLS for the origins' names;
+		// otherwise no SUT, and no attached flood, can reach them.
+		log.Warn("--https is empty: the origins have no HTTPS listener, which Mastodon, GoToSocial and Fedify fetch from and an attached flood sends to; only a proxy that ends TLS for their names (onto --http) makes them reachable",
+			zap.String("http", pcfg.HTTPAddr))
+	}
 	if wx := p.WeatherInfo(); wx.Spec != "" {
 		log.Info("weather", zap.String("spec", wx.Spec), zap.Any("origins", wx.Counts))
 	}

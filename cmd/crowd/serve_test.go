@@ -62,6 +62,36 @@ func TestServeWarnsOfADNSRecordOverridingAnOrigin(t *testing.T) {
 	}
 }
 
+// TestServeWarnsWithoutHTTPS: a serve given no HTTPS listener says that no
+// SUT can fetch its origins unless a proxy ends TLS for them; one with a
+// listener says nothing of it.
+func TestServeWarnsWithoutHTTPS(t *testing.T) {
+	for _, c := range []struct {
+		https string
+		warn  bool
+	}{
+		{"", true},             // none: the warning
+		{"127.0.0.1:0", false}, // one: no news
+	} {
+		admin := loopback.Free(t)
+		args := serveArgs(t.TempDir(), admin, "--https", c.https, "--http", loopback.Free(t))
+		var stderr crowdtest.SyncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		code := make(chan int, 1)
+		go func() { code <- execute(ctx, args, nil, io.Discard, &stderr) }()
+		waitAdmin(t, admin, code)
+		cancel()
+		select {
+		case <-code:
+		case <-time.After(15 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+		if warned := strings.Contains(stderr.String(), "--https is empty"); warned != c.warn {
+			t.Errorf("--https %q: warned %v, want %v:\n%s", c.https, warned, c.warn, stderr.String())
+		}
+	}
+}
+
 // dnsListener is the address serve's log says its DNS listens on.
 func dnsListener(t *testing.T, log string) string {
 	t.Helper()
