@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -152,8 +153,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 		world.Close()
 		return nil, fmt.Errorf("the crowd's CA from %s: %w", c.AdminAddr, err)
 	}
-	tc := &tls.Config{RootCAs: pasture.RootsWith(caPEM), ServerName: world.Origins[0].Host, NextProtos: []string{"http/1.1"}}
-	hosts, unreached, err := crowdHosts(ctx, c, world, plan, listenerFrom(info.HTTPS, c.AdminAddr), tc, log)
+	hosts, unreached, err := crowdHosts(ctx, c, world, plan, listenerFrom(info.HTTPS, c.AdminAddr), pasture.RootsWith(caPEM), log)
 	if err != nil {
 		world.Close()
 		return nil, err
@@ -181,14 +181,16 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 // answer there), else at the HTTPS listener the crowd's admin API gave
 // (listener), so that no resolver is asked for names the crowd itself
 // says where to find; each origin at its own address on that port when
-// plan gives origins theirs. "Answers" is a TLS handshake that tc (the
-// crowd's CA, the first origin's name) accepts: a bare connection would
-// pass a plain HTTP port or another crowd's listener, whose every send
-// then fails. A listener that does not answer so from here (the crowd in
-// another network, its port not published), or none, leaves the names to
-// this machine's resolver; note then says why, for the advice when that
-// does not know them either.
-func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *originaddr.Plan, listener string, tc *tls.Config, log *zap.Logger) (hosts map[string]string, note string, err error) {
+// plan gives origins theirs. "Answers" is a TLS handshake for one of the
+// origins' names that roots (the crowd's CA) accept: a bare connection
+// would pass a plain HTTP port or another crowd's listener, whose every
+// send then fails. The origins are tried in turn (at most
+// maxListenerChecks): one in weather refuses its handshake, or serves a
+// broken certificate, on purpose. A listener that does not answer so from
+// here (the crowd in another network, its port not published), or none,
+// leaves the names to this machine's resolver; note then says why, for
+// the advice when that does not know them either.
+func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *originaddr.Plan, listener string, roots *x509.CertPool, log *zap.Logger) (hosts map[string]string, note string, err error) {
 	hosts = map[string]string{}
 	given := c.CrowdHTTPS != ""
 	if given {
@@ -200,24 +202,36 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 	if listener == "" {
 		return hosts, "the crowd's admin API gives no HTTPS listener (a serve started with --https \"\" has none)", nil
 	}
-	// Every send of a self-flood goes there (to the first origin's own
-	// address, with one each).
-	addr := listener
+	// Every send of a self-flood goes there (each origin to its own
+	// address, when they have theirs).
 	planHosts(world, plan, listener, hosts)
-	if a, ok := hosts[world.Origins[0].Host]; ok {
-		addr = a
-	}
-	clear(hosts)
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second}, Config: tc}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
+	var conn net.Conn
+	var addr, why string
+	for _, o := range world.Origins[:min(len(world.Origins), maxListenerChecks)] {
+		at := cmp.Or(hosts[o.Host], listener)
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second},
+			Config: &tls.Config{RootCAs: roots, ServerName: o.Host, NextProtos: []string{"http/1.1"}}}
+		cn, err := d.DialContext(ctx, "tcp", at)
+		if err == nil {
+			conn = cn
+			break
+		}
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err() // interrupted: 130, not a refusal
 		}
-		why := "nothing answers there"
-		if reason := flood.NoAnswerReason(err); reason != "connection refused" && reason != "timeout" {
-			why = "it answers, but not as this crowd's HTTPS (" + reason + ")"
+		reason := flood.NoAnswerReason(err)
+		if why == "" {
+			addr, why = at, "nothing answers there"
+			if reason != "connection refused" && reason != "timeout" {
+				why = "it answers, but not as this crowd's HTTPS (" + reason + " for " + o.Host + ")"
+			}
 		}
+		if reason == "timeout" || len(hosts) == 0 && !weatherBroken(reason) {
+			break // no other name fares better at the one listener
+		}
+	}
+	clear(hosts)
+	if conn == nil {
 		if given {
 			return nil, "", usagef("--crowd-https %s: %s: pass where the HTTPS listener of the crowd at %s (its --https) answers from here", addr, why, c.AdminAddr)
 		}
@@ -240,6 +254,24 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 	log.Info("the crowd's own origins are reached at its HTTPS listener, "+from, zap.String("listener", reached))
 	return hosts, "", nil
 }
+
+// weatherBroken reports whether a handshake failed (flood.NoAnswerReason)
+// as the crowd's weather breaks one origin's on purpose: down resets the
+// connection, tls-expired and tls-wrong-name serve such certificates.
+// Another origin's name may then find the listener.
+func weatherBroken(reason string) bool {
+	switch reason {
+	case "connection reset", "TLS: certificate expired or not yet valid", "TLS: certificate not valid for the host":
+		return true
+	}
+	return false
+}
+
+// maxListenerChecks bounds the origins whose names crowdHosts tries at
+// the listener: enough that a weather spec putting a few in conditions
+// that break a handshake leaves one to answer, few enough that a listener
+// that is someone else's is said at once.
+const maxListenerChecks = 20
 
 // listenerFrom is where a listener given as listen (":8443", "0.0.0.0:8443",
 // "127.0.0.1:8443") answers from this machine: on the admin API's host

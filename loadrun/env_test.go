@@ -7,6 +7,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +22,8 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/loopback"
+	"github.com/crowdfed/crowd/pasture"
+	"github.com/crowdfed/crowd/pasture/tlsca"
 )
 
 // TestQuietLoggerKeepsWarnings: the in-process crowd's logger shows
@@ -69,55 +74,85 @@ func TestListenerFrom(t *testing.T) {
 	}
 }
 
+// crowdListener serves the crowd's origins over TLS as crowd serve does
+// (leaves its CA makes on demand), each handshake as weather says for its
+// name; its address and the CA's roots.
+func crowdListener(t *testing.T, weather func(name string) tlsca.Handshake) (string, *x509.CertPool) {
+	t.Helper()
+	ca, err := tlsca.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := ca.OnDemandTLSConfig(tlsca.OnDemand{Serves: func(string) bool { return true },
+		Handshake: func(name string, _ net.Addr) tlsca.Handshake { return weather(name) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", loopback.Free(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(tls.NewListener(l, tc))
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), pasture.RootsWith(ca.CertPEM())
+}
+
 // TestCrowdHostsReachTheListener: where an attached flood sends for the
 // crowd's own origins, by --crowd-https and by the listener the crowd's
-// admin API gives, each answering (a TLS handshake the crowd's roots
-// accept) or not. No resolver is asked in any row: each either maps the
-// names, or leaves them unmapped and says why, or refuses --crowd-https
-// as a usage error.
+// admin API gives, each answering (a TLS handshake for one of the crowd's
+// names that its CA vouches for) or not. No resolver is asked in any row:
+// each either maps the names, or leaves them unmapped and says why, or
+// refuses --crowd-https as a usage error.
 func TestCrowdHostsReachTheListener(t *testing.T) {
-	w, err := actors.Open(actors.Config{Origins: 2, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), EphemeralGraph: true})
+	w, err := actors.Open(actors.Config{Origins: 3, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), EphemeralGraph: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	crowd := httptest.NewTLSServer(ok) // "the crowd": its certificate is trusted below
-	defer crowd.Close()
-	plain := httptest.NewServer(ok) // a plain HTTP port (the crowd's --http)
+	healthy := func(string) tlsca.Handshake { return tlsca.Good }
+	crowd, roots := crowdListener(t, healthy)
+	// The same crowd with its first origin down, or with every origin's certificate lapsed.
+	firstDown, firstDownRoots := crowdListener(t, func(name string) tlsca.Handshake {
+		return map[bool]tlsca.Handshake{true: tlsca.Refuse, false: tlsca.Good}[name == "flood1.test"]
+	})
+	allExpired, allExpiredRoots := crowdListener(t, func(string) tlsca.Handshake { return tlsca.Expired })
+	another, _ := crowdListener(t, healthy) // another crowd: its own CA
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer plain.Close()
-	listening, plainAddr := crowd.Listener.Addr().String(), plain.Listener.Addr().String()
-	roots := x509.NewCertPool()
-	roots.AddCert(crowd.Certificate())
+	plainAddr := plain.Listener.Addr().String()
 	silent := loopback.Free(t) // nothing listens there
 	for _, c := range []struct {
 		name, given, advertised string
-		serverName              string // the name the handshake asks for; "" = one the certificate holds
-		mapped                  string // where every origin goes; "" = left to the resolver
-		note                    string // why not, for the advice (contained)
-		refused                 string // a usage error containing this
+		roots                   *x509.CertPool // nil: the crowd's
+		mapped                  string         // where every origin goes; "" = left to the resolver
+		note                    string         // why not, for the advice (contained)
+		refused                 string         // a usage error containing this
 	}{
 		// The listener the admin API gives answers: every origin goes there.
-		{"advertised", "", listening, "", listening, "", ""},
+		{"advertised", "", crowd, nil, crowd, "", ""},
 		// --crowd-https wins over the advertised listener.
-		{"given", listening, silent, "", listening, "", ""},
+		{"given", crowd, silent, nil, crowd, "", ""},
+		// The first origin is down (its handshake reset): the second's name finds the listener.
+		{"first origin down", "", firstDown, firstDownRoots, firstDown, "", ""},
 		// The advertised listener does not answer from here: the names are left to the resolver, and the advice says so.
-		{"advertised silent", "", silent, "", "", "is " + silent + ", and nothing answers there from here", ""},
+		{"advertised silent", "", silent, nil, "", "is " + silent + ", and nothing answers there from here", ""},
 		// It answers, but not TLS: not taken for the crowd's listener.
-		{"advertised plain", "", plainAddr, "", "", "not as this crowd's HTTPS (TLS: the answer is not TLS", ""},
+		{"advertised plain", "", plainAddr, nil, "", "not as this crowd's HTTPS (TLS: the answer is not TLS", ""},
 		// No listener advertised (an older crowd, or --https ""): said so.
-		{"none", "", "", "", "", "gives no HTTPS listener", ""},
+		{"none", "", "", nil, "", "gives no HTTPS listener", ""},
 		// A --crowd-https where nothing answers is refused before the run.
-		{"given silent", silent, listening, "", "", "", "--crowd-https " + silent + ": nothing answers there"},
-		// A --crowd-https on the crowd's plain HTTP port.
-		{"given plain", plainAddr, listening, "", "", "", "it answers, but not as this crowd's HTTPS (TLS: the answer is not TLS"},
-		// A --crowd-https whose certificate is not for the crowd's names (another crowd's listener).
-		{"given another's", listening, "", "flood1.test", "", "", "not as this crowd's HTTPS (TLS: certificate not valid for the host)"},
+		{"given silent", silent, crowd, nil, "", "", "--crowd-https " + silent + ": nothing answers there"},
+		// A --crowd-https on a plain HTTP port (the crowd's --http).
+		{"given plain", plainAddr, crowd, nil, "", "", "it answers, but not as this crowd's HTTPS (TLS: the answer is not TLS"},
+		// A --crowd-https that is another crowd's listener.
+		{"given another's", another, "", nil, "", "", "not as this crowd's HTTPS (TLS: certificate signed by an authority not trusted for flood1.test)"},
+		// Every origin's certificate lapsed: no name finds it, said by the first.
+		{"given, all expired", allExpired, "", allExpiredRoots, "", "", "(TLS: certificate expired or not yet valid for flood1.test)"},
 		// A --crowd-https that is not host:port.
-		{"given bad", "flood1.test", "", "", "", "", "is not host:port"},
+		{"given bad", "flood1.test", "", nil, "", "", "is not host:port"},
 	} {
-		tc := &tls.Config{RootCAs: roots, ServerName: cmp.Or(c.serverName, "example.com")}
-		hosts, note, err := crowdHosts(context.Background(), Config{CrowdHTTPS: c.given}, w, nil, c.advertised, tc, zap.NewNop())
+		hosts, note, err := crowdHosts(context.Background(), Config{CrowdHTTPS: c.given}, w, nil, c.advertised, cmp.Or(c.roots, roots), zap.NewNop())
 		if c.refused != "" {
 			var ue *record.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.refused) {

@@ -492,6 +492,19 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--state") {
 		t.Errorf("foreign keys: exit %d, stderr %q", code, stderr)
 	}
+
+	// With the first origin down (its handshakes reset), the listener is
+	// still found by the other origin's name: the flood runs, and meets
+	// the weather it did not set.
+	if code, _, stderr := runCLI(t, "weather", "set", "down=flood1.test", "--admin", admin); code != 0 {
+		t.Fatalf("weather set: exit %d: %s", code, stderr)
+	}
+	downOut := t.TempDir()
+	code, stdout, stderr = runCLIContext(t, context.Background(), "flood", "--admin", admin, "--state", state,
+		"--seconds", "1", "--rate", "10", "--out", downOut, "--log-level", "error", "--expect", "ambient_weather==1")
+	if code != 0 {
+		t.Errorf("a self-flood with the first origin down: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 }
 
 // TestFloodNamedPersonas floods personas that must be discovered: here
