@@ -199,12 +199,15 @@ type htmlPage struct {
 	ForgedApart string
 	Status      []statusRow
 	RetryAfter  int64
-	Settings    []keyValue
-	Parts       []keyValue
-	Schema      string
-	Fetchback   *fetchView  // nil: the record has no fetch-back section
-	Security    []string    // the security section's lines (security.go); none without it
-	Blocks      []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections (WriteHTMLWith)
+	// Unanswered is why sends got no answer (record.Unanswered's words);
+	// "" when every send was answered or the record does not keep it.
+	Unanswered string
+	Settings   []keyValue
+	Parts      []keyValue
+	Schema     string
+	Fetchback  *fetchView  // nil: the record has no fetch-back section
+	Security   []string    // the security section's lines (security.go); none without it
+	Blocks     []htmlBlock // the weather timeline and the deliveries under it (weather.go), then the extra sections (WriteHTMLWith)
 }
 
 // htmlBlock is a block of lines under a heading.
@@ -264,6 +267,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Status:     statusRows(r),
 		Blocks:     weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,
+		Unanswered: r.Overall.Unanswered.String(),
 		Settings:   settingRows(r),
 		Parts:      partRows(r),
 		Schema:     fmt.Sprintf("%s v%d", r.Schema, r.Version),
@@ -670,7 +674,8 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{else}}<tr><td colspan="3">no completed sends</td></tr>
 {{end}}</tbody>
 </table>
-<p>Retry-After seen: {{.RetryAfter}}</p>{{template "fetchback" .}}
+<p>Retry-After seen: {{.RetryAfter}}</p>{{if .Unanswered}}
+<p id="unanswered">No answer: {{.Unanswered}}</p>{{end}}{{template "fetchback" .}}
 
 <h2>Settings</h2>
 <table class="kv" id="settings">

@@ -72,6 +72,14 @@ func TestTableSaysWhyNoAnswer(t *testing.T) {
 		if said := strings.Contains(b.String(), "No answer:"); said != (c.md != "") || !strings.Contains(b.String(), c.md) {
 			t.Errorf("%s: the Markdown says no answer %v, want %q:\n%s", c.name, said, c.md, b.String())
 		}
+		// The page says the same words (HTML-escaped).
+		b.Reset()
+		if err := WriteHTML(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(b.String(), `<p id="unanswered">No answer: `); said != (c.md != "") || !strings.Contains(b.String(), strings.TrimSuffix(c.md, ".")) {
+			t.Errorf("%s: the page says no answer %v, want %q", c.name, said, c.md)
+		}
 	}
 }
 
