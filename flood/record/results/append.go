@@ -45,6 +45,7 @@ func appendSendLine(b []byte, l *SendLine) ([]byte, bool) {
 	b = appendOptionalField(b, `,"ratelimit_reset_us":`, l.RateLimitResetUS)
 	b = append(b, `,"ratelimit_reset_at":null`...)
 	b = appendBoolField(b, `,"ratelimit_ietf":`, l.RateLimitIETF)
+	b = appendStringField(b, `,"no_answer":`, l.NoAnswer)
 	return append(b, "}\n"...), true
 }
 

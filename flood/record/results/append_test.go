@@ -75,7 +75,7 @@ func FuzzAppendSendLine(f *testing.F) {
 			Starved: !flag, Written: flag, IntendedUS: opt(1, a), PickedUS: opt(2, b), SentUS: opt(4, a^b), DoneUS: opt(8, a+b),
 			Sender: sender, Origin: inbox + typ, Inbox: inbox, RequestBytes: a, ResponseBytes: b, Signature: sender + inbox,
 			FellBack: flag, Attempts: status, Forged: typ, RetryAfter: !flag, RateLimitLimit: opt(16, b), RateLimitRemaining: opt(32, a),
-			RateLimitWindowUS: opt(64, -a), RateLimitResetUS: opt(128, -b), RateLimitIETF: flag}
+			RateLimitWindowUS: opt(64, -a), RateLimitResetUS: opt(128, -b), RateLimitIETF: flag, NoAnswer: sender + typ}
 		got, ok := appendSendLine(nil, &l)
 		if want := encoded(t, &l); !ok || !bytes.Equal(got, want) {
 			t.Fatalf("appended (%v)\n%q\nwant\n%q", ok, got, want)

@@ -3,6 +3,7 @@ package results_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,7 +24,16 @@ func sut(t *testing.T) *url.URL {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) % 10 {
+		i := n.Add(1)
+		if i%50 == 25 {
+			// No answer: the connection reset.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+			return
+		}
+		switch i % 10 {
 		case 3:
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("X-RateLimit-Limit", "300")

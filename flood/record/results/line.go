@@ -12,10 +12,13 @@ import (
 )
 
 // Schema and Version name the format of a results file: its first line
-// says them. A reader refuses a version it does not know.
+// says them. A reader refuses a version it does not know; this one reads
+// every version from MinVersion to Version (2 added the send line's
+// no_answer).
 const (
-	Schema  = "crowd.flood.results"
-	Version = 1
+	Schema     = "crowd.flood.results"
+	Version    = 2
+	MinVersion = 1
 )
 
 // The line kinds: the field "line" of every line says which it is.
@@ -105,6 +108,10 @@ type SendLine struct {
 	RateLimitResetUS   *int64     `json:"ratelimit_reset_us"` // from the answer to the reset
 	RateLimitResetAt   *time.Time `json:"ratelimit_reset_at"`
 	RateLimitIETF      bool       `json:"ratelimit_ietf"` // said in the IETF RateLimit fields
+	// NoAnswer is why a timeout or conn_error got no answer, in the
+	// record's words ("connection refused", "TLS: ..."); "" otherwise,
+	// and in version 1 files. Last, so that CSV columns keep their places.
+	NoAnswer string `json:"no_answer"`
 }
 
 // EndLine is a run's last line: how the run ended, and what its results

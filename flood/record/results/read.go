@@ -184,8 +184,8 @@ func Each(r io.Reader, fn func(kind string, line []byte) error) error {
 		switch {
 		case first && head.Line != LineRun:
 			return fmt.Errorf("line %d: not a results file: want a %q line first, got %q", n, LineRun, head.Line)
-		case head.Line == LineRun && (head.Schema != Schema || head.Version != Version):
-			return fmt.Errorf("line %d: schema %q version %d: this crowd reads %s version %d", n, head.Schema, head.Version, Schema, Version)
+		case head.Line == LineRun && (head.Schema != Schema || head.Version < MinVersion || head.Version > Version):
+			return fmt.Errorf("line %d: schema %q version %d: this crowd reads %s versions %d to %d", n, head.Schema, head.Version, Schema, MinVersion, Version)
 		case head.Line != LineRun && head.Line != LineSend && head.Line != LineEnd:
 			return fmt.Errorf("line %d: unknown line kind %q", n, head.Line)
 		}
@@ -380,6 +380,7 @@ func delivery(l *SendLine) (record.Delivery, error) {
 		return d, fmt.Errorf("unknown class %q", l.Class)
 	}
 	d.Class = c
+	d.NoAnswer = l.NoAnswer
 	d.RateLimit = sample(l)
 	return d, nil
 }

@@ -56,7 +56,9 @@ func TestReadingResults(t *testing.T) {
 		// A record as the flood writes it, indented: said to be no results file.
 		{"an indented record", "{\n  \"schema\": \"crowd.flood.record\"\n}\n", 0, false, "line 1: not a results file"},
 		// Another version is refused, not misread.
-		{"a later version", strings.Replace(whole, `"version":1`, `"version":2`, 1), 0, false, "version 2"},
+		{"a later version", strings.Replace(whole, `"version":2`, `"version":3`, 1), 0, false, "version 3"},
+		// A version 1 file (no no_answer) is read as it was.
+		{"version 1", strings.ReplaceAll(whole, `"version":2`, `"version":1`), 2, false, ""},
 		// An unknown kind of line is an error naming the line.
 		{"an unknown line", lines[0] + `{"line":"sample"}` + "\n", 0, false, `line 2: unknown line kind "sample"`},
 		// A send after its run's end line belongs to no run.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,9 @@ func TestRecordsFromResultsAgree(t *testing.T) {
 			if want.Overall.Counts.Dropped == 0 || want.Overall.Tally.Classes[record.Class429] == 0 {
 				t.Fatalf("the flood dropped no send or met no 429 (%+v): the comparison would miss them", want.Overall.Counts)
 			}
+			if len(want.Overall.Unanswered) == 0 {
+				t.Fatalf("no send went unanswered (%+v): the comparison would miss why", want.Overall.Tally)
+			}
 			if c.client == flood.ClientFast && want.Overall.Counts.Written == 0 {
 				t.Fatalf("the dispatcher wrote no send (%+v): the comparison would miss them", want.Overall.Counts)
 			}
@@ -94,6 +98,9 @@ func agree(t *testing.T, want, got *record.Record) {
 		if g == nil {
 			t.Errorf("%s: missing", name)
 			continue
+		}
+		if !maps.Equal(g.Unanswered, w.Unanswered) {
+			t.Errorf("%s: no answer because %v, want %v", name, g.Unanswered, w.Unanswered)
 		}
 		if g.Counts != w.Counts || g.Tally != w.Tally || g.RateLimits.Answers() != w.RateLimits.Answers() {
 			t.Errorf("%s: counts %+v tally %+v (%d rate-limited), want %+v %+v (%d)", name, g.Counts, g.Tally,

@@ -152,7 +152,7 @@ func (sc *lineScratch) sentLine(s *send, l *SendLine) {
 		return
 	}
 	l.SentUS = sc.micros(d.Actual)
-	l.ResponseBytes, l.Class, l.Status = d.GotBytes, d.Class.String(), d.Status
+	l.ResponseBytes, l.Class, l.Status, l.NoAnswer = d.GotBytes, d.Class.String(), d.Status, d.NoAnswer
 	switch d.Class {
 	case record.ClassTimeout:
 		l.Outcome = OutcomeTimeout
