@@ -31,9 +31,6 @@ type JRD struct {
 // any ld+json profile), or "".
 func (j JRD) Self() string { return j.selfLink().Href }
 
-// SelfType is the type of the link Self takes its href from, or "".
-func (j JRD) SelfType() string { return j.selfLink().Type }
-
 // selfLink is the JRD's first ActivityPub self link, or the zero Link.
 func (j JRD) selfLink() Link {
 	for _, l := range j.Links {

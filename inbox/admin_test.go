@@ -362,7 +362,13 @@ func TestAdminSendAndLookup(t *testing.T) {
 		// No subject at all.
 		{"acct:nosubject@" + remoteHost, "", "", []string{"no subject"}},
 		// A self link of a JSON-LD type without the ActivityStreams profile.
-		{"acct:ldself@" + remoteHost, remoteID("bob"), "", []string{`"application/ld+json": Mastodon fetches the actor only when`}},
+		{"acct:ldself@" + remoteHost, remoteID("bob"), "", []string{`reads (the last of rel self) has type "application/ld+json": it fetches the actor only when`}},
+		// Two self links, the last a page's: the one Mastodon reads.
+		{"acct:twoselves@" + remoteHost, remoteID("bob"), "", []string{`has type "text/html"`}},
+		// An actor whose FEP-2c59 webfinger names its account (its preferredUsername none): round-tripped by it.
+		{remoteID("fep"), remoteID("fep"), "", nil},
+		// One whose webfinger names a host on a public address: not asked, said beside the document.
+		{remoteID("leaky"), remoteID("leaky"), "", []string{"WebFinger round trip: acct:x@public.test not asked", "public address"}},
 		// An actor fetched by URL whose round trip meets the redirects Mastodon stops at.
 		{remoteID("drifter"), remoteID("drifter"), "", []string{"WebFinger round trip", "Too many webfinger redirects"}},
 	} {
@@ -384,6 +390,11 @@ func TestAdminSendAndLookup(t *testing.T) {
 		if len(lr.Problems) != min(len(c.problems), 1) {
 			t.Errorf("lookup %s: problems %q, want %d", c.resource, lr.Problems, min(len(c.problems), 1))
 			continue
+		}
+		for _, a := range f.remote.dialedSnapshot() {
+			if strings.HasPrefix(a, "public.test:") {
+				t.Errorf("lookup %s: the crowd dialled %s", c.resource, a)
+			}
 		}
 		rest := strings.Join(lr.Problems, "\n")
 		for _, w := range c.problems {

@@ -100,12 +100,14 @@ type remoteServer struct {
 	gets     []received
 	statuses []int // answers for the next inbox POSTs; then 202
 	always   int   // when set, every inbox POST gets it
+	dialed   []string
 }
 
 func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	t.Helper()
 	// php is an actor whose server escapes '/' in JSON, as PHP's json_encode does.
-	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol"), "php": loadRemoteKey(t, "carol"), "drifter": loadRemoteKey(t, "carol")},
+	rs := &remoteServer{keys: map[string]*rsa.PrivateKey{"bob": loadRemoteKey(t, "bob"), "carol": loadRemoteKey(t, "carol"), "php": loadRemoteKey(t, "carol"), "drifter": loadRemoteKey(t, "carol"),
+		"fep": loadRemoteKey(t, "carol"), "leaky": loadRemoteKey(t, "carol")},
 		signer: signing.NewSigner(signing.SignerOptions{UserAgent: "remote-test/1"})}
 	// The remote verifies the crowd's signatures with the crowd's public
 	// keys, exactly what fetching the crowd's actor documents would give.
@@ -148,6 +150,12 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 			"endpoints":         map[string]string{"sharedInbox": "https://" + remoteHost + "/inbox"},
 			"publicKey":         map[string]string{"id": remoteKeyID(name), "owner": id, "publicKeyPem": pubPEM(t, key)},
 		}
+		switch name {
+		case "fep": // named by FEP-2c59's webfinger, its preferredUsername no account
+			doc["preferredUsername"], doc["webfinger"] = "nobody-here", "fep@"+remoteHost
+		case "leaky": // its webfinger names a host on a public address
+			doc["webfinger"] = "x@public.test"
+		}
 		w.Header().Set("Content-Type", "application/activity+json")
 		b, _ := json.Marshal(doc)
 		if name == "php" {
@@ -177,6 +185,11 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 			subject, self = "", remoteID("bob")
 		case "ldself": // JSON-LD without the profile Mastodon compares
 			self, selfType = remoteID("bob"), "application/ld+json"
+		case "twoselves": // an ActivityPub self link, then a page's: Mastodon reads the last
+			w.Header().Set("Content-Type", "application/jrd+json")
+			fmt.Fprintf(w, `{"subject":%q,"links":[{"rel":"self","type":"application/activity+json","href":%q},{"rel":"self","type":"text/html","href":"https://%s/@bob"}]}`,
+				res, remoteID("bob"), remoteHost)
+			return
 		default:
 			if _, ok := rs.keys[user]; !ok && user != "badguy" {
 				http.Error(w, "not found", http.StatusNotFound)
@@ -214,6 +227,9 @@ func newRemote(t *testing.T, world *actors.World) *remoteServer {
 	tr := rs.srv.Client().Transport.(*http.Transport).Clone()
 	addr := rs.srv.Listener.Addr().String()
 	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+		rs.mu.Lock()
+		rs.dialed = append(rs.dialed, a) // every address the crowd's client tried
+		rs.mu.Unlock()
 		if a != remoteHost+":443" {
 			// As a real dial that finds nothing there fails.
 			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("test network: no route to %s", a)}
@@ -298,7 +314,7 @@ func testConfig(f *fixture) Config {
 		MaxBodyBytes: 64 << 10,
 		Delivery:     DeliveryConfig{Workers: 2, MaxAttempts: 3, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Timeout: 5 * time.Second},
 		// The remote's name is private here, as the client dials it to loopback.
-		ResolveTarget: (&dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {"127.0.0.1"}}}).Resolve,
+		ResolveTarget: (&dialguardtest.FakeNet{Names: map[string][]string{remoteHost: {"127.0.0.1"}, "public.test": {"93.184.215.14"}}}).Resolve,
 	}
 }
 
@@ -489,4 +505,11 @@ func addressed(world *actors.World, in http.Handler) http.Handler {
 	mux.Handle("/users/{name}/inbox", at(func(r *http.Request) Recipient { return Recipient{Name: r.PathValue("name")} }))
 	mux.Handle("/", in)
 	return mux
+}
+
+// dialedSnapshot is every address the crowd's client dialled so far.
+func (rs *remoteServer) dialedSnapshot() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return append([]string(nil), rs.dialed...)
 }

@@ -98,9 +98,7 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 			res.Problems = append(res.Problems, "WebFinger: no ActivityPub self link (rel self, type application/activity+json or application/ld+json): no actor to fetch")
 			return res, nil
 		}
-		if t := jrd.SelfType(); !slices.Contains(mastodonSelfTypes(), t) {
-			res.Problems = append(res.Problems, fmt.Sprintf("WebFinger: the self link's type is %q: Mastodon fetches the actor only when it is exactly %s", t, strings.Join(quoted(mastodonSelfTypes()), " or ")))
-		}
+		res.Problems = append(res.Problems, mastodonSelfProblems(jrd, selfHref)...)
 	}
 	if ok, err := reachable(res.URL); !ok {
 		return res, err
@@ -159,9 +157,17 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 // (a vanity domain's, or a moved one's) is asked in turn, whose answer must
 // name that account itself (Mastodon stops at "Too many webfinger
 // redirects" otherwise) and is the one whose self link counts. check is
-// asked about the subject's host before it is contacted. It returns the
-// answers in order, one or two, and what would make Mastodon stop.
+// asked about each host before it is contacted, acct's own first (an error
+// wrapping dialguard.ErrPublicTarget is returned as is). It returns the
+// answers in order, none to two, and what would make Mastodon stop.
 func (in *Inbox) confirmAcct(ctx context.Context, acct string, check func(host string) error) ([]apclient.JRD, error) {
+	_, host, err := apclient.ParseAcct(acct)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(host); err != nil {
+		return nil, err
+	}
 	first, err := in.webfinger(ctx, acct)
 	if err != nil {
 		return nil, err
@@ -173,7 +179,7 @@ func (in *Inbox) confirmAcct(ctx context.Context, acct string, check func(host s
 	if sameAcct(first.Subject, acct) {
 		return answers, nil
 	}
-	_, host, err := apclient.ParseAcct(first.Subject)
+	_, host, err = apclient.ParseAcct(first.Subject)
 	if err != nil {
 		return answers, fmt.Errorf("the answer for %s names subject %q, not an account: Mastodon cannot confirm it", acct, first.Subject)
 	}
@@ -200,6 +206,28 @@ func sameAcct(a, b string) bool {
 	ua, ha, errA := apclient.ParseAcct(a)
 	ub, hb, errB := apclient.ParseAcct(b)
 	return errA == nil && errB == nil && strings.EqualFold(ua, ub) && strings.EqualFold(ha, hb)
+}
+
+// mastodonSelfProblems is what Mastodon objects to in the self link of
+// jrd, the answer whose self link (fetched: selfHref) was found: Mastodon
+// indexes a JRD's links by rel, so it reads the last link of rel "self",
+// whatever its type, and fetches the actor only when that type is one of
+// mastodonSelfTypes.
+func mastodonSelfProblems(jrd apclient.JRD, selfHref string) []string {
+	var last apclient.Link
+	for _, l := range jrd.Links {
+		if l.Rel == apclient.RelSelf {
+			last = l
+		}
+	}
+	switch {
+	case !slices.Contains(mastodonSelfTypes(), last.Type):
+		return []string{fmt.Sprintf("WebFinger: the self link Mastodon reads (the last of rel self) has type %q: it fetches the actor only when it is exactly %s",
+			last.Type, strings.Join(quoted(mastodonSelfTypes()), " or "))}
+	case last.Href != selfHref:
+		return []string{fmt.Sprintf("WebFinger: Mastodon reads the last self link, %s, not %s", last.Href, selfHref)}
+	}
+	return nil
 }
 
 // mastodonSelfTypes are the WebFinger self link types Mastodon fetches an
