@@ -34,10 +34,6 @@ type Environment struct {
 	// at its HTTPS listener ("" when they are, or standalone): the advice
 	// to a flood that cannot resolve the crowd's names begins with it.
 	unreached string
-	// reachedAt is where an attached crowd's first origin is reached, when
-	// its HTTPS listener answered ("" otherwise, and standalone, whose
-	// port is picked at each start and says nothing in a record).
-	reachedAt string
 	World     *actors.World
 	Roots     *x509.CertPool    // the machine's roots and the crowd's CA
 	Hosts     map[string]string // host → ip:port of the crowd's own origins, when known
@@ -172,7 +168,7 @@ func attached(ctx context.Context, c Config, log *zap.Logger) (*Environment, err
 			return err
 		}},
 		close: func() { world.Close() }, Plan: plan, weather: adminWeather{c: c.Admin},
-		unreached: unreached, reachedAt: hosts[world.Origins[0].Host],
+		unreached: unreached,
 	}, nil
 }
 

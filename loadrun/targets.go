@@ -79,13 +79,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 				return nil, "", refuseUnresolved(fmt.Errorf("self-flood of %s: %w (%s)", env.What, err, env.resolveHint()))
 			}
 		}
-		desc := fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox)
-		if env.reachedAt != "" {
-			// Where the running crowd was reached: a record of sends that
-			// all failed is read with it.
-			desc += ", reached at " + env.reachedAt
-		}
-		return personas, desc, nil
+		return personas, fmt.Sprintf("self-flood: %d crowd actors, inbox %s", len(personas), p.inbox), nil
 	}
 	// Every persona's host is resolved and checked before anything is sent
 	// to it, WebFinger included.
