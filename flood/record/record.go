@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -358,7 +357,7 @@ func (r *Record) finish() {
 }
 
 func typeRecord(st *Stats) (TypeRecord, error) {
-	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally, RateLimits: st.RateLimits, Unanswered: maps.Clone(st.Unanswered)}
+	tr := TypeRecord{Counts: st.Counts, Tally: st.Tally, RateLimits: st.RateLimits, Unanswered: st.Unanswered.Kept()}
 	var err error
 	if tr.Latency, err = encodeHist(st.Latency); err != nil {
 		return tr, err

@@ -113,6 +113,35 @@ func TestMergeExact(t *testing.T) {
 	}
 }
 
+// TestMergeCountsEveryUnansweredSend: merged records' reasons count every
+// send without an answer, one generator's record from before the reasons
+// were kept told by class.
+func TestMergeCountsEveryUnansweredSend(t *testing.T) {
+	lat := func(int) time.Duration { return time.Millisecond }
+	newer := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(100, lat, recordtest.Every(10, record.ClassConnError))})
+	for _, st := range []*record.Stats{newer.Overall, newer.Types["Create"]} {
+		st.Unanswered = record.Unanswered{"connection refused": 10}
+	}
+	older := recordtest.Run(t0, 10*time.Second, map[string]*record.Stats{"Create": recordtest.Sends(100, lat, recordtest.Every(4, record.ClassTimeout))})
+	s := record.Settings{Label: "merge", Arrivals: "constant", Mix: "create=1", Signing: "pipeline"}
+	s.Shard = "1/2"
+	a := recordtest.RoundTrip(t, recordtest.MustRecord(t, newer, s))
+	s.Shard = "2/2"
+	b := recordtest.MustRecord(t, older, s)
+	b.Overall.Unanswered, b.Types["Create"].Unanswered = nil, nil // as an older crowd wrote it
+	b = recordtest.RoundTrip(t, b)
+	m, err := record.Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := record.Unanswered{"connection refused": 10, "timeout": 25}
+	for name, tr := range map[string]*record.TypeRecord{"overall": &m.Overall, "Create": m.Types["Create"]} {
+		if !reflect.DeepEqual(tr.Unanswered, want) {
+			t.Errorf("%s: no answer because %v, want %v", name, tr.Unanswered, want)
+		}
+	}
+}
+
 // TestMergeRefuses: records that cannot be combined are refused, with the
 // reason named.
 func TestMergeRefuses(t *testing.T) {

@@ -8,13 +8,19 @@ import (
 	"strings"
 )
 
-// MaxUnansweredReasons bounds the reasons an Unanswered keeps apart: a
-// reason is a short fixed phrase, but one the flood could not name is an
-// error's own text, and a record must not grow with every such text.
+// MaxUnansweredReasons bounds the reasons a record keeps apart (the
+// largest counts; the rest under UnansweredOther): a reason is a short
+// fixed phrase, but one the flood could not name is an error's own text,
+// and a record must not grow with every such text.
 const MaxUnansweredReasons = 8
 
-// UnansweredOther is the reason the sends past MaxUnansweredReasons
-// distinct ones are counted under.
+// maxUnansweredCounted bounds the reasons counted apart while a run goes
+// on or records merge, before the record keeps its largest: far more than
+// a run meets, so the largest are found whatever the order they came in.
+const maxUnansweredCounted = 256
+
+// UnansweredOther is the reason the sends past the reasons kept apart are
+// counted under.
 const UnansweredOther = "other"
 
 // Unanswered counts why sends got no answer (ClassTimeout,
@@ -32,28 +38,50 @@ func (u *Unanswered) Add(reason string, n int64) {
 	if *u == nil {
 		*u = Unanswered{}
 	}
-	if _, ok := (*u)[reason]; !ok && len(*u) >= MaxUnansweredReasons {
+	if _, ok := (*u)[reason]; !ok && len(*u) >= maxUnansweredCounted {
 		reason = UnansweredOther
 	}
 	(*u)[reason] += n
 }
 
-// Merge adds o's counts into u, in o's reasons' order, so that the
-// reasons kept apart do not depend on a map's iteration.
+// Merge adds o's counts into u.
 func (u *Unanswered) Merge(o Unanswered) {
 	for _, reason := range slices.Sorted(maps.Keys(o)) {
 		u.Add(reason, o[reason])
 	}
 }
 
+// Kept is u as a record keeps it: its MaxUnansweredReasons largest
+// reasons (ties by name), the rest summed under UnansweredOther; nil
+// when u is empty.
+func (u Unanswered) Kept() Unanswered {
+	if len(u) == 0 {
+		return nil
+	}
+	kept, named := Unanswered{}, 0
+	for _, r := range u.ordered() {
+		if r != UnansweredOther && named < MaxUnansweredReasons {
+			kept[r] = u[r]
+			named++
+		} else {
+			kept[UnansweredOther] += u[r]
+		}
+	}
+	return kept
+}
+
+// ordered is u's reasons, most sends first, then by name.
+func (u Unanswered) ordered() []string {
+	return slices.SortedFunc(maps.Keys(u), func(a, b string) int {
+		return cmp.Or(cmp.Compare(u[b], u[a]), strings.Compare(a, b))
+	})
+}
+
 // String is the reasons, most sends first ("connection refused 12, TLS:
 // ... 3"), or "" when there are none.
 func (u Unanswered) String() string {
-	reasons := slices.SortedFunc(maps.Keys(u), func(a, b string) int {
-		return cmp.Or(cmp.Compare(u[b], u[a]), strings.Compare(a, b))
-	})
 	var b strings.Builder
-	for i, r := range reasons {
+	for i, r := range u.ordered() {
 		if i > 0 {
 			b.WriteString(", ")
 		}
