@@ -201,13 +201,14 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 	// Every send of a self-flood goes there (each origin to its own
 	// address, when they have theirs).
 	planHosts(world, plan, listener, hosts)
+	// Through a guard, as every send: a listener on a public address is
+	// not sent a byte without --allow-public-target.
+	guard := flood.NewGuard(flood.GuardOptions{AllowPublic: c.AllowPublic})
 	var conn net.Conn
 	var addr, why string
 	for _, o := range world.Origins[:min(len(world.Origins), maxListenerChecks)] {
 		at := cmp.Or(hosts[o.Host], listener)
-		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second},
-			Config: &tls.Config{RootCAs: roots, ServerName: o.Host, NextProtos: []string{"http/1.1"}}}
-		cn, err := d.DialContext(ctx, "tcp", at)
+		cn, err := handshake(ctx, guard, at, &tls.Config{RootCAs: roots, ServerName: o.Host, NextProtos: []string{"http/1.1"}})
 		if err == nil {
 			conn = cn
 			break
@@ -217,12 +218,17 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 		}
 		reason := flood.NoAnswerReason(err)
 		if why == "" {
-			addr, why = at, "nothing answers there"
-			if reason != "connection refused" && reason != "timeout" {
+			addr = at
+			switch reason {
+			case "connection refused", "timeout":
+				why = "nothing answers there"
+			case "public target refused":
+				why = "it is on a public address (pass --allow-public-target to reach it)"
+			default:
 				why = "it answers, but not as this crowd's HTTPS (" + reason + " for " + o.Host + ")"
 			}
 		}
-		if reason == "timeout" || len(hosts) == 0 && !weatherBroken(reason) {
+		if reason == "timeout" || reason == "public target refused" || len(hosts) == 0 && !weatherBroken(reason) {
 			break // no other name fares better at the one listener
 		}
 	}
@@ -249,6 +255,23 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 	}
 	log.Info("the crowd's own origins are reached at its HTTPS listener, "+from, zap.String("listener", reached))
 	return hosts, "", nil
+}
+
+// handshake connects to addr through guard and completes a TLS handshake
+// of tc, within 3 s.
+func handshake(ctx context.Context, guard *flood.Guard, addr string, tc *tls.Config) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	raw, err := guard.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := tls.Client(raw, tc)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // weatherBroken reports whether a handshake failed (flood.NoAnswerReason)

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/loopback"
+	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/pasture/tlsca"
 )
@@ -79,6 +81,14 @@ func TestListenerFrom(t *testing.T) {
 // name; its address and the CA's roots.
 func crowdListener(t *testing.T, weather func(name string) tlsca.Handshake) (string, *x509.CertPool) {
 	t.Helper()
+	tc, roots := crowdTLS(t, weather)
+	return serveTLS(t, loopback.Free(t), tc), roots
+}
+
+// crowdTLS is a crowd's TLS: a CA of its own, leaves made on demand, each
+// handshake as weather says for its name; and the CA's roots.
+func crowdTLS(t *testing.T, weather func(name string) tlsca.Handshake) (*tls.Config, *x509.CertPool) {
+	t.Helper()
 	ca, err := tlsca.LoadOrCreate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -88,14 +98,20 @@ func crowdListener(t *testing.T, weather func(name string) tlsca.Handshake) (str
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", loopback.Free(t))
+	return tc, pasture.RootsWith(ca.CertPEM())
+}
+
+// serveTLS serves HTTPS with tc at addr until the test ends; the address bound.
+func serveTLS(t *testing.T, addr string, tc *tls.Config) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(tls.NewListener(l, tc))
 	t.Cleanup(func() { srv.Close() })
-	return l.Addr().String(), pasture.RootsWith(ca.CertPEM())
+	return l.Addr().String()
 }
 
 // TestCrowdHostsReachTheListener: where an attached flood sends for the
@@ -139,6 +155,8 @@ func TestCrowdHostsReachTheListener(t *testing.T) {
 		{"advertised silent", "", silent, nil, "", "is " + silent + ", and nothing answers there from here", ""},
 		// It answers, but not TLS: not taken for the crowd's listener.
 		{"advertised plain", "", plainAddr, nil, "", "not as this crowd's HTTPS (TLS: the answer is not TLS", ""},
+		// A listener on a public address: not sent a byte without --allow-public-target.
+		{"advertised public", "", "93.184.215.14:443", nil, "", "it is on a public address (pass --allow-public-target", ""},
 		// No listener advertised (an older crowd, or --https ""): said so.
 		{"none", "", "", nil, "", "gives no HTTPS listener", ""},
 		// A --crowd-https where nothing answers is refused before the run.
@@ -171,6 +189,60 @@ func TestCrowdHostsReachTheListener(t *testing.T) {
 			if hosts[h] != c.mapped {
 				t.Errorf("%s: %s goes to %q, want %q", c.name, h, hosts[h], c.mapped)
 			}
+		}
+	}
+}
+
+// TestCrowdHostsAtTheOriginsOwnAddresses: with an address per origin, the
+// listener is found at an origin's own address though the first origin's
+// refuses connections (down, as the weather puts it at its address), and
+// every origin is mapped to its own address on the listener's port.
+func TestCrowdHostsAtTheOriginsOwnAddresses(t *testing.T) {
+	w, err := actors.Open(actors.Config{Origins: 3, Actors: 1, Domain: "flood%d.test", StateDir: t.TempDir(), EphemeralGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rng, err := originaddr.ParseRange("127.77.0.0/30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := originaddr.NewPlan(rng, "flood%d.test", 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := func(k int) string { return plan.Addrs(k)[0].String() }
+	tc, roots := crowdTLS(t, func(string) tlsca.Handshake { return tlsca.Good })
+	// Origins 2 and 3 answer at their own addresses, on one port; nothing at origin 1's.
+	_, port, _ := net.SplitHostPort(serveTLS(t, net.JoinHostPort(own(2), "0"), tc))
+	serveTLS(t, net.JoinHostPort(own(3), port), tc)
+	hosts, note, err := crowdHosts(context.Background(), Config{}, w, plan, net.JoinHostPort("127.0.0.1", port), roots, zap.NewNop())
+	if err != nil || note != "" {
+		t.Fatalf("error %v, note %q: want the listener found", err, note)
+	}
+	for k := 1; k <= 3; k++ {
+		if h, want := fmt.Sprintf("flood%d.test", k), net.JoinHostPort(own(k), port); hosts[h] != want {
+			t.Errorf("%s goes to %q, want its own address %s", h, hosts[h], want)
+		}
+	}
+}
+
+// TestResolveHintSaysWhatWasMet: the advice to a flood that cannot resolve
+// the crowd's names begins with why its listener was not used, when one
+// was tried, and always names the flag that mends it.
+func TestResolveHintSaysWhatWasMet(t *testing.T) {
+	for _, c := range []struct {
+		unreached, begins string
+	}{
+		// Standalone, or the listener used: the flag alone.
+		{"", "pass --crowd-https with where the crowd serve's HTTPS listener"},
+		// The listener the admin API gave did not answer: said first.
+		{"its HTTPS listener, by its admin API, is 10.0.0.5:8443, and nothing answers there from here",
+			"its HTTPS listener, by its admin API, is 10.0.0.5:8443, and nothing answers there from here: pass --crowd-https"},
+	} {
+		env := &Environment{unreached: c.unreached}
+		if got := env.resolveHint(); !strings.HasPrefix(got, c.begins) || !strings.HasSuffix(got, "or use --standalone") {
+			t.Errorf("unreached %q: hint %q, want it to begin %q and end naming --standalone", c.unreached, got, c.begins)
 		}
 	}
 }

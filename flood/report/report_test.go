@@ -83,6 +83,23 @@ func TestTableSaysWhyNoAnswer(t *testing.T) {
 	}
 }
 
+// TestMarkdownSaysHowToReplay: a Markdown report, posted where the record
+// is not, says what was asked and the seed that replays the run.
+func TestMarkdownSaysHowToReplay(t *testing.T) {
+	rec := reportRecord(t)
+	rec.Parts[0].Seed = 42
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, rec, "r.json"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nreport: 300/s poisson for 10s, signing pipeline, mix create=4,like=1\n",
+		"\nseed 42 (--seed replays the draws)\n", "\n- rule: the generator is the bottleneck when"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestMarkdownRowGolden(t *testing.T) {
 	r := reportRecord(t)
 	recordtest.Golden(t, "runs_row.golden", []byte(record.MarkdownHeader()+r.MarkdownRow(r.FileName())), *update)
