@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/flood"
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/hostorder"
 	"github.com/crowdfed/crowd/pasture"
 	"github.com/crowdfed/crowd/pasture/weather"
 )
@@ -264,7 +265,7 @@ func (w weatherNow) same(o weatherNow) bool {
 
 // sortedOrigins is a sorted copy of origins, by host.
 func sortedOrigins(origins []record.WeatherOrigin) []record.WeatherOrigin {
-	return slices.SortedFunc(slices.Values(origins), func(a, b record.WeatherOrigin) int { return cmp.Compare(a.Host, b.Host) })
+	return slices.SortedFunc(slices.Values(origins), func(a, b record.WeatherOrigin) int { return hostorder.Compare(a.Host, b.Host) })
 }
 
 // stop ends the timeline and waits for a change being applied.

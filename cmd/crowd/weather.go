@@ -16,6 +16,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
+	"github.com/crowdfed/crowd/internal/hostorder"
 	"github.com/crowdfed/crowd/pasture/weather"
 )
 
@@ -180,7 +181,7 @@ func (f *weatherFlags) run(cmd *cobra.Command, call func(*adminapi.Client) (admi
 // counts in the kinds' order.
 func writeWeather(w io.Writer, info adminapi.WeatherInfo) error {
 	rows := slices.Clone(info.Origins)
-	for _, h := range slices.SortedFunc(maps.Keys(info.Answered), weather.CompareHosts) {
+	for _, h := range slices.SortedFunc(maps.Keys(info.Answered), hostorder.Compare) {
 		if answeredText(info.Answered[h]) != "-" && !slices.ContainsFunc(rows, func(o adminapi.WeatherOrigin) bool { return o.Host == h }) {
 			rows = append(rows, adminapi.WeatherOrigin{Host: h, Condition: weather.Clear.String()})
 		}

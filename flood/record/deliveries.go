@@ -9,6 +9,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/crowdfed/crowd/internal/hostorder"
 )
 
 // The isolation rule: healthy deliveries suffered head-of-line blocking
@@ -379,7 +381,7 @@ func mergeDeliveries(out *Record, recs []*Record) error {
 	if d == nil {
 		return nil
 	}
-	slices.SortFunc(d.Origins, func(a, b OriginDeliveries) int { return cmp.Compare(a.Host, b.Host) })
+	slices.SortFunc(d.Origins, func(a, b OriginDeliveries) int { return hostorder.Compare(a.Host, b.Host) })
 	var err error
 	if d.Healthy.Baseline, err = encodeHist(base); err != nil {
 		return err

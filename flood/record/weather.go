@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/crowdfed/crowd/internal/hostorder"
 )
 
 // Weather is the weather timeline a run put in force on the crowd
@@ -111,7 +113,7 @@ func mergeWeather(out *Record, recs []*Record) error {
 	if w != nil {
 		for j := range w.Changes {
 			c := &w.Changes[j]
-			slices.SortFunc(c.Origins, func(a, b WeatherOrigin) int { return cmp.Compare(a.Host, b.Host) })
+			slices.SortFunc(c.Origins, func(a, b WeatherOrigin) int { return hostorder.Compare(a.Host, b.Host) })
 			if len(c.Counts) == 0 {
 				c.Counts = nil
 			}
@@ -318,7 +320,7 @@ func joinWeatherState(a, b *WeatherState, earlier bool) *WeatherState {
 		a.Counts[k] += n
 	}
 	a.Origins = append(a.Origins, b.Origins...)
-	slices.SortFunc(a.Origins, func(x, y WeatherOrigin) int { return cmp.Compare(x.Host, y.Host) })
+	slices.SortFunc(a.Origins, func(x, y WeatherOrigin) int { return hostorder.Compare(x.Host, y.Host) })
 	return a
 }
 

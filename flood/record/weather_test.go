@@ -37,7 +37,7 @@ func outage(host string, clearN int) *record.Weather {
 func TestWeatherMerge(t *testing.T) {
 	merged := &record.Weather{Changes: []record.WeatherChange{
 		{AtS: 1, Spec: "down=@followers", Counts: map[string]int{"down": 2, "clear": 18},
-			Origins: []record.WeatherOrigin{{Host: "flood12.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}},
+			Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}, {Host: "flood12.test", Condition: "down"}}},
 		{AtS: 3, Spec: "clear", Counts: map[string]int{"clear": 20}},
 	}}
 	differs := outage("flood12.test", 10)
@@ -147,19 +147,19 @@ func TestAmbientWeatherMerge(t *testing.T) {
 		{"both started", &record.AmbientWeather{Start: downAt("flood3.test", -60, 9)}, &record.AmbientWeather{Start: downAt("flood12.test", -5, 9)},
 			&record.AmbientWeather{Start: &record.WeatherState{SinceS: -60, Spec: "down=flood3.test,down=flood12.test",
 				Counts:  map[string]int{"down": 2, "clear": 18},
-				Origins: []record.WeatherOrigin{{Host: "flood12.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}}}},
+				Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}, {Host: "flood12.test", Condition: "down"}}}}},
 		// Both began in the same weather (a share, written alike): its rule once.
 		{"same spec", &record.AmbientWeather{Start: &record.WeatherState{SinceS: -5, Spec: "down=10%", Counts: map[string]int{"down": 1, "clear": 9},
 			Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}}}},
 			&record.AmbientWeather{Start: &record.WeatherState{SinceS: -5, Spec: "down=10%", Counts: map[string]int{"down": 1, "clear": 9},
 				Origins: []record.WeatherOrigin{{Host: "flood14.test", Condition: "down"}}}},
 			&record.AmbientWeather{Start: &record.WeatherState{SinceS: -5, Spec: "down=10%", Counts: map[string]int{"down": 2, "clear": 18},
-				Origins: []record.WeatherOrigin{{Host: "flood14.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}}}},
+				Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}, {Host: "flood14.test", Condition: "down"}}}}},
 		// Another hand changed both crowds: the later change is when both were changed.
 		{"both changed", &record.AmbientWeather{Changed: downAt("flood3.test", 2, 9)}, &record.AmbientWeather{Changed: downAt("flood12.test", 4, 9)},
 			&record.AmbientWeather{Changed: &record.WeatherState{SinceS: 4, Spec: "down=flood3.test,down=flood12.test",
 				Counts:  map[string]int{"down": 2, "clear": 18},
-				Origins: []record.WeatherOrigin{{Host: "flood12.test", Condition: "down"}, {Host: "flood3.test", Condition: "down"}}}}},
+				Origins: []record.WeatherOrigin{{Host: "flood3.test", Condition: "down"}, {Host: "flood12.test", Condition: "down"}}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := weatherRecord(t, "1/2", nil), weatherRecord(t, "2/2", nil)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crowdfed/crowd/internal/hostorder"
 )
 
 // Forecast is a spec applied to one world's origins: which origin is in
@@ -112,7 +114,7 @@ func (f *Forecast) Condition(host string) Condition {
 }
 
 // Origins lists the origins in a condition other than Clear, in
-// CompareHosts order.
+// hostorder.Compare order.
 func (f *Forecast) Origins() []Assigned {
 	if f == nil {
 		return nil
@@ -121,43 +123,8 @@ func (f *Forecast) Origins() []Assigned {
 	for h, c := range f.byHost {
 		out = append(out, Assigned{Host: h, Condition: c})
 	}
-	slices.SortFunc(out, func(a, b Assigned) int { return CompareHosts(a.Host, b.Host) })
+	slices.SortFunc(out, func(a, b Assigned) int { return hostorder.Compare(a.Host, b.Host) })
 	return out
-}
-
-// CompareHosts orders host names as people count origins: a run of digits
-// by its value, so flood2.test comes before flood10.test; the rest by
-// byte. Equal values written differently (flood02, flood2) are ordered by
-// their text, so the order is total.
-func CompareHosts(a, b string) int {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if isDigit(a[i]) && isDigit(b[j]) {
-			ei, ej := digitsEnd(a, i), digitsEnd(b, j)
-			na, nb := strings.TrimLeft(a[i:ei], "0"), strings.TrimLeft(b[j:ej], "0")
-			if c := cmp.Or(cmp.Compare(len(na), len(nb)), strings.Compare(na, nb)); c != 0 {
-				return c
-			}
-			i, j = ei, ej
-			continue
-		}
-		if a[i] != b[j] {
-			return cmp.Compare(a[i], b[j])
-		}
-		i++
-		j++
-	}
-	return cmp.Or(cmp.Compare(len(a)-i, len(b)-j), strings.Compare(a, b))
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// digitsEnd is the end of the run of digits in s starting at i.
-func digitsEnd(s string, i int) int {
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	return i
 }
 
 // Same reports whether f and o are the same weather: the same spec, as
