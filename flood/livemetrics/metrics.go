@@ -2,6 +2,7 @@ package livemetrics
 
 import (
 	"bytes"
+	"cmp"
 	"net/http"
 	"sync"
 	"time"
@@ -57,6 +58,7 @@ type Metrics struct {
 	reg                                        *prometheus.Registry
 	offered, sent, dropped, starved, aborted   *prometheus.CounterVec
 	completed                                  *prometheus.CounterVec
+	unanswered                                 *prometheus.CounterVec
 	retryAfter                                 *prometheus.CounterVec
 	latency, service, lateness                 *prometheus.HistogramVec
 	inflight, warmup, elapsed, rate, lastTickT prometheus.Gauge
@@ -72,6 +74,14 @@ type typeSeries struct {
 	offered, sent, dropped, starved, aborted, retryAfter prometheus.Counter
 	classes                                              [record.NumClasses]prometheus.Counter
 	latency, service, lateness                           prometheus.Observer
+
+	// The children of unanswered by reason, made as reasons come: at most
+	// record.MaxUnansweredReasons of them, later ones counted as "other"
+	// (a reason the flood could not name is an error's text, and each
+	// would be a series).
+	mu      sync.Mutex
+	reasons sync.Map // string → prometheus.Counter
+	named   int      // reasons with a child of their own, under mu
 }
 
 // New makes the metrics and their registry.
@@ -96,6 +106,7 @@ func New(o Options) *Metrics {
 		starved:    counter("crowd_flood_starved_total", "Sends late because the signer had no request ready (the generator's bottleneck), measured window.", "type"),
 		aborted:    counter("crowd_flood_aborted_total", "Sends in flight when the run was interrupted, measured window.", "type"),
 		completed:  counter("crowd_flood_completed_total", "Sends answered, timed out or failed to connect, by status class, measured window.", "type", "class"),
+		unanswered: counter("crowd_flood_unanswered_total", "Sends that got no answer (timeout, conn_error), by why (connection refused, TLS: ...), measured window.", "type", "reason"),
 		retryAfter: counter("crowd_flood_retry_after_total", "Answers that carried a Retry-After header, measured window.", "type"),
 		latency:    hist("crowd_flood_latency_seconds", "Latency from the intended send time to the end of the answer (coordinated-omission corrected), answered sends."),
 		service:    hist("crowd_flood_service_seconds", "Service time from the actual send to the end of the answer, answered sends."),
@@ -106,7 +117,7 @@ func New(o Options) *Metrics {
 		rate:       gauge("crowd_flood_target_rate", "The offered rate asked for, in sends per second (the current rung of a ladder)."),
 		lastTickT:  gauge("crowd_flood_last_tick_timestamp_seconds", "Unix time of the latest one-second tick: a stale value means the flood stopped."),
 	}
-	m.reg.MustRegister(m.offered, m.sent, m.dropped, m.starved, m.aborted, m.completed, m.retryAfter,
+	m.reg.MustRegister(m.offered, m.sent, m.dropped, m.starved, m.aborted, m.completed, m.unanswered, m.retryAfter,
 		m.latency, m.service, m.lateness, m.inflight, m.warmup, m.elapsed, m.rate, m.lastTickT)
 	if b := o.Buffer; b != nil {
 		m.reg.MustRegister(
@@ -177,6 +188,9 @@ func (m *Metrics) Answered(_ int, d *record.Delivery) {
 		return
 	}
 	s.classes[d.Class].Inc()
+	if !d.Class.Answered() {
+		m.unansweredFor(d.Type, s, cmp.Or(d.NoAnswer, d.Class.String())).Inc()
+	}
 	if d.RetryAfter() {
 		s.retryAfter.Inc()
 	}
@@ -185,6 +199,31 @@ func (m *Metrics) Answered(_ int, d *record.Delivery) {
 		s.latency.Observe(seconds(d.Latency()))
 		s.service.Observe(seconds(d.Service()))
 	}
+}
+
+// unansweredFor is the counter of type t's sends that got no answer for
+// reason, made the first time (s holds t's children).
+func (m *Metrics) unansweredFor(t string, s *typeSeries, reason string) prometheus.Counter {
+	if c, ok := s.reasons.Load(reason); ok {
+		return c.(prometheus.Counter)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.reasons.Load(reason); ok {
+		return c.(prometheus.Counter)
+	}
+	if s.named >= record.MaxUnansweredReasons && reason != record.UnansweredOther {
+		reason = record.UnansweredOther
+		if c, ok := s.reasons.Load(reason); ok {
+			return c.(prometheus.Counter)
+		}
+	}
+	c := m.unanswered.WithLabelValues(t, reason)
+	s.reasons.Store(reason, c)
+	if reason != record.UnansweredOther {
+		s.named++
+	}
+	return c
 }
 
 // Settled is nothing to the metrics: the answer was counted.

@@ -32,7 +32,7 @@ func series(t *testing.T, m *livemetrics.Metrics) map[string]float64 {
 		for _, pm := range mf.Metric {
 			var ls []string
 			for _, lp := range pm.Label {
-				if n := lp.GetName(); n == "type" || n == "class" {
+				if n := lp.GetName(); n == "type" || n == "class" || n == "reason" {
 					ls = append(ls, n+"="+lp.GetValue())
 				}
 			}
@@ -129,6 +129,48 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 	}
 	if got["crowd_flood_warmup{}"] != 0 || got["crowd_flood_elapsed_seconds{}"] < 1.4 {
 		t.Errorf("the last tick: warmup %v elapsed %v", got["crowd_flood_warmup{}"], got["crowd_flood_elapsed_seconds{}"])
+	}
+}
+
+// TestUnansweredByReason: the sends without an answer are counted by the
+// reason the flood named (a timeout's by its class when unnamed), at most
+// record.MaxUnansweredReasons reasons a type, the rest as "other"; the
+// warm-up's in none.
+func TestUnansweredByReason(t *testing.T) {
+	m := livemetrics.New(livemetrics.Options{})
+	send := func(reason string, class record.Class, measured bool) {
+		m.Answered(0, &record.Delivery{Type: "Create", Measured: measured, Class: class, NoAnswer: reason})
+	}
+	for range 3 {
+		send("connection refused", record.ClassConnError, true)
+	}
+	send("", record.ClassTimeout, true)                      // an older flood's: no reason
+	send("connection refused", record.ClassConnError, false) // the warm-up's
+	send("", record.Class202, true)                          // answered: no reason
+	for i := range record.MaxUnansweredReasons + 2 {         // two past the bound
+		send(fmt.Sprintf("h1: odd answer %d", i), record.ClassConnError, true)
+	}
+	got := series(t, m)
+	for key, want := range map[string]float64{
+		"crowd_flood_unanswered_total{reason=connection refused,type=Create}": 3,
+		"crowd_flood_unanswered_total{reason=timeout,type=Create}":            1,
+		"crowd_flood_unanswered_total{reason=other,type=Create}":              4, // 8 named, then 4 of the 10 odd ones
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	named, total := 0, 0.0
+	for key, v := range got {
+		if strings.HasPrefix(key, "crowd_flood_unanswered_total{") {
+			total += v
+			if !strings.Contains(key, "reason=other,") {
+				named++
+			}
+		}
+	}
+	if named != record.MaxUnansweredReasons || total != 3+1+record.MaxUnansweredReasons+2 {
+		t.Errorf("%d reasons named, %v sends counted; want %d and every unanswered send", named, total, record.MaxUnansweredReasons)
 	}
 }
 
