@@ -446,8 +446,17 @@ type target struct {
 // checkHost refuses, before anything is sent to it, a host outside the
 // crowd that g does not let through (a public address, or no address).
 func (in *Inbox) checkHost(ctx context.Context, g *dialguard.Guard, rawURL string) error {
-	if _, ok := in.world.Origin(actors.HostOf(rawURL)); ok {
+	host := actors.HostOf(rawURL)
+	if _, ok := in.world.Origin(host); ok {
 		return nil // the crowd's own origins are served in-process or by this crowd
+	}
+	if cfg := in.world.Config; cfg.Origins > 0 {
+		if n, fits := cfg.OriginNumber(host); fits && (n < 1 || n > cfg.Origins) {
+			// Named as the crowd's origins are, but past them: a slip, not
+			// a name for the resolver.
+			hosts := in.world.Hosts()
+			return fmt.Errorf("%w: %s is no origin of this crowd (it serves %s … %s)", ErrTarget, host, hosts[0], hosts[len(hosts)-1])
+		}
 	}
 	if err := g.CheckURL(ctx, rawURL); err != nil {
 		if errors.Is(err, dialguard.ErrPublicTarget) {

@@ -335,6 +335,13 @@ func TestAdminSendAndLookup(t *testing.T) {
 	if lr.Status != http.StatusNotFound || !strings.Contains(strings.Join(lr.Problems, "\n"), "404") || strings.Contains(strings.Join(lr.Problems, "\n"), "lookup") {
 		t.Errorf("lookup of no actor on a crowd origin: status %d, problems %q; want its 404", lr.Status, lr.Problems)
 	}
+	// A name of the crowd's pattern past its origins: said so, not left to
+	// the resolver.
+	lr = adminapi.LookupResult{}
+	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource=acct:alice@flood99.test", &lr)
+	if got := strings.Join(lr.Problems, "\n"); !strings.Contains(got, "flood99.test is no origin of this crowd (it serves flood1.test") || strings.Contains(got, "resolver") {
+		t.Errorf("lookup on flood99.test: problems %q, want it named no origin of the crowd", lr.Problems)
+	}
 	getJSON(t, admin.URL+adminapi.RouteLookup.Path()+"?resource="+remoteID("badguy"), &lr)
 	for _, want := range []string{"Content-Type", "no inbox", "publicKey.owner", "publicKeyPem", "preferredUsername"} {
 		if !strings.Contains(strings.Join(lr.Problems, "\n"), want) {

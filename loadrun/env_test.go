@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -243,6 +244,39 @@ func TestResolveHintSaysWhatWasMet(t *testing.T) {
 		env := &Environment{unreached: c.unreached}
 		if got := env.resolveHint(); !strings.HasPrefix(got, c.begins) || !strings.HasSuffix(got, "or use --standalone") {
 			t.Errorf("unreached %q: hint %q, want it to begin %q and end naming --standalone", c.unreached, got, c.begins)
+		}
+	}
+}
+
+// TestUnknownNameHint: a persona's host this machine's resolver does not
+// know is told where to make it known; any other failure is left as is.
+func TestUnknownNameHint(t *testing.T) {
+	notFound := fmt.Errorf("resolve sut.test: %w", &net.DNSError{Err: "no such host", Name: "sut.test", IsNotFound: true})
+	other := fmt.Errorf("resolve sut.test: %w", &net.DNSError{Err: "server misbehaving", Name: "sut.test", IsTemporary: true})
+	if got := unknownNameHint(notFound, "sut.test").Error(); !strings.Contains(got, "run it where sut.test resolves") || !errors.Is(unknownNameHint(notFound, "sut.test"), notFound) {
+		t.Errorf("not found: %q, want the hint, wrapping the error", got)
+	}
+	if got := unknownNameHint(other, "sut.test"); got != other {
+		t.Errorf("a resolver failing: %v, want it as is", got)
+	}
+}
+
+// TestNoAnswerSaid: a discovery that got no answer says why in the
+// record's words, unless its own error says so already.
+func TestNoAnswerSaid(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string // the error's text
+	}{
+		// A timeout's own words name no flag.
+		{fmt.Errorf("webfinger: %w", context.DeadlineExceeded), "webfinger: context deadline exceeded (no answer: timeout (--timeout 10s))"},
+		// Words that say it already: as is.
+		{fmt.Errorf("webfinger: %w", errors.New("read: connection reset by peer")), "webfinger: read: connection reset by peer"},
+		// A certificate the crowd does not accept, said as the record says it.
+		{fmt.Errorf("webfinger: %w", x509.UnknownAuthorityError{}), "webfinger: x509: certificate signed by unknown authority (no answer: TLS: certificate signed by an authority not trusted)"},
+	} {
+		if got := noAnswerSaid(c.err, 10*time.Second).Error(); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
 }

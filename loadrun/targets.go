@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -56,6 +57,31 @@ func refuseUnresolved(err error) error {
 	return usage(err)
 }
 
+// noAnswerSaid is err, a request of the run's that got no answer, with
+// the reason a flood's record would give it (flood.NoAnswerReason) when
+// the error's own words do not already say it: "context deadline
+// exceeded" is a timeout past --timeout, an x509 error a certificate the
+// crowd does not accept.
+func noAnswerSaid(err error, timeout time.Duration) error {
+	reason := flood.NoAnswerReason(err)
+	if strings.Contains(err.Error(), reason) {
+		return err
+	}
+	if reason == "timeout" {
+		reason += " (--timeout " + timeout.String() + ")"
+	}
+	return fmt.Errorf("%w (no answer: %s)", err, reason)
+}
+
+// unknownNameHint is err, a check of a persona's host, with where to
+// make the name known when this machine's resolver does not know it.
+func unknownNameHint(err error, host string) error {
+	if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return fmt.Errorf("%w (the flood looks personas' hosts up with this machine's resolver: run it where %s resolves, as a compose network, the crowd's DNS with --dns-record in resolv.conf, or /etc/hosts make it)", err, host)
+	}
+	return err
+}
+
 // otherShards refuses host when it is an origin of the crowd's world that
 // another shard serves: this crowd (what) cannot answer for it, and the
 // machine's resolver would only be asked a name it does not know.
@@ -97,7 +123,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 			if _, own := env.World.Origin(host); own {
 				return nil, "", refuseUnresolved(fmt.Errorf("persona %s: %w (one of the crowd's own: %s)", a, err, env.resolveHint()))
 			}
-			return nil, "", refusePublic(fmt.Errorf("persona %s: %w", a, err))
+			return nil, "", refusePublic(fmt.Errorf("persona %s: %w", a, unknownNameHint(err, host)))
 		}
 	}
 	client := r.client(r.c.Timeout, 16)
@@ -110,7 +136,7 @@ func (r *runner) targets(ctx context.Context) ([]*traffic.Persona, string, error
 		r.log.Warn(w)
 	}
 	if err != nil {
-		return nil, "", refusePublic(fmt.Errorf("discovering the personas: %w", err))
+		return nil, "", refusePublic(fmt.Errorf("discovering the personas: %w", noAnswerSaid(err, r.c.Timeout)))
 	}
 	for _, ps := range personas {
 		if err := r.guard.CheckURL(ctx, ps.Target); err != nil {

@@ -131,7 +131,11 @@ func (c CapacityRule) pastRung(row RungRow, within func(*Record) bool, budget fl
 	fail := t.Errors() - shed
 	var bad []string
 	if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
-		bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), failures(t)))
+		what := failures(t)
+		if why := r.Overall.Unanswered.String(); why != "" {
+			what += "; no answer: " + why
+		}
+		bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), what))
 	}
 	rl := r.Overall.RateLimits.Classes
 	told := t.RetryAfter + rl[Class429].ResetOnly + rl[Class503].ResetOnly

@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,19 @@ func TestUnansweredKeepsTheLargestReasons(t *testing.T) {
 	ba.Merge(a)
 	if !maps.Equal(ab.Kept(), ba.Kept()) || ab.Kept()["zzz"] != 40 || ab.Kept()["reason 00"] != 3 {
 		t.Errorf("merged a b %v, b a %v: want the same, zzz 40 and reason 00 3 kept", ab.Kept(), ba.Kept())
+	}
+}
+
+// TestPastRungSaysWhyNoAnswer: a ladder's rung past the sustained one
+// that failed by sends without an answer says why they got none.
+func TestPastRungSaysWhyNoAnswer(t *testing.T) {
+	r := &Record{}
+	r.Overall.Counts.Completed = 10
+	r.Overall.Tally.Classes[Class202] = 6
+	r.Overall.Tally.Classes[ClassConnError] = 4
+	r.Overall.Unanswered = Unanswered{"connection reset": 4}
+	how, graceful := DefaultCapacityRule().pastRung(RungRow{Record: r}, func(*Record) bool { return true }, 0)
+	if want := "40% of the sends failed other than by shedding (conn_error=4; no answer: connection reset 4)"; graceful || !strings.Contains(how, want) {
+		t.Errorf("rung %q (graceful %v), want it not graceful, saying %q", how, graceful, want)
 	}
 }

@@ -40,15 +40,15 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 	}
 	aborted := anyAborted(r)
 	if aborted {
-		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | aborted | dropped |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | no answer | aborted | dropped |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | dropped |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n| type | sent | p50 | p90 | p95 | p99 | p99.9 | max | service p99 | late p99 | 2xx | errors | no answer | dropped |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, t := range typeRows(r) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
-			t.Name, t.Sent, t.P50, t.P90, t.P95, t.P99, t.P999, t.Max, t.Service99, t.Late99, t.OK, t.Errors)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+			t.Name, t.Sent, t.P50, t.P90, t.P95, t.P99, t.P999, t.Max, t.Service99, t.Late99, t.OK, t.Errors, t.NoAnswer)
 		if aborted {
 			fmt.Fprintf(&b, " %s |", t.Aborted)
 		}
@@ -115,7 +115,7 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 // sends in flight when the run was interrupted, which the tables show as
 // a column of their own only then.
 type typeRow struct {
-	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, Aborted, Dropped string
+	Name, Sent, P50, P90, P95, P99, P999, Max, Service99, Late99, OK, Errors, NoAnswer, Aborted, Dropped string
 }
 
 // anyAborted reports whether r aborted a send, overall or of a type: its
@@ -140,10 +140,11 @@ func typeRows(r *record.Record) []typeRow {
 			Name: name, Sent: strconv.FormatInt(t.Counts.Sent, 10),
 			P50: l.Format(l.P50), P90: l.Format(l.P90), P95: l.Format(l.P95), P99: l.Format(l.P99), P999: l.Format(l.P999), Max: l.Format(l.Max),
 			Service99: t.Service.Format(t.Service.P99), Late99: t.Lateness.Format(t.Lateness.P99),
-			OK:      strconv.FormatInt(t.Tally.OK(), 10),
-			Errors:  fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
-			Aborted: strconv.FormatInt(t.Counts.Aborted, 10),
-			Dropped: fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
+			OK:       strconv.FormatInt(t.Tally.OK(), 10),
+			Errors:   fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
+			NoAnswer: strconv.FormatInt(t.Failed.Count, 10),
+			Aborted:  strconv.FormatInt(t.Counts.Aborted, 10),
+			Dropped:  fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
 		}
 	}
 	var rows []typeRow
@@ -656,9 +657,9 @@ footer { margin-top: 2em; color: #888; font-size: 0.85em; }
 {{end}}
 <h2>Per activity type</h2>
 <table id="types">
-<thead><tr><th>type</th><th>sent</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>late p99</th><th>2xx</th><th>errors</th>{{if .Aborted}}<th>aborted</th>{{end}}<th>dropped</th></tr></thead>
+<thead><tr><th>type</th><th>sent</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>late p99</th><th>2xx</th><th>errors</th><th>no answer</th>{{if .Aborted}}<th>aborted</th>{{end}}<th>dropped</th></tr></thead>
 <tbody>
-{{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td>{{if $.Aborted}}<td>{{.Aborted}}</td>{{end}}<td>{{.Dropped}}</td></tr>
+{{range .Types}}<tr{{if eq .Name "all"}} class="all"{{end}}><td>{{.Name}}</td><td>{{.Sent}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>{{.Service99}}</td><td>{{.Late99}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.NoAnswer}}</td>{{if $.Aborted}}<td>{{.Aborted}}</td>{{end}}<td>{{.Dropped}}</td></tr>
 {{end}}</tbody>
 </table>
 <p>Latency is measured from the intended send time (coordinated-omission corrected); service time from the actual send; lateness is the difference.{{if .Aborted}} Aborted sends were in flight when the run was interrupted: neither answered nor timed out, they are in no figure.{{end}}{{if .ForgedApart}} {{.ForgedApart}}.{{end}}</p>{{range .Blocks}}

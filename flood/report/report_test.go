@@ -161,8 +161,8 @@ func TestAbortedShown(t *testing.T) {
 	checkRenderings(t, []rendering{
 		{"table", func(b *bytes.Buffer) error { return WriteTable(b, r) }, []string{"no answer  aborted  dropped", "; aborted 4"}},
 		{"markdown", func(b *bytes.Buffer) error { return WriteMarkdown(b, r, "r.json") }, []string{
-			"| 2xx | errors | aborted | dropped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", " | 4 | 12 (0.5%) |\n", " | 0 | 0 (0%) |\n"}},
-		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{"<th>errors</th><th>aborted</th><th>dropped</th>",
+			"| 2xx | errors | no answer | aborted | dropped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", " | 4 | 12 (0.5%) |\n", " | 0 | 0 (0%) |\n"}},
+		{"html", func(b *bytes.Buffer) error { return WriteHTML(b, r) }, []string{"<th>errors</th><th>no answer</th><th>aborted</th><th>dropped</th>",
 			"<td>4</td><td>12 (0.5%)</td>", "in flight when the run was interrupted"}},
 	})
 }
