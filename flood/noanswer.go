@@ -13,10 +13,11 @@ import (
 )
 
 // NoAnswerReason names why a send got no HTTP answer (record.Delivery's
-// NoAnswer, and a connection the run checks before it sends), in words that stay the same from send to send, so that a
-// record can count them, and that say what to mend: nothing listening, a
-// certificate this machine's roots do not trust, TLS spoken to a plain
-// HTTP port. An error it cannot name is told by its innermost text.
+// NoAnswer, and a request the run makes before it sends), in words that
+// stay the same from send to send, so that a record can count them, and
+// that say what to mend: nothing listening, a certificate this machine's
+// roots do not trust, TLS spoken to a plain HTTP port. An error it cannot
+// name is told by its innermost text.
 func NoAnswerReason(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
