@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,6 +172,31 @@ func TestUnansweredByReason(t *testing.T) {
 	}
 	if named != record.MaxUnansweredReasons || total != 3+1+record.MaxUnansweredReasons+2 {
 		t.Errorf("%d reasons named, %v sends counted; want %d and every unanswered send", named, total, record.MaxUnansweredReasons)
+	}
+
+	// Workers count at once (the race detector watches): still at most the
+	// bound named, and every send counted.
+	m = livemetrics.New(livemetrics.Options{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				m.Answered(w, &record.Delivery{Type: "Like", Measured: true, Class: record.ClassConnError, NoAnswer: fmt.Sprintf("reason %d", (w+i)%12)})
+			}
+		})
+	}
+	wg.Wait()
+	named, total = 0, 0
+	for key, v := range series(t, m) {
+		if strings.HasPrefix(key, "crowd_flood_unanswered_total{") {
+			total += v
+			if !strings.Contains(key, "reason=other,") {
+				named++
+			}
+		}
+	}
+	if named != record.MaxUnansweredReasons || total != 800 {
+		t.Errorf("concurrently: %d reasons named, %v sends counted; want %d and 800", named, total, record.MaxUnansweredReasons)
 	}
 }
 
