@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crowdfed/crowd/flood/record"
+	"github.com/crowdfed/crowd/internal/hostorder"
 )
 
 // maxAttempts bounds the delivery attempts kept for the weather's account;
@@ -180,7 +181,7 @@ func (h WeatherHistory) weathered() []string {
 			set[host] = true
 		}
 	}
-	return slices.Sorted(maps.Keys(set))
+	return slices.SortedFunc(maps.Keys(set), hostorder.Compare)
 }
 
 // kindOf is a condition's kind, "clear" for none: "slow:30s" → "slow".

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/internal/dialguard"
 )
 
@@ -31,38 +32,38 @@ func NoAnswerReason(err error) string {
 	case err == nil:
 		return ""
 	case isTimeout(err):
-		return "timeout"
+		return record.NoAnswerTimeout
 	case errors.Is(err, dialguard.ErrPublicTarget):
-		return "public target refused"
+		return record.NoAnswerPublic
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
+		return record.NoAnswerRefused
 	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
+		return record.NoAnswerReset
 	case errors.Is(err, syscall.EPIPE):
-		return "connection closed while sending"
+		return record.NoAnswerBrokenPipe
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
-		return "no route to the host"
+		return record.NoAnswerNoRoute
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return "source address not available"
+		return record.NoAnswerNoSource
 	case errors.As(err, &unknownCA):
-		return "TLS: certificate signed by an authority not trusted"
+		return record.NoAnswerUnknownCA
 	case errors.As(err, &hostname):
-		return "TLS: certificate not valid for the host"
+		return record.NoAnswerWrongName
 	case errors.As(err, &invalid):
 		if invalid.Reason == x509.Expired {
-			return "TLS: certificate expired or not yet valid"
+			return record.NoAnswerExpired
 		}
-		return "TLS: certificate invalid"
+		return record.NoAnswerInvalidCert
 	case errors.As(err, &notTLS), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		// net/http words the record header error so; the fast client keeps it.
-		return "TLS: the answer is not TLS (plain HTTP on that port?)"
+		return record.NoAnswerNotTLS
 	case errors.As(err, &opErr) && opErr.Op == "remote error":
 		// The server's alert in the handshake: it refused this client.
-		return "TLS: the server refused the handshake (" + opErr.Err.Error() + ")"
+		return record.NoAnswerTLSAlert + " (" + opErr.Err.Error() + ")"
 	case errors.As(err, &dnsErr):
-		return "name not resolved"
+		return record.NoAnswerUnresolved
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "connection closed before an answer"
+		return record.NoAnswerClosed
 	}
 	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
 		err = next

@@ -407,7 +407,7 @@ func (w *worker) send(j *job, d *record.Delivery) bool {
 		d.Aborted = true
 	case timedOut || isTimeout(err):
 		d.Class = record.ClassTimeout
-		d.NoAnswer = "timeout"
+		d.NoAnswer = record.NoAnswerTimeout
 	default:
 		d.Class = record.ClassConnError
 		d.NoAnswer = NoAnswerReason(err)

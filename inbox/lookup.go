@@ -208,24 +208,31 @@ func sameAcct(a, b string) bool {
 	return errA == nil && errB == nil && strings.EqualFold(ua, ub) && strings.EqualFold(ha, hb)
 }
 
-// mastodonSelfProblems is what Mastodon objects to in the self link of
-// jrd, the answer whose self link (fetched: selfHref) was found: Mastodon
-// indexes a JRD's links by rel, so it reads the last link of rel "self",
-// whatever its type, and fetches the actor only when that type is one of
-// mastodonSelfTypes.
+// mastodonSelfProblems is what Mastodon objects to in the self links of
+// jrd, the answer whose self link (fetched: selfHref) was found. Mastodon
+// takes the first link of rel "self" whose type is exactly one of
+// mastodonSelfTypes, and refuses an answer without one ("Missing self
+// link"); older releases indexed the links by rel, so read the last
+// "self" whatever its type, and fetched nothing unless that type was one
+// of them.
 func mastodonSelfProblems(jrd apclient.JRD, selfHref string) []string {
-	var last apclient.Link
-	for _, l := range jrd.Links {
-		if l.Rel == apclient.RelSelf {
+	var exact, last *apclient.Link
+	for i := range jrd.Links {
+		if l := &jrd.Links[i]; l.Rel == apclient.RelSelf {
 			last = l
+			if exact == nil && slices.Contains(mastodonSelfTypes(), l.Type) {
+				exact = l
+			}
 		}
 	}
+	types := strings.Join(quoted(mastodonSelfTypes()), " or ")
 	switch {
-	case !slices.Contains(mastodonSelfTypes(), last.Type):
-		return []string{fmt.Sprintf("WebFinger: the self link Mastodon reads (the last of rel self) has type %q: it fetches the actor only when it is exactly %s",
-			last.Type, strings.Join(quoted(mastodonSelfTypes()), " or "))}
-	case last.Href != selfHref:
-		return []string{fmt.Sprintf("WebFinger: Mastodon reads the last self link, %s, not %s", last.Href, selfHref)}
+	case exact == nil:
+		return []string{fmt.Sprintf("WebFinger: no self link of type exactly %s: Mastodon refuses the answer (\"Missing self link\")", types)}
+	case exact.Href != selfHref:
+		return []string{fmt.Sprintf("WebFinger: Mastodon fetches the self link %s, not %s", exact.Href, selfHref)}
+	case last != exact && !slices.Contains(mastodonSelfTypes(), last.Type):
+		return []string{fmt.Sprintf("WebFinger: older Mastodon releases read the last self link, of type %q, and fetch no actor (they want %s)", last.Type, types)}
 	}
 	return nil
 }

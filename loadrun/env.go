@@ -19,6 +19,7 @@ import (
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/adminapi"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
 	"github.com/crowdfed/crowd/internal/originaddr"
 	"github.com/crowdfed/crowd/internal/statedir"
@@ -220,15 +221,15 @@ func crowdHosts(ctx context.Context, c Config, world *actors.World, plan *origin
 		if why == "" {
 			addr = at
 			switch reason {
-			case "connection refused", "timeout":
+			case record.NoAnswerRefused, record.NoAnswerTimeout:
 				why = "nothing answers there"
-			case "public target refused":
+			case record.NoAnswerPublic:
 				why = "it is on a public address (pass --allow-public-target to reach it)"
 			default:
 				why = "it answers, but not as this crowd's HTTPS (" + reason + " for " + o.Host + ")"
 			}
 		}
-		if reason == "timeout" || reason == "public target refused" || len(hosts) == 0 && !weatherBroken(reason) {
+		if reason == record.NoAnswerTimeout || reason == record.NoAnswerPublic || len(hosts) == 0 && !weatherBroken(reason) {
 			break // no other name fares better at the one listener
 		}
 	}
@@ -280,7 +281,7 @@ func handshake(ctx context.Context, guard *flood.Guard, addr string, tc *tls.Con
 // Another origin's name may then find the listener.
 func weatherBroken(reason string) bool {
 	switch reason {
-	case "connection reset", "TLS: certificate expired or not yet valid", "TLS: certificate not valid for the host":
+	case record.NoAnswerReset, record.NoAnswerExpired, record.NoAnswerWrongName:
 		return true
 	}
 	return false

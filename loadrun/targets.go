@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowdfed/crowd/actors"
 	"github.com/crowdfed/crowd/flood"
+	"github.com/crowdfed/crowd/flood/record"
 	"github.com/crowdfed/crowd/flood/traffic"
 )
 
@@ -67,7 +68,7 @@ func noAnswerSaid(err error, timeout time.Duration) error {
 	if strings.Contains(err.Error(), reason) {
 		return err
 	}
-	if reason == "timeout" {
+	if reason == record.NoAnswerTimeout {
 		reason += " (--timeout " + timeout.String() + ")"
 	}
 	return fmt.Errorf("%w (no answer: %s)", err, reason)

@@ -75,13 +75,13 @@ type typeSeries struct {
 	classes                                              [record.NumClasses]prometheus.Counter
 	latency, service, lateness                           prometheus.Observer
 
-	// The children of unanswered by reason, made as reasons come: at most
-	// record.MaxUnansweredReasons of them, later ones counted as "other"
-	// (a reason the flood could not name is an error's text, and each
-	// would be a series).
+	// The children of unanswered by reason, made as reasons come: one for
+	// each of the flood's phrases (record.NamedNoAnswer, a few), and for
+	// at most record.MaxUnansweredReasons errors' own texts, later texts
+	// counted as "other" (each would be a series).
 	mu      sync.Mutex
 	reasons sync.Map // string → prometheus.Counter
-	named   int      // reasons with a child of their own, under mu
+	texts   int      // errors' texts with a child of their own, under mu
 }
 
 // New makes the metrics and their registry.
@@ -212,16 +212,17 @@ func (m *Metrics) unansweredFor(t string, s *typeSeries, reason string) promethe
 	if c, ok := s.reasons.Load(reason); ok {
 		return c.(prometheus.Counter)
 	}
-	if s.named >= record.MaxUnansweredReasons && reason != record.UnansweredOther {
-		reason = record.UnansweredOther
+	text := !record.NamedNoAnswer(reason) && reason != record.UnansweredOther
+	if text && s.texts >= record.MaxUnansweredReasons {
+		reason, text = record.UnansweredOther, false
 		if c, ok := s.reasons.Load(reason); ok {
 			return c.(prometheus.Counter)
 		}
 	}
 	c := m.unanswered.WithLabelValues(t, reason)
 	s.reasons.Store(reason, c)
-	if reason != record.UnansweredOther {
-		s.named++
+	if text {
+		s.texts++
 	}
 	return c
 }

@@ -134,9 +134,10 @@ func TestMetricsEqualTheRecord(t *testing.T) {
 }
 
 // TestUnansweredByReason: the sends without an answer are counted by the
-// reason the flood named (a timeout's by its class when unnamed), at most
-// record.MaxUnansweredReasons reasons a type, the rest as "other"; the
-// warm-up's in none.
+// reason the flood named (a timeout's by its class when unnamed), each of
+// the flood's phrases in a series of its own, errors' own texts at most
+// record.MaxUnansweredReasons a type, the rest as "other"; the warm-up's
+// in none.
 func TestUnansweredByReason(t *testing.T) {
 	m := livemetrics.New(livemetrics.Options{})
 	send := func(reason string, class record.Class, measured bool) {
@@ -148,14 +149,16 @@ func TestUnansweredByReason(t *testing.T) {
 	send("", record.ClassTimeout, true)                      // an older flood's: no reason
 	send("connection refused", record.ClassConnError, false) // the warm-up's
 	send("", record.Class202, true)                          // answered: no reason
-	for i := range record.MaxUnansweredReasons + 2 {         // two past the bound
+	for i := range record.MaxUnansweredReasons + 2 {         // two texts past the bound
 		send(fmt.Sprintf("h1: odd answer %d", i), record.ClassConnError, true)
 	}
+	send(record.NoAnswerReset, record.ClassConnError, true) // a phrase after them: its own series still
 	got := series(t, m)
 	for key, want := range map[string]float64{
 		"crowd_flood_unanswered_total{reason=connection refused,type=Create}": 3,
 		"crowd_flood_unanswered_total{reason=timeout,type=Create}":            1,
-		"crowd_flood_unanswered_total{reason=other,type=Create}":              4, // 8 named, then 4 of the 10 odd ones
+		"crowd_flood_unanswered_total{reason=other,type=Create}":              2, // the texts past the bound
+		"crowd_flood_unanswered_total{reason=connection reset,type=Create}":   1,
 	} {
 		if got[key] != want {
 			t.Errorf("%s = %v, want %v", key, got[key], want)
@@ -170,8 +173,8 @@ func TestUnansweredByReason(t *testing.T) {
 			}
 		}
 	}
-	if named != record.MaxUnansweredReasons || total != 3+1+record.MaxUnansweredReasons+2 {
-		t.Errorf("%d reasons named, %v sends counted; want %d and every unanswered send", named, total, record.MaxUnansweredReasons)
+	if named != 3+record.MaxUnansweredReasons || total != 3+1+record.MaxUnansweredReasons+2+1 {
+		t.Errorf("%d reasons with a series, %v sends counted; want 3 phrases and %d texts, and every unanswered send", named, total, record.MaxUnansweredReasons)
 	}
 
 	// Workers count at once (the race detector watches): still at most the

@@ -23,6 +23,42 @@ const maxUnansweredCounted = 256
 // counted under.
 const UnansweredOther = "other"
 
+// The reasons the flood names a send's lack of an answer by
+// (flood.NoAnswerReason): fixed phrases, so that counts of them add up
+// across sends, runs and tools. Any other reason is an error's own text.
+const (
+	NoAnswerTimeout     = "timeout"
+	NoAnswerPublic      = "public target refused"
+	NoAnswerRefused     = "connection refused"
+	NoAnswerReset       = "connection reset"
+	NoAnswerBrokenPipe  = "connection closed while sending"
+	NoAnswerNoRoute     = "no route to the host"
+	NoAnswerNoSource    = "source address not available"
+	NoAnswerUnknownCA   = "TLS: certificate signed by an authority not trusted"
+	NoAnswerWrongName   = "TLS: certificate not valid for the host"
+	NoAnswerExpired     = "TLS: certificate expired or not yet valid"
+	NoAnswerInvalidCert = "TLS: certificate invalid"
+	NoAnswerNotTLS      = "TLS: the answer is not TLS (plain HTTP on that port?)"
+	NoAnswerUnresolved  = "name not resolved"
+	NoAnswerClosed      = "connection closed before an answer"
+	// NoAnswerTLSAlert begins the reason of a handshake the server
+	// refused; the alert it sent follows in parentheses.
+	NoAnswerTLSAlert = "TLS: the server refused the handshake"
+)
+
+// NamedNoAnswer reports whether reason is one of the flood's phrases (or
+// a class's name, as sends of older floods are counted), not an error's
+// own text: the phrases are few, the texts are not.
+func NamedNoAnswer(reason string) bool {
+	switch reason {
+	case NoAnswerTimeout, NoAnswerPublic, NoAnswerRefused, NoAnswerReset, NoAnswerBrokenPipe, NoAnswerNoRoute, NoAnswerNoSource,
+		NoAnswerUnknownCA, NoAnswerWrongName, NoAnswerExpired, NoAnswerInvalidCert, NoAnswerNotTLS, NoAnswerUnresolved, NoAnswerClosed,
+		ClassConnError.String():
+		return true
+	}
+	return strings.HasPrefix(reason, NoAnswerTLSAlert+" (")
+}
+
 // Unanswered counts why sends got no answer (ClassTimeout,
 // ClassConnError), by the reason the flood named (Delivery.NoAnswer:
 // "connection refused", "TLS: certificate signed by an authority not

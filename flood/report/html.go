@@ -142,7 +142,7 @@ func typeRows(r *record.Record) []typeRow {
 			Service99: t.Service.Format(t.Service.P99), Late99: t.Lateness.Format(t.Lateness.P99),
 			OK:       strconv.FormatInt(t.Tally.OK(), 10),
 			Errors:   fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
-			NoAnswer: strconv.FormatInt(t.Failed.Count, 10),
+			NoAnswer: strconv.FormatInt(unanswered(t), 10),
 			Aborted:  strconv.FormatInt(t.Counts.Aborted, 10),
 			Dropped:  fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
 		}

@@ -227,7 +227,7 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 		l := t.Latency
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t", name, t.Counts.Sent, l.Count,
 			l.Format(l.P50), l.Format(l.P90), l.Format(l.P95), l.Format(l.P99), l.Format(l.P999), l.Format(l.Max),
-			t.Service.Format(t.Service.P99), t.Lateness.Format(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Failed.Count)
+			t.Service.Format(t.Service.P99), t.Lateness.Format(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), unanswered(t))
 		if aborted {
 			fmt.Fprintf(tw, "%d\t", t.Counts.Aborted)
 		}
@@ -244,6 +244,12 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 		fmt.Fprintln(b, "  "+note)
 	}
 	return nil
+}
+
+// unanswered is how many of t's sends got no answer, by the tally (a
+// record from before the failed histogram was kept has it empty).
+func unanswered(t *record.TypeRecord) int64 {
+	return t.Tally.Classes[record.ClassTimeout] + t.Tally.Classes[record.ClassConnError]
 }
 
 // forgedApart says, for a run with forged requests, that the "all" row's

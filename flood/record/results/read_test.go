@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +59,6 @@ func TestReadingResults(t *testing.T) {
 		{"an indented record", "{\n  \"schema\": \"crowd.flood.record\"\n}\n", 0, false, "line 1: not a results file"},
 		// Another version is refused, not misread.
 		{"a later version", strings.Replace(whole, `"version":2`, `"version":3`, 1), 0, false, "version 3"},
-		// A version 1 file (no no_answer) is read as it was.
-		{"version 1", strings.ReplaceAll(whole, `"version":2`, `"version":1`), 2, false, ""},
 		// An unknown kind of line is an error naming the line.
 		{"an unknown line", lines[0] + `{"line":"sample"}` + "\n", 0, false, `line 2: unknown line kind "sample"`},
 		// A send after its run's end line belongs to no run.
@@ -94,6 +94,24 @@ func TestReadingResults(t *testing.T) {
 				agree(t, second, recs[1])
 			}
 		})
+	}
+	// A version 1 file, written before no_answer: read as it was, its
+	// unanswered sends counted by class.
+	v1 := regexp.MustCompile(`,"no_answer":"[^"]*"`).ReplaceAllString(strings.ReplaceAll(whole, `"version":2`, `"version":1`), "")
+	if strings.Contains(v1, "no_answer") {
+		t.Fatal("the version 1 file still has no_answer")
+	}
+	recs, err := results.Records(strings.NewReader(v1))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("version 1: %d records, %v", len(recs), err)
+	}
+	for i, want := range []*record.Record{first, second} {
+		byClass := record.Unanswered{}
+		byClass.Add(record.ClassTimeout.String(), want.Overall.Tally.Classes[record.ClassTimeout])
+		byClass.Add(record.ClassConnError.String(), want.Overall.Tally.Classes[record.ClassConnError])
+		if got := recs[i].Overall; len(byClass) == 0 || !maps.Equal(got.Unanswered, byClass) || got.Tally != want.Overall.Tally {
+			t.Errorf("version 1, run %d: unanswered %v tally %v, want %v by class and the run's tally", i, got.Unanswered, got.Tally, byClass)
+		}
 	}
 	// A results file read as a run record is said to be one (the record
 	// package knows its schema by a copy of Schema: this pins it).
