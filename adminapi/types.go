@@ -203,6 +203,10 @@ type LookupResult struct {
 	ContentType string `json:"content_type,omitempty"`
 	// Document is the actor document as served.
 	Document json.RawMessage `json:"document,omitempty"`
+	// Notes say what the lookup could not show and a server would meet:
+	// a crowd origin in weather, which the in-process lookup does not
+	// meet. Absent when there is nothing.
+	Notes []string `json:"notes,omitempty"`
 	// Problems lists what a real server (Mastodon, GoToSocial, Fedify)
 	// would refuse or stumble over; empty when there is nothing.
 	Problems []string `json:"problems"`

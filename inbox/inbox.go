@@ -124,6 +124,11 @@ type Config struct {
 	// its public-target check; default the system resolver. Tests map
 	// their names to loopback here.
 	ResolveTarget dialguard.Resolver
+	// OriginWeather is the condition the crowd's weather puts its origin
+	// host in ("down", "slow:30s:0.5"), "" when clear; nil: always clear.
+	// A lookup of one of the crowd's own actors is served in-process,
+	// where the weather does not reach, and notes it.
+	OriginWeather func(host string) string
 }
 
 // Inbox serves the crowd's inboxes, delivers what they owe, and logs

@@ -69,11 +69,13 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 	switch {
 	case strings.HasPrefix(resource, "https://") || strings.HasPrefix(resource, "http://"):
 		res.URL = resource
+		in.noteWeather(&res, actors.HostOf(resource))
 	default:
 		_, host, err := apclient.ParseAcct(resource)
 		if err != nil {
 			return res, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
+		in.noteWeather(&res, host)
 		if ok, err := reachable("https://" + host + "/"); !ok {
 			return res, err
 		}
@@ -150,6 +152,21 @@ func (in *Inbox) Lookup(ctx context.Context, q adminapi.LookupQuery) (adminapi.L
 		}
 	}
 	return res, nil
+}
+
+// noteWeather notes on res that host, one of the crowd's own origins, is
+// in weather: the lookup is served in-process and does not meet it, so
+// its answer is the healthy origin's, not what a SUT fetching it gets.
+func (in *Inbox) noteWeather(res *adminapi.LookupResult, host string) {
+	if in.cfg.OriginWeather == nil {
+		return
+	}
+	if _, own := in.world.Origin(host); !own {
+		return
+	}
+	if c := in.cfg.OriginWeather(host); c != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s is %s in the crowd's weather: this lookup is served inside the crowd, where the weather does not reach, so it shows the healthy origin; a server fetching it over the network meets the weather", host, c))
+	}
 }
 
 // confirmAcct asks WebFinger about acct as Mastodon resolves an account:

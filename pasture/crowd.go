@@ -132,17 +132,19 @@ func serveWorld(ctx context.Context, world *actors.World, cfg CrowdConfig) (*Cro
 	if err != nil {
 		return nil, err
 	}
+	// The inbox reads the weather of the pasture made after it, set before
+	// either serves.
+	var p *Pasture
 	in, err := inbox.New(inbox.Config{World: world, Client: originClient(ca, 30*time.Second, plan),
 		Signer: signing.NewSigner(signing.SignerOptions{UserAgent: cfg.UserAgent}), StateDir: world.Config.StateDir,
-		Logger: cfg.Logger.Named("inbox"), Registerer: reg})
+		Logger: cfg.Logger.Named("inbox"), Registerer: reg, OriginWeather: func(host string) string { return p.OriginWeather(host) }})
 	if err != nil {
 		return nil, err
 	}
 	pcfg := cfg.Listen
 	pcfg.World, pcfg.Version, pcfg.Logger, pcfg.Registry = world, cfg.Version, cfg.Logger, reg
 	pcfg.Inbox, pcfg.Admin = in, in.AdminRoutes
-	p, err := New(pcfg)
-	if err != nil {
+	if p, err = New(pcfg); err != nil {
 		return nil, err
 	}
 	if err := in.Start(ctx); err != nil {

@@ -42,6 +42,15 @@ func (p *Pasture) putWeather(f *weather.Forecast) bool {
 	return true
 }
 
+// OriginWeather is the condition the weather in force puts origin host in
+// ("down", "slow:30s:0.5"), "" when clear.
+func (p *Pasture) OriginWeather(host string) string {
+	if c := p.sky.Now().Condition(host); c.Kind != weather.Clear {
+		return c.String()
+	}
+	return ""
+}
+
 // WeatherInfo describes the weather in force: its spec, since when, and
 // every origin it puts in a condition, with the counts per kind; and what
 // the weather answered for each origin that has had weather.

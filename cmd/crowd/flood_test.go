@@ -501,6 +501,19 @@ func TestFloodAttachedToARunningCrowd(t *testing.T) {
 	if code != 0 {
 		t.Errorf("a self-flood with the first origin down: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	// A lookup of the down origin's actor is served inside the crowd, as
+	// healthy, and says the weather it did not meet; the other origin's
+	// says nothing of it.
+	for _, c := range []struct {
+		acct string
+		note bool
+	}{{"acct:alice@flood1.test", true}, {"acct:alice@flood2.test", false}} {
+		code, stdout, stderr := runCLI(t, "lookup", c.acct, "--admin", admin)
+		noted := strings.Contains(stdout, "note: flood1.test is down in the crowd's weather")
+		if code != 0 || noted != c.note {
+			t.Errorf("lookup %s under down=flood1.test: exit %d, noted %v (want %v)\n%s%s", c.acct, code, noted, c.note, stdout, stderr)
+		}
+	}
 }
 
 // TestFloodNamedPersonas floods personas that must be discovered: here

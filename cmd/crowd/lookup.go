@@ -104,6 +104,9 @@ func printLookupResult(w io.Writer, res *adminapi.LookupResult) {
 	if len(res.Document) > 0 {
 		fmt.Fprintln(w, indentedJSONText(res.Document))
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	if len(res.Problems) == 0 {
 		fmt.Fprintln(w, "no problems: a real server would accept this actor")
 		return
