@@ -353,6 +353,11 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			c.Notes = append(c.Notes, side.name+": partial run ("+string(side.r.PartialReason)+")")
 		}
 	}
+	if b, h := base.Overall.Unanswered.String(), head.Overall.Unanswered.String(); b != h {
+		// Why sends went unanswered is not judged (the error share is),
+		// but a new reason is often the news: a certificate, a port.
+		c.Notes = append(c.Notes, fmt.Sprintf("no answer: base %s; head %s", cmp.Or(b, "none named"), cmp.Or(h, "none named")))
+	}
 	if ab, ah := answeredShare(base, ""), answeredShare(head, ""); ah < ab-o.ShareFloor {
 		c.Notes = append(c.Notes, fmt.Sprintf("head answered %s of its sends, base %s: the head's latencies cover fewer answers and are never scored better",
 			FormatShare(ah), FormatShare(ab)))

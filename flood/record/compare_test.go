@@ -157,6 +157,40 @@ func TestCompareShareFloor(t *testing.T) {
 	}
 }
 
+// TestCompareNotesWhyNoAnswer: when base and head got no answer for
+// different reasons, the comparison notes both (not judged: the error
+// share is); the same reasons, nothing.
+func TestCompareNotesWhyNoAnswer(t *testing.T) {
+	ms, _ := record.ParseCompareMetrics("errors")
+	run := cmpRun{n: 1000, scale: time.Millisecond}
+	for _, c := range []struct {
+		name       string
+		base, head record.Unanswered
+		note       string // "" = none about it
+	}{
+		// A new cause in head: both said.
+		{"new cause", nil, record.Unanswered{record.NoAnswerUnknownCA: 5}, "no answer: base none named; head " + record.NoAnswerUnknownCA + " 5"},
+		// The same reasons: no note.
+		{"same", record.Unanswered{record.NoAnswerRefused: 2}, record.Unanswered{record.NoAnswerRefused: 2}, ""},
+	} {
+		base, head := run.record(t, record.Settings{}), run.record(t, record.Settings{})
+		base.Overall.Unanswered, head.Overall.Unanswered = c.base, c.head
+		cmp, err := record.Compare(base, head, record.CompareOptions{Metrics: ms, MaxRegression: 0.15})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var said []string
+		for _, n := range cmp.Notes {
+			if strings.HasPrefix(n, "no answer:") {
+				said = append(said, n)
+			}
+		}
+		if got := strings.Join(said, "\n"); got != c.note {
+			t.Errorf("%s: noted %q, want %q", c.name, got, c.note)
+		}
+	}
+}
+
 // TestCompareMarksFewSends: a quantile that fewer than 10 sends lie beyond
 // is marked, overall and per type, whatever its verdict.
 func TestCompareMarksFewSends(t *testing.T) {
