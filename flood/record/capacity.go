@@ -132,7 +132,7 @@ func (c CapacityRule) pastRung(row RungRow, within func(*Record) bool, budget fl
 	var bad []string
 	if n := r.Overall.Counts.Completed; n > 0 && float64(fail) > c.FailShare*float64(n) {
 		what := failures(t)
-		if why := r.Overall.Unanswered.String(); why != "" {
+		if why := r.Overall.WhyUnanswered().String(); why != "" {
 			what += "; no answer: " + why
 		}
 		bad = append(bad, fmt.Sprintf("%s of the sends failed other than by shedding (%s)", Percent(fail, n), what))

@@ -353,7 +353,7 @@ func Compare(base, head *Record, o CompareOptions) (*Comparison, error) {
 			c.Notes = append(c.Notes, side.name+": partial run ("+string(side.r.PartialReason)+")")
 		}
 	}
-	if b, h := base.Overall.Unanswered.String(), head.Overall.Unanswered.String(); b != h {
+	if b, h := base.Overall.WhyUnanswered().String(), head.Overall.WhyUnanswered().String(); b != h {
 		// Why sends went unanswered is not judged (the error share is),
 		// but a new reason is often the news: a certificate, a port.
 		c.Notes = append(c.Notes, fmt.Sprintf("no answer: base %s; head %s", cmp.Or(b, "none named"), cmp.Or(h, "none named")))

@@ -166,15 +166,21 @@ func TestCompareNotesWhyNoAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		base, head record.Unanswered
+		timeouts   int64  // in both runs' tallies
 		note       string // "" = none about it
 	}{
 		// A new cause in head: both said.
-		{"new cause", nil, record.Unanswered{record.NoAnswerUnknownCA: 5}, "no answer: base none named; head " + record.NoAnswerUnknownCA + " 5"},
+		{"new cause", nil, record.Unanswered{record.NoAnswerUnknownCA: 5}, 0, "no answer: base none named; head " + record.NoAnswerUnknownCA + " 5"},
 		// The same reasons: no note.
-		{"same", record.Unanswered{record.NoAnswerRefused: 2}, record.Unanswered{record.NoAnswerRefused: 2}, ""},
+		{"same", record.Unanswered{record.NoAnswerRefused: 2}, record.Unanswered{record.NoAnswerRefused: 2}, 0, ""},
+		// A record from before the reasons were kept, its timeouts told by
+		// class, against a newer one's: the same, no note.
+		{"older base", nil, record.Unanswered{record.NoAnswerTimeout: 3}, 3, ""},
 	} {
 		base, head := run.record(t, record.Settings{}), run.record(t, record.Settings{})
 		base.Overall.Unanswered, head.Overall.Unanswered = c.base, c.head
+		base.Overall.Tally.Classes[record.ClassTimeout] += c.timeouts
+		head.Overall.Tally.Classes[record.ClassTimeout] += c.timeouts
 		cmp, err := record.Compare(base, head, record.CompareOptions{Metrics: ms, MaxRegression: 0.15})
 		if err != nil {
 			t.Fatal(err)

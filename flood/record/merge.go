@@ -215,14 +215,7 @@ func mergeTypes(recs []*Record, name string) (*Stats, error) {
 		st.Counts.Merge(tr.Counts)
 		st.Tally.Merge(tr.Tally)
 		st.RateLimits.Merge(tr.RateLimits)
-		st.Unanswered.Merge(tr.Unanswered)
-		if tr.Unanswered == nil {
-			// A record from before the reasons were kept: its sends
-			// without an answer are told by class, so the reasons still
-			// count every one.
-			st.Unanswered.Add(ClassTimeout.String(), tr.Tally.Classes[ClassTimeout])
-			st.Unanswered.Add(ClassConnError.String(), tr.Tally.Classes[ClassConnError])
-		}
+		st.Unanswered.Merge(tr.WhyUnanswered())
 		for _, p := range []struct {
 			dst *hdr.Histogram
 			src HistRecord

@@ -151,6 +151,10 @@ func (t Tally) Total() int64 {
 // OK is the number of 2xx answers.
 func (t Tally) OK() int64 { return t.Classes[Class202] + t.Classes[ClassOther2xx] }
 
+// Unanswered is the number of completed sends that got no HTTP answer
+// (timeouts, connection errors).
+func (t Tally) Unanswered() int64 { return t.Classes[ClassTimeout] + t.Classes[ClassConnError] }
+
 // Errors is the number of completed sends that were not 2xx (4xx, 5xx,
 // timeouts, connection errors, other).
 func (t Tally) Errors() int64 { return t.Total() - t.OK() }

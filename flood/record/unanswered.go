@@ -66,6 +66,20 @@ func NamedNoAnswer(reason string) bool {
 // Tally. Nil is empty.
 type Unanswered map[string]int64
 
+// WhyUnanswered is why t's sends got no answer: its Unanswered, or, in a
+// record from before the reasons were kept, its timeouts and connection
+// errors by class name, so that every reader (merge, reports, compare)
+// counts every such send the one way; nil when every send was answered.
+func (t *TypeRecord) WhyUnanswered() Unanswered {
+	if t.Unanswered != nil {
+		return t.Unanswered
+	}
+	var u Unanswered
+	u.Add(ClassTimeout.String(), t.Tally.Classes[ClassTimeout])
+	u.Add(ClassConnError.String(), t.Tally.Classes[ClassConnError])
+	return u
+}
+
 // Add counts n sends that got no answer for reason.
 func (u *Unanswered) Add(reason string, n int64) {
 	if n == 0 {

@@ -67,7 +67,7 @@ func WriteMarkdownWith(w io.Writer, r *record.Record, file string, extra []Secti
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "; Retry-After seen %d.\n\n", r.Overall.Tally.RetryAfter)
-	if why := r.Overall.Unanswered.String(); why != "" {
+	if why := r.Overall.WhyUnanswered().String(); why != "" {
 		fmt.Fprintf(&b, "No answer: %s.\n\n", record.EscapeMarkdown(why))
 	}
 	if s := r.Overall.RateLimits.Summary(); s != "" {
@@ -142,7 +142,7 @@ func typeRows(r *record.Record) []typeRow {
 			Service99: t.Service.Format(t.Service.P99), Late99: t.Lateness.Format(t.Lateness.P99),
 			OK:       strconv.FormatInt(t.Tally.OK(), 10),
 			Errors:   fmt.Sprintf("%d (%s)", t.Tally.Errors(), record.Percent(t.Tally.Errors(), t.Counts.Completed)),
-			NoAnswer: strconv.FormatInt(unanswered(t), 10),
+			NoAnswer: strconv.FormatInt(t.Tally.Unanswered(), 10),
 			Aborted:  strconv.FormatInt(t.Counts.Aborted, 10),
 			Dropped:  fmt.Sprintf("%d (%s)", t.Counts.Dropped, record.Percent(t.Counts.Dropped, t.Counts.Offered)),
 		}
@@ -201,7 +201,7 @@ type htmlPage struct {
 	Status      []statusRow
 	RetryAfter  int64
 	// Unanswered is why sends got no answer (record.Unanswered's words);
-	// "" when every send was answered or the record does not keep it.
+	// "" when every send was answered.
 	Unanswered string
 	Settings   []keyValue
 	Parts      []keyValue
@@ -268,7 +268,7 @@ func htmlPageOf(r *record.Record) (*htmlPage, error) {
 		Status:     statusRows(r),
 		Blocks:     weatherBlocks(r),
 		RetryAfter: r.Overall.Tally.RetryAfter,
-		Unanswered: r.Overall.Unanswered.String(),
+		Unanswered: r.Overall.WhyUnanswered().String(),
 		Settings:   settingRows(r),
 		Parts:      partRows(r),
 		Schema:     fmt.Sprintf("%s v%d", r.Schema, r.Version),

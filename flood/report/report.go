@@ -201,12 +201,8 @@ func writeMeasured(b *strings.Builder, r *record.Record) {
 	answered := o.Latency.Count
 	fmt.Fprintf(b, "latency and service: over the %d answered sends (any HTTP status)", answered)
 	if f := o.Failed; f.Count > 0 {
-		why := o.Unanswered.String()
-		if why == "" { // a record from before the reasons were kept
-			why = fmt.Sprintf("timeout %d, no connection or answer %d", o.Tally.Classes[record.ClassTimeout], o.Tally.Classes[record.ClassConnError])
-		}
 		fmt.Fprintf(b, "; %d got no answer (%s), kept apart: p50 %s p95 %s max %s",
-			f.Count, why, record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
+			f.Count, o.WhyUnanswered(), record.FormatMicros(f.P50), record.FormatMicros(f.P95), record.FormatMicros(f.Max))
 	}
 	b.WriteString("\n\n")
 }
@@ -227,7 +223,7 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 		l := t.Latency
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t", name, t.Counts.Sent, l.Count,
 			l.Format(l.P50), l.Format(l.P90), l.Format(l.P95), l.Format(l.P99), l.Format(l.P999), l.Format(l.Max),
-			t.Service.Format(t.Service.P99), t.Lateness.Format(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), unanswered(t))
+			t.Service.Format(t.Service.P99), t.Lateness.Format(t.Lateness.P99), t.Tally.OK(), record.Percent(t.Tally.Errors(), t.Counts.Completed), t.Tally.Unanswered())
 		if aborted {
 			fmt.Fprintf(tw, "%d\t", t.Counts.Aborted)
 		}
@@ -244,12 +240,6 @@ func writeTypeTable(b *strings.Builder, r *record.Record) error {
 		fmt.Fprintln(b, "  "+note)
 	}
 	return nil
-}
-
-// unanswered is how many of t's sends got no answer, by the tally (a
-// record from before the failed histogram was kept has it empty).
-func unanswered(t *record.TypeRecord) int64 {
-	return t.Tally.Classes[record.ClassTimeout] + t.Tally.Classes[record.ClassConnError]
 }
 
 // forgedApart says, for a run with forged requests, that the "all" row's

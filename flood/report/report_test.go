@@ -40,9 +40,8 @@ func TestWriteTableGolden(t *testing.T) {
 }
 
 // TestTableSaysWhyNoAnswer: the sends that got no answer are told by
-// reason, in the table and in Markdown; a record written before the
-// reasons were kept, by class in the table and not at all in Markdown
-// (its status line has the classes).
+// reason, in the table, Markdown and HTML; a record written before the
+// reasons were kept, by class, as a merge counts them.
 func TestTableSaysWhyNoAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -54,7 +53,7 @@ func TestTableSaysWhyNoAnswer(t *testing.T) {
 			"2 got no answer (TLS: certificate signed by an authority not trusted 1, connection refused 1), kept apart",
 			"No answer: TLS: certificate signed by an authority not trusted 1, connection refused 1."},
 		// An older record: the classes, without claiming a cause.
-		{"older record", nil, "2 got no answer (timeout 2, no connection or answer 0), kept apart", ""},
+		{"older record", nil, "2 got no answer (timeout 2), kept apart", "No answer: timeout 2."},
 	} {
 		rec := reportRecord(t)
 		rec.Overall.Unanswered = c.unanswered
